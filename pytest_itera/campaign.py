@@ -1,0 +1,619 @@
+"""The campaign contract: plan.json and manifest.json as frozen dataclasses.
+
+No pytest import here: the same loader serves the plugin, notebooks and the
+recorder. Loading never raises on bad input; every problem becomes a
+:class:`ContractError` naming the file, the JSON path and, when known, the
+line and column.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+import referencing
+
+PLAN_FILE = "plan.json"
+MANIFEST_FILE = "manifest.json"
+PLAN_FORMAT = "itera-plan/1"
+MANIFEST_FORMAT = "itera-manifest/1"
+RESUME_PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
+# plan.json and manifest.json are small documents; a bigger one is refused
+# before it is read so a hostile file cannot exhaust memory.
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+_MAX_ERRORS = 50
+
+# ---------------------------------------------------------------- plan.json
+
+
+@dataclass(frozen=True)
+class Decision:
+    metric: str
+    direction: Literal["higher", "lower"]
+    threshold: float
+    point: str | None = None
+
+
+@dataclass(frozen=True)
+class Corpus:
+    id: str
+    path: str
+    sha256: str
+    id_field: str
+    examples: int
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    id: str
+    role: Literal["control", "variant", "data_check", "resume_check", "pilot"]
+    category: Literal["must", "useful", "exploratory"]
+    config_sha256: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class StopRule:
+    id: str
+    kind: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointPolicy:
+    interval_hours: float
+    tolerable_loss_hours: float
+    resume_state: tuple[str, ...]
+    save_hours: float | None = None
+    storage: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str
+    kind: str
+    resource: str
+    hours: float
+    after: tuple[str, ...] = ()
+    lot: str | None = None
+    run: str | None = None
+
+
+@dataclass(frozen=True)
+class PlannedSchedule:
+    window_hours: float
+    steps: tuple[Step, ...]
+    sequential_hours: float | None = None
+    uncommitted_hours: float | None = None
+    deviation_tolerance: float | None = None
+
+
+@dataclass(frozen=True)
+class Expense:
+    label: str
+    amount: str  # decimal string, see pytest_itera.money
+
+
+@dataclass(frozen=True)
+class Lot:
+    id: str
+    offer: str
+    gpu: str
+    gpus_per_lot: int
+    days: int
+    price: str  # decimal string, see pytest_itera.money
+    quantity: int
+
+
+@dataclass(frozen=True)
+class PlanBudget:
+    currency: str
+    lots: tuple[Lot, ...]
+    external_expenses: tuple[Expense, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    format: str
+    campaign: str
+    frozen_at: datetime
+    question: str
+    decision: Decision
+    corpus: Corpus
+    runs: tuple[PlannedRun, ...]
+    stop_rules: tuple[StopRule, ...]
+    checkpoint_policy: CheckpointPolicy
+    schedule: PlannedSchedule
+    budget: PlanBudget
+
+    def run(self, run_id: str) -> PlannedRun | None:
+        return next((r for r in self.runs if r.id == run_id), None)
+
+
+# ------------------------------------------------------------ manifest.json
+
+
+@dataclass(frozen=True)
+class PlanRef:
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str
+    bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    rule: str
+    reason: str
+    step: int | None = None
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: str
+    outcome: Literal["accepted", "stopped", "rejected", "dropped"]
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    config: str | None = None
+    config_sha256: str | None = None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    measurements: str | None = None
+    predictions: str | None = None
+    deliverable: str | None = None
+    stop: Stop | None = None
+    decision: str | None = None
+    rejection: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    path: str
+    run: str
+    format: str
+    kind: Literal["resume", "weights"]
+    claims: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AdapterRecord:
+    path: str
+    run: str
+    base_model: str
+    base_revision: str | None
+    base_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    meets_threshold: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class BudgetReport:
+    currency: str
+    lots: tuple[str, ...]
+    rental_total: str
+    unit: Literal["corpus", "decision"]
+    accepted_deliverables: int
+    cost_per_deliverable: str | None
+    included_expenses: tuple[Expense, ...] = ()
+    external_expenses: tuple[Expense, ...] = ()
+    rejection_cause: str | None = None
+
+
+@dataclass(frozen=True)
+class ActualStep:
+    id: str
+    observed_hours: float
+
+
+@dataclass(frozen=True)
+class Deviation:
+    step: str
+    explanation: str
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    id: str
+    text: str
+    at: datetime | None = None
+    drops: tuple[str, ...] = ()
+    adds: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ActualSchedule:
+    reserved_hours: float
+    observed_hours: float
+    steps: tuple[ActualStep, ...]
+    deviations: tuple[Deviation, ...] = ()
+    decisions: tuple[DecisionRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class Manifest:
+    format: str
+    campaign: str
+    closed_at: datetime
+    plan: PlanRef
+    files: tuple[FileRecord, ...]
+    runs: tuple[RunRecord, ...]
+    checkpoints: tuple[CheckpointRecord, ...]
+    adapters: tuple[AdapterRecord, ...]
+    analysis: str
+    reload_instructions: str
+    conclusion: Conclusion
+    budget: BudgetReport
+    schedule: ActualSchedule
+
+    def run(self, run_id: str) -> RunRecord | None:
+        return next((r for r in self.runs if r.id == run_id), None)
+
+
+# ------------------------------------------------------------------ loading
+
+
+@dataclass(frozen=True)
+class ContractError:
+    """One problem with plan.json or manifest.json."""
+
+    file: str
+    json_path: str  # "$" for the document itself, else "$.runs[2].outcome"
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    def where(self) -> str:
+        pos = f":{self.line}:{self.column}" if self.line is not None else ""
+        return f"{self.file}{pos} {self.json_path}"
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """A campaign folder with its two documents, loaded as far as they are valid.
+
+    ``plan``/``manifest`` are None when the file is missing, unreadable or
+    schema-invalid; ``errors`` then says why. ``plan_data``/``manifest_data``
+    keep the parsed JSON (when it parsed) so string scans see every value.
+    """
+
+    root: Path
+    plan: Plan | None
+    manifest: Manifest | None
+    errors: tuple[ContractError, ...]
+    plan_data: Any = None
+    manifest_data: Any = None
+
+    @property
+    def id(self) -> str:
+        for doc in (self.manifest, self.plan):
+            if doc is not None:
+                return doc.campaign
+        return self.root.name
+
+    def errors_for(self, file: str) -> tuple[ContractError, ...]:
+        return tuple(e for e in self.errors if e.file == file)
+
+
+def load_campaign(root: Path) -> Campaign:
+    """Load ``root/plan.json`` and ``root/manifest.json``; never raises on bad input."""
+    plan_data, plan_errors = _load_document(root, PLAN_FILE, "plan")
+    manifest_data, manifest_errors = _load_document(root, MANIFEST_FILE, "manifest")
+    plan = _build(Plan, plan_data) if plan_data is not None and not plan_errors else None
+    manifest = (
+        _build(Manifest, manifest_data) if manifest_data is not None and not manifest_errors else None
+    )
+    return Campaign(
+        root=root,
+        plan=plan,
+        manifest=manifest,
+        errors=(*plan_errors, *manifest_errors),
+        plan_data=plan_data,
+        manifest_data=manifest_data,
+    )
+
+
+def _load_document(root: Path, name: str, schema: str) -> tuple[Any, list[ContractError]]:
+    path = root / name
+    try:
+        raw = _read_document(path)
+    except _Refused as exc:
+        return None, [ContractError(name, "$", str(exc))]
+    try:
+        data = parse_json(raw)
+    except json.JSONDecodeError as exc:
+        return None, [ContractError(name, "$", f"not JSON: {exc.msg}", exc.lineno, exc.colno)]
+    except (ValueError, RecursionError) as exc:
+        return None, [ContractError(name, "$", f"not acceptable JSON: {_short(exc)}")]
+    errors = [_schema_error(name, raw, e) for e in _validation_errors(schema, data)]
+    errors += _timestamp_errors(name, raw, schema, data) if not errors else []
+    return data, errors
+
+
+class _Refused(Exception):
+    pass
+
+
+def _read_document(path: Path) -> str:
+    """Read a small regular file as UTF-8, refusing links out, FIFOs and giants."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        raise _Refused("missing: a campaign folder has plan.json and manifest.json at its root") from None
+    except OSError as exc:
+        raise _Refused(f"cannot be read: {exc.strerror}") from None
+    import stat
+
+    if stat.S_ISLNK(st.st_mode):
+        raise _Refused("is a symbolic link: the contract documents must be regular files")
+    if not stat.S_ISREG(st.st_mode):
+        raise _Refused("is not a regular file")
+    if st.st_size > MAX_DOCUMENT_BYTES:
+        raise _Refused(f"is {st.st_size} bytes, over the {MAX_DOCUMENT_BYTES}-byte limit")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _Refused(f"cannot be read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Refused(f"is not UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
+
+
+class DuplicateKeyError(ValueError):
+    pass
+
+
+def parse_json(text: str) -> Any:
+    """Strict JSON: no NaN/Infinity, no duplicate keys (a later key must not hide an earlier one)."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise DuplicateKeyError(f"duplicate key {key!r} in one object")
+            out[key] = value
+        return out
+
+    def constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON (non-finite numbers are refused)")
+
+    def finite_float(text: str) -> float:
+        value = float(text)
+        if math.isinf(value):
+            raise ValueError(f"number {text[:40]} overflows a float")
+        return value
+
+    return json.loads(
+        text, object_pairs_hook=pairs, parse_constant=constant, parse_float=finite_float
+    )
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc)[:200]
+
+
+# ------------------------------------------------------------------ schemas
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """The shipped JSON Schema ``plan``, ``manifest`` or ``common``."""
+    text = resources.files("pytest_itera.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+@cache
+def _validator(name: str) -> jsonschema.protocols.Validator:
+    common = referencing.Resource.from_contents(schema("common"))
+    registry: referencing.Registry[Any] = referencing.Registry().with_resource(
+        common.id() or "", common
+    )
+    cls = jsonschema.validators.validator_for(schema(name))
+    return cls(schema(name), registry=registry)  # type: ignore[call-arg]
+
+
+def _validation_errors(name: str, data: Any) -> list[jsonschema.ValidationError]:
+    errors = sorted(_validator(name).iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    return errors[:_MAX_ERRORS]
+
+
+def _schema_error(file: str, raw: str, error: jsonschema.ValidationError) -> ContractError:
+    path = list(error.absolute_path)
+    line, column = locate(raw, path)
+    return ContractError(file, json_path(path), _explain(error), line, column)
+
+
+def json_path(parts: typing.Sequence[str | int]) -> str:
+    out = "$"
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _explain(error: jsonschema.ValidationError) -> str:
+    """A short, specific sentence for the common schema failures."""
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return f"unknown field {', '.join(map(repr, extra))} (typo? unknown fields are rejected)"
+    if error.validator == "type" and isinstance(error.instance, float) and "string" in str(
+        error.validator_value
+    ):
+        return f"{error.instance!r} is a float; money and identifiers are strings (write \"{error.instance}\")"
+    if error.validator == "pattern" and "(0|[1-9]" in str(error.validator_value):
+        return f"{error.instance!r} is not a decimal money string like \"47.14\""
+    if error.validator == "oneOf":
+        return f"{_clip(error.instance)} is not valid here (expected {_expected(error)})"
+    return error.message if len(error.message) < 300 else error.message[:300] + "…"
+
+
+def _expected(error: jsonschema.ValidationError) -> str:
+    kinds = []
+    for sub in error.validator_value:
+        kinds.append(sub.get("type") or sub.get("$ref", "?").rsplit("/", 1)[-1])
+    return " or ".join(map(str, kinds))
+
+
+def _clip(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) < 80 else text[:77] + "…"
+
+
+def _timestamp_errors(file: str, raw: str, name: str, data: Any) -> list[ContractError]:
+    """The schema checks a timestamp's shape; the calendar is checked here."""
+    errors = []
+    for path, value in _timestamps(data, name):
+        try:
+            datetime.fromisoformat(value)
+        except ValueError as exc:
+            line, column = locate(raw, path)
+            errors.append(ContractError(file, json_path(path), f"{value!r}: {exc}", line, column))
+    return errors
+
+
+def _timestamps(data: Any, name: str) -> list[tuple[list[str | int], str]]:
+    found: list[tuple[list[str | int], str]] = []
+    keys = {"frozen_at", "closed_at", "started_at", "ended_at", "at"}
+
+    def walk(node: Any, path: list[str | int]) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in keys and isinstance(value, str):
+                    found.append(([*path, key], value))
+                else:
+                    walk(value, [*path, key])
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, [*path, i])
+
+    walk(data, [])
+    return found
+
+
+# -------------------------------------------------------- positions in JSON
+
+
+def locate(raw: str, path: typing.Sequence[str | int]) -> tuple[int | None, int | None]:
+    """Line and column (1-based) where the value at ``path`` starts in ``raw``."""
+    try:
+        offset = _Locator(raw).find(list(path))
+    except (ValueError, IndexError, RecursionError):
+        return None, None
+    if offset is None:
+        return None, None
+    line = raw.count("\n", 0, offset) + 1
+    column = offset - (raw.rfind("\n", 0, offset) + 1) + 1
+    return line, column
+
+
+class _Locator:
+    """Walks the raw JSON text just far enough to find a value's offset."""
+
+    _decoder = json.JSONDecoder()
+
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+
+    def find(self, path: list[str | int], pos: int = 0) -> int | None:
+        pos = self._skip_ws(pos)
+        if not path:
+            return pos
+        head, rest = path[0], path[1:]
+        if isinstance(head, int) and self.raw[pos] == "[":
+            return self._find_in_array(head, rest, pos + 1)
+        if isinstance(head, str) and self.raw[pos] == "{":
+            return self._find_in_object(head, rest, pos + 1)
+        return None
+
+    def _find_in_array(self, index: int, rest: list[str | int], pos: int) -> int | None:
+        for i in range(index + 1):
+            pos = self._skip_ws(pos)
+            if i == index:
+                return self.find(rest, pos)
+            pos = self._skip_value(pos)
+            pos = self._skip_ws(pos) + 1  # the comma
+        return None
+
+    def _find_in_object(self, key: str, rest: list[str | int], pos: int) -> int | None:
+        while True:
+            pos = self._skip_ws(pos)
+            if self.raw[pos] == "}":
+                return None
+            name, pos = self._decoder.raw_decode(self.raw, pos)
+            pos = self._skip_ws(pos) + 1  # the colon
+            if name == key:
+                return self.find(rest, pos)
+            pos = self._skip_value(self._skip_ws(pos))
+            pos = self._skip_ws(pos) + 1  # the comma
+
+    def _skip_value(self, pos: int) -> int:
+        _, end = self._decoder.raw_decode(self.raw, pos)
+        return int(end)
+
+    def _skip_ws(self, pos: int) -> int:
+        while self.raw[pos] in " \t\r\n":
+            pos += 1
+        return pos
+
+
+# ------------------------------------------------- JSON -> frozen dataclasses
+
+
+def _build(cls: type[Any], data: Mapping[str, Any]) -> Any:
+    """Turn schema-valid JSON into the dataclass ``cls`` (field names are the JSON keys)."""
+    hints = _hints(cls)
+    kwargs = {
+        f.name: _convert(hints[f.name], data[f.name])
+        for f in dataclasses.fields(cls)
+        if f.name in data
+    }
+    return cls(**kwargs)
+
+
+@cache
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    return typing.get_type_hints(cls, vars(sys.modules[__name__]))
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if value is None:
+        return None
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _convert(inner[0], value)
+    if origin is tuple:
+        return tuple(_convert(typing.get_args(hint)[0], v) for v in value)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value)  # type: ignore[arg-type]
+    if hint is datetime:
+        return datetime.fromisoformat(value)
+    if hint is float and isinstance(value, int):
+        return float(value)
+    if origin is Mapping:
+        return types.MappingProxyType(dict(value))
+    return value
