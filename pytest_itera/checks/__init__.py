@@ -1,0 +1,211 @@
+"""The check registry: what a check is and what it sees (no pytest import).
+
+A check is a plain function over a loaded campaign that returns findings.
+Built-in families (``checks/files.py``, ``checks/contract.py``, ...) and
+users' conftest.py files contribute checks the same way, through the
+``pytest_itera_checks`` hook; the pytest layer turns each (check, target)
+into one item.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pytest_itera.campaign import Campaign
+from pytest_itera.findings import Finding
+
+if TYPE_CHECKING:
+    from pytest_itera.reload import Reloader, ReloadResult
+    from pytest_itera.scan import FileFacts, TempMatcher
+    from pytest_itera.tree import Entry
+
+Scope = Literal["campaign", "file", "run", "checkpoint", "adapter"]
+Needs = Literal["plan", "manifest"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A named acceptance check.
+
+    ``targets`` lists what one item each is made for (file paths, run ids,
+    checkpoint paths); for a campaign-scoped check it is None and one item is
+    made. ``run`` returns the findings for one target (None for campaign
+    scope): an empty result means the check passed.
+    """
+
+    id: str
+    summary: str
+    run: Callable[[Context, str | None], Iterable[Finding]]
+    scope: Scope = "campaign"
+    targets: Callable[[Context], Iterable[str]] | None = None
+    needs: frozenset[Needs] = frozenset({"plan", "manifest"})
+    fast: bool = False  # also part of the --itera-fast look
+    order: int = 50  # position in the item list (lower first), then id
+
+
+@dataclass(frozen=True)
+class Options:
+    """The user's settings that checks read (a plain copy of the pytest options)."""
+
+    fast: bool = False
+    python: str | None = None
+    timeout: float = 120.0
+    ignore: tuple[str, ...] = ()
+    temp_patterns: tuple[str, ...] = ()
+    plan_sha256: str | None = None
+    deviation_tolerance: float = 0.10
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Context:
+    """What checks see: the campaign, the options and shared, memoised work.
+
+    One Context per campaign per process. Every file is read at most once
+    per process (``facts``); each check/target is evaluated at most once
+    (``findings``), so a check may consult another check's verdict (the
+    budget counts runs that passed their own checks) without redoing work.
+    """
+
+    def __init__(
+        self,
+        campaign: Campaign,
+        options: Options,
+        checks: Mapping[str, Check],
+        *,
+        matcher_factory: Callable[[], TempMatcher] | None = None,
+        reloader_factory: Callable[[], Reloader] | None = None,
+    ) -> None:
+        self.campaign = campaign
+        self.options = options
+        self.checks = checks
+        self._matcher_factory = matcher_factory
+        self._reloader_factory = reloader_factory
+        self._lock = threading.RLock()
+        self._entries: tuple[Entry, ...] | None = None
+        self._by_path: dict[str, Entry] = {}
+        self._matcher: TempMatcher | None = None
+        self._reloader: Reloader | None = None
+        self._facts: dict[str, FileFacts] = {}
+        self._reloads: dict[str, ReloadResult] = {}
+        self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
+
+    @property
+    def root(self) -> Path:
+        return self.campaign.root
+
+    # -- the tree and its bytes -------------------------------------------------
+
+    def entries(self) -> tuple[Entry, ...]:
+        """Every entry of the folder (lstat, sorted, links never followed)."""
+        if self._entries is None:
+            from pytest_itera.tree import walk
+
+            self._entries = walk(self.root)
+            self._by_path = {e.path: e for e in self._entries}
+        return self._entries
+
+    def entry(self, relpath: str) -> Entry | None:
+        self.entries()
+        return self._by_path.get(relpath)
+
+    def matcher(self) -> TempMatcher:
+        if self._matcher is None:
+            from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher
+
+            factory = self._matcher_factory
+            self._matcher = (
+                factory()
+                if factory
+                else TempMatcher((*DEFAULT_TEMP_PATTERNS, *self.options.temp_patterns))
+            )
+        return self._matcher
+
+    def facts(self, relpath: str) -> FileFacts:
+        """Size, sha256 and temp-path hits of one file, from a single streamed read."""
+        with self._lock:
+            if relpath not in self._facts:
+                from pytest_itera.scan import scan_file
+
+                self._facts[relpath] = scan_file(
+                    self._readable_path(relpath),
+                    relpath,
+                    None if self.options.fast else self.matcher(),
+                    hash=not self.options.fast,
+                )
+            return self._facts[relpath]
+
+    def _readable_path(self, relpath: str) -> Path:
+        """A link that stays inside the folder is read through; any other path as is."""
+        entry = self.entry(relpath)
+        path = self.root / relpath
+        if entry is not None and entry.kind == "symlink" and not entry.escapes:
+            return Path(os.path.realpath(path))
+        return path
+
+    # -- checkpoints --------------------------------------------------------------
+
+    def reload(self, relpath: str, claimed_format: str | None) -> ReloadResult:
+        """The fresh-process reload verdict for one checkpoint (memoised)."""
+        with self._lock:
+            if relpath not in self._reloads:
+                self._reloads[relpath] = self.reloader().reload(
+                    self.root / relpath, relpath, claimed_format
+                )
+            return self._reloads[relpath]
+
+    def reloader(self) -> Reloader:
+        if self._reloader is None:
+            if self._reloader_factory is None:
+                raise RuntimeError("no reloader configured")
+            self._reloader = self._reloader_factory()
+        return self._reloader
+
+    def close(self) -> None:
+        if self._reloader is not None:
+            self._reloader.close()
+            self._reloader = None
+
+    # -- verdicts -----------------------------------------------------------------
+
+    def findings(self, check_id: str, target: str | None = None) -> tuple[Finding, ...]:
+        """The findings of one check for one target, computed once."""
+        key = (check_id, target)
+        with self._lock:
+            if key not in self._findings:
+                self._findings[key] = tuple(self._evaluate(self.checks[check_id], target))
+            return self._findings[key]
+
+    def _evaluate(self, check: Check, target: str | None) -> Iterable[Finding]:
+        blocked = blocked_by_contract(self.campaign, check)
+        if blocked is not None:
+            return (blocked,)
+        return check.run(self, target)
+
+    def targets(self, check: Check) -> list[str | None]:
+        """The item targets of a check, sorted; [None] for a campaign-scoped check."""
+        if check.targets is None or blocked_by_contract(self.campaign, check) is not None:
+            # A check whose targets cannot be listed still gets one item, which
+            # fails saying why: a broken manifest never silently drops checks.
+            return [None]
+        return sorted(set(check.targets(self)))
+
+
+def blocked_by_contract(campaign: Campaign, check: Check) -> Finding | None:
+    """A check that needs a document which did not load cannot be evaluated: say so."""
+    missing = [
+        name
+        for name, doc in (("plan", campaign.plan), ("manifest", campaign.manifest))
+        if name in check.needs and doc is None
+    ]
+    if not missing:
+        return None
+    files = " and ".join(f"{name}.json" for name in missing)
+    return Finding(
+        f"not evaluated: {files} did not load",
+        hint="fix the problems reported by the 'manifest' item first",
+    )

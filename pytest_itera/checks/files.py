@@ -1,0 +1,221 @@
+"""File checks: files-intact, no-empty-files, no-temp-paths (R8).
+
+Every file is read once (Context.facts): size, sha256 and the temp-path scan
+come from the same streamed pass.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from fnmatch import fnmatchcase
+
+from pytest_itera.campaign import MANIFEST_FILE, PLAN_FILE, FileRecord
+from pytest_itera.checks import Check, Context
+from pytest_itera.findings import Finding
+
+CONTRACT_FILES = (PLAN_FILE, MANIFEST_FILE)
+_NOT_A_FILE = {
+    "fifo": "a FIFO (named pipe)",
+    "socket": "a socket",
+    "device": "a device file",
+    "dir": "a directory",
+    "other": "not a regular file",
+}
+
+
+def ignored(ctx: Context, relpath: str) -> bool:
+    return any(fnmatchcase(relpath, pattern) for pattern in ctx.options.ignore)
+
+
+def _listed(ctx: Context) -> tuple[FileRecord, ...]:
+    man = ctx.campaign.manifest
+    return man.files if man is not None else ()
+
+
+# ------------------------------------------------------------ files-intact
+
+
+def file_targets(ctx: Context) -> Iterable[str]:
+    present = (
+        e.path
+        for e in ctx.entries()
+        if (e.kind != "dir" or e.error) and e.path not in CONTRACT_FILES and not ignored(ctx, e.path)
+    )
+    return {*present, *(f.path for f in _listed(ctx))}
+
+
+def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
+    assert target is not None
+    records = [(i, f) for i, f in enumerate(_listed(ctx)) if f.path == target]
+    if not records:
+        yield from _unlisted(ctx, target)
+        return
+    index, record = records[0]
+    where = f"{MANIFEST_FILE} $.files[{index}]"
+    if len(records) > 1:
+        yield Finding(f"{target} is listed {len(records)} times", where=where,
+                      hint="list each file once")
+    yield from _listed_file(ctx, record, where)
+
+
+def _unlisted(ctx: Context, relpath: str) -> Iterator[Finding]:
+    entry = ctx.entry(relpath)
+    if entry is not None and entry.error:
+        yield Finding(f"{relpath} {entry.error}", where=relpath)
+        return
+    kind = "" if entry is None or entry.kind == "file" else f" ({_describe(entry.kind)})"
+    yield Finding(
+        f"{relpath}{kind} is in the campaign folder but not listed in the manifest",
+        where=relpath,
+        hint="list it in manifest.json files (pytest_itera.record does this), remove it, "
+        "or add a pattern to the itera_ignore ini option",
+    )
+
+
+def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Finding]:
+    from pytest_itera.tree import resolve_inside
+
+    inside = resolve_inside(ctx.root, record.path)
+    if isinstance(inside, str):
+        yield Finding(f"listed file {record.path!r} {inside}", where=where,
+                      hint="list paths relative to the campaign folder, inside it")
+        return
+    entry = ctx.entry(record.path)
+    if entry is None:
+        yield Finding(f"listed file {record.path} is missing", where=where,
+                      hint="retrieve it before the rental ends, or correct the manifest")
+        return
+    if entry.kind == "symlink" and entry.escapes:
+        yield Finding(f"{record.path} is a symlink to {entry.target!r}, which leaves the campaign folder",
+                      where=where, hint="copy the file itself into the campaign folder")
+        return
+    if entry.kind not in ("file", "symlink"):
+        yield Finding(f"{record.path} is {_describe(entry.kind)}", where=where)
+        return
+    yield from _content(ctx, record, where, entry.size if entry.kind == "file" else None)
+
+
+def _content(ctx: Context, record: FileRecord, where: str, size: int | None) -> Iterator[Finding]:
+    if ctx.options.fast and size is not None:
+        if size != record.bytes:
+            yield _size_finding(record, size, where)
+        return
+    facts = ctx.facts(record.path)
+    if facts.error is not None:
+        yield Finding(f"{record.path} cannot be read: {facts.error}", where=where)
+        return
+    if facts.size != record.bytes:
+        yield _size_finding(record, facts.size, where)
+    if facts.sha256 is not None and facts.sha256 != record.sha256:
+        yield Finding(
+            f"{record.path} does not have the sha256 recorded in the manifest",
+            where=f"{where}.sha256",
+            expected=record.sha256,
+            found=facts.sha256,
+            hint="the file changed or was corrupted in transfer: retrieve it again",
+        )
+
+
+def _size_finding(record: FileRecord, size: int, where: str) -> Finding:
+    return Finding(
+        f"{record.path} is {size} bytes, the manifest says {record.bytes}",
+        where=f"{where}.bytes",
+        expected=f"{record.bytes} bytes",
+        found=f"{size} bytes",
+        hint="the file is truncated or changed: retrieve it again",
+    )
+
+
+def _describe(kind: str) -> str:
+    return _NOT_A_FILE.get(kind, kind)
+
+
+# ---------------------------------------------------------- no-empty-files
+
+
+def no_empty_files(ctx: Context, _target: str | None) -> Iterator[Finding]:
+    """No empty regular file anywhere; no empty directory that a run relies on."""
+    entries = [e for e in ctx.entries() if not ignored(ctx, e.path)]
+    for entry in entries:
+        if entry.kind == "file" and entry.size == 0:
+            listed = any(f.path == entry.path for f in _listed(ctx))
+            yield Finding(
+                f"{entry.path} is empty{' (listed in the manifest)' if listed else ''}",
+                where=entry.path,
+                hint="an empty output is not a verified output: rerun the step that writes it",
+            )
+    yield from _empty_dirs(ctx, entries)
+
+
+def _empty_dirs(ctx: Context, entries: list[object]) -> Iterator[Finding]:
+    from pytest_itera.tree import Entry
+
+    dirs = [e for e in entries if isinstance(e, Entry) and e.kind == "dir" and not e.error]
+    parents = Counter(e.path.rsplit("/", 1)[0] for e in ctx.entries() if "/" in e.path)
+    relied = _relied_on(ctx)
+    for entry in dirs:
+        if parents[entry.path] == 0 and _is_relied_on(entry.path, relied):
+            yield Finding(
+                f"directory {entry.path} is empty, and a run relies on it",
+                where=entry.path,
+                hint="its outputs were never written or not retrieved",
+            )
+
+
+def _relied_on(ctx: Context) -> tuple[set[str], set[str]]:
+    man = ctx.campaign.manifest
+    if man is None:
+        return set(), set()
+    paths = {r.path.rstrip("/") for r in (*man.checkpoints, *man.adapters)}
+    return paths, {r.id for r in man.runs}
+
+
+def _is_relied_on(path: str, relied: tuple[set[str], set[str]]) -> bool:
+    paths, run_ids = relied
+    return path in paths or any(part in run_ids for part in path.split("/"))
+
+
+# ----------------------------------------------------------- no-temp-paths
+
+
+def scan_targets(ctx: Context) -> Iterable[str]:
+    return [
+        e.path
+        for e in ctx.entries()
+        if (e.kind == "file" or (e.kind == "symlink" and not e.escapes))
+        and not ignored(ctx, e.path)
+    ]
+
+
+def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
+    assert target is not None
+    facts = ctx.facts(target)
+    if facts.error is not None:
+        yield Finding(f"{target} cannot be scanned: {facts.error}", where=target)
+        return
+    for hit in facts.hits:
+        inside = f" ({hit.where})" if hit.where else ""
+        yield Finding(
+            f"path into a temporary folder: {hit.excerpt}",
+            where=f"{target}:{hit.line}:{hit.column}{inside}",
+            hint="a temporary folder does not outlive the rental: record paths relative "
+            "to the campaign folder and copy the file in",
+        )
+    if facts.hit_count > len(facts.hits):
+        yield Finding(f"... and {facts.hit_count - len(facts.hits)} more temporary paths in {target}")
+
+
+CHECKS = (
+    Check("files-intact", "every file listed, present, inside the folder, with its size and sha256",
+          files_intact, scope="file", targets=file_targets, needs=frozenset({"manifest"}),
+          fast=True, order=10),
+    Check("no-empty-files", "no empty file, no empty directory a run relies on", no_empty_files,
+          needs=frozenset(), fast=True, order=11),
+    Check("no-temp-paths", "no path into a temporary folder", no_temp_paths, scope="file",
+          targets=scan_targets, needs=frozenset(), order=12),
+)
+
+
+def pytest_itera_checks(config: object) -> tuple[Check, ...]:
+    return CHECKS

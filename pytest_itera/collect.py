@@ -1,0 +1,179 @@
+"""Collection: a campaign folder becomes items ``<dir>/manifest.json::<check>[<target>]``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pluggy
+import pytest
+from _pytest._code.code import TerminalRepr
+
+from pytest_itera.campaign import MANIFEST_FILE, load_campaign
+from pytest_itera.checks import Check, Context, Options
+from pytest_itera.findings import Finding, render_all, summary_line
+from pytest_itera.options import Settings, settings_key
+
+MARKER = "itera"
+
+
+class CheckFailed(Exception):
+    """A check found problems in the campaign (not a plugin bug)."""
+
+    def __init__(self, check: str, target: str | None, findings: tuple[Finding, ...]) -> None:
+        super().__init__(summary_line(findings))
+        self.check = check
+        self.target = target
+        self.findings = findings
+
+
+class _CampaignNode:
+    """Hooks for campaign nodes come from the folder's parent.
+
+    A conftest.py inside a campaign folder is data like any other file: it is
+    never imported (that would run the campaign's code and write bytecode into
+    the folder).
+    """
+
+    path: Path
+    session: pytest.Session
+
+    @property
+    def campaign_root(self) -> Path:
+        raise NotImplementedError
+
+    @property
+    def ihook(self) -> pluggy.HookRelay:
+        return self.session.gethookproxy(self.campaign_root.parent)
+
+
+class IteraCampaign(_CampaignNode, pytest.Directory):
+    """The campaign folder: collects its manifest, nothing else inside it."""
+
+    @property
+    def campaign_root(self) -> Path:
+        return self.path
+
+    def collect(self) -> Iterator[IteraManifest]:
+        yield IteraManifest.from_parent(
+            self, path=self.path / MANIFEST_FILE, nodeid=_manifest_nodeid(self.session, self.path)
+        )
+
+
+class IteraManifest(_CampaignNode, pytest.File):
+    """The campaign's checks, one item per check and target."""
+
+    context: Context
+
+    @property
+    def campaign_root(self) -> Path:
+        return self.path.parent
+
+    def collect(self) -> Iterator[IteraCheckItem]:
+        settings = self.config.stash[settings_key]
+        checks = registered_checks(self.config, self.ihook, fast=settings.fast)
+        self.context = make_context(self.campaign_root, settings, checks, self.config)
+        for check in sorted(checks.values(), key=lambda c: (c.order, c.id)):
+            for target in self.context.targets(check):
+                yield IteraCheckItem.from_parent(
+                    self, name=item_name(check.id, target), check=check, target=target
+                )
+
+    def teardown(self) -> None:
+        context = getattr(self, "context", None)
+        if context is not None:
+            context.close()
+
+
+class IteraCheckItem(_CampaignNode, pytest.Item):
+    """One check on one target."""
+
+    def __init__(self, *, check: Check, target: str | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check = check
+        self.target = target
+        self.add_marker(MARKER)
+        self.user_properties += [
+            ("itera_campaign", str(self.campaign_root)),
+            ("itera_check", check.id),
+            ("itera_target", target if target is not None else ""),
+        ]
+
+    @property
+    def campaign_root(self) -> Path:
+        return self.path.parent
+
+    def runtest(self) -> None:
+        assert isinstance(self.parent, IteraManifest)
+        findings = self.parent.context.findings(self.check.id, self.target)
+        if findings:
+            raise CheckFailed(self.check.id, self.target, findings)
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, CheckFailed):
+            return failure_text(excinfo.value)
+        return super().repr_failure(excinfo, style)  # a plugin bug keeps its traceback
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"[itera] {self.name}"
+
+
+def failure_text(error: CheckFailed) -> str:
+    count = len(error.findings)
+    label = item_name(error.check, error.target)
+    head = f"{label}: {count} problem{'s' if count != 1 else ''}"
+    return f"{head}\n{render_all(error.findings)}"
+
+
+def item_name(check_id: str, target: str | None) -> str:
+    if target is None:
+        return check_id
+    # Node ids are one line and "::" separates their parts: keep targets readable.
+    shown = target.encode("unicode_escape").decode("ascii") if not target.isprintable() else target
+    return f"{check_id}[{shown.replace('::', ':_:')}]"
+
+
+def registered_checks(config: pytest.Config, hook: pluggy.HookRelay, *, fast: bool) -> dict[str, Check]:
+    checks: dict[str, Check] = {}
+    for contributed in hook.pytest_itera_checks(config=config):
+        for check in contributed:
+            if check.id in checks:
+                raise pytest.UsageError(f"pytest-itera: two checks are registered as {check.id!r}")
+            checks[check.id] = check
+    if fast:
+        checks = {cid: c for cid, c in checks.items() if c.fast}
+    return checks
+
+
+def make_context(
+    root: Path, settings: Settings, checks: Mapping[str, Check], config: pytest.Config
+) -> Context:
+    patterns = [p for group in config.hook.pytest_itera_temp_patterns(config=config) for p in group]
+    options = Options(
+        fast=settings.fast,
+        python=settings.python,
+        timeout=settings.timeout,
+        ignore=settings.ignore,
+        temp_patterns=(*settings.temp_patterns, *patterns),
+        plan_sha256=settings.plan_sha256,
+        deviation_tolerance=settings.deviation_tolerance,
+        extra={"config": config},
+    )
+    return Context(load_campaign(root), options, checks)
+
+
+def _manifest_nodeid(session: pytest.Session, root: Path) -> str | None:
+    """Node ids relative to the rootdir; outside it, the path as the user can type it.
+
+    pytest's default would name an outside campaign's items plain
+    "manifest.json::..." (pytest #11245), ambiguous with two campaigns.
+    """
+    manifest = root / MANIFEST_FILE
+    if manifest.is_relative_to(session.config.rootpath):
+        return None
+    rel = os.path.relpath(manifest, session.config.invocation_params.dir)
+    return Path(rel).as_posix() if not rel.startswith("../../..") else manifest.as_posix()

@@ -1,0 +1,46 @@
+"""What a check reports: findings, rendered as plain text (no pytest import)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: what is wrong, where, expected vs found, and what to do."""
+
+    message: str
+    where: str | None = None  # "manifest.json:12:5 $.files[3]", "notes.md:4:10"
+    expected: str | None = None
+    found: str | None = None
+    hint: str | None = None
+
+    def render(self) -> str:
+        head = f"{self.where}: {self.message}" if self.where else self.message
+        lines = [head]
+        if self.expected is not None:
+            lines.append(f"    expected: {self.expected}")
+        if self.found is not None:
+            lines.append(f"    found:    {self.found}")
+        if self.hint is not None:
+            lines.append(f"    fix:      {self.hint}")
+        return "\n".join(lines)
+
+
+def render_all(findings: Iterable[Finding], *, limit: int = 50) -> str:
+    """All findings, one block each; past ``limit`` a count of the rest."""
+    items = list(findings)
+    blocks = [f.render() for f in items[:limit]]
+    if len(items) > limit:
+        blocks.append(f"... and {len(items) - limit} more")
+    return "\n".join(blocks)
+
+
+def summary_line(findings: Iterable[Finding]) -> str:
+    """The first finding's message, for one-line summaries (reports, -rA)."""
+    items = list(findings)
+    if not items:
+        return ""
+    more = f" (+{len(items) - 1} more)" if len(items) > 1 else ""
+    return f"{items[0].message}{more}"

@@ -1,0 +1,89 @@
+"""pytest-itera's own hooks: implement them in a conftest.py or a plugin.
+
+The built-in check families are ordinary implementations of these hooks,
+registered as plugins named ``itera.<family>`` (so ``-p no:itera.files``
+switches a family off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_itera.checks import Check
+    from pytest_itera.reload import ReloadResult
+
+hookspec = pytest.hookspec
+
+
+@hookspec
+def pytest_itera_checks(config: pytest.Config) -> Sequence[Check]:
+    """Return checks to run on every campaign.
+
+    Sample (conftest.py)::
+
+        from pytest_itera.checks import Check
+        from pytest_itera.findings import Finding
+
+        def _seed_recorded(ctx, target):
+            for run in ctx.campaign.manifest.runs:
+                if "seed" not in run.metrics:
+                    yield Finding(f"run {run.id} has no 'seed' metric",
+                                  where="manifest.json", hint="record the seed")
+
+        def pytest_itera_checks(config):
+            return [Check(id="seed-recorded", summary="every run records its seed",
+                          run=_seed_recorded)]
+    """
+    raise NotImplementedError  # pragma: no cover - a specification
+
+
+@hookspec
+def pytest_itera_temp_patterns(config: pytest.Config) -> Sequence[str]:
+    """Return extra literal patterns that mark a path into a temporary folder.
+
+    Sample::
+
+        def pytest_itera_temp_patterns(config):
+            return ["/scratch/", "/localscratch/"]
+    """
+    raise NotImplementedError  # pragma: no cover - a specification
+
+
+@hookspec(firstresult=True)
+def pytest_itera_reload(
+    path: Path, display: str, claimed_format: str | None, config: pytest.Config
+) -> ReloadResult | None:
+    """Reload one checkpoint yourself; return None to let the next loader try.
+
+    The built-in loader (a fresh interpreter, ``weights_only=True``) runs when
+    every implementation returns None. Sample, a format of your own::
+
+        from pytest_itera.reload import ReloadResult
+
+        def pytest_itera_reload(path, display, claimed_format, config):
+            if path.suffix != ".myfmt":
+                return None
+            ok = path.read_bytes().startswith(b"MYFMT1")
+            return ReloadResult(path=display, ok=ok, format="myfmt",
+                                cause=None if ok else f"{display}: bad magic")
+    """
+    raise NotImplementedError  # pragma: no cover - a specification
+
+
+@hookspec(firstresult=True)
+def pytest_itera_catalogue(config: pytest.Config) -> object | None:
+    """Return the price catalogue (``pytest_itera.money.Catalogue``) to compare lots with.
+
+    Sample::
+
+        from pytest_itera.money import load_catalogue
+
+        def pytest_itera_catalogue(config):
+            return load_catalogue(config.rootpath / "prices.json")
+    """
+    raise NotImplementedError  # pragma: no cover - a specification

@@ -1,0 +1,96 @@
+"""pytest11 entry point: thin wiring only, cheap to import (no torch here)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_itera import hookspecs, options
+from pytest_itera.options import Settings, settings_key
+
+# Built-in check families, registered like any plugin: `-p no:itera.files` turns one off.
+FAMILIES = {
+    "itera.contract": "pytest_itera.checks.contract",
+    "itera.files": "pytest_itera.checks.files",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.addoption(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    settings = options.build_settings(config)
+    config.stash[settings_key] = settings
+    if settings.active and _cache_inside_campaign(config, settings):
+        # pytest would write .pytest_cache into the campaign folder, which is read-only to us.
+        config.pluginmanager.set_blocked("cacheprovider")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "itera: a pytest-itera campaign acceptance check")
+    settings = config.stash.get(settings_key, None)
+    if settings is None or not settings.active:
+        return
+    import importlib
+
+    for name, module in FAMILIES.items():
+        if not config.pluginmanager.is_blocked(name) and not config.pluginmanager.has_plugin(name):
+            config.pluginmanager.register(importlib.import_module(module), name)
+    _point_collection_at_campaigns(config, settings)
+    from pytest_itera.session import IteraSession
+
+    config.pluginmanager.register(IteraSession(config, settings), "itera.session")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    settings = parent.config.stash.get(settings_key, None)
+    if settings is None or path not in settings.campaigns:
+        return None
+    from pytest_itera.collect import IteraCampaign
+
+    return IteraCampaign.from_parent(parent, path=path)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Nothing inside a campaign is collected as a test, except through our own nodes."""
+    settings = config.stash.get(settings_key, None)
+    if settings is None:
+        return None
+    inside = any(
+        collection_path != root and collection_path.is_relative_to(root)
+        for root in settings.campaigns
+    )
+    return True if inside else None
+
+
+def _point_collection_at_campaigns(config: pytest.Config, settings: Settings) -> None:
+    """`pytest --itera-campaign DIR` collects the campaign; given test paths run beside it.
+
+    With no test paths on the command line, only the campaigns are collected
+    (not the rootdir's tests). A path given inside a campaign (a node id to
+    re-run) selects within it instead of adding the whole campaign again.
+    """
+    explicit = config.args_source == pytest.Config.ArgsSource.ARGS
+    here = config.invocation_params.dir
+    given = [Path(os.path.abspath(here / a.split("::")[0])) for a in config.args] if explicit else []
+    extra = [
+        str(root)
+        for root in settings.campaigns
+        if not any(p == root or p.is_relative_to(root) for p in given)
+    ]
+    config.args = [*config.args, *extra] if explicit else extra
+
+
+def _cache_inside_campaign(config: pytest.Config, settings: Settings) -> bool:
+    raw = os.path.expanduser(os.path.expandvars(str(config.getini("cache_dir"))))
+    cache = Path(os.path.abspath(config.rootpath / raw))
+    return any(cache == root or cache.is_relative_to(root) for root in settings.campaigns)

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.factory import CampaignBuilder, tree_digest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture
+def campaign(pytester: pytest.Pytester) -> Iterator[CampaignBuilder]:
+    """A good campaign at <pytester>/out; the test breaks it, writes it, runs pytest.
+
+    After the test, the folder must be exactly as written: a run never modifies it.
+    """
+    builder = CampaignBuilder(pytester.path / "out")
+    yield builder
+    if builder.root.exists() and builder.written_digest is not None:
+        assert tree_digest(builder.root) == builder.written_digest, "the campaign folder was modified"

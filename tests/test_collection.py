@@ -1,0 +1,161 @@
+"""The plugin as users meet it: options, node ids, selection, inertness, the JSON report."""
+
+from __future__ import annotations
+
+import json
+import pytest
+
+from tests.factory import CampaignBuilder
+
+def test_inert_without_the_option(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_plain(): pass")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("*itera*")
+
+
+def test_good_campaign_is_accepted(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    pytester.makepyfile(test_other="def test_not_collected(): pass")
+    result = pytester.runpytest("--itera-campaign", "out")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0, result.stdout.str()
+    assert outcomes["passed"] > 10
+    result.stdout.fnmatch_lines(["*= pytest-itera =*", "campaign tiny-2026-11: ACCEPTED — * checks"])
+    result.stdout.no_fnmatch_line("*test_not_collected*")
+    assert result.ret == 0
+
+
+def test_node_ids_name_check_and_target(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    result = pytester.runpytest("--itera-campaign", "out", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        [
+            "out/manifest.json::manifest",
+            "out/manifest.json::plan-frozen",
+            "out/manifest.json::expected-ids",
+            "out/manifest.json::files-intact[RELOAD.md]",
+            "out/manifest.json::no-temp-paths[runs/control/predictions.jsonl]",
+            "out/manifest.json::analysis-present",
+        ],
+        consecutive=False,
+    )
+
+
+def test_one_node_id_reruns_exactly_that_check(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    node = "out/manifest.json::files-intact[runs/control/metrics.json]"
+    result = pytester.runpytest("--itera-campaign", "out", node, "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"{node} PASSED*"])
+
+
+@pytest.mark.parametrize(
+    ("selection", "expected"),
+    [(("-k", "no-empty-files"), 1), (("-k", "manifest and not files"), 1), (("-m", "itera"), None)],
+)
+def test_selection_by_keyword_and_marker(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, selection: tuple[str, str], expected: int | None
+) -> None:
+    campaign.write()
+    result = pytester.runpytest("--itera-campaign", "out", *selection)
+    passed = result.parseoutcomes()["passed"]
+    assert passed == expected if expected is not None else passed > 10
+    if expected is not None:
+        result.stdout.fnmatch_lines(["campaign tiny-2026-11: INCOMPLETE — * checks ran"])
+
+
+def test_missing_dir_is_one_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--itera-campaign", "nowhere")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if "nowhere" in line]
+    assert errors == ["ERROR: --itera-campaign: nowhere: no such directory"]
+
+
+def test_file_given_as_campaign_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".txt", notes="x")
+    result = pytester.runpytest("--itera-campaign", "notes.txt")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*notes.txt: not a directory*"])
+
+
+def test_same_campaign_twice_is_a_usage_error(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    result = pytester.runpytest("--itera-campaign", "out", "--itera-campaign", "./out/")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*the same campaign is given twice*"])
+
+
+def test_ini_twin(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    pytester.makeini("[pytest]\nitera_campaign = out\n")
+    result = pytester.runpytest()
+    result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
+    assert result.ret == 0
+
+
+def test_campaign_outside_rootdir_has_readable_ids(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("elsewhere") / "camp"
+    builder = CampaignBuilder(outside)
+    builder.write()
+    pytester.makeini("[pytest]\n")
+    result = pytester.runpytest("--itera-campaign", str(outside), "--collect-only", "-q")
+    lines = [line for line in result.stdout.lines if "::" in line]
+    assert lines, result.stdout.str()
+    assert all(line.split("::")[0].endswith("camp/manifest.json") for line in lines)
+    assert not any(line.startswith("manifest.json") for line in lines)
+    run = pytester.runpytest("--itera-campaign", str(outside))
+    run.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED*"])
+    assert run.ret == 0
+
+
+def test_json_report(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.files["analysis.md"] = b""
+    campaign.write()
+    result = pytester.runpytest("--itera-campaign", "out", "--itera-report", "report.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    report = json.loads((pytester.path / "report.json").read_text())
+    assert report["campaign"] == "tiny-2026-11"
+    assert report["verdict"] == "rejected"
+    failed = [c for c in report["checks"] if c["outcome"] == "failed"]
+    assert {c["check"] for c in failed} == {"no-empty-files", "analysis-present"}
+    assert all(set(c) >= {"check", "target", "outcome", "message"} for c in report["checks"])
+    assert "analysis.md is empty" in failed[0]["message"]
+    assert report["budget"]["engaged_total"] == "47.14"
+    assert report["schedule"]["window_hours"] == 72
+
+
+def test_report_inside_campaign_is_refused(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    result = pytester.runpytest("--itera-campaign", "out", "--itera-report", "out/report.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*out/report.json is inside the campaign*--itera-report-inside*"])
+
+
+def test_conftest_inside_campaign_is_never_imported(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    marker = pytester.path / "conftest-ran"
+    campaign.files["conftest.py"] = f"open({str(marker)!r}, 'w').write('ran')\n".encode()
+    campaign.write()
+    result = pytester.runpytest("--itera-campaign", "out")
+    assert not marker.exists()
+    assert result.ret == 0, result.stdout.str()
+
+
+def test_running_from_inside_the_campaign_writes_no_cache(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    root = campaign.root
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        result = pytester.runpytest_subprocess("--itera-campaign", ".")
+    assert result.ret == 0, result.stdout.str()
+    assert not (root / ".pytest_cache").exists()

@@ -1,0 +1,251 @@
+"""manifest, plan-frozen, expected-ids, analysis-present: each passes, and fails for its reasons."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.factory import CampaignBuilder
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--itera-campaign", "out", *args)
+
+
+def only(check: str) -> tuple[str, str]:
+    return ("-k", check)
+
+
+# ----------------------------------------------------------------- manifest
+
+
+def test_manifest_passes_on_a_good_campaign(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    run(pytester, "-k", "manifest and not files").assert_outcomes(passed=1)
+
+
+def test_manifest_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    (campaign.root / "manifest.json").unlink()
+    campaign.seal()
+    result = run(pytester)
+    result.stdout.fnmatch_lines(
+        [
+            "*manifest: 1 problem*",
+            "manifest.json $: missing: a campaign folder has plan.json and manifest.json at its root",
+            "*fix:*pytest_itera.record*",
+        ]
+    )
+    # checks that need the manifest fail, saying why, instead of vanishing
+    result.stdout.fnmatch_lines(["*expected-ids: 1 problem*", "not evaluated: manifest.json did not load"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_plan_not_json(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    (campaign.root / "plan.json").write_text('{"format": "itera-plan/1",\n  "campaign": }\n')
+    campaign.seal()
+    result = run(pytester, *only("manifest and not files"))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["plan.json:2:15 $: not JSON: Expecting value"])
+
+
+def test_schema_error_names_json_path_and_line(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.manifest["runs"][2]["outcome"] = "acepted"
+    campaign.write()
+    text = (campaign.root / "manifest.json").read_text().splitlines()
+    line = next(i for i, t in enumerate(text, 1) if '"acepted"' in t)
+    column = text[line - 1].index('"acepted"') + 1
+    result = run(pytester, *only("manifest and not files"))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"manifest.json:{line}:{column} $.runs[2].outcome: 'acepted' is not one of *"]
+    )
+
+
+def test_unknown_field_is_rejected(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.plan["budget"]["lots"][0]["colour"] = "red"
+    campaign.write()
+    result = run(pytester, *only("manifest and not files"))
+    result.stdout.fnmatch_lines(
+        ["plan.json:*:* $.budget.lots[0]: unknown field 'colour' (typo? unknown fields are rejected)"]
+    )
+
+
+def test_float_money_is_a_schema_error(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.manifest["budget"]["rental_total"] = 47.14
+    campaign.write()
+    result = run(pytester, *only("manifest and not files"))
+    result.stdout.fnmatch_lines(
+        ['manifest.json:* $.budget.rental_total: 47.14 is a float; money and identifiers are strings (write "47.14")']
+    )
+
+
+def test_duplicate_keys_are_refused(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    path = campaign.root / "manifest.json"
+    path.write_text(path.read_text().replace('"format"', '"campaign": "other",\n  "format"', 1))
+    campaign.seal()
+    result = run(pytester, *only("manifest and not files"))
+    result.stdout.fnmatch_lines(["manifest.json $: not acceptable JSON: duplicate key 'campaign' in one object"])
+
+
+def test_every_schema_error_is_listed(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    del campaign.manifest["analysis"]
+    campaign.manifest["runs"][0]["outcome"] = 3
+    campaign.write()
+    result = run(pytester, *only("manifest and not files"))
+    result.stdout.fnmatch_lines(
+        [
+            "*manifest: 2 problems*",
+            "manifest.json:*:* $: 'analysis' is a required property",
+            "manifest.json:*:* $.runs[0].outcome: 3 is not one of *",
+        ]
+    )
+
+
+def test_campaign_ids_must_agree(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.manifest["campaign"] = "another-campaign"
+    campaign.write()
+    result = run(pytester, *only("manifest and not files"))
+    result.stdout.fnmatch_lines(
+        ["manifest.json $.campaign: plan.json and manifest.json name different campaigns",
+         "    expected: 'tiny-2026-11'", "    found:    'another-campaign'"]
+    )
+
+
+# -------------------------------------------------------------- plan-frozen
+
+
+def test_plan_frozen_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    run(pytester, *only("plan-frozen")).assert_outcomes(passed=1)
+
+
+def test_plan_edited_after_freezing(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    plan = json.loads((campaign.root / "plan.json").read_text())
+    plan["decision"]["threshold"] = 0.7  # moving the goalposts after the runs
+    (campaign.root / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
+    campaign.seal()
+    result = run(pytester, *only("plan-frozen"))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "manifest.json $.plan.sha256: plan.json changed after it was frozen*",
+            "    expected: *",
+            "    found:    *",
+            "    fix:      restore the plan as frozen*",
+        ]
+    )
+
+
+def test_plan_sha256_option(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    result = run(pytester, *only("plan-frozen"), "--itera-plan-sha256", "ab" * 32)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["plan.json: plan.json is not the plan given by --itera-plan-sha256"])
+    bad = run(pytester, "--itera-plan-sha256", "main")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_run_started_before_the_plan_was_frozen(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.manifest["runs"][1]["started_at"] = "2026-11-20T07:59:00Z"
+    campaign.write()
+    result = run(pytester, *only("plan-frozen"))
+    result.stdout.fnmatch_lines(
+        ["manifest.json $.runs[1].started_at: run data-check started before the plan (and its stop rules) was frozen",
+         "    expected: at or after 2026-11-20T08:00:00+00:00"]
+    )
+
+
+# ------------------------------------------------------------- expected-ids
+
+
+def test_expected_ids_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    run(pytester, *only("expected-ids")).assert_outcomes(passed=1)
+
+
+def test_planned_run_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.manifest["runs"] = [r for r in campaign.manifest["runs"] if r["id"] != "variant-a"]
+    campaign.write()
+    result = run(pytester, *only("expected-ids"))
+    result.stdout.fnmatch_lines(["manifest.json $.runs: planned run variant-a is unaccounted for"])
+
+
+def test_unplanned_run(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    extra = dict(campaign.manifest["runs"][3], id="variant-z")
+    campaign.manifest["runs"].append(extra)
+    campaign.write()
+    result = run(pytester, *only("expected-ids"))
+    result.stdout.fnmatch_lines(["manifest.json $.runs[4].id: run variant-z is not in the plan"])
+
+
+def test_unplanned_run_added_by_a_decision_is_accepted(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.manifest["runs"].append(dict(campaign.manifest["runs"][3], id="variant-a2"))
+    campaign.manifest["schedule"]["decisions"] = [
+        {"id": "after-pilot", "text": "variant-a with a fixed tokenizer gets a new id", "adds": ["variant-a2"]}
+    ]
+    campaign.write()
+    run(pytester, *only("expected-ids")).assert_outcomes(passed=1)
+
+
+def test_duplicate_run_id(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.manifest["runs"].append(dict(campaign.manifest["runs"][0]))
+    campaign.write()
+    result = run(pytester, *only("expected-ids"))
+    result.stdout.fnmatch_lines(["manifest.json $.runs: run id control appears 2 times"])
+
+
+def test_no_control(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.plan["runs"][0]["role"] = "variant"
+    campaign.write()
+    result = run(pytester, *only("expected-ids"))
+    result.stdout.fnmatch_lines(
+        ["plan.json $.runs: the plan has no control run", "plan.json $.runs: the must category has no control run"]
+    )
+
+
+def test_must_category_lacks_the_resume_check(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.plan["runs"][2]["category"] = "useful"
+    campaign.write()
+    result = run(pytester, *only("expected-ids"))
+    result.stdout.fnmatch_lines(["plan.json $.runs: the must category has no resume check run"])
+
+
+# --------------------------------------------------------- analysis-present
+
+
+def test_analysis_present_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    run(pytester, *only("analysis-present")).assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ("missing-analysis", "the error analysis analysis.md is missing"),
+        ("blank-analysis", "the error analysis analysis.md holds only whitespace"),
+        ("empty-reload", "the reload instructions RELOAD.md is empty"),
+        ("outside-reload", "the reload instructions ../RELOAD.md '..' leaves the campaign folder"),
+    ],
+)
+def test_analysis_or_reload_instructions_missing_or_empty(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, change: str, expected: str
+) -> None:
+    if change == "missing-analysis":
+        del campaign.files["analysis.md"]
+    elif change == "blank-analysis":
+        campaign.files["analysis.md"] = b"  \n\n\t\n"
+    elif change == "empty-reload":
+        campaign.files["RELOAD.md"] = b""
+    else:
+        campaign.manifest["reload_instructions"] = "../RELOAD.md"
+    campaign.write()
+    result = run(pytester, *only("analysis-present"))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"manifest.json $.*: {expected}*"])

@@ -1,0 +1,210 @@
+"""files-intact, no-empty-files, no-temp-paths: each passes, and fails for each of its reasons."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.factory import CampaignBuilder, sha256
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--itera-campaign", "out", *args)
+
+
+# ------------------------------------------------------------ files-intact
+
+
+def test_files_intact_passes_for_every_listed_file(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    result = run(pytester, "-k", "files-intact")
+    result.assert_outcomes(passed=len(campaign.files))
+
+
+def test_listed_file_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    (campaign.root / "runs/control/metrics.json").unlink()
+    campaign.seal()
+    result = run(pytester, "-k", "files-intact")
+    result.assert_outcomes(passed=len(campaign.files) - 1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["manifest.json $.files[*]: listed file runs/control/metrics.json is missing",
+         "    fix:      retrieve it before the rental ends, or correct the manifest"]
+    )
+
+
+def test_size_differs(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    with (campaign.root / "RELOAD.md").open("ab") as handle:
+        handle.write(b"appended later\n")
+    campaign.seal()
+    result = run(pytester, "-k", "files-intact and RELOAD")
+    result.assert_outcomes(failed=1)
+    size = len(campaign.files["RELOAD.md"])
+    result.stdout.fnmatch_lines(
+        [f"manifest.json $.files[0].bytes: RELOAD.md is {size + 15} bytes, the manifest says {size}"]
+    )
+
+
+def test_same_size_different_bytes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    path = campaign.root / "runs/variant-a/metrics.json"
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"0.85", b"0.95"))
+    campaign.seal()
+    result = run(pytester, "-k", "files-intact and variant-a/metrics")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "manifest.json $.files[*].sha256: runs/variant-a/metrics.json does not have the sha256 recorded*",
+            f"    expected: {sha256(data)}",
+            f"    found:    {sha256(path.read_bytes())}",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("listed", "reason"),
+    [
+        ("../secrets.txt", "'..' leaves the campaign folder"),
+        ("/etc/hostname", "is absolute"),
+    ],
+)
+def test_listed_path_outside_the_folder(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, listed: str, reason: str
+) -> None:
+    campaign.write()
+    manifest = json.loads((campaign.root / "manifest.json").read_text())
+    manifest["files"].append({"path": listed, "bytes": 1, "sha256": "0" * 64})
+    (campaign.root / "manifest.json").write_text(json.dumps(manifest))
+    campaign.seal()
+    result = run(pytester, "-k", "files-intact")
+    result.assert_outcomes(passed=len(campaign.files), failed=1)
+    result.stdout.fnmatch_lines([f"manifest.json $.files[*]: listed file {listed!r} {reason}*"])
+
+
+def test_symlink_out_of_the_folder(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    secret = pytester.path / "outside.txt"
+    secret.write_text("not part of the campaign\n")
+    campaign.write()
+    os.symlink(secret, campaign.root / "runs/control/link.txt")
+    manifest = json.loads((campaign.root / "manifest.json").read_text())
+    manifest["files"].append({"path": "runs/control/link.txt", "bytes": 25, "sha256": sha256(secret.read_bytes())})
+    (campaign.root / "manifest.json").write_text(json.dumps(manifest))
+    campaign.seal()
+    result = run(pytester, "-k", "files-intact and link")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*runs/control/link.txt*leaves the campaign folder*"])
+
+
+def test_unlisted_file(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.files["scratch/notes.txt"] = b"forgot to list me\n"
+    campaign.unlisted.add("scratch/notes.txt")
+    campaign.write()
+    result = run(pytester, "-k", "files-intact and scratch")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["scratch/notes.txt: scratch/notes.txt is in the campaign folder but not listed in the manifest",
+         "    fix:      list it in manifest.json files*"]
+    )
+
+
+def test_dotfiles_are_not_skipped(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.files[".hidden/state"] = b"x\n"
+    campaign.unlisted.add(".hidden/state")
+    campaign.write()
+    result = run(pytester, "-k", "files-intact and hidden")
+    result.assert_outcomes(failed=1)
+
+
+def test_ignore_patterns(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.files["logs/train.log"] = b"step 1\n"
+    campaign.unlisted.add("logs/train.log")
+    campaign.write()
+    pytester.makeini("[pytest]\nitera_ignore = logs/*\n")
+    result = run(pytester, "-k", "files-intact")
+    result.assert_outcomes(passed=len(campaign.files) - 1)
+
+
+# ----------------------------------------------------------- no-empty-files
+
+
+def test_no_empty_files_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    run(pytester, "-k", "no-empty-files").assert_outcomes(passed=1)
+
+
+def test_empty_listed_and_unlisted_files(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.files["runs/control/predictions.jsonl"] = b""
+    campaign.files["runs/variant-a/stderr.txt"] = b""
+    campaign.unlisted.add("runs/variant-a/stderr.txt")
+    campaign.write()
+    result = run(pytester, "-k", "no-empty-files")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*no-empty-files: 2 problems*",
+            "runs/control/predictions.jsonl: runs/control/predictions.jsonl is empty (listed in the manifest)",
+            "*",
+            "runs/variant-a/stderr.txt: runs/variant-a/stderr.txt is empty",
+        ]
+    )
+
+
+def test_empty_directory_a_run_relies_on(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write(before_manifest=lambda root: (root / "runs/variant-a/checkpoints").mkdir())
+    result = run(pytester, "-k", "no-empty-files")
+    result.stdout.fnmatch_lines(
+        ["runs/variant-a/checkpoints: directory runs/variant-a/checkpoints is empty, and a run relies on it"]
+    )
+
+
+# ------------------------------------------------------------ no-temp-paths
+
+
+def test_no_temp_paths_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    result = run(pytester, "-k", "no-temp-paths")
+    result.assert_outcomes(passed=len(campaign.files) + 2)  # plan.json and manifest.json too
+
+
+def test_temp_paths_in_json_markdown_and_csv(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.files["configs/control.json"] = b'{\n  "run": "control",\n  "cache": "/tmp/hf/cache"\n}\n'
+    campaign.plan["runs"][0]["config_sha256"] = sha256(campaign.files["configs/control.json"])
+    campaign.manifest["runs"][0]["config_sha256"] = campaign.plan["runs"][0]["config_sha256"]
+    campaign.files["RELOAD.md"] = b"# Reload\n\nThe weights are in /var/folders/xy/T/run1/last.pt\n"
+    campaign.files["runs/control/measurements.csv"] = (
+        b"step,loss,file\n1,0.5,C:\\Users\\ana\\AppData\\Local\\Temp\\run\\x.pt\n"
+    )
+    campaign.write()
+    result = run(pytester, "-k", "no-temp-paths")
+    result.assert_outcomes(passed=len(campaign.files) - 1, failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "configs/control.json:3:13: path into a temporary folder: /tmp/hf/cache*",
+            "RELOAD.md:3:20: path into a temporary folder: /var/folders/xy/T/run1/last.pt*",
+            "runs/control/measurements.csv:2:7: path into a temporary folder: *AppData\\Local\\Temp*",
+        ],
+        consecutive=False,
+    )
+
+
+def test_temp_path_in_the_manifest_itself(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.manifest["conclusion"]["text"] = "see /tmp/scratch/plots for the curves"
+    campaign.write()
+    result = run(pytester, "-k", "no-temp-paths and manifest.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["manifest.json:*:*: path into a temporary folder: /tmp/scratch/plots*"])
+
+
+def test_user_temp_patterns(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.files["RELOAD.md"] = b"# Reload\nfrom /scratch/job42/last.pt\n"
+    campaign.write()
+    pytester.makeini("[pytest]\nitera_temp_patterns = /scratch/\n")
+    result = run(pytester, "-k", "no-temp-paths and RELOAD")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["RELOAD.md:2:6: path into a temporary folder: /scratch/job42/last.pt*"])
