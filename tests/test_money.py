@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -307,3 +310,16 @@ def test_a_users_catalogue_loads(tmp_path: Path) -> None:
     assert catalogue.source == "quote 2025-03"
     assert [o.price for o in catalogue.offers] == [usd("250.00"), usd("1500.50")]
     assert smallest_covering(catalogue, 30) == catalogue.offers[1]
+
+
+def test_the_arithmetic_modules_import_neither_pytest_nor_hypothesis_nor_torch() -> None:
+    code = (
+        "import sys, pytest_itera.money, pytest_itera.schedule\n"
+        "print(sorted(m for m in ('pytest', 'hypothesis', 'torch') if m in sys.modules))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert done.stdout.strip() == "[]"
