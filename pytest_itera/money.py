@@ -175,6 +175,13 @@ class PricedLot(Protocol):
     def quantity(self) -> int: ...
 
 
+class GroupedLot(PricedLot, Protocol):
+    """A priced lot with its composition; :class:`pytest_itera.campaign.Lot` satisfies it."""
+
+    @property
+    def gpus_per_lot(self) -> int: ...
+
+
 class DatedLot(Protocol):
     """A lot or an offer with a duration (``campaign.Lot`` and :class:`Offer` satisfy it)."""
 
@@ -255,8 +262,10 @@ def cost_per_deliverable(total: Money, accepted: int) -> Money | None:
         raise TypeError(f"the accepted count is an int, not {accepted!r}")
     if accepted < 0:
         raise ValueError(f"the accepted count cannot be negative ({accepted})")
-    if accepted == 0:
-        return None
+    return _ratio(total, accepted) if accepted else None
+
+
+def _ratio(total: Money, accepted: int) -> Money:
     return Money((total.amount / accepted).quantize(CENT, ROUND_HALF_UP), total.currency)
 
 
@@ -271,6 +280,78 @@ def ratio_matches(stated: Money, total: Money, accepted: int) -> bool:
 def distinct_deliverables(keys: Iterable[str]) -> int:
     """How many different deliverables ``keys`` name: a corpus replayed five times is one."""
     return len(set(keys))
+
+
+def rental_total_problem(
+    stated: Money,
+    lots: Iterable[GroupedLot],
+    external: Iterable[Priced] = (),
+) -> str | None:
+    """Why a stated rental total is wrong, naming the usual mistakes; None when exact.
+
+    ``lots`` are the engaged lots; ``external`` the external expenses, which
+    must never be part of the rental (R7).
+    """
+    lots, currency = list(lots), stated.currency
+    expected = rental_total(lots, currency)
+    if stated == expected:
+        return None
+    per_gpu = sum(
+        (lot_cost(lot, currency) * lot.gpus_per_lot for lot in lots), Money.zero(currency)
+    )
+    outside = expenses_total(external, currency)
+    head = f"rental total {stated.format()} is not the sum of price * quantity, {expected.format()}"
+    if stated == per_gpu:
+        return f"{head}: it multiplies prices by GPUs per lot, but a lot is priced once"
+    if outside.amount and stated == expected + outside:
+        return f"{head}: it adds the external expenses ({outside.format()}); list them apart"
+    return head
+
+
+def ratio_problem(
+    stated: Money | None,
+    total: Money,
+    accepted: int,
+    unit: str = "corpus",
+    rejection_cause: str | None = None,
+) -> str | None:
+    """Why a stated cost per deliverable is wrong (R7); None when it is right.
+
+    Zero accepted: no ratio, a non-zero engaged cost and a rejection cause. A
+    research decision reports its conclusion, not a ratio. Otherwise the ratio
+    is within half a cent of ``total / accepted``.
+    """
+    if unit == "decision":
+        return None if stated is None else (
+            f"a research decision reports its conclusion, not a cost per deliverable "
+            f"({stated.format()})"
+        )
+    if accepted == 0:
+        return _zero_accepted_problem(stated, total, rejection_cause)
+    expected = _ratio(total, accepted).format()
+    if stated is None:
+        return f"{accepted} accepted deliverable(s) but no cost per deliverable ({expected})"
+    if not ratio_matches(stated, total, accepted):
+        return (
+            f"cost per deliverable {stated.format()} is not {total.format()} / {accepted} "
+            f"= {expected}"
+        )
+    return None
+
+
+def _zero_accepted_problem(stated: Money | None, total: Money, cause: str | None) -> str | None:
+    if stated is not None:
+        return (
+            f"zero accepted deliverables but a cost per deliverable of {stated.format()}: "
+            "the ratio is undefined (null)"
+        )
+    if not total.amount:
+        return "zero accepted deliverables and a zero engaged cost: show the cost actually engaged"
+    if not cause:
+        return (
+            f"zero accepted deliverables ({total.format()} engaged) without a rejection cause"
+        )
+    return None
 
 
 # ------------------------------------------------------ hourly billing (R4)

@@ -28,7 +28,9 @@ from pytest_itera.money import (
     lot_cost,
     overflow_advice,
     ratio_matches,
+    ratio_problem,
     rental_total,
+    rental_total_problem,
     smallest_covering,
     to_money,
 )
@@ -180,6 +182,64 @@ def test_cost_per_deliverable_refuses_bad_counts() -> None:
         cost_per_deliverable(usd("1"), -1)
     with pytest.raises(TypeError, match="is an int"):
         cost_per_deliverable(usd("1"), 1.0)  # type: ignore[arg-type]
+
+
+def b200_lot(quantity: int = 1) -> Lot:
+    # Made-up price: the source quotes none for the B200 lot.
+    return Lot("B", "B200, 7 days", "B200", 2, 7, "200.00", quantity)
+
+
+def test_rental_total_problem_names_the_usual_mistakes() -> None:
+    lots = [rtx_lot(quantity=2), b200_lot()]
+    external = [Expense("annotation", "120.00")]
+    assert rental_total_problem(usd("294.28"), lots, external) is None
+    assert rental_total_problem(usd("494.28"), lots, external) == (
+        "rental total 494.28 USD is not the sum of price * quantity, 294.28 USD: "
+        "it multiplies prices by GPUs per lot, but a lot is priced once"
+    )
+    assert rental_total_problem(usd("414.28"), lots, external) == (
+        "rental total 414.28 USD is not the sum of price * quantity, 294.28 USD: "
+        "it adds the external expenses (120.00 USD); list them apart"
+    )
+    assert rental_total_problem(usd("47.14"), lots) == (
+        "rental total 47.14 USD is not the sum of price * quantity, 294.28 USD"
+    )
+
+
+ZERO_WITH_RATIO = (
+    "zero accepted deliverables but a cost per deliverable of 0.00 USD: "
+    "the ratio is undefined (null)"
+)
+
+
+@pytest.mark.parametrize(
+    ("stated", "accepted", "unit", "cause", "problem"),
+    [
+        ("23.57", 2, "corpus", None, None),
+        (None, 0, "corpus", "the control diverged", None),
+        (None, 0, "decision", None, None),
+        ("23.56", 2, "corpus", None,
+         "cost per deliverable 23.56 USD is not 47.14 USD / 2 = 23.57 USD"),
+        (None, 2, "corpus", None,
+         "2 accepted deliverable(s) but no cost per deliverable (23.57 USD)"),
+        ("0.00", 0, "corpus", "diverged", ZERO_WITH_RATIO),
+        (None, 0, "corpus", None,
+         "zero accepted deliverables (47.14 USD engaged) without a rejection cause"),
+        ("47.14", 1, "decision", None,
+         "a research decision reports its conclusion, not a cost per deliverable (47.14 USD)"),
+    ],
+)
+def test_ratio_problem(
+    stated: str | None, accepted: int, unit: str, cause: str | None, problem: str | None
+) -> None:
+    money = usd(stated) if stated is not None else None
+    assert ratio_problem(money, usd("47.14"), accepted, unit, cause) == problem
+
+
+def test_zero_accepted_with_a_zero_cost_is_refused() -> None:
+    assert ratio_problem(None, usd("0"), 0, "corpus", "nothing ran") == (
+        "zero accepted deliverables and a zero engaged cost: show the cost actually engaged"
+    )
 
 
 @pytest.mark.parametrize(
