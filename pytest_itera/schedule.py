@@ -1,0 +1,467 @@
+"""End-to-end schedules: makespan, lots' spans and the window (rules R3, R4, R6, R9).
+
+Pure arithmetic, no pytest import. Hours are exact decimals: a float from
+the plan becomes the decimal its shortest repr shows (``0.1`` is 0.1), so
+"48 h in a 72 h window leave 24 h" holds exactly, never to 1e-15.
+
+Model (list scheduling in the listed order):
+
+- a step starts when every step of its ``after`` has ended *and* the
+  previous step listed on the same resource has ended: two rows on one GPU
+  never run in parallel, steps on different resources overlap;
+- the makespan runs from the first start (always 0) to the last end. It is
+  the campaign's *sequential hours*: from the start of preparation to the
+  retrieval of results (R3), human steps included;
+- a lot's clock runs from the first start to the last end of the steps that
+  name it (``lot``). Human preparation before the rental names no lot, so it
+  consumes the window but not the lot; it is still in the sequential hours.
+
+>>> from pytest_itera.campaign import Step
+>>> t = makespan([Step("prep", "setup", "human", 8), Step("train", "training", "gpu0", 40,
+...                                                        after=("prep",), lot="A")])
+>>> t.makespan, uncommitted_hours(72, t), t.lot_hours("A")
+(Decimal('48'), Decimal('24'), Decimal('40'))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Protocol
+
+from pytest_itera.money import lot_hours, overflow_advice
+
+if TYPE_CHECKING:
+    from pytest_itera.money import Catalogue
+
+HUMAN = "human"
+REQUIRED_KINDS = (
+    "setup",
+    "data_load",
+    "validation",
+    # Both ends of checkpoint I/O: the source puts save, transfer and restore
+    # time in the schedule, and an early save is reloaded in a new process.
+    "checkpoint_save",
+    "checkpoint_restore",
+    "output",
+    "retrieval",
+)
+DEFAULT_TOLERANCE = Decimal("0.10")
+
+HoursLike = float | int | Decimal | str
+
+
+class ScheduleError(ValueError):
+    """A schedule that cannot be computed (unknown or cyclic dependencies, a deadlock)."""
+
+
+class StepLike(Protocol):
+    """A planned step; :class:`pytest_itera.campaign.Step` satisfies it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def resource(self) -> str: ...
+
+    @property
+    def hours(self) -> HoursLike: ...
+
+    @property
+    def after(self) -> Sequence[str]: ...
+
+    @property
+    def lot(self) -> str | None: ...
+
+
+class PolicyLike(Protocol):
+    """A checkpoint policy; :class:`pytest_itera.campaign.CheckpointPolicy` satisfies it."""
+
+    @property
+    def interval_hours(self) -> HoursLike: ...
+
+    @property
+    def tolerable_loss_hours(self) -> HoursLike: ...
+
+    @property
+    def save_hours(self) -> HoursLike | None: ...
+
+
+class ActualLike(Protocol):
+    """An observed step; :class:`pytest_itera.campaign.ActualStep` satisfies it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def observed_hours(self) -> HoursLike: ...
+
+
+class LotLike(Protocol):
+    """A budget lot with an id and days; :class:`pytest_itera.campaign.Lot` satisfies it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def days(self) -> int: ...
+
+
+def as_hours(value: HoursLike) -> Decimal:
+    """Hours as an exact Decimal (a float through its shortest repr); finite, >= 0."""
+    if isinstance(value, bool) or not isinstance(value, float | int | Decimal | str):
+        raise TypeError(f"hours are a number, not {value!r}")
+    try:
+        hours = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    except ArithmeticError:
+        raise ValueError(f"{value!r} is not a number of hours") from None
+    if not hours.is_finite() or hours < 0:
+        raise ValueError(f"hours must be finite and non-negative, not {value!r}")
+    return hours
+
+
+def hours_text(value: Decimal) -> str:
+    """``78``, ``6.5``: hours without exponent or trailing zeros, for messages."""
+    return f"{value.normalize():f}"
+
+
+# ------------------------------------------------------------------ timeline
+
+
+@dataclass(frozen=True)
+class Slot:
+    """When one step runs in the computed schedule."""
+
+    id: str
+    kind: str
+    resource: str
+    lot: str | None
+    start: Decimal
+    end: Decimal
+
+    @property
+    def hours(self) -> Decimal:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The computed schedule: one slot per step, in the listed order."""
+
+    slots: tuple[Slot, ...]
+    makespan: Decimal
+    busy: Mapping[str, Decimal]  # resource -> hours occupied
+    lot_spans: Mapping[str, tuple[Decimal, Decimal]]  # lot -> (first start, last end)
+
+    def slot(self, step_id: str) -> Slot:
+        return next(s for s in self.slots if s.id == step_id)
+
+    def lot_hours(self, lot: str) -> Decimal:
+        """Hours the lot's clock runs: first start to last end of its steps (0 if unused)."""
+        start, end = self.lot_spans.get(lot, (Decimal(0), Decimal(0)))
+        return end - start
+
+    @property
+    def machine_hours(self) -> Decimal:
+        """Busy hours on every resource but ``human``."""
+        return sum((h for r, h in self.busy.items() if r != HUMAN), Decimal(0))
+
+    @property
+    def human_hours(self) -> Decimal:
+        return self.busy.get(HUMAN, Decimal(0))
+
+    def end_of(self, kind: str) -> Decimal | None:
+        """When the last step of ``kind`` ends; None when there is none."""
+        ends = [s.end for s in self.slots if s.kind == kind]
+        return max(ends) if ends else None
+
+
+def makespan(steps: Iterable[StepLike]) -> Timeline:
+    """Schedule ``steps`` in the listed order and return the :class:`Timeline`.
+
+    Raises :class:`ScheduleError` for a duplicate id, an unknown or self
+    dependency, a dependency cycle, or a deadlock between a dependency and
+    the listed order on one resource (a step that must wait for a step listed
+    after it on the same resource).
+    """
+    steps = list(steps)
+    hours = _validate(steps)
+    waits = _waits(steps)
+    order = _topological(steps, waits)
+    ends: dict[str, Decimal] = {}
+    starts: dict[str, Decimal] = {}
+    for step_id in order:
+        starts[step_id] = max((ends[p] for p, _ in waits[step_id]), default=Decimal(0))
+        ends[step_id] = starts[step_id] + hours[step_id]
+    slots = tuple(
+        Slot(s.id, s.kind, s.resource, s.lot, starts[s.id], ends[s.id]) for s in steps
+    )
+    return Timeline(
+        slots=slots,
+        makespan=max(ends.values(), default=Decimal(0)),
+        busy=_busy(slots),
+        lot_spans=_lot_spans(slots),
+    )
+
+
+def _validate(steps: list[StepLike]) -> dict[str, Decimal]:
+    hours: dict[str, Decimal] = {}
+    for step in steps:
+        if step.id in hours:
+            raise ScheduleError(f"step id {step.id!r} is used twice; each step needs its own id")
+        try:
+            hours[step.id] = as_hours(step.hours)
+        except (TypeError, ValueError) as exc:
+            raise ScheduleError(f"step {step.id!r}: {exc}") from None
+    for step in steps:
+        for dep in step.after:
+            if dep == step.id:
+                raise ScheduleError(f"step {step.id!r} is listed in its own 'after'")
+            if dep not in hours:
+                raise ScheduleError(
+                    f"step {step.id!r} comes after {dep!r}, which is not a step of the schedule"
+                )
+    return hours
+
+
+# Each wait is (the step waited for, why): "after" or the shared resource.
+_Waits = dict[str, list[tuple[str, str]]]
+
+
+def _waits(steps: list[StepLike]) -> _Waits:
+    waits: _Waits = {}
+    last_on: dict[str, str] = {}
+    for step in steps:
+        waits[step.id] = [(dep, "after") for dep in step.after]
+        if step.resource in last_on:
+            waits[step.id].append((last_on[step.resource], f"resource {step.resource!r}"))
+        last_on[step.resource] = step.id
+    return waits
+
+
+def _topological(steps: list[StepLike], waits: _Waits) -> list[str]:
+    """Kahn's order (ties in listed order, so the result is deterministic)."""
+    pending = {s.id: len({p for p, _ in waits[s.id]}) for s in steps}
+    followers: dict[str, list[str]] = {s.id: [] for s in steps}
+    for step_id, ws in waits.items():
+        for p in {p for p, _ in ws}:
+            followers[p].append(step_id)
+    ready = [s.id for s in steps if pending[s.id] == 0]
+    order: list[str] = []
+    while ready:
+        current = ready.pop(0)
+        order.append(current)
+        for nxt in followers[current]:
+            pending[nxt] -= 1
+            if pending[nxt] == 0:
+                ready.append(nxt)
+    if len(order) < len(steps):
+        raise ScheduleError(_explain_cycle(steps, waits, set(order)))
+    return order
+
+
+def _explain_cycle(steps: list[StepLike], waits: _Waits, done: set[str]) -> str:
+    cycle = _cycle(waits, [s.id for s in steps if s.id not in done])
+    links = ", ".join(
+        f"{a!r} waits for {b!r} ({why})" if why == "after"
+        else f"{a!r} waits for {b!r} (listed before it on {why})"
+        for a, b, why in cycle
+    )
+    if all(why == "after" for _, _, why in cycle):
+        return f"dependency cycle: {links}; no order can run these steps"
+    return (
+        f"deadlock: {links}; steps on one resource run in listed order, "
+        "so list a step after the steps it depends on"
+    )
+
+
+def _cycle(waits: _Waits, stuck: list[str]) -> list[tuple[str, str, str]]:
+    """One cycle among the ``stuck`` steps, as (step, waited-for, why) links."""
+    # Every stuck step waits for at least one stuck step, so walking those
+    # waits must revisit a step: the walk from there is a cycle.
+    stuck_set = set(stuck)
+    seen: dict[str, int] = {}
+    path: list[tuple[str, str, str]] = []
+    current = stuck[0]
+    while current not in seen:
+        seen[current] = len(path)
+        dep, why = next((p, w) for p, w in waits[current] if p in stuck_set)
+        path.append((current, dep, why))
+        current = dep
+    return path[seen[current]:]
+
+
+def _busy(slots: tuple[Slot, ...]) -> dict[str, Decimal]:
+    busy: dict[str, Decimal] = {}
+    for slot in slots:
+        busy[slot.resource] = busy.get(slot.resource, Decimal(0)) + slot.hours
+    return busy
+
+
+def _lot_spans(slots: tuple[Slot, ...]) -> dict[str, tuple[Decimal, Decimal]]:
+    spans: dict[str, tuple[Decimal, Decimal]] = {}
+    for slot in slots:
+        if slot.lot is None:
+            continue
+        start, end = spans.get(slot.lot, (slot.start, slot.end))
+        spans[slot.lot] = (min(start, slot.start), max(end, slot.end))
+    return spans
+
+
+# ---------------------------------------------------------- window and lots
+
+
+def sequential_hours(timeline: Timeline) -> Decimal:
+    """From the start of preparation to the last step's end: the makespan (R3)."""
+    return timeline.makespan
+
+
+def uncommitted_hours(window: HoursLike, timeline: Timeline) -> Decimal:
+    """Window minus makespan; negative when the schedule overflows the window."""
+    return as_hours(window) - timeline.makespan
+
+
+def window_overflow(window: HoursLike, timeline: Timeline) -> Decimal | None:
+    """How many hours the makespan exceeds the window by; None when it fits."""
+    excess = -uncommitted_hours(window, timeline)
+    return excess if excess > 0 else None
+
+
+def missing_kinds(steps: Iterable[StepLike]) -> tuple[str, ...]:
+    """The :data:`REQUIRED_KINDS` that no step has, in that order."""
+    present = {s.kind for s in steps}
+    return tuple(k for k in REQUIRED_KINDS if k not in present)
+
+
+def retrieval_end(timeline: Timeline) -> Decimal | None:
+    """When the last retrieval step ends; None without one."""
+    return timeline.end_of("retrieval")
+
+
+def retrieval_inside_window(window: HoursLike, timeline: Timeline) -> bool:
+    """Whether results are retrieved before the window closes (False without a retrieval)."""
+    end = retrieval_end(timeline)
+    return end is not None and end <= as_hours(window)
+
+
+@dataclass(frozen=True)
+class LotOverflow:
+    """A lot whose steps run longer than the lot lasts."""
+
+    lot: str
+    days: int
+    span: Decimal
+
+    @property
+    def capacity(self) -> int:
+        return self.days * 24
+
+    @property
+    def excess(self) -> Decimal:
+        return self.span - self.capacity
+
+    def advice(self, catalogue: Catalogue | None = None) -> str:
+        """"78 h exceeds the 3-day lot (72 h) by 6 h: consider the 7-day lot (110.00 USD) ..."."""
+        return f"lot {self.lot!r}: {overflow_advice(self.span, self, catalogue)}"
+
+
+def lot_overflows(lots: Iterable[LotLike], timeline: Timeline) -> list[LotOverflow]:
+    """The lots whose span in ``timeline`` exceeds their days * 24 hours."""
+    return [
+        LotOverflow(lot.id, lot.days, timeline.lot_hours(lot.id))
+        for lot in lots
+        if timeline.lot_hours(lot.id) > lot_hours(lot)
+    ]
+
+
+def unknown_lots(steps: Iterable[StepLike], lots: Iterable[LotLike]) -> list[tuple[str, str]]:
+    """(step id, lot id) for each step naming a lot the budget does not have."""
+    known = {lot.id for lot in lots}
+    return [(s.id, s.lot) for s in steps if s.lot is not None and s.lot not in known]
+
+
+# ------------------------------------------------------------ checkpoints (R6)
+
+
+def worst_case_loss_hours(policy: PolicyLike) -> Decimal:
+    """Work lost by a crash during a save: the interval plus the save's own cost."""
+    save = as_hours(policy.save_hours) if policy.save_hours is not None else Decimal(0)
+    return as_hours(policy.interval_hours) + save
+
+
+def max_save_interval(policy: PolicyLike) -> Decimal:
+    """The longest interval whose worst-case loss stays within the tolerable loss."""
+    save = as_hours(policy.save_hours) if policy.save_hours is not None else Decimal(0)
+    return as_hours(policy.tolerable_loss_hours) - save
+
+
+def interval_respects_tolerable_loss(policy: PolicyLike) -> bool:
+    """Interval + save cost <= tolerable loss (R6: the interval follows from both)."""
+    return worst_case_loss_hours(policy) <= as_hours(policy.tolerable_loss_hours)
+
+
+# ------------------------------------------------------ planned vs actual (R9)
+
+
+@dataclass(frozen=True)
+class StepDeviation:
+    """A step whose observed hours differ from the plan by more than the tolerance."""
+
+    step: str
+    planned: Decimal
+    observed: Decimal
+    ratio: Decimal | None  # (observed - planned) / planned; None when planned is 0
+
+    def describe(self, tolerance: HoursLike = DEFAULT_TOLERANCE) -> str:
+        change = "unplanned time" if self.ratio is None else f"{self.ratio * 100:+.0f} %"
+        return (
+            f"step {self.step!r} took {hours_text(self.observed)} h against "
+            f"{hours_text(self.planned)} h planned ({change}), above the "
+            f"{as_hours(tolerance) * 100:.0f} % tolerance"
+        )
+
+
+def observed_hours(actual: Iterable[ActualLike]) -> dict[str, Decimal]:
+    """``{step id: hours}`` from ``ActualStep`` records; a step recorded twice is summed."""
+    out: dict[str, Decimal] = {}
+    for record in actual:
+        out[record.id] = out.get(record.id, Decimal(0)) + as_hours(record.observed_hours)
+    return out
+
+
+def deviations(
+    planned: Iterable[StepLike],
+    observed: Mapping[str, HoursLike],
+    tolerance: HoursLike = DEFAULT_TOLERANCE,
+) -> list[StepDeviation]:
+    """Observed steps whose hours differ from the plan by more than ``tolerance`` * planned.
+
+    Over- and under-runs both count. A step planned at 0 h that took time is a
+    deviation with no ratio. Steps missing from either side are left to
+    :func:`unobserved_steps` and :func:`unplanned_steps`.
+    """
+    tol = as_hours(tolerance)
+    found = []
+    for step in planned:
+        if step.id not in observed:
+            continue
+        plan, seen = as_hours(step.hours), as_hours(observed[step.id])
+        if abs(seen - plan) > tol * plan:
+            ratio = (seen - plan) / plan if plan else None
+            found.append(StepDeviation(step.id, plan, seen, ratio))
+    return found
+
+
+def unobserved_steps(planned: Iterable[StepLike], observed: Mapping[str, object]) -> list[str]:
+    """Planned step ids with no observed hours."""
+    return [s.id for s in planned if s.id not in observed]
+
+
+def unplanned_steps(planned: Iterable[StepLike], observed: Mapping[str, object]) -> list[str]:
+    """Observed step ids that the plan does not have, sorted."""
+    known = {s.id for s in planned}
+    return sorted(k for k in observed if k not in known)

@@ -1,0 +1,203 @@
+"""Property tests of the money and schedule arithmetic, deterministic in CI.
+
+The "ci" profile derandomises Hypothesis (the same examples on every run and
+every xdist worker) and keeps no example database, so a run writes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import referencing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_itera import strategies as its
+from pytest_itera.campaign import Lot, Step, load_campaign, schema
+from pytest_itera.money import (
+    HALF_CENT,
+    Catalogue,
+    Money,
+    catalogue_from_data,
+    cost_per_deliverable,
+    distinct_deliverables,
+    lot_hours,
+    ratio_matches,
+    rental_total,
+    smallest_covering,
+)
+from pytest_itera.schedule import (
+    as_hours,
+    interval_respects_tolerable_loss,
+    lot_overflows,
+    makespan,
+    missing_kinds,
+    retrieval_inside_window,
+    uncommitted_hours,
+)
+
+settings.register_profile("ci", derandomize=True, max_examples=200, deadline=None, database=None)
+settings.load_profile("ci")
+
+
+# --------------------------------------------------------------------- money
+
+
+@given(its.money())
+def test_money_round_trips_through_its_string_form(amount: Money) -> None:
+    assert Money(str(amount), amount.currency) == amount
+    assert Money.parse(amount.format()) == amount
+
+
+@given(its.money_strings())
+def test_money_strings_match_the_contracts_pattern(text: str) -> None:
+    assert re.fullmatch(schema("common")["$defs"]["money"]["pattern"], text)
+    assert Money(text, "USD").amount == Decimal(text)
+
+
+@given(its.lots())
+def test_rental_total_is_the_exact_sum_of_price_times_quantity(lots: list[Lot]) -> None:
+    expected = sum((Decimal(lot.price) * lot.quantity for lot in lots), Decimal(0))
+    assert rental_total(lots, "USD").amount == expected
+
+
+@given(its.lots(), st.data())
+def test_price_never_depends_on_gpus_per_lot(lots: list[Lot], data: st.DataObject) -> None:
+    regrouped = [
+        dataclasses.replace(lot, gpus_per_lot=data.draw(st.integers(1, 16))) for lot in lots
+    ]
+    assert rental_total(regrouped, "USD") == rental_total(lots, "USD")
+
+
+@given(its.money(), st.integers(1, 10_000))
+def test_cost_per_deliverable_times_count_reconstructs_the_total(total: Money, n: int) -> None:
+    cost = cost_per_deliverable(total, n)
+    assert cost is not None
+    assert abs(cost.amount * n - total.amount) <= HALF_CENT * n
+    assert ratio_matches(cost, total, n)
+
+
+@given(its.money())
+def test_zero_accepted_never_yields_a_number(total: Money) -> None:
+    assert cost_per_deliverable(total, 0) is None
+
+
+@given(st.lists(st.sampled_from(["corpus-a", "corpus-b", "corpus-c"])), st.integers(1, 5))
+def test_replays_never_add_deliverables(keys: list[str], replays: int) -> None:
+    assert distinct_deliverables(keys * replays) == distinct_deliverables(keys) <= len(keys)
+
+
+# ---------------------------------------------------------------- catalogues
+
+
+@given(its.catalogues(), its.hours(800), its.hours(800))
+def test_the_chosen_lot_covers_the_hours_and_is_monotone(
+    catalogue: Catalogue, a: Decimal, b: Decimal
+) -> None:
+    low, high = sorted((a, b))
+    for need in (low, high):
+        chosen = smallest_covering(catalogue, need)
+        covering = [o for o in catalogue.offers if lot_hours(o) >= need]
+        assert (chosen is None) == (not covering)
+        if chosen is not None:
+            assert lot_hours(chosen) >= need
+            assert chosen.days == min(o.days for o in covering)
+    small, large = smallest_covering(catalogue, low), smallest_covering(catalogue, high)
+    if large is not None:
+        assert small is not None
+        assert small.days <= large.days
+
+
+@given(its.catalogues())
+def test_catalogues_round_trip_through_json(catalogue: Catalogue) -> None:
+    data = {
+        "format": "itera-catalogue/1",
+        "provider": catalogue.provider,
+        "currency": catalogue.currency,
+        "offers": [
+            {
+                "offer": o.offer, "gpu": o.gpu, "gpus_per_lot": o.gpus_per_lot,
+                "days": o.days, "price": str(o.price),
+            }
+            for o in catalogue.offers
+        ],
+    }
+    assert catalogue_from_data(json.loads(json.dumps(data))) == catalogue
+
+
+# ----------------------------------------------------------------- schedules
+
+
+def longest_chain(steps: list[Step]) -> Decimal:
+    """The longest path through ``after`` alone (steps only depend on earlier ones)."""
+    ends: dict[str, Decimal] = {}
+    for step in steps:
+        ends[step.id] = as_hours(step.hours) + max((ends[d] for d in step.after), default=0)
+    return max(ends.values(), default=Decimal(0))
+
+
+@given(its.step_lists())
+def test_makespan_is_bounded_by_chains_and_by_the_total(steps: list[Step]) -> None:
+    timeline = makespan(steps)
+    total = sum((as_hours(s.hours) for s in steps), Decimal(0))
+    assert timeline.makespan >= max(timeline.busy.values())
+    assert timeline.makespan >= longest_chain(steps)
+    assert timeline.makespan <= total
+
+
+@given(its.step_lists())
+def test_no_two_steps_overlap_on_one_resource(steps: list[Step]) -> None:
+    slots = makespan(steps).slots
+    for i, first in enumerate(slots):
+        for second in slots[i + 1:]:
+            if first.resource == second.resource:
+                assert second.start >= first.end
+    for slot, step in zip(slots, steps, strict=True):
+        assert all(slot.start >= makespan(steps).slot(d).end for d in step.after)
+
+
+@given(its.step_lists(max_size=10), st.data())
+def test_adding_a_step_never_shrinks_the_makespan(steps: list[Step], data: st.DataObject) -> None:
+    extra = data.draw(its.step_lists(min_size=len(steps) + 1, max_size=len(steps) + 1))[-1]
+    assert makespan([*steps, extra]).makespan >= makespan(steps).makespan
+
+
+# --------------------------------------------------------------------- plans
+
+
+def plan_validator() -> jsonschema.protocols.Validator:
+    common = referencing.Resource.from_contents(schema("common"))
+    registry: referencing.Registry[Any] = referencing.Registry().with_resource(
+        common.id() or "", common
+    )
+    return jsonschema.Draft202012Validator(schema("plan"), registry=registry)
+
+
+VALIDATOR = plan_validator()
+
+
+@given(its.plans())
+def test_generated_plans_validate_and_are_self_consistent(plan: dict[str, Any]) -> None:
+    assert [e.message for e in VALIDATOR.iter_errors(plan)] == []
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "plan.json").write_text(json.dumps(plan), "utf-8")
+        loaded = load_campaign(Path(folder))
+    assert loaded.errors_for("plan.json") == ()
+    assert loaded.plan is not None
+    schedule = loaded.plan.schedule
+    timeline = makespan(schedule.steps)
+    assert missing_kinds(schedule.steps) == ()
+    assert as_hours(schedule.sequential_hours or 0) == timeline.makespan
+    assert as_hours(schedule.uncommitted_hours or 0) == uncommitted_hours(
+        schedule.window_hours, timeline
+    )
+    assert retrieval_inside_window(schedule.window_hours, timeline)
+    assert lot_overflows(loaded.plan.budget.lots, timeline) == []
+    assert interval_respects_tolerable_loss(loaded.plan.checkpoint_policy)

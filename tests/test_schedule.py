@@ -1,0 +1,280 @@
+"""Schedules: the source's 48 h / 72 h / 78 h example, serialisation, errors (R3, R4, R6, R9)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from pytest_itera.campaign import ActualStep, CheckpointPolicy, Lot, Step
+from pytest_itera.money import example_catalogue
+from pytest_itera.schedule import (
+    REQUIRED_KINDS,
+    ScheduleError,
+    as_hours,
+    deviations,
+    interval_respects_tolerable_loss,
+    lot_overflows,
+    makespan,
+    max_save_interval,
+    missing_kinds,
+    observed_hours,
+    retrieval_end,
+    retrieval_inside_window,
+    sequential_hours,
+    uncommitted_hours,
+    unknown_lots,
+    unobserved_steps,
+    unplanned_steps,
+    window_overflow,
+    worst_case_loss_hours,
+)
+
+THREE_DAYS = Lot("A", "IteraGPU RTX 4090, 3 days", "RTX 4090", 1, 3, "47.14", 1)
+
+
+def campaign_steps(training_hours: float = 20) -> list[Step]:
+    """An illustrative 48-hour campaign run on the rented machine of lot A, end to end."""
+    return [
+        Step("setup", "setup", "gpu0", 4, lot="A"),
+        Step("load", "data_load", "gpu0", 2, after=("setup",), lot="A"),
+        Step("train", "training", "gpu0", training_hours, after=("load",), lot="A"),
+        Step("save", "checkpoint_save", "gpu0", 1, after=("train",), lot="A"),
+        Step("restore", "checkpoint_restore", "gpu0", 1, after=("save",), lot="A"),
+        Step("validate", "validation", "gpu0", 10, after=("restore",), lot="A"),
+        Step("write", "output", "gpu0", 6, after=("validate",), lot="A"),
+        Step("fetch", "retrieval", "network", 4, after=("write",), lot="A"),
+    ]
+
+
+# -------------------------------------------------------- the source's numbers
+
+
+def test_48_sequential_hours_in_a_72_hour_window_leave_24() -> None:
+    timeline = makespan(campaign_steps())
+    assert sequential_hours(timeline) == Decimal(48)
+    assert uncommitted_hours(72, timeline) == Decimal(24)
+    assert window_overflow(72, timeline) is None
+    assert lot_overflows([THREE_DAYS], timeline) == []
+    assert retrieval_inside_window(72, timeline)
+    assert missing_kinds(campaign_steps()) == ()
+
+
+def test_30_more_hours_overflow_the_3_day_lot_by_6_and_point_at_the_7_day_lot() -> None:
+    timeline = makespan(campaign_steps(training_hours=50))
+    assert timeline.makespan == Decimal(78)
+    assert window_overflow(72, timeline) == Decimal(6)
+    assert not retrieval_inside_window(72, timeline)
+    [overflow] = lot_overflows([THREE_DAYS], timeline)
+    assert (overflow.lot, overflow.capacity, overflow.excess) == ("A", 72, Decimal(6))
+    assert overflow.advice(example_catalogue()) == (
+        "lot 'A': 78 h exceeds the 3-day lot (72 h) by 6 h: consider the 7-day lot "
+        "(110.00 USD) or a reduced protocol"
+    )
+
+
+def test_human_preparation_counts_in_the_window_but_not_in_the_lot() -> None:
+    steps = [Step("prep", "preparation", "human", 30), *campaign_steps()]
+    steps[1] = Step("setup", "setup", "gpu0", 4, after=("prep",), lot="A")
+    timeline = makespan(steps)
+    assert timeline.makespan == Decimal(78)
+    assert timeline.lot_hours("A") == Decimal(48)
+    assert lot_overflows([THREE_DAYS], timeline) == []
+    assert window_overflow(72, timeline) == Decimal(6)
+    assert (timeline.human_hours, timeline.machine_hours) == (Decimal(30), Decimal(48))
+
+
+# -------------------------------------------------------------- scheduling
+
+
+def test_steps_on_one_gpu_never_run_in_parallel() -> None:
+    timeline = makespan([Step("a", "training", "gpu0", 10), Step("b", "training", "gpu0", 10)])
+    assert timeline.makespan == Decimal(20)
+    assert (timeline.slot("b").start, timeline.slot("b").end) == (Decimal(10), Decimal(20))
+    assert timeline.busy == {"gpu0": Decimal(20)}
+
+
+def test_independent_steps_on_two_gpus_overlap() -> None:
+    timeline = makespan([Step("a", "training", "gpu0", 10), Step("b", "training", "gpu1", 12)])
+    assert timeline.makespan == Decimal(12)
+    assert timeline.slot("b").start == Decimal(0)
+
+
+def test_a_dependency_on_another_resource_delays_the_step() -> None:
+    timeline = makespan(
+        [
+            Step("load", "data_load", "cpu", 3),
+            Step("warm", "setup", "gpu0", 1),
+            Step("train", "training", "gpu0", 5, after=("load",)),
+        ]
+    )
+    assert timeline.slot("train").start == Decimal(3)
+    assert timeline.makespan == Decimal(8)
+
+
+def test_a_step_may_depend_on_a_step_listed_later_on_another_resource() -> None:
+    steps = [Step("b", "training", "gpu0", 2, after=("a",)), Step("a", "setup", "cpu", 3)]
+    timeline = makespan(steps)
+    assert (timeline.slot("b").start, timeline.makespan) == (Decimal(3), Decimal(5))
+
+
+def test_lot_span_runs_from_first_start_to_last_end() -> None:
+    timeline = makespan(
+        [
+            Step("prep", "setup", "human", 5),
+            Step("a", "training", "gpu0", 10, after=("prep",), lot="L"),
+            Step("idle-wait", "decision", "human", 20, after=("a",)),
+            Step("b", "validation", "gpu0", 1, after=("idle-wait",), lot="L"),
+        ]
+    )
+    assert timeline.lot_spans["L"] == (Decimal(5), Decimal(36))
+    assert timeline.lot_hours("L") == Decimal(31)  # the rental runs while the human decides
+    assert timeline.lot_hours("unused") == Decimal(0)
+
+
+def test_float_hours_are_exact_decimals() -> None:
+    timeline = makespan([Step("a", "setup", "gpu0", 0.1), Step("b", "setup", "gpu0", 0.2)])
+    assert timeline.makespan == Decimal("0.3")
+    assert uncommitted_hours(0.3, timeline) == 0
+    assert as_hours("1.5") == Decimal("1.5")
+
+
+def test_an_empty_schedule_has_no_makespan() -> None:
+    assert makespan([]).makespan == 0
+
+
+# ------------------------------------------------------------------ errors
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        (
+            [Step("a", "setup", "gpu0", 1, after=("ghost",))],
+            "step 'a' comes after 'ghost', which is not a step of the schedule",
+        ),
+        ([Step("a", "setup", "gpu0", 1, after=("a",))], "step 'a' is listed in its own 'after'"),
+        (
+            [Step("a", "setup", "gpu0", 1), Step("a", "training", "gpu1", 1)],
+            "step id 'a' is used twice",
+        ),
+        ([Step("a", "setup", "gpu0", -1)], "step 'a': hours must be finite and non-negative"),
+        ([Step("a", "setup", "gpu0", float("nan"))], "step 'a': hours must be finite"),
+        (
+            [
+                Step("a", "setup", "gpu0", 1, after=("c",)),
+                Step("b", "setup", "gpu1", 1, after=("a",)),
+                Step("c", "setup", "cpu", 1, after=("b",)),
+            ],
+            "dependency cycle: 'a' waits for 'c' (after), 'c' waits for 'b' (after), "
+            "'b' waits for 'a' (after); no order can run these steps",
+        ),
+        (
+            [
+                Step("train", "training", "gpu0", 1, after=("load",)),
+                Step("load", "data_load", "gpu0", 1),
+            ],
+            "deadlock: 'train' waits for 'load' (after), 'load' waits for 'train' (listed before "
+            "it on resource 'gpu0'); steps on one resource run in listed order, so list a step "
+            "after the steps it depends on",
+        ),
+    ],
+)
+def test_unschedulable_steps_raise_a_clear_error(steps: list[Step], message: str) -> None:
+    with pytest.raises(ScheduleError) as info:
+        makespan(steps)
+    assert message in str(info.value)
+
+
+def test_as_hours_refuses_nonsense() -> None:
+    with pytest.raises(TypeError, match="hours are a number"):
+        as_hours(True)
+    with pytest.raises(ValueError, match="not a number of hours"):
+        as_hours("soon")
+
+
+# ---------------------------------------------------------- required kinds
+
+
+def test_every_required_kind_missing_is_named_in_order() -> None:
+    steps = [s for s in campaign_steps() if s.kind not in {"checkpoint_restore", "retrieval"}]
+    assert missing_kinds(steps) == ("checkpoint_restore", "retrieval")
+    assert missing_kinds([]) == REQUIRED_KINDS
+
+
+def test_without_a_retrieval_step_retrieval_is_not_inside_the_window() -> None:
+    timeline = makespan([Step("a", "training", "gpu0", 1)])
+    assert retrieval_end(timeline) is None
+    assert not retrieval_inside_window(72, timeline)
+
+
+def test_retrieval_ending_exactly_at_the_window_is_inside() -> None:
+    timeline = makespan([Step("r", "retrieval", "network", 72)])
+    assert retrieval_inside_window(72, timeline)
+    assert not retrieval_inside_window(71.5, timeline)
+
+
+def test_steps_naming_a_lot_absent_from_the_budget() -> None:
+    steps = [Step("a", "training", "gpu0", 1, lot="A"), Step("b", "training", "gpu1", 1, lot="Z")]
+    assert unknown_lots(steps, [THREE_DAYS]) == [("b", "Z")]
+
+
+# --------------------------------------------------------------- checkpoints
+
+
+def policy(interval: float, tolerable: float, save: float | None = None) -> CheckpointPolicy:
+    return CheckpointPolicy(interval, tolerable, ("model", "optimizer", "progress"), save)
+
+
+def test_interval_plus_save_cost_within_tolerable_loss() -> None:
+    assert interval_respects_tolerable_loss(policy(2, 3, 0.5))
+    assert interval_respects_tolerable_loss(policy(2.5, 3, 0.5))  # the boundary is allowed
+    assert interval_respects_tolerable_loss(policy(3, 3))  # no save cost recorded
+
+
+def test_interval_whose_worst_case_loss_exceeds_the_tolerable_loss() -> None:
+    too_long = policy(3, 3, 0.5)
+    assert not interval_respects_tolerable_loss(too_long)
+    assert worst_case_loss_hours(too_long) == Decimal("3.5")
+    assert max_save_interval(too_long) == Decimal("2.5")
+    assert not interval_respects_tolerable_loss(policy(4, 3))
+
+
+# --------------------------------------------------------- planned vs actual
+
+
+def test_deviations_above_the_tolerance_both_ways() -> None:
+    planned = [
+        Step("a", "training", "gpu0", 10),
+        Step("b", "training", "gpu0", 10),
+        Step("c", "training", "gpu0", 10),
+        Step("d", "setup", "human", 0),
+    ]
+    found = deviations(planned, {"a": 11, "b": 11.5, "c": 8, "d": 1})
+    assert [(d.step, d.ratio) for d in found] == [
+        ("b", Decimal("0.15")),
+        ("c", Decimal("-0.2")),
+        ("d", None),
+    ]
+    assert found[0].describe() == (
+        "step 'b' took 11.5 h against 10 h planned (+15 %), above the 10 % tolerance"
+    )
+    assert found[2].describe(0.2) == (
+        "step 'd' took 1 h against 0 h planned (unplanned time), above the 20 % tolerance"
+    )
+
+
+def test_a_deviation_exactly_at_the_tolerance_needs_no_explanation() -> None:
+    planned = [Step("a", "training", "gpu0", 10)]
+    assert deviations(planned, {"a": 11}, tolerance=0.1) == []
+    assert [d.step for d in deviations(planned, {"a": 11}, tolerance=0.05)] == ["a"]
+
+
+def test_observed_hours_and_steps_missing_on_either_side() -> None:
+    observed = observed_hours(
+        [ActualStep("a", 2.5), ActualStep("a", 1.0), ActualStep("extra", 1)]
+    )
+    planned = [Step("a", "training", "gpu0", 3), Step("b", "output", "gpu0", 1)]
+    assert observed == {"a": Decimal("3.5"), "extra": Decimal(1)}
+    assert unobserved_steps(planned, observed) == ["b"]
+    assert unplanned_steps(planned, observed) == ["extra"]
