@@ -1,0 +1,623 @@
+"""One streamed pass per file: size, SHA-256 and a scan for paths into temporary folders.
+
+No pytest import. Every byte of a file is read once, in chunks, with memory
+bounded independently of the file size. Two exceptions, both small and both
+only where there is something to report or inspect:
+
+* a text file with temp-path hits has the prefix up to its last reported hit
+  re-read (``pread``) once, to turn byte offsets into line/column; clean files
+  (the common case) pay nothing for line numbers;
+* the ``data.pkl`` member of a torch.save zip archive is read a second time
+  through ``zipfile`` (capped at :data:`RECORD_CAP`) to scan the pickle record.
+
+Why: counting newlines in every chunk (``bytes.count``, ~3 GB/s) costs half of
+the SHA-256 time on the scanning thread, which alone would break the 1.25x
+budget of issue 8 (see benchmarks/bench_scan.py).
+
+Large files are hashed on a persistent one-thread executor (hashlib and
+ahocorasick-rs both release the GIL), overlapped with the scan of the same
+chunk on the calling thread. Nothing from the file is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import hashlib
+import io
+import os
+import stat
+import tempfile
+import threading
+import zipfile
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Final
+
+import ahocorasick_rs
+
+from pytest_itera.tree import os_reason
+
+SMALL_FILE: Final = 64 * 1024  # below this, one read, no thread (per-file overhead matters)
+BINARY_SNIFF: Final = 8192  # a NUL byte in the first 8 KiB makes a file binary
+RECORD_CAP: Final = 64 << 20  # most bytes scanned in a pickle record / safetensors header
+EXCERPT_MAX: Final = 120
+
+_UNIX_DIRS = ("/tmp/", "/var/tmp/", "/dev/shm/", "/var/folders/", "/private/var/folders/")
+_PERCENT = ("%TEMP%", "%TMP%")
+# The raw spelling, its JSON-escaped spelling, and the forward-slash one.
+_APPDATA = ("AppData\\Local\\Temp", "AppData\\\\Local\\\\Temp", "AppData/Local/Temp")
+_APPDATA_CASINGS = (("Local", "Temp"), ("local", "temp"), ("LOCAL", "TEMP"))
+
+
+def _gettempdir_patterns() -> tuple[str, ...]:
+    """The current temp dir as a directory pattern, unless a default already covers it."""
+    tmp = tempfile.gettempdir().rstrip("/")
+    pattern = tmp + "/"
+    if not tmp.startswith("/") or any(pattern.startswith(d) for d in _UNIX_DIRS):
+        return ()
+    return (pattern,)
+
+
+DEFAULT_TEMP_PATTERNS: Final[tuple[str, ...]] = (
+    *_UNIX_DIRS,
+    *_PERCENT,
+    *_APPDATA,
+    *_gettempdir_patterns(),
+)
+
+# Directory patterns ("/tmp/") match "/tmp" followed by a non-name byte ("/tmp/x",
+# '"/tmp"', "/tmp" at the end of a line) and preceded by one ("/home/u/tmp/" is not
+# a temp folder), but not "/tmpfs", "/tmp_data" or "/mytmp/".
+_DIR_PATTERNS = frozenset(p for p in DEFAULT_TEMP_PATTERNS if p.startswith("/"))
+
+_LITERAL, _PATH, _APPDATA_RULE = 0, 1, 2
+
+
+def _byte_table(chars: bytes, *, high: bool) -> bytes:
+    table = bytearray(256)
+    for b in chars:
+        table[b] = 1
+    if high:
+        table[0x80:] = b"\x01" * 128
+    return bytes(table)
+
+
+_ALNUM = bytes(range(48, 58)) + bytes(range(65, 91)) + bytes(range(97, 123))
+# Bytes that continue a file or directory name (UTF-8 bytes of non-ASCII names count).
+_NAME = _byte_table(_ALNUM + b"_-.~", high=True)
+# Bytes that end the path-like token shown as the excerpt.
+_DELIM = _byte_table(bytes(range(33)) + b"\x7f\"'`<>()[]{},;|=", high=False)
+# Pickle opcodes whose one-byte length sits right before the string (SHORT_BINUNICODE,
+# SHORT_BINBYTES, SHORT_BINSTRING): that length byte may look like a name byte.
+_PICKLE_SHORT_STRINGS = frozenset((0x8C, 0x43, 0x55))
+
+
+@dataclass(frozen=True)
+class TempHit:
+    """One path into a temporary folder.
+
+    For text files ``line``/``column`` are 1-based, the column counted in
+    characters (the line prefix decoded as UTF-8 with errors="replace"). For a
+    record inside a binary container (``where`` is set) ``line`` is 1 and
+    ``column`` is the byte offset inside that record + 1.
+    """
+
+    pattern: str
+    line: int
+    column: int
+    excerpt: str
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    path: str  # display path (relative)
+    size: int  # bytes actually read
+    sha256: str | None  # None when hashing was off or reading failed
+    binary: bool
+    hits: tuple[TempHit, ...]  # at most max_hits, in file order
+    hit_count: int  # total
+    error: str | None = None
+
+
+class TempMatcher:
+    """The temp patterns compiled once into a byte automaton; immutable, so thread-safe.
+
+    Patterns from :data:`DEFAULT_TEMP_PATTERNS` keep their boundary rules (and
+    the Windows ones their common casings); any other pattern is a plain
+    literal. Speed note: the defaults start with '/', '\\' or '%', which lets the
+    automaton skip ahead with memchr; user patterns starting with a frequent
+    byte (a letter) slow the scan of text files down.
+    """
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        self.patterns: tuple[str, ...] = tuple(dict.fromkeys(patterns))
+        if not self.patterns or "" in self.patterns:
+            raise ValueError("temp patterns must be a non-empty list of non-empty strings")
+        needles: dict[bytes, tuple[int, int, int]] = {}
+        for index, pattern in enumerate(self.patterns):
+            for needle, rule, back in _needles_for(pattern):
+                needles.setdefault(needle, (index, rule, back))
+        # (pattern index, rule, look-behind length) per automaton needle.
+        self._rules: tuple[tuple[int, int, int], ...] = tuple(needles.values())
+        self._ac = ahocorasick_rs.BytesAhoCorasick(
+            list(needles), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_LONGEST
+        )
+        self._longest = max(len(n) + back for n, (_, _, back) in needles.items())
+
+    def __repr__(self) -> str:
+        return f"TempMatcher({list(self.patterns)!r})"
+
+
+def _needles_for(pattern: str) -> list[tuple[bytes, int, int]]:
+    if pattern in _DIR_PATTERNS:
+        return [(pattern[:-1].encode(), _PATH, 0)]
+    if pattern in _APPDATA:
+        sep = pattern[len("AppData") : pattern.index("Local")]
+        return [
+            ((sep + local + sep + temp).encode(), _APPDATA_RULE, len("AppData"))
+            for local, temp in _APPDATA_CASINGS
+        ]
+    if pattern in _PERCENT:
+        spellings = dict.fromkeys((pattern, pattern.lower(), pattern.title()))
+        return [(s.encode(), _LITERAL, 0) for s in spellings]
+    return [(pattern.encode("utf-8", "surrogateescape"), _LITERAL, 0)]
+
+
+# Scanning a stream ---------------------------------------------------------------------
+
+
+class _Scan:
+    """Finds matcher hits in a byte stream fed in pieces of any size.
+
+    A hit is handled by the first piece that holds it with enough context on
+    both sides (``_left`` bytes before, ``_right`` after); the last
+    ``_left + _right`` bytes are carried over, so a hit across two pieces is
+    found exactly once. Large pieces are scanned in place (no copy); only a
+    small seam around each boundary is concatenated.
+    """
+
+    def __init__(self, matcher: TempMatcher, *, record: bool, max_hits: int) -> None:
+        self._m = matcher
+        self._record = record
+        self._max = max_hits
+        # Enough left context that a scan started there agrees with the global leftmost
+        # matches, plus the excerpt; enough right context for the boundary byte and excerpt.
+        self._left = 2 * matcher._longest + EXCERPT_MAX
+        self._right = matcher._longest + EXCERPT_MAX + 8
+        self._tail = b""
+        self._pos = 0  # stream offset of the next byte fed
+        self._done = 0  # hits starting before this offset have been handled
+        self._closed = False
+        self.found: list[tuple[int, int, str]] = []  # (offset, pattern index, excerpt)
+        self.count = 0
+
+    def feed(self, data: bytes, *, final: bool = False) -> None:
+        if self._closed:
+            return
+        self._closed = final
+        pos, span = self._pos, self._left + self._right
+        end = pos + len(data)
+        stop = end if final else end - self._right
+        if len(data) >= 2 * span:
+            self._take(self._tail + data[:span], pos - len(self._tail), pos + self._left, final)
+            self._take(data, pos, stop, final, low=pos + self._left)
+            self._tail = data[-span:]
+        else:
+            buf = self._tail + data
+            self._take(buf, end - len(buf), stop, final)
+            self._tail = buf[-span:]
+        self._done = max(self._done, stop)
+        self._pos = end
+
+    def finish(self) -> None:
+        self.feed(b"", final=True)
+
+    def _take(self, buf: bytes, base: int, stop: int, final: bool, low: int = -1) -> None:
+        """Handle the needles of ``buf`` (stream offset ``base``) starting in [done, stop)."""
+        low = max(low, self._done)
+        if low >= stop:
+            return
+        at_end = final and base + len(buf) == stop
+        for index, start, end in self._m._ac.find_matches_as_indexes(buf):
+            if base + start < low:
+                continue
+            if base + start >= stop:
+                break
+            self._candidate(buf, base, index, start, end, at_end)
+
+    def _candidate(self, buf: bytes, base: int, index: int, s: int, e: int, at_end: bool) -> None:
+        pattern, rule, back = self._m._rules[index]
+        start = s - back
+        if rule != _LITERAL and not self._bounded(buf, start, s, e, rule, at_end):
+            return
+        self.count += 1
+        if len(self.found) < self._max:
+            self.found.append((base + start, pattern, _excerpt(buf, start, e)))
+
+    def _bounded(self, buf: bytes, start: int, s: int, e: int, rule: int, at_end: bool) -> bool:
+        if start < 0 or (rule == _APPDATA_RULE and buf[start:s].lower() != b"appdata"):
+            return False
+        right_ok = at_end if e == len(buf) else not _NAME[buf[e]]
+        return right_ok and self._left_ok(buf, start)
+
+    def _left_ok(self, buf: bytes, start: int) -> bool:
+        if start == 0 or not _NAME[buf[start - 1]]:
+            return True
+        return self._record and start >= 2 and buf[start - 2] in _PICKLE_SHORT_STRINGS
+
+
+def _excerpt(buf: bytes, s: int, e: int) -> str:
+    """The path-like token around buf[s:e], printable, at most EXCERPT_MAX characters."""
+    lo, floor = s, max(0, s - EXCERPT_MAX // 2)
+    while lo > floor and not _DELIM[buf[lo - 1]]:
+        lo -= 1
+    hi, ceiling = e, min(len(buf), lo + 2 * EXCERPT_MAX)
+    while hi < ceiling and not _DELIM[buf[hi]]:
+        hi += 1
+    text = buf[lo:hi].decode("utf-8", "replace")
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+    return text if len(text) <= EXCERPT_MAX else text[: EXCERPT_MAX - 1] + "…"
+
+
+def _line_columns(
+    read_at: Callable[[int, int], bytes], offsets: list[int], chunk: int
+) -> list[tuple[int, int]]:
+    """(line, column) for sorted byte offsets, reading the prefix once, in chunks."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    line, chars, pos = 1, 0, 0
+    out: list[tuple[int, int]] = []
+    for offset in offsets:
+        while pos < offset:
+            data = read_at(pos, min(chunk, offset - pos))
+            if not data:
+                break
+            newlines = data.count(b"\n")
+            if newlines:
+                line += newlines
+                decoder.reset()
+                chars = len(decoder.decode(data[data.rfind(b"\n") + 1 :]))
+            else:
+                chars += len(decoder.decode(data))
+            pos += len(data)
+        pending = 1 if decoder.getstate()[0] else 0  # a cut sequence reads as one U+FFFD
+        out.append((line, chars + pending + 1))
+    return out
+
+
+# Reading -------------------------------------------------------------------------------
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _read(fd: int, size: int) -> bytes:
+    """Every chunk of every file goes through here (tests hook it to change a file mid-read)."""
+    return os.read(fd, size)
+
+
+class _HashPool:
+    """One persistent hashing thread, reused across files and re-made after a fork."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pid = -1
+
+    def get(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None or self._pid != os.getpid():
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="itera-sha256")
+                self._pid = os.getpid()
+            return self._pool
+
+    def forget(self) -> None:
+        # In a forked child the thread is gone and the lock may be held: start afresh.
+        self._lock = threading.Lock()
+        self._pool = None
+
+
+_HASH_POOL = _HashPool()
+os.register_at_fork(after_in_child=_HASH_POOL.forget)
+
+
+def _hash_then_read(hasher: hashlib._Hash, data: bytes, fd: int, size: int) -> bytes:
+    hasher.update(data)
+    return _read(fd, size)
+
+
+Feed = Callable[[int, bytes], None]
+
+
+def _pump(
+    fd: int,
+    first: bytes,
+    hasher: hashlib._Hash | None,
+    feed: Feed | None,
+    chunk: int,
+    *,
+    threaded: bool,
+) -> int:
+    """Hash and feed every chunk from ``first`` to EOF; returns the bytes read.
+
+    ``threaded`` with both a hasher and a feed: chunk k is hashed (and k+1
+    read) on the hash thread while this thread scans chunk k.
+    """
+    total, data = 0, first
+    if not threaded or hasher is None or feed is None:
+        while data:
+            if hasher is not None:
+                hasher.update(data)
+            if feed is not None:
+                feed(total, data)
+            total += len(data)
+            data = _read(fd, chunk)
+        return total
+    pool = _HASH_POOL.get()
+    while data:
+        future = pool.submit(_hash_then_read, hasher, data, fd, chunk)
+        try:
+            feed(total, data)
+        finally:
+            following = future.result()  # never leave the fd to the worker on the way out
+        total += len(data)
+        data = following
+    return total
+
+
+def _region_feed(scanner: _Scan, lo: int, hi: int) -> Feed:
+    """A feed that hands the scanner only the bytes [lo, hi) of the stream."""
+
+    def feed(offset: int, data: bytes) -> None:
+        a, b = max(lo, offset), min(hi, offset + len(data))
+        if a < b:
+            piece = (
+                data if (a, b) == (offset, offset + len(data)) else data[a - offset : b - offset]
+            )
+            scanner.feed(piece, final=b == hi)
+
+    return feed
+
+
+class _PreadFile(io.RawIOBase):
+    """A read-only, seekable view of an open fd through pread: its own position, no dup."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        super().__init__()
+        self._fd, self._size, self._pos = fd, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        origin = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, origin + offset)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = os.pread(self._fd, len(buffer), self._pos)
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+
+# The pass over one file ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Sniff:
+    binary: bool
+    region: tuple[int, int] | None  # the stream bytes to scan; None: nothing
+    where: str | None  # None for text, else the record's name
+    zip_records: bool  # a zip: scan its */data.pkl members after the pass
+
+
+def _sniff(first: bytes, size: int) -> _Sniff:
+    if b"\0" not in first[:BINARY_SNIFF]:
+        return _Sniff(False, (0, size), None, False)
+    if first[:4] == b"PK\x03\x04":
+        return _Sniff(True, None, None, True)
+    header = _safetensors_header(first, size)
+    if header is not None:
+        return _Sniff(True, header, "safetensors header", False)
+    if first[:1] == b"\x80" and size < RECORD_CAP:
+        # Strings in a pickle are raw UTF-8, so a literal scan of its bytes finds them.
+        return _Sniff(True, (0, size), "pickle record", False)
+    return _Sniff(True, None, None, False)
+
+
+def _safetensors_header(first: bytes, size: int) -> tuple[int, int] | None:
+    """The [start, end) of a safetensors JSON header: u64 little-endian length, then '{'."""
+    if len(first) < 10:
+        return None
+    length = int.from_bytes(first[:8], "little")
+    if not 2 <= length <= min(size - 8, RECORD_CAP) or first[8:9] != b"{":
+        return None
+    return (8, 8 + length)
+
+
+def scan_file(
+    path: Path,
+    display: str,
+    matcher: TempMatcher | None,
+    *,
+    hash: bool = True,
+    chunk_size: int = 1 << 20,
+    max_hits: int = 20,
+) -> FileFacts:
+    """Size, SHA-256 and temp-path hits of one regular file, in one streamed pass.
+
+    ``matcher=None`` turns the scan off. Never raises for OS-level trouble and
+    never blocks: FIFOs, devices and sockets are refused before opening, a
+    symlink is never followed, and every problem comes back as ``error``.
+    Binary files are hashed, not text-scanned, except the records of known
+    containers (torch.save zip ``data.pkl``, safetensors header, plain pickle);
+    see :class:`TempHit` for how their positions read.
+    """
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return _failed(display, _open_reason(exc))
+    if not stat.S_ISREG(st.st_mode):
+        return _failed(display, _not_regular(st.st_mode))
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        return _failed(display, _open_reason(exc))
+    try:
+        return _scan_fd(fd, st, display, matcher, hash, max(chunk_size, 1), max_hits)
+    except OSError as exc:
+        return _failed(display, f"could not be read ({os_reason(exc)})")
+    finally:
+        os.close(fd)
+
+
+def _scan_fd(
+    fd: int,
+    st: os.stat_result,
+    display: str,
+    matcher: TempMatcher | None,
+    hash: bool,
+    chunk: int,
+    max_hits: int,
+) -> FileFacts:
+    before = os.fstat(fd)
+    if not stat.S_ISREG(before.st_mode):
+        return _failed(display, _not_regular(before.st_mode))
+    if (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino):
+        return _failed(display, "was replaced during the scan")
+    first = _read(fd, max(chunk, BINARY_SNIFF))
+    sniff = _sniff(first, before.st_size)
+    hasher = hashlib.sha256() if hash else None
+    scanner, feed = None, None
+    if matcher is not None and sniff.region is not None:
+        scanner = _Scan(matcher, record=sniff.where is not None, max_hits=max_hits)
+        feed = _region_feed(scanner, *sniff.region)
+    # A file that fits in the first read takes the simple path: no thread hand-off.
+    in_memory = len(first) < max(chunk, BINARY_SNIFF)
+    total = _pump(fd, first, hasher, feed, chunk, threaded=not in_memory)
+    hits: list[TempHit] = []
+    count = 0
+    if scanner is not None:
+        scanner.finish()
+        hits, count = _hits(scanner, sniff.where, _reader(fd, first, in_memory), chunk)
+    if matcher is not None and sniff.zip_records:
+        more, more_count = _zip_hits(fd, before.st_size, matcher, max_hits - len(hits), chunk)
+        hits, count = hits + more, count + more_count
+    changed = _changed(fd, before, total)
+    if changed is not None:
+        return _failed(display, changed, size=total, binary=sniff.binary)
+    digest = None if hasher is None else hasher.hexdigest()
+    return FileFacts(display, total, digest, sniff.binary, tuple(hits), count)
+
+
+def _reader(fd: int, first: bytes, in_memory: bool) -> Callable[[int, int], bytes]:
+    if in_memory:
+        return lambda offset, size: first[offset : offset + size]
+    return lambda offset, size: os.pread(fd, size, offset)
+
+
+def _hits(
+    scanner: _Scan, where: str | None, read_at: Callable[[int, int], bytes], chunk: int
+) -> tuple[list[TempHit], int]:
+    patterns = scanner._m.patterns
+    if where is not None:
+        hits = [TempHit(patterns[p], 1, off + 1, text, where) for off, p, text in scanner.found]
+        return hits, scanner.count
+    places = _line_columns(read_at, [off for off, _, _ in scanner.found], chunk)
+    hits = [
+        TempHit(patterns[p], line, column, text)
+        for (_, p, text), (line, column) in zip(scanner.found, places, strict=True)
+    ]
+    return hits, scanner.count
+
+
+_ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError)
+
+
+def _zip_hits(
+    fd: int, size: int, matcher: TempMatcher, max_hits: int, chunk: int
+) -> tuple[list[TempHit], int]:
+    """Hits in the ``<prefix>/data.pkl`` members of a torch.save archive (never unpickled).
+
+    A broken archive yields no hits here: whether it loads is the reload check's job.
+    """
+    hits: list[TempHit] = []
+    count = 0
+    try:
+        with zipfile.ZipFile(_PreadFile(fd, size)) as archive:
+            for info in archive.infolist():
+                name = info.filename
+                if name.count("/") != 1 or not name.endswith("/data.pkl"):
+                    continue
+                scanner = _Scan(matcher, record=True, max_hits=max(0, max_hits - len(hits)))
+                with archive.open(info) as member:
+                    _feed_capped(scanner, member, chunk)
+                more, more_count = _hits(scanner, f"{name} (pickle record)", _no_read, chunk)
+                hits += more
+                count += more_count
+    except _ZIP_ERRORS:
+        return hits, count
+    return hits, count
+
+
+def _no_read(offset: int, size: int) -> bytes:
+    raise AssertionError("records have no lines to count")  # pragma: no cover
+
+
+def _feed_capped(scanner: _Scan, member: IO[bytes], chunk: int) -> None:
+    read = 0
+    while read < RECORD_CAP:
+        data = member.read(min(chunk, RECORD_CAP - read))
+        if not data:
+            break
+        scanner.feed(data)
+        read += len(data)
+    scanner.finish()
+
+
+def _changed(fd: int, before: os.stat_result, total: int) -> str | None:
+    after = os.fstat(fd)
+    if after.st_size != before.st_size or total != before.st_size:
+        now = after.st_size if after.st_size != before.st_size else total
+        return f"changed while being read (size {before.st_size} -> {now})"
+    if after.st_mtime_ns != before.st_mtime_ns:
+        return "changed while being read (modified during the scan)"
+    return None
+
+
+def _failed(display: str, error: str, *, size: int = 0, binary: bool = False) -> FileFacts:
+    return FileFacts(display, size, None, binary, (), 0, error)
+
+
+def _open_reason(exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return "vanished during the scan"
+    if exc.errno == errno.ELOOP:
+        return "is a symbolic link, not a regular file"
+    if exc.errno == errno.ENXIO:
+        return "is a socket, not a regular file"
+    return os_reason(exc)
+
+
+def _not_regular(mode: int) -> str:
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+    )
+    for test, name in kinds:
+        if test(mode):
+            return f"is {name}, not a regular file"
+    return "is not a regular file"

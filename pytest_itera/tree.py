@@ -1,0 +1,226 @@
+"""The campaign folder as a sorted tuple of lstat'ed entries (no pytest import).
+
+Nothing here opens a regular file or follows a symbolic link: entries come from
+``os.scandir`` + ``lstat``, symlinks are described (target, whether they escape)
+but never descended, and FIFOs, sockets and devices are listed, never opened.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+EntryKind = Literal["file", "dir", "symlink", "fifo", "socket", "device", "other"]
+
+# The path of the marker entry that says the walk stopped early, and of the root itself.
+ROOT_PATH = "."
+
+_WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One lstat'ed thing inside the campaign folder."""
+
+    path: str  # POSIX, relative to the root ("runs/control/last.pt"); dotfiles included
+    kind: EntryKind
+    size: int  # lstat st_size; 0 for anything that is not a regular file
+    mtime_ns: int
+    target: str | None = None  # symlinks: the os.readlink text
+    escapes: bool = False  # symlink that resolves outside the root, dangles, or loops
+    error: str | None = None  # e.g. "permission denied" for a directory that cannot be listed
+
+
+def walk(root: Path, *, limit: int = 1_000_000) -> tuple[Entry, ...]:
+    """Every entry under ``root`` (root excluded), sorted by path.
+
+    Iterative (deep trees do not hit the recursion limit) and deterministic: the
+    traversal visits names in sorted order, so even a truncated walk keeps the
+    same entries on every xdist worker. Past ``limit`` entries the walk stops and
+    one marker entry (path ".", kind "other") says so in its ``error``.
+    Raises FileNotFoundError/NotADirectoryError when ``root`` is not a directory.
+    """
+    base = os.path.abspath(root)
+    if not stat.S_ISDIR(os.stat(base).st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", base)
+    real_root = os.path.realpath(base)
+    names, error = _list_dir(base)
+    if error is not None:
+        return (Entry(ROOT_PATH, "dir", 0, os.stat(base).st_mtime_ns, error=error),)
+    found: list[Entry] = []
+    # Stack of (relative dir path, its sorted child names); reversed so pops go in order.
+    stack: list[tuple[str, list[str]]] = [("", names[::-1])]
+    while stack:
+        rel_dir, pending = stack[-1]
+        if not pending:
+            stack.pop()
+            continue
+        if len(found) >= limit:
+            found.sort(key=_path_key)
+            return (*found, _truncated(limit))
+        name = pending.pop()
+        rel = f"{rel_dir}/{name}" if rel_dir else name
+        entry, children = _visit(base, real_root, rel)
+        found.append(entry)
+        if children:
+            stack.append((rel, children[::-1]))
+    found.sort(key=_path_key)
+    return tuple(found)
+
+
+def _path_key(entry: Entry) -> str:
+    return entry.path
+
+
+def _truncated(limit: int) -> Entry:
+    message = f"walk truncated: more than {limit} entries, the rest were not listed"
+    return Entry(ROOT_PATH, "other", 0, 0, error=message)
+
+
+def _list_dir(full: str) -> tuple[list[str], str | None]:
+    """Sorted child names, or an error sentence; never raises for OS errors."""
+    try:
+        with os.scandir(full) as it:
+            return sorted(e.name for e in it), None
+    except OSError as exc:
+        return [], os_reason(exc)
+
+
+def _visit(base: str, real_root: str, rel: str) -> tuple[Entry, list[str]]:
+    """The entry for ``rel`` and, for a listable directory, its sorted child names."""
+    full = os.path.join(base, rel)
+    try:
+        st = os.lstat(full)
+    except OSError as exc:
+        reason = "vanished during the walk" if exc.errno == errno.ENOENT else os_reason(exc)
+        return Entry(rel, "other", 0, 0, error=reason), []
+    kind = _kind(st.st_mode)
+    if kind == "dir":
+        names, error = _list_dir(full)
+        return Entry(rel, "dir", 0, st.st_mtime_ns, error=error), names
+    if kind == "symlink":
+        return _symlink_entry(full, real_root, rel, st), []
+    size = st.st_size if kind == "file" else 0
+    return Entry(rel, kind, size, st.st_mtime_ns), []
+
+
+def _symlink_entry(full: str, real_root: str, rel: str, st: os.stat_result) -> Entry:
+    try:
+        target: str | None = os.readlink(full)
+    except OSError as exc:
+        return Entry(rel, "symlink", 0, st.st_mtime_ns, escapes=True, error=os_reason(exc))
+    escapes = _resolve_strict(full, real_root) is None
+    return Entry(rel, "symlink", 0, st.st_mtime_ns, target=target, escapes=escapes)
+
+
+def _resolve_strict(full: str, real_root: str) -> str | None:
+    """The real path when it exists inside ``real_root``; None if it dangles, loops or escapes.
+
+    os.path.realpath only lstat's and readlink's: nothing is opened.
+    """
+    try:
+        real = os.path.realpath(full, strict=True)
+    except OSError:
+        return None
+    return real if is_within(real, real_root) else None
+
+
+def is_within(path: str, root: str) -> bool:
+    """True when the absolute ``path`` is ``root`` or below it (both already real paths)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _kind(mode: int) -> EntryKind:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "other"
+
+
+def os_reason(exc: OSError) -> str:
+    """A short lower-case sentence for an OSError ("permission denied", ...)."""
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if exc.errno is not None:
+        return os.strerror(exc.errno).lower()
+    return str(exc)
+
+
+def resolve_inside(root: Path, relpath: str) -> Path | str:
+    """The absolute real path for a manifest path, or a one-sentence reason it is refused.
+
+    Accepted: a normalized relative POSIX path ("runs/x/last.pt") whose symlink
+    components, if any, resolve inside the root. Symlinks inside the folder are
+    resolved in the returned path, so callers can open it with O_NOFOLLOW. The
+    path need not exist (a missing file is the caller's finding, not ours).
+    Only lstat/readlink are used: nothing is opened and no link is followed out.
+    """
+    reason = _syntax_reason(relpath)
+    if reason is not None:
+        return reason
+    base = os.path.abspath(root)
+    real_root = os.path.realpath(base)
+    parts = relpath.split("/")
+    for depth in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:depth])
+        reason = _component_reason(os.path.join(base, prefix), real_root, prefix)
+        if reason is not None:
+            return reason
+    return Path(os.path.realpath(os.path.join(base, relpath)))
+
+
+def _syntax_reason(relpath: str) -> str | None:
+    if relpath == "":
+        return "is empty"
+    if "\0" in relpath:
+        return "contains a NUL byte"
+    if relpath.startswith("/") or _WINDOWS_ABSOLUTE.match(relpath):
+        return "is absolute"
+    parts = relpath.split("/")
+    depth = 0
+    for part in parts:
+        depth += -1 if part == ".." else 1
+        if depth < 0:
+            return "'..' leaves the campaign folder"
+    if ".." in parts:
+        return "contains '..' (write the normalized path)"
+    if "" in parts or "." in parts:
+        return "is not normalized (no '.', empty or trailing components: write 'a/b')"
+    return None
+
+
+def _component_reason(full: str, real_root: str, prefix: str) -> str | None:
+    """Why the path component ``prefix`` is refused, if it is a symlink that leaves."""
+    try:
+        st = os.lstat(full)
+    except OSError:
+        return None  # missing (or unreadable) here: nothing below can be a symlink out
+    if not stat.S_ISLNK(st.st_mode):
+        return None
+    try:
+        target = os.readlink(full)
+    except OSError:
+        return None  # vanished since the lstat: nothing left to follow
+    try:
+        real = os.path.realpath(full, strict=True)
+    except FileNotFoundError:
+        real = os.path.realpath(full)  # dangling: judge where it would point
+    except OSError:
+        return f"symlink {prefix} -> {target} loops"
+    if is_within(real, real_root):
+        return None
+    return f"symlink {prefix} -> {target} leaves the campaign folder"
