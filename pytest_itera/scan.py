@@ -93,6 +93,8 @@ _DELIM = _byte_table(bytes(range(33)) + b"\x7f\"'`<>()[]{},;|=", high=False)
 # Pickle opcodes whose one-byte length sits right before the string (SHORT_BINUNICODE,
 # SHORT_BINBYTES, SHORT_BINSTRING): that length byte may look like a name byte.
 _PICKLE_SHORT_STRINGS = frozenset((0x8C, 0x43, 0x55))
+# BINUNICODE, BINBYTES, BINSTRING: a four-byte little-endian length (protocol 2, torch.save).
+_PICKLE_LONG_STRINGS = frozenset((0x58, 0x42, 0x54))
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,8 @@ class _Scan:
             return
         self.count += 1
         if len(self.found) < self._max:
-            self.found.append((base + start, pattern, _excerpt(buf, start, e)))
+            string_end = _pickle_string_end(buf, start) if self._record else None
+            self.found.append((base + start, pattern, _excerpt(buf, start, e, string_end)))
 
     def _bounded(self, buf: bytes, start: int, s: int, e: int, rule: int, at_end: bool) -> bool:
         if start < 0 or (rule == _APPDATA_RULE and buf[start:s].lower() != b"appdata"):
@@ -250,14 +253,34 @@ class _Scan:
         return self._record and start >= 2 and buf[start - 2] in _PICKLE_SHORT_STRINGS
 
 
-def _excerpt(buf: bytes, s: int, e: int) -> str:
-    """The path-like token around buf[s:e], printable, at most EXCERPT_MAX characters."""
+def _pickle_string_end(buf: bytes, start: int) -> int | None:
+    """Where a pickled string starting at ``start`` ends, if a string opcode precedes it.
+
+    Pickle strings carry their length, not a delimiter: the token rule would run
+    into the next opcode ("/tmp/run/ckptq" for a BINPUT after the string).
+    """
+    if start >= 2 and buf[start - 2] in _PICKLE_SHORT_STRINGS:
+        return start + buf[start - 1]
+    if start >= 5 and buf[start - 5] in _PICKLE_LONG_STRINGS:
+        return start + int.from_bytes(buf[start - 4 : start], "little")
+    return None
+
+
+def _excerpt(buf: bytes, s: int, e: int, string_end: int | None = None) -> str:
+    """The path-like token around buf[s:e], printable, at most EXCERPT_MAX characters.
+
+    With ``string_end`` (a pickled string starting at ``s``), exactly that string.
+    """
     lo, floor = s, max(0, s - EXCERPT_MAX // 2)
-    while lo > floor and not _DELIM[buf[lo - 1]]:
-        lo -= 1
-    hi, ceiling = e, min(len(buf), lo + 2 * EXCERPT_MAX)
-    while hi < ceiling and not _DELIM[buf[hi]]:
-        hi += 1
+    hi, ceiling = e, min(len(buf), s + 2 * EXCERPT_MAX)
+    if string_end is not None and string_end >= e:
+        hi = min(string_end, ceiling)
+    else:
+        while lo > floor and not _DELIM[buf[lo - 1]]:
+            lo -= 1
+        ceiling = min(len(buf), lo + 2 * EXCERPT_MAX)
+        while hi < ceiling and not _DELIM[buf[hi]]:
+            hi += 1
     text = buf[lo:hi].decode("utf-8", "replace")
     text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
     return text if len(text) <= EXCERPT_MAX else text[: EXCERPT_MAX - 1] + "…"
