@@ -396,6 +396,25 @@ def test_permission_denied(tmp_path: Path) -> None:
     assert facts.error == "permission denied"
 
 
+def test_permission_denied_as_the_os_says_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Runs even as root (where chmod 000 denies nothing): the OS refusal is injected.
+    path = _text(tmp_path, "secret.txt", "x")
+    real_open = os.open
+
+    def refuse(file: object, flags: int, *args: object, **kwargs: object) -> int:
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", refuse)
+
+    facts = _facts(path)
+
+    assert facts == FileFacts("secret.txt", 0, None, False, (), 0, "permission denied")
+
+
 def _grow_after_first_read(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
     real_read: Callable[[int, int], bytes] = scan._read
     calls = []
