@@ -93,6 +93,8 @@ _DELIM = _byte_table(bytes(range(33)) + b"\x7f\"'`<>()[]{},;|=", high=False)
 # Pickle opcodes whose one-byte length sits right before the string (SHORT_BINUNICODE,
 # SHORT_BINBYTES, SHORT_BINSTRING): that length byte may look like a name byte.
 _PICKLE_SHORT_STRINGS = frozenset((0x8C, 0x43, 0x55))
+# BINUNICODE, BINBYTES, BINSTRING: a four-byte little-endian length (protocol 2, torch.save).
+_PICKLE_LONG_STRINGS = frozenset((0x58, 0x42, 0x54))
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,8 @@ class _Scan:
             return
         self.count += 1
         if len(self.found) < self._max:
-            self.found.append((base + start, pattern, _excerpt(buf, start, e)))
+            string_end = _pickle_string_end(buf, start) if self._record else None
+            self.found.append((base + start, pattern, _excerpt(buf, start, e, string_end)))
 
     def _bounded(self, buf: bytes, start: int, s: int, e: int, rule: int, at_end: bool) -> bool:
         if start < 0 or (rule == _APPDATA_RULE and buf[start:s].lower() != b"appdata"):
@@ -250,14 +253,34 @@ class _Scan:
         return self._record and start >= 2 and buf[start - 2] in _PICKLE_SHORT_STRINGS
 
 
-def _excerpt(buf: bytes, s: int, e: int) -> str:
-    """The path-like token around buf[s:e], printable, at most EXCERPT_MAX characters."""
+def _pickle_string_end(buf: bytes, start: int) -> int | None:
+    """Where a pickled string starting at ``start`` ends, if a string opcode precedes it.
+
+    Pickle strings carry their length, not a delimiter: the token rule would run
+    into the next opcode ("/tmp/run/ckptq" for a BINPUT after the string).
+    """
+    if start >= 2 and buf[start - 2] in _PICKLE_SHORT_STRINGS:
+        return start + buf[start - 1]
+    if start >= 5 and buf[start - 5] in _PICKLE_LONG_STRINGS:
+        return start + int.from_bytes(buf[start - 4 : start], "little")
+    return None
+
+
+def _excerpt(buf: bytes, s: int, e: int, string_end: int | None = None) -> str:
+    """The path-like token around buf[s:e], printable, at most EXCERPT_MAX characters.
+
+    With ``string_end`` (a pickled string starting at ``s``), exactly that string.
+    """
     lo, floor = s, max(0, s - EXCERPT_MAX // 2)
-    while lo > floor and not _DELIM[buf[lo - 1]]:
-        lo -= 1
-    hi, ceiling = e, min(len(buf), lo + 2 * EXCERPT_MAX)
-    while hi < ceiling and not _DELIM[buf[hi]]:
-        hi += 1
+    hi, ceiling = e, min(len(buf), s + 2 * EXCERPT_MAX)
+    if string_end is not None and string_end >= e:
+        hi = min(string_end, ceiling)
+    else:
+        while lo > floor and not _DELIM[buf[lo - 1]]:
+            lo -= 1
+        ceiling = min(len(buf), lo + 2 * EXCERPT_MAX)
+        while hi < ceiling and not _DELIM[buf[hi]]:
+            hi += 1
     text = buf[lo:hi].decode("utf-8", "replace")
     text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
     return text if len(text) <= EXCERPT_MAX else text[: EXCERPT_MAX - 1] + "…"
@@ -494,35 +517,68 @@ def _scan_fd(
         return _failed(display, _not_regular(before.st_mode))
     if (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino):
         return _failed(display, "was replaced during the scan")
-    first = _read(fd, max(chunk, BINARY_SNIFF))
+    # Ask for no more than the file holds (+1 to see growth): allocating a full chunk
+    # for a 1 KiB file would triple the per-file cost.
+    want = min(max(chunk, BINARY_SNIFF), before.st_size + 1)
+    first = _read(fd, want)
     sniff = _sniff(first, before.st_size)
+    if len(first) < want:  # a short read: the whole file is in hand
+        total, digest, hits, count = _scan_whole(first, sniff, matcher, hash, max_hits)
+    else:
+        total, digest, hits, count = _scan_stream(fd, first, sniff, matcher, hash, max_hits, chunk)
+    if matcher is not None and sniff.zip_records:
+        more, more_count = _zip_hits(fd, before.st_size, matcher, max_hits - len(hits), chunk)
+        hits, count = hits + more, count + more_count
+    # A growth after the short read, or any write during the stream, shows here.
+    changed = _changed(fd, before, total)
+    if changed is not None:
+        return _failed(display, changed, size=total, binary=sniff.binary)
+    return FileFacts(display, total, digest, sniff.binary, tuple(hits), count)
+
+
+_Outcome = tuple[int, str | None, list[TempHit], int]  # bytes read, sha256, hits, hit count
+
+
+def _scan_whole(
+    data: bytes, sniff: _Sniff, matcher: TempMatcher | None, hash: bool, max_hits: int
+) -> _Outcome:
+    """The cheap path for small files (per-file overhead counts with 100,000 of them)."""
+    digest = hashlib.sha256(data).hexdigest() if hash else None
+    if matcher is None or sniff.region is None:
+        return len(data), digest, [], 0
+    lo, hi = sniff.region
+    record = data if (lo, hi) == (0, len(data)) else data[lo:hi]
+    if not matcher._ac.find_matches_as_indexes(record):
+        return len(data), digest, [], 0
+    scanner = _Scan(matcher, record=sniff.where is not None, max_hits=max_hits)
+    scanner.feed(record)
+    scanner.finish()
+    hits, count = _hits(scanner, sniff.where, lambda at, n: record[at : at + n], len(record))
+    return len(data), digest, hits, count
+
+
+def _scan_stream(
+    fd: int,
+    first: bytes,
+    sniff: _Sniff,
+    matcher: TempMatcher | None,
+    hash: bool,
+    max_hits: int,
+    chunk: int,
+) -> _Outcome:
     hasher = hashlib.sha256() if hash else None
     scanner, feed = None, None
     if matcher is not None and sniff.region is not None:
         scanner = _Scan(matcher, record=sniff.where is not None, max_hits=max_hits)
         feed = _region_feed(scanner, *sniff.region)
-    # A file that fits in the first read takes the simple path: no thread hand-off.
-    in_memory = len(first) < max(chunk, BINARY_SNIFF)
-    total = _pump(fd, first, hasher, feed, chunk, threaded=not in_memory)
-    hits: list[TempHit] = []
-    count = 0
-    if scanner is not None:
-        scanner.finish()
-        hits, count = _hits(scanner, sniff.where, _reader(fd, first, in_memory), chunk)
-    if matcher is not None and sniff.zip_records:
-        more, more_count = _zip_hits(fd, before.st_size, matcher, max_hits - len(hits), chunk)
-        hits, count = hits + more, count + more_count
-    changed = _changed(fd, before, total)
-    if changed is not None:
-        return _failed(display, changed, size=total, binary=sniff.binary)
+    total = _pump(fd, first, hasher, feed, chunk, threaded=True)
     digest = None if hasher is None else hasher.hexdigest()
-    return FileFacts(display, total, digest, sniff.binary, tuple(hits), count)
-
-
-def _reader(fd: int, first: bytes, in_memory: bool) -> Callable[[int, int], bytes]:
-    if in_memory:
-        return lambda offset, size: first[offset : offset + size]
-    return lambda offset, size: os.pread(fd, size, offset)
+    if scanner is None:
+        return total, digest, [], 0
+    scanner.finish()
+    # Line numbers only for files with hits: re-read the prefix up to the last one.
+    hits, count = _hits(scanner, sniff.where, lambda at, n: os.pread(fd, n, at), chunk)
+    return total, digest, hits, count
 
 
 def _hits(
