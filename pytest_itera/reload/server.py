@@ -14,6 +14,7 @@ yields one clear verdict and the server keeps serving.  EOF on stdin ends the se
 
 from __future__ import annotations
 
+import _compat_pickle
 import ctypes
 import ctypes.util
 import io
@@ -113,15 +114,26 @@ def _numpy_allowlist() -> List[Any]:
     return allowed
 
 
+def py3_name(dotted: str) -> str:
+    """The callable a pickled global resolves to: protocol-2 pickles spell subprocess as
+    ``commands`` and torch drops ``builtins.``; ``posix.system`` is shown as os.system too."""
+    module, _, name = dotted.rpartition(".")
+    module = module or "builtins"
+    module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+    module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+    shown = f"{module}.{name}"
+    if module in ("posix", "nt"):
+        shown += f" (os.{name})"
+    return shown
+
+
 def explain(exc: BaseException) -> str:
     """One sentence for a load failure; names the offending global of a refused pickle."""
     text = str(exc)
     bad = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
     if bad:
-        name = bad.group(1)
-        alias = re.sub(r"^(posix|nt)\.", "os.", name)
-        shown = name if alias == name else f"{name} ({alias})"
-        return f"refused by weights_only=True: unsupported global {shown} {WEIGHTS_ONLY_WHY}"
+        return (f"refused by weights_only=True: unsupported global {py3_name(bad.group(1))} "
+                f"{WEIGHTS_ONLY_WHY}")
     if "WeightsUnpickler error" in text:
         detail = text.split("WeightsUnpickler error:", 1)[1].strip().split("\n")[0]
         return f"refused by weights_only=True: {detail.rstrip('.')}"
@@ -525,8 +537,7 @@ class DcpMetadataUnpickler(pickle.Unpickler):
             return super().find_class(module, name)
         if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
             return getattr(torch, name)
-        alias = re.sub(r"^(posix|nt)\.", "os.", f"{module}.{name}")
-        raise Refused(f"refers to {alias}, which is not a DCP metadata type "
+        raise Refused(f"refers to {py3_name(f'{module}.{name}')}, which is not a DCP metadata type "
                       f"{WEIGHTS_ONLY_WHY}", ".metadata")
 
 
