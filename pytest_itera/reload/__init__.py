@@ -89,7 +89,11 @@ class _Server:
             [python, "-I", "-B", "-u", str(SERVER)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.stderr, cwd=home, env=_minimal_env(home))
         self.buffer = b""
-        self.hello = self.read(_START_TIMEOUT)
+        try:
+            self.hello = self.read(_START_TIMEOUT)
+        except _ServerError:
+            self.stop()
+            raise
 
     def read(self, timeout: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -111,7 +115,10 @@ class _Server:
         return reply
 
     def died(self) -> str:
-        code = self.proc.wait(timeout=10)
+        try:
+            code: int | str = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = "unknown"
         self.stderr.seek(0)
         tail = self.stderr.read()[-2000:].decode(errors="replace").strip().splitlines()
         last = tail[-1] if tail else "no output"

@@ -130,7 +130,7 @@ def py3_name(dotted: str) -> str:
 def explain(exc: BaseException) -> str:
     """One sentence for a load failure; names the offending global of a refused pickle."""
     text = str(exc)
-    bad = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+    bad = re.search(r"[Uu]nsupported (?:global: )?GLOBAL ([\w.]+)", text)
     if bad:
         return (f"refused by weights_only=True: unsupported global {py3_name(bad.group(1))} "
                 f"{WEIGHTS_ONLY_WHY}")
@@ -141,8 +141,9 @@ def explain(exc: BaseException) -> str:
         return "ran out of memory under the reload memory limit"
     if isinstance(exc, OSError) and exc.errno == 22:
         return "unreadable torch archive (truncated or corrupt: invalid argument reading it)"
-    if "failed finding central directory" in text or "PytorchStreamReader" in text:
-        return f"corrupt or truncated torch archive ({text.splitlines()[0][:160]})"
+    zip_error = re.search(r"PytorchStreamReader failed ([^.\n]*)", text)
+    if zip_error:
+        return f"corrupt or truncated torch archive ({zip_error.group(1)})"
     first = text.strip().splitlines()[0][:200] if text.strip() else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
@@ -663,10 +664,15 @@ def vm_size() -> int:
         return 0
 
 
-def payload_bytes(path: str) -> int:
-    if os.path.isdir(path):
-        return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
-    return os.path.getsize(path)
+def mapped_bytes(path: str) -> int:
+    """Bytes the child maps from files (torch zips with mmap=True, safetensors): the address
+    space they take is not memory the limit should count."""
+    try:
+        paths = [e.path for e in os.scandir(path) if e.is_file()] if os.path.isdir(path) \
+            else [path]
+        return sum(os.path.getsize(p) for p in paths if sniff(p) in ("zip", "safetensors"))
+    except OSError:
+        return 0
 
 
 def run_child(request: Dict[str, Any], write_fd: int) -> None:
@@ -676,8 +682,8 @@ def run_child(request: Dict[str, Any], write_fd: int) -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         limit = request.get("memory_limit")
         if limit is not None:
-            # Address space = inherited + the mmap'ed checkpoint + the allowed extra memory.
-            cap = vm_size() + payload_bytes(request["path"]) + int(limit)
+            # Address space = inherited + the mmap'ed files + the allowed extra memory.
+            cap = vm_size() + mapped_bytes(request["path"]) + int(limit)
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         if request.get("debug") == "hang":
             time.sleep(3600)
