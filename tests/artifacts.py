@@ -109,7 +109,8 @@ def lightning_checkpoint(folder: Path) -> Path:
             self.layer = torch.nn.Linear(4, 1)
 
         def training_step(self, batch: torch.Tensor, index: int) -> torch.Tensor:
-            return self.layer(batch).pow(2).mean()
+            loss: torch.Tensor = self.layer(batch).pow(2).mean()
+            return loss
 
         def configure_optimizers(self) -> Any:
             opt = torch.optim.SGD(self.parameters(), lr=0.1)
@@ -119,7 +120,8 @@ def lightning_checkpoint(folder: Path) -> Path:
         trainer = L.Trainer(max_steps=2, accelerator="cpu", logger=False,
                             enable_progress_bar=False, enable_model_summary=False,
                             default_root_dir=str(folder))
-        data = torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=2)
+        rows: list[torch.Tensor] = list(torch.randn(8, 4))
+        data = torch.utils.data.DataLoader(rows, batch_size=2)  # type: ignore[var-annotated, arg-type]
         trainer.fit(Tiny(), data)
     return next((folder / "checkpoints").glob("*.ckpt"))
 
@@ -129,7 +131,8 @@ def hf_trainer_checkpoint(folder: Path) -> Path:
     from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
 
     config = BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=16, max_position_embeddings=16, num_labels=2)
+                        intermediate_size=16, max_position_embeddings=16)
+    config.num_labels = 2
 
     class Data(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
         def __len__(self) -> int:
@@ -163,7 +166,7 @@ class _Counter:
 
 def accelerate_checkpoint(folder: Path) -> Path:
     """A real accelerate ``save_state`` folder (model, optimizer, scheduler, RNG, progress)."""
-    from accelerate import Accelerator
+    from accelerate import Accelerator  # type: ignore[import-untyped]
 
     with _quiet():
         acc = Accelerator(cpu=True)
@@ -182,7 +185,7 @@ def accelerate_checkpoint(folder: Path) -> Path:
 
 def dcp_checkpoint(folder: Path, nan: bool = False) -> Path:
     """A real torch.distributed.checkpoint folder, saved without a process group."""
-    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint import state_dict_saver
 
     model = tiny_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -191,7 +194,7 @@ def dcp_checkpoint(folder: Path, nan: bool = False) -> Path:
     if nan:
         state["0.weight"][0, 0] = float("nan")
     with _quiet():
-        dcp.save({"model": state, "step": 7}, checkpoint_id=str(folder / "dcp"))
+        state_dict_saver.save({"model": state, "step": 7}, checkpoint_id=str(folder / "dcp"))
     return folder / "dcp"
 
 

@@ -319,8 +319,8 @@ def test_dcp_hostile_metadata_fails(reloader: Reloader, built: dict[str, Path],
     (folder / ".metadata").write_bytes(
         artifacts.raw_pickle({"x": [artifacts.hostile_payloads(marker)["os.system"]]}))
     res = reloader.reload(folder, "dcp")
-    assert res.cause == ("dcp/.metadata: refers to posix.system (os.system), which is not a DCP metadata type "
-                         "(loading it would import and call arbitrary code)")
+    assert res.cause == ("dcp/.metadata: refers to posix.system (os.system), which is not a "
+                         "DCP metadata type (loading it would import and call arbitrary code)")
     assert not marker.exists()
 
 

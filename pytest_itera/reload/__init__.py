@@ -84,7 +84,8 @@ class _Server:
     """One running server process and its line protocol."""
 
     def __init__(self, python: str, home: str) -> None:
-        self.stderr: IO[bytes] = tempfile.TemporaryFile()
+        # Closed in stop(): it lives as long as the server process.
+        self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
         self.proc = subprocess.Popen(
             [python, "-I", "-B", "-u", str(SERVER)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.stderr, cwd=home, env=_minimal_env(home))

@@ -30,14 +30,15 @@ import struct
 import sys
 import time
 import warnings
-from typing import IO, Any, Dict, Iterator, List, Optional, Set, Tuple
+from collections.abc import Iterator
+from typing import IO, Any
 
 import torch
 
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
 
 # Top-level keys of a "general checkpoint" dict -> resume part (see PARTS.md).
-KEY_PARTS: Dict[str, str] = {
+KEY_PARTS: dict[str, str] = {
     **dict.fromkeys(("model", "model_state_dict", "model_state", "state_dict", "net", "network",
                      "module", "weights"), "model"),
     **dict.fromkeys(("optimizer", "optimizer_state_dict", "optimizer_state", "optim",
@@ -68,7 +69,7 @@ WEIGHTS_ONLY_WHY = "(loading it would import and call arbitrary code)"
 class Refused(Exception):
     """A checkpoint (or one file of a folder) failed: ``reason`` is one sentence."""
 
-    def __init__(self, reason: str, file: Optional[str] = None) -> None:
+    def __init__(self, reason: str, file: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.file = file
@@ -77,15 +78,15 @@ class Refused(Exception):
 class Findings:
     """What the child learns about one checkpoint; serialised as the verdict."""
 
-    def __init__(self, fmt: Optional[str]) -> None:
+    def __init__(self, fmt: str | None) -> None:
         self.format = fmt
-        self.parts: Set[str] = set()
-        self.missing_reasons: Dict[str, str] = {}
-        self.nonfinite: List[str] = []
+        self.parts: set[str] = set()
+        self.missing_reasons: dict[str, str] = {}
+        self.nonfinite: list[str] = []
         self.tensors = 0
-        self.notes: List[str] = []
+        self.notes: list[str] = []
 
-    def verdict(self, error: Optional[Refused]) -> Dict[str, Any]:
+    def verdict(self, error: Refused | None) -> dict[str, Any]:
         ok = error is None and not self.nonfinite
         if error is None and self.nonfinite:
             error = Refused(f"non-finite model weights in {len(self.nonfinite)} tensor(s): "
@@ -100,14 +101,14 @@ class Findings:
 
 # ----------------------------------------------------------------------------- loading safely
 
-def _numpy_allowlist() -> List[Any]:
+def _numpy_allowlist() -> list[Any]:
     """Exactly the numpy globals of a pickled RNG state (transformers/accelerate allow these)."""
     try:
         import numpy as np
     except ImportError:
         return []
-    core = getattr(np, "_core", None) or getattr(np, "core")  # numpy 2 / numpy 1 spelling
-    allowed: List[Any] = [core.multiarray._reconstruct, np.ndarray, np.dtype]
+    core = getattr(np, "_core", None) or np.core  # numpy 2 / numpy 1 spelling
+    allowed: list[Any] = [core.multiarray._reconstruct, np.ndarray, np.dtype]
     dtypes = getattr(np, "dtypes", None)
     if dtypes is not None and hasattr(dtypes, "UInt32DType"):
         allowed.append(dtypes.UInt32DType)
@@ -236,7 +237,7 @@ def tensor_finite(t: torch.Tensor, mapped: bool) -> bool:
     return True
 
 
-def walk_tensors(obj: Any, prefix: str) -> Iterator[Tuple[str, torch.Tensor]]:
+def walk_tensors(obj: Any, prefix: str) -> Iterator[tuple[str, torch.Tensor]]:
     if isinstance(obj, torch.Tensor):
         yield prefix, obj
     elif isinstance(obj, dict):
@@ -261,7 +262,7 @@ def present(value: Any) -> bool:
     return value is not None and not (isinstance(value, (dict, list, tuple)) and not value)
 
 
-def dict_parts(obj: Dict[Any, Any]) -> Set[str]:
+def dict_parts(obj: dict[Any, Any]) -> set[str]:
     return {KEY_PARTS[k] for k, v in obj.items()
             if isinstance(k, str) and k in KEY_PARTS and present(v)}
 
@@ -297,7 +298,7 @@ def inspect_torch_object(found: Findings, obj: Any, mapped: bool) -> None:
     found.parts |= parts
 
 
-def inspect_lightning(found: Findings, ckpt: Dict[str, Any], mapped: bool) -> None:
+def inspect_lightning(found: Findings, ckpt: dict[str, Any], mapped: bool) -> None:
     for key, value in ckpt.items():
         # Only model weights: callbacks legitimately hold tensor(inf) (ModelCheckpoint).
         check(found, value, str(key), key == "state_dict", mapped)
@@ -320,7 +321,7 @@ def inspect_torch_file(found: Findings, path: str, kind: str) -> Any:
     return obj
 
 
-def safetensors_header(path: str) -> Dict[str, Any]:
+def safetensors_header(path: str) -> dict[str, Any]:
     """Validate a safetensors header ourselves: a lying header is a verdict, not a crash."""
     size = os.path.getsize(path)
     with open(path, "rb") as fh:
@@ -340,7 +341,7 @@ def safetensors_header(path: str) -> Dict[str, Any]:
     return header
 
 
-def check_offsets(header: Dict[str, Any], data_bytes: int) -> None:
+def check_offsets(header: dict[str, Any], data_bytes: int) -> None:
     spans = []
     for name, entry in header.items():
         if name == "__metadata__":
@@ -360,7 +361,8 @@ def check_offsets(header: Dict[str, Any], data_bytes: int) -> None:
                           f"{entry['shape']} of {dtype} (lying header)")
         spans.append((begin, end, name))
     spans.sort()
-    for (_, end_a, name_a), (begin_b, _, name_b) in zip(spans, spans[1:]):
+    # zip, not itertools.pairwise / strict=: the server must run on the user's older Python.
+    for (_, end_a, name_a), (begin_b, _, name_b) in zip(spans, spans[1:]):  # noqa: B905, RUF007
         if begin_b < end_a:
             raise Refused(f"safetensors tensors {name_a!r} and {name_b!r} overlap")
 
@@ -374,7 +376,7 @@ def inspect_safetensors(found: Findings, path: str, weights: bool) -> None:
                       "pip install safetensors there") from exc
     try:
         with safe_open(path, framework="pt", device="cpu") as fh:
-            for name in fh.keys():
+            for name in fh.keys():  # noqa: SIM118 -- safe_open is not a dict
                 t = fh.get_tensor(name)  # one tensor at a time: bounded memory
                 found.tensors += 1
                 if weights and not tensor_finite(t, mapped=False):
@@ -426,7 +428,7 @@ ACCELERATE_FILES = (
 OPAQUE = {"training_args.bin": "training_args.bin kept as opaque metadata (never unpickled)"}
 
 
-def folder_format(path: str, names: Set[str]) -> str:
+def folder_format(path: str, names: set[str]) -> str:
     if ".metadata" in names and any(n.endswith(".distcp") for n in names):
         return "dcp"
     if "adapter_config.json" in names:
@@ -459,9 +461,9 @@ def load_member(found: Findings, folder: str, name: str, weights: bool) -> Any:
         raise Refused(exc.reason, exc.file or name) from exc
 
 
-def inspect_members(found: Findings, folder: str, names: Set[str],
-                    table: Tuple[Tuple[str, str, bool], ...]) -> Dict[str, Any]:
-    loaded: Dict[str, Any] = {}
+def inspect_members(found: Findings, folder: str, names: set[str],
+                    table: tuple[tuple[str, str, bool], ...]) -> dict[str, Any]:
+    loaded: dict[str, Any] = {}
     for name in sorted(names):
         if name in OPAQUE:
             if os.path.getsize(os.path.join(folder, name)) == 0:
@@ -477,7 +479,7 @@ def inspect_members(found: Findings, folder: str, names: Set[str],
     return loaded
 
 
-def inspect_hf_trainer(found: Findings, folder: str, names: Set[str]) -> None:
+def inspect_hf_trainer(found: Findings, folder: str, names: set[str]) -> None:
     inspect_members(found, folder, names, HF_FILES)
     try:
         with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as fh:
@@ -489,7 +491,7 @@ def inspect_hf_trainer(found: Findings, folder: str, names: Set[str]) -> None:
         found.parts |= {"progress", "data"}
 
 
-def inspect_accelerate(found: Findings, folder: str, names: Set[str]) -> None:
+def inspect_accelerate(found: Findings, folder: str, names: set[str]) -> None:
     loaded = inspect_members(found, folder, names, ACCELERATE_FILES)
     for name, obj in loaded.items():
         if name.startswith("custom_checkpoint_") and isinstance(obj, dict):
@@ -499,7 +501,7 @@ def inspect_accelerate(found: Findings, folder: str, names: Set[str]) -> None:
                            "object whose state_dict holds step/epoch (register_for_checkpointing)")
 
 
-def inspect_peft(found: Findings, folder: str, names: Set[str]) -> None:
+def inspect_peft(found: Findings, folder: str, names: set[str]) -> None:
     try:
         with open(os.path.join(folder, "adapter_config.json"), encoding="utf-8") as fh:
             config = json.load(fh)
@@ -576,13 +578,13 @@ def dcp_bytes_entry(folder: str, info: Any) -> Any:
             raise Refused(explain(exc), info.relative_path) from exc
 
 
-def inspect_dcp(found: Findings, folder: str, names: Set[str]) -> None:
+def inspect_dcp(found: Findings, folder: str, names: set[str]) -> None:
     import torch.distributed.checkpoint as dcp
     import torch.distributed.checkpoint.metadata as md
 
     meta = read_dcp_metadata(folder)
-    template: Dict[str, torch.Tensor] = {}
-    tops: Dict[str, str] = {}
+    template: dict[str, torch.Tensor] = {}
+    tops: dict[str, str] = {}
     for fqn, entry in meta.state_dict_metadata.items():
         path = (meta.planner_data or {}).get(fqn) or (fqn.split(".")[0],)
         tops[fqn] = str(path[0])
@@ -602,10 +604,10 @@ def inspect_dcp(found: Findings, folder: str, names: Set[str]) -> None:
         check(found, t, fqn, part == "model", mapped=False)
 
 
-def load_dcp_tensors(dcp: Any, folder: str, template: Dict[str, torch.Tensor]) -> None:
+def load_dcp_tensors(dcp: Any, folder: str, template: dict[str, torch.Tensor]) -> None:
     from torch.distributed.checkpoint.planner import LoadItemType
 
-    class SafeReader(dcp.FileSystemReader):  # type: ignore[misc, name-defined]
+    class SafeReader(dcp.FileSystemReader):  # type: ignore[misc]
         def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
             meta = read_dcp_metadata(folder)
             meta.storage_meta = meta.storage_meta or __import__(
@@ -640,7 +642,7 @@ def inspect_folder(found: Findings, path: str) -> None:
 
 # ----------------------------------------------------------------------------- child and server
 
-def child_verdict(path: str) -> Dict[str, Any]:
+def child_verdict(path: str) -> dict[str, Any]:
     found = Findings(None)
     try:
         if os.path.isdir(path):
@@ -675,7 +677,7 @@ def mapped_bytes(path: str) -> int:
         return 0
 
 
-def run_child(request: Dict[str, Any], write_fd: int) -> None:
+def run_child(request: dict[str, Any], write_fd: int) -> None:
     """In the forked child: bound memory, load, write the verdict, _exit. Never returns."""
     code = 0
     try:
@@ -699,9 +701,9 @@ def run_child(request: Dict[str, Any], write_fd: int) -> None:
         os._exit(code)
 
 
-def collect(read_fd: int, pid: int, deadline: float) -> Tuple[bytes, Optional[int], Any]:
+def collect(read_fd: int, pid: int, deadline: float) -> tuple[bytes, int | None, Any]:
     """Read the child's verdict until EOF or the deadline; reap it (killing it on timeout)."""
-    chunks: List[bytes] = []
+    chunks: list[bytes] = []
     timed_out = False
     while True:
         left = deadline - time.monotonic()
@@ -721,7 +723,7 @@ def collect(read_fd: int, pid: int, deadline: float) -> Tuple[bytes, Optional[in
     return b"".join(chunks), (None if timed_out else status), usage
 
 
-def serve_one(request: Dict[str, Any]) -> Dict[str, Any]:
+def serve_one(request: dict[str, Any]) -> dict[str, Any]:
     path = request["path"]
     if os.path.isdir(path) and os.path.exists(os.path.join(path, ".metadata")):
         import torch.distributed.checkpoint  # noqa: F401  -- once, in the parent, before fork
@@ -741,12 +743,12 @@ def serve_one(request: Dict[str, Any]) -> Dict[str, Any]:
     return reply
 
 
-def decode_child(raw: bytes, status: Optional[int], timeout: float) -> Dict[str, Any]:
+def decode_child(raw: bytes, status: int | None, timeout: float) -> dict[str, Any]:
     if status is None:
         return failed(f"timed out after {timeout:g} s (the loading process was killed)")
     if raw:
         try:
-            reply: Dict[str, Any] = json.loads(raw)
+            reply: dict[str, Any] = json.loads(raw)
             return reply
         except ValueError:
             pass
@@ -758,19 +760,19 @@ def decode_child(raw: bytes, status: Optional[int], timeout: float) -> Dict[str,
                   "without a verdict (out of memory under the reload memory limit?)")
 
 
-def failed(reason: str) -> Dict[str, Any]:
+def failed(reason: str) -> dict[str, Any]:
     return Findings(None).verdict(Refused(reason))
 
 
-def hello() -> Dict[str, Any]:
+def hello() -> dict[str, Any]:
     try:
         import numpy
-        numpy_version: Optional[str] = numpy.__version__
+        numpy_version: str | None = numpy.__version__
     except ImportError:
         numpy_version = None
     try:
         import safetensors
-        st_version: Optional[str] = safetensors.__version__
+        st_version: str | None = safetensors.__version__
     except ImportError:
         st_version = None
     return {"hello": 1, "python": sys.version.split()[0], "torch": torch.__version__,
