@@ -15,6 +15,7 @@ yields one clear verdict and the server keeps serving.  EOF on stdin ends the se
 from __future__ import annotations
 
 import _compat_pickle
+import contextlib
 import ctypes
 import ctypes.util
 import io
@@ -779,10 +780,24 @@ def hello() -> dict[str, Any]:
             "numpy": numpy_version, "safetensors": st_version}
 
 
+def warm_up() -> None:
+    """Run one tiny save/load in the parent so every child inherits torch.load's lazy imports
+    and caches instead of paying for them per checkpoint.  Serial code only: no thread pool
+    exists before fork."""
+    buffer = io.BytesIO()
+    torch.save({"w": torch.zeros(2), "n": 1}, buffer)
+    buffer.seek(0)
+    with torch.serialization.safe_globals(_numpy_allowlist()):
+        torch.load(buffer, weights_only=True, map_location="cpu")
+    with contextlib.suppress(ImportError):
+        import safetensors.torch  # noqa: F401
+
+
 def main() -> None:
     # The protocol gets its own fd; fd 1 goes to stderr so stray prints cannot corrupt it.
     proto: IO[str] = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
+    warm_up()
     proto.write(json.dumps(hello()) + "\n")
     for line in sys.stdin:
         if not line.strip():
