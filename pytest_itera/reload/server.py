@@ -1,0 +1,815 @@
+"""Reload server: loads checkpoints in a fresh interpreter, one forked child per checkpoint.
+
+Self-contained on purpose: it runs under ``--itera-python`` (the training interpreter), which
+may not have pytest-itera installed.  Only the standard library, torch and, when present,
+numpy and safetensors are imported.  Never ``weights_only=False``, in any code path.
+
+Protocol (JSON lines): the server first writes a ``hello`` line (interpreter and library
+versions); then for each request line ``{"id", "path", "timeout", "memory_limit"}`` on stdin
+it forks a child that loads the checkpoint and writes one JSON verdict to a pipe, and the
+server answers one JSON line on stdout.  A request may carry ``"debug": "hang" | "crash"``:
+test-only, it makes the child sleep or abort before loading, to prove that a hang or crash
+yields one clear verdict and the server keeps serving.  EOF on stdin ends the server.
+"""
+
+from __future__ import annotations
+
+import _compat_pickle
+import contextlib
+import ctypes
+import ctypes.util
+import io
+import json
+import math
+import os
+import pickle
+import re
+import resource
+import select
+import signal
+import struct
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from typing import IO, Any
+
+import torch
+
+PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
+
+# Top-level keys of a "general checkpoint" dict -> resume part (see PARTS.md).
+KEY_PARTS: dict[str, str] = {
+    **dict.fromkeys(("model", "model_state_dict", "model_state", "state_dict", "net", "network",
+                     "module", "weights"), "model"),
+    **dict.fromkeys(("optimizer", "optimizer_state_dict", "optimizer_state", "optim",
+                     "optimizers", "optimizer_states"), "optimizer"),
+    **dict.fromkeys(("epoch", "step", "global_step", "iteration", "iter", "steps_done"),
+                    "progress"),
+    **dict.fromkeys(("scheduler", "lr_scheduler", "scheduler_state_dict", "lr_schedulers",
+                     "schedulers"), "scheduler"),
+    **dict.fromkeys(("scaler", "grad_scaler", "amp", "scaler_state_dict", "amp_state"),
+                    "scaler"),
+    **dict.fromkeys(("rng", "rng_state", "rng_states", "random_state", "random_states",
+                     "torch_rng_state", "cuda_rng_state", "numpy_rng_state",
+                     "python_rng_state"), "rng"),
+    **dict.fromkeys(("data", "sampler", "sampler_state", "dataloader", "dataloader_state",
+                     "data_position", "data_state"), "data"),
+}
+
+LIGHTNING_SCALER_KEYS = ("MixedPrecision", "MixedPrecisionPlugin", "native_amp_scaling_state",
+                         "amp_scaling_state")
+TORCH_LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
+CHUNK_ELEMENTS = 1 << 24  # finite check in 16 Mi-element chunks: bounded temporaries
+ST_DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2,
+                  "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8,
+                  "F64": 8, "C64": 8}
+WEIGHTS_ONLY_WHY = "(loading it would import and call arbitrary code)"
+
+
+class Refused(Exception):
+    """A checkpoint (or one file of a folder) failed: ``reason`` is one sentence."""
+
+    def __init__(self, reason: str, file: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.file = file
+
+
+class Findings:
+    """What the child learns about one checkpoint; serialised as the verdict."""
+
+    def __init__(self, fmt: str | None) -> None:
+        self.format = fmt
+        self.parts: set[str] = set()
+        self.missing_reasons: dict[str, str] = {}
+        self.nonfinite: list[str] = []
+        self.tensors = 0
+        self.notes: list[str] = []
+
+    def verdict(self, error: Refused | None) -> dict[str, Any]:
+        ok = error is None and not self.nonfinite
+        if error is None and self.nonfinite:
+            error = Refused(f"non-finite model weights in {len(self.nonfinite)} tensor(s): "
+                            + ", ".join(self.nonfinite[:5]))
+        return {"format": self.format, "ok": ok,
+                "reason": None if error is None else error.reason,
+                "file": None if error is None else error.file,
+                "parts": [p for p in PARTS if p in self.parts],
+                "missing_reasons": self.missing_reasons, "nonfinite": self.nonfinite[:20],
+                "tensors": self.tensors, "notes": self.notes}
+
+
+# ----------------------------------------------------------------------------- loading safely
+
+def _numpy_allowlist() -> list[Any]:
+    """Exactly the numpy globals of a pickled RNG state (transformers/accelerate allow these)."""
+    try:
+        import numpy as np
+    except ImportError:
+        return []
+    core = getattr(np, "_core", None) or np.core  # numpy 2 / numpy 1 spelling
+    allowed: list[Any] = [core.multiarray._reconstruct, np.ndarray, np.dtype]
+    dtypes = getattr(np, "dtypes", None)
+    if dtypes is not None and hasattr(dtypes, "UInt32DType"):
+        allowed.append(dtypes.UInt32DType)
+    return allowed
+
+
+def py3_name(dotted: str) -> str:
+    """The callable a pickled global resolves to: protocol-2 pickles spell subprocess as
+    ``commands`` and torch drops ``builtins.``; ``posix.system`` is shown as os.system too."""
+    module, _, name = dotted.rpartition(".")
+    module = module or "builtins"
+    module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+    module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+    shown = f"{module}.{name}"
+    if module in ("posix", "nt"):
+        shown += f" (os.{name})"
+    return shown
+
+
+def explain(exc: BaseException) -> str:
+    """One sentence for a load failure; names the offending global of a refused pickle."""
+    text = str(exc)
+    bad = re.search(r"[Uu]nsupported (?:global: )?GLOBAL ([\w.]+)", text)
+    if bad:
+        return (f"refused by weights_only=True: unsupported global {py3_name(bad.group(1))} "
+                f"{WEIGHTS_ONLY_WHY}")
+    if "WeightsUnpickler error" in text:
+        detail = text.split("WeightsUnpickler error:", 1)[1].strip().split("\n")[0]
+        return f"refused by weights_only=True: {detail.rstrip('.')}"
+    if isinstance(exc, MemoryError) or "can't allocate memory" in text:
+        return "ran out of memory under the reload memory limit"
+    if isinstance(exc, OSError) and exc.errno == 22:
+        return "unreadable torch archive (truncated or corrupt: invalid argument reading it)"
+    zip_error = re.search(r"PytorchStreamReader failed ([^.\n]*)", text)
+    if zip_error:
+        return f"corrupt or truncated torch archive ({zip_error.group(1)})"
+    first = text.strip().splitlines()[0][:200] if text.strip() else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def sniff(path: str) -> str:
+    """Content kind of a file: zip | legacy | safetensors | empty | unknown."""
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    if not head:
+        return "empty"
+    if head.startswith(b"PK\x03\x04"):
+        return "zip"
+    if head.startswith(b"\x80"):
+        return "legacy"
+    if len(head) >= 9 and head[8:9] == b"{":
+        return "safetensors"
+    return "unknown"
+
+
+def describe_unknown(path: str) -> str:
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    stripped = head.lstrip()
+    kind = "JSON/text" if stripped[:1] in (b"{", b"[") else (
+        "text" if all(32 <= b < 127 or b in (9, 10, 13) for b in head) else "unrecognised bytes")
+    return (f"not a checkpoint: content is {kind}, neither a torch.save archive, a legacy "
+            f"torch pickle nor safetensors (starts with {head[:24]!r})")
+
+
+def torch_load(path: str, kind: str) -> Any:
+    """torch.load with weights_only=True, mmap where the format allows, on CPU."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.serialization.safe_globals(_numpy_allowlist()):
+            try:
+                return torch.load(path, weights_only=True, mmap=(kind == "zip"),
+                                  map_location="cpu")
+            except Exception as exc:  # every load failure becomes a verdict
+                raise Refused(explain(exc)) from exc
+
+
+# ----------------------------------------------------------------------------- finite checks
+
+_LIBC: Any = None
+try:
+    _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+except OSError:
+    _LIBC = None
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def release_pages(t: torch.Tensor) -> None:
+    """Drop the checked pages of an mmap'ed, read-only tensor: they refault from the file.
+
+    Keeps peak RSS near a bare mmap load's instead of growing by the whole checkpoint.
+    Only called for tensors of a torch.load(mmap=True) mapping, never on anonymous memory.
+    """
+    if _LIBC is None:
+        return
+    start = t.data_ptr()
+    end = start + t.numel() * t.element_size()
+    lo = -(-start // _PAGE) * _PAGE
+    hi = end // _PAGE * _PAGE
+    if hi > lo:
+        _LIBC.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 4)  # MADV_DONTNEED
+
+
+def chunk_finite(chunk: torch.Tensor) -> bool:
+    try:
+        total = chunk.sum()
+    except (RuntimeError, TypeError):  # e.g. float8: no sum kernel
+        chunk = chunk.to(torch.float32)
+        total = chunk.sum()
+    # A finite sum proves every element finite (inf/nan propagate); overflow only costs time.
+    return bool(torch.isfinite(total)) or bool(torch.isfinite(chunk).all())
+
+
+def tensor_finite(t: torch.Tensor, mapped: bool) -> bool:
+    if not (t.is_floating_point() or t.is_complex()) or t.numel() == 0:
+        return True
+    flat = t.reshape(-1) if t.is_contiguous() else t
+    if flat.dim() != 1:
+        return chunk_finite(flat)
+    for start in range(0, flat.numel(), CHUNK_ELEMENTS):
+        chunk = flat[start:start + CHUNK_ELEMENTS]
+        if not chunk_finite(chunk):
+            return False
+        if mapped:
+            release_pages(chunk)
+    return True
+
+
+def walk_tensors(obj: Any, prefix: str) -> Iterator[tuple[str, torch.Tensor]]:
+    if isinstance(obj, torch.Tensor):
+        yield prefix, obj
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from walk_tensors(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(obj, (list, tuple)):
+        for i, value in enumerate(obj):
+            yield from walk_tensors(value, f"{prefix}.{i}" if prefix else str(i))
+
+
+def check(found: Findings, obj: Any, prefix: str, weights: bool, mapped: bool) -> None:
+    """Count tensors; for model weights, record the non-finite ones by name."""
+    for name, t in walk_tensors(obj, prefix):
+        found.tensors += 1
+        if weights and not tensor_finite(t, mapped):
+            found.nonfinite.append(name)
+
+
+# ----------------------------------------------------------------------------- single files
+
+def present(value: Any) -> bool:
+    return value is not None and not (isinstance(value, (dict, list, tuple)) and not value)
+
+
+def dict_parts(obj: dict[Any, Any]) -> set[str]:
+    return {KEY_PARTS[k] for k, v in obj.items()
+            if isinstance(k, str) and k in KEY_PARTS and present(v)}
+
+
+def is_state_dict(obj: Any) -> bool:
+    leaves = list(walk_tensors(obj, ""))
+    return isinstance(obj, dict) and bool(obj) and len(leaves) > 0 and all(
+        isinstance(v, (torch.Tensor, dict)) for v in obj.values())
+
+
+def inspect_torch_object(found: Findings, obj: Any, mapped: bool) -> None:
+    if isinstance(obj, dict) and "pytorch-lightning_version" in obj:
+        found.format = "lightning"
+        inspect_lightning(found, obj, mapped)
+        return
+    if not isinstance(obj, dict):
+        check(found, obj, "", True, mapped)
+        found.notes.append(f"top-level object is a {type(obj).__name__}, not a dict")
+        if found.tensors:
+            found.parts.add("model")
+        return
+    parts = dict_parts(obj)
+    if not parts and "state" in obj and "param_groups" in obj:
+        found.parts.add("optimizer")
+        check(found, obj, "", False, mapped)
+        return
+    if not parts and is_state_dict(obj):
+        parts = {"model"}
+        check(found, obj, "", True, mapped)
+    else:
+        for key, value in obj.items():
+            check(found, value, str(key), KEY_PARTS.get(str(key)) == "model", mapped)
+    found.parts |= parts
+
+
+def inspect_lightning(found: Findings, ckpt: dict[str, Any], mapped: bool) -> None:
+    for key, value in ckpt.items():
+        # Only model weights: callbacks legitimately hold tensor(inf) (ModelCheckpoint).
+        check(found, value, str(key), key == "state_dict", mapped)
+    wanted = {"model": "state_dict", "optimizer": "optimizer_states",
+              "scheduler": "lr_schedulers"}
+    found.parts |= {part for part, key in wanted.items() if present(ckpt.get(key))}
+    if "epoch" in ckpt or "global_step" in ckpt:
+        found.parts.add("progress")
+    if any(present(ckpt.get(k)) for k in LIGHTNING_SCALER_KEYS):
+        found.parts.add("scaler")
+    fit = ckpt.get("loops", {}).get("fit_loop", {}) if isinstance(ckpt.get("loops"), dict) else {}
+    if isinstance(fit, dict) and present(fit.get("state_dict", {}).get("combined_loader")):
+        found.parts.add("data")
+    found.missing_reasons["rng"] = "Lightning checkpoints store no RNG state by design"
+
+
+def inspect_torch_file(found: Findings, path: str, kind: str) -> Any:
+    obj = torch_load(path, kind)
+    inspect_torch_object(found, obj, mapped=(kind == "zip"))
+    return obj
+
+
+def safetensors_header(path: str) -> dict[str, Any]:
+    """Validate a safetensors header ourselves: a lying header is a verdict, not a crash."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        raw_len = fh.read(8)
+        if len(raw_len) < 8:
+            raise Refused("truncated safetensors file (no 8-byte header length)")
+        (n,) = struct.unpack("<Q", raw_len)
+        if n > size - 8 or n > 100_000_000:
+            raise Refused(f"safetensors header length {n} exceeds the file size ({size} bytes)")
+        try:
+            header = json.loads(fh.read(n))
+        except ValueError as exc:
+            raise Refused(f"safetensors header is not valid JSON ({exc})") from exc
+    if not isinstance(header, dict):
+        raise Refused("safetensors header is not a JSON object")
+    check_offsets(header, size - 8 - n)
+    return header
+
+
+def check_offsets(header: dict[str, Any], data_bytes: int) -> None:
+    spans = []
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            begin, end = (int(x) for x in entry["data_offsets"])
+            numel = math.prod(int(d) for d in entry["shape"])
+            dtype = str(entry["dtype"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Refused(f"safetensors header entry {name!r} is malformed") from exc
+        if not 0 <= begin <= end <= data_bytes:
+            raise Refused(f"safetensors tensor {name!r} has offsets [{begin}, {end}] outside "
+                          f"the {data_bytes}-byte data section (truncated or lying header)")
+        width = ST_DTYPE_BYTES.get(dtype)
+        if width is not None and end - begin != numel * width:
+            raise Refused(f"safetensors tensor {name!r}: {end - begin} bytes for shape "
+                          f"{entry['shape']} of {dtype} (lying header)")
+        spans.append((begin, end, name))
+    spans.sort()
+    # zip, not itertools.pairwise / strict=: the server must run on the user's older Python.
+    for (_, end_a, name_a), (begin_b, _, name_b) in zip(spans, spans[1:]):  # noqa: B905, RUF007
+        if begin_b < end_a:
+            raise Refused(f"safetensors tensors {name_a!r} and {name_b!r} overlap")
+
+
+def inspect_safetensors(found: Findings, path: str, weights: bool) -> None:
+    safetensors_header(path)
+    try:
+        from safetensors import safe_open
+    except ImportError as exc:
+        raise Refused("the safetensors package is not installed in the reload interpreter: "
+                      "pip install safetensors there") from exc
+    try:
+        with safe_open(path, framework="pt", device="cpu") as fh:
+            for name in fh.keys():  # noqa: SIM118 -- safe_open is not a dict
+                t = fh.get_tensor(name)  # one tensor at a time: bounded memory
+                found.tensors += 1
+                if weights and not tensor_finite(t, mapped=False):
+                    found.nonfinite.append(name)
+                del t
+    except Refused:
+        raise
+    except Exception as exc:
+        raise Refused(f"safetensors could not load it: {explain(exc)}") from exc
+
+
+def inspect_file(found: Findings, path: str) -> None:
+    kind = sniff(path)
+    if kind == "empty":
+        raise Refused("empty file (0 bytes)")
+    if kind == "unknown":
+        raise Refused(describe_unknown(path))
+    if kind == "safetensors":
+        found.format = "safetensors"
+        inspect_safetensors(found, path, weights=True)
+        found.parts.add("model")
+        for part in PARTS[1:]:
+            found.missing_reasons[part] = "a safetensors file holds a flat map of tensors only"
+        return
+    found.format = "torch"
+    if kind == "legacy":
+        found.notes.append("legacy (non-zip) torch format: loaded without mmap")
+    inspect_torch_file(found, path, kind)
+
+
+# ----------------------------------------------------------------------------- folders
+
+HF_FILES = (  # (pattern, part, is model weights)
+    (r"(model|pytorch_model|adapter_model)(-\d+-of-\d+)?\.(safetensors|bin)", "model", True),
+    (r"optimizer\.pt", "optimizer", False),
+    (r"scheduler\.pt", "scheduler", False),
+    (r"scaler\.pt", "scaler", False),
+    (r"rng_state(_\d+)?\.pth", "rng", False),
+)
+ACCELERATE_FILES = (
+    (r"(model|pytorch_model)(_\d+)?(-\d+-of-\d+)?\.(safetensors|bin)", "model", True),
+    (r"optimizer(_\d+)?\.bin", "optimizer", False),
+    (r"scheduler(_\d+)?\.bin", "scheduler", False),
+    (r"scaler\.pt", "scaler", False),
+    (r"random_states_\d+\.pkl", "rng", False),
+    (r"(sampler|dl_state_dict)(_\d+)?\.bin", "data", False),
+    (r"custom_checkpoint_\d+\.pkl", "", False),
+)
+OPAQUE = {"training_args.bin": "training_args.bin kept as opaque metadata (never unpickled)"}
+
+
+def folder_format(path: str, names: set[str]) -> str:
+    if ".metadata" in names and any(n.endswith(".distcp") for n in names):
+        return "dcp"
+    if "adapter_config.json" in names:
+        return "peft"
+    if "trainer_state.json" in names:
+        return "hf-trainer"
+    if any(re.fullmatch(r"random_states_\d+\.pkl", n) for n in names) or \
+            any(re.fullmatch(r"optimizer(_\d+)?\.bin", n) for n in names):
+        return "accelerate"
+    raise Refused("not a recognised checkpoint folder (no .metadata + .distcp, "
+                  "adapter_config.json, trainer_state.json or accelerate random_states_*.pkl)")
+
+
+def load_member(found: Findings, folder: str, name: str, weights: bool) -> Any:
+    """Load one tensor file of a folder; failures name the file."""
+    path = os.path.join(folder, name)
+    try:
+        kind = sniff(path)
+        if kind == "empty":
+            raise Refused("empty file (0 bytes)")
+        if kind == "unknown":
+            raise Refused(describe_unknown(path))
+        if kind == "safetensors":
+            inspect_safetensors(found, path, weights)
+            return None
+        obj = torch_load(path, kind)
+        check(found, obj, name, weights, mapped=(kind == "zip"))
+        return obj
+    except Refused as exc:
+        raise Refused(exc.reason, exc.file or name) from exc
+
+
+def inspect_members(found: Findings, folder: str, names: set[str],
+                    table: tuple[tuple[str, str, bool], ...]) -> dict[str, Any]:
+    loaded: dict[str, Any] = {}
+    for name in sorted(names):
+        if name in OPAQUE:
+            if os.path.getsize(os.path.join(folder, name)) == 0:
+                raise Refused("empty file (0 bytes)", name)
+            found.notes.append(OPAQUE[name])
+            continue
+        for pattern, part, weights in table:
+            if re.fullmatch(pattern, name):
+                loaded[name] = load_member(found, folder, name, weights)
+                if part:
+                    found.parts.add(part)
+                break
+    return loaded
+
+
+def inspect_hf_trainer(found: Findings, folder: str, names: set[str]) -> None:
+    inspect_members(found, folder, names, HF_FILES)
+    try:
+        with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as fh:
+            state = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise Refused(f"not valid JSON ({exc})", "trainer_state.json") from exc
+    if isinstance(state, dict) and isinstance(state.get("global_step"), int):
+        # The Trainer resumes the data position by replaying the sampler to global_step.
+        found.parts |= {"progress", "data"}
+
+
+def inspect_accelerate(found: Findings, folder: str, names: set[str]) -> None:
+    loaded = inspect_members(found, folder, names, ACCELERATE_FILES)
+    for name, obj in loaded.items():
+        if name.startswith("custom_checkpoint_") and isinstance(obj, dict):
+            found.parts |= dict_parts(obj) - {"model"}
+    if "progress" not in found.parts:
+        found.notes.append("accelerate saves no training progress by itself: register an "
+                           "object whose state_dict holds step/epoch (register_for_checkpointing)")
+
+
+def inspect_peft(found: Findings, folder: str, names: set[str]) -> None:
+    try:
+        with open(os.path.join(folder, "adapter_config.json"), encoding="utf-8") as fh:
+            config = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise Refused(f"not valid JSON ({exc})", "adapter_config.json") from exc
+    if not isinstance(config, dict) or "peft_type" not in config:
+        raise Refused("no peft_type: not a PEFT adapter config", "adapter_config.json")
+    weights = [n for n in ("adapter_model.safetensors", "adapter_model.bin") if n in names]
+    if not weights:
+        raise Refused("PEFT folder without adapter_model.safetensors or adapter_model.bin")
+    for name in weights:
+        load_member(found, folder, name, weights=True)
+    found.parts.add("model")
+    for part in PARTS[1:]:
+        found.missing_reasons[part] = "a PEFT adapter folder holds adapter weights only"
+
+
+# ----------------------------------------------------------------------------- DCP
+
+DCP_TYPES = {
+    "torch.distributed.checkpoint.metadata": {
+        "Metadata", "TensorStorageMetadata", "TensorProperties", "ChunkStorageMetadata",
+        "BytesStorageMetadata", "MetadataIndex", "StorageMeta", "_MEM_FORMAT_ENCODING"},
+    "torch.distributed.checkpoint.filesystem": {"_StorageInfo"},
+    "torch.serialization": {"_get_layout"},
+    "torch": {"Size"},
+    "pathlib": {"PosixPath", "PurePosixPath", "PureWindowsPath"},
+}
+
+
+class DcpMetadataUnpickler(pickle.Unpickler):
+    """Admits only the types torch 2.13's DCP writes into .metadata (found from real saves)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if name in DCP_TYPES.get(module, ()):
+            return super().find_class(module, name)
+        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+            return getattr(torch, name)
+        raise Refused(f"refers to {py3_name(f'{module}.{name}')}, which is not a DCP metadata type "
+                      f"{WEIGHTS_ONLY_WHY}", ".metadata")
+
+
+def read_dcp_metadata(folder: str) -> Any:
+    import torch.distributed.checkpoint.metadata as md
+    try:
+        with open(os.path.join(folder, ".metadata"), "rb") as fh:
+            meta = DcpMetadataUnpickler(fh).load()
+    except Refused:
+        raise
+    except Exception as exc:
+        raise Refused(f"unreadable DCP metadata ({explain(exc)})", ".metadata") from exc
+    if not isinstance(meta, md.Metadata):
+        raise Refused("does not hold a DCP Metadata object", ".metadata")
+    for info in (meta.storage_data or {}).values():
+        rel = getattr(info, "relative_path", "")
+        if os.path.basename(rel) != rel or rel in ("", ".", ".."):
+            raise Refused(f"storage path {rel!r} leaves the checkpoint folder", ".metadata")
+    return meta
+
+
+def dcp_bytes_entry(folder: str, info: Any) -> Any:
+    """A BytesStorageMetadata value, read from its slice with weights_only=True ourselves
+    (DCP's own planner would torch.load it with weights_only=False)."""
+    path = os.path.join(folder, info.relative_path)
+    if info.offset < 0 or info.offset + info.length > os.path.getsize(path):
+        raise Refused("a byte entry lies outside the file (truncated?)", info.relative_path)
+    with open(path, "rb") as fh:
+        fh.seek(info.offset)
+        data = io.BytesIO(fh.read(info.length))
+    with torch.serialization.safe_globals(_numpy_allowlist()):
+        try:
+            return torch.load(data, weights_only=True, map_location="cpu")
+        except Exception as exc:
+            raise Refused(explain(exc), info.relative_path) from exc
+
+
+def inspect_dcp(found: Findings, folder: str, names: set[str]) -> None:
+    import torch.distributed.checkpoint as dcp
+    import torch.distributed.checkpoint.metadata as md
+
+    meta = read_dcp_metadata(folder)
+    template: dict[str, torch.Tensor] = {}
+    tops: dict[str, str] = {}
+    for fqn, entry in meta.state_dict_metadata.items():
+        path = (meta.planner_data or {}).get(fqn) or (fqn.split(".")[0],)
+        tops[fqn] = str(path[0])
+        if isinstance(entry, md.TensorStorageMetadata):
+            template[fqn] = torch.empty(entry.size, dtype=entry.properties.dtype)
+    byte_infos = {idx.fqn: info for idx, info in meta.storage_data.items()
+                  if idx.fqn not in template}
+    for fqn, info in sorted(byte_infos.items()):
+        found.parts |= {KEY_PARTS[tops[fqn]]} & set(PARTS) if tops[fqn] in KEY_PARTS else set()
+        check(found, dcp_bytes_entry(folder, info), fqn, False, mapped=False)
+    load_dcp_tensors(dcp, folder, template)
+    bare = not any(KEY_PARTS.get(top) for top in tops.values())
+    for fqn, t in template.items():
+        part = "model" if bare else KEY_PARTS.get(tops[fqn])
+        if part:
+            found.parts.add(part)
+        check(found, t, fqn, part == "model", mapped=False)
+
+
+def load_dcp_tensors(dcp: Any, folder: str, template: dict[str, torch.Tensor]) -> None:
+    from torch.distributed.checkpoint.planner import LoadItemType
+
+    class SafeReader(dcp.FileSystemReader):  # type: ignore[misc]
+        def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
+            meta = read_dcp_metadata(folder)
+            meta.storage_meta = meta.storage_meta or __import__(
+                "torch.distributed.checkpoint.metadata", fromlist=["StorageMeta"]).StorageMeta()
+            meta.storage_meta.load_id = self.load_id
+            return meta
+
+        def read_data(self, plan: Any, planner: Any) -> Any:
+            if any(item.type == LoadItemType.BYTE_IO for item in plan.items):
+                raise Refused("DCP tried to read a byte entry (never unpickled unsafely)")
+            return super().read_data(plan, planner)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            dcp.load(template, storage_reader=SafeReader(folder), no_dist=True)
+        except Refused:
+            raise
+        except Exception as exc:
+            raise Refused(f"DCP could not load the tensors ({explain(exc)})") from exc
+
+
+def inspect_folder(found: Findings, path: str) -> None:
+    names = {n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))}
+    found.format = folder_format(path, names)
+    handler = {"dcp": inspect_dcp, "peft": inspect_peft, "hf-trainer": inspect_hf_trainer,
+               "accelerate": inspect_accelerate}[found.format]
+    if any(os.path.isdir(os.path.join(path, n)) for n in os.listdir(path)):
+        found.notes.append("subfolders are not inspected")
+    handler(found, path, names)
+
+
+# ----------------------------------------------------------------------------- child and server
+
+def child_verdict(path: str) -> dict[str, Any]:
+    found = Findings(None)
+    try:
+        if os.path.isdir(path):
+            inspect_folder(found, path)
+        else:
+            inspect_file(found, path)
+        return found.verdict(None)
+    except Refused as exc:
+        return found.verdict(exc)
+    except MemoryError:
+        return found.verdict(Refused("ran out of memory under the reload memory limit"))
+    except Exception as exc:  # a loader bug still yields one verdict with its cause
+        return found.verdict(Refused(explain(exc)))
+
+
+def vm_size() -> int:
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[0]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def mapped_bytes(path: str) -> int:
+    """Bytes the child maps from files (torch zips with mmap=True, safetensors): the address
+    space they take is not memory the limit should count."""
+    try:
+        paths = [e.path for e in os.scandir(path) if e.is_file()] if os.path.isdir(path) \
+            else [path]
+        return sum(os.path.getsize(p) for p in paths if sniff(p) in ("zip", "safetensors"))
+    except OSError:
+        return 0
+
+
+def run_child(request: dict[str, Any], write_fd: int) -> None:
+    """In the forked child: bound memory, load, write the verdict, _exit. Never returns."""
+    code = 0
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        limit = request.get("memory_limit")
+        if limit is not None:
+            # Address space = inherited + the mmap'ed files + the allowed extra memory.
+            cap = vm_size() + mapped_bytes(request["path"]) + int(limit)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        if request.get("debug") == "hang":
+            time.sleep(3600)
+        if request.get("debug") == "crash":
+            os.abort()
+        verdict = child_verdict(request["path"])
+        data = json.dumps(verdict).encode()
+        with os.fdopen(write_fd, "wb") as out:
+            out.write(data)
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def collect(read_fd: int, pid: int, deadline: float) -> tuple[bytes, int | None, Any]:
+    """Read the child's verdict until EOF or the deadline; reap it (killing it on timeout)."""
+    chunks: list[bytes] = []
+    timed_out = False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([read_fd], [], [], left)
+        if ready:
+            data = os.read(read_fd, 1 << 16)
+            if not data:
+                break
+            chunks.append(data)
+    if timed_out:
+        os.kill(pid, signal.SIGKILL)
+    _, status, usage = os.wait4(pid, 0)
+    os.close(read_fd)
+    return b"".join(chunks), (None if timed_out else status), usage
+
+
+def serve_one(request: dict[str, Any]) -> dict[str, Any]:
+    path = request["path"]
+    if os.path.isdir(path) and os.path.exists(os.path.join(path, ".metadata")):
+        import torch.distributed.checkpoint  # noqa: F401  -- once, in the parent, before fork
+    started = time.monotonic()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        run_child(request, write_fd)
+    os.close(write_fd)
+    timeout = float(request.get("timeout", 120.0))
+    raw, status, usage = collect(read_fd, pid, started + timeout)
+    reply = decode_child(raw, status, timeout)
+    reply["id"] = request.get("id")
+    reply["seconds"] = time.monotonic() - started
+    reply["peak_rss"] = int(usage.ru_maxrss) * 1024
+    return reply
+
+
+def decode_child(raw: bytes, status: int | None, timeout: float) -> dict[str, Any]:
+    if status is None:
+        return failed(f"timed out after {timeout:g} s (the loading process was killed)")
+    if raw:
+        try:
+            reply: dict[str, Any] = json.loads(raw)
+            return reply
+        except ValueError:
+            pass
+    if os.WIFSIGNALED(status):
+        sig = signal.Signals(os.WTERMSIG(status)).name
+        hint = " (out of memory?)" if sig == "SIGKILL" else ""
+        return failed(f"the loading process died from {sig}{hint} before giving a verdict")
+    return failed(f"the loading process exited with status {os.WEXITSTATUS(status)} "
+                  "without a verdict (out of memory under the reload memory limit?)")
+
+
+def failed(reason: str) -> dict[str, Any]:
+    return Findings(None).verdict(Refused(reason))
+
+
+def hello() -> dict[str, Any]:
+    try:
+        import numpy
+        numpy_version: str | None = numpy.__version__
+    except ImportError:
+        numpy_version = None
+    try:
+        import safetensors
+        st_version: str | None = safetensors.__version__
+    except ImportError:
+        st_version = None
+    return {"hello": 1, "python": sys.version.split()[0], "torch": torch.__version__,
+            "numpy": numpy_version, "safetensors": st_version}
+
+
+def warm_up() -> None:
+    """Run one tiny save/load in the parent so every child inherits torch.load's lazy imports
+    and caches instead of paying for them per checkpoint.  Serial code only: no thread pool
+    exists before fork."""
+    buffer = io.BytesIO()
+    torch.save({"w": torch.zeros(2), "n": 1}, buffer)
+    buffer.seek(0)
+    with torch.serialization.safe_globals(_numpy_allowlist()):
+        torch.load(buffer, weights_only=True, map_location="cpu")
+    with contextlib.suppress(ImportError):
+        import safetensors.torch  # noqa: F401
+
+
+def main() -> None:
+    # The protocol gets its own fd; fd 1 goes to stderr so stray prints cannot corrupt it.
+    proto: IO[str] = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    warm_up()
+    proto.write(json.dumps(hello()) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            reply = serve_one(request)
+        except Exception as exc:  # a bad request still gets an answer
+            reply = failed(f"reload server error: {explain(exc)}")
+            reply["id"] = None
+        proto.write(json.dumps(reply) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,368 @@
+"""Every checkpoint format, built by the real library: a passing case and failing cases."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from pytest_itera.reload import PARTS, Reloader
+from tests import artifacts
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Expensive real artifacts, built once per session (per xdist worker)."""
+    root = tmp_path_factory.mktemp("built")
+    return {
+        "lightning": artifacts.lightning_checkpoint(root / "pl"),
+        "hf": artifacts.hf_trainer_checkpoint(root),
+        "accelerate": artifacts.accelerate_checkpoint(root),
+        "dcp": artifacts.dcp_checkpoint(root),
+        "peft": artifacts.peft_adapter(root),
+    }
+
+
+@pytest.fixture(scope="module")
+def reloader() -> Iterator[Reloader]:
+    with Reloader(timeout=60) as r:
+        yield r
+
+
+def private(built: dict[str, Path], key: str, tmp_path: Path) -> Path:
+    return artifacts.copy_artifact(built[key], tmp_path)
+
+
+# ----------------------------------------------------------------------------- plain torch
+
+def test_general_checkpoint_has_every_part(reloader: Reloader, tmp_path: Path) -> None:
+    res = reloader.reload(artifacts.general_checkpoint(tmp_path), "runs/c/resume.pt", "torch")
+    assert res.ok, res.cause
+    assert (res.format, res.parts, res.cause) == ("torch", PARTS, None)
+    assert res.tensors > 4
+
+
+def test_missing_scaler_and_rng_are_not_claimed(reloader: Reloader, tmp_path: Path) -> None:
+    path = artifacts.general_checkpoint(tmp_path, scaler=True, rng=True)
+    res = reloader.reload(path, "resume.pt")
+    assert res.ok
+    assert res.parts == ("model", "optimizer", "progress", "scheduler", "data")
+
+
+def test_bare_state_dict_is_model_only(reloader: Reloader, tmp_path: Path) -> None:
+    res = reloader.reload(artifacts.state_dict_file(tmp_path), "w.pt")
+    assert (res.ok, res.format, res.parts) == (True, "torch", ("model",))
+
+
+def test_legacy_torch_format_loads_without_mmap(reloader: Reloader, tmp_path: Path) -> None:
+    res = reloader.reload(artifacts.state_dict_file(tmp_path, legacy=True), "w.pt")
+    assert (res.ok, res.parts) == (True, ("model",))
+    assert any("legacy" in note for note in res.notes)
+
+
+def test_nonfinite_model_weights_are_named(reloader: Reloader, tmp_path: Path) -> None:
+    state = artifacts.tiny_model().state_dict()
+    state["2.bias"][1] = float("inf")
+    state["0.weight"][3, 3] = float("nan")
+    torch.save({"model": state, "epoch": 3}, tmp_path / "x.pt")
+    res = reloader.reload(tmp_path / "x.pt", "runs/x.pt")
+    assert not res.ok
+    assert set(res.nonfinite) == {"model.0.weight", "model.2.bias"}
+    assert res.cause is not None
+    assert res.cause.startswith("runs/x.pt: non-finite model weights in 2 tensor(s): ")
+
+
+def test_nonfinite_outside_the_model_is_allowed(reloader: Reloader, tmp_path: Path) -> None:
+    state = artifacts.tiny_model().state_dict()
+    torch.save({"model": state, "best_score": torch.tensor(float("inf"))}, tmp_path / "x.pt")
+    res = reloader.reload(tmp_path / "x.pt", "x.pt")
+    assert (res.ok, res.nonfinite) == (True, ())
+
+
+def test_large_tensor_finite_check_sees_a_late_nan(reloader: Reloader, tmp_path: Path) -> None:
+    weight = torch.zeros(6_000_000)  # 24 MB: several chunks, checked after fork
+    weight[-1] = float("nan")
+    torch.save({"big": weight}, tmp_path / "big.pt")
+    res = reloader.reload(tmp_path / "big.pt", "big.pt")
+    assert (res.ok, res.nonfinite) == (False, ("big",))
+
+
+def test_claimed_format_mismatch_fails(reloader: Reloader, tmp_path: Path) -> None:
+    res = reloader.reload(artifacts.state_dict_file(tmp_path), "w.pt", "safetensors")
+    assert not res.ok
+    assert res.cause == ("w.pt: the manifest declares format 'safetensors' but the content "
+                         "is 'torch'")
+
+
+# ----------------------------------------------------------------------------- safetensors
+
+def test_safetensors_passes(reloader: Reloader, tmp_path: Path) -> None:
+    res = reloader.reload(artifacts.safetensors_file(tmp_path), "m.safetensors", "safetensors")
+    assert (res.ok, res.format, res.parts, res.tensors) == (True, "safetensors", ("model",), 4)
+    assert res.missing_reasons["optimizer"] == "a safetensors file holds a flat map of tensors only"
+
+
+def test_safetensors_nan_fails(reloader: Reloader, tmp_path: Path) -> None:
+    path = artifacts.safetensors_file(tmp_path, tensors={"w": torch.tensor([1.0, float("nan")])})
+    res = reloader.reload(path, "m.safetensors")
+    assert (res.ok, res.nonfinite) == (False, ("w",))
+
+
+def _lie(path: Path, edit: dict[str, object]) -> None:
+    raw = path.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    header["w"].update(edit)
+    new = json.dumps(header).encode()
+    path.write_bytes(len(new).to_bytes(8, "little") + new + raw[8 + n:])
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    ({"data_offsets": [0, 4000]}, "has offsets [0, 4000] outside the 16-byte data section"),
+    ({"shape": [3, 2]}, ": 8 bytes for shape [3, 2] of F32 (lying header)"),
+])
+def test_safetensors_lying_header_fails(reloader: Reloader, tmp_path: Path,
+                                        edit: dict[str, object], expected: str) -> None:
+    tensors = {"w": torch.ones(2), "v": torch.ones(2)}
+    path = artifacts.safetensors_file(tmp_path, tensors=tensors)
+    _lie(path, edit)
+    res = reloader.reload(path, "m.safetensors")
+    assert not res.ok
+    assert res.cause is not None
+    assert res.cause.startswith("m.safetensors: safetensors tensor 'w'")
+    assert expected in res.cause
+
+
+def test_safetensors_overlap_fails(reloader: Reloader, tmp_path: Path) -> None:
+    path = artifacts.safetensors_file(tmp_path, tensors={"w": torch.ones(2), "v": torch.ones(2)})
+    raw = path.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    header["w"]["data_offsets"] = header["v"]["data_offsets"]
+    new = json.dumps(header).encode()
+    path.write_bytes(len(new).to_bytes(8, "little") + new + raw[8 + n:])
+    res = reloader.reload(path, "m.safetensors")
+    assert res.cause is not None
+    assert "overlap" in res.cause
+
+
+def test_safetensors_truncated_fails(reloader: Reloader, tmp_path: Path) -> None:
+    path = artifacts.safetensors_file(tmp_path)
+    path.write_bytes(path.read_bytes()[:-10])
+    res = reloader.reload(path, "m.safetensors")
+    assert not res.ok
+    assert res.cause is not None
+    assert "outside the" in res.cause
+
+
+# ----------------------------------------------------------------------------- Lightning
+
+def test_lightning_passes_despite_callback_inf(reloader: Reloader, built: dict[str, Path]) -> None:
+    res = reloader.reload(built["lightning"], "last.ckpt", "lightning")
+    assert res.ok, res.cause
+    assert res.format == "lightning"
+    assert res.parts == ("model", "optimizer", "progress", "scheduler")
+    assert res.missing_reasons == {"rng": "Lightning checkpoints store no RNG state by design"}
+
+
+def test_lightning_nan_weight_fails(reloader: Reloader, built: dict[str, Path],
+                                    tmp_path: Path) -> None:
+    ckpt = torch.load(built["lightning"], weights_only=True)
+    ckpt["state_dict"]["layer.bias"][0] = float("nan")
+    torch.save(ckpt, tmp_path / "bad.ckpt")
+    res = reloader.reload(tmp_path / "bad.ckpt", "bad.ckpt")
+    assert (res.ok, res.format, res.nonfinite) == (False, "lightning", ("state_dict.layer.bias",))
+
+
+def test_lightning_claimed_as_torch_fails(reloader: Reloader, built: dict[str, Path]) -> None:
+    res = reloader.reload(built["lightning"], "last.ckpt", "torch")
+    assert res.cause == ("last.ckpt: the manifest declares format 'torch' but the content is "
+                         "'lightning'")
+
+
+# ----------------------------------------------------------------------------- HF Trainer
+
+def test_hf_trainer_folder_passes(reloader: Reloader, built: dict[str, Path]) -> None:
+    res = reloader.reload(built["hf"], "runs/c/checkpoint-2", "hf-trainer")
+    assert res.ok, res.cause
+    assert res.parts == ("model", "optimizer", "progress", "scheduler", "rng", "data")
+    assert "training_args.bin kept as opaque metadata (never unpickled)" in res.notes
+
+
+def test_hf_trainer_hostile_training_args_is_never_unpickled(
+        reloader: Reloader, built: dict[str, Path], tmp_path: Path) -> None:
+    folder = private(built, "hf", tmp_path)
+    marker = tmp_path / "pwned"
+    torch.save(artifacts.hostile_payloads(marker)["os.system"], folder / "training_args.bin")
+    res = reloader.reload(folder, "checkpoint-2")
+    assert res.ok, res.cause
+    assert not marker.exists()
+
+
+def test_hf_trainer_hostile_rng_state_fails(reloader: Reloader, built: dict[str, Path],
+                                            tmp_path: Path) -> None:
+    folder = private(built, "hf", tmp_path)
+    marker = tmp_path / "pwned"
+    torch.save({"python": artifacts.hostile_payloads(marker)["builtins.exec"]},
+               folder / "rng_state.pth")
+    res = reloader.reload(folder, "checkpoint-2")
+    assert res.cause == ("checkpoint-2/rng_state.pth: refused by weights_only=True: unsupported "
+                         "global builtins.exec (loading it would import and call arbitrary code)")
+    assert not marker.exists()
+
+
+def test_hf_trainer_without_rng_and_scheduler(reloader: Reloader, built: dict[str, Path],
+                                              tmp_path: Path) -> None:
+    folder = private(built, "hf", tmp_path)
+    (folder / "rng_state.pth").unlink()
+    (folder / "scheduler.pt").unlink()
+    res = reloader.reload(folder, "checkpoint-2")
+    assert res.ok
+    assert res.parts == ("model", "optimizer", "progress", "data")
+
+
+@pytest.mark.parametrize(("name", "damage", "expected"), [
+    ("optimizer.pt", b"", "checkpoint-2/optimizer.pt: empty file (0 bytes)"),
+    ("training_args.bin", b"", "checkpoint-2/training_args.bin: empty file (0 bytes)"),
+    ("trainer_state.json", b"{not json", "checkpoint-2/trainer_state.json: not valid JSON"),
+])
+def test_hf_trainer_damaged_member_fails(reloader: Reloader, built: dict[str, Path],
+                                         tmp_path: Path, name: str, damage: bytes,
+                                         expected: str) -> None:
+    folder = private(built, "hf", tmp_path)
+    (folder / name).write_bytes(damage)
+    res = reloader.reload(folder, "checkpoint-2")
+    assert not res.ok
+    assert res.cause is not None
+    assert res.cause.startswith(expected)
+
+
+def test_hf_trainer_nan_weights_fail(reloader: Reloader, built: dict[str, Path],
+                                     tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    folder = private(built, "hf", tmp_path)
+    weights = load_file(str(folder / "model.safetensors"))
+    weights["classifier.bias"][0] = float("nan")
+    save_file(weights, str(folder / "model.safetensors"))
+    res = reloader.reload(folder, "checkpoint-2")
+    assert (res.ok, res.nonfinite) == (False, ("classifier.bias",))
+
+
+# ----------------------------------------------------------------------------- accelerate
+
+def test_accelerate_folder_passes(reloader: Reloader, built: dict[str, Path]) -> None:
+    res = reloader.reload(built["accelerate"], "runs/c/acc", "accelerate")
+    assert res.ok, res.cause
+    # Progress comes from the registered custom object; no sampler state without a
+    # seedable sampler, so no data part.
+    assert res.parts == ("model", "optimizer", "progress", "scheduler", "rng")
+
+
+def test_accelerate_without_custom_progress(reloader: Reloader, built: dict[str, Path],
+                                            tmp_path: Path) -> None:
+    folder = private(built, "accelerate", tmp_path)
+    (folder / "custom_checkpoint_0.pkl").unlink()
+    res = reloader.reload(folder, "acc")
+    assert res.ok
+    assert "progress" not in res.parts
+    assert any("register_for_checkpointing" in note for note in res.notes)
+
+
+def test_accelerate_hostile_random_states_fails(reloader: Reloader, built: dict[str, Path],
+                                                tmp_path: Path) -> None:
+    folder = private(built, "accelerate", tmp_path)
+    marker = tmp_path / "pwned"
+    torch.save([artifacts.hostile_payloads(marker)["subprocess.Popen"]],
+               folder / "random_states_0.pkl")
+    res = reloader.reload(folder, "acc")
+    assert res.cause == ("acc/random_states_0.pkl: refused by weights_only=True: unsupported "
+                         "global subprocess.Popen (loading it would import and call arbitrary "
+                         "code)")
+    assert not marker.exists()
+
+
+def test_accelerate_truncated_optimizer_fails(reloader: Reloader, built: dict[str, Path],
+                                              tmp_path: Path) -> None:
+    folder = private(built, "accelerate", tmp_path)
+    raw = (folder / "optimizer.bin").read_bytes()
+    (folder / "optimizer.bin").write_bytes(raw[: len(raw) // 2])
+    res = reloader.reload(folder, "acc")
+    assert res.cause is not None
+    assert res.cause.startswith("acc/optimizer.bin: ")
+    assert "truncated" in res.cause
+
+
+# ----------------------------------------------------------------------------- DCP
+
+def test_dcp_folder_passes(reloader: Reloader, built: dict[str, Path]) -> None:
+    res = reloader.reload(built["dcp"], "runs/c/dcp", "dcp")
+    assert res.ok, res.cause
+    assert (res.format, res.parts, res.tensors) == ("dcp", ("model", "progress"), 4)
+
+
+def test_dcp_nan_fails(reloader: Reloader, tmp_path: Path) -> None:
+    res = reloader.reload(artifacts.dcp_checkpoint(tmp_path, nan=True), "dcp")
+    assert (res.ok, res.nonfinite) == (False, ("model.0.weight",))
+
+
+def test_dcp_hostile_metadata_fails(reloader: Reloader, built: dict[str, Path],
+                                    tmp_path: Path) -> None:
+    folder = private(built, "dcp", tmp_path)
+    marker = tmp_path / "pwned"
+    (folder / ".metadata").write_bytes(
+        artifacts.raw_pickle({"x": [artifacts.hostile_payloads(marker)["os.system"]]}))
+    res = reloader.reload(folder, "dcp")
+    assert res.cause == ("dcp/.metadata: refers to posix.system (os.system), which is not a "
+                         "DCP metadata type (loading it would import and call arbitrary code)")
+    assert not marker.exists()
+
+
+def test_dcp_truncated_data_fails(reloader: Reloader, built: dict[str, Path],
+                                  tmp_path: Path) -> None:
+    folder = private(built, "dcp", tmp_path)
+    data = next(folder.glob("*.distcp"))
+    data.write_bytes(data.read_bytes()[:100])
+    res = reloader.reload(folder, "dcp")
+    assert not res.ok
+    assert res.cause is not None
+    assert res.cause.startswith("dcp")
+
+
+# ----------------------------------------------------------------------------- PEFT
+
+def test_peft_adapter_passes(reloader: Reloader, built: dict[str, Path]) -> None:
+    res = reloader.reload(built["peft"], "adapters/lora")
+    assert res.ok, res.cause
+    assert (res.format, res.parts, res.tensors) == ("peft", ("model",), 2)
+    assert res.missing_reasons["rng"] == "a PEFT adapter folder holds adapter weights only"
+
+
+def test_peft_without_weights_fails(reloader: Reloader, built: dict[str, Path],
+                                    tmp_path: Path) -> None:
+    folder = private(built, "peft", tmp_path)
+    (folder / "adapter_model.safetensors").unlink()
+    res = reloader.reload(folder, "lora")
+    assert res.cause == ("lora: PEFT folder without adapter_model.safetensors or "
+                         "adapter_model.bin")
+
+
+def test_peft_bad_config_fails(reloader: Reloader, built: dict[str, Path],
+                               tmp_path: Path) -> None:
+    folder = private(built, "peft", tmp_path)
+    (folder / "adapter_config.json").write_text('{"r": 2}')
+    res = reloader.reload(folder, "lora")
+    assert res.cause == "lora/adapter_config.json: no peft_type: not a PEFT adapter config"
+
+
+def test_unrecognised_folder_fails(reloader: Reloader, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    res = reloader.reload(tmp_path, "runs/c/ckpt")
+    assert res.cause is not None
+    assert res.cause.startswith("runs/c/ckpt: not a recognised checkpoint folder")

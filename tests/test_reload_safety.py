@@ -1,0 +1,135 @@
+"""Hostile, broken and misnamed files: each fails with its file and cause; payloads never run."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from pytest_itera.reload import Reloader
+from tests import artifacts
+
+REFUSED = "refused by weights_only=True: unsupported global "
+WHY = " (loading it would import and call arbitrary code)"
+SHOWN = {"os.system": "posix.system (os.system)", "builtins.exec": "builtins.exec",
+         "builtins.eval": "builtins.eval", "subprocess.Popen": "subprocess.Popen"}
+
+
+@pytest.fixture(scope="module")
+def reloader() -> Iterator[Reloader]:
+    with Reloader(timeout=60) as r:
+        yield r
+
+
+@pytest.mark.parametrize("payload", sorted(SHOWN))
+def test_payload_is_live(tmp_path: Path, payload: str) -> None:
+    """Control: plain pickle.loads does run each payload, so 'marker absent' below means
+    weights_only stopped it (subprocess.Popen is waited for)."""
+    marker = tmp_path / "ran"
+    result = pickle.loads(pickle.dumps(artifacts.hostile_payloads(marker)[payload]))
+    if hasattr(result, "wait"):
+        result.wait()
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("wrap", ["bare", "in-list", "in-dict", "legacy-format"])
+@pytest.mark.parametrize("payload", sorted(SHOWN))
+def test_hostile_pickle_is_refused_and_never_runs(reloader: Reloader, tmp_path: Path,
+                                                  payload: str, wrap: str) -> None:
+    marker = tmp_path / "pwned"
+    evil = artifacts.hostile_payloads(marker)[payload]
+    obj = {"bare": evil, "in-list": [1, [evil]], "in-dict": {"model": {"w": evil}},
+           "legacy-format": {"rng_state": evil}}[wrap]
+    path = tmp_path / "evil.pt"
+    torch.save(obj, path, _use_new_zipfile_serialization=(wrap != "legacy-format"))
+    res = reloader.reload(path, "runs/x.pt")
+    assert not res.ok
+    assert res.cause == f"runs/x.pt: {REFUSED}{SHOWN[payload]}{WHY}"
+    assert not marker.exists()
+
+
+def test_raw_pickle_is_refused(reloader: Reloader, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.bin"
+    path.write_bytes(pickle.dumps(artifacts.hostile_payloads(marker)["os.system"], protocol=2))
+    res = reloader.reload(path, "evil.bin")
+    assert res.cause == f"evil.bin: {REFUSED}posix.system (os.system){WHY}"
+    assert not marker.exists()
+
+
+def test_numpy_rng_state_passes_with_exact_allowlist(reloader: Reloader, tmp_path: Path) -> None:
+    path = artifacts.general_checkpoint(tmp_path)  # holds np.random.get_state()
+    res = reloader.reload(path, "resume.pt")
+    assert res.ok, res.cause
+    assert "rng" in res.parts
+
+
+def test_other_numpy_globals_stay_refused(reloader: Reloader, tmp_path: Path) -> None:
+    import numpy as np
+
+    path = tmp_path / "np.pt"
+    torch.save({"rng": np.random.get_state(), "f": np.float64(1.5)}, path)
+    res = reloader.reload(path, "np.pt")
+    assert not res.ok
+    assert res.cause is not None
+    assert res.cause.startswith(f"np.pt: {REFUSED}numpy.")
+    assert "float64" in res.cause or "scalar" in res.cause
+
+
+def test_zero_byte_file_fails(reloader: Reloader, tmp_path: Path) -> None:
+    (tmp_path / "e.pt").write_bytes(b"")
+    res = reloader.reload(tmp_path / "e.pt", "runs/e.pt")
+    assert (res.ok, res.cause) == (False, "runs/e.pt: empty file (0 bytes)")
+
+
+@pytest.mark.parametrize(("keep", "expected"), [
+    # torch 2.13 raises OSError Errno 22 when the central directory survives the cut...
+    (0.5, "unreadable torch archive (truncated or corrupt: invalid argument reading it)"),
+    # ...and a RuntimeError when it does not.
+    (0.1, "corrupt or truncated torch archive (reading zip archive: failed finding central "
+          "directory)"),
+])
+def test_truncated_zip_fails(reloader: Reloader, tmp_path: Path, keep: float,
+                             expected: str) -> None:
+    path = artifacts.general_checkpoint(tmp_path)
+    raw = path.read_bytes()
+    path.write_bytes(raw[: int(len(raw) * keep)])
+    res = reloader.reload(path, "resume.pt")
+    assert res.cause == f"resume.pt: {expected}"
+
+
+def test_corrupt_zip_fails(reloader: Reloader, tmp_path: Path) -> None:
+    path = artifacts.general_checkpoint(tmp_path)
+    raw = bytearray(path.read_bytes())
+    raw[4:] = bytes(len(raw) - 4)  # zip magic kept, everything else zeroed
+    path.write_bytes(bytes(raw))
+    res = reloader.reload(path, "resume.pt")
+    assert not res.ok
+    assert res.cause is not None
+    assert res.cause.startswith("resume.pt: ")
+    assert "corrupt" in res.cause or "truncated" in res.cause
+
+
+def test_json_claimed_as_checkpoint_fails(reloader: Reloader, tmp_path: Path) -> None:
+    (tmp_path / "last.pt").write_text('{"loss": 0.1}')
+    res = reloader.reload(tmp_path / "last.pt", "last.pt", "torch")
+    assert res.cause == ("last.pt: not a checkpoint: content is JSON/text, neither a torch.save "
+                         "archive, a legacy torch pickle nor safetensors (starts with "
+                         "b'{\"loss\": 0.1}')")
+
+
+def test_text_file_fails(reloader: Reloader, tmp_path: Path) -> None:
+    (tmp_path / "w.bin").write_text("see the README\n")
+    res = reloader.reload(tmp_path / "w.bin", "w.bin")
+    assert res.cause is not None
+    assert res.cause.startswith("w.bin: not a checkpoint: content is text")
+
+
+def test_missing_file_fails(reloader: Reloader, tmp_path: Path) -> None:
+    res = reloader.reload(tmp_path / "nope.pt", "nope.pt")
+    assert not res.ok
+    assert res.cause is not None
+    assert res.cause.startswith("nope.pt: FileNotFoundError")
