@@ -162,8 +162,10 @@ def find_temp_path(text: str) -> str | None:
             continue
         start = text.find(root)
         while start != -1:
-            end = start + len(root)
-            if end == len(text) or text[end] in "/\\ \t\n\"'`),;:":
+            end, before = start + len(root), text[start - 1 : start]
+            # "runs/tmp/x" is a folder of the campaign, not the machine's /tmp.
+            inside_name = before.isalnum() or before in ("_", "-", ".")
+            if not inside_name and (end == len(text) or text[end] in "/\\ \t\n\"'`),;:"):
                 return root
             start = text.find(root, start + 1)
     return None
