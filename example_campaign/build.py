@@ -18,7 +18,7 @@ from example_campaign import plan as P
 from example_campaign.data import SHIPPED_CORPUS, SPLITS, Example, read_corpus, tensors
 from example_campaign.make_corpus import LABELS
 from example_campaign.model import attach_lora, peft_state_dict
-from example_campaign.report import analysis_text, reload_text
+from example_campaign.report import analysis_text, readme_text, reload_text
 from example_campaign.timeline import SimClock
 from example_campaign.train import NonFinite, Trainer, make_trainer, probabilities, train
 from pytest_itera.record import CampaignRecorder, RunRecorder, save_resume_checkpoint, sha256_file
@@ -439,6 +439,7 @@ def write_outputs(build: Build, conclusion: dict[str, Any]) -> None:
     build.clock.begin("write-outputs")
     build.rec.write_text("analysis.md", analysis_text(build, conclusion))
     build.rec.write_text("RELOAD.md", reload_text(build))
+    build.rec.write_text("README.md", readme_text(build))
     build.clock.finish("write-outputs")
     build.rec.write_json("schedule/observed.json", {
         "note": "Planned and observed hours are those of the 3-day rental this toy campaign "

@@ -109,7 +109,7 @@ def _version(package: str) -> str:
 
 def reload_text(build: Build) -> str:
     checkpoints = "\n".join(f"- `{c['path']}` ({c['format']}, {c['kind']}, run {c['run']})"
-                            for c in build.rec._checkpoints)
+                            for c in build.rec.checkpoints)
     n_train = sum(e.split == "train" for e in build.examples)
     return f"""# Reload instructions
 
@@ -166,4 +166,40 @@ assert hashlib.sha256(base).hexdigest() == json.loads(
 from peft import PeftModel
 adapted = PeftModel.from_pretrained(model, "runs/control/adapter")
 ```
+"""
+
+
+def readme_text(build: Build) -> str:
+    stopped = build.facts.get("stopped", {})
+    stops = "; ".join(f"{run} (stopped at step {s['step']} of {s['of']})"
+                      for run, s in stopped.items()) or "none"
+    return f"""# Campaign {build.rec.plan["campaign"]}
+
+A toy campaign built by `python -m example_campaign`: a control and variants of a
+small MLP compared on a frozen corpus of 2-D points labelled by ring. `plan.json`
+was frozen before the first run; `manifest.json` lists every file with its size
+and sha256.
+
+- `corpus/corpus.jsonl`: the frozen corpus (its sha256 is in the plan).
+- `configs/<run>.json`: each planned run's configuration (hash in the plan).
+- `runs/<run>/`: measurements (losses per step), predictions for every corpus
+  example, metrics, resume checkpoints; `runs/control/` also holds weights-only
+  safetensors and a LoRA adapter pinned to them.
+- `analysis.md`: the error analysis; `RELOAD.md`: how to reload every file.
+- `schedule/observed.json`: planned and observed hours per step.
+
+## Hours
+
+The schedule's hours are those of the real rental this protocol is planned for
+(one RTX 4090, 3-day lot, 48 sequential hours in a 72-hour window), not the
+seconds this toy takes on a CPU. Observed hours are the planned hours scaled by
+the work each step really did; the real wall seconds are in
+`schedule/observed.json`.
+
+## Budget unit
+
+The unit is the corpus: every accepted run delivers results on the same frozen
+corpus `{build.rec.plan["corpus"]["id"]}`, which counts once however many runs
+replay it, so the 47.14 USD lot costs 47.14 USD per accepted corpus. Stopped runs
+are an expense without a deliverable: {stops}.
 """

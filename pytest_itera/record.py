@@ -61,6 +61,7 @@ __all__ = [
     "check_relpath",
     "find_temp_path",
     "load_resume_checkpoint",
+    "resume_parts",
     "save_resume_checkpoint",
     "sha256_file",
     "timestamp",
@@ -321,6 +322,11 @@ class CampaignRecorder:
 
     def now(self, at: datetime | str | None = None) -> str:
         return timestamp(at if at is not None else self._clock())
+
+    @property
+    def checkpoints(self) -> tuple[Mapping[str, Any], ...]:
+        """The checkpoint records so far (what the manifest will list)."""
+        return tuple(self._checkpoints)
 
     # ---- plan
 
@@ -628,7 +634,7 @@ def _set_rng_state(state: Mapping[str, Any]) -> None:
 
 
 def save_resume_checkpoint(
-    path: Path,
+    path: Path | str,
     *,
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -663,7 +669,7 @@ def save_resume_checkpoint(
     if extra is not None:
         checkpoint["extra"] = dict(extra)
     _refuse_temp_strings(
-        {k: v for k, v in checkpoint.items() if k in ("data", "extra")}, str(path.name)
+        {k: v for k, v in checkpoint.items() if k in ("data", "extra")}, Path(path).name
     )
     # A file handle (not a path) keeps the archive's inner folder name neutral ("archive/").
     with _atomic_handle(Path(path)) as handle:
@@ -671,7 +677,7 @@ def save_resume_checkpoint(
 
 
 def load_resume_checkpoint(
-    path: Path,
+    path: Path | str,
     *,
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
