@@ -1,0 +1,44 @@
+"""Resume a run in a new process: ``python -m example_campaign.resume_worker``.
+
+Arguments: CONFIG CORPUS CHECKPOINT_IN CHECKPOINT_OUT. Restores the complete
+resume checkpoint, trains to the configured end, saves its own resume
+checkpoint and prints the continued losses as JSON ``[[step, loss], ...]``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from example_campaign.data import read_corpus, tensors
+from example_campaign.train import make_trainer, train
+from pytest_itera.record import load_resume_checkpoint, save_resume_checkpoint
+
+
+def main(argv: list[str]) -> int:
+    config_path, corpus_path, checkpoint_in, checkpoint_out = map(Path, argv)
+    torch.set_num_threads(1)
+    config = json.loads(config_path.read_text("utf-8"))
+    train_rows = [e for e in read_corpus(corpus_path) if e.split == "train"]
+    features, labels = tensors(train_rows)
+    trainer = make_trainer(config, len(train_rows))
+    state = load_resume_checkpoint(
+        checkpoint_in, model=trainer.model, optimizer=trainer.optimizer, scheduler=trainer.scheduler
+    )
+    trainer.step = state["step"]
+    trainer.epoch, trainer.batch = state["data"]["epoch"], state["data"]["batch"]
+    stopped = train(trainer, features, labels)
+    save_resume_checkpoint(
+        checkpoint_out, model=trainer.model, optimizer=trainer.optimizer,
+        scheduler=trainer.scheduler, step=trainer.step, epoch=trainer.epoch,
+        data_state=trainer.data_state(),
+    )
+    json.dump({"losses": trainer.losses, "stopped": stopped is not None}, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,394 @@
+"""The producer API: plan freezing, run records, closure, resume checkpoints."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_itera.campaign import load_campaign
+from pytest_itera.record import (
+    CampaignRecorder,
+    RecordError,
+    atomic_write_bytes,
+    check_relpath,
+    find_temp_path,
+    save_resume_checkpoint,
+)
+
+WORKTREE = Path(__file__).resolve().parents[1]
+CONFIG = b'{"lr": 0.1}\n'
+
+
+def make_plan(**changes: Any) -> dict[str, Any]:
+    plan: dict[str, Any] = {
+        "format": "itera-plan/1",
+        "campaign": "unit-campaign",
+        "question": "Does the variant beat the control?",
+        "decision": {"metric": "accuracy", "direction": "higher", "threshold": 0.5},
+        "corpus": {"id": "c1", "path": "corpus.jsonl", "sha256": "0" * 64, "id_field": "id",
+                   "examples": 1},
+        "runs": [
+            {"id": "control", "role": "control", "category": "must",
+             "config_sha256": hashlib.sha256(CONFIG).hexdigest()},
+            {"id": "variant", "role": "variant", "category": "useful",
+             "config_sha256": hashlib.sha256(CONFIG).hexdigest()},
+        ],
+        "stop_rules": [{"id": "non-finite-loss", "kind": "non_finite_loss"}],
+        "checkpoint_policy": {"interval_hours": 1, "tolerable_loss_hours": 2,
+                              "resume_state": ["model", "optimizer", "progress"]},
+        "schedule": {"window_hours": 72, "steps": [
+            {"id": "train", "kind": "training", "resource": "gpu0", "hours": 1}]},
+        "budget": {"currency": "USD", "lots": [
+            {"id": "lot", "offer": "o", "gpu": "g", "gpus_per_lot": 1, "days": 3,
+             "price": "47.14", "quantity": 1}]},
+    }
+    plan.update(changes)
+    return plan
+
+
+def close_kwargs() -> dict[str, Any]:
+    return {
+        "analysis": "analysis.md",
+        "reload_instructions": "RELOAD.md",
+        "conclusion": {"meets_threshold": [], "text": "No variant meets the threshold."},
+        "budget": {"currency": "USD", "lots": ["lot"], "rental_total": "47.14", "unit": "corpus",
+                   "accepted_deliverables": 1, "cost_per_deliverable": "47.14"},
+        "schedule": {"reserved_hours": 72, "observed_hours": 1,
+                     "steps": [{"id": "train", "observed_hours": 1}]},
+    }
+
+
+@pytest.fixture
+def rec(tmp_path: Path) -> CampaignRecorder:
+    recorder = CampaignRecorder(tmp_path / "camp")
+    recorder.write_text("corpus.jsonl", '{"id": "a"}\n')
+    recorder.write_bytes("configs/control.json", CONFIG)
+    recorder.freeze_plan(make_plan())
+    return recorder
+
+
+def finish(rec: CampaignRecorder) -> Path:
+    control = rec.run("control")
+    control.start()
+    control.set_config("configs/control.json")
+    control.set_metrics(accuracy=0.9)
+    control.accept(deliverable="c1")
+    rec.decide("after-pilot", "variant not needed", drops=["variant"])
+    rec.write_text("analysis.md", "errors\n")
+    rec.write_text("RELOAD.md", "torch.load(..., weights_only=True)\n")
+    return rec.close(**close_kwargs())
+
+
+# ------------------------------------------------------------------ plan
+
+
+def test_freeze_plan_writes_a_valid_plan_and_returns_its_hash(rec: CampaignRecorder) -> None:
+    plan_file = rec.root / "plan.json"
+    assert rec.plan_sha256 == hashlib.sha256(plan_file.read_bytes()).hexdigest()
+    frozen_at = json.loads(plan_file.read_text())["frozen_at"]
+    assert frozen_at.endswith("Z")
+    assert [p.name for p in rec.root.iterdir() if p.name.endswith(".partial")] == []
+
+
+def test_a_frozen_plan_is_never_rewritten(rec: CampaignRecorder) -> None:
+    before = (rec.root / "plan.json").read_bytes()
+    again = CampaignRecorder(rec.root)
+    with pytest.raises(RecordError, match="already frozen with different content"):
+        again.freeze_plan(make_plan(question="A different question?"))
+    assert (rec.root / "plan.json").read_bytes() == before
+
+
+def test_the_same_plan_frozen_again_is_adopted(rec: CampaignRecorder) -> None:
+    again = CampaignRecorder(rec.root)
+    assert again.freeze_plan(make_plan()) == rec.plan_sha256
+
+
+def test_schema_errors_are_listed_with_their_json_paths(tmp_path: Path) -> None:
+    plan = make_plan(colour="blue")
+    plan["budget"]["lots"][0]["price"] = 47.14
+    with pytest.raises(RecordError) as info:
+        CampaignRecorder(tmp_path).freeze_plan(plan)
+    message = str(info.value)
+    assert message.startswith("plan.json does not follow the schema:")
+    assert "$.budget.lots[0].price: 47.14 is not of type 'string'" in message
+    assert "'colour' was unexpected" in message
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_runs_need_a_frozen_plan(tmp_path: Path) -> None:
+    with pytest.raises(RecordError, match=r"freeze the plan \(freeze_plan\) before"):
+        CampaignRecorder(tmp_path).run("control")
+
+
+# --------------------------------------------------------------- paths
+
+
+@pytest.mark.parametrize(
+    ("value", "root"),
+    [("/tmp/run/x.pt", "/tmp"), ("see /var/folders/q1/T/x", "/var/folders"),
+     ("/dev/shm", "/dev/shm"), ("C:\\Users\\me\\AppData\\Local\\Temp\\x", "appdata\\local\\temp")],
+)
+def test_temp_paths_are_found(value: str, root: str) -> None:
+    assert find_temp_path(value) == root
+
+
+@pytest.mark.parametrize("value", ["runs/tmp/x.pt", "/tmpfs-note", "my/var/tmpdir", "a.pt"])
+def test_ordinary_strings_are_not_temp_paths(value: str) -> None:
+    assert find_temp_path(value) is None
+
+
+def test_the_current_tempdir_counts_as_temporary(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", "/scratch/job42")
+    assert find_temp_path("/scratch/job42/base") == "/scratch/job42"
+
+
+def test_a_plan_pointing_into_tmp_is_refused(tmp_path: Path) -> None:
+    plan = make_plan()
+    plan["runs"][0]["description"] = "weights cached in /tmp/hf/base"
+    expected = r"\$\.runs\[0\]\.description: .* temporary folder '/tmp'"
+    with pytest.raises(RecordError, match=expected):
+        CampaignRecorder(tmp_path).freeze_plan(plan)
+
+
+def test_a_manifest_pointing_into_tmp_is_refused(rec: CampaignRecorder) -> None:
+    rec.write_text("adapter/adapter_config.json", "{}\n")
+    rec.add_adapter("adapter", run="control", base_model="/tmp/hub/base", base_revision="a" * 40)
+    with pytest.raises(RecordError, match=r"\$\.adapters\[0\]\.base_model: '/tmp/hub/base'"):
+        finish(rec)
+    assert not (rec.root / "manifest.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("../escape.txt", "contains '..'"), ("/abs/x.pt", "is absolute"),
+     ("C:/x.pt", "is absolute"), ("runs\\x.pt", "not a relative POSIX path"),
+     ("runs//x.pt", "not normalised"), ("./x.pt", "not normalised"), ("", "not a relative")],
+)
+def test_unsafe_relative_paths_are_refused(value: str, why: str) -> None:
+    with pytest.raises(RecordError, match=re.escape(why)):
+        check_relpath(value, field="files.path")
+
+
+def test_writes_and_records_refuse_escaping_paths(rec: CampaignRecorder) -> None:
+    with pytest.raises(RecordError, match=r"contains '\.\.'"):
+        rec.write_text("../escape.txt", "x")
+    with pytest.raises(RecordError, match="is absolute"):
+        rec.add_checkpoint("/abs/x.pt", run="control", format="torch", kind="resume")
+    assert not (rec.root.parent / "escape.txt").exists()
+
+
+# ---------------------------------------------------------------- runs
+
+
+def test_a_stop_must_cite_a_declared_rule(rec: CampaignRecorder) -> None:
+    run = rec.run("variant")
+    run.start()
+    with pytest.raises(RecordError, match="stop rule 'loss-spike' is not declared in the plan "
+                                          r"\(declared: non-finite-loss\)"):
+        run.stop("loss-spike", "loss jumped", step=3)
+    run.stop("non-finite-loss", "loss was nan", step=3)
+    assert run.record["stop"]["rule"] == "non-finite-loss"
+    assert run.record["stop"]["step"] == 3
+
+
+def test_unplanned_runs_and_changed_configs_are_refused(rec: CampaignRecorder) -> None:
+    with pytest.raises(RecordError, match=r"run 'extra' is not in the plan \(planned: control"):
+        rec.run("extra")
+    rec.write_text("configs/changed.json", '{"lr": 0.2}\n')
+    run = rec.run("control")
+    run.start()
+    with pytest.raises(RecordError, match="a changed configuration needs a new run ID"):
+        run.set_config("configs/changed.json")
+
+
+def test_non_finite_metrics_are_refused(rec: CampaignRecorder) -> None:
+    with pytest.raises(RecordError, match=r"metric loss=nan is not finite"):
+        rec.run("control").set_metrics(loss=float("nan"))
+
+
+# ------------------------------------------------------------- closure
+
+
+def test_close_writes_a_manifest_the_loader_accepts(rec: CampaignRecorder) -> None:
+    manifest_path = finish(rec)
+    campaign = load_campaign(rec.root)
+    assert campaign.errors == ()
+    assert campaign.manifest is not None
+    listed = {f.path: f for f in campaign.manifest.files}
+    assert sorted(listed) == ["RELOAD.md", "analysis.md", "configs/control.json", "corpus.jsonl"]
+    for path, record in listed.items():
+        data = (rec.root / path).read_bytes()
+        assert (record.bytes, record.sha256) == (len(data), hashlib.sha256(data).hexdigest())
+    assert campaign.manifest.plan.sha256 == rec.plan_sha256
+    variant = campaign.manifest.run("variant")
+    assert variant is not None
+    assert (variant.outcome, variant.decision) == ("dropped", "after-pilot")
+    assert json.loads(manifest_path.read_text())["schedule"]["decisions"][0]["drops"] == ["variant"]
+
+
+def test_close_refuses_runs_without_an_outcome(rec: CampaignRecorder) -> None:
+    rec.write_text("analysis.md", "a\n")
+    rec.write_text("RELOAD.md", "r\n")
+    with pytest.raises(RecordError, match="planned runs without an outcome: control, variant"):
+        rec.close(**close_kwargs())
+
+
+def test_close_refuses_empty_files(rec: CampaignRecorder) -> None:
+    (rec.root / "runs").mkdir()
+    (rec.root / "runs" / "empty.txt").write_bytes(b"")
+    with pytest.raises(RecordError, match=r"empty files in the campaign: runs/empty\.txt"):
+        finish(rec)
+
+
+def test_close_refuses_a_plan_edited_on_disk(rec: CampaignRecorder) -> None:
+    plan_file = rec.root / "plan.json"
+    plan_file.write_text(plan_file.read_text().replace("Does the", "Did the"))
+    with pytest.raises(RecordError, match=r"plan\.json changed on disk after freezing"):
+        finish(rec)
+
+
+def test_close_refuses_symlinks(rec: CampaignRecorder) -> None:
+    (rec.root / "link").symlink_to("/etc/hostname")
+    with pytest.raises(RecordError, match="link is not a regular file"):
+        finish(rec)
+
+
+# ------------------------------------------------------- atomic writes
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_partial(tmp_path: Path) -> None:
+    target = tmp_path / "out.bin"
+    atomic_write_bytes(target, b"old")
+    with pytest.raises(TypeError):
+        atomic_write_bytes(target, "not bytes")  # type: ignore[arg-type]
+    assert target.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
+
+
+def test_a_checkpoint_that_fails_mid_save_leaves_nothing_behind(tmp_path: Path) -> None:
+    import torch
+
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    target = tmp_path / "last.pt"
+    save_resume_checkpoint(target, model=model, optimizer=optimizer, step=1)
+    before = target.read_bytes()
+    with pytest.raises(Exception, match="lambda"):  # pickling a lambda fails after bytes went out
+        save_resume_checkpoint(target, model=model, optimizer=optimizer, step=2,
+                               extra={"callback": lambda: 0})
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.pt"]
+
+
+def test_a_checkpoint_refuses_temp_paths_in_its_data(tmp_path: Path) -> None:
+    import torch
+
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(RecordError, match="temporary folder '/tmp'"):
+        save_resume_checkpoint(tmp_path / "x.pt", model=model, optimizer=optimizer, step=1,
+                               data_state={"shard": "/tmp/shards/3.bin"})
+    assert not (tmp_path / "x.pt").exists()
+
+
+# ------------------------------------------------------- exact resume
+
+# A tiny training loop in which every resume part matters: dropout (torch RNG),
+# input noise (numpy RNG), a random scale (python RNG), a shuffling loader whose
+# generator and position are the data state, Adam state and an LR schedule.
+TRAIN_SCRIPT = '''
+import random, sys, json
+from pathlib import Path
+import numpy as np
+import torch
+from pytest_itera.record import load_resume_checkpoint, save_resume_checkpoint
+
+torch.set_num_threads(1)
+mode, steps, arg = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+g = torch.Generator().manual_seed(0)
+X = torch.randn(96, 4, generator=g)
+Y = (X[:, 0] * X[:, 1] > 0).long() + (X[:, 2] > 1).long()
+
+def fresh():
+    torch.manual_seed(1); np.random.seed(2); random.seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Dropout(0.3),
+                                torch.nn.Linear(16, 3))
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=7, gamma=0.7)
+    return model, opt, sched
+
+model, opt, sched = fresh()
+loader = torch.Generator().manual_seed(4)
+state = {"epoch": 0, "batch": 0, "perm": torch.randperm(96, generator=loader),
+         "generator": loader.get_state()}
+step = 0
+if mode.startswith("resume"):
+    got = load_resume_checkpoint(Path(arg), model=model, optimizer=opt, scheduler=sched)
+    step, state = got["step"], got["data"]
+    loader.set_state(state["generator"])
+    if mode == "resume-without-rng":
+        torch.manual_seed(99)
+losses = []
+while step < steps:
+    rows = state["perm"][state["batch"] * 16:(state["batch"] + 1) * 16]
+    noise = torch.from_numpy(np.random.standard_normal((len(rows), 4)).astype("float32"))
+    x = (X[rows] + 0.05 * noise) * random.uniform(0.9, 1.1)
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), Y[rows])
+    loss.backward(); opt.step(); sched.step()
+    step += 1
+    losses.append(loss.item().hex())
+    state["batch"] += 1
+    if state["batch"] == 6:
+        state = {"epoch": state["epoch"] + 1, "batch": 0,
+                 "perm": torch.randperm(96, generator=loader), "generator": None}
+        state["generator"] = loader.get_state()
+    if mode == "interrupt" and step == int(sys.argv[4]):
+        save_resume_checkpoint(Path(arg), model=model, optimizer=opt, scheduler=sched, step=step,
+                               epoch=state["epoch"], data_state=state)
+        break
+if mode != "interrupt":
+    Path(sys.argv[-1]).write_text(json.dumps(losses))
+'''
+
+
+def run_script(tmp_path: Path, *args: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(WORKTREE)}
+    done = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_run_resumed_in_a_new_process_reproduces_the_losses_exactly(tmp_path: Path) -> None:
+    import torch
+
+    steps, cut = 30, 11  # the cut falls mid-epoch (6 batches per epoch)
+    full, ckpt = tmp_path / "full.json", tmp_path / "cut.pt"
+    run_script(tmp_path, "full", str(steps), str(full))
+    run_script(tmp_path, "interrupt", str(steps), str(ckpt), str(cut))
+    resumed, drifted = tmp_path / "resumed.json", tmp_path / "drifted.json"
+    run_script(tmp_path, "resume", str(steps), str(ckpt), str(resumed))
+    run_script(tmp_path, "resume-without-rng", str(steps), str(ckpt), str(drifted))
+
+    reference = json.loads(full.read_text())
+    assert len(reference) == steps
+    assert json.loads(resumed.read_text()) == reference[cut:]  # hex floats: bitwise equality
+    # The test can tell: without the RNG state the dropout masks, hence the losses, differ.
+    assert json.loads(drifted.read_text()) != reference[cut:]
+
+    loaded = torch.load(ckpt, weights_only=True)  # no allowlist needed
+    assert sorted(loaded) == ["data", "model", "optimizer", "progress", "rng", "scheduler"]
+    assert loaded["progress"] == {"step": cut, "epoch": 1}
+    assert sorted(loaded["rng"]) == ["numpy", "python", "torch"]
+    assert b"/tmp" not in ckpt.read_bytes()
