@@ -49,16 +49,29 @@ class _CampaignNode:
         return self.session.gethookproxy(self.campaign_root.parent)
 
 
-class IteraCampaign(_CampaignNode, pytest.Directory):
-    """The campaign folder: collects its manifest, nothing else inside it."""
+class IteraCampaign(_CampaignNode, pytest.Collector):
+    """The campaign folder: collects its manifest, nothing else inside it.
+
+    Deliberately not a ``pytest.Directory``: pytest imports the conftest.py of
+    every Directory it collects, and a campaign's files are data.
+    """
+
+    @classmethod
+    def for_folder(cls, parent: pytest.Collector, path: Path) -> IteraCampaign:
+        nodeid = _nodeid(parent.session, path)
+        return cls.from_parent(parent, name=path.name, path=path, nodeid=nodeid)
 
     @property
     def campaign_root(self) -> Path:
         return self.path
 
     def collect(self) -> Iterator[IteraManifest]:
+        # Named "itera", not "manifest.json": `-k manifest` must select the manifest check only.
         yield IteraManifest.from_parent(
-            self, path=self.path / MANIFEST_FILE, nodeid=_manifest_nodeid(self.session, self.path)
+            self,
+            path=self.path / MANIFEST_FILE,
+            name="itera",
+            nodeid=_nodeid(self.session, self.path / MANIFEST_FILE),
         )
 
 
@@ -166,14 +179,13 @@ def make_context(
     return Context(load_campaign(root), options, checks)
 
 
-def _manifest_nodeid(session: pytest.Session, root: Path) -> str | None:
+def _nodeid(session: pytest.Session, path: Path) -> str:
     """Node ids relative to the rootdir; outside it, the path as the user can type it.
 
     pytest's default would name an outside campaign's items plain
     "manifest.json::..." (pytest #11245), ambiguous with two campaigns.
     """
-    manifest = root / MANIFEST_FILE
-    if manifest.is_relative_to(session.config.rootpath):
-        return None
-    rel = os.path.relpath(manifest, session.config.invocation_params.dir)
-    return Path(rel).as_posix() if not rel.startswith("../../..") else manifest.as_posix()
+    if path.is_relative_to(session.config.rootpath):
+        return path.relative_to(session.config.rootpath).as_posix()
+    rel = os.path.relpath(path, session.config.invocation_params.dir)
+    return Path(rel).as_posix() if not rel.startswith("../../..") else path.as_posix()

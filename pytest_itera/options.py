@@ -127,11 +127,11 @@ def build_settings(config: pytest.Config) -> Settings:
 
 
 def _campaigns(config: pytest.Config) -> tuple[Path, ...]:
-    given = [config.invocation_params.dir / p for p in config.getoption(CAMPAIGN)]
-    given += [Path(p) for p in config.getini(INI_CAMPAIGN)]
-    seen: dict[Path, Path] = {}
-    for path in given:
-        resolved = Path(os.path.abspath(path))
+    given = [(p, config.invocation_params.dir / p) for p in config.getoption(CAMPAIGN)]
+    given += [(str(p), Path(p)) for p in config.getini(INI_CAMPAIGN)]
+    seen: dict[Path, str] = {}
+    for path, full in given:
+        resolved = Path(os.path.abspath(full))
         if not resolved.exists():
             raise pytest.UsageError(f"{CAMPAIGN}: {path}: no such directory")
         if not resolved.is_dir():

@@ -31,7 +31,9 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     config.stash[settings_key] = settings
     if settings.active and _cache_inside_campaign(config, settings):
         # pytest would write .pytest_cache into the campaign folder, which is read-only to us.
-        config.pluginmanager.set_blocked("cacheprovider")
+        # Like `-p no:cacheprovider`, which also blocks stepwise (it needs the cache).
+        for name in ("cacheprovider", "stepwise", "pytest_stepwise"):
+            config.pluginmanager.set_blocked(name)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -57,7 +59,7 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
         return None
     from pytest_itera.collect import IteraCampaign
 
-    return IteraCampaign.from_parent(parent, path=path)
+    return IteraCampaign.for_folder(parent, path)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -91,6 +93,8 @@ def _point_collection_at_campaigns(config: pytest.Config, settings: Settings) ->
 
 
 def _cache_inside_campaign(config: pytest.Config, settings: Settings) -> bool:
+    if not config.pluginmanager.has_plugin("cacheprovider"):
+        return False
     raw = os.path.expanduser(os.path.expandvars(str(config.getini("cache_dir"))))
     cache = Path(os.path.abspath(config.rootpath / raw))
     return any(cache == root or cache.is_relative_to(root) for root in settings.campaigns)

@@ -199,3 +199,11 @@ def tree_digest(root: Path) -> dict[str, str]:
         else:
             out[rel] = "special"
     return out
+
+
+def expect(result: object, *lines: str) -> None:
+    """fnmatch_lines where '[' is literal: messages are full of JSON paths like $.runs[2]."""
+    import pytest
+
+    assert isinstance(result, pytest.RunResult)
+    result.stdout.fnmatch_lines([line.replace("[", "[[]") for line in lines])

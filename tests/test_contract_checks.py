@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.factory import CampaignBuilder
+from tests.factory import CampaignBuilder, expect
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -22,7 +22,7 @@ def only(check: str) -> tuple[str, str]:
 
 def test_manifest_passes_on_a_good_campaign(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.write()
-    run(pytester, "-k", "manifest and not files").assert_outcomes(passed=1)
+    run(pytester, "-k", "manifest and not files and not temp").assert_outcomes(passed=1)
 
 
 def test_manifest_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -30,15 +30,11 @@ def test_manifest_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) 
     (campaign.root / "manifest.json").unlink()
     campaign.seal()
     result = run(pytester)
-    result.stdout.fnmatch_lines(
-        [
-            "*manifest: 1 problem*",
+    expect(result, "*manifest: 1 problem*",
             "manifest.json $: missing: a campaign folder has plan.json and manifest.json at its root",
-            "*fix:*pytest_itera.record*",
-        ]
-    )
+            "*fix:*pytest_itera.record*")
     # checks that need the manifest fail, saying why, instead of vanishing
-    result.stdout.fnmatch_lines(["*expected-ids: 1 problem*", "not evaluated: manifest.json did not load"])
+    expect(result, "*expected-ids: 1 problem*", "not evaluated: manifest.json did not load")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
@@ -46,9 +42,9 @@ def test_plan_not_json(pytester: pytest.Pytester, campaign: CampaignBuilder) -> 
     campaign.write()
     (campaign.root / "plan.json").write_text('{"format": "itera-plan/1",\n  "campaign": }\n')
     campaign.seal()
-    result = run(pytester, *only("manifest and not files"))
+    result = run(pytester, *only("manifest and not files and not temp"))
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["plan.json:2:15 $: not JSON: Expecting value"])
+    expect(result, "plan.json:2:15 $: not JSON: Expecting value")
 
 
 def test_schema_error_names_json_path_and_line(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -57,29 +53,23 @@ def test_schema_error_names_json_path_and_line(pytester: pytest.Pytester, campai
     text = (campaign.root / "manifest.json").read_text().splitlines()
     line = next(i for i, t in enumerate(text, 1) if '"acepted"' in t)
     column = text[line - 1].index('"acepted"') + 1
-    result = run(pytester, *only("manifest and not files"))
+    result = run(pytester, *only("manifest and not files and not temp"))
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [f"manifest.json:{line}:{column} $.runs[2].outcome: 'acepted' is not one of *"]
-    )
+    expect(result, f"manifest.json:{line}:{column} $.runs[2].outcome: 'acepted' is not one of *")
 
 
 def test_unknown_field_is_rejected(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.plan["budget"]["lots"][0]["colour"] = "red"
     campaign.write()
-    result = run(pytester, *only("manifest and not files"))
-    result.stdout.fnmatch_lines(
-        ["plan.json:*:* $.budget.lots[0]: unknown field 'colour' (typo? unknown fields are rejected)"]
-    )
+    result = run(pytester, *only("manifest and not files and not temp"))
+    expect(result, "plan.json:*:* $.budget.lots[0]: unknown field 'colour' (typo? unknown fields are rejected)")
 
 
 def test_float_money_is_a_schema_error(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.manifest["budget"]["rental_total"] = 47.14
     campaign.write()
-    result = run(pytester, *only("manifest and not files"))
-    result.stdout.fnmatch_lines(
-        ['manifest.json:* $.budget.rental_total: 47.14 is a float; money and identifiers are strings (write "47.14")']
-    )
+    result = run(pytester, *only("manifest and not files and not temp"))
+    expect(result, 'manifest.json:* $.budget.rental_total: 47.14 is a float; money and identifiers are strings (write "47.14")')
 
 
 def test_duplicate_keys_are_refused(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -87,32 +77,26 @@ def test_duplicate_keys_are_refused(pytester: pytest.Pytester, campaign: Campaig
     path = campaign.root / "manifest.json"
     path.write_text(path.read_text().replace('"format"', '"campaign": "other",\n  "format"', 1))
     campaign.seal()
-    result = run(pytester, *only("manifest and not files"))
-    result.stdout.fnmatch_lines(["manifest.json $: not acceptable JSON: duplicate key 'campaign' in one object"])
+    result = run(pytester, *only("manifest and not files and not temp"))
+    expect(result, "manifest.json $: not acceptable JSON: duplicate key 'campaign' in one object")
 
 
 def test_every_schema_error_is_listed(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     del campaign.manifest["analysis"]
     campaign.manifest["runs"][0]["outcome"] = 3
     campaign.write()
-    result = run(pytester, *only("manifest and not files"))
-    result.stdout.fnmatch_lines(
-        [
-            "*manifest: 2 problems*",
+    result = run(pytester, *only("manifest and not files and not temp"))
+    expect(result, "*manifest: 2 problems*",
             "manifest.json:*:* $: 'analysis' is a required property",
-            "manifest.json:*:* $.runs[0].outcome: 3 is not one of *",
-        ]
-    )
+            "manifest.json:*:* $.runs[0].outcome: 3 is not one of *")
 
 
 def test_campaign_ids_must_agree(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.manifest["campaign"] = "another-campaign"
     campaign.write()
-    result = run(pytester, *only("manifest and not files"))
-    result.stdout.fnmatch_lines(
-        ["manifest.json $.campaign: plan.json and manifest.json name different campaigns",
-         "    expected: 'tiny-2026-11'", "    found:    'another-campaign'"]
-    )
+    result = run(pytester, *only("manifest and not files and not temp"))
+    expect(result, "manifest.json $.campaign: plan.json and manifest.json name different campaigns",
+         "    expected: 'tiny-2026-11'", "    found:    'another-campaign'")
 
 
 # -------------------------------------------------------------- plan-frozen
@@ -131,21 +115,17 @@ def test_plan_edited_after_freezing(pytester: pytest.Pytester, campaign: Campaig
     campaign.seal()
     result = run(pytester, *only("plan-frozen"))
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "manifest.json $.plan.sha256: plan.json changed after it was frozen*",
+    expect(result, "manifest.json $.plan.sha256: plan.json changed after it was frozen*",
             "    expected: *",
             "    found:    *",
-            "    fix:      restore the plan as frozen*",
-        ]
-    )
+            "    fix:      restore the plan as frozen*")
 
 
 def test_plan_sha256_option(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.write()
     result = run(pytester, *only("plan-frozen"), "--itera-plan-sha256", "ab" * 32)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["plan.json: plan.json is not the plan given by --itera-plan-sha256"])
+    expect(result, "plan.json: plan.json is not the plan given by --itera-plan-sha256")
     bad = run(pytester, "--itera-plan-sha256", "main")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
 
@@ -154,10 +134,8 @@ def test_run_started_before_the_plan_was_frozen(pytester: pytest.Pytester, campa
     campaign.manifest["runs"][1]["started_at"] = "2026-11-20T07:59:00Z"
     campaign.write()
     result = run(pytester, *only("plan-frozen"))
-    result.stdout.fnmatch_lines(
-        ["manifest.json $.runs[1].started_at: run data-check started before the plan (and its stop rules) was frozen",
-         "    expected: at or after 2026-11-20T08:00:00+00:00"]
-    )
+    expect(result, "manifest.json $.runs[1].started_at: run data-check started before the plan (and its stop rules) was frozen",
+         "    expected: at or after 2026-11-20T08:00:00+00:00")
 
 
 # ------------------------------------------------------------- expected-ids
@@ -172,7 +150,7 @@ def test_planned_run_missing(pytester: pytest.Pytester, campaign: CampaignBuilde
     campaign.manifest["runs"] = [r for r in campaign.manifest["runs"] if r["id"] != "variant-a"]
     campaign.write()
     result = run(pytester, *only("expected-ids"))
-    result.stdout.fnmatch_lines(["manifest.json $.runs: planned run variant-a is unaccounted for"])
+    expect(result, "manifest.json $.runs: planned run variant-a is unaccounted for")
 
 
 def test_unplanned_run(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -180,7 +158,7 @@ def test_unplanned_run(pytester: pytest.Pytester, campaign: CampaignBuilder) -> 
     campaign.manifest["runs"].append(extra)
     campaign.write()
     result = run(pytester, *only("expected-ids"))
-    result.stdout.fnmatch_lines(["manifest.json $.runs[4].id: run variant-z is not in the plan"])
+    expect(result, "manifest.json $.runs[4].id: run variant-z is not in the plan")
 
 
 def test_unplanned_run_added_by_a_decision_is_accepted(
@@ -198,23 +176,21 @@ def test_duplicate_run_id(pytester: pytest.Pytester, campaign: CampaignBuilder) 
     campaign.manifest["runs"].append(dict(campaign.manifest["runs"][0]))
     campaign.write()
     result = run(pytester, *only("expected-ids"))
-    result.stdout.fnmatch_lines(["manifest.json $.runs: run id control appears 2 times"])
+    expect(result, "manifest.json $.runs: run id control appears 2 times")
 
 
 def test_no_control(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.plan["runs"][0]["role"] = "variant"
     campaign.write()
     result = run(pytester, *only("expected-ids"))
-    result.stdout.fnmatch_lines(
-        ["plan.json $.runs: the plan has no control run", "plan.json $.runs: the must category has no control run"]
-    )
+    expect(result, "plan.json $.runs: the plan has no control run", "plan.json $.runs: the must category has no control run")
 
 
 def test_must_category_lacks_the_resume_check(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.plan["runs"][2]["category"] = "useful"
     campaign.write()
     result = run(pytester, *only("expected-ids"))
-    result.stdout.fnmatch_lines(["plan.json $.runs: the must category has no resume check run"])
+    expect(result, "plan.json $.runs: the must category has no resume check run")
 
 
 # --------------------------------------------------------- analysis-present
@@ -248,4 +224,4 @@ def test_analysis_or_reload_instructions_missing_or_empty(
     campaign.write()
     result = run(pytester, *only("analysis-present"))
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"manifest.json $.*: {expected}*"])
+    expect(result, f"manifest.json $.*: {expected}*")
