@@ -434,7 +434,15 @@ def _validator(name: str) -> jsonschema.protocols.Validator:
         common.id() or "", common
     )
     cls = jsonschema.validators.validator_for(schema(name))
-    return cls(schema(name), registry=registry)  # type: ignore[call-arg]
+    validator: jsonschema.protocols.Validator = cls(schema(name), registry=registry)
+    return validator
+
+
+def validate(name: str, data: Any) -> list[str]:
+    """Schema problems of a ``plan`` or ``manifest`` document, as "$.path: message" lines."""
+    return [
+        f"{json_path(list(e.absolute_path))}: {_explain(e)}" for e in _validation_errors(name, data)
+    ]
 
 
 def _validation_errors(name: str, data: Any) -> list[jsonschema.ValidationError]:
@@ -468,7 +476,8 @@ def _explain(error: jsonschema.ValidationError) -> str:
         return f"{error.instance!r} is not a decimal money string like \"47.14\""
     if error.validator == "oneOf":
         return f"{_clip(error.instance)} is not valid here (expected {_expected(error)})"
-    return error.message if len(error.message) < 300 else error.message[:300] + "…"
+    message = str(error.message)
+    return message if len(message) < 300 else message[:300] + "…"
 
 
 def _expected(error: jsonschema.ValidationError) -> str:
@@ -583,7 +592,7 @@ class _Locator:
 # ------------------------------------------------- JSON -> frozen dataclasses
 
 
-def _build(cls: type[Any], data: Mapping[str, Any]) -> Any:
+def _build(cls: Any, data: Mapping[str, Any]) -> Any:
     """Turn schema-valid JSON into the dataclass ``cls`` (field names are the JSON keys)."""
     hints = _hints(cls)
     kwargs = {
@@ -595,7 +604,7 @@ def _build(cls: type[Any], data: Mapping[str, Any]) -> Any:
 
 
 @cache
-def _hints(cls: type[Any]) -> dict[str, Any]:
+def _hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(sys.modules[__name__]))
 
 
@@ -609,7 +618,7 @@ def _convert(hint: Any, value: Any) -> Any:
     if origin is tuple:
         return tuple(_convert(typing.get_args(hint)[0], v) for v in value)
     if dataclasses.is_dataclass(hint):
-        return _build(hint, value)  # type: ignore[arg-type]
+        return _build(hint, value)
     if hint is datetime:
         return datetime.fromisoformat(value)
     if hint is float and isinstance(value, int):

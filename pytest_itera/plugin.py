@@ -14,6 +14,10 @@ from pytest_itera.options import Settings, settings_key
 FAMILIES = {
     "itera.contract": "pytest_itera.checks.contract",
     "itera.files": "pytest_itera.checks.files",
+    "itera.artifacts": "pytest_itera.checks.artifacts",
+    "itera.runs": "pytest_itera.checks.runs",
+    "itera.budget": "pytest_itera.checks.budget",
+    "itera.schedule": "pytest_itera.checks.schedule",
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -186,13 +186,48 @@ class Context:
             return (blocked,)
         return check.run(self, target)
 
-    def targets(self, check: Check) -> list[str | None]:
+    def run_failures(self, run_id: str) -> list[tuple[str, str]]:
+        """(check, target) pairs that fail for one run's own targets.
+
+        A run passed its checks when this is empty. Evaluated here, with the
+        same pure functions the items run, so the verdict is the same with or
+        without pytest-xdist and whatever ``-k`` selected.
+        """
+        failing = []
+        for check in sorted(self.checks.values(), key=lambda c: (c.order, c.id)):
+            if check.scope == "campaign" or check.targets is None:
+                continue
+            for target in self.targets(check):
+                if target is not None and run_id in self.runs_of(check, target):
+                    if self.findings(check.id, target):
+                        failing.append((check.id, target))
+        return failing
+
+    def runs_of(self, check: Check, target: str) -> set[str]:
+        """The runs a target belongs to: its own id, or the runs whose files it is."""
+        if check.scope == "run":
+            return {target}
+        man = self.campaign.manifest
+        if man is None:
+            return set()
+        owners = {r.run for r in (*man.checkpoints, *man.adapters) if _under(target, r.path)}
+        for run in man.runs:
+            if target in (run.predictions, run.config, run.measurements):
+                owners.add(run.id)
+        return owners
+
+    def targets(self, check: Check) -> Sequence[str | None]:
         """The item targets of a check, sorted; [None] for a campaign-scoped check."""
         if check.targets is None or blocked_by_contract(self.campaign, check) is not None:
             # A check whose targets cannot be listed still gets one item, which
             # fails saying why: a broken manifest never silently drops checks.
             return [None]
-        return sorted(set(check.targets(self)))
+        return [*sorted(set(check.targets(self)))]
+
+
+def _under(path: str, prefix: str) -> bool:
+    prefix = prefix.rstrip("/")
+    return path == prefix or path.startswith(prefix + "/")
 
 
 def blocked_by_contract(campaign: Campaign, check: Check) -> Finding | None:

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from pytest_itera.campaign import MANIFEST_FILE, PLAN_FILE, Manifest, Plan
+from pytest_itera.campaign import (
+    MANIFEST_FILE,
+    PLAN_FILE,
+    AdapterRecord,
+    CheckpointRecord,
+    Manifest,
+    Plan,
+)
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
 
@@ -89,10 +96,10 @@ def expected_ids(ctx: Context, _target: str | None) -> Iterator[Finding]:
     yield from _repeated(MANIFEST_FILE, "$.runs", [r.id for r in man.runs])
     recorded = {r.id for r in man.runs}
     planned = {r.id for r in plan.runs}
-    for run in plan.runs:
-        if run.id not in recorded:
+    for planned_run in plan.runs:
+        if planned_run.id not in recorded:
             yield Finding(
-                f"planned run {run.id} is unaccounted for",
+                f"planned run {planned_run.id} is unaccounted for",
                 where=f"{MANIFEST_FILE} $.runs",
                 hint="record it as accepted, stopped, rejected or dropped (with the decision)",
             )
@@ -130,8 +137,12 @@ def _must_roles(plan: Plan) -> Iterator[Finding]:
 
 
 def _dangling_runs(man: Manifest, recorded: set[str]) -> Iterator[Finding]:
-    for field_name, records in (("checkpoints", man.checkpoints), ("adapters", man.adapters)):
-        for i, record in enumerate(records):
+    records: list[tuple[str, Sequence[CheckpointRecord | AdapterRecord]]] = [
+        ("checkpoints", man.checkpoints),
+        ("adapters", man.adapters),
+    ]
+    for field_name, items in records:
+        for i, record in enumerate(items):
             if record.run not in recorded:
                 yield Finding(
                     f"{field_name[:-1]} {record.path} belongs to unknown run {record.run}",

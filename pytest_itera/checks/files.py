@@ -7,12 +7,19 @@ come from the same streamed pass.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from fnmatch import fnmatchcase
 
-from pytest_itera.campaign import MANIFEST_FILE, PLAN_FILE, FileRecord
+from pytest_itera.campaign import (
+    MANIFEST_FILE,
+    PLAN_FILE,
+    AdapterRecord,
+    CheckpointRecord,
+    FileRecord,
+)
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
+from pytest_itera.tree import Entry
 
 CONTRACT_FILES = (PLAN_FILE, MANIFEST_FILE)
 _NOT_A_FILE = {
@@ -148,10 +155,8 @@ def no_empty_files(ctx: Context, _target: str | None) -> Iterator[Finding]:
     yield from _empty_dirs(ctx, entries)
 
 
-def _empty_dirs(ctx: Context, entries: list[object]) -> Iterator[Finding]:
-    from pytest_itera.tree import Entry
-
-    dirs = [e for e in entries if isinstance(e, Entry) and e.kind == "dir" and not e.error]
+def _empty_dirs(ctx: Context, entries: Sequence[Entry]) -> Iterator[Finding]:
+    dirs = [e for e in entries if e.kind == "dir" and not e.error]
     parents = Counter(e.path.rsplit("/", 1)[0] for e in ctx.entries() if "/" in e.path)
     relied = _relied_on(ctx)
     for entry in dirs:
@@ -167,7 +172,8 @@ def _relied_on(ctx: Context) -> tuple[set[str], set[str]]:
     man = ctx.campaign.manifest
     if man is None:
         return set(), set()
-    paths = {r.path.rstrip("/") for r in (*man.checkpoints, *man.adapters)}
+    refs: list[CheckpointRecord | AdapterRecord] = [*man.checkpoints, *man.adapters]
+    paths = {r.path.rstrip("/") for r in refs}
     return paths, {r.id for r in man.runs}
 
 
