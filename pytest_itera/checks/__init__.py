@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pytest_itera.campaign import Campaign
+from pytest_itera.campaign import AdapterRecord, Campaign, CheckpointRecord
 from pytest_itera.findings import Finding
 
 if TYPE_CHECKING:
@@ -210,7 +210,8 @@ class Context:
         man = self.campaign.manifest
         if man is None:
             return set()
-        owners = {r.run for r in (*man.checkpoints, *man.adapters) if _under(target, r.path)}
+        refs: list[CheckpointRecord | AdapterRecord] = [*man.checkpoints, *man.adapters]
+        owners = {r.run for r in refs if _under(target, r.path)}
         for run in man.runs:
             if target in (run.predictions, run.config, run.measurements):
                 owners.add(run.id)
