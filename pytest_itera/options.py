@@ -136,6 +136,10 @@ def _campaigns(config: pytest.Config) -> tuple[Path, ...]:
             raise pytest.UsageError(f"{CAMPAIGN}: {path}: no such directory")
         if not resolved.is_dir():
             raise pytest.UsageError(f"{CAMPAIGN}: {path}: not a directory (give the campaign folder)")
+        if not any(os.path.lexists(resolved / name) for name in ("plan.json", "manifest.json")):
+            raise pytest.UsageError(
+                f"{CAMPAIGN}: {path}: not a campaign folder (it has neither plan.json nor manifest.json)"
+            )
         if resolved in seen:
             raise pytest.UsageError(f"{CAMPAIGN}: {path}: the same campaign is given twice")
         seen[resolved] = path

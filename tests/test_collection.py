@@ -82,6 +82,23 @@ def test_file_given_as_campaign_is_a_usage_error(pytester: pytest.Pytester) -> N
     result.stderr.fnmatch_lines(["*notes.txt: not a directory*"])
 
 
+def test_folder_without_plan_or_manifest_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("results")
+    result = pytester.runpytest("--itera-campaign", "results")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines.count(
+        "ERROR: --itera-campaign: results: not a campaign folder (it has neither plan.json nor manifest.json)"
+    ) == 1
+
+
+def test_bad_ini_value_is_a_usage_error(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    pytester.makeini("[pytest]\nitera_timeout = soon\n")
+    result = pytester.runpytest("--itera-campaign", "out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: itera_timeout = soon: not a number"])
+
+
 def test_same_campaign_twice_is_a_usage_error(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:

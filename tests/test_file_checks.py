@@ -76,7 +76,7 @@ def test_listed_path_outside_the_folder(
     campaign.seal()
     result = run(pytester, "-k", "files-intact")
     result.assert_outcomes(passed=len(campaign.files), failed=1)
-    expect(result, f"manifest.json $.files[*]: listed file {listed!r} {reason}*")
+    expect(result, f"manifest.json $.files[*]: listed file {listed!r}: {reason}*")
 
 
 def test_symlink_out_of_the_folder(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:

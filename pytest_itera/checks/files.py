@@ -27,6 +27,7 @@ _NOT_A_FILE = {
     "socket": "a socket",
     "device": "a device file",
     "dir": "a directory",
+    "symlink": "a symbolic link",
     "other": "not a regular file",
 }
 
@@ -85,7 +86,7 @@ def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Findi
 
     inside = resolve_inside(ctx.root, record.path)
     if isinstance(inside, str):
-        yield Finding(f"listed file {record.path!r} {inside}", where=where,
+        yield Finding(f"listed file {record.path!r}: {inside}", where=where,
                       hint="list paths relative to the campaign folder, inside it")
         return
     entry = ctx.entry(record.path)
