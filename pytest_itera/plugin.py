@@ -30,6 +30,26 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    """Run from inside a campaign, pytest would import the campaign's conftest.py at start-up.
+
+    A campaign's files are data: when pytest's first conftest anchors (the test
+    paths given, else the current folder) lie inside a campaign, conftest files
+    are not loaded for this run, as with ``--noconftest``.
+    """
+    namespace = early_config.known_args_namespace
+    given = getattr(namespace, "itera_campaign", None) or []
+    if not given:
+        return
+    here = early_config.invocation_params.dir
+    roots = [Path(os.path.abspath(here / p)) for p in given]
+    anchors = [Path(os.path.abspath(here / a.split("::")[0])) for a in namespace.file_or_dir or []]
+    for anchor in anchors or [Path(os.path.abspath(here))]:
+        if any(anchor == root or anchor.is_relative_to(root) for root in roots):
+            namespace.noconftest = True
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     settings = options.build_settings(config)
     config.stash[settings_key] = settings

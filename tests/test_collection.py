@@ -177,3 +177,16 @@ def test_running_from_inside_the_campaign_writes_no_cache(
         result = pytester.runpytest_subprocess("--itera-campaign", ".")
     assert result.ret == 0, result.stdout.str()
     assert not (root / ".pytest_cache").exists()
+
+
+def test_running_from_inside_never_imports_the_campaign_conftest(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.files["conftest.py"] = b"open('conftest-ran', 'w').write('ran')\n"
+    campaign.write()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(campaign.root)
+        result = pytester.runpytest_subprocess("--itera-campaign", ".")
+    assert result.ret == 0, result.stdout.str()
+    assert not (campaign.root / "conftest-ran").exists()
+    assert not (campaign.root / "__pycache__").exists()

@@ -1,0 +1,167 @@
+"""Fuzzed contracts: valid campaigns, mutated by Hypothesis, never crash a check.
+
+Every mutation that makes a document invalid must fail the `manifest` check with
+the JSON path; whatever the mutation, no check raises (a raise would be a plugin
+traceback or an INTERNALERROR for the user). Checks are evaluated in-process
+through the same Context the items use, so hundreds of cases stay fast.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_itera.campaign import load_campaign, validate
+from pytest_itera.checks import Check, Context, Options
+from pytest_itera.plugin import FAMILIES
+from tests.factory import CampaignBuilder
+
+JSON_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+    st.just("47.14"),
+    st.just(47.14),
+    st.just("/tmp/x"),
+    st.just("é" * 40 + "\u202e"),
+)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def all_checks() -> dict[str, Check]:
+    checks: dict[str, Check] = {}
+    for module in FAMILIES.values():
+        for check in importlib.import_module(module).CHECKS:
+            checks[check.id] = check
+    return checks
+
+
+def paths(node: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield prefix
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from paths(value, (*prefix, i))
+
+
+def get(node: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        node = node[part]
+    return node
+
+
+@st.composite
+def mutated(draw: st.DrawFn, document: dict[str, Any]) -> dict[str, Any]:
+    doc = copy.deepcopy(document)
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from([p for p in paths(doc) if p]))
+        parent, key = get(doc, path[:-1]), path[-1]
+        action = draw(st.sampled_from(["delete", "replace", "extra", "deep"]))
+        if action == "delete" and isinstance(parent, dict):
+            del parent[key]
+        elif action == "extra" and isinstance(get(doc, path), dict):
+            get(doc, path)[draw(st.text(min_size=1, max_size=8))] = draw(JSON_LEAVES)
+        elif action == "deep":
+            parent[key] = json.loads("[" * 60 + "]" * 60)
+        else:
+            parent[key] = draw(JSON_VALUES)
+    return doc
+
+
+def evaluate(root: Path) -> dict[tuple[str, str | None], tuple[str, ...]]:
+    """Every check on every target, as the items would run them."""
+    checks = all_checks()
+    ctx = Context(load_campaign(root), Options(timeout=30), checks, reloader_factory=_reloader)
+    try:
+        return {
+            (check.id, target): tuple(f.render() for f in ctx.findings(check.id, target))
+            for check in checks.values()
+            for target in ctx.targets(check)
+        }
+    finally:
+        ctx.close()
+
+
+def _reloader() -> Any:
+    from pytest_itera.reload import Reloader
+
+    return Reloader(timeout=30)
+
+
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def _write(builder: CampaignBuilder) -> Path:
+    try:
+        return builder.write()
+    except (TypeError, ValueError):  # json cannot encode the mutation (e.g. a key that is not a str)
+        return Path()
+
+
+@FUZZ
+@given(data=st.data(), which=st.sampled_from(["plan", "manifest"]))
+def test_mutated_documents_fail_clearly_and_never_crash(data: st.DataObject, which: str) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="itera-fuzz-"))
+    try:
+        builder = CampaignBuilder(workdir / "out")
+        original = builder.plan if which == "plan" else builder.manifest
+        doc = data.draw(mutated(original))
+        setattr(builder, which, doc)
+        if _write(builder) == Path():
+            return
+        results = evaluate(builder.root)
+        on_disk = json.loads((builder.root / f"{which}.json").read_text())
+        if validate(which, on_disk):
+            assert results[("manifest", None)], "an invalid document passed the manifest check"
+            assert any(f"{which}.json" in line for line in results[("manifest", None)])
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@FUZZ
+@given(data=st.data())
+def test_mutated_bytes_never_crash(data: st.DataObject) -> None:
+    """Text-level damage: truncation, duplicate keys, NaN, stray bytes."""
+    workdir = Path(tempfile.mkdtemp(prefix="itera-fuzz-"))
+    try:
+        builder = CampaignBuilder(workdir / "out")
+        builder.write()
+        path = builder.root / data.draw(st.sampled_from(["plan.json", "manifest.json"]))
+        text = path.read_bytes()
+        cut = data.draw(st.integers(0, len(text)))
+        damage = data.draw(
+            st.sampled_from([b"", b'"format": "x", ', b"NaN", b"\x00\xff", b"{" * 50, b'"campaign": "a",'])
+        )
+        path.write_bytes(text[:cut] + damage + text[cut:])
+        results = evaluate(builder.root)
+        try:
+            valid = not validate(path.stem, json.loads(path.read_bytes()))
+        except ValueError:
+            valid = False
+        if not valid:
+            assert results[("manifest", None)]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
