@@ -191,3 +191,16 @@ def test_user_temp_patterns(pytester: pytest.Pytester, campaign: CampaignBuilder
     result = run(pytester, "-k", "no-temp-paths and RELOAD")
     result.assert_outcomes(failed=1)
     expect(result, "RELOAD.md:2:6: path into a temporary folder: /scratch/job42/last.pt*")
+
+
+def test_absolute_paths_into_the_campaign_itself_are_not_temporary(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    """Lightning and Trainer record their output dir; under /tmp that is the campaign, kept."""
+    own = f"{campaign.root}/lightning_logs/version_0/checkpoints"
+    campaign.files["runs/control/hparams.json"] = json.dumps({"dirpath": own}).encode()
+    campaign.files["runs/control/cache.json"] = json.dumps({"cache": "/tmp/hf-cache/x"}).encode()
+    campaign.write()
+    result = run(pytester, "-k", "no-temp-paths and runs/control/")
+    result.assert_outcomes(passed=3, failed=1)
+    expect(result, "runs/control/cache.json:1:*: path into a temporary folder: /tmp/hf-cache/x")

@@ -6,6 +6,7 @@ come from the same streamed pass.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from fnmatch import fnmatchcase
@@ -201,7 +202,9 @@ def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
     if facts.error is not None:
         yield Finding(f"{target} cannot be scanned: {facts.error}", where=target)
         return
-    for hit in facts.hits:
+    own = _own_prefixes(ctx)
+    hits = [h for h in facts.hits if not h.excerpt.startswith(own)]
+    for hit in hits:
         inside = f" ({hit.where})" if hit.where else ""
         yield Finding(
             f"path into a temporary folder: {hit.excerpt}",
@@ -209,8 +212,24 @@ def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
             hint="a temporary folder does not outlive the rental: record paths relative "
             "to the campaign folder and copy the file in",
         )
-    if facts.hit_count > len(facts.hits):
-        yield Finding(f"... and {facts.hit_count - len(facts.hits)} more temporary paths in {target}")
+    unseen = facts.hit_count - len(facts.hits)
+    if unseen > 0:
+        yield Finding(
+            f"{'... and ' if hits else ''}{unseen} more possible temporary paths in {target}",
+            where=target,
+            hint="fix the paths above, then run again to see the rest",
+        )
+
+
+def _own_prefixes(ctx: Context) -> tuple[str, ...]:
+    """Absolute paths into the campaign folder itself are not temporary-folder dependencies.
+
+    Real tools record their output directory (Lightning's ModelCheckpoint
+    dirpath, a Trainer's output_dir): when the campaign lives under /tmp, those
+    strings point at files the campaign keeps, not at files that will vanish.
+    """
+    roots = {os.path.abspath(ctx.root), os.path.realpath(ctx.root)}
+    return tuple(root.rstrip("/") + "/" for root in roots) + tuple(roots)
 
 
 CHECKS = (
