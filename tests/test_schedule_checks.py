@@ -6,10 +6,18 @@ rtx4090-3d) ending with retrieval at 48 h, in a 72 h window.
 
 from __future__ import annotations
 
+import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
+from pytest_itera import strategies as its
+from pytest_itera.campaign import load_campaign
+from pytest_itera.checks import Context, Options
+from pytest_itera.checks.schedule import CHECKS
 from tests.factory import CampaignBuilder, expect
 
 
@@ -438,3 +446,17 @@ def test_decisions_that_name_wrong_runs(
         "manifest.json $.schedule.decisions[0].drops: decision 'd1' drops run 'variant-z', "
         "which the manifest does not record",
     )
+
+
+# ======================================== generated plans: no false alarm
+
+@settings(derandomize=True, max_examples=25, deadline=None, database=None)
+@given(its.plans())
+def test_every_self_consistent_generated_plan_fits(plan: dict[str, Any]) -> None:
+    """Plans from pytest_itera.strategies fit by construction: schedule-fits must agree."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "plan.json").write_text(json.dumps(plan))
+        ctx = Context(load_campaign(root), Options(), {c.id: c for c in CHECKS})
+        assert ctx.campaign.plan is not None, ctx.campaign.errors
+        assert [f.render() for f in ctx.findings("schedule-fits")] == []
