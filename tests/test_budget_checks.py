@@ -1,0 +1,370 @@
+"""budget-consistent: the source's numbers pass, and each way of getting the money wrong fails.
+
+The accepted count is re-derived in this session from the runs' own checks:
+the tests prove it is the same with ``-k budget-consistent`` alone, with and
+without pytest-xdist, and that a run failing its own checks is no deliverable.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factory import CampaignBuilder, expect
+
+CHECK = "budget-consistent"
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--itera-campaign", "out", "-k", CHECK, *args)
+
+
+def budget(campaign: CampaignBuilder, **fields: object) -> None:
+    campaign.manifest["budget"].update(fields)
+
+
+def two_corpora(campaign: CampaignBuilder) -> None:
+    """The control and variant-a each deliver their own corpus; the checks replay the control's."""
+    for record in campaign.manifest["runs"]:
+        record["deliverable"] = "corpus-b" if record["id"] == "variant-a" else "corpus-a"
+    budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
+
+
+def passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    run(pytester).assert_outcomes(passed=1)
+
+
+def fails(pytester: pytest.Pytester, campaign: CampaignBuilder, *lines: str) -> pytest.RunResult:
+    campaign.write()
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    expect(result, *lines)
+    return result
+
+
+# ---------------------------------------------------------- the source's numbers
+
+
+def test_one_3_day_lot_one_corpus_passes(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    passes(pytester, campaign)
+
+
+def test_two_3_day_lots_cost_94_28(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.plan["budget"]["lots"][0]["quantity"] = 2
+    budget(campaign, rental_total="94.28", cost_per_deliverable="94.28")
+    passes(pytester, campaign)
+
+
+def test_47_14_for_two_distinct_corpora_is_23_57_each(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    two_corpora(campaign)
+    passes(pytester, campaign)
+
+
+def test_a_corpus_replayed_by_every_run_counts_once(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    # Four accepted runs all deliver tiny-corpus: one deliverable, not four.
+    budget(campaign, accepted_deliverables=4, cost_per_deliverable="11.79")
+    fails(
+        pytester, campaign,
+        "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 4, but 1 distinct "
+        "deliverable(s) passed their checks in this session; the declared number counts runs, "
+        "but the same deliverable replayed counts once",
+        "    expected: 1 (tiny-corpus)",
+        "    found:    4",
+        "manifest.json $.budget.cost_per_deliverable: cost per deliverable 11.79 USD is not "
+        "47.14 USD / 1 = 47.14 USD",
+    )
+
+
+def test_a_b200_lot_of_two_gpus_is_priced_once(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    lot = campaign.plan["budget"]["lots"][0]
+    lot.update(gpu="B200", gpus_per_lot=2, price="120.00", offer="B200 x2, 3 days")
+    budget(campaign, rental_total="120.00", cost_per_deliverable="120.00")
+    passes(pytester, campaign)
+
+
+def test_a_b200_lot_multiplied_by_its_gpus_fails(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    lot = campaign.plan["budget"]["lots"][0]
+    lot.update(gpu="B200", gpus_per_lot=2, price="120.00", offer="B200 x2, 3 days")
+    budget(campaign, rental_total="240.00", cost_per_deliverable="240.00")
+    fails(
+        pytester, campaign,
+        "manifest.json $.budget.rental_total: rental total 240.00 USD is not the sum of price * "
+        "quantity, 120.00 USD: it multiplies prices by GPUs per lot, but a lot is priced once",
+        "    expected: 120.00 USD = 120.00 x 1 (rtx4090-3d)",
+        "    found:    240.00 USD",
+        "    fix:      the rental is Σ price x quantity of the engaged lots; GPUs per lot never "
+        "multiply a price, and expenses are listed apart",
+    )
+
+
+# ------------------------------------------------------------------ zero accepted
+
+
+def reject_all(campaign: CampaignBuilder) -> None:
+    for record in campaign.manifest["runs"]:
+        record["outcome"] = "rejected"
+        record["rejection"] = "predictions below chance"
+    budget(campaign, accepted_deliverables=0, cost_per_deliverable=None,
+           rejection_cause="every run predicted below chance")
+
+
+def test_zero_accepted_with_cost_and_cause_passes(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    reject_all(campaign)
+    passes(pytester, campaign)
+
+
+def test_zero_accepted_never_shows_a_zero_cost_per_deliverable(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    reject_all(campaign)
+    budget(campaign, cost_per_deliverable="0.00")
+    fails(
+        pytester, campaign,
+        "manifest.json $.budget.cost_per_deliverable: zero accepted deliverables but a cost per "
+        "deliverable of 0.00 USD: the ratio is undefined (null)",
+        "    expected: null, 47.14 USD engaged and a rejection_cause",
+    )
+
+
+def test_zero_accepted_needs_a_rejection_cause(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    reject_all(campaign)
+    budget(campaign, rejection_cause=None)
+    fails(pytester, campaign, "*: zero accepted deliverables (47.14 USD engaged) without a "
+          "rejection cause")
+
+
+def test_zero_accepted_needs_a_non_zero_engaged_cost(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    reject_all(campaign)
+    campaign.plan["budget"]["lots"][0]["price"] = "0"
+    budget(campaign, rental_total="0.00")
+    fails(pytester, campaign, "*: zero accepted deliverables and a zero engaged cost: show the "
+          "cost actually engaged")
+
+
+def test_zero_accepted_declared_as_one(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    reject_all(campaign)
+    budget(campaign, accepted_deliverables=1, cost_per_deliverable="47.14")
+    fails(pytester, campaign,
+          "*: accepted_deliverables is 1, but 0 distinct deliverable(s) passed their checks*",
+          "    expected: 0", "*zero accepted deliverables but a cost per deliverable of 47.14 USD*")
+
+
+# --------------------------------------------------------------- research decision
+
+
+def test_a_research_decision_reports_its_conclusion_not_a_ratio(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    budget(campaign, unit="decision", cost_per_deliverable=None)
+    passes(pytester, campaign)
+
+
+def test_a_research_decision_with_a_ratio_fails(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    budget(campaign, unit="decision")
+    fails(
+        pytester, campaign,
+        "manifest.json $.budget.cost_per_deliverable: a research decision reports its "
+        "conclusion, not a cost per deliverable (47.14 USD)",
+        "    expected: null (the conclusion is reported instead)",
+    )
+
+
+# ------------------------------------------------------------ rental and expenses
+
+
+def test_rental_total_wrong(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    budget(campaign, rental_total="50.00", cost_per_deliverable="50.00")
+    fails(pytester, campaign,
+          "manifest.json $.budget.rental_total: rental total 50.00 USD is not the sum of price * "
+          "quantity, 47.14 USD", "    found:    50.00 USD")
+
+
+def test_external_expenses_added_to_the_rental(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    budget(campaign, rental_total="52.14", external_expenses=[
+        {"label": "object storage, billed by the cloud account", "amount": "5.00"}])
+    fails(pytester, campaign,
+          "*: rental total 52.14 USD is not the sum of price * quantity, 47.14 USD: it adds "
+          "the external expenses (5.00 USD); list them apart")
+
+
+def test_included_expenses_added_to_the_rental(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    budget(campaign, rental_total="49.14", cost_per_deliverable="49.14",
+           included_expenses=[{"label": "extra disk for the rental", "amount": "2.00"}])
+    fails(pytester, campaign,
+          "*: rental total 49.14 USD is not the sum of price * quantity, 47.14 USD: it adds "
+          "the included expenses, which are listed apart")
+
+
+def test_included_expenses_count_in_the_cost_per_deliverable(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    two_corpora(campaign)
+    budget(campaign, cost_per_deliverable="24.57",
+           included_expenses=[{"label": "extra disk for the rental", "amount": "2.00"}])
+    passes(pytester, campaign)
+
+
+def test_a_ratio_of_the_rental_alone_leaves_out_included_expenses(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    two_corpora(campaign)
+    budget(campaign, included_expenses=[{"label": "extra disk for the rental", "amount": "2.00"}])
+    fails(pytester, campaign,
+          "manifest.json $.budget.cost_per_deliverable: cost per deliverable 23.57 USD is not "
+          "49.14 USD / 2 = 24.57 USD (it divides the rental alone and leaves out the included "
+          "expenses)")
+
+
+def test_an_external_expense_listed_as_included(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.plan["budget"]["external_expenses"] = [{"label": "analyst time", "amount": "300"}]
+    budget(campaign, rental_total="47.14", cost_per_deliverable="347.14",
+           included_expenses=[{"label": "analyst time", "amount": "300"}])
+    fails(pytester, campaign,
+          "manifest.json $.budget.included_expenses[0]: external expense 'analyst time' is "
+          "listed as an included expense")
+
+
+@pytest.mark.parametrize(
+    ("where", "text"),
+    [("manifest", "GPU time at 0.65 USD/h"), ("manifest", "RTX 4090, billed hourly"),
+     ("plan", "IteraGPU RTX 4090 per hour")],
+)
+def test_hourly_billing_is_refused(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, where: str, text: str
+) -> None:
+    if where == "plan":
+        campaign.plan["budget"]["lots"][0]["offer"] = text
+        path = "plan.json $.budget.lots[0].offer"
+    else:
+        budget(campaign, external_expenses=[{"label": text, "amount": "3.00"}])
+        path = "manifest.json $.budget.external_expenses[0].label"
+    fails(pytester, campaign, f"{path}: hourly billing in the budget: {text!r}*",
+          "    fix:      lots are fixed-price for their whole duration (R4)*")
+
+
+def test_currencies_disagree(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    budget(campaign, currency="EUR")
+    fails(pytester, campaign,
+          "manifest.json $.budget.currency: the manifest's budget is not in the plan's currency",
+          "    expected: USD", "    found:    EUR")
+
+
+def test_engaged_lot_unknown_or_listed_twice(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    budget(campaign, lots=["rtx4090-3d", "rtx4090-7d", "rtx4090-3d"])
+    fails(pytester, campaign,
+          "manifest.json $.budget.lots[1]: engaged lot 'rtx4090-7d' is not a lot of the plan",
+          "    expected: one of 'rtx4090-3d'",
+          "manifest.json $.budget.lots[2]: engaged lot 'rtx4090-3d' is listed twice")
+
+
+def test_wrong_ratio(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    two_corpora(campaign)
+    budget(campaign, cost_per_deliverable="23.00")
+    fails(pytester, campaign,
+          "manifest.json $.budget.cost_per_deliverable: cost per deliverable 23.00 USD is not "
+          "47.14 USD / 2 = 23.57 USD", "    expected: 23.57 USD = 47.14 USD / 2")
+
+
+def test_missing_ratio(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    budget(campaign, cost_per_deliverable=None)
+    fails(pytester, campaign, "*: 1 accepted deliverable(s) but no cost per deliverable "
+          "(47.14 USD)")
+
+
+def test_stopped_runs_are_an_expense_not_a_deliverable(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    two_corpora(campaign)
+    variant = campaign.manifest["runs"][3]
+    variant.update(outcome="stopped", stop={"rule": "non-finite-loss", "reason": "loss was nan"})
+    fails(pytester, campaign, "*: accepted_deliverables is 2, but 1 distinct deliverable(s)*",
+          "    expected: 1 (corpus-a)")
+
+
+# ------------------------------------- accepted = passed its own checks, this session
+
+
+def corrupt_variant_predictions(campaign: CampaignBuilder, declared: int = 2) -> None:
+    """variant-a's predictions change after closure: its files-intact item fails."""
+    two_corpora(campaign)
+    budget(campaign, accepted_deliverables=declared,
+           cost_per_deliverable={1: "47.14", 2: "23.57"}[declared])
+    campaign.write()
+    path = campaign.root / "runs/variant-a/predictions.jsonl"
+    path.write_bytes(path.read_bytes().replace(b'"pos"', b'"neg"', 1))
+    campaign.seal()
+
+
+NOT_AN_ACCEPTED_DELIVERABLE = (
+    "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 distinct "
+    "deliverable(s) passed their checks in this session; not counted, accepted runs that "
+    "failed their own checks: variant-a (failed files-intact[runs/variant-a/predictions.jsonl]: "
+    "runs/variant-a/predictions.jsonl does not have the sha256 recorded in the manifest)",
+    "    expected: 1 (corpus-a)",
+    "    found:    2",
+)
+
+
+def test_a_run_that_failed_its_checks_is_not_an_accepted_deliverable(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    corrupt_variant_predictions(campaign)
+    result = pytester.runpytest("--itera-campaign", "out", "-k", f"{CHECK} or files-intact")
+    result.assert_outcomes(failed=2, passed=len(campaign.files) - 1)
+    expect(result, *NOT_AN_ACCEPTED_DELIVERABLE)
+
+
+def test_selected_alone_the_budget_still_sees_the_failing_run(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    # Only the budget item runs: the files-intact item that fails is deselected.
+    corrupt_variant_predictions(campaign)
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    expect(result, *NOT_AN_ACCEPTED_DELIVERABLE)
+
+
+def test_the_declared_count_without_the_failing_run_passes(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    corrupt_variant_predictions(campaign, declared=1)
+    run(pytester).assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_the_accepted_count_is_the_same_with_and_without_xdist(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, workers: str
+) -> None:
+    corrupt_variant_predictions(campaign)
+    result = pytester.runpytest_subprocess("--itera-campaign", "out", "-p", "no:cacheprovider",
+                                           "-n", workers, "-k", f"{CHECK} or files-intact")
+    result.assert_outcomes(failed=2, passed=len(campaign.files) - 1)
+    expect(result, *NOT_AN_ACCEPTED_DELIVERABLE)
