@@ -457,8 +457,11 @@ def budget_text(b: dict[str, Any]) -> str:
     else:
         cause = b["rejection_cause"] or "not stated"
         cost = f"cost per {unit} undefined: {accepted} accepted — cause {cause}"
-    plural = "" if accepted == 1 else "s"
-    return f"{engaged}; {accepted} accepted {unit}{plural}; {cost}"
+    units = unit if accepted == 1 else _PLURALS.get(unit, f"{unit}s")
+    return f"{engaged}; {accepted} accepted {units}; {cost}"
+
+
+_PLURALS = {"corpus": "corpora", "decision": "decisions"}
 
 
 def _lot_text(b: dict[str, Any], lot_id: str) -> str:
