@@ -25,6 +25,7 @@ from pytest_itera import schedule as sched
 from pytest_itera.campaign import AdapterRecord, Campaign, CheckpointRecord, Manifest, Step
 
 REPORT_FORMAT = "itera-report/1"
+PARTIAL_NOTE = "only the checks named on the command line were collected"
 SUFFIXES = (".json", ".md", ".html")
 
 
@@ -90,13 +91,21 @@ class CampaignReport:
 
 
 def build(
-    campaign: Campaign, results: Iterable[CheckResult], *, collected: int, fast: bool
+    campaign: Campaign,
+    results: Iterable[CheckResult],
+    *,
+    collected: int,
+    fast: bool,
+    partial: bool = False,
 ) -> CampaignReport:
+    """``partial``: the user named node ids or files inside the campaign, so only some ran."""
     checks = tuple(sorted(results, key=lambda r: r.nodeid))
+    notes = (PARTIAL_NOTE,) if partial else ()
     return CampaignReport(
         campaign=campaign.id,
         root=str(campaign.root),
-        verdict=verdict(checks, collected=collected, fast=fast),
+        verdict=verdict(checks, collected=collected, fast=fast, partial=partial),
+        notes=notes,
         checks=checks,
         budget=budget_section(campaign),
         schedule=schedule_section(campaign),
@@ -107,10 +116,12 @@ def build(
     )
 
 
-def verdict(checks: Sequence[CheckResult], *, collected: int, fast: bool) -> str:
+def verdict(
+    checks: Sequence[CheckResult], *, collected: int, fast: bool, partial: bool = False
+) -> str:
     if any(c.outcome != "passed" for c in checks):
         return "rejected"
-    if not checks or len(checks) < collected:
+    if partial or not checks or len(checks) < collected:
         return "incomplete"  # some checks deselected or not run: never "accepted"
     return "plausible (fast mode)" if fast else "accepted"
 
@@ -344,6 +355,7 @@ def _campaign_json(report: CampaignReport) -> dict[str, Any]:
         "verdict": report.verdict,
         "fast": report.fast,
         "collected": report.collected,
+        "notes": list(report.notes),
         "checks": [
             {"check": c.check, "target": c.target, "outcome": c.outcome, "message": c.message,
              "nodeid": c.nodeid, "scope": c.scope}
@@ -407,6 +419,8 @@ def verdict_line(report: CampaignReport) -> str:
     if report.verdict == "rejected":
         return f"{head}: REJECTED — {report.failed} of {total} checks failed"
     if report.verdict == "incomplete":
+        if PARTIAL_NOTE in report.notes and total == report.collected:
+            return f"{head}: INCOMPLETE — {total} checks ran; {PARTIAL_NOTE}"
         return f"{head}: INCOMPLETE — {total} of {report.collected} checks ran"
     label = "PLAUSIBLE (fast mode)" if report.fast else "ACCEPTED"
     return f"{head}: {label} — {total}/{total} checks"

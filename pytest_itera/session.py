@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_itera import report
-from pytest_itera.campaign import load_campaign
+from pytest_itera.campaign import MANIFEST_FILE, load_campaign
 from pytest_itera.options import Settings
 
 
@@ -115,7 +115,18 @@ class IteraSession:
             results,
             collected=self.collected.get(str(root), 0) + self.deselected.get(str(root), 0),
             fast=self.settings.fast,
+            partial=self._selected_inside(root),
         )
+
+    def _selected_inside(self, root: Path) -> bool:
+        """Node ids (or paths) inside the campaign were given: only those were collected."""
+        here = self.config.invocation_params.dir
+        for arg in self.config.args:
+            path = Path(os.path.normpath(here / arg.split("::", 1)[0]))
+            whole = path in (root, root / MANIFEST_FILE) and "::" not in arg
+            if path.is_relative_to(root) and not whole:
+                return True
+        return False
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.is_worker or not self.reports:
@@ -135,7 +146,8 @@ class IteraSession:
 def _result(
     rep: pytest.TestReport, props: dict[str, object], outcome: str
 ) -> report.CheckResult:
-    message = rep.longreprtext if rep.failed else ""
+    # Not longreprtext: under xdist it starts with a "[gw0] linux -- Python ..." line.
+    message = str(rep.longrepr).strip() if rep.failed and rep.longrepr is not None else ""
     if rep.skipped and isinstance(rep.longrepr, tuple):
         message = str(rep.longrepr[2])
     target = str(props.get("itera_target", "")) or None
