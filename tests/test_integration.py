@@ -6,6 +6,8 @@ import inspect
 import json
 import textwrap
 import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -153,6 +155,19 @@ def test_hookspec_samples_are_valid_python() -> None:
     for name in ("pytest_itera_checks", "pytest_itera_temp_patterns", "pytest_itera_reload",
                  "pytest_itera_catalogue"):
         compile(sample(getattr(hookspecs, name)), name, "exec")
+
+
+def test_reload_sample_returns_a_result(tmp_path: Path) -> None:
+    namespace: dict[str, Any] = {}
+    exec(sample(hookspecs.pytest_itera_reload), namespace)
+    good, bad = tmp_path / "a.myfmt", tmp_path / "b.myfmt"
+    good.write_bytes(b"MYFMT1...")
+    bad.write_bytes(b"nope")
+    hook = namespace["pytest_itera_reload"]
+    assert hook(tmp_path / "c.pt", "c.pt", None, None) is None  # not ours: the next loader
+    assert hook(good, "a.myfmt", None, None).ok
+    result = hook(bad, "b.myfmt", None, None)
+    assert (result.ok, result.cause) == (False, "b.myfmt: bad magic")
 
 
 def test_custom_check_from_a_conftest_next_to_the_campaign_runs_and_fails(
