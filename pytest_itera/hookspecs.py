@@ -70,7 +70,9 @@ def pytest_itera_reload(
                 return None
             ok = path.read_bytes().startswith(b"MYFMT1")
             return ReloadResult(path=display, ok=ok, format="myfmt",
-                                cause=None if ok else f"{display}: bad magic")
+                                cause=None if ok else f"{display}: bad magic",
+                                parts=("model",) if ok else (), missing_reasons={},
+                                nonfinite=(), tensors=0, seconds=0.0)
     """
     raise NotImplementedError  # pragma: no cover - a specification
 

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_itera import hookspecs, options
+
+# The fixture and its parametrization are hook/fixture objects of this plugin module.
+from pytest_itera.fixtures import itera_campaign, pytest_generate_tests  # noqa: F401
 from pytest_itera.options import Settings, settings_key
 
 # Built-in check families, registered like any plugin: `-p no:itera.files` turns one off.

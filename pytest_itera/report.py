@@ -1,20 +1,32 @@
-"""The closure report: a plain model built from check results, rendered as text and JSON.
+"""The closure report: a plain model of check results, rendered as text, JSON, Markdown, HTML.
 
 No pytest import: the session plugin feeds it results taken from test reports,
-so it is built the same way with or without pytest-xdist.
+so it is built the same way with or without pytest-xdist. Everything that
+comes from the campaign is hostile input: terminal text loses its control
+characters, Markdown and HTML are escaped.
 """
 
 from __future__ import annotations
 
+import html
 import json
-from collections.abc import Iterable, Sequence
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pytest_itera.campaign import Campaign
+from pytest_itera import money
+from pytest_itera import schedule as sched
+from pytest_itera.campaign import AdapterRecord, Campaign, CheckpointRecord, Manifest, Step
 
 REPORT_FORMAT = "itera-report/1"
+PARTIAL_NOTE = "only the checks named on the command line were collected"
+SUFFIXES = (".json", ".md", ".html")
 
 
 @dataclass(frozen=True)
@@ -24,6 +36,35 @@ class CheckResult:
     outcome: str  # "passed" | "failed" | "skipped"
     message: str
     nodeid: str
+    scope: str | None = None  # the check's scope ("run", "file", ...), when known
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run of the campaign: planned, recorded, or both."""
+
+    id: str
+    role: str | None  # None: not in the plan
+    category: str | None
+    status: str  # the manifest's outcome, or "not recorded"
+    passed: int  # items owned by this run that passed
+    total: int  # items owned by this run that ran
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One step, planned vs actual; start/end in hours from the start of preparation."""
+
+    id: str
+    kind: str | None  # None: observed but not in the plan
+    resource: str | None
+    planned_hours: float | None
+    observed_hours: float | None
+    planned_start: float | None = None
+    planned_end: float | None = None
+    actual_start: float | None = None
+    actual_end: float | None = None
+    explanation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -37,34 +78,119 @@ class CampaignReport:
     collected: int
     fast: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    runs: tuple[RunRow, ...] = ()
+    steps: tuple[StepRow, ...] = ()
 
     @property
     def failed(self) -> int:
         return sum(1 for c in self.checks if c.outcome != "passed")
 
+    @property
+    def ok(self) -> bool:
+        return self.verdict in ("accepted", "plausible (fast mode)")
+
 
 def build(
-    campaign: Campaign, results: Iterable[CheckResult], *, collected: int, fast: bool
+    campaign: Campaign,
+    results: Iterable[CheckResult],
+    *,
+    collected: int,
+    fast: bool,
+    partial: bool = False,
 ) -> CampaignReport:
+    """``partial``: the user named node ids or files inside the campaign, so only some ran."""
     checks = tuple(sorted(results, key=lambda r: r.nodeid))
+    notes = (PARTIAL_NOTE,) if partial else ()
     return CampaignReport(
         campaign=campaign.id,
         root=str(campaign.root),
-        verdict=verdict(checks, collected=collected, fast=fast),
+        verdict=verdict(checks, collected=collected, fast=fast, partial=partial),
+        notes=notes,
         checks=checks,
         budget=budget_section(campaign),
         schedule=schedule_section(campaign),
         collected=collected,
         fast=fast,
+        runs=run_rows(campaign, checks),
+        steps=step_rows(campaign),
     )
 
 
-def verdict(checks: Sequence[CheckResult], *, collected: int, fast: bool) -> str:
+def verdict(
+    checks: Sequence[CheckResult], *, collected: int, fast: bool, partial: bool = False
+) -> str:
     if any(c.outcome != "passed" for c in checks):
         return "rejected"
-    if not checks or len(checks) < collected:
+    if partial or not checks or len(checks) < collected:
         return "incomplete"  # some checks deselected or not run: never "accepted"
     return "plausible (fast mode)" if fast else "accepted"
+
+
+def overall_verdict(reports: Sequence[CampaignReport]) -> str:
+    """Several campaigns: the worst of their verdicts."""
+    for worst in ("rejected", "incomplete", "plausible (fast mode)"):
+        if any(r.verdict == worst for r in reports):
+            return worst
+    return "accepted" if reports else "incomplete"
+
+
+# ------------------------------------------------------------- runs table
+
+
+def runs_of(manifest: Manifest | None, scope: str | None, target: str) -> set[str]:
+    """The runs a check target belongs to: its own id, or the runs whose files it is.
+
+    The same ownership as ``Context.runs_of``, from data alone, so the
+    pytest-xdist controller (which has no Context) rebuilds it from the
+    reports' (check, target, scope).
+    """
+    if scope == "run":
+        return {target}
+    if manifest is None or scope == "campaign":
+        return set()
+    refs: list[CheckpointRecord | AdapterRecord] = [*manifest.checkpoints, *manifest.adapters]
+    owners = {r.run for r in refs if _under(target, r.path)}
+    for run in manifest.runs:
+        if target in (run.predictions, run.config, run.measurements):
+            owners.add(run.id)
+    return owners
+
+
+def _under(path: str, prefix: str) -> bool:
+    prefix = prefix.rstrip("/")
+    return path == prefix or path.startswith(prefix + "/")
+
+
+def run_rows(campaign: Campaign, results: Iterable[CheckResult]) -> tuple[RunRow, ...]:
+    """Planned runs in plan order, then recorded runs the plan does not have."""
+    plan, manifest = campaign.plan, campaign.manifest
+    ids = [r.id for r in plan.runs] if plan else []
+    ids += [r.id for r in manifest.runs if r.id not in ids] if manifest else []
+    passed = dict.fromkeys(ids, 0)
+    total = dict.fromkeys(ids, 0)
+    for result in results:
+        if result.target is None:
+            continue
+        for run in runs_of(manifest, result.scope, result.target) & set(ids):
+            total[run] += 1
+            passed[run] += result.outcome == "passed"
+    return tuple(_run_row(campaign, rid, passed[rid], total[rid]) for rid in ids)
+
+
+def _run_row(campaign: Campaign, run_id: str, passed: int, total: int) -> RunRow:
+    planned = campaign.plan.run(run_id) if campaign.plan else None
+    recorded = campaign.manifest.run(run_id) if campaign.manifest else None
+    return RunRow(
+        id=run_id,
+        role=planned.role if planned else None,
+        category=planned.category if planned else None,
+        status=recorded.outcome if recorded else "not recorded",
+        passed=passed,
+        total=total,
+    )
+
+
+# ----------------------------------------------------------------- budget
 
 
 def budget_section(campaign: Campaign) -> dict[str, Any] | None:
@@ -72,10 +198,14 @@ def budget_section(campaign: Campaign) -> dict[str, Any] | None:
     if manifest is None:
         return None
     b = manifest.budget
+    engaged, engaged_source = _engaged(b)
     return {
         "currency": b.currency,
         "lots": list(b.lots),
-        "engaged_total": b.rental_total,
+        "lot_details": _lot_details(campaign),
+        "rental_total": b.rental_total,
+        "engaged_total": engaged,
+        "engaged_source": engaged_source,
         "included_expenses": [asdict(e) for e in b.included_expenses],
         "external_expenses": [asdict(e) for e in b.external_expenses],
         "unit": b.unit,
@@ -85,29 +215,136 @@ def budget_section(campaign: Campaign) -> dict[str, Any] | None:
     }
 
 
+def _engaged(b: Any) -> tuple[str, str]:
+    """Rental plus included expenses (never external ones, R7), or the stated rental."""
+    if not b.included_expenses:
+        return b.rental_total, "rental"
+    try:
+        total = money.Money(b.rental_total, b.currency) + money.expenses_total(
+            b.included_expenses, b.currency
+        )
+    except (ValueError, TypeError, ArithmeticError):
+        return b.rental_total, "rental (included expenses could not be added)"
+    return str(total), "rental + included expenses"
+
+
+def _lot_details(campaign: Campaign) -> list[dict[str, Any]]:
+    plan, manifest = campaign.plan, campaign.manifest
+    if plan is None or manifest is None:
+        return []
+    engaged = set(manifest.budget.lots)
+    return [
+        {"id": lot.id, "offer": lot.offer, "gpu": lot.gpu, "gpus_per_lot": lot.gpus_per_lot,
+         "days": lot.days, "price": lot.price, "quantity": lot.quantity}
+        for lot in plan.budget.lots
+        if lot.id in engaged
+    ]
+
+
+# --------------------------------------------------------------- schedule
+
+
+@dataclass(frozen=True)
+class _ObservedStep:
+    """A planned step with its observed hours, laid out with the plan's rules."""
+
+    id: str
+    kind: str
+    resource: str
+    hours: Decimal
+    after: tuple[str, ...]
+    lot: str | None
+
+
+_Timelines = tuple[sched.Timeline | None, sched.Timeline | None, str | None]
+
+
+def _timelines(campaign: Campaign) -> _Timelines:
+    """The planned and the actual timelines, or the reason they cannot be computed."""
+    plan, manifest = campaign.plan, campaign.manifest
+    if plan is None:
+        return None, None, "plan.json did not load"
+    try:
+        planned = sched.makespan(plan.schedule.steps)
+        if manifest is None:
+            return planned, None, None
+        observed = sched.observed_hours(manifest.schedule.steps)
+        steps = [_observed(s, observed.get(s.id, Decimal(0))) for s in plan.schedule.steps]
+        return planned, sched.makespan(steps), None
+    except (sched.ScheduleError, ValueError, TypeError) as exc:
+        return None, None, f"the plan's steps cannot be scheduled: {exc}"
+
+
+def _observed(step: Step, hours: Decimal) -> _ObservedStep:
+    return _ObservedStep(step.id, step.kind, step.resource, hours, step.after, step.lot)
+
+
 def schedule_section(campaign: Campaign) -> dict[str, Any] | None:
     plan, manifest = campaign.plan, campaign.manifest
     if plan is None and manifest is None:
         return None
+    planned, actual, problem = _timelines(campaign)
+    stated = plan.schedule.uncommitted_hours if plan else None
+    computed = (
+        _number(sched.uncommitted_hours(plan.schedule.window_hours, planned))
+        if plan and planned
+        else None
+    )
     return {
         "window_hours": plan.schedule.window_hours if plan else None,
         "sequential_hours": plan.schedule.sequential_hours if plan else None,
-        "uncommitted_hours": plan.schedule.uncommitted_hours if plan else None,
+        "planned_makespan_hours": _number(planned.makespan) if planned else None,
+        "actual_makespan_hours": _number(actual.makespan) if actual else None,
+        "uncommitted_hours": computed if computed is not None else stated,
+        "uncommitted_source": "computed" if computed is not None else "stated",
+        "stated_uncommitted_hours": stated,
+        "schedule_problem": problem,
         "reserved_hours": manifest.schedule.reserved_hours if manifest else None,
         "observed_hours": manifest.schedule.observed_hours if manifest else None,
     }
 
 
-# ---------------------------------------------------------------- rendering
+def step_rows(campaign: Campaign) -> tuple[StepRow, ...]:
+    plan, manifest = campaign.plan, campaign.manifest
+    planned_tl, actual_tl, _ = _timelines(campaign)
+    observed = sched.observed_hours(manifest.schedule.steps) if manifest else {}
+    explained: dict[str, list[str]] = {}
+    for dev in manifest.schedule.deviations if manifest else ():
+        explained.setdefault(dev.step, []).append(dev.explanation)
+    rows = []
+    for step in plan.schedule.steps if plan else ():
+        seen = observed.get(step.id)
+        p = planned_tl.slot(step.id) if planned_tl else None
+        a = actual_tl.slot(step.id) if actual_tl and seen is not None else None
+        rows.append(StepRow(
+            step.id, step.kind, step.resource, step.hours, _number(seen),
+            _number(p.start) if p else None, _number(p.end) if p else None,
+            _number(a.start) if a else None, _number(a.end) if a else None,
+            "; ".join(explained.get(step.id, [])) or None,
+        ))
+    known = {r.id for r in rows}
+    for step_id in sorted(set(observed) - known):
+        rows.append(StepRow(step_id, None, None, None, _number(observed[step_id]),
+                            explanation="; ".join(explained.get(step_id, [])) or None))
+    return tuple(rows)
+
+
+def _number(value: Decimal | None) -> float | None:
+    """A Decimal for JSON: an int when whole, else a float (hours, not money)."""
+    if value is None:
+        return None
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+# ---------------------------------------------------------------- JSON
 
 
 def to_json(reports: Sequence[CampaignReport]) -> dict[str, Any]:
-    """One campaign: its report object; several: {"verdict", "campaigns": [...]}."""
+    """One campaign: its report object; several: {"format", "verdict", "campaigns": [...]}."""
     objects = [_campaign_json(r) for r in reports]
     if len(objects) == 1:
         return objects[0]
-    overall = "accepted" if all(r.verdict == "accepted" for r in reports) else "rejected"
-    return {"format": REPORT_FORMAT, "verdict": overall, "campaigns": objects}
+    return {"format": REPORT_FORMAT, "verdict": overall_verdict(reports), "campaigns": objects}
 
 
 def _campaign_json(report: CampaignReport) -> dict[str, Any]:
@@ -117,34 +354,73 @@ def _campaign_json(report: CampaignReport) -> dict[str, Any]:
         "root": report.root,
         "verdict": report.verdict,
         "fast": report.fast,
+        "collected": report.collected,
+        "notes": list(report.notes),
         "checks": [
             {"check": c.check, "target": c.target, "outcome": c.outcome, "message": c.message,
-             "nodeid": c.nodeid}
+             "nodeid": c.nodeid, "scope": c.scope}
             for c in report.checks
         ],
+        "runs": [asdict(r) for r in report.runs],
         "budget": report.budget,
         "schedule": report.schedule,
+        "steps": [asdict(s) for s in report.steps],
     }
 
 
+def render_json(reports: Sequence[CampaignReport]) -> str:
+    return json.dumps(to_json(reports), indent=2, ensure_ascii=False) + "\n"
+
+
 def write_json(path: Path, reports: Sequence[CampaignReport]) -> None:
-    text = json.dumps(to_json(reports), indent=2, ensure_ascii=False) + "\n"
-    _write_atomic(path, text)
+    _write_atomic(path, render_json(reports))
+
+
+def write(path: Path, reports: Sequence[CampaignReport]) -> None:
+    """Write the report in the format the path's extension names (.json, .md, .html)."""
+    renderers = {".json": render_json, ".md": render_markdown, ".html": render_html}
+    suffix = path.suffix.lower()
+    if suffix not in renderers:
+        raise ValueError(f"{path}: unknown report type; use a .json, .md or .html path")
+    _write_atomic(path, renderers[suffix](reports))
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """Write beside the target, then rename: a reader never sees half a report."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# -------------------------------------------------------------- terminal
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def clean(text: object) -> str:
+    """One printable line: control characters (ANSI escapes, newlines) shown escaped."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def clean_block(text: str) -> str:
+    """Several printable lines: like :func:`clean`, keeping the line breaks."""
+    return "\n".join(clean(line) for line in text.split("\n"))
 
 
 def verdict_line(report: CampaignReport) -> str:
     total = len(report.checks)
-    head = f"campaign {report.campaign}"
+    head = f"campaign {clean(report.campaign)}"
     if report.verdict == "rejected":
         return f"{head}: REJECTED — {report.failed} of {total} checks failed"
     if report.verdict == "incomplete":
+        if PARTIAL_NOTE in report.notes and total == report.collected:
+            return f"{head}: INCOMPLETE — {total} checks ran; {PARTIAL_NOTE}"
         return f"{head}: INCOMPLETE — {total} of {report.collected} checks ran"
     label = "PLAUSIBLE (fast mode)" if report.fast else "ACCEPTED"
     return f"{head}: {label} — {total}/{total} checks"
@@ -152,25 +428,358 @@ def verdict_line(report: CampaignReport) -> str:
 
 def terminal_lines(report: CampaignReport) -> list[str]:
     lines = [verdict_line(report)]
+    lines += ["  " + clean(row) for row in _table(_RUN_HEADER, _run_cells(report.runs))]
     if report.budget is not None:
-        b = report.budget
-        cost = (
-            f"{b['cost_per_deliverable']} {b['currency']} per {b['unit']}"
-            if b["cost_per_deliverable"] is not None
-            else f"undefined: {b['accepted_deliverables']} accepted — cause {b['rejection_cause']}"
-        )
-        lines.append(
-            f"  budget: {b['engaged_total']} {b['currency']} engaged ({', '.join(b['lots'])}); "
-            f"{b['accepted_deliverables']} accepted {b['unit']}(s); {cost}"
-        )
+        lines.append("  budget: " + clean(budget_text(report.budget)))
     if report.schedule is not None:
-        s = report.schedule
-        lines.append(
-            f"  schedule: window {_h(s['window_hours'])}, reserved {_h(s['reserved_hours'])}, "
-            f"observed {_h(s['observed_hours'])}, uncommitted {_h(s['uncommitted_hours'])}"
-        )
+        lines.append("  schedule: " + clean(schedule_text(report.schedule)))
     return lines
+
+
+_RUN_HEADER = ("run", "role", "category", "status", "checks passed")
+
+
+def _run_cells(runs: Sequence[RunRow]) -> list[tuple[str, ...]]:
+    return [
+        (r.id, r.role or "(unplanned)", r.category or "-", r.status, f"{r.passed}/{r.total}")
+        for r in runs
+    ]
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    if not rows:
+        return []
+    widths = [max(len(clean(c)) for c in col) for col in zip(header, *rows, strict=True)]
+    return [
+        "  ".join(clean(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in (header, *rows)
+    ]
+
+
+def budget_text(b: dict[str, Any]) -> str:
+    """"47.14 USD engaged (lots: rtx4090-3d); 1 accepted corpus; 47.14 USD per corpus"."""
+    cur, unit, accepted = b["currency"], b["unit"], b["accepted_deliverables"]
+    lots = ", ".join(_lot_text(b, lot) for lot in b["lots"]) or "none"
+    engaged = f"{b['engaged_total']} {cur} engaged (lots: {lots})"
+    if b["included_expenses"]:
+        engaged += f", of which {b['rental_total']} {cur} rental"
+    if b["external_expenses"]:
+        external = ", ".join(f"{e['label']} {e['amount']} {cur}" for e in b["external_expenses"])
+        engaged += f"; external, not in the rental: {external}"
+    if b["cost_per_deliverable"] is not None and accepted:
+        cost = f"{b['cost_per_deliverable']} {cur} per {unit}"
+    else:
+        cause = b["rejection_cause"] or "not stated"
+        cost = f"cost per {unit} undefined: {accepted} accepted — cause {cause}"
+    units = unit if accepted == 1 else _PLURALS.get(unit, f"{unit}s")
+    return f"{engaged}; {accepted} accepted {units}; {cost}"
+
+
+_PLURALS = {"corpus": "corpora", "decision": "decisions"}
+
+
+def _lot_text(b: dict[str, Any], lot_id: str) -> str:
+    detail = next((d for d in b.get("lot_details", []) if d["id"] == lot_id), None)
+    if detail is None:
+        return lot_id
+    times = f"{detail['quantity']} x " if detail["quantity"] != 1 else ""
+    return f"{times}{lot_id} ({detail['days']} d, {detail['price']} {b['currency']})"
+
+
+def schedule_text(s: dict[str, Any]) -> str:
+    """Window, reserved, observed, uncommitted hours, saying where 'uncommitted' comes from."""
+    head = (
+        f"window {_h(s['window_hours'])}, reserved {_h(s['reserved_hours'])}, "
+        f"observed {_h(s['observed_hours'])}, uncommitted {_h(s['uncommitted_hours'])}"
+    )
+    return f"{head} ({uncommitted_source_text(s)})"
+
+
+def uncommitted_source_text(s: dict[str, Any]) -> str:
+    if s["uncommitted_source"] == "computed":
+        text = (
+            f"computed: {_h(s['window_hours'])} window - {_h(s['planned_makespan_hours'])} "
+            "planned makespan"
+        )
+        stated = s["stated_uncommitted_hours"]
+        if stated is not None and stated != s["uncommitted_hours"]:
+            text += f"; the plan states {_h(stated)}"
+        return text
+    if s["stated_uncommitted_hours"] is None:
+        return f"unknown: {s['schedule_problem'] or 'not stated'}"
+    return f"as stated in plan.json, not computed: {s['schedule_problem']}"
 
 
 def _h(hours: float | None) -> str:
     return "?" if hours is None else f"{hours:g} h"
+
+
+# -------------------------------------------------------------- Markdown
+
+
+def _md(text: object) -> str:
+    """Campaign text inside Markdown: no raw HTML, no table breaks, one line."""
+    escaped = html.escape(clean(text), quote=False)
+    escaped = re.sub(r"([\\`*|\[\]])", r"\\\1", escaped)
+    return re.sub(r"(?<!\w)_|_(?!\w)", r"\\_", escaped)  # intraword _ is never emphasis
+
+
+def _md_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _fence(text: str) -> list[str]:
+    """A code fence longer than any backtick run inside, so a message cannot close it."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return [f"{ticks}text", text, ticks]
+
+
+def render_markdown(reports: Sequence[CampaignReport]) -> str:
+    lines: list[str] = []
+    if len(reports) > 1:
+        lines += [f"# Closure report: {overall_verdict(reports)}", ""]
+    for report in reports:
+        lines += _markdown_campaign(report, level="##" if len(reports) > 1 else "#")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _markdown_campaign(report: CampaignReport, *, level: str) -> list[str]:
+    lines = [f"{level} Campaign {_md(report.campaign)}", "", f"**{_md(verdict_line(report))}**", ""]
+    lines += [f"Folder: {_md(report.root)}", ""]
+    sub = level + "#"
+    if report.runs:
+        lines += [f"{sub} Runs", "", *_md_table(_RUN_HEADER, _run_cells(report.runs)), ""]
+    if report.budget is not None:
+        lines += [f"{sub} Budget", "", _md(budget_text(report.budget)), ""]
+    if report.schedule is not None:
+        lines += [f"{sub} Schedule", "", _md(schedule_text(report.schedule)), ""]
+    if report.steps:
+        lines += [f"{sub} Planned vs actual", "", *_md_table(_STEP_HEADER, _step_cells(report)), ""]
+    lines += [f"{sub} Failures", ""]
+    lines += _markdown_failures(report) or ["None: every check that ran passed.", ""]
+    return lines
+
+
+_STEP_HEADER = ("step", "kind", "resource", "planned h", "observed h", "change", "explanation")
+
+
+def _step_cells(report: CampaignReport) -> list[tuple[str, ...]]:
+    return [
+        (s.id, s.kind or "(unplanned)", s.resource or "-", _n(s.planned_hours),
+         _n(s.observed_hours), _change(s), s.explanation or "")
+        for s in report.steps
+    ]
+
+
+def _n(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _change(step: StepRow) -> str:
+    if step.planned_hours is None or step.observed_hours is None:
+        return "not observed" if step.observed_hours is None else "unplanned"
+    delta = step.observed_hours - step.planned_hours
+    return f"{delta:+g} h" if delta else "="
+
+
+def _markdown_failures(report: CampaignReport) -> list[str]:
+    lines: list[str] = []
+    for c in report.checks:
+        if c.outcome == "passed":
+            continue
+        head = f"- **{_md(c.outcome)}** {_md(c.nodeid)}"
+        lines += [head, "", *_fence(clean_block(c.message)), ""]
+    return lines
+
+
+# ------------------------------------------------------------------ HTML
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;color:#222;padding:0 1em}
+h1,h2,h3{line-height:1.2}
+table{border-collapse:collapse;margin:.5em 0 1em}
+th,td{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top}
+.verdict{font-size:1.3em;font-weight:bold;padding:.4em .8em;border-radius:4px}
+.ok{background:#e3f6e3;color:#14501b}.bad{background:#fde4e1;color:#7a1a10}
+.panel{border:1px solid #ccc;border-radius:4px;padding:.6em 1em;margin:1em 0}
+pre{background:#f6f6f6;padding:.6em;overflow:auto;white-space:pre-wrap}
+svg text{font:11px system-ui,sans-serif}
+.planned{fill:#8fb3de}.actual{fill:#e6a157}.zero{fill:#b33}
+.uncommitted{fill:#e9f3e9}.window{stroke:#b00;stroke-width:2}
+""".strip()
+
+
+def _e(text: object) -> str:
+    """Escape campaign text for HTML; '://' spelt with entities so no URL appears in the file."""
+    return html.escape(clean(text), quote=True).replace("://", ":&#47;&#47;")
+
+
+def render_html(reports: Sequence[CampaignReport]) -> str:
+    title = "Closure report" if len(reports) != 1 else f"Closure report: {reports[0].campaign}"
+    body = [part for report in reports for part in _html_campaign(report)]
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8"/>',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        *body,
+        "</body>",
+        "</html>",
+    ]) + "\n"
+
+
+def _html_campaign(report: CampaignReport) -> Iterator[str]:
+    css = "ok" if report.ok else "bad"
+    yield f"<section><h1>Campaign {_e(report.campaign)}</h1>"
+    yield f'<p class="verdict {css}">{_e(verdict_line(report))}</p>'
+    yield f"<p>Folder: <code>{_e(report.root)}</code></p>"
+    if report.runs:
+        yield "<h2>Runs</h2>"
+        yield _html_table(_RUN_HEADER, _run_cells(report.runs))
+    if report.budget is not None:
+        yield from _html_budget(report.budget)
+    if report.schedule is not None:
+        yield "<h2>Schedule</h2>"
+        yield f"<p>{_e(schedule_text(report.schedule))}</p>"
+        yield timeline_svg(report)
+    if report.steps:
+        yield "<h2>Planned vs actual</h2>"
+        yield _html_table(_STEP_HEADER, _step_cells(report))
+    yield "<h2>Failures</h2>"
+    failures = [c for c in report.checks if c.outcome != "passed"]
+    if not failures:
+        yield "<p>None: every check that ran passed.</p>"
+    for c in failures:
+        yield f"<h3>{_e(c.outcome)}: <code>{_e(c.nodeid)}</code></h3>"
+        message = html.escape(clean_block(c.message)).replace("://", ":&#47;&#47;")
+        yield f"<pre>{message}</pre>"
+    yield "</section>"
+
+
+def _html_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _html_budget(b: dict[str, Any]) -> Iterator[str]:
+    cur = b["currency"]
+    yield '<div class="panel budget"><h2>Budget</h2>'
+    yield f"<p>{_e(budget_text(b))}</p>"
+    if b["lot_details"]:
+        yield _html_table(
+            ("lot", "offer", "GPU", "GPUs per lot", "days", "price", "quantity"),
+            [(d["id"], d["offer"], d["gpu"], d["gpus_per_lot"], d["days"], f"{d['price']} {cur}",
+              d["quantity"]) for d in b["lot_details"]],
+        )
+    rows = [("rental total", f"{b['rental_total']} {cur}")]
+    rows += [(f"included: {e['label']}", f"{e['amount']} {cur}") for e in b["included_expenses"]]
+    rows.append(("engaged total", f"{b['engaged_total']} {cur}"))
+    rows += [(f"external (kept apart): {e['label']}", f"{e['amount']} {cur}")
+             for e in b["external_expenses"]]
+    rows.append((f"accepted deliverables ({b['unit']})", str(b["accepted_deliverables"])))
+    cost = b["cost_per_deliverable"]
+    rows.append((f"cost per {b['unit']}", f"{cost} {cur}" if cost is not None else
+                 f"undefined — cause: {b['rejection_cause'] or 'not stated'}"))
+    yield _html_table(("item", "amount"), rows)
+    yield "</div>"
+
+
+# --------------------------------------------------------------- SVG
+
+_LABEL_W, _PLOT_W, _ROW_H, _BAR_H, _TOP = 150, 760, 34, 12, 44
+
+
+def timeline_svg(report: CampaignReport) -> str:
+    """Planned (upper) and actual (lower) bars per resource, the window edge, uncommitted time."""
+    s = report.schedule or {}
+    bars = [st for st in report.steps if st.resource is not None]
+    resources = list(dict.fromkeys(st.resource for st in bars if st.resource))
+    if not resources:
+        return f"<p>No timeline: {_e(s.get('schedule_problem') or 'no planned steps')}.</p>"
+    window = float(s.get("window_hours") or 0)
+    span = max([window, *(float(x) for st in bars for x in (st.planned_end, st.actual_end) if x)])
+    scale = _PLOT_W / (span or 1)
+    height = _TOP + _ROW_H * len(resources) + 44
+    width = _LABEL_W + _PLOT_W + 20
+    out = [f'<svg class="timeline" role="img" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}">',
+           "<title>Planned (upper bar) and actual (lower bar) steps per resource</title>"]
+    out += _svg_window(s, scale, height)
+    for i, res in enumerate(resources):
+        y = _TOP + i * _ROW_H
+        out.append(f'<text x="4" y="{y + _BAR_H + 4}">{_e(res)}</text>')
+        for st in (b for b in bars if b.resource == res):
+            out += _svg_bars(st, y, scale)
+    out += _svg_axis(span, scale, height - 20)
+    out += _svg_legend(height)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _x(hours: float, scale: float) -> str:
+    return f"{_LABEL_W + hours * scale:.2f}"
+
+
+def _svg_window(s: dict[str, Any], scale: float, height: int) -> list[str]:
+    """The uncommitted stretch (planned makespan to window) shaded, the window edge a red line."""
+    out = []
+    makespan, window = s.get("planned_makespan_hours"), s.get("window_hours")
+    bottom = height - 40
+    if makespan is not None and window is not None and window > makespan:
+        x, w = _x(makespan, scale), (window - makespan) * scale
+        label = f"uncommitted {_h(s.get('uncommitted_hours'))}"
+        out.append(f'<rect class="uncommitted" x="{x}" y="{_TOP - 4}" width="{w:.2f}" '
+                   f'height="{bottom - _TOP + 4}"><title>{_e(label)}</title></rect>')
+        out.append(f'<text x="{x}" y="{_TOP - 8}">{_e(label)}</text>')
+    if window is not None:
+        x = _x(window, scale)
+        out.append(f'<line class="window" x1="{x}" y1="{_TOP - 36}" x2="{x}" y2="{bottom}"/>')
+        out.append(f'<text x="{x}" y="{_TOP - 26}" text-anchor="end">'
+                   f"window edge {_e(_h(window))}</text>")
+    return out
+
+
+def _svg_legend(height: int) -> list[str]:
+    y = height - 12
+    return [
+        f'<rect class="planned" x="{_LABEL_W}" y="{y - 9}" width="14" height="10"/>',
+        f'<text x="{_LABEL_W + 18}" y="{y}">planned</text>',
+        f'<rect class="actual" x="{_LABEL_W + 80}" y="{y - 9}" width="14" height="10"/>',
+        f'<text x="{_LABEL_W + 98}" y="{y}">actual (observed hours, same dependency rules)</text>',
+    ]
+
+
+def _svg_bars(st: StepRow, y: int, scale: float) -> list[str]:
+    out = []
+    for kind, start, end, dy in (("planned", st.planned_start, st.planned_end, 0),
+                                 ("actual", st.actual_start, st.actual_end, _BAR_H + 2)):
+        if start is None or end is None:
+            continue
+        hours = end - start
+        css = kind if hours > 0 else f"{kind} zero"
+        width = max(hours * scale, 1.5)  # a step that took 0 h stays visible
+        out.append(
+            f'<rect class="bar {css}" data-step="{_e(st.id)}" x="{_x(start, scale)}" '
+            f'y="{y + dy}" width="{width:.2f}" height="{_BAR_H}">'
+            f"<title>{_e(kind)} {_e(st.id)}: {_e(_n(start))} to {_e(_n(end))} h "
+            f"({_e(_h(hours))})</title></rect>"
+        )
+    return out
+
+
+def _svg_axis(span: float, scale: float, height: int) -> list[str]:
+    # At most 13 ticks whatever the hours (a hostile plan may state 1e12 h).
+    nice = (1, 2, 4, 6, 12, 24, 48, 96, 168, 336, 720)
+    step = next((t for t in nice if span / t <= 12), math.ceil(span / 12))
+    return [
+        f'<text x="{_x(t, scale)}" y="{height - 6}" text-anchor="middle">{t} h</text>'
+        for t in range(0, math.floor(span) + 1, step)
+    ]

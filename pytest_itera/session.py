@@ -2,17 +2,21 @@
 
 Facts travel on test reports (user_properties), so this works the same on a
 plain run and on the pytest-xdist controller; workers print and write nothing.
+Under xdist the controller never collects: its item count comes from the
+workers' collection (``pytest_xdist_node_collection_finished``) and their
+deselection counts come back in ``workeroutput``.
 """
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from pytest_itera import report
-from pytest_itera.campaign import load_campaign
+from pytest_itera.campaign import MANIFEST_FILE, load_campaign
 from pytest_itera.options import Settings
 
 
@@ -24,10 +28,19 @@ class IteraSession:
         self.collected: dict[str, int] = defaultdict(int)
         self.deselected: dict[str, int] = defaultdict(int)
         self.reports: list[report.CampaignReport] = []
+        self.written: list[Path] = []
+        self.write_errors: list[str] = []
 
     @property
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
+
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        """The check's scope travels with the item's facts: the controller needs it for runs."""
+        from pytest_itera.collect import IteraCheckItem
+
+        if isinstance(item, IteraCheckItem):
+            item.user_properties.append(("itera_scope", item.check.scope))
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -53,8 +66,7 @@ class IteraSession:
         previous = self.results[str(root)].get(report.nodeid)
         if previous is not None and previous.outcome == "failed":
             return  # a failing setup/call stays failed whatever teardown says
-        target = str(props.get("itera_target", "")) or None
-        self.results[str(root)][report.nodeid] = _result(report, str(props["itera_check"]), target, outcome)
+        self.results[str(root)][report.nodeid] = _result(report, props, outcome)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: object, error: object) -> None:
@@ -74,12 +86,11 @@ class IteraSession:
                 self.collected[root] += 1
 
     def _root_of(self, nodeid: str) -> str | None:
+        """The campaign a node id belongs to (ids are relative to the rootdir or the cwd)."""
         path = nodeid.split("::", 1)[0]
-        candidate = (self.config.rootpath / path).parent
-        for root in self.settings.campaigns:
-            if candidate == root or Path(path).parent == root:
-                return str(root)
-        return None
+        bases = (self.config.rootpath, self.config.invocation_params.dir)
+        folders = {Path(os.path.normpath(base / path)).parent for base in bases}
+        return next((str(root) for root in self.settings.campaigns if root in folders), None)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
@@ -87,8 +98,15 @@ class IteraSession:
             return
         self.reports = [self._campaign_report(root) for root in self.settings.campaigns]
         for path in self.settings.reports:
-            if path.suffix.lower() == ".json":
-                report.write_json(path, self.reports)
+            try:
+                report.write(path, self.reports)
+            except OSError as exc:
+                self.write_errors.append(f"{path}: {exc.strerror or exc}")
+            else:
+                self.written.append(path)
+        if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
+            # CI gates on the exit status: a missing report must not look like success.
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def _campaign_report(self, root: Path) -> report.CampaignReport:
         results = self.results.get(str(root), {}).values()
@@ -97,26 +115,42 @@ class IteraSession:
             results,
             collected=self.collected.get(str(root), 0) + self.deselected.get(str(root), 0),
             fast=self.settings.fast,
+            partial=self._selected_inside(root),
         )
+
+    def _selected_inside(self, root: Path) -> bool:
+        """Node ids (or paths) inside the campaign were given: only those were collected."""
+        here = self.config.invocation_params.dir
+        for arg in self.config.args:
+            path = Path(os.path.normpath(here / arg.split("::", 1)[0]))
+            whole = path in (root, root / MANIFEST_FILE) and "::" not in arg
+            if path.is_relative_to(root) and not whole:
+                return True
+        return False
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.is_worker or not self.reports:
             return
         terminalreporter.write_sep("=", "pytest-itera")
         for campaign in self.reports:
-            ok = campaign.verdict in ("accepted", "plausible (fast mode)")
             lines = report.terminal_lines(campaign)
-            terminalreporter.write_line(lines[0], green=ok, red=not ok, bold=True)
+            terminalreporter.write_line(lines[0], green=campaign.ok, red=not campaign.ok, bold=True)
             for line in lines[1:]:
                 terminalreporter.write_line(line)
-        for path in self.settings.reports:
+        for path in self.written:
             terminalreporter.write_line(f"closure report: {path}")
+        for error in self.write_errors:
+            terminalreporter.write_line(f"closure report NOT written: {error}", red=True, bold=True)
 
 
 def _result(
-    rep: pytest.TestReport, check: str, target: str | None, outcome: str
+    rep: pytest.TestReport, props: dict[str, object], outcome: str
 ) -> report.CheckResult:
-    message = rep.longreprtext if rep.failed else ""
+    # Not longreprtext: under xdist it starts with a "[gw0] linux -- Python ..." line.
+    message = str(rep.longrepr).strip() if rep.failed and rep.longrepr is not None else ""
     if rep.skipped and isinstance(rep.longrepr, tuple):
         message = str(rep.longrepr[2])
-    return report.CheckResult(check, target, outcome, message, rep.nodeid)
+    target = str(props.get("itera_target", "")) or None
+    scope = str(props["itera_scope"]) if "itera_scope" in props else None
+    check = str(props["itera_check"])
+    return report.CheckResult(check, target, outcome, message, rep.nodeid, scope)

@@ -1,0 +1,301 @@
+"""pytest-itera in a team's pytest: JUnit, xdist, hooks from a conftest, the fixture, selection."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_itera import hookspecs
+from pytest_itera.money import EXAMPLE_CATALOGUE
+from tests.factory import CampaignBuilder, expect
+
+NO_HYPOTHESIS = ("-p", "no:hypothesispytest")  # it imports hypothesis in every run: seconds
+XDIST_MODES = [
+    pytest.param(("-n", "2"), id="xdist-on"),
+    pytest.param(("-n", "0"), id="xdist-off"),
+    pytest.param(("-p", "no:xdist"), id="xdist-absent"),
+]
+
+RUN_SCOPED_CHECK = '''
+from pytest_itera.checks import Check
+from pytest_itera.findings import Finding
+
+def _has_seed(ctx, target):
+    if "seed" not in ctx.campaign.manifest.run(target).metrics:
+        yield Finding(f"run {target} records no seed", where="manifest.json $.runs",
+                      hint="add metrics.seed")
+
+def pytest_itera_checks(config):
+    return [Check(id="has-seed", summary="each run records its seed", run=_has_seed,
+                  scope="run", targets=lambda ctx: [r.id for r in ctx.campaign.manifest.runs])]
+'''
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--itera-campaign", "out", *NO_HYPOTHESIS, *args)
+
+
+def sample(hook: object) -> str:
+    """The sample implementation in a hookspec's docstring (the indented block after '::')."""
+    doc = inspect.getdoc(hook) or ""
+    block = doc.split("::\n", 1)[1]
+    return textwrap.dedent(block)
+
+
+def itera_section(result: pytest.RunResult) -> list[str]:
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "= pytest-itera =" in line)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("="))
+    return [line for line in lines[start:end] if not line.startswith("closure report:")]
+
+
+# ------------------------------------------------------------------ JUnit
+
+
+def test_junit_cases_carry_campaign_check_and_target(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    result = run(pytester, "--junitxml=junit.xml", "-W", "error")
+    assert result.ret == 0
+    tree = ET.parse(pytester.path / "junit.xml")
+    cases = {c.get("name"): c for c in tree.iter("testcase")}
+    case = cases["files-intact[RELOAD.md]"]
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props == {
+        "itera_campaign": str(campaign.root),
+        "itera_check": "files-intact",
+        "itera_target": "RELOAD.md",
+        "itera_scope": "file",
+    }
+    manifest = {p.get("name"): p.get("value") for p in cases["manifest"].iter("property")}
+    assert (manifest["itera_check"], manifest["itera_target"]) == ("manifest", "")
+
+
+# ------------------------------------------------------------------ xdist
+
+
+@pytest.mark.parametrize("selection", [(), ("-k", "not no-temp-paths")], ids=["all", "deselected"])
+def test_same_summary_and_json_report_with_and_without_xdist(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, selection: tuple[str, ...]
+) -> None:
+    campaign.files["analysis.md"] = b""
+    campaign.write()
+    pytester.makeconftest(RUN_SCOPED_CHECK)  # run-scoped items: the runs table needs scopes
+    outputs = {}
+    for workers in ("2", "0"):
+        result = pytester.runpytest_subprocess(
+            "--itera-campaign", "out", *NO_HYPOTHESIS, "-n", workers, *selection,
+            "--itera-report", f"report-{workers}.json",
+        )
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+        report = json.loads((pytester.path / f"report-{workers}.json").read_text())
+        outputs[workers] = (itera_section(result), report)
+    assert outputs["2"] == outputs["0"]
+    section, report = outputs["0"]
+    assert report["verdict"] == "rejected"
+    assert "  control       control       must      accepted  " + (
+        "2/3" if selection else "4/5") in section
+
+
+def test_xdist_collects_the_same_items(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    ran = {}
+    for mode in (("-n", "2"), ("-p", "no:xdist")):
+        result = run(pytester, *mode, f"--junitxml={mode[1]}.xml")
+        assert result.ret == 0
+        cases = ET.parse(pytester.path / f"{mode[1]}.xml").iter("testcase")
+        ran[mode[1]] = sorted(f"{c.get('classname')}::{c.get('name')}" for c in cases)
+    assert len(ran["2"]) > 20
+    assert ran["2"] == ran["no:xdist"]
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_accepted_and_rejected_in_every_xdist_mode(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, mode: tuple[str, ...]
+) -> None:
+    campaign.write()
+    good = run(pytester, *mode)
+    assert good.ret == 0, good.stdout.str()
+    good.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
+    pytester.makeconftest(RUN_SCOPED_CHECK)
+    bad = run(pytester, *mode)
+    assert bad.ret == pytest.ExitCode.TESTS_FAILED
+    bad.assert_outcomes(passed=good.parseoutcomes()["passed"], failed=4)
+    expect(bad, "campaign tiny-2026-11: REJECTED — 4 of * checks failed",
+           "  variant-a     variant       useful    accepted  4/5")
+    bad.stdout.fnmatch_lines(["manifest.json $.runs: run variant-a records no seed",
+                              "    fix:      add metrics.seed"])
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_single_node_id_reruns_in_every_xdist_mode(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, mode: tuple[str, ...]
+) -> None:
+    campaign.write()
+    result = run(pytester, *mode, "out/manifest.json::no-temp-paths[RELOAD.md]")
+    result.assert_outcomes(passed=1)
+    # One check passing is not a closable campaign: the verdict says only a selection ran.
+    result.stdout.fnmatch_lines(["campaign tiny-2026-11: INCOMPLETE — 1 checks ran; only the "
+                                 "checks named on the command line were collected"])
+
+
+# ------------------------------------------------------------------ hooks
+
+
+def test_hookspec_samples_are_valid_python() -> None:
+    for name in ("pytest_itera_checks", "pytest_itera_temp_patterns", "pytest_itera_reload",
+                 "pytest_itera_catalogue"):
+        compile(sample(getattr(hookspecs, name)), name, "exec")
+
+
+def test_reload_sample_returns_a_result(tmp_path: Path) -> None:
+    namespace: dict[str, Any] = {}
+    exec(sample(hookspecs.pytest_itera_reload), namespace)
+    good, bad = tmp_path / "a.myfmt", tmp_path / "b.myfmt"
+    good.write_bytes(b"MYFMT1...")
+    bad.write_bytes(b"nope")
+    hook = namespace["pytest_itera_reload"]
+    assert hook(tmp_path / "c.pt", "c.pt", None, None) is None  # not ours: the next loader
+    assert hook(good, "a.myfmt", None, None).ok
+    result = hook(bad, "b.myfmt", None, None)
+    assert (result.ok, result.cause) == (False, "b.myfmt: bad magic")
+
+
+def test_custom_check_from_a_conftest_next_to_the_campaign_runs_and_fails(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    pytester.makeconftest(sample(hookspecs.pytest_itera_checks))  # the documented sample
+    result = run(pytester, "-k", "seed-recorded")
+    result.assert_outcomes(failed=1)
+    expect(result, "seed-recorded: 4 problems",
+           "manifest.json: run control has no 'seed' metric",
+           "    fix:      record the seed",
+           "manifest.json: run variant-a has no 'seed' metric")
+    campaign.manifest["runs"] = [
+        {**r, "metrics": {**r["metrics"], "seed": 1}} for r in campaign.manifest["runs"]
+    ]
+    campaign.write()
+    run(pytester, "-k", "seed-recorded").assert_outcomes(passed=1)
+
+
+def test_temp_pattern_from_a_conftest(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.files["RELOAD.md"] += b"Copied from /localscratch/job42/last.pt\n"
+    campaign.write()
+    run(pytester, "-k", "no-temp-paths and RELOAD").assert_outcomes(passed=1)
+    pytester.makeconftest(sample(hookspecs.pytest_itera_temp_patterns))
+    result = run(pytester, "-k", "no-temp-paths and RELOAD")
+    result.assert_outcomes(failed=1)
+    expect(result, "RELOAD.md:4:13: path into a temporary folder: */localscratch/job42/last.pt*")
+
+
+def test_catalogue_from_a_conftest(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    from importlib import resources
+
+    campaign.write()
+    catalogue = resources.files("pytest_itera.catalogues").joinpath(EXAMPLE_CATALOGUE)
+    (pytester.path / "prices.json").write_text(catalogue.read_text())
+    pytester.makeconftest(sample(hookspecs.pytest_itera_catalogue))
+    pytester.makepyfile(test_prices="""
+        def test_catalogue_comes_from_the_conftest(request):
+            catalogue = request.config.hook.pytest_itera_catalogue(config=request.config)
+            assert catalogue.provider == "IteraGPU"
+            assert [o.days for o in catalogue.offers] == [3, 7, 30]
+    """)
+    result = run(pytester, "test_prices.py", "-k", "catalogue")
+    result.assert_outcomes(passed=1)
+
+
+def test_a_family_is_switched_off_with_p_no(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    result = run(pytester, "-p", "no:itera.files", "--collect-only", "-q")
+    ids = [line for line in result.stdout.lines if line.startswith("out/manifest.json::")]
+    assert "out/manifest.json::manifest" in ids
+    assert not [i for i in ids if "files-intact" in i or "no-temp-paths" in i or "no-empty" in i]
+    with_files = run(pytester, "--collect-only", "-q")
+    assert any("files-intact" in line for line in with_files.stdout.lines)
+
+
+# ---------------------------------------------------------------- fixture
+
+ACCEPTANCE_TEST = """
+def test_variant_beats_control(itera_campaign):
+    runs = {r.id: r for r in itera_campaign.manifest.runs}
+    metric = itera_campaign.plan.decision.metric
+    assert runs["variant-a"].metrics[metric] > runs["control"].metrics[metric]
+"""
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_fixture_gives_the_loaded_campaign(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, mode: tuple[str, ...]
+) -> None:
+    campaign.write()
+    pytester.makepyfile(test_acceptance=ACCEPTANCE_TEST)
+    result = run(pytester, *mode, "test_acceptance.py", "-k", "variant_beats or analysis-present")
+    result.assert_outcomes(passed=2)
+    campaign.manifest["runs"][3]["metrics"]["accuracy"] = 0.5
+    campaign.write()
+    failing = run(pytester, *mode, "test_acceptance.py", "-k", "variant_beats")
+    failing.assert_outcomes(failed=1)
+    failing.stdout.fnmatch_lines(["*assert 0.5 > 0.75*"])
+
+
+def test_fixture_runs_once_per_campaign(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    CampaignBuilder(pytester.path / "other").write()
+    pytester.makepyfile(test_ids="""
+        def test_id(itera_campaign):
+            assert itera_campaign.plan.campaign == "tiny-2026-11"
+    """)
+    result = run(pytester, "--itera-campaign", "other", "test_ids.py", "-k", "test_id", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["test_ids.py::test_id?out? PASSED*",
+                                 "test_ids.py::test_id?other? PASSED*"], consecutive=False)
+
+
+def test_fixture_without_a_campaign_is_an_error_not_a_skip(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_acceptance=ACCEPTANCE_TEST)
+    result = pytester.runpytest(*NO_HYPOTHESIS)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*the itera_campaign fixture needs a campaign: run pytest with "
+                                 "--itera-campaign DIR (or set the ini option itera_campaign)"])
+
+
+def test_fixture_on_a_campaign_that_does_not_load(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.manifest["runs"][0]["outcome"] = "great"
+    campaign.write()
+    pytester.makepyfile(test_acceptance=ACCEPTANCE_TEST)
+    result = run(pytester, "test_acceptance.py", "-k", "variant_beats")
+    result.assert_outcomes(errors=1)
+    expect(result, f"*campaign {campaign.root} did not load:",
+           "  manifest.json:*:* $.runs[0].outcome: 'great' is not one of*")
+
+
+# -------------------------------------------------------------- selection
+
+
+def test_not_itera_marker_keeps_only_hand_written_tests(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    pytester.makepyfile(test_acceptance=ACCEPTANCE_TEST)
+    result = run(pytester, "test_acceptance.py", "-m", "not itera")
+    result.assert_outcomes(passed=1, deselected=result.parseoutcomes()["deselected"])
+    assert result.parseoutcomes()["deselected"] > 10
+    result.stdout.fnmatch_lines(["campaign tiny-2026-11: INCOMPLETE — 0 of * checks ran"])
