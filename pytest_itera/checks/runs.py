@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import BinaryIO, NamedTuple, TypeVar
 
 from pytest_itera.campaign import MANIFEST_FILE, PLAN_FILE, Manifest, Plan, RunRecord
 from pytest_itera.checks import Check, Context
@@ -225,8 +225,7 @@ class UnreadableIds(Exception):
     """The file as a whole cannot be read as ID-bearing records (no ID column, a JSON array)."""
 
 
-@dataclass(frozen=True)
-class IdLine:
+class IdLine(NamedTuple):  # a tuple, not a dataclass: millions are made per file
     """One record of an ID-bearing file: its line, its ID, or why it has none."""
 
     line: int
@@ -234,27 +233,30 @@ class IdLine:
     problem: str | None = None
 
 
-def read_ids(path: Path, id_field: str) -> Iterator[IdLine]:
+def read_ids(
+    path: Path, id_field: str, *, max_line: int = MAX_LINE_BYTES
+) -> Iterator[IdLine]:
     """The IDs of a JSON Lines or CSV/TSV file, streamed, one record at a time.
 
     The format is decided by content: a first record starting with '{' is JSON
     Lines, '[' is refused (a JSON array cannot be streamed), anything else is
     CSV with a header naming ``id_field`` (tab-separated when the extension is
     .tsv or the header has tabs and no commas). Integer IDs compare as their
-    decimal text, so a CSV and a JSON file of the same corpus agree.
+    decimal text, so a CSV and a JSON file of the same corpus agree. A line
+    over ``max_line`` bytes is reported and skipped without being held.
     Raises OSError or :class:`UnreadableIds`.
     """
     with _open_regular(path) as handle:
         head = handle.read(1 << 16).lstrip(codecs.BOM_UTF8).lstrip()
         handle.seek(0)
         if not head or head.startswith(b"{"):
-            yield from _jsonl_ids(_lines(handle), id_field)
+            yield from _jsonl_ids(_lines(handle, max_line), id_field)
         elif head.startswith(b"["):
             raise UnreadableIds("is a JSON array; write one JSON object per line (JSON Lines)")
         else:
             first = head.split(b"\n", 1)[0]
             tabbed = path.suffix.lower() == ".tsv" or (b"\t" in first and b"," not in first)
-            yield from _csv_ids(_lines(handle), id_field, "\t" if tabbed else ",")
+            yield from _csv_ids(_lines(handle, max_line), id_field, "\t" if tabbed else ",")
 
 
 def _open_regular(path: Path) -> BinaryIO:
@@ -270,30 +272,43 @@ def _open_regular(path: Path) -> BinaryIO:
 
 
 def _lines(handle: BinaryIO, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes | None]]:
-    """(line number, bytes) per line; None for a line over ``limit``, which is skipped unread."""
-    number = 0
-    while line := handle.readline(limit):
-        number += 1
-        if len(line) >= limit and not line.endswith(b"\n"):
-            while (rest := handle.readline(limit)) and not rest.endswith(b"\n"):
-                pass
-            yield number, None
-        else:
-            yield number, line
+    """(line number, bytes) per line; None for a line over ``limit``, which is skipped unread.
+
+    Reads fixed-size blocks and splits them itself: iterating a file object
+    would hold a whole line, however long, and readline() is slower.
+    """
+    number, tail, skipping = 0, b"", False
+    while block := handle.read(1 << 20):
+        lines = (tail + block).split(b"\n")
+        tail = lines.pop()
+        for line in lines:
+            number += 1
+            if skipping or len(line) > limit:
+                skipping = False  # this was the end of an over-long line
+                yield number, None
+            else:
+                yield number, line
+        if len(tail) > limit:
+            tail, skipping = b"", True
+    if skipping or tail:
+        yield number + 1, None if skipping else tail
 
 
 def _jsonl_ids(lines: Iterable[tuple[int, bytes | None]], id_field: str) -> Iterator[IdLine]:
     for number, raw in lines:
         if raw is None:
-            yield IdLine(number, None, f"longer than {MAX_LINE_BYTES} bytes")
+            yield IdLine(number, None, "over the line length limit (skipped unread)")
             continue
         if number == 1:
             raw = raw.removeprefix(codecs.BOM_UTF8)
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
-        except ValueError as exc:  # JSONDecodeError and undecodable bytes alike
+            record = json.loads(raw.decode("utf-8"))  # str parses faster than bytes
+        except UnicodeDecodeError as exc:
+            yield IdLine(number, None, f"not UTF-8 (byte {exc.start + 1})")
+            continue
+        except ValueError as exc:
             yield IdLine(number, None, f"not JSON ({getattr(exc, 'msg', exc)})")
             continue
         if not isinstance(record, dict):
@@ -322,7 +337,7 @@ class _Numbered:
     def __iter__(self) -> Iterator[str]:
         for number, raw in self.lines:
             self.line = number
-            yield _TOO_LONG + "\n" if raw is None else raw.decode("utf-8", "replace")
+            yield _TOO_LONG + "\n" if raw is None else raw.decode("utf-8", "replace") + "\n"
 
 
 def _csv_ids(
@@ -351,7 +366,7 @@ def _csv_ids(
 
 def _csv_row(line: int, row: list[str], column: int, id_field: str) -> IdLine:
     if row == [_TOO_LONG]:
-        return IdLine(line, None, f"longer than {MAX_LINE_BYTES} bytes")
+        return IdLine(line, None, "over the line length limit (skipped unread)")
     if len(row) <= column or not row[column].strip():
         return IdLine(line, None, f"no value in the {id_field!r} column")
     return IdLine(line, row[column].strip())
@@ -478,11 +493,11 @@ def _index(records: Iterable[IdLine], relpath: str, examples: int) -> CorpusIds:
             ids[rec.id] = len(ids)
     notes = []
     if counts[1]:
-        notes.append(Finding(f"the frozen corpus has {counts[1]} records without a usable ID",
+        notes.append(Finding(f"the frozen corpus has {_n(counts[1], 'record')} without a usable ID",
                              where=f"{relpath}:{broken[0][0]}",
                              found=_more(_lines_text(broken), len(broken), counts[1])))
     if counts[0]:
-        notes.append(Finding(f"the frozen corpus repeats IDs ({counts[0]} extra records)",
+        notes.append(Finding(f"the frozen corpus repeats IDs ({_n(counts[0], 'extra record')})",
                              where=f"{relpath}:{repeated[0][1]}",
                              found=_more(_ids_text(repeated), len(repeated), counts[0])))
     if len(ids) != examples:
@@ -546,21 +561,22 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
 def _coverage_findings(cov: Coverage, relpath: str, total: int, corpus: str) -> Iterator[Finding]:
     fix = f"predict every example of the frozen corpus {corpus} exactly once"
     if cov.missing:
-        yield Finding(f"predictions miss {cov.missing} of the {total} corpus IDs", where=relpath,
+        yield Finding(f"predictions miss {_n(cov.missing, 'ID')} of the {total} corpus IDs",
+                      where=relpath,
                       found=_more(", ".join(cov.missing_first), len(cov.missing_first),
                                   cov.missing), hint=fix)
     if cov.duplicated:
-        yield Finding(f"predictions repeat corpus IDs ({cov.duplicated} extra lines)",
+        yield Finding(f"predictions repeat corpus IDs ({_n(cov.duplicated, 'extra line')})",
                       where=f"{relpath}:{cov.duplicated_first[0][1]}",
                       found=_more(_ids_text(cov.duplicated_first), len(cov.duplicated_first),
                                  cov.duplicated), hint=fix)
     if cov.unknown:
-        yield Finding(f"predictions hold {cov.unknown} IDs that are not in the frozen corpus",
+        yield Finding(f"predictions hold {_n(cov.unknown, 'ID')} not in the frozen corpus",
                       where=f"{relpath}:{cov.unknown_first[0][1]}",
                       found=_more(_ids_text(cov.unknown_first), len(cov.unknown_first),
                                  cov.unknown), hint=fix)
     if cov.malformed:
-        yield Finding(f"predictions have {cov.malformed} malformed lines",
+        yield Finding(f"predictions have {_n(cov.malformed, 'malformed line')}",
                       where=f"{relpath}:{cov.malformed_first[0][0]}",
                       found=_more(_lines_text(cov.malformed_first), len(cov.malformed_first),
                                  cov.malformed),
@@ -573,6 +589,10 @@ def _ids_text(items: Iterable[tuple[str, int]]) -> str:
 
 def _lines_text(items: Iterable[tuple[int, str]]) -> str:
     return "; ".join(f"line {line}: {problem}" for line, problem in items)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _more(text: str, shown: int, count: int) -> str:
