@@ -442,6 +442,15 @@ def test_read_ids_over_block_boundaries(tmp_path: Path) -> None:
     assert [r.line for r in got] == list(range(1, 10))
 
 
+def test_read_ids_refuses_binary_files(tmp_path: Path) -> None:
+    import gzip
+
+    path = tmp_path / "p.jsonl.gz"
+    path.write_bytes(gzip.compress(jsonl(list(CORPUS_IDS))))
+    with pytest.raises(UnreadableIds, match=r"is binary \(compressed, Parquet, Arrow\?\)"):
+        list(read_ids(path, "id"))
+
+
 def test_read_ids_refuses_a_fifo(tmp_path: Path) -> None:
     fifo = tmp_path / "p.jsonl"
     os.mkfifo(fifo)

@@ -239,9 +239,10 @@ def read_ids(
     """The IDs of a JSON Lines or CSV/TSV file, streamed, one record at a time.
 
     The format is decided by content: a first record starting with '{' is JSON
-    Lines, '[' is refused (a JSON array cannot be streamed), anything else is
-    CSV with a header naming ``id_field`` (tab-separated when the extension is
-    .tsv or the header has tabs and no commas). Integer IDs compare as their
+    Lines; '[' (a JSON array cannot be streamed) and binary content (NUL bytes:
+    gzip, Parquet, Arrow) are refused; anything else is CSV with a header
+    naming ``id_field`` (tab-separated when the extension is .tsv or the header
+    has tabs and no commas). Integer IDs compare as their
     decimal text, so a CSV and a JSON file of the same corpus agree. A line
     over ``max_line`` bytes is reported and skipped without being held.
     Raises OSError or :class:`UnreadableIds`.
@@ -253,6 +254,8 @@ def read_ids(
             yield from _jsonl_ids(_lines(handle, max_line), id_field)
         elif head.startswith(b"["):
             raise UnreadableIds("is a JSON array; write one JSON object per line (JSON Lines)")
+        elif b"\0" in head:
+            raise UnreadableIds("is binary (compressed, Parquet, Arrow?); write JSON Lines or CSV")
         else:
             first = head.split(b"\n", 1)[0]
             tabbed = path.suffix.lower() == ".tsv" or (b"\t" in first and b"," not in first)
@@ -666,8 +669,8 @@ def _unlisted_variants(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> It
             yield Finding(f"variant {run.id} meets the threshold but the conclusion does not "
                           "list it", where=f"{MANIFEST_FILE} $.conclusion.meets_threshold",
                           expected=_rule(plan), found=f"{metric} = {run.metrics[metric]}",
-                          hint=f"add {run.id} to meets_threshold, or explain in the plan's "
-                          "terms why it does not count")
+                          hint=f"add {run.id} to meets_threshold: the conclusion states what "
+                          "the recorded metrics show")
 
 
 def _no_metric(man: Manifest, run: RunRecord, metric: str) -> Finding:
