@@ -193,6 +193,82 @@ def test_must_category_lacks_the_resume_check(pytester: pytest.Pytester, campaig
     expect(result, "plan.json $.runs: the must category has no resume check run")
 
 
+def _drop(campaign: CampaignBuilder, run_id: str = "variant-a", **fields: object) -> None:
+    runs = campaign.manifest["runs"]
+    index = next(i for i, r in enumerate(runs) if r["id"] == run_id)
+    runs[index] = {"id": run_id, "outcome": "dropped", "decision": "after-pilot", **fields}
+    campaign.manifest["schedule"]["decisions"] = [
+        {"id": "after-pilot", "text": f"{run_id} is not needed to conclude", "drops": [run_id]}]
+
+
+def test_dropped_run_with_its_decision_passes(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    _drop(campaign)
+    campaign.write()
+    run(pytester, *only("expected-ids")).assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("decision", "drops", "expected"),
+    [
+        (None, ["variant-a"],
+         ["manifest.json $.runs[3].decision: dropped run variant-a names no decision",
+          "    fix:      a run is dropped at a decision point*"]),
+        ("mid-week", ["variant-a"],
+         ["manifest.json $.runs[3].decision: dropped run variant-a names decision 'mid-week', "
+          "which is not recorded", "    expected: one of ['after-pilot']"]),
+        ("after-pilot", [],
+         ["manifest.json $.runs[3].decision: dropped run variant-a names decision "
+          "'after-pilot', which does not drop it", "    found:    drops []"]),
+    ],
+    ids=["no-decision", "unknown-decision", "decision-does-not-drop-it"],
+)
+def test_dropped_run_without_a_matching_decision(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, decision: str | None,
+    drops: list[str], expected: list[str]
+) -> None:
+    _drop(campaign)
+    if decision is None:
+        del campaign.manifest["runs"][3]["decision"]
+    else:
+        campaign.manifest["runs"][3]["decision"] = decision
+    campaign.manifest["schedule"]["decisions"][0]["drops"] = drops
+    campaign.write()
+    result = run(pytester, *only("expected-ids"))
+    result.assert_outcomes(failed=1)
+    expect(result, "*expected-ids: 1 problem*", *expected)
+
+
+def test_must_run_dropped(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    _drop(campaign, "control")
+    campaign.write()
+    result = run(pytester, *only("expected-ids"))
+    expect(result, "manifest.json $.runs[0].outcome: must-category run control was dropped",
+           "    fix:      only optional (useful or exploratory) runs are dropped*")
+
+
+def test_decision_drops_a_run_that_ran(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.manifest["schedule"]["decisions"] = [
+        {"id": "after-pilot", "text": "variant-a is dropped", "drops": ["variant-a"]}]
+    campaign.write()
+    result = run(pytester, *only("expected-ids"))
+    expect(result, "manifest.json $.schedule.decisions[0].drops: decision after-pilot drops run "
+           "variant-a, recorded as accepted")
+
+
+def test_rejected_run_needs_a_reason(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.manifest["runs"][3]["outcome"] = "rejected"
+    campaign.write()
+    result = run(pytester, *only("expected-ids"))
+    expect(result, "manifest.json $.runs[3].rejection: rejected run variant-a does not say why")
+    campaign.manifest["runs"][3]["rejection"] = "predictions written for the old corpus"
+    campaign.write()
+    run(pytester, *only("expected-ids")).assert_outcomes(passed=1)
+
+
 # --------------------------------------------------------- analysis-present
 
 

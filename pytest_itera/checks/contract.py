@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from pytest_itera.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
     AdapterRecord,
     CheckpointRecord,
+    DecisionRecord,
     Manifest,
     Plan,
 )
@@ -113,6 +114,8 @@ def expected_ids(ctx: Context, _target: str | None) -> Iterator[Finding]:
             )
     yield from _must_roles(plan)
     yield from _dangling_runs(man, recorded)
+    yield from _outcome_records(plan, man)
+    yield from _decisions_agree(man)
 
 
 def _repeated(file: str, where: str, ids: list[str]) -> Iterator[Finding]:
@@ -148,6 +151,53 @@ def _dangling_runs(man: Manifest, recorded: set[str]) -> Iterator[Finding]:
                     f"{field_name[:-1]} {record.path} belongs to unknown run {record.run}",
                     where=f"{MANIFEST_FILE} $.{field_name}[{i}].run",
                 )
+
+
+def _outcome_records(plan: Plan, man: Manifest) -> Iterator[Finding]:
+    """A dropped run names the decision that dropped it; a rejected run says why (R2, R9)."""
+    decisions = {d.id: d for d in man.schedule.decisions}
+    for i, run in enumerate(man.runs):
+        where = f"{MANIFEST_FILE} $.runs[{i}]"
+        if run.outcome == "dropped":
+            yield from _dropped(plan, run.id, run.decision, decisions, where)
+        elif run.outcome == "rejected" and not (run.rejection or "").strip():
+            yield Finding(f"rejected run {run.id} does not say why", where=f"{where}.rejection",
+                          hint="record the cause of the rejection (it is shown with the cost)")
+
+
+def _dropped(
+    plan: Plan, run_id: str, decision: str | None, decisions: Mapping[str, DecisionRecord],
+    where: str,
+) -> Iterator[Finding]:
+    if decision is None:
+        yield Finding(f"dropped run {run_id} names no decision", where=f"{where}.decision",
+                      hint="a run is dropped at a decision point: record the decision "
+                      "(schedule.decisions, with drops) and name it here")
+    elif decision not in decisions:
+        yield Finding(f"dropped run {run_id} names decision {decision!r}, which is not recorded",
+                      where=f"{where}.decision", expected=f"one of {sorted(decisions)}",
+                      hint="record the decision in manifest.json schedule.decisions")
+    elif run_id not in decisions[decision].drops:
+        yield Finding(f"dropped run {run_id} names decision {decision!r}, which does not drop it",
+                      where=f"{where}.decision",
+                      found=f"drops {list(decisions[decision].drops)}",
+                      hint=f"list {run_id} in that decision's drops")
+    planned = plan.run(run_id)
+    if planned is not None and planned.category == "must":
+        yield Finding(f"must-category run {run_id} was dropped", where=f"{where}.outcome",
+                      hint="only optional (useful or exploratory) runs are dropped at a decision "
+                      "point; without the must runs the question cannot be concluded")
+
+
+def _decisions_agree(man: Manifest) -> Iterator[Finding]:
+    for i, decision in enumerate(man.schedule.decisions):
+        for run_id in decision.drops:
+            run = man.run(run_id)
+            if run is not None and run.outcome != "dropped":
+                yield Finding(
+                    f"decision {decision.id} drops run {run_id}, recorded as {run.outcome}",
+                    where=f"{MANIFEST_FILE} $.schedule.decisions[{i}].drops",
+                    hint="a dropped run has outcome 'dropped'; correct the run or the decision")
 
 
 def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
