@@ -169,6 +169,19 @@ def test_user_patterns_are_plain_literals(tmp_path: Path) -> None:
     assert matcher.patterns[-2:] == ("/scratch/", "$TMPDIR")
 
 
+def test_prefilter_canaries_are_never_hits(tmp_path: Path) -> None:
+    # The 0xF8-0xFB needles only steer the automaton's prefilter (scan._CANARIES).
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"".join(c * 2 for c in scan._CANARIES) + b" /tmp/a \xf8\xf8\xf8\xf8\n")
+
+    facts = _facts(path)
+
+    assert [(h.pattern, h.line, h.column, h.excerpt) for h in facts.hits] == [
+        ("/tmp/", 1, 34, "/tmp/a")
+    ]
+    assert facts.hit_count == 1
+
+
 def test_matcher_refuses_empty_patterns() -> None:
     with pytest.raises(ValueError, match="non-empty"):
         TempMatcher([])

@@ -7,7 +7,8 @@ come from the same streamed pass.
 from __future__ import annotations
 
 import os
-from collections import Counter
+import weakref
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from fnmatch import fnmatchcase
 
@@ -42,6 +43,23 @@ def _listed(ctx: Context) -> tuple[FileRecord, ...]:
     return man.files if man is not None else ()
 
 
+# Per Context: listed path -> [(index in $.files, record)]. Built once: looking each
+# item's record up by scanning the list made a 1,000-run campaign quadratic (issue 8).
+_RECORDS: weakref.WeakKeyDictionary[Context, dict[str, list[tuple[int, FileRecord]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _records(ctx: Context, relpath: str) -> list[tuple[int, FileRecord]]:
+    index = _RECORDS.get(ctx)
+    if index is None:
+        index = defaultdict(list)
+        for i, record in enumerate(_listed(ctx)):
+            index[record.path].append((i, record))
+        _RECORDS[ctx] = index
+    return index.get(relpath, [])
+
+
 # ------------------------------------------------------------ files-intact
 
 
@@ -56,7 +74,7 @@ def file_targets(ctx: Context) -> Iterable[str]:
 
 def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
-    records = [(i, f) for i, f in enumerate(_listed(ctx)) if f.path == target]
+    records = _records(ctx, target)
     if not records:
         yield from _unlisted(ctx, target)
         return
@@ -148,7 +166,7 @@ def no_empty_files(ctx: Context, _target: str | None) -> Iterator[Finding]:
     entries = [e for e in ctx.entries() if not ignored(ctx, e.path)]
     for entry in entries:
         if entry.kind == "file" and entry.size == 0:
-            listed = any(f.path == entry.path for f in _listed(ctx))
+            listed = bool(_records(ctx, entry.path))
             yield Finding(
                 f"{entry.path} is empty{' (listed in the manifest)' if listed else ''}",
                 where=entry.path,

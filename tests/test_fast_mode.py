@@ -1,0 +1,199 @@
+"""--itera-fast: structure, ids, sizes, empty files; no hashes, no reloads, never "accepted".
+
+Also proves the pytest process never imports torch (a checkpoint is only ever loaded by the
+reload server, under its own interpreter): start-up stays cheap (issue 8, target c).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+
+from pytest_itera.plugin import FAMILIES
+from tests.factory import CampaignBuilder, expect, sha256
+
+HOSTILE = "runs/resume-check/last.pt"
+
+# Written at the pytester root (never inside the campaign): records what the pytest process
+# imported and whether a Reloader was ever made, without changing what either does.
+PROBE = """
+import json, os, sys
+import pytest
+
+made = []
+
+def pytest_configure(config):
+    from pytest_itera import reload
+    original = reload.Reloader.__init__
+    def spy(self, *args, **kwargs):
+        made.append(1)
+        original(self, *args, **kwargs)
+    reload.Reloader.__init__ = spy
+
+def pytest_unconfigure(config):
+    with open(os.environ["ITERA_PROBE_OUT"], "w") as out:
+        json.dump({"torch": "torch" in sys.modules, "reloaders": len(made)}, out)
+"""
+
+
+class _Hostile:
+    """Unpickling this would run a shell command: weights_only=True must refuse it."""
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.system, ("echo pwned > pwned.txt",))
+
+
+def fast_check_ids() -> set[str]:
+    ids = set()
+    for module in FAMILIES.values():
+        ids |= {c.id for c in importlib.import_module(module).CHECKS if c.fast}
+    return ids
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--itera-campaign", "out", *args)
+
+
+def with_hostile_checkpoint(campaign: CampaignBuilder) -> None:
+    campaign.files[HOSTILE] = pickle.dumps({"model": _Hostile()}, protocol=2)
+    campaign.manifest["checkpoints"] = [
+        {"path": HOSTILE, "run": "resume-check", "format": "torch", "kind": "resume",
+         "claims": ["model"]}
+    ]
+
+
+def probed_run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, int]]:
+    """A real pytest process (plugins load as installed), with the probe conftest."""
+    pytester.makeconftest(PROBE)
+    out = pytester.path / "probe.json"
+    pytester._monkeypatch.setenv("ITERA_PROBE_OUT", str(out))
+    pytester._monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")) if p
+    ))
+    result = pytester.runpytest_subprocess("--itera-campaign", "out", "-p", "no:cacheprovider",
+                                           *args)
+    return result, json.loads(out.read_text())
+
+
+def test_verdict_is_plausible_never_accepted(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+
+    result = run(pytester, "--itera-fast")
+
+    assert result.ret == 0
+    expect(result, "campaign tiny-2026-11: PLAUSIBLE (fast mode) — */* checks")
+    assert "ACCEPTED" not in result.stdout.str()
+    full = run(pytester)
+    expect(full, "campaign tiny-2026-11: ACCEPTED — */* checks")  # the same campaign, full look
+
+
+def test_only_fast_checks_are_collected(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+
+    result = run(pytester, "--itera-fast", "--collect-only", "-q")
+
+    collected = collected_checks(result)
+    assert {"manifest", "files-intact", "no-empty-files"} <= collected <= fast_check_ids()
+    assert {"plan-frozen", "no-temp-paths"}.isdisjoint(collected)  # they hash and scan
+
+
+def collected_checks(result: pytest.RunResult) -> set[str]:
+    """Check ids of the items a --collect-only -q run lists."""
+    return {line.split("::", 1)[1].split("[")[0] for line in result.outlines
+            if "manifest.json::" in line}
+
+
+def test_no_hashes_same_size_different_bytes_passes(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    path = campaign.root / "runs/variant-a/metrics.json"
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"0.75", b"0.95"))
+    campaign.seal()
+
+    fast = run(pytester, "--itera-fast", "-k", "files-intact and variant-a/metrics")
+    full = run(pytester, "-k", "files-intact and variant-a/metrics")
+
+    fast.assert_outcomes(passed=1)
+    full.assert_outcomes(failed=1)
+    expect(full, "*runs/variant-a/metrics.json does not have the sha256 recorded*",
+           f"    found:    {sha256(path.read_bytes())}")
+
+
+def test_sizes_are_still_checked(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    with (campaign.root / "RELOAD.md").open("ab") as handle:
+        handle.write(b"more\n")
+    campaign.seal()
+
+    result = run(pytester, "--itera-fast", "-k", "files-intact and RELOAD")
+
+    result.assert_outcomes(failed=1)
+    size = len(campaign.files["RELOAD.md"])
+    expect(result, f"*RELOAD.md is {size + 5} bytes, the manifest says {size}",
+           "campaign tiny-2026-11: REJECTED — 1 of 1 checks failed")
+
+
+def test_no_reload_of_a_hostile_checkpoint(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    with_hostile_checkpoint(campaign)
+    campaign.write()
+
+    result, probe = probed_run(pytester, "--itera-fast")
+
+    assert result.ret == 0, result.stdout.str()
+    expect(result, "campaign tiny-2026-11: PLAUSIBLE (fast mode) — */* checks")
+    assert probe == {"torch": False, "reloaders": 0}
+    assert not (pytester.path / "pwned.txt").exists()
+    listed = run(pytester, "--itera-fast", "--collect-only", "-q")
+    assert not any(check.startswith("checkpoint") for check in collected_checks(listed))
+
+
+def test_the_full_look_reloads_what_fast_mode_skips(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    with_hostile_checkpoint(campaign)
+    campaign.write()
+
+    collected = run(pytester, "--collect-only", "-q").stdout.str()
+    if "::checkpoint-reloads[" not in collected:
+        pytest.skip("no checkpoint-reloads check registered in this build")
+    result = run(pytester, "-k", "checkpoint-reloads")
+
+    result.assert_outcomes(failed=1)
+    expect(result, "*unsupported global*os.system*")
+    assert not (pytester.path / "pwned.txt").exists()
+
+
+def test_json_report_says_plausible(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+
+    result = run(pytester, "--itera-fast", "--itera-report", "closure.json")
+
+    assert result.ret == 0
+    report = json.loads((pytester.path / "closure.json").read_text())
+    assert (report["verdict"], report["fast"]) == ("plausible (fast mode)", True)
+    assert {c["outcome"] for c in report["checks"]} == {"passed"}
+
+
+def test_a_full_run_never_imports_torch_in_the_pytest_process(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+
+    result, probe = probed_run(pytester)
+
+    assert result.ret == 0, result.stdout.str()
+    expect(result, "campaign tiny-2026-11: ACCEPTED — */* checks")
+    assert probe["torch"] is False
