@@ -169,8 +169,9 @@ class CampaignBuilder:
         if before_manifest is not None:
             before_manifest(self.root)
         manifest = copy.deepcopy(self.manifest)
-        manifest["plan"]["sha256"] = sha256(plan_bytes)
-        if not manifest["files"]:
+        if isinstance(manifest.get("plan"), dict):  # fuzzed manifests may lack it
+            manifest["plan"]["sha256"] = sha256(plan_bytes)
+        if manifest.get("files") == []:
             manifest["files"] = [
                 {"path": rel, "bytes": len(data), "sha256": sha256(data)}
                 for rel, data in sorted(self.files.items())

@@ -101,7 +101,7 @@ def test_same_summary_and_json_report_with_and_without_xdist(
     section, report = outputs["0"]
     assert report["verdict"] == "rejected"
     assert "  control       control       must      accepted  " + (
-        "2/3" if selection else "4/5") in section
+        "4/5" if selection else "6/7") in section
 
 
 def test_xdist_collects_the_same_items(
@@ -133,7 +133,7 @@ def test_accepted_and_rejected_in_every_xdist_mode(
     # budget-consistent fails too (it re-derives the count from the runs' checks).
     bad.assert_outcomes(passed=good.parseoutcomes()["passed"] - 1, failed=5)
     expect(bad, "campaign tiny-2026-11: REJECTED — 5 of * checks failed",
-           "  variant-a     variant       useful    accepted  4/5")
+           "  variant-a     variant       useful    accepted  6/7")
     bad.stdout.fnmatch_lines(["manifest.json $.runs: run variant-a records no seed",
                               "    fix:      add metrics.seed"])
 

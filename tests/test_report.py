@@ -224,10 +224,10 @@ def test_terminal_summary_has_verdict_runs_budget_schedule(
     assert lines[1].startswith("campaign tiny-2026-11: ACCEPTED — ")
     assert lines[2:7] == [
         "  run           role          category  status    checks passed",
-        "  control       control       must      accepted  4/4",
-        "  data-check    data_check    must      accepted  4/4",
-        "  resume-check  resume_check  must      accepted  4/4",
-        "  variant-a     variant       useful    accepted  4/4",
+        "  control       control       must      accepted  6/6",
+        "  data-check    data_check    must      accepted  6/6",
+        "  resume-check  resume_check  must      accepted  6/6",
+        "  variant-a     variant       useful    accepted  6/6",
     ]
     assert lines[7:] == [
         "  budget: 47.14 USD engaged (lots: rtx4090-3d (3 d, 47.14 USD)); 1 accepted corpus; "
@@ -249,7 +249,7 @@ def test_rejected_summary_counts_failures_and_the_runs_failing_items(
     failed = result.parseoutcomes()["failed"]
     total = failed + result.parseoutcomes()["passed"]
     expect(result, f"campaign tiny-2026-11: REJECTED — {failed} of {total} checks failed",
-           "  variant-a     variant       useful    accepted  3/4")
+           "  variant-a     variant       useful    accepted  5/6")
 
 
 @pytest.mark.parametrize("color", ["yes", "no"])
@@ -286,7 +286,7 @@ def test_json_report_matches_its_schema(
     validate_report(data)
     assert data["verdict"] == "rejected"
     assert data["schedule"]["uncommitted_source"] == "computed"
-    assert {r["id"]: (r["passed"], r["total"]) for r in data["runs"]}["control"] == (4, 4)
+    assert {r["id"]: (r["passed"], r["total"]) for r in data["runs"]}["control"] == (6, 6)
     assert len(data["steps"]) == len(campaign.plan["schedule"]["steps"])
     data["verdict"] = "fine"  # the schema is not a rubber stamp
     with pytest.raises(jsonschema.ValidationError):
@@ -318,7 +318,7 @@ def test_markdown_report(pytester: pytest.Pytester, campaign: CampaignBuilder) -
                     "## Planned vs actual", "## Failures"):
         assert f"\n{heading}\n" in f"\n{text}"
     assert "**campaign tiny-2026-11: REJECTED — 2 of " in text
-    assert "| control | control | must | accepted | 4/4 |" in text
+    assert "| control | control | must | accepted | 6/6 |" in text
     row = "| validate | validation | gpu0 | 4 | 4 | = | a \\| pipe and &lt;b&gt;html&lt;/b&gt;"
     assert row in text
     assert "- **failed** out/manifest.json::no-empty-files" in text

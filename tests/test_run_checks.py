@@ -235,7 +235,7 @@ def test_dropped_run_without_config_has_no_item(pytester: Pytester, campaign: Ca
     campaign.write()
     result = run(pytester, "config-identity")
     result.assert_outcomes(passed=3)
-    result.stdout.no_fnmatch_line("*variant-a*")
+    result.stdout.no_fnmatch_line("*config-identity[[]variant-a]*")
 
 
 def test_run_added_by_decision_has_no_planned_hash(pytester: Pytester, campaign: Campaign) -> None:
@@ -362,7 +362,7 @@ def test_accepted_variant_without_predictions(pytester: Pytester, campaign: Camp
     result.assert_outcomes(passed=2, failed=1)
     expect(result,
            "manifest.json $.runs[3].predictions: accepted run variant-a has no predictions")
-    result.stdout.no_fnmatch_line("*data-check*")
+    result.stdout.no_fnmatch_line("*predictions-cover-corpus[[]data-check]*")
 
 
 def test_stopped_run_predictions_are_not_compared(pytester: Pytester, campaign: Campaign) -> None:
