@@ -177,8 +177,7 @@ class Context:
         inside = resolve_inside(self.root, relpath)
         if isinstance(inside, str):
             return ReloadResult(path=relpath, ok=False, format=None,
-                                cause=f"{relpath}: the path {inside}; not loaded", parts=(),
-                                missing_reasons={}, nonfinite=(), tensors=0, seconds=0.0)
+                                cause=f"{relpath}: the path {inside}; not loaded")
         if self._reload_hook is not None:
             result = self._reload_hook(inside, relpath, claimed_format)
             if result is not None:
