@@ -192,6 +192,7 @@ def test_broken_checkpoints_fail_for_their_reason(
         "runs/control/mislabeled.pt": built["safetensors"][""],
         "runs/variant-a/weights.pt": built["state-dict"][""],
         "runs/variant-a/last.ckpt": built["lightning"][""],
+        "runs/variant-a/declared-torch.ckpt": built["lightning"][""],
         "runs/resume-check/resume.pt": built["no-scaler"][""],
     }
     place(campaign, built["dcp-nan"], "runs/control/dcp")
@@ -200,7 +201,9 @@ def test_broken_checkpoints_fail_for_their_reason(
                       ("runs/control/empty.pt", "torch"),
                       ("runs/control/nan.safetensors", "safetensors"),
                       ("runs/control/dcp", "dcp"), ("runs/control/mislabeled.pt", "torch"),
-                      ("../outside.pt", "torch"), ("runs/control/link.pt", "torch")]:
+                      ("../outside.pt", "torch"), ("runs/control/link.pt", "torch"),
+                      ("runs/control/gone.pt", "torch"),
+                      ("runs/variant-a/declared-torch.ckpt", "torch")]:
         add_checkpoint(campaign, path, fmt)
     add_checkpoint(campaign, "runs/variant-a/weights.pt", "torch", "resume", ["model"])
     add_checkpoint(campaign, "runs/variant-a/last.ckpt", "lightning", "resume")
@@ -213,11 +216,12 @@ def test_broken_checkpoints_fail_for_their_reason(
 
     assert not marker.exists(), "the hostile pickle's payload ran"
     failed = ["evil.pt", "truncated.pt", "empty.pt", "nan.safetensors", "dcp", "mislabeled.pt",
-              "link.pt"]
+              "link.pt", "gone.pt"]
     expected = {f"checkpoint-reloads[runs/control/{name}]": "FAILED" for name in failed}
     expected |= {f"checkpoint-reloads[{path}]": "PASSED" for path in (
         "runs/variant-a/weights.pt", "runs/variant-a/last.ckpt",
-        "runs/resume-check/checkpoint-2", "runs/resume-check/resume.pt")}
+        "runs/resume-check/checkpoint-2", "runs/resume-check/resume.pt",
+        "runs/variant-a/declared-torch.ckpt")}  # a Lightning .ckpt is a torch.save file
     expected |= {f"resume-complete[{path}]": "FAILED" for path in (
         "runs/variant-a/weights.pt", "runs/variant-a/last.ckpt",
         "runs/resume-check/checkpoint-2", "runs/resume-check/resume.pt")}
@@ -253,22 +257,23 @@ def test_broken_checkpoints_fail_for_their_reason(
         "manifest.json $.checkpoints[7].path: checkpoint path 'runs/control/link.pt' symlink "
         "runs/control/link.pt -> ../../../outside.pt leaves the campaign folder: it is not "
         "loaded",
+        "manifest.json $.checkpoints[8].path: checkpoint runs/control/gone.pt is missing",
         # model-only state dict offered as resume
-        "manifest.json $.checkpoints[8]: resume checkpoint runs/variant-a/weights.pt lacks "
+        "manifest.json $.checkpoints[10]: resume checkpoint runs/variant-a/weights.pt lacks "
         "optimizer, progress, scheduler, rng, data, required by the plan's "
         "checkpoint_policy.resume_state (it holds model weights only: a state dict is not a "
         "resume checkpoint)",
         # Lightning: rng impossible by design, data not saved
-        "manifest.json $.checkpoints[9]: resume checkpoint runs/variant-a/last.ckpt cannot hold "
+        "manifest.json $.checkpoints[11]: resume checkpoint runs/variant-a/last.ckpt cannot hold "
         "rng, required by the plan: Lightning checkpoints store no RNG state by design",
-        "manifest.json $.checkpoints[9]: resume checkpoint runs/variant-a/last.ckpt lacks data,*",
+        "manifest.json $.checkpoints[11]: resume checkpoint runs/variant-a/last.ckpt lacks data,*",
         # HF Trainer folder without optimizer.pt
-        "manifest.json $.checkpoints[10]: resume checkpoint runs/resume-check/checkpoint-2 lacks "
+        "manifest.json $.checkpoints[12]: resume checkpoint runs/resume-check/checkpoint-2 lacks "
         "optimizer, required by*",
         "    found:    model, progress, scheduler, rng, data",
         "    fix:      save every required part (hf-trainer: optimizer in optimizer.pt)*",
         # claims cross-checked
-        "manifest.json $.checkpoints[11].claims: the manifest claims scaler for "
+        "manifest.json $.checkpoints[13].claims: the manifest claims scaler for "
         "runs/resume-check/resume.pt, which does not hold it",
     )
     result.stdout.no_fnmatch_line("*resume-complete*resume.pt*lacks*")  # scaler is not required

@@ -151,13 +151,18 @@ def _reload_findings(
                       where=where, hint=_load_hint(error))
     if result.nonfinite:
         yield _nonfinite_finding(result, where)
-    if claimed is not None and result.format is not None and result.format != claimed:
+    if claimed is not None and not _agrees(claimed, result.format):
         yield Finding(
             f"{relpath} holds {result.format!r} content, but the manifest declares format "
             f"{claimed!r}",
             where=f"{where}.format", expected=claimed, found=result.format,
             hint=_format_hint(result.format),
         )
+
+
+def _agrees(claimed: str, found: str | None) -> bool:
+    """A Lightning .ckpt is a torch.save file: declaring it 'torch' is not wrong."""
+    return found is None or found == claimed or (claimed, found) == ("torch", "lightning")
 
 
 def _nonfinite_finding(result: ReloadResult, where: str) -> Finding:
