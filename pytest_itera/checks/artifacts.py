@@ -196,7 +196,7 @@ def _load_hint(cause: str) -> str:
             "again from the run")
 
 
-def _format_hint(found: str) -> str:
+def _format_hint(found: str | None) -> str:
     if found == "peft":
         return ("a PEFT adapter folder belongs in adapters (adapter-pinned reloads it); or list "
                 "its adapter_model.safetensors here with format 'safetensors'")
@@ -209,7 +209,8 @@ def _format_hint(found: str) -> str:
 _PART_HOME: dict[str, dict[str, str]] = {
     "torch": {
         "model": "a 'model_state_dict' key", "optimizer": "an 'optimizer_state_dict' key",
-        "progress": "a 'progress' (or 'epoch' / 'global_step') key", "scheduler": "a 'scheduler' key",
+        "progress": "a 'progress' (or 'epoch' / 'global_step') key",
+        "scheduler": "a 'scheduler' key",
         "scaler": "a 'scaler' key (GradScaler.state_dict())",
         "rng": "an 'rng_state' key (torch, numpy and python RNG states)",
         "data": "a 'sampler' key (the data position)",
