@@ -5,16 +5,19 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 import pytest
 from _pytest._code.code import TerminalRepr
 
 from pytest_itera.campaign import MANIFEST_FILE, load_campaign
-from pytest_itera.checks import Check, Context, Options
+from pytest_itera.checks import Check, Context, Options, ReloadHook
 from pytest_itera.findings import Finding, render_all, summary_line
 from pytest_itera.options import Settings, settings_key
+
+if TYPE_CHECKING:
+    from pytest_itera.reload import Reloader, ReloadResult
 
 MARKER = "itera"
 
@@ -176,7 +179,45 @@ def make_context(
         deviation_tolerance=settings.deviation_tolerance,
         extra={"config": config},
     )
-    return Context(load_campaign(root), options, checks)
+    return Context(
+        load_campaign(root),
+        options,
+        checks,
+        reloader_factory=lambda: session_reloader(config),
+        reload_hook=_reload_hook(config),
+        close_reloader=False,  # shared by every campaign of this process; closed at unconfigure
+    )
+
+
+_reloader_key = pytest.StashKey["Reloader"]()
+
+
+def session_reloader(config: pytest.Config) -> Reloader:
+    """The process's one Reloader: one torch import per pytest process, not per campaign.
+
+    Its interpreter and per-file timeout are --itera-python / --itera-timeout (or the ini twins).
+    """
+    reloader = config.stash.get(_reloader_key, None)
+    if reloader is None:
+        from pytest_itera.reload import Reloader
+
+        settings = config.stash[settings_key]
+        reloader = Reloader(settings.python, timeout=settings.timeout)
+        config.stash[_reloader_key] = reloader
+        config.add_cleanup(reloader.close)
+    return reloader
+
+
+def _reload_hook(config: pytest.Config) -> ReloadHook:
+    """Implementations of pytest_itera_reload are asked before the built-in loader."""
+
+    def ask(path: Path, display: str, claimed_format: str | None) -> ReloadResult | None:
+        result: ReloadResult | None = config.hook.pytest_itera_reload(
+            path=path, display=display, claimed_format=claimed_format, config=config
+        )
+        return result
+
+    return ask
 
 
 def _nodeid(session: pytest.Session, path: Path) -> str:

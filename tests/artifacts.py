@@ -198,19 +198,45 @@ def dcp_checkpoint(folder: Path, nan: bool = False) -> Path:
     return folder / "dcp"
 
 
-def peft_adapter(folder: Path) -> Path:
-    """A real PEFT LoRA adapter folder on a tiny config-built GPT-2."""
+def peft_adapter(folder: Path, *, base_model: str | None = None,
+                 revision: str | None = None) -> Path:
+    """A real PEFT LoRA adapter folder on a tiny config-built GPT-2.
+
+    ``base_model`` is the name the base would have had from ``from_pretrained`` (PEFT writes
+    it as base_model_name_or_path); ``revision`` is passed to get_peft_model as PEFT users do.
+    """
     from peft import LoraConfig, get_peft_model
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
     base = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=8, n_layer=1, n_head=2,
                                       n_positions=16))
+    if base_model is not None:
+        base.name_or_path = base_model
     with _quiet():
         model = get_peft_model(base, LoraConfig(r=2, target_modules=["c_attn"],
-                                                task_type="CAUSAL_LM"))
+                                                task_type="CAUSAL_LM"), revision=revision)
         model.save_pretrained(str(folder / "adapter"))
     return folder / "adapter"
+
+
+def folder_bytes(path: Path) -> dict[str, bytes]:
+    """A built artifact as {relative path: bytes} (one entry ``""`` for a file), so a test can
+    place a private copy of it anywhere in a campaign."""
+    if path.is_file():
+        return {"": path.read_bytes()}
+    return {p.relative_to(path).as_posix(): p.read_bytes()
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def hostile_checkpoint(folder: Path, marker: Path, payload: str = "os.system",
+                       name: str = "evil.pt") -> Path:
+    """A torch.save archive whose pickle runs ``payload`` (creating ``marker``) if unpickled
+    with arbitrary globals, next to real weights so it looks like a checkpoint."""
+    path = folder / name
+    torch.save({"model_state_dict": tiny_model().state_dict(),
+                "epoch": hostile_payloads(marker)[payload]}, path)
+    return path
 
 
 def copy_artifact(src: Path, dst_folder: Path) -> Path:

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from pytest_itera.tree import Entry
 
 Scope = Literal["campaign", "file", "run", "checkpoint", "adapter"]
+# (resolved path, path as the manifest writes it, claimed format) -> a verdict, or None to pass.
+ReloadHook = Callable[[Path, str, "str | None"], "ReloadResult | None"]
 Needs = Literal["plan", "manifest"]
 
 
@@ -79,19 +81,24 @@ class Context:
         *,
         matcher_factory: Callable[[], TempMatcher] | None = None,
         reloader_factory: Callable[[], Reloader] | None = None,
+        reload_hook: ReloadHook | None = None,
+        close_reloader: bool = True,
     ) -> None:
         self.campaign = campaign
         self.options = options
         self.checks = checks
         self._matcher_factory = matcher_factory
         self._reloader_factory = reloader_factory
+        self._reload_hook = reload_hook
+        # False when the factory hands out a reloader shared by the whole pytest process.
+        self._close_reloader = close_reloader
         self._lock = threading.RLock()
         self._entries: tuple[Entry, ...] | None = None
         self._by_path: dict[str, Entry] = {}
         self._matcher: TempMatcher | None = None
         self._reloader: Reloader | None = None
         self._facts: dict[str, FileFacts] = {}
-        self._reloads: dict[str, ReloadResult] = {}
+        self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
         self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
 
     @property
@@ -150,13 +157,32 @@ class Context:
     # -- checkpoints --------------------------------------------------------------
 
     def reload(self, relpath: str, claimed_format: str | None) -> ReloadResult:
-        """The fresh-process reload verdict for one checkpoint (memoised)."""
+        """The fresh-process reload verdict for one checkpoint (memoised).
+
+        A path that does not resolve inside the folder is refused here, whoever
+        asks: no loader (built-in or a ``pytest_itera_reload`` hook) ever sees a
+        path outside the campaign. Hooks are asked first; None lets the
+        built-in loader (``pytest_itera.reload.Reloader``) do it.
+        """
+        key = (relpath, claimed_format)
         with self._lock:
-            if relpath not in self._reloads:
-                self._reloads[relpath] = self.reloader().reload(
-                    self.root / relpath, relpath, claimed_format
-                )
-            return self._reloads[relpath]
+            if key not in self._reloads:
+                self._reloads[key] = self._reload_once(relpath, claimed_format)
+            return self._reloads[key]
+
+    def _reload_once(self, relpath: str, claimed_format: str | None) -> ReloadResult:
+        from pytest_itera.reload import ReloadResult
+        from pytest_itera.tree import resolve_inside
+
+        inside = resolve_inside(self.root, relpath)
+        if isinstance(inside, str):
+            return ReloadResult(path=relpath, ok=False, format=None,
+                                cause=f"{relpath}: the path {inside}; not loaded")
+        if self._reload_hook is not None:
+            result = self._reload_hook(inside, relpath, claimed_format)
+            if result is not None:
+                return result
+        return self.reloader().reload(inside, relpath, claimed_format)
 
     def reloader(self) -> Reloader:
         if self._reloader is None:
@@ -166,9 +192,9 @@ class Context:
         return self._reloader
 
     def close(self) -> None:
-        if self._reloader is not None:
+        if self._reloader is not None and self._close_reloader:
             self._reloader.close()
-            self._reloader = None
+        self._reloader = None
 
     # -- verdicts -----------------------------------------------------------------
 

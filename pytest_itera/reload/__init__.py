@@ -42,11 +42,12 @@ class ReloadResult:
     ok: bool
     format: str | None
     cause: str | None
-    parts: tuple[str, ...]
-    missing_reasons: Mapping[str, str]
-    nonfinite: tuple[str, ...]
-    tensors: int
-    seconds: float
+    # Defaults let a pytest_itera_reload hook return just path/ok/format/cause (hookspecs sample).
+    parts: tuple[str, ...] = ()
+    missing_reasons: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    nonfinite: tuple[str, ...] = ()
+    tensors: int = 0
+    seconds: float = 0.0
     notes: tuple[str, ...] = ()
     peak_rss: int | None = field(default=None, compare=False)
 

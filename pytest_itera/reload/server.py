@@ -44,8 +44,9 @@ KEY_PARTS: dict[str, str] = {
                      "module", "weights"), "model"),
     **dict.fromkeys(("optimizer", "optimizer_state_dict", "optimizer_state", "optim",
                      "optimizers", "optimizer_states"), "optimizer"),
-    **dict.fromkeys(("epoch", "step", "global_step", "iteration", "iter", "steps_done"),
-                    "progress"),
+    # "progress" is what pytest_itera.record.save_resume_checkpoint writes.
+    **dict.fromkeys(("progress", "epoch", "step", "global_step", "iteration", "iter",
+                     "steps_done"), "progress"),
     **dict.fromkeys(("scheduler", "lr_scheduler", "scheduler_state_dict", "lr_schedulers",
                      "schedulers"), "scheduler"),
     **dict.fromkeys(("scaler", "grad_scaler", "amp", "scaler_state_dict", "amp_state"),
