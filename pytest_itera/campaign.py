@@ -270,6 +270,28 @@ class Manifest:
     def run(self, run_id: str) -> RunRecord | None:
         return next((r for r in self.runs if r.id == run_id), None)
 
+    def owners(self, scope: str | None, target: str) -> set[str]:
+        """The runs a check target belongs to: its own id, or the runs whose files it is.
+
+        Shared by the checks (is a run an accepted deliverable?) and the report
+        (checks passed per run), which must agree item for item.
+        """
+        if scope == "run":
+            return {target}
+        if scope == "campaign":
+            return set()
+        refs: list[CheckpointRecord | AdapterRecord] = [*self.checkpoints, *self.adapters]
+        found = {r.run for r in refs if _under(target, r.path)}
+        for run in self.runs:
+            if target in (run.predictions, run.config, run.measurements):
+                found.add(run.id)
+        return found
+
+
+def _under(path: str, prefix: str) -> bool:
+    prefix = prefix.rstrip("/")
+    return path == prefix or path.startswith(prefix + "/")
+
 
 # ------------------------------------------------------------------ loading
 

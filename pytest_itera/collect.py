@@ -14,7 +14,7 @@ from _pytest._code.code import TerminalRepr
 from pytest_itera.campaign import MANIFEST_FILE, load_campaign
 from pytest_itera.checks import Check, Context, Options, ReloadHook
 from pytest_itera.findings import Finding, render_all, summary_line
-from pytest_itera.options import Settings, settings_key
+from pytest_itera.options import Settings, loaded_key, settings_key
 
 if TYPE_CHECKING:
     from pytest_itera.reload import Reloader, ReloadResult
@@ -179,8 +179,11 @@ def make_context(
         deviation_tolerance=settings.deviation_tolerance,
         extra={"config": config},
     )
+    campaign = load_campaign(root)
+    # The closure report reuses it instead of validating the documents again.
+    config.stash.setdefault(loaded_key, {})[root] = campaign
     return Context(
-        load_campaign(root),
+        campaign,
         options,
         checks,
         reloader_factory=lambda: session_reloader(config),

@@ -6,8 +6,12 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_itera.campaign import Campaign
 
 CAMPAIGN = "--itera-campaign"
 REPORT = "--itera-report"
@@ -46,6 +50,8 @@ class Settings:
 
 
 settings_key = pytest.StashKey[Settings]()
+# Campaigns loaded during collection, by root (absent on the pytest-xdist controller).
+loaded_key = pytest.StashKey[dict[Path, "Campaign"]]()
 
 
 def addoption(parser: pytest.Parser) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from pytest_itera import money
 from pytest_itera import schedule as sched
-from pytest_itera.campaign import AdapterRecord, Campaign, CheckpointRecord, Manifest, Step
+from pytest_itera.campaign import Campaign, Manifest, Step
 
 REPORT_FORMAT = "itera-report/1"
 PARTIAL_NOTE = "only the checks named on the command line were collected"
@@ -138,27 +138,12 @@ def overall_verdict(reports: Sequence[CampaignReport]) -> str:
 
 
 def runs_of(manifest: Manifest | None, scope: str | None, target: str) -> set[str]:
-    """The runs a check target belongs to: its own id, or the runs whose files it is.
+    """The runs a check target belongs to (``Manifest.owners``), none without a manifest.
 
-    The same ownership as ``Context.runs_of``, from data alone, so the
-    pytest-xdist controller (which has no Context) rebuilds it from the
-    reports' (check, target, scope).
+    From data alone, so the pytest-xdist controller (which has no Context)
+    rebuilds it from the reports' (check, target, scope).
     """
-    if scope == "run":
-        return {target}
-    if manifest is None or scope == "campaign":
-        return set()
-    refs: list[CheckpointRecord | AdapterRecord] = [*manifest.checkpoints, *manifest.adapters]
-    owners = {r.run for r in refs if _under(target, r.path)}
-    for run in manifest.runs:
-        if target in (run.predictions, run.config, run.measurements):
-            owners.add(run.id)
-    return owners
-
-
-def _under(path: str, prefix: str) -> bool:
-    prefix = prefix.rstrip("/")
-    return path == prefix or path.startswith(prefix + "/")
+    return set() if manifest is None else manifest.owners(scope, target)
 
 
 def run_rows(campaign: Campaign, results: Iterable[CheckResult]) -> tuple[RunRow, ...]:

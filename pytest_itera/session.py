@@ -17,7 +17,7 @@ import pytest
 
 from pytest_itera import report
 from pytest_itera.campaign import MANIFEST_FILE, load_campaign
-from pytest_itera.options import Settings
+from pytest_itera.options import Settings, loaded_key
 
 
 class IteraSession:
@@ -110,8 +110,9 @@ class IteraSession:
 
     def _campaign_report(self, root: Path) -> report.CampaignReport:
         results = self.results.get(str(root), {}).values()
+        campaign = self.config.stash.get(loaded_key, {}).get(root) or load_campaign(root)
         return report.build(
-            load_campaign(root),
+            campaign,
             results,
             collected=self.collected.get(str(root), 0) + self.deselected.get(str(root), 0),
             fast=self.settings.fast,

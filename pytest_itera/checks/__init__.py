@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pytest_itera.campaign import AdapterRecord, Campaign, CheckpointRecord
+from pytest_itera.campaign import Campaign
 from pytest_itera.findings import Finding
 
 if TYPE_CHECKING:
@@ -100,6 +100,7 @@ class Context:
         self._facts: dict[str, FileFacts] = {}
         self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
         self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
+        self._by_run: dict[str, list[tuple[str, str]]] | None = None
 
     @property
     def root(self) -> Path:
@@ -219,29 +220,27 @@ class Context:
         same pure functions the items run, so the verdict is the same with or
         without pytest-xdist and whatever ``-k`` selected.
         """
-        failing = []
-        for check in sorted(self.checks.values(), key=lambda c: (c.order, c.id)):
-            if check.scope == "campaign" or check.targets is None:
-                continue
-            for target in self.targets(check):
-                if target is not None and run_id in self.runs_of(check, target):
-                    if self.findings(check.id, target):
-                        failing.append((check.id, target))
-        return failing
+        return [(c, t) for c, t in self._run_targets().get(run_id, ()) if self.findings(c, t)]
+
+    def _run_targets(self) -> dict[str, list[tuple[str, str]]]:
+        """Run id -> its (check, target) pairs, indexed once per Context."""
+        with self._lock:
+            if self._by_run is None:
+                self._by_run = {}
+                for check in sorted(self.checks.values(), key=lambda c: (c.order, c.id)):
+                    if check.scope == "campaign" or check.targets is None:
+                        continue
+                    for target in self.targets(check):
+                        if target is None:
+                            continue
+                        for run_id in self.runs_of(check, target):
+                            self._by_run.setdefault(run_id, []).append((check.id, target))
+            return self._by_run
 
     def runs_of(self, check: Check, target: str) -> set[str]:
-        """The runs a target belongs to: its own id, or the runs whose files it is."""
-        if check.scope == "run":
-            return {target}
+        """The runs a target belongs to (see ``Manifest.owners``)."""
         man = self.campaign.manifest
-        if man is None:
-            return set()
-        refs: list[CheckpointRecord | AdapterRecord] = [*man.checkpoints, *man.adapters]
-        owners = {r.run for r in refs if _under(target, r.path)}
-        for run in man.runs:
-            if target in (run.predictions, run.config, run.measurements):
-                owners.add(run.id)
-        return owners
+        return set() if man is None else man.owners(check.scope, target)
 
     def targets(self, check: Check) -> Sequence[str | None]:
         """The item targets of a check, sorted; [None] for a campaign-scoped check."""
@@ -250,11 +249,6 @@ class Context:
             # fails saying why: a broken manifest never silently drops checks.
             return [None]
         return [*sorted(set(check.targets(self)))]
-
-
-def _under(path: str, prefix: str) -> bool:
-    prefix = prefix.rstrip("/")
-    return path == prefix or path.startswith(prefix + "/")
 
 
 def blocked_by_contract(campaign: Campaign, check: Check) -> Finding | None:
