@@ -221,7 +221,7 @@ def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
         yield Finding(f"{target} cannot be scanned: {facts.error}", where=target)
         return
     own = _own_prefixes(ctx)
-    hits = [h for h in facts.hits if not h.excerpt.startswith(own)]
+    hits = [h for h in facts.hits if not _inside_campaign(h.excerpt, own)]
     for hit in hits:
         inside = f" ({hit.where})" if hit.where else ""
         yield Finding(
@@ -247,7 +247,17 @@ def _own_prefixes(ctx: Context) -> tuple[str, ...]:
     strings point at files the campaign keeps, not at files that will vanish.
     """
     roots = {os.path.abspath(ctx.root), os.path.realpath(ctx.root)}
-    return tuple(root.rstrip("/") + "/" for root in roots) + tuple(roots)
+    return tuple(root.rstrip("/") + "/" for root in roots)
+
+
+def _inside_campaign(excerpt: str, own: tuple[str, ...]) -> bool:
+    """The path names the campaign folder or something in it, after resolving '..'.
+
+    A sibling ("/tmp/x/camp-old/...") or an escape ("/tmp/x/camp/../other")
+    is not the campaign.
+    """
+    path = os.path.normpath(excerpt.strip("'\"` ")) + "/"
+    return path.startswith(own)
 
 
 CHECKS = (
