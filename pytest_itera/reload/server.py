@@ -233,16 +233,19 @@ def entry_span(fh: IO[bytes], info: zipfile.ZipInfo, end: int) -> tuple[int, int
     """[local header, end of data) of one entry, checked to lie inside the file."""
     name = info.filename
     if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
-        how = "encrypted" if info.flag_bits & 0x1 else f"compressed (zip method {info.compress_type})"
+        how = ("encrypted" if info.flag_bits & 0x1
+               else f"compressed (zip method {info.compress_type})")
         raise Refused(f"{ZIP_HOSTILE}: entry {name!r} is {how}; torch.save writes stored entries "
                       "only, and a memory-mapped reload would read the compressed bytes as data")
     if info.compress_size != info.file_size:
         raise Refused(f"{ZIP_HOSTILE}: stored entry {name!r} declares {info.compress_size} bytes "
                       f"in the archive for {info.file_size} bytes of data")
     start = info.header_offset
-    fh.seek(start)
-    header = fh.read(_LOCAL_HEADER.size)
-    if start < 0 or start + _LOCAL_HEADER.size > end or len(header) < _LOCAL_HEADER.size:
+    header = b""
+    if 0 <= start <= end:
+        fh.seek(start)
+        header = fh.read(_LOCAL_HEADER.size)
+    if start + _LOCAL_HEADER.size > end or len(header) < _LOCAL_HEADER.size:
         raise Refused(f"{ZIP_HOSTILE}: entry {name!r} points outside the file (local header at "
                       f"byte {start}, the zip directory starts at byte {end})")
     magic, name_len, extra_len = _LOCAL_HEADER.unpack(header)
@@ -276,26 +279,48 @@ def check_spans(spans: list[tuple[int, int, str]]) -> None:
 
 def check_storages(pkl_name: str, pkl: bytes, prefix: str,
                    records: dict[str, zipfile.ZipInfo]) -> None:
-    """Each storage the pickle declares must have a record holding at least its bytes."""
+    """Each storage the pickle declares must have a record holding its bytes, and each tensor
+    must fit in its storage: torch would try to resize the memory-mapped storage (an unclear
+    error) or, without mmap, allocate what the lie declares."""
     try:
-        claims = storage_claims(pkl)
+        storages, views = storage_claims(pkl)
     except (ValueError, IndexError, KeyError, TypeError) as exc:
         raise Refused(f"{ZIP_HOSTILE}: {pkl_name} is not a well-formed pickle ({exc})") from exc
-    for key, storage_type, numel in claims:
-        record = f"{prefix}data/{key}"
-        itemsize, dtype = storage_itemsize(storage_type)
+    for storage in storages:
+        record = f"{prefix}data/{storage.key}"
+        itemsize, dtype = storage_itemsize(storage.type)
         if record not in records:
-            raise Refused(f"{ZIP_HOSTILE}: {pkl_name} declares storage {key!r}, but the archive "
-                          f"has no record {record}")
+            raise Refused(f"{ZIP_HOSTILE}: {pkl_name} declares storage {storage.key!r}, but the "
+                          f"archive has no record {record}")
         held = records[record].file_size
-        if numel * itemsize > held:
+        if storage.numel * itemsize > held:
             raise Refused(f"{ZIP_HOSTILE}: {pkl_name} declares a storage of "
-                          f"{human_bytes(numel * itemsize)} ({numel} {dtype} elements) for "
-                          f"{record}, but the archive holds {held} bytes for it (a lying size)")
+                          f"{human_bytes(storage.numel * itemsize)} ({storage.numel} {dtype} "
+                          f"elements) for {record}, but the archive holds {held} bytes for it "
+                          "(a lying size)")
+    for storage, dtype_name, offset, size, stride in views:
+        needed = offset + 1 + sum((n - 1) * st for n, st in zip(size, stride))  # noqa: B905
+        # v3 views an untyped (byte) storage as dtype_name; v2's dtype is the storage's own.
+        width = storage_itemsize(dtype_name or storage.type)[0]
+        held = storage.numel * storage_itemsize(storage.type)[0] // width
+        if all(n > 0 for n in size) and needed > held:
+            raise Refused(f"{ZIP_HOSTILE}: {pkl_name} declares a tensor of shape {list(size)} "
+                          f"(offset {offset}, strides {list(stride)}) needing {needed} elements "
+                          f"of storage {prefix}data/{storage.key}, which holds {held} "
+                          "(a lying shape)")
 
 
 class _Global(str):
     """A pickled global's name, as a value on the symbolic stack (never imported)."""
+
+
+class _Storage:
+    """A ``('storage', type, key, location, numel)`` persistent id on the symbolic stack."""
+
+    def __init__(self, storage_type: str, key: str, numel: int) -> None:
+        self.type = storage_type
+        self.key = key
+        self.numel = numel
 
 
 _MARK = object()
@@ -303,24 +328,32 @@ _OPAQUE = object()
 _INT_OPS = {"INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4"}
 _STR_OPS = {"BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING",
             "SHORT_BINSTRING"}
+_REBUILD_TENSOR = ("torch._utils _rebuild_tensor_v2", "torch._utils _rebuild_tensor_v3")
+View = tuple[_Storage, str, int, tuple[int, ...], tuple[int, ...]]  # storage, dtype, offset, ...
 
 
-def storage_claims(pkl: bytes) -> list[tuple[str, str, int]]:
-    """(key, storage type, numel) of every ``('storage', type, key, location, numel)``
-    persistent id in a pickle, found by a symbolic walk over its opcodes (pickletools):
-    strings, ints, globals' names and tuples are tracked, every other value is opaque, and
-    nothing is imported or called."""
+def _ints(value: Any) -> bool:
+    return isinstance(value, tuple) and all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+
+
+def storage_claims(pkl: bytes) -> tuple[list[_Storage], list[View]]:
+    """The storages a pickle's persistent ids declare and the tensor views
+    (``_rebuild_tensor_v2(storage, offset, size, stride, ...)``) built on them, found by a
+    symbolic walk over its opcodes (pickletools): strings, ints, globals' names, tuples and
+    storages are tracked, every other value is opaque, and nothing is imported or called."""
     stack: list[Any] = []
     memo: dict[int, Any] = {}
-    claims: list[tuple[str, str, int]] = []
+    storages: list[_Storage] = []
+    views: list[View] = []
     for op, arg, _ in pickletools.genops(pkl):
         name = op.name
         if name in ("PUT", "BINPUT", "LONG_BINPUT"):
-            memo[int(arg)] = stack[-1]
+            memo[int(str(arg))] = stack[-1]
         elif name == "MEMOIZE":
             memo[len(memo)] = stack[-1]
         elif name in ("GET", "BINGET", "LONG_BINGET"):
-            stack.append(memo[int(arg)])
+            stack.append(memo[int(str(arg))])
         elif name == "MARK":
             stack.append(_MARK)
         elif name in _INT_OPS or name in _STR_OPS:
@@ -343,12 +376,24 @@ def storage_claims(pkl: bytes) -> list[tuple[str, str, int]]:
         elif name == "BINPERSID":
             pid = stack.pop()
             if isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and \
-                    isinstance(pid[4], int) and not isinstance(pid[4], bool):
-                claims.append((str(pid[2]), str(pid[1]), pid[4]))
+                    _ints(pid[4:]):
+                storages.append(_Storage(str(pid[1]), str(pid[2]), pid[4]))
+                stack.append(storages[-1])
+            else:
+                stack.append(_OPAQUE)
+        elif name == "REDUCE":
+            args, func = stack.pop(), stack.pop()
+            if func in _REBUILD_TENSOR and isinstance(args, tuple) and len(args) >= 4 and \
+                    isinstance(args[0], _Storage) and _ints(args[1:2]) and _ints(args[2]) and \
+                    _ints(args[3]) and len(args[2]) == len(args[3]):
+                # _rebuild_tensor_v3(storage, offset, size, stride, grad, hooks, dtype)
+                dtype = args[6] if func.endswith("v3") and len(args) > 6 and \
+                    isinstance(args[6], _Global) else ""
+                views.append((args[0], str(dtype), args[1], args[2], args[3]))
             stack.append(_OPAQUE)
         else:
             generic_stack_effect(stack, op)
-    return claims
+    return storages, views
 
 
 def generic_stack_effect(stack: list[Any], op: Any) -> None:
@@ -367,15 +412,19 @@ def generic_stack_effect(stack: list[Any], op: Any) -> None:
 
 
 def storage_itemsize(storage_type: str) -> tuple[int, str]:
-    """Bytes per element of a pickled storage type (``torch FloatStorage``), and its dtype;
-    1 (a lower bound) for an untyped or unknown storage, so no real archive is refused."""
+    """Bytes per element of a pickled storage type (``torch FloatStorage``) or dtype
+    (``torch float8_e4m3fn``), and the dtype's name; 1 (a lower bound) for an untyped storage
+    or an unknown name, so no real archive is refused."""
     module, _, name = storage_type.partition(" ")
+    dtype: Any = None
     if module == "torch" and re.fullmatch(r"[A-Za-z0-9_]+Storage", name):
         with warnings.catch_warnings():  # typed storages are deprecated, still pickled
             warnings.simplefilter("ignore")
             dtype = getattr(getattr(torch, name, None), "dtype", None)
-        if isinstance(dtype, torch.dtype):
-            return dtype.itemsize, str(dtype).replace("torch.", "")
+    elif module == "torch" and re.fullmatch(r"[A-Za-z0-9_]+", name):  # a dtype (v3 views)
+        dtype = getattr(torch, name, None)
+    if isinstance(dtype, torch.dtype):
+        return dtype.itemsize, str(dtype).replace("torch.", "")
     return 1, "byte"
 
 
