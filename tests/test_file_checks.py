@@ -200,7 +200,15 @@ def test_absolute_paths_into_the_campaign_itself_are_not_temporary(
     own = f"{campaign.root}/lightning_logs/version_0/checkpoints"
     campaign.files["runs/control/hparams.json"] = json.dumps({"dirpath": own}).encode()
     campaign.files["runs/control/cache.json"] = json.dumps({"cache": "/tmp/hf-cache/x"}).encode()
+    # neither a sibling whose name extends the campaign's, nor an escape through '..'
+    campaign.files["runs/control/sibling.json"] = json.dumps({"d": f"{campaign.root}-old/x"}).encode()
+    campaign.files["runs/control/escape.json"] = json.dumps({"d": f"{campaign.root}/../x"}).encode()
     campaign.write()
     result = run(pytester, "-k", "no-temp-paths and runs/control/")
-    result.assert_outcomes(passed=3, failed=1)
-    expect(result, "runs/control/cache.json:1:*: path into a temporary folder: /tmp/hf-cache/x")
+    result.assert_outcomes(passed=3, failed=3)
+    expect(
+        result,
+        "runs/control/cache.json:1:*: path into a temporary folder: /tmp/hf-cache/x",
+        f"runs/control/escape.json:1:*: path into a temporary folder: {campaign.root}/../x",
+        f"runs/control/sibling.json:1:*: path into a temporary folder: {campaign.root}-old/x",
+    )
