@@ -62,7 +62,8 @@ def _step(model: torch.nn.Module, opt: torch.optim.Optimizer) -> torch.Tensor:
     loss.backward()
     opt.step()
     opt.zero_grad()
-    return loss.detach()
+    value: torch.Tensor = loss.detach()
+    return value
 
 
 # ------------------------------------------------------------------------ the tools
@@ -77,7 +78,8 @@ def trainer_run(output_dir: Path, *, max_steps: int = 4, save_steps: int = 2,
     from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
 
     config = BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=16, max_position_embeddings=16, num_labels=2)
+                        intermediate_size=16, max_position_embeddings=16)
+    config.num_labels = 2
 
     class Data(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
         def __len__(self) -> int:
@@ -89,13 +91,14 @@ def trainer_run(output_dir: Path, *, max_steps: int = 4, save_steps: int = 2,
     args = TrainingArguments(output_dir=str(output_dir), max_steps=max_steps,
                              save_steps=save_steps, per_device_train_batch_size=4,
                              report_to="none", use_cpu=True, disable_tqdm=True, seed=0,
-                             logging_steps=1,
-                             **({"eval_strategy": "steps", "eval_steps": save_steps,
-                                 "load_best_model_at_end": True} if best else {}))
+                             logging_steps=1, eval_strategy="steps" if best else "no",
+                             eval_steps=save_steps, load_best_model_at_end=best)
     torch.manual_seed(0)
     with quiet():
-        Trainer(model=BertForSequenceClassification(config), args=args, train_dataset=Data(),
-                eval_dataset=Data() if best else None).train()
+        trainer = Trainer(model=BertForSequenceClassification(config), args=args,
+                          train_dataset=Data(), eval_dataset=Data() if best else None)
+        trainer.train()
+        trainer.save_model()  # the final model at the top of output_dir, as users do
     return output_dir
 
 
@@ -176,16 +179,17 @@ def accelerate_run(state_dir: Path) -> Path:
 def dcp_run(checkpoint_dir: Path, *, nan: bool = False) -> Path:
     """torch.distributed.checkpoint.save of model, optimizer and step, without a process
     group (one rank: one ``__0_0.distcp`` shard plus ``.metadata``)."""
-    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint import state_dict_saver
 
     model = tiny_model()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     _step(model, opt)
-    state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 1}
+    weights = model.state_dict()
     if nan:
-        state["model"]["0.weight"][0, 0] = float("nan")
+        weights["0.weight"][0, 0] = float("nan")
+    state = {"model": weights, "optimizer": opt.state_dict(), "step": 1}
     with quiet():
-        dcp.save(state, checkpoint_id=str(checkpoint_dir))
+        state_dict_saver.save(state, checkpoint_id=str(checkpoint_dir))
     return checkpoint_dir
 
 
@@ -342,17 +346,18 @@ DCP_PARTS = ("model", "optimizer", "progress")
 TUTORIAL_PARTS = ("model", "optimizer", "progress")
 
 
-def trainer_tools(output_dir: Path | None = None) -> Tools:
+def trainer_tools(output_dir: Path | None = None, *, best: bool = False) -> Tools:
     """A Trainer run into runs/control/trainer; both checkpoint-N folders are resume
-    checkpoints. With ``output_dir`` elsewhere (a scratch or cache folder), the user trains
-    there and copies the checkpoint folders into the campaign afterwards."""
+    checkpoints, the final model.safetensors a weights checkpoint. With ``output_dir``
+    elsewhere (a scratch or cache folder), the user trains there (tracking the best
+    checkpoint) and copies the whole output folder into the campaign afterwards."""
 
     def tools(root: Path) -> Declared:
         import shutil
 
         dest = root / CONTROL / "trainer"
         if output_dir is None:
-            trainer_run(dest)
+            trainer_run(dest, best=best)
         else:
             trainer_run(output_dir, best=True)
             shutil.copytree(output_dir, dest)
@@ -360,6 +365,7 @@ def trainer_tools(output_dir: Path | None = None) -> Tools:
         for step in (2, 4):
             declared.checkpoint(f"{CONTROL}/trainer/checkpoint-{step}", "hf-trainer",
                                 claims=TRAINER_PARTS)
+        declared.checkpoint(f"{CONTROL}/trainer/model.safetensors", "safetensors", kind="weights")
         return declared
 
     return tools
