@@ -193,26 +193,29 @@ def dcp_run(checkpoint_dir: Path, *, nan: bool = False) -> Path:
     return checkpoint_dir
 
 
-def dcp_two_rank_run(checkpoint_dir: Path) -> Path:
+def dcp_two_rank_run(*checkpoint_dirs: Path) -> None:
     """The same save as two ranks of a gloo process group write it (two ``.distcp`` shards),
-    run in a subprocess pair so this process never joins a process group."""
+    into each of ``checkpoint_dirs``: one pair of subprocesses (starting them is the cost),
+    so this process never joins a process group."""
     import subprocess
     import sys
 
     script = (
-        "import os, sys, torch, torch.distributed as dist, torch.distributed.checkpoint as dcp\n"
+        "import sys, torch, torch.distributed as dist\n"
+        "from torch.distributed.checkpoint import state_dict_saver\n"
         "dist.init_process_group('gloo')\n"
         "torch.manual_seed(0)\n"
         "m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))\n"
         "o = torch.optim.AdamW(m.parameters())\n"
         "m(torch.randn(3, 4)).sum().backward(); o.step()\n"
         "state = {'model': m.state_dict(), 'optimizer': o.state_dict(), 'step': 1}\n"
-        "dcp.save(state, checkpoint_id=sys.argv[1])\n"
+        "for folder in sys.argv[1:]:\n"
+        "    state_dict_saver.save(state, checkpoint_id=folder)\n"
         "dist.destroy_process_group()\n"
     )
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "WORLD_SIZE": "2"}
     port = str(29500 + os.getpid() % 2000)
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(checkpoint_dir)],
+    procs = [subprocess.Popen([sys.executable, "-c", script, *map(str, checkpoint_dirs)],
                               env={**env, "RANK": str(rank), "MASTER_PORT": port},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
              for rank in (0, 1)]
@@ -220,7 +223,6 @@ def dcp_two_rank_run(checkpoint_dir: Path) -> Path:
         _, err = proc.communicate(timeout=120)
         if proc.returncode != 0:
             raise RuntimeError(err.decode(errors="replace"))
-    return checkpoint_dir
 
 
 def peft_run(adapter_dir: Path, *, revision: str | None = COMMIT) -> Path:
@@ -390,8 +392,11 @@ def accelerate_tools(root: Path) -> Declared:
 
 
 def dcp_tools(root: Path) -> Declared:
+    """A one-rank DCP save, and the two-rank save that :func:`dcp_two_rank_run` already wrote
+    into ``runs/control/dcp-2-ranks`` (shared between campaigns: a process group is slow to
+    start)."""
     dcp_run(root / CONTROL / "dcp")
-    dcp_two_rank_run(root / CONTROL / "dcp-2-ranks")
+    assert (root / CONTROL / "dcp-2-ranks" / ".metadata").is_file()
     declared = Declared()
     declared.checkpoint(f"{CONTROL}/dcp", "dcp", claims=DCP_PARTS)
     declared.checkpoint(f"{CONTROL}/dcp-2-ranks", "dcp", claims=DCP_PARTS)

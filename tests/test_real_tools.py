@@ -112,6 +112,8 @@ def small_tools(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
 @pytest.fixture(scope="module")
 def dcp(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
     base = tmp_path_factory.mktemp("dcp")
+    names = ("good", "missing-shard")
+    rt.dcp_two_rank_run(*(base / name / C / "dcp-2-ranks" for name in names))
     return {
         "good": _build(base, "good", rt.dcp_tools, rt.DCP_PARTS),
         "missing-shard": _build(base, "missing-shard", rt.dcp_tools, rt.DCP_PARTS,
@@ -204,12 +206,6 @@ def test_small_tools_are_accepted(
     pytester: pytest.Pytester, small_tools: Campaigns, tool: str
 ) -> None:
     assert_accepted(pytester, small_tools[tool])
-
-
-def test_dcp_one_and_two_ranks_are_accepted(pytester: pytest.Pytester, dcp: Campaigns) -> None:
-    shards = sorted(p.name for p in (dcp["good"] / C / "dcp-2-ranks").iterdir())
-    assert shards == [".metadata", "__0_0.distcp", "__1_0.distcp"]
-    assert_accepted(pytester, dcp["good"])
 
 
 # --------------------------------------------------------------- broken campaigns
@@ -315,7 +311,13 @@ def test_file_modified_after_the_manifest(pytester: pytest.Pytester, lightning: 
     })
 
 
-def test_dcp_folder_missing_a_shard(pytester: pytest.Pytester, dcp: Campaigns) -> None:
+def test_dcp_folders_accepted_then_missing_a_shard(
+    pytester: pytest.Pytester, dcp: Campaigns
+) -> None:
+    """One test: the two-rank save (a process group) is built once for both campaigns."""
+    shards = sorted(p.name for p in (dcp["good"] / C / "dcp-2-ranks").iterdir())
+    assert shards == [".metadata", "__0_0.distcp", "__1_0.distcp"]
+    assert_accepted(pytester, dcp["good"])
     folder = f"{C}/dcp-2-ranks"
     assert_rejected(pytester, dcp["missing-shard"], {
         ("files-intact", f"{folder}/__1_0.distcp"): [f"{folder}/__1_0.distcp", "missing"],
