@@ -272,10 +272,6 @@ def test_lightning_hparams_naming_a_cache_folder(
     })
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "checks/files.py _own_prefixes() returns the campaign root also WITHOUT a trailing '/', "
-    "and no_temp_paths() filters hits with excerpt.startswith(own): so '<root>-cache/...' "
-    "(any sibling folder whose name extends the campaign's) counts as inside the campaign"))
 def test_lightning_hparams_naming_a_sibling_temp_folder(
     pytester: pytest.Pytester, lightning: Campaigns
 ) -> None:
@@ -288,10 +284,6 @@ def test_lightning_hparams_naming_a_sibling_temp_folder(
     })
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "checks/files.py no_temp_paths() compares the raw excerpt with the campaign root as a "
-    "string prefix: '<root>/../dotdot-cache/...' starts with '<root>/' but resolves outside "
-    "the campaign (into another temporary folder); the excerpt is never normalised"))
 def test_lightning_hparams_leaving_the_campaign_through_dotdot(
     pytester: pytest.Pytester, lightning: Campaigns
 ) -> None:
