@@ -74,16 +74,17 @@ def addoption(parser: pytest.Parser) -> None:
         PYTHON, metavar="PATH", help="interpreter for fresh-process reloads (default: this one)"
     )
     group.addoption(
-        TIMEOUT, type=float, metavar="SECONDS", help="time limit per checkpoint reload (default 120)"
+        TIMEOUT,
+        type=float,
+        metavar="SECONDS",
+        help="time limit per checkpoint reload (default 120)",
     )
     group.addoption(
         FAST,
         action="store_true",
         help="quick look: structure, IDs, sizes, empty files; no hashes, no reloads",
     )
-    group.addoption(
-        PLAN_SHA256, metavar="HEX", help="the sha256 the frozen plan.json must have"
-    )
+    group.addoption(PLAN_SHA256, metavar="HEX", help="the sha256 the frozen plan.json must have")
     group.addoption(
         FORCE_REPORT,
         action="store_true",
@@ -141,10 +142,13 @@ def _campaigns(config: pytest.Config) -> tuple[Path, ...]:
         if not resolved.exists():
             raise pytest.UsageError(f"{CAMPAIGN}: {path}: no such directory")
         if not resolved.is_dir():
-            raise pytest.UsageError(f"{CAMPAIGN}: {path}: not a directory (give the campaign folder)")
+            raise pytest.UsageError(
+                f"{CAMPAIGN}: {path}: not a directory (give the campaign folder)"
+            )
         if not any(os.path.lexists(resolved / name) for name in ("plan.json", "manifest.json")):
             raise pytest.UsageError(
-                f"{CAMPAIGN}: {path}: not a campaign folder (it has neither plan.json nor manifest.json)"
+                f"{CAMPAIGN}: {path}: not a campaign folder "
+                "(it has neither plan.json nor manifest.json)"
             )
         if resolved in seen:
             raise pytest.UsageError(f"{CAMPAIGN}: {path}: the same campaign is given twice")

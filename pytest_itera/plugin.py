@@ -110,7 +110,9 @@ def _point_collection_at_campaigns(config: pytest.Config, settings: Settings) ->
     """
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
     here = config.invocation_params.dir
-    given = [Path(os.path.abspath(here / a.split("::")[0])) for a in config.args] if explicit else []
+    given = (
+        [Path(os.path.abspath(here / a.split("::")[0])) for a in config.args] if explicit else []
+    )
     extra = [
         str(root)
         for root in settings.campaigns

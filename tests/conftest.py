@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -31,4 +30,6 @@ def campaign(pytester: pytest.Pytester) -> Iterator[CampaignBuilder]:
     builder = CampaignBuilder(pytester.path / "out")
     yield builder
     if builder.root.exists() and builder.written_digest is not None:
-        assert tree_digest(builder.root) == builder.written_digest, "the campaign folder was modified"
+        assert tree_digest(builder.root) == builder.written_digest, (
+            "the campaign folder was modified"
+        )

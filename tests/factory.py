@@ -34,7 +34,10 @@ def default_files() -> dict[str, bytes]:
     labels = ("pos", "neg", "pos", "neg")
     files = {
         "corpus/corpus.jsonl": _jsonl(
-            [{"id": i, "text": f"example {i}", "label": lab} for i, lab in zip(CORPUS_IDS, labels)]
+            [
+                {"id": i, "text": f"example {i}", "label": lab}
+                for i, lab in zip(CORPUS_IDS, labels, strict=True)
+            ]
         ),
         "analysis.md": b"# Error analysis\n\nThe control confuses ex-3 (pos) with neg.\n",
         "RELOAD.md": b"# Reload\n\ntorch.load('runs/control/last.pt', weights_only=True)\n",
@@ -76,8 +79,12 @@ def default_plan(files: dict[str, bytes]) -> dict[str, Any]:
             "examples": len(CORPUS_IDS),
         },
         "runs": [
-            {"id": rid, "role": role, "category": cat,
-             "config_sha256": sha256(files[f"configs/{rid}.json"])}
+            {
+                "id": rid,
+                "role": role,
+                "category": cat,
+                "config_sha256": sha256(files[f"configs/{rid}.json"]),
+            }
             for rid, role, cat in RUNS
         ],
         "stop_rules": [{"id": "non-finite-loss", "kind": "non_finite_loss", "parameters": {}}],
@@ -91,15 +98,30 @@ def default_plan(files: dict[str, bytes]) -> dict[str, Any]:
             "sequential_hours": 48,
             "uncommitted_hours": 24,
             "steps": [
-                {"id": sid, "kind": kind, "resource": res, "hours": hours, "after": after,
-                 **({"lot": "rtx4090-3d"} if res == "gpu0" else {})}
+                {
+                    "id": sid,
+                    "kind": kind,
+                    "resource": res,
+                    "hours": hours,
+                    "after": after,
+                    **({"lot": "rtx4090-3d"} if res == "gpu0" else {}),
+                }
                 for sid, kind, res, hours, after in steps
             ],
         },
         "budget": {
             "currency": "USD",
-            "lots": [{"id": "rtx4090-3d", "offer": "IteraGPU RTX 4090, 3 days", "gpu": "RTX 4090",
-                      "gpus_per_lot": 1, "days": 3, "price": "47.14", "quantity": 1}],
+            "lots": [
+                {
+                    "id": "rtx4090-3d",
+                    "offer": "IteraGPU RTX 4090, 3 days",
+                    "gpu": "RTX 4090",
+                    "gpus_per_lot": 1,
+                    "days": 3,
+                    "price": "47.14",
+                    "quantity": 1,
+                }
+            ],
         },
     }
 
@@ -129,17 +151,27 @@ def default_manifest(plan: dict[str, Any]) -> dict[str, Any]:
         "adapters": [],
         "analysis": "analysis.md",
         "reload_instructions": "RELOAD.md",
-        "conclusion": {"meets_threshold": ["variant-a"],
-                       "text": "variant-a meets the 0.8 accuracy threshold; the control does not."},
+        "conclusion": {
+            "meets_threshold": ["variant-a"],
+            "text": "variant-a meets the 0.8 accuracy threshold; the control does not.",
+        },
         "budget": {
-            "currency": "USD", "lots": ["rtx4090-3d"], "rental_total": "47.14",
-            "unit": "corpus", "accepted_deliverables": 1, "cost_per_deliverable": "47.14",
-            "included_expenses": [], "external_expenses": [], "rejection_cause": None,
+            "currency": "USD",
+            "lots": ["rtx4090-3d"],
+            "rental_total": "47.14",
+            "unit": "corpus",
+            "accepted_deliverables": 1,
+            "cost_per_deliverable": "47.14",
+            "included_expenses": [],
+            "external_expenses": [],
+            "rejection_cause": None,
         },
         "schedule": {
             "reserved_hours": 72,
             "observed_hours": 48,
-            "steps": [{"id": s["id"], "observed_hours": s["hours"]} for s in plan["schedule"]["steps"]],
+            "steps": [
+                {"id": s["id"], "observed_hours": s["hours"]} for s in plan["schedule"]["steps"]
+            ],
             "deviations": [],
             "decisions": [],
         },

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from tests.factory import CampaignBuilder
+
 
 def test_inert_without_the_option(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_plain(): pass")
@@ -22,12 +24,16 @@ def test_good_campaign_is_accepted(pytester: pytest.Pytester, campaign: Campaign
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()
     assert outcomes["passed"] > 10
-    result.stdout.fnmatch_lines(["*= pytest-itera =*", "campaign tiny-2026-11: ACCEPTED — * checks"])
+    result.stdout.fnmatch_lines(
+        ["*= pytest-itera =*", "campaign tiny-2026-11: ACCEPTED — * checks"]
+    )
     result.stdout.no_fnmatch_line("*test_not_collected*")
     assert result.ret == 0
 
 
-def test_node_ids_name_check_and_target(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_node_ids_name_check_and_target(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write()
     result = pytester.runpytest("--itera-campaign", "out", "--collect-only", "-q")
     result.stdout.fnmatch_lines(
@@ -55,10 +61,17 @@ def test_one_node_id_reruns_exactly_that_check(
 
 @pytest.mark.parametrize(
     ("selection", "expected"),
-    [(("-k", "no-empty-files"), 1), (("-k", "manifest and not files and not temp"), 1), (("-m", "itera"), None)],
+    [
+        (("-k", "no-empty-files"), 1),
+        (("-k", "manifest and not files and not temp"), 1),
+        (("-m", "itera"), None),
+    ],
 )
 def test_selection_by_keyword_and_marker(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, selection: tuple[str, str], expected: int | None
+    pytester: pytest.Pytester,
+    campaign: CampaignBuilder,
+    selection: tuple[str, str],
+    expected: int | None,
 ) -> None:
     campaign.write()
     result = pytester.runpytest("--itera-campaign", "out", *selection)
@@ -86,12 +99,18 @@ def test_folder_without_plan_or_manifest_is_a_usage_error(pytester: pytest.Pytes
     pytester.mkdir("results")
     result = pytester.runpytest("--itera-campaign", "results")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert result.stderr.lines.count(
-        "ERROR: --itera-campaign: results: not a campaign folder (it has neither plan.json nor manifest.json)"
-    ) == 1
+    assert (
+        result.stderr.lines.count(
+            "ERROR: --itera-campaign: results: not a campaign folder "
+            "(it has neither plan.json nor manifest.json)"
+        )
+        == 1
+    )
 
 
-def test_bad_ini_value_is_a_usage_error(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_bad_ini_value_is_a_usage_error(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write()
     pytester.makeini("[pytest]\nitera_timeout = soon\n")
     result = pytester.runpytest("--itera-campaign", "out")
@@ -149,7 +168,9 @@ def test_json_report(pytester: pytest.Pytester, campaign: CampaignBuilder) -> No
     assert report["schedule"]["window_hours"] == 72
 
 
-def test_report_inside_campaign_is_refused(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_report_inside_campaign_is_refused(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write()
     result = pytester.runpytest("--itera-campaign", "out", "--itera-report", "out/report.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -160,7 +181,9 @@ def test_conftest_inside_campaign_is_never_imported(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     marker = pytester.path / "conftest-ran"
-    campaign.files["conftest.py"] = b"open('conftest-ran', 'w').write('ran')\n"  # cwd: pytester.path
+    campaign.files["conftest.py"] = (
+        b"open('conftest-ran', 'w').write('ran')\n"  # cwd: pytester.path
+    )
     campaign.write()
     result = pytester.runpytest("--itera-campaign", "out")
     assert not marker.exists()

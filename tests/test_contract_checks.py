@@ -20,7 +20,9 @@ def only(check: str) -> tuple[str, str]:
 # ----------------------------------------------------------------- manifest
 
 
-def test_manifest_passes_on_a_good_campaign(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_manifest_passes_on_a_good_campaign(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write()
     run(pytester, "-k", "manifest and not files and not temp").assert_outcomes(passed=1)
 
@@ -30,9 +32,12 @@ def test_manifest_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) 
     (campaign.root / "manifest.json").unlink()
     campaign.seal()
     result = run(pytester)
-    expect(result, "*manifest: 1 problem*",
-            "manifest.json $: missing: a campaign folder has plan.json and manifest.json at its root",
-            "*fix:*pytest_itera.record*")
+    expect(
+        result,
+        "*manifest: 1 problem*",
+        "manifest.json $: missing: a campaign folder has plan.json and manifest.json at its root",
+        "*fix:*pytest_itera.record*",
+    )
     # checks that need the manifest fail, saying why, instead of vanishing
     expect(result, "*expected-ids: 1 problem*", "not evaluated: manifest.json did not load")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -47,7 +52,9 @@ def test_plan_not_json(pytester: pytest.Pytester, campaign: CampaignBuilder) -> 
     expect(result, "plan.json:2:15 $: not JSON: Expecting value")
 
 
-def test_schema_error_names_json_path_and_line(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_schema_error_names_json_path_and_line(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.manifest["runs"][2]["outcome"] = "acepted"
     campaign.write()
     text = (campaign.root / "manifest.json").read_text().splitlines()
@@ -62,14 +69,24 @@ def test_unknown_field_is_rejected(pytester: pytest.Pytester, campaign: Campaign
     campaign.plan["budget"]["lots"][0]["colour"] = "red"
     campaign.write()
     result = run(pytester, *only("manifest and not files and not temp"))
-    expect(result, "plan.json:*:* $.budget.lots[0]: unknown field 'colour' (typo? unknown fields are rejected)")
+    expect(
+        result,
+        "plan.json:*:* $.budget.lots[0]: unknown field 'colour' "
+        "(typo? unknown fields are rejected)",
+    )
 
 
-def test_float_money_is_a_schema_error(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_float_money_is_a_schema_error(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.manifest["budget"]["rental_total"] = 47.14
     campaign.write()
     result = run(pytester, *only("manifest and not files and not temp"))
-    expect(result, 'manifest.json:* $.budget.rental_total: 47.14 is a float; money and identifiers are strings (write "47.14")')
+    expect(
+        result,
+        "manifest.json:* $.budget.rental_total: 47.14 is a float; "
+        'money and identifiers are strings (write "47.14")',
+    )
 
 
 def test_duplicate_keys_are_refused(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -86,17 +103,24 @@ def test_every_schema_error_is_listed(pytester: pytest.Pytester, campaign: Campa
     campaign.manifest["runs"][0]["outcome"] = 3
     campaign.write()
     result = run(pytester, *only("manifest and not files and not temp"))
-    expect(result, "*manifest: 2 problems*",
-            "manifest.json:*:* $: 'analysis' is a required property",
-            "manifest.json:*:* $.runs[0].outcome: 3 is not one of *")
+    expect(
+        result,
+        "*manifest: 2 problems*",
+        "manifest.json:*:* $: 'analysis' is a required property",
+        "manifest.json:*:* $.runs[0].outcome: 3 is not one of *",
+    )
 
 
 def test_campaign_ids_must_agree(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.manifest["campaign"] = "another-campaign"
     campaign.write()
     result = run(pytester, *only("manifest and not files and not temp"))
-    expect(result, "manifest.json $.campaign: plan.json and manifest.json name different campaigns",
-         "    expected: 'tiny-2026-11'", "    found:    'another-campaign'")
+    expect(
+        result,
+        "manifest.json $.campaign: plan.json and manifest.json name different campaigns",
+        "    expected: 'tiny-2026-11'",
+        "    found:    'another-campaign'",
+    )
 
 
 # -------------------------------------------------------------- plan-frozen
@@ -115,10 +139,13 @@ def test_plan_edited_after_freezing(pytester: pytest.Pytester, campaign: Campaig
     campaign.seal()
     result = run(pytester, *only("plan-frozen"))
     result.assert_outcomes(failed=1)
-    expect(result, "manifest.json $.plan.sha256: plan.json changed after it was frozen*",
-            "    expected: *",
-            "    found:    *",
-            "    fix:      restore the plan as frozen*")
+    expect(
+        result,
+        "manifest.json $.plan.sha256: plan.json changed after it was frozen*",
+        "    expected: *",
+        "    found:    *",
+        "    fix:      restore the plan as frozen*",
+    )
 
 
 def test_plan_sha256_option(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -130,12 +157,18 @@ def test_plan_sha256_option(pytester: pytest.Pytester, campaign: CampaignBuilder
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
 
 
-def test_run_started_before_the_plan_was_frozen(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_run_started_before_the_plan_was_frozen(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.manifest["runs"][1]["started_at"] = "2026-11-20T07:59:00Z"
     campaign.write()
     result = run(pytester, *only("plan-frozen"))
-    expect(result, "manifest.json $.runs[1].started_at: run data-check started before the plan (and its stop rules) was frozen",
-         "    expected: at or after 2026-11-20T08:00:00+00:00")
+    expect(
+        result,
+        "manifest.json $.runs[1].started_at: "
+        "run data-check started before the plan (and its stop rules) was frozen",
+        "    expected: at or after 2026-11-20T08:00:00+00:00",
+    )
 
 
 # ------------------------------------------------------------- expected-ids
@@ -166,7 +199,11 @@ def test_unplanned_run_added_by_a_decision_is_accepted(
 ) -> None:
     campaign.manifest["runs"].append(dict(campaign.manifest["runs"][3], id="variant-a2"))
     campaign.manifest["schedule"]["decisions"] = [
-        {"id": "after-pilot", "text": "variant-a with a fixed tokenizer gets a new id", "adds": ["variant-a2"]}
+        {
+            "id": "after-pilot",
+            "text": "variant-a with a fixed tokenizer gets a new id",
+            "adds": ["variant-a2"],
+        }
     ]
     campaign.write()
     run(pytester, *only("expected-ids")).assert_outcomes(passed=1)
@@ -183,10 +220,16 @@ def test_no_control(pytester: pytest.Pytester, campaign: CampaignBuilder) -> Non
     campaign.plan["runs"][0]["role"] = "variant"
     campaign.write()
     result = run(pytester, *only("expected-ids"))
-    expect(result, "plan.json $.runs: the plan has no control run", "plan.json $.runs: the must category has no control run")
+    expect(
+        result,
+        "plan.json $.runs: the plan has no control run",
+        "plan.json $.runs: the must category has no control run",
+    )
 
 
-def test_must_category_lacks_the_resume_check(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_must_category_lacks_the_resume_check(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.plan["runs"][2]["category"] = "useful"
     campaign.write()
     result = run(pytester, *only("expected-ids"))
@@ -198,7 +241,8 @@ def _drop(campaign: CampaignBuilder, run_id: str = "variant-a", **fields: object
     index = next(i for i, r in enumerate(runs) if r["id"] == run_id)
     runs[index] = {"id": run_id, "outcome": "dropped", "decision": "after-pilot", **fields}
     campaign.manifest["schedule"]["decisions"] = [
-        {"id": "after-pilot", "text": f"{run_id} is not needed to conclude", "drops": [run_id]}]
+        {"id": "after-pilot", "text": f"{run_id} is not needed to conclude", "drops": [run_id]}
+    ]
 
 
 def test_dropped_run_with_its_decision_passes(
@@ -212,21 +256,41 @@ def test_dropped_run_with_its_decision_passes(
 @pytest.mark.parametrize(
     ("decision", "drops", "expected"),
     [
-        (None, ["variant-a"],
-         ["manifest.json $.runs[3].decision: dropped run variant-a names no decision",
-          "    fix:      a run is dropped at a decision point*"]),
-        ("mid-week", ["variant-a"],
-         ["manifest.json $.runs[3].decision: dropped run variant-a names decision 'mid-week', "
-          "which is not recorded", "    expected: one of ['after-pilot']"]),
-        ("after-pilot", [],
-         ["manifest.json $.runs[3].decision: dropped run variant-a names decision "
-          "'after-pilot', which does not drop it", "    found:    drops []"]),
+        (
+            None,
+            ["variant-a"],
+            [
+                "manifest.json $.runs[3].decision: dropped run variant-a names no decision",
+                "    fix:      a run is dropped at a decision point*",
+            ],
+        ),
+        (
+            "mid-week",
+            ["variant-a"],
+            [
+                "manifest.json $.runs[3].decision: "
+                "dropped run variant-a names decision 'mid-week', which is not recorded",
+                "    expected: one of ['after-pilot']",
+            ],
+        ),
+        (
+            "after-pilot",
+            [],
+            [
+                "manifest.json $.runs[3].decision: dropped run variant-a names decision "
+                "'after-pilot', which does not drop it",
+                "    found:    drops []",
+            ],
+        ),
     ],
     ids=["no-decision", "unknown-decision", "decision-does-not-drop-it"],
 )
 def test_dropped_run_without_a_matching_decision(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, decision: str | None,
-    drops: list[str], expected: list[str]
+    pytester: pytest.Pytester,
+    campaign: CampaignBuilder,
+    decision: str | None,
+    drops: list[str],
+    expected: list[str],
 ) -> None:
     _drop(campaign)
     if decision is None:
@@ -244,19 +308,26 @@ def test_must_run_dropped(pytester: pytest.Pytester, campaign: CampaignBuilder) 
     _drop(campaign, "control")
     campaign.write()
     result = run(pytester, *only("expected-ids"))
-    expect(result, "manifest.json $.runs[0].outcome: must-category run control was dropped",
-           "    fix:      only optional (useful or exploratory) runs are dropped*")
+    expect(
+        result,
+        "manifest.json $.runs[0].outcome: must-category run control was dropped",
+        "    fix:      only optional (useful or exploratory) runs are dropped*",
+    )
 
 
 def test_decision_drops_a_run_that_ran(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.manifest["schedule"]["decisions"] = [
-        {"id": "after-pilot", "text": "variant-a is dropped", "drops": ["variant-a"]}]
+        {"id": "after-pilot", "text": "variant-a is dropped", "drops": ["variant-a"]}
+    ]
     campaign.write()
     result = run(pytester, *only("expected-ids"))
-    expect(result, "manifest.json $.schedule.decisions[0].drops: decision after-pilot drops run "
-           "variant-a, recorded as accepted")
+    expect(
+        result,
+        "manifest.json $.schedule.decisions[0].drops: decision after-pilot drops run "
+        "variant-a, recorded as accepted",
+    )
 
 
 def test_rejected_run_needs_a_reason(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:

@@ -31,8 +31,11 @@ def test_listed_file_missing(pytester: pytest.Pytester, campaign: CampaignBuilde
     campaign.seal()
     result = run(pytester, "-k", "files-intact")
     result.assert_outcomes(passed=len(campaign.files) - 1, failed=1)
-    expect(result, "manifest.json $.files[*]: listed file runs/control/metrics.json is missing",
-         "    fix:      retrieve it before the rental ends, or correct the manifest")
+    expect(
+        result,
+        "manifest.json $.files[*]: listed file runs/control/metrics.json is missing",
+        "    fix:      retrieve it before the rental ends, or correct the manifest",
+    )
 
 
 def test_size_differs(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -43,7 +46,10 @@ def test_size_differs(pytester: pytest.Pytester, campaign: CampaignBuilder) -> N
     result = run(pytester, "-k", "files-intact and RELOAD")
     result.assert_outcomes(failed=1)
     size = len(campaign.files["RELOAD.md"])
-    expect(result, f"manifest.json $.files[0].bytes: RELOAD.md is {size + 15} bytes, the manifest says {size}")
+    expect(
+        result,
+        f"manifest.json $.files[0].bytes: RELOAD.md is {size + 15} bytes, the manifest says {size}",
+    )
 
 
 def test_same_size_different_bytes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -54,9 +60,13 @@ def test_same_size_different_bytes(pytester: pytest.Pytester, campaign: Campaign
     campaign.seal()
     result = run(pytester, "-k", "files-intact and variant-a/metrics")
     result.assert_outcomes(failed=1)
-    expect(result, "manifest.json $.files[*].sha256: runs/variant-a/metrics.json does not have the sha256 recorded*",
-            f"    expected: {sha256(data)}",
-            f"    found:    {sha256(path.read_bytes())}")
+    expect(
+        result,
+        "manifest.json $.files[*].sha256: "
+        "runs/variant-a/metrics.json does not have the sha256 recorded*",
+        f"    expected: {sha256(data)}",
+        f"    found:    {sha256(path.read_bytes())}",
+    )
 
 
 @pytest.mark.parametrize(
@@ -85,7 +95,9 @@ def test_symlink_out_of_the_folder(pytester: pytest.Pytester, campaign: Campaign
     campaign.write()
     os.symlink(secret, campaign.root / "runs/control/link.txt")
     manifest = json.loads((campaign.root / "manifest.json").read_text())
-    manifest["files"].append({"path": "runs/control/link.txt", "bytes": 25, "sha256": sha256(secret.read_bytes())})
+    manifest["files"].append(
+        {"path": "runs/control/link.txt", "bytes": 25, "sha256": sha256(secret.read_bytes())}
+    )
     (campaign.root / "manifest.json").write_text(json.dumps(manifest))
     campaign.seal()
     result = run(pytester, "-k", "files-intact and link")
@@ -99,8 +111,12 @@ def test_unlisted_file(pytester: pytest.Pytester, campaign: CampaignBuilder) -> 
     campaign.write()
     result = run(pytester, "-k", "files-intact and scratch")
     result.assert_outcomes(failed=1)
-    expect(result, "scratch/notes.txt: scratch/notes.txt is in the campaign folder but not listed in the manifest",
-         "    fix:      list it in manifest.json files*")
+    expect(
+        result,
+        "scratch/notes.txt: "
+        "scratch/notes.txt is in the campaign folder but not listed in the manifest",
+        "    fix:      list it in manifest.json files*",
+    )
 
 
 def test_dotfiles_are_not_skipped(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -128,23 +144,35 @@ def test_no_empty_files_passes(pytester: pytest.Pytester, campaign: CampaignBuil
     run(pytester, "-k", "no-empty-files").assert_outcomes(passed=1)
 
 
-def test_empty_listed_and_unlisted_files(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_empty_listed_and_unlisted_files(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.files["runs/control/predictions.jsonl"] = b""
     campaign.files["runs/variant-a/stderr.txt"] = b""
     campaign.unlisted.add("runs/variant-a/stderr.txt")
     campaign.write()
     result = run(pytester, "-k", "no-empty-files")
     result.assert_outcomes(failed=1)
-    expect(result, "*no-empty-files: 2 problems*",
-            "runs/control/predictions.jsonl: runs/control/predictions.jsonl is empty (listed in the manifest)",
-            "*",
-            "runs/variant-a/stderr.txt: runs/variant-a/stderr.txt is empty")
+    expect(
+        result,
+        "*no-empty-files: 2 problems*",
+        "runs/control/predictions.jsonl: "
+        "runs/control/predictions.jsonl is empty (listed in the manifest)",
+        "*",
+        "runs/variant-a/stderr.txt: runs/variant-a/stderr.txt is empty",
+    )
 
 
-def test_empty_directory_a_run_relies_on(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_empty_directory_a_run_relies_on(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write(before_manifest=lambda root: (root / "runs/variant-a/checkpoints").mkdir())
     result = run(pytester, "-k", "no-empty-files")
-    expect(result, "runs/variant-a/checkpoints: directory runs/variant-a/checkpoints is empty, and a run relies on it")
+    expect(
+        result,
+        "runs/variant-a/checkpoints: "
+        "directory runs/variant-a/checkpoints is empty, and a run relies on it",
+    )
 
 
 # ------------------------------------------------------------ no-temp-paths
@@ -156,8 +184,12 @@ def test_no_temp_paths_passes(pytester: pytest.Pytester, campaign: CampaignBuild
     result.assert_outcomes(passed=len(campaign.files) + 2)  # plan.json and manifest.json too
 
 
-def test_temp_paths_in_json_markdown_and_csv(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
-    campaign.files["configs/control.json"] = b'{\n  "run": "control",\n  "cache": "/tmp/hf/cache"\n}\n'
+def test_temp_paths_in_json_markdown_and_csv(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.files["configs/control.json"] = (
+        b'{\n  "run": "control",\n  "cache": "/tmp/hf/cache"\n}\n'
+    )
     campaign.plan["runs"][0]["config_sha256"] = sha256(campaign.files["configs/control.json"])
     campaign.manifest["runs"][0]["config_sha256"] = campaign.plan["runs"][0]["config_sha256"]
     campaign.files["RELOAD.md"] = b"# Reload\n\nThe weights are in /var/folders/xy/T/run1/last.pt\n"
@@ -176,7 +208,9 @@ def test_temp_paths_in_json_markdown_and_csv(pytester: pytest.Pytester, campaign
     )
 
 
-def test_temp_path_in_the_manifest_itself(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_temp_path_in_the_manifest_itself(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.manifest["conclusion"]["text"] = "see /tmp/scratch/plots for the curves"
     campaign.write()
     result = run(pytester, "-k", "no-temp-paths and manifest.json")
@@ -201,7 +235,9 @@ def test_absolute_paths_into_the_campaign_itself_are_not_temporary(
     campaign.files["runs/control/hparams.json"] = json.dumps({"dirpath": own}).encode()
     campaign.files["runs/control/cache.json"] = json.dumps({"cache": "/tmp/hf-cache/x"}).encode()
     # neither a sibling whose name extends the campaign's, nor an escape through '..'
-    campaign.files["runs/control/sibling.json"] = json.dumps({"d": f"{campaign.root}-old/x"}).encode()
+    campaign.files["runs/control/sibling.json"] = json.dumps(
+        {"d": f"{campaign.root}-old/x"}
+    ).encode()
     campaign.files["runs/control/escape.json"] = json.dumps({"d": f"{campaign.root}/../x"}).encode()
     campaign.write()
     result = run(pytester, "-k", "no-temp-paths and runs/control/")

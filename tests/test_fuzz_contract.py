@@ -38,7 +38,9 @@ JSON_LEAVES = st.one_of(
 )
 JSON_VALUES = st.recursive(
     JSON_LEAVES,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -117,7 +119,10 @@ FUZZ = settings(
 def _write(builder: CampaignBuilder) -> Path:
     try:
         return builder.write()
-    except (TypeError, ValueError):  # json cannot encode the mutation (e.g. a key that is not a str)
+    except (
+        TypeError,
+        ValueError,
+    ):  # json cannot encode the mutation (e.g. a key that is not a str)
         return Path()
 
 
@@ -153,7 +158,9 @@ def test_mutated_bytes_never_crash(data: st.DataObject) -> None:
         text = path.read_bytes()
         cut = data.draw(st.integers(0, len(text)))
         damage = data.draw(
-            st.sampled_from([b"", b'"format": "x", ', b"NaN", b"\x00\xff", b"{" * 50, b'"campaign": "a",'])
+            st.sampled_from(
+                [b"", b'"format": "x", ', b"NaN", b"\x00\xff", b"{" * 50, b'"campaign": "a",']
+            )
         )
         path.write_bytes(text[:cut] + damage + text[cut:])
         results = evaluate(builder.root)

@@ -41,7 +41,9 @@ def test_symlink_loop(pytester: pytest.Pytester, campaign: CampaignBuilder) -> N
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_link_to_dev_zero_is_never_followed(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_link_to_dev_zero_is_never_followed(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write()
     os.symlink("/dev/zero", campaign.root / "runs/control/weights.bin")
     add_listed(campaign.root, "runs/control/weights.bin")
@@ -55,7 +57,9 @@ def test_link_to_dev_zero_is_never_followed(pytester: pytest.Pytester, campaign:
     result.assert_outcomes(passed=result.parseoutcomes()["passed"], failed=1)
 
 
-def test_fifo_is_reported_and_never_opened(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_fifo_is_reported_and_never_opened(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write()
     os.mkfifo(campaign.root / "runs/control/pipe")
     add_listed(campaign.root, "runs/control/pipe")
@@ -90,7 +94,9 @@ def test_device_file_is_reported(pytester: pytest.Pytester, campaign: CampaignBu
     expect(result, "null-dev: null-dev (a device file) is in the campaign folder but not listed*")
 
 
-def test_file_that_vanishes_during_the_run(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_file_that_vanishes_during_the_run(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write()
     target = "runs/control/metrics.json"
     pytester.makeconftest(
@@ -107,16 +113,24 @@ def test_file_that_vanishes_during_the_run(pytester: pytest.Pytester, campaign: 
     campaign.written_digest = None  # the test itself removed a file
 
 
-def test_odd_names_are_checked_and_shown_readably(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_odd_names_are_checked_and_shown_readably(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.files["notes/with space é.txt"] = b"ok\n"
     campaign.files["notes/line\nbreak.txt"] = b"ok\n"
     campaign.write()
     result = run(pytester, "-k", "files-intact and notes", "-v")
     result.assert_outcomes(passed=2)
-    expect(result, "*files-intact[notes/line\\nbreak.txt] PASSED*", "*files-intact[notes/with space é.txt] PASSED*")
+    expect(
+        result,
+        "*files-intact[notes/line\\nbreak.txt] PASSED*",
+        "*files-intact[notes/with space é.txt] PASSED*",
+    )
 
 
-def test_non_utf8_and_binary_files_among_text(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_non_utf8_and_binary_files_among_text(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.files["logs/latin1.log"] = b"\xe9t\xe9 \xff\nsaved to /tmp/run7/out\n"
     campaign.files["logs/blob.bin"] = bytes(range(256)) * 64
     campaign.write()
@@ -129,7 +143,10 @@ def test_non_utf8_and_binary_files_among_text(pytester: pytest.Pytester, campaig
     ("content", "message"),
     [
         (b"\xff\xfe{}", "manifest.json $: is not UTF-8 (byte 0: b'\\xff')"),
-        (b"[" * 100_000 + b"]" * 100_000, "manifest.json $: not acceptable JSON: nested too deeply"),
+        (
+            b"[" * 100_000 + b"]" * 100_000,
+            "manifest.json $: not acceptable JSON: nested too deeply",
+        ),
         (b'{"format": NaN}', "manifest.json $: not acceptable JSON: NaN is not JSON*"),
         (b'{"n": 1' + b"0" * 5000 + b"}", "manifest.json $: not acceptable JSON: *"),
         (b"", "manifest.json:1:1 $: not JSON: Expecting value"),
@@ -146,14 +163,18 @@ def test_hostile_manifest_documents(
     expect(result, message)
 
 
-def test_manifest_symlink_out_of_the_folder(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_manifest_symlink_out_of_the_folder(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write()
     real = pytester.path / "elsewhere.json"
     (campaign.root / "manifest.json").rename(real)
     os.symlink(real, campaign.root / "manifest.json")
     campaign.seal()
     result = run(pytester, "-k", "manifest and not files and not temp")
-    expect(result, "manifest.json $: is a symbolic link: the contract documents must be regular files")
+    expect(
+        result, "manifest.json $: is a symbolic link: the contract documents must be regular files"
+    )
 
 
 def test_unreadable_file(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -170,7 +191,9 @@ def test_unreadable_file(pytester: pytest.Pytester, campaign: CampaignBuilder) -
         path.chmod(0o644)
 
 
-def test_listed_directory_instead_of_file(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_listed_directory_instead_of_file(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write()
     add_listed(campaign.root, "runs", 0, sha256(b""))
     campaign.seal()

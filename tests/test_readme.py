@@ -19,7 +19,8 @@ def test_readme_plan_and_manifest_examples_are_schema_valid() -> None:
     blocks = [parse_json(b) for b in _json_blocks()]
     plans = [b for b in blocks if b.get("format") == "itera-plan/1"]
     manifests = [b for b in blocks if b.get("format") == "itera-manifest/1"]
-    assert plans and manifests
+    assert plans
+    assert manifests
     for plan in plans:
         assert validate("plan", plan) == [], json.dumps(plan)[:200]
     for manifest in manifests:
@@ -28,6 +29,7 @@ def test_readme_plan_and_manifest_examples_are_schema_valid() -> None:
 
 def test_readme_names_the_two_commands_that_ci_runs() -> None:
     text = README.read_text(encoding="utf-8")
-    assert "bash scripts/demo" in text and "bash scripts/test" in text
+    assert "bash scripts/demo" in text
+    assert "bash scripts/test" in text
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert "bash scripts/test" in ci

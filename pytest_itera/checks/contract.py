@@ -42,7 +42,8 @@ def manifest(ctx: Context, _target: str | None) -> Iterator[Finding]:
 def _contract_hint(file: str, json_path: str) -> str:
     if json_path == "$":
         return f"write {file} with pytest_itera.record (see README: the campaign format)"
-    return f"fix {file} at {json_path}; the schema is pytest_itera/schemas/{file.split('.')[0]}.schema.json"
+    schema = f"pytest_itera/schemas/{file.split('.')[0]}.schema.json"
+    return f"fix {file} at {json_path}; the schema is {schema}"
 
 
 def plan_frozen(ctx: Context, _target: str | None) -> Iterator[Finding]:
@@ -65,7 +66,8 @@ def plan_frozen(ctx: Context, _target: str | None) -> Iterator[Finding]:
             where=f"{MANIFEST_FILE} $.plan.sha256",
             expected=man.plan.sha256,
             found=facts.sha256,
-            hint="restore the plan as frozen; record changes as deviations and decisions in the manifest",
+            hint="restore the plan as frozen; "
+            "record changes as deviations and decisions in the manifest",
         )
     pinned = ctx.options.plan_sha256
     if pinned is not None and facts.sha256 != pinned:
@@ -110,7 +112,8 @@ def expected_ids(ctx: Context, _target: str | None) -> Iterator[Finding]:
             yield Finding(
                 f"run {run.id} is not in the plan",
                 where=f"{MANIFEST_FILE} $.runs[{i}].id",
-                hint="a run added after freezing needs a decision that adds it (schedule.decisions[].adds)",
+                hint="a run added after freezing needs a decision that adds it "
+                "(schedule.decisions[].adds)",
             )
     yield from _must_roles(plan)
     yield from _dangling_runs(man, recorded)
@@ -121,14 +124,20 @@ def expected_ids(ctx: Context, _target: str | None) -> Iterator[Finding]:
 def _repeated(file: str, where: str, ids: list[str]) -> Iterator[Finding]:
     for run_id, count in sorted(Counter(ids).items()):
         if count > 1:
-            yield Finding(f"run id {run_id} appears {count} times", where=f"{file} {where}",
-                          hint="each run has its own id; a new configuration gets a new id")
+            yield Finding(
+                f"run id {run_id} appears {count} times",
+                where=f"{file} {where}",
+                hint="each run has its own id; a new configuration gets a new id",
+            )
 
 
 def _must_roles(plan: Plan) -> Iterator[Finding]:
     if not any(r.role == "control" for r in plan.runs):
-        yield Finding("the plan has no control run", where=f"{PLAN_FILE} $.runs",
-                      hint="a campaign compares variants with a control")
+        yield Finding(
+            "the plan has no control run",
+            where=f"{PLAN_FILE} $.runs",
+            hint="a campaign compares variants with a control",
+        )
     for role in MUST_ROLES:
         if not any(r.role == role and r.category == "must" for r in plan.runs):
             yield Finding(
@@ -161,32 +170,49 @@ def _outcome_records(plan: Plan, man: Manifest) -> Iterator[Finding]:
         if run.outcome == "dropped":
             yield from _dropped(plan, run.id, run.decision, decisions, where)
         elif run.outcome == "rejected" and not (run.rejection or "").strip():
-            yield Finding(f"rejected run {run.id} does not say why", where=f"{where}.rejection",
-                          hint="record the cause of the rejection (it is shown with the cost)")
+            yield Finding(
+                f"rejected run {run.id} does not say why",
+                where=f"{where}.rejection",
+                hint="record the cause of the rejection (it is shown with the cost)",
+            )
 
 
 def _dropped(
-    plan: Plan, run_id: str, decision: str | None, decisions: Mapping[str, DecisionRecord],
+    plan: Plan,
+    run_id: str,
+    decision: str | None,
+    decisions: Mapping[str, DecisionRecord],
     where: str,
 ) -> Iterator[Finding]:
     if decision is None:
-        yield Finding(f"dropped run {run_id} names no decision", where=f"{where}.decision",
-                      hint="a run is dropped at a decision point: record the decision "
-                      "(schedule.decisions, with drops) and name it here")
+        yield Finding(
+            f"dropped run {run_id} names no decision",
+            where=f"{where}.decision",
+            hint="a run is dropped at a decision point: record the decision "
+            "(schedule.decisions, with drops) and name it here",
+        )
     elif decision not in decisions:
-        yield Finding(f"dropped run {run_id} names decision {decision!r}, which is not recorded",
-                      where=f"{where}.decision", expected=f"one of {sorted(decisions)}",
-                      hint="record the decision in manifest.json schedule.decisions")
+        yield Finding(
+            f"dropped run {run_id} names decision {decision!r}, which is not recorded",
+            where=f"{where}.decision",
+            expected=f"one of {sorted(decisions)}",
+            hint="record the decision in manifest.json schedule.decisions",
+        )
     elif run_id not in decisions[decision].drops:
-        yield Finding(f"dropped run {run_id} names decision {decision!r}, which does not drop it",
-                      where=f"{where}.decision",
-                      found=f"drops {list(decisions[decision].drops)}",
-                      hint=f"list {run_id} in that decision's drops")
+        yield Finding(
+            f"dropped run {run_id} names decision {decision!r}, which does not drop it",
+            where=f"{where}.decision",
+            found=f"drops {list(decisions[decision].drops)}",
+            hint=f"list {run_id} in that decision's drops",
+        )
     planned = plan.run(run_id)
     if planned is not None and planned.category == "must":
-        yield Finding(f"must-category run {run_id} was dropped", where=f"{where}.outcome",
-                      hint="only optional (useful or exploratory) runs are dropped at a decision "
-                      "point; without the must runs the question cannot be concluded")
+        yield Finding(
+            f"must-category run {run_id} was dropped",
+            where=f"{where}.outcome",
+            hint="only optional (useful or exploratory) runs are dropped at a decision "
+            "point; without the must runs the question cannot be concluded",
+        )
 
 
 def _decisions_agree(man: Manifest) -> Iterator[Finding]:
@@ -197,14 +223,18 @@ def _decisions_agree(man: Manifest) -> Iterator[Finding]:
                 yield Finding(
                     f"decision {decision.id} drops run {run_id}, recorded as {run.outcome}",
                     where=f"{MANIFEST_FILE} $.schedule.decisions[{i}].drops",
-                    hint="a dropped run has outcome 'dropped'; correct the run or the decision")
+                    hint="a dropped run has outcome 'dropped'; correct the run or the decision",
+                )
 
 
 def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
     """An error analysis and reload instructions, each present and not empty."""
     man = ctx.campaign.manifest
     assert man is not None
-    for field_name, label in (("analysis", "error analysis"), ("reload_instructions", "reload instructions")):
+    for field_name, label in (
+        ("analysis", "error analysis"),
+        ("reload_instructions", "reload instructions"),
+    ):
         relpath = getattr(man, field_name)
         problem = _text_problem(ctx, relpath)
         if problem is not None:
@@ -247,18 +277,36 @@ def _blank(path: object) -> bool:
 
 def _docs(ctx: Context) -> tuple[Plan, Manifest]:
     plan, man = ctx.campaign.plan, ctx.campaign.manifest
-    assert plan is not None and man is not None  # guaranteed by Check.needs
+    assert plan is not None  # guaranteed by Check.needs
+    assert man is not None
     return plan, man
 
 
 CHECKS = (
-    Check("manifest", "plan.json and manifest.json present, JSON, schema-valid", manifest,
-          needs=frozenset(), fast=True, order=0),
+    Check(
+        "manifest",
+        "plan.json and manifest.json present, JSON, schema-valid",
+        manifest,
+        needs=frozenset(),
+        fast=True,
+        order=0,
+    ),
     Check("plan-frozen", "the plan is unchanged since it was frozen", plan_frozen, order=1),
-    Check("expected-ids", "planned runs accounted for, no unplanned or repeated ids", expected_ids,
-          fast=True, order=2),
-    Check("analysis-present", "error analysis and reload instructions present",
-          analysis_present, needs=frozenset({"manifest"}), fast=True, order=40),
+    Check(
+        "expected-ids",
+        "planned runs accounted for, no unplanned or repeated ids",
+        expected_ids,
+        fast=True,
+        order=2,
+    ),
+    Check(
+        "analysis-present",
+        "error analysis and reload instructions present",
+        analysis_present,
+        needs=frozenset({"manifest"}),
+        fast=True,
+        order=40,
+    ),
 )
 
 

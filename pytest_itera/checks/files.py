@@ -67,7 +67,9 @@ def file_targets(ctx: Context) -> Iterable[str]:
     present = (
         e.path
         for e in ctx.entries()
-        if (e.kind != "dir" or e.error) and e.path not in CONTRACT_FILES and not ignored(ctx, e.path)
+        if (e.kind != "dir" or e.error)
+        and e.path not in CONTRACT_FILES
+        and not ignored(ctx, e.path)
     )
     return {*present, *(f.path for f in _listed(ctx))}
 
@@ -81,8 +83,9 @@ def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
     index, record = records[0]
     where = f"{MANIFEST_FILE} $.files[{index}]"
     if len(records) > 1:
-        yield Finding(f"{target} is listed {len(records)} times", where=where,
-                      hint="list each file once")
+        yield Finding(
+            f"{target} is listed {len(records)} times", where=where, hint="list each file once"
+        )
     yield from _listed_file(ctx, record, where)
 
 
@@ -105,17 +108,26 @@ def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Findi
 
     inside = resolve_inside(ctx.root, record.path)
     if isinstance(inside, str):
-        yield Finding(f"listed file {record.path!r}: {inside}", where=where,
-                      hint="list paths relative to the campaign folder, inside it")
+        yield Finding(
+            f"listed file {record.path!r}: {inside}",
+            where=where,
+            hint="list paths relative to the campaign folder, inside it",
+        )
         return
     entry = ctx.entry(record.path)
     if entry is None:
-        yield Finding(f"listed file {record.path} is missing", where=where,
-                      hint="retrieve it before the rental ends, or correct the manifest")
+        yield Finding(
+            f"listed file {record.path} is missing",
+            where=where,
+            hint="retrieve it before the rental ends, or correct the manifest",
+        )
         return
     if entry.kind == "symlink" and entry.escapes:
-        yield Finding(f"{record.path} is a symlink to {entry.target!r}, which leaves the campaign folder",
-                      where=where, hint="copy the file itself into the campaign folder")
+        yield Finding(
+            f"{record.path} is a symlink to {entry.target!r}, which leaves the campaign folder",
+            where=where,
+            hint="copy the file itself into the campaign folder",
+        )
         return
     if entry.kind not in ("file", "symlink"):
         yield Finding(f"{record.path} is {_describe(entry.kind)}", where=where)
@@ -261,13 +273,33 @@ def _inside_campaign(excerpt: str, own: tuple[str, ...]) -> bool:
 
 
 CHECKS = (
-    Check("files-intact", "every file listed, present, inside the folder, with its size and sha256",
-          files_intact, scope="file", targets=file_targets, needs=frozenset({"manifest"}),
-          fast=True, order=10),
-    Check("no-empty-files", "no empty file, no empty directory a run relies on", no_empty_files,
-          needs=frozenset(), fast=True, order=11),
-    Check("no-temp-paths", "no path into a temporary folder", no_temp_paths, scope="file",
-          targets=scan_targets, needs=frozenset(), order=12),
+    Check(
+        "files-intact",
+        "every file listed, present, inside the folder, with its size and sha256",
+        files_intact,
+        scope="file",
+        targets=file_targets,
+        needs=frozenset({"manifest"}),
+        fast=True,
+        order=10,
+    ),
+    Check(
+        "no-empty-files",
+        "no empty file, no empty directory a run relies on",
+        no_empty_files,
+        needs=frozenset(),
+        fast=True,
+        order=11,
+    ),
+    Check(
+        "no-temp-paths",
+        "no path into a temporary folder",
+        no_temp_paths,
+        scope="file",
+        targets=scan_targets,
+        needs=frozenset(),
+        order=12,
+    ),
 )
 
 
