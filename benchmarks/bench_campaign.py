@@ -138,7 +138,12 @@ class Sample:
 def run(cmd: Sequence[str], cwd: Path, probe: Path | None = None) -> Sample:
     """One whole process: wall, user+sys (with what it waited for), peak RSS."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(REPO), str(cwd))),
-           "ITERA_BENCH_PROBE": str(probe or ""), "HF_HUB_OFFLINE": "1"}
+           "ITERA_BENCH_PROBE": str(probe or ""), "HF_HUB_OFFLINE": "1",
+           "PYTHONPYCACHEPREFIX": str(cwd / "pycache")}
+    # A warm bytecode cache, like an installed package: with PYTHONDONTWRITEBYTECODE (set on
+    # these machines) pytest re-rewrites the asserts of every entry-point plugin's modules
+    # (hypothesis, pytest-itera) in every process, ~0.6 s, for the floors as for the plugin.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
@@ -177,6 +182,15 @@ def warm(root: Path) -> int:
             while data := f.read(16 * CHUNK):
                 total += len(data)
     return total
+
+
+def warm_bytecode(work: Path) -> None:
+    """Fill the bytecode cache (PYTHONPYCACHEPREFIX) before anything is timed: pytest with
+    the plugin active and inert, the Reloader and torch."""
+    camp = base_campaign(work / "warm-camp")
+    run(pytest_cmd(camp), work)
+    bare_pytest(work)
+    run([PY, "-c", "import torch, pytest_itera.reload"], work)
 
 
 def bare_pytest(work: Path) -> Sample:
@@ -528,13 +542,15 @@ def main() -> None:
     rows: list[Row] = []
     try:
         print(f"# cores {os.cpu_count()}, Python {sys.version.split()[0]}, warm page cache, "
-              f"medians of {args.repeat} interleaved whole-process runs; workdir {work}",
-              flush=True)
+              f"warm bytecode cache, medians of {args.repeat} interleaved whole-process runs; "
+              f"load average {os.getloadavg()[0]:.1f}; workdir {work}", flush=True)
+        warm_bytecode(work)
         for key in args.scenarios.split(","):
             started = time.perf_counter()
             new = SCENARIOS[key.strip()](args, work)
             rows += new
-            print(f"# ({key}) done in {time.perf_counter() - started:.0f} s", flush=True)
+            print(f"# ({key}) done in {time.perf_counter() - started:.0f} s; load average "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
             print("\n".join(table(new)[2:]), flush=True)
         print()
         print("\n".join(table(rows)))

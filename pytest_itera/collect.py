@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,12 @@ class _CampaignNode:
 
     @property
     def ihook(self) -> pluggy.HookRelay:
-        return self.session.gethookproxy(self.campaign_root.parent)
+        return self.session.gethookproxy(self._hook_dir)
+
+    @cached_property
+    def _hook_dir(self) -> Path:
+        # pytest asks for ihook ~7 times per item: compute the folder once per node.
+        return self.campaign_root.parent
 
 
 class IteraCampaign(_CampaignNode, pytest.Collector):
@@ -82,6 +88,8 @@ class IteraManifest(_CampaignNode, pytest.File):
     """The campaign's checks, one item per check and target."""
 
     context: Context
+    _mark: pytest.MarkDecorator
+    _root_text: str
 
     @property
     def campaign_root(self) -> Path:
@@ -91,6 +99,10 @@ class IteraManifest(_CampaignNode, pytest.File):
         settings = self.config.stash[settings_key]
         checks = registered_checks(self.config, self.ihook, fast=settings.fast)
         self.context = make_context(self.campaign_root, settings, checks, self.config)
+        # One mark and one root string for every item (not a pytest.mark lookup and a
+        # Path formatting per item).
+        self._mark = getattr(pytest.mark, MARKER)
+        self._root_text = str(self.campaign_root)
         for check in sorted(checks.values(), key=lambda c: (c.order, c.id)):
             for target in self.context.targets(check):
                 yield IteraCheckItem.from_parent(
@@ -110,9 +122,11 @@ class IteraCheckItem(_CampaignNode, pytest.Item):
         super().__init__(**kwargs)
         self.check = check
         self.target = target
-        self.add_marker(MARKER)
+        parent = self.parent
+        self.add_marker(getattr(parent, "_mark", None) or MARKER)
+        root = getattr(parent, "_root_text", None) or str(self.campaign_root)
         self.user_properties += [
-            ("itera_campaign", str(self.campaign_root)),
+            ("itera_campaign", root),
             ("itera_check", check.id),
             ("itera_target", target if target is not None else ""),
         ]

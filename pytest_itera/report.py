@@ -150,13 +150,15 @@ def run_rows(campaign: Campaign, results: Iterable[CheckResult]) -> tuple[RunRow
     """Planned runs in plan order, then recorded runs the plan does not have."""
     plan, manifest = campaign.plan, campaign.manifest
     ids = [r.id for r in plan.runs] if plan else []
-    ids += [r.id for r in manifest.runs if r.id not in ids] if manifest else []
+    planned = set(ids)  # sets, not list scans: a sweep has thousands of runs and items
+    ids += [r.id for r in manifest.runs if r.id not in planned] if manifest else []
+    known = set(ids)
     passed = dict.fromkeys(ids, 0)
     total = dict.fromkeys(ids, 0)
     for result in results:
         if result.target is None:
             continue
-        for run in runs_of(manifest, result.scope, result.target) & set(ids):
+        for run in runs_of(manifest, result.scope, result.target) & known:
             total[run] += 1
             passed[run] += result.outcome == "passed"
     return tuple(_run_row(campaign, rid, passed[rid], total[rid]) for rid in ids)
@@ -434,10 +436,11 @@ def _run_cells(runs: Sequence[RunRow]) -> list[tuple[str, ...]]:
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     if not rows:
         return []
-    widths = [max(len(clean(c)) for c in col) for col in zip(header, *rows, strict=True)]
+    cleaned = [tuple(clean(c) for c in row) for row in (header, *rows)]  # once per cell
+    widths = [max(len(c) for c in col) for col in zip(*cleaned, strict=True)]
     return [
-        "  ".join(clean(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-        for row in (header, *rows)
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in cleaned
     ]
 
 

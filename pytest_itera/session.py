@@ -56,11 +56,11 @@ class IteraSession:
                 self.collected[str(props["itera_campaign"])] += 1
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call" and report.passed:
+            return  # passing setup/teardown: two of the three reports of every item
         props = dict(report.user_properties)
         root = props.get("itera_campaign")
         if root is None:
-            return
-        if report.when != "call" and report.passed:
             return
         outcome = "failed" if report.failed else report.outcome
         previous = self.results[str(root)].get(report.nodeid)
