@@ -308,6 +308,17 @@ class Manifest:
     def _runs_by_id(self) -> dict[str, RunRecord]:
         return _first_by_id(self.runs)
 
+    def run_position(self, run_id: str) -> int | None:
+        """Index of the first run with this id in ``runs`` (for JSON paths), indexed once."""
+        return self._run_positions.get(run_id)
+
+    @cached_property
+    def _run_positions(self) -> dict[str, int]:
+        positions: dict[str, int] = {}
+        for i, run in enumerate(self.runs):
+            positions.setdefault(run.id, i)
+        return positions
+
     @cached_property
     def _owner_index(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
         """(record path without trailing "/" -> runs, run file path -> runs), built once.

@@ -193,9 +193,10 @@ def make_context(
         deviation_tolerance=settings.deviation_tolerance,
         extra={"config": config},
     )
-    campaign = load_campaign(root)
+    loaded = config.stash.setdefault(loaded_key, {})
+    campaign = loaded.get(root) or load_campaign(root)
     # The closure report reuses it instead of validating the documents again.
-    config.stash.setdefault(loaded_key, {})[root] = campaign
+    loaded[root] = campaign
     return Context(
         campaign,
         options,

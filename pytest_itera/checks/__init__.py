@@ -101,6 +101,7 @@ class Context:
         self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
         self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
         self._by_run: dict[str, list[tuple[str, str]]] | None = None
+        self._targets: dict[str, tuple[str, ...]] = {}
 
     @property
     def root(self) -> Path:
@@ -247,8 +248,11 @@ class Context:
         if check.targets is None or blocked_by_contract(self.campaign, check) is not None:
             # A check whose targets cannot be listed still gets one item, which
             # fails saying why: a broken manifest never silently drops checks.
-            return [None]
-        return [*sorted(set(check.targets(self)))]
+            return (None,)
+        with self._lock:
+            if check.id not in self._targets:
+                self._targets[check.id] = tuple(sorted(set(check.targets(self))))
+            return self._targets[check.id]
 
 
 def blocked_by_contract(campaign: Campaign, check: Check) -> Finding | None:

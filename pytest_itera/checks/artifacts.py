@@ -29,6 +29,7 @@ from pytest_itera.campaign import (
 )
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
+from pytest_itera.options import loaded_key
 from pytest_itera.reload import PARTS
 from pytest_itera.tree import os_reason, resolve_inside
 
@@ -559,7 +560,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     settings = config.stash.get(settings_key, None)
     if settings is None or settings.fast or hasattr(config, "workerinput"):
         return
-    if config.option.collectonly or not _needs_reloads(settings.campaigns):
+    if config.option.collectonly or not _needs_reloads(config, settings.campaigns):
         return
     from pytest_itera.collect import session_reloader
 
@@ -575,9 +576,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
-def _needs_reloads(roots: Iterable[Path]) -> bool:
+def _needs_reloads(config: pytest.Config, roots: Iterable[Path]) -> bool:
+    loaded = config.stash.setdefault(loaded_key, {})
     for root in roots:
-        man = load_campaign(root).manifest
+        # Kept for collection, which then does not load and validate the documents again.
+        man = loaded.setdefault(root, load_campaign(root)).manifest
         if man is not None and (man.checkpoints or man.adapters):
             return True
     return False

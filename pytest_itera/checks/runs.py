@@ -45,7 +45,9 @@ def _docs(ctx: Context) -> tuple[Plan, Manifest]:
 
 
 def _record(man: Manifest, run_id: str) -> tuple[int, RunRecord]:
-    return next((i, r) for i, r in enumerate(man.runs) if r.id == run_id)
+    position = man.run_position(run_id)
+    assert position is not None  # targets are recorded run ids
+    return position, man.runs[position]
 
 
 # ------------------------------------------------------------- stop-records
