@@ -135,7 +135,8 @@ def build_settings(config: pytest.Config) -> Settings:
 
 def _campaigns(config: pytest.Config) -> tuple[Path, ...]:
     given = [(p, config.invocation_params.dir / p) for p in config.getoption(CAMPAIGN)]
-    given += [(str(p), Path(p)) for p in config.getini(INI_CAMPAIGN)]
+    if not given:  # the command line takes precedence over the ini file, as in pytest
+        given = [(str(p), Path(p)) for p in config.getini(INI_CAMPAIGN)]
     seen: dict[Path, str] = {}
     for path, full in given:
         resolved = Path(os.path.abspath(full))

@@ -135,6 +135,16 @@ def test_ini_twin(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     assert result.ret == 0
 
 
+def test_command_line_campaign_replaces_the_ini_one(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    pytester.makeini("[pytest]\nitera_campaign = out\n")
+    result = pytester.runpytest("--itera-campaign", "out")
+    assert result.ret == 0, result.stderr.str()
+    result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
+
+
 def test_campaign_outside_rootdir_has_readable_ids(
     pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
