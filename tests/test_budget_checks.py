@@ -228,15 +228,24 @@ def test_included_expenses_count_in_the_cost_per_deliverable(
     passes(pytester, campaign)
 
 
-def test_a_ratio_of_the_rental_alone_leaves_out_included_expenses(
+def test_the_rental_share_per_deliverable_is_accepted_too(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    """The source's own figure is the rental's share: 47.14 USD / 2 corpora = 23.57."""
+    two_corpora(campaign)
+    budget(campaign, included_expenses=[{"label": "extra disk for the rental", "amount": "2.00"}])
+    passes(pytester, campaign)
+
+
+def test_a_ratio_that_is_neither_share_fails(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
-    budget(campaign, included_expenses=[{"label": "extra disk for the rental", "amount": "2.00"}])
+    budget(campaign, cost_per_deliverable="25.00",
+           included_expenses=[{"label": "extra disk for the rental", "amount": "2.00"}])
     fails(pytester, campaign,
-          "manifest.json $.budget.cost_per_deliverable: cost per deliverable 23.57 USD is not "
-          "49.14 USD / 2 = 24.57 USD (it divides the rental alone and leaves out the included "
-          "expenses)")
+          "manifest.json $.budget.cost_per_deliverable: cost per deliverable 25.00 USD is not "
+          "49.14 USD / 2 = 24.57 USD*")
 
 
 def test_an_external_expense_listed_as_included(

@@ -265,8 +265,8 @@ def _ratio(budget: BudgetReport, lots: list[Lot], accepted: int) -> Iterator[Fin
     if problem is None:
         return
     rental = rental_total(lots, currency)
-    if stated is not None and rental != total and ratio_matches(stated, rental, accepted):
-        problem += " (it divides the rental alone and leaves out the included expenses)"
+    if budget.unit != "decision" and stated is not None and ratio_matches(stated, rental, accepted):
+        return  # the source's own figure: the rental's share per deliverable (47.14 / 2 = 23.57)
     yield Finding(problem, where=f"{_BUDGET}.cost_per_deliverable",
                   expected=_expected_ratio(budget, total, accepted),
                   found=stated.format() if stated is not None else "null",
@@ -296,8 +296,8 @@ def _ratio_hint(budget: BudgetReport) -> str:
     if budget.unit == "decision":
         return "a research decision reports its conclusion (manifest conclusion.text), not an "\
             "artificial unit: set cost_per_deliverable to null"
-    return "cost_per_deliverable is the engaged total (lots + included expenses) divided by "\
-        "the accepted deliverables, to the cent"
+    return "cost_per_deliverable is the rental (or the engaged total, lots + included "\
+        "expenses) divided by the accepted deliverables, to the cent"
 
 
 CHECKS = (
