@@ -20,7 +20,6 @@ manifest written with Python's banker's rounding is not refused at exact ties.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +28,8 @@ from functools import total_ordering
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
+
+from pytest_itera.campaign import parse_json
 
 CENT = Decimal("0.01")
 HALF_CENT = Decimal("0.005")
@@ -450,8 +451,8 @@ def example_catalogue() -> Catalogue:
 
 def parse_catalogue(text: str, name: str = "<catalogue>") -> Catalogue:
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-    except ValueError as exc:
+        data = parse_json(text)  # the contract's strict JSON: no duplicate keys, no NaN
+    except (ValueError, RecursionError) as exc:
         raise CatalogueError(f"{name}: not acceptable JSON: {exc}") from None
     return catalogue_from_data(data, name)
 
@@ -544,19 +545,6 @@ def _notes(value: Any, name: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise CatalogueError(f"{name} $.notes: an object of strings is expected")
     return dict(value)
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _no_constant(text: str) -> None:
-    raise ValueError(f"{text} is not JSON")
 
 
 # -------------------------------------------------------------------- hours

@@ -22,7 +22,7 @@ from typing import Any
 
 from pytest_itera import money
 from pytest_itera import schedule as sched
-from pytest_itera.campaign import Campaign, Manifest, Step
+from pytest_itera.campaign import Campaign, Manifest
 
 REPORT_FORMAT = "itera-report/1"
 PARTIAL_NOTE = "only the checks named on the command line were collected"
@@ -231,18 +231,6 @@ def _lot_details(campaign: Campaign) -> list[dict[str, Any]]:
 # --------------------------------------------------------------- schedule
 
 
-@dataclass(frozen=True)
-class _ObservedStep:
-    """A planned step with its observed hours, laid out with the plan's rules."""
-
-    id: str
-    kind: str
-    resource: str
-    hours: Decimal
-    after: tuple[str, ...]
-    lot: str | None
-
-
 _Timelines = tuple[sched.Timeline | None, sched.Timeline | None, str | None]
 
 
@@ -256,14 +244,9 @@ def _timelines(campaign: Campaign) -> _Timelines:
         if manifest is None:
             return planned, None, None
         observed = sched.observed_hours(manifest.schedule.steps)
-        steps = [_observed(s, observed.get(s.id, Decimal(0))) for s in plan.schedule.steps]
-        return planned, sched.makespan(steps), None
+        return planned, sched.makespan(sched.as_observed(plan.schedule.steps, observed)), None
     except (sched.ScheduleError, ValueError, TypeError) as exc:
         return None, None, f"the plan's steps cannot be scheduled: {exc}"
-
-
-def _observed(step: Step, hours: Decimal) -> _ObservedStep:
-    return _ObservedStep(step.id, step.kind, step.resource, hours, step.after, step.lot)
 
 
 def schedule_section(campaign: Campaign) -> dict[str, Any] | None:

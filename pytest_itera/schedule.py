@@ -425,6 +425,31 @@ class StepDeviation:
         )
 
 
+@dataclass(frozen=True)
+class ObservedStep:
+    """A planned step carrying its observed hours, to lay out with the plan's rules."""
+
+    id: str
+    kind: str
+    resource: str
+    hours: Decimal
+    after: tuple[str, ...]
+    lot: str | None
+
+
+def as_observed(steps: Iterable[StepLike], observed: Mapping[str, Decimal]) -> list[ObservedStep]:
+    """The plan's steps with their observed hours (0 h for a step that did not run).
+
+    ``makespan`` of the result is the actual timeline: same dependencies, same
+    resource order, observed durations.
+    """
+    return [
+        ObservedStep(s.id, s.kind, s.resource, observed.get(s.id, Decimal(0)),
+                     tuple(s.after), s.lot)
+        for s in steps
+    ]
+
+
 def observed_hours(actual: Iterable[ActualLike]) -> dict[str, Decimal]:
     """``{step id: hours}`` from ``ActualStep`` records; a step recorded twice is summed."""
     out: dict[str, Decimal] = {}

@@ -148,6 +148,28 @@ class Context:
                 )
             return self._facts[relpath]
 
+    def regular_file(self, relpath: str) -> Path | str:
+        """The real path of a file the documents point at, or why it is refused.
+
+        Inside the folder (no '..', not absolute, no link out), present, and a
+        regular file (or a link to one inside the folder).
+        """
+        from pytest_itera.tree import resolve_inside
+
+        resolved = resolve_inside(self.root, relpath)
+        if isinstance(resolved, str):
+            return resolved
+        entry = self.entry(relpath)
+        if entry is None:
+            return "is missing"
+        if entry.error:
+            return entry.error
+        if entry.kind == "symlink" and entry.escapes:
+            return "is a symbolic link that leaves the campaign folder"
+        if entry.kind not in ("file", "symlink"):
+            return f"is a {entry.kind}, not a regular file"
+        return resolved
+
     def _readable_path(self, relpath: str) -> Path:
         """A link that stays inside the folder is read through; any other path as is."""
         entry = self.entry(relpath)

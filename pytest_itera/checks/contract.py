@@ -246,17 +246,14 @@ def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
 
 
 def _text_problem(ctx: Context, relpath: str) -> str | None:
-    from pytest_itera.tree import resolve_inside
-
-    resolved = resolve_inside(ctx.root, relpath)
+    resolved = ctx.regular_file(relpath)
     if isinstance(resolved, str):
         return resolved
-    entry = ctx.entry(relpath)
-    if entry is None:
-        return "is missing"
-    if entry.kind != "file":
-        return f"is a {entry.kind}, not a regular file"
-    if entry.size == 0:
+    try:
+        size = resolved.stat().st_size
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    if size == 0:
         return "is empty"
     if not ctx.options.fast and _blank(resolved):
         return "holds only whitespace"

@@ -192,32 +192,13 @@ def config_identity(ctx: Context, target: str | None) -> Iterator[Finding]:
 
 def _file_sha256(ctx: Context, relpath: str) -> tuple[str | None, str]:
     """The sha256 of a file inside the folder (Context.facts: read once), or why there is none."""
-    inside = _inside(ctx, relpath)
+    inside = ctx.regular_file(relpath)
     if isinstance(inside, str):
         return None, inside
     facts = ctx.facts(relpath)
     if facts.error is not None or facts.sha256 is None:
         return None, f"cannot be read: {facts.error}"
     return facts.sha256, ""
-
-
-def _inside(ctx: Context, relpath: str) -> Path | str:
-    """The real path of a regular file inside the folder, or why it is refused."""
-    from pytest_itera.tree import resolve_inside
-
-    resolved = resolve_inside(ctx.root, relpath)
-    if isinstance(resolved, str):
-        return resolved
-    entry = ctx.entry(relpath)
-    if entry is None:
-        return "is missing"
-    if entry.error:
-        return entry.error
-    if entry.kind == "symlink" and entry.escapes:
-        return "is a symbolic link that leaves the campaign folder"
-    if entry.kind not in ("file", "symlink"):
-        return f"is a {entry.kind}, not a regular file"
-    return resolved
 
 
 # ------------------------------------------------- reading IDs, streamed
@@ -473,7 +454,7 @@ def _load_corpus(ctx: Context) -> CorpusIds:
             "(its sha256 differs); predictions were not compared",
             where=f"{where}.sha256", expected=corpus.sha256, found=actual,
             hint="restore the frozen corpus; a changed corpus is a new campaign with a new plan"),))
-    inside = _inside(ctx, corpus.path)
+    inside = ctx.regular_file(corpus.path)
     assert isinstance(inside, Path)
     try:
         return _index(read_ids(inside, corpus.id_field), corpus.path, corpus.examples)
@@ -549,7 +530,7 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
     if corpus.blocking:
         return
     yield from corpus.notes
-    inside = _inside(ctx, run.predictions)
+    inside = ctx.regular_file(run.predictions)
     if isinstance(inside, str):
         yield Finding(f"predictions {run.predictions} of run {run.id} {inside}", where=where)
         return

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 
 from pytest_itera import schedule as sched
@@ -229,18 +228,6 @@ def catalogue_of(ctx: Context) -> Catalogue | str:
 # =============================================================== plan-vs-actual
 
 
-@dataclass(frozen=True)
-class _ObservedStep:
-    """A planned step with its observed hours, for the observed makespan."""
-
-    id: str
-    kind: str
-    resource: str
-    hours: Decimal
-    after: tuple[str, ...]
-    lot: str | None
-
-
 def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
     """Reserved and observed time, explained deviations and decisions (R9).
 
@@ -296,7 +283,7 @@ def _observed_total(
     place in the plan's graph, so each may add up to its own hours.
     """
     try:
-        base = sched.makespan(_as_observed(plan, observed)).makespan
+        base = sched.makespan(sched.as_observed(plan.schedule.steps, observed)).makespan
     except sched.ScheduleError:
         return  # schedule-fits reports the plan's broken graph
     extra = sum((h for k, h in observed.items() if plan_step(plan, k) is None), Decimal(0))
@@ -312,13 +299,6 @@ def _observed_total(
         hint="observed_hours is the observed makespan (first start to last end, overlapping "
         "steps counted once), not the sum of the steps' hours",
     )
-
-
-def _as_observed(plan: Plan, observed: dict[str, Decimal]) -> list[_ObservedStep]:
-    return [
-        _ObservedStep(s.id, s.kind, s.resource, observed.get(s.id, Decimal(0)), s.after, s.lot)
-        for s in plan.schedule.steps
-    ]
 
 
 def plan_step(plan: Plan, step_id: str) -> int | None:
