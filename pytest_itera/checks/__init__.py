@@ -148,15 +148,27 @@ class Context:
                 )
             return self._facts[relpath]
 
+    def inside(self, relpath: str) -> Path | str:
+        """``tree.resolve_inside``, without its lstat per component for a plain file.
+
+        The walk lists only what it reached through real directories, never
+        through a link, and under normalised names: a path it lists as a regular
+        file is inside the folder as written.
+        """
+        entry = self.entry(relpath)
+        if entry is not None and entry.kind == "file":
+            return self.root / relpath
+        from pytest_itera.tree import resolve_inside
+
+        return resolve_inside(self.root, relpath)
+
     def regular_file(self, relpath: str) -> Path | str:
         """The real path of a file the documents point at, or why it is refused.
 
         Inside the folder (no '..', not absolute, no link out), present, and a
         regular file (or a link to one inside the folder).
         """
-        from pytest_itera.tree import resolve_inside
-
-        resolved = resolve_inside(self.root, relpath)
+        resolved = self.inside(relpath)
         if isinstance(resolved, str):
             return resolved
         entry = self.entry(relpath)

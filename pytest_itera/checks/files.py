@@ -104,9 +104,7 @@ def _unlisted(ctx: Context, relpath: str) -> Iterator[Finding]:
 
 
 def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Finding]:
-    from pytest_itera.tree import resolve_inside
-
-    inside = resolve_inside(ctx.root, record.path)
+    inside = ctx.inside(record.path)
     if isinstance(inside, str):
         yield Finding(
             f"listed file {record.path!r}: {inside}",
