@@ -33,6 +33,9 @@ class CheckFailed(Exception):
         self.findings = findings
 
 
+_hook_cache_key = pytest.StashKey[dict[Path, pluggy.HookRelay]]()
+
+
 class _CampaignNode:
     """Hooks for campaign nodes come from the folder's parent.
 
@@ -50,11 +53,17 @@ class _CampaignNode:
 
     @property
     def ihook(self) -> pluggy.HookRelay:
-        return self.session.gethookproxy(self._hook_dir)
+        # pytest asks for ihook ~7 times per item. The conftests of the folder's
+        # parents are all loaded before a campaign node exists (pytest collected
+        # those directories first), so the proxy for that folder no longer changes.
+        cache: dict[Path, pluggy.HookRelay] = self.session.stash.setdefault(_hook_cache_key, {})
+        folder = self._hook_dir
+        if folder not in cache:
+            cache[folder] = self.session.gethookproxy(folder)
+        return cache[folder]
 
     @cached_property
     def _hook_dir(self) -> Path:
-        # pytest asks for ihook ~7 times per item: compute the folder once per node.
         return self.campaign_root.parent
 
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pytest_itera.campaign import Campaign
 from pytest_itera.findings import Finding
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pytest_itera.scan import FileFacts, TempMatcher
     from pytest_itera.tree import Entry
 
+T = TypeVar("T")
 Scope = Literal["campaign", "file", "run", "checkpoint", "adapter"]
 # (resolved path, path as the manifest writes it, claimed format) -> a verdict, or None to pass.
 ReloadHook = Callable[[Path, str, "str | None"], "ReloadResult | None"]
@@ -102,6 +103,7 @@ class Context:
         self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
         self._by_run: dict[str, list[tuple[str, str]]] | None = None
         self._targets: dict[str, tuple[str, ...]] = {}
+        self._memo: dict[str, Any] = {}
 
     @property
     def root(self) -> Path:
@@ -147,6 +149,14 @@ class Context:
                     hash=not self.options.fast,
                 )
             return self._facts[relpath]
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """A value computed once per campaign per process (what checks derive from it)."""
+        with self._lock:
+            if key not in self._memo:
+                self._memo[key] = compute()
+            value: T = self._memo[key]
+            return value
 
     def inside(self, relpath: str) -> Path | str:
         """``tree.resolve_inside``, without its lstat per component for a plain file.

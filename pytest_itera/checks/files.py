@@ -256,8 +256,11 @@ def _own_prefixes(ctx: Context) -> tuple[str, ...]:
     dirpath, a Trainer's output_dir): when the campaign lives under /tmp, those
     strings point at files the campaign keeps, not at files that will vanish.
     """
-    roots = {os.path.abspath(ctx.root), os.path.realpath(ctx.root)}
-    return tuple(root.rstrip("/") + "/" for root in roots)
+    def compute() -> tuple[str, ...]:
+        roots = {os.path.abspath(ctx.root), os.path.realpath(ctx.root)}
+        return tuple(root.rstrip("/") + "/" for root in roots)
+
+    return ctx.memo("own-prefixes", compute)
 
 
 def _inside_campaign(excerpt: str, own: tuple[str, ...]) -> bool:
