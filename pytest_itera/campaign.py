@@ -397,7 +397,9 @@ def load_campaign(root: Path) -> Campaign:
     manifest_data, manifest_errors = _load_document(root, MANIFEST_FILE, "manifest")
     plan = _build(Plan, plan_data) if plan_data is not None and not plan_errors else None
     manifest = (
-        _build(Manifest, manifest_data) if manifest_data is not None and not manifest_errors else None
+        _build(Manifest, manifest_data)
+        if manifest_data is not None and not manifest_errors
+        else None
     )
     return Campaign(
         root=root,
@@ -435,7 +437,9 @@ def _read_document(path: Path) -> str:
     try:
         st = path.lstat()
     except FileNotFoundError:
-        raise _Refused("missing: a campaign folder has plan.json and manifest.json at its root") from None
+        raise _Refused(
+            "missing: a campaign folder has plan.json and manifest.json at its root"
+        ) from None
     except OSError as exc:
         raise _Refused(f"cannot be read: {exc.strerror}") from None
     import stat
@@ -453,7 +457,9 @@ def _read_document(path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _Refused(f"is not UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
+        raise _Refused(
+            f"is not UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r})"
+        ) from None
 
 
 class DuplicateKeyError(ValueError):
@@ -461,7 +467,10 @@ class DuplicateKeyError(ValueError):
 
 
 def parse_json(text: str) -> Any:
-    """Strict JSON: no NaN/Infinity, no duplicate keys (a later key must not hide an earlier one)."""
+    """Strict JSON: no NaN/Infinity, no duplicate keys.
+
+    A later key must not silently hide an earlier one.
+    """
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -497,7 +506,9 @@ def _short(exc: BaseException) -> str:
 @cache
 def schema(name: str) -> dict[str, Any]:
     """The shipped JSON Schema ``plan``, ``manifest`` or ``common``."""
-    text = resources.files("pytest_itera.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
+    text = (
+        resources.files("pytest_itera.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
+    )
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 
@@ -524,7 +535,9 @@ def validate(name: str, data: Any) -> list[str]:
 
 
 def _validation_errors(name: str, data: Any) -> list[jsonschema.ValidationError]:
-    errors = sorted(_validator(name).iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(
+        _validator(name).iter_errors(data), key=lambda e: list(map(str, e.absolute_path))
+    )
     return errors[:_MAX_ERRORS]
 
 
@@ -546,12 +559,17 @@ def _explain(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties":
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         return f"unknown field {', '.join(map(repr, extra))} (typo? unknown fields are rejected)"
-    if error.validator == "type" and isinstance(error.instance, float) and "string" in str(
-        error.validator_value
+    if (
+        error.validator == "type"
+        and isinstance(error.instance, float)
+        and "string" in str(error.validator_value)
     ):
-        return f"{error.instance!r} is a float; money and identifiers are strings (write \"{error.instance}\")"
+        return (
+            f"{error.instance!r} is a float; "
+            f'money and identifiers are strings (write "{error.instance}")'
+        )
     if error.validator == "pattern" and "(0|[1-9]" in str(error.validator_value):
-        return f"{error.instance!r} is not a decimal money string like \"47.14\""
+        return f'{error.instance!r} is not a decimal money string like "47.14"'
     if error.validator == "oneOf":
         return f"{_clip(error.instance)} is not valid here (expected {_expected(error)})"
     message = str(error.message)

@@ -176,7 +176,9 @@ def item_name(check_id: str, target: str | None) -> str:
     return f"{check_id}[{shown.replace('::', ':_:')}]"
 
 
-def registered_checks(config: pytest.Config, hook: pluggy.HookRelay, *, fast: bool) -> dict[str, Check]:
+def registered_checks(
+    config: pytest.Config, hook: pluggy.HookRelay, *, fast: bool
+) -> dict[str, Check]:
     checks: dict[str, Check] = {}
     for contributed in hook.pytest_itera_checks(config=config):
         for check in contributed:
