@@ -150,12 +150,12 @@ def hf_trainer_checkpoint(folder: Path) -> Path:
     return folder / "hf" / "checkpoint-2"
 
 
-class _Counter:
-    """A custom object registered with accelerate: it carries the training progress."""
+class Progress:
+    """What a user registers with accelerate so that save_state carries the step count."""
 
-    def __init__(self) -> None:
-        self.step = 2
-        self.epoch = 0
+    def __init__(self, step: int = 0, epoch: int = 0) -> None:
+        self.step = step
+        self.epoch = epoch
 
     def state_dict(self) -> dict[str, int]:
         return {"step": self.step, "epoch": self.epoch}
@@ -174,7 +174,7 @@ def accelerate_checkpoint(folder: Path) -> Path:
         opt = torch.optim.AdamW(model.parameters())
         sched = torch.optim.lr_scheduler.StepLR(opt, 1)
         model, opt, sched = acc.prepare(model, opt, sched)
-        acc.register_for_checkpointing(_Counter())
+        acc.register_for_checkpointing(Progress(step=2))
         loss = model(torch.randn(3, 4)).pow(2).mean()
         acc.backward(loss)
         opt.step()

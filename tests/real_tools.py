@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from pytest_itera.record import CampaignRecorder
+from tests.artifacts import Progress
 from tests.factory import RUNS, default_files, default_manifest, default_plan
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -133,20 +134,6 @@ def lightning_run(root_dir: Path, *, max_steps: int = 4, data_dir: str | None = 
         data = torch.utils.data.DataLoader(rows, batch_size=2)  # type: ignore[var-annotated, arg-type]
         trainer.fit(Tiny(data_dir=data_dir), data)
     return Path(trainer.checkpoint_callback.best_model_path)  # type: ignore[union-attr]
-
-
-class Progress:
-    """What a user registers with accelerate so that save_state carries the step count."""
-
-    def __init__(self) -> None:
-        self.step = 0
-        self.epoch = 0
-
-    def state_dict(self) -> dict[str, int]:
-        return {"step": self.step, "epoch": self.epoch}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.step, self.epoch = state["step"], state["epoch"]
 
 
 def accelerate_run(state_dir: Path) -> Path:
