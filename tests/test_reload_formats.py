@@ -255,6 +255,56 @@ def test_hf_trainer_nan_weights_fail(reloader: Reloader, built: dict[str, Path],
     assert (res.ok, res.nonfinite) == (False, ("classifier.bias",))
 
 
+def _shard(folder: Path) -> dict[str, str]:
+    """Split the folder's model.safetensors into two shards with an index, as HF does."""
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(folder / "model.safetensors"))
+    names = sorted(weights)
+    halves = {"model-00001-of-00002.safetensors": names[::2],
+              "model-00002-of-00002.safetensors": names[1::2]}
+    weight_map = {}
+    for shard, keys in halves.items():
+        save_file({k: weights[k] for k in keys}, str(folder / shard))
+        weight_map.update(dict.fromkeys(keys, shard))
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}))
+    return weight_map
+
+
+def test_hf_trainer_sharded_model_passes(reloader: Reloader, built: dict[str, Path],
+                                         tmp_path: Path) -> None:
+    folder = private(built, "hf", tmp_path)
+    _shard(folder)
+    res = reloader.reload(folder, "checkpoint-2", "hf-trainer")
+    assert res.ok, res.cause
+    assert "model" in res.parts
+
+
+def test_hf_trainer_sharded_model_missing_a_shard_fails(
+        reloader: Reloader, built: dict[str, Path], tmp_path: Path) -> None:
+    folder = private(built, "hf", tmp_path)
+    _shard(folder)
+    (folder / "model-00002-of-00002.safetensors").unlink()
+    res = reloader.reload(folder, "checkpoint-2", "hf-trainer")
+    assert not res.ok
+    assert res.cause == ("checkpoint-2/model-00001-of-00002.safetensors: shard "
+                         "model-00002-of-00002.safetensors of this 00002-shard model is missing")
+
+
+def test_hf_trainer_shard_index_naming_a_missing_file_fails(
+        reloader: Reloader, built: dict[str, Path], tmp_path: Path) -> None:
+    folder = private(built, "hf", tmp_path)
+    weight_map = _shard(folder)
+    weight_map[next(iter(weight_map))] = "model-extra.safetensors"
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    res = reloader.reload(folder, "checkpoint-2", "hf-trainer")
+    assert not res.ok
+    assert res.cause == ("checkpoint-2/model.safetensors.index.json: the index lists shard "
+                         "model-extra.safetensors, which is missing")
+
+
 # ----------------------------------------------------------------------------- accelerate
 
 def test_accelerate_folder_passes(reloader: Reloader, built: dict[str, Path]) -> None:

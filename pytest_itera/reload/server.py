@@ -728,7 +728,58 @@ def inspect_members(found: Findings, folder: str, names: set[str],
     return loaded
 
 
+SHARD = re.compile(r"(.+)-(\d+)-of-(\d+)\.(safetensors|bin)")
+SHARD_INDEX = re.compile(r".+\.(safetensors|bin)\.index\.json")
+MAX_SHARDS = 100_000
+MAX_INDEX_BYTES = 64 << 20
+
+
+def check_shards(folder: str, names: set[str]) -> None:
+    """A sharded model is complete: every shard its numbering or its index names is there.
+
+    Loading the shards that are present would otherwise accept a model with a
+    missing piece (a subtly broken campaign: a shard lost before the manifest).
+    """
+    for name in sorted(names):
+        numbered = SHARD.fullmatch(name)
+        if numbered:
+            check_numbered_shards(numbered, name, names)
+        if SHARD_INDEX.fullmatch(name):
+            check_shard_index(folder, name, names)
+
+
+def check_numbered_shards(match: re.Match[str], name: str, names: set[str]) -> None:
+    prefix, number, total, ext = match.groups()
+    count = int(total)
+    if not 1 <= int(number) <= count <= MAX_SHARDS:
+        raise Refused(f"shard number {number} of {total} is impossible", name)
+    for k in range(1, count + 1):
+        expected = f"{prefix}-{k:0{len(number)}d}-of-{total}.{ext}"
+        if expected not in names:
+            raise Refused(f"shard {expected} of this {total}-shard model is missing", name)
+
+
+def check_shard_index(folder: str, name: str, names: set[str]) -> None:
+    path = os.path.join(folder, name)
+    if os.path.getsize(path) > MAX_INDEX_BYTES:
+        raise Refused(f"shard index over {MAX_INDEX_BYTES >> 20} MiB", name)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            index = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise Refused(f"not valid JSON ({exc})", name) from exc
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict):
+        raise Refused("no weight_map: not a shard index", name)
+    for shard in sorted({v for v in weight_map.values() if isinstance(v, str)}):
+        if "/" in shard or "\\" in shard or shard in (".", ".."):
+            raise Refused(f"the index names {shard!r}, which is not a file of this folder", name)
+        if shard not in names:
+            raise Refused(f"the index lists shard {shard}, which is missing", name)
+
+
 def inspect_hf_trainer(found: Findings, folder: str, names: set[str]) -> None:
+    check_shards(folder, names)
     inspect_members(found, folder, names, HF_FILES)
     try:
         with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as fh:
@@ -741,6 +792,7 @@ def inspect_hf_trainer(found: Findings, folder: str, names: set[str]) -> None:
 
 
 def inspect_accelerate(found: Findings, folder: str, names: set[str]) -> None:
+    check_shards(folder, names)
     loaded = inspect_members(found, folder, names, ACCELERATE_FILES)
     for name, obj in loaded.items():
         if name.startswith("custom_checkpoint_") and isinstance(obj, dict):
