@@ -315,6 +315,19 @@ def test_accelerate_folder_passes(reloader: Reloader, built: dict[str, Path]) ->
     assert res.parts == ("model", "optimizer", "progress", "scheduler", "rng")
 
 
+@pytest.mark.parametrize(("key", "claim"), [("hf", "hf-trainer"), ("accelerate", "accelerate")])
+def test_training_state_folder_without_model_weights_fails(
+        reloader: Reloader, built: dict[str, Path], tmp_path: Path, key: str, claim: str) -> None:
+    """Optimizer, scheduler and RNG alone cannot restore a model."""
+    folder = private(built, key, tmp_path)
+    for weights in [*folder.glob("model*.safetensors"), *folder.glob("pytorch_model*.bin")]:
+        weights.unlink()
+    res = reloader.reload(folder, "ckpt", claim)
+    assert not res.ok
+    assert res.cause == ("ckpt: holds no model weights (model.safetensors, pytorch_model.bin or "
+                         "their shards): it cannot restore the model")
+
+
 def test_accelerate_without_custom_progress(reloader: Reloader, built: dict[str, Path],
                                             tmp_path: Path) -> None:
     folder = private(built, "accelerate", tmp_path)

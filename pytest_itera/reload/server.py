@@ -936,9 +936,15 @@ def inspect_folder(found: Findings, path: str) -> None:
     found.format = folder_format(path, names)
     handler = {"dcp": inspect_dcp, "peft": inspect_peft, "hf-trainer": inspect_hf_trainer,
                "accelerate": inspect_accelerate}[found.format]
-    if any(os.path.isdir(os.path.join(path, n)) for n in os.listdir(path)):
+    subfolders = any(os.path.isdir(os.path.join(path, n)) for n in os.listdir(path))
+    if subfolders:
         found.notes.append("subfolders are not inspected")
     handler(found, path, names)
+    if found.format in ("hf-trainer", "accelerate") and "model" not in found.parts:
+        if not subfolders:  # DeepSpeed/FSDP keep the weights in sub-folders we do not inspect
+            raise Refused("holds no model weights (model.safetensors, pytorch_model.bin or "
+                          "their shards): it cannot restore the model")
+        found.notes.append("no model weights at the top of the folder")
 
 
 # ----------------------------------------------------------------------------- child and server
