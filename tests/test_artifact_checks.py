@@ -7,6 +7,7 @@ targets at once (one torch import per run), and every target's verdict and messa
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -511,3 +512,23 @@ def test_same_outcomes_with_and_without_xdist(
     spread = pytester.runpytest_subprocess(*args, "-n", "2")
     assert verdicts(serial) == verdicts(spread)
     assert sorted(verdicts(serial).values()) == ["FAILED"] * 5 + ["PASSED"] * 3
+
+
+def test_weights_checkpoint_without_model_weights_fails(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    """An optimizer's state alone, declared as the run's weights, restores no model."""
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    buffer = io.BytesIO()
+    torch.save({"optimizer": optimizer.state_dict(), "epoch": 1}, buffer)
+    campaign.files["runs/control/weights.pt"] = buffer.getvalue()
+    add_checkpoint(campaign, "runs/control/weights.pt", "torch")
+    campaign.write()
+    result = run(pytester, "-k", "checkpoint-reloads")
+    result.assert_outcomes(failed=1)
+    expect_each(
+        result,
+        "manifest.json $.checkpoints[0].kind: runs/control/weights.pt is declared as weights but "
+        "holds no model weights (it holds: optimizer, progress)",
+    )

@@ -103,6 +103,22 @@ def checkpoint_reloads(ctx: Context, target: str | None) -> Iterator[Finding]:
             yield problem
             continue
         yield from _reload_findings(ctx, record.path, record.format, where)
+        if record.kind == "weights":
+            yield from _weights_present(ctx, record.path, record.format, where)
+
+
+def _weights_present(
+    ctx: Context, relpath: str, claimed: str | None, where: str
+) -> Iterator[Finding]:
+    """A checkpoint declared as weights must hold model weights (an optimizer alone is none)."""
+    result = ctx.reload(relpath, claimed)
+    if load_error(result) is None and "model" not in result.parts:
+        yield Finding(
+            f"{relpath} is declared as weights but holds no model weights "
+            f"(it holds: {', '.join(result.parts) or 'nothing the loader recognises'})",
+            where=f"{where}.kind",
+            hint="point the manifest at the file that holds the model's state_dict",
+        )
 
 
 def _locate(ctx: Context, relpath: str, where: str, what: str) -> Finding | None:
