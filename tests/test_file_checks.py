@@ -248,3 +248,18 @@ def test_absolute_paths_into_the_campaign_itself_are_not_temporary(
         f"runs/control/escape.json:1:*: path into a temporary folder: {campaign.root}/../x",
         f"runs/control/sibling.json:1:*: path into a temporary folder: {campaign.root}-old/x",
     )
+
+
+def test_manifest_listing_itself(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    manifest = json.loads((campaign.root / "manifest.json").read_text())
+    manifest["files"].append({"path": "manifest.json", "bytes": 1, "sha256": "0" * 64})
+    (campaign.root / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    campaign.seal()
+    result = run(pytester, "-k", "files-intact and manifest")
+    result.assert_outcomes(failed=1)
+    expect(
+        result,
+        "manifest.json $.files[*]: "
+        "manifest.json lists itself: its own sha256 cannot be recorded inside it",
+    )

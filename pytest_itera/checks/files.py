@@ -104,6 +104,13 @@ def _unlisted(ctx: Context, relpath: str) -> Iterator[Finding]:
 
 
 def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Finding]:
+    if record.path == MANIFEST_FILE:
+        yield Finding(
+            "manifest.json lists itself: its own sha256 cannot be recorded inside it",
+            where=where,
+            hint="remove the entry; manifest.json and plan.json are checked by their own items",
+        )
+        return
     inside = ctx.inside(record.path)
     if isinstance(inside, str):
         yield Finding(
@@ -256,6 +263,7 @@ def _own_prefixes(ctx: Context) -> tuple[str, ...]:
     dirpath, a Trainer's output_dir): when the campaign lives under /tmp, those
     strings point at files the campaign keeps, not at files that will vanish.
     """
+
     def compute() -> tuple[str, ...]:
         roots = {os.path.abspath(ctx.root), os.path.realpath(ctx.root)}
         return tuple(root.rstrip("/") + "/" for root in roots)
