@@ -305,6 +305,44 @@ def test_hf_trainer_shard_index_naming_a_missing_file_fails(
                          "model-extra.safetensors, which is missing")
 
 
+@pytest.fixture(scope="module")
+def saved_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """transformers' save_pretrained of a tiny config-built model: whole and sharded."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1,
+                                 num_attention_heads=2, intermediate_size=16,
+                                 max_position_embeddings=16))
+    root = tmp_path_factory.mktemp("saved")
+    model.save_pretrained(root / "whole")
+    model.save_pretrained(root / "sharded", max_shard_size="2KB")
+    return {"whole": root / "whole", "sharded": root / "sharded"}
+
+
+@pytest.mark.parametrize("key", ["whole", "sharded"])
+def test_saved_model_folder_passes_as_safetensors(
+        reloader: Reloader, saved_models: dict[str, Path], key: str) -> None:
+    res = reloader.reload(saved_models[key], "runs/c/final", "safetensors")
+    assert res.ok, res.cause
+    assert (res.format, res.parts) == ("safetensors", ("model",))
+
+
+def test_saved_model_folder_missing_a_shard_fails(
+        reloader: Reloader, saved_models: dict[str, Path], tmp_path: Path) -> None:
+    import shutil
+
+    folder = tmp_path / "final"
+    shutil.copytree(saved_models["sharded"], folder)
+    shards = sorted(folder.glob("model-*-of-*.safetensors"))
+    assert len(shards) > 1
+    shards[-1].unlink()
+    res = reloader.reload(folder, "final", "safetensors")
+    assert not res.ok
+    assert res.cause is not None
+    assert f"shard {shards[-1].name} of this" in res.cause
+
+
 # ----------------------------------------------------------------------------- accelerate
 
 def test_accelerate_folder_passes(reloader: Reloader, built: dict[str, Path]) -> None:

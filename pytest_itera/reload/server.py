@@ -677,6 +677,10 @@ ACCELERATE_FILES = (
 OPAQUE = {"training_args.bin": "training_args.bin kept as opaque metadata (never unpickled)"}
 
 
+MODEL_WEIGHTS = r"(model|pytorch_model)(-\d+-of-\d+)?\.(safetensors|bin)"
+HF_MODEL_FILES = ((MODEL_WEIGHTS, "model", True),)
+
+
 def folder_format(path: str, names: set[str]) -> str:
     if ".metadata" in names and any(n.endswith(".distcp") for n in names):
         return "dcp"
@@ -687,8 +691,12 @@ def folder_format(path: str, names: set[str]) -> str:
     if any(re.fullmatch(r"random_states_\d+\.pkl", n) for n in names) or \
             any(re.fullmatch(r"optimizer(_\d+)?\.bin", n) for n in names):
         return "accelerate"
+    if any(re.fullmatch(MODEL_WEIGHTS, n) for n in names):
+        # A saved model (transformers' save_pretrained): weights, their shards and config.
+        return "hf-model"
     raise Refused("not a recognised checkpoint folder (no .metadata + .distcp, "
-                  "adapter_config.json, trainer_state.json or accelerate random_states_*.pkl)")
+                  "adapter_config.json, trainer_state.json, accelerate random_states_*.pkl, "
+                  "or model weights)")
 
 
 def load_member(found: Findings, folder: str, name: str, weights: bool) -> Any:
@@ -800,6 +808,17 @@ def inspect_accelerate(found: Findings, folder: str, names: set[str]) -> None:
     if "progress" not in found.parts:
         found.notes.append("accelerate saves no training progress by itself: register an "
                            "object whose state_dict holds step/epoch (register_for_checkpointing)")
+
+
+def inspect_hf_model(found: Findings, folder: str, names: set[str]) -> None:
+    """A saved model folder: its weights files (every shard) load; it is declared by the
+    format of those files, safetensors or torch."""
+    check_shards(folder, names)
+    inspect_members(found, folder, names, HF_MODEL_FILES)
+    safetensors = any(n.endswith(".safetensors") for n in names if re.fullmatch(MODEL_WEIGHTS, n))
+    found.format = "safetensors" if safetensors else "torch"
+    for part in PARTS[1:]:
+        found.missing_reasons[part] = "a saved model folder holds model weights only"
 
 
 def inspect_peft(found: Findings, folder: str, names: set[str]) -> None:
@@ -935,7 +954,7 @@ def inspect_folder(found: Findings, path: str) -> None:
     names = {n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))}
     found.format = folder_format(path, names)
     handler = {"dcp": inspect_dcp, "peft": inspect_peft, "hf-trainer": inspect_hf_trainer,
-               "accelerate": inspect_accelerate}[found.format]
+               "accelerate": inspect_accelerate, "hf-model": inspect_hf_model}[found.format]
     subfolders = any(os.path.isdir(os.path.join(path, n)) for n in os.listdir(path))
     if subfolders:
         found.notes.append("subfolders are not inspected")
