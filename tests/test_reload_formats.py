@@ -195,6 +195,18 @@ def test_hf_trainer_folder_passes(reloader: Reloader, built: dict[str, Path]) ->
     assert "training_args.bin kept as opaque metadata (never unpickled)" in res.notes
 
 
+def test_hf_trainer_checkpoint_of_a_lora_run_is_a_trainer_checkpoint(
+        reloader: Reloader, built: dict[str, Path], tmp_path: Path) -> None:
+    """Trainer + PEFT writes adapter weights and adapter_config.json beside the training state."""
+    folder = private(built, "hf", tmp_path)
+    (folder / "model.safetensors").rename(folder / "adapter_model.safetensors")
+    (folder / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 4}))
+    res = reloader.reload(folder, "runs/c/checkpoint-2", "hf-trainer")
+    assert res.ok, res.cause
+    assert (res.format, res.parts) == (
+        "hf-trainer", ("model", "optimizer", "progress", "scheduler", "rng", "data"))
+
+
 def test_hf_trainer_hostile_training_args_is_never_unpickled(
         reloader: Reloader, built: dict[str, Path], tmp_path: Path) -> None:
     folder = private(built, "hf", tmp_path)

@@ -356,7 +356,8 @@ def adapter_pinned(ctx: Context, target: str | None) -> Iterator[Finding]:
         yield from _config_findings(ctx, record)
         yield from _reload_findings(ctx, record.path, None, where)
         result = ctx.reload(record.path, None)
-        if result.ok and result.format != "peft":
+        # A Trainer checkpoint of a LoRA run holds the adapter beside the training state.
+        if result.ok and result.format not in ("peft", "hf-trainer"):
             yield Finding(f"adapter {record.path} holds {result.format!r} content, not a PEFT "
                           "adapter", where=f"{where}.path", expected="peft",
                           found=str(result.format))

@@ -684,10 +684,12 @@ HF_MODEL_FILES = ((MODEL_WEIGHTS, "model", True),)
 def folder_format(path: str, names: set[str]) -> str:
     if ".metadata" in names and any(n.endswith(".distcp") for n in names):
         return "dcp"
+    if "trainer_state.json" in names:
+        # Before PEFT: a Trainer checkpoint of a LoRA run holds adapter_model.* and
+        # adapter_config.json beside the optimizer, scheduler and RNG states.
+        return "hf-trainer"
     if "adapter_config.json" in names:
         return "peft"
-    if "trainer_state.json" in names:
-        return "hf-trainer"
     if any(re.fullmatch(r"random_states_\d+\.pkl", n) for n in names) or \
             any(re.fullmatch(r"optimizer(_\d+)?\.bin", n) for n in names):
         return "accelerate"
