@@ -7,7 +7,6 @@ come from the same streamed pass.
 from __future__ import annotations
 
 import os
-import weakref
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from fnmatch import fnmatchcase
@@ -43,21 +42,17 @@ def _listed(ctx: Context) -> tuple[FileRecord, ...]:
     return man.files if man is not None else ()
 
 
-# Per Context: listed path -> [(index in $.files, record)]. Built once: looking each
-# item's record up by scanning the list made a 1,000-run campaign quadratic (issue 8).
-_RECORDS: weakref.WeakKeyDictionary[Context, dict[str, list[tuple[int, FileRecord]]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def _records(ctx: Context, relpath: str) -> list[tuple[int, FileRecord]]:
-    index = _RECORDS.get(ctx)
-    if index is None:
-        index = defaultdict(list)
+    """(index in $.files, record) for a listed path, from an index built once per Context:
+    scanning the list for each item made a 1,000-run campaign quadratic (issue 8)."""
+
+    def build() -> dict[str, list[tuple[int, FileRecord]]]:
+        index: dict[str, list[tuple[int, FileRecord]]] = defaultdict(list)
         for i, record in enumerate(_listed(ctx)):
             index[record.path].append((i, record))
-        _RECORDS[ctx] = index
-    return index.get(relpath, [])
+        return index
+
+    return ctx.memo("files-by-path", build).get(relpath, [])
 
 
 # ------------------------------------------------------------ files-intact

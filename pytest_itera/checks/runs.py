@@ -18,8 +18,6 @@ import json
 import os
 import re
 import stat
-import threading
-import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -427,16 +425,9 @@ class CorpusIds:
     notes: tuple[Finding, ...] = ()  # the corpus is usable but not what the plan says
 
 
-_CORPORA: weakref.WeakKeyDictionary[Context, CorpusIds] = weakref.WeakKeyDictionary()
-_CORPORA_LOCK = threading.Lock()
-
-
 def corpus_ids(ctx: Context) -> CorpusIds:
     """The corpus, read once per Context (every run's item shares it)."""
-    with _CORPORA_LOCK:
-        if ctx not in _CORPORA:
-            _CORPORA[ctx] = _load_corpus(ctx)
-        return _CORPORA[ctx]
+    return ctx.memo("corpus-ids", lambda: _load_corpus(ctx))
 
 
 def _load_corpus(ctx: Context) -> CorpusIds:
