@@ -10,6 +10,18 @@ from tests.factory import CampaignBuilder, tree_digest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _torch_lazy_modules_loaded_once() -> None:
+    """Import torch's lazily imported compiler package before any test can.
+
+    The pytester fixture snapshots sys.modules and restores it after its test: a module first
+    imported inside such a test (torch.manual_seed imports torch._dynamo on first use) is
+    dropped from sys.modules, while the operators it registered stay registered in C++, so
+    the next import in that worker fails ("Only a single TORCH_LIBRARY can be used ...").
+    """
+    import torch._dynamo  # noqa: F401
+
+
 @pytest.fixture(autouse=True)
 def _lean_inner_sessions(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Inner pytest sessions skip plugins they never use.
