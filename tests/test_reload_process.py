@@ -7,6 +7,8 @@ with a legacy-format file that cannot be mmap'ed.
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import os
 import sys
 from collections.abc import Iterator
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.reload import SERVER, Reloader, ReloadResult
+from pytest_itera.reload import SERVER, Reloader, ReloadResult, _Server
 from tests import artifacts
 
 
@@ -136,3 +138,139 @@ def test_close_stops_the_server(tmp_path: Path) -> None:
     proc = r._holder[0].proc
     r.close()
     assert proc.poll() is not None
+
+
+# ------------------------------------------------------------ many checkpoints at once
+
+
+def test_prefetched_checkpoints_each_get_their_own_verdict(tmp_path: Path) -> None:
+    """Handed over at once and loaded two at a time, each checkpoint still gets its own
+    verdict, whatever the order the children finish in; a hostile one among them fails
+    alone and its payload never runs."""
+    marker = tmp_path / "pwned"
+    for name in ("g0", "g1", "g2", "g3", "evil"):
+        (tmp_path / name).mkdir()
+    good = [artifacts.state_dict_file(tmp_path / f"g{i}") for i in range(4)]
+    evil = artifacts.hostile_checkpoint(tmp_path / "evil", marker)
+    with Reloader(timeout=60, jobs=2) as r:
+        r.prefetch([good[0], evil, *good[1:]])
+        results = {p: r.reload(p, p.parent.name) for p in [*reversed(good), evil]}
+        again = r.reload(good[0], "g0")  # collected once: asking again loads again
+    assert all(results[p].ok for p in good), [results[p].cause for p in good]
+    assert not results[evil].ok
+    assert results[evil].cause is not None
+    assert "refused by weights_only=True: unsupported global" in results[evil].cause
+    assert again.ok
+    assert not marker.exists()
+
+
+@contextlib.contextmanager
+def _raw_server(home: Path, jobs: int) -> Iterator[_Server]:
+    """The server itself, spoken to line by line."""
+    home.mkdir()
+    server = _Server(sys.executable, str(home), jobs=jobs)
+    try:
+        assert server.hello()["hello"] == 1
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_hung_child_does_not_hold_up_the_others(tmp_path: Path) -> None:
+    """With two jobs, the verdict on a good checkpoint comes while a hung one waits for its
+    own deadline; the hung one then times out with its own id."""
+    path = str(artifacts.state_dict_file(tmp_path))
+    with _raw_server(tmp_path / "home", jobs=2) as server:
+        server.send({"id": 1, "path": path, "timeout": 3, "debug": "hang"})
+        server.send({"id": 2, "path": path, "timeout": 30})
+        first = server.read(30)
+        second = server.read(30)
+    assert (first["id"], first["ok"]) == (2, True)
+    assert second["id"] == 1
+    assert second["reason"] == "timed out after 3 s (the loading process was killed)"
+
+
+def test_a_bad_request_line_gets_an_answer(tmp_path: Path) -> None:
+    with _raw_server(tmp_path / "home", jobs=1) as server:
+        assert server.proc.stdin is not None
+        server.proc.stdin.write(b"{not json\n[1, 2]\n")
+        server.proc.stdin.flush()
+        replies = [server.read(30), server.read(30)]
+    assert [(r["id"], r["ok"]) for r in replies] == [(None, False), (None, False)]
+    assert all(r["reason"].startswith("reload server error: ") for r in replies)
+
+
+def test_a_server_with_old_torch_loads_nothing_even_when_asked_before_its_hello(
+    tmp_path: Path,
+) -> None:
+    """prefetch() does not wait for the hello: the server itself refuses to load with a torch
+    whose weights_only can be bypassed, and says why for each request."""
+    body = (f"import runpy, torch; torch.__version__ = \"2.9.1\"; "
+            f"runpy.run_path(\"{SERVER}\", run_name=\"__main__\")")
+    python = _wrapper(tmp_path, body)
+    marker = tmp_path / "pwned"
+    evil = artifacts.hostile_checkpoint(tmp_path, marker)
+    with Reloader(python, jobs=2) as r:
+        r.prefetch([evil])
+        server = r._holder[0]
+        reply = server.wait(1, 60)  # the raw reply to the request prefetch() sent
+    assert reply["ok"] is False
+    assert reply["reason"].startswith("torch 2.9.1 is older than 2.10")
+    assert not marker.exists()
+
+
+# ------------------------------------------------------------------- the quick probe
+
+
+def _fake_torch(folder: Path, version: str, marker: Path) -> Path:
+    """A torch package whose import would leave a marker: the probe must never import it."""
+    package = folder / "torch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (package / "version.py").write_text(f"__version__ = {version!r}\n")
+    return folder
+
+
+@pytest.mark.parametrize(("version", "expected"), [
+    ("2.9.1", "torch 2.9.1 is older than 2.10: weights_only=True can be bypassed there*"),
+    ("2.10.0+cu128", None),
+    ("nightly", "cannot parse the torch version 'nightly'"),
+])
+def test_quick_check_reads_the_version_without_importing_torch(
+    tmp_path: Path, version: str, expected: str | None,
+) -> None:
+    marker = tmp_path / "imported"
+    fake = _fake_torch(tmp_path / "site", version, marker)
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\nshift 3\nexec {sys.executable} -I -B -u -c 'import sys, runpy; "
+                      f"sys.path.insert(0, \"{fake}\"); sys.argv = sys.argv[1:]; "
+                      f"runpy.run_path(sys.argv[0], run_name=\"__main__\")' \"$@\"\n")
+    script.chmod(0o755)
+    with Reloader(str(script)) as r:
+        reason = r.quick_check()
+    if expected is None:
+        assert reason is None
+    else:
+        assert reason is not None
+        assert fnmatch.fnmatch(reason, f"--itera-python {script}: {expected}")
+    assert not marker.exists()
+
+
+def test_quick_check_agrees_with_the_server(tmp_path: Path) -> None:
+    with Reloader() as r:
+        assert r.quick_check() is None
+        assert r.check_interpreter() is None
+    body = "import sys; sys.modules[\"torch\"] = None; sys.argv = sys.argv[1:]; " \
+           "import runpy; runpy.run_path(sys.argv[0], run_name=\"__main__\")"
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\nshift 3\nexec {sys.executable} -I -B -u -c '{body}' \"$@\"\n")
+    script.chmod(0o755)
+    with Reloader(str(script)) as r:
+        quick = r.quick_check()
+    assert quick == f"--itera-python {script}: not a Python interpreter with torch"
+    for python in ("/bin/true", str(tmp_path / "missing")):
+        with Reloader(python) as r:
+            quick, full = r.quick_check(), r.check_interpreter()
+        assert quick is not None
+        assert full is not None
+        assert quick.split(" (")[0] == full.split(" (")[0]

@@ -6,10 +6,13 @@ numpy and safetensors are imported.  Never ``weights_only=False``, in any code p
 
 Protocol (JSON lines): the server first writes a ``hello`` line (interpreter and library
 versions); then for each request line ``{"id", "path", "timeout", "memory_limit"}`` on stdin
-it forks a child that loads the checkpoint and writes one JSON verdict to a pipe, and the
-server answers one JSON line on stdout.  A request may carry ``"debug": "hang" | "crash"``:
-test-only, it makes the child sleep or abort before loading, to prove that a hang or crash
-yields one clear verdict and the server keeps serving.  EOF on stdin ends the server.
+it gives the checkpoint to a forked child that loads it and writes one JSON verdict to a pipe,
+and the server answers one JSON line, with the request's id, on stdout.  Up to ``JOBS``
+(the first argument, default 1) children run at a time, so a client may send many requests
+before reading: replies then come in the order the children finish.  A request may carry
+``"debug": "hang" | "crash"``: test-only, it makes the child sleep or abort before loading,
+to prove that a hang or crash yields one clear verdict and the server keeps serving.  EOF on
+stdin ends the server.
 """
 
 from __future__ import annotations
@@ -37,6 +40,24 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 import torch
+
+
+def _load_probe() -> Any:
+    """The sibling probe.py, by file: ``-I`` keeps this folder off sys.path, and the torch
+    version rule must be one piece of code for the probe, this server and the client."""
+    import importlib.util
+
+    where = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
+    spec = importlib.util.spec_from_file_location("_itera_reload_probe", where)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# None, or why this torch must not load anything (too old: weights_only=True is bypassable).
+REFUSED: str | None = _load_probe().too_old(torch.__version__)
 
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
 
@@ -1029,46 +1050,162 @@ def run_child(request: dict[str, Any], write_fd: int) -> None:
         os._exit(code)
 
 
-def collect(read_fd: int, pid: int, deadline: float) -> tuple[bytes, int | None, Any]:
-    """Read the child's verdict until EOF or the deadline; reap it (killing it on timeout)."""
-    chunks: list[bytes] = []
-    timed_out = False
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            timed_out = True
-            break
-        ready, _, _ = select.select([read_fd], [], [], left)
-        if ready:
-            data = os.read(read_fd, 1 << 16)
-            if not data:
-                break
-            chunks.append(data)
-    if timed_out:
-        os.kill(pid, signal.SIGKILL)
-    _, status, usage = os.wait4(pid, 0)
-    os.close(read_fd)
-    return b"".join(chunks), (None if timed_out else status), usage
+class Child:
+    """A process forked from the torch-loaded server and given exactly one checkpoint.
+
+    A *spare* is forked while the server is idle (the client is busy with the previous
+    verdict), and warms itself by judging the server's own tiny checkpoint (``warm.pt`` in
+    the server's private folder, never a campaign file): the fork and the copy-on-write
+    faults of a first load are paid before the request arrives. Either way, every
+    checkpoint gets a process of its own, used once.
+    """
+
+    def __init__(self, warm: str | None, inherited: tuple[int, ...]) -> None:
+        request_r, self.request_w = os.pipe()
+        self.verdict_r, verdict_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            # Not the server's protocol ends: a server that dies must be seen to die at once.
+            for fd in (self.request_w, self.verdict_r, *inherited):
+                os.close(fd)
+            self._serve(request_r, verdict_w, warm)
+        os.close(request_r)
+        os.close(verdict_w)
+        self.request: dict[str, Any] = {}
+        self.started = self.deadline = 0.0
+        self.chunks: list[bytes] = []
+
+    @staticmethod
+    def _serve(request_r: int, verdict_w: int, warm: str | None) -> None:
+        try:
+            if warm is not None:
+                child_verdict(warm)
+            with os.fdopen(request_r, "rb") as source:
+                raw = source.read()
+            if not raw:  # the server ended without giving it a checkpoint
+                os._exit(0)
+            request = json.loads(raw)
+        except BaseException:
+            os._exit(1)
+        run_child(request, verdict_w)
+
+    def give(self, request: dict[str, Any], started: float) -> None:
+        self.request, self.started = request, started
+        self.deadline = started + float(request.get("timeout", 120.0))
+        with contextlib.suppress(OSError):  # it died before its request: its status tells how
+            os.write(self.request_w, json.dumps(request).encode())
+        os.close(self.request_w)
+
+    def read(self) -> bool:
+        """Take what the verdict pipe holds; True at EOF (the child is done)."""
+        data = os.read(self.verdict_r, 1 << 16)
+        self.chunks.append(data)
+        return not data
+
+    def reply(self, timed_out: bool) -> dict[str, Any]:
+        """Reap the child (killed first when it ran out of time) and turn it into a reply."""
+        if timed_out:
+            os.kill(self.pid, signal.SIGKILL)
+        _, status, usage = os.wait4(self.pid, 0)
+        os.close(self.verdict_r)
+        timeout = self.deadline - self.started
+        reply = decode_child(b"".join(self.chunks), None if timed_out else status, timeout)
+        reply["id"] = self.request.get("id")
+        reply["seconds"] = time.monotonic() - self.started
+        reply["peak_rss"] = int(usage.ru_maxrss) * 1024
+        return reply
+
+    def dismiss(self) -> None:
+        """End a spare that will get no request."""
+        os.close(self.request_w)
+        os.close(self.verdict_r)
+        os.waitpid(self.pid, 0)
 
 
-def serve_one(request: dict[str, Any]) -> dict[str, Any]:
-    path = request["path"]
-    if os.path.isdir(path) and os.path.exists(os.path.join(path, ".metadata")):
-        import torch.distributed.checkpoint  # noqa: F401  -- once, in the parent, before fork
-    started = time.monotonic()
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        run_child(request, write_fd)
-    os.close(write_fd)
-    timeout = float(request.get("timeout", 120.0))
-    raw, status, usage = collect(read_fd, pid, started + timeout)
-    reply = decode_child(raw, status, timeout)
-    reply["id"] = request.get("id")
-    reply["seconds"] = time.monotonic() - started
-    reply["peak_rss"] = int(usage.ru_maxrss) * 1024
-    return reply
+class Server:
+    """Reads requests as they come, runs up to ``jobs`` children at a time, answers each
+    request when its child is done (so replies may come out of order: they carry the id).
+    A hung child is killed at its own deadline, counted from its start; the others go on."""
+
+    def __init__(self, warm: str | None, proto: IO[str], jobs: int) -> None:
+        self.warm = warm
+        self.proto = proto
+        self.jobs = max(1, jobs)
+        self.inherited = (0, proto.fileno())
+        self.queue: list[dict[str, Any]] = []
+        self.running: dict[int, Child] = {}
+        self.spare: Child | None = None
+        self.pending = b""
+
+    def run(self) -> None:
+        open_input = True
+        while open_input or self.queue or self.running:
+            self.start_queued()
+            if open_input and not self.queue and not self.running and self.spare is None \
+                    and REFUSED is None:
+                self.spare = Child(self.warm, self.inherited)  # idle: prepare the next one
+            now = time.monotonic()
+            wait = min((c.deadline for c in self.running.values()), default=now + 3600) - now
+            watched = [*self.running, *([0] if open_input else [])]
+            ready, _, _ = select.select(watched, [], [], max(wait, 0.0))
+            for fd in ready:
+                if fd == 0:
+                    open_input = self.take_input()
+                elif self.running[fd].read():
+                    self.answer(self.running.pop(fd).reply(timed_out=False))
+            now = time.monotonic()
+            for fd, child in list(self.running.items()):
+                if child.deadline <= now:
+                    del self.running[fd]
+                    self.answer(child.reply(timed_out=True))
+        if self.spare is not None:
+            self.spare.dismiss()
+
+    def take_input(self) -> bool:
+        """Queue the complete request lines read from stdin; False at EOF."""
+        data = os.read(0, 1 << 16)
+        if not data:
+            return False
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+                if not isinstance(request, dict) or not isinstance(request.get("path"), str):
+                    raise ValueError("a request is an object with a path")
+            except ValueError as exc:  # a bad request still gets an answer
+                reply = failed(f"reload server error: {explain(exc)}")
+                reply["id"] = None
+                self.answer(reply)
+                continue
+            if REFUSED is not None:  # never load with a bypassable weights_only
+                self.answer({**failed(REFUSED), "id": request.get("id")})
+                continue
+            self.queue.append(request)
+        return True
+
+    def start_queued(self) -> None:
+        while self.queue and len(self.running) < self.jobs:
+            request = self.queue.pop(0)
+            started = time.monotonic()
+            path = request["path"]
+            if os.path.isdir(path) and os.path.exists(os.path.join(path, ".metadata")) \
+                    and "torch.distributed.checkpoint" not in sys.modules:
+                # Imported once, in the server, so that later children inherit it.
+                self.dismiss_spare()
+                import torch.distributed.checkpoint  # noqa: F401
+            child, self.spare = self.spare or Child(None, self.inherited), None
+            child.give(request, started)
+            self.running[child.verdict_r] = child
+
+    def dismiss_spare(self) -> None:
+        if self.spare is not None:
+            self.spare.dismiss()
+            self.spare = None
+
+    def answer(self, reply: dict[str, Any]) -> None:
+        self.proto.write(json.dumps(reply) + "\n")
 
 
 def decode_child(raw: bytes, status: int | None, timeout: float) -> dict[str, Any]:
@@ -1104,38 +1241,38 @@ def hello() -> dict[str, Any]:
     except ImportError:
         st_version = None
     return {"hello": 1, "python": sys.version.split()[0], "torch": torch.__version__,
-            "numpy": numpy_version, "safetensors": st_version}
+            "numpy": numpy_version, "safetensors": st_version, "refused": REFUSED}
 
 
-def warm_up() -> None:
-    """Run one tiny save/load in the parent so every child inherits torch.load's lazy imports
-    and caches instead of paying for them per checkpoint.  Serial code only: no thread pool
-    exists before fork."""
-    buffer = io.BytesIO()
-    torch.save({"w": torch.zeros(2), "n": 1}, buffer)
-    buffer.seek(0)
-    with torch.serialization.safe_globals(_numpy_allowlist()):
-        torch.load(buffer, weights_only=True, map_location="cpu")
+def warm_up(folder: str) -> str | None:
+    """Judge one tiny checkpoint in the server itself, so that every child inherits
+    torch.load's lazy imports and caches instead of paying for them per checkpoint; return
+    its path (in the server's private folder), with which each spare warms itself. Serial
+    code only: no thread pool exists before fork."""
     with contextlib.suppress(ImportError):
         import safetensors.torch  # noqa: F401
+    path = os.path.join(folder, "warm.pt")
+    try:
+        layer = torch.nn.Linear(4, 2)
+        torch.save({"model": layer.state_dict(), "optimizer": {"state": {}, "param_groups": []},
+                    "epoch": 1, "rng_state": torch.get_rng_state()}, path)
+    except OSError:
+        return None
+    child_verdict(path)
+    return path
 
 
 def main() -> None:
+    jobs = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     # The protocol gets its own fd; fd 1 goes to stderr so stray prints cannot corrupt it.
     proto: IO[str] = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
-    warm_up()
+    warm = warm_up(os.getcwd()) if REFUSED is None else None
     proto.write(json.dumps(hello()) + "\n")
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            request = json.loads(line)
-            reply = serve_one(request)
-        except Exception as exc:  # a bad request still gets an answer
-            reply = failed(f"reload server error: {explain(exc)}")
-            reply["id"] = None
-        proto.write(json.dumps(reply) + "\n")
+    Server(warm, proto, jobs).run()
+    proto.flush()
+    # Skip the interpreter's teardown of torch (~0.4 s): nothing is left to flush or close.
+    os._exit(0)
 
 
 if __name__ == "__main__":
