@@ -213,7 +213,8 @@ def make_context(
         options,
         checks,
         reloader_factory=lambda: session_reloader(config),
-        reload_hook=_reload_hook(config),
+        reload_hook=_reload_hook(config) if config.hook.pytest_itera_reload.get_hookimpls()
+        else None,
         close_reloader=False,  # shared by every campaign of this process; closed at unconfigure
     )
 
@@ -231,10 +232,19 @@ def session_reloader(config: pytest.Config) -> Reloader:
         from pytest_itera.reload import Reloader
 
         settings = config.stash[settings_key]
-        reloader = Reloader(settings.python, timeout=settings.timeout)
+        # A whole run hands its checkpoints over at once (pytest_collection_finish): they
+        # load a few at a time. An xdist worker asks for one at a time: the workers are the
+        # parallelism there.
+        jobs = 1 if hasattr(config, "workerinput") else min(4, _cpus())
+        reloader = Reloader(settings.python, timeout=settings.timeout, jobs=jobs)
         config.stash[_reloader_key] = reloader
         config.add_cleanup(reloader.close)
     return reloader
+
+
+def _cpus() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _reload_hook(config: pytest.Config) -> ReloadHook:

@@ -377,7 +377,7 @@ def _small_campaign(campaign: CampaignBuilder, built: Built) -> None:
 @pytest.mark.parametrize(
     ("python", "reason"),
     [
-        ("/bin/true", "not a usable Python with torch (server exited with status 0*"),
+        ("/bin/true", "not a usable Python with torch (probe exited with status 0*"),
         ("{tmp}/missing", "not an executable file. The campaign*"),
         ("old-torch", "torch 2.9.1 is older than 2.10: weights_only=True can be bypassed*"),
     ],

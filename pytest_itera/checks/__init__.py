@@ -48,6 +48,9 @@ class Check:
     targets: Callable[[Context], Iterable[str]] | None = None
     needs: frozenset[Needs] = frozenset({"plan", "manifest"})
     fast: bool = False  # also part of the --itera-fast look
+    # Its verdict needs checkpoint reloads: the reload server is started as soon as such an
+    # item is selected, and a target (a checkpoint or adapter path) is handed over at once.
+    reloads: bool = False
     order: int = 50  # position in the item list (lower first), then id
 
 
@@ -229,6 +232,20 @@ class Context:
             if result is not None:
                 return result
         return self.reloader().reload(inside, relpath, claimed_format)
+
+    def reload_ahead(self, relpaths: Iterable[str]) -> None:
+        """Let the built-in loader start on these checkpoints now, several at a time, while
+        the caller goes on; :meth:`reload` then collects each verdict.  Only for paths a
+        check has located (inside the folder, a regular file or a folder), and never when a
+        ``pytest_itera_reload`` hook may answer instead."""
+        if self._reload_hook is not None or self._reloader_factory is None:
+            return
+        from pytest_itera.tree import resolve_inside
+
+        paths = [p for p in (resolve_inside(self.root, r) for r in relpaths)
+                 if not isinstance(p, str)]
+        if paths:
+            self.reloader().prefetch(paths)
 
     def reloader(self) -> Reloader:
         if self._reloader is None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pytest_itera.campaign import (
     MANIFEST_FILE,
     AdapterRecord,
+    Campaign,
     CheckpointRecord,
     load_campaign,
     locate,
@@ -568,23 +569,21 @@ def _shown(value: object) -> str:
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Probe the reload interpreter once, before any item: a wrong --itera-python is one
     usage error. Only when some campaign has checkpoints or adapters (else it is never used),
-    never in --itera-fast, and on the xdist controller rather than on each worker."""
+    never in --itera-fast, and on the xdist controller rather than on each worker. The probe
+    reads the interpreter's torch version without importing torch: milliseconds."""
     import pytest
 
     from pytest_itera.options import settings_key
 
     config = session.config
     settings = config.stash.get(settings_key, None)
-    if settings is None or settings.fast or hasattr(config, "workerinput"):
+    if settings is None or settings.fast or config.option.collectonly:
         return
-    if config.option.collectonly or not _needs_reloads(config, settings.campaigns):
+    if hasattr(config, "workerinput") or not _needs_reloads(config, settings.campaigns):
         return
     from pytest_itera.collect import session_reloader
 
-    reloader = session_reloader(config)
-    reason = reloader.check_interpreter()
-    if config.pluginmanager.has_plugin("dsession"):
-        reloader.close()  # the xdist controller reloads nothing: each worker starts its own
+    reason = session_reloader(config).quick_check()
     if reason is not None:
         raise pytest.UsageError(
             f"pytest-itera: {reason}. The campaign's checkpoints are reloaded by this "
@@ -593,26 +592,55 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """As soon as the selection is known, start the reload server if a selected item needs
+    it (its torch import then overlaps the items that hash and scan), and hand it every
+    selected checkpoint at once: it loads them a few at a time. An xdist worker only starts
+    it: it runs just the items it is sent, one at a time."""
+    from pytest_itera.collect import IteraCheckItem, IteraManifest, session_reloader
+
+    config = session.config
+    if config.option.collectonly or config.pluginmanager.has_plugin("dsession"):
+        return
+    wanted: dict[IteraManifest, list[str]] = {}
+    for item in session.items:
+        if isinstance(item, IteraCheckItem) and item.check.reloads:
+            assert isinstance(item.parent, IteraManifest)
+            targets = wanted.setdefault(item.parent, [])
+            if item.target is not None:
+                targets.append(item.target)
+    if not any(_has_artifacts(manifest.context.campaign) for manifest in wanted):
+        return
+    session_reloader(config).start()
+    if hasattr(config, "workerinput"):
+        return
+    for manifest, targets in wanted.items():
+        ctx = manifest.context
+        ctx.reload_ahead(t for t in dict.fromkeys(targets) if _locate(ctx, t, "", "") is None)
+
+
 def _needs_reloads(config: pytest.Config, roots: Iterable[Path]) -> bool:
     loaded = config.stash.setdefault(loaded_key, {})
-    for root in roots:
-        # Kept for collection, which then does not load and validate the documents again.
-        man = loaded.setdefault(root, load_campaign(root)).manifest
-        if man is not None and (man.checkpoints or man.adapters):
-            return True
-    return False
+    # Kept for collection, which then does not load and validate the documents again.
+    return any(_has_artifacts(loaded.setdefault(root, load_campaign(root))) for root in roots)
+
+
+def _has_artifacts(campaign: Campaign) -> bool:
+    """The campaign lists checkpoints or adapters: something to reload."""
+    man = campaign.manifest
+    return man is not None and bool(man.checkpoints or man.adapters)
 
 
 CHECKS = (
     Check("checkpoint-reloads", "each checkpoint reloads in a fresh process, weights_only=True, "
           "finite, in its declared format", checkpoint_reloads, scope="checkpoint",
-          targets=checkpoint_targets, needs=frozenset({"manifest"}), order=20),
+          targets=checkpoint_targets, needs=frozenset({"manifest"}), order=20, reloads=True),
     Check("resume-complete", "each resume checkpoint holds every part the plan requires and "
           "what the manifest claims", resume_complete, scope="checkpoint",
-          targets=resume_targets, order=21),
+          targets=resume_targets, order=21, reloads=True),
     Check("adapter-pinned", "each adapter is pinned to an immutable base revision that its "
           "adapter_config.json agrees with, and reloads", adapter_pinned, scope="adapter",
-          targets=adapter_targets, needs=frozenset({"manifest"}), order=22),
+          targets=adapter_targets, needs=frozenset({"manifest"}), order=22, reloads=True),
 )
 
 

@@ -306,6 +306,7 @@ CHECKS = (
         "rental = Σ price x quantity, expenses apart, accepted count and ratio verified",
         budget_consistent,
         order=60,
+        reloads=True,  # a run is accepted when its checks pass, checkpoint reloads included
     ),
 )
 
