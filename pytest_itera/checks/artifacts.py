@@ -16,7 +16,6 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_itera.campaign import (
@@ -567,40 +566,24 @@ def _shown(value: object) -> str:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Probe the reload interpreter once, before any item: a wrong --itera-python is one
-    usage error. Only when some campaign has checkpoints or adapters (else it is never used),
-    never in --itera-fast, and on the xdist controller rather than on each worker. The probe
-    reads the interpreter's torch version without importing torch: milliseconds."""
-    import pytest
-
-    from pytest_itera.options import settings_key
-
+    """On the xdist controller, which collects nothing: probe the reload interpreter once,
+    before the workers start, when some campaign has checkpoints or adapters."""
     config = session.config
-    settings = config.stash.get(settings_key, None)
-    if settings is None or settings.fast or config.option.collectonly:
-        return
-    if hasattr(config, "workerinput") or not _needs_reloads(config, settings.campaigns):
-        return
-    from pytest_itera.collect import session_reloader
-
-    reason = session_reloader(config).quick_check()
-    if reason is not None:
-        raise pytest.UsageError(
-            f"pytest-itera: {reason}. The campaign's checkpoints are reloaded by this "
-            "interpreter: pass --itera-python (ini itera_python) with the training "
-            "environment's Python, torch >= 2.10"
-        )
+    if config.pluginmanager.has_plugin("dsession") and _needs_reloads(config):
+        _probe(config)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """As soon as the selection is known, start the reload server if a selected item needs
-    it (its torch import then overlaps the items that hash and scan), and hand it every
-    selected checkpoint at once: it loads them a few at a time. An xdist worker only starts
-    it: it runs just the items it is sent, one at a time."""
+    """As soon as the selection is known, and only if a selected item needs reloads: probe
+    the reload interpreter (a wrong --itera-python is one usage error before any item runs;
+    the probe reads torch's version without importing torch), start the reload server (its
+    torch import then overlaps the items that hash and scan) and hand it every selected
+    checkpoint at once: it loads them a few at a time. An xdist worker only starts it: the
+    controller probed, and a worker runs just the items it is sent, one at a time."""
     from pytest_itera.collect import IteraCheckItem, IteraManifest, session_reloader
 
     config = session.config
-    if config.option.collectonly or config.pluginmanager.has_plugin("dsession"):
+    if not _needs_reloads(config):
         return
     wanted: dict[IteraManifest, list[str]] = {}
     for item in session.items:
@@ -614,15 +597,38 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     session_reloader(config).start()
     if hasattr(config, "workerinput"):
         return
+    _probe(config)
     for manifest, targets in wanted.items():
         ctx = manifest.context
         ctx.reload_ahead(t for t in dict.fromkeys(targets) if _locate(ctx, t, "", "") is None)
 
 
-def _needs_reloads(config: pytest.Config, roots: Iterable[Path]) -> bool:
+def _probe(config: pytest.Config) -> None:
+    import pytest
+
+    from pytest_itera.collect import session_reloader
+
+    reason = session_reloader(config).quick_check()
+    if reason is not None:
+        raise pytest.UsageError(
+            f"pytest-itera: {reason}. The campaign's checkpoints are reloaded by this "
+            "interpreter: pass --itera-python (ini itera_python) with the training "
+            "environment's Python, torch >= 2.10"
+        )
+
+
+def _needs_reloads(config: pytest.Config) -> bool:
+    """Some campaign lists checkpoints or adapters, and this run may reload them (not
+    --itera-fast, not --collect-only)."""
+    from pytest_itera.options import settings_key
+
+    settings = config.stash.get(settings_key, None)
+    if settings is None or settings.fast or config.option.collectonly:
+        return False
     loaded = config.stash.setdefault(loaded_key, {})
     # Kept for collection, which then does not load and validate the documents again.
-    return any(_has_artifacts(loaded.setdefault(root, load_campaign(root))) for root in roots)
+    return any(_has_artifacts(loaded.setdefault(root, load_campaign(root)))
+               for root in settings.campaigns)
 
 
 def _has_artifacts(campaign: Campaign) -> bool:
