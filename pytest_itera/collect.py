@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,10 +12,10 @@ import pluggy
 import pytest
 from _pytest._code.code import TerminalRepr
 
-from pytest_itera.campaign import MANIFEST_FILE, load_campaign
+from pytest_itera.campaign import MANIFEST_FILE
 from pytest_itera.checks import Check, Context, Options, ReloadHook
 from pytest_itera.findings import Finding, render_all, summary_line
-from pytest_itera.options import Settings, loaded_key, settings_key
+from pytest_itera.options import Settings, loaded_campaign, settings_key
 
 if TYPE_CHECKING:
     from pytest_itera.reload import Reloader, ReloadResult
@@ -204,12 +204,8 @@ def make_context(
         deviation_tolerance=settings.deviation_tolerance,
         extra={"config": config},
     )
-    loaded = config.stash.setdefault(loaded_key, {})
-    campaign = loaded.get(root) or load_campaign(root)
-    # The closure report reuses it instead of validating the documents again.
-    loaded[root] = campaign
-    return Context(
-        campaign,
+    context = Context(
+        loaded_campaign(config, root),
         options,
         checks,
         reloader_factory=lambda: session_reloader(config),
@@ -217,6 +213,9 @@ def make_context(
         else None,
         close_reloader=False,  # shared by every campaign of this process; closed at unconfigure
     )
+    # Also when -x stops the run before the manifest node is torn down: no read goes on.
+    config.add_cleanup(context.close)
+    return context
 
 
 _reloader_key = pytest.StashKey["Reloader"]()
@@ -240,6 +239,30 @@ def session_reloader(config: pytest.Config) -> Reloader:
         config.stash[_reloader_key] = reloader
         config.add_cleanup(reloader.close)
     return reloader
+
+
+def selected_targets(
+    session: pytest.Session, wanted: Callable[[Check], bool]
+) -> dict[IteraManifest, list[str | None]]:
+    """Per campaign, the targets of the selected items whose check is ``wanted``, in item
+    order (None for a campaign-scoped check)."""
+    out: dict[IteraManifest, list[str | None]] = {}
+    for item in session.items:
+        if isinstance(item, IteraCheckItem) and wanted(item.check):
+            assert isinstance(item.parent, IteraManifest)
+            out.setdefault(item.parent, []).append(item.target)
+    return out
+
+
+def read_ahead(session: pytest.Session) -> None:
+    """A whole run reads the files its selected items need a few at a time, ahead of the
+    items (Context.read_ahead). Not on an xdist worker: it runs only the items it is sent,
+    and the workers are the parallelism there."""
+    config = session.config
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    for manifest, targets in selected_targets(session, lambda c: c.reads).items():
+        manifest.context.read_ahead((t for t in targets if t is not None), min(4, _cpus()))
 
 
 def _cpus() -> int:

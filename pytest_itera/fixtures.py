@@ -62,13 +62,13 @@ def itera_campaign(request: pytest.FixtureRequest) -> Campaign:
                 pytrace=False,
             )
         root = roots[0]
-    return _load(root)
+    return _load(request.config, root)
 
 
-def _load(root: Path) -> Campaign:
-    from pytest_itera.campaign import load_campaign
+def _load(config: pytest.Config, root: Path) -> Campaign:
+    from pytest_itera.options import loaded_campaign
 
-    campaign = load_campaign(root)
+    campaign = loaded_campaign(config, root)
     if campaign.errors:
         problems = "\n".join(f"  {e.where()}: {e.message}" for e in campaign.errors[:20])
         pytest.fail(f"campaign {root} did not load:\n{problems}", pytrace=False)

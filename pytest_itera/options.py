@@ -50,8 +50,19 @@ class Settings:
 
 
 settings_key = pytest.StashKey[Settings]()
-# Campaigns loaded during collection, by root (absent on the pytest-xdist controller).
+# Campaigns loaded in this process, by root: see loaded_campaign().
 loaded_key = pytest.StashKey[dict[Path, "Campaign"]]()
+
+
+def loaded_campaign(config: pytest.Config, root: Path) -> Campaign:
+    """The campaign at ``root``, loaded and validated once per pytest process and shared by
+    the interpreter probe, collection, the fixture and the closure report."""
+    from pytest_itera.campaign import load_campaign
+
+    loaded = config.stash.setdefault(loaded_key, {})
+    if root not in loaded:
+        loaded[root] = load_campaign(root)
+    return loaded[root]
 
 
 def addoption(parser: pytest.Parser) -> None:

@@ -89,6 +89,14 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
     return IteraCampaign.for_folder(parent, path)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    settings = session.config.stash.get(settings_key, None)
+    if settings is not None and settings.active:
+        from pytest_itera.collect import read_ahead
+
+        read_ahead(session)
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Nothing inside a campaign is collected as a test, except through our own nodes."""
     settings = config.stash.get(settings_key, None)

@@ -14,9 +14,11 @@ Why: counting newlines in every chunk (``bytes.count``, ~3 GB/s) costs half of
 the SHA-256 time on the scanning thread, which alone would break the 1.25x
 budget of issue 8 (see benchmarks/bench_scan.py).
 
-Large files are hashed on a persistent one-thread executor (hashlib and
-ahocorasick-rs both release the GIL), overlapped with the scan of the same
-chunk on the calling thread. Nothing from the file is ever unpickled.
+Large files are hashed on a persistent one-thread executor of the scanning thread
+(hashlib and ahocorasick-rs both release the GIL), overlapped with the scan of the
+same chunk on the scanning thread; several files may be scanned at once on
+different threads (``Context.read_ahead``). Nothing from the file is ever
+unpickled.
 """
 
 from __future__ import annotations
@@ -336,24 +338,26 @@ def _read(fd: int, size: int) -> bytes:
 
 
 class _HashPool:
-    """One persistent hashing thread, reused across files and re-made after a fork."""
+    """A persistent hashing thread per scanning thread (the caller's, or a read-ahead
+    reader's: files read side by side must not queue behind one hasher), re-made after a
+    fork."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
-        self._pid = -1
+        self._local = threading.local()
+        self._pid = os.getpid()
 
     def get(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None or self._pid != os.getpid():
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="itera-sha256")
-                self._pid = os.getpid()
-            return self._pool
+        if self._pid != os.getpid():
+            self.forget()
+        pool: ThreadPoolExecutor | None = getattr(self._local, "pool", None)
+        if pool is None:
+            pool = self._local.pool = ThreadPoolExecutor(1, thread_name_prefix="itera-sha256")
+        return pool
 
     def forget(self) -> None:
-        # In a forked child the thread is gone and the lock may be held: start afresh.
-        self._lock = threading.Lock()
-        self._pool = None
+        # In a forked child the threads are gone: start afresh.
+        self._local = threading.local()
+        self._pid = os.getpid()
 
 
 _HASH_POOL = _HashPool()

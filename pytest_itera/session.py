@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from pytest_itera import report
-from pytest_itera.campaign import MANIFEST_FILE, load_campaign
-from pytest_itera.options import Settings, loaded_key
+from pytest_itera.campaign import MANIFEST_FILE
+from pytest_itera.options import Settings, loaded_campaign
 
 
 class IteraSession:
@@ -110,7 +110,7 @@ class IteraSession:
 
     def _campaign_report(self, root: Path) -> report.CampaignReport:
         results = self.results.get(str(root), {}).values()
-        campaign = self.config.stash.get(loaded_key, {}).get(root) or load_campaign(root)
+        campaign = loaded_campaign(self.config, root)
         return report.build(
             campaign,
             results,

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import time
 
 import pytest
 
+from pytest_itera.campaign import load_campaign
+from pytest_itera.checks import Context, Options
+from pytest_itera.checks.files import CHECKS as FILE_CHECKS
 from tests.factory import CampaignBuilder, expect, sha256
 
 
@@ -263,3 +268,58 @@ def test_manifest_listing_itself(pytester: pytest.Pytester, campaign: CampaignBu
         "manifest.json $.files[*]: "
         "manifest.json lists itself: its own sha256 cannot be recorded inside it",
     )
+
+
+# ------------------------------------------------------------------ read-ahead
+
+
+def _big_campaign(campaign: CampaignBuilder) -> list[str]:
+    """Files over the one-read size, text and binary, one with a temporary path deep in."""
+    rng = random.Random(3)
+    big = {
+        "runs/control/predictions-full.jsonl": b"".join(
+            b'{"id": "ex-%06d", "label": "pos"}\n' % i for i in range(20_000)),
+        "runs/variant-a/log.txt": b"step ok\n" * 30_000 + b"saved to /tmp/run-7/last.pt\n",
+        "runs/variant-a/blob.bin": bytes(rng.getrandbits(8) for _ in range(300_000)),
+    }
+    campaign.files.update(big)
+    campaign.write()
+    os.mkfifo(campaign.root / "runs/control/pipe")
+    os.symlink("/etc/hostname", campaign.root / "runs/control/out-link")
+    campaign.seal()
+    return sorted(big)
+
+
+def test_read_ahead_gives_the_facts_of_an_inline_read(campaign: CampaignBuilder) -> None:
+    """The reader threads compute what the items would, file for file; a FIFO and a link
+    out of the folder are never handed to them."""
+    files = _big_campaign(campaign)
+    checks = {c.id: c for c in FILE_CHECKS}
+    every = [e.path for e in Context(load_campaign(campaign.root), Options(), checks).entries()]
+    ahead = Context(load_campaign(campaign.root), Options(), checks)
+    ahead.read_ahead(every, workers=3)
+    assert "runs/control/pipe" not in ahead._facts
+    assert "runs/control/out-link" not in ahead._facts
+    inline = Context(load_campaign(campaign.root), Options(), checks)
+    for relpath in [*files, *campaign.files]:
+        assert ahead.facts(relpath) == inline.facts(relpath), relpath
+    hit = ahead.facts("runs/variant-a/log.txt").hits[0]
+    assert (hit.line, hit.excerpt) == (30_001, "/tmp/run-7/last.pt")
+    assert "is a" in str(ahead.facts("runs/control/pipe").error)  # refused, never opened
+    ahead.close()
+    inline.close()
+
+
+def test_close_drops_the_reads_still_queued(campaign: CampaignBuilder) -> None:
+    """An interrupted or finished run does not wait for files nobody will ask about."""
+    for n in range(12):
+        campaign.files[f"runs/control/shard-{n:02d}.bin"] = bytes([n]) * (1 << 20)
+    campaign.write()
+    ctx = Context(load_campaign(campaign.root), Options(), {c.id: c for c in FILE_CHECKS})
+    ctx.read_ahead(sorted(campaign.files), workers=2)
+    ctx.close()
+    deadline = time.monotonic() + 30
+    while not all(f.done() for f in ctx._facts.values()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert all(f.done() for f in ctx._facts.values())
+    assert any(f.cancelled() for f in ctx._facts.values())

@@ -10,8 +10,10 @@ into one item.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -51,6 +53,9 @@ class Check:
     # Its verdict needs checkpoint reloads: the reload server is started as soon as such an
     # item is selected, and a target (a checkpoint or adapter path) is handed over at once.
     reloads: bool = False
+    # Its target is a file whose bytes it needs (Context.facts): selected items' targets are
+    # read ahead, a few files at a time.
+    reads: bool = False
     order: int = 50  # position in the item list (lower first), then id
 
 
@@ -101,7 +106,10 @@ class Context:
         self._by_path: dict[str, Entry] = {}
         self._matcher: TempMatcher | None = None
         self._reloader: Reloader | None = None
-        self._facts: dict[str, FileFacts] = {}
+        self._facts: dict[str, Future[FileFacts]] = {}
+        self._readers: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None] | None = None
+        self._reader_count = 0
+        self._closed = False
         self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
         self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
         self._by_run: dict[str, list[tuple[str, str]]] | None = None
@@ -140,18 +148,71 @@ class Context:
         return self._matcher
 
     def facts(self, relpath: str) -> FileFacts:
-        """Size, sha256 and temp-path hits of one file, from a single streamed read."""
+        """Size, sha256 and temp-path hits of one file, from a single streamed read: here,
+        or on a reader thread if :meth:`read_ahead` got to it first; once per process."""
         with self._lock:
-            if relpath not in self._facts:
-                from pytest_itera.scan import scan_file
+            pending = self._facts.get(relpath)
+            mine = pending is None
+            if pending is None:
+                pending = self._facts[relpath] = Future()
+        if mine:
+            self._fill(relpath, pending)
+        return pending.result()
 
-                self._facts[relpath] = scan_file(
-                    self._readable_path(relpath),
-                    relpath,
-                    None if self.options.fast else self.matcher(),
-                    hash=not self.options.fast,
-                )
-            return self._facts[relpath]
+    def read_ahead(self, relpaths: Iterable[str], workers: int) -> None:
+        """Start reading these files now, ``workers`` at a time, on background threads, in
+        the order given, while the items run: os.read, SHA-256 and the scan release the
+        GIL, so a campaign of many large files is read at the speed of several cores.
+        :meth:`facts` then waits for each.  Only files of the folder's walk (regular files
+        and links that stay inside), never with --itera-fast (which hashes nothing)."""
+        if self.options.fast or workers < 2:
+            return
+        self.entries()  # built here, before any reader thread looks at it
+        with self._lock:
+            todo: list[tuple[str, Future[FileFacts]]] = [
+                (r, Future())
+                for r in dict.fromkeys(relpaths)
+                if r not in self._facts and self._readable_entry(r)
+            ]
+            if len(todo) < 2:
+                return  # nothing to overlap
+            if self._readers is None:
+                self.matcher()  # compiled once, here, not by two readers at a time
+                self._readers = queue.SimpleQueue()
+                self._reader_count = workers
+                for n in range(workers):
+                    # Daemons: an interrupted run must not wait for a large file's last byte.
+                    threading.Thread(target=self._reader, args=(self._readers,),
+                                     name=f"itera-read-{n}", daemon=True).start()
+            for relpath, pending in todo:
+                self._facts[relpath] = pending
+                self._readers.put((relpath, pending))
+
+    def _readable_entry(self, relpath: str) -> bool:
+        entry = self.entry(relpath)
+        return entry is not None and (
+            entry.kind == "file" or (entry.kind == "symlink" and not entry.escapes))
+
+    def _reader(self, jobs: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None]) -> None:
+        while (job := jobs.get()) is not None:
+            relpath, pending = job
+            if self._closed:
+                pending.cancel()
+            elif pending.set_running_or_notify_cancel():
+                self._fill(relpath, pending)
+
+    def _fill(self, relpath: str, pending: Future[FileFacts]) -> None:
+        from pytest_itera.scan import scan_file
+
+        try:
+            pending.set_result(scan_file(
+                self._readable_path(relpath),
+                relpath,
+                None if self.options.fast else self.matcher(),
+                hash=not self.options.fast,
+            ))
+        except BaseException as exc:  # a bug, handed to whoever asks for these facts
+            pending.set_exception(exc)
 
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """A value computed once per campaign per process (what checks derive from it)."""
@@ -255,6 +316,10 @@ class Context:
         return self._reloader
 
     def close(self) -> None:
+        self._closed = True  # reader threads drop what is still queued
+        if self._readers is not None:
+            for _ in range(self._reader_count):
+                self._readers.put(None)
         if self._reloader is not None and self._close_reloader:
             self._reloader.close()
         self._reloader = None

@@ -23,13 +23,12 @@ from pytest_itera.campaign import (
     AdapterRecord,
     Campaign,
     CheckpointRecord,
-    load_campaign,
     locate,
     parse_json,
 )
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
-from pytest_itera.options import loaded_key
+from pytest_itera.options import loaded_campaign
 from pytest_itera.reload import PARTS
 from pytest_itera.tree import os_reason, resolve_inside
 
@@ -580,18 +579,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     torch import then overlaps the items that hash and scan) and hand it every selected
     checkpoint at once: it loads them a few at a time. An xdist worker only starts it: the
     controller probed, and a worker runs just the items it is sent, one at a time."""
-    from pytest_itera.collect import IteraCheckItem, IteraManifest, session_reloader
+    from pytest_itera.collect import selected_targets, session_reloader
 
     config = session.config
     if not _needs_reloads(config):
         return
-    wanted: dict[IteraManifest, list[str]] = {}
-    for item in session.items:
-        if isinstance(item, IteraCheckItem) and item.check.reloads:
-            assert isinstance(item.parent, IteraManifest)
-            targets = wanted.setdefault(item.parent, [])
-            if item.target is not None:
-                targets.append(item.target)
+    wanted = selected_targets(session, lambda c: c.reloads)
     if not any(_has_artifacts(manifest.context.campaign) for manifest in wanted):
         return
     session_reloader(config).start()
@@ -600,7 +593,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     _probe(config)
     for manifest, targets in wanted.items():
         ctx = manifest.context
-        ctx.reload_ahead(t for t in dict.fromkeys(targets) if _locate(ctx, t, "", "") is None)
+        ctx.reload_ahead(t for t in dict.fromkeys(targets)
+                         if t is not None and _locate(ctx, t, "", "") is None)
 
 
 def _probe(config: pytest.Config) -> None:
@@ -625,10 +619,7 @@ def _needs_reloads(config: pytest.Config) -> bool:
     settings = config.stash.get(settings_key, None)
     if settings is None or settings.fast or config.option.collectonly:
         return False
-    loaded = config.stash.setdefault(loaded_key, {})
-    # Kept for collection, which then does not load and validate the documents again.
-    return any(_has_artifacts(loaded.setdefault(root, load_campaign(root)))
-               for root in settings.campaigns)
+    return any(_has_artifacts(loaded_campaign(config, root)) for root in settings.campaigns)
 
 
 def _has_artifacts(campaign: Campaign) -> bool:

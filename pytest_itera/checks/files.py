@@ -286,6 +286,7 @@ CHECKS = (
         needs=frozenset({"manifest"}),
         fast=True,
         order=10,
+        reads=True,
     ),
     Check(
         "no-empty-files",
@@ -303,6 +304,7 @@ CHECKS = (
         targets=scan_targets,
         needs=frozenset(),
         order=12,
+        reads=True,
     ),
 )
 
