@@ -527,24 +527,57 @@ def _validator(name: str) -> jsonschema.protocols.Validator:
     return validator
 
 
+@cache
+def _fast_validator(name: str) -> Any:
+    """The same schema compiled by jsonschema-rs: it decides validity in ~1 ms where the
+    Python validator takes ~0.5 s on a 1,000-run manifest (its $ref resolution)."""
+    import jsonschema_rs
+
+    common = schema("common")
+    registry = jsonschema_rs.Registry([(common["$id"], common)])
+    return jsonschema_rs.validator_for(schema(name), registry=registry)
+
+
+@dataclass(frozen=True)
+class SchemaProblem:
+    """One way a document breaks its schema."""
+
+    path: tuple[str | int, ...]
+    message: str  # the validator's own words
+    explained: str  # a short, specific sentence for the common failures
+
+
 def validate(name: str, data: Any) -> list[str]:
     """Schema problems of a ``plan`` or ``manifest`` document, as "$.path: message" lines."""
-    return [
-        f"{json_path(list(e.absolute_path))}: {_explain(e)}" for e in _validation_errors(name, data)
-    ]
+    return [f"{json_path(p.path)}: {p.explained}" for p in _validation_errors(name, data)]
 
 
-def _validation_errors(name: str, data: Any) -> list[jsonschema.ValidationError]:
+def _validation_errors(name: str, data: Any) -> list[SchemaProblem]:
+    """jsonschema-rs decides; the Python validator explains what is wrong.
+
+    Where they disagree, the refusal stands: Python's ``re`` lets ``$`` match before a
+    final newline, so it takes "USD\n" for a currency code; the ECMA-262 regexes of
+    jsonschema-rs (the JSON Schema dialect) do not, and their own errors are reported.
+    """
+    if _fast_validator(name).is_valid(data):
+        return []
     errors = sorted(
         _validator(name).iter_errors(data), key=lambda e: list(map(str, e.absolute_path))
     )
-    return errors[:_MAX_ERRORS]
+    problems = [
+        SchemaProblem(tuple(e.absolute_path), str(e.message), _explain(e)) for e in errors
+    ]
+    if not problems:
+        problems = [
+            SchemaProblem(tuple(e.instance_path), e.message, e.message)
+            for e in _fast_validator(name).iter_errors(data)
+        ]
+    return problems[:_MAX_ERRORS]
 
 
-def _schema_error(file: str, raw: str, error: jsonschema.ValidationError) -> ContractError:
-    path = list(error.absolute_path)
-    line, column = locate(raw, path)
-    return ContractError(file, json_path(path), _explain(error), line, column)
+def _schema_error(file: str, raw: str, problem: SchemaProblem) -> ContractError:
+    line, column = locate(raw, list(problem.path))
+    return ContractError(file, json_path(problem.path), problem.explained, line, column)
 
 
 def json_path(parts: typing.Sequence[str | int]) -> str:

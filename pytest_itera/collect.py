@@ -51,11 +51,12 @@ class _CampaignNode:
     def campaign_root(self) -> Path:
         raise NotImplementedError
 
-    @property
+    @cached_property
     def ihook(self) -> pluggy.HookRelay:
-        # pytest asks for ihook ~7 times per item. The conftests of the folder's
-        # parents are all loaded before a campaign node exists (pytest collected
-        # those directories first), so the proxy for that folder no longer changes.
+        # pytest asks for ihook ~7 times per item: kept on the node after the first. The
+        # conftests of the folder's parents are all loaded before a campaign node exists
+        # (pytest collected those directories first), so the proxy for that folder no
+        # longer changes.
         cache: dict[Path, pluggy.HookRelay] = self.session.stash.setdefault(_hook_cache_key, {})
         folder = self._hook_dir
         if folder not in cache:
@@ -97,7 +98,6 @@ class IteraManifest(_CampaignNode, pytest.File):
     """The campaign's checks, one item per check and target."""
 
     context: Context
-    _mark: pytest.MarkDecorator
     _root_text: str
 
     @property
@@ -108,9 +108,10 @@ class IteraManifest(_CampaignNode, pytest.File):
         settings = self.config.stash[settings_key]
         checks = registered_checks(self.config, self.ihook, fast=settings.fast)
         self.context = make_context(self.campaign_root, settings, checks, self.config)
-        # One mark and one root string for every item (not a pytest.mark lookup and a
-        # Path formatting per item).
-        self._mark = getattr(pytest.mark, MARKER)
+        # The items inherit the mark (`-m itera`) from here: pytest looks for marks on
+        # every item several times per run, and an own mark is one more to walk each time.
+        self.add_marker(MARKER)
+        # One root string for every item (not a Path formatting per item).
         self._root_text = str(self.campaign_root)
         for check in sorted(checks.values(), key=lambda c: (c.order, c.id)):
             for target in self.context.targets(check):
@@ -131,9 +132,7 @@ class IteraCheckItem(_CampaignNode, pytest.Item):
         super().__init__(**kwargs)
         self.check = check
         self.target = target
-        parent = self.parent
-        self.add_marker(getattr(parent, "_mark", None) or MARKER)
-        root = getattr(parent, "_root_text", None) or str(self.campaign_root)
+        root = getattr(self.parent, "_root_text", None) or str(self.campaign_root)
         self.user_properties += [
             ("itera_campaign", root),
             ("itera_check", check.id),

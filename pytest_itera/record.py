@@ -206,7 +206,7 @@ def _refuse_temp_strings(data: Any, document: str, path: tuple[str | int, ...] =
 def _validate(schema_name: str, data: Any, document: str) -> None:
     errors = _validation_errors(schema_name, data)
     if errors:
-        lines = [f"  {json_path(list(e.absolute_path))}: {e.message[:300]}" for e in errors]
+        lines = [f"  {json_path(e.path)}: {e.message[:300]}" for e in errors]
         raise RecordError(f"{document} does not follow the schema:\n" + "\n".join(lines))
 
 

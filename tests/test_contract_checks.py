@@ -89,6 +89,18 @@ def test_float_money_is_a_schema_error(
     )
 
 
+def test_a_final_newline_does_not_satisfy_a_pattern(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    """JSON Schema patterns are ECMA-262 regexes, where `$` is the end of the string:
+    "47.14\n" is no money string, although Python's re would let `$` match before it."""
+    campaign.manifest["budget"]["rental_total"] = "47.14\n"
+    campaign.write()
+    result = run(pytester, *only("manifest and not files and not temp"))
+    result.assert_outcomes(failed=1)
+    expect(result, 'manifest.json:*:* $.budget.rental_total: "47.14\\n" does not match *')
+
+
 def test_duplicate_keys_are_refused(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.write()
     path = campaign.root / "manifest.json"

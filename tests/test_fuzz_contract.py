@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_itera.campaign import load_campaign, validate
+from pytest_itera.campaign import _fast_validator, _validator, load_campaign, validate
 from pytest_itera.checks import Check, Context, Options
 from pytest_itera.plugin import FAMILIES
 from tests.factory import CampaignBuilder
@@ -172,3 +172,33 @@ def test_mutated_bytes_never_crash(data: st.DataObject) -> None:
             assert results[("manifest", None)]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+# Strings that differ from a pattern's match only by a final newline: Python's `re` lets
+# `$` match before it, ECMA-262 (jsonschema-rs, the JSON Schema dialect) does not.
+NEWLINE_ENDED = st.sampled_from(["USD\n", "47.14\n", "control\n", "a" * 64 + "\n",
+                                 "2026-11-02T08:00:00Z\n"])
+
+
+@settings(FUZZ, max_examples=400)
+@given(data=st.data(), which=st.sampled_from(["plan", "manifest"]))
+def test_the_two_validators_agree(data: st.DataObject, which: str) -> None:
+    """jsonschema-rs decides validity, the Python validator explains: they must agree on
+    every mutated document, except that jsonschema-rs also refuses a final newline after a
+    pattern (then its own errors are reported, see test_contract_checks)."""
+    original = copy.deepcopy(CampaignBuilder(Path("unused")).plan if which == "plan"
+                             else CampaignBuilder(Path("unused")).manifest)
+    doc = data.draw(mutated(original))
+    if data.draw(st.booleans()):  # also plant a newline-ended string where a pattern applies
+        path = data.draw(st.sampled_from([p for p in paths(doc) if p]))
+        if isinstance(get(doc, path), str):
+            get(doc, path[:-1])[path[-1]] = data.draw(NEWLINE_ENDED)
+    fast = _fast_validator(which).is_valid(doc)
+    python_errors = list(_validator(which).iter_errors(doc))
+    if fast:
+        assert not python_errors, "jsonschema-rs accepted what the Python validator refuses"
+    elif not python_errors:
+        rs_errors = list(_fast_validator(which).iter_errors(doc))
+        assert rs_errors
+        assert all(e.message.split(" does not match ")[0].endswith('\\n"') for e in rs_errors)
+    assert bool(validate(which, doc)) is not fast

@@ -163,8 +163,8 @@ class Context:
         """Start reading these files now, ``workers`` at a time, on background threads, in
         the order given, while the items run: os.read, SHA-256 and the scan release the
         GIL, so a campaign of many large files is read at the speed of several cores.
-        :meth:`facts` then waits for each.  Only files of the folder's walk (regular files
-        and links that stay inside), never with --itera-fast (which hashes nothing)."""
+        :meth:`facts` then waits for each.  Only large regular files of the folder's walk,
+        never with --itera-fast (which hashes nothing)."""
         if self.options.fast or workers < 2:
             return
         self.entries()  # built here, before any reader thread looks at it
@@ -172,7 +172,7 @@ class Context:
             todo: list[tuple[str, Future[FileFacts]]] = [
                 (r, Future())
                 for r in dict.fromkeys(relpaths)
-                if r not in self._facts and self._readable_entry(r)
+                if r not in self._facts and self._worth_reading_ahead(r)
             ]
             if len(todo) < 2:
                 return  # nothing to overlap
@@ -188,10 +188,14 @@ class Context:
                 self._facts[relpath] = pending
                 self._readers.put((relpath, pending))
 
-    def _readable_entry(self, relpath: str) -> bool:
+    def _worth_reading_ahead(self, relpath: str) -> bool:
+        """A regular file of the walk, large enough that its read is mostly time without
+        the GIL (small files are mostly Python-level work: a reader thread would only
+        contend with the items for the GIL)."""
+        from pytest_itera.scan import SMALL_FILE
+
         entry = self.entry(relpath)
-        return entry is not None and (
-            entry.kind == "file" or (entry.kind == "symlink" and not entry.escapes))
+        return entry is not None and entry.kind == "file" and entry.size >= SMALL_FILE
 
     def _reader(self, jobs: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None]) -> None:
         while (job := jobs.get()) is not None:
