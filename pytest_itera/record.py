@@ -36,6 +36,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -50,6 +51,8 @@ from pytest_itera.campaign import (
 
 if TYPE_CHECKING:
     import torch
+
+    from pytest_itera.scan import TempMatcher
 
 __all__ = [
     "CampaignRecorder",
@@ -70,9 +73,6 @@ __all__ = [
 CHUNK = 1024 * 1024
 Outcome = Literal["accepted", "stopped", "rejected", "dropped"]
 Clock = Callable[[], datetime]
-# Static temp roots; the current tempfile.gettempdir() is added at check time.
-TEMP_ROOTS = ("/tmp", "/var/tmp", "/dev/shm", "/var/folders", "/private/var/folders")
-WINDOWS_TEMP_MARKERS = ("appdata\\local\\temp", "appdata/local/temp", "%temp%")
 
 
 class RecordError(ValueError):
@@ -152,24 +152,19 @@ def atomic_write_json(path: Path, data: Any) -> None:
 
 
 def find_temp_path(text: str) -> str | None:
-    """The temporary-folder root that ``text`` points into, or None."""
-    lowered = text.lower()
-    for marker in WINDOWS_TEMP_MARKERS:
-        if marker in lowered:
-            return marker
-    roots = {*TEMP_ROOTS, tempfile.gettempdir().rstrip("/") or "/"}
-    for root in sorted(roots):
-        if root == "/":
-            continue
-        start = text.find(root)
-        while start != -1:
-            end, before = start + len(root), text[start - 1 : start]
-            # "runs/tmp/x" is a folder of the campaign, not the machine's /tmp.
-            inside_name = before.isalnum() or before in ("_", "-", ".")
-            if not inside_name and (end == len(text) or text[end] in "/\\ \t\n\"'`),;:"):
-                return root
-            start = text.find(root, start + 1)
-    return None
+    """The temporary-folder pattern that ``text`` points into, or None: exactly what the
+    plugin's no-temp-paths check would find in the file, and the current
+    ``tempfile.gettempdir()`` (read at each call)."""
+    from pytest_itera.scan import find_in_text, tempdir_patterns
+
+    return find_in_text(text, _temp_matcher(tempdir_patterns()))
+
+
+@cache
+def _temp_matcher(current: tuple[str, ...]) -> TempMatcher:
+    from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher
+
+    return TempMatcher((*DEFAULT_TEMP_PATTERNS, *current))
 
 
 def check_relpath(value: str, *, field: str) -> str:

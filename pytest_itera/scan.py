@@ -54,7 +54,7 @@ _APPDATA = ("AppData\\Local\\Temp", "AppData\\\\Local\\\\Temp", "AppData/Local/T
 _APPDATA_CASINGS = (("Local", "Temp"), ("local", "temp"), ("LOCAL", "TEMP"))
 
 
-def _gettempdir_patterns() -> tuple[str, ...]:
+def tempdir_patterns() -> tuple[str, ...]:
     """The current temp dir as a directory pattern, unless a default already covers it."""
     tmp = tempfile.gettempdir().rstrip("/")
     pattern = tmp + "/"
@@ -67,7 +67,7 @@ DEFAULT_TEMP_PATTERNS: Final[tuple[str, ...]] = (
     *_UNIX_DIRS,
     *_PERCENT,
     *_APPDATA,
-    *_gettempdir_patterns(),
+    *tempdir_patterns(),
 )
 
 # Directory patterns ("/tmp/") match "/tmp" followed by a non-name byte ("/tmp/x",
@@ -181,6 +181,14 @@ def _needles_for(pattern: str) -> list[tuple[bytes, int, int]]:
         spellings = dict.fromkeys((pattern, pattern.lower(), pattern.title()))
         return [(s.encode(), _LITERAL, 0) for s in spellings]
     return [(pattern.encode("utf-8", "surrogateescape"), _LITERAL, 0)]
+
+
+def find_in_text(text: str, matcher: TempMatcher) -> str | None:
+    """The first temp pattern that ``text`` points into, by the rules of a file scan
+    (boundaries, casings), or None: for strings about to be written (pytest_itera.record)."""
+    scanner = _Scan(matcher, record=False, max_hits=1)
+    scanner.feed(text.encode("utf-8", "surrogateescape"), final=True)
+    return matcher.patterns[scanner.found[0][1]] if scanner.found else None
 
 
 # Scanning a stream ---------------------------------------------------------------------

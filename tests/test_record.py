@@ -23,6 +23,7 @@ from pytest_itera.record import (
     find_temp_path,
     save_resume_checkpoint,
 )
+from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
 
 WORKTREE = Path(__file__).resolve().parents[1]
 CONFIG = b'{"lr": 0.1}\n'
@@ -134,11 +135,23 @@ def test_runs_need_a_frozen_plan(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "root"),
-    [("/tmp/run/x.pt", "/tmp"), ("see /var/folders/q1/T/x", "/var/folders"),
-     ("/dev/shm", "/dev/shm"), ("C:\\Users\\me\\AppData\\Local\\Temp\\x", "appdata\\local\\temp")],
+    [("/tmp/run/x.pt", "/tmp/"), ("see /var/folders/q1/T/x", "/var/folders/"),
+     ("/dev/shm", "/dev/shm/"), ("C:\\Users\\me\\AppData\\Local\\Temp\\x", "AppData\\Local\\Temp"),
+     ("c:\\users\\me\\appdata\\local\\temp\\x", "AppData\\Local\\Temp"), ("%TEMP%\\x", "%TEMP%")],
 )
 def test_temp_paths_are_found(value: str, root: str) -> None:
     assert find_temp_path(value) == root
+
+
+@pytest.mark.parametrize("value", ["/tmp/run/x.pt", "runs/tmp/x.pt", "/tmpfs-note",
+                                   "C:\\Users\\me\\AppData\\Local\\Temp\\x", "a.pt"])
+def test_the_recorder_refuses_what_the_plugin_reports(tmp_path: Path, value: str) -> None:
+    """One rule: a string the recorder lets through is one no-temp-paths passes."""
+    path = tmp_path / "note.txt"
+    path.write_text(value)
+    facts = scan_file(path, "note.txt", TempMatcher(DEFAULT_TEMP_PATTERNS))
+    reported = facts.hits[0].pattern if facts.hits else None
+    assert find_temp_path(value) == reported
 
 
 @pytest.mark.parametrize("value", ["runs/tmp/x.pt", "/tmpfs-note", "my/var/tmpdir", "a.pt"])
@@ -148,13 +161,13 @@ def test_ordinary_strings_are_not_temp_paths(value: str) -> None:
 
 def test_the_current_tempdir_counts_as_temporary(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tempfile, "tempdir", "/scratch/job42")
-    assert find_temp_path("/scratch/job42/base") == "/scratch/job42"
+    assert find_temp_path("/scratch/job42/base") == "/scratch/job42/"
 
 
 def test_a_plan_pointing_into_tmp_is_refused(tmp_path: Path) -> None:
     plan = make_plan()
     plan["runs"][0]["description"] = "weights cached in /tmp/hf/base"
-    expected = r"\$\.runs\[0\]\.description: .* temporary folder '/tmp'"
+    expected = r"\$\.runs\[0\]\.description: .* temporary folder '/tmp/'"
     with pytest.raises(RecordError, match=expected):
         CampaignRecorder(tmp_path).freeze_plan(plan)
 
@@ -294,7 +307,7 @@ def test_a_checkpoint_refuses_temp_paths_in_its_data(tmp_path: Path) -> None:
 
     model = torch.nn.Linear(2, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    with pytest.raises(RecordError, match="temporary folder '/tmp'"):
+    with pytest.raises(RecordError, match="temporary folder '/tmp/'"):
         save_resume_checkpoint(tmp_path / "x.pt", model=model, optimizer=optimizer, step=1,
                                data_state={"shard": "/tmp/shards/3.bin"})
     assert not (tmp_path / "x.pt").exists()

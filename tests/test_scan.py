@@ -191,9 +191,9 @@ def test_matcher_refuses_empty_patterns() -> None:
 
 def test_gettempdir_becomes_a_directory_pattern(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tempfile, "gettempdir", lambda: "/scratch/job42/tmp")
-    assert scan._gettempdir_patterns() == ("/scratch/job42/tmp/",)
+    assert scan.tempdir_patterns() == ("/scratch/job42/tmp/",)
     monkeypatch.setattr(tempfile, "gettempdir", lambda: "/tmp/user7")
-    assert scan._gettempdir_patterns() == ()  # "/tmp/" already covers it
+    assert scan.tempdir_patterns() == ()  # "/tmp/" already covers it
 
 
 def test_hits_are_capped_but_counted_in_file_order(tmp_path: Path) -> None:
