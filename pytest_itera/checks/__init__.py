@@ -227,7 +227,8 @@ class Context:
             return value
 
     def inside(self, relpath: str) -> Path | str:
-        """``tree.resolve_inside``, without its lstat per component for a plain file.
+        """``tree.resolve_inside`` (a file or a folder), without its lstat per component for
+        a plain file.
 
         The walk lists only what it reached through real directories, never
         through a link, and under normalised names: a path it lists as a regular
@@ -286,9 +287,8 @@ class Context:
 
     def _reload_once(self, relpath: str, claimed_format: str | None) -> ReloadResult:
         from pytest_itera.reload import ReloadResult
-        from pytest_itera.tree import resolve_inside
 
-        inside = resolve_inside(self.root, relpath)
+        inside = self.inside(relpath)
         if isinstance(inside, str):
             return ReloadResult(path=relpath, ok=False, format=None,
                                 cause=f"{relpath}: the path {inside}; not loaded")
@@ -305,10 +305,7 @@ class Context:
         ``pytest_itera_reload`` hook may answer instead."""
         if self._reload_hook is not None or self._reloader_factory is None:
             return
-        from pytest_itera.tree import resolve_inside
-
-        paths = [p for p in (resolve_inside(self.root, r) for r in relpaths)
-                 if not isinstance(p, str)]
+        paths = [p for p in map(self.inside, relpaths) if not isinstance(p, str)]
         if paths:
             self.reloader().prefetch(paths)
 

@@ -30,7 +30,7 @@ from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
 from pytest_itera.options import loaded_campaign
 from pytest_itera.reload import PARTS
-from pytest_itera.tree import os_reason, resolve_inside
+from pytest_itera.tree import os_reason
 
 if TYPE_CHECKING:
     import pytest
@@ -122,7 +122,7 @@ def _weights_present(
 
 def _locate(ctx: Context, relpath: str, where: str, what: str) -> Finding | None:
     """Why ``relpath`` cannot be handed to a loader, or None: inside, present, file or folder."""
-    inside = resolve_inside(ctx.root, relpath)
+    inside = ctx.inside(relpath)
     if isinstance(inside, str):
         return Finding(f"{what} path {relpath!r} {inside}: it is not loaded",
                        where=f"{where}.path",
@@ -448,7 +448,7 @@ def _config_findings(ctx: Context, record: AdapterRecord) -> Iterator[Finding]:
 
 def _read_config(ctx: Context, rel: str) -> tuple[str | None, Finding | None]:
     """adapter_config.json as text: a regular file inside the folder, under the size cap."""
-    inside = resolve_inside(ctx.root, rel)
+    inside = ctx.inside(rel)
     if isinstance(inside, str):
         return None, Finding(f"{rel} {inside}", where=rel)
     try:
