@@ -11,6 +11,7 @@ import contextlib
 import fnmatch
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -274,3 +275,63 @@ def test_quick_check_agrees_with_the_server(tmp_path: Path) -> None:
         assert quick is not None
         assert full is not None
         assert quick.split(" (")[0] == full.split(" (")[0]
+
+
+def _children(pid: int) -> set[int]:
+    out = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.add(int(entry))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper that is not ours counts as dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ending_the_server_kills_what_is_still_loading(tmp_path: Path) -> None:
+    """When the client closes (end of session, -x, Ctrl-C), queued requests are dropped and a
+    hung loader is killed: no process outlives the session."""
+    path = str(artifacts.state_dict_file(tmp_path))
+    with _raw_server(tmp_path / "home", jobs=1) as server:
+        for n in (1, 2, 3):
+            server.send({"id": n, "path": path, "timeout": 3600, "debug": "hang"})
+        pid = server.proc.pid
+        deadline = time.monotonic() + 30
+        while not _children(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        loaders = _children(pid)
+        assert loaders
+        assert server.proc.stdin is not None
+        server.proc.stdin.close()
+        assert server.proc.wait(timeout=10) == 0  # it ended by itself, not killed
+    assert not [child for child in loaders if _alive(child)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG, /proc")
+def test_a_killed_server_takes_its_loaders_with_it(tmp_path: Path) -> None:
+    path = str(artifacts.state_dict_file(tmp_path))
+    with _raw_server(tmp_path / "home", jobs=1) as server:
+        server.send({"id": 1, "path": path, "timeout": 3600, "debug": "hang"})
+        deadline = time.monotonic() + 30
+        while not _children(server.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        loaders = _children(server.proc.pid)
+        assert loaders
+        server.proc.kill()
+        server.proc.wait()
+        deadline = time.monotonic() + 10
+        while any(map(_alive, loaders)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert not [child for child in loaders if _alive(child)]

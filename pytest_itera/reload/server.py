@@ -1050,6 +1050,15 @@ def run_child(request: dict[str, Any], write_fd: int) -> None:
         os._exit(code)
 
 
+def _die_with(parent: int) -> None:
+    """Linux: this child gets SIGKILL when the server dies, so a killed server leaves no
+    loading process behind (a hung one would live on)."""
+    if _LIBC is not None and sys.platform.startswith("linux"):
+        _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it died before prctl
+        os._exit(1)
+
+
 class Child:
     """A process forked from the torch-loaded server and given exactly one checkpoint.
 
@@ -1063,8 +1072,10 @@ class Child:
     def __init__(self, warm: str | None, inherited: tuple[int, ...]) -> None:
         request_r, self.request_w = os.pipe()
         self.verdict_r, verdict_w = os.pipe()
+        server = os.getpid()
         self.pid = os.fork()
         if self.pid == 0:
+            _die_with(server)
             # Not the server's protocol ends: a server that dies must be seen to die at once.
             for fd in (self.request_w, self.verdict_r, *inherited):
                 os.close(fd)
@@ -1121,6 +1132,12 @@ class Child:
         os.close(self.verdict_r)
         os.waitpid(self.pid, 0)
 
+    def abandon(self) -> None:
+        """End a child whose verdict nobody will read."""
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.verdict_r)
+
 
 class Server:
     """Reads requests as they come, runs up to ``jobs`` children at a time, answers each
@@ -1138,28 +1155,37 @@ class Server:
         self.pending = b""
 
     def run(self) -> None:
-        open_input = True
-        while open_input or self.queue or self.running:
-            self.start_queued()
-            if open_input and not self.queue and not self.running and self.spare is None \
-                    and REFUSED is None:
-                self.spare = Child(self.warm, self.inherited)  # idle: prepare the next one
-            now = time.monotonic()
-            wait = min((c.deadline for c in self.running.values()), default=now + 3600) - now
-            watched = [*self.running, *([0] if open_input else [])]
-            ready, _, _ = select.select(watched, [], [], max(wait, 0.0))
-            for fd in ready:
-                if fd == 0:
-                    open_input = self.take_input()
-                elif self.running[fd].read():
-                    self.answer(self.running.pop(fd).reply(timed_out=False))
-            now = time.monotonic()
-            for fd, child in list(self.running.items()):
-                if child.deadline <= now:
-                    del self.running[fd]
-                    self.answer(child.reply(timed_out=True))
-        if self.spare is not None:
-            self.spare.dismiss()
+        """Serve until stdin ends (or the client stops reading): then the requests still
+        queued are dropped and the children still loading are killed."""
+        try:
+            while not (self.step() and not self.take_input()):
+                pass
+        except BrokenPipeError:
+            pass  # the client is gone
+        finally:
+            self.queue.clear()
+            for child in self.running.values():
+                child.abandon()
+            self.running.clear()
+            self.dismiss_spare()
+
+    def step(self) -> bool:
+        """Start what may start, wait for input or a child; True when stdin has data."""
+        self.start_queued()
+        if not self.queue and not self.running and self.spare is None and REFUSED is None:
+            self.spare = Child(self.warm, self.inherited)  # idle: prepare the next one
+        now = time.monotonic()
+        wait = min((c.deadline for c in self.running.values()), default=now + 3600) - now
+        ready, _, _ = select.select([0, *self.running], [], [], max(wait, 0.0))
+        for fd in ready:
+            if fd != 0 and self.running[fd].read():
+                self.answer(self.running.pop(fd).reply(timed_out=False))
+        now = time.monotonic()
+        for fd, child in list(self.running.items()):
+            if child.deadline <= now:
+                del self.running[fd]
+                self.answer(child.reply(timed_out=True))
+        return 0 in ready
 
     def take_input(self) -> bool:
         """Queue the complete request lines read from stdin; False at EOF."""
