@@ -165,6 +165,10 @@ class _Server:
                 stream.close()
 
 
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
 def _judge_hello(hello: dict[str, Any], where: str) -> str | None:
     """None when the interpreter's hello shows a usable torch, else the reason."""
     if hello.get("hello") != 1 or not isinstance(hello.get("torch"), str):
@@ -205,7 +209,7 @@ class Reloader:
         """What :meth:`check_interpreter` would say, in milliseconds: ``probe.py`` reads the
         interpreter's torch version without importing torch.  None when it looks usable."""
         where = self.python
-        if not (os.path.isfile(where) and os.access(where, os.X_OK)):
+        if not _executable(where):
             return f"--itera-python {where}: not an executable file"
         probe = None
         try:
@@ -220,7 +224,7 @@ class Reloader:
     def start(self) -> None:
         """Start the server now, without waiting for it: torch imports in the background."""
         with self._lock:
-            if not self._checked and os.path.isfile(self.python):
+            if not self._checked and _executable(self.python):
                 with contextlib.suppress(_ServerError, OSError):
                     self._start()
 
@@ -238,7 +242,7 @@ class Reloader:
 
     def _probe(self) -> str | None:
         where = self.python
-        if not (os.path.isfile(where) and os.access(where, os.X_OK)):
+        if not _executable(where):
             return f"--itera-python {where}: not an executable file"
         try:
             hello = self._start().hello()
