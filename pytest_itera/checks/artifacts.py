@@ -577,19 +577,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     the reload interpreter (a wrong --itera-python is one usage error before any item runs;
     the probe reads torch's version without importing torch), start the reload server (its
     torch import then overlaps the items that hash and scan) and hand it every selected
-    checkpoint at once: it loads them a few at a time. An xdist worker only starts it: the
-    controller probed, and a worker runs just the items it is sent, one at a time."""
+    checkpoint at once: it loads them a few at a time. Not on an xdist worker: the controller
+    probed, and a worker starts its server at its first reload (it may be sent none: every
+    worker collects every item) and asks for one checkpoint at a time."""
     from pytest_itera.collect import selected_targets, session_reloader
 
     config = session.config
-    if not _needs_reloads(config):
+    if hasattr(config, "workerinput") or not _needs_reloads(config):
         return
     wanted = selected_targets(session, lambda c: c.reloads)
     if not any(_has_artifacts(manifest.context.campaign) for manifest in wanted):
         return
     session_reloader(config).start()
-    if hasattr(config, "workerinput"):
-        return
     _probe(config)
     for manifest, targets in wanted.items():
         ctx = manifest.context
