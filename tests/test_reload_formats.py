@@ -329,10 +329,14 @@ def saved_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("saved")
     model.save_pretrained(root / "whole")
     model.save_pretrained(root / "sharded", max_shard_size="2KB")
-    return {"whole": root / "whole", "sharded": root / "sharded"}
+    # from_pretrained(variant="fp16") reads these: model.fp16.safetensors, and shards
+    # model.fp16-0000k-of-0000n.safetensors with model.safetensors.index.fp16.json.
+    model.save_pretrained(root / "variant", variant="fp16")
+    model.save_pretrained(root / "variant-sharded", variant="fp16", max_shard_size="2KB")
+    return {key: root / key for key in ("whole", "sharded", "variant", "variant-sharded")}
 
 
-@pytest.mark.parametrize("key", ["whole", "sharded"])
+@pytest.mark.parametrize("key", ["whole", "sharded", "variant", "variant-sharded"])
 def test_saved_model_folder_passes_as_safetensors(
         reloader: Reloader, saved_models: dict[str, Path], key: str) -> None:
     res = reloader.reload(saved_models[key], "runs/c/final", "safetensors")
@@ -340,17 +344,21 @@ def test_saved_model_folder_passes_as_safetensors(
     assert (res.format, res.parts) == ("safetensors", ("model",))
 
 
+@pytest.mark.parametrize(("key", "pattern"), [("sharded", "model-*-of-*.safetensors"),
+                                              ("variant-sharded", "model.fp16-*-of-*.safetensors")])
 def test_saved_model_folder_missing_a_shard_fails(
-        reloader: Reloader, saved_models: dict[str, Path], tmp_path: Path) -> None:
+        reloader: Reloader, saved_models: dict[str, Path], tmp_path: Path, key: str,
+        pattern: str) -> None:
     import shutil
 
     folder = tmp_path / "final"
-    shutil.copytree(saved_models["sharded"], folder)
-    shards = sorted(folder.glob("model-*-of-*.safetensors"))
+    shutil.copytree(saved_models[key], folder)
+    shards = sorted(folder.glob(pattern))
     assert len(shards) > 1
     shards[-1].unlink()
     res = reloader.reload(folder, "final", "safetensors")
     assert not res.ok
+    assert res.format == "safetensors"  # the manifest's word for it, also on failure
     assert res.cause is not None
     assert f"shard {shards[-1].name} of this" in res.cause
 
@@ -479,3 +487,107 @@ def test_unrecognised_folder_fails(reloader: Reloader, tmp_path: Path) -> None:
     res = reloader.reload(tmp_path, "runs/c/ckpt")
     assert res.cause is not None
     assert res.cause.startswith("runs/c/ckpt: not a recognised checkpoint folder")
+
+
+# ------------------------------------------------------- what real state_dicts also hold
+
+
+def test_a_buffer_named_like_a_checkpoint_key_is_still_a_weight(
+        reloader: Reloader, tmp_path: Path) -> None:
+    """A model with a buffer called "step" saves a state_dict with a root "step" key: it is
+    still a model's weights, and a NaN among them is found."""
+    model = torch.nn.Module()
+    model.lin = torch.nn.Linear(3, 2)
+    model.register_buffer("step", torch.tensor(7))
+    with torch.no_grad():
+        model.lin.weight[0, 0] = float("nan")
+    torch.save(model.state_dict(), tmp_path / "w.pt")
+    res = reloader.reload(tmp_path / "w.pt", "w.pt", "torch")
+    assert res.parts == ("model",)
+    assert (res.ok, res.nonfinite) == (False, ("lin.weight",))
+
+
+def test_dynamically_quantized_weights_are_model_weights(
+        reloader: Reloader, tmp_path: Path) -> None:
+    """quantize_dynamic's state_dict keeps a dtype and packed params (a tuple) per layer."""
+    import warnings
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantized = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
+                                                           dtype=torch.qint8)
+    torch.save(quantized.state_dict(), tmp_path / "q.pt")
+    res = reloader.reload(tmp_path / "q.pt", "q.pt", "torch")
+    assert res.ok, res.cause
+    assert res.parts == ("model",)
+
+
+def test_a_safetensors_file_of_no_tensors_restores_no_model(
+        reloader: Reloader, tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    save_file({}, tmp_path / "empty.safetensors", metadata={"format": "pt"})
+    res = reloader.reload(tmp_path / "empty.safetensors", "empty.safetensors", "safetensors")
+    assert (res.ok, res.tensors, res.parts) == (True, 0, ())
+
+
+def test_a_peft_adapter_of_no_tensors_fails(reloader: Reloader, built: dict[str, Path],
+                                           tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    folder = private(built, "peft", tmp_path)
+    save_file({}, folder / "adapter_model.safetensors")
+    res = reloader.reload(folder, "adapters/lora", "peft")
+    assert not res.ok
+    assert res.cause == ("adapters/lora/adapter_model.safetensors: holds no tensors: an "
+                         "adapter of no weights changes nothing")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_sparse_and_nested_weights_are_checked_by_their_stored_values(
+        reloader: Reloader, tmp_path: Path) -> None:
+    dense = torch.randn(4, 4)
+    nan = dense.clone()
+    nan[1, 2] = float("nan")
+    cases = {
+        "csr.pt": {"w": dense.to_sparse_csr()},
+        "coo.pt": {"w": dense.to_sparse()},
+        "nested.pt": {"w": torch.nested.nested_tensor([torch.randn(2), torch.randn(3)])},
+        "coo_nan.pt": {"w": nan.to_sparse()},
+        "csr_nan.pt": {"w": nan.to_sparse_csr()},
+    }
+    for name, state in cases.items():
+        torch.save(state, tmp_path / name)
+    verdicts = {name: reloader.reload(tmp_path / name, name, "torch") for name in cases}
+    assert [n for n, r in verdicts.items() if r.ok] == ["csr.pt", "coo.pt", "nested.pt"]
+    for name in ("coo_nan.pt", "csr_nan.pt"):
+        assert verdicts[name].nonfinite == ("w",), verdicts[name].cause
+
+
+def test_a_dtype_without_kernels_loads_with_a_note(reloader: Reloader, tmp_path: Path) -> None:
+    fp4 = getattr(torch, "float4_e2m1fn_x2", None)
+    if fp4 is None:
+        pytest.skip("this torch has no float4")
+    torch.save({"w": torch.zeros(4, dtype=torch.uint8).view(fp4)}, tmp_path / "fp4.pt")
+    res = reloader.reload(tmp_path / "fp4.pt", "fp4.pt", "torch")
+    assert res.ok, res.cause
+    assert any(n.startswith("1 model tensor(s) not checked for non-finite values") and
+               "w (float4_e2m1fn_x2, strided)" in n for n in res.notes), res.notes
+
+
+def test_meta_weights_hold_no_data(reloader: Reloader, tmp_path: Path) -> None:
+    torch.save({"w": torch.empty(4, 4, device="meta")}, tmp_path / "meta.pt")
+    res = reloader.reload(tmp_path / "meta.pt", "meta.pt", "torch")
+    assert (res.ok, res.cause) == (False, "meta.pt: model weight w is a meta tensor: it holds "
+                                   "no data (saved before the weights were materialised)")
+
+
+def test_a_protocol_4_pickle_is_refused_with_the_reason(
+        reloader: Reloader, tmp_path: Path) -> None:
+    torch.save({"w": torch.ones(2)}, tmp_path / "p4.pt", pickle_protocol=4)
+    res = reloader.reload(tmp_path / "p4.pt", "p4.pt", "torch")
+    assert not res.ok
+    assert res.cause == ("p4.pt: refused by weights_only=True: the pickle uses protocol 4/5 "
+                         "opcodes (FRAME), which torch.load(weights_only=True) cannot read: "
+                         "save with torch.save's default pickle_protocol")

@@ -110,8 +110,13 @@ class Findings:
         self.nonfinite: list[str] = []
         self.tensors = 0
         self.notes: list[str] = []
+        self.unchecked: list[str] = []  # weights whose finiteness no kernel could check
 
     def verdict(self, error: Refused | None) -> dict[str, Any]:
+        if self.unchecked:
+            self.notes.append(f"{len(self.unchecked)} model tensor(s) not checked for "
+                              f"non-finite values (no kernel for their dtype or layout): "
+                              + ", ".join(self.unchecked[:3]))
         ok = error is None and not self.nonfinite
         if error is None and self.nonfinite:
             error = Refused(f"non-finite model weights in {len(self.nonfinite)} tensor(s): "
@@ -153,6 +158,14 @@ def py3_name(dotted: str) -> str:
     return shown
 
 
+# Opcodes added by pickle protocols 4 and 5, by number (torch.save writes protocol 2).
+PROTOCOL_4_OPCODES = {0x95: "FRAME", 0x8C: "SHORT_BINUNICODE", 0x8D: "BINUNICODE8",
+                      0x8E: "BINBYTES8", 0x8F: "EMPTY_SET", 0x90: "ADDITEMS",
+                      0x91: "FROZENSET", 0x92: "NEWOBJ_EX", 0x93: "STACK_GLOBAL",
+                      0x94: "MEMOIZE", 0x96: "BYTEARRAY8", 0x97: "NEXT_BUFFER",
+                      0x98: "READONLY_BUFFER"}
+
+
 def explain(exc: BaseException) -> str:
     """One sentence for a load failure; names the offending global of a refused pickle."""
     text = str(exc)
@@ -162,6 +175,12 @@ def explain(exc: BaseException) -> str:
                 f"{WEIGHTS_ONLY_WHY}")
     if "WeightsUnpickler error" in text:
         detail = text.split("WeightsUnpickler error:", 1)[1].strip().split("\n")[0]
+        opcode = re.search(r"Unsupported operand (\d+)", detail)
+        if opcode and int(opcode.group(1)) in PROTOCOL_4_OPCODES:
+            return (f"refused by weights_only=True: the pickle uses protocol 4/5 opcodes "
+                    f"({PROTOCOL_4_OPCODES[int(opcode.group(1))]}), which torch.load("
+                    "weights_only=True) cannot read: save with torch.save's default "
+                    "pickle_protocol")
         return f"refused by weights_only=True: {detail.rstrip('.')}"
     if isinstance(exc, MemoryError) or "can't allocate memory" in text:
         return "ran out of memory under the reload memory limit"
@@ -492,8 +511,27 @@ def chunk_finite(chunk: torch.Tensor) -> bool:
     return bool(torch.isfinite(total)) or bool(torch.isfinite(chunk).all())
 
 
+SPARSE_COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
+
+
+def stored_values(t: torch.Tensor) -> torch.Tensor:
+    """The elements a tensor stores: a sparse tensor's values, a nested tensor's
+    components, flattened; a dense tensor as it is."""
+    if t.layout == torch.sparse_coo:
+        return t._values()
+    if t.layout in SPARSE_COMPRESSED:
+        return t.values()
+    if t.is_nested:
+        parts = [x.reshape(-1) for x in t.unbind()]
+        return torch.cat(parts) if parts else torch.empty(0, dtype=t.dtype)
+    return t
+
+
 def tensor_finite(t: torch.Tensor, mapped: bool) -> bool:
     if not (t.is_floating_point() or t.is_complex()) or t.numel() == 0:
+        return True
+    t = stored_values(t)
+    if t.numel() == 0:
         return True
     flat = t.reshape(-1) if t.is_contiguous() else t
     if flat.dim() != 1:
@@ -522,8 +560,23 @@ def check(found: Findings, obj: Any, prefix: str, weights: bool, mapped: bool) -
     """Count tensors; for model weights, record the non-finite ones by name."""
     for name, t in walk_tensors(obj, prefix):
         found.tensors += 1
-        if weights and not tensor_finite(t, mapped):
-            found.nonfinite.append(name)
+        if weights:
+            check_weight(found, name, t, mapped)
+
+
+def check_weight(found: Findings, name: str, t: torch.Tensor, mapped: bool) -> None:
+    if t.is_meta:
+        raise Refused(f"model weight {name} is a meta tensor: it holds no data (saved before "
+                      "the weights were materialised)")
+    try:
+        finite = tensor_finite(t, mapped)
+    except (RuntimeError, TypeError, NotImplementedError):
+        # A dtype or layout without the kernels (e.g. float4): it loaded, it is not judged.
+        found.unchecked.append(f"{name} ({str(t.dtype).removeprefix('torch.')}, "
+                               f"{str(t.layout).removeprefix('torch.')})")
+        return
+    if not finite:
+        found.nonfinite.append(name)
 
 
 # ----------------------------------------------------------------------------- single files
@@ -537,10 +590,26 @@ def dict_parts(obj: dict[Any, Any]) -> set[str]:
             if isinstance(k, str) and k in KEY_PARTS and present(v)}
 
 
+def state_value(value: Any) -> bool:
+    """A value a module's state_dict holds: a tensor, a nested state, or what quantized
+    modules keep (a dtype; packed params as a tuple of tensors)."""
+    if isinstance(value, (torch.Tensor, dict, torch.dtype)):
+        return True
+    return isinstance(value, (tuple, list)) and all(
+        isinstance(x, (torch.Tensor, torch.dtype)) or x is None for x in value)
+
+
 def is_state_dict(obj: Any) -> bool:
     leaves = list(walk_tensors(obj, ""))
     return isinstance(obj, dict) and bool(obj) and len(leaves) > 0 and all(
-        isinstance(v, (torch.Tensor, dict)) for v in obj.values())
+        state_value(v) for v in obj.values())
+
+
+def is_flat_state_dict(obj: dict[Any, Any]) -> bool:
+    """Tensors by parameter name, some name not a checkpoint key: a model's state_dict even
+    when a buffer is called "step" or "epoch"."""
+    return is_state_dict(obj) and not any(isinstance(v, dict) for v in obj.values()) and any(
+        not (isinstance(k, str) and k in KEY_PARTS) for k in obj)
 
 
 def inspect_torch_object(found: Findings, obj: Any, mapped: bool) -> None:
@@ -554,7 +623,7 @@ def inspect_torch_object(found: Findings, obj: Any, mapped: bool) -> None:
         if found.tensors:
             found.parts.add("model")
         return
-    parts = dict_parts(obj)
+    parts = set() if is_flat_state_dict(obj) else dict_parts(obj)
     if not parts and "state" in obj and "param_groups" in obj:
         found.parts.add("optimizer")
         check(found, obj, "", False, mapped)
@@ -649,8 +718,8 @@ def inspect_safetensors(found: Findings, path: str, weights: bool) -> None:
             for name in fh.keys():  # noqa: SIM118 -- safe_open is not a dict
                 t = fh.get_tensor(name)  # one tensor at a time: bounded memory
                 found.tensors += 1
-                if weights and not tensor_finite(t, mapped=False):
-                    found.nonfinite.append(name)
+                if weights:
+                    check_weight(found, name, t, mapped=False)
                 del t
     except Refused:
         raise
@@ -667,7 +736,8 @@ def inspect_file(found: Findings, path: str) -> None:
     if kind == "safetensors":
         found.format = "safetensors"
         inspect_safetensors(found, path, weights=True)
-        found.parts.add("model")
+        if found.tensors:  # a file of no tensors restores nothing
+            found.parts.add("model")
         for part in PARTS[1:]:
             found.missing_reasons[part] = "a safetensors file holds a flat map of tensors only"
         return
@@ -679,8 +749,12 @@ def inspect_file(found: Findings, path: str) -> None:
 
 # ----------------------------------------------------------------------------- folders
 
+# transformers' save_pretrained(variant="fp16") writes model.fp16.safetensors, its shards
+# model.fp16-00001-of-00002.safetensors and the index model.safetensors.index.fp16.json.
+VARIANT = r"(\.[A-Za-z0-9_]+)?"
 HF_FILES = (  # (pattern, part, is model weights)
-    (r"(model|pytorch_model|adapter_model)(-\d+-of-\d+)?\.(safetensors|bin)", "model", True),
+    (rf"(model|pytorch_model|adapter_model){VARIANT}(-\d+-of-\d+)?\.(safetensors|bin)", "model",
+     True),
     (r"optimizer\.pt", "optimizer", False),
     (r"scheduler\.pt", "scheduler", False),
     (r"scaler\.pt", "scaler", False),
@@ -698,7 +772,7 @@ ACCELERATE_FILES = (
 OPAQUE = {"training_args.bin": "training_args.bin kept as opaque metadata (never unpickled)"}
 
 
-MODEL_WEIGHTS = r"(model|pytorch_model)(-\d+-of-\d+)?\.(safetensors|bin)"
+MODEL_WEIGHTS = rf"(model|pytorch_model){VARIANT}(-\d+-of-\d+)?\.(safetensors|bin)"
 HF_MODEL_FILES = ((MODEL_WEIGHTS, "model", True),)
 
 
@@ -752,15 +826,16 @@ def inspect_members(found: Findings, folder: str, names: set[str],
             continue
         for pattern, part, weights in table:
             if re.fullmatch(pattern, name):
+                before = found.tensors
                 loaded[name] = load_member(found, folder, name, weights)
-                if part:
-                    found.parts.add(part)
+                if part and (part != "model" or found.tensors > before):
+                    found.parts.add(part)  # weights files of no tensors restore nothing
                 break
     return loaded
 
 
 SHARD = re.compile(r"(.+)-(\d+)-of-(\d+)\.(safetensors|bin)")
-SHARD_INDEX = re.compile(r".+\.(safetensors|bin)\.index\.json")
+SHARD_INDEX = re.compile(rf".+\.(safetensors|bin)\.index{VARIANT}\.json")
 MAX_SHARDS = 100_000
 MAX_INDEX_BYTES = 64 << 20
 
@@ -836,10 +911,10 @@ def inspect_accelerate(found: Findings, folder: str, names: set[str]) -> None:
 def inspect_hf_model(found: Findings, folder: str, names: set[str]) -> None:
     """A saved model folder: its weights files (every shard) load; it is declared by the
     format of those files, safetensors or torch."""
+    safetensors = any(n.endswith(".safetensors") for n in names if re.fullmatch(MODEL_WEIGHTS, n))
+    found.format = "safetensors" if safetensors else "torch"  # also when a shard is missing
     check_shards(folder, names)
     inspect_members(found, folder, names, HF_MODEL_FILES)
-    safetensors = any(n.endswith(".safetensors") for n in names if re.fullmatch(MODEL_WEIGHTS, n))
-    found.format = "safetensors" if safetensors else "torch"
     for part in PARTS[1:]:
         found.missing_reasons[part] = "a saved model folder holds model weights only"
 
@@ -857,6 +932,8 @@ def inspect_peft(found: Findings, folder: str, names: set[str]) -> None:
         raise Refused("PEFT folder without adapter_model.safetensors or adapter_model.bin")
     for name in weights:
         load_member(found, folder, name, weights=True)
+        if not found.tensors:
+            raise Refused("holds no tensors: an adapter of no weights changes nothing", name)
     found.parts.add("model")
     for part in PARTS[1:]:
         found.missing_reasons[part] = "a PEFT adapter folder holds adapter weights only"
