@@ -398,6 +398,17 @@ def test_csv_without_the_id_column(pytester: Pytester, campaign: Campaign) -> No
            "    fix:      write JSON Lines objects or CSV rows with the 'id' field of the corpus")
 
 
+def test_csv_with_bare_cr_line_ends(pytester: Pytester, campaign: Campaign) -> None:
+    """Old Mac line ends: one 'line' holds every row; a clear failure, not a traceback."""
+    campaign.files["runs/variant-a/predictions.csv"] = b"id,prediction\rex-1,pos\rex-2,neg\r"
+    record(campaign, "variant-a")["predictions"] = "runs/variant-a/predictions.csv"
+    campaign.write()
+    result = run(pytester, "predictions-cover-corpus")
+    expect(result,
+           "runs/variant-a/predictions.csv: predictions runs/variant-a/predictions.csv has no "
+           "readable CSV header (new-line character seen in unquoted field*")
+
+
 def test_json_array_is_refused(pytester: Pytester, campaign: Campaign) -> None:
     _predictions(campaign, json.dumps([{"id": i} for i in CORPUS_IDS]).encode())
     campaign.write()

@@ -329,7 +329,10 @@ def _csv_ids(
 ) -> Iterator[IdLine]:
     source = _Numbered(lines)
     reader = csv.reader(source, delimiter=delimiter)
-    header = next(reader, None)
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:  # e.g. lines ended by a bare CR: the header is all of the file
+        raise UnreadableIds(f"has no readable CSV header ({exc})") from None
     if header is None:
         return
     names = [name.strip().lstrip("\ufeff") for name in header]
