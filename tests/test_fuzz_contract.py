@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -202,3 +203,31 @@ def test_the_two_validators_agree(data: st.DataObject, which: str) -> None:
         assert rs_errors
         assert all(e.message.split(" does not match ")[0].endswith('\\n"') for e in rs_errors)
     assert bool(validate(which, doc)) is not fast
+
+
+JUNK = {
+    "empty": b"",
+    "binary": bytes(range(256)) * 4,
+    "bare-cr-lines": b"id,prediction\rex-1,pos\r",
+    "not-utf8": b'\xff\xfe\xfa{"id": 1}\n',
+    "nul-in-json": b'{"id": "a\x00"}\n',
+    "deep-json": b"[" * 5000 + b"]" * 5000,
+    "huge-number": b"1e999999\n",
+    "mixed-jsonl": b'{"id": "ex-1"}\n[1,2]\n"str"\nnull\n{"id": null}\n{"id": 1.5}\n{"id": true}\n',
+    "unterminated-csv": b'id\n"unterminated\n',
+    "one-long-line": b"x" * (3 << 20),
+}
+
+
+@pytest.mark.parametrize("corpus", [False, True], ids=["data-files", "corpus"])
+@pytest.mark.parametrize("junk", sorted(JUNK))
+def test_junk_data_files_never_crash_a_check(tmp_path: Path, junk: str, corpus: bool) -> None:
+    """Every file a check reads (predictions, metrics, configs, notes; or the corpus, which
+    blocks the predictions check when unreadable) replaced by junk: findings, never a raise."""
+    builder = CampaignBuilder(tmp_path / "out")
+    for name in builder.files:
+        if (name == "corpus/corpus.jsonl") == corpus:
+            builder.files[name] = JUNK[junk]
+    builder.write()
+    results = evaluate(builder.root)  # raises if a check raises
+    assert any(results.values()), "junk everywhere and no check noticed"
