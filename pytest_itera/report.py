@@ -97,14 +97,20 @@ def build(
     collected: int,
     fast: bool,
     partial: bool = False,
+    switched_off: Sequence[str] = (),
 ) -> CampaignReport:
-    """``partial``: the user named node ids or files inside the campaign, so only some ran."""
+    """``partial``: the user named node ids or files inside the campaign, so only some ran.
+    ``switched_off``: built-in check families blocked with ``-p no:itera.<family>``; their
+    checks were never collected, so the verdict cannot be "accepted"."""
     checks = tuple(sorted(results, key=lambda r: r.nodeid))
-    notes = (PARTIAL_NOTE,) if partial else ()
+    notes: tuple[str, ...] = (PARTIAL_NOTE,) if partial else ()
+    if switched_off:
+        notes += (f"check families switched off: {', '.join(switched_off)}",)
     return CampaignReport(
         campaign=campaign.id,
         root=str(campaign.root),
-        verdict=verdict(checks, collected=collected, fast=fast, partial=partial),
+        verdict=verdict(checks, collected=collected, fast=fast,
+                        partial=partial or bool(switched_off)),
         notes=notes,
         checks=checks,
         budget=budget_section(campaign),
@@ -355,6 +361,12 @@ def write(path: Path, reports: Sequence[CampaignReport]) -> None:
     _write_atomic(path, renderers[suffix](reports))
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _write_atomic(path: Path, text: str) -> None:
     """Write beside the target, then rename: a reader never sees half a report."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -362,6 +374,9 @@ def _write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             out.write(text)
+        # mkstemp makes the file 0600; a report is for sharing (CI artifacts, a team's
+        # notebook): the permissions of a file created the ordinary way.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -389,8 +404,8 @@ def verdict_line(report: CampaignReport) -> str:
     if report.verdict == "rejected":
         return f"{head}: REJECTED — {report.failed} of {total} checks failed"
     if report.verdict == "incomplete":
-        if PARTIAL_NOTE in report.notes and total == report.collected:
-            return f"{head}: INCOMPLETE — {total} checks ran; {PARTIAL_NOTE}"
+        if report.notes and total == report.collected:
+            return f"{head}: INCOMPLETE — {total} checks ran; {'; '.join(report.notes)}"
         return f"{head}: INCOMPLETE — {total} of {report.collected} checks ran"
     label = "PLAUSIBLE (fast mode)" if report.fast else "ACCEPTED"
     return f"{head}: {label} — {total}/{total} checks"

@@ -93,6 +93,8 @@ class IteraSession:
         return next((str(root) for root in self.settings.campaigns if root in folders), None)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if session.exitstatus == pytest.ExitCode.USAGE_ERROR:
+            return  # nothing ran: the ERROR line says why, no summary and no report
         if self.is_worker:
             self.config.workeroutput["itera_deselected"] = dict(self.deselected)  # type: ignore[attr-defined]
             return
@@ -117,7 +119,13 @@ class IteraSession:
             collected=self.collected.get(str(root), 0) + self.deselected.get(str(root), 0),
             fast=self.settings.fast,
             partial=self._selected_inside(root),
+            switched_off=self._switched_off(),
         )
+
+    def _switched_off(self) -> list[str]:
+        from pytest_itera.plugin import FAMILIES
+
+        return [name for name in FAMILIES if self.config.pluginmanager.is_blocked(name)]
 
     def _selected_inside(self, root: Path) -> bool:
         """Node ids (or paths) inside the campaign were given: only those were collected."""

@@ -397,6 +397,7 @@ def test_unusable_interpreter_is_one_usage_error(
     result.stderr.fnmatch_lines([f"ERROR: pytest-itera: --itera-python {python}: {reason}"])
     assert sum("pytest-itera:" in line for line in result.errlines) == 1
     assert not verdicts(result)  # nothing ran
+    assert "pytest-itera" not in result.stdout.str()  # no summary of a session that never ran
 
 
 def test_unusable_interpreter_under_xdist(

@@ -229,6 +229,20 @@ def test_a_family_is_switched_off_with_p_no(
     assert any("files-intact" in line for line in with_files.stdout.lines)
 
 
+def test_a_family_switched_off_never_gives_accepted(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    """Every check that ran passed, but the files were never hashed: not a closed campaign."""
+    campaign.write()
+    result = run(pytester, "-p", "no:itera.files", "--itera-report", "r.json")
+    result.stdout.fnmatch_lines(["campaign * INCOMPLETE — * checks ran; check families "
+                                 "switched off: itera.files"])
+    assert "ACCEPTED" not in result.stdout.str()
+    written = json.loads((pytester.path / "r.json").read_text())
+    assert written["verdict"] == "incomplete"
+    assert written["notes"] == ["check families switched off: itera.files"]
+
+
 # ---------------------------------------------------------------- fixture
 
 ACCEPTANCE_TEST = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -274,6 +275,11 @@ def test_every_format_is_written_and_announced(
         result.stdout.fnmatch_lines([f"closure report: {pytester.path / rel}"])
     leftovers = [p.name for p in (pytester.path / "r").rglob("*") if p.name.startswith(".")]
     assert leftovers == []  # written through a temporary file, renamed into place
+    # Readable as any file the user writes (not mkstemp's 0600): CI artifacts, a team folder.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for rel in ("r/x.json", "r/deep/x.md", "r/x.html"):
+        assert (pytester.path / rel).stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_json_report_matches_its_schema(
