@@ -522,11 +522,16 @@ def scan_file(
     except OSError as exc:
         return _failed(display, _open_reason(exc))
     try:
-        return _scan_fd(fd, st, display, matcher, hash, max(chunk_size, 1), max_hits)
+        facts = _scan_fd(fd, st, display, matcher, hash, max(chunk_size, 1), max_hits)
     except OSError as exc:
         return _failed(display, f"could not be read ({os_reason(exc)})")
     finally:
         os.close(fd)
+    # The open file never changed, but the path may now name another file: one renamed over
+    # it while it was read (an atomic save) would otherwise pass with the old file's digest.
+    moved = _moved(path, st)
+    return facts if moved is None or facts.error else _failed(display, moved, size=facts.size,
+                                                               binary=facts.binary)
 
 
 def _scan_fd(
@@ -664,6 +669,18 @@ def _feed_capped(scanner: _Scan, member: IO[bytes], chunk: int) -> None:
         scanner.feed(data)
         read += len(data)
     scanner.finish()
+
+
+def _moved(path: Path, st: os.stat_result) -> str | None:
+    try:
+        now = os.lstat(path)
+    except FileNotFoundError:
+        return "was removed during the scan"
+    except OSError as exc:
+        return f"could not be checked after the scan ({os_reason(exc)})"
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        return "was replaced during the scan (another file now has its name)"
+    return None
 
 
 def _changed(fd: int, before: os.stat_result, total: int) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import socket
@@ -111,6 +112,40 @@ def test_file_that_vanishes_during_the_run(
     result.assert_outcomes(failed=1)
     expect(result, f"manifest.json $.files[*]: {target} cannot be read: *")
     campaign.written_digest = None  # the test itself removed a file
+
+
+def test_checkpoint_saved_over_while_it_is_hashed(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Training still running: an atomic save renames a new file over the one being hashed.
+    The old bytes match the manifest, but the path now holds other bytes: not intact."""
+    # The module the inner session will use: pytester drops modules first imported in a
+    # test, so `from pytest_itera import scan` may give a stale one.
+    scan = importlib.import_module("pytest_itera.scan")
+    target = "runs/control/last.pt"
+    campaign.files[target] = b"A" * 300_000
+    campaign.write()
+    path = campaign.root / target
+    real_read = scan._read
+    state = {"swapped": False}
+
+    def read(fd: int, size: int) -> bytes:
+        if not state["swapped"] and os.fstat(fd).st_ino == path.stat().st_ino:
+            state["swapped"] = True
+            newer = path.with_name("last.pt.partial")
+            newer.write_bytes(b"B" * 300_000)
+            os.replace(newer, path)
+        return real_read(fd, size)
+
+    monkeypatch.setattr(scan, "_read", read)
+    result = run(pytester, "-k", "files-intact and control/last")
+    result.assert_outcomes(failed=1)
+    expect(result,
+           f"manifest.json $.files[*]: {target} cannot be read: was replaced during the scan "
+           "(another file now has its name)",
+           "    fix:      something is still writing into the campaign folder: let it finish, "
+           "then run again")
+    campaign.written_digest = None  # the test itself replaced a file
 
 
 def test_odd_names_are_checked_and_shown_readably(

@@ -457,6 +457,37 @@ def test_file_changed_during_read_is_an_error(
     assert (facts.sha256, facts.hits, facts.hit_count) == (None, (), 0)
 
 
+@pytest.mark.parametrize("how", ["renamed-over", "removed"])
+def test_a_path_that_names_another_file_after_the_read_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """An atomic save (write elsewhere, rename over) while the old file is being read: the
+    open file never changed, but the digest no longer describes what the path holds."""
+    path = tmp_path / "last.pt"
+    path.write_bytes(b"A" * 200_000)
+    real_read: Callable[[int, int], bytes] = scan._read
+    calls = []
+
+    def read(fd: int, size: int) -> bytes:
+        calls.append(size)
+        if len(calls) == 1:
+            if how == "renamed-over":
+                newer = tmp_path / "last.pt.partial"
+                newer.write_bytes(b"B" * 200_000)  # same size, valid-looking
+                os.replace(newer, path)
+            else:
+                path.unlink()
+        return real_read(fd, size)
+
+    monkeypatch.setattr(scan, "_read", read)
+
+    facts = _facts(path, chunk_size=8192)
+
+    expected = {"renamed-over": "was replaced during the scan (another file now has its name)",
+                "removed": "was removed during the scan"}[how]
+    assert (facts.error, facts.sha256) == (expected, None)
+
+
 def test_concurrent_scans_agree_with_serial_ones(tmp_path: Path) -> None:
     paths = []
     for i in range(6):

@@ -142,7 +142,10 @@ def _content(ctx: Context, record: FileRecord, where: str, size: int | None) -> 
         return
     facts = ctx.facts(record.path)
     if facts.error is not None:
-        yield Finding(f"{record.path} cannot be read: {facts.error}", where=where)
+        moving = facts.error.startswith(("changed while being read", "was replaced", "was removed"))
+        yield Finding(f"{record.path} cannot be read: {facts.error}", where=where,
+                      hint="something is still writing into the campaign folder: let it "
+                      "finish, then run again" if moving else None)
         return
     if facts.size != record.bytes:
         yield _size_finding(record, facts.size, where)
