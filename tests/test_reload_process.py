@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -19,6 +21,8 @@ import pytest
 
 from pytest_itera.reload import SERVER, Reloader, ReloadResult, _Server
 from tests import artifacts
+
+WORKTREE = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -335,3 +339,27 @@ def test_a_killed_server_takes_its_loaders_with_it(tmp_path: Path) -> None:
         while any(map(_alive, loaders)) and time.monotonic() < deadline:
             time.sleep(0.05)
     assert not [child for child in loaders if _alive(child)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_server_whose_client_is_killed_stops_while_importing_torch(tmp_path: Path) -> None:
+    """SIGTERM or SIGKILL of pytest closes no pipe politely: the server, still importing
+    torch, sees its parent gone and quits; it never gets to write its warm-up checkpoint."""
+    client = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom pytest_itera.reload import Reloader\n"
+         "r = Reloader()\nr.start()\nprint(r._holder[0].proc.pid, r._home, flush=True)\n"
+         "time.sleep(600)\n"],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(WORKTREE)})
+    assert client.stdout is not None
+    pid, home = client.stdout.readline().split()
+    client.kill()
+    client.wait()
+    client.stdout.close()
+    deadline = time.monotonic() + 60
+    while _alive(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert not _alive(int(pid))
+        assert not (Path(home) / "warm.pt").exists()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

@@ -89,9 +89,13 @@ class _Server:
     def __init__(self, python: str, home: str, script: Path = SERVER, jobs: int = 1) -> None:
         # Closed in stop(): it lives as long as the server process.
         self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
+        env = _minimal_env(home)
+        if threading.current_thread() is threading.main_thread():
+            # The server then dies with this process (see server._die_with_client).
+            env["ITERA_CLIENT_PID"] = str(os.getpid())
         self.proc = subprocess.Popen(
             [python, "-I", "-B", "-u", str(script), str(jobs)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self.stderr, cwd=home, env=_minimal_env(home))
+            stdout=subprocess.PIPE, stderr=self.stderr, cwd=home, env=env)
         self.buffer = b""
         self._hello: dict[str, Any] | None = None
         self.replies: dict[int, dict[str, Any]] = {}
@@ -152,6 +156,10 @@ class _Server:
         return self.replies.pop(request_id)
 
     def stop(self) -> None:
+        if self.proc.poll() is None and self._hello is None and b"\n" not in self.buffer:
+            # Still importing torch (nothing forked, nothing to finish): do not wait for it.
+            self.proc.kill()
+            self.proc.wait()
         if self.proc.poll() is None:
             try:
                 assert self.proc.stdin is not None

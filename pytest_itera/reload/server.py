@@ -39,7 +39,25 @@ import zipfile
 from collections.abc import Iterator
 from typing import IO, Any
 
-import torch
+
+def _die_with_client() -> None:
+    """Linux: SIGKILL when the client dies (pytest killed by SIGTERM or SIGKILL closes no pipe
+    politely), also while torch imports, before this server reads its stdin. Only when the
+    client asks (ITERA_CLIENT_PID, set when it starts the server from its main thread: the
+    signal follows the starting thread)."""
+    client = os.environ.get("ITERA_CLIENT_PID", "")
+    if not (client.isdigit() and sys.platform.startswith("linux")):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != int(client):  # it died before prctl
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    _die_with_client()
+
+import torch  # noqa: E402 -- after _die_with_client: the import takes ~1 s
 
 
 def _load_probe() -> Any:
