@@ -387,26 +387,30 @@ def test_csv_predictions_and_integer_ids(pytester: Pytester, campaign: Campaign)
     run(pytester, "predictions-cover-corpus").assert_outcomes(passed=4)
 
 
-def test_csv_without_the_id_column(pytester: Pytester, campaign: Campaign) -> None:
-    campaign.files["runs/variant-a/predictions.csv"] = b"example,prediction\nex-1,pos\n"
-    record(campaign, "variant-a")["predictions"] = "runs/variant-a/predictions.csv"
+CSV_PREDICTIONS = "runs/variant-a/predictions.csv"
+
+
+def _run_csv_predictions(pytester: Pytester, campaign: Campaign, data: bytes) -> pytest.RunResult:
+    campaign.files[CSV_PREDICTIONS] = data
+    record(campaign, "variant-a")["predictions"] = CSV_PREDICTIONS
     campaign.write()
-    result = run(pytester, "predictions-cover-corpus")
+    return run(pytester, "predictions-cover-corpus")
+
+
+def test_csv_without_the_id_column(pytester: Pytester, campaign: Campaign) -> None:
+    result = _run_csv_predictions(pytester, campaign, b"example,prediction\nex-1,pos\n")
     expect(result,
-           "runs/variant-a/predictions.csv: predictions runs/variant-a/predictions.csv has no "
-           "'id' column in its header ['example', 'prediction']",
+           f"{CSV_PREDICTIONS}: predictions {CSV_PREDICTIONS} has no 'id' column in its header "
+           "['example', 'prediction']",
            "    fix:      write JSON Lines objects or CSV rows with the 'id' field of the corpus")
 
 
 def test_csv_with_bare_cr_line_ends(pytester: Pytester, campaign: Campaign) -> None:
     """Old Mac line ends: one 'line' holds every row; a clear failure, not a traceback."""
-    campaign.files["runs/variant-a/predictions.csv"] = b"id,prediction\rex-1,pos\rex-2,neg\r"
-    record(campaign, "variant-a")["predictions"] = "runs/variant-a/predictions.csv"
-    campaign.write()
-    result = run(pytester, "predictions-cover-corpus")
+    result = _run_csv_predictions(pytester, campaign, b"id,prediction\rex-1,pos\rex-2,neg\r")
     expect(result,
-           "runs/variant-a/predictions.csv: predictions runs/variant-a/predictions.csv has no "
-           "readable CSV header (new-line character seen in unquoted field*")
+           f"{CSV_PREDICTIONS}: predictions {CSV_PREDICTIONS} has no readable CSV header "
+           "(new-line character seen in unquoted field*")
 
 
 def test_json_array_is_refused(pytester: Pytester, campaign: Campaign) -> None:
