@@ -40,18 +40,25 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 
-def _die_with_client() -> None:
-    """Linux: SIGKILL when the client dies (pytest killed by SIGTERM or SIGKILL closes no pipe
-    politely), also while torch imports, before this server reads its stdin. Only when the
-    client asks (ITERA_CLIENT_PID, set when it starts the server from its main thread: the
-    signal follows the starting thread)."""
-    client = os.environ.get("ITERA_CLIENT_PID", "")
-    if not (client.isdigit() and sys.platform.startswith("linux")):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != int(client):  # it died before prctl
+def _die_with(parent: int) -> None:
+    """Linux: SIGKILL for this process when ``parent`` dies (PR_SET_PDEATHSIG); if it is
+    already gone, exit now."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before prctl
         os._exit(0)
+
+
+def _die_with_client() -> None:
+    """The server dies with its client (pytest killed by SIGTERM or SIGKILL closes no pipe
+    politely), also while torch imports, before it reads its stdin. Only when the client
+    asks (ITERA_CLIENT_PID, set when it starts the server from its main thread: the signal
+    follows the thread that started the process). Each loading child, in turn, dies with
+    the server: a killed server leaves no loader behind (a hung one would live on)."""
+    client = os.environ.get("ITERA_CLIENT_PID", "")
+    if client.isdigit():
+        _die_with(int(client))
 
 
 if __name__ == "__main__":
@@ -1143,15 +1150,6 @@ def run_child(request: dict[str, Any], write_fd: int) -> None:
         code = 1
     finally:
         os._exit(code)
-
-
-def _die_with(parent: int) -> None:
-    """Linux: this child gets SIGKILL when the server dies, so a killed server leaves no
-    loading process behind (a hung one would live on)."""
-    if _LIBC is not None and sys.platform.startswith("linux"):
-        _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # it died before prctl
-        os._exit(1)
 
 
 class Child:
