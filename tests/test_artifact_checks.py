@@ -302,13 +302,22 @@ def test_adapter_pins(pytester: pytest.Pytester, campaign: CampaignBuilder, peft
     add_adapter(campaign, built, "adapters/temp", COMMIT,
                 base_model_name_or_path="/tmp/hf/models--org--tiny-gpt2")
     add_adapter(campaign, built, "adapters/other-base", COMMIT, base_model_name_or_path="org/other")
+    # PEFT records the path the base was loaded from: absolute into the campaign (here under
+    # /tmp, where pytester works), or relative from the training script's folder.
+    shipped = {"base_path": "base/model.safetensors", "revision": sha256(base)}
+    add_adapter(campaign, built, "adapters/shipped-abs", sha256(base),
+                base_model_name_or_path=str(campaign.root / "base"), **shipped)
+    add_adapter(campaign, built, "adapters/shipped-rel", sha256(base),
+                base_model_name_or_path="experiments/out/base", **shipped)
+    add_adapter(campaign, built, "adapters/abs-elsewhere", sha256(base),
+                base_model_name_or_path=str(campaign.root / "adapters"), **shipped)
     campaign.write()
 
     result = run(pytester, "-k", "adapter-pinned")
 
-    passing = {"good", "shipped"}
+    passing = {"good", "shipped", "shipped-abs", "shipped-rel"}
     names = ["good", "shipped", "main", "short", "tag", "null", "mismatch", "changed-base", "temp",
-             "other-base"]
+             "other-base", "shipped-abs", "shipped-rel", "abs-elsewhere"]
     assert verdicts(result) == {f"adapter-pinned[adapters/{n}]":
                                 "PASSED" if n in passing else "FAILED" for n in names}
     expect_each(
@@ -336,6 +345,9 @@ def test_adapter_pins(pytester: pytest.Pytester, campaign: CampaignBuilder, peft
         "adapters/other-base/adapter_config.json:*:* $.base_model_name_or_path: "
         "adapters/other-base/adapter_config.json names base model 'org/other', the manifest's "
         "base_model is 'org/tiny-gpt2'",
+        "adapters/abs-elsewhere/adapter_config.json:*:* $.base_model_name_or_path: "
+        f"adapters/abs-elsewhere/adapter_config.json names base model "
+        f"'{campaign.root / 'adapters'}', the manifest's base_model is *",
     )
 
 

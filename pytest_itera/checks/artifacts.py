@@ -16,6 +16,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_itera.campaign import (
@@ -247,7 +248,11 @@ _PART_HOME: dict[str, dict[str, str]] = {
         "model": "model.safetensors", "optimizer": "optimizer.bin", "scheduler": "scheduler.bin",
         "progress": "a registered object holding step/epoch (register_for_checkpointing)",
         "scaler": "scaler.pt (mixed precision)", "rng": "random_states_<rank>.pkl",
-        "data": "sampler.bin or dl_state_dict.bin",
+        # accelerate writes sampler.bin only for an iterable-dataset shard, and
+        # dl_state_dict.bin only for a torchdata StatefulDataLoader.
+        "data": "an object registered with register_for_checkpointing whose state_dict holds "
+                "the data position (a 'data_position' key: the batches to skip_first_batches "
+                "past), or dl_state_dict.bin (a StatefulDataLoader)",
     },
 }
 _PART_HOME["dcp"] = _PART_HOME["torch"]
@@ -507,12 +512,14 @@ def _config_base(
                       hint="save the adapter from a base loaded with from_pretrained(<hub id>), "
                       "or set base_model_name_or_path to the manifest's base_model")
         return
-    temp = list(_temp_name(ctx, name, where, "base_model_name_or_path"))
+    inside = _name_in_campaign(ctx, name)
+    temp = [] if inside is not None else list(
+        _temp_name(ctx, name, where, "base_model_name_or_path"))
     if temp:
         yield from temp
         return
     agreeing = _agreeing_names(record)
-    if name.rstrip("/") not in agreeing:
+    if (inside if inside is not None else name.rstrip("/")) not in agreeing:
         yield Finding(
             f"{rel} names base model {name!r}, the manifest's base_model is "
             f"{record.base_model!r}",
@@ -521,6 +528,25 @@ def _config_base(
             hint="the adapter must name the base it was trained on: correct the manifest or "
             "adapter_config.json",
         )
+
+
+def _name_in_campaign(ctx: Context, name: str) -> str | None:
+    """The campaign-relative path a base name points at, when it points into the campaign.
+
+    PEFT records the path the base was loaded from: an absolute path into the campaign
+    folder (wherever it lived then; also under /tmp), or a relative one from the training
+    script's directory that runs through the campaign folder ("out/camp/base")."""
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    if PurePosixPath(name).is_absolute():
+        for root in {os.path.abspath(ctx.root), os.path.realpath(ctx.root)}:
+            root_parts = PurePosixPath(root).parts
+            if parts[:len(root_parts)] == root_parts:
+                return "/".join(parts[len(root_parts):]) or "."
+        return None
+    if ctx.root.name in parts and ".." not in parts:
+        last = len(parts) - 1 - parts[::-1].index(ctx.root.name)
+        return "/".join(parts[last + 1:]) or "."
+    return None
 
 
 def _agreeing_names(record: AdapterRecord) -> set[str]:
