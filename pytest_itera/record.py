@@ -405,8 +405,11 @@ class CampaignRecorder:
     # ---- files
 
     def path(self, relpath: str) -> Path:
-        """Where to write ``relpath`` inside the campaign (for libraries that write files)."""
-        return self.root / check_relpath(relpath, field="path")
+        """Where to write ``relpath`` inside the campaign (for libraries that write files,
+        ``torch.save(obj, rec.path("runs/a/last.pt"))``): its parent folder is created."""
+        target = self.root / check_relpath(relpath, field="path")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
 
     def write_bytes(self, relpath: str, data: bytes) -> Path:
         target = self.path(relpath)

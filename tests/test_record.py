@@ -191,6 +191,15 @@ def test_unsafe_relative_paths_are_refused(value: str, why: str) -> None:
         check_relpath(value, field="files.path")
 
 
+def test_path_is_ready_for_a_library_to_write_to(rec: CampaignRecorder) -> None:
+    target = rec.path("runs/control/ckpt/step-1.pt")
+    assert target == rec.root / "runs/control/ckpt/step-1.pt"
+    assert target.parent.is_dir()
+    with pytest.raises(RecordError, match=r"contains '\.\.'"):
+        rec.path("../outside/x.pt")
+    assert not (rec.root.parent / "outside").exists()
+
+
 def test_writes_and_records_refuse_escaping_paths(rec: CampaignRecorder) -> None:
     with pytest.raises(RecordError, match=r"contains '\.\.'"):
         rec.write_text("../escape.txt", "x")
