@@ -28,6 +28,7 @@ from pytest_itera.campaign import (
     parse_json,
 )
 from pytest_itera.checks import Check, Context
+from pytest_itera.checks.files import campaign_relative
 from pytest_itera.findings import Finding
 from pytest_itera.options import loaded_campaign
 from pytest_itera.reload import PARTS
@@ -536,13 +537,9 @@ def _name_in_campaign(ctx: Context, name: str) -> str | None:
     PEFT records the path the base was loaded from: an absolute path into the campaign
     folder (wherever it lived then; also under /tmp), or a relative one from the training
     script's directory that runs through the campaign folder ("out/camp/base")."""
+    if os.path.isabs(name):
+        return campaign_relative(ctx, name)  # the rule no-temp-paths applies to file text
     parts = PurePosixPath(name.replace("\\", "/")).parts
-    if PurePosixPath(name).is_absolute():
-        for root in {os.path.abspath(ctx.root), os.path.realpath(ctx.root)}:
-            root_parts = PurePosixPath(root).parts
-            if parts[:len(root_parts)] == root_parts:
-                return "/".join(parts[len(root_parts):]) or "."
-        return None
     if ctx.root.name in parts and ".." not in parts:
         last = len(parts) - 1 - parts[::-1].index(ctx.root.name)
         return "/".join(parts[last + 1:]) or "."

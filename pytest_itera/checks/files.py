@@ -235,8 +235,7 @@ def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
     if facts.error is not None:
         yield Finding(f"{target} cannot be scanned: {facts.error}", where=target)
         return
-    own = _own_prefixes(ctx)
-    hits = [h for h in facts.hits if not _inside_campaign(h.excerpt, own)]
+    hits = [h for h in facts.hits if campaign_relative(ctx, h.excerpt.strip("'\"` ")) is None]
     for hit in hits:
         inside = f" ({hit.where})" if hit.where else ""
         yield Finding(
@@ -269,14 +268,15 @@ def _own_prefixes(ctx: Context) -> tuple[str, ...]:
     return ctx.memo("own-prefixes", compute)
 
 
-def _inside_campaign(excerpt: str, own: tuple[str, ...]) -> bool:
-    """The path names the campaign folder or something in it, after resolving '..'.
-
-    A sibling ("/tmp/x/camp-old/...") or an escape ("/tmp/x/camp/../other")
-    is not the campaign.
-    """
-    path = os.path.normpath(excerpt.strip("'\"` ")) + "/"
-    return path.startswith(own)
+def campaign_relative(ctx: Context, text: str) -> str | None:
+    """The path inside the campaign folder that an absolute path string names, after
+    resolving '..' ("." for the folder itself), or None: a sibling ("/tmp/x/camp-old/...")
+    or an escape ("/tmp/x/camp/../other") is not the campaign."""
+    path = os.path.normpath(text) + "/"
+    for prefix in _own_prefixes(ctx):
+        if path.startswith(prefix):
+            return path[len(prefix):].rstrip("/") or "."
+    return None
 
 
 CHECKS = (
