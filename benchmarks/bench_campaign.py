@@ -340,6 +340,21 @@ class Row:
         return ours / floor if floor > 0 else None
 
 
+def against_hash_floor(
+    args: argparse.Namespace, camp: Path, work: Path, *select: str
+) -> tuple[Sample, Sample, Sample]:
+    """pytest-itera on ``camp``, the hashlib floor over the same files and pytest's own
+    start-up, interleaved ``args.repeat`` times."""
+    probe = work / "probe.json"
+    ours, floor, base = interleaved(
+        args.repeat,
+        lambda: run(pytest_cmd(camp, *select), work, probe),
+        lambda: run([PY, "-c", HASH_FLOOR, str(camp)], work),
+        lambda: bare_pytest(work),
+    )
+    return ours, floor, base
+
+
 def scenario_a(args: argparse.Namespace, work: Path) -> list[Row]:
     camp = base_campaign(work / "a-camp")
     spec, checkpoints = [], []
@@ -351,15 +366,10 @@ def scenario_a(args: argparse.Namespace, work: Path) -> list[Row]:
     make_checkpoints(spec, work)
     list_in_manifest(camp, [str(c["path"]) for c in checkpoints], checkpoints)
     total = warm(camp)
-    probe = work / "probe.json"
     # budget-consistent too: a run is accepted when its checks pass, reloads included.
-    select = ["-k", "not checkpoint-reloads and not resume-complete and not budget-consistent"]
-    ours, floor, base = interleaved(
-        args.repeat,
-        lambda: run(pytest_cmd(camp, *select), work, probe),
-        lambda: run([PY, "-c", HASH_FLOOR, str(camp)], work),
-        lambda: bare_pytest(work),
-    )
+    ours, floor, base = against_hash_floor(
+        args, camp, work,
+        "-k", "not checkpoint-reloads and not resume-complete and not budget-consistent")
     rows = [Row(f"(a) 3 x {args.gib:g} GiB checkpoints ({total / (1 << 30):.2f} GiB), "
                 "no reloads", ours, floor, 1.10, outcome(ours), base=base)]
     big = camp / "runs/control/last.pt"
@@ -380,13 +390,7 @@ def scenario_b(args: argparse.Namespace, work: Path) -> list[Row]:
         writers[f"runs/{run_id}/metrics.jsonl"] = jsonl_writer(per, kind="metrics")
     add_files(camp, writers)
     total = warm(camp)
-    probe = work / "probe.json"
-    ours, floor, base = interleaved(
-        args.repeat,
-        lambda: run(pytest_cmd(camp), work, probe),
-        lambda: run([PY, "-c", HASH_FLOOR, str(camp)], work),
-        lambda: bare_pytest(work),
-    )
+    ours, floor, base = against_hash_floor(args, camp, work)
     return [Row(f"(b) {total / (1 << 30):.2f} GiB JSONL predictions + metrics", ours, floor,
                 1.25, outcome(ours), base=base)]
 
@@ -485,13 +489,7 @@ def scenario_e(args: argparse.Namespace, work: Path) -> list[Row]:
                    env={**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"},
                    capture_output=True)
     total = warm(camp)
-    probe = work / "probe.json"
-    ours, floor, base = interleaved(
-        args.repeat,
-        lambda: run(pytest_cmd(camp), work, probe),
-        lambda: run([PY, "-c", HASH_FLOOR, str(camp)], work),
-        lambda: bare_pytest(work),
-    )
+    ours, floor, base = against_hash_floor(args, camp, work)
     return [Row(f"(e) example campaign ({total / MIB:.1f} MiB), every check", ours, floor, None,
                 f"{outcome(ours)}; floor = hashlib only (no torch import, no reloads)", base=base)]
 
