@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 PLAN_FILE = "plan.json"
 MANIFEST_FILE = "manifest.json"
-PLAN_FORMAT = "itera-plan/1"
-MANIFEST_FORMAT = "itera-manifest/1"
+PLAN_FORMAT = "itera-plan/2"  # what the recorder writes; /1 documents are still read
+MANIFEST_FORMAT = "itera-manifest/2"
 RESUME_PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
 # plan.json and manifest.json are small documents; a bigger one is refused
 # before it is read so a hostile file cannot exhaust memory.
@@ -65,6 +65,8 @@ class PlannedRun:
     category: Literal["must", "useful", "exploratory"]
     config_sha256: str
     description: str | None = None
+    corpus: str | None = None  # /2: the corpus it trains and predicts on
+    resume_state: tuple[str, ...] | None = None  # /2: overrides the policy's for this run
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class CheckpointPolicy:
     resume_state: tuple[str, ...]
     save_hours: float | None = None
     storage: str | None = None
+    resume_tolerance: float = 0.0  # /2: resumed vs reference series, absolute
 
 
 @dataclass(frozen=True)
@@ -105,9 +108,18 @@ class PlannedSchedule:
 
 
 @dataclass(frozen=True)
+class Source:
+    """Where an amount comes from: a file in the campaign and/or an order/quote reference."""
+
+    file: str | None = None
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
 class Expense:
     label: str
     amount: str  # decimal string, see pytest_itera.money
+    source: Source | None = None  # /2: required for an included expense
 
 
 @dataclass(frozen=True)
@@ -119,6 +131,7 @@ class Lot:
     days: int
     price: str  # decimal string, see pytest_itera.money
     quantity: int
+    source: Source | None = None  # /2: the quote of an offer not in the catalogue
 
 
 @dataclass(frozen=True)
@@ -135,15 +148,40 @@ class Plan:
     frozen_at: datetime
     question: str
     decision: Decision
-    corpus: Corpus
     runs: tuple[PlannedRun, ...]
     stop_rules: tuple[StopRule, ...]
     checkpoint_policy: CheckpointPolicy
     schedule: PlannedSchedule
     budget: PlanBudget
+    # /1 has one ``corpus``; /2 lists ``corpora``. Loading fills both: ``corpora`` is every
+    # frozen corpus, ``corpus`` the first of them.
+    corpus: Corpus = None  # type: ignore[assignment]  # set by load_campaign
+    corpora: tuple[Corpus, ...] = ()
+
+    @property
+    def version(self) -> int:
+        """1 or 2: the contract's version (``itera-plan/N``)."""
+        return format_version(self.format)
 
     def run(self, run_id: str) -> PlannedRun | None:
         return self._runs_by_id.get(run_id)
+
+    def corpus_by_id(self, corpus_id: str) -> Corpus | None:
+        return next((c for c in self.corpora if c.id == corpus_id), None)
+
+    def corpus_of(self, run_id: str) -> Corpus | None:
+        """The corpus a planned run works on: its ``corpus``, else the plan's only corpus."""
+        run = self.run(run_id)
+        if run is not None and run.corpus is not None:
+            return self.corpus_by_id(run.corpus)
+        return self.corpora[0] if len(self.corpora) == 1 else None
+
+    def resume_state_of(self, run_id: str) -> tuple[str, ...]:
+        """The resume parts a run's resume checkpoints must hold."""
+        run = self.run(run_id)
+        if run is not None and run.resume_state is not None:
+            return run.resume_state
+        return self.checkpoint_policy.resume_state
 
     @cached_property
     def _runs_by_id(self) -> dict[str, PlannedRun]:
@@ -186,10 +224,18 @@ class RunRecord:
     metrics: Mapping[str, float] = field(default_factory=dict)
     measurements: str | None = None
     predictions: str | None = None
-    deliverable: str | None = None
+    deliverable: str | None = None  # /1 only
     stop: Stop | None = None
     decision: str | None = None
     rejection: str | None = None
+    corpus: str | None = None  # /2: the plan corpus its predictions cover
+    resumed_from: ResumedFrom | None = None  # /2: the resume check's evidence
+
+
+@dataclass(frozen=True)
+class ResumedFrom:
+    checkpoint: str  # a listed resume checkpoint of another run
+    step: int
 
 
 @dataclass(frozen=True)
@@ -208,6 +254,7 @@ class AdapterRecord:
     base_model: str
     base_revision: str | None
     base_path: str | None = None
+    base_digest: str | None = None  # /2: tree digest of the shipped base folder
 
 
 @dataclass(frozen=True)
@@ -275,6 +322,11 @@ class Manifest:
     budget: BudgetReport
     schedule: ActualSchedule
 
+    @property
+    def version(self) -> int:
+        """1 or 2: the contract's version (``itera-manifest/N``)."""
+        return format_version(self.format)
+
     def run(self, run_id: str) -> RunRecord | None:
         return self._runs_by_id.get(run_id)
 
@@ -338,6 +390,11 @@ class Manifest:
         return by_ref, by_file
 
 
+def format_version(fmt: str) -> int:
+    """The N of ``itera-plan/N`` / ``itera-manifest/N`` (the schema allows 1 and 2)."""
+    return int(fmt.rsplit("/", 1)[1])
+
+
 def _first_by_id(records: tuple[Any, ...]) -> dict[str, Any]:
     """id -> the first record with that id (what a linear search would return)."""
     index: dict[str, Any] = {}
@@ -395,7 +452,7 @@ def load_campaign(root: Path) -> Campaign:
     """Load ``root/plan.json`` and ``root/manifest.json``; never raises on bad input."""
     plan_data, plan_errors = _load_document(root, PLAN_FILE, "plan")
     manifest_data, manifest_errors = _load_document(root, MANIFEST_FILE, "manifest")
-    plan = _build(Plan, plan_data) if plan_data is not None and not plan_errors else None
+    plan = _plan(plan_data) if plan_data is not None and not plan_errors else None
     manifest = (
         _build(Manifest, manifest_data)
         if manifest_data is not None and not manifest_errors
@@ -409,6 +466,13 @@ def load_campaign(root: Path) -> Campaign:
         plan_data=plan_data,
         manifest_data=manifest_data,
     )
+
+
+def _plan(data: Mapping[str, Any]) -> Plan:
+    """A schema-valid plan of either version, with ``corpus`` and ``corpora`` both filled."""
+    plan: Plan = _build(Plan, data)
+    corpora = plan.corpora or (plan.corpus,)
+    return dataclasses.replace(plan, corpora=corpora, corpus=corpora[0])
 
 
 def _load_document(root: Path, name: str, schema: str) -> tuple[Any, list[ContractError]]:
@@ -605,8 +669,26 @@ def _explain(error: jsonschema.ValidationError) -> str:
         return f'{error.instance!r} is not a decimal money string like "47.14"'
     if error.validator == "oneOf":
         return f"{_clip(error.instance)} is not valid here (expected {_expected(error)})"
+    if error.validator == "not" and isinstance(error.validator_value, dict):
+        fields = error.validator_value.get("required", ())
+        return "; ".join(_VERSIONED_FIELDS.get(f, f"field {f!r} is not allowed here")
+                         for f in fields) or str(error.message)
+    if error.validator == "minItems" and list(error.absolute_path) == ["stop_rules"]:
+        return ("no stop rule: write the stop rules down before the trials (non-finite loss, "
+                "quality under a threshold, a truncated input, no usable resume)")
     message = str(error.message)
     return message if len(message) < 300 else message[:300] + "…"
+
+
+# Fields that belong to one version of the contract only, and what the other one writes.
+_VERSIONED_FIELDS = {
+    "deliverable": "'deliverable' is itera-manifest/1 only: in /2 a run names the plan corpus "
+    "its predictions cover in 'corpus'",
+    "corpus": "'corpus' is itera-plan/1 only: an itera-plan/2 lists its frozen corpora in "
+    "'corpora'",
+    "corpora": "'corpora' is itera-plan/2: an itera-plan/1 has one 'corpus' (or set format "
+    "to itera-plan/2)",
+}
 
 
 def _expected(error: jsonschema.ValidationError) -> str:

@@ -1,13 +1,24 @@
 """Tiny, real campaign folders for tests: a good one by default, broken on demand.
 
-A test edits the ``plan``/``manifest`` dicts or ``files`` before ``write()``,
-or the written folder afterwards (to break what the manifest recorded).
+A test edits the ``plan``/``manifest`` dicts, ``files`` or ``measurements``
+before ``write()``, or the written folder afterwards (to break what the
+manifest recorded).
+
+The default campaign is ``itera-plan/2`` + ``itera-manifest/2`` with its
+evidence: each run's measurements file (a loss series and the metrics the
+manifest copies), the data check's record of the corpus, the resume check
+resumed from a control checkpoint with the control's losses, and real tiny
+torch checkpoints (a resume checkpoint of the control and of the resume
+check, the variant's weights). ``CampaignBuilder(root, version=1)`` writes
+the same campaign as ``/1`` documents.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +60,128 @@ def default_files() -> dict[str, bytes]:
         )
         files[f"runs/{run_id}/metrics.json"] = json.dumps({"accuracy": 0.75}).encode()
     return files
+
+
+# The evidence of the /2 campaign ------------------------------------------------------------
+
+CONTROL_CKPT = "runs/control/step-2.pt"
+RESUME_CKPT = "runs/resume-check/last.pt"
+VARIANT_WEIGHTS = "runs/variant-a/weights.pt"
+LOSSES = {"control": [1.0, 0.8, 0.6, 0.5], "variant-a": [1.0, 0.7, 0.5, 0.4]}
+RESUMED_AT = 2  # the resume check resumes the control's step-2 checkpoint
+METRICS = {"control": {"accuracy": 0.75}, "variant-a": {"accuracy": 0.85}}
+
+
+@functools.cache
+def _checkpoint_bytes(kind: str) -> bytes:
+    """A real torch.save file of a tiny model: a complete resume checkpoint, or weights."""
+    import random
+
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    if kind == "weights":
+        payload: Any = model.state_dict()
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        model(torch.ones(1, 4)).sum().backward()
+        opt.step()
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2)
+        payload = {
+            "model": model.state_dict(),
+            "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(),
+            "progress": {"step": RESUMED_AT, "epoch": 0},
+            "rng": {"torch": torch.get_rng_state(), "python": random.Random(0).getstate()},
+            "data": {"epoch": 0, "index": RESUMED_AT},
+        }
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return buffer.getvalue()
+
+
+def default_measurements(files: dict[str, bytes]) -> dict[str, list[dict[str, Any]]]:
+    """Run id -> the rows of its measurements JSONL (written by ``CampaignBuilder.write``)."""
+    corpus = files["corpus/corpus.jsonl"]
+    resumed = LOSSES["control"][RESUMED_AT:]
+    return {
+        "control": [*_series(LOSSES["control"]), {"metrics": METRICS["control"]}],
+        "variant-a": [*_series(LOSSES["variant-a"]), {"metrics": METRICS["variant-a"]}],
+        "data-check": [{"checked_input": {"input": "tiny-corpus", "sha256": sha256(corpus),
+                                          "examples": len(CORPUS_IDS), "bytes": len(corpus)}}],
+        "resume-check": _series(resumed, first=RESUMED_AT + 1),
+    }
+
+
+def _series(losses: list[float], first: int = 1) -> list[dict[str, Any]]:
+    return [{"step": first + i, "loss": v} for i, v in enumerate(losses)]
+
+
+def measurements_path(run_id: str) -> str:
+    return f"runs/{run_id}/measurements.jsonl"
+
+
+def default_files_v2() -> dict[str, bytes]:
+    files = default_files()
+    for run_id in ("data-check", "resume-check"):  # they deliver no predictions
+        del files[f"runs/{run_id}/predictions.jsonl"]
+    for run_id, _, _ in RUNS:
+        del files[f"runs/{run_id}/metrics.json"]
+    files[CONTROL_CKPT] = _checkpoint_bytes("resume")
+    files[RESUME_CKPT] = _checkpoint_bytes("resume")
+    files[VARIANT_WEIGHTS] = _checkpoint_bytes("weights")
+    files["analysis.md"] = (
+        b"# Error analysis\n\nThe control confuses ex-3 (pos) with neg; variant-a gets ex-3 "
+        b"right and still misses ex-4.\n"
+    )
+    files["RELOAD.md"] = (
+        b"# Reload\n\n"
+        b"torch.load('runs/control/step-2.pt', weights_only=True)  # control, resume state\n"
+        b"torch.load('runs/variant-a/weights.pt', weights_only=True)  # variant-a weights\n"
+    )
+    return files
+
+
+def default_plan_v2(files: dict[str, bytes]) -> dict[str, Any]:
+    plan = default_plan(files)
+    plan["format"] = "itera-plan/2"
+    plan["corpora"] = [plan.pop("corpus")]
+    plan["stop_rules"] = [{"id": "non-finite-loss", "kind": "non_finite_loss",
+                           "parameters": {"series": "loss"}}]
+    runs_of = {"train-control": "control", "train-variant-a": "variant-a",
+               "check-data": "data-check", "save-ckpt": "control",
+               "restore-ckpt": "resume-check"}
+    for step in plan["schedule"]["steps"]:
+        if step["id"] in runs_of:
+            step["run"] = runs_of[step["id"]]
+        if step["id"] == "validate":  # retrieval comes after the checkpoint steps too
+            step["after"] = ["train-variant-a", "restore-ckpt"]
+    return plan
+
+
+def default_manifest_v2(plan: dict[str, Any]) -> dict[str, Any]:
+    manifest = default_manifest(plan)
+    manifest["format"] = "itera-manifest/2"
+    for run in manifest["runs"]:
+        del run["deliverable"]
+        run["measurements"] = measurements_path(run["id"])
+        if run["id"] in METRICS:
+            run["corpus"] = "tiny-corpus"
+            run["metrics"] = dict(METRICS[run["id"]])
+        else:  # a data check and a resume check deliver no predictions
+            del run["predictions"]
+            del run["metrics"]
+    record = next(r for r in manifest["runs"] if r["id"] == "resume-check")
+    record["resumed_from"] = {"checkpoint": CONTROL_CKPT, "step": RESUMED_AT}
+    manifest["checkpoints"] = [
+        {"path": CONTROL_CKPT, "run": "control", "format": "torch", "kind": "resume",
+         "claims": ["model", "optimizer", "progress", "scheduler", "rng", "data"]},
+        {"path": RESUME_CKPT, "run": "resume-check", "format": "torch", "kind": "resume",
+         "claims": ["model", "optimizer", "progress", "scheduler", "rng", "data"]},
+        {"path": VARIANT_WEIGHTS, "run": "variant-a", "format": "torch", "kind": "weights"},
+    ]
+    return manifest
 
 
 def default_plan(files: dict[str, bytes]) -> dict[str, Any]:
@@ -181,16 +314,42 @@ def default_manifest(plan: dict[str, Any]) -> dict[str, Any]:
 class CampaignBuilder:
     """Writes a campaign folder; defaults make a campaign every check accepts."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, version: int = 2) -> None:
         self.root = root
-        self.files = default_files()
-        self.plan = default_plan(self.files)
-        self.manifest = default_manifest(self.plan)
+        self.version = version
+        if version == 1:
+            self.files = default_files()
+            self.plan = default_plan(self.files)
+            self.manifest = default_manifest(self.plan)
+            self.measurements: dict[str, list[dict[str, Any]]] = {}
+        else:
+            self.files = default_files_v2()
+            self.plan = default_plan_v2(self.files)
+            self.manifest = default_manifest_v2(self.plan)
+            self.measurements = default_measurements(self.files)
         self.unlisted: set[str] = set()
         self.written_digest: dict[str, str] | None = None
 
+    def run_record(self, run_id: str) -> dict[str, Any]:
+        """The manifest's record of one run (to edit before ``write()``)."""
+        return next(r for r in self.manifest["runs"] if r["id"] == run_id)
+
+    def set_metric(self, run_id: str, name: str, value: float) -> None:
+        """Change a metric consistently: in the manifest and in the run's measurements."""
+        self.run_record(run_id).setdefault("metrics", {})[name] = value
+        rows = self.measurements.setdefault(run_id, [])
+        line = next((r for r in rows if "metrics" in r), None)
+        if line is None:
+            rows.append(line := {"metrics": {}})
+        line["metrics"][name] = value
+
     def write(self, before_manifest: Callable[[Path], None] | None = None) -> Path:
-        """Write files, plan.json, then manifest.json recording every file's bytes and sha256."""
+        """Write files, plan.json, then manifest.json recording every file's bytes and sha256.
+
+        Measurements rows become ``runs/<id>/measurements.jsonl`` unless ``files`` already
+        holds that path (a test that wrote the file itself)."""
+        for run_id, rows in self.measurements.items():
+            self.files.setdefault(measurements_path(run_id), _jsonl(rows))
         self.root.mkdir(parents=True, exist_ok=True)
         for rel, data in self.files.items():
             path = self.root / rel
