@@ -233,7 +233,7 @@ def session_reloader(config: pytest.Config) -> Reloader:
         # A whole run hands its checkpoints over at once (pytest_collection_finish): they
         # load a few at a time. An xdist worker asks for one at a time: the workers are the
         # parallelism there.
-        jobs = 1 if hasattr(config, "workerinput") else min(4, _cpus())
+        jobs = 1 if is_worker(config) else min(4, _cpus())
         reloader = Reloader(settings.python, timeout=settings.timeout, jobs=jobs)
         config.stash[_reloader_key] = reloader
         config.add_cleanup(reloader.close)
@@ -253,12 +253,72 @@ def selected_targets(
     return out
 
 
+def probe_before_workers(session: pytest.Session) -> None:
+    """On the xdist controller, which collects nothing: probe the reload interpreter once,
+    before the workers start, when some campaign has checkpoints or adapters."""
+    config = session.config
+    if config.pluginmanager.has_plugin("dsession") and _needs_reloads(config):
+        _probe(config)
+
+
+def reload_ahead(session: pytest.Session) -> None:
+    """As soon as the selection is known, and only if a selected item needs reloads: probe
+    the reload interpreter (a wrong --itera-python is one usage error before any item runs;
+    the probe reads torch's version without importing torch), start the reload server (its
+    torch import then overlaps the items that hash and scan) and hand it every selected
+    checkpoint at once: it loads them a few at a time. Not on an xdist worker: the controller
+    probed, and a worker starts its server at its first reload (it may be sent none: every
+    worker collects every item) and asks for one checkpoint at a time."""
+    from pytest_itera.checks.artifacts import has_artifacts, located
+
+    config = session.config
+    if is_worker(config) or not _needs_reloads(config):
+        return
+    wanted = selected_targets(session, lambda c: c.reloads)
+    if not any(has_artifacts(manifest.context.campaign) for manifest in wanted):
+        return
+    session_reloader(config).start()
+    _probe(config)
+    for manifest, targets in wanted.items():
+        ctx = manifest.context
+        ctx.reload_ahead(t for t in dict.fromkeys(targets)
+                         if t is not None and located(ctx, t))
+
+
+def _probe(config: pytest.Config) -> None:
+    reason = session_reloader(config).quick_check()
+    if reason is not None:
+        raise pytest.UsageError(
+            f"pytest-itera: {reason}. The campaign's checkpoints are reloaded by this "
+            "interpreter: pass --itera-python (ini itera_python) with the training "
+            "environment's Python, torch >= 2.10"
+        )
+
+
+def _needs_reloads(config: pytest.Config) -> bool:
+    """Some campaign lists checkpoints or adapters, a registered check reloads them, and this
+    run may reload (not --itera-fast, not --collect-only)."""
+    from pytest_itera.checks.artifacts import has_artifacts
+
+    settings = config.stash.get(settings_key, None)
+    if settings is None or settings.fast or config.option.collectonly:
+        return False
+    if not any(c.reloads for c in registered_checks(config, config.hook, fast=False).values()):
+        return False  # the artifacts family is switched off (-p no:itera.artifacts)
+    return any(has_artifacts(loaded_campaign(config, root)) for root in settings.campaigns)
+
+
+def is_worker(config: pytest.Config) -> bool:
+    """This process is a pytest-xdist worker (it runs the items it is sent)."""
+    return hasattr(config, "workerinput")
+
+
 def read_ahead(session: pytest.Session) -> None:
     """A whole run reads the files its selected items need a few at a time, ahead of the
     items (Context.read_ahead). Not on an xdist worker: it runs only the items it is sent,
     and the workers are the parallelism there."""
     config = session.config
-    if hasattr(config, "workerinput") or config.option.collectonly:
+    if is_worker(config) or config.option.collectonly:
         return
     for manifest, targets in selected_targets(session, lambda c: c.reads).items():
         manifest.context.read_ahead((t for t in targets if t is not None), min(4, _cpus()))

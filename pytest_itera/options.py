@@ -30,6 +30,16 @@ INI_TOLERANCE = "itera_deviation_tolerance"
 
 REPORT_SUFFIXES = (".json", ".md", ".html")
 
+# Built-in check families, registered like any plugin: `-p no:itera.files` turns one off.
+FAMILIES = {
+    "itera.contract": "pytest_itera.checks.contract",
+    "itera.files": "pytest_itera.checks.files",
+    "itera.artifacts": "pytest_itera.checks.artifacts",
+    "itera.runs": "pytest_itera.checks.runs",
+    "itera.budget": "pytest_itera.checks.budget",
+    "itera.schedule": "pytest_itera.checks.schedule",
+}
+
 
 @dataclass(frozen=True)
 class Settings:

@@ -11,17 +11,7 @@ from pytest_itera import hookspecs, options
 
 # The fixture and its parametrization are hook/fixture objects of this plugin module.
 from pytest_itera.fixtures import itera_campaign, pytest_generate_tests  # noqa: F401
-from pytest_itera.options import Settings, settings_key
-
-# Built-in check families, registered like any plugin: `-p no:itera.files` turns one off.
-FAMILIES = {
-    "itera.contract": "pytest_itera.checks.contract",
-    "itera.files": "pytest_itera.checks.files",
-    "itera.artifacts": "pytest_itera.checks.artifacts",
-    "itera.runs": "pytest_itera.checks.runs",
-    "itera.budget": "pytest_itera.checks.budget",
-    "itera.schedule": "pytest_itera.checks.schedule",
-}
+from pytest_itera.options import FAMILIES, Settings, settings_key
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -89,11 +79,20 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
     return IteraCampaign.for_folder(parent, path)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    settings = session.config.stash.get(settings_key, None)
+    if settings is not None and settings.active:
+        from pytest_itera.collect import probe_before_workers
+
+        probe_before_workers(session)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     settings = session.config.stash.get(settings_key, None)
     if settings is not None and settings.active:
-        from pytest_itera.collect import read_ahead
+        from pytest_itera.collect import read_ahead, reload_ahead
 
+        reload_ahead(session)  # first: the reload server's torch import overlaps the reads
         read_ahead(session)
 
 

@@ -33,7 +33,9 @@ class IteraSession:
 
     @property
     def is_worker(self) -> bool:
-        return hasattr(self.config, "workerinput")
+        from pytest_itera.collect import is_worker
+
+        return is_worker(self.config)
 
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         """The check's scope travels with the item's facts: the controller needs it for runs."""
@@ -123,7 +125,7 @@ class IteraSession:
         )
 
     def _switched_off(self) -> list[str]:
-        from pytest_itera.plugin import FAMILIES
+        from pytest_itera.options import FAMILIES
 
         return [name for name in FAMILIES if self.config.pluginmanager.is_blocked(name)]
 

@@ -30,13 +30,10 @@ from pytest_itera.campaign import (
 from pytest_itera.checks import Check, Context
 from pytest_itera.checks.files import campaign_relative
 from pytest_itera.findings import Finding
-from pytest_itera.options import loaded_campaign
 from pytest_itera.reload import PARTS
 from pytest_itera.tree import os_reason
 
 if TYPE_CHECKING:
-    import pytest
-
     from pytest_itera.reload import ReloadResult
 
 ADAPTER_CONFIG = "adapter_config.json"
@@ -584,70 +581,15 @@ def _shown(value: object) -> str:
     return "null" if value is None else repr(value)
 
 
-# --------------------------------------------------------- the reload interpreter
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """On the xdist controller, which collects nothing: probe the reload interpreter once,
-    before the workers start, when some campaign has checkpoints or adapters."""
-    config = session.config
-    if config.pluginmanager.has_plugin("dsession") and _needs_reloads(config):
-        _probe(config)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """As soon as the selection is known, and only if a selected item needs reloads: probe
-    the reload interpreter (a wrong --itera-python is one usage error before any item runs;
-    the probe reads torch's version without importing torch), start the reload server (its
-    torch import then overlaps the items that hash and scan) and hand it every selected
-    checkpoint at once: it loads them a few at a time. Not on an xdist worker: the controller
-    probed, and a worker starts its server at its first reload (it may be sent none: every
-    worker collects every item) and asks for one checkpoint at a time."""
-    from pytest_itera.collect import selected_targets, session_reloader
-
-    config = session.config
-    if hasattr(config, "workerinput") or not _needs_reloads(config):
-        return
-    wanted = selected_targets(session, lambda c: c.reloads)
-    if not any(_has_artifacts(manifest.context.campaign) for manifest in wanted):
-        return
-    session_reloader(config).start()
-    _probe(config)
-    for manifest, targets in wanted.items():
-        ctx = manifest.context
-        ctx.reload_ahead(t for t in dict.fromkeys(targets)
-                         if t is not None and _locate(ctx, t, "", "") is None)
-
-
-def _probe(config: pytest.Config) -> None:
-    import pytest
-
-    from pytest_itera.collect import session_reloader
-
-    reason = session_reloader(config).quick_check()
-    if reason is not None:
-        raise pytest.UsageError(
-            f"pytest-itera: {reason}. The campaign's checkpoints are reloaded by this "
-            "interpreter: pass --itera-python (ini itera_python) with the training "
-            "environment's Python, torch >= 2.10"
-        )
-
-
-def _needs_reloads(config: pytest.Config) -> bool:
-    """Some campaign lists checkpoints or adapters, and this run may reload them (not
-    --itera-fast, not --collect-only)."""
-    from pytest_itera.options import settings_key
-
-    settings = config.stash.get(settings_key, None)
-    if settings is None or settings.fast or config.option.collectonly:
-        return False
-    return any(_has_artifacts(loaded_campaign(config, root)) for root in settings.campaigns)
-
-
-def _has_artifacts(campaign: Campaign) -> bool:
+def has_artifacts(campaign: Campaign) -> bool:
     """The campaign lists checkpoints or adapters: something to reload."""
     man = campaign.manifest
     return man is not None and bool(man.checkpoints or man.adapters)
+
+
+def located(ctx: Context, relpath: str) -> bool:
+    """The path resolves to something a loader may be handed (inside the folder, present)."""
+    return _locate(ctx, relpath, "", "") is None
 
 
 CHECKS = (
