@@ -15,15 +15,20 @@ import torch
 from safetensors.torch import save as safetensors_bytes
 
 from example_campaign import plan as P
-from example_campaign.data import SHIPPED_CORPUS, SPLITS, Example, read_corpus, tensors
-from example_campaign.make_corpus import LABELS
+from example_campaign.base import commit_id
+from example_campaign.data import SPLITS, Example, read_corpus, tensors
+from example_campaign.make_corpus import CORPORA, LABELS, RINGS
 from example_campaign.model import attach_lora, peft_state_dict
-from example_campaign.report import analysis_text, readme_text, reload_text
+from example_campaign.report import analysis_text, readme_text, receipt_text, reload_text
 from example_campaign.timeline import SimClock
 from example_campaign.train import NonFinite, Trainer, make_trainer, probabilities, train
 from pytest_itera.record import CampaignRecorder, RunRecorder, save_resume_checkpoint, sha256_file
 
 RESUME_PARTS = ["model", "optimizer", "progress", "scheduler", "rng", "data"]
+BASE_FOLDER = "runs/control/base"
+BASE_MODEL = f"{P.CAMPAIGN}/control"
+RESUME_SOURCE = f"runs/control/step-{P.RESUME_FROM_STEP}.pt"
+RESUME_OUT = f"runs/resume-check/step-{P.RESUME_UNTIL_STEP}.pt"
 
 
 @dataclass(frozen=True)
@@ -39,11 +44,34 @@ class LoraSpec:
 LORA = LoraSpec()
 
 
+@dataclass(frozen=True)
+class Invoice:
+    """The one expense the campaign included beside the rental, as its receipt bills it."""
+
+    number: str
+    order: str
+    seller: str
+    item: str
+    amount: str
+    currency: str = "USD"
+
+    @property
+    def file(self) -> str:
+        return f"receipts/{self.number}.txt"
+
+
+STORAGE_INVOICE = Invoice(
+    number="INV-40715", order="ORD-88213", seller="Northbridge Object Storage",
+    item="bucket receiving the retrieved campaign folder, 5 GB, one month", amount="1.20",
+)
+
+
 @dataclass
 class ModelRun:
     """What a trained, accepted run leaves for the analysis."""
 
     run_id: str
+    corpus: str
     predictions: list[int]  # class index per corpus example, corpus order
     accuracy: dict[str, float]
     steps: int
@@ -54,20 +82,25 @@ class Build:
     out: Path
     clock: SimClock
     rec: CampaignRecorder
-    examples: list[Example] = field(default_factory=list)
+    corpora: dict[str, list[Example]] = field(default_factory=dict)
     model_runs: dict[str, ModelRun] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
 
     # ---------------------------------------------------------- helpers
 
     def config(self, run_id: str) -> dict[str, Any]:
-        return P.RUNS[run_id][2]
+        return P.RUNS[run_id].config
 
-    def train_split(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return tensors([e for e in self.examples if e.split == "train"])
+    def examples_of(self, run_id: str) -> list[Example]:
+        corpus = P.RUNS[run_id].corpus
+        assert corpus is not None, run_id
+        return self.corpora[corpus]
 
-    def n_train(self) -> int:
-        return sum(e.split == "train" for e in self.examples)
+    def train_split(self, run_id: str) -> tuple[torch.Tensor, torch.Tensor]:
+        return tensors([e for e in self.examples_of(run_id) if e.split == "train"])
+
+    def n_train(self, run_id: str) -> int:
+        return sum(e.split == "train" for e in self.examples_of(run_id))
 
     def started(self, run_id: str, step_id: str) -> RunRecorder:
         self.clock.begin(step_id)
@@ -80,75 +113,103 @@ class Build:
 
     def prepare(self) -> None:
         self.clock.begin("prepare")
-        self.rec.write_bytes(P.CORPUS_PATH, SHIPPED_CORPUS.read_bytes())
+        corpora = []
+        for spec in CORPORA:
+            relpath = P.corpus_path(spec.id)
+            data = spec.path.read_bytes()
+            self.rec.write_bytes(relpath, data)
+            corpora.append(P.CorpusFacts(spec.id, relpath, sha256_file(self.out / relpath)[0],
+                                         data.count(b"\n"), len(data)))
         shas = {}
         for run_id in P.RUNS:
             path = self.rec.write_json(f"configs/{run_id}.json", self.config(run_id))
             shas[run_id] = sha256_file(path)[0]
-        self.examples = read_corpus(self.out / P.CORPUS_PATH)
-        corpus_sha = sha256_file(self.out / P.CORPUS_PATH)[0]
         self.clock.finish("prepare")
-        self.rec.freeze_plan(P.build_plan(corpus_sha, len(self.examples), shas))
-        for step_id in ("setup", "load-corpus"):
-            self.clock.begin(step_id)
-            self.clock.finish(step_id)
+        self.rec.freeze_plan(P.build_plan(corpora, shas))
+        self.clock.begin("setup")
+        self.clock.finish("setup")
+        self.clock.begin("load-corpus")
+        for spec in CORPORA:
+            self.corpora[spec.id] = read_corpus(self.out / P.corpus_path(spec.id))
+        self.clock.finish("load-corpus")
 
     # -------------------------------------------------------- data check
 
     def data_check(self) -> None:
+        """Measure each corpus in the folder; stop on the first that is not the frozen one."""
         run = self.started("data-check", "check-corpus")
         cfg = self.config("data-check")
-        ids = [e.id for e in self.examples]
-        counts = {label: sum(e.label == label for e in self.examples) for label in LABELS}
-        splits = {s: sum(e.split == s for e in self.examples) for s in SPLITS}
-        agree = {s: _share([e.label == e.rule_label for e in self.examples if e.split == s])
-                 for s in SPLITS}
-        report = {
-            "corpus": P.CORPUS_PATH,
-            "sha256": self.rec.plan["corpus"]["sha256"],
+        reports = {}
+        for corpus in self.rec.plan["corpora"]:
+            report = self.check_corpus(run, corpus, cfg)
+            reports[corpus["id"]] = report
+            expected = cfg["expected_examples"][corpus["id"]]
+            complete = report["examples"] == expected == report["complete_features"]
+            if not complete or report["duplicate_ids"] or report["sha256"] != corpus["sha256"]:
+                self.rec.write_json("runs/data-check/report.json", reports)
+                run.stop(f"{corpus['id']}-truncated", f"corpus check failed: {report}", step=0)
+                self.clock.finish("check-corpus")
+                raise SystemExit("the data check failed; the campaign cannot continue")
+        self.rec.write_json("runs/data-check/report.json", reports)
+        self.facts["data"] = reports
+        run.set_metrics(corpora=len(reports),
+                        examples=sum(r["examples"] for r in reports.values()),
+                        duplicate_ids=sum(r["duplicate_ids"] for r in reports.values()),
+                        max_label_share=max(r["max_label_share"] for r in reports.values()))
+        self.clock.finish("check-corpus")
+        run.accept()
+
+    def check_corpus(self, run: RunRecorder, corpus: dict[str, Any],
+                     cfg: dict[str, Any]) -> dict[str, Any]:
+        path = self.out / corpus["path"]
+        digest, size = sha256_file(path)
+        examples = read_corpus(path)
+        ids = [e.id for e in examples]
+        run.check_input(corpus["id"], sha256=digest, examples=len(examples), bytes=size)
+        counts = {label: sum(e.label == label for e in examples) for label in LABELS}
+        return {
+            "corpus": corpus["path"],
+            "sha256": digest,
+            "bytes": size,
             "examples": len(ids),
             "duplicate_ids": len(ids) - len(set(ids)),
-            "complete_features": sum(len(e.x) == cfg["features"] for e in self.examples),
+            "complete_features": sum(len(e.x) == cfg["features"] for e in examples),
             "label_counts": counts,
             "max_label_share": round(max(counts.values()) / len(ids), 4),
-            "split_counts": splits,
-            "label_rule_agreement": agree,
+            "split_counts": {s: sum(e.split == s for e in examples) for s in SPLITS},
+            "label_rule_agreement": {
+                s: _share([e.label == e.rule_label for e in examples if e.split == s])
+                for s in SPLITS
+            },
         }
-        self.rec.write_json("runs/data-check/report.json", report)
-        self.facts["data"] = report
-        complete = report["examples"] == cfg["expected_examples"] == report["complete_features"]
-        if not complete or report["duplicate_ids"]:
-            run.stop("corpus-truncated", f"corpus check failed: {report}", step=0)
-            self.clock.finish("check-corpus")
-            raise SystemExit("the data check failed; the campaign cannot continue")
-        run.set_metrics(examples=len(ids), duplicate_ids=0,
-                        label_rule_agreement=_share([e.label == e.rule_label
-                                                     for e in self.examples]),
-                        max_label_share=report["max_label_share"])
-        self.clock.finish("check-corpus")
-        run.accept(deliverable=P.CORPUS_ID)
 
     # --------------------------------------------------------- training
 
     def trained_run(self, run_id: str, step_id: str) -> Trainer | None:
         """Train ``run_id``; record its outputs; None when a stop rule fired."""
         run = self.started(run_id, step_id)
-        features, labels = self.train_split()
-        trainer = make_trainer(self.config(run_id), self.n_train())
+        features, labels = self.train_split(run_id)
+        trainer = make_trainer(self.config(run_id), self.n_train(run_id))
         every = self.config(run_id)["checkpoint_every_steps"]
         last = f"runs/{run_id}/last.pt"
+        kept = [RESUME_SOURCE] if run_id == "control" else []  # the early save, kept
 
         def save(step: int, data_state: dict[str, int]) -> None:
             if step % every == 0 or step == trainer.total_steps:
                 self.save_checkpoint(trainer, last)
+            if f"runs/{run_id}/step-{step}.pt" in kept:
+                self.save_checkpoint(trainer, f"runs/{run_id}/step-{step}.pt")
 
         stopped = train(trainer, features, labels, on_step=save)
-        self.write_measurements(run, trainer, stopped)
-        if stopped is not None:
+        for step, loss in trainer.losses:
+            run.log(step, loss=loss)
+        if stopped is not None:  # the evidence: the non-finite value at the step it appeared
+            run.log(stopped.step, loss=stopped.value)
             self.stop_non_finite(run, trainer, stopped, step_id)
             return None
-        self.rec.add_checkpoint(last, run=run_id, format="torch", kind="resume",
-                                claims=RESUME_PARTS)
+        for relpath in [*kept, last]:
+            self.rec.add_checkpoint(relpath, run=run_id, format="torch", kind="resume",
+                                    claims=RESUME_PARTS)
         return self.evaluate(run, trainer, step_id)
 
     def save_checkpoint(self, trainer: Trainer, relpath: str) -> None:
@@ -158,75 +219,68 @@ class Build:
             data_state=trainer.data_state(),
         )
 
-    def write_measurements(
-        self, run: RunRecorder, trainer: Trainer, stop: NonFinite | None
-    ) -> None:
-        rows: list[dict[str, Any]] = [{"step": s, "loss": v} for s, v in trainer.losses]
-        if stop is not None:  # JSON has no NaN: the value is kept as text
-            rows.append({"step": stop.step, "loss": None, "non_finite": repr(stop.value)})
-        relpath = f"runs/{run.id}/measurements.jsonl"
-        self.rec.write_jsonl(relpath, rows)
-        run.set_measurements(relpath)
-
     def stop_non_finite(self, run: RunRecorder, trainer: Trainer, stop: NonFinite,
                         step_id: str) -> None:
         total = trainer.total_steps
         self.clock.finish(step_id, stop.step / total)
         reason = (f"training loss was {stop.value!r} at step {stop.step} of {total} "
-                  f"(lr {trainer.config['lr']}); the run was stopped before that update")
+                  f"(lr {trainer.config['lr']}); the run was stopped before that update "
+                  f"(series 'loss' in runs/{run.id}/measurements.jsonl)")
+        run.set_metrics(steps=trainer.step)
         run.stop("non-finite-loss", reason, step=stop.step)
         self.facts.setdefault("stopped", {})[run.id] = {"step": stop.step, "of": total,
                                                         "value": repr(stop.value)}
 
     def evaluate(self, run: RunRecorder, trainer: Trainer, step_id: str) -> Trainer | None:
-        features, _ = tensors(self.examples)
+        examples = self.examples_of(run.id)
+        features, _ = tensors(examples)
         probs = probabilities(trainer.model, features)
         predicted = [int(i) for i in probs.argmax(dim=1)]
         accuracy = {
             split: _share([LABELS[p] == e.label
-                           for p, e in zip(predicted, self.examples, strict=True)
+                           for p, e in zip(predicted, examples, strict=True)
                            if e.split == split])
             for split in SPLITS
         }
-        self.write_predictions(run, probs, predicted)
+        self.write_predictions(run, examples, probs, predicted)
         run.set_metrics(**{f"{s}_accuracy": a for s, a in accuracy.items()},
                         final_loss=trainer.losses[-1][1], steps=trainer.step)
         self.clock.finish(step_id)
-        if accuracy["validation"] < 0.5:
-            run.stop("quality-below", f"validation accuracy {accuracy['validation']:.4f} < 0.5",
-                     step=trainer.step)
+        if accuracy["validation"] < P.QUALITY_FLOOR:
+            run.stop("quality-below", f"validation accuracy {accuracy['validation']:.4f} < "
+                     f"{P.QUALITY_FLOOR}", step=trainer.step)
             return None
-        run.accept(deliverable=P.CORPUS_ID)
-        self.model_runs[run.id] = ModelRun(run.id, predicted, accuracy, trainer.step)
+        run.accept()
+        corpus = run.record["corpus"]
+        self.model_runs[run.id] = ModelRun(run.id, corpus, predicted, accuracy, trainer.step)
         return trainer
 
-    def write_predictions(
-        self, run: RunRecorder, probs: torch.Tensor, predicted: list[int]
-    ) -> None:
+    def write_predictions(self, run: RunRecorder, examples: list[Example], probs: torch.Tensor,
+                          predicted: list[int]) -> None:
         rows = [
             {"id": e.id, "split": e.split, "label": e.label, "prediction": LABELS[p],
              "probabilities": [round(float(v), 6) for v in row]}
-            for e, p, row in zip(self.examples, predicted, probs, strict=True)
+            for e, p, row in zip(examples, predicted, probs, strict=True)
         ]
         relpath = f"runs/{run.id}/predictions.jsonl"
         self.rec.write_jsonl(relpath, rows)
-        run.set_predictions(relpath)
+        run.set_predictions(relpath)  # covers the corpus the plan gives the run
 
     # ------------------------------------------------------- decision
 
     def decide_after_pilot(self) -> bool:
         """The planned rule; returns whether variant-deep is dropped."""
         self.clock.begin("decide-after-pilot")
-        ceiling: float = self.facts["data"]["label_rule_agreement"]["train"]
+        ceiling: float = self.facts["data"][RINGS.id]["label_rule_agreement"]["train"]
         fitted = self.model_runs["pilot"].accuracy["train"]
         headroom = ceiling - fitted
         drop = headroom < P.PILOT_HEADROOM
         verdict = ("capacity is not what limits the control: variant-deep (exploratory) is "
                    "dropped; variant-wide still tests capacity" if drop else
                    "the pilot is far from the ceiling: variant-deep continues")
-        text = (f"After the pilot: it fits the training split at {fitted:.4f} accuracy, "
-                f"{headroom:.4f} under the {ceiling:.4f} label-rule agreement measured by the "
-                f"data check (rule: drop if under {P.PILOT_HEADROOM}); {verdict}.")
+        text = (f"After the pilot: it fits the training split of {RINGS.id} at {fitted:.4f} "
+                f"accuracy, {headroom:.4f} under the {ceiling:.4f} label-rule agreement measured "
+                f"by the data check (rule: drop if under {P.PILOT_HEADROOM}); {verdict}.")
         self.clock.finish("decide-after-pilot")
         self.rec.decide("after-pilot", text, drops=["variant-deep"] if drop else [])
         self.facts["decision"] = text
@@ -234,25 +288,33 @@ class Build:
 
     # ---------------------------------------------------- control extras
 
-    def control_extras(self, trainer: Trainer) -> None:
+    def export_base(self, trainer: Trainer) -> None:
+        """The control's weights, exported as a base model folder and committed."""
         self.clock.begin("save-checkpoint")
         state = {k: v.contiguous() for k, v in trainer.model.state_dict().items()}
-        self.rec.write_bytes("runs/control/model.safetensors",
-                             safetensors_bytes(state, metadata={"format": "pt"}))
-        self.rec.add_checkpoint("runs/control/model.safetensors", run="control",
+        config = {k: self.config("control")[k] for k in ("width", "depth", "dropout")}
+        files = {"model.safetensors": safetensors_bytes(state, metadata={"format": "pt"}),
+                 "config.json": (json.dumps(config, indent=2) + "\n").encode("utf-8")}
+        for name, data in files.items():
+            self.rec.write_bytes(f"{BASE_FOLDER}/{name}", data)
+        when = self.clock.now()
+        revision = commit_id(files, model=BASE_MODEL, when=when)
+        self.facts["base"] = {"revision": revision, "epoch_seconds": int(when.timestamp()),
+                              "digest": self.rec.record_base(BASE_FOLDER, model=BASE_MODEL,
+                                                             revision=revision)}
+        self.rec.add_checkpoint(f"{BASE_FOLDER}/model.safetensors", run="control",
                                 format="safetensors", kind="weights")
         self.clock.finish("save-checkpoint")
 
     def adapter(self, trainer: Trainer) -> None:
         """A LoRA delta trained on the frozen control, saved in PEFT's layout."""
         self.clock.begin("train-adapter")
-        base_path = "runs/control/model.safetensors"
-        revision = sha256_file(self.rec.path(base_path))[0]
+        revision = self.facts["base"]["revision"]
         torch.manual_seed(LORA.seed)
         wrapped = attach_lora(trainer.model, list(LORA.targets), LORA.r, LORA.alpha)
         trainable = [p for m in wrapped.values() for p in (m.lora_A.weight, m.lora_B.weight)]
         optimizer = torch.optim.SGD(trainable, lr=LORA.lr)
-        features, labels = self.train_split()
+        features, labels = self.train_split("control")
         generator = torch.Generator().manual_seed(LORA.seed)
         for _ in range(LORA.steps):
             rows = torch.randint(0, len(labels), (32,), generator=generator)
@@ -263,14 +325,15 @@ class Build:
         folder = "runs/control/adapter"
         self.rec.write_bytes(f"{folder}/adapter_model.safetensors",
                              safetensors_bytes(peft_state_dict(wrapped), metadata={"format": "pt"}))
-        self.rec.write_json(f"{folder}/adapter_config.json", _adapter_config(base_path, revision))
-        self.rec.add_adapter(folder, run="control", base_model=base_path, base_revision=revision,
-                             base_path=base_path)
+        self.rec.write_json(f"{folder}/adapter_config.json", _adapter_config(BASE_FOLDER, revision))
+        self.rec.add_adapter(folder, run="control", base_model=BASE_MODEL, base_revision=revision,
+                             base_path=BASE_FOLDER)
         self.rec.add_checkpoint(f"{folder}/adapter_model.safetensors", run="control",
                                 format="safetensors", kind="weights")
-        all_features, _ = tensors(self.examples)
+        examples = self.examples_of("control")
+        all_features, _ = tensors(examples)
         predicted = probabilities(trainer.model, all_features).argmax(dim=1)
-        test = [(int(p), e) for p, e in zip(predicted, self.examples, strict=True)
+        test = [(int(p), e) for p, e in zip(predicted, examples, strict=True)
                 if e.split == "test"]
         self.facts["adapter_test_accuracy"] = _share([LABELS[p] == e.label for p, e in test])
         self.rec.run("control").set_metrics(adapter_test_accuracy=self.facts["adapter_test_accuracy"])
@@ -279,65 +342,54 @@ class Build:
     # ---------------------------------------------------- resume check
 
     def resume_check(self) -> None:
+        """Resume the control's early save in a new process; compare with the control."""
         run = self.started("resume-check", "restore-checkpoint")
-        config = self.config("resume-check")
-        features, labels = self.train_split()
-        trainer = make_trainer(config, self.n_train())
-        train(trainer, features, labels, until_step=config["resume_at_step"])
-        self.save_checkpoint(trainer, "runs/resume-check/early.pt")
         self.clock.finish("restore-checkpoint")
         self.clock.begin("train-resume-check")
-        resumed = self.run_resume_worker()
-        reference = self.facts["control_losses"]
-        first_equal = trainer.losses == reference[: len(trainer.losses)]
-        continued_equal = resumed == reference[len(trainer.losses):]
+        resumed_at, resumed = self.run_resume_worker()
+        run.resumed_from(RESUME_SOURCE, resumed_at)
+        for step, loss in resumed:
+            run.log(step, loss=loss)
+        reference = dict(self.facts["control_losses"])
+        pairs = [(s, v, reference.get(s)) for s, v in resumed]
+        differences = [abs(v - c) for _, v, c in pairs if c is not None]
+        largest = max(differences, default=0.0)
+        equal = (bool(pairs) and all(c is not None and v == c for _, v, c in pairs)
+                 and resumed[-1][0] == P.RESUME_UNTIL_STEP)
         report = {
-            "saved_at_step": trainer.step,
-            "checkpoint": "runs/resume-check/early.pt",
+            "resumed_from": RESUME_SOURCE,
+            "resumed_at_step": resumed_at,
             "resumed_in": "a new Python process (python -m example_campaign.resume_worker)",
-            "resumed_steps": len(resumed),
-            "first_steps_equal_control": first_equal,
-            "continued_losses_equal_control_bitwise": continued_equal,
-            "max_abs_difference": max((abs(a[1] - b[1]) for a, b in
-                                       zip(resumed, reference[len(trainer.losses):], strict=False)),
-                                      default=0.0),
+            "resumed_until_step": resumed[-1][0] if resumed else resumed_at,
+            "compared_steps": len(differences),
+            "losses_equal_control_bitwise": equal,
+            "max_abs_difference": largest,
+            "saved": RESUME_OUT,
         }
         self.rec.write_json("runs/resume-check/report.json", report)
-        rows = [{"step": s, "loss": v, "control_loss": c, "equal": v == c}
-                for (s, v), (_, c) in zip(resumed, reference[len(trainer.losses):], strict=False)]
-        self.rec.write_jsonl("runs/resume-check/measurements.jsonl", rows)
-        run.set_measurements("runs/resume-check/measurements.jsonl")
-        for relpath in ("runs/resume-check/early.pt", "runs/resume-check/last.pt"):
-            self.rec.add_checkpoint(relpath, run="resume-check", format="torch", kind="resume",
-                                    claims=RESUME_PARTS)
+        self.rec.add_checkpoint(RESUME_OUT, run="resume-check", format="torch", kind="resume",
+                                claims=RESUME_PARTS)
+        run.set_metrics(resumed_at_step=resumed_at, compared_steps=len(differences),
+                        max_abs_loss_difference=largest)
         self.facts["resume"] = report
-        if not (first_equal and continued_equal):
-            self.clock.finish("train-resume-check")
-            run.stop("no-usable-resume", f"resumed losses differ from the control: {report}",
-                     step=trainer.step)
+        self.clock.finish("train-resume-check")
+        if not equal:
+            run.stop("no-usable-resume", f"resumed losses differ from the control's: {report}",
+                     step=resumed_at)
             return
-        resumed_trainer = make_trainer(config, self.n_train())
-        from pytest_itera.record import load_resume_checkpoint
+        run.accept()
 
-        load_resume_checkpoint(self.rec.path("runs/resume-check/last.pt"),
-                               model=resumed_trainer.model, optimizer=resumed_trainer.optimizer,
-                               scheduler=resumed_trainer.scheduler)
-        resumed_trainer.losses = [*trainer.losses, *resumed]
-        resumed_trainer.step = len(resumed_trainer.losses)
-        run.set_metrics(resumed_at_step=trainer.step, max_abs_loss_difference=0.0)
-        self.evaluate(run, resumed_trainer, "train-resume-check")
-
-    def run_resume_worker(self) -> list[tuple[int, float]]:
-        args = [self.out / "configs/resume-check.json", self.out / P.CORPUS_PATH,
-                self.rec.path("runs/resume-check/early.pt"),
-                self.rec.path("runs/resume-check/last.pt")]
+    def run_resume_worker(self) -> tuple[int, list[tuple[int, float]]]:
+        args = [self.out / "configs/resume-check.json", self.out / P.corpus_path(RINGS.id),
+                self.rec.path(RESUME_SOURCE), self.rec.path(RESUME_OUT)]
         done = subprocess.run(
             [sys.executable, "-m", "example_campaign.resume_worker", *map(str, args)],
             capture_output=True, text=True, timeout=120, check=False,
         )
         if done.returncode != 0:
             raise RuntimeError(f"the resume worker failed:\n{done.stderr[-2000:]}")
-        return [(int(s), float(v)) for s, v in json.loads(done.stdout)["losses"]]
+        result = json.loads(done.stdout)
+        return int(result["resumed_at_step"]), [(int(s), float(v)) for s, v in result["losses"]]
 
 
 def _share(flags: list[bool]) -> float:
@@ -384,7 +436,7 @@ def build_campaign(out: Path, start: datetime) -> Path:
     build.facts["control_losses"] = list(control.losses)
     clock.begin("draft-analysis")
     clock.finish("draft-analysis")
-    build.control_extras(control)
+    build.export_base(control)
     build.resume_check()
     build.adapter(control)
     build.trained_run("variant-wide", "train-variant-wide")
@@ -393,37 +445,41 @@ def build_campaign(out: Path, start: datetime) -> Path:
         clock.skip("train-variant-deep")
     else:
         build.trained_run("variant-deep", "train-variant-deep")
+    build.trained_run("control-noisy", "train-control-noisy")
+    build.trained_run("variant-wide-noisy", "train-variant-wide-noisy")
     conclusion = validate(build)
     write_outputs(build, conclusion)
     return close(build, conclusion)
 
 
 def validate(build: Build) -> dict[str, Any]:
-    """Gains over the control, metrics files, and the conclusion they imply."""
+    """Each variant's gain over the control of its own corpus, and the conclusion."""
     build.clock.begin("validate")
-    control = build.model_runs["control"].accuracy["test"]
     meets = []
     for run_id, result in build.model_runs.items():
-        run = build.rec.run(run_id)
-        if P.RUNS[run_id][0] == "variant":
-            gain = round(result.accuracy["test"] - control, 4)
-            run.set_metrics(**{P.METRIC: gain})
-            if gain >= P.THRESHOLD:
-                meets.append(run_id)
-        build.rec.write_json(f"runs/{run_id}/metrics.json", run.record["metrics"])
+        if P.RUNS[run_id].role != "variant":
+            continue
+        control = build.model_runs[P.CONTROL_OF[result.corpus]].accuracy["test"]
+        gain = round(result.accuracy["test"] - control, 4)
+        build.rec.run(run_id).set_metrics(**{P.METRIC: gain})
+        if gain >= P.THRESHOLD:
+            meets.append(run_id)
     build.clock.finish("validate")
-    return {"meets_threshold": meets, "text": conclusion_text(build, meets, control)}
+    return {"meets_threshold": meets, "text": conclusion_text(build, meets)}
 
 
-def conclusion_text(build: Build, meets: list[str], control: float) -> str:
-    variants = [r for r, spec in P.RUNS.items() if spec[0] == "variant"]
+def conclusion_text(build: Build, meets: list[str]) -> str:
     parts = []
-    for run_id in variants:
+    for run_id, planned in P.RUNS.items():
+        if planned.role != "variant":
+            continue
         record = build.rec.run(run_id).record
+        control = P.CONTROL_OF[planned.corpus or RINGS.id]
         if record.get("outcome") == "accepted":
-            gain = record["metrics"][P.METRIC]
-            parts.append(f"{run_id} {record['metrics']['test_accuracy']:.4f} "
-                         f"(gain {gain:+.4f})")
+            metrics = record["metrics"]
+            parts.append(f"{run_id} {metrics['test_accuracy']:.4f} on {planned.corpus} against "
+                         f"{control}'s {build.model_runs[control].accuracy['test']:.4f} "
+                         f"(gain {metrics[P.METRIC]:+.4f})")
         elif record.get("outcome") == "stopped":
             parts.append(f"{run_id} stopped by {record['stop']['rule']} at step "
                          f"{record['stop'].get('step')} (no deliverable, still an expense)")
@@ -431,8 +487,8 @@ def conclusion_text(build: Build, meets: list[str], control: float) -> str:
             parts.append(f"{run_id} {record.get('outcome')} by decision {record.get('decision')}")
     head = (f"{', '.join(meets)} meet{'s' if len(meets) == 1 else ''} the threshold"
             if meets else "Negative result: no variant meets the threshold")
-    return (f"{head} ({P.METRIC} >= {P.THRESHOLD}, higher is better) against the control's "
-            f"{control:.4f} test accuracy: {'; '.join(parts)}.")
+    return (f"{head} ({P.METRIC} >= {P.THRESHOLD}, higher is better, each variant against the "
+            f"control of its corpus): {'; '.join(parts)}.")
 
 
 def write_outputs(build: Build, conclusion: dict[str, Any]) -> None:
@@ -454,6 +510,7 @@ def write_outputs(build: Build, conclusion: dict[str, Any]) -> None:
 def close(build: Build, conclusion: dict[str, Any]) -> Path:
     build.clock.begin("retrieve")
     closed_at = build.clock.now()
+    build.rec.write_text(STORAGE_INVOICE.file, receipt_text(STORAGE_INVOICE, closed_at))
     build.clock.finish("retrieve")  # the folder is retrieved once closed
     observed = build.clock.observed
     return build.rec.close(
@@ -471,23 +528,45 @@ def close(build: Build, conclusion: dict[str, Any]) -> Path:
     )
 
 
-def budget_report(build: Build) -> dict[str, Any]:
+def delivered_corpora(build: Build) -> dict[str, list[str]]:
+    """Distinct corpus (by sha256) -> the accepted control/variant runs that deliver it."""
+    sha = {c["id"]: c["sha256"] for c in build.rec.plan["corpora"]}
+    delivered: dict[str, list[str]] = {}
+    for run_id, planned in P.RUNS.items():
+        record = build.rec.run(run_id).record
+        if planned.role in ("control", "variant") and record.get("outcome") == "accepted":
+            delivered.setdefault(sha[record["corpus"]], []).append(run_id)
+    return delivered
+
+
+def cost_per_corpus(build: Build) -> tuple[Decimal, int, str | None]:
+    """The rental, the distinct corpora delivered, and the rental's share per corpus."""
     lot = build.rec.plan["budget"]["lots"][0]
     total = Decimal(lot["price"]) * lot["quantity"]
-    runs = [build.rec.run(r).record for r in P.RUNS]
-    deliverables = {r["deliverable"] for r in runs if r["outcome"] == "accepted"}
+    accepted = len(delivered_corpora(build))
+    share = str((total / accepted).quantize(Decimal("0.01"))) if accepted else None
+    return total, accepted, share
+
+
+def budget_report(build: Build) -> dict[str, Any]:
+    lot = build.rec.plan["budget"]["lots"][0]
+    total, accepted, share = cost_per_corpus(build)
+    invoice = STORAGE_INVOICE
     report: dict[str, Any] = {
         "currency": "USD",
         "lots": [lot["id"]],
         "rental_total": str(total),
-        # One corpus compared across runs: every accepted run delivers the same corpus, once.
+        "included_expenses": [build.rec.expense(
+            f"{invoice.seller}: {invoice.item}", invoice.amount, file=invoice.file,
+            reference=invoice.order)],
+        # A deliverable is a distinct corpus delivered by an accepted control or variant:
+        # replays of one corpus count once; data check, pilot and resume check deliver none.
         "unit": "corpus",
-        "accepted_deliverables": len(deliverables),
-        "cost_per_deliverable": (str((total / len(deliverables)).quantize(Decimal("0.01")))
-                                 if deliverables else None),
+        "accepted_deliverables": accepted,
+        "cost_per_deliverable": share,
     }
-    if not deliverables:
-        report["rejection_cause"] = "no run was accepted"
+    if not accepted:
+        report["rejection_cause"] = "no control or variant run was accepted"
     return report
 
 

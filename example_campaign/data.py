@@ -1,4 +1,4 @@
-"""The frozen corpus: reading it, splitting it by example ID, as tensors."""
+"""The frozen corpora: reading one, splitting it by example ID, as tensors."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from example_campaign.make_corpus import LABELS, ring
 if TYPE_CHECKING:
     import torch
 
-SHIPPED_CORPUS = Path(__file__).parent / "data" / "corpus.jsonl"
 ID_FIELD = "id"
 SPLITS = ("train", "validation", "test")
 

@@ -1,25 +1,32 @@
-"""The campaign's plan: question, runs and their configs, stop rules, schedule, budget.
+"""The campaign's plan: question, corpora, runs and their configs, stop rules, schedule, budget.
 
-The schedule's hours are those of a real rental of one RTX 4090 for three days
-(the source's illustrative 48 sequential hours in a 72-hour window), not this
-toy's seconds: the example runs the same protocol at toy scale on a CPU.
+The schedule's hours are those of a real rental of one RTX 4090 for three days,
+not this toy's seconds: the example runs the same protocol at toy scale on a CPU.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from example_campaign.make_corpus import CORPORA, NOISY, RINGS
+
 CAMPAIGN = "rings-width-2026"
-CORPUS_ID = "rings-600-v1"
-CORPUS_PATH = "corpus/corpus.jsonl"
 LOT = "rtx4090-3d"
 GPU = "gpu0"
 METRIC = "test_accuracy_gain"
 THRESHOLD = 0.02
 PILOT_HEADROOM = 0.10  # drop the exploratory run when the pilot is this close to the ceiling
-RESUME_AT_STEP = 140
+RESUME_FROM_STEP = 105  # the control's first periodic save: the early save the check reloads
+RESUME_UNTIL_STEP = 210  # the resumed segment compared with the control, step by step
+
+
+def corpus_path(corpus_id: str) -> str:
+    return f"corpus/{corpus_id}.jsonl"
+
 
 CONTROL: dict[str, Any] = {
+    "corpus": RINGS.id,
     "seed": 7,
     "width": 8,
     "depth": 1,
@@ -31,68 +38,106 @@ CONTROL: dict[str, Any] = {
     "batch_size": 32,
     "epochs": 30,
     # The plan's 2 h interval on an 8 h training step: a save every quarter of the run.
-    "checkpoint_every_steps": 105,
+    "checkpoint_every_steps": RESUME_FROM_STEP,
 }
+NOISY_CONTROL = {**CONTROL, "corpus": NOISY.id}
 
-# run id -> (role, category, config, description)
-RUNS: dict[str, tuple[str, str, dict[str, Any], str]] = {
-    "data-check": (
-        "data_check",
-        "must",
-        {"check": "corpus", "expected_examples": 600, "id_field": "id", "features": 2,
-         "labels": ["inner", "middle", "outer"], "max_label_share": 0.40},
-        "Counts, label balance, unique IDs, feature completeness, label-rule agreement, hash.",
+
+@dataclass(frozen=True)
+class PlannedRun:
+    role: str
+    category: str
+    config: dict[str, Any]
+    description: str
+    corpus: str | None = None  # the corpus it trains and predicts on
+
+
+RUNS: dict[str, PlannedRun] = {
+    "data-check": PlannedRun(
+        "data_check", "must",
+        {"check": "corpora", "id_field": "id", "features": 2,
+         "labels": ["inner", "middle", "outer"], "max_label_share": 0.40,
+         "expected_examples": {c.id: c.examples for c in CORPORA}},
+        "Both corpora: digest, counts, label balance, unique IDs, feature completeness, "
+        "label-rule agreement.",
     ),
-    "pilot": (
-        "pilot",
-        "useful",
-        {**CONTROL, "epochs": 8},
+    "pilot": PlannedRun(
+        "pilot", "useful", {**CONTROL, "epochs": 8},
         "The control configuration for 8 epochs; its training accuracy informs the decision.",
+        RINGS.id,
     ),
-    "control": ("control", "must", CONTROL, "MLP 2-8-3, SGD lr 0.1, 30 epochs."),
-    "resume-check": (
-        "resume_check",
-        "must",
-        {**CONTROL, "resume_at_step": RESUME_AT_STEP, "resume_in": "new process"},
-        "The control configuration saved at step 140, resumed in a new process: losses must "
-        "equal the uninterrupted control's bit for bit.",
+    "control": PlannedRun("control", "must", CONTROL,
+                          f"MLP 2-8-3, SGD lr 0.1, 30 epochs, on {RINGS.id}.", RINGS.id),
+    "resume-check": PlannedRun(
+        "resume_check", "must",
+        {**CONTROL, "resume_from": f"runs/control/step-{RESUME_FROM_STEP}.pt",
+         "resume_until_step": RESUME_UNTIL_STEP, "resume_in": "new process"},
+        f"The control's step-{RESUME_FROM_STEP} checkpoint resumed in a new process up to step "
+        f"{RESUME_UNTIL_STEP}: its losses must equal the control's at the same steps, bit for bit.",
+        RINGS.id,
     ),
-    "variant-wide": ("variant", "useful", {**CONTROL, "width": 64}, "Width 64 instead of 8."),
-    "variant-hot-lr": (
-        "variant",
-        "useful",
-        {**CONTROL, "lr": 200.0},
-        "Learning rate 200: tests the non-finite-loss stop rule on a real divergence.",
+    "variant-wide": PlannedRun("variant", "useful", {**CONTROL, "width": 64},
+                               f"Width 64 instead of 8, on {RINGS.id}.", RINGS.id),
+    "variant-hot-lr": PlannedRun(
+        "variant", "useful", {**CONTROL, "lr": 200.0},
+        "Learning rate 200: tests the non-finite-loss stop rule on a real divergence.", RINGS.id,
     ),
-    "variant-deep": (
-        "variant",
-        "exploratory",
-        {**CONTROL, "depth": 3},
+    "variant-deep": PlannedRun(
+        "variant", "exploratory", {**CONTROL, "depth": 3},
         "Three hidden layers; run only if the pilot shows capacity may limit the control.",
+        RINGS.id,
     ),
+    "control-noisy": PlannedRun("control", "must", NOISY_CONTROL,
+                                f"The control's configuration on {NOISY.id}.", NOISY.id),
+    "variant-wide-noisy": PlannedRun("variant", "useful", {**NOISY_CONTROL, "width": 64},
+                                     f"Width 64 instead of 8, on {NOISY.id}.", NOISY.id),
 }
+# Which control each variant is compared with: the control of its own corpus.
+CONTROL_OF = {RINGS.id: "control", NOISY.id: "control-noisy"}
+QUALITY_FLOOR = 0.5  # chance is 0.33
 
-STOP_RULES: list[dict[str, Any]] = [
-    {"id": "non-finite-loss", "kind": "non_finite_loss",
-     "parameters": {"metric": "training loss",
-                    "checked": "every optimizer step, before the update"},
-     "description": "A NaN or infinite training loss stops the run at that step."},
-    {"id": "quality-below", "kind": "quality_below",
-     "parameters": {"metric": "validation_accuracy", "below": 0.5, "checked": "end of training"},
-     "description": "A trained model under 0.5 validation accuracy (chance is 0.33) is stopped."},
-    {"id": "corpus-truncated", "kind": "input_truncated",
-     "parameters": {"expected_examples": 600, "features": 2},
-     "description": "The data check stops the campaign if examples or features are missing."},
-    {"id": "no-usable-resume", "kind": "no_resume",
-     "parameters": {"compare": "continued losses, bitwise"},
-     "description": "The resume check stops if the resumed losses differ from the control's."},
-]
+
+@dataclass(frozen=True)
+class CorpusFacts:
+    """A frozen corpus as the plan records it, measured on the copy in the campaign."""
+
+    id: str
+    path: str
+    sha256: str
+    examples: int
+    bytes: int
+
+
+def stop_rules(corpora: list[CorpusFacts]) -> list[dict[str, Any]]:
+    truncated = [
+        {"id": f"{c.id}-truncated", "kind": "input_truncated",
+         "parameters": {"input": c.id, "examples": c.examples, "bytes": c.bytes,
+                        "sha256": c.sha256},
+         "description": f"The data check stops the campaign if {c.path} is not the frozen "
+         "corpus: fewer examples, fewer bytes or another digest."}
+        for c in corpora
+    ]
+    return [
+        {"id": "non-finite-loss", "kind": "non_finite_loss", "parameters": {"series": "loss"},
+         "description": "A NaN or infinite training loss stops the run at that step (checked at "
+         "every optimizer step, before the update)."},
+        {"id": "quality-below", "kind": "quality_below",
+         "parameters": {"metric": "validation_accuracy", "threshold": QUALITY_FLOOR,
+                        "direction": "higher", "split": "validation"},
+         "description": f"A trained model under {QUALITY_FLOOR} validation accuracy (chance is "
+         "0.33) is stopped at the end of its training."},
+        *truncated,
+        {"id": "no-usable-resume", "kind": "no_resume",
+         "parameters": {"resume_check": "resume-check"},
+         "description": "The resume check stops if its resumed losses differ from the "
+         "control's at the same steps."},
+    ]
 
 
 def _step(step_id: str, kind: str, hours: float, after: list[str], *, run: str | None = None,
           resource: str = GPU) -> dict[str, Any]:
     step: dict[str, Any] = {"id": step_id, "kind": kind, "resource": resource, "hours": hours}
-    if resource not in ("human",):
+    if resource not in ("human", "network"):  # off the rented machine: no lot
         step["lot"] = LOT
     if run is not None:
         step["run"] = run
@@ -101,8 +146,8 @@ def _step(step_id: str, kind: str, hours: float, after: list[str], *, run: str |
     return step
 
 
-# Planned hours of a real 3-day rental; the critical chain sums to 48 h, and the
-# human draft of the analysis overlaps the variants on the GPU.
+# Planned hours of a real 3-day rental; the human draft of the analysis overlaps the
+# variants on the GPU. Each run's steps are listed in the order they run.
 STEPS: list[dict[str, Any]] = [
     _step("prepare", "preparation", 4, [], resource="human"),
     _step("setup", "setup", 2, ["prepare"]),
@@ -119,10 +164,15 @@ STEPS: list[dict[str, Any]] = [
     _step("train-variant-wide", "training", 8, ["train-adapter"], run="variant-wide"),
     _step("train-variant-hot-lr", "training", 8, ["train-variant-wide"], run="variant-hot-lr"),
     _step("train-variant-deep", "training", 5.5, ["train-variant-hot-lr"], run="variant-deep"),
+    # rings-noisy-400-v1 has two thirds of the examples: 270 steps against 420.
+    _step("train-control-noisy", "training", 5, ["train-variant-deep"], run="control-noisy"),
+    _step("train-variant-wide-noisy", "training", 5, ["train-control-noisy"],
+          run="variant-wide-noisy"),
     _step("draft-analysis", "evaluation", 4, ["train-control"], resource="human"),
-    _step("validate", "validation", 1.5, ["train-variant-deep"]),
+    _step("validate", "validation", 1.5, ["train-variant-wide-noisy"]),
     _step("write-outputs", "output", 1, ["validate", "draft-analysis"]),
-    _step("retrieve", "retrieval", 1, ["write-outputs"], resource="network"),
+    _step("retrieve", "retrieval", 1, ["write-outputs", "save-checkpoint", "restore-checkpoint"],
+          resource="network"),
 ]
 WINDOW_HOURS = 72
 
@@ -145,13 +195,24 @@ def planned_hours() -> dict[str, float]:
     return {s["id"]: float(s["hours"]) for s in STEPS}
 
 
-def build_plan(corpus_sha256: str, examples: int, config_sha256: dict[str, str]) -> dict[str, Any]:
-    sequential = max(end for _, end in makespan(STEPS, planned_hours()).values())
+def sequential_hours() -> float:
+    return max(end for _, end in makespan(STEPS, planned_hours()).values())
+
+
+def build_plan(corpora: list[CorpusFacts], config_sha256: dict[str, str]) -> dict[str, Any]:
+    sequential = sequential_hours()
+    runs = []
+    for run_id, run in RUNS.items():
+        planned = {"id": run_id, "role": run.role, "category": run.category,
+                   "config_sha256": config_sha256[run_id], "description": run.description}
+        if run.corpus is not None:
+            planned["corpus"] = run.corpus
+        runs.append(planned)
     return {
-        "format": "itera-plan/1",
+        "format": "itera-plan/2",
         "campaign": CAMPAIGN,
-        "question": "Does a wider (or deeper) MLP beat the 8-unit control on the frozen ring "
-        "corpus by at least 0.02 test accuracy?",
+        "question": "Does a wider (or deeper) MLP beat the 8-unit control by at least 0.02 test "
+        f"accuracy, on the frozen ring corpus {RINGS.id} and on its noisier twin {NOISY.id}?",
         "decision": {
             "metric": METRIC,
             "direction": "higher",
@@ -160,21 +221,20 @@ def build_plan(corpus_sha256: str, examples: int, config_sha256: dict[str, str])
             f"training accuracy is within {PILOT_HEADROOM} of the label-rule agreement the data "
             "check measures (capacity is then not what limits the control).",
         },
-        "corpus": {"id": CORPUS_ID, "path": CORPUS_PATH, "sha256": corpus_sha256,
-                   "id_field": "id", "examples": examples},
-        "runs": [
-            {"id": run_id, "role": role, "category": category,
-             "config_sha256": config_sha256[run_id], "description": description}
-            for run_id, (role, category, _, description) in RUNS.items()
-        ],
-        "stop_rules": STOP_RULES,
+        "corpora": [{"id": c.id, "path": c.path, "sha256": c.sha256, "id_field": "id",
+                     "examples": c.examples} for c in corpora],
+        "runs": runs,
+        "stop_rules": stop_rules(corpora),
         "checkpoint_policy": {
             "interval_hours": 2,
             "tolerable_loss_hours": 4,
             "save_hours": 0.05,
             "resume_state": ["model", "optimizer", "progress", "scheduler", "rng", "data"],
+            "resume_tolerance": 0,
             "storage": "runs/<run>/last.pt inside the campaign folder on the rented disk, "
-            "overwritten atomically; retrieved with the whole folder by the 'retrieve' step.",
+            f"overwritten atomically, and the control's early save runs/control/step-"
+            f"{RESUME_FROM_STEP}.pt kept for the resume check; retrieved with the whole folder "
+            "by the 'retrieve' step.",
         },
         "schedule": {
             "window_hours": WINDOW_HOURS,

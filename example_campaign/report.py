@@ -1,62 +1,80 @@
-"""analysis.md and RELOAD.md, computed from what the runs actually produced."""
+"""analysis.md, RELOAD.md, README.md and the receipt, from what the runs actually produced."""
 
 from __future__ import annotations
 
 import platform
+from datetime import datetime
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from example_campaign.make_corpus import LABELS
+from example_campaign import plan as P
+from example_campaign.base import AUTHOR, commit_message
+from example_campaign.make_corpus import CORPORA, LABELS
 
 if TYPE_CHECKING:
-    from example_campaign.build import Build, ModelRun
+    from example_campaign.build import Build, Invoice, ModelRun
+    from example_campaign.data import Example
 
 NEAR = 0.15  # "near a ring boundary": within this radius distance
 
 
 def analysis_text(build: Build, conclusion: dict[str, Any]) -> str:
-    control = build.model_runs["control"]
     lines = [
         "# Error analysis",
         "",
-        f"Computed at closure from the predictions of every accepted run on the frozen corpus "
-        f"({len(build.examples)} examples; the test split has "
-        f"{sum(e.split == 'test' for e in build.examples)}).",
+        "Computed at closure from the predictions of every accepted run on the frozen corpora "
+        + ", ".join(f"{c.id} ({len(build.corpora[c.id])} examples, "
+                    f"{sum(e.split == 'test' for e in build.corpora[c.id])} in the test split)"
+                    for c in CORPORA) + ".",
         "",
         "## Runs",
         "",
-        "| run | train | validation | test |",
-        "| --- | --- | --- | --- |",
-        *[f"| {r.run_id} | {r.accuracy['train']:.4f} | {r.accuracy['validation']:.4f} | "
-          f"{r.accuracy['test']:.4f} |" for r in build.model_runs.values()],
+        "| run | corpus | train | validation | test |",
+        "| --- | --- | --- | --- | --- |",
+        *[f"| {r.run_id} | {r.corpus} | {r.accuracy['train']:.4f} | "
+          f"{r.accuracy['validation']:.4f} | {r.accuracy['test']:.4f} |"
+          for r in build.model_runs.values()],
         "",
         f"Conclusion: {conclusion['text']}",
         "",
         f"Decision: {build.facts['decision']}",
         "",
-        "## The control's test errors",
-        "",
-        *confusion(build, control),
-        "",
-        *where_errors_are(build, control),
-        "",
-        *shared_errors(build),
-        "",
+    ]
+    for corpus in CORPORA:
+        control = build.model_runs[P.CONTROL_OF[corpus.id]]
+        examples = build.corpora[corpus.id]
+        compared = [r for r in build.model_runs.values()
+                    if r.corpus == corpus.id and P.RUNS[r.run_id].role in ("control", "variant")]
+        lines += [
+            f"## {corpus.id}: the errors of {control.run_id} and its variants",
+            "",
+            f"The test errors of {control.run_id}, by true label:",
+            "",
+            *confusion(examples, control),
+            "",
+            *where_errors_are(examples, control),
+            "",
+            *[line for r in compared if r is not control
+              for line in (*variant_against_control(examples, r, control), "")],
+            *shared_errors(examples, compared),
+            "",
+        ]
+    lines += [
         f"The LoRA adapter trained on the frozen control reaches "
-        f"{build.facts['adapter_test_accuracy']:.4f} test accuracy (control "
-        f"{control.accuracy['test']:.4f}).",
+        f"{build.facts['adapter_test_accuracy']:.4f} test accuracy on {P.RUNS['control'].corpus} "
+        f"(control {build.model_runs['control'].accuracy['test']:.4f}).",
         "",
     ]
     return "\n".join(lines)
 
 
-def _test_pairs(build: Build, result: ModelRun) -> list[tuple[str, Any]]:
-    return [(LABELS[p], e) for p, e in zip(result.predictions, build.examples, strict=True)
+def _test_pairs(examples: list[Example], result: ModelRun) -> list[tuple[str, Example]]:
+    return [(LABELS[p], e) for p, e in zip(result.predictions, examples, strict=True)
             if e.split == "test"]
 
 
-def confusion(build: Build, result: ModelRun) -> list[str]:
-    pairs = _test_pairs(build, result)
+def confusion(examples: list[Example], result: ModelRun) -> list[str]:
+    pairs = _test_pairs(examples, result)
     rows = ["| label \\ predicted | " + " | ".join(LABELS) + " | errors |",
             "| --- | " + " | ".join("---" for _ in LABELS) + " | --- |"]
     for label in LABELS:
@@ -66,8 +84,8 @@ def confusion(build: Build, result: ModelRun) -> list[str]:
     return rows
 
 
-def where_errors_are(build: Build, result: ModelRun) -> list[str]:
-    pairs = _test_pairs(build, result)
+def where_errors_are(examples: list[Example], result: ModelRun) -> list[str]:
+    pairs = _test_pairs(examples, result)
     errors = [e for p, e in pairs if p != e.label]
     noisy = [e for e in errors if e.label != e.rule_label]
     near = [e for e in errors if e.label == e.rule_label and e.boundary_distance < NEAR]
@@ -78,7 +96,7 @@ def where_errors_are(build: Build, result: ModelRun) -> list[str]:
     share = explained / len(errors) if errors else 0.0
     verdict = "concentrate" if share > base_noisy + base_near else "do not concentrate"
     return [
-        f"The control makes {len(errors)} errors on the test split. {len(noisy)} of them are "
+        f"{result.run_id} makes {len(errors)} errors on the test split. {len(noisy)} of them are "
         f"examples whose label contradicts the ring rule (label noise, {base_noisy:.1%} of the "
         f"test split) and {len(near)} are correctly labelled points within {NEAR} of a ring "
         f"boundary ({base_near:.1%} of the test split). Together {share:.1%} of the errors come "
@@ -87,16 +105,27 @@ def where_errors_are(build: Build, result: ModelRun) -> list[str]:
     ]
 
 
-def shared_errors(build: Build) -> list[str]:
-    runs = list(build.model_runs.values())
-    test = [i for i, e in enumerate(build.examples) if e.split == "test"]
-    always = [i for i in test
-              if all(LABELS[r.predictions[i]] != build.examples[i].label for r in runs)]
-    noisy = sum(build.examples[i].label != build.examples[i].rule_label for i in always)
+def variant_against_control(examples: list[Example], variant: ModelRun,
+                            control: ModelRun) -> list[str]:
+    pairs = list(zip(_test_pairs(examples, variant), _test_pairs(examples, control), strict=True))
+    fixed = [e for (v, e), (c, _) in pairs if v == e.label != c]
+    broken = [e for (v, e), (c, _) in pairs if c == e.label != v]
+    fixed_noisy = sum(e.label != e.rule_label for e in fixed)
     return [
-        f"{len(always)} test examples are misclassified by all {len(runs)} accepted model runs; "
-        f"{noisy} of them carry a label that contradicts the ring rule, so no variant can be "
-        "expected to fix them.",
+        f"{variant.run_id} against {control.run_id}: it fixes {len(fixed)} of "
+        f"{control.run_id}'s test errors ({fixed_noisy} of them on noisy labels) and makes "
+        f"{len(broken)} new ones, a net change of {len(fixed) - len(broken):+d} test examples.",
+    ]
+
+
+def shared_errors(examples: list[Example], runs: list[ModelRun]) -> list[str]:
+    test = [i for i, e in enumerate(examples) if e.split == "test"]
+    always = [i for i in test if all(LABELS[r.predictions[i]] != examples[i].label for r in runs)]
+    noisy = sum(examples[i].label != examples[i].rule_label for i in always)
+    names = ", ".join(r.run_id for r in runs)
+    return [
+        f"{len(always)} test examples are misclassified by all of {names}; {noisy} of them carry "
+        "a label that contradicts the ring rule, so no variant can be expected to fix them.",
     ]
 
 
@@ -110,7 +139,12 @@ def _version(package: str) -> str:
 def reload_text(build: Build) -> str:
     checkpoints = "\n".join(f"- `{c['path']}` ({c['format']}, {c['kind']}, run {c['run']})"
                             for c in build.rec.checkpoints)
-    n_train = sum(e.split == "train" for e in build.examples)
+    adapters = "\n".join(f"- `{a['path']}` (PEFT LoRA, run {a['run']}, base `{a['base_path']}` "
+                         f"at revision `{a['base_revision']}`)" for a in build.rec.adapters)
+    n_train = sum(e.split == "train" for e in build.corpora[P.RUNS["control"].corpus or ""])
+    base = build.facts["base"]
+    email = AUTHOR.split("<")[1].rstrip(">")
+    seconds = base["epoch_seconds"]
     return f"""# Reload instructions
 
 All paths are relative to this folder. Built with Python {platform.python_version()},
@@ -122,7 +156,11 @@ any torch >= 2.10 loads these files. Run the snippets from this folder, with the
 
 {checkpoints}
 
-## A resume checkpoint (`runs/<run>/last.pt`)
+## Adapters
+
+{adapters}
+
+## A resume checkpoint (`runs/<run>/last.pt`, `runs/<run>/step-<N>.pt`)
 
 ```python
 import json
@@ -131,41 +169,81 @@ from example_campaign.train import make_trainer
 from pytest_itera.record import load_resume_checkpoint
 
 config = json.loads(Path("configs/control.json").read_text())
-trainer = make_trainer(config, n_train={n_train})  # training examples of the corpus
+trainer = make_trainer(config, n_train={n_train})  # training examples of config["corpus"]
 state = load_resume_checkpoint("runs/control/last.pt", model=trainer.model,
                                optimizer=trainer.optimizer, scheduler=trainer.scheduler)
 trainer.step = state["step"]
 trainer.epoch, trainer.batch = state["data"]["epoch"], state["data"]["batch"]
 ```
 
-The file is one `torch.save` dict (`model`, `optimizer`, `scheduler`, `progress`,
+Each file is one `torch.save` dict (`model`, `optimizer`, `scheduler`, `progress`,
 `rng`, `data`) and loads with `torch.load(path, weights_only=True)`: no pickled
-code, no numpy objects (RNG states are plain lists and tensors).
+code, no numpy objects (RNG states are plain lists and tensors). Every run's
+`n_train` is the number of `"train"` examples of its corpus (`configs/<run>.json`
+names it); the resume check did exactly this with `{RESUME_SOURCE}` in a new
+process (`python -m example_campaign.resume_worker`).
 
-## The control's weights (`runs/control/model.safetensors`)
+## The control's weights, shipped as a base (`{BASE}/`)
 
 ```python
 from safetensors.torch import load_file
 from example_campaign.model import build_model
 model = build_model(json.loads(Path("configs/control.json").read_text()))
-model.load_state_dict(load_file("runs/control/model.safetensors"))
+model.load_state_dict(load_file("{BASE}/model.safetensors"))
+```
+
+`{BASE}/itera-base.json` records the base's name and revision. The revision
+`{base["revision"]}` is the git commit that holds exactly `config.json` and
+`model.safetensors`; check it with git, from a copy of this folder (the check
+writes a `base-check/` folder beside the files):
+
+```bash
+git init -q base-check && cp {BASE}/config.json {BASE}/model.safetensors base-check/
+cd base-check && git add config.json model.safetensors
+GIT_AUTHOR_NAME=example_campaign GIT_AUTHOR_EMAIL={email} \\
+GIT_COMMITTER_NAME=example_campaign GIT_COMMITTER_EMAIL={email} \\
+GIT_AUTHOR_DATE="@{seconds} +0000" GIT_COMMITTER_DATE="@{seconds} +0000" \\
+git -c commit.gpgsign=false commit -q -m "{commit_message(P.CAMPAIGN + "/control")}"
+git rev-parse HEAD   # {base["revision"]}
+```
+
+The whole folder is pinned by its tree digest `{base["digest"]}` (manifest
+`adapters[].base_digest`):
+
+```bash
+cd {BASE} && find . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum | sha256sum
 ```
 
 ## The LoRA adapter (`runs/control/adapter/`)
 
 PEFT layout (`adapter_config.json` + `adapter_model.safetensors`). Its base is
-`runs/control/model.safetensors`, pinned by sha256 in `adapter_config.json`
-(`revision`) and in the manifest. Verify the hash, build the control model as
-above, then:
+`{BASE}` at revision `{base["revision"]}` (`adapter_config.json` `revision`, the
+manifest's `base_revision` and `itera-base.json` agree). Build the control model
+from the base as above, then:
 
 ```python
-import hashlib
-base = Path("runs/control/model.safetensors").read_bytes()
-assert hashlib.sha256(base).hexdigest() == json.loads(
-    Path("runs/control/adapter/adapter_config.json").read_text())["revision"]
 from peft import PeftModel
 adapted = PeftModel.from_pretrained(model, "runs/control/adapter")
 ```
+"""
+
+
+BASE = "runs/control/base"
+RESUME_SOURCE = f"runs/control/step-{P.RESUME_FROM_STEP}.pt"
+
+
+def receipt_text(invoice: Invoice, when: datetime) -> str:
+    return f"""INVOICE {invoice.number}
+Seller: {invoice.seller}
+Order reference: {invoice.order}
+Date: {when.date().isoformat()}
+Buyer: campaign {P.CAMPAIGN}
+
+Item: {invoice.item}
+Amount billed: {invoice.amount} {invoice.currency}
+Total paid: {invoice.amount} {invoice.currency}
+
+Paid by card at order {invoice.order}.
 """
 
 
@@ -173,33 +251,45 @@ def readme_text(build: Build) -> str:
     stopped = build.facts.get("stopped", {})
     stops = "; ".join(f"{run} (stopped at step {s['step']} of {s['of']})"
                       for run, s in stopped.items()) or "none"
+    from example_campaign.build import STORAGE_INVOICE, cost_per_corpus, delivered_corpora
+
+    delivered = delivered_corpora(build)
+    total, _, share = cost_per_corpus(build)
+    sequential = P.sequential_hours()
+    corpora = "\n".join(f"- `{c['path']}`: the frozen corpus `{c['id']}` ({c['examples']} "
+                        "examples; its sha256 is in the plan)." for c in build.rec.plan["corpora"])
     return f"""# Campaign {build.rec.plan["campaign"]}
 
-A toy campaign built by `python -m example_campaign`: a control and variants of a
-small MLP compared on a frozen corpus of 2-D points labelled by ring. `plan.json`
-was frozen before the first run; `manifest.json` lists every file with its size
-and sha256.
+A toy campaign built by `python -m example_campaign`: controls and variants of a
+small MLP compared on two frozen corpora of 2-D points labelled by ring.
+`plan.json` was frozen before the first run; `manifest.json` lists every file with
+its size and sha256.
 
-- `corpus/corpus.jsonl`: the frozen corpus (its sha256 is in the plan).
+{corpora}
 - `configs/<run>.json`: each planned run's configuration (hash in the plan).
-- `runs/<run>/`: measurements (losses per step), predictions for every corpus
-  example, metrics, resume checkpoints; `runs/control/` also holds weights-only
-  safetensors and a LoRA adapter pinned to them.
+- `runs/<run>/`: measurements (`measurements.jsonl`: the loss per step, what a
+  data check measured, the final metrics), predictions for every example of the
+  run's corpus, resume checkpoints; `runs/control/` also holds the control's
+  weights shipped as a base (`base/`) and a LoRA adapter pinned to it.
+- `{STORAGE_INVOICE.file}`: the receipt of the one expense included beside the rental.
 - `analysis.md`: the error analysis; `RELOAD.md`: how to reload every file.
 - `schedule/observed.json`: planned and observed hours per step.
 
 ## Hours
 
 The schedule's hours are those of the real rental this protocol is planned for
-(one RTX 4090, 3-day lot, 48 sequential hours in a 72-hour window), not the
-seconds this toy takes on a CPU. Observed hours are the planned hours scaled by
-the work each step really did; the real wall seconds are in
+(one RTX 4090, 3-day lot, {sequential:g} sequential hours in a {P.WINDOW_HOURS}-hour
+window), not the seconds this toy takes on a CPU. Observed hours are the planned
+hours scaled by the work each step really did; the real wall seconds are in
 `schedule/observed.json`.
 
 ## Budget unit
 
-The unit is the corpus: every accepted run delivers results on the same frozen
-corpus `{build.rec.plan["corpus"]["id"]}`, which counts once however many runs
-replay it, so the 47.14 USD lot costs 47.14 USD per accepted corpus. Stopped runs
-are an expense without a deliverable: {stops}.
+The unit is the corpus: a deliverable is a distinct frozen corpus delivered by an
+accepted control or variant whose predictions cover it, counted once however many
+runs replay it. {len(delivered)} corpora were delivered
+({"; ".join(f"{', '.join(runs)}" for runs in delivered.values())}), so the
+{total} USD lot costs {share} USD per accepted
+corpus. The {STORAGE_INVOICE.amount} USD storage invoice is listed apart, with its
+receipt. Stopped runs are an expense without a deliverable: {stops}.
 """

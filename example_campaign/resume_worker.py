@@ -1,8 +1,9 @@
 """Resume a run in a new process: ``python -m example_campaign.resume_worker``.
 
 Arguments: CONFIG CORPUS CHECKPOINT_IN CHECKPOINT_OUT. Restores the complete
-resume checkpoint, trains to the configured end, saves its own resume
-checkpoint and prints the continued losses as JSON ``[[step, loss], ...]``.
+resume checkpoint (another run's early save), trains to the config's
+``resume_until_step``, saves its own resume checkpoint and prints JSON
+``{"resumed_at_step": N, "losses": [[step, loss], ...], "stopped": bool}``.
 """
 
 from __future__ import annotations
@@ -28,15 +29,16 @@ def main(argv: list[str]) -> int:
     state = load_resume_checkpoint(
         checkpoint_in, model=trainer.model, optimizer=trainer.optimizer, scheduler=trainer.scheduler
     )
-    trainer.step = state["step"]
+    trainer.step = resumed_at = state["step"]
     trainer.epoch, trainer.batch = state["data"]["epoch"], state["data"]["batch"]
-    stopped = train(trainer, features, labels)
+    stopped = train(trainer, features, labels, until_step=config["resume_until_step"])
     save_resume_checkpoint(
         checkpoint_out, model=trainer.model, optimizer=trainer.optimizer,
         scheduler=trainer.scheduler, step=trainer.step, epoch=trainer.epoch,
         data_state=trainer.data_state(),
     )
-    json.dump({"losses": trainer.losses, "stopped": stopped is not None}, sys.stdout)
+    json.dump({"resumed_at_step": resumed_at, "losses": trainer.losses,
+               "stopped": stopped is not None}, sys.stdout)
     return 0
 
 

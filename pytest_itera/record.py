@@ -6,13 +6,25 @@ adapters, then closes the campaign, which writes ``manifest.json`` with every
 file's size and sha256::
 
     rec = CampaignRecorder(Path("out"))
-    rec.freeze_plan(plan)                      # validated, atomic, never rewritten
+    rec.freeze_plan(plan)                      # itera-plan/2: validated, atomic, never rewritten
     run = rec.run("control")
     run.start()
-    rec.write_json("runs/control/metrics.json", {"accuracy": 0.91})
-    run.set_metrics(accuracy=0.91)
-    run.accept(deliverable="my-corpus")
+    for step, loss in enumerate(losses, 1):
+        run.log(step, loss=loss)               # the evidence: runs/control/measurements.jsonl
+    rec.write_jsonl("runs/control/predictions.jsonl", rows)
+    run.set_predictions("runs/control/predictions.jsonl", corpus="my-corpus")
+    run.set_metrics(accuracy=0.91)             # copied into the measurements file's metrics line
+    run.accept()
     rec.close(analysis="analysis.md", reload_instructions="RELOAD.md", ...)
+
+The documents follow ``itera-plan/2`` / ``itera-manifest/2`` (docs/contract-v2.md).
+Each run's measurements file (JSON Lines: its series, the inputs it checked, its
+final metrics) is written at closure from what the run logged, so the manifest's
+metrics and the file's are the same numbers. The recorder refuses what the
+plugin would reject on the run's own evidence: an accepted run whose series is
+non-finite or whose metric is under a declared quality threshold, a stop step
+that is not where the series became non-finite, a resume check that names no
+listed resume checkpoint of another run, an included expense without its source.
 
 Every write is atomic (a temporary file in the same folder, fsync, ``os.replace``);
 every recorded path is a relative POSIX path inside the folder; no string that
@@ -32,6 +44,7 @@ import json
 import math
 import os
 import random
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -44,10 +57,12 @@ from pytest_itera.campaign import (
     MANIFEST_FILE,
     MANIFEST_FORMAT,
     PLAN_FILE,
+    PLAN_FORMAT,
     RESUME_PARTS,
     _validation_errors,
     json_path,
 )
+from pytest_itera.tree import DigestRefused, tree_digest
 
 if TYPE_CHECKING:
     import torch
@@ -55,6 +70,7 @@ if TYPE_CHECKING:
     from pytest_itera.scan import TempMatcher
 
 __all__ = [
+    "BASE_RECORD",
     "CampaignRecorder",
     "RecordError",
     "RunRecorder",
@@ -71,6 +87,8 @@ __all__ = [
 ]
 
 CHUNK = 1024 * 1024
+# A shipped base's own record of what it is: {"model": <name>, "revision": <40-hex commit>}.
+BASE_RECORD = "itera-base.json"
 Outcome = Literal["accepted", "stopped", "rejected", "dropped"]
 Clock = Callable[[], datetime]
 
@@ -209,17 +227,32 @@ def _validate(schema_name: str, data: Any, document: str) -> None:
 
 
 class RunRecorder:
-    """What happened to one planned run; obtained from :meth:`CampaignRecorder.run`."""
+    """What happened to one planned run; obtained from :meth:`CampaignRecorder.run`.
+
+    The run's evidence is its measurements file (docs/contract-v2.md): the points
+    given to :meth:`log`, the inputs given to :meth:`check_input` and the metrics of
+    :meth:`set_metrics`, written at closure to ``runs/<id>/measurements.jsonl``. A
+    script that writes its own file names it with :meth:`set_measurements` instead;
+    its metrics line must then equal the recorded metrics.
+    """
 
     def __init__(self, campaign: CampaignRecorder, run_id: str) -> None:
         self._campaign = campaign
         self.id = run_id
         self.record: dict[str, Any] = {"id": run_id}
+        self._points: list[dict[str, Any]] = []
+        self._inputs: list[dict[str, Any]] = []
+        self._external_measurements = False  # set_measurements: the script wrote the file
 
     @property
     def outcome(self) -> Outcome | None:
         outcome: Outcome | None = self.record.get("outcome")
         return outcome
+
+    @property
+    def measurements_path(self) -> str:
+        """Where the recorder writes this run's measurements file."""
+        return f"runs/{self.id}/measurements.jsonl"
 
     def start(self, at: datetime | str | None = None) -> None:
         self.record["started_at"] = self._campaign.now(at)
@@ -236,6 +269,53 @@ class RunRecorder:
         self.record.update(config=relpath, config_sha256=digest)
         return digest
 
+    # ---- evidence
+
+    def log(self, step: int, **values: float) -> None:
+        """A point of each named series at ``step`` (steps never go back).
+
+        A non-finite value is evidence, not an error: it is written as the string
+        ``"NaN"``, ``"Infinity"`` or ``"-Infinity"`` (JSON has no NaN), and a
+        non-finite-loss stop rule reads it."""
+        self._own_measurements()
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise RecordError(f"run {self.id!r}: step {step!r} is not a non-negative integer")
+        for name, value in values.items():
+            if name == "step" or isinstance(value, bool) or not isinstance(value, int | float):
+                raise RecordError(f"run {self.id!r}: {name}={value!r} is not a series value")
+        last = self._points[-1]["step"] if self._points else None
+        if last is not None and step < last:
+            raise RecordError(f"run {self.id!r}: step {step} logged after step {last}")
+        if last == step:
+            self._points[-1].update(values)
+        else:
+            self._points.append({"step": step, **values})
+
+    def series(self, name: str) -> list[tuple[int, float]]:
+        """The logged points of one series, in step order."""
+        return [(p["step"], float(p[name])) for p in self._points if name in p]
+
+    def check_input(
+        self,
+        input: str,
+        *,
+        sha256: str | None = None,
+        examples: int | None = None,
+        bytes: int | None = None,
+    ) -> None:
+        """What this run (a data check) measured on an input: a corpus id or a path."""
+        self._own_measurements()
+        checked: dict[str, Any] = {"input": input}
+        for key, value in (("sha256", sha256), ("examples", examples), ("bytes", bytes)):
+            if value is not None:
+                checked[key] = value
+        if len(checked) == 1:
+            raise RecordError(
+                f"run {self.id!r}: check_input({input!r}) records nothing: give "
+                "its sha256, example count and/or bytes"
+            )
+        self._inputs.append(checked)
+
     def set_metrics(self, **values: float) -> None:
         for name, value in values.items():
             if not isinstance(value, int | float) or not math.isfinite(value):
@@ -243,22 +323,81 @@ class RunRecorder:
         self.record.setdefault("metrics", {}).update(values)
 
     def set_measurements(self, relpath: str) -> None:
+        """A measurements file the script wrote itself (instead of :meth:`log`)."""
+        if self._points or self._inputs:
+            raise RecordError(
+                f"run {self.id!r}: its measurements are logged through the "
+                f"recorder (written to {self.measurements_path} at closure)"
+            )
         self._campaign.file_sha256(relpath, field=f"runs[{self.id}].measurements")
         self.record["measurements"] = relpath
+        self._external_measurements = True
 
-    def set_predictions(self, relpath: str) -> None:
+    def _own_measurements(self) -> None:
+        if self._external_measurements:
+            raise RecordError(
+                f"run {self.id!r}: its measurements file "
+                f"{self.record['measurements']} was written by the script; log "
+                "into it there, or let the recorder write it"
+            )
+
+    def set_predictions(self, relpath: str, *, corpus: str | None = None) -> None:
+        """The run's predictions file and the plan corpus it covers (default: the corpus the
+        plan gives the run, or the plan's only corpus)."""
         self._campaign.file_sha256(relpath, field=f"runs[{self.id}].predictions")
         self.record["predictions"] = relpath
+        corpus = corpus if corpus is not None else self._campaign.planned_corpus(self.id)
+        if corpus is not None:
+            self.set_corpus(corpus)
 
-    def accept(self, *, deliverable: str | None = None, at: datetime | str | None = None) -> None:
+    def set_corpus(self, corpus: str) -> None:
+        """The plan corpus this run's predictions cover: what it delivers when accepted."""
+        known = self._campaign.corpus_ids()
+        if corpus not in known:
+            raise RecordError(
+                f"run {self.id!r}: corpus {corpus!r} is not a corpus of the plan "
+                f"(corpora: {', '.join(known)})"
+            )
+        planned = self._campaign.planned_run(self.id).get("corpus")
+        if planned is not None and planned != corpus:
+            raise RecordError(
+                f"run {self.id!r}: the plan gives it corpus {planned!r}, not "
+                f"{corpus!r}; a run on another corpus needs a new run ID"
+            )
+        self.record["corpus"] = corpus
+
+    def resumed_from(self, checkpoint: str, step: int) -> None:
+        """The resume check's evidence: it resumed from ``checkpoint`` (a resume checkpoint
+        of another run, listed with :meth:`CampaignRecorder.add_checkpoint` before
+        closure) saved at ``step``."""
+        check_relpath(checkpoint, field=f"runs[{self.id}].resumed_from.checkpoint")
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise RecordError(f"run {self.id!r}: resume step {step!r} is not a step")
+        self.record["resumed_from"] = {"checkpoint": checkpoint, "step": step}
+
+    # ---- outcome
+
+    def accept(
+        self,
+        *,
+        corpus: str | None = None,
+        deliverable: str | None = None,
+        at: datetime | str | None = None,
+    ) -> None:
+        """The run passed its checks. ``corpus`` (``deliverable``, its /1 name, is kept as an
+        alias) names the corpus its predictions cover, when set_predictions did not."""
+        named = corpus if corpus is not None else deliverable
+        if named is not None:
+            self.set_corpus(named)
         self._end("accepted", at)
-        if deliverable is not None:
-            self.record["deliverable"] = deliverable
 
     def stop(
         self, rule: str, reason: str, *, step: int | None = None, at: datetime | str | None = None
     ) -> None:
-        """The run was stopped by ``rule``, a stop rule the plan declared before the runs."""
+        """The run was stopped by ``rule``, a stop rule the plan declared before the runs.
+
+        For a non-finite-loss rule whose series this run logged, ``step`` defaults to
+        (and must equal) the first step where the series is not finite."""
         declared = [r["id"] for r in self._campaign.plan.get("stop_rules", [])]
         if rule not in declared:
             raise RecordError(
@@ -267,11 +406,32 @@ class RunRecorder:
             )
         if not reason.strip():
             raise RecordError(f"run {self.id!r}: a stop needs a reason")
+        step = self._stop_step(self._campaign.stop_rule(rule), step)
         when = self._end("stopped", at)
         stop: dict[str, Any] = {"rule": rule, "reason": reason, "at": when}
         if step is not None:
             stop["step"] = step
         self.record["stop"] = stop
+
+    def _stop_step(self, rule: Mapping[str, Any], step: int | None) -> int | None:
+        if rule.get("kind") != "non_finite_loss":
+            return step
+        name = rule.get("parameters", {}).get("series")
+        points = self.series(name) if isinstance(name, str) else []
+        if not points:
+            return step
+        first = next((s for s, v in points if not math.isfinite(v)), None)
+        if first is None:
+            raise RecordError(
+                f"run {self.id!r}: stop rule {rule['id']!r} did not fire on its "
+                f"evidence: the logged {name!r} series is finite at every step"
+            )
+        if step is not None and step != first:
+            raise RecordError(
+                f"run {self.id!r}: stop step {step} is not where the {name!r} "
+                f"series first becomes non-finite (step {first})"
+            )
+        return first
 
     def reject(self, reason: str, *, at: datetime | str | None = None) -> None:
         if not reason.strip():
@@ -296,6 +456,47 @@ class RunRecorder:
             raise RecordError(f"run {self.id!r} is already {self.outcome}, not {outcome}")
         self.record["outcome"] = outcome
 
+    # ---- at closure
+
+    def _measurement_rows(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = [{"checked_input": dict(c)} for c in self._inputs]
+        rows += [{k: _json_number(v) for k, v in p.items()} for p in self._points]
+        if self.record.get("metrics"):
+            rows.append({"metrics": dict(self.record["metrics"])})
+        return rows
+
+    def _triggered(self) -> str | None:
+        """Why this accepted run's own evidence triggers a declared stop rule, or None."""
+        for rule in self._campaign.plan.get("stop_rules", []):
+            params = rule.get("parameters", {})
+            if rule.get("kind") == "non_finite_loss" and isinstance(params.get("series"), str):
+                bad = [(s, v) for s, v in self.series(params["series"]) if not math.isfinite(v)]
+                if bad:
+                    return (
+                        f"its {params['series']!r} series is {bad[0][1]} at step {bad[0][0]} "
+                        f"(stop rule {rule['id']!r})"
+                    )
+            if rule.get("kind") == "quality_below":
+                value = self.record.get("metrics", {}).get(params.get("metric"))
+                threshold, higher = params.get("threshold"), params.get("direction") == "higher"
+                if (
+                    isinstance(value, int | float)
+                    and isinstance(threshold, int | float)
+                    and (value < threshold if higher else value > threshold)
+                ):
+                    return (
+                        f"its {params['metric']} {value} is on the wrong side of {threshold} "
+                        f"(stop rule {rule['id']!r})"
+                    )
+        return None
+
+
+def _json_number(value: Any) -> Any:
+    """A series value as JSON: non-finite floats as the strings the contract names."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    return value
+
 
 class CampaignRecorder:
     """Writes one campaign folder: ``plan.json`` first, ``manifest.json`` at closure.
@@ -313,6 +514,7 @@ class CampaignRecorder:
         self._checkpoints: list[dict[str, Any]] = []
         self._adapters: list[dict[str, Any]] = []
         self._decisions: list[dict[str, Any]] = []
+        self._written: set[str] = set()  # measurements files the recorder wrote
         self._closed = False
 
     def now(self, at: datetime | str | None = None) -> str:
@@ -323,19 +525,30 @@ class CampaignRecorder:
         """The checkpoint records so far (what the manifest will list)."""
         return tuple(self._checkpoints)
 
+    @property
+    def adapters(self) -> tuple[Mapping[str, Any], ...]:
+        """The adapter records so far (what the manifest will list)."""
+        return tuple(self._adapters)
+
     # ---- plan
 
     def freeze_plan(self, plan: Mapping[str, Any]) -> str:
-        """Validate and write ``plan.json`` once; returns its sha256.
+        """Validate and write ``plan.json`` (``itera-plan/2``) once; returns its sha256.
 
-        ``frozen_at`` is set to now when absent. A plan already frozen in the
-        folder is adopted when it is the same plan, refused when it differs.
+        ``format`` defaults to ``itera-plan/2`` and ``frozen_at`` to now. A plan
+        already frozen in the folder is adopted when it is the same plan, refused
+        when it differs. A corpus already in the folder must have the plan's sha256.
         """
-        data = dict(plan)
+        data = {"format": PLAN_FORMAT, **plan}
+        if data["format"] != PLAN_FORMAT:
+            raise RecordError(
+                f"the recorder writes {PLAN_FORMAT}, not {data['format']!r}: list "
+                "the frozen corpora under 'corpora' (docs/contract-v2.md)"
+            )
         data.setdefault("frozen_at", self.now())
         _validate("plan", data, PLAN_FILE)
         _refuse_temp_strings(data, PLAN_FILE)
-        check_relpath(data["corpus"]["path"], field="plan corpus.path")
+        self._check_plan(data)
         target = self.root / PLAN_FILE
         if target.exists():
             data = self._adopt_existing(target, plan, data)
@@ -344,6 +557,32 @@ class CampaignRecorder:
         self.plan = data
         self.plan_sha256 = sha256_file(target)[0]
         return self.plan_sha256
+
+    def _check_plan(self, data: Mapping[str, Any]) -> None:
+        ids = [c["id"] for c in data["corpora"]]
+        if len(set(ids)) != len(ids):
+            raise RecordError(f"plan corpora: ids repeat ({', '.join(ids)})")
+        for i, corpus in enumerate(data["corpora"]):
+            check_relpath(corpus["path"], field=f"plan corpora[{i}].path")
+            on_disk = self.root / corpus["path"]
+            if on_disk.is_file() and sha256_file(on_disk)[0] != corpus["sha256"]:
+                raise RecordError(
+                    f"plan corpora[{i}]: {corpus['path']} in the folder does not "
+                    f"have the sha256 {corpus['sha256']} the plan freezes"
+                )
+        runs = {r["id"] for r in data["runs"]}
+        for run in data["runs"]:
+            if run.get("corpus") is not None and run["corpus"] not in ids:
+                raise RecordError(
+                    f"plan run {run['id']!r}: corpus {run['corpus']!r} is not one "
+                    f"of the plan's corpora ({', '.join(ids)})"
+                )
+        for rule in data["stop_rules"]:
+            check = rule.get("parameters", {}).get("resume_check")
+            if rule["kind"] == "no_resume" and check not in runs:
+                raise RecordError(
+                    f"stop rule {rule['id']!r}: resume_check {check!r} is not a planned run"
+                )
 
     def _adopt_existing(
         self, target: Path, given: Mapping[str, Any], data: dict[str, Any]
@@ -369,6 +608,22 @@ class CampaignRecorder:
         planned = ", ".join(r["id"] for r in self.plan["runs"])
         raise RecordError(f"run {run_id!r} is not in the plan (planned: {planned})")
 
+    def corpus_ids(self) -> list[str]:
+        self._require_plan()
+        return [c["id"] for c in self.plan["corpora"]]
+
+    def planned_corpus(self, run_id: str) -> str | None:
+        """The corpus the plan gives ``run_id``: its own, else the plan's only corpus."""
+        named: str | None = self.planned_run(run_id).get("corpus")
+        if named is not None:
+            return named
+        ids = self.corpus_ids()
+        return ids[0] if len(ids) == 1 else None
+
+    def stop_rule(self, rule_id: str) -> Mapping[str, Any]:
+        found: Mapping[str, Any] = next(r for r in self.plan["stop_rules"] if r["id"] == rule_id)
+        return found
+
     def _require_plan(self) -> None:
         if self.plan_sha256 is None:
             raise RecordError("freeze the plan (freeze_plan) before recording any run")
@@ -392,6 +647,8 @@ class CampaignRecorder:
         """Record a decision; the runs in ``drops`` become ``dropped`` by it."""
         if any(d["id"] == decision_id for d in self._decisions):
             raise RecordError(f"decision {decision_id!r} is already recorded")
+        if not text.strip():
+            raise RecordError(f"decision {decision_id!r} needs a text")
         drops, adds = list(drops), list(adds)
         for run_id in drops:
             self.run(run_id)._drop(decision_id)
@@ -456,6 +713,18 @@ class CampaignRecorder:
             record["claims"] = claims
         self._checkpoints.append(record)
 
+    def record_base(self, folder: str, *, model: str, revision: str) -> str:
+        """Ship a base model in the campaign: write ``<folder>/itera-base.json`` with its name
+        and the 40-hex commit it was fetched at (or built as); returns the folder's tree
+        digest, which :meth:`add_adapter` records as ``base_digest``."""
+        _require_commit(revision, f"base {folder}")
+        if not model.strip():
+            raise RecordError(f"base {folder}: a base needs its model name")
+        if not (self.root / check_relpath(folder, field="base folder")).is_dir():
+            raise RecordError(f"base {folder} is not a folder in the campaign")
+        self.write_json(f"{folder}/{BASE_RECORD}", {"model": model, "revision": revision})
+        return _tree_digest(self.root / folder)
+
     def add_adapter(
         self,
         relpath: str,
@@ -465,9 +734,12 @@ class CampaignRecorder:
         base_revision: str,
         base_path: str | None = None,
     ) -> None:
-        """An adapter folder pinned to its base; a shipped base's hash must be the revision."""
+        """An adapter pinned to its base by a 40-hex commit; a base shipped in the campaign
+        (``base_path``, a folder) is also pinned by its tree digest, and the revision its
+        ``itera-base.json`` records (see :meth:`record_base`) must be ``base_revision``."""
         check_relpath(relpath, field="adapters.path")
         self.planned_run(run)
+        _require_commit(base_revision, f"adapter {relpath}: base_revision")
         record: dict[str, Any] = {
             "path": relpath,
             "run": run,
@@ -475,14 +747,59 @@ class CampaignRecorder:
             "base_revision": base_revision,
         }
         if base_path is not None:
-            actual = self.file_sha256(base_path, field="adapters.base_path")
-            if actual != base_revision:
-                raise RecordError(
-                    f"adapter {relpath}: base {base_path} has sha256 {actual}, not the "
-                    f"recorded base_revision {base_revision}"
-                )
-            record["base_path"] = base_path
+            record.update(
+                base_path=base_path, base_digest=self._base_digest(relpath, base_path, record)
+            )
         self._adapters.append(record)
+
+    def _base_digest(self, adapter: str, base: str, record: Mapping[str, Any]) -> str:
+        folder = self.root / check_relpath(base, field="adapters.base_path")
+        if not folder.is_dir():
+            raise RecordError(
+                f"adapter {adapter}: base_path {base} is not a folder in the "
+                "campaign (ship the whole base folder, pinned by its tree digest)"
+            )
+        recorded = folder / BASE_RECORD
+        if recorded.is_file():
+            facts = json.loads(recorded.read_text("utf-8"))
+            for key, field in (("revision", "base_revision"), ("model", "base_model")):
+                if facts.get(key) != record[field]:
+                    raise RecordError(
+                        f"adapter {adapter}: {base}/{BASE_RECORD} records {key} "
+                        f"{facts.get(key)!r}, the adapter's {field} is {record[field]!r}: the "
+                        "adapter was trained on another base"
+                    )
+        return _tree_digest(folder)
+
+    def expense(
+        self, label: str, amount: str, *, file: str | None = None, reference: str | None = None
+    ) -> dict[str, Any]:
+        """An included expense for ``close(budget=...)``: the amount as billed, with its
+        provenance (a receipt/invoice file in the campaign and/or an order reference).
+        A text receipt must show the amount."""
+        if not label.strip():
+            raise RecordError("an expense needs a label")
+        if not (file or (reference and reference.strip())):
+            raise RecordError(
+                f"expense {label!r}: give its receipt file or its order reference; "
+                "an amount without provenance is an estimate"
+            )
+        expense: dict[str, Any] = {"label": label, "amount": amount, "source": {}}
+        if file is not None:
+            self.file_sha256(file, field=f"expense {label!r} source.file")
+            try:
+                text = (self.root / file).read_text("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None and amount not in text:
+                raise RecordError(
+                    f"expense {label!r}: the receipt {file} does not show the "
+                    f"amount {amount}; record the amount billed"
+                )
+            expense["source"]["file"] = file
+        if reference is not None:
+            expense["source"]["reference"] = reference
+        return expense
 
     # ---- closure
 
@@ -496,19 +813,24 @@ class CampaignRecorder:
         schedule: Mapping[str, Any],
         closed_at: datetime | str | None = None,
     ) -> Path:
-        """Write ``manifest.json``: every file hashed, every planned run accounted for."""
+        """Write the measurements files, then ``manifest.json``: every file hashed, every
+        planned run accounted for with its evidence."""
         self._require_plan()
         if self._closed:
             raise RecordError("the campaign is already closed")
         self.file_sha256(analysis, field="analysis")
         self.file_sha256(reload_instructions, field="reload_instructions")
+        runs = self._run_records()
+        self._check_sources(budget)
+        self._check_bases()
+        self._write_measurements()
         manifest = {
             "format": MANIFEST_FORMAT,
             "campaign": self.plan["campaign"],
             "closed_at": self.now(closed_at),
             "plan": {"path": PLAN_FILE, "sha256": self._plan_unchanged()},
             "files": self._list_files(),
-            "runs": self._run_records(),
+            "runs": runs,
             "checkpoints": self._checkpoints,
             "adapters": self._adapters,
             "analysis": analysis,
@@ -542,7 +864,90 @@ class CampaignRecorder:
                 f"planned runs without an outcome: {', '.join(missing)}; accept, stop, reject "
                 "or drop each (a drop needs a decision)"
             )
+        for run in self._runs.values():
+            self._check_run(run)
         return [self._runs[r["id"]].record for r in self.plan["runs"]]
+
+    def _check_run(self, run: RunRecorder) -> None:
+        record = run.record
+        role = self.planned_run(run.id)["role"]
+        if run.outcome == "accepted":
+            triggered = run._triggered()
+            if triggered is not None:
+                raise RecordError(
+                    f"run {run.id!r} is accepted but {triggered}: stop it with "
+                    "that rule (run.stop), it is not a deliverable"
+                )
+            if (
+                role in ("control", "variant")
+                and record.get("predictions")
+                and ("corpus" not in record)
+            ):
+                raise RecordError(
+                    f"run {run.id!r}: name the corpus its predictions cover "
+                    f"(set_predictions(..., corpus=...)); the plan has "
+                    f"{', '.join(self.corpus_ids())}"
+                )
+        resumed = record.get("resumed_from")
+        if resumed is not None:
+            listed = [c for c in self._checkpoints if c["path"] == resumed["checkpoint"]]
+            if not any(c["kind"] == "resume" and c["run"] != run.id for c in listed):
+                raise RecordError(
+                    f"run {run.id!r} resumed from {resumed['checkpoint']}, which is "
+                    "not a listed resume checkpoint of another run (add_checkpoint "
+                    "with kind='resume')"
+                )
+
+    def _check_sources(self, budget: Mapping[str, Any]) -> None:
+        for kind in ("included_expenses", "external_expenses"):
+            for expense in budget.get(kind, ()):
+                file = expense.get("source", {}).get("file")
+                if file is not None:
+                    self.file_sha256(file, field=f"budget.{kind} {expense.get('label')!r}")
+
+    def _check_bases(self) -> None:
+        for record in self._adapters:
+            if "base_path" in record and (
+                self._base_digest(record["path"], record["base_path"], record)
+                != record["base_digest"]
+            ):
+                raise RecordError(
+                    f"adapter {record['path']}: the shipped base "
+                    f"{record['base_path']} changed after add_adapter"
+                )
+
+    def _write_measurements(self) -> None:
+        for run in self._runs.values():
+            if run._external_measurements:
+                if run.record.get("metrics"):
+                    self._check_metrics_line(run)
+                continue
+            rows = run._measurement_rows()
+            if not rows:
+                continue
+            relpath = run.measurements_path
+            if relpath not in self._written and (self.root / relpath).exists():
+                raise RecordError(
+                    f"run {run.id!r}: {relpath} exists and was not written by the "
+                    "recorder; name the script's file with set_measurements"
+                )
+            self.write_jsonl(relpath, rows)
+            self._written.add(relpath)
+            run.record["measurements"] = relpath
+
+    def _check_metrics_line(self, run: RunRecorder) -> None:
+        relpath = run.record["measurements"]
+        found = None
+        for line in (self.root / relpath).read_text("utf-8").splitlines():
+            row = json.loads(line) if line.strip() else None
+            if isinstance(row, dict) and "metrics" in row:
+                found = row["metrics"]
+        if found != run.record["metrics"]:
+            raise RecordError(
+                f"run {run.id!r}: the metrics line of {relpath} is {found!r}, the "
+                f"manifest would say {run.record['metrics']!r}: the manifest is a "
+                "copy of the measurements"
+            )
 
     def _list_files(self) -> list[dict[str, Any]]:
         files, empty = [], []
@@ -556,15 +961,36 @@ class CampaignRecorder:
         return files
 
 
-def _walk(root: Path) -> list[tuple[str, Path]]:
-    """Every regular file under ``root`` except the two contract documents, sorted."""
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def _require_commit(revision: str, what: str) -> None:
+    if not isinstance(revision, str) or not _COMMIT.fullmatch(revision):
+        raise RecordError(
+            f"{what} {revision!r} is not a full 40-hex commit id: a branch, a tag "
+            "or a short hash moves or is ambiguous; record the exact commit"
+        )
+
+
+def _tree_digest(folder: Path) -> str:
+    """The tree digest of a shipped base folder (docs/contract-v2.md), links refused."""
+    try:
+        return tree_digest(folder)
+    except DigestRefused as exc:
+        raise RecordError(f"shipped base {folder.name}: {exc}") from exc
+
+
+def _walk(
+    root: Path, *, skip: tuple[str, ...] = (PLAN_FILE, MANIFEST_FILE)
+) -> list[tuple[str, Path]]:
+    """Every regular file under ``root`` except ``skip`` (the two contract documents), sorted."""
     found = []
     for folder, dirs, names in os.walk(root):
         for name in [*dirs, *names]:
             full = Path(folder) / name
             relpath = full.relative_to(root).as_posix()
             mode = full.lstat().st_mode
-            if stat.S_ISDIR(mode) or relpath in (PLAN_FILE, MANIFEST_FILE):
+            if stat.S_ISDIR(mode) or relpath in skip:
                 continue
             if not stat.S_ISREG(mode):
                 raise RecordError(f"{relpath} is not a regular file (links are refused)")

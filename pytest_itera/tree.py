@@ -8,9 +8,11 @@ but never descended, and FIFOs, sockets and devices are listed, never opened.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import stat
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -224,3 +226,60 @@ def _component_reason(full: str, real_root: str, prefix: str) -> str | None:
     if is_within(real, real_root):
         return None
     return f"symlink {prefix} -> {target} leaves the campaign folder"
+
+
+# ----------------------------------------------------------------------------- tree digest
+
+
+class DigestRefused(ValueError):
+    """A folder has no tree digest: it holds a link, a special file, or something unreadable."""
+
+
+def digest_of(files: Iterable[tuple[str, str]]) -> str:
+    """The tree digest of ``(path relative to the folder, sha256 of the file)`` pairs.
+
+    SHA-256 of the lines ``"<sha256>  <path>\\n"`` sorted by path (bytewise, UTF-8): what
+    ``cd BASE && find . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum
+    | sha256sum`` prints for ordinary file names (docs/contract-v2.md).
+    """
+    lines = sorted((path.encode("utf-8", "surrogateescape"), digest) for path, digest in files)
+    total = hashlib.sha256()
+    for path, digest in lines:
+        total.update(digest.encode("ascii") + b"  " + path + b"\n")
+    return total.hexdigest()
+
+
+def tree_digest_of(entries: Iterable[Entry], sha256_of: Callable[[str], str]) -> str:
+    """The tree digest of a folder's walk (paths relative to the folder); ``sha256_of``
+    gives the sha256 of one regular file by that relative path (and may raise
+    DigestRefused). Links, FIFOs, sockets, devices and unreadable entries are refused:
+    the digest names regular files only, and a link would make it depend on what lies
+    outside."""
+    files = []
+    for entry in entries:
+        if entry.error is not None:
+            raise DigestRefused(f"{entry.path}: {entry.error}")
+        if entry.kind == "symlink":
+            raise DigestRefused(f"{entry.path} is a symbolic link (to {entry.target!r}); the tree "
+                                "digest refuses links: copy the file itself into the folder")
+        if entry.kind == "file":
+            files.append((entry.path, sha256_of(entry.path)))
+        elif entry.kind != "dir":
+            raise DigestRefused(f"{entry.path} is a {entry.kind}, not a regular file")
+    return digest_of(files)
+
+
+def tree_digest(root: Path) -> str:
+    """The tree digest of the folder ``root``: every regular file under it, by content
+    and relative path (docs/contract-v2.md). Raises DigestRefused for a folder holding a
+    link or a special file, OSError when ``root`` is not a readable folder."""
+
+    def sha256_of(relpath: str) -> str:
+        digest = hashlib.sha256()
+        fd = os.open(os.path.join(root, relpath), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        return digest.hexdigest()
+
+    return tree_digest_of(walk(root), sha256_of)

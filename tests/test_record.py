@@ -27,23 +27,35 @@ from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
 
 WORKTREE = Path(__file__).resolve().parents[1]
 CONFIG = b'{"lr": 0.1}\n'
+CORPUS = b'{"id": "a"}\n'
+CORPUS_2 = b'{"id": "b"}\n{"id": "c"}\n'
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def corpus_entry(corpus_id: str, path: str, data: bytes) -> dict[str, Any]:
+    return {"id": corpus_id, "path": path, "sha256": hashlib.sha256(data).hexdigest(),
+            "id_field": "id", "examples": data.count(b"\n")}
 
 
 def make_plan(**changes: Any) -> dict[str, Any]:
     plan: dict[str, Any] = {
-        "format": "itera-plan/1",
+        "format": "itera-plan/2",
         "campaign": "unit-campaign",
         "question": "Does the variant beat the control?",
         "decision": {"metric": "accuracy", "direction": "higher", "threshold": 0.5},
-        "corpus": {"id": "c1", "path": "corpus.jsonl", "sha256": "0" * 64, "id_field": "id",
-                   "examples": 1},
+        "corpora": [corpus_entry("c1", "corpus.jsonl", CORPUS)],
         "runs": [
             {"id": "control", "role": "control", "category": "must",
              "config_sha256": hashlib.sha256(CONFIG).hexdigest()},
             {"id": "variant", "role": "variant", "category": "useful",
              "config_sha256": hashlib.sha256(CONFIG).hexdigest()},
         ],
-        "stop_rules": [{"id": "non-finite-loss", "kind": "non_finite_loss"}],
+        "stop_rules": [
+            {"id": "non-finite-loss", "kind": "non_finite_loss", "parameters": {"series": "loss"}},
+            {"id": "quality-below", "kind": "quality_below",
+             "parameters": {"metric": "validation_accuracy", "threshold": 0.5,
+                            "direction": "higher", "split": "validation"}},
+        ],
         "checkpoint_policy": {"interval_hours": 1, "tolerable_loss_hours": 2,
                               "resume_state": ["model", "optimizer", "progress"]},
         "schedule": {"window_hours": 72, "steps": [
@@ -71,7 +83,7 @@ def close_kwargs() -> dict[str, Any]:
 @pytest.fixture
 def rec(tmp_path: Path) -> CampaignRecorder:
     recorder = CampaignRecorder(tmp_path / "camp")
-    recorder.write_text("corpus.jsonl", '{"id": "a"}\n')
+    recorder.write_bytes("corpus.jsonl", CORPUS)
     recorder.write_bytes("configs/control.json", CONFIG)
     recorder.freeze_plan(make_plan())
     return recorder
@@ -82,7 +94,7 @@ def finish(rec: CampaignRecorder) -> Path:
     control.start()
     control.set_config("configs/control.json")
     control.set_metrics(accuracy=0.9)
-    control.accept(deliverable="c1")
+    control.accept()
     rec.decide("after-pilot", "variant not needed", drops=["variant"])
     rec.write_text("analysis.md", "errors\n")
     rec.write_text("RELOAD.md", "torch.load(..., weights_only=True)\n")
@@ -215,7 +227,7 @@ def test_a_stop_must_cite_a_declared_rule(rec: CampaignRecorder) -> None:
     run = rec.run("variant")
     run.start()
     with pytest.raises(RecordError, match="stop rule 'loss-spike' is not declared in the plan "
-                                          r"\(declared: non-finite-loss\)"):
+                                          r"\(declared: non-finite-loss, quality-below\)"):
         run.stop("loss-spike", "loss jumped", step=3)
     run.stop("non-finite-loss", "loss was nan", step=3)
     assert run.record["stop"]["rule"] == "non-finite-loss"
@@ -245,8 +257,10 @@ def test_close_writes_a_manifest_the_loader_accepts(rec: CampaignRecorder) -> No
     campaign = load_campaign(rec.root)
     assert campaign.errors == ()
     assert campaign.manifest is not None
+    assert campaign.manifest.format == "itera-manifest/2"
     listed = {f.path: f for f in campaign.manifest.files}
-    assert sorted(listed) == ["RELOAD.md", "analysis.md", "configs/control.json", "corpus.jsonl"]
+    assert sorted(listed) == ["RELOAD.md", "analysis.md", "configs/control.json", "corpus.jsonl",
+                              "runs/control/measurements.jsonl"]
     for path, record in listed.items():
         data = (rec.root / path).read_bytes()
         assert (record.bytes, record.sha256) == (len(data), hashlib.sha256(data).hexdigest())
@@ -282,6 +296,338 @@ def test_close_refuses_symlinks(rec: CampaignRecorder) -> None:
     (rec.root / "link").symlink_to("/etc/hostname")
     with pytest.raises(RecordError, match="link is not a regular file"):
         finish(rec)
+
+
+# ------------------------------------------------- itera-plan/2 evidence
+
+
+def test_a_v1_plan_is_refused_the_recorder_writes_v2(tmp_path: Path) -> None:
+    plan = make_plan(format="itera-plan/1")
+    with pytest.raises(RecordError, match=r"writes itera-plan/2, not 'itera-plan/1'"):
+        CampaignRecorder(tmp_path).freeze_plan(plan)
+    plan = make_plan()
+    del plan["format"]  # the default
+    CampaignRecorder(tmp_path).freeze_plan(plan)
+    assert json.loads((tmp_path / "plan.json").read_text())["format"] == "itera-plan/2"
+
+
+def test_a_corpus_that_is_not_the_planned_one_is_refused(tmp_path: Path) -> None:
+    recorder = CampaignRecorder(tmp_path)
+    recorder.write_bytes("corpus.jsonl", CORPUS_2)
+    with pytest.raises(RecordError, match=r"corpus\.jsonl in the folder does not have the sha256"):
+        recorder.freeze_plan(make_plan())
+    assert not (tmp_path / "plan.json").exists()
+
+
+def two_corpora(tmp_path: Path, **run_corpus: str) -> CampaignRecorder:
+    recorder = CampaignRecorder(tmp_path / "camp")
+    recorder.write_bytes("corpus.jsonl", CORPUS)
+    recorder.write_bytes("corpus-2.jsonl", CORPUS_2)
+    recorder.write_bytes("configs/control.json", CONFIG)
+    plan = make_plan(corpora=[corpus_entry("c1", "corpus.jsonl", CORPUS),
+                              corpus_entry("c2", "corpus-2.jsonl", CORPUS_2)])
+    for run in plan["runs"]:
+        if run["id"] in run_corpus:
+            run["corpus"] = run_corpus[run["id"]]
+    recorder.freeze_plan(plan)
+    return recorder
+
+
+def test_predictions_name_the_corpus_they_cover(tmp_path: Path) -> None:
+    recorder = two_corpora(tmp_path, variant="c2")
+    recorder.write_text("runs/control/predictions.jsonl", '{"id": "a"}\n')
+    recorder.write_text("runs/variant/predictions.jsonl", '{"id": "b"}\n{"id": "c"}\n')
+    control, variant = recorder.run("control"), recorder.run("variant")
+    for run in (control, variant):
+        run.start()
+    control.set_predictions("runs/control/predictions.jsonl")  # two corpora: no default
+    variant.set_predictions("runs/variant/predictions.jsonl")  # the plan's corpus for it
+    assert "corpus" not in control.record
+    assert variant.record["corpus"] == "c2"
+    with pytest.raises(RecordError, match=r"corpus 'c9' is not a corpus of the plan "
+                                          r"\(corpora: c1, c2\)"):
+        control.set_corpus("c9")
+    with pytest.raises(RecordError, match="the plan gives it corpus 'c2', not 'c1'"):
+        variant.set_corpus("c1")
+    control.accept()
+    variant.accept()
+    recorder.write_text("analysis.md", "control and variant\n")
+    recorder.write_text("RELOAD.md", "r\n")
+    with pytest.raises(RecordError, match=r"run 'control': name the corpus its predictions "
+                                          r"cover \(set_predictions\(\.\.\., corpus=\.\.\.\)\)"):
+        recorder.close(**close_kwargs())
+    control.set_corpus("c1")
+    recorder.close(**close_kwargs())
+    runs = {r["id"]: r for r in json.loads((recorder.root / "manifest.json").read_text())["runs"]}
+    assert (runs["control"]["corpus"], runs["variant"]["corpus"]) == ("c1", "c2")
+    assert "deliverable" not in runs["control"]
+
+
+def test_the_v1_deliverable_keyword_names_the_corpus(rec: CampaignRecorder) -> None:
+    run = rec.run("control")
+    run.start()
+    run.accept(deliverable="c1")
+    assert run.record["corpus"] == "c1"
+    assert "deliverable" not in run.record
+
+
+def test_logged_series_inputs_and_metrics_become_the_measurements_file(
+    rec: CampaignRecorder,
+) -> None:
+    run = rec.run("variant")
+    run.start()
+    run.check_input("c1", sha256=hashlib.sha256(CORPUS).hexdigest(), examples=1,
+                    bytes=len(CORPUS))
+    run.log(1, loss=0.5)
+    run.log(1, validation_accuracy=0.75)  # the same step: one row
+    run.log(2, loss=float("inf"))
+    run.log(3, loss=float("nan"))
+    run.set_metrics(steps=1)
+    run.stop("non-finite-loss", "loss was inf")
+    finish_with(rec, drop=False)
+    rows = [json.loads(line) for line in
+            (rec.root / "runs/variant/measurements.jsonl").read_text().splitlines()]
+    assert rows == [
+        {"checked_input": {"input": "c1", "sha256": hashlib.sha256(CORPUS).hexdigest(),
+                           "examples": 1, "bytes": len(CORPUS)}},
+        {"step": 1, "loss": 0.5, "validation_accuracy": 0.75},
+        {"step": 2, "loss": "Infinity"},
+        {"step": 3, "loss": "NaN"},
+        {"metrics": {"steps": 1}},
+    ]
+    record = json.loads((rec.root / "manifest.json").read_text())["runs"][1]
+    assert record["measurements"] == "runs/variant/measurements.jsonl"
+    assert record["stop"]["step"] == 2  # the first non-finite step, filled in
+    assert load_campaign(rec.root).errors == ()
+
+
+def test_a_stop_step_must_be_where_the_series_became_non_finite(rec: CampaignRecorder) -> None:
+    run = rec.run("variant")
+    run.start()
+    run.log(1, loss=0.5)
+    with pytest.raises(RecordError, match="did not fire on its evidence: the logged 'loss' "
+                                          "series is finite at every step"):
+        run.stop("non-finite-loss", "loss was nan", step=1)
+    run.log(2, loss=float("nan"))
+    with pytest.raises(RecordError, match=r"stop step 5 is not where the 'loss' series first "
+                                          r"becomes non-finite \(step 2\)"):
+        run.stop("non-finite-loss", "loss was nan", step=5)
+    assert run.outcome is None
+    run.stop("non-finite-loss", "loss was nan", step=2)
+    with pytest.raises(RecordError, match="step 1 logged after step 2"):
+        run.log(1, loss=0.1)
+
+
+@pytest.mark.parametrize(
+    ("evidence", "why"),
+    [({"loss": float("nan")}, r"its 'loss' series is nan at step 1 \(stop rule "
+                              r"'non-finite-loss'\)"),
+     ({"validation_accuracy": 0.25}, r"its validation_accuracy 0\.25 is on the wrong side of "
+                                     r"0\.5 \(stop rule 'quality-below'\)")],
+)
+def test_an_accepted_run_whose_evidence_triggers_a_rule_is_refused(
+    rec: CampaignRecorder, evidence: dict[str, float], why: str
+) -> None:
+    control = rec.run("control")
+    control.start()
+    if "loss" in evidence:
+        control.log(1, **evidence)
+    else:
+        control.set_metrics(**evidence)
+    control.accept()
+    rec.decide("after-pilot", "variant not needed", drops=["variant"])
+    rec.write_text("analysis.md", "control\n")
+    rec.write_text("RELOAD.md", "r\n")
+    with pytest.raises(RecordError, match=f"run 'control' is accepted but {why}: stop it"):
+        rec.close(**close_kwargs())
+    assert not (rec.root / "manifest.json").exists()
+
+
+def test_a_script_written_measurements_file_must_carry_the_same_metrics(
+    rec: CampaignRecorder,
+) -> None:
+    run = rec.run("control")
+    rec.write_jsonl("runs/control/own.jsonl", [{"step": 1, "loss": 0.4},
+                                               {"metrics": {"accuracy": 0.8}}])
+    run.set_measurements("runs/control/own.jsonl")
+    with pytest.raises(RecordError, match=r"its measurements file runs/control/own\.jsonl was "
+                                          "written by the script"):
+        run.log(2, loss=0.3)
+    with pytest.raises(RecordError, match=r"the metrics line of runs/control/own\.jsonl is "
+                                          r"\{'accuracy': 0\.8\}, the manifest would say "
+                                          r"\{'accuracy': 0\.9\}"):
+        finish(rec)
+    assert not (rec.root / "manifest.json").exists()
+
+
+def test_the_recorder_does_not_overwrite_a_measurements_file_it_did_not_write(
+    rec: CampaignRecorder,
+) -> None:
+    rec.write_text("runs/control/measurements.jsonl", '{"step": 1, "loss": 1.0}\n')
+    with pytest.raises(RecordError, match="exists and was not written by the recorder"):
+        finish(rec)
+
+
+def resume_campaign(tmp_path: Path) -> CampaignRecorder:
+    recorder = CampaignRecorder(tmp_path / "camp")
+    recorder.write_bytes("corpus.jsonl", CORPUS)
+    recorder.write_bytes("configs/control.json", CONFIG)
+    plan = make_plan()
+    plan["runs"].append({"id": "resume-check", "role": "resume_check", "category": "must",
+                         "config_sha256": hashlib.sha256(CONFIG).hexdigest()})
+    plan["stop_rules"].append({"id": "no-resume", "kind": "no_resume",
+                               "parameters": {"resume_check": "resume-check"}})
+    recorder.freeze_plan(plan)
+    recorder.write_bytes("runs/control/step-2.pt", b"checkpoint")
+    recorder.write_bytes("runs/resume-check/step-4.pt", b"checkpoint")
+    return recorder
+
+
+def test_a_resume_check_names_a_listed_resume_checkpoint_of_another_run(tmp_path: Path) -> None:
+    recorder = resume_campaign(tmp_path)
+    check = recorder.run("resume-check")
+    check.start()
+    check.resumed_from("runs/control/step-2.pt", 2)
+    check.log(3, loss=0.2)
+    check.accept()
+    recorder.add_checkpoint("runs/resume-check/step-4.pt", run="resume-check", format="torch",
+                            kind="resume")
+    recorder.run("variant").start()
+    recorder.run("variant").reject("not run")
+    with pytest.raises(RecordError, match=r"resumed from runs/control/step-2\.pt, which is not "
+                                          "a listed resume checkpoint of another run"):
+        finish_with(recorder, drop=False)
+    recorder.add_checkpoint("runs/control/step-2.pt", run="control", format="torch",
+                            kind="resume")
+    recorder.close(**close_kwargs())
+    runs = json.loads((recorder.root / "manifest.json").read_text())["runs"]
+    assert runs[2]["resumed_from"] == {"checkpoint": "runs/control/step-2.pt", "step": 2}
+
+
+def test_a_no_resume_rule_must_name_a_planned_run(tmp_path: Path) -> None:
+    plan = make_plan()
+    plan["stop_rules"].append({"id": "no-resume", "kind": "no_resume",
+                               "parameters": {"resume_check": "resume"}})
+    with pytest.raises(RecordError, match="resume_check 'resume' is not a planned run"):
+        CampaignRecorder(tmp_path).freeze_plan(plan)
+
+
+# ----------------------------------------------------------- expenses
+
+
+def test_an_included_expense_carries_its_receipt_and_reference(rec: CampaignRecorder) -> None:
+    rec.write_text("receipts/inv-7.txt", "Invoice 7\nOrder ORD-7\nTotal paid: 1.20 USD\n")
+    with pytest.raises(RecordError, match="give its receipt file or its order reference"):
+        rec.expense("storage", "1.20")
+    with pytest.raises(RecordError, match=r"does not show the amount 2\.40"):
+        rec.expense("storage", "2.40", file="receipts/inv-7.txt")
+    with pytest.raises(RecordError, match=r"receipts/missing\.txt does not exist"):
+        rec.expense("storage", "1.20", file="receipts/missing.txt")
+    expense = rec.expense("storage", "1.20", file="receipts/inv-7.txt", reference="ORD-7")
+    assert expense == {"label": "storage", "amount": "1.20",
+                       "source": {"file": "receipts/inv-7.txt", "reference": "ORD-7"}}
+    kwargs = close_kwargs()
+    kwargs["budget"]["included_expenses"] = [expense]
+    finish_with(rec, kwargs)
+    manifest = load_campaign(rec.root).manifest
+    assert manifest is not None
+    (included,) = manifest.budget.included_expenses
+    assert included.source is not None
+    assert (included.source.file, included.source.reference) == ("receipts/inv-7.txt", "ORD-7")
+
+
+def test_an_included_expense_without_a_source_does_not_pass_the_schema(
+    rec: CampaignRecorder,
+) -> None:
+    kwargs = close_kwargs()
+    kwargs["budget"]["included_expenses"] = [{"label": "storage", "amount": "1.20"}]
+    with pytest.raises(RecordError, match=r"manifest\.json does not follow the schema"):
+        finish_with(rec, kwargs)
+
+
+def finish_with(rec: CampaignRecorder, kwargs: dict[str, Any] | None = None, *,
+                drop: bool = True) -> Path:
+    """Accept the control (and drop the variant), then close."""
+    control = rec.run("control")
+    control.start()
+    control.accept()
+    if drop:
+        rec.decide("after-pilot", "variant not needed", drops=["variant"])
+    rec.write_text("analysis.md", "control\n")
+    rec.write_text("RELOAD.md", "r\n")
+    return rec.close(**(kwargs or close_kwargs()))
+
+
+# ------------------------------------------------------ adapter bases
+
+
+def shell_tree_digest(folder: Path) -> str:
+    """``find . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum |
+    sha256sum``, run for real."""
+    done = subprocess.run(
+        "find . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum | sha256sum",
+        shell=True, cwd=folder, capture_output=True, text=True, timeout=30, check=True,
+        env={**os.environ, "LC_ALL": "C"},
+    )
+    return done.stdout.split()[0]
+
+
+def shipped_base(rec: CampaignRecorder) -> str:
+    rec.write_bytes("base/model.safetensors", b"weights")
+    rec.write_text("base/config.json", '{"width": 8}\n')
+    rec.write_bytes("base/sub/tokenizer.json", b"{}")
+    rec.write_text("adapter/adapter_config.json", "{}\n")
+    return rec.record_base("base", model="org/base", revision=COMMIT)
+
+
+def test_a_shipped_base_is_pinned_by_its_revision_and_tree_digest(rec: CampaignRecorder) -> None:
+    digest = shipped_base(rec)
+    assert json.loads((rec.root / "base/itera-base.json").read_text()) == {
+        "model": "org/base", "revision": COMMIT}
+    assert digest == shell_tree_digest(rec.root / "base")
+    rec.add_adapter("adapter", run="control", base_model="org/base", base_revision=COMMIT,
+                    base_path="base")
+    finish(rec)
+    (adapter,) = json.loads((rec.root / "manifest.json").read_text())["adapters"]
+    assert adapter == {"path": "adapter", "run": "control", "base_model": "org/base",
+                       "base_revision": COMMIT, "base_path": "base", "base_digest": digest}
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [({"base_revision": "1" * 40}, "records revision '0123.*', the adapter's base_revision is "
+                                   "'1111"),
+     ({"base_model": "org/other"}, "records model 'org/base', the adapter's base_model is "
+                                   "'org/other'"),
+     ({"base_revision": "main"}, "base_revision 'main' is not a full 40-hex commit id"),
+     ({"base_path": "base/config.json"}, "base_path base/config.json is not a folder")],
+)
+def test_an_adapter_that_does_not_match_its_base_is_refused(
+    rec: CampaignRecorder, change: dict[str, str], why: str
+) -> None:
+    shipped_base(rec)
+    args = {"base_model": "org/base", "base_revision": COMMIT, "base_path": "base", **change}
+    with pytest.raises(RecordError, match=why):
+        rec.add_adapter("adapter", run="control", **args)
+
+
+def test_a_base_that_changes_after_the_adapter_is_refused_at_closure(
+    rec: CampaignRecorder,
+) -> None:
+    shipped_base(rec)
+    rec.add_adapter("adapter", run="control", base_model="org/base", base_revision=COMMIT,
+                    base_path="base")
+    rec.write_bytes("base/model.safetensors", b"other weights")
+    with pytest.raises(RecordError, match="the shipped base base changed after add_adapter"):
+        finish(rec)
+
+
+def test_a_base_holding_a_link_has_no_digest(rec: CampaignRecorder) -> None:
+    shipped_base(rec)
+    (rec.root / "base" / "link").symlink_to("config.json")
+    with pytest.raises(RecordError, match="link"):
+        rec.add_adapter("adapter", run="control", base_model="org/base", base_revision=COMMIT,
+                        base_path="base")
 
 
 # ------------------------------------------------------- atomic writes
