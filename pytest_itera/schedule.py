@@ -16,6 +16,13 @@ Model (list scheduling in the listed order):
   name it (``lot``). Human preparation before the rental names no lot, so it
   consumes the window but not the lot; it is still in the sequential hours.
 
+Resources: ``human`` and ``network`` are off the rented machines; ``cpu`` (``cpu1``,
+``disk``, ``storage``, ``host``, ``io``...) is the host of a rented machine; every other
+resource is a GPU of a machine of the rental. A lot provides ``gpus_per_lot x quantity``
+GPUs, so its steps may use at most that many distinct GPU resources
+(:func:`capacity_excesses`). One run is never on two resources at once: the GPU steps
+naming one ``run`` never overlap (:func:`run_overlaps`), even on two lots.
+
 >>> from pytest_itera.campaign import Step
 >>> t = makespan([Step("prep", "setup", "human", 8), Step("train", "training", "gpu0", 40,
 ...                                                        after=("prep",), lot="A")])
@@ -25,6 +32,7 @@ Model (list scheduling in the listed order):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -36,6 +44,11 @@ if TYPE_CHECKING:
     from pytest_itera.money import Catalogue
 
 HUMAN = "human"
+NETWORK = "network"
+# Resources off the rented machines: time spent there occupies no GPU of a lot.
+OFF_MACHINE = frozenset({HUMAN, NETWORK})
+# A rented machine's host (CPU, disk, I/O): on the machine, but none of its GPUs.
+_HOST = re.compile(r"(cpu|host|disk|storage|io)([\w.-]*)", re.IGNORECASE)
 REQUIRED_KINDS = (
     "setup",
     "data_load",
@@ -48,6 +61,10 @@ REQUIRED_KINDS = (
     "retrieval",
 )
 DEFAULT_TOLERANCE = Decimal("0.10")
+# A tolerance above half the planned hours would hide a step that barely ran.
+MAX_TOLERANCE = Decimal("0.5")
+# Retrieval must come after these (through ``after``): the outputs and the checkpoint files.
+RETRIEVED_KINDS = ("output", "checkpoint_save", "checkpoint_restore")
 
 HoursLike = float | int | Decimal | str
 
@@ -142,10 +159,15 @@ class Slot:
     lot: str | None
     start: Decimal
     end: Decimal
+    run: str | None = None
 
     @property
     def hours(self) -> Decimal:
         return self.end - self.start
+
+    def overlaps(self, other: Slot) -> bool:
+        """Both run for a while at the same time (touching ends do not overlap)."""
+        return self.start < other.end and other.start < self.end
 
 
 @dataclass(frozen=True)
@@ -198,7 +220,8 @@ def makespan(steps: Iterable[StepLike]) -> Timeline:
         starts[step_id] = max((ends[p] for p, _ in waits[step_id]), default=Decimal(0))
         ends[step_id] = starts[step_id] + hours[step_id]
     slots = tuple(
-        Slot(s.id, s.kind, s.resource, s.lot, starts[s.id], ends[s.id]) for s in steps
+        Slot(s.id, s.kind, s.resource, s.lot, starts[s.id], ends[s.id], _run_of(s))
+        for s in steps
     )
     return Timeline(
         slots=slots,
@@ -206,6 +229,12 @@ def makespan(steps: Iterable[StepLike]) -> Timeline:
         busy=_busy(slots),
         lot_spans=_lot_spans(slots),
     )
+
+
+def _run_of(step: StepLike) -> str | None:
+    """The run a step serves (``Step.run``); None for a step object without the field."""
+    run = getattr(step, "run", None)
+    return run if isinstance(run, str) else None
 
 
 def _validate(steps: list[StepLike]) -> dict[str, Decimal]:
@@ -384,6 +413,240 @@ def unknown_lots(steps: Iterable[StepLike], lots: Iterable[LotLike]) -> list[tup
     return [(s.id, s.lot) for s in steps if s.lot is not None and s.lot not in known]
 
 
+# ------------------------------------------------- machines, lots and runs (R3, R4)
+
+
+class CapacityLot(LotLike, Protocol):
+    """A lot with its composition; :class:`pytest_itera.campaign.Lot` satisfies it."""
+
+    @property
+    def gpus_per_lot(self) -> int: ...
+
+    @property
+    def quantity(self) -> int: ...
+
+
+def is_off_machine(resource: str) -> bool:
+    """``human`` and ``network`` time occupies no machine of the rental."""
+    return resource.strip().lower() in OFF_MACHINE
+
+
+def is_host(resource: str) -> bool:
+    """``cpu``, ``cpu1``, ``disk``...: the host of a rented machine, holding no GPU of the lot."""
+    return _HOST.fullmatch(resource.strip()) is not None
+
+
+def is_gpu(resource: str) -> bool:
+    """Every resource that is neither off the machines nor a host CPU is a GPU of a lot."""
+    return not is_off_machine(resource) and not is_host(resource)
+
+
+def lot_capacity(lot: CapacityLot) -> int:
+    """The GPUs a lot provides at once: ``gpus_per_lot x quantity``."""
+    return lot.gpus_per_lot * lot.quantity
+
+
+def lot_of(step: StepLike, lots: Sequence[LotLike]) -> str | None:
+    """The lot a machine step runs on: the one it names, else the plan's only lot.
+
+    None for an off-machine step, and for a machine step that names no lot in a plan
+    of several lots (which lot is unknown: :func:`steps_without_lot`).
+    """
+    if is_off_machine(step.resource):
+        return step.lot
+    if step.lot is not None:
+        return step.lot
+    return lots[0].id if len(lots) == 1 else None
+
+
+def steps_without_lot(steps: Iterable[StepLike], lots: Sequence[LotLike]) -> list[str]:
+    """GPU steps of a plan with several lots that name none: no one knows whose GPU they use."""
+    if len(lots) < 2:
+        return []
+    return [s.id for s in steps if is_gpu(s.resource) and s.lot is None]
+
+
+@dataclass(frozen=True)
+class CapacityExcess:
+    """A lot whose steps use more distinct GPU resources than it provides."""
+
+    lot: str
+    capacity: int
+    resources: tuple[str, ...]  # the distinct GPU resources its steps use, sorted
+    peak: int  # the most of them busy at the same time in the computed schedule
+
+    @property
+    def excess(self) -> int:
+        return len(self.resources) - self.capacity
+
+
+def capacity_excesses(
+    steps: Iterable[StepLike], lots: Sequence[CapacityLot], timeline: Timeline | None = None
+) -> list[CapacityExcess]:
+    """Lots whose steps name more distinct GPU resources than ``gpus_per_lot x quantity``.
+
+    A 1-GPU lot with steps on ``gpu0`` and ``gpu1`` is refused: the schedule
+    counts on a GPU the rental does not provide. ``peak`` (from ``timeline``, else
+    0) says how many of them the computed schedule keeps busy at once.
+    """
+    steps = list(steps)
+    used: dict[str, set[str]] = {}
+    for step in steps:
+        lot_id = lot_of(step, lots)
+        if lot_id is not None and is_gpu(step.resource):
+            used.setdefault(lot_id, set()).add(step.resource)
+    found = []
+    for lot in lots:
+        resources = used.get(lot.id, set())
+        if len(resources) > lot_capacity(lot):
+            peak = _peak(timeline, lot, lots, steps) if timeline is not None else 0
+            found.append(CapacityExcess(lot.id, lot_capacity(lot), tuple(sorted(resources)), peak))
+    return found
+
+
+def _peak(
+    timeline: Timeline, lot: LotLike, lots: Sequence[LotLike], steps: list[StepLike]
+) -> int:
+    """The most distinct GPU resources of ``lot`` busy at one moment."""
+    mine = {s.id for s in steps if lot_of(s, lots) == lot.id and is_gpu(s.resource)}
+    slots = [slot for slot in timeline.slots if slot.id in mine and slot.hours > 0]
+    return max(
+        (len({o.resource for o in slots if o.start <= slot.start < o.end}) for slot in slots),
+        default=0,
+    )
+
+
+@dataclass(frozen=True)
+class RunOverlap:
+    """Two GPU steps of one run scheduled at the same time (on two resources)."""
+
+    run: str
+    first: Slot
+    second: Slot
+
+    @property
+    def hours(self) -> Decimal:
+        """How long they overlap."""
+        return min(self.first.end, self.second.end) - max(self.first.start, self.second.start)
+
+
+def run_overlaps(timeline: Timeline) -> list[RunOverlap]:
+    """Pairs of GPU steps naming the same ``run`` that overlap in ``timeline``.
+
+    A run is never on two resources at once: two lots can host independent
+    variants but never shorten one run. Steps off the GPUs (a human reviewing a
+    run's curves, a CPU evaluating a saved checkpoint while it trains) may overlap it.
+    """
+    by_run: dict[str, list[Slot]] = {}
+    for slot in timeline.slots:
+        if slot.run is not None and is_gpu(slot.resource) and slot.hours > 0:
+            by_run.setdefault(slot.run, []).append(slot)
+    found = []
+    for run, slots in by_run.items():
+        for i, first in enumerate(slots):
+            found += [RunOverlap(run, first, second) for second in slots[i + 1:]
+                      if first.overlaps(second)]
+    return found
+
+
+def chain_runs(steps: Iterable[StepLike]) -> list[ObservedStep]:
+    """The steps with each run's GPU steps chained in listed order (``after`` the previous).
+
+    What a schedule that lets one run use two resources at once should say: laid out with
+    :func:`makespan`, the result has no :func:`run_overlaps`.
+    """
+    chained: list[ObservedStep] = []
+    last: dict[str, str] = {}
+    for step in steps:
+        after = tuple(step.after)
+        run = _run_of(step)
+        if run is not None and is_gpu(step.resource):
+            if run in last and last[run] not in after:
+                after = (*after, last[run])
+            last[run] = step.id
+        chained.append(ObservedStep(step.id, step.kind, step.resource, as_hours(step.hours),
+                                    after, step.lot, run))
+    return chained
+
+
+# ------------------------------------------------------------ order (R3, R6)
+
+
+def ancestors(steps: Iterable[StepLike]) -> dict[str, frozenset[str]]:
+    """Each step's transitive ``after``: the steps that must end before it starts.
+
+    Unknown ids are kept as they are written; a cycle simply makes its steps
+    each other's ancestors (never an error here: :func:`makespan` reports it).
+    """
+    direct = {s.id: tuple(s.after) for s in steps}
+    found: dict[str, frozenset[str]] = {}
+    for start in direct:
+        seen: set[str] = set()
+        stack = list(direct[start])
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            stack.extend(direct.get(current, ()))
+        found[start] = frozenset(seen)
+    return found
+
+
+@dataclass(frozen=True)
+class RetrievalGap:
+    """The retrieval that comes after the most outputs and checkpoints, and what it misses."""
+
+    retrieval: str
+    missing: tuple[str, ...]  # output / checkpoint steps it does not come after, listed order
+
+
+def retrieval_gap(steps: Iterable[StepLike]) -> RetrievalGap | None:
+    """None when some retrieval step comes after every output and checkpoint step.
+
+    "After" means through ``after`` dependencies (transitively), not by the
+    computed times: a retrieval that happens to end later can still start before
+    the files it fetches exist. An earlier retrieval (copying a checkpoint away
+    mid-campaign) is allowed; one retrieval must come after everything on the
+    rented machines (a human writing notes off the machine has nothing to fetch).
+    None too when there is no retrieval step at all (:func:`missing_kinds` names it).
+    """
+    steps = list(steps)
+    closure = ancestors(steps)
+    needed = [s.id for s in steps
+              if s.kind in RETRIEVED_KINDS and not is_off_machine(s.resource)]
+    best: RetrievalGap | None = None
+    for step in steps:
+        if step.kind != "retrieval":
+            continue
+        missing = tuple(n for n in needed if n != step.id and n not in closure[step.id])
+        if not missing:
+            return None
+        if best is None or len(missing) <= len(best.missing):
+            best = RetrievalGap(step.id, missing)
+    return best
+
+
+def restores_without_save(steps: Iterable[StepLike]) -> list[str]:
+    """Checkpoint restore steps that come after no checkpoint save (through ``after``)."""
+    steps = list(steps)
+    saves = {s.id for s in steps if s.kind == "checkpoint_save"}
+    if not saves:
+        return []  # no save at all: missing_kinds says so
+    closure = ancestors(steps)
+    return [s.id for s in steps
+            if s.kind == "checkpoint_restore" and not closure[s.id] & saves]
+
+
+def unplanned_kinds(steps: Iterable[StepLike]) -> tuple[str, ...]:
+    """Required kinds whose steps are all planned at 0 h (a 0 h checkpoint save is no plan)."""
+    totals: dict[str, Decimal] = {}
+    for step in steps:
+        if step.kind in REQUIRED_KINDS:
+            totals[step.kind] = totals.get(step.kind, Decimal(0)) + as_hours(step.hours)
+    return tuple(k for k in REQUIRED_KINDS if k in totals and totals[k] <= 0)
+
+
 # ------------------------------------------------------------ checkpoints (R6)
 
 
@@ -435,6 +698,7 @@ class ObservedStep:
     hours: Decimal
     after: tuple[str, ...]
     lot: str | None
+    run: str | None = None
 
 
 def as_observed(steps: Iterable[StepLike], observed: Mapping[str, Decimal]) -> list[ObservedStep]:
@@ -445,7 +709,7 @@ def as_observed(steps: Iterable[StepLike], observed: Mapping[str, Decimal]) -> l
     """
     return [
         ObservedStep(s.id, s.kind, s.resource, observed.get(s.id, Decimal(0)),
-                     tuple(s.after), s.lot)
+                     tuple(s.after), s.lot, _run_of(s))
         for s in steps
     ]
 
@@ -478,6 +742,53 @@ def deviations(
         if abs(seen - plan) > tol * plan:
             ratio = (seen - plan) / plan if plan else None
             found.append(StepDeviation(step.id, plan, seen, ratio))
+    return found
+
+
+def bounded_tolerance(tolerance: HoursLike) -> Decimal:
+    """The deviation tolerance, at most :data:`MAX_TOLERANCE` (0.5) whatever was asked."""
+    return min(as_hours(tolerance), MAX_TOLERANCE)
+
+
+@dataclass(frozen=True)
+class ShortStep:
+    """A planned step that did not run (0 h or no record) or ran less than half its hours."""
+
+    step: str
+    planned: Decimal
+    observed: Decimal | None  # None: no observed entry at all
+
+    @property
+    def did_not_run(self) -> bool:
+        return not self.observed
+
+    def describe(self) -> str:
+        if self.observed is None:
+            return f"planned step {self.step!r} has no observed hours"
+        if not self.observed:
+            return (f"step {self.step!r} did not run (0 h observed against "
+                    f"{hours_text(self.planned)} h planned)")
+        return (f"step {self.step!r} ran {hours_text(self.observed)} h of "
+                f"{hours_text(self.planned)} h planned, less than half")
+
+
+def short_steps(
+    planned: Iterable[StepLike], observed: Mapping[str, HoursLike]
+) -> list[ShortStep]:
+    """Steps that need an explanation whatever the tolerance (R9).
+
+    A step planned at more than 0 h that has no observed entry, was observed at
+    0 h, or ran less than half of its planned hours.
+    """
+    found = []
+    for step in planned:
+        plan = as_hours(step.hours)
+        if step.id not in observed:
+            found.append(ShortStep(step.id, plan, None))
+            continue
+        seen = as_hours(observed[step.id])
+        if plan > 0 and seen * 2 < plan:
+            found.append(ShortStep(step.id, plan, seen))
     return found
 
 

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 import pytest
 
+from pytest_itera import schedule as sched
 from pytest_itera.campaign import ActualStep, CheckpointPolicy, Lot, Step
 from pytest_itera.money import example_catalogue
 from pytest_itera.schedule import (
@@ -29,6 +30,7 @@ from pytest_itera.schedule import (
     window_overflow,
     worst_case_loss_hours,
 )
+from pytest_itera.text import is_blank
 
 THREE_DAYS = Lot("A", "IteraGPU RTX 4090, 3 days", "RTX 4090", 1, 3, "47.14", 1)
 
@@ -278,3 +280,144 @@ def test_observed_hours_and_steps_missing_on_either_side() -> None:
     assert observed == {"a": Decimal("3.5"), "extra": Decimal(1)}
     assert unobserved_steps(planned, observed) == ["b"]
     assert unplanned_steps(planned, observed) == ["extra"]
+
+
+# ------------------------------------------- machines, lots and runs (issue 12)
+
+
+def two_gpu_steps(lot: str | None = "A") -> list[Step]:
+    return [
+        Step("train-a", "training", "gpu0", 10, lot=lot, run="a"),
+        Step("train-b", "training", "gpu1", 10, lot=lot, run="b"),
+        Step("notes", "evaluation", "human", 10),
+        Step("tokenize", "data_load", "cpu", 10, lot=lot),
+        Step("fetch", "retrieval", "network", 1, after=("train-a", "train-b"), lot=lot),
+    ]
+
+
+def test_resources_off_the_machine_on_the_host_and_gpus() -> None:
+    names = ("human", " Network ", "cpu", "cpu1", "gpu0", "b200-0")
+    assert [sched.is_off_machine(n) for n in names] == [True, True, False, False, False, False]
+    assert [sched.is_host(n) for n in names] == [False, False, True, True, False, False]
+    assert [sched.is_gpu(n) for n in names] == [False, False, False, False, True, True]
+
+
+def test_a_1_gpu_lot_with_two_gpus_at_once_exceeds_its_capacity() -> None:
+    steps = two_gpu_steps()
+    [excess] = sched.capacity_excesses(steps, [THREE_DAYS], makespan(steps))
+    assert (excess.lot, excess.capacity, excess.resources, excess.peak, excess.excess) == (
+        "A", 1, ("gpu0", "gpu1"), 2, 1)
+
+
+def test_gpus_per_lot_times_quantity_is_the_capacity() -> None:
+    steps = two_gpu_steps()
+    b200 = Lot("A", "B200, 3 days", "B200", 2, 3, "300.00", 1)
+    pair = Lot("A", "IteraGPU RTX 4090, 3 days", "RTX 4090", 1, 3, "47.14", 2)
+    assert sched.lot_capacity(b200) == sched.lot_capacity(pair) == 2
+    assert sched.capacity_excesses(steps, [b200]) == []
+    assert sched.capacity_excesses(steps, [pair]) == []
+
+
+def test_two_lots_host_independent_variants() -> None:
+    steps = [
+        Step("train-a", "training", "gpu0", 10, lot="A", run="a"),
+        Step("train-b", "training", "gpu1", 10, lot="B", run="b"),
+    ]
+    lots = [THREE_DAYS, Lot("B", "IteraGPU RTX 4090, 3 days", "RTX 4090", 1, 3, "47.14", 1)]
+    timeline = makespan(steps)
+    assert sched.capacity_excesses(steps, lots, timeline) == []
+    assert sched.run_overlaps(timeline) == []
+    assert timeline.makespan == 10
+
+
+def test_a_gpu_step_without_lot_is_on_the_only_lot_or_unknown() -> None:
+    steps = two_gpu_steps(lot=None)
+    assert sched.lot_of(steps[0], [THREE_DAYS]) == "A"
+    assert sched.lot_of(steps[2], [THREE_DAYS]) is None  # human time is on no lot
+    assert [e.lot for e in sched.capacity_excesses(steps, [THREE_DAYS])] == ["A"]
+    other = Lot("B", "IteraGPU RTX 4090, 3 days", "RTX 4090", 1, 3, "47.14", 1)
+    assert sched.steps_without_lot(steps, [THREE_DAYS, other]) == ["train-a", "train-b"]
+    assert sched.steps_without_lot(steps, [THREE_DAYS]) == []
+
+
+def test_one_run_on_two_resources_at_once_and_its_chained_fix() -> None:
+    steps = [
+        Step("part-1", "training", "gpu0", 10, lot="A", run="control"),
+        Step("part-2", "training", "gpu1", 10, lot="B", run="control"),
+        Step("review", "evaluation", "human", 10, run="control"),  # off the machine: fine
+    ]
+    [overlap] = sched.run_overlaps(makespan(steps))
+    assert (overlap.run, overlap.first.id, overlap.second.id, overlap.hours) == (
+        "control", "part-1", "part-2", Decimal(10))
+    chained = makespan(sched.chain_runs(steps))
+    assert sched.run_overlaps(chained) == []
+    assert chained.makespan == 20
+    assert chained.slot("part-2").start == 10
+
+
+def test_touching_steps_of_one_run_do_not_overlap() -> None:
+    steps = [
+        Step("part-1", "training", "gpu0", 10, run="control"),
+        Step("part-2", "training", "gpu1", 10, after=("part-1",), run="control"),
+        Step("nothing", "training", "gpu2", 0, run="control"),
+    ]
+    assert sched.run_overlaps(makespan(steps)) == []
+
+
+def test_retrieval_comes_after_outputs_and_checkpoints_through_after() -> None:
+    steps = campaign_steps()  # fetch <- write <- validate <- restore <- save: all covered
+    assert sched.retrieval_gap(steps) is None
+    assert sched.restores_without_save(steps) == []
+    by_time_only = [*steps[:-1], Step("fetch", "retrieval", "gpu0", 4, lot="A")]
+    gap = sched.retrieval_gap(by_time_only)
+    assert gap is not None
+    assert (gap.retrieval, gap.missing) == ("fetch", ("save", "restore", "write"))
+    early = Step("copy-ckpt", "retrieval", "network", 1, after=("save",))
+    assert sched.retrieval_gap([*steps, early]) is None  # one retrieval after everything
+    assert sched.retrieval_gap([s for s in steps if s.kind != "retrieval"]) is None
+
+
+def test_a_restore_before_any_save_through_after() -> None:
+    steps = [
+        Step("save", "checkpoint_save", "gpu0", 1),
+        Step("restore", "checkpoint_restore", "gpu0", 1),  # after save only by listed order
+    ]
+    assert sched.restores_without_save(steps) == ["restore"]
+    assert sched.ancestors(steps) == {"save": frozenset(), "restore": frozenset()}
+
+
+def test_required_kinds_planned_at_0_h() -> None:
+    steps = [*campaign_steps(), Step("save-2", "checkpoint_save", "gpu0", 0, lot="A")]
+    assert sched.unplanned_kinds(steps) == ()  # the kind has hours
+    zero = [Step(s.id, s.kind, s.resource, 0 if s.kind == "checkpoint_restore" else s.hours,
+                 s.after, s.lot) for s in campaign_steps()]
+    assert sched.unplanned_kinds(zero) == ("checkpoint_restore",)
+
+
+def test_short_steps_need_an_explanation_whatever_the_tolerance() -> None:
+    planned = [Step("a", "training", "gpu0", 10), Step("b", "output", "gpu0", 2),
+               Step("c", "validation", "gpu0", 4), Step("d", "setup", "gpu0", 0)]
+    short = sched.short_steps(planned, {"a": Decimal("4.99"), "b": 0, "d": 0})
+    assert [(s.step, s.observed) for s in short] == [
+        ("a", Decimal("4.99")), ("b", Decimal(0)), ("c", None)]
+    assert [s.describe() for s in short] == [
+        "step 'a' ran 4.99 h of 10 h planned, less than half",
+        "step 'b' did not run (0 h observed against 2 h planned)",
+        "planned step 'c' has no observed hours",
+    ]
+    assert sched.short_steps(planned[:1], {"a": 5}) == []  # exactly half
+
+
+def test_the_tolerance_is_bounded_at_one_half() -> None:
+    assert sched.bounded_tolerance(0.9) == Decimal("0.5")
+    assert sched.bounded_tolerance("0.2") == Decimal("0.2")
+
+
+@pytest.mark.parametrize(
+    ("text", "blank"),
+    [(None, True), ("", True), (" \t\n", True), ("\u00a0\u2003\u3000", True),
+     ("\u200b\u200d\u2060\ufeff", True), ("\u00ad", True), ("x", False), (" ok ", False),
+     ("\u200bno", False), ("0", False)],
+)
+def test_one_rule_for_missing_text(text: str | None, blank: bool) -> None:
+    assert is_blank(text) is blank

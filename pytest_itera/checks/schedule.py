@@ -13,7 +13,8 @@ hook (a conftest.py or plugin), else :func:`pytest_itera.money.example_catalogue
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from datetime import datetime
 from decimal import Decimal
 
 from pytest_itera import schedule as sched
@@ -32,6 +33,7 @@ from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
 from pytest_itera.money import Catalogue, Money, Offer, example_catalogue, overflow_advice
 from pytest_itera.schedule import Timeline, as_hours, hours_text
+from pytest_itera.text import is_blank
 
 ROUNDING = Decimal("0.01")  # hours: stated figures may be rounded to the hundredth
 _STEPS = f"{PLAN_FILE} $.schedule.steps"
@@ -60,17 +62,37 @@ def schedule_fits(ctx: Context, _target: str | None) -> Iterator[Finding]:
     assert plan is not None  # guaranteed by Check.needs
     steps = plan.schedule.steps
     yield from _missing_kinds(steps)
+    yield from _unplanned_kinds(steps)
+    yield from _order(steps)
     yield from _unknown_lots(plan)
+    yield from _lotless_steps(plan)
+    yield from _step_runs(plan)
     yield from _checkpoint_interval(plan.checkpoint_policy)
+    yield from _capacity(plan, None)
+    yield from _engaged(plan, ctx.campaign.manifest)
     try:
         timeline = sched.makespan(steps)
     except sched.ScheduleError as exc:
         yield Finding(f"the schedule cannot be computed: {exc}", where=_STEPS,
                       hint="fix the steps' 'after' lists and their order on each resource")
         return
+    yield from _run_overlaps(plan, timeline)
     yield from _stated_hours(plan.schedule, timeline)
     yield from _window(plan.schedule, timeline)
     yield from _lots(ctx, plan, timeline)
+
+
+def _index(plan: Plan, step_id: str) -> int:
+    return next(i for i, s in enumerate(plan.schedule.steps) if s.id == step_id)
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return ", ".join(repr(i) for i in ids)
+
+
+def _steps_name(ids: Sequence[str]) -> str:
+    """"step 'a' names" / "steps 'a', 'b' name"."""
+    return f"step {_ids(ids)} names" if len(ids) == 1 else f"steps {_ids(ids)} name"
 
 
 def _missing_kinds(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
@@ -86,6 +108,53 @@ def _missing_kinds(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
         )
 
 
+def _unplanned_kinds(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
+    for kind in sched.unplanned_kinds(steps):
+        of_kind = [(i, s) for i, s in enumerate(steps) if s.kind == kind]
+        yield Finding(
+            f"the schedule plans 0 h for {kind} "
+            f"({'step' if len(of_kind) == 1 else 'steps'} {_ids([s.id for _, s in of_kind])})",
+            where=f"{_STEPS}[{of_kind[0][0]}].hours",
+            expected="more than 0 h", found="0 h",
+            hint=f"plan the real cost of {kind}: checkpoint save and restore, writing the "
+            "outputs and retrieving them take time on the rented machine, a 0 h step is no plan",
+        )
+
+
+# ------------------------------------------------------------- order (R3, R6)
+
+
+def _order(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
+    """Retrieval after the outputs and checkpoints, restore after save: through ``after``."""
+    gap = sched.retrieval_gap(steps)
+    if gap is not None:
+        index = next(i for i, s in enumerate(steps) if s.id == gap.retrieval)
+        yield Finding(
+            f"retrieval step {gap.retrieval!r} does not come after {_ids(gap.missing)} "
+            "(through its 'after' dependencies)",
+            where=f"{_STEPS}[{index}].after",
+            expected="a retrieval that comes after every output, checkpoint_save and "
+            "checkpoint_restore step",
+            found=f"after {list(steps[index].after)}",
+            hint=f"add {_ids(gap.missing)} to the 'after' of {gap.retrieval!r} (directly or "
+            "through a step it waits for): results are retrieved once the outputs and "
+            "checkpoints exist, and ending later in time is not a dependency",
+        )
+    for step_id in sched.restores_without_save(steps):
+        index = next(i for i, s in enumerate(steps) if s.id == step_id)
+        saves = [s.id for s in steps if s.kind == "checkpoint_save"]
+        yield Finding(
+            f"checkpoint restore step {step_id!r} does not come after a checkpoint save",
+            where=f"{_STEPS}[{index}].after",
+            expected=f"after one of {_ids(saves)}", found=f"after {list(steps[index].after)}",
+            hint="a restore reloads a saved checkpoint in a new process: add the save step "
+            "to its 'after'",
+        )
+
+
+# ----------------------------------------------------- machines, lots, runs (R4)
+
+
 def _unknown_lots(plan: Plan) -> Iterator[Finding]:
     known = [lot.id for lot in plan.budget.lots]
     for step_id, lot in sched.unknown_lots(plan.schedule.steps, plan.budget.lots):
@@ -93,6 +162,150 @@ def _unknown_lots(plan: Plan) -> Iterator[Finding]:
         yield Finding(f"step {step_id!r} runs on lot {lot!r}, which the budget does not have",
                       where=f"{_STEPS}[{index}].lot", expected=f"one of {', '.join(known)}",
                       found=repr(lot), hint="name a lot of plan.json budget.lots")
+
+
+def _lotless_steps(plan: Plan) -> Iterator[Finding]:
+    lots = plan.budget.lots
+    for step_id in sched.steps_without_lot(plan.schedule.steps, lots):
+        index = _index(plan, step_id)
+        step = plan.schedule.steps[index]
+        yield Finding(
+            f"step {step_id!r} runs on GPU resource {step.resource!r} but names no lot, and the "
+            f"plan rents {len(lots)} lots",
+            where=f"{_STEPS}[{index}].lot",
+            expected=f"one of {_ids([lot.id for lot in lots])}", found="no lot",
+            hint="name the lot whose machine runs the step; only 'human' and 'network' time "
+            "is off the rented machines",
+        )
+
+
+def _step_runs(plan: Plan) -> Iterator[Finding]:
+    """Each step serves a planned run; every training step names its run (/2)."""
+    planned = [r.id for r in plan.runs]
+    steps = plan.schedule.steps
+    for i, step in enumerate(steps):
+        if step.run is not None and step.run not in planned:
+            yield Finding(
+                f"step {step.id!r} serves run {step.run!r}, which the plan does not have",
+                where=f"{_STEPS}[{i}].run",
+                expected=f"one of {_ids(planned)}", found=repr(step.run),
+                hint="name a run of plan.json runs (a run added later has no planned steps)",
+            )
+    anonymous = [(i, s) for i, s in enumerate(steps) if s.kind == "training" and s.run is None]
+    if not anonymous:
+        return
+    if plan.version < 2:
+        yield Finding(
+            f"{plan.format} cannot prove that one run is never on two resources at once: "
+            f"training {_steps_name([s.id for _, s in anonymous])} no run",
+            where=f"{_STEPS}[{anonymous[0][0]}].run",
+            expected="each training step's run (schedule.steps[].run)", found="no run",
+            hint="re-close the campaign with itera-plan/2 and itera-manifest/2 "
+            "(pytest_itera.record writes them), naming the run each training step serves",
+        )
+        return
+    for i, step in anonymous:
+        yield Finding(
+            f"training step {step.id!r} names no run",
+            where=f"{_STEPS}[{i}].run",
+            expected=f"the planned run it trains: one of {_ids(planned)}", found="no run",
+            hint="name the run each training step serves (steps[].run): the steps of one run "
+            "are then never scheduled on two resources at once",
+        )
+
+
+def _capacity(plan: Plan, timeline: Timeline | None) -> Iterator[Finding]:
+    """A lot provides gpus_per_lot x quantity GPUs; its steps use no more GPU resources."""
+    lots = plan.budget.lots
+    if timeline is None:
+        try:
+            timeline = sched.makespan(plan.schedule.steps)
+        except sched.ScheduleError:
+            timeline = None
+    for excess in sched.capacity_excesses(plan.schedule.steps, lots, timeline):
+        lot = next(lot for lot in lots if lot.id == excess.lot)
+        seen: list[str] = []
+        index = 0
+        for i, step in enumerate(plan.schedule.steps):
+            mine = sched.lot_of(step, lots) == lot.id and sched.is_gpu(step.resource)
+            if mine and step.resource not in seen:
+                seen.append(step.resource)
+                if len(seen) > excess.capacity:
+                    index = i
+                    break
+        at_once = f"; {excess.peak} of them at once in the computed schedule" if (
+            excess.peak > 1) else ""
+        gpus = "GPU" if excess.capacity == 1 else "GPUs"
+        yield Finding(
+            f"lot {lot.id!r} provides {excess.capacity} {gpus} ({lot.gpus_per_lot} per lot x "
+            f"{lot.quantity}), but its steps use {len(excess.resources)} GPU resources: "
+            f"{_ids(excess.resources)}{at_once}",
+            where=f"{_STEPS}[{index}].resource",
+            expected=f"at most {excess.capacity} distinct GPU resources on lot {lot.id!r}",
+            found=f"{len(excess.resources)}: {', '.join(excess.resources)}",
+            hint="run the lot's steps on the GPUs it has (steps on one resource run one after "
+            "another), or engage a lot with more GPUs (gpus_per_lot x quantity); two lots can "
+            "host independent variants but never merge GPU memory",
+        )
+
+
+def _engaged(plan: Plan, man: Manifest | None) -> Iterator[Finding]:
+    """A machine step that ran did so on a lot the manifest engaged (budget.lots)."""
+    if man is None:
+        return  # a plan judged alone
+    engaged = set(man.budget.lots)
+    try:
+        observed = sched.observed_hours(man.schedule.steps)
+    except (TypeError, ValueError):
+        return  # plan-vs-actual reports unreadable hours
+    known = {lot.id for lot in plan.budget.lots}
+    for i, step in enumerate(plan.schedule.steps):
+        if sched.is_off_machine(step.resource):
+            continue
+        lot = sched.lot_of(step, plan.budget.lots)
+        if lot is None or lot not in known or lot in engaged:
+            continue  # no lot / an unknown lot: reported above
+        ran = observed.get(step.id, Decimal(0))
+        if ran > 0:
+            yield Finding(
+                f"step {step.id!r} ran {_h(ran)} on {step.resource!r} of lot {lot!r}, which the "
+                "manifest does not engage",
+                where=f"{MANIFEST_FILE} $.budget.lots",
+                expected=f"{lot!r} among the engaged lots",
+                found=", ".join(repr(x) for x in man.budget.lots) or "no lot engaged",
+                hint="a machine the campaign did not rent runs nothing: record the lot as "
+                f"engaged (and its price in the rental), or correct {PLAN_FILE} "
+                f"$.schedule.steps[{i}].lot",
+            )
+
+
+def _run_overlaps(plan: Plan, timeline: Timeline) -> Iterator[Finding]:
+    """One run never on two resources at once, even across lots (R3, R4)."""
+    overlaps = sched.run_overlaps(timeline)
+    if not overlaps:
+        return
+    try:
+        chained = sched.makespan(sched.chain_runs(plan.schedule.steps)).makespan
+        then = f" (chained, the schedule takes {_h(chained)})"
+    except sched.ScheduleError:
+        then = ""
+    for overlap in overlaps:
+        first, second = overlap.first, overlap.second
+        yield Finding(
+            f"run {overlap.run!r} is on two resources at once: step {first.id!r} "
+            f"({_place(first)}) and step {second.id!r} ({_place(second)}) overlap from "
+            f"{_h(max(first.start, second.start))} to {_h(min(first.end, second.end))} in the "
+            "computed schedule",
+            where=f"{_STEPS}[{_index(plan, second.id)}].after",
+            expected=f"the steps of run {overlap.run!r} one after another",
+            found=f"{_h(overlap.hours)} of overlap",
+            hint=f"add {first.id!r} to the 'after' of {second.id!r}{then}: two lots can host "
+            "independent variants but never shorten one run",
+        )
+
+
+def _place(slot: sched.Slot) -> str:
+    return f"{slot.resource}, lot {slot.lot}" if slot.lot else slot.resource
 
 
 def _checkpoint_interval(policy: CheckpointPolicy) -> Iterator[Finding]:
@@ -238,11 +451,14 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
     assert man is not None
     actual = man.schedule
     observed = sched.observed_hours(actual.steps)
-    explained = {d.step for d in actual.deviations}
+    # One rule for text: a blank explanation explains nothing (pytest_itera.text).
+    explained = {d.step for d in actual.deviations if not is_blank(d.explanation)}
     yield from _reserved(plan, man)
     yield from _observed_total(plan, actual, observed)
+    yield from _blank_explanations(actual)
+    short = yield from _short_steps(plan, observed, explained)
     yield from _step_coverage(plan, observed, explained)
-    yield from _deviations(ctx, plan, observed, explained)
+    yield from _deviations(ctx, plan, observed, explained | short)
     yield from _stray_explanations(plan, actual, observed)
     yield from _decisions(plan, man)
 
@@ -305,17 +521,45 @@ def plan_step(plan: Plan, step_id: str) -> int | None:
     return next((i for i, s in enumerate(plan.schedule.steps) if s.id == step_id), None)
 
 
+def _blank_explanations(actual: ActualSchedule) -> Iterator[Finding]:
+    for i, dev in enumerate(actual.deviations):
+        if is_blank(dev.explanation):
+            yield Finding(
+                f"the explanation of step {dev.step!r} is blank",
+                where=f"{_ACTUAL}.deviations[{i}].explanation",
+                expected="a text that says why the step deviated", found=repr(dev.explanation),
+                hint="write what happened (an empty or whitespace-only text explains nothing)",
+            )
+
+
+def _short_steps(
+    plan: Plan, observed: dict[str, Decimal], explained: set[str]
+) -> Generator[Finding, None, set[str]]:
+    """A step that did not run, or ran less than half its hours, is explained whatever the
+    tolerance (R9). Returns the steps it judged, which the tolerance rule then leaves alone."""
+    judged: set[str] = set()
+    for short in sched.short_steps(plan.schedule.steps, observed):
+        judged.add(short.step)
+        if short.step in explained:
+            continue
+        where = f"{_ACTUAL}.steps" if short.observed is None else f"{_ACTUAL}.deviations"
+        fix = ("record its observed hours (0 if it did not run) and explain it in "
+               "schedule.deviations" if short.observed is None else
+               f"add {{\"step\": \"{short.step}\", \"explanation\": ...}} to "
+               "schedule.deviations (what stopped it, and what was decided)")
+        yield Finding(
+            f"{short.describe()} and no explanation",
+            where=where,
+            expected="an explanation in schedule.deviations, whatever the tolerance",
+            found="none" if short.step not in observed else _h(observed[short.step]),
+            hint=fix,
+        )
+    return judged
+
+
 def _step_coverage(
     plan: Plan, observed: dict[str, Decimal], explained: set[str]
 ) -> Iterator[Finding]:
-    for step_id in sched.unobserved_steps(plan.schedule.steps, observed):
-        if step_id not in explained:
-            yield Finding(
-                f"planned step {step_id!r} has no observed hours and no explanation",
-                where=f"{_ACTUAL}.steps",
-                hint="record its observed hours (0 if it did not run) or explain it in "
-                "schedule.deviations",
-            )
     for step_id in sched.unplanned_steps(plan.schedule.steps, observed):
         if step_id not in explained:
             yield Finding(
@@ -344,10 +588,13 @@ def _deviations(
 
 
 def _tolerance(ctx: Context, plan: Plan) -> Decimal:
-    """The plan's own tolerance wins over the ini option itera_deviation_tolerance."""
+    """The plan's own tolerance wins over the ini option itera_deviation_tolerance.
+
+    Either is bounded at 0.5 (:data:`pytest_itera.schedule.MAX_TOLERANCE`).
+    """
     if plan.schedule.deviation_tolerance is not None:
-        return as_hours(plan.schedule.deviation_tolerance)
-    return as_hours(ctx.options.deviation_tolerance)
+        return sched.bounded_tolerance(plan.schedule.deviation_tolerance)
+    return sched.bounded_tolerance(ctx.options.deviation_tolerance)
 
 
 def _stray_explanations(
@@ -370,10 +617,57 @@ def _decisions(plan: Plan, man: Manifest) -> Iterator[Finding]:
         if n > 1:
             yield Finding(f"decision id {decision_id!r} is recorded {n} times",
                           where=f"{_ACTUAL}.decisions", hint="give each decision its own id")
+    for i, decision in enumerate(decisions):
+        if is_blank(decision.text):
+            yield Finding(
+                f"decision {decision.id!r} has a blank text",
+                where=f"{_ACTUAL}.decisions[{i}].text",
+                expected="what was decided and why", found=repr(decision.text),
+                hint="write the decision (continue, drop an optional variant, revise the "
+                "question) and what it rests on; an empty or whitespace-only text is missing",
+            )
     planned = {r.id for r in plan.runs}
     for i, run in enumerate(man.runs):
         yield from _run_decision(i, run, run.id not in planned, man)
     yield from _decision_targets(man)
+    yield from _after_the_pilot(plan, man)
+
+
+def _pilot_end(plan: Plan, man: Manifest) -> tuple[str, datetime, str] | None:
+    """The earliest end of a pilot run (role pilot): (run id, moment, field), or None."""
+    ends: list[tuple[datetime, str, str]] = []
+    for i, run in enumerate(man.runs):
+        planned = plan.run(run.id)
+        if planned is None or planned.role != "pilot":
+            continue
+        if run.ended_at is not None:
+            ends.append((run.ended_at, run.id, f"{MANIFEST_FILE} $.runs[{i}].ended_at"))
+        elif run.stop is not None and run.stop.at is not None:
+            ends.append((run.stop.at, run.id, f"{MANIFEST_FILE} $.runs[{i}].stop.at"))
+    if not ends:
+        return None
+    moment, run_id, where = min(ends, key=lambda e: e[0])
+    return run_id, moment, where
+
+
+def _after_the_pilot(plan: Plan, man: Manifest) -> Iterator[Finding]:
+    """The decision point comes after the pilot (R2): no decision predates the pilot's end."""
+    pilot = _pilot_end(plan, man)
+    if pilot is None:
+        return
+    run_id, end, where = pilot
+    for i, decision in enumerate(man.schedule.decisions):
+        if decision.at is not None and decision.at < end:  # the schema requires a zone
+            yield Finding(
+                f"decision {decision.id!r} is dated {decision.at.isoformat()}, before the pilot "
+                f"{run_id} ended ({end.isoformat()}, {where})",
+                where=f"{_ACTUAL}.decisions[{i}].at",
+                expected=f"at or after {end.isoformat()}", found=decision.at.isoformat(),
+                hint="the decision point comes after the pilot: a decision taken before its "
+                "end cannot rest on its result; record when the decision was really taken",
+            )
+
+
 
 
 def _run_decision(i: int, run: RunRecord, added: bool, man: Manifest) -> Iterator[Finding]:

@@ -1,0 +1,49 @@
+"""The one rule for "text is missing" (issue 12: one rule for text everywhere).
+
+An explanation, a decision text, a stop reason, a rejection reason, a
+conclusion text or an expense label that is ``None``, empty, or made only of
+whitespace -- ASCII or Unicode (no-break space, ideographic space, ...) -- or of
+invisible format characters (zero-width space/joiners, word joiner, BOM, soft
+hyphen) is *missing*. Every check that needs a text uses :func:`is_blank`, so
+that no field strips while another does not.
+
+Pure Python, no pytest import: the recorder and the library use it too.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+__all__ = ["INVISIBLE", "is_blank"]
+
+#: Characters that render as nothing but are not ``str.isspace()``.
+INVISIBLE = frozenset(
+    "\u200b"  # zero width space
+    "\u200c"  # zero width non-joiner
+    "\u200d"  # zero width joiner
+    "\u2060"  # word joiner
+    "\ufeff"  # zero width no-break space / BOM
+    "\u00ad"  # soft hyphen
+    "\u180e"  # mongolian vowel separator
+    "\u2061\u2062\u2063\u2064"  # invisible operators
+    "\u034f"  # combining grapheme joiner
+    "\u115f\u1160\u3164\uffa0"  # hangul fillers
+)
+
+
+def _invisible(char: str) -> bool:
+    if char.isspace() or char in INVISIBLE:
+        return True
+    # Other format characters (bidi marks, tag characters...) carry no text.
+    return unicodedata.category(char) in {"Cf", "Cc", "Zs", "Zl", "Zp"}
+
+
+def is_blank(text: str | None) -> bool:
+    """True when ``text`` is missing: None, empty, or only whitespace/invisible chars.
+
+    A non-string value (a number, a list) is not text and counts as missing too,
+    so a caller reading untyped JSON never needs a separate type test.
+    """
+    if text is None or not isinstance(text, str):
+        return True
+    return all(_invisible(char) for char in text)
