@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_itera.campaign import Campaign, RunRecord, StopRule
     from pytest_itera.checks import Check
+    from pytest_itera.checks.evidence import RuleVerdict
+    from pytest_itera.measurements import Measurements, Unreadable
     from pytest_itera.reload import ReloadResult
 
 hookspec = pytest.hookspec
@@ -54,6 +57,19 @@ def pytest_itera_temp_patterns(config: pytest.Config) -> Sequence[str]:
     raise NotImplementedError  # pragma: no cover - a specification
 
 
+@hookspec
+def pytest_itera_hourly_phrases(config: pytest.Config) -> Sequence[str]:
+    """Return extra literal phrases (any case) that bill by the hour.
+
+    They are looked for with the built-in table (``pytest_itera.money.HOURLY_PHRASES``)
+    in every money-bearing text of plan.json and manifest.json. Sample::
+
+        def pytest_itera_hourly_phrases(config):
+            return ["la hora", "stündlich"]
+    """
+    raise NotImplementedError  # pragma: no cover - a specification
+
+
 @hookspec(firstresult=True)
 def pytest_itera_reload(
     path: Path, display: str, claimed_format: str | None, config: pytest.Config
@@ -81,11 +97,45 @@ def pytest_itera_reload(
 def pytest_itera_catalogue(config: pytest.Config) -> object | None:
     """Return the price catalogue (``pytest_itera.money.Catalogue``) to compare lots with.
 
-    Sample::
+    The catalogue in force is this hook's answer, else the file named by the ini option
+    ``itera_catalogue``, else the shipped IteraGPU catalogue. Sample::
 
         from pytest_itera.money import load_catalogue
 
         def pytest_itera_catalogue(config):
             return load_catalogue(config.rootpath / "prices.json")
+    """
+    raise NotImplementedError  # pragma: no cover - a specification
+
+
+@hookspec(firstresult=True)
+def pytest_itera_stop_rule(
+    rule: StopRule,
+    run: RunRecord,
+    measurements: Measurements | Unreadable | None,
+    campaign: Campaign,
+    config: pytest.Config,
+) -> RuleVerdict | None:
+    """Judge one declared stop rule on one run yourself; return None to let pytest-itera do it.
+
+    Asked before the built-in evaluation, for every rule on every accepted or stopped run:
+    this is how a rule of kind ``other`` (free-form parameters, otherwise reported as not
+    evaluated) gets evaluated. ``measurements`` is the run's file as read (None when the run
+    records none). Sample::
+
+        from pytest_itera.checks.evidence import RuleVerdict
+
+        def pytest_itera_stop_rule(rule, run, measurements, campaign, config):
+            if rule.kind != "other" or rule.parameters.get("check") != "grad_norm":
+                return None
+            series = measurements.series.get("grad_norm") if measurements else None
+            if series is None:
+                return RuleVerdict("unproven", "no 'grad_norm' series")
+            limit = rule.parameters["max"]
+            for step, value, line in series.points():
+                if value > limit:
+                    return RuleVerdict("triggered", f"grad_norm {value} at step {step}",
+                                       step=step, where=f"{measurements.path}:{line}")
+            return RuleVerdict("clear", f"grad_norm stays under {limit}")
     """
     raise NotImplementedError  # pragma: no cover - a specification

@@ -106,8 +106,8 @@ def default_measurements(files: dict[str, bytes]) -> dict[str, list[dict[str, An
     corpus = files["corpus/corpus.jsonl"]
     resumed = LOSSES["control"][RESUMED_AT:]
     return {
-        "control": [*_series(LOSSES["control"]), {"metrics": METRICS["control"]}],
-        "variant-a": [*_series(LOSSES["variant-a"]), {"metrics": METRICS["variant-a"]}],
+        "control": [*_series(LOSSES["control"]), {"metrics": dict(METRICS["control"])}],
+        "variant-a": [*_series(LOSSES["variant-a"]), {"metrics": dict(METRICS["variant-a"])}],
         "data-check": [{"checked_input": {"input": "tiny-corpus", "sha256": sha256(corpus),
                                           "examples": len(CORPUS_IDS), "bytes": len(corpus)}}],
         "resume-check": _series(resumed, first=RESUMED_AT + 1),

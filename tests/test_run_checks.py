@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from pathlib import Path
@@ -21,6 +22,15 @@ Campaign = CampaignBuilder
 LEAN = ("-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:xdist", "-p", "no:cacheprovider")
 
 
+@pytest.fixture(autouse=True)
+def _own_measurements(request: pytest.FixtureRequest) -> None:
+    """tests.factory.default_measurements shares its METRICS dicts between builders, so
+    CampaignBuilder.set_metric would leak into later tests: give each test its own copy."""
+    if "campaign" in request.fixturenames:
+        builder = request.getfixturevalue("campaign")
+        builder.measurements = copy.deepcopy(builder.measurements)
+
+
 def run(pytester: Pytester, check: str) -> pytest.RunResult:
     return pytester.runpytest(*LEAN, "--itera-campaign", "out", "-k", check)
 
@@ -31,13 +41,19 @@ def record(campaign: Campaign, run_id: str) -> dict[str, Any]:
 
 
 def stop(campaign: Campaign, run_id: str = "variant-a", **stop_fields: Any) -> None:
-    """Record ``run_id`` as stopped the way the recorder does (no deliverable, not concluded)."""
+    """Record ``run_id`` as stopped the way the recorder does (no deliverable, not concluded),
+    with the evidence: its loss series is NaN from step 14."""
     rec = record(campaign, run_id)
     rec["outcome"] = "stopped"
     rec["stop"] = {"rule": "non-finite-loss", "reason": "training loss was nan at step 14",
                    "step": 14, **stop_fields}
     rec.pop("deliverable", None)
     rec.pop("predictions", None)
+    rec.pop("corpus", None)
+    if campaign.version >= 2:
+        campaign.measurements[run_id] = [
+            *({"step": i, "loss": 1.0 / i} for i in range(1, 14)), {"step": 14, "loss": "NaN"},
+            *(r for r in campaign.measurements.get(run_id, []) if "metrics" in r)]
     campaign.manifest["conclusion"] = {
         "meets_threshold": [], "text": "Negative result: no variant meets the threshold."}
 
@@ -134,7 +150,8 @@ def test_stopped_run_counted_as_accepted(pytester: Pytester, campaign: Campaign)
            "and still counts as an expense*")
 
 
-def test_stopped_run_concluded_and_delivered(pytester: Pytester, campaign: Campaign) -> None:
+def test_stopped_run_concluded_and_delivered(pytester: Pytester) -> None:
+    campaign = CampaignBuilder(pytester.path / "out", version=1)  # /1 records deliverables
     stop(campaign)
     record(campaign, "variant-a")["deliverable"] = "tiny-corpus"
     campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a"]
@@ -256,7 +273,7 @@ def test_run_added_by_decision_has_no_planned_hash(pytester: Pytester, campaign:
 
 def test_predictions_cover_the_corpus(pytester: Pytester, campaign: Campaign) -> None:
     campaign.write()
-    run(pytester, "predictions-cover-corpus").assert_outcomes(passed=4)
+    run(pytester, "predictions-cover-corpus").assert_outcomes(passed=2)  # control, variant-a
 
 
 def _predictions(campaign: Campaign, data: bytes, run_id: str = "variant-a") -> None:
@@ -267,7 +284,7 @@ def test_prediction_line_deleted(pytester: Pytester, campaign: Campaign) -> None
     _predictions(campaign, jsonl(["ex-1", "ex-2", "ex-4"]))
     campaign.write()
     result = run(pytester, "predictions-cover-corpus")
-    result.assert_outcomes(passed=3, failed=1)
+    result.assert_outcomes(passed=1, failed=1)
     expect(result, "*predictions-cover-corpus?variant-a?: 1 problem*",
            "runs/variant-a/predictions.jsonl: predictions miss 1 ID of the 4 corpus IDs",
            "    found:    ex-3",
@@ -279,7 +296,7 @@ def test_prediction_line_duplicated(pytester: Pytester, campaign: Campaign) -> N
     _predictions(campaign, jsonl([*CORPUS_IDS, "ex-2"]))
     campaign.write()
     result = run(pytester, "predictions-cover-corpus")
-    result.assert_outcomes(passed=3, failed=1)
+    result.assert_outcomes(passed=1, failed=1)
     expect(result,
            "runs/variant-a/predictions.jsonl:5: predictions repeat corpus IDs (1 extra line)",
            "    found:    ex-2 (line 5)")
@@ -329,37 +346,37 @@ def test_corpus_edited(pytester: Pytester, campaign: Campaign) -> None:
     corpus.write_bytes(corpus.read_bytes().replace(b"example ex-2", b"example ex-2 (fixed)"))
     campaign.seal()
     result = run(pytester, "predictions-cover-corpus")
-    result.assert_outcomes(failed=4)
+    result.assert_outcomes(failed=2)
     expect(result,
-           "plan.json $.corpus.sha256: the corpus is frozen: corpus/corpus.jsonl is not the corpus "
-           "the plan froze (its sha256 differs); predictions were not compared",
-           f"    expected: {campaign.plan['corpus']['sha256']}",
+           "plan.json $.corpora[0].sha256: the corpus is frozen: corpus/corpus.jsonl is not the "
+           "corpus the plan froze (its sha256 differs); predictions were not compared",
+           f"    expected: {campaign.plan['corpora'][0]['sha256']}",
            f"    found:    {sha256(corpus.read_bytes())}",
            "    fix:      restore the frozen corpus*")
 
 
 def test_corpus_missing(pytester: Pytester, campaign: Campaign) -> None:
-    campaign.plan["corpus"]["path"] = "corpus/elsewhere.jsonl"
+    campaign.plan["corpora"][0]["path"] = "corpus/elsewhere.jsonl"
     campaign.write()
     result = run(pytester, "predictions-cover-corpus")
-    result.assert_outcomes(failed=4)
-    expect(result, "plan.json $.corpus.path: the frozen corpus corpus/elsewhere.jsonl is missing")
+    result.assert_outcomes(failed=2)
+    expect(result,
+           "plan.json $.corpora[0].path: the frozen corpus corpus/elsewhere.jsonl is missing")
 
 
 def test_corpus_count_differs_from_the_plan(pytester: Pytester, campaign: Campaign) -> None:
-    campaign.plan["corpus"]["examples"] = 5
+    campaign.plan["corpora"][0]["examples"] = 5
     campaign.write()
     result = run(pytester, "predictions-cover-corpus")
-    expect(result, "plan.json $.corpus.examples: the frozen corpus holds 4 distinct IDs, the plan "
-           "says 5 examples")
+    expect(result, "plan.json $.corpora[0].examples: the frozen corpus holds 4 distinct IDs, the "
+           "plan says 5 examples")
 
 
 def test_accepted_variant_without_predictions(pytester: Pytester, campaign: Campaign) -> None:
     del record(campaign, "variant-a")["predictions"]
-    del record(campaign, "data-check")["predictions"]  # a data check may deliver none: no item
-    campaign.write()
+    campaign.write()  # the data check delivers none: no item
     result = run(pytester, "predictions-cover-corpus")
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=1, failed=1)
     expect(result,
            "manifest.json $.runs[3].predictions: accepted run variant-a has no predictions")
     result.stdout.no_fnmatch_line("*predictions-cover-corpus[[]data-check]*")
@@ -370,21 +387,20 @@ def test_stopped_run_predictions_are_not_compared(pytester: Pytester, campaign: 
     record(campaign, "variant-a")["predictions"] = "runs/variant-a/predictions.jsonl"
     _predictions(campaign, jsonl(["ex-1"]))  # it stopped half-way: not a deliverable
     campaign.write()
-    run(pytester, "predictions-cover-corpus").assert_outcomes(passed=3)
+    run(pytester, "predictions-cover-corpus").assert_outcomes(passed=1)
 
 
 def test_csv_predictions_and_integer_ids(pytester: Pytester, campaign: Campaign) -> None:
     corpus = jsonl([1, 2, 3, 4])
     campaign.files["corpus/corpus.jsonl"] = corpus
-    campaign.plan["corpus"]["sha256"] = sha256(corpus)
-    for run_id in ("control", "data-check", "resume-check"):
-        _predictions(campaign, jsonl([1, 2, 3, 4]), run_id)
+    campaign.plan["corpora"][0]["sha256"] = sha256(corpus)
+    _predictions(campaign, jsonl([1, 2, 3, 4]), "control")
     del campaign.files["runs/variant-a/predictions.jsonl"]
     campaign.files["runs/variant-a/predictions.csv"] = (
         b"\xef\xbb\xbfprediction,id\r\npos,1\r\n\"neg,\r\nsurely\",2\r\npos,3\r\npos,4\r\n")
     record(campaign, "variant-a")["predictions"] = "runs/variant-a/predictions.csv"
     campaign.write()
-    run(pytester, "predictions-cover-corpus").assert_outcomes(passed=4)
+    run(pytester, "predictions-cover-corpus").assert_outcomes(passed=2)
 
 
 CSV_PREDICTIONS = "runs/variant-a/predictions.csv"
@@ -522,6 +538,9 @@ def test_corpus_is_read_once_per_context(campaign: Campaign) -> None:
 
 
 # ---------------------------------------------------------- conclusion-consistent
+# Judged on the measurements files' values; the text both ways.
+
+MEASURED = "runs/variant-a/measurements.jsonl"
 
 
 def test_conclusion_consistent_passes(pytester: Pytester, campaign: Campaign) -> None:
@@ -530,7 +549,7 @@ def test_conclusion_consistent_passes(pytester: Pytester, campaign: Campaign) ->
 
 
 def test_negative_result_correctly_stated(pytester: Pytester, campaign: Campaign) -> None:
-    record(campaign, "variant-a")["metrics"]["accuracy"] = 0.79
+    campaign.set_metric("variant-a", "accuracy", 0.79)
     campaign.manifest["conclusion"] = {
         "meets_threshold": [],
         "text": "Negative result: no variant meets the 0.8 accuracy threshold (variant-a 0.79)."}
@@ -538,8 +557,76 @@ def test_negative_result_correctly_stated(pytester: Pytester, campaign: Campaign
     run(pytester, "conclusion-consistent").assert_outcomes(passed=1)
 
 
+@pytest.mark.parametrize("text", [
+    "variant-a reaches 0.79, below the 0.8 threshold.",
+    "The threshold is not met: variant-a stays at 0.79.",
+    "Aucune variante n'atteint le seuil de 0.8 (variant-a : 0.79).",
+    "variant-a n'atteint pas le seuil ; résultat négatif.",
+    "Neither variant beats the 0.8 bar.",
+])
+def test_negative_result_in_other_words(
+    pytester: Pytester, campaign: Campaign, text: str
+) -> None:
+    campaign.set_metric("variant-a", "accuracy", 0.79)
+    campaign.manifest["conclusion"] = {"meets_threshold": [], "text": text}
+    campaign.write()
+    run(pytester, "conclusion-consistent").assert_outcomes(passed=1)
+
+
+def test_empty_list_without_a_negative_statement(pytester: Pytester, campaign: Campaign) -> None:
+    campaign.set_metric("variant-a", "accuracy", 0.79)
+    campaign.manifest["conclusion"] = {"meets_threshold": [],
+                                       "text": "variant-a scored 0.79 on the corpus."}
+    campaign.write()
+    result = run(pytester, "conclusion-consistent")
+    result.assert_outcomes(failed=1)
+    expect(result,
+           "manifest.json $.conclusion.text: meets_threshold is empty, but the conclusion's text "
+           "does not state the negative result",
+           "    found:    'variant-a scored 0.79 on the corpus.'",
+           "    fix:      say that no variant meets accuracy >= 0.8 (a negative result is a valid "
+           "result and closes the campaign)")
+
+
+def test_empty_list_but_the_text_claims_a_variant_meets(
+    pytester: Pytester, campaign: Campaign
+) -> None:
+    campaign.set_metric("variant-a", "accuracy", 0.79)
+    campaign.manifest["conclusion"] = {
+        "meets_threshold": [],
+        "text": "Negative result for the control; variant-a meets the 0.8 accuracy threshold."}
+    campaign.write()
+    result = run(pytester, "conclusion-consistent")
+    result.assert_outcomes(failed=1)
+    expect(result,
+           "manifest.json $.conclusion.text: the conclusion's text names variant-a as meeting the "
+           "threshold, but meets_threshold is empty",
+           "    found:    'variant-a meets the 0.8 accuracy threshold'")
+
+
+@pytest.mark.parametrize("text", ["   ", "\u200b\u00a0"], ids=["spaces", "invisible"])
+def test_blank_conclusion_text(pytester: Pytester, campaign: Campaign, text: str) -> None:
+    campaign.manifest["conclusion"]["text"] = text
+    campaign.write()
+    result = run(pytester, "conclusion-consistent")
+    result.assert_outcomes(failed=1)
+    expect(result, "manifest.json $.conclusion.text: the conclusion has no text")
+
+
+def test_listed_variant_not_named_in_the_text(pytester: Pytester, campaign: Campaign) -> None:
+    campaign.manifest["conclusion"]["text"] = "One variant meets the 0.8 accuracy threshold."
+    campaign.write()
+    result = run(pytester, "conclusion-consistent")
+    result.assert_outcomes(failed=1)
+    expect(result,
+           "manifest.json $.conclusion.text: the conclusion's text does not name variant-a, which "
+           "meets_threshold lists",
+           "    found:    'One variant meets the 0.8 accuracy threshold.'",
+           "    fix:      name variant-a in the text with its measured accuracy")
+
+
 def test_conclusion_contradicts_the_metrics(pytester: Pytester, campaign: Campaign) -> None:
-    record(campaign, "variant-a")["metrics"]["accuracy"] = 0.79
+    campaign.set_metric("variant-a", "accuracy", 0.79)
     campaign.write()
     result = run(pytester, "conclusion-consistent")
     result.assert_outcomes(failed=1)
@@ -547,9 +634,21 @@ def test_conclusion_contradicts_the_metrics(pytester: Pytester, campaign: Campai
            "manifest.json $.conclusion.meets_threshold: the conclusion lists variant-a as meeting "
            "the threshold, but its accuracy is 0.79",
            "    expected: accuracy >= 0.8",
-           "    found:    accuracy = 0.79",
-           "    fix:      state the conclusion the metrics support; a negative result is a valid "
-           "result")
+           f"    found:    accuracy = 0.79 ({MEASURED}:5)",
+           "    fix:      state the conclusion the measured metrics support; a negative result is "
+           "a valid result")
+
+
+def test_gain_inflated_in_the_manifest_only(pytester: Pytester, campaign: Campaign) -> None:
+    """The manifest says 0.85, the measurements 0.79: the conclusion is judged on the file."""
+    campaign.set_metric("variant-a", "accuracy", 0.79)
+    record(campaign, "variant-a")["metrics"]["accuracy"] = 0.85
+    campaign.write()
+    result = run(pytester, "conclusion-consistent")
+    result.assert_outcomes(failed=1)
+    expect(result, "*the conclusion lists variant-a as meeting the threshold, but its accuracy "
+           "is 0.79", "    expected: accuracy >= 0.8",
+           f"    found:    accuracy = 0.79 ({MEASURED}:5)")
 
 
 def test_conclusion_hides_a_variant_that_meets(pytester: Pytester, campaign: Campaign) -> None:
@@ -559,21 +658,44 @@ def test_conclusion_hides_a_variant_that_meets(pytester: Pytester, campaign: Cam
     expect(result,
            "manifest.json $.conclusion.meets_threshold: variant variant-a meets the threshold but "
            "the conclusion does not list it",
-           "    expected: accuracy >= 0.8", "    found:    accuracy = 0.85")
+           "    expected: accuracy >= 0.8", f"    found:    accuracy = 0.85 ({MEASURED}:5)")
+
+
+def test_hidden_variant_deflated_in_the_manifest_only(
+    pytester: Pytester, campaign: Campaign
+) -> None:
+    """A negative result stated on a manifest value the measurements contradict."""
+    record(campaign, "variant-a")["metrics"]["accuracy"] = 0.79
+    campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "Negative result."}
+    campaign.write()
+    result = run(pytester, "conclusion-consistent")
+    expect(result, "*variant variant-a meets the threshold but the conclusion does not list it",
+           "    expected: accuracy >= 0.8", f"    found:    accuracy = 0.85 ({MEASURED}:5)")
+
+
+def test_run_without_measurements_is_judged_on_the_manifest(
+    pytester: Pytester, campaign: Campaign
+) -> None:
+    """No evidence to read (measurements-agree fails it): the manifest's copy is used."""
+    del record(campaign, "variant-a")["measurements"]
+    record(campaign, "variant-a")["metrics"]["accuracy"] = 0.79
+    campaign.write()
+    result = run(pytester, "conclusion-consistent")
+    expect(result, "*the conclusion lists variant-a as meeting the threshold, but its accuracy "
+           "is 0.79", "    found:    accuracy = 0.79 (manifest.json $.runs[3].metrics)")
 
 
 def test_lower_is_better(pytester: Pytester, campaign: Campaign) -> None:
     campaign.plan["decision"] = {"metric": "error", "direction": "lower", "threshold": 0.2}
-    for rec in campaign.manifest["runs"]:
-        rec["metrics"] = {"error": 0.25}
-    record(campaign, "variant-a")["metrics"] = {"error": 0.2}  # equal counts as meeting it
+    campaign.set_metric("control", "error", 0.25)
+    campaign.set_metric("variant-a", "error", 0.2)  # equal counts as meeting it
     campaign.write()
     run(pytester, "conclusion-consistent").assert_outcomes(passed=1)
 
 
 def test_lower_is_better_contradicted(pytester: Pytester, campaign: Campaign) -> None:
     campaign.plan["decision"] = {"metric": "error", "direction": "lower", "threshold": 0.2}
-    record(campaign, "variant-a")["metrics"] = {"error": 0.21}
+    campaign.set_metric("variant-a", "error", 0.21)
     campaign.write()
     result = run(pytester, "conclusion-consistent")
     expect(result,
@@ -583,26 +705,29 @@ def test_lower_is_better_contradicted(pytester: Pytester, campaign: Campaign) ->
 
 def test_variant_without_the_decision_metric(pytester: Pytester, campaign: Campaign) -> None:
     record(campaign, "variant-a")["metrics"] = {"loss": 0.3}
+    campaign.measurements["variant-a"][-1] = {"metrics": {"loss": 0.3}}
     campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "No variant meets it."}
     campaign.write()
     result = run(pytester, "conclusion-consistent")
     result.assert_outcomes(failed=1)
     expect(result,
-           "manifest.json $.runs[3].metrics: accepted variant variant-a has no 'accuracy' metric "
-           "(the plan's decision metric)",
+           f"{MEASURED}: accepted variant variant-a has no 'accuracy' metric (the plan's decision "
+           "metric)",
            "    found:    metrics ['loss']")
 
 
 def test_conclusion_lists_the_control(pytester: Pytester, campaign: Campaign) -> None:
-    record(campaign, "control")["metrics"]["accuracy"] = 0.9
+    campaign.set_metric("control", "accuracy", 0.9)
     campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "control", "variant-z"]
     campaign.write()
     result = run(pytester, "conclusion-consistent")
-    expect(result, "*conclusion-consistent: 2 problems*",
+    expect(result, "*conclusion-consistent: 3 problems*",
            "manifest.json $.conclusion.meets_threshold: the conclusion lists control, a control "
            "run: only variants are compared with the threshold",
            "manifest.json $.conclusion.meets_threshold: the conclusion lists variant-z, which is "
-           "not a run of the manifest")
+           "not a run of the manifest",
+           "manifest.json $.conclusion.text: the conclusion's text does not name variant-z, which "
+           "meets_threshold lists")
 
 
 def test_pilot_is_not_a_variant(pytester: Pytester, campaign: Campaign) -> None:
@@ -612,6 +737,7 @@ def test_pilot_is_not_a_variant(pytester: Pytester, campaign: Campaign) -> None:
     campaign.write()
     run(pytester, "conclusion-consistent").assert_outcomes(passed=1)  # meets, unlisted: fine
     campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "pilot"]
+    campaign.manifest["conclusion"]["text"] = "variant-a and pilot meet the threshold."
     campaign.write()
     result = run(pytester, "conclusion-consistent")
     expect(result, "manifest.json $.conclusion.meets_threshold: the conclusion lists pilot, a "
@@ -621,7 +747,7 @@ def test_pilot_is_not_a_variant(pytester: Pytester, campaign: Campaign) -> None:
 def test_text_states_a_negative_result_but_lists_a_variant(
     pytester: Pytester, campaign: Campaign
 ) -> None:
-    campaign.manifest["conclusion"]["text"] = "No variant meets the 0.8 threshold."
+    campaign.manifest["conclusion"]["text"] = "No variant meets the 0.8 threshold (variant-a)."
     campaign.write()
     result = run(pytester, "conclusion-consistent")
     result.assert_outcomes(failed=1)

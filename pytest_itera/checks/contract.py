@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pytest_itera.campaign import (
     MANIFEST_FILE,
@@ -16,6 +19,9 @@ from pytest_itera.campaign import (
 )
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
+
+if TYPE_CHECKING:
+    from pytest_itera.options import Settings
 
 MUST_ROLES = ("control", "data_check", "resume_check")
 
@@ -47,7 +53,8 @@ def _contract_hint(file: str, json_path: str) -> str:
 
 
 def plan_frozen(ctx: Context, _target: str | None) -> Iterator[Finding]:
-    """The plan is byte-identical to what the manifest recorded, and predates every run."""
+    """The plan is byte-identical to what the manifest recorded (and to any pin given from
+    outside the campaign), and predates every recorded moment."""
     plan, man = _docs(ctx)
     if man.plan.path != PLAN_FILE:
         yield Finding(
@@ -59,36 +66,100 @@ def plan_frozen(ctx: Context, _target: str | None) -> Iterator[Finding]:
     facts = ctx.facts(PLAN_FILE)
     if facts.error is not None or facts.sha256 is None:
         yield Finding(f"cannot hash {PLAN_FILE}: {facts.error}", where=PLAN_FILE)
-        return
-    if facts.sha256 != man.plan.sha256:
-        yield Finding(
-            "plan.json changed after it was frozen (its sha256 differs from the manifest's record)",
-            where=f"{MANIFEST_FILE} $.plan.sha256",
-            expected=man.plan.sha256,
-            found=facts.sha256,
-            hint="restore the plan as frozen; "
-            "record changes as deviations and decisions in the manifest",
-        )
-    pinned = ctx.options.plan_sha256
-    if pinned is not None and facts.sha256 != pinned:
-        yield Finding(
-            "plan.json is not the plan given by --itera-plan-sha256",
-            where=PLAN_FILE,
-            expected=pinned,
-            found=facts.sha256,
-        )
-    yield from _runs_before_freeze(plan, man)
-
-
-def _runs_before_freeze(plan: Plan, man: Manifest) -> Iterator[Finding]:
-    for i, run in enumerate(man.runs):
-        if run.started_at is not None and run.started_at < plan.frozen_at:
+    else:
+        if facts.sha256 != man.plan.sha256:
             yield Finding(
-                f"run {run.id} started before the plan (and its stop rules) was frozen",
-                where=f"{MANIFEST_FILE} $.runs[{i}].started_at",
-                expected=f"at or after {plan.frozen_at.isoformat()}",
-                found=run.started_at.isoformat(),
-                hint="stop rules are written before any run starts: freeze the plan first",
+                "plan.json changed after it was frozen (its sha256 differs from the manifest's "
+                "record)",
+                where=f"{MANIFEST_FILE} $.plan.sha256",
+                expected=man.plan.sha256,
+                found=facts.sha256,
+                hint="restore the plan as frozen; "
+                "record changes as deviations and decisions in the manifest",
+            )
+        yield from _pins(ctx, plan, facts.sha256)
+    yield from _moments_before_freeze(plan, man)
+
+
+def _pins(ctx: Context, plan: Plan, sha256: str) -> Iterator[Finding]:
+    """The plan's sha256 against the pins given from outside the writer's reach."""
+    pinned = ctx.options.plan_sha256
+    if pinned is not None:  # --itera-plan-sha256, or a notebook's Options
+        if sha256 != pinned:
+            yield Finding(
+                "plan.json is not the plan given by --itera-plan-sha256",
+                where=PLAN_FILE,
+                expected=pinned,
+                found=sha256,
+            )
+        return
+    settings = _settings(ctx)
+    if settings is None or not settings.plan_pins:
+        return  # no pin: the reports say integrity rests on the manifest's own record
+    pins = settings.pins_for(ctx.root, plan.campaign)
+    if not pins:
+        keys = ", ".join(repr(line.key) for line in settings.plan_pins)
+        yield Finding(
+            f"itera_plan_sha256 pins no plan for this campaign (folder {ctx.root.name!r}, "
+            f"id {plan.campaign!r})",
+            where=PLAN_FILE,
+            expected=f"a line '{ctx.root.name} = <sha256>' or '{plan.campaign} = <sha256>'",
+            found=f"pins for {keys}",
+            hint="pin the sha256 of the campaign's frozen plan.json in the ini file before the "
+            "campaign starts (a campaign whose id changed is not the pinned one)",
+        )
+    for pin in pins:
+        if sha256 != pin.sha256:
+            yield Finding(
+                f"plan.json is not the plan pinned by {pin.origin}",
+                where=PLAN_FILE,
+                expected=pin.sha256,
+                found=sha256,
+                hint="restore the plan as frozen when the pin was written; a changed plan is "
+                "a new campaign with its own pin",
+            )
+
+
+def _settings(ctx: Context) -> Settings | None:
+    """The pytest run's settings (the ini pins), when the check runs inside pytest."""
+    config = ctx.options.extra.get("config")
+    stash = getattr(config, "stash", None)
+    if stash is None:
+        return None
+    from pytest_itera.options import Settings, settings_key
+
+    settings = stash.get(settings_key, None)
+    return settings if isinstance(settings, Settings) else None
+
+
+def _moments_before_freeze(plan: Plan, man: Manifest) -> Iterator[Finding]:
+    """Every recorded moment lies at or after frozen_at (R5: stop rules before the trials).
+
+    A run's end or stop proves it ran even when its start is not recorded.
+    """
+    frozen = plan.frozen_at
+    moments: list[tuple[str, str, datetime | None]] = [
+        ("the manifest was closed", "$.closed_at", man.closed_at)]
+    for i, run in enumerate(man.runs):
+        moments += [
+            (f"run {run.id} started", f"$.runs[{i}].started_at", run.started_at),
+            (f"run {run.id} ended", f"$.runs[{i}].ended_at", run.ended_at),
+            (f"run {run.id} was stopped", f"$.runs[{i}].stop.at",
+             run.stop.at if run.stop is not None else None),
+        ]
+    for i, decision in enumerate(man.schedule.decisions):
+        moments.append((f"decision {decision.id!r} was taken",
+                        f"$.schedule.decisions[{i}].at", decision.at))
+    for what, path, moment in moments:
+        if moment is not None and moment < frozen:
+            yield Finding(
+                f"{what} before the plan (and its stop rules) was frozen",
+                where=f"{MANIFEST_FILE} {path}",
+                expected=f"at or after {frozen.isoformat()}",
+                found=moment.isoformat(),
+                hint=f"stop rules are written before any run starts ({PLAN_FILE} $.frozen_at): "
+                "a plan frozen after the trials is not the plan they followed; freeze the plan "
+                "first",
             )
 
 
@@ -228,9 +299,11 @@ def _decisions_agree(man: Manifest) -> Iterator[Finding]:
 
 
 def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
-    """An error analysis and reload instructions, each present and not empty."""
+    """A real error analysis naming every compared run, and reload instructions naming every
+    deliverable artifact; neither missing, empty, blank nor a placeholder (R1, R8)."""
     man = ctx.campaign.manifest
     assert man is not None
+    plan = ctx.campaign.plan  # None: the 'manifest' item says why; names are not checked
     for field_name, label in (
         ("analysis", "error analysis"),
         ("reload_instructions", "reload instructions"),
@@ -243,6 +316,112 @@ def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
                 where=f"{MANIFEST_FILE} $.{field_name}",
                 hint=f"write the {label} into the campaign folder and list it in the manifest",
             )
+            continue
+        if ctx.options.fast:
+            continue  # a quick look reads no content
+        text = _read_text(ctx, relpath)
+        if text is None:
+            continue  # unreadable: files-intact reports it
+        placeholder = find_placeholder(text)
+        if placeholder is not None:
+            marker, line = placeholder
+            yield Finding(
+                f"the {label} {relpath} is a placeholder ({marker!r} on line {line})",
+                where=f"{relpath}:{line}",
+                hint=f"write the {label} itself before closing; a placeholder is not an output",
+            )
+        if plan is None:
+            continue
+        if field_name == "analysis":
+            yield from _analysis_names(plan, man, relpath, text)
+        else:
+            yield from _reload_names(plan, man, relpath, text)
+
+
+# Placeholders, English and French. "anywhere": the phrase anywhere in the text; "line": a
+# line made of the phrase alone (bullets, headings marks and punctuation aside), since
+# "en cours" or "pending" are ordinary words inside a sentence.
+PLACEHOLDERS: tuple[tuple[str, str], ...] = (
+    (r"\b(?:TODO|TBD|TBC|TBA|FIXME)\b", "anywhere"),  # as written: capitals
+    (r"(?i)\blorem ipsum\b", "anywhere"),
+    (r"(?i)\bto be (?:written|completed|filled in)\b", "anywhere"),
+    (r"(?i)\b(?:coming soon|work in progress|insert (?:the )?(?:analysis|text) here|"
+     r"write (?:the )?(?:analysis|instructions) here)\b", "anywhere"),
+    (r"(?i)(?<!\w)[àa] (?:compl[ée]ter|r[ée]diger|remplir)(?!\w)", "anywhere"),
+    (r"(?i)\ben cours de r[ée]daction\b", "anywhere"),
+    (r"(?i)(?:todo|tbd|wip|pending|draft|placeholder|fill in|en cours|en attente|brouillon|"
+     r"[àa] (?:venir|faire|d[ée]finir)|…|\?+)", "line"),
+)
+_PLACEHOLDER_RES = tuple((re.compile(p), scope) for p, scope in PLACEHOLDERS)
+_DECORATION = " \t#*_>`~-+=|:.;,!()[]{}\"'"
+_MAX_TEXT = 4 * 1024 * 1024
+
+
+def find_placeholder(text: str) -> tuple[str, int] | None:
+    """(the placeholder, its line) when ``text`` holds one, else None."""
+    for number, line in enumerate(text.splitlines(), 1):
+        bare = line.strip(_DECORATION)
+        for pattern, scope in _PLACEHOLDER_RES:
+            if scope == "anywhere":
+                hit = pattern.search(line)
+                if hit is not None:
+                    return hit.group(0), number
+            elif bare and pattern.fullmatch(bare):
+                return bare, number
+    return None
+
+
+def _read_text(ctx: Context, relpath: str) -> str | None:
+    """The file's text (its first few MiB), decoded leniently; None when it cannot be read."""
+    from pathlib import Path
+
+    resolved = ctx.regular_file(relpath)
+    if not isinstance(resolved, Path):
+        return None
+    try:
+        with resolved.open("rb") as handle:
+            data = handle.read(_MAX_TEXT)
+    except OSError:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _analysis_names(plan: Plan, man: Manifest, relpath: str, text: str) -> Iterator[Finding]:
+    from pytest_itera.checks.runs import mentions
+
+    compared = [r.id for r in man.runs if r.outcome == "accepted" and _compared(plan, r.id)]
+    missing = [run_id for run_id in compared if not mentions(text, run_id)]
+    if missing:
+        yield Finding(
+            f"the error analysis {relpath} does not name {', '.join(missing)}",
+            where=relpath,
+            expected=f"every compared run named: {', '.join(compared)}",
+            hint="say where and why each compared run (the control and each accepted variant) "
+            "errs: which examples, which kinds of error",
+        )
+
+
+def _reload_names(plan: Plan, man: Manifest, relpath: str, text: str) -> Iterator[Finding]:
+    """Each accepted control/variant's artifacts: every adapter and weights checkpoint, or
+    (when it has only resume checkpoints) at least one of those."""
+    deliver = {r.id for r in man.runs if r.outcome == "accepted" and _compared(plan, r.id)}
+    missing: list[str] = []
+    for run_id in sorted(deliver):
+        finals = [a.path for a in man.adapters if a.run == run_id]
+        finals += [c.path for c in man.checkpoints if c.run == run_id and c.kind == "weights"]
+        resumes = [c.path for c in man.checkpoints if c.run == run_id and c.kind == "resume"]
+        missing += [p for p in finals if not _names_path(text, p)]
+        if not finals and resumes and not any(_names_path(text, p) for p in resumes):
+            missing.append(" or ".join(resumes))
+    if missing:
+        yield Finding(
+            f"the reload instructions {relpath} do not name {', '.join(missing)}",
+            where=relpath,
+            expected="each deliverable artifact (checkpoint or adapter of an accepted control "
+            "or variant) named by its path in the campaign",
+            hint="say how to reload each deliverable artifact: its path, its format and the "
+            "call that loads it",
+        )
 
 
 def _text_problem(ctx: Context, relpath: str) -> str | None:
@@ -255,21 +434,27 @@ def _text_problem(ctx: Context, relpath: str) -> str | None:
         return f"cannot be read: {exc.strerror or exc}"
     if size == 0:
         return "is empty"
-    if not ctx.options.fast and _blank(resolved):
+    if not ctx.options.fast and _blank(ctx, relpath):
         return "holds only whitespace"
     return None
 
 
-def _blank(path: object) -> bool:
-    from pathlib import Path
+def _blank(ctx: Context, relpath: str) -> bool:
+    from pytest_itera.text import is_blank
 
-    assert isinstance(path, Path)
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(1 << 16)
-    except OSError:
-        return False  # unreadable: files-intact reports it
-    return not head.strip()
+    text = _read_text(ctx, relpath)
+    return text is not None and is_blank(text)
+
+
+def _compared(plan: Plan, run_id: str) -> bool:
+    """A control or a variant: the runs the conclusion compares (R1)."""
+    planned = plan.run(run_id)
+    return planned is not None and planned.role in ("control", "variant")
+
+
+def _names_path(text: str, path: str) -> bool:
+    bare = path.rstrip("/")
+    return bare in text or bare.removeprefix("./") in text
 
 
 def _docs(ctx: Context) -> tuple[Plan, Manifest]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import csv
 import json
+import math
 import os
 import re
 import stat
@@ -23,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, TypeVar
 
-from pytest_itera.campaign import MANIFEST_FILE, PLAN_FILE, Manifest, Plan, RunRecord
+from pytest_itera import measurements
+from pytest_itera.campaign import MANIFEST_FILE, PLAN_FILE, Corpus, Manifest, Plan, RunRecord
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
+from pytest_itera.text import is_blank
 
 FIRST = 5  # examples shown per kind of problem
 MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is reported, skipped, never held
@@ -428,15 +431,31 @@ class CorpusIds:
     notes: tuple[Finding, ...] = ()  # the corpus is usable but not what the plan says
 
 
-def corpus_ids(ctx: Context) -> CorpusIds:
-    """The corpus, read once per Context (every run's item shares it)."""
-    return ctx.memo("corpus-ids", lambda: _load_corpus(ctx))
-
-
-def _load_corpus(ctx: Context) -> CorpusIds:
+def corpus_ids(ctx: Context, corpus: Corpus | None = None) -> CorpusIds:
+    """A frozen corpus (default: the plan's first), read once per Context (every run's item
+    on that corpus shares it)."""
     plan, _ = _docs(ctx)
-    corpus = plan.corpus
-    where = f"{PLAN_FILE} $.corpus"
+    chosen = corpus if corpus is not None else plan.corpus
+    return ctx.memo(f"corpus-ids:{chosen.id}", lambda: _load_corpus(ctx, chosen))
+
+
+def _corpus_path(plan: Plan, corpus: Corpus) -> str:
+    """The corpus's JSON path in plan.json: ``$.corpus`` (/1) or ``$.corpora[i]`` (/2)."""
+    if plan.version < 2:
+        return "$.corpus"
+    return f"$.corpora[{plan.corpora.index(corpus)}]"
+
+
+def run_corpus(plan: Plan, run: RunRecord) -> Corpus:
+    """The corpus a run's predictions are compared with: the one the manifest records, else
+    the plan's for that run, else the plan's first."""
+    recorded = plan.corpus_by_id(run.corpus) if run.corpus is not None else None
+    return recorded or plan.corpus_of(run.id) or plan.corpus
+
+
+def _load_corpus(ctx: Context, corpus: Corpus) -> CorpusIds:
+    plan, _ = _docs(ctx)
+    where = f"{PLAN_FILE} {_corpus_path(plan, corpus)}"
     actual, problem = _file_sha256(ctx, corpus.path)
     if actual is None:
         return CorpusIds({}, (Finding(f"the frozen corpus {corpus.path} {problem}",
@@ -451,13 +470,14 @@ def _load_corpus(ctx: Context) -> CorpusIds:
     inside = ctx.regular_file(corpus.path)
     assert isinstance(inside, Path)
     try:
-        return _index(read_ids(inside, corpus.id_field), corpus.path, corpus.examples)
+        return _index(read_ids(inside, corpus.id_field), corpus.path, corpus.examples,
+                      f"{where}.examples")
     except (OSError, UnreadableIds) as exc:
         return CorpusIds({}, (Finding(f"the frozen corpus {corpus.path} {_reason(exc)}",
                                       where=f"{where}.path"),))
 
 
-def _index(records: Iterable[IdLine], relpath: str, examples: int) -> CorpusIds:
+def _index(records: Iterable[IdLine], relpath: str, examples: int, where: str) -> CorpusIds:
     ids: dict[str, int] = {}
     repeated: list[tuple[str, int]] = []
     broken: list[tuple[int, str]] = []
@@ -482,7 +502,7 @@ def _index(records: Iterable[IdLine], relpath: str, examples: int) -> CorpusIds:
                              found=_more(_ids_text(repeated), len(repeated), counts[0])))
     if len(ids) != examples:
         notes.append(Finding(f"the frozen corpus holds {len(ids)} distinct IDs, the plan says "
-                             f"{examples} examples", where=f"{PLAN_FILE} $.corpus.examples",
+                             f"{examples} examples", where=where,
                              expected=str(examples), found=str(len(ids))))
     return CorpusIds(ids, (), tuple(notes))
 
@@ -519,7 +539,8 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
                       hint="a compared run (control or variant) delivers its predictions on the "
                       "frozen corpus (R1): write them and record the file")
         return
-    corpus = corpus_ids(ctx)
+    frozen = run_corpus(plan, run)
+    corpus = corpus_ids(ctx, frozen)
     yield from corpus.blocking
     if corpus.blocking:
         return
@@ -529,13 +550,13 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
         yield Finding(f"predictions {run.predictions} of run {run.id} {inside}", where=where)
         return
     try:
-        coverage = cover(corpus.ids, read_ids(inside, plan.corpus.id_field))
+        coverage = cover(corpus.ids, read_ids(inside, frozen.id_field))
     except (OSError, UnreadableIds) as exc:
         yield Finding(f"predictions {run.predictions} {_reason(exc)}", where=run.predictions,
-                      hint=f"write JSON Lines objects or CSV rows with the {plan.corpus.id_field!r}"
+                      hint=f"write JSON Lines objects or CSV rows with the {frozen.id_field!r}"
                       " field of the corpus")
         return
-    yield from _coverage_findings(coverage, run.predictions, len(corpus.ids), plan.corpus.path)
+    yield from _coverage_findings(coverage, run.predictions, len(corpus.ids), frozen.path)
 
 
 def _coverage_findings(cov: Coverage, relpath: str, total: int, corpus: str) -> Iterator[Finding]:
@@ -580,22 +601,116 @@ def _more(text: str, shown: int, count: int) -> str:
 
 
 # ---------------------------------------------------- conclusion-consistent
+# The conclusion is judged on the measurements files' values (the manifest is a copy), and
+# its text both ways: an empty list states the negative result and claims no variant meets
+# the threshold; a non-empty list names each variant it lists.
 
-_NEGATIVE_TEXT = re.compile(
-    r"\bnegative result\b|\bno variants? (?:meets?|reach(?:es)?|pass(?:es)?|beats?)\b", re.I)
+_CLAUSE = re.compile(
+    r"[.!?](?=\s|$)|[;\n]|\b(?:but|however|whereas|although|though|while|yet|except|"
+    r"mais|cependant|toutefois|alors que|tandis que|bien que|sauf)\b", re.I)
+_NEGATION = re.compile(
+    r"\b(?:no|not|none|neither|nor|never|nothing|without|fails?|failed|failing|short|below|"
+    r"under|beneath|miss(?:es|ed)?|cannot|insufficient|lacks?|aucun|aucune|pas|jamais|ni|sous|"
+    r"inf[ée]rieure?s?|[ée]choue\w*|manque\w*)\b|n[\u2019']t\b|\bn[\u2019'](?=\w)", re.I)
+_MEET = re.compile(r"\b(?:meets?|met|meeting|satisf(?:y|ies|ied)|satisfait|atteint|"
+                   r"atteignent)\b", re.I)
+_ACHIEVE = re.compile(
+    r"\b(?:reach(?:es|ed)?|exceed(?:s|ed)?|pass(?:es|ed)?|beats?|beaten|clears?|cleared|"
+    r"achieves?|achieved|surpass(?:es|ed)?|tops?|above|d[ée]pass\w*|franchi\w*)\b", re.I)
+_THRESHOLD = re.compile(r"\b(?:threshold|target|bar|criterion|seuil|objectif|cible|"
+                        r"crit[eè]re)\b", re.I)
+_VARIANT_WORD = re.compile(r"\bvariant(?:e)?s?\b", re.I)
+_NEGATIVE_RESULT = re.compile(
+    r"\bnegative\s+(?:result|outcome|finding|answer|conclusion)\b|"
+    r"\b(?:result|outcome|answer|conclusion)\s+is\s+negative\b|r[ée]sultat\s+n[ée]gatif|"
+    r"\bn[ée]gatif\b", re.I)
+# Says that no variant at all meets it: contradicts a non-empty meets_threshold.
+_NONE_MEETS = re.compile(
+    r"\bnegative\s+result\b|r[ée]sultat\s+n[ée]gatif|"
+    r"\bno\s+(?!other\b)(?:\w+\s+)?variants?\s+(?:\w+\s+)?(?:meets?|met|reach\w*|pass\w*|"
+    r"beats?|exceeds?|clears?|achieves?)\b|\bnone\s+of\s+the\s+variants\b|"
+    r"\bneither\s+variant\b|\baucune\s+(?:des\s+)?variantes?\b", re.I)
+
+
+def mentions(text: str, run_id: str) -> bool:
+    """Does ``text`` name the run ``run_id`` (as a whole word; any case for ids of 4+ chars)?"""
+    pattern = rf"(?<![\w-]){re.escape(run_id)}(?![\w-])"
+    flags = re.I if len(run_id) >= 4 else 0
+    return re.search(pattern, text, flags) is not None
+
+
+def _clauses(text: str) -> list[str]:
+    return [c.strip() for c in _CLAUSE.split(text) if c and c.strip()]
+
+
+def states_negative(text: str) -> bool:
+    """The text says the threshold is not met (a negative result), in English or French."""
+    if _NEGATIVE_RESULT.search(text):
+        return True
+    return any(_NEGATION.search(c) and (_MEET.search(c) or _ACHIEVE.search(c)
+                                        or _THRESHOLD.search(c) or _VARIANT_WORD.search(c))
+               for c in _clauses(text))
+
+
+def claims_meeting(text: str, run_id: str) -> str | None:
+    """The clause that says ``run_id`` meets the threshold (no negation in it), or None."""
+    for clause in _clauses(text):
+        if not mentions(clause, run_id) or _NEGATION.search(clause):
+            continue
+        if _MEET.search(clause) or (_ACHIEVE.search(clause) and _THRESHOLD.search(clause)):
+            return clause
+    return None
 
 
 def conclusion_consistent(ctx: Context, _target: str | None) -> Iterator[Finding]:
-    """meets_threshold is exactly the accepted variants whose metric meets the planned threshold."""
+    """meets_threshold is exactly the accepted variants whose measured metric meets the
+    planned threshold, and the text says the same."""
     plan, man = _docs(ctx)
     listed = man.conclusion.meets_threshold
-    yield from _listed_runs(plan, man, listed)
-    yield from _unlisted_variants(plan, man, listed)
-    if listed and _NEGATIVE_TEXT.search(man.conclusion.text):
-        yield Finding("the conclusion's text states a negative result, but it lists "
-                      f"{', '.join(listed)} as meeting the threshold",
-                      where=f"{MANIFEST_FILE} $.conclusion.text",
-                      hint="make the text and meets_threshold say the same thing")
+    yield from _listed_runs(ctx, plan, man, listed)
+    yield from _unlisted_variants(ctx, plan, man, listed)
+    yield from _conclusion_text(plan, man, listed)
+
+
+def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iterator[Finding]:
+    text = man.conclusion.text
+    where = f"{MANIFEST_FILE} $.conclusion.text"
+    if is_blank(text):
+        yield Finding("the conclusion has no text", where=where,
+                      hint="state the conclusion: the variants that meet the threshold, or the "
+                      "negative result (no variant meets it)")
+        return
+    if listed:
+        if _NONE_MEETS.search(text):
+            yield Finding("the conclusion's text states a negative result, but it lists "
+                          f"{', '.join(listed)} as meeting the threshold", where=where,
+                          hint="make the text and meets_threshold say the same thing")
+        for run_id in listed:
+            if not mentions(text, run_id):
+                yield Finding(f"the conclusion's text does not name {run_id}, which "
+                              "meets_threshold lists", where=where, found=repr(_clip(text)),
+                              hint=f"name {run_id} in the text with its measured "
+                              f"{plan.decision.metric}")
+        return
+    variants = [r.id for r in plan.runs if r.role == "variant"]
+    variants += [r.id for r in man.runs if plan.run(r.id) is None]
+    for run_id in variants:
+        clause = claims_meeting(text, run_id)
+        if clause is not None:
+            yield Finding(f"the conclusion's text names {run_id} as meeting the threshold, but "
+                          "meets_threshold is empty", where=where, found=repr(_clip(clause)),
+                          hint="make the text and meets_threshold say the same thing: list the "
+                          "variant if its measured metric meets the threshold, else say it "
+                          "does not")
+    if variants and not states_negative(text):
+        yield Finding("meets_threshold is empty, but the conclusion's text does not state the "
+                      "negative result", where=where, found=repr(_clip(text)),
+                      hint=f"say that no variant meets {_rule(plan)} (a negative result is a "
+                      "valid result and closes the campaign)")
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _meets(plan: Plan, value: float) -> bool:
@@ -608,7 +723,42 @@ def _rule(plan: Plan) -> str:
     return f"{plan.decision.metric} {sign} {plan.decision.threshold}"
 
 
-def _listed_runs(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iterator[Finding]:
+@dataclass(frozen=True)
+class Measured:
+    """A run's decision metric as the evidence has it (its measurements file, else the
+    manifest when the run records no readable file: measurements-agree reports that)."""
+
+    value: float | None
+    source: str  # "runs/v/measurements.jsonl:5", or the manifest's JSON path
+    names: tuple[str, ...]  # the metrics the source holds (for "has no metric")
+
+
+def decision_metric(ctx: Context, man: Manifest, run: RunRecord, metric: str) -> Measured:
+    if run.measurements is not None:
+        found = measurements.load(ctx, run.measurements)
+        if isinstance(found, measurements.Measurements):
+            held = found.metrics or {}
+            entry = held.get(metric)
+            if entry is None or isinstance(entry.value, str):
+                return Measured(None, f"{found.path}", tuple(sorted(held)))
+            return Measured(float(entry.value), f"{found.path}:{entry.line}", tuple(held))
+    index = man.run_position(run.id)
+    value = run.metrics.get(metric)
+    return Measured(value, f"{MANIFEST_FILE} $.runs[{index}].metrics", tuple(sorted(run.metrics)))
+
+
+def _shown(metric: str, measured: Measured) -> str:
+    assert measured.value is not None
+    return f"{metric} = {_number(measured.value)} ({measured.source})"
+
+
+def _number(value: float) -> str:
+    return repr(value) if math.isfinite(value) else str(value)
+
+
+def _listed_runs(
+    ctx: Context, plan: Plan, man: Manifest, listed: tuple[str, ...]
+) -> Iterator[Finding]:
     where = f"{MANIFEST_FILE} $.conclusion.meets_threshold"
     metric = plan.decision.metric
     for run_id in listed:
@@ -623,39 +773,45 @@ def _listed_runs(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iterator
         if run.outcome != "accepted":
             yield Finding(f"the conclusion lists {run_id}, whose outcome is {run.outcome!r}: "
                           "only an accepted run can meet the threshold", where=where)
-        elif metric not in run.metrics:
-            yield _no_metric(man, run, metric)
-        elif not _meets(plan, run.metrics[metric]):
+            continue
+        measured = decision_metric(ctx, man, run, metric)
+        if measured.value is None:
+            yield _no_metric(run, metric, measured)
+        elif not _meets(plan, measured.value):
             yield Finding(f"the conclusion lists {run_id} as meeting the threshold, but its "
-                          f"{metric} is {run.metrics[metric]}", where=where,
-                          expected=_rule(plan), found=f"{metric} = {run.metrics[metric]}",
-                          hint="state the conclusion the metrics support; a negative result "
-                          "is a valid result")
+                          f"{metric} is {_number(measured.value)}", where=where,
+                          expected=_rule(plan), found=_shown(metric, measured),
+                          hint="state the conclusion the measured metrics support; a negative "
+                          "result is a valid result")
 
 
-def _unlisted_variants(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iterator[Finding]:
+def _unlisted_variants(
+    ctx: Context, plan: Plan, man: Manifest, listed: tuple[str, ...]
+) -> Iterator[Finding]:
     metric = plan.decision.metric
     for planned in plan.runs:
         run = man.run(planned.id)
         if planned.role != "variant" or run is None or run.outcome != "accepted":
             continue
-        if metric not in run.metrics:
-            if run.id not in listed:  # a listed one was reported already
-                yield _no_metric(man, run, metric)
-        elif _meets(plan, run.metrics[metric]) and run.id not in listed:
+        if run.id in listed:
+            continue  # judged with the listed runs
+        measured = decision_metric(ctx, man, run, metric)
+        if measured.value is None:
+            yield _no_metric(run, metric, measured)
+        elif _meets(plan, measured.value):
             yield Finding(f"variant {run.id} meets the threshold but the conclusion does not "
                           "list it", where=f"{MANIFEST_FILE} $.conclusion.meets_threshold",
-                          expected=_rule(plan), found=f"{metric} = {run.metrics[metric]}",
+                          expected=_rule(plan), found=_shown(metric, measured),
                           hint=f"add {run.id} to meets_threshold: the conclusion states what "
-                          "the recorded metrics show")
+                          "the measured metrics show")
 
 
-def _no_metric(man: Manifest, run: RunRecord, metric: str) -> Finding:
-    index = man.runs.index(run)
+def _no_metric(run: RunRecord, metric: str, measured: Measured) -> Finding:
     return Finding(f"accepted variant {run.id} has no {metric!r} metric (the plan's decision "
-                   "metric)", where=f"{MANIFEST_FILE} $.runs[{index}].metrics",
-                   found=f"metrics {sorted(run.metrics)}",
-                   hint="record the decision metric for every accepted variant")
+                   "metric)", where=measured.source,
+                   found=f"metrics {sorted(measured.names)}",
+                   hint="record the decision metric of every accepted variant in its "
+                   "measurements (the manifest copies it)")
 
 
 CHECKS = (
@@ -665,7 +821,8 @@ CHECKS = (
           scope="run", targets=config_targets, order=21),
     Check("predictions-cover-corpus", "an accepted run predicts each frozen-corpus example once",
           predictions_cover_corpus, scope="run", targets=predictions_targets, order=22),
-    Check("conclusion-consistent", "the conclusion agrees with the metrics and the threshold",
+    Check("conclusion-consistent",
+          "the conclusion agrees with the measured metrics and the threshold, both ways",
           conclusion_consistent, order=30),
 )
 

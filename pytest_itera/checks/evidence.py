@@ -1,0 +1,954 @@
+"""Evidence checks: rules-declared, measurements-agree, stop-rules-applied, role-evidence.
+
+R2 (a decision point after the pilot; the data check and the resume check prove their
+roles), R5 (stop rules written before the trials and applied to every run) and R6 (a
+resume reproduces its reference run). Registered as the plugin ``itera.evidence``.
+
+The manifest is a copy; the evidence is each run's measurements file
+(:mod:`pytest_itera.measurements`), the files of the folder and the data check's
+records. The run-scoped checks here are part of ``Context.run_failures``: an accepted
+run that fails one of them is not counted as an accepted deliverable.
+
+A stop rule of kind ``other`` (free-form parameters) is not evaluated: it never fails a
+run, and the terminal summary says which rules were not evaluated. A
+``pytest_itera_stop_rule`` hook implementation may judge any rule (``other`` included)
+by returning a :class:`RuleVerdict`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pluggy
+
+from pytest_itera import measurements
+from pytest_itera.campaign import (
+    MANIFEST_FILE,
+    PLAN_FILE,
+    Corpus,
+    Manifest,
+    Plan,
+    RunRecord,
+    StopRule,
+)
+from pytest_itera.checks import Check, Context
+from pytest_itera.findings import Finding
+from pytest_itera.measurements import Measurements, Series, Unreadable
+from pytest_itera.text import is_blank
+
+TRAINING_ROLES = ("control", "variant", "pilot", "resume_check")
+PREDICTING_ROLES = ("control", "variant")
+MEASURED_KINDS = ("non_finite_loss", "quality_below")  # read the run's own measurements
+CONTRACT = "docs/contract-v2.md"
+_SHOWN = 5  # problems of an unreadable file shown one by one
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_hookimpl = pluggy.HookimplMarker("pytest")
+
+Status = Literal["triggered", "clear", "unproven", "not_evaluated"]
+
+
+@dataclass(frozen=True)
+class RuleVerdict:
+    """A stop rule evaluated on one run's evidence.
+
+    ``triggered``: the evidence triggers the rule (``step``: the first step that does, when
+    the evidence has steps); ``clear``: it does not; ``unproven``: the evidence needed is
+    missing or unreadable (a failure for an accepted run); ``not_evaluated``: the rule is
+    not machine-readable (kind ``other``): reported, never a failure. ``detail`` says what
+    was observed, ``where`` the file and line of the evidence.
+    """
+
+    status: Status
+    detail: str
+    step: int | None = None
+    where: str | None = None
+    hint: str | None = None
+
+
+def _docs(ctx: Context) -> tuple[Plan, Manifest]:
+    plan, man = ctx.campaign.plan, ctx.campaign.manifest
+    assert plan is not None  # guaranteed by Check.needs
+    assert man is not None
+    return plan, man
+
+
+def _record(man: Manifest, run_id: str) -> tuple[int, RunRecord]:
+    position = man.run_position(run_id)
+    assert position is not None  # targets are recorded run ids
+    return position, man.runs[position]
+
+
+def _role(plan: Plan, run_id: str) -> str | None:
+    planned = plan.run(run_id)
+    return planned.role if planned is not None else None
+
+
+def _label(role: str | None) -> str:
+    return (role or "unplanned").replace("_", " ")
+
+
+def _v1(man: Manifest, what: str) -> str:
+    """The sentence that tells a /1 manifest what it cannot prove, or ""."""
+    if man.version >= 2:
+        return ""
+    return (f"; itera-manifest/1 cannot prove {what}: re-close the campaign with "
+            f"itera-manifest/2 ({CONTRACT})")
+
+
+def _fmt(value: float | int | str) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return repr(value)
+    return str(value)
+
+
+# ------------------------------------------------------------ the run's evidence
+
+
+def run_measurements(ctx: Context, run: RunRecord) -> Measurements | str:
+    """The run's measurements, or why there are none (a sentence about "its measurements")."""
+    if run.measurements is None:
+        return f"run {run.id} records no measurements file (runs[].measurements)"
+    found = measurements.load(ctx, run.measurements)
+    if isinstance(found, Unreadable):
+        return f"its measurements cannot be read: {found.summary()}"
+    return found
+
+
+# ------------------------------------------------------------- stop rule parameters
+
+
+def rule_parameters_problem(rule: StopRule) -> str | None:
+    """Why a rule's parameters are not the machine-readable ones of its kind, or None.
+
+    ``itera-plan/2`` enforces these shapes in its schema; an ``itera-plan/1`` rule with
+    free-form parameters cannot be evaluated. Kind ``other`` is free-form by definition.
+    """
+    p: Mapping[str, Any] = rule.parameters or {}
+    kind = rule.kind
+    if kind == "non_finite_loss":
+        return None if _text(p.get("series")) else "no 'series' (the measured series to watch)"
+    if kind == "quality_below":
+        missing = [k for k in ("metric", "split") if not _text(p.get(k))]
+        threshold = p.get("threshold")
+        if not isinstance(threshold, int | float) or isinstance(threshold, bool):
+            missing.append("threshold")
+        if p.get("direction") not in ("higher", "lower"):
+            missing.append("direction")
+        return f"no usable {', '.join(missing)}" if missing else None
+    if kind == "input_truncated":
+        if not _text(p.get("input")):
+            return "no 'input' (a corpus id or a path)"
+        given = [k for k in ("examples", "bytes", "sha256") if k in p]
+        if not given:
+            return "none of 'examples', 'bytes', 'sha256' (what the input must be)"
+        for key in ("examples", "bytes"):
+            value = p.get(key)
+            if key in p and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                return f"{key!r} is not a non-negative integer"
+        if "sha256" in p and not (isinstance(p["sha256"], str) and _SHA256.match(p["sha256"])):
+            return "'sha256' is not a 64-hex digest"
+        return None
+    if kind == "no_resume":
+        return None if _text(p.get("resume_check")) else "no 'resume_check' (a run id)"
+    return None
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str) and not is_blank(value)
+
+
+_EXAMPLES = {
+    "non_finite_loss": '{"series": "loss"}',
+    "quality_below": '{"metric": "validation_accuracy", "threshold": 0.5, '
+                     '"direction": "higher", "split": "validation"}',
+    "input_truncated": '{"input": "<corpus id or path>", "examples": 600}',
+    "no_resume": '{"resume_check": "<run id>"}',
+}
+
+
+def _v1_rule(plan: Plan, rule: StopRule, problem: str) -> tuple[str, str]:
+    """(detail, hint) for a rule whose parameters cannot be evaluated."""
+    params = dict(rule.parameters or {})
+    if plan.version < 2:
+        detail = (f"itera-plan/1 cannot prove that stop rule {rule.id!r} ({rule.kind}) is "
+                  f"applied: its parameters are free-form ({params}: {problem})")
+        hint = (f"re-close the campaign with itera-plan/2 and itera-manifest/2: a "
+                f"{rule.kind} rule has the parameters {_EXAMPLES.get(rule.kind, '{}')} "
+                f"({CONTRACT})")
+    else:
+        detail = f"stop rule {rule.id!r} ({rule.kind}) has unusable parameters: {problem}"
+        hint = f"write the parameters {_EXAMPLES.get(rule.kind, '{}')} ({CONTRACT})"
+    return detail, hint
+
+
+# ------------------------------------------------------------- evaluating the rules
+
+
+def evaluate(ctx: Context, rule: StopRule, run_id: str) -> RuleVerdict:
+    """One declared stop rule on one run, from the run's own evidence."""
+    plan, man = _docs(ctx)
+    run = man.run(run_id)
+    assert run is not None
+    hooked = _hook_verdict(ctx, rule, run)
+    if hooked is not None:
+        return hooked
+    if rule.kind == "other":
+        return RuleVerdict("not_evaluated", f"stop rule {rule.id!r} has kind 'other' "
+                           "(free-form parameters): pytest-itera does not evaluate it")
+    problem = rule_parameters_problem(rule)
+    if problem is not None:
+        detail, hint = _v1_rule(plan, rule, problem)
+        return RuleVerdict("unproven", detail, where=f"{PLAN_FILE} $.stop_rules", hint=hint)
+    if rule.kind == "non_finite_loss":
+        return _non_finite(ctx, plan, rule, run)
+    if rule.kind == "quality_below":
+        return _quality(ctx, plan, rule, run)
+    if rule.kind == "input_truncated":
+        return _truncated_on(ctx, plan, rule, run)
+    if rule.kind == "no_resume":
+        target = str(rule.parameters["resume_check"])
+        if run.id != target:
+            return RuleVerdict("clear", f"it applies to the resume check {target}")
+        return resume_verdict(ctx, run.id)
+    return RuleVerdict("not_evaluated", f"stop rule {rule.id!r} has kind {rule.kind!r}, "
+                       "which pytest-itera does not know")
+
+
+def _hook_verdict(ctx: Context, rule: StopRule, run: RunRecord) -> RuleVerdict | None:
+    """A ``pytest_itera_stop_rule`` implementation's verdict, asked before the built-ins."""
+    config = ctx.options.extra.get("config")
+    caller = getattr(getattr(config, "hook", None), "pytest_itera_stop_rule", None)
+    if caller is None or not caller.get_hookimpls():
+        return None
+    found: Measurements | Unreadable | None = (
+        None if run.measurements is None else measurements.load(ctx, run.measurements))
+    try:
+        verdict = caller(rule=rule, run=run, measurements=found, campaign=ctx.campaign,
+                         config=config)
+    except Exception as exc:  # a user's hook: its failure is this run's finding
+        return RuleVerdict("unproven", f"the pytest_itera_stop_rule hook raised "
+                           f"{type(exc).__name__}: {exc}")
+    if verdict is None or isinstance(verdict, RuleVerdict):
+        return verdict
+    return RuleVerdict("unproven", "the pytest_itera_stop_rule hook returned "
+                       f"{type(verdict).__name__}, not a RuleVerdict or None")
+
+
+def _non_finite(ctx: Context, plan: Plan, rule: StopRule, run: RunRecord) -> RuleVerdict:
+    name = str(rule.parameters["series"])
+    found = run_measurements(ctx, run)
+    if isinstance(found, str):
+        return RuleVerdict("unproven", found, hint=_measurements_hint(run))
+    series = found.series.get(name)
+    role = _role(plan, run.id)
+    if series is None or not len(series):
+        if role in (None, *TRAINING_ROLES):
+            return RuleVerdict(
+                "unproven", f"its measurements {found.path} hold no {name!r} series",
+                where=found.path,
+                hint=f"log the {name!r} series at every step (RunRecorder.log(step, "
+                f"{name}=...)): the rule reads it")
+        return RuleVerdict("clear", f"a {_label(role)} run with no {name!r} series")
+    bad = series.first_non_finite()
+    if bad is None:
+        return RuleVerdict("clear", f"{len(series)} {name!r} points, all finite")
+    step, value, line = bad
+    return RuleVerdict("triggered", f"its {name!r} series is {_fmt(value)} at step {step}",
+                       step=step, where=f"{found.path}:{line}")
+
+
+def _quality(ctx: Context, plan: Plan, rule: StopRule, run: RunRecord) -> RuleVerdict:
+    p = rule.parameters
+    metric, threshold, higher = str(p["metric"]), float(p["threshold"]), p["direction"] == "higher"
+    found = run_measurements(ctx, run)
+    if isinstance(found, str):
+        return RuleVerdict("unproven", found, hint=_measurements_hint(run))
+    measured = _measured(found, metric, str(p.get("split", "")))
+    if measured is None:
+        role = _role(plan, run.id)
+        if role in (None, *PREDICTING_ROLES):
+            return RuleVerdict(
+                "unproven", f"its measurements {found.path} hold no {metric!r} (neither a "
+                "final metric nor a series)", where=found.path,
+                hint=f"record {metric!r} in the run's measurements (its metrics line)")
+        return RuleVerdict("clear", f"a {_label(role)} run that does not measure {metric!r}")
+    value, step, where, name = measured
+    if isinstance(value, str):
+        return RuleVerdict("unproven", f"its {name} is the string {value!r}, not a number",
+                           where=where)
+    bad = not math.isfinite(value) or (value < threshold if higher else value > threshold)
+    side = "under" if higher else "over"
+    if bad:
+        return RuleVerdict("triggered", f"its {name} is {_fmt(value)}, {side} the stop "
+                           f"threshold {threshold:g}", step=step, where=where)
+    return RuleVerdict("clear", f"its {name} is {_fmt(value)} (stop {side} {threshold:g})")
+
+
+def _measured(
+    found: Measurements, metric: str, split: str
+) -> tuple[float | int | str, int | None, str, str] | None:
+    """(value, step, where, name): the final metric, else the last point of that series."""
+    names = [metric] + [f"{split}{sep}{metric}" for sep in ("_", "/", ".") if split]
+    for name in names:
+        if found.metrics is not None and name in found.metrics:
+            m = found.metrics[name]
+            return m.value, None, f"{found.path}:{m.line}", name
+    for name in names:
+        series = found.series.get(name)
+        last = series.last() if series is not None else None
+        if last is not None:
+            return last[1], last[0], f"{found.path}:{last[2]}", f"{name} (last point)"
+    return None
+
+
+def _measurements_hint(run: RunRecord) -> str:
+    if run.measurements is None:
+        return ("record the run's measurements file: its series, final metrics and checked "
+                f"inputs (RunRecorder writes runs/{run.id}/measurements.jsonl; {CONTRACT})")
+    return f"write the measurements as JSON Lines ({CONTRACT}, 'Measurements file')"
+
+
+# -------------------------------------------------------------- input_truncated
+
+
+def _input_corpus(plan: Plan, name: str) -> Corpus | None:
+    return plan.corpus_by_id(name) or next((c for c in plan.corpora if c.path == name), None)
+
+
+def _truncated_on(ctx: Context, plan: Plan, rule: StopRule, run: RunRecord) -> RuleVerdict:
+    """A truncated input concerns the data checks, and every run that consumes it."""
+    name = str(rule.parameters["input"])
+    corpus = _input_corpus(plan, name)
+    role = _role(plan, run.id)
+    if corpus is not None and role != "data_check":
+        recorded = plan.corpus_by_id(run.corpus) if run.corpus is not None else None
+        mine = recorded or plan.corpus_of(run.id)
+        if mine is not None and mine.id != corpus.id:
+            return RuleVerdict("clear", f"run {run.id} works on corpus {mine.id}, not {name}")
+    index = plan.stop_rules.index(rule)
+    return ctx.memo(f"evidence:input:{index}", lambda: input_verdict(ctx, plan, rule))
+
+
+def input_verdict(ctx: Context, plan: Plan, rule: StopRule) -> RuleVerdict:
+    """The input as the folder holds it and as the data checks recorded it, against the rule."""
+    _, man = _docs(ctx)
+    p = rule.parameters
+    name = str(p["input"])
+    corpus = _input_corpus(plan, name)
+    path = corpus.path if corpus is not None else name
+    aliases = (name, path, corpus.id if corpus is not None else "")
+    expected = {k: p[k] for k in ("examples", "bytes", "sha256") if k in p}
+    observed: list[tuple[str, str, object, str]] = []  # (source, field, value, where)
+    folder = _in_folder(ctx, path, corpus)
+    if folder is not None:
+        observed += [(f"{path} in the folder", k, v, path) for k, v in folder.items()]
+    for run in man.runs:
+        if _role(plan, run.id) != "data_check" or run.outcome == "dropped":
+            continue
+        found = run_measurements(ctx, run)
+        record = found.checked(*aliases) if isinstance(found, Measurements) else None
+        if record is None:
+            continue
+        assert isinstance(found, Measurements)
+        where = f"{found.path}:{record.line}"
+        source = f"the data check {run.id}'s record"
+        for key in ("examples", "bytes", "sha256"):
+            value = getattr(record, key)
+            if value is not None:
+                observed.append((source, key, value, where))
+    for source, key, value, where in observed:
+        if key in expected and value != expected[key]:
+            return RuleVerdict("triggered", f"input {name!r}: {source} has {key} {value}, the "
+                               f"rule expects {expected[key]}", where=where)
+    unseen = sorted(set(expected) - {key for _, key, _, _ in observed})
+    if unseen:
+        return RuleVerdict(
+            "unproven", f"no evidence of the {', '.join(unseen)} of input {name!r}: "
+            + ("it is not a file of the campaign folder" if folder is None
+               else "the folder's file cannot tell") + " and no data check recorded it",
+            hint=f"have the data check record what it measured on {name!r} (a checked_input "
+            f"line with {', '.join(sorted(expected))}; {CONTRACT})")
+    return RuleVerdict("clear", f"input {name!r} has the expected "
+                       + ", ".join(f"{k} {v}" for k, v in sorted(expected.items())))
+
+
+def _in_folder(ctx: Context, path: str, corpus: Corpus | None) -> dict[str, object] | None:
+    """What the folder's copy of an input measures: bytes, sha256 and (a corpus) examples."""
+    resolved = ctx.regular_file(path)
+    if isinstance(resolved, str):
+        return None
+    facts = ctx.facts(path)
+    if facts.error is not None:
+        return None
+    out: dict[str, object] = {"bytes": facts.size}
+    if facts.sha256 is not None:
+        out["sha256"] = facts.sha256
+    if corpus is not None:
+        count = _count_examples(ctx, resolved, corpus)
+        if count is not None:
+            out["examples"] = count
+    return out
+
+
+def _count_examples(ctx: Context, path: Path, corpus: Corpus) -> int | None:
+    def count() -> int | None:
+        from pytest_itera.checks.runs import UnreadableIds, read_ids
+
+        try:
+            return len({rec.id for rec in read_ids(path, corpus.id_field) if rec.id is not None})
+        except (OSError, UnreadableIds):
+            return None
+
+    result: int | None = ctx.memo(f"evidence:examples:{corpus.id}", count)
+    return result
+
+
+# ------------------------------------------------------------------- the resume
+
+
+def resume_verdict(ctx: Context, run_id: str) -> RuleVerdict:
+    """Does the resume check reproduce its reference run after the resume? (memoised)"""
+    return ctx.memo(f"evidence:resume:{run_id}", lambda: _resume(ctx, run_id))
+
+
+def _resume(ctx: Context, run_id: str) -> RuleVerdict:
+    plan, man = _docs(ctx)
+    index, run = _record(man, run_id)
+    where = f"{MANIFEST_FILE} $.runs[{index}].resumed_from"
+    origin = run.resumed_from
+    if origin is None:
+        return RuleVerdict(
+            "unproven", f"run {run.id} records no resumed_from (the checkpoint it resumed "
+            "from and its step)" + _v1(man, "a resume"), where=where,
+            hint='record resumed_from: {"checkpoint": "<a listed resume checkpoint of another '
+            'run>", "step": N}, and the series the resumed run measured')
+    listed = [c for c in man.checkpoints if c.kind == "resume" and c.run != run.id]
+    others = ", ".join(c.path for c in listed) or "none listed"
+    record = next((c for c in man.checkpoints
+                   if c.path.rstrip("/") == origin.checkpoint.rstrip("/")), None)
+    if record is None or record.kind != "resume" or record.run == run.id:
+        why = ("which is not a checkpoint listed in the manifest" if record is None
+               else "a weights checkpoint, which cannot resume training"
+               if record.kind != "resume" else "its own checkpoint")
+        return RuleVerdict(
+            "unproven", f"run {run.id} resumed from {origin.checkpoint}, {why}",
+            where=f"{where}.checkpoint",
+            hint=f"a resume check resumes a listed resume checkpoint of another run in a new "
+            f"process (listed: {others})")
+    reference = man.run(record.run)
+    if reference is None:
+        return RuleVerdict("unproven", f"checkpoint {record.path} belongs to run "
+                           f"{record.run}, which the manifest does not record", where=where)
+    mine, theirs = run_measurements(ctx, run), run_measurements(ctx, reference)
+    if isinstance(mine, str):
+        return RuleVerdict("unproven", mine, hint=_measurements_hint(run))
+    if isinstance(theirs, str):
+        return RuleVerdict("unproven", f"the reference run {reference.id}: {theirs}",
+                           hint=_measurements_hint(reference))
+    tolerance = plan.checkpoint_policy.resume_tolerance
+    compared, divergence = _compare(mine, theirs, origin.step, tolerance)
+    if divergence is not None:
+        name, step, value, ref_value, line = divergence
+        return RuleVerdict(
+            "triggered", f"after resuming {record.path} at step {origin.step}, its {name!r} "
+            f"is {_fmt(value)} at step {step} where {reference.id}'s is {_fmt(ref_value)} "
+            f"(tolerance {tolerance:g})", step=step, where=f"{mine.path}:{line}")
+    if not compared:
+        return RuleVerdict(
+            "unproven", f"nothing to compare: after step {origin.step} its series "
+            f"({', '.join(sorted(mine.series)) or 'none'}) share no step with "
+            f"{reference.id}'s ({', '.join(sorted(theirs.series)) or 'none'})",
+            where=mine.path,
+            hint=f"after the resume, log the same series as {reference.id} (e.g. the loss) at "
+            "the same steps: they must match its values")
+    return RuleVerdict("clear", f"{compared} points after step {origin.step} match "
+                       f"{reference.id}'s within {tolerance:g}")
+
+
+def _compare(
+    mine: Measurements, theirs: Measurements, after: int, tolerance: float
+) -> tuple[int, tuple[str, int, float, float, int] | None]:
+    """(points compared, the earliest divergence: name, step, value, reference, line)."""
+    compared = 0
+    first: tuple[str, int, float, float, int] | None = None
+    for name in sorted(mine.series):
+        reference = theirs.series.get(name)
+        if reference is None:
+            continue
+        for step, value, ref_value, line in _aligned(mine.series[name], reference, after):
+            compared += 1
+            if not _close(value, ref_value, tolerance):
+                if first is None or step < first[1]:
+                    first = (name, step, value, ref_value, line)
+                break  # the rest of this series cannot diverge earlier
+    return compared, first
+
+
+def _aligned(
+    series: Series, reference: Series, after: int
+) -> Iterator[tuple[int, float, float, int]]:
+    """(step, value, reference value, line) for the steps after ``after`` both series hold."""
+    ref_steps, ref_values = reference.steps, reference.values
+    j = 0
+    for step, value, line in series.points():
+        if step <= after:
+            continue
+        while j < len(ref_steps) and ref_steps[j] < step:
+            j += 1
+        if j == len(ref_steps):
+            return
+        if ref_steps[j] == step:
+            yield step, value, ref_values[j], line
+
+
+def _close(value: float, reference: float, tolerance: float) -> bool:
+    if math.isfinite(value) and math.isfinite(reference):
+        return abs(value - reference) <= tolerance
+    return (math.isnan(value) and math.isnan(reference)) or value == reference
+
+
+# ------------------------------------------------------------ stop-rules-applied
+
+
+def stop_rules_targets(ctx: Context) -> Iterable[str]:
+    """Every run that ran to an outcome the rules judge: accepted and stopped runs."""
+    _, man = _docs(ctx)
+    return {r.id for r in man.runs if r.outcome in ("accepted", "stopped")}
+
+
+def stop_rules_applied(ctx: Context, target: str | None) -> Iterator[Finding]:
+    """Every declared rule, evaluated on the run's own evidence, agrees with its outcome."""
+    assert target is not None
+    plan, man = _docs(ctx)
+    index, run = _record(man, target)
+    where = f"{MANIFEST_FILE} $.runs[{index}]"
+    if run.outcome == "accepted":
+        yield from _accepted(ctx, plan, man, run, where)
+    elif run.outcome == "stopped":
+        yield from _stopped(ctx, plan, run, where)
+
+
+def _accepted(
+    ctx: Context, plan: Plan, man: Manifest, run: RunRecord, where: str
+) -> Iterator[Finding]:
+    rules = list(plan.stop_rules)
+    measured = [r for r in rules if r.kind in MEASURED_KINDS
+                and rule_parameters_problem(r) is None and not _hooked(ctx)]
+    found = run_measurements(ctx, run)
+    if measured and isinstance(found, str):
+        ids = ", ".join(repr(r.id) for r in measured)
+        yield Finding(
+            f"stop rule{'s' if len(measured) > 1 else ''} {ids} cannot be evaluated on "
+            f"accepted run {run.id}: {found}" + _v1(man, "that its stop rules were applied"),
+            where=f"{where}.measurements", hint=_measurements_hint(run))
+        rules = [r for r in rules if r not in measured]
+    for rule in rules:
+        verdict = evaluate(ctx, rule, run.id)
+        if verdict.status == "triggered":
+            yield Finding(
+                f"accepted run {run.id} triggers stop rule {rule.id!r} ({rule.kind}): "
+                f"{verdict.detail}", where=verdict.where or where,
+                expected="a run whose own evidence triggers a declared stop rule is stopped, "
+                "not accepted", found=f"outcome 'accepted' ({where}.outcome)",
+                hint="record it as stopped (outcome 'stopped', stop {rule, reason, step}): it "
+                "keeps its ID and stays an expense; a fixed configuration is a new run with a "
+                "new ID")
+        elif verdict.status == "unproven":
+            yield Finding(
+                f"stop rule {rule.id!r} ({rule.kind}) cannot be evaluated on accepted run "
+                f"{run.id}: {verdict.detail}", where=verdict.where or where, hint=verdict.hint)
+
+
+def _hooked(ctx: Context) -> bool:
+    config = ctx.options.extra.get("config")
+    caller = getattr(getattr(config, "hook", None), "pytest_itera_stop_rule", None)
+    return caller is not None and bool(caller.get_hookimpls())
+
+
+def _stopped(ctx: Context, plan: Plan, run: RunRecord, where: str) -> Iterator[Finding]:
+    stop = run.stop
+    rule = next((r for r in plan.stop_rules if stop is not None and r.id == stop.rule), None)
+    if stop is None or rule is None:
+        return  # stop-records says the record or the rule is missing
+    verdict = evaluate(ctx, rule, run.id)
+    if verdict.status == "clear":
+        yield Finding(
+            f"stopped run {run.id} cites stop rule {rule.id!r} ({rule.kind}), but its evidence "
+            f"does not trigger it: {verdict.detail}", where=f"{where}.stop.rule",
+            hint="a stop cites the rule that its own measurements trigger; a run ended for "
+            "another cause is recorded as 'rejected' with that cause")
+    elif verdict.status == "unproven":
+        yield Finding(
+            f"stop rule {rule.id!r} ({rule.kind}) cannot be checked on stopped run {run.id}: "
+            f"{verdict.detail}", where=verdict.where or where, hint=verdict.hint)
+    elif verdict.status == "triggered" and rule.kind == "non_finite_loss":
+        series = rule.parameters.get("series")
+        if stop.step != verdict.step:
+            yield Finding(
+                f"stopped run {run.id} records stop step "
+                f"{stop.step if stop.step is not None else 'none'}, but its {series!r} series "
+                f"is first non-finite at step {verdict.step}",
+                where=f"{where}.stop.step", expected=str(verdict.step),
+                found=str(stop.step) if stop.step is not None else "no step",
+                hint="the stop step is the first step whose value is NaN or ±inf "
+                f"({verdict.where})")
+
+
+# ------------------------------------------------------------ measurements-agree
+
+
+def measurements_targets(ctx: Context) -> Iterable[str]:
+    """Runs that report metrics or point at a measurements file."""
+    _, man = _docs(ctx)
+    return {r.id for r in man.runs if r.metrics or r.measurements is not None}
+
+
+def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
+    """The run's measurements file is readable and every manifest metric is its value."""
+    assert target is not None
+    _, man = _docs(ctx)
+    index, run = _record(man, target)
+    where = f"{MANIFEST_FILE} $.runs[{index}]"
+    if run.measurements is None:
+        yield Finding(
+            f"run {run.id} reports metrics ({', '.join(sorted(run.metrics))}) but records no "
+            "measurements file" + _v1(man, "its metrics"), where=f"{where}.measurements",
+            expected="the run's measurements JSON Lines, whose metrics line the manifest copies",
+            hint=_measurements_hint(run))
+        return
+    sharing = sorted(r.id for r in man.runs if r.id != run.id and r.measurements is not None
+                     and r.measurements == run.measurements)
+    if sharing:
+        yield Finding(
+            f"run {run.id} shares its measurements file {run.measurements} with "
+            f"{', '.join(sharing)}", where=f"{where}.measurements",
+            hint="each run's evidence is its own measurements file")
+    found = measurements.load(ctx, run.measurements)
+    if isinstance(found, Unreadable):
+        yield from _unreadable(run, found, where)
+        return
+    if not run.metrics:
+        return
+    if found.metrics is None:
+        yield Finding(
+            f"the measurements {found.path} of run {run.id} have no metrics line: the "
+            f"manifest's metrics ({', '.join(sorted(run.metrics))}) are not evidenced",
+            where=found.path, expected='a line {"metrics": {...}} with the final metrics',
+            hint="write the run's final metrics into its measurements (RunRecorder.set_metrics)"
+            "; the manifest copies them")
+        return
+    for name, stated in sorted(run.metrics.items()):
+        metric = found.metrics.get(name)
+        if metric is None:
+            yield Finding(
+                f"run {run.id}'s metric {name!r} is not in its measurements {found.path}",
+                where=f"{where}.metrics.{name}",
+                found=f"the file's metrics: {sorted(found.metrics)}",
+                hint="report only metrics the run measured; the file is the evidence")
+        elif not measurements.same_at_precision(stated, metric):
+            yield Finding(
+                f"run {run.id}'s {name} is {_fmt(stated)} in the manifest but "
+                f"{_metric_text(metric)} in its measurements",
+                where=f"{where}.metrics.{name} ({found.path}:{metric.line})",
+                expected=_metric_text(metric)
+                + (f" (to the file's {metric.decimals} decimals)" if metric.decimals else ""),
+                found=_fmt(stated),
+                hint="the measurements are the evidence and the manifest a copy: state the "
+                "file's value")
+
+
+def _metric_text(metric: measurements.Metric) -> str:
+    value = metric.value
+    if isinstance(value, float) and metric.decimals is not None and metric.decimals >= 0 \
+            and math.isfinite(value):
+        return f"{value:.{metric.decimals}f}"
+    return repr(value) if isinstance(value, str) else _fmt(value)
+
+
+def _unreadable(run: RunRecord, found: Unreadable, where: str) -> Iterator[Finding]:
+    hint = f"one JSON object per line: points, one metrics line, checked inputs ({CONTRACT})"
+    for problem in found.problems[:_SHOWN]:
+        message = (f"are not usable: {problem.message}" if problem.line is not None
+                   else problem.message)
+        yield Finding(f"the measurements {found.path} of run {run.id} {message}",
+                      where=problem.where(found.path), hint=hint)
+    rest = len(found.problems) - _SHOWN + found.more
+    if rest > 0:
+        yield Finding(f"... and {rest} more problem{'s' if rest > 1 else ''} in {found.path}",
+                      where=f"{where}.measurements")
+
+
+# ----------------------------------------------------------------- role-evidence
+
+
+def role_targets(ctx: Context) -> Iterable[str]:
+    """Accepted runs whose planned role must be proven: data checks and resume checks."""
+    plan, man = _docs(ctx)
+    return {r.id for r in man.runs if r.outcome == "accepted"
+            and _role(plan, r.id) in ("data_check", "resume_check")}
+
+
+def role_evidence(ctx: Context, target: str | None) -> Iterator[Finding]:
+    """The resume check reproduces its reference; the data check recorded the planned data."""
+    assert target is not None
+    plan, man = _docs(ctx)
+    index, run = _record(man, target)
+    where = f"{MANIFEST_FILE} $.runs[{index}]"
+    if _role(plan, run.id) == "resume_check":
+        verdict = resume_verdict(ctx, run.id)
+        if verdict.status == "triggered":
+            yield Finding(
+                f"resume check {run.id} does not reproduce its reference run: {verdict.detail}",
+                where=verdict.where or where,
+                expected="the resumed series equal the reference run's at the same steps, within "
+                f"checkpoint_policy.resume_tolerance ({plan.checkpoint_policy.resume_tolerance:g})",
+                hint="a usable resume restores the model, optimizer, progress, scheduler, RNG "
+                "and data position in a new process; find which part is missing or differs")
+        elif verdict.status == "unproven":
+            yield Finding(f"resume check {run.id} does not prove a resume: {verdict.detail}",
+                          where=verdict.where or where, hint=verdict.hint)
+    else:
+        yield from _data_check(ctx, plan, man, run, where)
+
+
+def _data_check(
+    ctx: Context, plan: Plan, man: Manifest, run: RunRecord, where: str
+) -> Iterator[Finding]:
+    found = run_measurements(ctx, run)
+    if isinstance(found, str):
+        yield Finding(f"data check {run.id} does not prove the data: {found}"
+                      + _v1(man, "what the data check checked"),
+                      where=f"{where}.measurements", hint=_measurements_hint(run))
+        return
+    planned = plan.run(run.id)
+    named = planned.corpus if planned is not None else None
+    # The corpus it names, else every frozen corpus (one, most of the time).
+    corpora = [c for c in plan.corpora if c.id == named] or list(plan.corpora)
+    for corpus in corpora:
+        yield from _checked_corpus(run, found, corpus)
+    for rule in plan.stop_rules:
+        if rule.kind == "input_truncated" and rule_parameters_problem(rule) is None:
+            yield from _checked_rule_input(ctx, plan, man, run, found, rule, corpora)
+
+
+def _checked_corpus(run: RunRecord, found: Measurements, corpus: Corpus) -> Iterator[Finding]:
+    record = found.checked(corpus.id, corpus.path)
+    if record is None:
+        yield Finding(
+            f"data check {run.id} records no check of corpus {corpus.id} ({corpus.path})",
+            where=found.path,
+            expected=f'a line {{"checked_input": {{"input": "{corpus.id}", "sha256": '
+            f'"{corpus.sha256[:12]}…", "examples": {corpus.examples}}}}}',
+            hint="the data check proves the data: record the digest and the example count it "
+            "measured on the frozen corpus")
+        return
+    at = f"{found.path}:{record.line}"
+    for key, planned in (("sha256", corpus.sha256), ("examples", corpus.examples)):
+        value = getattr(record, key)
+        if value is None:
+            yield Finding(f"data check {run.id}'s record of corpus {corpus.id} has no {key}",
+                          where=at, expected=f"{key} {planned}",
+                          hint=f"record the {key} the data check measured")
+        elif value != planned:
+            yield Finding(
+                f"data check {run.id} measured corpus {corpus.id} with {key} {value}, but the "
+                f"plan froze {planned}", where=at, expected=str(planned), found=str(value),
+                hint="the data check ran on another corpus than the frozen one: check the "
+                "data (truncated? re-exported?) before concluding")
+
+
+def _checked_rule_input(
+    ctx: Context, plan: Plan, man: Manifest, run: RunRecord, found: Measurements,
+    rule: StopRule, corpora: list[Corpus],
+) -> Iterator[Finding]:
+    p = rule.parameters
+    name = str(p["input"])
+    corpus = _input_corpus(plan, name)
+    if corpus is not None and corpus not in corpora:
+        return  # another data check's corpus
+    aliases = (name, corpus.path if corpus else "", corpus.id if corpus else "")
+    record = found.checked(*aliases)
+    if record is None:
+        if corpus is None and _recorded_elsewhere(ctx, plan, man, run, aliases):
+            return
+        yield Finding(
+            f"data check {run.id} records no check of input {name!r}, which stop rule "
+            f"{rule.id!r} declares indispensable", where=found.path,
+            expected=f"a checked_input line for {name!r} with "
+            + ", ".join(k for k in ("examples", "bytes", "sha256") if k in p),
+            hint="the data check measures every input the plan declares, before training")
+        return
+    for key in ("examples", "bytes", "sha256"):
+        if key not in p:
+            continue
+        value = getattr(record, key)
+        if value is None:
+            yield Finding(f"data check {run.id}'s record of input {name!r} has no {key}, which "
+                          f"stop rule {rule.id!r} declares", where=f"{found.path}:{record.line}",
+                          expected=f"{key} {p[key]}")
+        elif value != p[key]:
+            yield Finding(
+                f"data check {run.id} measured input {name!r} with {key} {value}; stop rule "
+                f"{rule.id!r} expects {p[key]}", where=f"{found.path}:{record.line}",
+                expected=str(p[key]), found=str(value),
+                hint="the input is truncated or is not the planned one: the rule stops the runs "
+                "that use it")
+
+
+def _recorded_elsewhere(
+    ctx: Context, plan: Plan, man: Manifest, run: RunRecord, aliases: tuple[str, ...]
+) -> bool:
+    for other in man.runs:
+        if other.id == run.id or _role(plan, other.id) != "data_check":
+            continue
+        found = run_measurements(ctx, other)
+        if isinstance(found, Measurements) and found.checked(*aliases) is not None:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- rules-declared
+
+
+def rules_declared(ctx: Context, _target: str | None) -> Iterator[Finding]:
+    """Stop rules declared (machine-readable) before the trials; a decision after the pilot."""
+    plan = ctx.campaign.plan
+    if plan is None:
+        data = ctx.campaign.plan_data
+        if isinstance(data, dict) and data.get("stop_rules") == []:
+            yield _no_rules()
+        else:
+            yield Finding("not evaluated: plan.json did not load",
+                          hint="fix the problems reported by the 'manifest' item first")
+        return
+    if not plan.stop_rules:
+        yield _no_rules()
+    for rule_id, count in sorted(Counter(r.id for r in plan.stop_rules).items()):
+        if count > 1:
+            yield Finding(f"stop rule id {rule_id!r} appears {count} times",
+                          where=f"{PLAN_FILE} $.stop_rules",
+                          hint="a stopped run cites its rule by id: give each rule its own id")
+    for i, rule in enumerate(plan.stop_rules):
+        yield from _rule_declaration(plan, i, rule)
+    yield from _pilot_decision(plan)
+
+
+def _no_rules() -> Finding:
+    return Finding(
+        "the plan declares no stop rule (stop_rules is empty)", where=f"{PLAN_FILE} $.stop_rules",
+        expected="at least one rule, written before any run starts: non-finite loss, quality "
+        "under a threshold, a truncated input, no usable resume",
+        hint='declare them in plan.json before the trials, e.g. {"id": "non-finite-loss", '
+        f'"kind": "non_finite_loss", "parameters": {{"series": "loss"}}}} ({CONTRACT})')
+
+
+def _rule_declaration(plan: Plan, i: int, rule: StopRule) -> Iterator[Finding]:
+    where = f"{PLAN_FILE} $.stop_rules[{i}]"
+    problem = rule_parameters_problem(rule)
+    if problem is not None:
+        detail, hint = _v1_rule(plan, rule, problem)
+        yield Finding(detail, where=f"{where}.parameters", hint=hint)
+        return
+    if rule.kind == "no_resume":
+        target = str(rule.parameters["resume_check"])
+        checks = [r.id for r in plan.runs if r.role == "resume_check"]
+        if target not in checks:
+            yield Finding(
+                f"stop rule {rule.id!r} (no_resume) names {target!r}, which is not a planned "
+                "resume check", where=f"{where}.parameters.resume_check",
+                expected=f"one of {checks}" if checks else "a planned run with role resume_check",
+                found=repr(target))
+
+
+def _pilot_decision(plan: Plan) -> Iterator[Finding]:
+    pilots = [r.id for r in plan.runs if r.role == "pilot"]
+    if not pilots or not is_blank(plan.decision.point):
+        return
+    steps = {s.id: s for s in plan.schedule.steps}
+    pilot_steps = {s.id for s in plan.schedule.steps if s.run in pilots}
+    for step in plan.schedule.steps:
+        if step.kind == "decision" and _after_any(step.id, pilot_steps, steps):
+            return
+    found = ("no schedule step names the pilot (steps[].run)" if not pilot_steps
+             else "no step of kind 'decision' comes after the pilot's steps "
+             f"({', '.join(sorted(pilot_steps))})")
+    yield Finding(
+        f"the plan has a pilot ({', '.join(pilots)}) but fixes no decision point after it",
+        where=f"{PLAN_FILE} $.decision.point", found=found,
+        expected="decision.point (when the post-pilot decision is taken), or a schedule step "
+        "of kind 'decision' after the pilot's steps (through 'after')",
+        hint="after the pilot, decide: continue, drop an optional variant, or revise the "
+        "question; write that decision point into the plan before the trials")
+
+
+def _after_any(step_id: str, targets: set[str], steps: Mapping[str, Any]) -> bool:
+    """Does ``step_id`` depend, through ``after``, on one of ``targets``?"""
+    seen: set[str] = set()
+    todo = list(getattr(steps.get(step_id), "after", ()))
+    while todo:
+        current = todo.pop()
+        if current in targets:
+            return True
+        if current in seen:
+            continue
+        seen.add(current)
+        todo.extend(getattr(steps.get(current), "after", ()))
+    return False
+
+
+# ---------------------------------------------------------------- the summary
+
+
+def not_evaluated(plan: Plan) -> list[str]:
+    """One line per declared rule that pytest-itera does not evaluate (kind ``other``)."""
+    return [f"stop rule {r.id!r} (kind 'other', free-form parameters) was not evaluated"
+            for r in plan.stop_rules if r.kind == "other"]
+
+
+@_hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
+    """Say which stop rules were not evaluated: a rule never passes silently."""
+    if hasattr(config, "workerinput"):
+        return
+    from pytest_itera.options import loaded_campaign, settings_key
+
+    settings = config.stash.get(settings_key, None)
+    if settings is None or not settings.active:
+        return
+    hooked = bool(config.hook.pytest_itera_stop_rule.get_hookimpls())
+    for root in settings.campaigns:
+        plan = loaded_campaign(config, root).plan
+        if plan is None:
+            continue
+        for line in not_evaluated(plan):
+            terminalreporter.write_line(
+                f"{plan.campaign}: {line}"
+                + (" unless a pytest_itera_stop_rule hook judged it" if hooked else
+                   ": check it yourself, or judge it in a pytest_itera_stop_rule hook"),
+                yellow=True)
+
+
+CHECKS = (
+    Check("rules-declared", "stop rules declared before the trials; a decision after the pilot",
+          rules_declared, needs=frozenset(), order=3),
+    Check("measurements-agree", "a run's metrics are the values of its measurements file",
+          measurements_agree, scope="run", targets=measurements_targets, order=23),
+    Check("stop-rules-applied", "every declared stop rule holds on every run's own evidence",
+          stop_rules_applied, scope="run", targets=stop_rules_targets, order=24),
+    Check("role-evidence", "the data check and the resume check prove their roles",
+          role_evidence, scope="run", targets=role_targets, order=25),
+)
+
+
+def pytest_itera_checks(config: object) -> tuple[Check, ...]:
+    return CHECKS
