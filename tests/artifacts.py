@@ -275,3 +275,36 @@ def hostile_payloads(marker: Path) -> dict[str, Payload]:
 
 def raw_pickle(obj: Any) -> bytes:
     return pickle.dumps(obj)
+
+
+def hf_base(folder: Path, seed: int = 0) -> Path:
+    """A tiny config-built GPT-2 saved with transformers' save_pretrained: a base model folder
+    (config.json, generation_config.json, model.safetensors). Two seeds: two bases of the same
+    architecture. ``peft_adapter`` trains on the seed-0 one."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    base = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=8, n_layer=1, n_head=2,
+                                      n_positions=16))
+    with _quiet():
+        base.save_pretrained(str(folder))
+    return folder
+
+
+def diverged_checkpoint(path: Path, *, max_steps: int = 50) -> tuple[Path, int]:
+    """Train a tiny model with a learning rate that makes it diverge, as a real run does, and
+    torch.save its state after the first step whose loss is not finite (what a run stopped
+    by its non-finite-loss rule ships). Returns the file and that step (1-based)."""
+    model = tiny_model()
+    opt = torch.optim.SGD(model.parameters(), lr=1e18)
+    data = torch.randn(16, 4)
+    for step in range(1, max_steps + 1):
+        loss = model(data).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()  # on non-finite gradients: the weights diverge too
+        if not torch.isfinite(loss):
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                        "step": step}, path)
+            return path, step
+    raise AssertionError("the run never diverged")

@@ -27,9 +27,20 @@ from typing import Any
 
 import torch
 
-from pytest_itera.record import CampaignRecorder
+from pytest_itera.record import CampaignRecorder, RecordError
 from tests.artifacts import Progress
-from tests.factory import RUNS, default_files, default_manifest, default_plan
+from tests.factory import (
+    CONTROL_CKPT,
+    CORPUS_IDS,
+    LOSSES,
+    METRICS,
+    RESUMED_AT,
+    RUNS,
+    default_files_v2,
+    default_manifest_v2,
+    default_plan_v2,
+    sha256,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -212,9 +223,12 @@ def dcp_two_rank_run(*checkpoint_dirs: Path) -> None:
             raise RuntimeError(err.decode(errors="replace"))
 
 
-def peft_run(adapter_dir: Path, *, revision: str | None = COMMIT) -> Path:
+def peft_run(adapter_dir: Path, *, revision: str | None = COMMIT,
+             base_dir: Path | None = None) -> Path:
     """A LoRA adapter on a config-built GPT-2 named like a hub model, trained one step,
-    saved with ``save_pretrained``; ``revision`` is what the user passed to get_peft_model."""
+    saved with ``save_pretrained``; ``revision`` is what the user passed to get_peft_model.
+    With ``base_dir``, the base itself is saved there first (save_pretrained): the base
+    shipped in the campaign, as fetched."""
     from peft import LoraConfig, get_peft_model
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -223,6 +237,8 @@ def peft_run(adapter_dir: Path, *, revision: str | None = COMMIT) -> Path:
                                       n_positions=16))
     base.name_or_path = BASE_MODEL  # what from_pretrained(BASE_MODEL) would have set
     with quiet():
+        if base_dir is not None:
+            base.save_pretrained(str(base_dir))
         model = get_peft_model(base, LoraConfig(r=2, target_modules=["c_attn"],
                                                 task_type="CAUSAL_LM"), revision=revision)
         opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
@@ -271,8 +287,12 @@ class Declared:
         self.checkpoints.append({"path": path, "format": fmt, "kind": kind,
                                  "claims": list(claims)})
 
-    def adapter(self, path: str, revision: str = COMMIT, base_model: str = BASE_MODEL) -> None:
-        self.adapters.append({"path": path, "base_model": base_model, "base_revision": revision})
+    def adapter(self, path: str, revision: str = COMMIT, base_model: str = BASE_MODEL,
+                base_path: str | None = None) -> None:
+        record = {"path": path, "base_model": base_model, "base_revision": revision}
+        if base_path is not None:
+            record["base_path"] = base_path
+        self.adapters.append(record)
 
 
 Tools = Callable[[Path], Declared]
@@ -286,13 +306,15 @@ def _clock() -> Callable[[], datetime]:
 
 
 def record_campaign(root: Path, tools: Tools, *, resume_state: Sequence[str]) -> Path:
-    """A complete campaign at ``root``: the factory's tiny good campaign (corpus, configs,
-    predictions, analysis), a plan requiring ``resume_state``, the control's tools run by
+    """A complete ``itera-manifest/2`` campaign at ``root``: the factory's tiny good campaign
+    (corpus, configs, predictions, analysis, each run's evidence: losses, the data check's
+    record of the corpus, the resume check resumed from the control's checkpoint, the
+    variant's weights), a plan requiring ``resume_state``, the control's tools run by
     ``tools(root)`` after the plan is frozen, then manifest.json listing every file."""
-    files = default_files()
-    plan = default_plan(files)
+    files = default_files_v2()
+    plan = default_plan_v2(files)
     plan["checkpoint_policy"]["resume_state"] = list(resume_state)
-    closing = default_manifest(plan)
+    closing = default_manifest_v2(plan)
     rec = CampaignRecorder(root, clock=_clock())
     for relpath, data in files.items():
         rec.write_bytes(relpath, data)
@@ -300,21 +322,53 @@ def record_campaign(root: Path, tools: Tools, *, resume_state: Sequence[str]) ->
     for run_id, _, _ in RUNS:
         rec.run(run_id).start()
     declared = tools(root)  # the trials run after the plan is frozen
+    for ckpt in closing["checkpoints"]:  # the factory's: the resume check's and the variant's
+        rec.add_checkpoint(ckpt["path"], run=ckpt["run"], format=ckpt["format"],
+                           kind=ckpt["kind"], claims=ckpt.get("claims", ()))
+    corpus = files["corpus/corpus.jsonl"]
     for run_id, _, _ in RUNS:
         run = rec.run(run_id)
         run.set_config(f"configs/{run_id}.json")
-        run.set_predictions(f"runs/{run_id}/predictions.jsonl")
-        run.set_metrics(accuracy=0.85 if run_id == "variant-a" else 0.75)
-        run.accept(deliverable="tiny-corpus")
+        if run_id in LOSSES:
+            for step, loss in enumerate(LOSSES[run_id], start=1):
+                run.log(step, loss=loss)
+            run.set_predictions(f"runs/{run_id}/predictions.jsonl")
+            run.set_metrics(**METRICS[run_id])
+        elif run_id == "data-check":
+            run.check_input("tiny-corpus", sha256=sha256(corpus), examples=len(CORPUS_IDS),
+                            bytes=len(corpus))
+        else:  # the resume check: the control's losses from the step it resumed at
+            for step, loss in enumerate(LOSSES["control"][RESUMED_AT:], start=RESUMED_AT + 1):
+                run.log(step, loss=loss)
+            run.resumed_from(CONTROL_CKPT, RESUMED_AT)
+        run.accept()
     for ckpt in declared.checkpoints:
         rec.add_checkpoint(ckpt["path"], run="control", format=ckpt["format"],
                            kind=ckpt["kind"], claims=ckpt["claims"])
+    # The reload instructions name every artifact the tools wrote, with how it loads.
+    lines = [f"- {c['path']} ({c['format']}, {c['kind']}): pytest --itera-campaign reloads it"
+             for c in declared.checkpoints]
+    lines += [f"- {a['path']} (PEFT adapter on {a['base_model']}@{a['base_revision']}): "
+              "PeftModel.from_pretrained(base, path)" for a in declared.adapters]
+    reload_md = files[closing["reload_instructions"]].decode() + "\n" + "\n".join(lines) + "\n"
+    rec.write_text(closing["reload_instructions"], reload_md)
+    by_hand = []
     for adapter in declared.adapters:
-        rec.add_adapter(adapter["path"], run="control", base_model=adapter["base_model"],
-                        base_revision=adapter["base_revision"])
-    rec.close(analysis=closing["analysis"], reload_instructions=closing["reload_instructions"],
-              conclusion=closing["conclusion"], budget=closing["budget"],
-              schedule=closing["schedule"])
+        record = {"run": "control", **adapter}
+        if "base_path" in record:  # what the user records when the base is fetched
+            rec.record_base(record["base_path"], model=record["base_model"],
+                            revision=record["base_revision"])
+        try:
+            rec.add_adapter(record.pop("path"), **record)
+        except RecordError:  # the recorder refuses a branch: the user wrote it by hand
+            by_hand.append({"run": "control", **adapter})
+    manifest = rec.close(analysis=closing["analysis"],
+                         reload_instructions=closing["reload_instructions"],
+                         conclusion=closing["conclusion"], budget=closing["budget"],
+                         schedule=closing["schedule"])
+    if by_hand:
+        rewrite_json(manifest, adapters=[*json.loads(manifest.read_text())["adapters"],
+                                         *by_hand])
     return root
 
 
@@ -401,6 +455,16 @@ def peft_tools(revision: str | None, recorded: str) -> Tools:
         return declared
 
     return tools
+
+
+def peft_shipped_tools(root: Path) -> Declared:
+    """An adapter trained on a hub base that is shipped in the campaign (runs/control/base,
+    as save_pretrained wrote it): record_campaign records its revision beside it
+    (itera-base.json) and its tree digest in the manifest."""
+    peft_run(root / CONTROL / "adapter", revision=COMMIT, base_dir=root / CONTROL / "base")
+    declared = Declared()
+    declared.adapter(f"{CONTROL}/adapter", base_path=f"{CONTROL}/base")
+    return declared
 
 
 def torch_tools(*, nan: bool = False, whole_module: bool = False) -> Tools:

@@ -88,6 +88,12 @@ def peft(tmp_path_factory: pytest.TempPathFactory, cheap: Built) -> Built:
     return {**cheap, **_build(tmp_path_factory.mktemp("peft"), ("peft",))}
 
 
+def only_listed_here(campaign: CampaignBuilder) -> CampaignBuilder:
+    """The factory's default checkpoints unlisted (their files stay): the test lists its own."""
+    campaign.manifest["checkpoints"] = []
+    return campaign
+
+
 def place(campaign: CampaignBuilder, files: dict[str, bytes], dest: str) -> None:
     for rel, data in files.items():
         campaign.files[f"{dest}/{rel}" if rel else dest] = data
@@ -144,6 +150,7 @@ def test_every_format_reloads_resumes_and_pins(
     pytester: pytest.Pytester, campaign: CampaignBuilder, trainers: Built, peft: Built
 ) -> None:
     built = {**peft, **trainers}
+    only_listed_here(campaign)
     campaign.plan["checkpoint_policy"]["resume_state"] = ["model", "optimizer", "progress"]
     layout = [
         ("general", "runs/control/resume.pt", "torch", "resume", ALL_PARTS),
@@ -179,6 +186,7 @@ def test_broken_checkpoints_fail_for_their_reason(
     tmp_path: Path,
 ) -> None:
     built = {**cheap, **trainers}
+    only_listed_here(campaign)
     marker = tmp_path / "payload-ran"
     evil = artifacts.hostile_checkpoint(tmp_path, marker).read_bytes()
     # A hostile file just outside the campaign, named by '..' and by a symlink: never loaded.
@@ -244,10 +252,10 @@ def test_broken_checkpoints_fail_for_their_reason(
         "runs/control/empty.pt: runs/control/empty.pt is empty (listed in the manifest)",
         # non-finite weights, named
         "manifest.json $.checkpoints[3]: runs/control/nan.safetensors holds non-finite model "
-        "weights (NaN or inf) in 1 tensor(s)",
+        "weights: 1 NaN value in 1 tensor",
         "    found:    head.weight",
-        "manifest.json $.checkpoints[4]: runs/control/dcp holds non-finite model weights (NaN "
-        "or inf) in 1 tensor(s)",
+        "manifest.json $.checkpoints[4]: runs/control/dcp holds non-finite model weights: 1 NaN "
+        "value in 1 tensor",
         "    found:    model.0.weight",
         # wrong claimed format
         "manifest.json $.checkpoints[5].format: runs/control/mislabeled.pt holds 'safetensors' "
@@ -266,7 +274,8 @@ def test_broken_checkpoints_fail_for_their_reason(
         "resume checkpoint)",
         # Lightning: rng impossible by design, data not saved
         "manifest.json $.checkpoints[11]: resume checkpoint runs/variant-a/last.ckpt cannot hold "
-        "rng, required by the plan: Lightning checkpoints store no RNG state by design",
+        "rng, required by the plan's checkpoint_policy.resume_state: Lightning checkpoints store "
+        "no RNG state by design",
         "manifest.json $.checkpoints[11]: resume checkpoint runs/variant-a/last.ckpt lacks data,*",
         # HF Trainer folder without optimizer.pt
         "manifest.json $.checkpoints[12]: resume checkpoint runs/resume-check/checkpoint-2 lacks "
@@ -278,12 +287,20 @@ def test_broken_checkpoints_fail_for_their_reason(
         "runs/resume-check/resume.pt, which does not hold it",
     )
     result.stdout.no_fnmatch_line("*resume-complete*resume.pt*lacks*")  # scaler is not required
+    # A link that leaves: the path is already relative, the file itself must be copied in.
+    result.stdout.fnmatch_lines([
+        "manifest.json $.checkpoints[[]7].path: checkpoint path 'runs/control/link.pt' symlink *",
+        "    fix:      copy the file itself into the campaign folder"])
 
 
 # ------------------------------------------------------------------------------ adapters
 
 
-def test_adapter_pins(pytester: pytest.Pytester, campaign: CampaignBuilder, peft: Built) -> None:
+def test_adapter_pins_of_a_v1_manifest(pytester: pytest.Pytester, peft: Built) -> None:
+    """itera-manifest/1: a hub commit, or a shipped base file's sha256; a /1 shipped base is
+    told that one file's sha256 cannot prove which base it is (the /2 rules are in
+    test_artifact_evidence.py)."""
+    campaign = CampaignBuilder(pytester.path / "out", version=1)
     built = peft
     base = built["safetensors"][""]
     campaign.files["base/model.safetensors"] = base
@@ -315,7 +332,7 @@ def test_adapter_pins(pytester: pytest.Pytester, campaign: CampaignBuilder, peft
 
     result = run(pytester, "-k", "adapter-pinned")
 
-    passing = {"good", "shipped", "shipped-abs", "shipped-rel"}
+    passing = {"good"}
     names = ["good", "shipped", "main", "short", "tag", "null", "mismatch", "changed-base", "temp",
              "other-base", "shipped-abs", "shipped-rel", "abs-elsewhere"]
     assert verdicts(result) == {f"adapter-pinned[adapters/{n}]":
@@ -349,12 +366,19 @@ def test_adapter_pins(pytester: pytest.Pytester, campaign: CampaignBuilder, peft
         f"adapters/abs-elsewhere/adapter_config.json names base model "
         f"'{campaign.root / 'adapters'}', the manifest's base_model is *",
     )
+    for index, name in ((1, "shipped"), (10, "shipped-abs"), (11, "shipped-rel")):
+        item = result.stdout.str().split(f"adapter-pinned[adapters/{name}]: ")[1]
+        assert item.startswith("1 problem\n"), item[:300]
+        assert (f"manifest.json $.adapters[{index}].base_path: itera-manifest/1 cannot prove the "
+                "identity of the shipped base base/model.safetensors: the sha256 of one file "
+                "cannot tell two bases of the same architecture apart") in item
 
 
 def test_adapter_folder_without_config(
     pytester: pytest.Pytester, campaign: CampaignBuilder, peft: Built
 ) -> None:
     weights = peft["peft"]["adapter_model.safetensors"]
+    only_listed_here(campaign)
     campaign.files["adapters/bare/adapter_model.safetensors"] = weights
     campaign.manifest["adapters"].append({"path": "adapters/bare", "run": "control",
                                           "base_model": "org/tiny-gpt2", "base_revision": COMMIT})
@@ -381,6 +405,7 @@ def _fake_python(tmp_path: Path, body: str) -> str:
 
 
 def _small_campaign(campaign: CampaignBuilder, built: Built) -> None:
+    only_listed_here(campaign)
     campaign.files["runs/control/weights.pt"] = built["state-dict"][""]
     add_checkpoint(campaign, "runs/control/weights.pt", "torch")
     campaign.write()
@@ -430,8 +455,14 @@ def test_interpreter_is_only_required_when_something_reloads(
     pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built
 ) -> None:
     """No checkpoint, or --itera-fast: the reload interpreter is never used, never probed."""
+    only_listed_here(campaign)
     campaign.write()
-    assert run(pytester, "--itera-python", "/bin/true").ret == 0
+    bare = run(pytester, "--itera-python", "/bin/true")
+    # Every item ran (no usage error): only the runs that ship no artifact fail.
+    assert bare.ret == pytest.ExitCode.TESTS_FAILED
+    assert not [line for line in bare.errlines if "pytest-itera:" in line]
+    assert verdicts(bare)["artifacts-required[control]"] == "FAILED"
+    assert not [name for name in verdicts(bare) if "reloads" in name]
     _small_campaign(campaign, cheap)
     fast = run(pytester, "--itera-python", "/bin/true", "--itera-fast")
     assert fast.ret == 0
@@ -476,6 +507,7 @@ def test_reload_hook_is_asked_first_and_never_sees_outside_paths(
     pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built, tmp_path: Path
 ) -> None:
     log = tmp_path / "asked"
+    only_listed_here(campaign)
     pytester.makeconftest(RELOAD_HOOK.format(log=str(log)))
     (pytester.path / "outside.myfmt").write_bytes(b"MYFMT1")
     campaign.files |= {"runs/control/a.myfmt": b"MYFMT1 weights",
@@ -505,6 +537,7 @@ def test_same_outcomes_with_and_without_xdist(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     built = cheap
+    only_listed_here(campaign)
     monkeypatch.setenv("PYTHONPATH", str(WORKTREE))
     general = built["general"][""]
     campaign.files |= {
@@ -535,6 +568,7 @@ def test_weights_checkpoint_without_model_weights_fails(
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     buffer = io.BytesIO()
     torch.save({"optimizer": optimizer.state_dict(), "epoch": 1}, buffer)
+    only_listed_here(campaign)
     campaign.files["runs/control/weights.pt"] = buffer.getvalue()
     add_checkpoint(campaign, "runs/control/weights.pt", "torch")
     campaign.write()

@@ -93,6 +93,17 @@ def lightning(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
     }
 
 
+def _swap_base(root: Path) -> None:
+    """After closure, the shipped base's weights are replaced by another base of the same
+    architecture (another seed): same names, same config, other weights."""
+    import shutil
+
+    from tests.artifacts import hf_base
+
+    other = hf_base(root.parent / f"{root.name}-other-base", seed=1)
+    shutil.copyfile(other / "model.safetensors", root / C / "base" / "model.safetensors")
+
+
 @pytest.fixture(scope="module")
 def small_tools(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
     """accelerate, PEFT and plain torch.save: cheap, so one fixture."""
@@ -103,6 +114,9 @@ def small_tools(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
         "peft-null": _build(base, "peft-null", rt.peft_tools(None, rt.COMMIT),
                             rt.TUTORIAL_PARTS),
         "peft-main": _build(base, "peft-main", rt.peft_tools("main", "main"), rt.TUTORIAL_PARTS),
+        "peft-shipped": _build(base, "peft-shipped", rt.peft_shipped_tools, rt.TUTORIAL_PARTS),
+        "peft-swapped": _build(base, "peft-swapped", rt.peft_shipped_tools, rt.TUTORIAL_PARTS,
+                               _swap_base),
         "torch": _build(base, "torch", rt.torch_tools(), rt.TUTORIAL_PARTS),
         "torch-broken": _build(base, "torch-broken", rt.torch_tools(nan=True, whole_module=True),
                                rt.TUTORIAL_PARTS),
@@ -201,7 +215,7 @@ def test_lightning_default_root_dir_is_accepted(
     assert_accepted(pytester, root)
 
 
-@pytest.mark.parametrize("tool", ["accelerate", "peft", "torch"])
+@pytest.mark.parametrize("tool", ["accelerate", "peft", "peft-shipped", "torch"])
 def test_small_tools_are_accepted(
     pytester: pytest.Pytester, small_tools: Campaigns, tool: str
 ) -> None:
@@ -344,12 +358,27 @@ def test_peft_adapter_pinned_to_a_branch(pytester: pytest.Pytester, small_tools:
     })
 
 
+def test_peft_adapter_on_a_swapped_shipped_base(
+    pytester: pytest.Pytester, small_tools: Campaigns
+) -> None:
+    root = small_tools["peft-swapped"]
+    assert json.loads((root / C / "base" / "itera-base.json").read_text()) == {
+        "model": rt.BASE_MODEL, "revision": rt.COMMIT}
+    weights = f"{C}/base/model.safetensors"
+    assert_rejected(pytester, root, {
+        ("files-intact", weights): [f"{weights} does not have the "],
+        ("adapter-pinned", f"{C}/adapter"): [
+            f"the files of shipped base {C}/base do not hash to the base_digest recorded for "
+            f"adapter {C}/adapter"],
+    })
+
+
 def test_whole_module_and_nan_weights(pytester: pytest.Pytester, small_tools: Campaigns) -> None:
     assert_rejected(pytester, small_tools["torch-broken"], {
         ("checkpoint-reloads", f"{C}/model.pt"): [
             "does not reload in a fresh process with weights_only=True", "weights_only=False"],
         ("checkpoint-reloads", f"{C}/diverged.tar"): [
-            f"{C}/diverged.tar holds non-finite model weights (NaN or inf) in 1 tensor(s)",
+            f"{C}/diverged.tar holds non-finite model weights: 1 NaN value in 1 tensor",
             "2.weight"],
     })
 

@@ -75,7 +75,9 @@ def test_nonfinite_model_weights_are_named(reloader: Reloader, tmp_path: Path) -
     assert not res.ok
     assert set(res.nonfinite) == {"model.0.weight", "model.2.bias"}
     assert res.cause is not None
-    assert res.cause.startswith("runs/x.pt: non-finite model weights in 2 tensor(s): ")
+    assert res.cause == ("runs/x.pt: non-finite model weights in 2 tensor(s) (1 NaN and 1 inf "
+                         "values): model.0.weight, model.2.bias")
+    assert (res.nonfinite_tensors, res.nan_values, res.inf_values) == (2, 1, 1)
 
 
 def test_nonfinite_outside_the_model_is_allowed(reloader: Reloader, tmp_path: Path) -> None:
@@ -515,8 +517,8 @@ def test_dynamically_quantized_weights_are_model_weights(
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        quantized = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
-                                                           dtype=torch.qint8)
+        quantized = torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
+            model, {torch.nn.Linear}, dtype=torch.qint8)
     torch.save(quantized.state_dict(), tmp_path / "q.pt")
     res = reloader.reload(tmp_path / "q.pt", "q.pt", "torch")
     assert res.ok, res.cause
@@ -591,3 +593,105 @@ def test_a_protocol_4_pickle_is_refused_with_the_reason(
     assert res.cause == ("p4.pt: refused by weights_only=True: the pickle uses protocol 4/5 "
                          "opcodes (FRAME), which torch.load(weights_only=True) cannot read: "
                          "save with torch.save's default pickle_protocol")
+
+
+# ----------------------------------------------------------------------------- parts by content
+
+def _resume_dict(**changes: object) -> dict[str, object]:
+    import random
+
+    import numpy as np
+
+    model = artifacts.tiny_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)  # stateless: its state is {}
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1)
+    state: dict[str, object] = {
+        "model": model.state_dict(), "optimizer": opt.state_dict(),
+        "scheduler": sched.state_dict(), "scaler": torch.amp.GradScaler("cpu").state_dict(),
+        "progress": {"step": 3}, "data": {"index": 3},
+        "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+                "python": random.getstate()}}
+    state.update(changes)
+    return state
+
+
+def test_parts_are_judged_by_content_with_typed_faults(reloader: Reloader,
+                                                       tmp_path: Path) -> None:
+    from pytest_itera.reload import PartFault
+
+    path = tmp_path / "x.pt"
+    torch.save(_resume_dict(optimizer={}, rng={"seed": 7}, progress="ten"), path)
+    res = reloader.reload(path, "x.pt")
+    assert res.ok
+    assert res.parts == ("model", "scheduler", "scaler", "data")
+    assert [(f.part, f.kind, f.key) for f in res.part_faults] == [
+        ("optimizer", "empty", "optimizer"), ("progress", "not_state", "progress"),
+        ("rng", "not_state", "rng")]
+    fault = res.fault("rng")
+    assert isinstance(fault, PartFault)
+    assert fault.detail.startswith("holds {'seed': 7}, which is no random generator state")
+    assert res.fault("model") is None
+
+
+def test_generator_states_of_every_library(reloader: Reloader, tmp_path: Path) -> None:
+    """numpy's Generator state, a CUDA-shaped state list (what torch.cuda.get_rng_state_all()
+    returns: 16-byte uint8 tensors), and what pytest_itera.record saves."""
+    import numpy as np
+
+    from pytest_itera.record import save_resume_checkpoint
+
+    states = {
+        "generator": {"numpy": np.random.default_rng(0).bit_generator.state},
+        "cuda": {"cuda": [torch.zeros(16, dtype=torch.uint8)]},
+        "legacy-dict": {"numpy": np.random.get_state(legacy=False)},
+    }
+    for name, rng in states.items():
+        torch.save(_resume_dict(rng=rng), tmp_path / f"{name}.pt")
+        res = reloader.reload(tmp_path / f"{name}.pt", name)
+        assert res.parts == PARTS, (name, res.part_faults)
+    model = artifacts.tiny_model()
+    opt = torch.optim.AdamW(model.parameters())
+    save_resume_checkpoint(tmp_path / "rec.pt", model=model, optimizer=opt,
+                           scheduler=torch.optim.lr_scheduler.StepLR(opt, 1),
+                           scaler=torch.amp.GradScaler("cpu"), step=4, data_state={"batch": 4})
+    res = reloader.reload(tmp_path / "rec.pt", "rec.pt")
+    assert (res.parts, res.part_faults) == (PARTS, ())
+
+
+def test_folder_members_are_judged_by_content(reloader: Reloader, built: dict[str, Path],
+                                              tmp_path: Path) -> None:
+    folder = private(built, "hf", tmp_path)
+    torch.save({}, folder / "optimizer.pt")
+    res = reloader.reload(folder, "ckpt")
+    assert "optimizer" not in res.parts
+    assert [(f.part, f.kind, f.key, f.detail) for f in res.part_faults] == [
+        ("optimizer", "empty", "optimizer.pt", "{}")]
+
+
+def test_dcp_nested_progress_and_a_stateless_optimizer(reloader: Reloader,
+                                                       tmp_path: Path) -> None:
+    """torchtitan keeps its step in train_state; DCP drops a stateless SGD's empty state."""
+    from torch.distributed.checkpoint import state_dict_saver
+
+    model = artifacts.tiny_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    state = {"model": model.state_dict(), "optimizer": opt.state_dict(),
+             "train_state": {"step": 3, "epoch": 0}}
+    with artifacts._quiet():
+        state_dict_saver.save(state, checkpoint_id=str(tmp_path / "titan"), no_dist=True)
+    res = reloader.reload(tmp_path / "titan", "titan", "dcp")
+    assert res.ok, res.cause
+    assert (res.parts, res.part_faults) == (("model", "optimizer", "progress"), ())
+
+
+def test_a_safetensors_header_of_128_bytes_is_not_a_pickle(reloader: Reloader,
+                                                          tmp_path: Path) -> None:
+    """Its first byte is 0x80, like a pickle's: the header decides."""
+    nan = torch.ones(2, 2)
+    nan[1, 1] = float("nan")
+    path = artifacts.safetensors_file(tmp_path, "n.safetensors",
+                                      {"head.weight": nan, "head.bias": torch.zeros(2)})
+    assert path.read_bytes()[:1] == b"\x80"
+    res = reloader.reload(path, "n.safetensors", "safetensors")
+    assert (res.format, res.nonfinite, res.nan_values, res.inf_values) == (
+        "safetensors", ("head.weight",), 1, 0)

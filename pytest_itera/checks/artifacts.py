@@ -1,9 +1,16 @@
-"""Checkpoint and adapter checks: checkpoint-reloads, resume-complete, adapter-pinned (R6, R8).
+"""Checkpoint and adapter checks: checkpoint-reloads, resume-complete, artifacts-required,
+adapter-pinned (R1, R5, R6, R8).
 
 A file that is present but cannot be reloaded is not a verified output. Every checkpoint
 and adapter is reloaded through ``Context.reload``: a ``pytest_itera_reload`` hook first,
 else a fresh interpreter (``pytest_itera.reload.Reloader``, ``weights_only=True``, on CPU).
 Paths are resolved inside the campaign before anything is loaded.
+
+Evidence, not declarations: resume parts count by their content (the reload child judges
+them and reports typed ``PartFault``s); accepted runs and the must resume check must ship
+their artifacts; an adapter's base is identified by its hub commit and, when shipped, its
+tree digest (``pytest_itera.tree``) and its own record of its revision; the diverged
+weights of a run stopped by its non-finite rule are evidence of the stop (``informational``).
 
 Registered as the plugin ``itera.artifacts``; it also checks, once at session start, that
 the reload interpreter (``--itera-python``) is usable, so a wrong one is one usage error,
@@ -12,6 +19,7 @@ not one failure per checkpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -31,10 +39,10 @@ from pytest_itera.checks import Check, Context
 from pytest_itera.checks.files import campaign_relative
 from pytest_itera.findings import Finding
 from pytest_itera.reload import PARTS
-from pytest_itera.tree import os_reason
+from pytest_itera.tree import DigestRefused, os_reason, tree_digest_of
 
 if TYPE_CHECKING:
-    from pytest_itera.reload import ReloadResult
+    from pytest_itera.reload import PartFault, ReloadResult
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_CONFIG_CAP = 1 << 20  # PEFT writes ~1 KiB; anything this big is not a config
@@ -100,7 +108,9 @@ def checkpoint_reloads(ctx: Context, target: str | None) -> Iterator[Finding]:
         if problem is not None:
             yield problem
             continue
-        yield from _reload_findings(ctx, record.path, record.format, where)
+        stop = _stop_evidence(ctx, record)
+        yield from _reload_findings(ctx, record.path, record.format, where,
+                                    diverged_ok=stop is not None)
         if record.kind == "weights":
             yield from _weights_present(ctx, record.path, record.format, where)
 
@@ -119,14 +129,50 @@ def _weights_present(
         )
 
 
+def _stop_evidence(ctx: Context, record: CheckpointRecord) -> tuple[str, str] | None:
+    """(the stop rule, the step) when the checkpoint's run was stopped by a non_finite_loss
+    rule of the plan: its diverged weights are then evidence of the stop, not a fault."""
+    plan, man = ctx.campaign.plan, ctx.campaign.manifest
+    run = man.run(record.run) if man is not None else None
+    if plan is None or run is None or run.outcome != "stopped" or run.stop is None:
+        return None
+    rule = next((r for r in plan.stop_rules if r.id == run.stop.rule), None)
+    if rule is None or rule.kind != "non_finite_loss":
+        return None
+    return rule.id, (f"step {run.stop.step}" if run.stop.step is not None
+                     else "its recorded stop (no step recorded)")
+
+
+def informational(ctx: Context, check_id: str, target: str | None) -> tuple[str, ...]:
+    """What a passing item knows but does not fail on, one sentence each: today, the
+    non-finite weights of a run stopped by its non-finite rule (evidence of the stop).
+    The pytest layer shows them in the item's report (user property ``itera_evidence``)."""
+    if check_id != "checkpoint-reloads" or target is None:
+        return ()
+    notes = []
+    for _, record in _indexed(_checkpoints(ctx), target):
+        stop = _stop_evidence(ctx, record)
+        if stop is None or _locate(ctx, record.path, "", "") is not None:
+            continue
+        result = ctx.reload(record.path, record.format)
+        if result.nonfinite:
+            notes.append(f"evidence of the stop at {stop[1]}: {record.path} holds non-finite "
+                         f"model weights ({nonfinite_counts(result)}), as run {record.run}, "
+                         f"stopped by its rule {stop[0]!r}, diverged; informational, not a "
+                         "failure")
+    return tuple(notes)
+
+
 def _locate(ctx: Context, relpath: str, where: str, what: str) -> Finding | None:
     """Why ``relpath`` cannot be handed to a loader, or None: inside, present, file or folder."""
     inside = ctx.inside(relpath)
     if isinstance(inside, str):
+        leaves = "symlink" in inside and "leaves" in inside
         return Finding(f"{what} path {relpath!r} {inside}: it is not loaded",
                        where=f"{where}.path",
-                       hint="record paths relative to the campaign folder, and keep the "
-                       "files inside it")
+                       hint="copy the file itself into the campaign folder" if leaves else
+                       "record paths relative to the campaign folder, and keep the files "
+                       "inside it")
     try:
         mode = os.lstat(inside).st_mode  # a real path: no link left to follow
     except FileNotFoundError:
@@ -155,8 +201,10 @@ def load_error(result: ReloadResult) -> str | None:
 
 
 def _reload_findings(
-    ctx: Context, relpath: str, claimed: str | None, where: str
+    ctx: Context, relpath: str, claimed: str | None, where: str, *, diverged_ok: bool = False
 ) -> Iterator[Finding]:
+    """``diverged_ok``: non-finite weights are the expected evidence of a stop (the
+    checkpoint must still reload; see :func:`informational`)."""
     result = ctx.reload(relpath, claimed)
     if result.ok:
         return
@@ -164,7 +212,7 @@ def _reload_findings(
     if error is not None:
         yield Finding(f"does not reload in a fresh process with weights_only=True: {error}",
                       where=where, hint=_load_hint(error))
-    if result.nonfinite:
+    if result.nonfinite and not diverged_ok:
         yield _nonfinite_finding(result, where)
     if claimed is not None and not _agrees(claimed, result.format):
         yield Finding(
@@ -180,16 +228,27 @@ def _agrees(claimed: str, found: str | None) -> bool:
     return found is None or found == claimed or (claimed, found) == ("torch", "lightning")
 
 
+def nonfinite_counts(result: ReloadResult) -> str:
+    """``1 NaN value in 1 tensor``, ``3 NaN and 2 inf values in 2 tensors``; a hook's verdict
+    without counts: ``NaN or inf values in 2 tensors``."""
+    tensors = max(result.nonfinite_tensors, len(result.nonfinite))
+    nan, inf = result.nan_values, result.inf_values
+    counted = " and ".join(f"{n} {what}" for n, what in ((nan, "NaN"), (inf, "inf")) if n)
+    values = f"{counted} value{'s' if nan + inf != 1 else ''}" if counted else \
+        "NaN or inf values"
+    return f"{values} in {tensors} tensor{'s' if tensors != 1 else ''}"
+
+
 def _nonfinite_finding(result: ReloadResult, where: str) -> Finding:
-    counted = re.search(r"in (\d+) tensor", result.cause or "")
-    total = int(counted.group(1)) if counted else len(result.nonfinite)
+    total = max(result.nonfinite_tensors, len(result.nonfinite))
     shown = ", ".join(result.nonfinite)
     more = f" (and {total - len(result.nonfinite)} more)" if total > len(result.nonfinite) else ""
     return Finding(
-        f"{result.path} holds non-finite model weights (NaN or inf) in {total} tensor(s)",
+        f"{result.path} holds non-finite model weights: {nonfinite_counts(result)}",
         where=where, found=shown + more,
         hint="training diverged before this save: resume from the last finite checkpoint, "
-        "or record the run as stopped by its non-finite stop rule",
+        "or record the run as stopped by its non-finite stop rule (its last checkpoint is "
+        "then evidence of the stop)",
     )
 
 
@@ -257,10 +316,10 @@ _PART_HOME["dcp"] = _PART_HOME["torch"]
 
 
 def resume_complete(ctx: Context, target: str | None) -> Iterator[Finding]:
-    """A resume checkpoint holds every part the plan requires, and what the manifest claims."""
+    """A resume checkpoint holds every part the plan requires of its run (by content: a key
+    that holds no restorable state does not count), and what the manifest claims."""
     plan = ctx.campaign.plan
     assert plan is not None  # needs={"plan", "manifest"}
-    required = [p for p in PARTS if p in plan.checkpoint_policy.resume_state]
     for index, record in _indexed(_checkpoints(ctx), target):
         if record.kind != "resume":
             continue
@@ -276,39 +335,84 @@ def resume_complete(ctx: Context, target: str | None) -> Iterator[Finding]:
                           f"({error})", where=where,
                           hint=f"fix checkpoint-reloads[{record.path}] first")
             continue
-        yield from _missing_parts(record, result, required, where)
+        required = [p for p in PARTS if p in plan.resume_state_of(record.run)]
+        yield from _missing_parts(record, result, required, where,
+                                  _required_by(ctx, record.run))
         yield from _overclaimed(record, result, where)
 
 
+def _required_by(ctx: Context, run_id: str) -> str:
+    """Where the plan states the resume parts of a run's checkpoints."""
+    plan = ctx.campaign.plan
+    planned = plan.run(run_id) if plan is not None else None
+    if planned is not None and planned.resume_state is not None:
+        return f"the plan's resume_state for run {run_id}"
+    return "the plan's checkpoint_policy.resume_state"
+
+
+# What restores each part, for the fix line of a part whose key holds no such state.
+_STATE_OF = {
+    "model": "model.state_dict()",
+    "optimizer": "optimizer.state_dict() ('state' and 'param_groups'; a stateless SGD's "
+                 "'state' is {})",
+    "progress": "the step and epoch counts as numbers (e.g. {'step': 140, 'epoch': 2})",
+    "scheduler": "scheduler.state_dict() (it holds 'last_epoch')",
+    "scaler": "scaler.state_dict() of the GradScaler in use (it holds 'scale'); a disabled "
+              "scaler saves {}: then do not require scaler",
+    "rng": "the generators' states: torch.get_rng_state() (and torch.cuda.get_rng_state_all()), "
+           "numpy.random.get_state(), random.getstate()",
+    "data": "the data position (the sampler's state, the batches consumed)",
+}
+
+
+def _fault_finding(record: CheckpointRecord, fault: PartFault, where: str, expected: str,
+                   found: str) -> Finding:
+    if fault.kind == "empty":
+        message = (f"resume checkpoint {record.path}: {fault.part} is present but empty "
+                   f"({fault.key!r} holds {fault.detail}): it restores nothing")
+    else:
+        message = (f"resume checkpoint {record.path} holds no restorable {fault.part}: "
+                   f"{fault.key!r} {fault.detail}")
+    return Finding(message, where=where, expected=expected, found=found,
+                   hint=f"save {_STATE_OF[fault.part]} under {fault.key!r}; "
+                   "pytest_itera.record.save_resume_checkpoint writes every part")
+
+
 def _missing_parts(
-    record: CheckpointRecord, result: ReloadResult, required: list[str], where: str
+    record: CheckpointRecord, result: ReloadResult, required: list[str], where: str,
+    required_by: str,
 ) -> Iterator[Finding]:
     missing = [p for p in required if p not in result.parts]
     expected = ", ".join(required)
     found = ", ".join(result.parts) or "no part"
     by_design: dict[str, list[str]] = {}
+    faults = [f for p in missing if (f := result.fault(p)) is not None]
     for part in missing:
         reason = result.missing_reasons.get(part)
-        if reason:
+        if reason and result.fault(part) is None:
             by_design.setdefault(reason, []).append(part)
-    lacking = [p for p in missing if not result.missing_reasons.get(p)]
+    lacking = [p for p in missing
+               if not result.missing_reasons.get(p) and result.fault(p) is None]
     if lacking:
         only = (" (it holds model weights only: a state dict is not a resume checkpoint)"
                 if result.parts == ("model",) else "")
         yield Finding(
-            f"resume checkpoint {record.path} lacks {', '.join(lacking)}, required by the plan's "
-            f"checkpoint_policy.resume_state{only}",
+            f"resume checkpoint {record.path} lacks {', '.join(lacking)}, required by "
+            f"{required_by}{only}",
             where=where, expected=expected, found=found,
             hint=_save_hint(result.format, lacking),
         )
+    for fault in faults:
+        yield _fault_finding(record, fault, where, expected, found)
     for reason, parts in by_design.items():
         yield Finding(
-            f"resume checkpoint {record.path} cannot hold {', '.join(parts)}, required by the "
-            f"plan: {reason}",
+            f"resume checkpoint {record.path} cannot hold {', '.join(parts)}, required by "
+            f"{required_by}: {reason}",
             where=where, expected=expected, found=found,
             hint=f"save {', '.join(parts)} in a format that holds it (e.g. a torch.save dict, "
             "or pytest_itera.record.save_resume_checkpoint) next to it, and list that file as "
-            "the resume checkpoint",
+            "the resume checkpoint; or, if this run cannot hold it by design, say so in the "
+            "plan: runs[].resume_state for this run",
         )
 
 
@@ -320,12 +424,20 @@ def _save_hint(fmt: str | None, parts: list[str]) -> str:
             "writes them all. If this file is not meant for resuming, list it as kind 'weights'")
 
 
+def _why_absent(result: ReloadResult, part: str) -> str:
+    """``rng (not restorable)``, ``optimizer (present but empty)``, ``rng (<by design>)``."""
+    fault = result.fault(part)
+    if fault is not None:
+        return f"{part} ({'present but empty' if fault.kind == 'empty' else 'not restorable'})"
+    reason = result.missing_reasons.get(part)
+    return f"{part} ({reason})" if reason else part
+
+
 def _overclaimed(record: CheckpointRecord, result: ReloadResult, where: str) -> Iterator[Finding]:
     absent = [p for p in record.claims if p not in result.parts]
     if not absent:
         return
-    why = [f"{p} ({result.missing_reasons[p]})" if result.missing_reasons.get(p) else p
-           for p in absent]
+    why = [_why_absent(result, p) for p in absent]
     yield Finding(
         f"the manifest claims {', '.join(why)} for {record.path}, which does not hold it",
         where=f"{where}.claims", expected=", ".join(record.claims),
@@ -334,16 +446,121 @@ def _overclaimed(record: CheckpointRecord, result: ReloadResult, where: str) -> 
     )
 
 
+# ------------------------------------------------------------ artifacts-required
+
+_DELIVERING = ("control", "variant")
+
+
+def required_targets(ctx: Context) -> Iterable[str]:
+    """The runs that must ship artifacts: every accepted control and variant, and every must
+    resume check that ran (not dropped)."""
+    plan, man = ctx.campaign.plan, ctx.campaign.manifest
+    if plan is None or man is None:
+        return set()
+    out = set()
+    for run in man.runs:
+        planned = plan.run(run.id)
+        if planned is None:
+            continue
+        delivers = planned.role in _DELIVERING and run.outcome == "accepted"
+        resumes = planned.role == "resume_check" and planned.category == "must" and \
+            run.outcome != "dropped"
+        if delivers or resumes:
+            out.add(run.id)
+    return out
+
+
+def artifacts_required(ctx: Context, target: str | None) -> Iterator[Finding]:
+    """An accepted control or variant ships a reloadable artifact (R1); the must resume check
+    ships a resume checkpoint whose parts cover its resume state (R6). Whether each artifact
+    reloads is its own checkpoint-reloads / adapter-pinned item (both count for the run)."""
+    plan, man = ctx.campaign.plan, ctx.campaign.manifest
+    assert plan is not None
+    assert man is not None
+    assert target is not None
+    run, planned = man.run(target), plan.run(target)
+    if run is None or planned is None:
+        return
+    where = f"{MANIFEST_FILE} $.runs[{man.run_position(target)}]"
+    if planned.role == "resume_check":
+        yield from _resume_evidence(ctx, target, where)
+        return
+    if any(c.run == target for c in man.checkpoints) or any(a.run == target for a in man.adapters):
+        return
+    yield Finding(
+        f"accepted {planned.role} run {target} ships no artifact: no checkpoint or adapter of "
+        "it is listed in the manifest",
+        where=where, expected="at least one checkpoint or adapter with run "
+        f"{target!r}", found="none",
+        hint="a compared run delivers a reloadable artifact (R1): save its weights "
+        "(torch.save(model.state_dict()), safetensors, save_pretrained) into the campaign and "
+        "list them in checkpoints (kind 'weights' or 'resume'), or its adapter in adapters",
+    )
+
+
+def _resume_evidence(ctx: Context, run_id: str, where: str) -> Iterator[Finding]:
+    plan, man = ctx.campaign.plan, ctx.campaign.manifest
+    assert plan is not None
+    assert man is not None
+    run = man.run(run_id)
+    assert run is not None
+    required = [p for p in PARTS if p in plan.resume_state_of(run_id)]
+    own = [c for c in man.checkpoints if c.run == run_id]
+    candidates = [c for c in own if c.kind == "resume"]
+    if run.resumed_from is not None:
+        candidates += [c for c in man.checkpoints if c.path == run.resumed_from.checkpoint
+                       and c.kind == "resume" and c not in candidates]
+    why = []
+    for record in candidates:
+        if _locate(ctx, record.path, "", "") is not None:
+            why.append(f"{record.path} is not in the campaign")
+            continue
+        result = ctx.reload(record.path, record.format)
+        error = load_error(result)
+        if error is not None:
+            why.append(f"{record.path} does not reload")
+            continue
+        lacking = [_why_absent(result, p) for p in required if p not in result.parts]
+        if not lacking:
+            return
+        why.append(f"{record.path} lacks {', '.join(lacking)}")
+    expected = (f"a listed resume checkpoint of run {run_id} (or the one its resumed_from "
+                f"names) holding {', '.join(required)}")
+    fix = ("save a complete resume checkpoint (pytest_itera.record.save_resume_checkpoint), "
+           "reload it in a new process to resume, and list it with kind 'resume' (or record "
+           "runs[].resumed_from naming the listed resume checkpoint it resumed from)")
+    if not candidates:
+        weights = [c.path for c in own]
+        dodge = (f": its checkpoints are all declared 'weights' ({', '.join(weights)}), which "
+                 "proves nothing about resuming") if weights else ""
+        yield Finding(
+            f"must resume-check run {run_id} ships no resume checkpoint{dodge}",
+            where=where, expected=expected, found="no resume checkpoint", hint=fix)
+        return
+    yield Finding(
+        f"no resume checkpoint of must resume-check run {run_id} covers its resume state "
+        f"({', '.join(required)}; required by {_required_by(ctx, run_id)})",
+        where=where, expected=expected, found="; ".join(why), hint=fix)
+
+
 # -------------------------------------------------------------- adapter-pinned
 
 
 def adapter_pinned(ctx: Context, target: str | None) -> Iterator[Finding]:
-    """An immutable base revision that adapter_config.json agrees with; weights that reload."""
+    """The base is identified by revision and content: an immutable hub commit (or, for a
+    base shipped in the campaign, null) that adapter_config.json and the shipped base's own
+    record agree with, the shipped base's files hashing to base_digest; weights that reload."""
+    man = ctx.campaign.manifest
+    assert man is not None  # needs={"manifest"}
+    raw = ctx.campaign.manifest_data.get("adapters") \
+        if isinstance(ctx.campaign.manifest_data, dict) else None
     for index, record in _indexed(_adapters(ctx), target):
         where = f"{MANIFEST_FILE} $.adapters[{index}]"
-        yield from _revision_findings(record, where)
-        if record.base_path is not None:
-            yield from _shipped_base(ctx, record, record.base_path, where)
+        entry = raw[index] if isinstance(raw, list) and index < len(raw) else None
+        if man.version >= 2:
+            yield from _identity(ctx, record, where, entry)
+        else:
+            yield from _identity_v1(ctx, record, where)
         yield from _temp_name(ctx, record.base_model, f"{where}.base_model", "the manifest's "
                               "base_model")
         problem = _locate(ctx, record.path, where, "adapter")
@@ -365,19 +582,25 @@ def adapter_pinned(ctx: Context, target: str | None) -> Iterator[Finding]:
                           found=str(result.format))
 
 
-def revision_problem(revision: str | None, shipped: bool) -> str | None:
-    """Why a base revision does not pin the base forever, or None when it does."""
-    if revision is None or not revision.strip():
-        return "is missing (null)" if revision is None else "is empty"
-    if shipped:
-        if _SHA256.fullmatch(revision):
-            return None
-        return f"{revision!r} is not a sha256 (64 lowercase hex digits) of the shipped base"
+# ---- itera-manifest/2: a hub commit, and for a shipped base its tree digest
+
+BASE_RECORD = "itera-base.json"  # {"model": <hub id>, "revision": <40-hex commit> | null}
+BASE_RECORD_CAP = 1 << 20
+_SNAPSHOT = re.compile(r"(?:^|/)snapshots/([0-9a-f]{40})(?:/|$)")
+_COMMIT_EXPECTED = ("a full 40-hex commit id of the base on the hub, or null for a base shipped "
+                    "in the campaign (base_path) and pinned by its tree digest (base_digest)")
+
+
+def commit_problem(revision: str) -> str | None:
+    """Why a base revision string is not an immutable hub commit, or None."""
     if _COMMIT.fullmatch(revision):
         return None
+    if not revision.strip():
+        return "is empty"
     if _SHA256.fullmatch(revision):
-        return (f"{revision!r} is a sha256, which pins a base shipped in the campaign, but "
-                "base_path is not set")
+        return (f"{revision!r} is a sha256 (64 hex digits), not a hub commit: "
+                "itera-manifest/2 pins a shipped base by base_digest, its tree digest over every "
+                "file (a sha256 of one file cannot tell two bases of one architecture apart)")
     if re.fullmatch(r"[0-9a-fA-F]{40}", revision):
         return f"{revision!r} is a commit id in upper case: write it in lower case"
     if _SHORT_HASH.fullmatch(revision):
@@ -387,6 +610,205 @@ def revision_problem(revision: str | None, shipped: bool) -> str | None:
     if name in _BRANCHES or revision.startswith("refs/heads/"):
         return f"{revision!r} is a branch: it moves with every push"
     return f"{revision!r} is a tag or branch name, not an immutable commit id: it can be moved"
+
+
+def _identity(ctx: Context, record: AdapterRecord, where: str,
+              entry: Any) -> Iterator[Finding]:
+    base = record.base_path
+    if isinstance(entry, dict) and "base_revision" not in entry:
+        yield Finding(
+            f"adapter {record.path} records no base_revision (the key is missing)",
+            where=where, expected=_COMMIT_EXPECTED, found="no base_revision key",
+            hint="write base_revision explicitly: the base's 40-hex hub commit, or null for a "
+            "base shipped in the campaign and pinned by base_path and base_digest",
+        )
+    elif record.base_revision is None:
+        if base is None:
+            yield Finding(
+                f"the base revision of adapter {record.path} is null: base "
+                f"{record.base_model!r} is not pinned (PEFT then loads whatever its main "
+                "branch is)",
+                where=f"{where}.base_revision", expected=_COMMIT_EXPECTED, found="null",
+                hint=f"{_REVISION_HINT}; or ship the base in the campaign (base_path, pinned "
+                "by base_digest)",
+            )
+    else:
+        problem = commit_problem(record.base_revision)
+        if problem is not None:
+            yield Finding(
+                f"the base revision of adapter {record.path} {problem}",
+                where=f"{where}.base_revision", expected=_COMMIT_EXPECTED,
+                found=repr(record.base_revision), hint=_REVISION_HINT,
+            )
+    if base is not None:
+        yield from _shipped_base(ctx, record, base, where)
+        return
+    if record.base_digest is not None:
+        yield Finding(f"adapter {record.path} records a base_digest but no base_path: there is "
+                      "no shipped base to verify it against", where=f"{where}.base_digest",
+                      hint="set base_path to the shipped base folder, or remove base_digest")
+    if _local_name(ctx, record.base_model):
+        yield Finding(
+            f"the base of adapter {record.path} is named by a local path "
+            f"({record.base_model!r}) without a digest: it is unpinned (a local folder has no "
+            "revision, and its files can change)",
+            where=f"{where}.base_model",
+            hint="ship the base folder in the campaign and record base_path and base_digest "
+            "(pytest_itera.tree.tree_digest of the folder), or name the hub id with its "
+            "40-hex commit",
+        )
+
+
+def _local_name(ctx: Context, name: str) -> bool:
+    """A base name that is a path on some machine, not a hub id (``org/name``)."""
+    if os.path.isabs(name) or name.startswith(("./", "../", "~", ".\\")) or "\\" in name:
+        return True
+    if re.match(r"^[A-Za-z]:[\\/]", name) or name.count("/") > 1:
+        return True
+    return ctx.entry(name.rstrip("/")) is not None or _name_in_campaign(ctx, name) is not None
+
+
+def _shipped_base(ctx: Context, record: AdapterRecord, base: str, where: str) -> Iterator[Finding]:
+    """A shipped base (a folder) is identified by its tree digest and its recorded revision."""
+    problem = _locate(ctx, base, f"{where}.base_path", "shipped base")
+    if problem is not None:
+        yield Finding(problem.message, where=f"{where}.base_path", hint="ship the base the adapter "
+                      "was trained on, or record its hub id and 40-hex commit without base_path")
+        return
+    if not (ctx.root / base).is_dir():
+        yield Finding(
+            f"shipped base {base} is a file: itera-manifest/2 ships a base as a folder "
+            "(what save_pretrained wrote, or a hub snapshot) pinned by its tree digest",
+            where=f"{where}.base_path",
+            hint="set base_path to the folder holding the base's config and weights, and "
+            "base_digest to its tree digest (pytest_itera.tree.tree_digest)",
+        )
+        return
+    yield from _base_digest_findings(ctx, record, base, where)
+    yield from _recorded_revision(ctx, record, base, where)
+
+
+def _base_digest_findings(ctx: Context, record: AdapterRecord, base: str,
+                          where: str) -> Iterator[Finding]:
+    try:
+        actual: str | None = base_tree_digest(ctx, base)
+        refused = None
+    except DigestRefused as exc:
+        actual, refused = None, str(exc)
+    if refused is not None:
+        yield Finding(f"shipped base {base} has no tree digest: {refused}",
+                      where=f"{where}.base_path",
+                      hint="ship the base's files themselves (regular files, no links: cp -rL)")
+    if record.base_digest is None:
+        yield Finding(
+            f"shipped base {base} has no base_digest: a base named by a local path without a "
+            "digest is unpinned",
+            where=f"{where}.base_digest", expected=f"the tree digest of {base}",
+            found="no base_digest" if actual is None else f"no base_digest (the folder's "
+            f"tree digest is {actual})",
+            hint=f"record base_digest = pytest_itera.tree.tree_digest(<campaign>/{base}) when "
+            "the base is fetched (docs/contract-v2.md)",
+        )
+    elif actual is not None and actual != record.base_digest:
+        yield Finding(
+            f"the files of shipped base {base} do not hash to the base_digest recorded for "
+            f"adapter {record.path}",
+            where=f"{where}.base_digest", expected=record.base_digest, found=actual,
+            hint="the base changed, or the adapter was trained on another base: ship the exact "
+            "base it was trained on, or record that base's tree digest",
+        )
+
+
+def base_tree_digest(ctx: Context, base: str) -> str:
+    """The tree digest of a folder of the campaign, from the campaign's walk and the file
+    hashes every other check shares (each byte is read once)."""
+    prefix = base.rstrip("/") + "/"
+    entries = [dataclasses.replace(e, path=e.path[len(prefix):])
+               for e in ctx.entries() if e.path.startswith(prefix)]
+    if not any(e.kind == "file" for e in entries):
+        raise DigestRefused("it holds no file")
+
+    def sha256_of(relpath: str) -> str:
+        facts = ctx.facts(prefix + relpath)
+        if facts.error is not None or facts.sha256 is None:
+            raise DigestRefused(f"{relpath} cannot be hashed: {facts.error or 'not hashed'}")
+        return facts.sha256
+
+    return tree_digest_of(entries, sha256_of)
+
+
+def _recorded_revision(ctx: Context, record: AdapterRecord, base: str,
+                       where: str) -> Iterator[Finding]:
+    """The revision the shipped base records itself (its hub cache folder
+    ``snapshots/<commit>``, or ``itera-base.json`` beside its files) equals base_revision."""
+    recorded: list[tuple[str, str | None]] = []
+    snapshot = _SNAPSHOT.search(base)
+    if snapshot:
+        recorded.append((f"its hub cache folder snapshots/{snapshot.group(1)}", snapshot.group(1)))
+    rel = f"{base.rstrip('/')}/{BASE_RECORD}"
+    if ctx.entry(rel) is not None:
+        text, problem = _read_small_json(ctx, rel, BASE_RECORD_CAP)
+        data = None
+        if problem is None and text is not None:
+            try:
+                data = parse_json(text)
+            except (ValueError, RecursionError) as exc:
+                problem = Finding(f"{rel} is not valid JSON: {exc}", where=rel)
+        if problem is None and not (isinstance(data, dict) and "revision" in data and (
+                data["revision"] is None or isinstance(data["revision"], str))):
+            problem = Finding(f"{rel} does not record the base's revision",
+                              where=rel, expected='{"model": "<hub id>", "revision": '
+                              '"<40-hex commit>" or null}', found=_clip(text))
+        if problem is not None:
+            yield problem
+        elif isinstance(data, dict):
+            recorded.append((rel, data["revision"]))
+            model = data.get("model")
+            if isinstance(model, str) and model.rstrip("/") not in _agreeing_names(record):
+                yield Finding(
+                    f"{rel} records model {model!r}, the manifest's base_model is "
+                    f"{record.base_model!r}", where=_json_where(rel, text or "", "model"),
+                    expected=repr(record.base_model), found=repr(model),
+                    hint="the shipped base is another model: ship the base the adapter was "
+                    "trained on, or correct the manifest")
+    for source, revision in recorded:
+        if revision != record.base_revision:
+            yield Finding(
+                f"shipped base {base} records revision {_shown(revision)} ({source}), the "
+                f"manifest records base_revision {_shown(record.base_revision)}",
+                where=f"{where}.base_revision", expected=_shown(revision),
+                found=_shown(record.base_revision),
+                hint="the adapter must name the base it was trained on: its commit is the one "
+                "the shipped base was fetched at (or null for a base that is on no hub)",
+            )
+
+
+def _clip(text: str | None, limit: int = 80) -> str:
+    text = (text or "").strip()
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+# ---- itera-manifest/1: the sha256 of one file (read, and told what it cannot prove)
+
+
+def revision_problem(revision: str | None, shipped: bool) -> str | None:
+    """/1: why a base revision does not pin the base forever, or None when it does."""
+    if revision is None or not revision.strip():
+        return "is missing (null)" if revision is None else "is empty"
+    if shipped:
+        if _SHA256.fullmatch(revision):
+            return None
+        return f"{revision!r} is not a sha256 (64 lowercase hex digits) of the shipped base"
+    if _SHA256.fullmatch(revision):
+        return (f"{revision!r} is a sha256, which pins a base shipped in the campaign, but "
+                "base_path is not set")
+    return commit_problem(revision)
+
+
+def _identity_v1(ctx: Context, record: AdapterRecord, where: str) -> Iterator[Finding]:
+    yield from _revision_findings(record, where)
+    if record.base_path is not None:
+        yield from _shipped_base_v1(ctx, record, record.base_path, where)
 
 
 def _revision_findings(record: AdapterRecord, where: str) -> Iterator[Finding]:
@@ -402,8 +824,10 @@ def _revision_findings(record: AdapterRecord, where: str) -> Iterator[Finding]:
     )
 
 
-def _shipped_base(ctx: Context, record: AdapterRecord, base: str, where: str) -> Iterator[Finding]:
-    """A base shipped in the campaign is pinned by its sha256: verify it byte for byte."""
+def _shipped_base_v1(ctx: Context, record: AdapterRecord, base: str,
+                     where: str) -> Iterator[Finding]:
+    """/1: a base shipped in the campaign is pinned by one file's sha256: verify it byte for
+    byte, and say what that cannot prove."""
     problem = _locate(ctx, base, f"{where}.base_path", "shipped base")
     if problem is not None:
         yield Finding(problem.message, where=f"{where}.base_path", hint="ship the base the adapter "
@@ -427,6 +851,14 @@ def _shipped_base(ctx: Context, record: AdapterRecord, base: str, where: str) ->
             hint="the adapter was trained on another base, or the base changed: ship the "
             "exact base, or correct base_revision",
         )
+    yield Finding(
+        f"itera-manifest/1 cannot prove the identity of the shipped base {base}: the sha256 of "
+        "one file cannot tell two bases of the same architecture apart",
+        where=f"{where}.base_path",
+        hint="re-close the campaign with itera-manifest/2: base_path = the base folder, "
+        "base_digest = its tree digest (pytest_itera.tree.tree_digest), base_revision = its "
+        "hub commit or null",
+    )
 
 
 def _config_findings(ctx: Context, record: AdapterRecord) -> Iterator[Finding]:
@@ -451,6 +883,15 @@ def _config_findings(ctx: Context, record: AdapterRecord) -> Iterator[Finding]:
 
 def _read_config(ctx: Context, rel: str) -> tuple[str | None, Finding | None]:
     """adapter_config.json as text: a regular file inside the folder, under the size cap."""
+    return _read_small_json(ctx, rel, ADAPTER_CONFIG_CAP, missing=Finding(
+        f"{rel} is missing: an adapter folder without its config cannot be loaded", where=rel,
+        hint="save the adapter with save_pretrained, which writes it"))
+
+
+def _read_small_json(ctx: Context, rel: str, cap: int,
+                     missing: Finding | None = None) -> tuple[str | None, Finding | None]:
+    """A small JSON document of the campaign as text: a regular file inside the folder,
+    under ``cap`` bytes, UTF-8."""
     inside = ctx.inside(rel)
     if isinstance(inside, str):
         return None, Finding(f"{rel} {inside}", where=rel)
@@ -458,19 +899,16 @@ def _read_config(ctx: Context, rel: str) -> tuple[str | None, Finding | None]:
         # O_NONBLOCK: a FIFO planted under that name must not block the session.
         fd = os.open(inside, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
-        return None, Finding(f"{rel} is missing: an adapter folder without its config cannot be "
-                             "loaded", where=rel,
-                             hint="save the adapter with save_pretrained, which writes it")
+        return None, missing or Finding(f"{rel} is missing", where=rel)
     except OSError as exc:
         return None, Finding(f"{rel} cannot be read: {os_reason(exc)}", where=rel)
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return None, Finding(f"{rel} is not a regular file", where=rel)
-        data = handle.read(ADAPTER_CONFIG_CAP + 1)
-    if len(data) > ADAPTER_CONFIG_CAP:
-        return None, Finding(f"{rel} is over {ADAPTER_CONFIG_CAP} bytes: not an adapter config",
-                             where=rel)
+        data = handle.read(cap + 1)
+    if len(data) > cap:
+        return None, Finding(f"{rel} is over {cap} bytes: not what it should hold", where=rel)
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
@@ -599,9 +1037,15 @@ CHECKS = (
     Check("resume-complete", "each resume checkpoint holds every part the plan requires and "
           "what the manifest claims", resume_complete, scope="checkpoint",
           targets=resume_targets, order=21, reloads=True),
-    Check("adapter-pinned", "each adapter is pinned to an immutable base revision that its "
-          "adapter_config.json agrees with, and reloads", adapter_pinned, scope="adapter",
+    Check("adapter-pinned", "each adapter's base is identified by an immutable revision and, "
+          "when shipped, its tree digest, which adapter_config.json and the base agree with; "
+          "the adapter reloads", adapter_pinned, scope="adapter",
           targets=adapter_targets, needs=frozenset({"manifest"}), order=22, reloads=True),
+    Check("artifacts-required", "each accepted control and variant ships an artifact; the must "
+          "resume check ships a resume checkpoint covering its resume state",
+          # Not reloads=True: its targets are run ids, not paths to hand the reload server
+          # ahead; the resume check's checkpoints are reloaded when it asks (memoised).
+          artifacts_required, scope="run", targets=required_targets, order=23),
 )
 
 

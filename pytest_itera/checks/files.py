@@ -111,7 +111,10 @@ def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Findi
         yield Finding(
             f"listed file {record.path!r}: {inside}",
             where=where,
-            hint="list paths relative to the campaign folder, inside it",
+            # The path is already relative: a link that leaves is fixed by copying its target.
+            hint="copy the file itself into the campaign folder"
+            if inside.startswith("symlink ") and inside.endswith(" leaves the campaign folder")
+            else "list paths relative to the campaign folder, inside it",
         )
         return
     entry = ctx.entry(record.path)

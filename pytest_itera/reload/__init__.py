@@ -25,11 +25,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from pytest_itera.reload.probe import MIN_TORCH, too_old
 
-__all__ = ["MIN_TORCH", "PARTS", "ReloadResult", "Reloader"]
+__all__ = ["MIN_TORCH", "PARTS", "PartFault", "ReloadResult", "Reloader"]
 
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
 SERVER = Path(__file__).with_name("server.py")
@@ -37,6 +37,25 @@ PROBE = Path(__file__).with_name("probe.py")
 _START_TIMEOUT = 120.0  # import torch on a cold, busy machine
 _REPLY_MARGIN = 30.0  # the server itself enforces the per-file timeout; this catches a dead server
 _ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LD_LIBRARY_PATH")
+
+
+FaultKind = Literal["empty", "not_state"]
+
+
+@dataclass(frozen=True)
+class PartFault:
+    """A resume part whose key is there but holds no restorable state.
+
+    ``kind`` is ``"empty"`` (``{}``, ``[]``, ``None``, ``""``: present but empty) or
+    ``"not_state"`` (e.g. ``{"seed": 7}`` under ``rng``: a seed is not a generator state);
+    ``key`` is where it was found (``"optimizer"``, ``"train_state.step"``,
+    ``"rng_state.pth"``); ``detail`` says what it holds, in words.
+    """
+
+    part: str
+    kind: FaultKind
+    key: str
+    detail: str
 
 
 @dataclass(frozen=True)
@@ -50,11 +69,20 @@ class ReloadResult:
     # Defaults let a pytest_itera_reload hook return just path/ok/format/cause (hookspecs sample).
     parts: tuple[str, ...] = ()
     missing_reasons: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    nonfinite: tuple[str, ...] = ()
+    nonfinite: tuple[str, ...] = ()  # names of non-finite model tensors (at most 20)
     tensors: int = 0
     seconds: float = 0.0
     notes: tuple[str, ...] = ()
     peak_rss: int | None = field(default=None, compare=False)
+    # Parts present under their key but not restorable (typed, never parsed from English).
+    part_faults: tuple[PartFault, ...] = ()
+    nonfinite_tensors: int = 0  # all of them (``nonfinite`` names the first 20); 0: unknown
+    nan_values: int = 0
+    inf_values: int = 0
+
+    def fault(self, part: str) -> PartFault | None:
+        """Why ``part`` is not counted although its key is there, or None."""
+        return next((f for f in self.part_faults if f.part == part), None)
 
 
 class _ServerError(Exception):
@@ -366,4 +394,19 @@ def _result(display: str, reply: dict[str, Any], claimed: str | None) -> ReloadR
         missing_reasons=MappingProxyType(dict(reply.get("missing_reasons", {}))),
         nonfinite=tuple(reply.get("nonfinite", ())), tensors=int(reply.get("tensors", 0)),
         seconds=float(reply.get("seconds", 0.0)), notes=tuple(reply.get("notes", ())),
-        peak_rss=reply.get("peak_rss"))
+        peak_rss=reply.get("peak_rss"),
+        part_faults=tuple(_faults(reply.get("part_faults"))),
+        nonfinite_tensors=int(reply.get("nonfinite_tensors", 0)),
+        nan_values=int(reply.get("nan_values", 0)), inf_values=int(reply.get("inf_values", 0)))
+
+
+def _faults(raw: Any) -> list[PartFault]:
+    """The server's part faults, dropping anything malformed (it is our own protocol)."""
+    faults = []
+    for item in raw if isinstance(raw, list) else ():
+        if isinstance(item, dict) and item.get("part") in PARTS and \
+                item.get("kind") in ("empty", "not_state"):
+            faults.append(PartFault(part=item["part"], kind=item["kind"],
+                                    key=str(item.get("key", "")),
+                                    detail=str(item.get("detail", ""))))
+    return faults

@@ -132,10 +132,19 @@ class Findings:
         self.format = fmt
         self.parts: set[str] = set()
         self.missing_reasons: dict[str, str] = {}
+        # part -> why the key that should hold it holds no restorable state (typed: the
+        # client never parses English): {"kind": "empty" | "not_state", "key", "detail"}.
+        self.faults: dict[str, dict[str, str]] = {}
         self.nonfinite: list[str] = []
+        self.nan_values = 0
+        self.inf_values = 0
         self.tensors = 0
         self.notes: list[str] = []
         self.unchecked: list[str] = []  # weights whose finiteness no kernel could check
+
+    def fault(self, part: str, kind: str, key: str, detail: str) -> None:
+        """The first key of ``part`` found wanting (a valid key elsewhere still wins)."""
+        self.faults.setdefault(part, {"part": part, "kind": kind, "key": key, "detail": detail})
 
     def verdict(self, error: Refused | None) -> dict[str, Any]:
         if self.unchecked:
@@ -144,14 +153,25 @@ class Findings:
                               + ", ".join(self.unchecked[:3]))
         ok = error is None and not self.nonfinite
         if error is None and self.nonfinite:
-            error = Refused(f"non-finite model weights in {len(self.nonfinite)} tensor(s): "
+            error = Refused(f"non-finite model weights in {len(self.nonfinite)} tensor(s) "
+                            f"({nonfinite_values(self.nan_values, self.inf_values)}): "
                             + ", ".join(self.nonfinite[:5]))
         return {"format": self.format, "ok": ok,
                 "reason": None if error is None else error.reason,
                 "file": None if error is None else error.file,
                 "parts": [p for p in PARTS if p in self.parts],
-                "missing_reasons": self.missing_reasons, "nonfinite": self.nonfinite[:20],
+                "missing_reasons": self.missing_reasons,
+                "part_faults": [f for p, f in sorted(self.faults.items()) if p not in self.parts],
+                "nonfinite": self.nonfinite[:20], "nonfinite_tensors": len(self.nonfinite),
+                "nan_values": self.nan_values, "inf_values": self.inf_values,
                 "tensors": self.tensors, "notes": self.notes}
+
+
+def nonfinite_values(nan: int, inf: int) -> str:
+    """``3 NaN and 1 inf values``."""
+    counted = [f"{n} {what}" for n, what in ((nan, "NaN"), (inf, "inf")) if n]
+    total = nan + inf
+    return f"{' and '.join(counted) or 'non-finite'} value{'s' if total != 1 else ''}"
 
 
 # ----------------------------------------------------------------------------- loading safely
@@ -226,10 +246,11 @@ def sniff(path: str) -> str:
         return "empty"
     if head.startswith(b"PK\x03\x04"):
         return "zip"
-    if head.startswith(b"\x80"):
-        return "legacy"
+    # Before the pickle test: a safetensors header of 128..255 bytes starts with 0x80 too.
     if len(head) >= 9 and head[8:9] == b"{":
         return "safetensors"
+    if head.startswith(b"\x80"):
+        return "legacy"
     return "unknown"
 
 
@@ -602,17 +623,263 @@ def check_weight(found: Findings, name: str, t: torch.Tensor, mapped: bool) -> N
         return
     if not finite:
         found.nonfinite.append(name)
+        nan, inf = count_nonfinite(t)
+        found.nan_values += nan
+        found.inf_values += inf
+
+
+def count_nonfinite(t: torch.Tensor) -> tuple[int, int]:
+    """NaN and ±inf elements of a tensor known to hold some, counted chunk by chunk."""
+    flat = stored_values(t)
+    flat = flat.reshape(-1) if flat.is_contiguous() else flat.flatten()
+    nan = inf = 0
+    for start in range(0, flat.numel(), CHUNK_ELEMENTS):
+        chunk = flat[start:start + CHUNK_ELEMENTS]
+        try:
+            nan += int(torch.isnan(chunk).sum())
+            inf += int(torch.isinf(chunk).sum())
+        except (RuntimeError, TypeError):  # e.g. float8: count on a float32 copy
+            wide = chunk.to(torch.float32)
+            nan += int(torch.isnan(wide).sum())
+            inf += int(torch.isinf(wide).sum())
+    return nan, inf
 
 
 # ----------------------------------------------------------------------------- single files
 
 def present(value: Any) -> bool:
-    return value is not None and not (isinstance(value, (dict, list, tuple)) and not value)
+    return value is not None and not (isinstance(value, (dict, list, tuple, str)) and not value)
 
 
-def dict_parts(obj: dict[Any, Any]) -> set[str]:
-    return {KEY_PARTS[k] for k, v in obj.items()
-            if isinstance(k, str) and k in KEY_PARTS and present(v)}
+# Keys under which real training code nests the parts (torchtitan's ``train_state``, a saved
+# TrainerState, ``state["progress"]``, ...): their own keys are read like top-level ones.
+CONTAINER_KEYS = frozenset({
+    "train_state", "trainer_state", "training_state", "state", "states", "checkpoint", "ckpt",
+    "resume", "resume_state", "meta", "metadata", "extra", "extra_state", "loop_state",
+    "run_state", "app",
+})
+CONTAINER_DEPTH = 2
+# Keys of a progress record: a number under one of them is the progress.
+PROGRESS_KEYS = frozenset({"step", "steps", "epoch", "global_step", "iteration", "iter",
+                           "steps_done", "batch", "batches_seen", "samples_seen",
+                           "tokens_seen", "consumed_samples", "current_step"})
+SCHEDULER_KEYS = ("last_epoch", "_step_count", "last_step")
+SCALER_KEYS = ("scale", "loss_scale", "cur_scale")
+MT19937_WORDS = 624  # numpy's legacy state: 624 uint32 words
+PYTHON_RNG_WORDS = 625  # random.getstate()[1]: 624 words + the position
+MIN_TORCH_RNG_BYTES = 16  # CUDA's philox state (seed + offset); the CPU's mt19937 is 5056
+
+
+def describe(value: Any, limit: int = 80) -> str:
+    """A short, exact description of a value for a message: ``{'seed': 7}``, ``[]``,
+    ``a float32 tensor of shape [2, 2]``, ``a dict with keys 'a', 'b', ...``."""
+    if isinstance(value, torch.Tensor):
+        return (f"a {str(value.dtype).removeprefix('torch.')} tensor of shape "
+                f"{list(value.shape)}")
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        text = repr(value)
+        return text if len(text) <= limit else text[:limit - 1] + "…"
+    try:
+        text = repr(value)
+    except Exception:  # a hostile or odd object: its type is enough
+        text = ""
+    if text and len(text) <= limit and "tensor(" not in text:
+        return text
+    if isinstance(value, dict):
+        keys = ", ".join(repr(k) for k in list(value)[:4])
+        return f"a dict with keys {keys}{', ...' if len(value) > 4 else ''}"
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    return f"a {type(value).__name__}"
+
+
+def number(value: Any) -> bool:
+    """A progress counter: a finite, non-negative int or float (not a bool), or a
+    one-element numeric tensor holding one."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1 or value.is_complex() or value.dtype == torch.bool:
+            return False
+        try:
+            value = value.item()
+        except (RuntimeError, TypeError, NotImplementedError):  # a meta tensor holds no value
+            return False
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and value >= 0
+
+
+def sequence_of(value: Any, size: int) -> bool:
+    """A list/tuple/array/tensor of ``size`` integers (a generator's state words)."""
+    try:
+        if len(value) != size:
+            return False
+    except TypeError:
+        return False
+    if isinstance(value, torch.Tensor):
+        return not value.is_floating_point() and not value.is_complex()
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind is not None:  # a numpy array
+        return kind in "iu"
+    return isinstance(value, (list, tuple)) and all(
+        isinstance(x, int) and not isinstance(x, bool) for x in value)
+
+
+def generator_state(value: Any, depth: int = 0) -> str | None:
+    """The kind of the first real random generator state inside ``value`` (torch, numpy,
+    python), or None: a seed is not a generator state."""
+    if isinstance(value, torch.Tensor):
+        return "torch" if (value.dtype == torch.uint8 and value.dim() == 1
+                           and value.numel() >= MIN_TORCH_RNG_BYTES) else None
+    if isinstance(value, (list, tuple)) and len(value) >= 3:
+        # np.random.get_state(): ('MT19937', keys[624], pos, has_gauss, cached_gaussian)
+        if isinstance(value[0], str) and sequence_of(value[1], MT19937_WORDS):
+            return "numpy"
+        # random.getstate(): (version, 625 ints, gauss)
+        if isinstance(value[0], int) and sequence_of(value[1], PYTHON_RNG_WORDS):
+            return "python"
+    if isinstance(value, dict):
+        name = value.get("bit_generator")
+        if isinstance(name, str) and (
+                (isinstance(value.get("state"), dict) and value["state"])
+                or sequence_of(value.get("keys"), MT19937_WORDS)
+                or sequence_of(value.get("key"), MT19937_WORDS)):
+            return "numpy"  # get_state(legacy=False), a Generator's bit_generator.state
+        if isinstance(value.get("version"), int) and sequence_of(value.get("state"),
+                                                                 PYTHON_RNG_WORDS):
+            return "python"  # what pytest_itera.record writes for random.getstate()
+    if depth >= 4:
+        return None
+    children = value.values() if isinstance(value, dict) else (
+        value if isinstance(value, (list, tuple)) else ())
+    for child in children:
+        kind = generator_state(child, depth + 1)
+        if kind is not None:
+            return kind
+    return None
+
+
+def optimizer_problem(value: Any) -> str | None:
+    """None when ``value`` restores an optimizer (Optimizer.state_dict(): ``state`` and
+    ``param_groups``; a stateless SGD's ``state`` is ``{}``), a list of those, or a dict
+    of named ones; else what is wrong."""
+    if isinstance(value, dict) and ("state" in value or "param_groups" in value):
+        if not isinstance(value.get("state"), dict):
+            return "has no 'state' dict (Optimizer.state_dict() holds 'state' and " \
+                   "'param_groups')"
+        groups = value.get("param_groups")
+        if not isinstance(groups, (list, tuple)) or not groups or not all(
+                isinstance(g, dict) and "params" in g for g in groups):
+            return ("has no parameter groups ('param_groups' must list the groups, each with "
+                    "its 'params')")
+        return None
+    items = value if isinstance(value, (list, tuple)) else (
+        list(value.values()) if isinstance(value, dict) and value and all(
+            isinstance(v, dict) for v in value.values()) else None)
+    if items:
+        problems = [optimizer_problem(item) for item in items]
+        return next((p for p in problems if p is not None), None)
+    return (f"holds {describe(value)}, not an optimizer's state_dict() ('state' and "
+            "'param_groups')")
+
+
+def scheduler_problem(value: Any) -> str | None:
+    if isinstance(value, dict) and any(isinstance(value.get(k), int) for k in SCHEDULER_KEYS):
+        return None
+    items = value if isinstance(value, (list, tuple)) else (
+        list(value.values()) if isinstance(value, dict) and value and all(
+            isinstance(v, dict) for v in value.values()) else None)
+    if items:
+        problems = [scheduler_problem(item) for item in items]
+        return next((p for p in problems if p is not None), None)
+    return (f"holds {describe(value)}, not an LR scheduler's state_dict() (no integer "
+            "'last_epoch')")
+
+
+def scaler_problem(value: Any, depth: int = 0) -> str | None:
+    if isinstance(value, dict):
+        if any(number(value.get(k)) for k in SCALER_KEYS):
+            return None
+        # apex amp: {"loss_scaler0": {"loss_scale": ...}}; a plugin's nested scaler state
+        if depth < 2 and any(isinstance(v, dict) and scaler_problem(v, depth + 1) is None
+                             for v in value.values()):
+            return None
+    return f"holds {describe(value)}, not a grad scaler's state_dict() (no 'scale')"
+
+
+def progress_problem(value: Any) -> str | None:
+    if number(value):
+        return None
+    if isinstance(value, dict) and any(number(value.get(k)) for k in PROGRESS_KEYS):
+        return None
+    return (f"holds {describe(value)}, not a step or epoch count (a number, or a dict with "
+            "'step' / 'epoch' / 'global_step')")
+
+
+def rng_problem(value: Any) -> str | None:
+    if generator_state(value) is not None:
+        return None
+    return (f"holds {describe(value)}, which is no random generator state (a seed is not an "
+            "RNG state: torch.get_rng_state(), numpy.random.get_state(), random.getstate())")
+
+
+def model_problem(value: Any) -> str | None:
+    if any(True for _ in walk_tensors(value, "")):
+        return None
+    return f"holds {describe(value)}: no tensors, no weights"
+
+
+def data_problem(value: Any) -> str | None:
+    return None  # any non-empty record of the data position restores it
+
+
+PART_PROBLEMS = {"model": model_problem, "optimizer": optimizer_problem,
+                 "progress": progress_problem, "scheduler": scheduler_problem,
+                 "scaler": scaler_problem, "rng": rng_problem, "data": data_problem}
+
+
+def judge_part(found: Findings, part: str, value: Any, key: str) -> bool:
+    """Count ``part`` when ``value`` (found under ``key``) is a restorable state of it;
+    else record why not (empty, or not such a state)."""
+    if not present(value):
+        found.fault(part, "empty", key, describe(value))
+        return False
+    problem = PART_PROBLEMS[part](value)
+    if problem is not None:
+        found.fault(part, "not_state", key, problem)
+        return False
+    found.parts.add(part)
+    return True
+
+
+def has_part_keys(obj: dict[Any, Any], depth: int = 0) -> bool:
+    for key, value in obj.items():
+        if not isinstance(key, str):
+            continue
+        if key in KEY_PARTS:
+            return True
+        if key in CONTAINER_KEYS and isinstance(value, dict) and depth < CONTAINER_DEPTH \
+                and has_part_keys(value, depth + 1):
+            return True
+    return False
+
+
+def inspect_dict(found: Findings, obj: dict[Any, Any], prefix: str, mapped: bool | None,
+                 depth: int = 0, skip: frozenset[str] = frozenset()) -> None:
+    """Judge each part key of a checkpoint dict (and of the containers real code nests
+    them in), counting tensors and checking the model's weights for non-finite values
+    (``mapped`` None: the tensors were counted already)."""
+    for key, value in obj.items():
+        name = f"{prefix}{key}"
+        part = KEY_PARTS.get(key) if isinstance(key, str) else None
+        if part is None and isinstance(key, str) and key in CONTAINER_KEYS and \
+                isinstance(value, dict) and depth < CONTAINER_DEPTH and \
+                has_part_keys(value, depth + 1):
+            inspect_dict(found, value, f"{name}.", mapped, depth + 1, skip)
+            continue
+        if mapped is not None:
+            check(found, value, name, part == "model", mapped)
+        if part is not None and part not in skip:
+            judge_part(found, part, value, name)
 
 
 def state_value(value: Any) -> bool:
@@ -648,34 +915,37 @@ def inspect_torch_object(found: Findings, obj: Any, mapped: bool) -> None:
         if found.tensors:
             found.parts.add("model")
         return
-    parts = set() if is_flat_state_dict(obj) else dict_parts(obj)
-    if not parts and "state" in obj and "param_groups" in obj:
-        found.parts.add("optimizer")
-        check(found, obj, "", False, mapped)
-        return
-    if not parts and is_state_dict(obj):
-        parts = {"model"}
+    if is_flat_state_dict(obj):
         check(found, obj, "", True, mapped)
-    else:
-        for key, value in obj.items():
-            check(found, value, str(key), KEY_PARTS.get(str(key)) == "model", mapped)
-    found.parts |= parts
+        found.parts.add("model")
+        return
+    if "state" in obj and "param_groups" in obj and not has_part_keys(obj):
+        check(found, obj, "", False, mapped)
+        judge_part(found, "optimizer", obj, "(the whole file)")
+        return
+    if not has_part_keys(obj) and is_state_dict(obj):
+        check(found, obj, "", True, mapped)
+        found.parts.add("model")
+        return
+    inspect_dict(found, obj, "", mapped)
 
 
 def inspect_lightning(found: Findings, ckpt: dict[str, Any], mapped: bool) -> None:
     for key, value in ckpt.items():
         # Only model weights: callbacks legitimately hold tensor(inf) (ModelCheckpoint).
         check(found, value, str(key), key == "state_dict", mapped)
-    wanted = {"model": "state_dict", "optimizer": "optimizer_states",
-              "scheduler": "lr_schedulers"}
-    found.parts |= {part for part, key in wanted.items() if present(ckpt.get(key))}
-    if "epoch" in ckpt or "global_step" in ckpt:
-        found.parts.add("progress")
-    if any(present(ckpt.get(k)) for k in LIGHTNING_SCALER_KEYS):
-        found.parts.add("scaler")
+    # Lightning writes these keys itself: an empty one means the run had none (absent).
+    wanted = (("model", "state_dict"), ("optimizer", "optimizer_states"),
+              ("scheduler", "lr_schedulers"), ("progress", "global_step"), ("progress", "epoch"),
+              *(("scaler", key) for key in LIGHTNING_SCALER_KEYS))
+    for part, key in wanted:
+        if present(ckpt.get(key)):
+            judge_part(found, part, ckpt[key], key)
     fit = ckpt.get("loops", {}).get("fit_loop", {}) if isinstance(ckpt.get("loops"), dict) else {}
-    if isinstance(fit, dict) and present(fit.get("state_dict", {}).get("combined_loader")):
-        found.parts.add("data")
+    loader = fit.get("state_dict", {}) if isinstance(fit, dict) else {}
+    if isinstance(loader, dict) and present(loader.get("combined_loader")):
+        judge_part(found, "data", loader["combined_loader"],
+                   "loops.fit_loop.state_dict.combined_loader")
     found.missing_reasons["rng"] = "Lightning checkpoints store no RNG state by design"
 
 
@@ -853,8 +1123,10 @@ def inspect_members(found: Findings, folder: str, names: set[str],
             if re.fullmatch(pattern, name):
                 before = found.tensors
                 loaded[name] = load_member(found, folder, name, weights)
-                if part and (part != "model" or found.tensors > before):
+                if part == "model" and found.tensors > before:
                     found.parts.add(part)  # weights files of no tensors restore nothing
+                elif part and part != "model":
+                    judge_part(found, part, loaded[name], name)  # by content, not by name
                 break
     return loaded
 
@@ -927,7 +1199,7 @@ def inspect_accelerate(found: Findings, folder: str, names: set[str]) -> None:
     loaded = inspect_members(found, folder, names, ACCELERATE_FILES)
     for name, obj in loaded.items():
         if name.startswith("custom_checkpoint_") and isinstance(obj, dict):
-            found.parts |= dict_parts(obj) - {"model"}
+            inspect_dict(found, obj, f"{name}:", None, skip=frozenset({"model"}))
     if "progress" not in found.parts:
         found.notes.append("accelerate saves no training progress by itself: register an "
                            "object whose state_dict holds step/epoch (register_for_checkpointing)")
@@ -1024,29 +1296,60 @@ def dcp_bytes_entry(folder: str, info: Any) -> Any:
 
 
 def inspect_dcp(found: Findings, folder: str, names: set[str]) -> None:
+    """Load every entry (tensors through DCP into a template, byte entries ourselves), put
+    them back into the nested state the training code saved (DCP's planner_data paths),
+    and judge that state like a torch.save dict."""
     import torch.distributed.checkpoint as dcp
     import torch.distributed.checkpoint.metadata as md
 
     meta = read_dcp_metadata(folder)
     template: dict[str, torch.Tensor] = {}
-    tops: dict[str, str] = {}
+    paths: dict[str, tuple[Any, ...]] = {}
     for fqn, entry in meta.state_dict_metadata.items():
-        path = (meta.planner_data or {}).get(fqn) or (fqn.split(".")[0],)
-        tops[fqn] = str(path[0])
+        path = (meta.planner_data or {}).get(fqn) or tuple(fqn.split("."))
+        paths[fqn] = tuple(path)
         if isinstance(entry, md.TensorStorageMetadata):
             template[fqn] = torch.empty(entry.size, dtype=entry.properties.dtype)
     byte_infos = {idx.fqn: info for idx, info in meta.storage_data.items()
                   if idx.fqn not in template}
-    for fqn, info in sorted(byte_infos.items()):
-        found.parts |= {KEY_PARTS[tops[fqn]]} & set(PARTS) if tops[fqn] in KEY_PARTS else set()
-        check(found, dcp_bytes_entry(folder, info), fqn, False, mapped=False)
+    values: dict[str, Any] = {fqn: dcp_bytes_entry(folder, info)
+                              for fqn, info in sorted(byte_infos.items())}
     load_dcp_tensors(dcp, folder, template)
-    bare = not any(KEY_PARTS.get(top) for top in tops.values())
-    for fqn, t in template.items():
-        part = "model" if bare else KEY_PARTS.get(tops[fqn])
-        if part:
-            found.parts.add(part)
-        check(found, t, fqn, part == "model", mapped=False)
+    values.update(template)
+    state = nest_dcp({paths.get(fqn, (fqn,)): value for fqn, value in values.items()})
+    inspect_torch_object(found, state, mapped=False)
+
+
+class _DcpNode(dict):  # type: ignore[type-arg]
+    """A container rebuilt from DCP's flattened paths (not a value the checkpoint holds)."""
+
+
+def nest_dcp(entries: dict[tuple[Any, ...], Any]) -> Any:
+    """DCP's flat ``{path: value}`` back into nested dicts and lists (an int path element
+    is a list index); a dict with ``param_groups`` gets back the empty ``state`` DCP drops
+    (a stateless optimizer's)."""
+    root = _DcpNode()
+    for path, value in entries.items():
+        node = root
+        for key in path[:-1]:
+            child = node.setdefault(key, _DcpNode())
+            if not isinstance(child, _DcpNode):
+                raise Refused(f"DCP entries {'.'.join(map(str, path))} and {key} overlap",
+                              ".metadata")
+            node = child
+        node[path[-1]] = value
+
+    def rebuilt(node: Any) -> Any:
+        if not isinstance(node, _DcpNode):
+            return node
+        out = {key: rebuilt(value) for key, value in node.items()}
+        if out and all(isinstance(k, int) for k in out) and sorted(out) == list(range(len(out))):
+            return [out[i] for i in range(len(out))]
+        if "param_groups" in out and "state" not in out:
+            out["state"] = {}
+        return out
+
+    return rebuilt(root)
 
 
 def load_dcp_tensors(dcp: Any, folder: str, template: dict[str, torch.Tensor]) -> None:
@@ -1373,7 +1676,8 @@ def warm_up(folder: str) -> str | None:
     path = os.path.join(folder, "warm.pt")
     try:
         layer = torch.nn.Linear(4, 2)
-        torch.save({"model": layer.state_dict(), "optimizer": {"state": {}, "param_groups": []},
+        optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+        torch.save({"model": layer.state_dict(), "optimizer": optimizer.state_dict(),
                     "epoch": 1, "rng_state": torch.get_rng_state()}, path)
     except OSError:
         return None
