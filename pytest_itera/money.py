@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_itera.campaign import parse_json
+from pytest_itera.text import is_blank
 
 CENT = Decimal("0.01")
 HALF_CENT = Decimal("0.005")
@@ -358,16 +359,301 @@ def _zero_accepted_problem(stated: Money | None, total: Money, cause: str | None
 # ------------------------------------------------------ hourly billing (R4)
 
 # Lots are fixed-price; a rate per hour in a plan or manifest is invented billing.
-_HOURLY = re.compile(
-    r"\bper[ -]hours?\b|\bhourly\b|/\s*h(?:ou)?rs?\b|/\s*h\b|\bpar heure\b|\bà l'heure\b",
-    re.IGNORECASE,
+# Every way the project recognises of writing a rate per hour is one row of
+# HOURLY_PHRASES (tests/test_money.py has a test per row); users add literal phrases
+# through the ``pytest_itera_hourly_phrases`` hook. Decisions, tested both ways:
+# - "/h" is a unit, not a path: "/home", "/hf/x" and "runs/h/x" are not billing.
+# - "hourly" alone bills; "hourly-resolution", "hourly-checkpoints" (a compound whose
+#   second word is not a billing word) do not; "hourly-billed", "hourly-rate" do.
+# - "GPU-hours" alone is a quantity ("72 GPU-hours"); "GPU-hours at 0.65" is a rate.
+# - French "horaire" alone means a timetable; "tarif horaire", "taux horaire" bill.
+
+_UNIT = r"(?:h|hrs?|hours?)"
+_CODES = r"(?:usd|eur|gbp|chf|jpy|cad|aud|cny|inr|sek|nok|dkk|pln|dollars?|euros?)"
+_SYMBOLS = r"[€$£¥]"
+_BILLING_WORDS = r"(?:billed|billing|priced|pricing|rated?|rates|charged?|charges|fees?|costs?)"
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """One way of writing a rate per hour: its name in the table and its pattern."""
+
+    name: str
+    pattern: re.Pattern[str]
+
+    @classmethod
+    def literal(cls, text: str) -> Phrase:
+        """A user's phrase (the ``pytest_itera_hourly_phrases`` hook): literal, any case."""
+        return cls(text, re.compile(re.escape(text), re.IGNORECASE))
+
+
+def _phrase(name: str, regex: str, flags: int = re.IGNORECASE) -> Phrase:
+    return Phrase(name, re.compile(regex, flags))
+
+
+HOURLY_PHRASES: tuple[Phrase, ...] = (
+    # A currency code per hour; case-sensitive so that it names a code ("usd/h" is still "/h").
+    _phrase("USD/h", r"\b[A-Z]{3}\s*/\s*(?:h|hrs?|hours?|heures?)(?![\w/])", 0),
+    _phrase("€/h", rf"{_SYMBOLS}\s*/\s*(?:h|hrs?|hours?|heures?)(?![\w/])"),
+    _phrase("/h", r"/\s*h(?![\w/])"),
+    _phrase("/hr", r"/\s*(?:hrs?|hours?)(?![\w/])"),
+    _phrase("/heure", r"/\s*heures?\b"),
+    _phrase("per GPU-hour", rf"\bper\s+gpu[\s-]*{_UNIT}\b|/\s*gpu[\s-]*{_UNIT}\b"),
+    _phrase("per hour", rf"\bper[\s-]+{_UNIT}\b"),
+    _phrase("GPU-hours at", rf"\bgpu[\s-]*{_UNIT}\s*(?:at\b|@)"),
+    _phrase("hourly", rf"\bhourly(?:-{_BILLING_WORDS}\b|(?![\w-]))"),
+    _phrase("an hour", rf"(?:{_SYMBOLS}|\b{_CODES})\s+an?\s+hour\b"),
+    _phrase("par heure", r"\bpar\s+heures?\b"),
+    _phrase("à l'heure", r"\b(?:à|a)\s+l['\u2019]\s*heure\b"),
+    _phrase("tarif horaire", r"\b(?:tarif|taux|co[uû]t|prix|facturation)\s+horaire\b"),
 )
+
+# An amount with its currency: what makes a sentence of free text money-bearing.
+_MONEY_MENTION = re.compile(
+    rf"\d\s*(?:{_SYMBOLS}|{_CODES}(?![a-z]))|(?:{_SYMBOLS}|\b{_CODES})\s*\d", re.IGNORECASE
+)
+# Sentences: split at . ; ! ? and newlines, except a decimal point ("47.14").
+_SENTENCE_END = re.compile(r"(?<!\d)[.;!?\n]|[.;!?\n](?!\d)")
+_RATE_NAMES = frozenset({"USD/h", "€/h"})  # a currency per hour is money by itself
+
+
+@dataclass(frozen=True)
+class HourlyHit:
+    """Where a text bills by the hour: the phrase of the table and the words found."""
+
+    phrase: str
+    found: str
+
+
+class HourlyMatcher:
+    """A set of phrases, compiled once, that finds hourly billing in texts."""
+
+    def __init__(self, phrases: Iterable[Phrase] = HOURLY_PHRASES) -> None:
+        self.phrases = tuple(phrases)
+        parts = []
+        for phrase in self.phrases:
+            case = "i" if phrase.pattern.flags & re.IGNORECASE else "-i"
+            parts.append(f"(?{case}:{phrase.pattern.pattern})")
+        # One pass decides most strings (ids, paths); the phrases then name what was found.
+        self._any = re.compile("|".join(parts) or "(?!)")
+
+    def find(self, text: str, *, prose: bool = False) -> HourlyHit | None:
+        """The first phrase of ``text`` that bills by the hour, or None.
+
+        ``prose=False`` (a budget's strings: offers, expense labels, sources): any phrase
+        bills. ``prose=True`` (notes, explanations, decisions): only in a sentence that
+        also states an amount with its currency ("billed 0.65 USD per hour"), so that
+        "checkpoints are saved hourly" is not billing.
+        """
+        if not self._any.search(text):
+            return None
+        if not prose:
+            return _first_hit(text, self.phrases)
+        start = 0
+        for end in [m.start() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
+            sentence, start = text[start:end], end + 1
+            hit = _first_hit(sentence, self.phrases)
+            if hit is not None and (hit.phrase in _RATE_NAMES or _MONEY_MENTION.search(sentence)):
+                return hit
+        return None
+
+
+_BUILT_IN = HourlyMatcher()
+
+
+def hourly_billing(
+    text: str, phrases: Iterable[Phrase] | None = None, *, prose: bool = False
+) -> HourlyHit | None:
+    """The first phrase of ``text`` that bills by the hour (built-in ``phrases`` by default),
+    or None; see :meth:`HourlyMatcher.find`."""
+    matcher = _BUILT_IN if phrases is None else HourlyMatcher(phrases)
+    return matcher.find(text, prose=prose)
+
+
+def _first_hit(text: str, phrases: tuple[Phrase, ...]) -> HourlyHit | None:
+    best: tuple[int, int, HourlyHit] | None = None
+    for phrase in phrases:
+        match = phrase.pattern.search(text)
+        if match is not None:
+            key = (match.start(), -len(match.group(0)))
+            if best is None or key < best[:2]:
+                best = (*key, HourlyHit(phrase.name, match.group(0)))
+    return best[2] if best is not None else None
 
 
 def hourly_rate_phrase(text: str) -> str | None:
-    """The phrase of ``text`` that bills by the hour ("2.50 USD/h", "hourly"), or None."""
-    match = _HOURLY.search(text)
-    return match.group(0) if match else None
+    """The words of ``text`` that bill by the hour ("2.50 USD/h" -> "USD/h"), or None."""
+    hit = hourly_billing(text)
+    return hit.found if hit is not None else None
+
+
+def hourly_reading(price: Money, hours: int, offers: Iterable[Offer] = ()) -> str | None:
+    """How a price that is not the catalogue's reads as hourly billing, or None.
+
+    "78.57 USD = 47.14 USD / 72 h x 120 h, a pro-rata of the 3-day lot (47.14 USD)", or
+    "46.80 USD = 72 h x 0.65 USD/h". Only a diagnosis: a lot is priced by its offer.
+    """
+    if hours <= 0:
+        return None
+    for offer in offers:
+        if offer.hours == hours or offer.price.currency != price.currency:
+            continue
+        exact = offer.price.amount * hours / offer.hours
+        if abs(exact - price.amount) < CENT:
+            return (f"{price.format()} = {offer.price.format()} / {offer.hours} h x {hours} h, "
+                    f"a pro-rata of {offer.describe()}")
+    rate = price.amount / hours
+    if price.amount and rate == rate.quantize(Decimal("0.001")):
+        return f"{price.format()} = {hours} h x {rate.normalize():f} {price.currency}/h"
+    return None
+
+
+# ----------------------------------------------- amounts the campaign made up (R7)
+
+# "n'inventez ni taux de taxe ni coût de transfert non fourni": an expense counts
+# when it was paid, on the evidence of its source. Each row says how a label or a
+# source reference declares an amount that is not one that was paid:
+# - "estimate" and "derived": refused whatever the source (the text itself says the
+#   amount is not what was paid: "estimated", "approx.", "~", "prorated", "computed").
+# - "rate", "tax", "transfer": a percentage, a unit rate, a tax or a transfer cost is
+#   accepted only with its receipt file (source.file), the document that states the
+#   amount; with a bare reference or no source it is refused. "VAT invoice" or
+#   "egress, provider invoice" with the invoice file listed in the campaign is fine.
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One way a text declares an amount estimated or derived."""
+
+    name: str
+    kind: str  # estimate | derived | rate | tax | transfer
+    pattern: re.Pattern[str]
+
+    @property
+    def needs_receipt(self) -> bool:
+        """True: accepted with a receipt file; False: refused whatever the source."""
+        return self.kind in ("rate", "tax", "transfer")
+
+
+def _marker(name: str, kind: str, regex: str) -> Marker:
+    return Marker(name, kind, re.compile(regex, re.IGNORECASE))
+
+
+AMOUNT_MARKERS: tuple[Marker, ...] = (
+    _marker("estimated", "estimate", r"\bestimat(?:e|ed|es|ion|ing)\b"),
+    _marker("approx", "estimate",
+            r"\bapprox(?:imately|imate|imatif|imative|imativement)?\b\.?"),
+    _marker("~", "estimate", r"(?<![\w/])~(?=\s*[\d€$£¥])|[≈≃]"),
+    _marker("roughly", "estimate", r"\b(?:roughly|circa|ballpark|guess(?:ed|timate)?)\b"),
+    _marker("environ", "estimate", r"\benviron\b|\benv\.\s*\d|\bà\s+peu\s+près\b"),
+    _marker("estimé", "estimate", r"\bestim[ée]e?s?\b|\bapproximati(?:f|ve)\b"),
+    _marker("provisional", "estimate",
+            r"\b(?:provisional|provisoire|forecast|projected|pr[ée]visionnel(?:le)?|tb[cd])\b"),
+    _marker("computed", "derived",
+            r"\b(?:computed|calculated|derived|extrapolated|assumed|"
+            r"calcul[ée]e?s?|extrapol[ée]e?s?|d[ée]duite?s?)\b"),
+    _marker("prorated", "derived", r"\bpro[\s-]?rat(?:a|ed|ion|is[ée]e?)\b"),
+    _marker("quantity x rate", "derived",
+            r"\d\s*(?:gb|tb|mb|go|to|mo|h|hrs?|hours?|days?|jours?|gpus?)\s*[x\u00d7*]\s*\d"),
+    _marker("%", "rate", r"\d\s*%|\bper\s?cent\b|\bpour\s?cent\b|\bpct\b"),
+    _marker("per GB", "rate",
+            r"\b(?:per|par)\s+(?:gb|tb|mb|go|to|mo)\b|/\s*(?:gb|tb|mb|go|to|mo)\b"),
+    _marker("VAT", "tax",
+            r"\b(?:vat|tva|gst|hst|pst|iva|mwst|taxe?s?|sales\s+tax|duty|duties|"
+            r"droits?\s+de\s+douane)\b"),
+    _marker("transfer", "transfer",
+            r"\b(?:transfers?|transferts?|egress|ingress|bandwidth|bande\s+passante|data\s+out|"
+            r"downloads?|uploads?|t[ée]l[ée]chargements?|sortie\s+de\s+donn[ée]es)\b"),
+)
+
+
+def amount_markers(*texts: str | None) -> tuple[Marker, ...]:
+    """The rows of :data:`AMOUNT_MARKERS` that ``texts`` (a label, a reference) contain."""
+    return tuple(m for m in AMOUNT_MARKERS
+                 if any(t and m.pattern.search(t) for t in texts))
+
+
+_PLACEHOLDER = re.compile(
+    r"n/?a|none|nil|null|tb[cd]|todo|unknown|pending|missing|not provided|non fourni|"
+    r"inconnue?|aucune?|à venir|-+|\?+|x+|0+|\.+", re.IGNORECASE
+)
+
+
+def placeholder_reference(reference: str | None) -> bool:
+    """True when a source reference is a placeholder ("n/a", "TBD", "-", blank), not a
+    reference."""
+    if reference is None:
+        return False
+    return is_blank(reference) or _PLACEHOLDER.fullmatch(reference.strip()) is not None
+
+
+# ----------------------------------------------- a lot against the catalogue (R4)
+
+
+def _key(text: str) -> str:
+    """Case, spaces and punctuation ignored: "RTX-4090" and "rtx 4090" are one GPU."""
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+@dataclass(frozen=True)
+class OfferMatch:
+    """The catalogue offer a lot is, and how it was recognised ("offer name", "GPU and days")."""
+
+    offer: Offer
+    by: str
+
+
+def catalogue_offer(
+    catalogue: Catalogue, offer: str, gpu: str, days: int, *, quoted: bool = False
+) -> OfferMatch | None:
+    """The catalogue offer a lot is, or None when it is not in the catalogue.
+
+    1. The same offer name (case, spaces and punctuation ignored) is that offer.
+    2. Otherwise the same GPU model (same normalisation) for the same days is that offer,
+       unless the lot has its own quote (``quoted``: a source) and its offer does not name
+       the catalogue's provider: another provider's lot of the same GPU and duration.
+    A lot matched either way must carry the offer's price, days and GPUs per lot.
+    """
+    name = _key(offer)
+    for candidate in catalogue.offers:
+        if _key(candidate.offer) == name:
+            return OfferMatch(candidate, "offer name")
+    if quoted and _key(catalogue.provider) not in name:
+        return None
+    for candidate in catalogue.offers:
+        if _key(candidate.gpu) == _key(gpu) and candidate.days == days:
+            return OfferMatch(candidate, "GPU and days")
+    return None
+
+
+# ------------------------------------------------- deliverables per corpus (R7)
+
+DELIVERING_ROLES = frozenset({"control", "variant"})
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """An accepted run and the corpus its predictions cover."""
+
+    run: str
+    role: str  # the planned role: only control and variant runs deliver
+    corpus: str  # the corpus id it names
+    content: str  # the corpus's content digest (its sha256)
+    passed: bool = True  # accepted and passed its own checks
+
+
+def deliverables_per_corpus(deliveries: Iterable[Delivery]) -> dict[str, tuple[str, ...]]:
+    """Content digest -> the runs that deliver it: one deliverable per distinct corpus.
+
+    Only control and variant runs that passed deliver (a data check, pilot or resume check
+    never does); a corpus replayed, or named under another id with the same content, is one
+    deliverable however many runs deliver it.
+    """
+    out: dict[str, list[str]] = {}
+    for d in deliveries:
+        if d.passed and d.role in DELIVERING_ROLES:
+            out.setdefault(d.content, []).append(d.run)
+    return {content: tuple(runs) for content, runs in out.items()}
 
 
 # -------------------------------------------------------------- catalogues

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factory import CampaignBuilder, expect
+from tests.factory import CampaignBuilder, expect, sha256
 
 CHECK = "budget-consistent"
+RECEIPT = "receipts/disk-invoice.pdf"
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -22,11 +23,39 @@ def budget(campaign: CampaignBuilder, **fields: object) -> None:
     campaign.manifest["budget"].update(fields)
 
 
+def add_corpus(campaign: CampaignBuilder, corpus_id: str, data: bytes | None = None) -> None:
+    """A second frozen corpus: the same example IDs, other content (unless ``data`` says)."""
+    if data is None:
+        data = campaign.files["corpus/corpus.jsonl"].replace(b"example", b"sample")
+    path = f"corpus/{corpus_id}.jsonl"
+    campaign.files[path] = data
+    campaign.plan["corpora"].append({"id": corpus_id, "path": path, "sha256": sha256(data),
+                                     "id_field": "id", "examples": 4})
+
+
+def deliver(campaign: CampaignBuilder, run_id: str, corpus_id: str) -> None:
+    """``run_id`` is planned on, and its predictions cover, ``corpus_id``."""
+    next(r for r in campaign.plan["runs"] if r["id"] == run_id)["corpus"] = corpus_id
+    campaign.run_record(run_id)["corpus"] = corpus_id
+
+
 def two_corpora(campaign: CampaignBuilder) -> None:
-    """The control and variant-a each deliver their own corpus; the checks replay the control's."""
-    for record in campaign.manifest["runs"]:
-        record["deliverable"] = "corpus-b" if record["id"] == "variant-a" else "corpus-a"
+    """The guide's example: the control delivers tiny-corpus, variant-a corpus-b."""
+    add_corpus(campaign, "corpus-b")
+    deliver(campaign, "control", "tiny-corpus")
+    deliver(campaign, "variant-a", "corpus-b")
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
+
+
+def receipt(campaign: CampaignBuilder, path: str = RECEIPT) -> dict[str, str]:
+    """A receipt file shipped and listed in the campaign; returns the source naming it."""
+    campaign.files[path] = b"%PDF-1.4 invoice INV-2026-311: 2.00 USD\n"
+    return {"file": path}
+
+
+def disk(campaign: CampaignBuilder, amount: str = "2.00") -> dict[str, object]:
+    """An included expense with its receipt."""
+    return {"label": "extra disk for the rental", "amount": amount, "source": receipt(campaign)}
 
 
 def passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -67,16 +96,16 @@ def test_47_14_for_two_distinct_corpora_is_23_57_each(
 def test_a_corpus_replayed_by_every_run_counts_once(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    # Four accepted runs all deliver tiny-corpus: one deliverable, not four.
-    budget(campaign, accepted_deliverables=4, cost_per_deliverable="11.79")
+    # The control and variant-a both deliver tiny-corpus: one deliverable, not two.
+    budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
     fails(
         pytester, campaign,
-        "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 4, but 1 distinct "
-        "deliverable(s) passed their checks in this session; the declared number counts runs, "
-        "but the same deliverable replayed counts once",
+        "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 distinct "
+        "corpus(es) were delivered by accepted control or variant runs that passed their checks "
+        "in this session; the declared number counts runs, but a corpus replayed counts once",
         "    expected: 1 (tiny-corpus)",
-        "    found:    4",
-        "manifest.json $.budget.cost_per_deliverable: cost per deliverable 11.79 USD is not "
+        "    found:    2",
+        "manifest.json $.budget.cost_per_deliverable: cost per deliverable 23.57 USD is not "
         "47.14 USD / 1 = 47.14 USD",
     )
 
@@ -85,7 +114,8 @@ def test_a_b200_lot_of_two_gpus_is_priced_once(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     lot = campaign.plan["budget"]["lots"][0]
-    lot.update(gpu="B200", gpus_per_lot=2, price="120.00", offer="B200 x2, 3 days")
+    lot.update(gpu="B200", gpus_per_lot=2, price="120.00", offer="B200 x2, 3 days",
+               source={"reference": "Q-2026-118"})
     budget(campaign, rental_total="120.00", cost_per_deliverable="120.00")
     passes(pytester, campaign)
 
@@ -94,7 +124,8 @@ def test_a_b200_lot_multiplied_by_its_gpus_fails(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     lot = campaign.plan["budget"]["lots"][0]
-    lot.update(gpu="B200", gpus_per_lot=2, price="120.00", offer="B200 x2, 3 days")
+    lot.update(gpu="B200", gpus_per_lot=2, price="120.00", offer="B200 x2, 3 days",
+               source={"reference": "Q-2026-118"})
     budget(campaign, rental_total="240.00", cost_per_deliverable="240.00")
     fails(
         pytester, campaign,
@@ -151,7 +182,8 @@ def test_zero_accepted_needs_a_non_zero_engaged_cost(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
-    campaign.plan["budget"]["lots"][0]["price"] = "0"
+    campaign.plan["budget"]["lots"][0].update(price="0", offer="Free tier, 3 days",
+                                              source={"reference": "promo FREE-72"})
     budget(campaign, rental_total="0.00")
     fails(pytester, campaign, "*: zero accepted deliverables and a zero engaged cost: show the "
           "cost actually engaged")
@@ -163,7 +195,7 @@ def test_zero_accepted_declared_as_one(
     reject_all(campaign)
     budget(campaign, accepted_deliverables=1, cost_per_deliverable="47.14")
     fails(pytester, campaign,
-          "*: accepted_deliverables is 1, but 0 distinct deliverable(s) passed their checks*",
+          "*: accepted_deliverables is 1, but 0 distinct corpus(es) were delivered*",
           "    expected: 0", "*zero accepted deliverables but a cost per deliverable of 47.14 USD*")
 
 
@@ -213,7 +245,7 @@ def test_included_expenses_added_to_the_rental(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     budget(campaign, rental_total="49.14", cost_per_deliverable="49.14",
-           included_expenses=[{"label": "extra disk for the rental", "amount": "2.00"}])
+           included_expenses=[disk(campaign)])
     fails(pytester, campaign,
           "*: rental total 49.14 USD is not the sum of price * quantity, 47.14 USD: it adds "
           "the included expenses, which are listed apart")
@@ -223,8 +255,7 @@ def test_included_expenses_count_in_the_cost_per_deliverable(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
-    budget(campaign, cost_per_deliverable="24.57",
-           included_expenses=[{"label": "extra disk for the rental", "amount": "2.00"}])
+    budget(campaign, cost_per_deliverable="24.57", included_expenses=[disk(campaign)])
     passes(pytester, campaign)
 
 
@@ -233,7 +264,7 @@ def test_the_rental_share_per_deliverable_is_accepted_too(
 ) -> None:
     """The source's own figure is the rental's share: 47.14 USD / 2 corpora = 23.57."""
     two_corpora(campaign)
-    budget(campaign, included_expenses=[{"label": "extra disk for the rental", "amount": "2.00"}])
+    budget(campaign, included_expenses=[disk(campaign)])
     passes(pytester, campaign)
 
 
@@ -241,8 +272,7 @@ def test_a_ratio_that_is_neither_share_fails(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
-    budget(campaign, cost_per_deliverable="25.00",
-           included_expenses=[{"label": "extra disk for the rental", "amount": "2.00"}])
+    budget(campaign, cost_per_deliverable="25.00", included_expenses=[disk(campaign)])
     fails(pytester, campaign,
           "manifest.json $.budget.cost_per_deliverable: cost per deliverable 25.00 USD is not "
           "49.14 USD / 2 = 24.57 USD*")
@@ -253,10 +283,13 @@ def test_an_external_expense_listed_as_included(
 ) -> None:
     campaign.plan["budget"]["external_expenses"] = [{"label": "analyst time", "amount": "300"}]
     budget(campaign, rental_total="47.14", cost_per_deliverable="347.14",
-           included_expenses=[{"label": "analyst time", "amount": "300"}])
+           included_expenses=[{"label": "analyst time", "amount": "300",
+                               "source": receipt(campaign)}])
     fails(pytester, campaign,
-          "manifest.json $.budget.included_expenses[0]: external expense 'analyst time' is "
-          "listed as an included expense")
+          "manifest.json $.budget.included_expenses[0]: included expense 'analyst time' "
+          "(300 USD) is the external expense 'analyst time' (300 USD, plan.json "
+          "$.budget.external_expenses[0]): the same label",
+          "    expected: listed under external_expenses only")
 
 
 @pytest.mark.parametrize(
@@ -273,7 +306,7 @@ def test_hourly_billing_is_refused(
     else:
         budget(campaign, external_expenses=[{"label": text, "amount": "3.00"}])
         path = "manifest.json $.budget.external_expenses[0].label"
-    fails(pytester, campaign, f"{path}: hourly billing in the budget: {text!r}*",
+    fails(pytester, campaign, f"{path}: hourly billing: {text!r} states a rate per hour*",
           "    fix:      lots are fixed-price for their whole duration (R4)*")
 
 
@@ -314,8 +347,8 @@ def test_stopped_runs_are_an_expense_not_a_deliverable(
     two_corpora(campaign)
     variant = campaign.manifest["runs"][3]
     variant.update(outcome="stopped", stop={"rule": "non-finite-loss", "reason": "loss was nan"})
-    fails(pytester, campaign, "*: accepted_deliverables is 2, but 1 distinct deliverable(s)*",
-          "    expected: 1 (corpus-a)")
+    fails(pytester, campaign, "*: accepted_deliverables is 2, but 1 distinct corpus(es)*",
+          "    expected: 1 (tiny-corpus)")
 
 
 # ------------------------------------- accepted = passed its own checks, this session
@@ -334,10 +367,10 @@ def corrupt_variant_predictions(campaign: CampaignBuilder, declared: int = 2) ->
 
 NOT_AN_ACCEPTED_DELIVERABLE = (
     "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 distinct "
-    "deliverable(s) passed their checks in this session; not counted, accepted runs that "
-    "failed their own checks: variant-a (failed files-intact[runs/variant-a/predictions.jsonl]: "
-    "runs/variant-a/predictions.jsonl does not have the sha256 recorded in the manifest)",
-    "    expected: 1 (corpus-a)",
+    "corpus(es) were delivered by accepted control or variant runs that passed their checks in "
+    "this session; not counted: variant-a (failed files-intact[runs/variant-a/predictions.jsonl]"
+    ": runs/variant-a/predictions.jsonl does not have the sha256 recorded in the manifest*",
+    "    expected: 1 (tiny-corpus)",
     "    found:    2",
 )
 

@@ -14,19 +14,29 @@ import pytest
 
 from pytest_itera.campaign import Expense, Lot
 from pytest_itera.money import (
+    AMOUNT_MARKERS,
+    HOURLY_PHRASES,
     Catalogue,
     CatalogueError,
+    Delivery,
     Money,
     Offer,
+    Phrase,
+    amount_markers,
+    catalogue_offer,
     cost_per_deliverable,
+    deliverables_per_corpus,
     distinct_deliverables,
     engaged_total,
     example_catalogue,
     expenses_total,
+    hourly_billing,
     hourly_rate_phrase,
+    hourly_reading,
     load_catalogue,
     lot_cost,
     overflow_advice,
+    placeholder_reference,
     ratio_matches,
     ratio_problem,
     rental_total,
@@ -242,20 +252,191 @@ def test_zero_accepted_with_a_zero_cost_is_refused() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("text", "phrase"),
-    [
-        ("2.50 USD/h", "/h"),
-        ("billed per hour", "per hour"),
-        ("Hourly rate", "Hourly"),
-        ("0.45 $/hr on demand", "/hr"),
-        ("1,20 EUR par heure", "par heure"),
-        ("IteraGPU RTX 4090, 3 days", None),
-        ("72 h window", None),
-    ],
-)
-def test_hourly_billing_is_spotted(text: str, phrase: str | None) -> None:
-    assert hourly_rate_phrase(text) == phrase
+# ------------------------------------------------------------ hourly billing (R4)
+
+# One row per phrase of money.HOURLY_PHRASES: texts it must find (and the words found).
+# A phrase added to the table without its examples here fails test_every_phrase_is_tested.
+HOURLY_EXAMPLES: dict[str, list[tuple[str, str]]] = {
+    "USD/h": [("GPU time at 0.65 USD/h", "USD/h"), ("1.20 EUR / hr", "EUR / hr")],
+    "€/h": [("0,60 €/h", "€/h"), ("0.45 $/hr on demand", "$/hr"), ("12 €/heure", "€/heure")],
+    "/h": [("2.50 usd/h", "/h"), ("0.65/h.", "/h"), ("0.65 / H", "/ H")],
+    "/hr": [("0.65/hr", "/hr"), ("0.65 USD/hours", "USD/hours"), ("0.7 / hour", "/ hour")],
+    "/heure": [("0,60 EUR/heure", "EUR/heure"), ("0,60 /heure", "/heure")],
+    "per GPU-hour": [("0.65 USD per GPU-hour", "per GPU-hour"), ("per GPU hour", "per GPU hour"),
+                     ("0.65 USD/GPU-h", "/GPU-h")],
+    "per hour": [("billed per hour", "per hour"), ("per-hour pricing", "per-hour"),
+                 ("0.65 per hr", "per hr")],
+    "GPU-hours at": [("72 GPU-hours at 0.65 USD", "GPU-hours at"),
+                     ("72 gpu hours @ 0.65", "gpu hours @")],
+    "hourly": [("Hourly rate", "Hourly"), ("RTX 4090, billed hourly", "hourly"),
+               ("hourly-billed lot", "hourly-billed")],
+    "an hour": [("0.65 USD an hour", "USD an hour"), ("60 cents, $ an hour", "$ an hour")],
+    "par heure": [("1,20 EUR par heure", "par heure"), ("facturé par heures", "par heures")],
+    "à l'heure": [("facturé à l'heure", "à l'heure"), ("payé à l\u2019heure", "à l\u2019heure")],
+    "tarif horaire": [("tarif horaire 0,60 €", "tarif horaire"), ("taux horaire", "taux horaire")],
+}
+
+# Texts no phrase may find: durations, paths, timetables, compounds that are not billing.
+NOT_HOURLY = [
+    "IteraGPU RTX 4090, 3 days", "72 h window", "3-day lot (72 h)", "/home/user/quote.pdf",
+    "https://quotes.example/h/Q-118", "runs/h/predictions.jsonl", "hourly-resolution metrics",
+    "hourly-checkpoints", "8 GPU-hours of training", "horaire de la campagne", "for an hour",
+    "shower", "hours of setup", "per host", "chourly",
+]
+
+
+def test_every_phrase_is_tested() -> None:
+    assert [p.name for p in HOURLY_PHRASES] == list(HOURLY_EXAMPLES)
+
+
+@pytest.mark.parametrize("name", list(HOURLY_EXAMPLES))
+def test_each_hourly_phrase_is_found(name: str) -> None:
+    phrase = next(p for p in HOURLY_PHRASES if p.name == name)
+    for text, found in HOURLY_EXAMPLES[name]:
+        assert phrase.pattern.search(text), (name, text)
+        assert hourly_rate_phrase(text) == found, text
+
+
+@pytest.mark.parametrize("text", NOT_HOURLY)
+def test_no_phrase_finds_a_duration_a_path_or_a_timetable(text: str) -> None:
+    assert hourly_billing(text) is None
+
+
+def test_prose_bills_by_the_hour_only_next_to_an_amount() -> None:
+    assert hourly_billing("checkpoints are saved hourly", prose=True) is None
+    assert hourly_billing("the lot cost 47.14 USD. Checkpoints are saved hourly",
+                          prose=True) is None
+    hit = hourly_billing("overran by 6 h, billed 0.65 USD per hour", prose=True)
+    assert hit is not None
+    assert hit.phrase == "per hour"
+    hit = hourly_billing("the overrun was charged at 0.65 EUR/h", prose=True)
+    assert hit is not None
+    assert hit.found == "EUR/h"
+    # outside prose (a budget string) the phrase alone is billing
+    assert hourly_billing("checkpoints are saved hourly") is not None
+
+
+def test_users_add_literal_phrases() -> None:
+    phrases = (*HOURLY_PHRASES, Phrase.literal("la hora"))
+    hit = hourly_billing("0,50 USD LA HORA", phrases)
+    assert hit is not None
+    assert (hit.phrase, hit.found) == ("la hora", "LA HORA")
+    assert hourly_billing("0,50 USD la hora") is None
+
+
+def test_hourly_reading_names_a_pro_rata_or_a_round_rate() -> None:
+    catalogue = example_catalogue()
+    assert hourly_reading(usd("78.57"), 120, catalogue.offers) == (
+        "78.57 USD = 47.14 USD / 72 h x 120 h, a pro-rata of the 3-day lot (47.14 USD)"
+    )
+    assert hourly_reading(usd("46.80"), 72) == "46.80 USD = 72 h x 0.65 USD/h"
+    assert hourly_reading(usd("47.14"), 72) is None
+    assert hourly_reading(usd("50.00"), 72, catalogue.offers) is None
+
+
+# ------------------------------------------------ amounts the campaign made up (R7)
+
+# One row per marker of money.AMOUNT_MARKERS: labels or references it must find.
+MARKER_EXAMPLES: dict[str, list[str]] = {
+    "estimated": ["storage, estimated", "Estimate for egress", "estimation"],
+    "approx": ["approx. 12 USD", "approximately", "Approx"],
+    "~": ["~12 USD", "storage ~ 3.00", "≈ 3 USD"],
+    "roughly": ["roughly 3 USD", "ballpark", "guesstimate"],
+    "environ": ["environ 3 EUR", "env. 3 EUR", "à peu près 3 EUR"],
+    "estimé": ["stockage estimé", "coût estimée", "approximatif"],
+    "provisional": ["provisional", "TBD", "forecast", "prévisionnel"],
+    "computed": ["computed from the quote", "calculated", "montant calculé", "derived"],
+    "prorated": ["prorated share", "pro rata", "pro-rata", "au prorata"],
+    "quantity x rate": ["120 GB x 0.09", "72 h \u00d7 0.65", "3 days * 5"],
+    "%": ["VAT 20%", "20 % of rental", "5 percent"],
+    "per GB": ["0.09 per GB", "0.09 USD/GB", "0,08 € par Go"],
+    "VAT": ["VAT", "TVA", "sales tax", "Taxes", "GST"],
+    "transfer": ["egress to our bucket", "data transfer", "transfert des résultats",
+                 "bandwidth", "download of the outputs"],
+}
+
+NOT_MADE_UP = [
+    "extra disk for the rental", "2 x 1 TB disk", "object storage, November",
+    "https://billing.example/~acct/INV-311", "syntax support", "taxi to the datacenter",
+    "INV-2026-311", "PO-77", "annotation by the lab",
+]
+
+
+def test_every_marker_is_tested() -> None:
+    assert [m.name for m in AMOUNT_MARKERS] == list(MARKER_EXAMPLES)
+
+
+@pytest.mark.parametrize("name", list(MARKER_EXAMPLES))
+def test_each_marker_is_found(name: str) -> None:
+    for text in MARKER_EXAMPLES[name]:
+        assert name in [m.name for m in amount_markers(text)], text
+
+
+@pytest.mark.parametrize("text", NOT_MADE_UP)
+def test_no_marker_finds_a_plain_label_or_reference(text: str) -> None:
+    assert amount_markers(text) == ()
+
+
+def test_taxes_rates_and_transfers_are_fine_with_their_receipt_only() -> None:
+    kinds = {m.name: m.needs_receipt for m in AMOUNT_MARKERS}
+    assert [n for n, needs in kinds.items() if needs] == ["%", "per GB", "VAT", "transfer"]
+
+
+@pytest.mark.parametrize("reference", ["n/a", "N/A", "none", "TBD", "-", "?", " ", "0", "..."])
+def test_placeholder_references(reference: str) -> None:
+    assert placeholder_reference(reference)
+
+
+@pytest.mark.parametrize("reference", ["INV-2026-311", "PO-77", "Q-2026-118", "n/a-77"])
+def test_real_references(reference: str) -> None:
+    assert not placeholder_reference(reference)
+
+
+# ------------------------------------------------------- a lot and its offer (R4)
+
+
+def test_a_lot_is_matched_by_offer_name_ignoring_case_and_punctuation() -> None:
+    catalogue = example_catalogue()
+    match = catalogue_offer(catalogue, "iteragpu rtx-4090 3 DAYS", "RTX 4090", 5)
+    assert match is not None
+    assert (match.offer.days, match.by) == (3, "offer name")
+
+
+def test_a_lot_is_matched_by_gpu_and_days_under_another_name() -> None:
+    catalogue = example_catalogue()
+    match = catalogue_offer(catalogue, "4090 for a week", "rtx4090", 7)
+    assert match is not None
+    assert (match.offer.price, match.by) == (usd("110.00"), "GPU and days")
+    assert catalogue_offer(catalogue, "4090 for five days", "RTX 4090", 5) is None
+    assert catalogue_offer(catalogue, "B200 x2, 3 days", "B200", 3) is None
+
+
+def test_another_providers_quoted_lot_of_the_same_gpu_is_not_the_catalogues() -> None:
+    catalogue = example_catalogue()
+    assert catalogue_offer(catalogue, "CloudX 4090, 3 days", "RTX 4090", 3, quoted=True) is None
+    # ... but a quoted lot that names the provider is the catalogue's offer
+    match = catalogue_offer(catalogue, "IteraGPU 4090 (3d)", "RTX 4090", 3, quoted=True)
+    assert match is not None
+    assert match.offer.price == usd("47.14")
+
+
+# ------------------------------------------------------ deliverables per corpus (R7)
+
+
+def test_deliverables_are_distinct_corpora_of_passing_controls_and_variants() -> None:
+    deliveries = [
+        Delivery("control", "control", "corpus-a", "sha-a"),
+        Delivery("variant-1", "variant", "corpus-a", "sha-a"),  # a replay
+        Delivery("variant-2", "variant", "corpus-a-copy", "sha-a"),  # relabelled: same content
+        Delivery("variant-3", "variant", "corpus-b", "sha-b"),
+        Delivery("variant-4", "variant", "corpus-c", "sha-c", passed=False),
+        Delivery("data-check", "data_check", "corpus-d", "sha-d"),
+        Delivery("pilot", "pilot", "corpus-e", "sha-e"),
+        Delivery("resume-check", "resume_check", "corpus-f", "sha-f"),
+    ]
+    assert deliverables_per_corpus(deliveries) == {
+        "sha-a": ("control", "variant-1", "variant-2"), "sha-b": ("variant-3",),
+    }
 
 
 # ----------------------------------------------------------------- catalogues

@@ -19,14 +19,18 @@ import referencing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_itera import schedule as sched
 from pytest_itera import strategies as its
 from pytest_itera.campaign import Lot, Step, load_campaign, schema
 from pytest_itera.money import (
+    DELIVERING_ROLES,
     HALF_CENT,
     Catalogue,
+    Delivery,
     Money,
     catalogue_from_data,
     cost_per_deliverable,
+    deliverables_per_corpus,
     distinct_deliverables,
     lot_hours,
     ratio_matches,
@@ -201,3 +205,150 @@ def test_generated_plans_validate_and_are_self_consistent(plan: dict[str, Any]) 
     assert retrieval_inside_window(schedule.window_hours, timeline)
     assert lot_overflows(loaded.plan.budget.lots, timeline) == []
     assert interval_respects_tolerable_loss(loaded.plan.checkpoint_policy)
+
+
+# ------------------------------------------- capacity and one run per resource (R3, R4)
+
+_ANY_RESOURCE = ("gpu0", "gpu1", "gpu2", "cpu", "human", "network")
+
+
+@given(its.lots(max_size=3), st.data())
+def test_a_lot_is_refused_exactly_when_its_gpus_outnumber_gpus_per_lot_times_quantity(
+    lots: list[Lot], data: st.DataObject
+) -> None:
+    steps = data.draw(its.step_lists(resources=_ANY_RESOURCE, lot_ids=[lot.id for lot in lots]))
+    refused = {e.lot: e for e in sched.capacity_excesses(steps, lots, makespan(steps))}
+    for lot in lots:
+        gpus = {s.resource for s in steps
+                if sched.is_gpu(s.resource) and sched.lot_of(s, lots) == lot.id}
+        assert (lot.id in refused) == (len(gpus) > lot.gpus_per_lot * lot.quantity)
+        if lot.id in refused:
+            assert refused[lot.id].resources == tuple(sorted(gpus))
+            assert 0 <= refused[lot.id].peak <= len(gpus)
+
+
+@given(its.lots(max_size=3), st.data())
+def test_off_machine_and_cpu_steps_never_use_a_lots_gpus(
+    lots: list[Lot], data: st.DataObject
+) -> None:
+    ids = [lot.id for lot in lots]
+    steps = data.draw(its.step_lists(resources=_ANY_RESOURCE, lot_ids=ids))
+    extra = data.draw(its.step_lists(resources=("cpu", "human", "network"), lot_ids=ids))
+    extra = [dataclasses.replace(s, id=f"x-{s.id}", after=()) for s in extra]
+    before = [(e.lot, e.resources) for e in sched.capacity_excesses(steps, lots)]
+    after = [(e.lot, e.resources) for e in sched.capacity_excesses([*steps, *extra], lots)]
+    assert after == before
+
+
+@given(its.lots(max_size=3), st.data())
+def test_one_gpu_per_lot_always_fits(lots: list[Lot], data: st.DataObject) -> None:
+    steps = data.draw(its.step_lists(resources=_ANY_RESOURCE, lot_ids=[lot.id for lot in lots]))
+    merged = [dataclasses.replace(s, resource="gpu0") if sched.is_gpu(s.resource) else s
+              for s in steps]
+    assert sched.capacity_excesses(merged, lots) == []
+
+
+@given(its.step_lists(run_ids=("control", "variant-a"), lot_ids=("lot-0", "lot-1")))
+def test_overlaps_found_are_real_and_chaining_each_run_removes_them(steps: list[Step]) -> None:
+    timeline = makespan(steps)
+    for overlap in sched.run_overlaps(timeline):
+        assert overlap.first.run == overlap.second.run == overlap.run
+        assert overlap.hours > 0
+        assert sched.is_gpu(overlap.first.resource)
+        assert sched.is_gpu(overlap.second.resource)
+    chained = makespan(sched.chain_runs(steps))
+    assert sched.run_overlaps(chained) == []
+    # Extra dependencies never shorten a schedule, and two lots never shorten one run.
+    assert chained.makespan >= timeline.makespan
+    for run in ("control", "variant-a"):
+        own = sum((as_hours(s.hours) for s in steps
+                   if s.run == run and sched.is_gpu(s.resource)), Decimal(0))
+        assert chained.makespan >= own
+
+
+@given(its.plans())
+def test_generated_plans_obey_capacity_order_and_one_run_per_resource(
+    plan: dict[str, Any]
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "plan.json").write_text(json.dumps(plan), "utf-8")
+        loaded = load_campaign(Path(folder))
+    assert loaded.plan is not None, loaded.errors
+    steps, lots = loaded.plan.schedule.steps, loaded.plan.budget.lots
+    timeline = makespan(steps)
+    assert sched.capacity_excesses(steps, lots, timeline) == []
+    assert sched.run_overlaps(timeline) == []
+    assert sched.retrieval_gap(steps) is None
+    assert sched.restores_without_save(steps) == []
+    assert sched.unplanned_kinds(steps) == ()
+    assert all(s.run is not None for s in steps if s.kind == "training")
+
+
+# ------------------------------------------------------- deliverables per corpus (R7)
+
+ROLES = ("control", "variant", "data_check", "resume_check", "pilot")
+CORPUS_IDS = ("corpus-a", "corpus-b", "corpus-c", "corpus-d")
+
+
+@st.composite
+def deliveries(draw: st.DrawFn) -> tuple[dict[str, str], list[Delivery]]:
+    """Plan corpora (id -> content: some ids share a sha256) and the runs that name them."""
+    contents = {c: draw(st.sampled_from(["sha-1", "sha-2", "sha-3"])) for c in CORPUS_IDS}
+    rows = draw(st.lists(st.tuples(st.sampled_from(ROLES), st.sampled_from(CORPUS_IDS),
+                                   st.booleans()), max_size=12))
+    return contents, [Delivery(f"run-{i}", role, corpus, contents[corpus], passed)
+                      for i, (role, corpus, passed) in enumerate(rows)]
+
+
+def _count(found: list[Delivery]) -> int:
+    return len(deliverables_per_corpus(found))
+
+
+@given(deliveries())
+def test_deliverables_are_the_distinct_contents_of_passing_controls_and_variants(
+    drawn: tuple[dict[str, str], list[Delivery]],
+) -> None:
+    contents, found = drawn
+    delivering = [d for d in found if d.passed and d.role in DELIVERING_ROLES]
+    per = deliverables_per_corpus(found)
+    assert len(per) == len({d.content for d in delivering}) <= len(set(contents.values()))
+    assert sorted(r for runs in per.values() for r in runs) == sorted(d.run for d in delivering)
+
+
+@given(deliveries(), st.integers(1, 5), st.data())
+def test_replays_and_relabelled_copies_never_add_deliverables(
+    drawn: tuple[dict[str, str], list[Delivery]], replays: int, data: st.DataObject
+) -> None:
+    contents, found = drawn
+    copies = []
+    for n in range(replays):
+        for d in found:  # the same corpus again, possibly under another id of the same content
+            twins = [c for c in CORPUS_IDS if contents[c] == d.content]
+            label = data.draw(st.sampled_from(twins))
+            copies.append(dataclasses.replace(d, run=f"{d.run}-replay-{n}", corpus=label))
+    assert _count(found + copies) == _count(found)
+
+
+@given(deliveries(), st.lists(st.sampled_from(CORPUS_IDS), max_size=6))
+def test_runs_that_deliver_nothing_never_change_the_count(
+    drawn: tuple[dict[str, str], list[Delivery]], corpora: list[str]
+) -> None:
+    contents, found = drawn
+    silent = [Delivery(f"check-{i}", role, c, contents[c])
+              for i, c in enumerate(corpora) for role in ("data_check", "resume_check", "pilot")]
+    failed = [Delivery(f"failed-{i}", "variant", c, contents[c], passed=False)
+              for i, c in enumerate(corpora)]
+    assert _count(found + silent + failed) == _count(found)
+
+
+@given(its.money(currency="USD"), deliveries())
+def test_the_cost_per_deliverable_divides_by_distinct_corpora(
+    total: Money, drawn: tuple[dict[str, str], list[Delivery]]
+) -> None:
+    _, found = drawn
+    n = _count(found)
+    cost = cost_per_deliverable(total, n)
+    assert (cost is None) == (n == 0)
+    if cost is not None:
+        assert ratio_matches(cost, total, n)
+

@@ -22,6 +22,7 @@ from pytest_itera.campaign import Campaign
 from pytest_itera.findings import Finding
 
 if TYPE_CHECKING:
+    from pytest_itera.money import Catalogue
     from pytest_itera.reload import Reloader, ReloadResult
     from pytest_itera.scan import FileFacts, TempMatcher
     from pytest_itera.tree import Entry
@@ -71,6 +72,10 @@ class Options:
     plan_sha256: str | None = None
     deviation_tolerance: float = 0.10
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # The price catalogue in force (the pytest_itera_catalogue hook, else the ini
+    # itera_catalogue file); None: the shipped IteraGPU catalogue (pytest_itera.money).
+    catalogue: Catalogue | None = None
+    hourly_phrases: tuple[str, ...] = ()  # users' extra phrases of hourly billing (literal)
 
 
 class Context:

@@ -1,118 +1,517 @@
-"""Budget check: budget-consistent (R4, R7).
+"""Budget check: budget-consistent (R4, R7), on the evidence the folder holds.
 
-Registered as the plugin ``itera.budget``. The arithmetic lives in
-:mod:`pytest_itera.money`; this module only reads the campaign and words the
-findings.
+Registered as the plugin ``itera.budget``. The arithmetic and the tables (hourly
+phrases, estimate markers, offer matching, deliverables per corpus) live in
+:mod:`pytest_itera.money`; this module reads the campaign and words the findings.
 
-What counts as an accepted deliverable is decided *here*, not read from other
-items' reports: a run counts when its outcome is ``accepted`` and
-``Context.run_failures(run)`` is empty. ``run_failures`` evaluates the same
-pure check functions the run's own items run (memoised per process), so the
-answer is the same in the item's worker under pytest-xdist, with ``-k
-budget-consistent`` alone, or in a notebook: it never depends on which other
-items ran, where, or in what order.
+What it checks, each finding with what, where (file and JSON path), expected/found
+and a fix:
+
+- **Lots against the catalogue in force (R4).** The catalogue is ``Options.catalogue``
+  (the pytest layer fills it from the ``pytest_itera_catalogue`` hook, else the ini
+  ``itera_catalogue`` file), else ``Options.extra["catalogue"]`` (a notebook), else the
+  hook asked through ``Options.extra["config"]``, else the shipped IteraGPU catalogue.
+  A lot that is a catalogue offer (same offer name; or same GPU and days, see
+  :func:`pytest_itera.money.catalogue_offer`) carries the offer's price, days and GPUs
+  per lot: a prorated price is refused. Any other lot records a ``source`` (a quote
+  file listed in the campaign, or a reference), never a computed price.
+- **Hourly billing (R4)**, in every string of both budgets (offers, GPU names, expense
+  labels, source references) and, in the rest of both documents (notes, explanations,
+  decisions, conclusion), in every sentence that also states an amount.
+- **Rental and ratio (R7).** Σ price x quantity of the engaged lots; GPUs per lot never
+  multiply; external expenses never in the rental; the cost per deliverable.
+- **Expenses (R7).** Every included expense has a source (a receipt file listed in the
+  campaign, present and non-empty, and/or a reference that is not a placeholder); an
+  amount declared estimated or derived is refused, and a tax, a percentage or a transfer
+  cost needs its receipt file. An external expense (plan or manifest) never comes back
+  as an included one, recognised by label, source file or reference, or amount and a
+  word of its label.
+- **Deliverables (R7).** A deliverable is a distinct corpus (by content: plan corpora
+  with the same sha256 are one) delivered by an accepted control or variant run that
+  passed its own checks (``Context.run_failures``, predictions-cover-corpus included).
+  The corpus a run delivers is its manifest ``runs[].corpus``, else the plan's corpus
+  for it (:meth:`Plan.corpus_of`). A data check, pilot or resume check never delivers.
+  An ``itera-manifest/1`` run's ``deliverable`` is a label, not evidence: a /1 campaign
+  is counted on its one frozen corpus, and a count that only labels explain is refused
+  saying that /1 cannot prove it.
+
+What counts as an accepted deliverable is decided *here*, not read from other items'
+reports: ``run_failures`` evaluates the same pure check functions the run's own items
+run (memoised per process), so the answer is the same under pytest-xdist, with ``-k
+budget-consistent`` alone, or in a notebook.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from pytest_itera.campaign import MANIFEST_FILE, PLAN_FILE, BudgetReport, Lot, Manifest, Plan
+from pytest_itera.campaign import (
+    MANIFEST_FILE,
+    PLAN_FILE,
+    BudgetReport,
+    Corpus,
+    Expense,
+    Lot,
+    Manifest,
+    Plan,
+    RunRecord,
+    Source,
+)
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
 from pytest_itera.money import (
+    DELIVERING_ROLES,
+    HOURLY_PHRASES,
+    Catalogue,
+    Delivery,
+    HourlyMatcher,
+    Marker,
     Money,
+    Phrase,
+    amount_markers,
+    catalogue_offer,
     cost_per_deliverable,
+    deliverables_per_corpus,
     engaged_total,
+    example_catalogue,
     expenses_total,
-    hourly_rate_phrase,
+    hourly_reading,
+    lot_hours,
+    placeholder_reference,
     ratio_matches,
     ratio_problem,
     rental_total,
     rental_total_problem,
 )
+from pytest_itera.text import is_blank
 
 _BUDGET = f"{MANIFEST_FILE} $.budget"
-# Free prose about why nothing was accepted is not billing; every other
-# string of a budget (offers, GPU names, expense labels) is scanned.
+COVERAGE_CHECK = "predictions-cover-corpus"
+# Budget strings that are not money-bearing text: paths and codes. rejection_cause is
+# prose (scanned as such).
+_NOT_TEXT = frozenset({"file", "currency"})
 _PROSE_KEYS = frozenset({"rejection_cause"})
-
-
-@dataclass(frozen=True)
-class Excluded:
-    """An accepted run that is not an accepted deliverable: the checks it failed."""
-
-    run: str
-    failures: tuple[tuple[str, str], ...]
-    first_message: str
-
-    def describe(self) -> str:
-        names = ", ".join(f"{check}[{target}]" for check, target in self.failures)
-        return f"{self.run} (failed {names}: {self.first_message})"
-
-
-@dataclass(frozen=True)
-class Count:
-    """The accepted deliverables as this session verified them."""
-
-    deliverables: tuple[str, ...]  # distinct, sorted
-    counted_runs: tuple[str, ...]  # accepted runs that passed their checks
-    excluded: tuple[Excluded, ...]
-
-    @property
-    def accepted(self) -> int:
-        return len(self.deliverables)
+_NOT_PROSE = frozenset({
+    "format", "campaign", "frozen_at", "closed_at", "started_at", "ended_at", "at", "id",
+    "path", "sha256", "config", "config_sha256", "predictions", "measurements", "outcome",
+    "role", "category", "kind", "resource", "corpus", "run", "lot", "step", "after", "drops",
+    "adds", "checkpoint", "claims", "resume_state", "files", "base_model", "base_revision",
+    "base_path", "base_digest", "analysis", "reload_instructions", "rule", "metric",
+    "direction", "meets_threshold", "id_field", "file", "plan", "metrics",
+})
+_SOURCE_SHAPE = '{"file": "<a receipt or quote listed in the campaign>"} and/or ' \
+    '{"reference": "<order or quote reference>"}'
 
 
 def budget_consistent(ctx: Context, _target: str | None) -> Iterator[Finding]:
-    """Rental, expenses, the accepted count and the cost per deliverable add up (R4, R7)."""
+    """Lots, expenses, the accepted count and the cost per deliverable, on the evidence."""
     plan, man = ctx.campaign.plan, ctx.campaign.manifest
     assert plan is not None  # guaranteed by Check.needs
     assert man is not None
-    yield from hourly_billing(ctx.campaign.plan_data, ctx.campaign.manifest_data)
+    yield from hourly_findings(ctx)
+    yield from lot_findings(ctx)
     if man.budget.currency != plan.budget.currency:
         yield _currency_finding(plan, man)
         return  # every sum below would mix currencies
-    lots = list(_engaged_lots(plan, man.budget))
+    lots = [lot for _, lot in _engaged_lots(plan, man.budget)]
     yield from _lot_ids(plan, man.budget)
-    yield from _rental(man.budget, [lot for _, lot in lots])
-    yield from _expenses_apart(plan, man.budget)
+    yield from _rental(man.budget, lots)
+    yield from expense_findings(ctx)
     count = count_accepted(ctx, man)
     yield from _accepted_count(man.budget, count, man)
-    yield from _ratio(man.budget, [lot for _, lot in lots], count.accepted)
+    yield from _ratio(man.budget, lots, count.accepted)
 
 
 # --------------------------------------------------------------- hourly (R4)
 
 
-def hourly_billing(plan_data: Any, manifest_data: Any) -> Iterator[Finding]:
-    """Every budget string that bills by the hour ("2.50 USD/h", "hourly")."""
+def hourly_findings(ctx: Context) -> Iterator[Finding]:
+    """Every text of plan.json and manifest.json that bills by the hour."""
+    matcher = ctx.memo("hourly-phrases", lambda: _matcher(ctx))
+    yield from hourly_billing_in(ctx.campaign.plan_data, ctx.campaign.manifest_data, matcher)
+
+
+def hourly_billing_in(
+    plan_data: Any, manifest_data: Any, matcher: HourlyMatcher | None = None
+) -> Iterator[Finding]:
+    """Every text of the two documents (parsed JSON) that bills by the hour."""
+    matcher = matcher or HourlyMatcher()
     for file, data in ((PLAN_FILE, plan_data), (MANIFEST_FILE, manifest_data)):
-        budget = data.get("budget") if isinstance(data, dict) else None
-        for path, text in _strings(budget, "$.budget"):
-            phrase = hourly_rate_phrase(text)
-            if phrase is not None:
-                yield Finding(
-                    f"hourly billing in the budget: {text!r} ({phrase!r})",
-                    where=f"{file} {path}",
-                    hint="lots are fixed-price for their whole duration (R4): record the lot's "
-                    "price and days, never a rate per hour",
-                )
+        for path, text, prose in _texts(data, "$", in_budget=False):
+            hit = matcher.find(text, prose=prose)
+            if hit is None:
+                continue
+            yield Finding(
+                f"hourly billing: {text!r} states a rate per hour ({hit.found!r})",
+                where=f"{file} {path}",
+                expected="fixed prices: a lot's price covers its whole duration",
+                found=repr(hit.found),
+                hint="lots are fixed-price for their whole duration (R4): record the lot's "
+                "price and days as its offer states them, never a rate per hour or hours x "
+                "a rate",
+            )
 
 
-def _strings(node: Any, path: str) -> Iterator[tuple[str, str]]:
+def _matcher(ctx: Context) -> HourlyMatcher:
+    extra = tuple(Phrase.literal(p) for p in ctx.options.hourly_phrases)
+    return HourlyMatcher((*HOURLY_PHRASES, *extra))
+
+
+def _texts(node: Any, path: str, *, in_budget: bool) -> Iterator[tuple[str, str, bool]]:
+    """(JSON path, string, is prose) for every text: strict inside a budget, prose outside.
+
+    Identifiers, paths, digests, timestamps and enumerations are not text: their keys are
+    skipped (outside a budget), any other key (a note, an explanation, a field this module
+    does not know) is searched."""
     if isinstance(node, str):
-        yield path, node
+        yield path, node, not in_budget
     elif isinstance(node, dict):
         for key, value in node.items():
-            if key not in _PROSE_KEYS:
-                yield from _strings(value, f"{path}.{key}")
+            sub = f"{path}.{key}"
+            if key in (_NOT_TEXT if in_budget else _NOT_PROSE):
+                continue
+            if in_budget and key in _PROSE_KEYS:
+                yield from _texts(value, sub, in_budget=False)
+            else:
+                budget = in_budget or (path == "$" and key == "budget")
+                yield from _texts(value, sub, in_budget=budget)
     elif isinstance(node, list):
         for i, value in enumerate(node):
-            yield from _strings(value, f"{path}[{i}]")
+            yield from _texts(value, f"{path}[{i}]", in_budget=in_budget)
+
+
+# -------------------------------------------------------- the catalogue (R4)
+
+
+def catalogue_in_force(ctx: Context) -> Catalogue | str:
+    """The price catalogue lots are checked against (see the module docstring), or why the
+    one given cannot be used."""
+    return ctx.memo("catalogue-in-force", lambda: _catalogue(ctx))
+
+
+def _catalogue(ctx: Context) -> Catalogue | str:
+    if ctx.options.catalogue is not None:
+        return ctx.options.catalogue
+    given = ctx.options.extra.get("catalogue")
+    if isinstance(given, Catalogue):
+        return given
+    config = ctx.options.extra.get("config")
+    hook = getattr(getattr(config, "hook", None), "pytest_itera_catalogue", None)
+    found = hook(config=config) if hook is not None else None
+    if found is None:
+        return example_catalogue()
+    if not isinstance(found, Catalogue):
+        return f"the pytest_itera_catalogue hook returned {type(found).__name__}, not a " \
+            "pytest_itera.money.Catalogue"
+    return found
+
+
+def lot_findings(ctx: Context) -> Iterator[Finding]:
+    """Each planned lot is priced as the catalogue in force says, or by its recorded quote."""
+    plan = ctx.campaign.plan
+    assert plan is not None
+    catalogue = catalogue_in_force(ctx)
+    if isinstance(catalogue, str):
+        yield Finding(
+            f"the price catalogue in force cannot be used: {catalogue}",
+            where="pytest_itera_catalogue hook",
+            expected="a pytest_itera.money.Catalogue (e.g. pytest_itera.money.load_catalogue)",
+            found=catalogue.split(" returned ", 1)[-1],
+            hint="return a Catalogue, or None to use the ini itera_catalogue file or the "
+            "shipped IteraGPU catalogue",
+        )
+        return
+    for i, lot in enumerate(plan.budget.lots):
+        yield from _lot_against(ctx, plan, catalogue, i, lot)
+
+
+def _lot_against(
+    ctx: Context, plan: Plan, catalogue: Catalogue, i: int, lot: Lot
+) -> Iterator[Finding]:
+    where = f"{PLAN_FILE} $.budget.lots[{i}]"
+    if lot.source is not None:
+        yield from source_findings(ctx, lot.source, f"{where}.source", f"lot {lot.id!r}")
+    match = catalogue_offer(catalogue, lot.offer, lot.gpu, lot.days, quoted=lot.source is not None)
+    currency = plan.budget.currency
+    price = Money(lot.price, currency)
+    name = f"the {catalogue.provider} catalogue"
+    if match is None:
+        if lot.source is None:
+            yield _unsourced_lot(catalogue, lot, price, where)
+        return
+    offer, what = match.offer, f"lot {lot.id!r} is {name}'s offer {match.offer.offer!r}"
+    how = f" (same {match.by})"
+    if offer.price.currency != currency:
+        yield Finding(
+            f"{what}{how}, priced in {offer.price.currency}, but the plan's budget is in "
+            f"{currency}",
+            where=f"{PLAN_FILE} $.budget.currency",
+            expected=f"{offer.price.format()} (no invented exchange rate)",
+            found=price.format(),
+            hint=f"write the budget in {offer.price.currency}, as the catalogue prices the lot",
+        )
+        return
+    fix = "name the offer and its terms as the catalogue does; an offer on other terms is " \
+        "another offer: name it as its quote does and record the quote as its source"
+    if _norm(lot.gpu) != _norm(offer.gpu):
+        yield Finding(f"{what}{how}, a {offer.gpu} lot, not {lot.gpu}", where=f"{where}.gpu",
+                      expected=repr(offer.gpu), found=repr(lot.gpu), hint=fix)
+    if lot.days != offer.days:
+        yield Finding(f"{what}{how}, which lasts {offer.days} days, not {lot.days}",
+                      where=f"{where}.days", expected=str(offer.days), found=str(lot.days),
+                      hint=fix)
+    if lot.gpus_per_lot != offer.gpus_per_lot:
+        yield Finding(
+            f"{what}{how}, which holds {offer.gpus_per_lot} GPU(s) per lot, not "
+            f"{lot.gpus_per_lot}", where=f"{where}.gpus_per_lot",
+            expected=str(offer.gpus_per_lot), found=str(lot.gpus_per_lot), hint=fix)
+    if price != offer.price:
+        reading = hourly_reading(price, lot_hours(lot), catalogue.for_gpu(offer.gpu).offers)
+        yield Finding(
+            f"{what}{how}, priced {offer.price.format()} for {offer.days} days, but the plan "
+            f"prices it {price.format()}" + (f": {reading}" if reading else ""),
+            where=f"{where}.price",
+            expected=f"{offer.price} ({name}: {offer.offer!r}, {offer.days} days)",
+            found=str(price),
+            hint="a lot's price is its offer's fixed price for the whole duration, never "
+            f"hours x a rate: write {offer.price}; a different quoted price is another offer "
+            "(name it as its quote does and record the quote as its source)",
+        )
+
+
+def _unsourced_lot(catalogue: Catalogue, lot: Lot, price: Money, where: str) -> Finding:
+    reading = hourly_reading(price, lot_hours(lot), _same_gpu(catalogue, lot.gpu))
+    return Finding(
+        f"lot {lot.id!r} (offer {lot.offer!r}: {lot.gpu}, {lot.days} days, {price.format()}) "
+        f"is not in the {catalogue.provider} catalogue in force and records no source"
+        + (f"; its price reads as hourly billing: {reading}" if reading else ""),
+        where=f"{where}.source",
+        expected=f"the quote or order of this price: {_SOURCE_SHAPE}",
+        found="no source",
+        hint="record the quote or order the price comes from (budget.lots[].source), or give "
+        "the catalogue that lists the offer (the pytest_itera_catalogue hook or the ini "
+        "option itera_catalogue); a price is never computed from hours",
+    )
+
+
+def _same_gpu(catalogue: Catalogue, gpu: str) -> tuple[Any, ...]:
+    return tuple(o for o in catalogue.offers if _norm(o.gpu) == _norm(gpu))
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+# --------------------------------------------------------------- sources
+
+
+def source_findings(ctx: Context, source: Source, where: str, what: str) -> Iterator[Finding]:
+    """A source's file is a listed, present, non-empty file of the campaign; its reference is
+    a reference, not a placeholder, and says nothing of an estimate."""
+    if source.file is not None:
+        problem = _file_problem(ctx, source.file)
+        if problem is not None:
+            yield Finding(
+                f"{what}: its source file {source.file} {problem}",
+                where=f"{where}.file",
+                expected="a receipt, invoice or quote file listed in manifest.json files, "
+                "present and non-empty",
+                found=problem,
+                hint="ship the document in the campaign folder and list it in the manifest "
+                "(the recorder lists every file it writes)",
+            )
+    if source.reference is not None and placeholder_reference(source.reference):
+        yield Finding(
+            f"{what}: its source reference {source.reference!r} is a placeholder, not a "
+            "reference", where=f"{where}.reference",
+            expected="the order, invoice or quote number", found=repr(source.reference),
+            hint="write the reference of the document the amount comes from, or list the "
+            "document itself as source.file",
+        )
+
+
+def _file_problem(ctx: Context, relpath: str) -> str | None:
+    man = ctx.campaign.manifest
+    resolved = ctx.regular_file(relpath)
+    if isinstance(resolved, str):
+        return resolved
+    if man is not None and relpath not in ctx.memo("listed-files",
+                                                   lambda: {f.path for f in man.files}):
+        return "is not listed in the manifest's files"
+    try:
+        size = Path(resolved).stat().st_size
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    return "is empty" if size == 0 else None
+
+
+# ------------------------------------------------------------ expenses (R7)
+
+
+def expense_findings(ctx: Context) -> Iterator[Finding]:
+    """Provenance of included expenses, no made-up amount, external expenses kept apart."""
+    plan, man = ctx.campaign.plan, ctx.campaign.manifest
+    assert plan is not None
+    assert man is not None
+    for where, expense in _all_expenses(plan, man):
+        if is_blank(expense.label):
+            yield Finding("an expense has no label", where=f"{where}.label",
+                          expected="what was paid for", found=repr(expense.label),
+                          hint="name each expense; an empty or blank label is missing")
+    budget = man.budget
+    for i, expense in enumerate(budget.included_expenses):
+        where = f"{_BUDGET}.included_expenses[{i}]"
+        what = f"included expense {expense.label!r} ({expense.amount} {budget.currency})"
+        yield from _provenance(ctx, man, expense, where, what)
+        yield from _made_up(expense, where, what)
+        yield from _external_as_included(plan, man, expense, where, what)
+    yield from _counted_twice(budget)
+
+
+def _all_expenses(plan: Plan, man: Manifest) -> Iterator[tuple[str, Expense]]:
+    for i, e in enumerate(plan.budget.external_expenses):
+        yield f"{PLAN_FILE} $.budget.external_expenses[{i}]", e
+    for field_name in ("included_expenses", "external_expenses"):
+        for i, e in enumerate(getattr(man.budget, field_name)):
+            yield f"{_BUDGET}.{field_name}[{i}]", e
+
+
+def _provenance(
+    ctx: Context, man: Manifest, expense: Expense, where: str, what: str
+) -> Iterator[Finding]:
+    if expense.source is not None:
+        yield from source_findings(ctx, expense.source, f"{where}.source", what)
+        return
+    if man.version == 1:
+        message = f"itera-manifest/1 cannot prove that {what} was paid: it records no source"
+        hint = "re-close the campaign with itera-manifest/2, where every included expense " \
+            "names its receipt file and/or order reference (source)"
+    else:
+        message = f"{what} has no source"
+        hint = "name the receipt or invoice file (listed in the campaign) and/or the order " \
+            "reference"
+    yield Finding(message, where=f"{where}.source", expected=_SOURCE_SHAPE, found="no source",
+                  hint=hint)
+
+
+def _made_up(expense: Expense, where: str, what: str) -> Iterator[Finding]:
+    reference = expense.source.reference if expense.source is not None else None
+    has_file = expense.source is not None and expense.source.file is not None
+    for marker in amount_markers(expense.label, reference):
+        found = _marker_text(marker, expense.label, reference)
+        if not marker.needs_receipt:
+            yield Finding(
+                f"{what} is declared {_KIND[marker.kind]} ({found!r}): an expense included is "
+                "an amount that was paid",
+                where=where, expected="the amount paid, as its receipt states it",
+                found=repr(found),
+                hint="list only what was paid, with its receipt or order; an estimated or "
+                "computed amount is not an expense (no invented tax rate or transfer cost)",
+            )
+        elif not has_file:
+            yield Finding(
+                f"{what} is {_KIND[marker.kind]} ({found!r}) without its receipt file",
+                where=f"{where}.source",
+                expected="source.file: the provider's invoice or receipt that states this "
+                "amount, listed in the campaign",
+                found=f"reference {reference!r}" if reference else "no source",
+                hint="attach the invoice that states it; the campaign never computes a tax, a "
+                "percentage or a transfer cost ('n'inventez ni taux de taxe ni coût de "
+                "transfert non fourni')",
+            )
+
+
+_KIND = {
+    "estimate": "estimated",
+    "derived": "derived from other figures",
+    "rate": "computed from a rate",
+    "tax": "a tax",
+    "transfer": "a transfer cost",
+}
+
+
+def _marker_text(marker: Marker, *texts: str | None) -> str:
+    for text in texts:
+        match = marker.pattern.search(text) if text else None
+        if match is not None:
+            return match.group(0)
+    return marker.name
+
+
+def _external_as_included(
+    plan: Plan, man: Manifest, expense: Expense, where: str, what: str
+) -> Iterator[Finding]:
+    """An external expense (plan or manifest) that comes back as an included one."""
+    externals = [(f"{PLAN_FILE} $.budget.external_expenses[{j}]", e)
+                 for j, e in enumerate(plan.budget.external_expenses)]
+    externals += [(f"{_BUDGET}.external_expenses[{j}]", e)
+                  for j, e in enumerate(man.budget.external_expenses)]
+    for other_where, external in externals:
+        reason = same_expense(expense, external)
+        if reason is not None:
+            yield Finding(
+                f"{what} is the external expense {external.label!r} "
+                f"({external.amount} {man.budget.currency}, {other_where}): {reason}",
+                where=where,
+                expected="listed under external_expenses only",
+                found="listed as an included expense",
+                hint="external expenses stay apart from the rental and from what the "
+                "campaign included (list it under external_expenses only); a new label "
+                "does not make it included",
+            )
+            return
+
+
+_STOP_WORDS = frozenset({"with", "from", "for", "the", "and", "cost", "costs", "fees", "time",
+                         "paid", "bill", "billed", "invoice", "receipt", "order", "pour", "avec",
+                         "frais"})
+
+
+def same_expense(a: Expense, b: Expense) -> str | None:
+    """Why expenses ``a`` and ``b`` are one (same label, same source file or reference, or
+    the same amount and a word of their labels), or None."""
+    if _norm(a.label) and _norm(a.label) == _norm(b.label):
+        return "the same label"
+    if a.source is not None and b.source is not None:
+        if a.source.file is not None and a.source.file == b.source.file:
+            return f"the same source file {a.source.file}"
+        if (a.source.reference is not None and b.source.reference is not None
+                and _norm(a.source.reference) == _norm(b.source.reference)
+                and not placeholder_reference(a.source.reference)):
+            return f"the same source reference {a.source.reference!r}"
+    if Money(a.amount, "XXX") == Money(b.amount, "XXX"):
+        shared = _words(a.label) & _words(b.label)
+        if shared:
+            return f"the same amount and label word {sorted(shared)[0]!r}"
+    return None
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w{4,}", text.casefold()) if w not in _STOP_WORDS}
+
+
+def _counted_twice(budget: BudgetReport) -> Iterator[Finding]:
+    seen: dict[tuple[str, str, str], int] = {}
+    for i, e in enumerate(budget.included_expenses):
+        if e.source is None:
+            continue
+        key = (_norm(e.label), str(Money(e.amount, budget.currency)),
+               e.source.file or _norm(e.source.reference or ""))
+        if key in seen:
+            yield Finding(
+                f"included expense {e.label!r} ({e.amount} {budget.currency}) is listed twice "
+                f"(as included_expenses[{seen[key]}] too): the same receipt counted twice",
+                where=f"{_BUDGET}.included_expenses[{i}]",
+                expected="each paid amount once", found="twice",
+                hint="list each receipt line once",
+            )
+        else:
+            seen[key] = i
 
 
 # ------------------------------------------------------------- lots and rental
@@ -143,7 +542,8 @@ def _lot_ids(plan: Plan, budget: BudgetReport) -> Iterator[Finding]:
     for lot_id, n in sorted(Counter(known).items()):
         if n > 1:
             yield Finding(f"lot id {lot_id!r} appears {n} times in the plan",
-                          where=f"{PLAN_FILE} $.budget.lots",
+                          where=f"{PLAN_FILE} $.budget.lots", expected="each lot id once",
+                          found=f"{n} times",
                           hint="give each lot its own id; quantity says how many are rented")
     for i, lot_id in enumerate(budget.lots):
         if lot_id not in known:
@@ -158,6 +558,8 @@ def _lot_ids(plan: Plan, budget: BudgetReport) -> Iterator[Finding]:
             yield Finding(
                 f"engaged lot {lot_id!r} is listed twice",
                 where=f"{_BUDGET}.lots[{i}]",
+                expected="each engaged lot once",
+                found=f"also at $.budget.lots[{budget.lots.index(lot_id)}]",
                 hint="list each engaged lot once; its quantity says how many were rented",
             )
 
@@ -183,68 +585,167 @@ def _rental(budget: BudgetReport, lots: list[Lot]) -> Iterator[Finding]:
     )
 
 
-def _expenses_apart(plan: Plan, budget: BudgetReport) -> Iterator[Finding]:
-    """External expenses stay external: never listed as included (R7)."""
-    external = {e.label for e in plan.budget.external_expenses}
-    external |= {e.label for e in budget.external_expenses}
-    for i, expense in enumerate(budget.included_expenses):
-        if expense.label in external:
-            yield Finding(
-                f"external expense {expense.label!r} is listed as an included expense",
-                where=f"{_BUDGET}.included_expenses[{i}]",
-                hint="external expenses stay apart from the rental and from what the "
-                "campaign included (list it under external_expenses only)",
-            )
-
-
 # ------------------------------------------------------ accepted deliverables
 
 
+@dataclass(frozen=True)
+class Excluded:
+    """An accepted control or variant that is not an accepted deliverable, and why."""
+
+    run: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.run} ({self.reason})"
+
+
+@dataclass(frozen=True)
+class Count:
+    """The accepted deliverables as this session verified them."""
+
+    deliverables: tuple[str, ...]  # one name per distinct corpus, sorted
+    counted_runs: tuple[str, ...]  # accepted control/variant runs that passed their checks
+    excluded: tuple[Excluded, ...]
+    same_content: tuple[tuple[str, str], ...] = ()  # (corpus id, the corpus it is a copy of)
+    # itera-manifest/1: the distinct `deliverable` labels of the accepted controls/variants,
+    # and how many distinct corpora (by content) their predictions cover per the plan.
+    labels: tuple[str, ...] = ()
+    named: int = 0
+
+    @property
+    def accepted(self) -> int:
+        return len(self.deliverables)
+
+
+def corpus_contents(plan: Plan) -> dict[str, Corpus]:
+    """Corpus id -> the first plan corpus with the same content (sha256) or the same path."""
+    first: dict[str, Corpus] = {}
+    out: dict[str, Corpus] = {}
+    for corpus in plan.corpora:
+        same = first.get(f"sha256:{corpus.sha256}") or first.get(f"path:{corpus.path}")
+        canonical = same or corpus
+        first.setdefault(f"sha256:{corpus.sha256}", canonical)
+        first.setdefault(f"path:{corpus.path}", canonical)
+        out.setdefault(corpus.id, canonical)
+    return out
+
+
+def delivered_corpus(plan: Plan, run: RunRecord) -> Corpus | str:
+    """The plan corpus an accepted control/variant delivers, or why it delivers none."""
+    planned = plan.run(run.id)
+    contents = corpus_contents(plan)
+    if run.predictions is None:
+        return "it has no predictions"
+    if run.corpus is not None:
+        corpus = plan.corpus_by_id(run.corpus)
+        if corpus is None:
+            return f"its corpus {run.corpus!r} is not a corpus of the plan"
+        if (planned is not None and planned.corpus is not None
+                and contents.get(planned.corpus) is not contents[corpus.id]):
+            return f"it was planned on corpus {planned.corpus!r}, but the manifest says it " \
+                f"delivers {run.corpus!r}"
+        return corpus
+    found = plan.corpus_of(run.id)
+    if found is None:
+        return f"the plan freezes {len(plan.corpora)} corpora and neither the plan nor the " \
+            "manifest says which one its predictions cover"
+    return found
+
+
 def count_accepted(ctx: Context, man: Manifest) -> Count:
-    """Distinct deliverables of the accepted runs that passed their own checks."""
-    counted: dict[str, str] = {}
-    excluded = []
+    """Distinct corpora delivered by accepted control/variant runs that passed their checks."""
+    plan = ctx.campaign.plan
+    assert plan is not None
+    contents = corpus_contents(plan)
+    coverage = ctx.checks.get(COVERAGE_CHECK)
+    covered = set(ctx.targets(coverage)) if coverage is not None else set()
+    deliveries: list[Delivery] = []
+    excluded: list[Excluded] = []
+    labels: set[str] = set()
+    named: set[str] = set()
     for run in man.runs:
-        if run.outcome != "accepted":
+        planned = plan.run(run.id)
+        if run.outcome != "accepted" or planned is None or planned.role not in DELIVERING_ROLES:
+            continue  # a data check, pilot or resume check delivers nothing; unplanned: ids
+        if run.deliverable is not None:
+            labels.add(run.deliverable)
+        corpus = delivered_corpus(plan, run)
+        if isinstance(corpus, str):
+            excluded.append(Excluded(run.id, corpus))
             continue
-        failures = tuple(ctx.run_failures(run.id))
+        named.add(contents[corpus.id].sha256)
+        failures = ctx.run_failures(run.id)
         if failures:
             first = ctx.findings(*failures[0])
-            excluded.append(Excluded(run.id, failures, first[0].message if first else "?"))
-        else:
-            counted[run.id] = run.deliverable or run.id
-    return Count(
-        deliverables=tuple(sorted(set(counted.values()))),
-        counted_runs=tuple(counted),
-        excluded=tuple(excluded),
-    )
+            failed = ", ".join(f"{check}[{target}]" for check, target in failures)
+            excluded.append(Excluded(
+                run.id, f"failed {failed}: {first[0].message if first else '?'}"))
+            continue
+        if run.id not in covered:
+            excluded.append(Excluded(
+                run.id, f"that its predictions cover corpus {corpus.id!r} is not verified: the "
+                f"{COVERAGE_CHECK} check is not registered (itera.runs switched off?)"))
+            continue
+        deliveries.append(Delivery(run.id, planned.role, corpus.id,
+                                   contents[corpus.id].sha256))
+    per_content = deliverables_per_corpus(deliveries)
+    corpus_of = {d.run: d.corpus for d in deliveries}
+    names = []
+    same: list[tuple[str, str]] = []
+    for runs in per_content.values():
+        ids = sorted({corpus_of[r] for r in runs})
+        canonical = contents[ids[0]].id
+        names.append(ids[0] if len(ids) == 1 else " = ".join(ids))
+        same += [(i, canonical) for i in ids if i != canonical]
+    counted = tuple(d.run for d in deliveries)
+    return Count(tuple(sorted(names)), counted, tuple(excluded), tuple(same),
+                 tuple(sorted(labels)), len(named))
 
 
 def _accepted_count(budget: BudgetReport, count: Count, man: Manifest) -> Iterator[Finding]:
     declared = budget.accepted_deliverables
     if declared == count.accepted:
         return
+    if man.version == 1 and declared > count.accepted and len(count.labels) > count.named:
+        message = (
+            f"itera-manifest/1 cannot prove that the deliverables "
+            f"{', '.join(map(repr, count.labels))} are {len(count.labels)} distinct corpora: "
+            "runs[].deliverable is a label, and the runs' predictions cover "
+            f"{count.named} corpus(es) of the plan{_diagnosis(declared, count, None)}"
+        )
+        hint = "re-close the campaign with itera-manifest/2: plan corpora for each corpus " \
+            "and runs[].corpus naming the one each run's predictions cover"
+    else:
+        message = (
+            f"accepted_deliverables is {declared}, but {count.accepted} distinct corpus(es) "
+            f"were delivered by accepted control or variant runs that passed their checks in "
+            f"this session{_diagnosis(declared, count, man)}"
+        )
+        hint = "count each distinct corpus once (by content) among the control and variant " \
+            "runs accepted AND passing their checks; a data check, pilot or resume check " \
+            "delivers nothing, a replay or a relabelled copy adds nothing, and a stopped run " \
+            "is an expense, not a deliverable"
     yield Finding(
-        f"accepted_deliverables is {declared}, but {count.accepted} distinct deliverable(s) "
-        f"passed their checks in this session{_diagnosis(declared, count, man)}",
+        message,
         where=f"{_BUDGET}.accepted_deliverables",
         expected=f"{count.accepted}" + (f" ({', '.join(count.deliverables)})"
                                         if count.deliverables else ""),
         found=str(declared),
-        hint="count each deliverable once (run.deliverable, else the run id) among the runs "
-        "accepted AND passing their checks; a stopped run is an expense, not a deliverable",
+        hint=hint,
     )
 
 
-def _diagnosis(declared: int, count: Count, man: Manifest) -> str:
+def _diagnosis(declared: int, count: Count, man: Manifest | None) -> str:
     notes = []
     if count.excluded:
-        notes.append("not counted, accepted runs that failed their own checks: "
-                     + "; ".join(e.describe() for e in count.excluded))
-    accepted_runs = sum(1 for r in man.runs if r.outcome == "accepted")
-    if declared > count.accepted and declared in (accepted_runs, len(count.counted_runs)):
-        notes.append("the declared number counts runs, but the same deliverable replayed "
-                     "counts once")
+        notes.append("not counted: " + "; ".join(e.describe() for e in count.excluded))
+    if count.same_content:
+        notes.append("one corpus under several ids (same content): " + ", ".join(
+            f"{copy!r} is {original!r}" for copy, original in count.same_content))
+    accepted_runs = -1 if man is None else sum(1 for r in man.runs if r.outcome == "accepted")
+    if man is not None and declared > count.accepted and declared in (
+            accepted_runs, len(count.counted_runs)):
+        notes.append("the declared number counts runs, but a corpus replayed counts once")
     return "; " + "; ".join(notes) if notes else ""
 
 
@@ -276,6 +777,9 @@ def _ratio(budget: BudgetReport, lots: list[Lot], accepted: int) -> Iterator[Fin
 def _zero_accepted(budget: BudgetReport, stated: Money | None, total: Money) -> Iterator[Finding]:
     # Same rule for a corpus and a decision: nothing accepted still cost money (R7).
     problem = ratio_problem(stated, total, 0, "corpus", budget.rejection_cause)
+    if problem is None and is_blank(budget.rejection_cause):
+        problem = f"zero accepted deliverables ({total.format()} engaged) without a " \
+            "rejection cause"
     if problem is not None:
         yield Finding(problem, where=f"{_BUDGET}.cost_per_deliverable",
                       expected=f"null, {total.format()} engaged and a rejection_cause",
@@ -303,7 +807,8 @@ def _ratio_hint(budget: BudgetReport) -> str:
 CHECKS = (
     Check(
         "budget-consistent",
-        "rental = Σ price x quantity, expenses apart, accepted count and ratio verified",
+        "lots priced as the catalogue or their quote, no hourly billing, expenses paid and "
+        "apart, accepted corpora and the ratio verified",
         budget_consistent,
         order=60,
         reloads=True,  # a run is accepted when its checks pass, checkpoint reloads included
