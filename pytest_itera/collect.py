@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,12 +12,22 @@ import pluggy
 import pytest
 from _pytest._code.code import TerminalRepr
 
-from pytest_itera.campaign import MANIFEST_FILE
-from pytest_itera.checks import Check, Context, Options, ReloadHook
+from pytest_itera.campaign import MANIFEST_FILE, Campaign, FileRecord, RunRecord, StopRule
+from pytest_itera.checks import Check, Context, Options, ReloadHook, StopRuleHook
+from pytest_itera.closure import FINDINGS_KEPT, FindingFacts, ReloadFacts, plain
 from pytest_itera.findings import Finding, render_all, summary_line
-from pytest_itera.options import Settings, loaded_campaign, settings_key
+from pytest_itera.options import (
+    Settings,
+    catalogue_in_force,
+    hourly_phrases,
+    loaded_campaign,
+    settings_key,
+)
+from pytest_itera.report import clean, clean_block
 
 if TYPE_CHECKING:
+    from pytest_itera.checks.evidence import RuleVerdict
+    from pytest_itera.measurements import Measurements, Unreadable
     from pytest_itera.reload import Reloader, ReloadResult
 
 MARKER = "itera"
@@ -146,7 +156,13 @@ class IteraCheckItem(_CampaignNode, pytest.Item):
     def runtest(self) -> None:
         assert isinstance(self.parent, IteraManifest)
         findings = self.parent.context.findings(self.check.id, self.target)
+        # Facts travel on the report as plain data (the closure report, under xdist too).
+        if self.check.reloads and self.target is not None:
+            self.user_properties.append(
+                ("itera_reloads", _reload_facts(self.parent.context, self.target)))
         if findings:
+            self.user_properties.append(("itera_findings", [
+                plain(FindingFacts.of(f, self.check.id)) for f in findings[:FINDINGS_KEPT]]))
             raise CheckFailed(self.check.id, self.target, findings)
 
     def repr_failure(
@@ -164,7 +180,35 @@ def failure_text(error: CheckFailed) -> str:
     count = len(error.findings)
     label = item_name(error.check, error.target)
     head = f"{label}: {count} problem{'s' if count != 1 else ''}"
-    return f"{head}\n{render_all(error.findings)}"
+    # Campaign data (file names, texts) never reaches the terminal with its control characters.
+    return clean_block(f"{head}\n{render_all(error.findings)}")
+
+
+def _reload_facts(ctx: Context, target: str) -> list[dict[str, Any]]:
+    """What the reloads of this checkpoint or adapter found (memoised: the check asked the
+    same questions), for a target the loader was handed."""
+    from pytest_itera.checks.artifacts import located
+
+    man = ctx.campaign.manifest
+    if man is None or not located(ctx, target):
+        return []
+    asked: list[tuple[str, str | None]] = [
+        (c.path, c.format) for c in man.checkpoints if c.path == target]
+    asked += [(a.path, None) for a in man.adapters if a.path == target]
+    sizes = ctx.memo("itera.sizes", lambda: _folder_sizes(man.files))
+    return [plain(ReloadFacts.of(ctx.reload(path, fmt), sizes.get(path.rstrip("/"), 0)))
+            for path, fmt in dict.fromkeys(asked)]
+
+
+def _folder_sizes(files: Iterable[FileRecord]) -> dict[str, int]:
+    """Bytes per listed file and per folder above it (a checkpoint may be a folder)."""
+    sizes: dict[str, int] = {}
+    for record in files:
+        parts = record.path.split("/")
+        for n in range(1, len(parts) + 1):
+            key = "/".join(parts[:n])
+            sizes[key] = sizes.get(key, 0) + record.bytes
+    return sizes
 
 
 def item_name(check_id: str, target: str | None) -> str:
@@ -201,10 +245,14 @@ def make_context(
         temp_patterns=(*settings.temp_patterns, *patterns),
         plan_sha256=settings.plan_sha256,
         deviation_tolerance=settings.deviation_tolerance,
-        extra={"config": config},
+        plan_pins=(pins := settings.pins_for(root, (campaign := loaded_campaign(config, root)).id)),
+        other_pins=() if pins else tuple(str(line.key) for line in settings.plan_pins),
+        catalogue=catalogue_in_force(config),
+        hourly_phrases=hourly_phrases(config),
+        stop_rule_hook=_stop_rule_hook(config),
     )
     context = Context(
-        loaded_campaign(config, root),
+        campaign,
         options,
         checks,
         reloader_factory=lambda: session_reloader(config),
@@ -293,6 +341,32 @@ def _probe(config: pytest.Config) -> None:
             "interpreter: pass --itera-python (ini itera_python) with the training "
             "environment's Python, torch >= 2.10"
         )
+    _probe_packages(config)
+
+
+# What the probe found in the reload interpreter (the closure report's provenance).
+reload_interpreter_key = pytest.StashKey[dict[str, Any]]()
+
+
+def _probe_packages(config: pytest.Config) -> None:
+    """A package the campaign's declared formats need and the reload interpreter lacks is the
+    reviewer's environment to fix: one usage error before any item runs, never a rejection."""
+    from pytest_itera import provenance
+    from pytest_itera.reload.probe import ask
+
+    python = session_reloader(config).python
+    facts = provenance.reload_interpreter(python, ask(python))
+    config.stash[reload_interpreter_key] = facts
+    campaigns = [loaded_campaign(config, root) for root in config.stash[settings_key].campaigns]
+    missing = provenance.missing_packages(campaigns, facts)
+    if missing:
+        needs = "; ".join(f"{pkg} (for {clean(why)})" for pkg, why in missing)
+        names = " ".join(pkg for pkg, _ in missing)
+        raise pytest.UsageError(
+            f"pytest-itera: --itera-python {python}: the reload interpreter lacks {needs}. "
+            f"The environment is not evidence: install it there (pip install {names}) or pass "
+            "--itera-python with the training environment's Python"
+        )
 
 
 def _needs_reloads(config: pytest.Config) -> bool:
@@ -327,6 +401,41 @@ def read_ahead(session: pytest.Session) -> None:
 def _cpus() -> int:
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def _stop_rule_hook(config: pytest.Config) -> StopRuleHook | None:
+    """Implementations of pytest_itera_stop_rule judge stop rules before the built-ins."""
+    caller = config.hook.pytest_itera_stop_rule
+    if not caller.get_hookimpls():
+        return None
+
+    def ask(rule: StopRule, run: RunRecord, measurements: Measurements | Unreadable | None,
+            campaign: Campaign) -> RuleVerdict | None:
+        verdict: RuleVerdict | None = caller(rule=rule, run=run, measurements=measurements,
+                                             campaign=campaign, config=config)
+        return verdict
+
+    return ask
+
+
+def print_not_evaluated(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say which stop rules were not evaluated (kind 'other'): a rule never passes silently."""
+    from pytest_itera.checks.evidence import not_evaluated
+
+    settings = config.stash.get(settings_key, None)
+    if settings is None or not settings.active or is_worker(config):
+        return
+    hooked = bool(config.hook.pytest_itera_stop_rule.get_hookimpls())
+    for root in settings.campaigns:
+        plan = loaded_campaign(config, root).plan
+        if plan is None:
+            continue
+        for line in not_evaluated(plan):
+            terminalreporter.write_line(
+                f"{plan.campaign}: {line}"
+                + (" unless a pytest_itera_stop_rule hook judged it" if hooked else
+                   ": check it yourself, or judge it in a pytest_itera_stop_rule hook"),
+                yellow=True)
 
 
 def _reload_hook(config: pytest.Config) -> ReloadHook:

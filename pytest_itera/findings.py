@@ -15,6 +15,9 @@ class Finding:
     expected: str | None = None
     found: str | None = None
     hint: str | None = None
+    # A stable identifier of the kind of problem ("files-intact.sha256"), for machines reading
+    # the JSON report; None: the report uses the check id (default_code).
+    code: str | None = None
 
     def render(self) -> str:
         head = f"{self.where}: {self.message}" if self.where else self.message
@@ -26,6 +29,11 @@ class Finding:
         if self.hint is not None:
             lines.append(f"    fix:      {self.hint}")
         return "\n".join(lines)
+
+
+def default_code(finding: Finding, check_id: str) -> str:
+    """The finding's own code, else the id of the check that found it."""
+    return finding.code or check_id
 
 
 def render_all(findings: Iterable[Finding], *, limit: int = 50) -> str:

@@ -4,6 +4,9 @@ With one ``--itera-campaign`` the fixture is that campaign; with several, a
 test that asks for it runs once per campaign (parametrized, ids are the
 folders as given relative to the rootdir); without any, it errors saying
 how to give one (an acceptance test that silently skips would pass CI).
+
+A test that uses it is part of that campaign's verdict (check id
+``acceptance-test``, under its own node id): its failure rejects the campaign.
 """
 
 from __future__ import annotations
@@ -65,11 +68,25 @@ def itera_campaign(request: pytest.FixtureRequest) -> Campaign:
     return _load(request.config, root)
 
 
+def campaign_of(item: pytest.Item) -> Path | None:
+    """The campaign a test that uses the fixture judges (its verdict counts the test); None
+    for a test that does not use it, or when no campaign is given."""
+    if FIXTURE not in getattr(item, "fixturenames", ()):
+        return None
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and FIXTURE in callspec.params:
+        return Path(callspec.params[FIXTURE])
+    roots = _campaigns(item.config)
+    return roots[0] if roots else None
+
+
 def _load(config: pytest.Config, root: Path) -> Campaign:
     from pytest_itera.options import loaded_campaign
+    from pytest_itera.report import clean_block
 
     campaign = loaded_campaign(config, root)
     if campaign.errors:
         problems = "\n".join(f"  {e.where()}: {e.message}" for e in campaign.errors[:20])
-        pytest.fail(f"campaign {root} did not load:\n{problems}", pytrace=False)
+        # Campaign text reaches the terminal without its control characters.
+        pytest.fail(clean_block(f"campaign {root} did not load:\n{problems}"), pytrace=False)
     return campaign

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, overload
 
 import pytest
 
+from pytest_itera.checks import PlanPin
+
 if TYPE_CHECKING:
     from pytest_itera.campaign import Campaign
+    from pytest_itera.money import Catalogue
+    from pytest_itera.waivers import Waiver
 
 CAMPAIGN = "--itera-campaign"
 REPORT = "--itera-report"
@@ -20,6 +25,13 @@ TIMEOUT = "--itera-timeout"
 FAST = "--itera-fast"
 PLAN_SHA256 = "--itera-plan-sha256"
 FORCE_REPORT = "--itera-report-inside"
+REQUIRE_ACCEPTED = "--itera-require-accepted"
+WAIVERS = "--itera-waivers"
+SEAL = "--itera-seal"
+SEAL_KEY = "--itera-seal-key"
+VERIFY_SEAL = "--itera-verify-seal"
+SEAL_PUBKEY = "--itera-seal-pubkey"
+SEAL_PASSWORD_ENV = "ITERA_SEAL_KEY_PASSWORD"  # an encrypted --itera-seal-key's password
 
 INI_CAMPAIGN = "itera_campaign"
 INI_PYTHON = "itera_python"
@@ -27,6 +39,11 @@ INI_TIMEOUT = "itera_timeout"
 INI_IGNORE = "itera_ignore"
 INI_TEMP_PATTERNS = "itera_temp_patterns"
 INI_TOLERANCE = "itera_deviation_tolerance"
+INI_CATALOGUE = "itera_catalogue"
+INI_PLAN_SHA256 = "itera_plan_sha256"
+INI_REQUIRE_ACCEPTED = "itera_require_accepted"
+INI_WAIVERS = "itera_waivers"
+MAX_TOLERANCE = 0.5  # pytest_itera.schedule.MAX_TOLERANCE
 
 REPORT_SUFFIXES = (".json", ".md", ".html")
 
@@ -36,6 +53,7 @@ FAMILIES = {
     "itera.files": "pytest_itera.checks.files",
     "itera.artifacts": "pytest_itera.checks.artifacts",
     "itera.runs": "pytest_itera.checks.runs",
+    "itera.evidence": "pytest_itera.checks.evidence",
     "itera.budget": "pytest_itera.checks.budget",
     "itera.schedule": "pytest_itera.checks.schedule",
 }
@@ -53,10 +71,48 @@ class Settings:
     temp_patterns: tuple[str, ...]
     deviation_tolerance: float
     report_inside: bool
+    # itera_plan_sha256 lines, in order: (campaign folder or id, or None for every campaign, hex)
+    plan_pins: tuple[PinLine, ...] = ()
+    # The gate (issue 17): exit 0 only when every verdict is accepted (with waivers or not).
+    require_accepted: bool = False
+    waivers_file: Path | None = None
+    waivers: tuple[Waiver, ...] = ()
+    seal: Path | None = None  # write the closure seal there when accepted
+    seal_key: Path | None = None  # sign it (ECDSA PEM); None: digest-only
+    verify_seal: Path | None = None  # re-check the folder against this seal, nothing else
+    seal_pubkey: Path | None = None
 
     @property
     def active(self) -> bool:
         return bool(self.campaigns)
+
+    def pins_for(self, root: Path, campaign_id: str | None) -> tuple[PlanPin, ...]:
+        """The sha256 pins the campaign at ``root`` (with id ``campaign_id``) must match.
+
+        ``--itera-plan-sha256`` applies to every campaign and replaces the ini lines (the
+        command line wins, as in pytest); else every ``itera_plan_sha256`` line that names
+        the folder or the campaign id, or names no campaign, applies.
+        """
+        if self.plan_sha256 is not None:
+            return (PlanPin(self.plan_sha256, PLAN_SHA256),)
+        return tuple(
+            PlanPin(line.sha256, f"{INI_PLAN_SHA256} ({line.key or 'every campaign'})")
+            for line in self.plan_pins
+            if line.key is None or line.folder == root or line.key == campaign_id
+        )
+
+    def unpinned(self, root: Path, campaign_id: str | None) -> bool:
+        """No pin applies to this campaign: its plan's integrity rests on the manifest alone."""
+        return not self.pins_for(root, campaign_id)
+
+
+@dataclass(frozen=True)
+class PinLine:
+    """One ``itera_plan_sha256`` line: ``<campaign folder or id> = <sha256>``, or a bare sha256."""
+
+    key: str | None  # as written; None: a bare sha256 for every campaign
+    folder: Path | None  # the key resolved as a folder next to the ini file
+    sha256: str
 
 
 settings_key = pytest.StashKey[Settings]()
@@ -111,6 +167,32 @@ def addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="allow --itera-report to write inside a campaign folder",
     )
+    group.addoption(
+        REQUIRE_ACCEPTED,
+        action="store_true",
+        default=None,
+        help="exit 0 only when every campaign is ACCEPTED (or ACCEPTED WITH WAIVERS): "
+        "incomplete, plausible and rejected runs fail, saying why",
+    )
+    group.addoption(
+        WAIVERS, metavar="FILE", help="reviewer-approved waivers (.toml or .json), outside the "
+        "campaign: each names a check, a target pattern, a reason, an approver, an expiry date"
+    )
+    group.addoption(
+        SEAL, metavar="PATH", help="when accepted, write the closure seal (an in-toto statement "
+        "over every file's sha256, the verdict and the JSON report's digest) to PATH"
+    )
+    group.addoption(
+        SEAL_KEY, metavar="PEM", help="sign the seal with this ECDSA private key (model-signing "
+        f"bundle); password, if any, in ${SEAL_PASSWORD_ENV}; without it the seal is digest-only"
+    )
+    group.addoption(
+        VERIFY_SEAL, metavar="PATH", help="only re-check, without reloading anything, that the "
+        "campaign folder still matches this seal file by file, and its signature"
+    )
+    group.addoption(
+        SEAL_PUBKEY, metavar="PEM", help="the public key a signed seal is verified with"
+    )
     parser.addini(INI_CAMPAIGN, "campaign folders to accept (like --itera-campaign)", "paths", [])
     parser.addini(INI_PYTHON, "interpreter for fresh-process reloads", "string", "")
     parser.addini(INI_TIMEOUT, "time limit per checkpoint reload, seconds", "string", "120")
@@ -122,9 +204,30 @@ def addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(
         INI_TOLERANCE,
-        "fraction of planned hours above which a deviation needs an explanation",
+        "fraction of planned hours above which a deviation needs an explanation (at most 0.5)",
         "string",
         "0.10",
+    )
+    parser.addini(
+        INI_CATALOGUE,
+        "price catalogue file (itera-catalogue/1 JSON) lots are checked against, relative to "
+        "the ini file; default: the pytest_itera_catalogue hook, else the shipped IteraGPU one",
+        "string",
+        "",
+    )
+    parser.addini(
+        INI_PLAN_SHA256,
+        "sha256 of each campaign's frozen plan.json, one line each: "
+        "'<campaign folder or id> = <sha256>' (a bare sha256: every campaign)",
+        "linelist",
+        [],
+    )
+    parser.addini(
+        INI_REQUIRE_ACCEPTED, "exit 0 only when every campaign is accepted (like "
+        f"{REQUIRE_ACCEPTED})", "bool", False,
+    )
+    parser.addini(
+        INI_WAIVERS, f"waivers file (like {WAIVERS}), relative to the ini file", "string", ""
     )
 
 
@@ -133,6 +236,8 @@ def build_settings(config: pytest.Config) -> Settings:
     campaigns = _campaigns(config)
     reports = _reports(config)
     report_inside = bool(config.getoption(FORCE_REPORT))
+    if campaigns:
+        ini_catalogue(config)  # a bad itera_catalogue file is a usage error before any item
     for report in reports:
         for root in campaigns:
             if report.is_relative_to(root) and not report_inside:
@@ -149,9 +254,44 @@ def build_settings(config: pytest.Config) -> Settings:
         plan_sha256=_sha256(config.getoption(PLAN_SHA256)),
         ignore=tuple(config.getini(INI_IGNORE)),
         temp_patterns=tuple(p for p in config.getini(INI_TEMP_PATTERNS) if p),
-        deviation_tolerance=_positive(config, None, INI_TOLERANCE, default=0.10),
+        deviation_tolerance=_tolerance(config),
         report_inside=report_inside,
+        plan_pins=_pin_lines(config),
+        **_gate(config, campaigns, reports),
     )
+
+
+def _tolerance(config: pytest.Config) -> float:
+    value = _positive(config, None, INI_TOLERANCE, default=0.10)
+    if value > MAX_TOLERANCE:
+        raise pytest.UsageError(
+            f"{INI_TOLERANCE}: {value}: at most {MAX_TOLERANCE} (a step that ran less than half "
+            "its planned hours always needs an explanation)"
+        )
+    return value
+
+
+def _pin_lines(config: pytest.Config) -> tuple[PinLine, ...]:
+    """``itera_plan_sha256`` lines; folders are relative to the ini file, like itera_campaign."""
+    base = config.inipath.parent if config.inipath is not None else config.rootpath
+    lines = []
+    for raw in config.getini(INI_PLAN_SHA256):
+        text = str(raw).strip()
+        if not text or text.startswith("#"):
+            continue
+        key, sep, value = text.rpartition("=")
+        if not sep:
+            lines.append(PinLine(None, None, _sha256(text, INI_PLAN_SHA256)))
+            continue
+        key = key.strip()
+        if not key:
+            raise pytest.UsageError(
+                f"{INI_PLAN_SHA256}: {text!r}: name the campaign before '=' "
+                "('<campaign folder or id> = <sha256>')"
+            )
+        folder = Path(os.path.abspath(base / Path(key).expanduser()))
+        lines.append(PinLine(key, folder, _sha256(value, INI_PLAN_SHA256)))
+    return tuple(lines)
 
 
 def _campaigns(config: pytest.Config) -> tuple[Path, ...]:
@@ -219,10 +359,193 @@ def _positive(config: pytest.Config, opt: str | None, ini: str, *, default: floa
     return float(value)
 
 
-def _sha256(raw: str | None) -> str | None:
+@overload
+def _sha256(raw: str, name: str = ...) -> str: ...
+@overload
+def _sha256(raw: None, name: str = ...) -> None: ...
+def _sha256(raw: str | None, name: str = PLAN_SHA256) -> str | None:
     if raw is None:
         return None
     value = raw.strip().lower()
     if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
-        raise pytest.UsageError(f"{PLAN_SHA256}: {raw!r} is not a 64-hex sha256")
+        raise pytest.UsageError(f"{name}: {raw!r} is not a 64-hex sha256")
     return value
+
+
+# ------------------------------------------------------- money: catalogue and phrases
+
+_catalogue_key = pytest.StashKey["Catalogue | None"]()
+
+
+def ini_catalogue(config: pytest.Config) -> Catalogue | None:
+    """The catalogue file named by the ini option ``itera_catalogue`` (read once), or None.
+
+    A relative path is relative to the ini file's folder (else the rootdir). A file that
+    cannot be read or is not a valid catalogue is a one-line usage error.
+    """
+    if _catalogue_key in config.stash:
+        return config.stash[_catalogue_key]
+    from pytest_itera.money import CatalogueError, load_catalogue
+
+    raw = str(config.getini(INI_CATALOGUE)).strip()
+    catalogue = None
+    if raw:
+        base = config.inipath.parent if config.inipath is not None else config.rootpath
+        try:
+            catalogue = load_catalogue(base / Path(raw).expanduser())
+        except CatalogueError as exc:
+            raise pytest.UsageError(f"{INI_CATALOGUE} = {shlex.quote(raw)}: {exc}") from None
+    config.stash[_catalogue_key] = catalogue
+    return catalogue
+
+
+def catalogue_in_force(config: pytest.Config) -> Catalogue | str | None:
+    """The ``pytest_itera_catalogue`` hook's catalogue, else the ini file's, else None (the
+    checks then use the shipped IteraGPU catalogue); a hook answer that is not a Catalogue
+    gives why, which the checks that need a catalogue report."""
+    from pytest_itera.money import Catalogue
+
+    found = config.hook.pytest_itera_catalogue(config=config)
+    if found is not None:
+        if not isinstance(found, Catalogue):
+            return (f"the pytest_itera_catalogue hook returned {type(found).__name__}, not a "
+                    "pytest_itera.money.Catalogue")
+        return found
+    return ini_catalogue(config)
+
+
+def hourly_phrases(config: pytest.Config) -> tuple[str, ...]:
+    """The users' extra phrases of hourly billing (``pytest_itera_hourly_phrases``)."""
+    phrases: list[str] = []
+    for group in config.hook.pytest_itera_hourly_phrases(config=config):
+        for phrase in (group,) if isinstance(group, str) else group:
+            if isinstance(phrase, str) and phrase.strip():
+                phrases.append(phrase)
+    return tuple(dict.fromkeys(phrases))
+
+
+# ------------------------------------------------------- the gate: waivers and the seal
+
+
+def _gate(
+    config: pytest.Config, campaigns: tuple[Path, ...], reports: tuple[Path, ...]
+) -> dict[str, Any]:
+    """--itera-require-accepted, the waivers file and the seal options, checked together."""
+    flag = config.getoption(REQUIRE_ACCEPTED)
+    waivers_file = _waivers_file(config, campaigns)
+    gate: dict[str, Any] = {
+        "require_accepted": bool(config.getini(INI_REQUIRE_ACCEPTED) if flag is None else flag),
+        "waivers_file": waivers_file,
+        "waivers": _waivers(waivers_file) if waivers_file is not None else (),
+        "seal": _outside(config, SEAL, campaigns, must_exist=False),
+        "seal_key": _outside(config, SEAL_KEY, campaigns),
+        "verify_seal": _outside(config, VERIFY_SEAL, campaigns),
+        "seal_pubkey": _outside(config, SEAL_PUBKEY, campaigns),
+    }
+    if gate["seal"] is not None or gate["verify_seal"] is not None:
+        _check_seal_options(config, gate, campaigns, reports)
+    elif gate["seal_key"] is not None or gate["seal_pubkey"] is not None:
+        raise pytest.UsageError(f"{SEAL_KEY} and {SEAL_PUBKEY} go with {SEAL} or {VERIFY_SEAL}")
+    return gate
+
+
+def _given_path(config: pytest.Config, raw: str) -> Path:
+    return Path(os.path.abspath(config.invocation_params.dir / Path(raw).expanduser()))
+
+
+def _outside(
+    config: pytest.Config, option: str, campaigns: tuple[Path, ...], *, must_exist: bool = True
+) -> Path | None:
+    """A path option that must not lie inside a campaign (which is read-only and is what the
+    file vouches for); links resolved."""
+    raw = config.getoption(option)
+    if not raw:
+        return None
+    path = _given_path(config, raw)
+    if must_exist and not path.is_file():
+        raise pytest.UsageError(f"{option}: {raw}: no such file")
+    _refuse_inside(option, raw, path, campaigns)
+    return path
+
+
+def _refuse_inside(option: str, raw: str, path: Path, campaigns: tuple[Path, ...]) -> None:
+    real = Path(os.path.realpath(path))
+    for root in campaigns:
+        if real.is_relative_to(os.path.realpath(root)):
+            raise pytest.UsageError(
+                f"{option}: {raw} is inside the campaign {root}: keep it outside (a campaign "
+                "cannot vouch for itself)"
+            )
+
+
+def _waivers_file(config: pytest.Config, campaigns: tuple[Path, ...]) -> Path | None:
+    raw = config.getoption(WAIVERS)
+    if raw:
+        return _outside(config, WAIVERS, campaigns)
+    ini = str(config.getini(INI_WAIVERS)).strip()
+    if not ini:
+        return None
+    base = config.inipath.parent if config.inipath is not None else config.rootpath
+    path = Path(os.path.abspath(base / Path(ini).expanduser()))
+    if not path.is_file():
+        raise pytest.UsageError(f"{INI_WAIVERS} = {shlex.quote(ini)}: no such file")
+    _refuse_inside(INI_WAIVERS, ini, path, campaigns)
+    return path
+
+
+def _waivers(path: Path) -> tuple[Waiver, ...]:
+    from pytest_itera.waivers import WaiversError, load
+
+    try:
+        return load(path)
+    except WaiversError as exc:
+        raise pytest.UsageError(f"{WAIVERS}: {exc}") from None
+
+
+def _check_seal_options(
+    config: pytest.Config, gate: dict[str, Any], campaigns: tuple[Path, ...],
+    reports: tuple[Path, ...],
+) -> None:
+    seal, verify = gate["seal"], gate["verify_seal"]
+    option = SEAL if seal is not None else VERIFY_SEAL
+    if seal is not None and verify is not None:
+        raise pytest.UsageError(f"{SEAL} writes a seal, {VERIFY_SEAL} checks one: give one")
+    if len(campaigns) != 1:
+        raise pytest.UsageError(f"{option}: a seal covers one campaign; give exactly one "
+                                f"{CAMPAIGN}")
+    if config.getoption(FAST):
+        raise pytest.UsageError(f"{option}: not with {FAST} (a seal needs a full verdict)")
+    if importlib.util.find_spec("model_signing") is None:
+        raise pytest.UsageError(f"{option} needs OpenSSF model-signing: "
+                                "pip install 'pytest-itera[seal]'")
+    if verify is not None:
+        if reports:
+            raise pytest.UsageError(f"{VERIFY_SEAL} only re-checks a sealed folder; it writes "
+                                    f"no closure report ({REPORT})")
+        if gate["seal_key"] is not None:
+            raise pytest.UsageError(f"{VERIFY_SEAL} checks with a public key: {SEAL_PUBKEY}")
+        if gate["waivers_file"] is not None:
+            raise pytest.UsageError(f"{VERIFY_SEAL} takes no waivers: the seal records those "
+                                    "that were applied")
+        _usable_key(SEAL_PUBKEY, gate["seal_pubkey"], private=False)
+        return
+    if gate["seal_pubkey"] is not None:
+        raise pytest.UsageError(f"{SEAL} signs with a private key: {SEAL_KEY}")
+    if any(r.is_relative_to(campaigns[0]) for r in reports):
+        raise pytest.UsageError(f"{SEAL}: a report inside the campaign would be sealed with it; "
+                                f"write reports elsewhere")
+    if not any(r.suffix.lower() == ".json" for r in reports):
+        raise pytest.UsageError(f"{SEAL}: the seal carries the JSON report's sha256: add "
+                                f"{REPORT} PATH.json")
+    _usable_key(SEAL_KEY, gate["seal_key"], private=True)
+
+
+def _usable_key(option: str, path: Path | None, *, private: bool) -> None:
+    if path is None:
+        return
+    from pytest_itera.seal import key_problem
+
+    password = os.environ.get(SEAL_PASSWORD_ENV) if private else None
+    problem = key_problem(path, private=private, password=password)
+    if problem is not None:
+        raise pytest.UsageError(f"{option}: {problem}")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -12,6 +14,9 @@ from pytest_itera import hookspecs, options
 # The fixture and its parametrization are hook/fixture objects of this plugin module.
 from pytest_itera.fixtures import itera_campaign, pytest_generate_tests  # noqa: F401
 from pytest_itera.options import FAMILIES, Settings, settings_key
+
+if TYPE_CHECKING:
+    from pytest_itera.checks import Check
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,7 +65,13 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     import importlib
 
-    for name, module in FAMILIES.items():
+    if settings.verify_seal is not None:
+        # Only the seal's own checks: the folder against the seal, file by file, no reload.
+        from pytest_itera.seal import checks
+
+        config.pluginmanager.register(_Checks(checks(settings.verify_seal,
+                                                     settings.seal_pubkey)), "itera.seal")
+    for name, module in FAMILIES.items() if settings.verify_seal is None else ():
         if not config.pluginmanager.is_blocked(name) and not config.pluginmanager.has_plugin(name):
             config.pluginmanager.register(importlib.import_module(module), name)
     _point_collection_at_campaigns(config, settings)
@@ -96,6 +107,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         read_ahead(session)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    settings = config.stash.get(settings_key, None)
+    if settings is not None and settings.active:
+        from pytest_itera.collect import print_not_evaluated
+
+        print_not_evaluated(terminalreporter, config)
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Nothing inside a campaign is collected as a test, except through our own nodes."""
     settings = config.stash.get(settings_key, None)
@@ -106,6 +128,16 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         for root in settings.campaigns
     )
     return True if inside else None
+
+
+class _Checks:
+    """A plugin that contributes a fixed set of checks."""
+
+    def __init__(self, checks: Sequence[Check]) -> None:
+        self.checks = list(checks)
+
+    def pytest_itera_checks(self, config: pytest.Config) -> list[Check]:
+        return self.checks
 
 
 def _point_collection_at_campaigns(config: pytest.Config, settings: Settings) -> None:

@@ -14,7 +14,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -23,20 +23,32 @@ from typing import Any
 from pytest_itera import money
 from pytest_itera import schedule as sched
 from pytest_itera.campaign import Campaign, Manifest
+from pytest_itera.closure import ACCEPTANCE, FindingFacts, ReloadFacts, WaiverFacts, plain
 
-REPORT_FORMAT = "itera-report/1"
+REPORT_FORMAT = "itera-report/2"
 PARTIAL_NOTE = "only the checks named on the command line were collected"
+PLAN_INTEGRITY_NOTE = (
+    "plan integrity rests on the manifest's own record: no --itera-plan-sha256 or "
+    "itera_plan_sha256 pin was given for this campaign"
+)
 SUFFIXES = (".json", ".md", ".html")
+
+
+# Verdicts that pass the --itera-require-accepted gate.
+ACCEPTING = ("accepted", "accepted with waivers")
 
 
 @dataclass(frozen=True)
 class CheckResult:
     check: str
     target: str | None
-    outcome: str  # "passed" | "failed" | "skipped"
+    outcome: str  # "passed" | "failed" | "skipped" (did not run) | "waived" (failed, accepted)
     message: str
     nodeid: str
-    scope: str | None = None  # the check's scope ("run", "file", ...), when known
+    scope: str | None = None  # the check's scope ("run", "file", "test", ...), when known
+    findings: tuple[FindingFacts, ...] = ()
+    reloads: tuple[ReloadFacts, ...] = ()  # what the item's reloads found
+    waiver: WaiverFacts | None = None  # why a failure was accepted (outcome "waived")
 
 
 @dataclass(frozen=True)
@@ -71,7 +83,8 @@ class StepRow:
 class CampaignReport:
     campaign: str
     root: str
-    verdict: str  # "accepted" | "rejected" | "plausible (fast mode)" | "incomplete"
+    # "accepted" | "accepted with waivers" | "rejected" | "plausible (fast mode)" | "incomplete"
+    verdict: str
     checks: tuple[CheckResult, ...]
     budget: dict[str, Any] | None
     schedule: dict[str, Any] | None
@@ -80,14 +93,46 @@ class CampaignReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
     runs: tuple[RunRow, ...] = ()
     steps: tuple[StepRow, ...] = ()
+    # A note, never a failure: no pin outside the campaign vouches for plan.json.
+    plan_integrity: str | None = None
+    # What makes the report stand on its own (see pytest_itera.provenance).
+    question: str | None = None
+    decision_rule: str | None = None
+    conclusion: str | None = None
+    meets_threshold: tuple[str, ...] = ()
+    provenance: Mapping[str, Any] | None = None
+    digests: Mapping[str, str | None] = field(default_factory=dict)
+
+    @property
+    def reloads(self) -> tuple[ReloadFacts, ...]:
+        """What each reload found, once per path, in path order."""
+        found = {r.path: r for c in self.checks for r in c.reloads}
+        return tuple(found[p] for p in sorted(found))
+
+    @property
+    def waivers(self) -> tuple[tuple[WaiverFacts, tuple[str, ...]], ...]:
+        """Each waiver applied, with the node ids of the failures it waived."""
+        uses: dict[WaiverFacts, list[str]] = {}
+        for c in self.checks:
+            if c.outcome == "waived" and c.waiver is not None:
+                uses.setdefault(c.waiver, []).append(c.nodeid)
+        return tuple((w, tuple(ids)) for w, ids in uses.items())
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for c in self.checks if c.outcome == outcome)
+
+    @property
+    def all_notes(self) -> tuple[str, ...]:
+        """The verdict's notes, then the plan-integrity note (what every report shows)."""
+        return (*self.notes, *((self.plan_integrity,) if self.plan_integrity else ()))
 
     @property
     def failed(self) -> int:
-        return sum(1 for c in self.checks if c.outcome != "passed")
+        return self.count("failed")
 
     @property
     def ok(self) -> bool:
-        return self.verdict in ("accepted", "plausible (fast mode)")
+        return self.verdict in (*ACCEPTING, "plausible (fast mode)")
 
 
 def build(
@@ -98,10 +143,18 @@ def build(
     fast: bool,
     partial: bool = False,
     switched_off: Sequence[str] = (),
+    plan_pinned: bool | None = None,
+    provenance: Mapping[str, Any] | None = None,
+    digests: Mapping[str, str | None] | None = None,
 ) -> CampaignReport:
     """``partial``: the user named node ids or files inside the campaign, so only some ran.
     ``switched_off``: built-in check families blocked with ``-p no:itera.<family>``; their
-    checks were never collected, so the verdict cannot be "accepted"."""
+    checks were never collected, so the verdict cannot be "accepted".
+    ``plan_pinned``: False when no ``--itera-plan-sha256``/``itera_plan_sha256`` pin applied
+    (the report then notes that plan integrity rests on the manifest's own record); None when
+    unknown (a library call).
+    ``provenance``: when, how and with which versions the report was made; ``digests``: the
+    sha256 of plan.json and manifest.json (``pytest_itera.provenance``)."""
     checks = tuple(sorted(results, key=lambda r: r.nodeid))
     notes: tuple[str, ...] = (PARTIAL_NOTE,) if partial else ()
     if switched_off:
@@ -119,22 +172,49 @@ def build(
         fast=fast,
         runs=run_rows(campaign, checks),
         steps=step_rows(campaign),
+        plan_integrity=PLAN_INTEGRITY_NOTE if plan_pinned is False else None,
+        **_objective(campaign),
+        provenance=provenance,
+        digests=dict(digests or {}),
     )
+
+
+def _objective(campaign: Campaign) -> dict[str, Any]:
+    """The question, the decision rule and the conclusion, as the documents state them."""
+    plan, man = campaign.plan, campaign.manifest
+    rule = None
+    if plan is not None:
+        d = plan.decision
+        sign = ">=" if d.direction == "higher" else "<="
+        rule = (f"a variant meets the objective when {d.metric} {sign} {d.threshold:g} "
+                f"({d.direction} is better)" + (f"; decision point: {d.point}" if d.point else ""))
+    return {
+        "question": plan.question if plan is not None else None,
+        "decision_rule": rule,
+        "conclusion": man.conclusion.text if man is not None else None,
+        "meets_threshold": tuple(man.conclusion.meets_threshold) if man is not None else (),
+    }
 
 
 def verdict(
     checks: Sequence[CheckResult], *, collected: int, fast: bool, partial: bool = False
 ) -> str:
-    if any(c.outcome != "passed" for c in checks):
+    outcomes = {c.outcome for c in checks}
+    if outcomes - {"passed", "skipped", "waived"}:
         return "rejected"
-    if partial or not checks or len(checks) < collected:
+    if partial or not checks or len(checks) < collected or "skipped" in outcomes:
         return "incomplete"  # some checks deselected or not run: never "accepted"
-    return "plausible (fast mode)" if fast else "accepted"
+    if fast:
+        return "plausible (fast mode)"
+    return "accepted with waivers" if "waived" in outcomes else "accepted"
+
+
+_WORST_FIRST = ("rejected", "incomplete", "plausible (fast mode)", "accepted with waivers")
 
 
 def overall_verdict(reports: Sequence[CampaignReport]) -> str:
     """Several campaigns: the worst of their verdicts."""
-    for worst in ("rejected", "incomplete", "plausible (fast mode)"):
+    for worst in _WORST_FIRST:
         if any(r.verdict == worst for r in reports):
             return worst
     return "accepted" if reports else "incomplete"
@@ -162,8 +242,8 @@ def run_rows(campaign: Campaign, results: Iterable[CheckResult]) -> tuple[RunRow
     passed = dict.fromkeys(ids, 0)
     total = dict.fromkeys(ids, 0)
     for result in results:
-        if result.target is None:
-            continue
+        if result.target is None or result.scope == "test":
+            continue  # a campaign-level check, or a user's acceptance test: no run owns it
         for run in runs_of(manifest, result.scope, result.target) & known:
             total[run] += 1
             passed[run] += result.outcome == "passed"
@@ -331,12 +411,17 @@ def _campaign_json(report: CampaignReport) -> dict[str, Any]:
         "verdict": report.verdict,
         "fast": report.fast,
         "collected": report.collected,
-        "notes": list(report.notes),
-        "checks": [
-            {"check": c.check, "target": c.target, "outcome": c.outcome, "message": c.message,
-             "nodeid": c.nodeid, "scope": c.scope}
-            for c in report.checks
-        ],
+        "notes": list(report.all_notes),
+        "question": report.question,
+        "decision_rule": report.decision_rule,
+        "conclusion": None if report.conclusion is None else
+        {"text": report.conclusion, "meets_threshold": list(report.meets_threshold)},
+        "provenance": dict(report.provenance) if report.provenance is not None else None,
+        "plan_sha256": report.digests.get("plan_sha256"),
+        "manifest_sha256": report.digests.get("manifest_sha256"),
+        "waivers": [{**plain(w), "nodeids": list(ids)} for w, ids in report.waivers],
+        "checks": [_check_json(c) for c in report.checks],
+        "reloads": [plain(r) for r in report.reloads],
         "runs": [asdict(r) for r in report.runs],
         "budget": report.budget,
         "schedule": report.schedule,
@@ -344,12 +429,18 @@ def _campaign_json(report: CampaignReport) -> dict[str, Any]:
     }
 
 
+def _check_json(c: CheckResult) -> dict[str, Any]:
+    return {"check": c.check, "target": c.target, "outcome": c.outcome, "message": c.message,
+            "nodeid": c.nodeid, "scope": c.scope, "findings": [plain(f) for f in c.findings],
+            "waiver": plain(c.waiver) if c.waiver is not None else None}
+
+
 def render_json(reports: Sequence[CampaignReport]) -> str:
     return json.dumps(to_json(reports), indent=2, ensure_ascii=False) + "\n"
 
 
 def write_json(path: Path, reports: Sequence[CampaignReport]) -> None:
-    _write_atomic(path, render_json(reports))
+    write_atomic(path, render_json(reports))
 
 
 def write(path: Path, reports: Sequence[CampaignReport]) -> None:
@@ -358,7 +449,7 @@ def write(path: Path, reports: Sequence[CampaignReport]) -> None:
     suffix = path.suffix.lower()
     if suffix not in renderers:
         raise ValueError(f"{path}: unknown report type; use a .json, .md or .html path")
-    _write_atomic(path, renderers[suffix](reports))
+    write_atomic(path, renderers[suffix](reports))
 
 
 def _umask() -> int:
@@ -367,7 +458,7 @@ def _umask() -> int:
     return mask
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     """Write beside the target, then rename: a reader never sees half a report."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -401,12 +492,21 @@ def clean_block(text: str) -> str:
 def verdict_line(report: CampaignReport) -> str:
     total = len(report.checks)
     head = f"campaign {clean(report.campaign)}"
+    waived = report.count("waived")
     if report.verdict == "rejected":
-        return f"{head}: REJECTED — {report.failed} of {total} checks failed"
+        also = f", {waived} waived" if waived else ""
+        return f"{head}: REJECTED — {report.failed} of {total} checks failed{also}"
     if report.verdict == "incomplete":
+        skipped = report.count("skipped")
+        ran = total - skipped
+        did_not = f" ({skipped} skipped)" if skipped else ""
+        why = "".join(f"; {note}" for note in report.notes)
         if report.notes and total == report.collected:
-            return f"{head}: INCOMPLETE — {total} checks ran; {'; '.join(report.notes)}"
-        return f"{head}: INCOMPLETE — {total} of {report.collected} checks ran"
+            return f"{head}: INCOMPLETE — {ran} checks ran{did_not}{why}"
+        return f"{head}: INCOMPLETE — {ran} of {report.collected} checks ran{did_not}{why}"
+    if report.verdict == "accepted with waivers":
+        return (f"{head}: ACCEPTED WITH WAIVERS — {total - waived}/{total} checks passed, "
+                f"{waived} waived")
     label = "PLAUSIBLE (fast mode)" if report.fast else "ACCEPTED"
     return f"{head}: {label} — {total}/{total} checks"
 
@@ -414,14 +514,35 @@ def verdict_line(report: CampaignReport) -> str:
 def terminal_lines(report: CampaignReport) -> list[str]:
     lines = [verdict_line(report)]
     lines += ["  " + clean(row) for row in _table(_RUN_HEADER, _run_cells(report.runs))]
+    lines += [f"  acceptance test {clean(c.nodeid)}: {c.outcome}" for c in acceptance(report)]
+    for waiver, nodeids in report.waivers:
+        lines += [f"  waived: {clean(n)} — {clean(waiver.text())}" for n in nodeids]
     if report.budget is not None:
         lines.append("  budget: " + clean(budget_text(report.budget)))
     if report.schedule is not None:
         lines.append("  schedule: " + clean(schedule_text(report.schedule)))
+    if report.plan_integrity:
+        lines.append("  note: " + clean(report.plan_integrity))
     return lines
 
 
 _RUN_HEADER = ("run", "role", "category", "status", "checks passed")
+
+
+def acceptance(report: CampaignReport) -> list[CheckResult]:
+    """The user's tests that use the itera_campaign fixture (part of the verdict)."""
+    return [c for c in report.checks if c.check == ACCEPTANCE]
+
+
+def check_counts(report: CampaignReport) -> list[tuple[str, int, int, int, int]]:
+    """(check id, passed, failed, waived, skipped) per check, in first-seen order."""
+    counts: dict[str, list[int]] = {}
+    order = ("passed", "failed", "waived", "skipped")
+    for c in report.checks:
+        row = counts.setdefault(c.check, [0, 0, 0, 0])
+        if c.outcome in order:
+            row[order.index(c.outcome)] += 1
+    return [(check, row[0], row[1], row[2], row[3]) for check, row in counts.items()]
 
 
 def _run_cells(runs: Sequence[RunRow]) -> list[tuple[str, ...]]:
@@ -533,20 +654,107 @@ def render_markdown(reports: Sequence[CampaignReport]) -> str:
 
 
 def _markdown_campaign(report: CampaignReport, *, level: str) -> list[str]:
-    lines = [f"{level} Campaign {_md(report.campaign)}", "", f"**{_md(verdict_line(report))}**", ""]
+    lines = [f"{level} Campaign {_md(report.campaign)}", ""]
+    lines += [f"- **{label}:** {_md(value)}" for label, value in objective_rows(report)] + [""]
+    lines += [f"**{_md(verdict_line(report))}**", ""]
     lines += [f"Folder: {_md(report.root)}", ""]
+    if report.plan_integrity:
+        lines += [f"Note: {_md(report.plan_integrity)}", ""]
     sub = level + "#"
-    if report.runs:
-        lines += [f"{sub} Runs", "", *_md_table(_RUN_HEADER, _run_cells(report.runs)), ""]
+    failures = [f"{sub} Failures", ""]
+    failures += _markdown_failures(report) or ["None: every check that ran passed.", ""]
+    if report.verdict == "rejected":
+        lines += failures  # what to fix comes first
+    for title, header, rows in _tables(report, "runs"):
+        lines += [f"{sub} {title}", "", *_md_table(header, rows), ""]
     if report.budget is not None:
         lines += [f"{sub} Budget", "", _md(budget_text(report.budget)), ""]
     if report.schedule is not None:
         lines += [f"{sub} Schedule", "", _md(schedule_text(report.schedule)), ""]
-    if report.steps:
-        lines += [f"{sub} Planned vs actual", "", *_md_table(_STEP_HEADER, _step_cells(report)), ""]
-    lines += [f"{sub} Failures", ""]
-    lines += _markdown_failures(report) or ["None: every check that ran passed.", ""]
+    for title, header, rows in _tables(report, "steps"):
+        lines += [f"{sub} {title}", "", *_md_table(header, rows), ""]
+    if report.verdict != "rejected":
+        lines += failures
+    lines += [f"{sub} Provenance", "", *_md_table(("fact", "value"), provenance_rows(report)), ""]
     return lines
+
+
+def objective_rows(report: CampaignReport) -> list[tuple[str, str]]:
+    """The question, the decision rule and the conclusion: what the verdict is about."""
+    meets = ", ".join(report.meets_threshold) or "no variant"
+    conclusion = (f"{report.conclusion} (meets the threshold: {meets})"
+                  if report.conclusion is not None else "not stated (manifest.json did not load)")
+    return [("Question", report.question or "not stated (plan.json did not load)"),
+            ("Decision rule", report.decision_rule or "not stated (plan.json did not load)"),
+            ("Conclusion", conclusion)]
+
+
+_Table = tuple[str, tuple[str, ...], list[tuple[str, ...]]]
+
+
+def _tables(report: CampaignReport, part: str) -> list[_Table]:
+    """The tables of the Markdown and HTML reports, with their titles; those with no rows left
+    out. ``part``: "runs" (runs, acceptance tests, waivers), "steps" (planned vs actual,
+    reloads, checks)."""
+    if part == "runs":
+        tables: list[_Table] = [
+            ("Runs", _RUN_HEADER, _run_cells(report.runs)),
+            ("Acceptance tests", ("test", "outcome"),
+             [(c.nodeid, c.outcome) for c in acceptance(report)]),
+            ("Waivers applied", ("item", "waiver"),
+             [(n, w.text()) for w, ids in report.waivers for n in ids]),
+        ]
+    else:
+        tables = [
+            ("Planned vs actual", _STEP_HEADER, _step_cells(report)),
+            ("Checkpoints as reloaded", _RELOAD_HEADER, _reload_cells(report)),
+            ("Checks", ("check", "passed", "failed", "waived", "skipped"),
+             [tuple(str(x) for x in row) for row in check_counts(report)]),
+        ]
+    return [t for t in tables if t[2]]
+
+
+_RELOAD_HEADER = ("checkpoint", "format", "loaded", "parts", "tensors", "bytes",
+                  "non-finite tensors (NaN, inf values)", "seconds")
+
+
+def _reload_cells(report: CampaignReport) -> list[tuple[str, ...]]:
+    return [
+        (r.path, r.format or "-", "yes" if r.ok else f"no: {r.cause or 'no cause given'}",
+         ", ".join(r.parts) or "-", str(r.tensors), str(r.bytes),
+         f"{r.nonfinite_tensors} ({r.nan_values}, {r.inf_values})", f"{r.seconds:g}")
+        for r in report.reloads
+    ]
+
+
+def provenance_rows(report: CampaignReport) -> list[tuple[str, str]]:
+    """When, from which command and with which versions the report was made, over which
+    documents."""
+    p = report.provenance or {}
+    rows = [("created (UTC)", str(p.get("created") or "unknown")),
+            ("command", " ".join(map(str, p.get("command") or ())) or "unknown"),
+            ("pytest process", _versions(p.get("pytest_process"))),
+            ("reload interpreter", _interpreter(p.get("reload_interpreter")))]
+    rows += [(f"{name} sha256", report.digests.get(f"{name}_sha256") or "unreadable")
+             for name in ("plan", "manifest")]
+    return rows
+
+
+def _interpreter(facts: Any) -> str:
+    if not isinstance(facts, Mapping):
+        return "not used: nothing was reloaded"
+    if not facts.get("probed"):
+        return f"{facts.get('executable')}: its versions could not be read"
+    return _versions(facts)
+
+
+def _versions(facts: Any) -> str:
+    if not isinstance(facts, Mapping):
+        return "unknown"
+    names = (("plugin", "pytest-itera"), ("pytest", "pytest"), ("python", "Python"),
+             ("torch", "torch"), ("numpy", "numpy"), ("safetensors", "safetensors"))
+    shown = [f"{label} {facts.get(key) or 'absent'}" for key, label in names if key in facts]
+    return f"{', '.join(shown)} ({facts.get('executable')})"
 
 
 _STEP_HEADER = ("step", "kind", "resource", "planned h", "observed h", "change", "explanation")
@@ -577,6 +785,8 @@ def _markdown_failures(report: CampaignReport) -> list[str]:
         if c.outcome == "passed":
             continue
         head = f"- **{_md(c.outcome)}** {_md(c.nodeid)}"
+        if c.waiver is not None:
+            head += f" — {_md(c.waiver.text())}"
         lines += [head, "", *_fence(clean_block(c.message)), ""]
     return lines
 
@@ -595,6 +805,9 @@ pre{background:#f6f6f6;padding:.6em;overflow:auto;white-space:pre-wrap}
 svg text{font:11px system-ui,sans-serif}
 .planned{fill:#8fb3de}.actual{fill:#e6a157}.zero{fill:#b33}
 .uncommitted{fill:#e9f3e9}.window{stroke:#b00;stroke-width:2}
+svg text.label{font-size:9px;fill:#111}
+dl.objective{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}
+dl.objective dt{font-weight:bold}dl.objective dd{margin:0}
 """.strip()
 
 
@@ -624,29 +837,45 @@ def render_html(reports: Sequence[CampaignReport]) -> str:
 def _html_campaign(report: CampaignReport) -> Iterator[str]:
     css = "ok" if report.ok else "bad"
     yield f"<section><h1>Campaign {_e(report.campaign)}</h1>"
+    yield '<dl class="objective">' + "".join(
+        f"<dt>{_e(label)}</dt><dd>{_e(value)}</dd>" for label, value in objective_rows(report)
+    ) + "</dl>"
     yield f'<p class="verdict {css}">{_e(verdict_line(report))}</p>'
     yield f"<p>Folder: <code>{_e(report.root)}</code></p>"
-    if report.runs:
-        yield "<h2>Runs</h2>"
-        yield _html_table(_RUN_HEADER, _run_cells(report.runs))
+    if report.plan_integrity:
+        yield f'<p class="note">Note: {_e(report.plan_integrity)}</p>'
+    if report.verdict == "rejected":
+        yield from _html_failures(report)  # what to fix comes first
+    for title, header, rows in _tables(report, "runs"):
+        yield f"<h2>{_e(title)}</h2>"
+        yield _html_table(header, rows)
     if report.budget is not None:
         yield from _html_budget(report.budget)
     if report.schedule is not None:
         yield "<h2>Schedule</h2>"
         yield f"<p>{_e(schedule_text(report.schedule))}</p>"
         yield timeline_svg(report)
-    if report.steps:
-        yield "<h2>Planned vs actual</h2>"
-        yield _html_table(_STEP_HEADER, _step_cells(report))
+    for title, header, rows in _tables(report, "steps"):
+        yield f"<h2>{_e(title)}</h2>"
+        yield _html_table(header, rows)
+    if report.verdict != "rejected":
+        yield from _html_failures(report)
+    yield "<h2>Provenance</h2>"
+    yield _html_table(("fact", "value"), provenance_rows(report))
+    yield "</section>"
+
+
+def _html_failures(report: CampaignReport) -> Iterator[str]:
     yield "<h2>Failures</h2>"
     failures = [c for c in report.checks if c.outcome != "passed"]
     if not failures:
         yield "<p>None: every check that ran passed.</p>"
     for c in failures:
         yield f"<h3>{_e(c.outcome)}: <code>{_e(c.nodeid)}</code></h3>"
+        if c.waiver is not None:
+            yield f'<p class="waiver">{_e(c.waiver.text())}</p>'
         message = html.escape(clean_block(c.message)).replace("://", ":&#47;&#47;")
         yield f"<pre>{message}</pre>"
-    yield "</section>"
 
 
 def _html_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -758,6 +987,9 @@ def _svg_bars(st: StepRow, y: int, scale: float) -> list[str]:
             f"<title>{_e(kind)} {_e(st.id)}: {_e(_n(start))} to {_e(_n(end))} h "
             f"({_e(_h(hours))})</title></rect>"
         )
+        # Visible without hovering: the step and its hours, from the bar's start.
+        out.append(f'<text class="label" x="{_x(start, scale)}" dx="2" y="{y + dy + _BAR_H - 3}">'
+                   f"{_e(st.id)} {_e(_h(hours))}</text>")
     return out
 
 

@@ -1,23 +1,39 @@
-"""The per-run plugin object: gathers check results from reports, writes the closure report.
+"""The per-run plugin object: gathers check results from reports, writes the closure report,
+the seal, and decides the gate.
 
 Facts travel on test reports (user_properties), so this works the same on a
 plain run and on the pytest-xdist controller; workers print and write nothing.
 Under xdist the controller never collects: its item count comes from the
 workers' collection (``pytest_xdist_node_collection_finished``) and their
-deselection counts come back in ``workeroutput``.
+collected and deselected counts come back in ``workeroutput``.
+
+Beyond the built-in checks, a campaign's verdict counts the user's tests that use the
+``itera_campaign`` fixture (check ``acceptance-test``), and the reviewer's waivers: a failing
+item a valid waiver matches is marked ``xfail`` at collection (its failure is then
+"waived", not passed), and each waiver is itself an item that fails when the waiver is
+incomplete, expired or matches nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_itera import report
+from pytest_itera import waivers as waiving
 from pytest_itera.campaign import MANIFEST_FILE
-from pytest_itera.options import Settings, loaded_campaign
+from pytest_itera.closure import ACCEPTANCE, FindingFacts, ReloadFacts, WaiverFacts
+from pytest_itera.options import REQUIRE_ACCEPTED, SEAL_PASSWORD_ENV, Settings, loaded_campaign
+
+if TYPE_CHECKING:
+    from pytest_itera.checks import Check, Context
+    from pytest_itera.findings import Finding
+    from pytest_itera.seal import Sealed
 
 
 class IteraSession:
@@ -30,6 +46,14 @@ class IteraSession:
         self.reports: list[report.CampaignReport] = []
         self.written: list[Path] = []
         self.write_errors: list[str] = []
+        self.sealed: Sealed | None = None
+        self.seal_error: str | None = None
+        self.gate_failure: str | None = None
+        # Per campaign root: every (check, target) collected, deselected ones included -- what
+        # a waiver may match. The same on every xdist worker (each collects every item).
+        self.universe: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        self.today = waiving.today()
+        self._ids: dict[str, str] = {}
 
     @property
     def is_worker(self) -> bool:
@@ -37,12 +61,61 @@ class IteraSession:
 
         return is_worker(self.config)
 
+    # ------------------------------------------------------------- collection
+
     def pytest_itemcollected(self, item: pytest.Item) -> None:
-        """The check's scope travels with the item's facts: the controller needs it for runs."""
+        """The check's scope travels with the item's facts (the controller needs it for runs);
+        a test using the itera_campaign fixture becomes part of its campaign's verdict; a
+        valid waiver that matches the item marks it xfail."""
         from pytest_itera.collect import IteraCheckItem
+        from pytest_itera.fixtures import campaign_of
 
         if isinstance(item, IteraCheckItem):
             item.user_properties.append(("itera_scope", item.check.scope))
+            root, check, target = str(item.campaign_root), item.check.id, item.target or ""
+        elif (campaign := campaign_of(item)) is not None:
+            root, check, target = str(campaign), ACCEPTANCE, item.nodeid
+            item.user_properties += [("itera_campaign", root), ("itera_check", check),
+                                     ("itera_target", target), ("itera_scope", "test")]
+        else:
+            return
+        if check != waiving.CHECK_ID:
+            self.universe[root].add((check, target))
+            self._waive(item, root, check, target)
+
+    def _waive(self, item: pytest.Item, root: str, check: str, target: str) -> None:
+        if not self.settings.waivers:
+            return
+        campaign_id = self._campaign_id(root)
+        for waiver in self.settings.waivers:
+            if waiver.applies(self.today) and waiver.for_campaign(campaign_id) and \
+                    waiver.matches(check, target):
+                item.add_marker(pytest.mark.xfail(reason=waiver.xfail_reason(), strict=False))
+                item.user_properties.append(("itera_waiver", waiver.as_facts()))
+                return
+
+    def _campaign_id(self, root: str) -> str:
+        if root not in self._ids:
+            self._ids[root] = loaded_campaign(self.config, Path(root)).id
+        return self._ids[root]
+
+    def pytest_itera_checks(self, config: pytest.Config) -> list[Check]:
+        """The waivers' own items: one per waiver, in every campaign it applies to."""
+        if not self.settings.waivers:
+            return []
+        from pytest_itera.checks import Check
+
+        return [Check(waiving.CHECK_ID, "each waiver is complete, unexpired and matches an item",
+                      self._waiver_findings, targets=self._waiver_targets, needs=frozenset(),
+                      fast=True, order=99)]
+
+    def _waiver_targets(self, ctx: Context) -> list[str]:
+        return [w.label for w in self.settings.waivers if w.for_campaign(ctx.campaign.id)]
+
+    def _waiver_findings(self, ctx: Context, target: str | None) -> list[Finding]:
+        waiver = next(w for w in self.settings.waivers if w.label == target)
+        matched = sum(1 for c, t in self.universe[str(ctx.root)] if waiver.matches(c, t))
+        return waiving.findings(waiver, on=self.today, campaign=ctx.campaign.id, matched=matched)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -56,6 +129,8 @@ class IteraSession:
             props = dict(item.user_properties)
             if "itera_campaign" in props:
                 self.collected[str(props["itera_campaign"])] += 1
+
+    # ------------------------------------------------------------- results
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call" and report.passed:
@@ -72,10 +147,13 @@ class IteraSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: object, error: object) -> None:
-        """Deselection happens on the workers; their counts come back in workeroutput."""
+        """Selection happens on the workers; their counts come back in workeroutput (the
+        user's acceptance tests are counted there only: their ids name no campaign)."""
         output = getattr(node, "workeroutput", {}) or {}
         for root, count in output.get("itera_deselected", {}).items():
             self.deselected[root] = max(self.deselected[root], int(count))
+        for root, count in output.get("itera_collected", {}).items():
+            self.collected[root] = max(self.collected[root], int(count))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
@@ -94,13 +172,22 @@ class IteraSession:
         folders = {Path(os.path.normpath(base / path)).parent for base in bases}
         return next((str(root) for root in self.settings.campaigns if root in folders), None)
 
+    # ------------------------------------------------------------- the end of the run
+
+    @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if session.exitstatus == pytest.ExitCode.USAGE_ERROR:
             return  # nothing ran: the ERROR line says why, no summary and no report
         if self.is_worker:
-            self.config.workeroutput["itera_deselected"] = dict(self.deselected)  # type: ignore[attr-defined]
+            output = self.config.workeroutput  # type: ignore[attr-defined]
+            output["itera_deselected"] = dict(self.deselected)
+            output["itera_collected"] = dict(self.collected)
             return
-        self.reports = [self._campaign_report(root) for root in self.settings.campaigns]
+        if self.config.option.collectonly:
+            return  # nothing ran: no verdict, no report, no gate
+        provenance = self._provenance()
+        self.reports = [self._campaign_report(root, provenance) for root in self.settings.campaigns]
+        json_text = report.render_json(self.reports)
         for path in self.settings.reports:
             try:
                 report.write(path, self.reports)
@@ -108,11 +195,25 @@ class IteraSession:
                 self.write_errors.append(f"{path}: {exc.strerror or exc}")
             else:
                 self.written.append(path)
-        if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
+        if self.write_errors:
             # CI gates on the exit status: a missing report must not look like success.
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            _fail(session, pytest.ExitCode.INTERNAL_ERROR)
+        if self.settings.seal is not None:
+            self._seal(session, json_text)
+        self._gate(session)
 
-    def _campaign_report(self, root: Path) -> report.CampaignReport:
+    def _provenance(self) -> dict[str, Any]:
+        from pytest_itera import provenance
+        from pytest_itera.collect import reload_interpreter_key
+
+        params = self.config.invocation_params
+        return {"created": provenance.utc_now(), "command": ["pytest", *map(str, params.args)],
+                "cwd": str(params.dir), "pytest_process": provenance.process_versions(),
+                "reload_interpreter": self.config.stash.get(reload_interpreter_key, None)}
+
+    def _campaign_report(self, root: Path, provenance: dict[str, Any]) -> report.CampaignReport:
+        from pytest_itera.provenance import document_digests
+
         results = self.results.get(str(root), {}).values()
         campaign = loaded_campaign(self.config, root)
         return report.build(
@@ -122,11 +223,18 @@ class IteraSession:
             fast=self.settings.fast,
             partial=self._selected_inside(root),
             switched_off=self._switched_off(),
+            plan_pinned=not self.settings.unpinned(
+                root, campaign.plan.campaign if campaign.plan is not None else None
+            ),
+            provenance=provenance,
+            digests=document_digests(root),
         )
 
     def _switched_off(self) -> list[str]:
         from pytest_itera.options import FAMILIES
 
+        if self.settings.verify_seal is not None:
+            return []  # a seal check runs no family, by design
         return [name for name in FAMILIES if self.config.pluginmanager.is_blocked(name)]
 
     def _selected_inside(self, root: Path) -> bool:
@@ -139,19 +247,122 @@ class IteraSession:
                 return True
         return False
 
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.is_worker or not self.reports:
+    def _gate(self, session: pytest.Session) -> None:
+        """--itera-require-accepted: exit non-zero, saying why, unless every campaign is
+        accepted (with waivers or not)."""
+        refused = [r for r in self.reports if r.verdict not in report.ACCEPTING]
+        if not self.settings.require_accepted or not refused:
             return
-        terminalreporter.write_sep("=", "pytest-itera")
-        for campaign in self.reports:
-            lines = report.terminal_lines(campaign)
-            terminalreporter.write_line(lines[0], green=campaign.ok, red=not campaign.ok, bold=True)
-            for line in lines[1:]:
-                terminalreporter.write_line(line)
-        for path in self.written:
-            terminalreporter.write_line(f"closure report: {path}")
+        status = _fail(session, pytest.ExitCode.TESTS_FAILED)
+        why = "; ".join(report.verdict_line(r) for r in refused)
+        self.gate_failure = f"{REQUIRE_ACCEPTED}: exit status {int(status)}: {why}"
+
+    def _seal(self, session: pytest.Session, json_text: str) -> None:
+        """Write the seal of the one campaign, only when it is accepted."""
+        from pytest_itera import seal
+
+        path, campaign_report = self.settings.seal, self.reports[0]
+        assert path is not None
+        if campaign_report.verdict not in report.ACCEPTING:
+            self.seal_error = (f"{path}: not written: the verdict is "
+                               f"{campaign_report.verdict.upper()}; only an accepted campaign "
+                               "is sealed")
+            _fail(session, pytest.ExitCode.TESTS_FAILED)
+            return
+        root = self.settings.campaigns[0]
+        try:
+            self.sealed = seal.write(
+                root, path, self._seal_record(campaign_report, json_text),
+                key=self.settings.seal_key, password=os.environ.get(SEAL_PASSWORD_ENV),
+                expected=self._checked_digests(root, campaign_report))
+        except (seal.SealError, OSError) as exc:
+            self.seal_error = f"{path}: {exc}"
+            _fail(session, pytest.ExitCode.INTERNAL_ERROR)
+
+    def _seal_record(self, r: report.CampaignReport, json_text: str) -> dict[str, Any]:
+        from pytest_itera.closure import plain
+
+        provenance = r.provenance or {}
+        return {
+            "campaign": r.campaign, "verdict": r.verdict, "created": provenance.get("created"),
+            "report_sha256": hashlib.sha256(json_text.encode("utf-8")).hexdigest(),
+            "reports": [str(p) for p in self.written if p.suffix.lower() == ".json"],
+            "plugin": (provenance.get("pytest_process") or {}).get("plugin"),
+            "waivers": [{**plain(w), "nodeids": list(ids)} for w, ids in r.waivers],
+        }
+
+    def _checked_digests(self, root: Path, r: report.CampaignReport) -> dict[str, str]:
+        """What the checks verified: the manifest's record of each listed file and of the
+        plan, and manifest.json as the report read it. A difference at sealing time means the
+        folder changed after its checks ran."""
+        manifest = loaded_campaign(self.config, root).manifest
+        expected = {MANIFEST_FILE: r.digests.get("manifest_sha256") or ""}
+        if manifest is not None:
+            expected[manifest.plan.path] = manifest.plan.sha256
+            expected.update({f.path: f.sha256 for f in manifest.files})
+        return expected
+
+    # ------------------------------------------------------------- the terminal
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.is_worker:
+            return
+        quiet = self.config.get_verbosity() < -1  # -qq: only what explains the exit status
+        if self.reports and not quiet:
+            terminalreporter.write_sep("=", "pytest-itera")
+            for campaign in self.reports:
+                self._write_summary(terminalreporter, campaign)
+            for path in self.written:
+                terminalreporter.write_line(f"closure report: {report.clean(path)}")
+            if self.sealed is not None:
+                kind = "signed" if self.sealed.signed else "digest-only, unsigned"
+                terminalreporter.write_line(f"closure seal: {report.clean(self.sealed.path)} "
+                                            f"({kind}, {self.sealed.files} files)")
         for error in self.write_errors:
-            terminalreporter.write_line(f"closure report NOT written: {error}", red=True, bold=True)
+            terminalreporter.write_line(f"closure report NOT written: {report.clean(error)}",
+                                        red=True, bold=True)
+        if self.seal_error is not None:
+            terminalreporter.write_line(
+                f"closure seal NOT written: {report.clean(self.seal_error)}", red=True, bold=True)
+        if self.gate_failure is not None:
+            terminalreporter.write_line(report.clean(self.gate_failure), red=True, bold=True)
+
+    def _write_summary(self, tr: pytest.TerminalReporter, campaign: report.CampaignReport) -> None:
+        if self.settings.verify_seal is not None:
+            lines = [_seal_line(campaign, self.settings.verify_seal)]
+        else:
+            lines = report.terminal_lines(campaign)
+        tr.write_line(lines[0], green=campaign.ok, red=not campaign.ok, bold=True)
+        for line in lines[1:]:
+            tr.write_line(line)
+
+
+def _fail(session: pytest.Session, status: pytest.ExitCode) -> int:
+    """Make the run fail with ``status``, unless it already fails otherwise."""
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = status
+    return int(session.exitstatus)
+
+
+def _seal_line(campaign: report.CampaignReport, path: Path) -> str:
+    """The verdict of --itera-verify-seal, with what the seal itself records."""
+    from pytest_itera.seal import SealError, read
+
+    head = f"campaign {report.clean(campaign.campaign)}"
+    if campaign.verdict not in report.ACCEPTING:
+        broken = ", ".join(c.check for c in campaign.checks if c.outcome == "failed")
+        return f"{head}: SEAL BROKEN — {broken or 'not every seal check ran'} ({path})"
+    try:
+        sealed = read(path)
+    except SealError:
+        return f"{head}: SEAL HOLDS ({path})"
+    record = sealed.record
+    kind = "signature holds" if sealed.signed else "digest-only, unsigned"
+    return report.clean(
+        f"{head}: SEAL HOLDS — {len(sealed.resources())} files as sealed on "
+        f"{record.get('created')} ({kind}); sealed verdict {record.get('verdict')}, JSON "
+        f"report sha256 {record.get('report_sha256')}"
+    )
 
 
 def _result(
@@ -161,7 +372,40 @@ def _result(
     message = str(rep.longrepr).strip() if rep.failed and rep.longrepr is not None else ""
     if rep.skipped and isinstance(rep.longrepr, tuple):
         message = str(rep.longrepr[2])
+    waiver = None
+    wasxfail = getattr(rep, "wasxfail", None)
+    if rep.skipped and isinstance(wasxfail, str):
+        message = str(rep.longrepr).strip() if rep.longrepr is not None else ""
+        outcome, waiver, message = _xfailed(props, wasxfail, message)
     target = str(props.get("itera_target", "")) or None
     scope = str(props["itera_scope"]) if "itera_scope" in props else None
     check = str(props["itera_check"])
-    return report.CheckResult(check, target, outcome, message, rep.nodeid, scope)
+    return report.CheckResult(
+        check, target, outcome, message, rep.nodeid, scope,
+        findings=tuple(FindingFacts.from_plain(f) for f in _plain_list(props, "itera_findings")),
+        reloads=tuple(ReloadFacts.from_plain(r) for r in _plain_list(props, "itera_reloads")),
+        waiver=waiver,
+    )
+
+
+def _xfailed(
+    props: dict[str, object], reason: str, message: str
+) -> tuple[str, WaiverFacts | None, str]:
+    """An xfailed item: waived by the reviewer's waiver, or by an xfail with a reason; an
+    xfail without a reason waives nothing (the failure stays a failure, said so)."""
+    from pytest_itera.text import is_blank
+
+    facts = props.get("itera_waiver")
+    if isinstance(facts, dict):
+        return "waived", WaiverFacts.from_plain(facts), message
+    if reason.startswith("[NOTRUN]"):
+        return "skipped", None, reason  # xfail(run=False): it never ran
+    if is_blank(reason):
+        return "failed", None, ("an xfail without a reason waives nothing: give it a reason, "
+                                "or use a waivers file (--itera-waivers)\n" + message).strip()
+    return "waived", WaiverFacts("xfail", reason.strip()), message
+
+
+def _plain_list(props: dict[str, object], key: str) -> list[dict[str, Any]]:
+    value = props.get(key)
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []

@@ -393,6 +393,15 @@ def tree_digest(root: Path) -> dict[str, str]:
     return out
 
 
+# Inner sessions without the plugins they never use (and without xdist: one process).
+LEAN = ("-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:xdist", "-p", "no:cacheprovider")
+
+
+def run(pytester: Any, check: str, *args: str) -> Any:
+    """One check family's items of the campaign at ``out``, in one process."""
+    return pytester.runpytest(*LEAN, "--itera-campaign", "out", "-k", check, *args)
+
+
 def expect(result: object, *lines: str) -> None:
     """fnmatch_lines where '[' is literal: messages are full of JSON paths like $.runs[2]."""
     import pytest

@@ -9,7 +9,6 @@ checkpoint with the control's losses after it.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from pathlib import Path
@@ -20,38 +19,25 @@ import pytest
 from pytest_itera.measurements import Measurements, Unreadable, read_measurements
 from tests.factory import (
     CONTROL_CKPT,
+    LEAN,
     RESUME_CKPT,
     VARIANT_WEIGHTS,
     CampaignBuilder,
     expect,
+    run,
     sha256,
 )
 
 Pytester = pytest.Pytester
 Campaign = CampaignBuilder
 
-LEAN = ("-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:xdist", "-p", "no:cacheprovider")
 VARIANT_M = "runs/variant-a/measurements.jsonl"
 RESUME_M = "runs/resume-check/measurements.jsonl"
 DATA_M = "runs/data-check/measurements.jsonl"
 
 
-@pytest.fixture(autouse=True)
-def _own_measurements(request: pytest.FixtureRequest) -> None:
-    """tests.factory.default_measurements shares its METRICS dicts between builders, so
-    CampaignBuilder.set_metric would leak into later tests: give each test its own copy."""
-    if "campaign" in request.fixturenames:
-        builder = request.getfixturevalue("campaign")
-        builder.measurements = copy.deepcopy(builder.measurements)
-
-
-def run(pytester: Pytester, check: str) -> pytest.RunResult:
-    return pytester.runpytest(*LEAN, "--itera-campaign", "out", "-k", check)
-
-
 def record(campaign: Campaign, run_id: str) -> dict[str, Any]:
-    runs: list[dict[str, Any]] = campaign.manifest["runs"]
-    return next(r for r in runs if r["id"] == run_id)
+    return campaign.run_record(run_id)
 
 
 def stop(campaign: Campaign, run_id: str = "variant-a", step: int = 14, nan_at: int = 14) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from pathlib import Path
@@ -13,31 +12,16 @@ import pytest
 from pytest_itera.campaign import load_campaign
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.runs import CHECKS, IdLine, UnreadableIds, corpus_ids, cover, read_ids
-from tests.factory import CORPUS_IDS, CampaignBuilder, expect, sha256
+from tests.factory import CORPUS_IDS, CampaignBuilder, expect, run, sha256
 
 Pytester = pytest.Pytester
 Campaign = CampaignBuilder
 
 # The inner sessions do not need these plugins; pytester re-imports them on every run otherwise.
-LEAN = ("-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:xdist", "-p", "no:cacheprovider")
-
-
-@pytest.fixture(autouse=True)
-def _own_measurements(request: pytest.FixtureRequest) -> None:
-    """tests.factory.default_measurements shares its METRICS dicts between builders, so
-    CampaignBuilder.set_metric would leak into later tests: give each test its own copy."""
-    if "campaign" in request.fixturenames:
-        builder = request.getfixturevalue("campaign")
-        builder.measurements = copy.deepcopy(builder.measurements)
-
-
-def run(pytester: Pytester, check: str) -> pytest.RunResult:
-    return pytester.runpytest(*LEAN, "--itera-campaign", "out", "-k", check)
 
 
 def record(campaign: Campaign, run_id: str) -> dict[str, Any]:
-    runs: list[dict[str, Any]] = campaign.manifest["runs"]
-    return next(r for r in runs if r["id"] == run_id)
+    return campaign.run_record(run_id)
 
 
 def stop(campaign: Campaign, run_id: str = "variant-a", **stop_fields: Any) -> None:

@@ -14,7 +14,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -22,16 +22,32 @@ from pytest_itera.campaign import Campaign
 from pytest_itera.findings import Finding
 
 if TYPE_CHECKING:
+    from pytest_itera.campaign import RunRecord, StopRule
+    from pytest_itera.checks.evidence import RuleVerdict
+    from pytest_itera.measurements import Measurements, Unreadable
     from pytest_itera.money import Catalogue
     from pytest_itera.reload import Reloader, ReloadResult
     from pytest_itera.scan import FileFacts, TempMatcher
     from pytest_itera.tree import Entry
 
 T = TypeVar("T")
-Scope = Literal["campaign", "file", "run", "checkpoint", "adapter"]
+# "plan": an item of the plan gate (--itera-plan), never collected for a closed campaign.
+Scope = Literal["campaign", "file", "run", "checkpoint", "adapter", "plan"]
 # (resolved path, path as the manifest writes it, claimed format) -> a verdict, or None to pass.
 ReloadHook = Callable[[Path, str, "str | None"], "ReloadResult | None"]
 Needs = Literal["plan", "manifest"]
+# (rule, run, its measurements or why they cannot be read, campaign) -> a verdict, or None.
+StopRuleHook = Callable[
+    ["StopRule", "RunRecord", "Measurements | Unreadable | None", Campaign], "RuleVerdict | None"
+]
+
+
+@dataclass(frozen=True)
+class PlanPin:
+    """A sha256 the frozen plan.json must have, pinned outside the campaign folder."""
+
+    sha256: str
+    origin: str  # "--itera-plan-sha256" or "itera_plan_sha256 (<key>)"
 
 
 @dataclass(frozen=True)
@@ -71,11 +87,16 @@ class Options:
     temp_patterns: tuple[str, ...] = ()
     plan_sha256: str | None = None
     deviation_tolerance: float = 0.10
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    # The pins that apply to this campaign (ini itera_plan_sha256), and the keys of the pins
+    # given for other campaigns when none applies (a renamed campaign escapes no pin).
+    plan_pins: tuple[PlanPin, ...] = ()
+    other_pins: tuple[str, ...] = ()
     # The price catalogue in force (the pytest_itera_catalogue hook, else the ini
-    # itera_catalogue file); None: the shipped IteraGPU catalogue (pytest_itera.money).
-    catalogue: Catalogue | None = None
+    # itera_catalogue file), or why the one given cannot be used; None: the shipped
+    # IteraGPU catalogue (pytest_itera.money.example_catalogue).
+    catalogue: Catalogue | str | None = None
     hourly_phrases: tuple[str, ...] = ()  # users' extra phrases of hourly billing (literal)
+    stop_rule_hook: StopRuleHook | None = None  # pytest_itera_stop_rule implementations
 
 
 class Context:
@@ -124,6 +145,14 @@ class Context:
     @property
     def root(self) -> Path:
         return self.campaign.root
+
+    def catalogue(self) -> Catalogue | str:
+        """The price catalogue lots are judged against, or why the one given cannot be used."""
+        if self.options.catalogue is not None:
+            return self.options.catalogue
+        from pytest_itera.money import example_catalogue
+
+        return self.memo("example-catalogue", example_catalogue)
 
     # -- the tree and its bytes -------------------------------------------------
 

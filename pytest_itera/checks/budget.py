@@ -7,10 +7,10 @@ phrases, estimate markers, offer matching, deliverables per corpus) live in
 What it checks, each finding with what, where (file and JSON path), expected/found
 and a fix:
 
-- **Lots against the catalogue in force (R4).** The catalogue is ``Options.catalogue``
-  (the pytest layer fills it from the ``pytest_itera_catalogue`` hook, else the ini
-  ``itera_catalogue`` file), else ``Options.extra["catalogue"]`` (a notebook), else the
-  hook asked through ``Options.extra["config"]``, else the shipped IteraGPU catalogue.
+- **Lots against the catalogue in force (R4).** The catalogue is ``Context.catalogue()``:
+  ``Options.catalogue`` (the pytest layer fills it from the ``pytest_itera_catalogue``
+  hook, else the ini ``itera_catalogue`` file; a notebook passes its own), else the
+  shipped IteraGPU catalogue.
   A lot that is a catalogue offer (same offer name; or same GPU and days, see
   :func:`pytest_itera.money.catalogue_offer`) carries the offer's price, days and GPUs
   per lot: a prorated price is refused. Any other lot records a ``source`` (a quote
@@ -78,7 +78,6 @@ from pytest_itera.money import (
     cost_per_deliverable,
     deliverables_per_corpus,
     engaged_total,
-    example_catalogue,
     expenses_total,
     hourly_reading,
     lot_hours,
@@ -191,24 +190,7 @@ def _texts(node: Any, path: str, *, in_budget: bool) -> Iterator[tuple[str, str,
 def catalogue_in_force(ctx: Context) -> Catalogue | str:
     """The price catalogue lots are checked against (see the module docstring), or why the
     one given cannot be used."""
-    return ctx.memo("catalogue-in-force", lambda: _catalogue(ctx))
-
-
-def _catalogue(ctx: Context) -> Catalogue | str:
-    if ctx.options.catalogue is not None:
-        return ctx.options.catalogue
-    given = ctx.options.extra.get("catalogue")
-    if isinstance(given, Catalogue):
-        return given
-    config = ctx.options.extra.get("config")
-    hook = getattr(getattr(config, "hook", None), "pytest_itera_catalogue", None)
-    found = hook(config=config) if hook is not None else None
-    if found is None:
-        return example_catalogue()
-    if not isinstance(found, Catalogue):
-        return f"the pytest_itera_catalogue hook returned {type(found).__name__}, not a " \
-            "pytest_itera.money.Catalogue"
-    return found
+    return ctx.catalogue()
 
 
 def lot_findings(ctx: Context) -> Iterator[Finding]:

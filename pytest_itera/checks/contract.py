@@ -6,7 +6,6 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from pytest_itera.campaign import (
     MANIFEST_FILE,
@@ -19,9 +18,6 @@ from pytest_itera.campaign import (
 )
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
-
-if TYPE_CHECKING:
-    from pytest_itera.options import Settings
 
 MUST_ROLES = ("control", "data_check", "resume_check")
 
@@ -93,12 +89,9 @@ def _pins(ctx: Context, plan: Plan, sha256: str) -> Iterator[Finding]:
                 found=sha256,
             )
         return
-    settings = _settings(ctx)
-    if settings is None or not settings.plan_pins:
-        return  # no pin: the reports say integrity rests on the manifest's own record
-    pins = settings.pins_for(ctx.root, plan.campaign)
-    if not pins:
-        keys = ", ".join(repr(line.key) for line in settings.plan_pins)
+    pins = ctx.options.plan_pins
+    if not pins and ctx.options.other_pins:
+        keys = ", ".join(map(repr, ctx.options.other_pins))
         yield Finding(
             f"itera_plan_sha256 pins no plan for this campaign (folder {ctx.root.name!r}, "
             f"id {plan.campaign!r})",
@@ -118,18 +111,6 @@ def _pins(ctx: Context, plan: Plan, sha256: str) -> Iterator[Finding]:
                 hint="restore the plan as frozen when the pin was written; a changed plan is "
                 "a new campaign with its own pin",
             )
-
-
-def _settings(ctx: Context) -> Settings | None:
-    """The pytest run's settings (the ini pins), when the check runs inside pytest."""
-    config = ctx.options.extra.get("config")
-    stash = getattr(config, "stash", None)
-    if stash is None:
-        return None
-    from pytest_itera.options import Settings, settings_key
-
-    settings = stash.get(settings_key, None)
-    return settings if isinstance(settings, Settings) else None
 
 
 def _moments_before_freeze(plan: Plan, man: Manifest) -> Iterator[Finding]:

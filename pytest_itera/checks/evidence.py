@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import pluggy
-
 from pytest_itera import measurements
 from pytest_itera.campaign import (
     MANIFEST_FILE,
@@ -38,6 +36,7 @@ from pytest_itera.campaign import (
     StopRule,
 )
 from pytest_itera.checks import Check, Context
+from pytest_itera.checks.runs import _docs, _record
 from pytest_itera.findings import Finding
 from pytest_itera.measurements import Measurements, Series, Unreadable
 from pytest_itera.text import is_blank
@@ -48,7 +47,6 @@ MEASURED_KINDS = ("non_finite_loss", "quality_below")  # read the run's own meas
 CONTRACT = "docs/contract-v2.md"
 _SHOWN = 5  # problems of an unreadable file shown one by one
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_hookimpl = pluggy.HookimplMarker("pytest")
 
 Status = Literal["triggered", "clear", "unproven", "not_evaluated"]
 
@@ -69,19 +67,6 @@ class RuleVerdict:
     step: int | None = None
     where: str | None = None
     hint: str | None = None
-
-
-def _docs(ctx: Context) -> tuple[Plan, Manifest]:
-    plan, man = ctx.campaign.plan, ctx.campaign.manifest
-    assert plan is not None  # guaranteed by Check.needs
-    assert man is not None
-    return plan, man
-
-
-def _record(man: Manifest, run_id: str) -> tuple[int, RunRecord]:
-    position = man.run_position(run_id)
-    assert position is not None  # targets are recorded run ids
-    return position, man.runs[position]
 
 
 def _role(plan: Plan, run_id: str) -> str | None:
@@ -226,15 +211,13 @@ def evaluate(ctx: Context, rule: StopRule, run_id: str) -> RuleVerdict:
 
 def _hook_verdict(ctx: Context, rule: StopRule, run: RunRecord) -> RuleVerdict | None:
     """A ``pytest_itera_stop_rule`` implementation's verdict, asked before the built-ins."""
-    config = ctx.options.extra.get("config")
-    caller = getattr(getattr(config, "hook", None), "pytest_itera_stop_rule", None)
-    if caller is None or not caller.get_hookimpls():
+    ask = ctx.options.stop_rule_hook
+    if ask is None:
         return None
     found: Measurements | Unreadable | None = (
         None if run.measurements is None else measurements.load(ctx, run.measurements))
     try:
-        verdict = caller(rule=rule, run=run, measurements=found, campaign=ctx.campaign,
-                         config=config)
+        verdict = ask(rule, run, found, ctx.campaign)
     except Exception as exc:  # a user's hook: its failure is this run's finding
         return RuleVerdict("unproven", f"the pytest_itera_stop_rule hook raised "
                            f"{type(exc).__name__}: {exc}")
@@ -570,9 +553,7 @@ def _accepted(
 
 
 def _hooked(ctx: Context) -> bool:
-    config = ctx.options.extra.get("config")
-    caller = getattr(getattr(config, "hook", None), "pytest_itera_stop_rule", None)
-    return caller is not None and bool(caller.get_hookimpls())
+    return ctx.options.stop_rule_hook is not None
 
 
 def _stopped(ctx: Context, plan: Plan, run: RunRecord, where: str) -> Iterator[Finding]:
@@ -913,29 +894,6 @@ def not_evaluated(plan: Plan) -> list[str]:
     """One line per declared rule that pytest-itera does not evaluate (kind ``other``)."""
     return [f"stop rule {r.id!r} (kind 'other', free-form parameters) was not evaluated"
             for r in plan.stop_rules if r.kind == "other"]
-
-
-@_hookimpl(trylast=True)
-def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
-    """Say which stop rules were not evaluated: a rule never passes silently."""
-    if hasattr(config, "workerinput"):
-        return
-    from pytest_itera.options import loaded_campaign, settings_key
-
-    settings = config.stash.get(settings_key, None)
-    if settings is None or not settings.active:
-        return
-    hooked = bool(config.hook.pytest_itera_stop_rule.get_hookimpls())
-    for root in settings.campaigns:
-        plan = loaded_campaign(config, root).plan
-        if plan is None:
-            continue
-        for line in not_evaluated(plan):
-            terminalreporter.write_line(
-                f"{plan.campaign}: {line}"
-                + (" unless a pytest_itera_stop_rule hook judged it" if hooked else
-                   ": check it yourself, or judge it in a pytest_itera_stop_rule hook"),
-                yellow=True)
 
 
 CHECKS = (

@@ -5,15 +5,14 @@ Registered as the plugin ``itera.schedule``. The arithmetic lives in
 findings. Stated hours may be rounded to the hundredth (36 s): a plan
 computed with floats or rounded by hand is not refused for 1e-15 h.
 
-The price catalogue used to advise on an overflowing lot comes, in order,
-from ``Options.extra["catalogue"]`` (a notebook), the ``pytest_itera_catalogue``
-hook (a conftest.py or plugin), else :func:`pytest_itera.money.example_catalogue`.
+The price catalogue used to advise on an overflowing lot is ``Context.catalogue()``,
+the same catalogue in force that budget-consistent judges the lots against.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 
@@ -31,7 +30,7 @@ from pytest_itera.campaign import (
 )
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
-from pytest_itera.money import Catalogue, Money, Offer, example_catalogue, overflow_advice
+from pytest_itera.money import Catalogue, Money, Offer, lot_options, overflow_advice
 from pytest_itera.schedule import Timeline, as_hours, hours_text
 from pytest_itera.text import is_blank
 
@@ -78,8 +77,9 @@ def schedule_fits(ctx: Context, _target: str | None) -> Iterator[Finding]:
         return
     yield from _run_overlaps(plan, timeline)
     yield from _stated_hours(plan.schedule, timeline)
-    yield from _window(plan.schedule, timeline)
-    yield from _lots(ctx, plan, timeline)
+    reduction = _reduction(plan, steps, timeline)
+    yield from _window(plan.schedule, timeline, reduction)
+    yield from lot_findings(ctx, plan, timeline, reduction)
 
 
 def _index(plan: Plan, step_id: str) -> int:
@@ -347,7 +347,9 @@ def _stated_hours(planned: PlannedSchedule, timeline: Timeline) -> Iterator[Find
         )
 
 
-def _window(planned: PlannedSchedule, timeline: Timeline) -> Iterator[Finding]:
+def _window(
+    planned: PlannedSchedule, timeline: Timeline, reduction: sched.Reduction | None = None
+) -> Iterator[Finding]:
     window = as_hours(planned.window_hours)
     excess = sched.window_overflow(window, timeline)
     if excess is not None:
@@ -356,7 +358,8 @@ def _window(planned: PlannedSchedule, timeline: Timeline) -> Iterator[Finding]:
             f"{_h(window)} window",
             where=f"{PLAN_FILE} $.schedule.window_hours",
             expected=f"a makespan of at most {_h(window)}", found=_h(timeline.makespan),
-            hint="reduce the protocol (drop an optional variant) or plan a longer window",
+            hint=f"{protocol_advice(reduction) or 'reduce the protocol (drop an optional variant)'}"
+            "; or plan a longer window",
         )
     end = sched.retrieval_end(timeline)
     if end is not None and end > window:
@@ -371,40 +374,88 @@ def _window(planned: PlannedSchedule, timeline: Timeline) -> Iterator[Finding]:
 # ------------------------------------------------------------------- lots (R4)
 
 
-def _lots(ctx: Context, plan: Plan, timeline: Timeline) -> Iterator[Finding]:
+def _reduction(
+    plan: Plan, steps: Sequence[sched.StepLike], timeline: Timeline, keep: Iterable[str] = ()
+) -> sched.Reduction | None:
+    """The reduced protocol that fits the window and the lots, when the schedule does not."""
     lots = plan.budget.lots
-    if any(s.lot is not None for s in plan.schedule.steps):
-        for over in sched.lot_overflows(lots, timeline):
-            lot = next(lot for lot in lots if lot.id == over.lot)
-            yield _overflow_finding(ctx, lot, over.span, f"lot {lot.id!r}: ")
-        return
-    # No step names a lot: the machine steps run on the plan's longest lot.
-    span = _machine_span(timeline)
-    longest = max(lots, key=lambda lot: lot.days)
-    if span > longest.days * 24:
-        yield _overflow_finding(ctx, longest, span, "the machine steps (no step names a lot): ")
+    if sched.fits(plan.schedule.window_hours, lots, timeline):
+        return None
+    return sched.reduced_protocol(steps, plan.runs, plan.schedule.window_hours, lots, keep=keep)
 
 
-def _machine_span(timeline: Timeline) -> Decimal:
-    machine = [s for s in timeline.slots if s.resource != sched.HUMAN]
-    if not machine:
-        return Decimal(0)
-    return max(s.end for s in machine) - min(s.start for s in machine)
+def lot_findings(
+    ctx: Context, plan: Plan, timeline: Timeline, reduction: sched.Reduction | None,
+    prefix: str = "",
+) -> Iterator[Finding]:
+    """Each lot whose span in ``timeline`` overflows it, with both ways out (R4): the
+    cheapest catalogue lot that covers the span, and the reduced protocol (``reduction``)."""
+    lots = plan.budget.lots
+    for use in sched.lot_uses(lots, timeline):
+        if use.excess > 0:
+            lot = next(lot for lot in lots if lot.id == use.lot)
+            label = (f"lot {lot.id!r}: " if use.named
+                     else "the machine steps (no step names a lot): ")
+            yield _overflow_finding(ctx, lot, use.span, prefix + label, reduction)
 
 
-def _overflow_finding(ctx: Context, lot: Lot, span: Decimal, prefix: str) -> Finding:
+def _overflow_finding(
+    ctx: Context, lot: Lot, span: Decimal, prefix: str, reduction: sched.Reduction | None
+) -> Finding:
     offers = _offers_for(ctx, lot)
     advice = overflow_advice(span, lot, None if isinstance(offers, str) else offers)
     if isinstance(offers, str):
         advice = f"{advice} ({offers})"
+    ways = [w for w in (_cheapest_lot(ctx, lot, span, offers), protocol_advice(reduction)) if w]
     return Finding(
         f"{prefix}{advice}",
         where=f"{_STEPS} (lot {lot.id!r})",
         expected=f"at most {lot.days * 24} h on the lot",
         found=_h(span),
-        hint="rent a lot that covers the span, or reduce the protocol; two lots can host "
-        "independent variants but never shorten one run",
+        hint="; ".join(ways or ["rent a lot that covers the span, or reduce the protocol"])
+        + "; two lots can host independent variants but never shorten one run",
     )
+
+
+def _cheapest_lot(ctx: Context, lot: Lot, span: Decimal, offers: Catalogue | str) -> str | None:
+    """"rent the 7-day lot at 110.00 USD (+62.86 USD over the 3-day lot's 47.14 USD, 90 h
+    idle)": a lot's price covers its duration, never an hourly rate."""
+    plan = ctx.campaign.plan
+    if isinstance(offers, str) or plan is None:
+        return None
+    options = lot_options(span, offers)
+    if not options:
+        return None
+    best = options[0]
+    cost = best.price * lot.quantity
+    many = f" x {lot.quantity}" if lot.quantity > 1 else ""
+    terms = [f"{_h(best.idle_hours)} idle"]
+    if cost.currency == plan.budget.currency:
+        now = Money(lot.price, plan.budget.currency) * lot.quantity
+        delta = cost.amount - now.amount
+        terms.insert(0, f"{'+' if delta >= 0 else '-'}{abs(delta):.2f} {cost.currency} over "
+                        f"the {lot.days}-day lot's {now.format()}")
+    return f"rent the {best.offer.days}-day lot{many} at {cost.format()} ({', '.join(terms)})"
+
+
+def protocol_advice(reduction: sched.Reduction | None) -> str | None:
+    """"drop exploratory run 'variant-b' (8 h of planned steps): the schedule then takes
+    70 h and fits" -- or why no reduced protocol fits."""
+    if reduction is None:
+        return None
+    runs = ", ".join(f"{reduction.categories[r]} run {r!r}" for r in reduction.dropped)
+    then = _h(rounded(reduction.timeline.makespan))
+    if not reduction.fits:
+        return (f"even dropping every optional run ({runs}) leaves {then}: rent a longer lot "
+                "or revise the question")
+    return (f"or reduce the protocol: drop {runs} ({_h(rounded(reduction.step_hours))} of "
+            f"planned steps): the schedule then takes {then} and fits the window and the lots")
+
+
+def rounded(hours: Decimal) -> Decimal:
+    """Hours for a message: to the hundredth when a ratio made them longer."""
+    exponent = hours.as_tuple().exponent
+    return hours.quantize(ROUNDING) if isinstance(exponent, int) and exponent < -2 else hours
 
 
 def _offers_for(ctx: Context, lot: Lot) -> Catalogue | str:
@@ -424,18 +475,9 @@ def _offers_for(ctx: Context, lot: Lot) -> Catalogue | str:
 
 def catalogue_of(ctx: Context) -> Catalogue | str:
     """The price catalogue (see the module docstring), or why it cannot be used."""
-    given = ctx.options.extra.get("catalogue")
-    if isinstance(given, Catalogue):
-        return given
-    config = ctx.options.extra.get("config")
-    hook = getattr(getattr(config, "hook", None), "pytest_itera_catalogue", None)
-    found = hook(config=config) if hook is not None else None
-    if found is None:
-        return example_catalogue()
-    if not isinstance(found, Catalogue):
-        return (f"the pytest_itera_catalogue hook returned {type(found).__name__}, not a "
-                "pytest_itera.money.Catalogue, so no catalogue lot can be suggested")
-    return found
+    found = ctx.catalogue()
+    return found if isinstance(found, Catalogue) else f"{found}, so no catalogue lot can be " \
+        "suggested"
 
 
 # =============================================================== plan-vs-actual

@@ -1,0 +1,121 @@
+"""What a closure report carries beside the outcomes: plain, frozen facts (no pytest import).
+
+Each fact crosses from an item to the report as plain data on the test report
+(``user_properties``), so the report is the same with or without pytest-xdist:
+:meth:`FindingFacts.of` and :meth:`ReloadFacts.of` make that data on the item's side, the
+``from_plain`` constructors read it back on the side that writes the report.
+
+- :class:`FindingFacts`: one finding as fields (``code``, ``where``, ``expected``, ``found``,
+  ``hint``), not only as rendered text;
+- :class:`ReloadFacts`: what the fresh-process reload found in one checkpoint or adapter;
+- :class:`WaiverFacts`: why a failure was accepted, and by whom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from pytest_itera.findings import Finding, default_code
+
+if TYPE_CHECKING:
+    from pytest_itera.reload import ReloadResult
+
+__all__ = ["ACCEPTANCE", "FINDINGS_KEPT", "FindingFacts", "ReloadFacts", "WaiverFacts",
+           "plain"]
+
+ACCEPTANCE = "acceptance-test"  # the check id of a test that uses the itera_campaign fixture
+FINDINGS_KEPT = 100  # per item: the rendered message says how many more there were
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def plain(fact: FindingFacts | ReloadFacts | WaiverFacts) -> dict[str, Any]:
+    """The fact as JSON-ready data (tuples become lists)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(fact).items()}
+
+
+@dataclass(frozen=True)
+class FindingFacts:
+    code: str
+    message: str
+    where: str | None = None
+    expected: str | None = None
+    found: str | None = None
+    hint: str | None = None
+
+    @classmethod
+    def of(cls, finding: Finding, check_id: str) -> FindingFacts:
+        return cls(default_code(finding, check_id), finding.message, finding.where,
+                   finding.expected, finding.found, finding.hint)
+
+    @classmethod
+    def from_plain(cls, data: Mapping[str, Any]) -> FindingFacts:
+        return cls(str(data.get("code", "")), str(data.get("message", "")),
+                   *(_text(data.get(k)) for k in ("where", "expected", "found", "hint")))
+
+
+@dataclass(frozen=True)
+class ReloadFacts:
+    """One checkpoint (or adapter folder) as its reload in a fresh process found it."""
+
+    path: str
+    ok: bool
+    format: str | None
+    parts: tuple[str, ...] = ()
+    tensors: int = 0
+    bytes: int = 0  # the manifest's record of its files, verified by files-intact
+    nonfinite_tensors: int = 0
+    nan_values: int = 0
+    inf_values: int = 0
+    seconds: float = 0.0
+    cause: str | None = None
+
+    @classmethod
+    def of(cls, result: ReloadResult, size: int) -> ReloadFacts:
+        nonfinite = max(result.nonfinite_tensors, len(result.nonfinite))
+        return cls(result.path, result.ok, result.format, tuple(result.parts), result.tensors,
+                   size, nonfinite, result.nan_values, result.inf_values,
+                   round(result.seconds, 3), result.cause)
+
+    @classmethod
+    def from_plain(cls, data: Mapping[str, Any]) -> ReloadFacts:
+        seconds = data.get("seconds")
+        return cls(str(data.get("path", "")), bool(data.get("ok")), _text(data.get("format")),
+                   tuple(str(p) for p in data.get("parts") or ()), _int(data.get("tensors")),
+                   _int(data.get("bytes")), _int(data.get("nonfinite_tensors")),
+                   _int(data.get("nan_values")), _int(data.get("inf_values")),
+                   float(seconds) if isinstance(seconds, int | float) else 0.0,
+                   _text(data.get("cause")))
+
+
+@dataclass(frozen=True)
+class WaiverFacts:
+    """Why a failure counts as waived: a reviewer's waiver, or an ``xfail`` with a reason."""
+
+    source: str  # "waivers file" | "xfail"
+    reason: str
+    approved_by: str | None = None
+    expires: str | None = None  # ISO date
+    check: str | None = None  # the waiver's check id and target pattern, as written
+    target: str | None = None
+    file: str | None = None
+
+    @classmethod
+    def from_plain(cls, data: Mapping[str, Any]) -> WaiverFacts:
+        return cls(str(data.get("source", "")), str(data.get("reason") or ""),
+                   *(_text(data.get(k)) for k in ("approved_by", "expires", "check", "target",
+                                                    "file")))
+
+    def text(self) -> str:
+        """``waived by M. Reviewer until 2027-01-31: the reason`` / ``xfail: the reason``."""
+        if self.source == "xfail":
+            return f"xfail: {self.reason}"
+        return f"waived by {self.approved_by} until {self.expires}: {self.reason}"
