@@ -46,13 +46,17 @@ import os
 import random
 import re
 import stat
+import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
+from decimal import Decimal
 from functools import cache
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from pytest_itera import tally
 from pytest_itera.campaign import (
     MANIFEST_FILE,
     MANIFEST_FORMAT,
@@ -62,18 +66,25 @@ from pytest_itera.campaign import (
     _validation_errors,
     json_path,
 )
+from pytest_itera.journal import JOURNAL_FILE, JOURNAL_FORMAT, Journal, TornLine
+from pytest_itera.portable import RENAME_HINT, path_problem
 from pytest_itera.tree import DigestRefused, tree_digest
 
 if TYPE_CHECKING:
     import torch
 
+    from pytest_itera.campaign import Plan
     from pytest_itera.scan import TempMatcher
+    from pytest_itera.verify import Problem, Verdict
 
 __all__ = [
     "BASE_RECORD",
     "CampaignRecorder",
+    "Closure",
+    "JournalWarning",
     "RecordError",
     "RunRecorder",
+    "StepTimer",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
@@ -196,6 +207,10 @@ def check_relpath(value: str, *, field: str) -> str:
         raise RecordError(f"{field}: {value!r} contains '..'; it must stay inside the campaign")
     if posix.as_posix() != value.rstrip("/") or value.startswith("./"):
         raise RecordError(f"{field}: {value!r} is not normalised (write {posix.as_posix()!r})")
+    # The one portability rule (pytest_itera.portable), shared with the files-intact check.
+    unportable = path_problem(value.rstrip("/"))
+    if unportable is not None:
+        raise RecordError(f"{field}: {value!r} {unportable}; {RENAME_HINT}")
     return value
 
 
@@ -216,10 +231,16 @@ def _refuse_temp_strings(data: Any, document: str, path: tuple[str | int, ...] =
             _refuse_temp_strings(value, document, (*path, i))
 
 
-def _validate(schema_name: str, data: Any, document: str) -> None:
+def _validate(
+    schema_name: str, data: Any, document: str, hints: Mapping[str, str] | None = None
+) -> None:
     errors = _validation_errors(schema_name, data)
     if errors:
-        lines = [f"  {json_path(e.path)}: {e.message[:300]}" for e in errors]
+        lines = []
+        for e in errors:
+            where = json_path(e.path)
+            hint = (hints or {}).get(where)
+            lines.append(f"  {where}: {hint or e.message[:300]}")
         raise RecordError(f"{document} does not follow the schema:\n" + "\n".join(lines))
 
 
@@ -254,8 +275,21 @@ class RunRecorder:
         """Where the recorder writes this run's measurements file."""
         return f"runs/{self.id}/measurements.jsonl"
 
+    @property
+    def started_at(self) -> str | None:
+        """When the run started (None before :meth:`start`): a script that continues a
+        campaign from its journal asks before starting a run again."""
+        started: str | None = self.record.get("started_at")
+        return started
+
     def start(self, at: datetime | str | None = None) -> None:
-        self.record["started_at"] = self._campaign.now(at)
+        if self.started_at is not None:
+            raise RecordError(
+                f"run {self.id!r} already started at {self.started_at}; a run starts once "
+                "(ask run.started_at when continuing a campaign from its journal)")
+        when = self._campaign.now(at)
+        self._campaign._event("run-start", run=self.id, at=when)
+        self.record["started_at"] = when
 
     def set_config(self, relpath: str) -> str:
         """Record the run's config file; returns its sha256 (must equal the plan's)."""
@@ -266,6 +300,7 @@ class RunRecorder:
                 f"run {self.id!r}: config {relpath} has sha256 {digest}, the plan froze "
                 f"{planned}; a changed configuration needs a new run ID"
             )
+        self._campaign._event("config", run=self.id, path=relpath)
         self.record.update(config=relpath, config_sha256=digest)
         return digest
 
@@ -285,11 +320,30 @@ class RunRecorder:
                 raise RecordError(f"run {self.id!r}: {name}={value!r} is not a series value")
         last = self._points[-1]["step"] if self._points else None
         if last is not None and step < last:
-            raise RecordError(f"run {self.id!r}: step {step} logged after step {last}")
+            if self._logged(step, values):
+                return  # the same point again: a script continued from its journal
+            raise RecordError(
+                f"run {self.id!r}: step {step} logged after step {last}; a run resumed "
+                f"from an earlier checkpoint calls run.rewind({step - 1}) first")
+        self._campaign._event(
+            "log", run=self.id, step=step, values={k: _json_number(v) for k, v in values.items()})
         if last == step:
             self._points[-1].update(values)
         else:
             self._points.append({"step": step, **values})
+
+    def _logged(self, step: int, values: Mapping[str, float]) -> bool:
+        point = next((p for p in self._points if p["step"] == step), None)
+        return point is not None and all(
+            name in point and _same_value(point[name], value) for name, value in values.items())
+
+    def rewind(self, step: int) -> None:
+        """Forget the points logged after ``step``: the run resumed from a checkpoint saved
+        at ``step`` (after a crash, say), and those steps are trained again."""
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise RecordError(f"run {self.id!r}: rewind step {step!r} is not a step")
+        self._campaign._event("rewind", run=self.id, step=step)
+        self._points = [p for p in self._points if p["step"] <= step]
 
     def series(self, name: str) -> list[tuple[int, float]]:
         """The logged points of one series, in step order."""
@@ -314,12 +368,14 @@ class RunRecorder:
                 f"run {self.id!r}: check_input({input!r}) records nothing: give "
                 "its sha256, example count and/or bytes"
             )
+        self._campaign._event("input", run=self.id, checked=checked)
         self._inputs.append(checked)
 
     def set_metrics(self, **values: float) -> None:
         for name, value in values.items():
             if not isinstance(value, int | float) or not math.isfinite(value):
                 raise RecordError(f"run {self.id!r}: metric {name}={value!r} is not finite")
+        self._campaign._event("metrics", run=self.id, values=dict(values))
         self.record.setdefault("metrics", {}).update(values)
 
     def set_measurements(self, relpath: str) -> None:
@@ -330,6 +386,7 @@ class RunRecorder:
                 f"recorder (written to {self.measurements_path} at closure)"
             )
         self._campaign.file_sha256(relpath, field=f"runs[{self.id}].measurements")
+        self._campaign._event("measurements", run=self.id, path=relpath)
         self.record["measurements"] = relpath
         self._external_measurements = True
 
@@ -345,6 +402,7 @@ class RunRecorder:
         """The run's predictions file and the plan corpus it covers (default: the corpus the
         plan gives the run, or the plan's only corpus)."""
         self._campaign.file_sha256(relpath, field=f"runs[{self.id}].predictions")
+        self._campaign._event("predictions", run=self.id, path=relpath)
         self.record["predictions"] = relpath
         corpus = corpus if corpus is not None else self._campaign.planned_corpus(self.id)
         if corpus is not None:
@@ -364,6 +422,7 @@ class RunRecorder:
                 f"run {self.id!r}: the plan gives it corpus {planned!r}, not "
                 f"{corpus!r}; a run on another corpus needs a new run ID"
             )
+        self._campaign._event("corpus", run=self.id, corpus=corpus)
         self.record["corpus"] = corpus
 
     def resumed_from(self, checkpoint: str, step: int) -> None:
@@ -373,6 +432,7 @@ class RunRecorder:
         check_relpath(checkpoint, field=f"runs[{self.id}].resumed_from.checkpoint")
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise RecordError(f"run {self.id!r}: resume step {step!r} is not a step")
+        self._campaign._event("resumed-from", run=self.id, checkpoint=checkpoint, step=step)
         self.record["resumed_from"] = {"checkpoint": checkpoint, "step": step}
 
     # ---- outcome
@@ -387,6 +447,7 @@ class RunRecorder:
         """The run passed its checks. ``corpus`` (``deliverable``, its /1 name, is kept as an
         alias) names the corpus its predictions cover, when set_predictions did not."""
         named = corpus if corpus is not None else deliverable
+        self._ending("accepted")
         if named is not None:
             self.set_corpus(named)
         self._end("accepted", at)
@@ -407,7 +468,7 @@ class RunRecorder:
         if not reason.strip():
             raise RecordError(f"run {self.id!r}: a stop needs a reason")
         step = self._stop_step(self._campaign.stop_rule(rule), step)
-        when = self._end("stopped", at)
+        when = self._end("stopped", at, rule=rule, reason=reason, step=step)
         stop: dict[str, Any] = {"rule": rule, "reason": reason, "at": when}
         if step is not None:
             stop["step"] = step
@@ -436,18 +497,24 @@ class RunRecorder:
     def reject(self, reason: str, *, at: datetime | str | None = None) -> None:
         if not reason.strip():
             raise RecordError(f"run {self.id!r}: a rejection needs a reason")
-        self._end("rejected", at)
+        self._end("rejected", at, reason=reason)
         self.record["rejection"] = reason
 
     def _drop(self, decision_id: str) -> None:
         self._set_outcome("dropped")
         self.record["decision"] = decision_id
 
-    def _end(self, outcome: Outcome, at: datetime | str | None) -> str:
+    def _ending(self, outcome: Outcome) -> None:
         if "started_at" not in self.record:
             raise RecordError(f"run {self.id!r}: call start() before recording its outcome")
-        self._set_outcome(outcome)
+        if self.outcome is not None:
+            raise RecordError(f"run {self.id!r} is already {self.outcome}, not {outcome}")
+
+    def _end(self, outcome: Outcome, at: datetime | str | None, **facts: Any) -> str:
+        self._ending(outcome)
         when = self._campaign.now(at)
+        self._campaign._event(outcome, run=self.id, at=when, **facts)
+        self._set_outcome(outcome)
         self.record["ended_at"] = when
         return when
 
@@ -491,6 +558,18 @@ class RunRecorder:
         return None
 
 
+def _same_value(logged: Any, value: float) -> bool:
+    if isinstance(logged, float) and math.isnan(logged):
+        return isinstance(value, float) and math.isnan(value)
+    return bool(logged == value)
+
+
+def _from_json_number(value: Any) -> Any:
+    """The inverse of :func:`_json_number` (a journal's log values)."""
+    names = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+    return names.get(value, value) if isinstance(value, str) else value
+
+
 def _json_number(value: Any) -> Any:
     """A series value as JSON: non-finite floats as the strings the contract names."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -515,7 +594,68 @@ class CampaignRecorder:
         self._adapters: list[dict[str, Any]] = []
         self._decisions: list[dict[str, Any]] = []
         self._written: set[str] = set()  # measurements files the recorder wrote
+        self._steps = StepClock(self)
         self._closed = False
+        self._replaying = False
+        self.journal = Journal.open(self.root)
+        #: A torn last journal line found when continuing (cut off, never replayed), or None.
+        self.torn: TornLine | None = self.journal.torn
+        if self.journal.events:
+            self._replay(self.journal.events)
+        self._closed = (self.root / MANIFEST_FILE).exists()
+
+    # ---- the journal
+
+    def _event(self, name: str, **facts: Any) -> None:
+        """Append one event to the journal (nothing while replaying it)."""
+        if self._replaying:
+            return
+        if self._closed:
+            raise RecordError("the campaign is closed: its manifest lists every file as it is")
+        event = {"event": name, **facts}
+        _refuse_temp_strings(event, JOURNAL_FILE)
+        self.journal.append(event)
+
+    def _replay(self, events: list[dict[str, Any]]) -> None:
+        if events[0].get("event") != "plan":
+            raise RecordError(f"{JOURNAL_FILE} does not start with the frozen plan; it is not "
+                              "this recorder's journal")
+        self._replaying = True
+        try:
+            for number, event in enumerate(events, 1):
+                try:
+                    self._apply(event)
+                except (RecordError, KeyError, TypeError) as exc:
+                    raise RecordError(
+                        f"{JOURNAL_FILE} line {number} ({event.get('event')!r}) cannot be "
+                        f"replayed: {exc}") from exc
+        finally:
+            self._replaying = False
+        if self.torn is not None:  # the record says what was lost, and when it was found
+            self._event("torn", line=self.torn.line, bytes=self.torn.bytes, text=self.torn.text)
+            warnings.warn(self.torn.describe(), JournalWarning, stacklevel=3)
+
+    def _apply(self, event: Mapping[str, Any]) -> None:
+        """Replay one journal event through the public methods (their checks included)."""
+        kind, facts = event["event"], {k: v for k, v in event.items() if k != "event"}
+        if kind == "plan":
+            self._adopt_plan(facts["sha256"])
+        elif kind in _STEP_EVENTS:
+            self._steps.apply(kind, facts)
+        elif kind in _CAMPAIGN_EVENTS:
+            _CAMPAIGN_EVENTS[kind](self, facts)
+        elif kind in _RUN_EVENTS:
+            _RUN_EVENTS[kind](self.run(facts.pop("run")), facts)
+        elif kind != "torn":
+            raise RecordError(f"unknown event {kind!r}")
+
+    def _adopt_plan(self, digest: str) -> None:
+        target = self.root / PLAN_FILE
+        if not target.is_file() or sha256_file(target)[0] != digest:
+            raise RecordError(f"{PLAN_FILE} is missing or is not the plan the journal froze "
+                              f"(sha256 {digest}); a plan is never edited")
+        self.plan = json.loads(target.read_text("utf-8"))
+        self.plan_sha256 = digest
 
     def now(self, at: datetime | str | None = None) -> str:
         return timestamp(at if at is not None else self._clock())
@@ -546,7 +686,7 @@ class CampaignRecorder:
                 "the frozen corpora under 'corpora' (docs/contract-v2.md)"
             )
         data.setdefault("frozen_at", self.now())
-        _validate("plan", data, PLAN_FILE)
+        _validate("plan", data, PLAN_FILE, hints=_float_money(data))
         _refuse_temp_strings(data, PLAN_FILE)
         self._check_plan(data)
         target = self.root / PLAN_FILE
@@ -554,8 +694,12 @@ class CampaignRecorder:
             data = self._adopt_existing(target, plan, data)
         else:
             atomic_write_json(target, data)
+        continued = self.plan_sha256 is not None  # already adopted from the journal
         self.plan = data
         self.plan_sha256 = sha256_file(target)[0]
+        if not continued:
+            self._event("plan", format=JOURNAL_FORMAT, sha256=self.plan_sha256,
+                        at=self.now())
         return self.plan_sha256
 
     def _check_plan(self, data: Mapping[str, Any]) -> None:
@@ -651,13 +795,41 @@ class CampaignRecorder:
             raise RecordError(f"decision {decision_id!r} needs a text")
         drops, adds = list(drops), list(adds)
         for run_id in drops:
-            self.run(run_id)._drop(decision_id)
+            self._droppable(run_id)
         decision: dict[str, Any] = {"id": decision_id, "at": self.now(at), "text": text}
+        self._event("decide", id=decision_id, text=text, drops=drops, adds=adds,
+                    at=decision["at"])
+        for run_id in drops:
+            self.run(run_id)._drop(decision_id)
         if drops:
             decision["drops"] = drops
         if adds:
             decision["adds"] = adds
         self._decisions.append(decision)
+
+    def _droppable(self, run_id: str) -> None:
+        planned = self.planned_run(run_id)
+        if planned.get("category") == "must":
+            raise RecordError(
+                f"run {run_id!r} is a must run ({planned['role']}): a decision never drops "
+                "a must run; stop it with a declared rule (run.stop) or reject it with a "
+                "reason (run.reject), so the campaign says why it has no result")
+        run = self.run(run_id)
+        if run.outcome is not None:
+            raise RecordError(f"run {run_id!r} is already {run.outcome}, not dropped")
+
+    # ---- step timings
+
+    def step(self, step_id: str, *, hours: float | None = None) -> StepTimer:
+        """Time a planned step: ``with rec.step("train-control"): ...``, or ``.start()`` and
+        ``.end()``; ``hours=`` records work done off this machine (a human drafting the
+        analysis). close() turns the timings into the manifest's observed hours."""
+        return self._steps.timer(step_id, hours)
+
+    @property
+    def observed_hours(self) -> Mapping[str, Decimal]:
+        """Observed hours per step so far (the steps timed and ended)."""
+        return dict(self._steps.hours)
 
     # ---- files
 
@@ -711,6 +883,9 @@ class CampaignRecorder:
         claims = list(claims)
         if claims:
             record["claims"] = claims
+        if any(c["path"] == relpath for c in self._checkpoints):
+            raise RecordError(f"checkpoint {relpath} is already recorded")
+        self._event("checkpoint", **record)
         self._checkpoints.append(record)
 
     def record_base(self, folder: str, *, model: str, revision: str) -> str:
@@ -750,6 +925,7 @@ class CampaignRecorder:
             record.update(
                 base_path=base_path, base_digest=self._base_digest(relpath, base_path, record)
             )
+        self._event("adapter", **{k: v for k, v in record.items() if k != "base_digest"})
         self._adapters.append(record)
 
     def _base_digest(self, adapter: str, base: str, record: Mapping[str, Any]) -> str:
@@ -777,6 +953,10 @@ class CampaignRecorder:
         """An included expense for ``close(budget=...)``: the amount as billed, with its
         provenance (a receipt/invoice file in the campaign and/or an order reference).
         A text receipt must show the amount."""
+        if not isinstance(amount, str):
+            raise RecordError(
+                f"expense {label!r}: the amount {amount!r} is a {type(amount).__name__}; money "
+                f"is a decimal string as billed: write \"{amount}\"")
         if not label.strip():
             raise RecordError("an expense needs a label")
         if not (file or (reference and reference.strip())):
@@ -809,20 +989,41 @@ class CampaignRecorder:
         analysis: str,
         reload_instructions: str,
         conclusion: Mapping[str, Any],
-        budget: Mapping[str, Any],
-        schedule: Mapping[str, Any],
+        expenses: Iterable[Mapping[str, Any]] | None = None,
+        explanations: Mapping[str, str] | None = None,
         closed_at: datetime | str | None = None,
-    ) -> Path:
+        budget: Mapping[str, Any] | None = None,
+        schedule: Mapping[str, Any] | None = None,
+        check: bool = True,
+        out: TextIO | None = None,
+    ) -> Closure:
         """Write the measurements files, then ``manifest.json``: every file hashed, every
-        planned run accounted for with its evidence."""
+        planned run accounted for with its evidence, the budget and the schedule computed
+        from the record (:mod:`pytest_itera.tally`); then run the checks on the folder
+        (:meth:`check`), print their findings to ``out`` (stdout) and return them.
+
+        ``expenses``: the included expenses (:meth:`expense`), added to the engaged total.
+        ``explanations``: ``{step id: why}`` for steps that deviated from the plan (steps
+        of stopped and dropped runs are explained from their records). ``budget`` /
+        ``schedule`` replace the computed blocks (the checks then judge them as given).
+        ``check=False`` writes the manifest without running the checks.
+        """
         self._require_plan()
         if self._closed:
             raise RecordError("the campaign is already closed")
+        self._steps.require_ended()
         self.file_sha256(analysis, field="analysis")
         self.file_sha256(reload_instructions, field="reload_instructions")
         runs = self._run_records()
+        plan = self._plan_model()
+        if budget is None:
+            budget = tally.budget_block(plan, self._outcomes(), self._expenses(expenses))
+        elif expenses is not None:
+            raise RecordError("give the included expenses in budget= or in expenses=, not both")
         self._check_sources(budget)
         self._check_bases()
+        schedule = self._schedule(
+            schedule if schedule is not None else self._derived_schedule(plan, explanations))
         self._write_measurements()
         manifest = {
             "format": MANIFEST_FORMAT,
@@ -837,14 +1038,85 @@ class CampaignRecorder:
             "reload_instructions": reload_instructions,
             "conclusion": dict(conclusion),
             "budget": dict(budget),
-            "schedule": self._schedule(schedule),
+            "schedule": schedule,
         }
         _validate("manifest", manifest, MANIFEST_FILE)
         _refuse_temp_strings(manifest, MANIFEST_FILE)
         target = self.root / MANIFEST_FILE
         atomic_write_json(target, manifest)
         self._closed = True
-        return target
+        result = None
+        if check:
+            result = self.check()
+            print("\n".join(result.lines()), file=out or sys.stdout)
+        return Closure(target, result)
+
+    def check(self, *, python: str | None = None, timeout: float = 120.0) -> Verdict:
+        """Run the plugin's checks on the folder as it stands, in this process (reloads in
+        a fresh one, like the plugin's): what ``pytest --itera-campaign`` will say."""
+        from pytest_itera.verify import check_campaign
+
+        return check_campaign(self.root, python=python, timeout=timeout)
+
+    def _plan_model(self) -> Plan:
+        from pytest_itera.campaign import load_campaign
+
+        plan = load_campaign(self.root).plan
+        if plan is None:
+            raise RecordError(f"{PLAN_FILE} does not load; it was changed after freezing")
+        return plan
+
+    def _outcomes(self) -> list[tally.RunOutcome]:
+        out = []
+        for run in self._runs.values():
+            record = run.record
+            reason = record.get("stop", {}).get("reason") or record.get("rejection")
+            if run.outcome == "dropped":
+                reason = f"dropped by decision {record.get('decision')}"
+            out.append(tally.RunOutcome(run.id, run.outcome, record.get("corpus"), reason))
+        return out
+
+    def _expenses(self, expenses: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+        listed = [dict(e) for e in expenses or ()]
+        for expense in listed:
+            if "source" not in expense:
+                raise RecordError(f"expense {expense.get('label')!r} has no source: make it "
+                                  "with rec.expense(label, amount, file=..., reference=...)")
+        return listed
+
+    def _derived_schedule(
+        self, plan: Plan, explanations: Mapping[str, str] | None
+    ) -> dict[str, Any]:
+        explained = dict(explanations or {})
+        planned = {s.id for s in plan.schedule.steps}
+        for step_id in explained:
+            if step_id not in planned:
+                raise RecordError(f"explanations: step {step_id!r} is not in the plan "
+                                  f"(steps: {', '.join(sorted(planned))})")
+        observed = dict(self._steps.hours)
+        for step in plan.schedule.steps:
+            why = self._run_explains(step.run)
+            if why is None:
+                continue
+            if step.run is not None and self._runs[step.run].outcome == "dropped":
+                observed.setdefault(step.id, Decimal(0))  # it did not run
+            if step.id in tally.unexplained(plan, observed, explained):
+                explained[step.id] = why
+        return tally.schedule_block(plan, observed, explained)
+
+    def _run_explains(self, run_id: str | None) -> str | None:
+        """Why a stopped or dropped run's step took less than planned, from its record."""
+        run = self._runs.get(run_id) if run_id is not None else None
+        if run is None:
+            return None
+        record = run.record
+        if run.outcome == "dropped":
+            return f"{run.id} was dropped by decision {record['decision']}: the step did not run"
+        if run.outcome == "stopped":
+            stop = record["stop"]
+            at = f" at step {stop['step']}" if "step" in stop else ""
+            return f"{run.id} was stopped by {stop['rule']}{at}: {stop['reason']}"
+        return None
 
     def _schedule(self, schedule: Mapping[str, Any]) -> dict[str, Any]:
         decisions = [*schedule.get("decisions", ()), *self._decisions]
@@ -959,6 +1231,199 @@ class CampaignRecorder:
         if empty:
             raise RecordError(f"empty files in the campaign: {', '.join(empty)}; fill or remove")
         return files
+
+
+class Closure:
+    """What :meth:`CampaignRecorder.close` returns: the manifest written, and the verdict
+    the checks gave (None with ``check=False``). Path methods (``read_text``, ``parent``,
+    ``name``) reach the manifest's path, as when close() returned it."""
+
+    def __init__(self, manifest: Path, result: Verdict | None) -> None:
+        self.manifest = manifest
+        self.result = result
+
+    @property
+    def verdict(self) -> str | None:
+        return None if self.result is None else self.result.verdict
+
+    @property
+    def findings(self) -> tuple[Problem, ...]:
+        return () if self.result is None else self.result.findings
+
+    @property
+    def accepted(self) -> bool:
+        return self.result is not None and self.result.accepted
+
+    def __fspath__(self) -> str:
+        return str(self.manifest)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.manifest, name)
+
+    def __repr__(self) -> str:
+        return f"Closure({str(self.manifest)!r}, verdict={self.verdict!r})"
+
+
+class StepTimer:
+    """One planned step's timing: a context manager, or :meth:`start` then :meth:`end`."""
+
+    def __init__(self, clock: StepClock, step_id: str) -> None:
+        self._clock = clock
+        self.id = step_id
+
+    def start(self, at: datetime | str | None = None) -> StepTimer:
+        self._clock.start(self.id, at)
+        return self
+
+    def end(self, at: datetime | str | None = None) -> Decimal:
+        """End the step; returns the hours it took."""
+        return self._clock.end(self.id, at)
+
+    def __enter__(self) -> StepTimer:
+        return self.start()
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        self.end()  # a step that failed still took its time
+
+
+class StepClock:
+    """Observed hours per planned step, from the recorder's clock or given hours."""
+
+    def __init__(self, campaign: CampaignRecorder) -> None:
+        self._campaign = campaign
+        self.hours: dict[str, Decimal] = {}
+        self.running: dict[str, datetime] = {}
+
+    def timer(self, step_id: str, hours: float | None) -> StepTimer:
+        self._planned(step_id)
+        if hours is not None:
+            self.add(step_id, _hours_value(step_id, hours))
+        return StepTimer(self, step_id)
+
+    def _planned(self, step_id: str) -> None:
+        self._campaign._require_plan()
+        steps = [s["id"] for s in self._campaign.plan["schedule"]["steps"]]
+        if step_id not in steps:
+            raise RecordError(f"step {step_id!r} is not in the plan (steps: {', '.join(steps)}); "
+                              "the plan is never edited: time the planned step it belongs to")
+
+    def start(self, step_id: str, at: datetime | str | None) -> None:
+        self._planned(step_id)
+        if step_id in self.running:
+            raise RecordError(f"step {step_id!r} is already running (started "
+                              f"{self.running[step_id].isoformat()}); end it first")
+        moment = self._moment(at)
+        self._campaign._event("step-start", step=step_id, at=moment.isoformat())
+        self.running[step_id] = moment
+
+    def end(self, step_id: str, at: datetime | str | None) -> Decimal:
+        self._planned(step_id)
+        began = self.running.get(step_id)
+        if began is None:
+            raise RecordError(f"step {step_id!r} was never started: call "
+                              f"rec.step({step_id!r}).start() first, or give hours= for work "
+                              "timed elsewhere")
+        moment = self._moment(at)
+        if moment < began:
+            raise RecordError(f"step {step_id!r} ends at {moment.isoformat()}, before it "
+                              f"started ({began.isoformat()})")
+        hours = _hours_value(step_id, round((moment - began).total_seconds() / 3600, 6))
+        self._campaign._event("step", step=step_id, hours=float(hours),
+                              started_at=began.isoformat(), at=moment.isoformat())
+        del self.running[step_id]
+        self.hours[step_id] = self.hours.get(step_id, Decimal(0)) + hours
+        return hours
+
+    def add(self, step_id: str, hours: Decimal) -> None:
+        self._campaign._event("step", step=step_id, hours=float(hours))
+        self.hours[step_id] = self.hours.get(step_id, Decimal(0)) + hours
+
+    def _moment(self, at: datetime | str | None) -> datetime:
+        moment = datetime.fromisoformat(at) if isinstance(at, str) else (
+            at if at is not None else self._campaign._clock())
+        if moment.tzinfo is None:
+            raise RecordError(f"{moment.isoformat()} has no time zone; give a UTC time")
+        return moment.astimezone(UTC)
+
+    def apply(self, kind: str, facts: Mapping[str, Any]) -> None:
+        if kind == "step-start":
+            self.start(facts["step"], facts["at"])
+        elif "started_at" in facts:  # a timed step: the same hours, recomputed
+            self.end(facts["step"], facts["at"])
+        else:
+            self.add(facts["step"], Decimal(str(facts["hours"])))
+
+    def require_ended(self) -> None:
+        if self.running:
+            raise RecordError(f"steps started and never ended: {', '.join(self.running)}; "
+                              "end each (rec.step(id).end()) before closing")
+
+
+def _hours_value(step_id: str, hours: float) -> Decimal:
+    if isinstance(hours, bool) or not isinstance(hours, int | float | Decimal) or not (
+            math.isfinite(hours) and hours >= 0):
+        raise RecordError(f"step {step_id!r}: hours={hours!r} is not a number of hours >= 0")
+    return Decimal(str(hours))
+
+
+def _float_money(plan: Mapping[str, Any]) -> dict[str, str]:
+    """A price given as a number, by JSON path: what to write instead (SPEC: money)."""
+    hints: dict[str, str] = {}
+    budget = plan.get("budget")
+    if not isinstance(budget, Mapping):
+        return hints
+    for kind, key in (("lots", "price"), ("external_expenses", "amount")):
+        items = budget.get(kind)
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            value = item.get(key) if isinstance(item, Mapping) else None
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                hints[json_path(["budget", kind, i, key])] = (
+                    f"the number {value!r} is not money: money is a decimal string, never "
+                    f"a float (it would round); write \"{value}\"")
+    return hints
+
+
+class JournalWarning(UserWarning):
+    """The journal had a torn last line: it was cut off, not replayed, and recorded."""
+
+
+def _run_start(run: RunRecorder, f: dict[str, Any]) -> None:
+    run.start(f["at"])
+
+
+def _run_config(run: RunRecorder, f: dict[str, Any]) -> None:
+    run.set_config(f["path"])
+
+
+def _run_stop(run: RunRecorder, f: dict[str, Any]) -> None:
+    run.stop(f["rule"], f["reason"], step=f.get("step"), at=f["at"])
+
+
+_RUN_EVENTS: dict[str, Callable[[RunRecorder, dict[str, Any]], None]] = {
+    "run-start": _run_start,
+    "config": _run_config,
+    "log": lambda run, f: run.log(
+        f["step"], **{k: _from_json_number(v) for k, v in f["values"].items()}),
+    "rewind": lambda run, f: run.rewind(f["step"]),
+    "input": lambda run, f: run.check_input(**f["checked"]),
+    "metrics": lambda run, f: run.set_metrics(**f["values"]),
+    "measurements": lambda run, f: run.set_measurements(f["path"]),
+    "predictions": lambda run, f: run.set_predictions(f["path"], corpus=run.record.get("corpus")),
+    "corpus": lambda run, f: run.set_corpus(f["corpus"]),
+    "resumed-from": lambda run, f: run.resumed_from(f["checkpoint"], f["step"]),
+    "accepted": lambda run, f: run.accept(at=f["at"]),
+    "stopped": _run_stop,
+    "rejected": lambda run, f: run.reject(f["reason"], at=f["at"]),
+}
+_CAMPAIGN_EVENTS: dict[str, Callable[[CampaignRecorder, dict[str, Any]], None]] = {
+    "decide": lambda rec, f: rec.decide(f["id"], f["text"], drops=f.get("drops", ()),
+                                        adds=f.get("adds", ()), at=f["at"]),
+    "checkpoint": lambda rec, f: rec.add_checkpoint(f.pop("path"), **f),
+    "adapter": lambda rec, f: rec.add_adapter(f.pop("path"), **f),
+}
+# A finished step is {"event": "step", "step": <id>, "hours": <number>} (what the plan
+# gate's forecast reads); a running one, {"event": "step-start", ...}.
+_STEP_EVENTS = frozenset({"step-start", "step"})
 
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")

@@ -77,6 +77,7 @@ def close_kwargs() -> dict[str, Any]:
                    "accepted_deliverables": 1, "cost_per_deliverable": "47.14"},
         "schedule": {"reserved_hours": 72, "observed_hours": 1,
                      "steps": [{"id": "train", "observed_hours": 1}]},
+        "check": False,  # the checks' own verdicts are tested with close() below
     }
 
 
@@ -132,7 +133,8 @@ def test_schema_errors_are_listed_with_their_json_paths(tmp_path: Path) -> None:
         CampaignRecorder(tmp_path).freeze_plan(plan)
     message = str(info.value)
     assert message.startswith("plan.json does not follow the schema:")
-    assert "$.budget.lots[0].price: 47.14 is not of type 'string'" in message
+    assert '$.budget.lots[0].price: the number 47.14 is not money' in message
+    assert 'write "47.14"' in message
     assert "'colour' was unexpected" in message
     assert not (tmp_path / "plan.json").exists()
 
@@ -186,10 +188,12 @@ def test_a_plan_pointing_into_tmp_is_refused(tmp_path: Path) -> None:
 
 def test_a_manifest_pointing_into_tmp_is_refused(rec: CampaignRecorder) -> None:
     rec.write_text("adapter/adapter_config.json", "{}\n")
-    rec.add_adapter("adapter", run="control", base_model="/tmp/hub/base", base_revision="a" * 40)
-    with pytest.raises(RecordError, match=r"\$\.adapters\[0\]\.base_model: '/tmp/hub/base'"):
-        finish(rec)
-    assert not (rec.root / "manifest.json").exists()
+    # Refused when recorded: neither the journal nor the manifest ever holds it.
+    with pytest.raises(RecordError, match=r"\$\.base_model: '/tmp/hub/base' points into"):
+        rec.add_adapter("adapter", run="control", base_model="/tmp/hub/base",
+                        base_revision="a" * 40)
+    assert "/tmp/hub" not in (rec.root / "itera-journal.jsonl").read_text()
+    finish(rec)
 
 
 @pytest.mark.parametrize(
@@ -260,7 +264,7 @@ def test_close_writes_a_manifest_the_loader_accepts(rec: CampaignRecorder) -> No
     assert campaign.manifest.format == "itera-manifest/2"
     listed = {f.path: f for f in campaign.manifest.files}
     assert sorted(listed) == ["RELOAD.md", "analysis.md", "configs/control.json", "corpus.jsonl",
-                              "runs/control/measurements.jsonl"]
+                              "itera-journal.jsonl", "runs/control/measurements.jsonl"]
     for path, record in listed.items():
         data = (rec.root / path).read_bytes()
         assert (record.bytes, record.sha256) == (len(data), hashlib.sha256(data).hexdigest())
@@ -760,3 +764,77 @@ def test_a_run_resumed_in_a_new_process_reproduces_the_losses_exactly(tmp_path: 
     assert loaded["progress"] == {"step": cut, "epoch": 1}
     assert sorted(loaded["rng"]) == ["numpy", "python", "torch"]
     assert b"/tmp" not in ckpt.read_bytes()
+
+
+# ------------------------------------------------- close() does the arithmetic
+
+
+def test_close_derives_a_null_ratio_and_the_cause_when_nothing_is_delivered(
+    rec: CampaignRecorder,
+) -> None:
+    control = rec.run("control")
+    control.start()
+    control.log(1, loss=float("nan"))
+    control.stop("non-finite-loss", "loss was NaN at step 1")
+    rec.decide("after-pilot", "variant not needed", drops=["variant"])
+    rec.write_text("analysis.md", "nothing delivered\n")
+    rec.write_text("RELOAD.md", "nothing to reload\n")
+    with rec.step("train"):
+        pass
+    closed = rec.close(analysis="analysis.md", reload_instructions="RELOAD.md",
+                       conclusion={"meets_threshold": [], "text": "Negative result."},
+                       check=False)
+    budget = json.loads(closed.read_text())["budget"]
+    assert budget["rental_total"] == "47.14"
+    assert budget["accepted_deliverables"] == 0
+    assert budget["cost_per_deliverable"] is None
+    assert budget["rejection_cause"].startswith(
+        "no control or variant run was accepted (control stopped: loss was NaN at step 1; "
+        "variant dropped: dropped by decision after-pilot)")
+    schedule = json.loads(closed.read_text())["schedule"]
+    assert schedule["reserved_hours"] == 72
+    assert [d["step"] for d in schedule["deviations"]] == []  # no run on the step
+
+
+def test_close_adds_the_included_expenses_to_the_engaged_total(rec: CampaignRecorder) -> None:
+    rec.write_text("receipts/r.txt", "Storage, one month: 1.20 USD\n")
+    expense = rec.expense("storage", "1.20", file="receipts/r.txt")
+    rec.step("train", hours=1)
+    control = rec.run("control")
+    control.start()
+    rec.write_jsonl("preds.jsonl", [{"id": "a", "prediction": 1}])
+    control.set_predictions("preds.jsonl")
+    control.accept()
+    rec.decide("after-pilot", "variant not needed", drops=["variant"])
+    rec.write_text("analysis.md", "a\n")
+    rec.write_text("RELOAD.md", "r\n")
+    closed = rec.close(analysis="analysis.md", reload_instructions="RELOAD.md",
+                       conclusion={"meets_threshold": [], "text": "No variant."},
+                       expenses=[expense], check=False)
+    budget = json.loads(closed.read_text())["budget"]
+    assert budget["cost_per_deliverable"] == "48.34"  # (47.14 + 1.20) / 1 corpus
+    assert budget["included_expenses"][0]["source"] == {"file": "receipts/r.txt"}
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda rec: rec.expense("storage", 1.2, reference="ORD-1"), 'write "1.2"'),
+        (lambda rec: rec.step("nope"), "step 'nope' is not in the plan"),
+        (lambda rec: rec.step("train").end(), "step 'train' was never started"),
+        (lambda rec: rec.step("train", hours=-1), "is not a number of hours"),
+        (lambda rec: rec.decide("d", "drop", drops=["control"]), "is a must run"),
+        (lambda rec: rec.path("../out.txt"), "contains '..'"),
+    ],
+)
+def test_bad_input_is_refused_with_what_to_do(rec: CampaignRecorder, call: Any,
+                                              message: str) -> None:
+    with pytest.raises(RecordError, match=re.escape(message)):
+        call(rec)
+
+
+def test_a_step_left_running_blocks_closure(rec: CampaignRecorder) -> None:
+    rec.step("train").start()
+    with pytest.raises(RecordError, match="steps started and never ended: train"):
+        finish(rec)
+    assert not (rec.root / "manifest.json").exists()

@@ -1,0 +1,154 @@
+"""``python -m pytest_itera``: check a campaign folder, or start a plan.
+
+    python -m pytest_itera check DIR       # the plugin's verdict, without a pytest session
+    python -m pytest_itera new-plan DIR    # DIR/plan.json: a complete itera-plan/2 to edit
+
+``check`` exits 0 only when the campaign is accepted (like ``pytest --itera-campaign``).
+``new-plan`` writes the seed's example: 48 sequential hours inside a 72-hour
+window on one IteraGPU RTX 4090 3-day lot (47.14 USD), a control, a data check,
+a resume check, a pilot with a decision point after it, one variant, stop rules
+with machine-readable parameters and a checkpoint policy. Digests are zeros
+until you compute yours (``sha256sum``); the plan is frozen by the recorder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_itera.campaign import PLAN_FILE, PLAN_FORMAT, validate
+from pytest_itera.record import atomic_write_json, timestamp
+
+__all__ = ["main", "plan_skeleton"]
+
+PLACEHOLDER = "0" * 64  # replace with the sha256 of the file (sha256sum)
+LOT = "rtx4090-3d"
+
+# (id, kind, resource, hours, after, run): one chain, 48 h of a 72 h window.
+_STEPS: tuple[tuple[str, str, str, float, tuple[str, ...], str | None], ...] = (
+    ("prepare", "preparation", "human", 4, (), None),
+    ("setup", "setup", "gpu0", 2, ("prepare",), None),
+    ("load-data", "data_load", "gpu0", 2, ("setup",), None),
+    ("check-data", "validation", "gpu0", 1, ("load-data",), "data-check"),
+    ("train-pilot", "training", "gpu0", 3, ("check-data",), "pilot"),
+    ("decide-after-pilot", "decision", "human", 1, ("train-pilot",), None),
+    ("train-control", "training", "gpu0", 12, ("decide-after-pilot",), "control"),
+    ("save-checkpoint", "checkpoint_save", "gpu0", 1, ("train-control",), "control"),
+    ("restore-checkpoint", "checkpoint_restore", "gpu0", 1, ("save-checkpoint",),
+     "resume-check"),
+    ("train-resume-check", "training", "gpu0", 2, ("restore-checkpoint",), "resume-check"),
+    ("train-variant", "training", "gpu0", 12, ("train-resume-check",), "variant"),
+    ("validate", "validation", "gpu0", 3, ("train-variant",), None),
+    ("write-outputs", "output", "gpu0", 2, ("validate",), None),
+    ("retrieve", "retrieval", "gpu0", 2, ("write-outputs",), None),
+)
+_RUNS = (
+    ("control", "control", "must", "the reference configuration"),
+    ("data-check", "data_check", "must", "the frozen corpus is complete and unchanged"),
+    ("resume-check", "resume_check", "must",
+     "resumes the control's early checkpoint in a new process"),
+    ("pilot", "pilot", "useful", "a short run that informs the decision point"),
+    ("variant", "variant", "useful", "the change under test"),
+)
+
+
+def plan_skeleton(campaign: str = "my-campaign") -> dict[str, Any]:
+    """A complete ``itera-plan/2`` to edit (``frozen_at`` aside: the recorder sets it)."""
+    return {
+        "format": PLAN_FORMAT,
+        "campaign": campaign,
+        "question": "Does the variant raise validation accuracy by at least 0.02 over the "
+                    "control on the frozen corpus?",
+        "decision": {"metric": "accuracy_gain", "direction": "higher", "threshold": 0.02,
+                     "point": "after the pilot: continue, drop an optional variant, or revise "
+                              "the question"},
+        "corpora": [{"id": "corpus-v1", "path": "data/corpus.jsonl", "sha256": PLACEHOLDER,
+                     "id_field": "id", "examples": 600}],
+        "runs": [{"id": rid, "role": role, "category": category, "description": text,
+                  "config_sha256": PLACEHOLDER} for rid, role, category, text in _RUNS],
+        "stop_rules": [
+            {"id": "non-finite-loss", "kind": "non_finite_loss",
+             "parameters": {"series": "loss"}},
+            {"id": "quality-below", "kind": "quality_below",
+             "parameters": {"metric": "validation_accuracy", "threshold": 0.5,
+                            "direction": "higher", "split": "validation"}},
+            {"id": "corpus-truncated", "kind": "input_truncated",
+             "parameters": {"input": "corpus-v1", "examples": 600}},
+            {"id": "no-usable-resume", "kind": "no_resume",
+             "parameters": {"resume_check": "resume-check"}},
+        ],
+        "checkpoint_policy": {
+            "interval_hours": 1, "tolerable_loss_hours": 2, "save_hours": 0.05,
+            "resume_state": ["model", "optimizer", "progress", "scheduler", "rng", "data"],
+            "storage": "runs/<run>/ on the rented machine's disk, copied to the retrieval "
+                       "bucket by the retrieve step before the lot ends",
+        },
+        "schedule": {
+            "window_hours": 72, "sequential_hours": 48, "uncommitted_hours": 24,
+            "steps": [_step(*row) for row in _STEPS],
+        },
+        "budget": {"currency": "USD", "lots": [
+            {"id": LOT, "offer": "IteraGPU RTX 4090, 3 days", "gpu": "RTX 4090",
+             "gpus_per_lot": 1, "days": 3, "price": "47.14", "quantity": 1}]},
+    }
+
+
+def _step(step_id: str, kind: str, resource: str, hours: float, after: tuple[str, ...],
+          run: str | None) -> dict[str, Any]:
+    step: dict[str, Any] = {"id": step_id, "kind": kind, "resource": resource, "hours": hours}
+    if after:
+        step["after"] = list(after)
+    if resource != "human":
+        step["lot"] = LOT
+    if run is not None:
+        step["run"] = run
+    return step
+
+
+def _new_plan(folder: Path, campaign: str | None) -> int:
+    target = folder / PLAN_FILE
+    if target.exists():
+        print(f"{target} exists: a plan is never overwritten", file=sys.stderr)
+        return 1
+    plan = plan_skeleton(campaign or folder.resolve().name)
+    plan["frozen_at"] = timestamp()  # now; freeze_plan keeps it
+    problems = validate("plan", plan)
+    if problems:  # a bug of this module, not of the user's
+        raise AssertionError("\n".join(problems))
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(target, plan)
+    print(f"wrote {target}: edit the question, corpora, runs and sha256 digests (zeros now), "
+          "then freeze it with CampaignRecorder.freeze_plan")
+    return 0
+
+
+def _check(folder: Path, python: str | None, timeout: float) -> int:
+    from pytest_itera.verify import check_campaign
+
+    if not folder.is_dir():
+        print(f"{folder}: not a folder", file=sys.stderr)
+        return 4
+    result = check_campaign(folder, python=python, timeout=timeout)
+    print("\n".join(result.lines()))
+    return 0 if result.accepted else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pytest_itera", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="the plugin's verdict on a campaign folder")
+    check.add_argument("folder", type=Path)
+    check.add_argument("--python", default=None,
+                       help="interpreter for the fresh-process reloads (default: this one)")
+    check.add_argument("--timeout", type=float, default=120.0, help="seconds per reload")
+    new = sub.add_parser("new-plan", help="write a complete itera-plan/2 skeleton")
+    new.add_argument("folder", type=Path)
+    new.add_argument("--campaign", default=None, help="campaign id (default: the folder name)")
+    args = parser.parse_args(argv)
+    if args.command == "check":
+        return _check(args.folder, args.python, args.timeout)
+    return _new_plan(args.folder, args.campaign)

@@ -1,0 +1,129 @@
+"""The recorder's journal: every event, one JSON line, appended and fsynced as it happens.
+
+A rented machine can be pre-empted, a script can crash, a power cut can tear a
+write. ``itera-journal.jsonl`` sits inside the campaign folder (listed in the
+manifest like any other file), so whoever continues the campaign, on this
+machine or another, rebuilds the recorder's state from it.
+
+Each event is written with one ``os.write`` on a descriptor opened with
+``O_APPEND`` and then fsynced: a reader sees whole lines. A last line without
+its newline, or that is not JSON, is a torn write (the power went while the
+kernel wrote it): it is never used; :meth:`Journal.open` cuts it off and says so
+(``Journal.torn``), and the recorder records that it did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["JOURNAL_FILE", "JOURNAL_FORMAT", "Journal", "JournalError", "TornLine"]
+
+JOURNAL_FILE = "itera-journal.jsonl"
+JOURNAL_FORMAT = "itera-journal/1"
+
+
+class JournalError(ValueError):
+    """A journal that cannot be continued (not a journal, a broken line before the last)."""
+
+
+@dataclass(frozen=True)
+class TornLine:
+    """The tail of the journal that a torn write left: never replayed."""
+
+    line: int  # its 1-based line number
+    bytes: int
+    text: str  # what it held, shortened, for the report
+
+    def describe(self) -> str:
+        return (f"{JOURNAL_FILE} line {self.line} is torn ({self.bytes} bytes, "
+                f"{self.text!r}): an interrupted write; it was cut off and not replayed")
+
+
+class Journal:
+    """One campaign's journal file: read once when opened, then appended to."""
+
+    def __init__(self, path: Path, events: list[dict[str, Any]], torn: TornLine | None) -> None:
+        self.path = path
+        self.events = events
+        self.torn = torn
+
+    @classmethod
+    def open(cls, root: Path) -> Journal:
+        """The journal of ``root`` (empty when there is none); a torn tail is cut off."""
+        path = Path(root) / JOURNAL_FILE
+        if not path.exists():
+            return cls(path, [], None)
+        data = path.read_bytes()
+        events, good, torn = _parse(data)
+        if torn is not None:
+            os.truncate(path, good)  # the next append must not continue a broken line
+        return cls(path, events, torn)
+
+    def append(self, event: Mapping[str, Any]) -> None:
+        """Write ``event`` as one line, atomically appended and fsynced."""
+        line = (json.dumps(dict(event), allow_nan=False, ensure_ascii=False,
+                           separators=(",", ":")) + "\n").encode("utf-8")
+        created = not self.path.exists()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, line)
+            if written != len(line):  # a short write (disk full): undo it, say so
+                os.ftruncate(fd, os.fstat(fd).st_size - written)
+                raise OSError(f"{JOURNAL_FILE}: short write ({written} of {len(line)} bytes)")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            _fsync_dir(self.path.parent)
+        self.events.append(dict(event))
+
+
+def _parse(data: bytes) -> tuple[list[dict[str, Any]], int, TornLine | None]:
+    """The events, the byte length of the whole lines, and the torn tail if any."""
+    events: list[dict[str, Any]] = []
+    offset = 0
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the file ends with a newline
+        whole = len(lines)
+    else:
+        whole = len(lines) - 1  # the last line has no newline: a torn write
+    for number, raw in enumerate(lines, 1):
+        event = _event(raw) if number <= whole else None
+        if event is None:
+            if number < len(lines):
+                raise JournalError(
+                    f"{JOURNAL_FILE} line {number} is not a journal event ({raw[:80]!r}) and "
+                    "more lines follow: the journal was damaged or edited; it cannot be "
+                    "continued")
+            text = raw[:120].decode("utf-8", "replace")
+            return events, offset, TornLine(number, len(data) - offset, text)
+        events.append(event)
+        offset += len(raw) + 1
+    return events, offset, None
+
+
+def _event(raw: bytes) -> dict[str, Any] | None:
+    try:
+        event = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

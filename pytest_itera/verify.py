@@ -1,0 +1,138 @@
+"""The plugin's checks, run in-process on one folder: no pytest session needed.
+
+``rec.check()``, ``close()`` and ``python -m pytest_itera check DIR`` use this:
+the same :class:`~pytest_itera.checks.Check` functions as the plugin's items,
+over a :class:`~pytest_itera.checks.Context` of the folder, with reloads in a
+fresh process (:class:`pytest_itera.reload.Reloader`); the summary comes from
+:mod:`pytest_itera.report`, so it reads as the plugin's.
+
+The built-in check families only: checks a conftest.py adds through the
+``pytest_itera_checks`` hook, a catalogue named in an ini file and waivers are
+pytest-side settings, seen by ``pytest --itera-campaign``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_itera import report
+from pytest_itera.campaign import MANIFEST_FILE, load_campaign
+from pytest_itera.checks import Check, Context, Options
+from pytest_itera.closure import FindingFacts
+from pytest_itera.findings import Finding, render_all
+
+__all__ = ["Problem", "Verdict", "builtin_checks", "check_campaign"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One failing finding: which check, on which target, and what it says."""
+
+    check: str
+    target: str | None
+    message: str
+    finding: Finding
+
+    def render(self) -> str:
+        return f"{report.clean(_label(self.check, self.target))}: " \
+            f"{report.clean_block(self.finding.render())}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verdict on one folder, as ``pytest --itera-campaign`` would give it."""
+
+    verdict: str  # report.verdict: "accepted", "rejected", "incomplete"
+    findings: tuple[Problem, ...]
+    report: report.CampaignReport
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict in report.ACCEPTING
+
+    def lines(self) -> list[str]:
+        """The failing checks with their findings, then the plugin's summary lines."""
+        out: list[str] = []
+        for result in self.report.checks:
+            if result.outcome == "failed":
+                out += [f"FAILED {report.clean(result.nodeid)}", *(
+                    "  " + line for line in result.message.splitlines())]
+        return [*out, *report.terminal_lines(self.report)]
+
+
+# The plugin's closure families (pytest_itera.options.FAMILIES, which lives in the pytest layer
+# this module may not import); tests/test_cli.py fails when the two lists differ.
+FAMILY_MODULES = (
+    "pytest_itera.checks.contract",
+    "pytest_itera.checks.files",
+    "pytest_itera.checks.artifacts",
+    "pytest_itera.checks.runs",
+    "pytest_itera.checks.evidence",
+    "pytest_itera.checks.budget",
+    "pytest_itera.checks.schedule",
+    "pytest_itera.checks.plan_gate",
+)
+
+
+def builtin_checks() -> dict[str, Check]:
+    """The checks of every built-in family (each module's ``CHECKS``) that judge a closed
+    campaign, by id (the plan gate's, scope "plan", judge a plan before renting)."""
+    found: dict[str, Check] = {}
+    for name in FAMILY_MODULES:
+        for check in getattr(importlib.import_module(name), "CHECKS", ()):
+            if check.scope != "plan":
+                found[check.id] = check
+    return found
+
+
+def check_campaign(
+    root: Path, *, python: str | None = None, timeout: float = 120.0,
+    checks: Mapping[str, Check] | None = None,
+) -> Verdict:
+    """Evaluate every check on every target of the folder ``root``."""
+    from pytest_itera.provenance import document_digests
+    from pytest_itera.reload import Reloader
+
+    root = Path(root)
+    campaign = load_campaign(root)
+    registry = dict(checks) if checks is not None else builtin_checks()
+    context = Context(campaign, Options(python=python, timeout=timeout), registry,
+                      reloader_factory=lambda: Reloader(python, timeout=timeout))
+    try:
+        results = list(_results(context, root))
+    finally:
+        context.close()
+    built = report.build(campaign, results, collected=len(results), fast=False,
+                         digests=document_digests(root))
+    problems = tuple(
+        Problem(r.check, r.target, f.message, f)
+        for r in results for f in _findings(context, r))
+    return Verdict(built.verdict, problems, built)
+
+
+def _results(context: Context, root: Path) -> Iterator[report.CheckResult]:
+    for check in sorted(context.checks.values(), key=lambda c: (c.order, c.id)):
+        for target in context.targets(check):
+            found = context.findings(check.id, target)
+            label = _label(check.id, target)
+            message = f"{label}: {len(found)} problem{'s' if len(found) != 1 else ''}\n" \
+                f"{render_all(found)}" if found else ""
+            yield report.CheckResult(
+                check.id, target, "failed" if found else "passed",
+                report.clean_block(message), f"{root.name}/{MANIFEST_FILE}::{label}",
+                check.scope, findings=tuple(FindingFacts.of(f, check.id) for f in found))
+
+
+def _findings(context: Context, result: report.CheckResult) -> tuple[Finding, ...]:
+    return context.findings(result.check, result.target)
+
+
+def _label(check_id: str, target: str | None) -> str:
+    """The item's name as the plugin writes it (``check[target]``)."""
+    if target is None:
+        return check_id
+    shown = target.encode("unicode_escape").decode("ascii") if not target.isprintable() else target
+    return f"{check_id}[{shown.replace('::', ':_:')}]"
