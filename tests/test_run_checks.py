@@ -11,7 +11,8 @@ import pytest
 
 from pytest_itera.campaign import load_campaign
 from pytest_itera.checks import Context, Options
-from pytest_itera.checks.runs import CHECKS, IdLine, UnreadableIds, corpus_ids, cover, read_ids
+from pytest_itera.checks.runs import CHECKS, corpus_ids
+from pytest_itera.predictions import IdLine, UnreadableIds, cover, read_ids
 from tests.factory import CORPUS_IDS, CampaignBuilder, expect, run, sha256
 
 Pytester = pytest.Pytester

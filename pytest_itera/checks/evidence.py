@@ -385,7 +385,7 @@ def _in_folder(ctx: Context, path: str, corpus: Corpus | None) -> dict[str, obje
 
 def _count_examples(ctx: Context, path: Path, corpus: Corpus) -> int | None:
     def count() -> int | None:
-        from pytest_itera.checks.runs import UnreadableIds, read_ids
+        from pytest_itera.predictions import UnreadableIds, read_ids
 
         try:
             return len({rec.id for rec in read_ids(path, corpus.id_field) if rec.id is not None})

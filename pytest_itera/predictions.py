@@ -1,0 +1,238 @@
+"""Reading example IDs from predictions and corpus files, streamed, and comparing them.
+
+No pytest import, no check logic: ``predictions-cover-corpus`` and the data
+check's evidence read files through :func:`read_ids` (JSON Lines or CSV, lines
+capped at 16 MiB, never a whole file held) and compare with :func:`cover`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import json
+import os
+import stat
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, NamedTuple, TypeVar
+
+FIRST = 5  # examples shown per kind of problem
+MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is reported, skipped, never held
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_TOO_LONG = "\x00itera:line-too-long\x00"  # stands in for a skipped line in the CSV reader
+T = TypeVar("T")
+
+
+class UnreadableIds(Exception):
+    """The file as a whole cannot be read as ID-bearing records (no ID column, a JSON array)."""
+
+
+class IdLine(NamedTuple):  # a tuple, not a dataclass: millions are made per file
+    """One record of an ID-bearing file: its line, its ID, or why it has none."""
+
+    line: int
+    id: str | None
+    problem: str | None = None
+
+
+def read_ids(
+    path: Path, id_field: str, *, max_line: int = MAX_LINE_BYTES
+) -> Iterator[IdLine]:
+    """The IDs of a JSON Lines or CSV/TSV file, streamed, one record at a time.
+
+    The format is decided by content: a first record starting with '{' is JSON
+    Lines; '[' (a JSON array cannot be streamed) and binary content (NUL bytes:
+    gzip, Parquet, Arrow) are refused; anything else is CSV with a header
+    naming ``id_field`` (tab-separated when the extension is .tsv or the header
+    has tabs and no commas). Integer IDs compare as their
+    decimal text, so a CSV and a JSON file of the same corpus agree. A line
+    over ``max_line`` bytes is reported and skipped without being held.
+    Raises OSError or :class:`UnreadableIds`.
+    """
+    with _open_regular(path) as handle:
+        head = handle.read(1 << 16).lstrip(codecs.BOM_UTF8).lstrip()
+        handle.seek(0)
+        if not head or head.startswith(b"{"):
+            yield from _jsonl_ids(_lines(handle, max_line), id_field)
+        elif head.startswith(b"["):
+            raise UnreadableIds("is a JSON array; write one JSON object per line (JSON Lines)")
+        elif b"\0" in head:
+            raise UnreadableIds("is binary (compressed, Parquet, Arrow?); write JSON Lines or CSV")
+        else:
+            first = head.split(b"\n", 1)[0]
+            tabbed = path.suffix.lower() == ".tsv" or (b"\t" in first and b"," not in first)
+            yield from _csv_ids(_lines(handle, max_line), id_field, "\t" if tabbed else ",")
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """Open without following a link and without blocking on a FIFO; refuse non-files."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnreadableIds("is not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _lines(handle: BinaryIO, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) per line; None for a line over ``limit``, which is skipped unread.
+
+    Reads fixed-size blocks and splits them itself: iterating a file object
+    would hold a whole line, however long, and readline() is slower.
+    """
+    number, tail, skipping = 0, b"", False
+    while block := handle.read(1 << 20):
+        lines = (tail + block).split(b"\n")
+        tail = lines.pop()
+        for line in lines:
+            number += 1
+            if skipping or len(line) > limit:
+                skipping = False  # this was the end of an over-long line
+                yield number, None
+            else:
+                yield number, line
+        if len(tail) > limit:
+            tail, skipping = b"", True
+    if skipping or tail:
+        yield number + 1, None if skipping else tail
+
+
+def _jsonl_ids(lines: Iterable[tuple[int, bytes | None]], id_field: str) -> Iterator[IdLine]:
+    for number, raw in lines:
+        if raw is None:
+            yield IdLine(number, None, "over the line length limit (skipped unread)")
+            continue
+        if number == 1:
+            raw = raw.removeprefix(codecs.BOM_UTF8)
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw.decode("utf-8"))  # str parses faster than bytes
+        except UnicodeDecodeError as exc:
+            yield IdLine(number, None, f"not UTF-8 (byte {exc.start + 1})")
+            continue
+        except ValueError as exc:
+            yield IdLine(number, None, f"not JSON ({getattr(exc, 'msg', exc)})")
+            continue
+        if not isinstance(record, dict):
+            yield IdLine(number, None, f"a JSON {type(record).__name__}, not an object")
+        elif id_field not in record:
+            yield IdLine(number, None, f"no {id_field!r} field")
+        else:
+            yield _id_line(number, record[id_field], id_field)
+
+
+def _id_line(number: int, value: object, id_field: str) -> IdLine:
+    if isinstance(value, str) and value:
+        return IdLine(number, value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return IdLine(number, str(value))
+    return IdLine(number, None, f"{id_field!r} is {json.dumps(value)[:40]}, not an ID")
+
+
+class _Numbered:
+    """Decoded lines for the csv reader, remembering the physical line it is on."""
+
+    def __init__(self, lines: Iterable[tuple[int, bytes | None]]) -> None:
+        self.lines = lines
+        self.line = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for number, raw in self.lines:
+            self.line = number
+            yield _TOO_LONG + "\n" if raw is None else raw.decode("utf-8", "replace") + "\n"
+
+
+def _csv_ids(
+    lines: Iterable[tuple[int, bytes | None]], id_field: str, delimiter: str
+) -> Iterator[IdLine]:
+    source = _Numbered(lines)
+    reader = csv.reader(source, delimiter=delimiter)
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:  # e.g. lines ended by a bare CR: the header is all of the file
+        raise UnreadableIds(f"has no readable CSV header ({exc})") from None
+    if header is None:
+        return
+    names = [name.strip().lstrip("\ufeff") for name in header]
+    if id_field not in names:
+        raise UnreadableIds(f"has no {id_field!r} column in its header {names[:10]}")
+    column = names.index(id_field)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # e.g. a field over the csv module's size limit
+            yield IdLine(source.line, None, f"not CSV ({exc})")
+            continue
+        if row:
+            yield _csv_row(source.line, row, column, id_field)
+
+
+def _csv_row(line: int, row: list[str], column: int, id_field: str) -> IdLine:
+    if row == [_TOO_LONG]:
+        return IdLine(line, None, "over the line length limit (skipped unread)")
+    if len(row) <= column or not row[column].strip():
+        return IdLine(line, None, f"no value in the {id_field!r} column")
+    return IdLine(line, row[column].strip())
+
+
+# ------------------------------------------------------ comparing IDs
+
+
+@dataclass
+class Coverage:
+    """How one predictions file covers the corpus: counts and the first few of each problem."""
+
+    records: int = 0
+    missing: int = 0
+    missing_first: list[str] = field(default_factory=list)
+    duplicated: int = 0  # extra lines that repeat an ID already seen
+    duplicated_first: list[tuple[str, int]] = field(default_factory=list)
+    unknown: int = 0
+    unknown_first: list[tuple[str, int]] = field(default_factory=list)
+    malformed: int = 0
+    malformed_first: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def exact(self) -> bool:
+        return not (self.missing or self.duplicated or self.unknown or self.malformed)
+
+
+def cover(corpus: Mapping[str, int], records: Iterable[IdLine], first: int = FIRST) -> Coverage:
+    """Compare streamed records with the corpus IDs (ID -> position, in corpus order).
+
+    Memory: one byte per corpus ID plus the first few examples; unknown IDs
+    are counted, never collected.
+    """
+    seen = bytearray(len(corpus))
+    out = Coverage()
+    for rec in records:
+        out.records += 1
+        if rec.id is None:
+            out.malformed += 1
+            keep_first(out.malformed_first, (rec.line, rec.problem or "no ID"), first)
+            continue
+        position = corpus.get(rec.id)
+        if position is None:
+            out.unknown += 1
+            keep_first(out.unknown_first, (rec.id, rec.line), first)
+        elif seen[position]:
+            out.duplicated += 1
+            keep_first(out.duplicated_first, (rec.id, rec.line), first)
+        else:
+            seen[position] = 1
+    for corpus_id, position in corpus.items():
+        if not seen[position]:
+            out.missing += 1
+            keep_first(out.missing_first, corpus_id, first)
+    return out
+
+
+def keep_first(items: list[T], item: T, first: int) -> None:
+    if len(items) < first:
+        items.append(item)
