@@ -468,6 +468,17 @@ def load_campaign(root: Path) -> Campaign:
     )
 
 
+def load_plan(path: Path) -> Campaign:
+    """A plan judged alone, before renting (``--itera-plan``): ``path`` is the plan file.
+
+    No manifest is read; ``errors`` name the file as it is called. Never raises on bad input.
+    """
+    plan_data, errors = _load_document(path.parent, path.name, "plan")
+    plan = _plan(plan_data) if plan_data is not None and not errors else None
+    return Campaign(root=path.parent, plan=plan, manifest=None, errors=tuple(errors),
+                    plan_data=plan_data)
+
+
 def _plan(data: Mapping[str, Any]) -> Plan:
     """A schema-valid plan of either version, with ``corpus`` and ``corpora`` both filled."""
     plan: Plan = _build(Plan, data)

@@ -124,6 +124,8 @@ class IteraManifest(_CampaignNode, pytest.File):
         # One root string for every item (not a Path formatting per item).
         self._root_text = str(self.campaign_root)
         for check in sorted(checks.values(), key=lambda c: (c.order, c.id)):
+            if check.scope == "plan":
+                continue  # the plan gate's (--itera-plan), never a closed campaign's
             for target in self.context.targets(check):
                 yield IteraCheckItem.from_parent(
                     self, name=item_name(check.id, target), check=check, target=target
@@ -234,9 +236,11 @@ def registered_checks(
 
 
 def make_context(
-    root: Path, settings: Settings, checks: Mapping[str, Check], config: pytest.Config
+    root: Path, settings: Settings, checks: Mapping[str, Check], config: pytest.Config,
+    campaign: Campaign | None = None,  # a plan judged alone (--itera-plan) brings its own
 ) -> Context:
     patterns = [p for group in config.hook.pytest_itera_temp_patterns(config=config) for p in group]
+    campaign = campaign or loaded_campaign(config, root)
     options = Options(
         fast=settings.fast,
         python=settings.python,
@@ -245,7 +249,7 @@ def make_context(
         temp_patterns=(*settings.temp_patterns, *patterns),
         plan_sha256=settings.plan_sha256,
         deviation_tolerance=settings.deviation_tolerance,
-        plan_pins=(pins := settings.pins_for(root, (campaign := loaded_campaign(config, root)).id)),
+        plan_pins=(pins := settings.pins_for(root, campaign.id)),
         other_pins=() if pins else tuple(str(line.key) for line in settings.plan_pins),
         catalogue=catalogue_in_force(config),
         hourly_phrases=hourly_phrases(config),

@@ -692,6 +692,36 @@ def smallest_covering(catalogue: Catalogue, hours: float | int | Decimal) -> Off
     return min(covering, key=lambda o: (o.days, o.price.amount, o.offer))
 
 
+@dataclass(frozen=True)
+class LotOption:
+    """A catalogue offer that covers some hours, and the hours it leaves idle."""
+
+    offer: Offer
+    idle_hours: Decimal
+
+    @property
+    def price(self) -> Money:
+        return self.offer.price
+
+
+def lot_options(hours: float | int | Decimal, catalogue: Catalogue) -> list[LotOption]:
+    """Every offer of ``catalogue`` whose days * 24 cover ``hours``, cheapest first.
+
+    Ties go to the shorter lot, then the offer's name. A lot's price covers its
+    whole duration (R4): idle hours are time paid for and not used, never a refund
+    or an hourly rate. Quantity buys parallel machines, not time, so no combination
+    of lots is offered. Filter with :meth:`Catalogue.for_gpu` first when the
+    catalogue mixes GPU models.
+
+    >>> [(o.offer.days, o.price.format(), o.idle_hours) for o in
+    ...  lot_options(78, example_catalogue())]
+    [(7, '110.00 USD', Decimal('90')), (30, '390.00 USD', Decimal('642'))]
+    """
+    need = _hours(hours)
+    fitting = [LotOption(o, Decimal(o.hours) - need) for o in catalogue.offers if o.hours >= need]
+    return sorted(fitting, key=lambda o: (o.price.amount, o.offer.days, o.offer.offer))
+
+
 def overflow_advice(
     hours: float | int | Decimal, lot: DatedLot, catalogue: Catalogue | None = None
 ) -> str | None:

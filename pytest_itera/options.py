@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pytest_itera.waivers import Waiver
 
 CAMPAIGN = "--itera-campaign"
+PLAN = "--itera-plan"  # the plan gate, before renting (issue 16)
 REPORT = "--itera-report"
 PYTHON = "--itera-python"
 TIMEOUT = "--itera-timeout"
@@ -34,6 +35,7 @@ SEAL_PUBKEY = "--itera-seal-pubkey"
 SEAL_PASSWORD_ENV = "ITERA_SEAL_KEY_PASSWORD"  # an encrypted --itera-seal-key's password
 
 INI_CAMPAIGN = "itera_campaign"
+INI_PLAN = "itera_plan"
 INI_PYTHON = "itera_python"
 INI_TIMEOUT = "itera_timeout"
 INI_IGNORE = "itera_ignore"
@@ -56,6 +58,7 @@ FAMILIES = {
     "itera.evidence": "pytest_itera.checks.evidence",
     "itera.budget": "pytest_itera.checks.budget",
     "itera.schedule": "pytest_itera.checks.schedule",
+    "itera.plan": "pytest_itera.checks.plan_gate",
 }
 
 
@@ -81,10 +84,18 @@ class Settings:
     seal_key: Path | None = None  # sign it (ECDSA PEM); None: digest-only
     verify_seal: Path | None = None  # re-check the folder against this seal, nothing else
     seal_pubkey: Path | None = None
+    # --itera-plan (the plan gate): every plan file, and the campaign folders given among them.
+    plans: tuple[Path, ...] = ()
+    plan_folders: tuple[Path, ...] = ()
 
     @property
     def active(self) -> bool:
-        return bool(self.campaigns)
+        return bool(self.campaigns or self.plans)
+
+    @property
+    def folders(self) -> tuple[Path, ...]:
+        """Every folder the plugin reads and never writes into: campaigns and plan folders."""
+        return (*self.campaigns, *self.plan_folders)
 
     def pins_for(self, root: Path, campaign_id: str | None) -> tuple[PlanPin, ...]:
         """The sha256 pins the campaign at ``root`` (with id ``campaign_id``) must match.
@@ -194,6 +205,12 @@ def addoption(parser: pytest.Parser) -> None:
         SEAL_PUBKEY, metavar="PEM", help="the public key a signed seal is verified with"
     )
     parser.addini(INI_CAMPAIGN, "campaign folders to accept (like --itera-campaign)", "paths", [])
+    group.addoption(
+        PLAN, action="append", default=[], metavar="PATH",
+        help="before renting: judge the plan PATH (a plan.json, or a campaign folder without a "
+        "manifest yet, whose journal is then re-forecast) alone (repeatable)",
+    )
+    parser.addini(INI_PLAN, f"plans to judge before renting (like {PLAN})", "paths", [])
     parser.addini(INI_PYTHON, "interpreter for fresh-process reloads", "string", "")
     parser.addini(INI_TIMEOUT, "time limit per checkpoint reload, seconds", "string", "120")
     parser.addini(
@@ -234,12 +251,13 @@ def addoption(parser: pytest.Parser) -> None:
 def build_settings(config: pytest.Config) -> Settings:
     """Read and validate every option once; errors are one-line usage errors."""
     campaigns = _campaigns(config)
+    plans, plan_folders = _plans(config, campaigns)
     reports = _reports(config)
     report_inside = bool(config.getoption(FORCE_REPORT))
-    if campaigns:
+    if campaigns or plans:
         ini_catalogue(config)  # a bad itera_catalogue file is a usage error before any item
     for report in reports:
-        for root in campaigns:
+        for root in (*campaigns, *plan_folders):
             if report.is_relative_to(root) and not report_inside:
                 raise pytest.UsageError(
                     f"{REPORT}: {report} is inside the campaign {root}, which is read-only; "
@@ -247,6 +265,8 @@ def build_settings(config: pytest.Config) -> Settings:
                 )
     return Settings(
         campaigns=campaigns,
+        plans=plans,
+        plan_folders=plan_folders,
         reports=reports,
         python=_python(config),
         timeout=_positive(config, TIMEOUT, INI_TIMEOUT, default=120.0),
@@ -321,6 +341,37 @@ def _campaigns(config: pytest.Config) -> tuple[Path, ...]:
             if a != b and a.is_relative_to(b):
                 raise pytest.UsageError(f"{CAMPAIGN}: {a} is inside another campaign, {b}")
     return tuple(roots)
+
+
+def _plans(
+    config: pytest.Config, campaigns: tuple[Path, ...]
+) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """``--itera-plan`` paths (else the ini twin's): the plan files, and the campaign folders
+    given among them (a folder stands for its plan.json and is read-only, like a campaign)."""
+    given = [(p, config.invocation_params.dir / p) for p in config.getoption(PLAN)]
+    if not given:
+        given = [(str(p), Path(p)) for p in config.getini(INI_PLAN)]
+    files: list[Path] = []
+    folders: list[Path] = []
+    for raw, full in given:
+        path = Path(os.path.abspath(full))
+        if path.is_dir():
+            if os.path.lexists(path / "manifest.json"):
+                raise pytest.UsageError(f"{PLAN}: {raw}: the campaign has a manifest.json, it "
+                                        f"is closed: accept it with {CAMPAIGN}")
+            if not os.path.lexists(path / "plan.json"):
+                raise pytest.UsageError(f"{PLAN}: {raw}: the folder has no plan.json")
+            if any(path == c or path.is_relative_to(c) or c.is_relative_to(path)
+                   for c in campaigns):
+                raise pytest.UsageError(f"{PLAN}: {raw} is also given to {CAMPAIGN}")
+            folders.append(path)
+            path = path / "plan.json"
+        elif not path.is_file():
+            raise pytest.UsageError(f"{PLAN}: {raw}: no such file or folder")
+        if path in files:
+            raise pytest.UsageError(f"{PLAN}: {raw}: the same plan is given twice")
+        files.append(path)
+    return tuple(files), tuple(folders)
 
 
 def _reports(config: pytest.Config) -> tuple[Path, ...]:

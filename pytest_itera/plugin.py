@@ -36,7 +36,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
     are not loaded for this run, as with ``--noconftest``.
     """
     namespace = early_config.known_args_namespace
-    given = getattr(namespace, "itera_campaign", None) or []
+    given = [*(getattr(namespace, "itera_campaign", None) or []),
+             *(getattr(namespace, "itera_plan", None) or [])]
     if not given:
         return
     here = early_config.invocation_params.dir
@@ -78,16 +79,34 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_itera.session import IteraSession
 
     config.pluginmanager.register(IteraSession(config, settings), "itera.session")
+    if settings.plans:
+        from pytest_itera.collect_plan import PlanSummary
+
+        config.pluginmanager.register(PlanSummary(config, settings), "itera.plan-summary")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     settings = parent.config.stash.get(settings_key, None)
+    if settings is not None and path in settings.plan_folders:
+        from pytest_itera.collect_plan import IteraPlanFolder
+
+        return IteraPlanFolder.for_folder(parent, path)
     if settings is None or path not in settings.campaigns:
         return None
     from pytest_itera.collect import IteraCampaign
 
     return IteraCampaign.for_folder(parent, path)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A plan file given to --itera-plan (not a campaign folder's: its folder collects it)."""
+    settings = parent.config.stash.get(settings_key, None)
+    if settings is None or file_path not in _plan_files(settings):
+        return None
+    from pytest_itera.collect_plan import IteraPlan
+
+    return IteraPlan.for_file(parent, file_path)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -125,7 +144,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return None
     inside = any(
         collection_path != root and collection_path.is_relative_to(root)
-        for root in settings.campaigns
+        for root in settings.folders
     )
     return True if inside else None
 
@@ -154,7 +173,7 @@ def _point_collection_at_campaigns(config: pytest.Config, settings: Settings) ->
     )
     extra = [
         str(root)
-        for root in settings.campaigns
+        for root in (*settings.campaigns, *settings.plan_folders, *_plan_files(settings))
         if not any(p == root or p.is_relative_to(root) for p in given)
     ]
     config.args = [*config.args, *extra] if explicit else extra
@@ -165,4 +184,9 @@ def _cache_inside_campaign(config: pytest.Config, settings: Settings) -> bool:
         return False
     raw = os.path.expanduser(os.path.expandvars(str(config.getini("cache_dir"))))
     cache = Path(os.path.abspath(config.rootpath / raw))
-    return any(cache == root or cache.is_relative_to(root) for root in settings.campaigns)
+    return any(cache == root or cache.is_relative_to(root) for root in settings.folders)
+
+
+def _plan_files(settings: Settings) -> tuple[Path, ...]:
+    """--itera-plan files given as files (a plan folder's plan.json is collected by it)."""
+    return tuple(p for p in settings.plans if p.parent not in settings.plan_folders)

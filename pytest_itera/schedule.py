@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from pytest_itera.money import lot_hours, overflow_advice
 
@@ -801,3 +801,294 @@ def unplanned_steps(planned: Iterable[StepLike], observed: Mapping[str, object])
     """Observed step ids that the plan does not have, sorted."""
     known = {s.id for s in planned}
     return sorted(k for k in observed if k not in known)
+
+
+# ------------------------------------------- before renting: lots, reductions, forecast
+
+
+class RunLike(Protocol):
+    """A planned run; :class:`pytest_itera.campaign.PlannedRun` satisfies it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def category(self) -> str: ...
+
+
+class ScheduleLike(Protocol):
+    @property
+    def steps(self) -> Sequence[StepLike]: ...
+
+
+class PlanLike(Protocol):
+    """Anything with ``schedule.steps``: :class:`pytest_itera.campaign.Plan` satisfies it."""
+
+    @property
+    def schedule(self) -> ScheduleLike: ...
+
+
+# Optional categories, in the order their runs are dropped (R2: must runs never are).
+DROPPABLE = ("exploratory", "useful")
+# Up to this many optional runs every subset is tried; beyond, a greedy search.
+EXHAUSTIVE_RUNS = 12
+
+
+@dataclass(frozen=True)
+class LotUse:
+    """How long a lot's clock runs in a timeline, against what the lot covers."""
+
+    lot: str
+    days: int
+    span: Decimal
+    # False: no step names a lot, so the machine steps' span is set against the longest lot.
+    named: bool = True
+
+    @property
+    def capacity(self) -> int:
+        return self.days * 24
+
+    @property
+    def excess(self) -> Decimal:
+        """Hours beyond the lot (negative or zero: it fits)."""
+        return self.span - self.capacity
+
+
+def machine_span(timeline: Timeline) -> Decimal:
+    """First start to last end of the steps off the ``human`` resource."""
+    machine = [s for s in timeline.slots if s.resource != HUMAN]
+    if not machine:
+        return Decimal(0)
+    return max(s.end for s in machine) - min(s.start for s in machine)
+
+
+def lot_uses(lots: Sequence[LotLike], timeline: Timeline) -> list[LotUse]:
+    """Each lot's span in ``timeline``; when no step names a lot, the machine steps' span
+    on the longest lot (the plan's only lot, usually)."""
+    if not lots:
+        return []
+    if any(s.lot is not None for s in timeline.slots):
+        return [LotUse(lot.id, lot.days, timeline.lot_hours(lot.id)) for lot in lots]
+    longest = max(lots, key=lambda lot: lot.days)
+    return [LotUse(longest.id, longest.days, machine_span(timeline), named=False)]
+
+
+def fits(window: HoursLike, lots: Sequence[LotLike], timeline: Timeline) -> bool:
+    """The makespan fits the window and every lot's span fits the lot."""
+    if timeline.makespan > as_hours(window):
+        return False
+    return all(use.excess <= 0 for use in lot_uses(lots, timeline))
+
+
+def without_runs(steps: Iterable[StepLike], runs: Iterable[str]) -> list[ObservedStep]:
+    """The schedule without the steps that serve ``runs``.
+
+    A kept step that waited for a dropped step now waits for what the dropped step
+    waited for, so the order of what remains is kept and, laid out with
+    :func:`makespan`, the schedule never gets longer.
+    """
+    steps = list(steps)
+    gone = set(runs)
+    dropped = {s.id: tuple(s.after) for s in steps if _run_of(s) in gone}
+
+    def expand(dep: str, seen: frozenset[str]) -> list[str]:
+        if dep not in dropped:
+            return [dep]
+        if dep in seen:  # a cycle among dropped steps: makespan of the plan reports it
+            return []
+        return [d for up in dropped[dep] for d in expand(up, seen | {dep})]
+
+    return [
+        ObservedStep(s.id, s.kind, s.resource, as_hours(s.hours),
+                     tuple(dict.fromkeys(d for dep in s.after for d in expand(dep, frozenset()))),
+                     s.lot, _run_of(s))
+        for s in steps if s.id not in dropped
+    ]
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """Optional runs whose steps, dropped, make the schedule fit (or the best there is)."""
+
+    dropped: tuple[str, ...]  # run ids, exploratory first, then useful, each in plan order
+    categories: Mapping[str, str]  # run id -> its category
+    step_hours: Decimal  # the planned hours of their steps
+    before: Timeline
+    timeline: Timeline  # the schedule without them
+    fits: bool  # False: even dropping every optional run is not enough
+
+    @property
+    def freed(self) -> Decimal:
+        """How much shorter the schedule gets."""
+        return self.before.makespan - self.timeline.makespan
+
+
+def reduced_protocol(
+    steps: Iterable[StepLike],
+    runs: Iterable[RunLike],
+    window: HoursLike,
+    lots: Sequence[LotLike],
+    *,
+    keep: Iterable[str] = (),
+) -> Reduction | None:
+    """The smallest set of optional runs to drop so that the schedule fits the window and
+    every lot (R2: a reduced protocol that still answers the question).
+
+    Exploratory runs go first: a useful run is dropped only when no set of exploratory
+    runs is enough. Among sets of the same size, the one that drops the fewest planned
+    hours (the most work kept), then plan order. Must runs, runs in ``keep`` (already
+    started) and runs without steps are never proposed. None when the schedule already
+    fits or no run can be dropped; a Reduction with ``fits=False`` (every optional run
+    dropped) when no set is enough.
+    """
+    steps = list(steps)
+    before = makespan(steps)
+    if fits(window, lots, before):
+        return None
+    candidates = _droppable(steps, runs, set(keep))
+    if not candidates:
+        return None
+    hours = {run: sum((as_hours(s.hours) for s in steps if _run_of(s) == run), Decimal(0))
+             for run, _ in candidates}
+
+    def attempt(chosen: Sequence[tuple[str, str]]) -> Reduction:
+        ids = tuple(run for run, _ in chosen)
+        timeline = makespan(without_runs(steps, ids))
+        return Reduction(ids, dict(chosen), sum((hours[r] for r in ids), Decimal(0)), before,
+                         timeline, fits(window, lots, timeline))
+
+    search = _exhaustive if len(candidates) <= EXHAUSTIVE_RUNS else _greedy
+    found = search(candidates, hours, attempt)
+    return found if found is not None else attempt(candidates)
+
+
+def _droppable(
+    steps: list[StepLike], runs: Iterable[RunLike], keep: set[str]
+) -> list[tuple[str, str]]:
+    """(run id, category) of the runs that may be dropped: exploratory first, plan order."""
+    served = {_run_of(s) for s in steps}
+    runs = [r for r in runs if r.category in DROPPABLE and r.id in served and r.id not in keep]
+    return sorted(((r.id, r.category) for r in dict((r.id, r) for r in runs).values()),
+                  key=lambda rc: DROPPABLE.index(rc[1]))
+
+
+def _exhaustive(
+    candidates: list[tuple[str, str]],
+    hours: Mapping[str, Decimal],
+    attempt: _Attempt,
+) -> Reduction | None:
+    from itertools import combinations
+
+    explore = [c for c in candidates if c[1] == "exploratory"]
+    useful = [c for c in candidates if c[1] == "useful"]
+    for n_useful in range(len(useful) + 1):
+        for n_explore in range(len(explore) + 1):
+            sets = [(*e, *u) for u in combinations(useful, n_useful)
+                    for e in combinations(explore, n_explore)]
+            sets.sort(key=lambda chosen: sum((hours[r] for r, _ in chosen), Decimal(0)))
+            for chosen in sets:
+                reduction = attempt(chosen)
+                if reduction.fits:
+                    return reduction
+    return None
+
+
+def _greedy(
+    candidates: list[tuple[str, str]],
+    hours: Mapping[str, Decimal],
+    attempt: _Attempt,
+) -> Reduction | None:
+    """Many optional runs: drop the longest exploratory, then useful, runs until it fits,
+    then give back every run that is not needed."""
+    order = sorted(candidates, key=lambda c: (DROPPABLE.index(c[1]), -hours[c[0]]))
+    chosen: list[tuple[str, str]] = []
+    for candidate in order:
+        chosen.append(candidate)
+        if attempt(chosen).fits:
+            break
+    else:
+        return None
+    for candidate in list(reversed(chosen)):
+        trial = [c for c in chosen if c != candidate]
+        if attempt(trial).fits:
+            chosen = trial
+    return attempt(chosen)
+
+
+class _Attempt(Protocol):
+    def __call__(self, chosen: Sequence[tuple[str, str]], /) -> Reduction: ...
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """The schedule re-forecast at the post-pilot decision point (R2: "actualisez vos
+    hypothèses de durée").
+
+    Finished steps take their measured hours; an unfinished step of a kind that has
+    finished steps is scaled by that kind's measured/planned ratio; any other step keeps
+    its plan. The plan itself is never changed.
+    """
+
+    steps: tuple[ObservedStep, ...]  # the plan's steps with their forecast hours
+    timeline: Timeline
+    planned: Timeline
+    measured: Mapping[str, Decimal]  # finished plan steps -> measured hours
+    ratios: Mapping[str, Decimal]  # step kind -> measured / planned hours of its finished steps
+    scaled: tuple[str, ...]  # unfinished steps whose hours a ratio other than 1 changed
+    unknown: tuple[str, ...]  # observed step ids the plan does not have (ignored)
+
+    @property
+    def makespan(self) -> Decimal:
+        return self.timeline.makespan
+
+    @property
+    def started_runs(self) -> frozenset[str]:
+        """Runs with a finished step: dropping them now frees nothing already spent."""
+        return frozenset(s.run for s in self.steps if s.run is not None and s.id in self.measured)
+
+
+def forecast(plan: PlanLike | Iterable[StepLike], observed: Mapping[str, HoursLike]) -> Forecast:
+    """Re-forecast ``plan`` (a Plan, or its steps) from the measured hours of the steps that
+    finished (``{step id: hours}``); see :class:`Forecast`.
+
+    >>> from pytest_itera.campaign import Step
+    >>> steps = [Step("pilot", "training", "gpu0", 4), Step("control", "training", "gpu0", 10,
+    ...                                                     after=("pilot",))]
+    >>> f = forecast(steps, {"pilot": 6})
+    >>> f.ratios["training"], f.makespan
+    (Decimal('1.5'), Decimal('21.0'))
+    """
+    steps = _steps_of(plan)
+    known = {s.id for s in steps}
+    measured = {s.id: as_hours(observed[s.id]) for s in steps if s.id in observed}
+    ratios = _kind_ratios(steps, measured)
+    forecast_steps: list[ObservedStep] = []
+    scaled: list[str] = []
+    for step in steps:
+        hours = as_hours(step.hours)
+        if step.id in measured:
+            hours = measured[step.id]
+        elif step.kind in ratios and ratios[step.kind] != 1:
+            hours = hours * ratios[step.kind]
+            scaled.append(step.id)
+        forecast_steps.append(ObservedStep(step.id, step.kind, step.resource, hours,
+                                           tuple(step.after), step.lot, _run_of(step)))
+    return Forecast(tuple(forecast_steps), makespan(forecast_steps), makespan(steps), measured,
+                    ratios, tuple(scaled), tuple(sorted(k for k in observed if k not in known)))
+
+
+def _steps_of(plan: PlanLike | Iterable[StepLike]) -> list[StepLike]:
+    schedule = getattr(plan, "schedule", None)
+    if schedule is not None:
+        return list(cast("ScheduleLike", schedule).steps)
+    return list(cast("Iterable[StepLike]", plan))
+
+
+def _kind_ratios(steps: list[StepLike], measured: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    planned: dict[str, Decimal] = {}
+    seen: dict[str, Decimal] = {}
+    for step in steps:
+        if step.id in measured:
+            planned[step.kind] = planned.get(step.kind, Decimal(0)) + as_hours(step.hours)
+            seen[step.kind] = seen.get(step.kind, Decimal(0)) + measured[step.id]
+    return {kind: seen[kind] / planned[kind] for kind in planned if planned[kind] > 0}

@@ -17,9 +17,10 @@ import pytest_itera
 ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 # The pytest-facing layer: everything else must import without pytest.
-PYTEST_FACING = {"plugin", "options", "collect", "session", "fixtures", "hookspecs"}
-# Run as a script by the reload interpreter (loaded by path), never imported.
-SCRIPTS = ("pytest_itera.reload.server", "pytest_itera.reload.probe")
+PYTEST_FACING = {"plugin", "options", "collect", "collect_plan", "session", "fixtures", "hookspecs"}
+# Run as scripts, never imported: the reload interpreter's (loaded by path), and the command
+# line (``python -m pytest_itera``, which runs on import).
+SCRIPTS = ("pytest_itera.reload.server", "pytest_itera.reload.probe", "pytest_itera.__main__")
 
 
 def _lint(cwd: Path, config: Path) -> subprocess.CompletedProcess[str]:

@@ -141,7 +141,9 @@ def test_the_makespan_overflows_the_window(
     fails(
         pytester, campaign, FITS,
         "plan.json $.schedule.window_hours: the schedule takes 48 h, 8 h more than the 40 h window",
-        "*fix:      reduce the protocol (drop an optional variant) or plan a longer window",
+        # The reduced protocol that fits (issue 16): the optional run to drop, named.
+        "*fix:      reduce the protocol: drop useful run 'variant-a' (14 h of planned steps): "
+        "the schedule then takes 34 h and fits the window and the lots; or plan a longer window",
         "plan.json $.schedule.steps: results are retrieved at 48 h, after the 40 h window closes",
     )
 

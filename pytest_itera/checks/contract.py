@@ -167,7 +167,7 @@ def expected_ids(ctx: Context, _target: str | None) -> Iterator[Finding]:
                 hint="a run added after freezing needs a decision that adds it "
                 "(schedule.decisions[].adds)",
             )
-    yield from _must_roles(plan)
+    yield from must_roles(plan)
     yield from _dangling_runs(man, recorded)
     yield from _outcome_records(plan, man)
     yield from _decisions_agree(man)
@@ -183,7 +183,7 @@ def _repeated(file: str, where: str, ids: list[str]) -> Iterator[Finding]:
             )
 
 
-def _must_roles(plan: Plan) -> Iterator[Finding]:
+def must_roles(plan: Plan) -> Iterator[Finding]:
     if not any(r.role == "control" for r in plan.runs):
         yield Finding(
             "the plan has no control run",

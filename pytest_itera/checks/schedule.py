@@ -77,7 +77,7 @@ def schedule_fits(ctx: Context, _target: str | None) -> Iterator[Finding]:
         return
     yield from _run_overlaps(plan, timeline)
     yield from _stated_hours(plan.schedule, timeline)
-    reduction = _reduction(plan, steps, timeline)
+    reduction = reduction_for(plan, steps, timeline)
     yield from _window(plan.schedule, timeline, reduction)
     yield from lot_findings(ctx, plan, timeline, reduction)
 
@@ -374,7 +374,7 @@ def _window(
 # ------------------------------------------------------------------- lots (R4)
 
 
-def _reduction(
+def reduction_for(
     plan: Plan, steps: Sequence[sched.StepLike], timeline: Timeline, keep: Iterable[str] = ()
 ) -> sched.Reduction | None:
     """The reduced protocol that fits the window and the lots, when the schedule does not."""
@@ -412,7 +412,7 @@ def _overflow_finding(
         where=f"{_STEPS} (lot {lot.id!r})",
         expected=f"at most {lot.days * 24} h on the lot",
         found=_h(span),
-        hint="; ".join(ways or ["rent a lot that covers the span, or reduce the protocol"])
+        hint="; or ".join(ways or ["rent a lot that covers the span, or reduce the protocol"])
         + "; two lots can host independent variants but never shorten one run",
     )
 
@@ -439,8 +439,8 @@ def _cheapest_lot(ctx: Context, lot: Lot, span: Decimal, offers: Catalogue | str
 
 
 def protocol_advice(reduction: sched.Reduction | None) -> str | None:
-    """"drop exploratory run 'variant-b' (8 h of planned steps): the schedule then takes
-    70 h and fits" -- or why no reduced protocol fits."""
+    """"reduce the protocol: drop exploratory run 'variant-b' (8 h of planned steps): the
+    schedule then takes 70 h and fits ..." -- or why no reduced protocol fits."""
     if reduction is None:
         return None
     runs = ", ".join(f"{reduction.categories[r]} run {r!r}" for r in reduction.dropped)
@@ -448,7 +448,7 @@ def protocol_advice(reduction: sched.Reduction | None) -> str | None:
     if not reduction.fits:
         return (f"even dropping every optional run ({runs}) leaves {then}: rent a longer lot "
                 "or revise the question")
-    return (f"or reduce the protocol: drop {runs} ({_h(rounded(reduction.step_hours))} of "
+    return (f"reduce the protocol: drop {runs} ({_h(rounded(reduction.step_hours))} of "
             f"planned steps): the schedule then takes {then} and fits the window and the lots")
 
 

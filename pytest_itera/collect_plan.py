@@ -1,0 +1,156 @@
+"""Collection for the plan gate: ``--itera-plan PATH`` becomes items ``<plan file>::<check>``.
+
+The same conventions as a campaign (``collect.py``): one item per check and target, node
+ids relative to the rootdir, plain-text failures, a campaign folder's conftest.py never
+imported. A plan that does not load, or whose schedule cannot be computed, gets one item
+(``plan-valid``) that says why. The summary (:class:`PlanSummary`) is built on the
+controller from the plan files themselves, so it is the same with or without xdist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest._code.code import TerminalRepr
+
+from pytest_itera.campaign import PLAN_FILE, load_plan
+from pytest_itera.checks import Check
+from pytest_itera.checks.plan_gate import (
+    JOURNAL_PATH,
+    PLAN_PATH,
+    journal_beside,
+    read_journal,
+    summary_lines,
+)
+from pytest_itera.collect import (
+    MARKER,
+    CheckFailed,
+    _CampaignNode,
+    _nodeid,
+    failure_text,
+    is_worker,
+    item_name,
+    make_context,
+    registered_checks,
+)
+from pytest_itera.options import Settings, catalogue_in_force, settings_key
+from pytest_itera.report import clean
+
+VALID = "plan-valid"
+
+
+class IteraPlanFolder(_CampaignNode, pytest.Collector):
+    """A campaign folder without a manifest yet: collects its plan.json, nothing else."""
+
+    @classmethod
+    def for_folder(cls, parent: pytest.Collector, path: Path) -> IteraPlanFolder:
+        return cls.from_parent(parent, name=path.name, path=path,
+                               nodeid=_nodeid(parent.session, path))
+
+    @property
+    def campaign_root(self) -> Path:
+        return self.path
+
+    def collect(self) -> Iterator[IteraPlan]:
+        yield IteraPlan.from_parent(self, path=self.path / PLAN_FILE, name="itera",
+                                    nodeid=_nodeid(self.session, self.path / PLAN_FILE))
+
+
+class IteraPlan(_CampaignNode, pytest.File):
+    """A plan's checks, one item per check and target."""
+
+    @classmethod
+    def for_file(cls, parent: pytest.Collector, path: Path) -> IteraPlan:
+        return cls.from_parent(parent, path=path, nodeid=_nodeid(parent.session, path))
+
+    @property
+    def campaign_root(self) -> Path:
+        return self.path.parent
+
+    def collect(self) -> Iterator[IteraPlanItem]:
+        settings = self.config.stash[settings_key]
+        checks = {cid: c for cid, c in registered_checks(
+            self.config, self.ihook, fast=settings.fast).items() if c.scope == "plan"}
+        self.context = make_context(self.path.parent, settings, checks, self.config,
+                                    load_plan(self.path))
+        self.context.memo(PLAN_PATH, lambda: self.path)
+        self.context.memo(JOURNAL_PATH, lambda: journal_beside(self.path))
+        self.add_marker(MARKER)
+        # A plan that did not load, or cannot be scheduled: one item, which says why.
+        only_valid = VALID in checks and bool(self.context.findings(VALID))
+        for check in sorted(checks.values(), key=lambda c: (c.order, c.id)):
+            if only_valid and check.id != VALID:
+                continue
+            for target in self.context.targets(check):
+                yield IteraPlanItem.from_parent(
+                    self, name=item_name(check.id, target), check=check, target=target)
+
+    def teardown(self) -> None:
+        context = getattr(self, "context", None)
+        if context is not None:
+            context.close()
+
+
+class IteraPlanItem(_CampaignNode, pytest.Item):
+    """One plan-gate check on one plan (and target)."""
+
+    def __init__(self, *, check: Check, target: str | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check = check
+        self.target = target
+        # Not "itera_campaign": a plan has no closure verdict or report of its own.
+        self.user_properties += [("itera_plan", str(self.path)), ("itera_check", check.id),
+                                 ("itera_target", target or "")]
+
+    @property
+    def campaign_root(self) -> Path:
+        return self.path.parent
+
+    def runtest(self) -> None:
+        assert isinstance(self.parent, IteraPlan)
+        findings = self.parent.context.findings(self.check.id, self.target)
+        if findings:
+            raise CheckFailed(self.check.id, self.target, findings)
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, CheckFailed):
+            return failure_text(excinfo.value)
+        return super().repr_failure(excinfo, style)  # a plugin bug keeps its traceback
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"[itera] {self.name}"
+
+
+class PlanSummary:
+    """The terminal summary of the plan gate: planned schedule, window edge, uncommitted
+    time, lot comparison and, for a campaign mid-way, the forecast."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        config = self.config
+        if is_worker(config) or config.get_verbosity() < -1 or config.option.collectonly:
+            return
+        from pytest_itera.money import example_catalogue
+
+        catalogue = catalogue_in_force(config) or example_catalogue()
+        terminalreporter.write_sep("=", "pytest-itera: before renting")
+        here = config.invocation_params.dir
+        for path in self.settings.plans:
+            label = str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
+            plan = load_plan(path).plan
+            if plan is None:
+                terminalreporter.write_line(f"plan {clean(label)}: does not load (see "
+                                            f"{VALID})", red=True)
+                continue
+            journal_file = journal_beside(path)
+            journal = read_journal(journal_file) if journal_file is not None else None
+            for line in summary_lines(label, plan, catalogue, journal):
+                terminalreporter.write_line(clean(line))
