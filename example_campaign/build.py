@@ -22,7 +22,8 @@ from example_campaign.model import attach_lora, peft_state_dict
 from example_campaign.report import analysis_text, readme_text, receipt_text, reload_text
 from example_campaign.timeline import SimClock
 from example_campaign.train import NonFinite, Trainer, make_trainer, probabilities, train
-from pytest_itera.record import CampaignRecorder, RunRecorder, save_resume_checkpoint, sha256_file
+from pytest_itera.record import CampaignRecorder, RunRecorder, sha256_file
+from pytest_itera.resume import save_resume_checkpoint
 
 RESUME_PARTS = ["model", "optimizer", "progress", "scheduler", "rng", "data"]
 BASE_FOLDER = "runs/control/base"
@@ -513,7 +514,7 @@ def close(build: Build, conclusion: dict[str, Any]) -> Path:
     build.rec.write_text(STORAGE_INVOICE.file, receipt_text(STORAGE_INVOICE, closed_at))
     build.clock.finish("retrieve")  # the folder is retrieved once closed
     observed = build.clock.observed
-    return build.rec.close(
+    closure = build.rec.close(
         analysis="analysis.md",
         reload_instructions="RELOAD.md",
         conclusion=conclusion,
@@ -526,6 +527,7 @@ def close(build: Build, conclusion: dict[str, Any]) -> Path:
         },
         closed_at=closed_at,
     )
+    return closure.manifest
 
 
 def delivered_corpora(build: Build) -> dict[str, list[str]]:

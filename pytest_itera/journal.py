@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_itera.atomic import fsync_dir
+
 __all__ = ["JOURNAL_FILE", "JOURNAL_FORMAT", "Journal", "JournalError", "TornLine"]
 
 JOURNAL_FILE = "itera-journal.jsonl"
@@ -79,7 +81,7 @@ class Journal:
         finally:
             os.close(fd)
         if created:
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         self.events.append(dict(event))
 
 
@@ -114,16 +116,3 @@ def _event(raw: bytes) -> dict[str, Any] | None:
     except (UnicodeDecodeError, ValueError):
         return None
     return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

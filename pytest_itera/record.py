@@ -28,9 +28,8 @@ listed resume checkpoint of another run, an included expense without its source.
 
 Every write is atomic (a temporary file in the same folder, fsync, ``os.replace``);
 every recorded path is a relative POSIX path inside the folder; no string that
-points into a temporary folder is ever recorded. ``save_resume_checkpoint`` and
-``load_resume_checkpoint`` write and restore a *complete* resume checkpoint that
-loads with ``torch.load(path, weights_only=True)``.
+points into a temporary folder is ever recorded. A *complete* resume checkpoint is
+written and restored by :mod:`pytest_itera.resume`.
 
 torch is imported inside the functions that need it: the pytest process imports
 this package and must not pay for torch.
@@ -38,18 +37,15 @@ this package and must not pay for torch.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
 import os
-import random
 import re
 import stat
 import sys
-import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
@@ -57,12 +53,12 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pytest_itera import tally
+from pytest_itera.atomic import atomic_write_bytes
 from pytest_itera.campaign import (
     MANIFEST_FILE,
     MANIFEST_FORMAT,
     PLAN_FILE,
     PLAN_FORMAT,
-    RESUME_PARTS,
     _validation_errors,
     json_path,
 )
@@ -71,7 +67,6 @@ from pytest_itera.portable import RENAME_HINT, path_problem
 from pytest_itera.tree import DigestRefused, tree_digest
 
 if TYPE_CHECKING:
-    import torch
 
     from pytest_itera.campaign import Plan
     from pytest_itera.scan import TempMatcher
@@ -90,9 +85,6 @@ __all__ = [
     "atomic_write_text",
     "check_relpath",
     "find_temp_path",
-    "load_resume_checkpoint",
-    "resume_parts",
-    "save_resume_checkpoint",
     "sha256_file",
     "timestamp",
 ]
@@ -130,41 +122,6 @@ def timestamp(moment: datetime | str | None = None) -> str:
     if moment.tzinfo is None:
         raise RecordError(f"timestamp {moment.isoformat()} has no time zone; give a UTC time")
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@contextlib.contextmanager
-def _atomic_handle(path: Path) -> Iterator[Any]:
-    """A binary handle on a temp file beside ``path``, moved over it only on success."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would surprise whoever retrieves the folder
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    # The rename itself is durable only once the directory entry is flushed.
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one."""
-    with _atomic_handle(path) as handle:
-        handle.write(data)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -214,7 +171,8 @@ def check_relpath(value: str, *, field: str) -> str:
     return value
 
 
-def _refuse_temp_strings(data: Any, document: str, path: tuple[str | int, ...] = ()) -> None:
+def refuse_temp_strings(data: Any, document: str, path: tuple[str | int, ...] = ()) -> None:
+    """Raise RecordError for the first string of ``data`` that points into a temporary folder."""
     if isinstance(data, str):
         root = find_temp_path(data)
         if root is not None:
@@ -224,11 +182,11 @@ def _refuse_temp_strings(data: Any, document: str, path: tuple[str | int, ...] =
             )
     elif isinstance(data, Mapping):
         for key, value in data.items():
-            _refuse_temp_strings(key, document, path)
-            _refuse_temp_strings(value, document, (*path, key))
+            refuse_temp_strings(key, document, path)
+            refuse_temp_strings(value, document, (*path, key))
     elif isinstance(data, list | tuple):
         for i, value in enumerate(data):
-            _refuse_temp_strings(value, document, (*path, i))
+            refuse_temp_strings(value, document, (*path, i))
 
 
 def _validate(
@@ -613,7 +571,7 @@ class CampaignRecorder:
         if self._closed:
             raise RecordError("the campaign is closed: its manifest lists every file as it is")
         event = {"event": name, **facts}
-        _refuse_temp_strings(event, JOURNAL_FILE)
+        refuse_temp_strings(event, JOURNAL_FILE)
         self.journal.append(event)
 
     def _replay(self, events: list[dict[str, Any]]) -> None:
@@ -687,7 +645,7 @@ class CampaignRecorder:
             )
         data.setdefault("frozen_at", self.now())
         _validate("plan", data, PLAN_FILE, hints=_float_money(data))
-        _refuse_temp_strings(data, PLAN_FILE)
+        refuse_temp_strings(data, PLAN_FILE)
         self._check_plan(data)
         target = self.root / PLAN_FILE
         if target.exists():
@@ -849,7 +807,7 @@ class CampaignRecorder:
         return self.write_bytes(relpath, text.encode("utf-8"))
 
     def write_json(self, relpath: str, data: Any) -> Path:
-        _refuse_temp_strings(data, relpath)
+        refuse_temp_strings(data, relpath)
         return self.write_text(relpath, dumps_json(data))
 
     def write_jsonl(self, relpath: str, rows: Iterable[Any]) -> Path:
@@ -1041,7 +999,7 @@ class CampaignRecorder:
             "schedule": schedule,
         }
         _validate("manifest", manifest, MANIFEST_FILE)
-        _refuse_temp_strings(manifest, MANIFEST_FILE)
+        refuse_temp_strings(manifest, MANIFEST_FILE)
         target = self.root / MANIFEST_FILE
         atomic_write_json(target, manifest)
         self._closed = True
@@ -1461,150 +1419,3 @@ def _walk(
                 raise RecordError(f"{relpath} is not a regular file (links are refused)")
             found.append((relpath, full))
     return sorted(found)
-
-
-# ------------------------------------------------------ resume checkpoints
-
-
-def _rng_state() -> dict[str, Any]:
-    """Python, numpy and torch RNG states as plain data that weights_only=True loads."""
-    import torch
-
-    version, internal, gauss = random.getstate()
-    state: dict[str, Any] = {
-        "python": {"version": version, "state": list(internal), "gauss": gauss},
-        "torch": torch.get_rng_state(),
-    }
-    numpy_state = _numpy_rng_state()
-    if numpy_state is not None:
-        state["numpy"] = numpy_state
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _numpy_rng_state() -> dict[str, Any] | None:
-    try:
-        import numpy
-    except ImportError:
-        return None
-    name, keys, pos, has_gauss, cached = numpy.random.get_state(legacy=True)
-    # Lists of ints, not an ndarray: no numpy global is needed to unpickle them.
-    return {
-        "bit_generator": str(name),
-        "keys": [int(k) for k in keys],
-        "pos": int(pos),
-        "has_gauss": int(has_gauss),
-        "cached_gaussian": float(cached),
-    }
-
-
-def _set_rng_state(state: Mapping[str, Any]) -> None:
-    import torch
-
-    py = state["python"]
-    random.setstate((py["version"], tuple(py["state"]), py["gauss"]))
-    torch.set_rng_state(state["torch"])
-    if "numpy" in state:
-        import numpy
-
-        np_state = state["numpy"]
-        numpy.random.set_state(
-            (
-                np_state["bit_generator"],
-                numpy.array(np_state["keys"], dtype=numpy.uint32),
-                np_state["pos"],
-                np_state["has_gauss"],
-                np_state["cached_gaussian"],
-            )
-        )
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def save_resume_checkpoint(
-    path: Path | str,
-    *,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any = None,
-    scaler: Any = None,
-    step: int,
-    epoch: int | None = None,
-    data_state: Mapping[str, Any] | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> None:
-    """Atomically save everything needed to continue training exactly where it stopped.
-
-    One ``torch.save`` dict with the keys ``model``, ``optimizer``, ``progress``,
-    ``rng`` and, when given, ``scheduler``, ``scaler``, ``data`` and ``extra``.
-    ``data_state`` and ``extra`` must be plain data (dicts, lists, numbers,
-    strings, tensors): the file must load with ``weights_only=True``.
-    """
-    import torch
-
-    checkpoint: dict[str, Any] = {
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "progress": {"step": int(step), "epoch": None if epoch is None else int(epoch)},
-        "rng": _rng_state(),
-    }
-    optional = {"scheduler": scheduler, "scaler": scaler}
-    for key, value in optional.items():
-        if value is not None:
-            checkpoint[key] = value.state_dict()
-    if data_state is not None:
-        checkpoint["data"] = dict(data_state)
-    if extra is not None:
-        checkpoint["extra"] = dict(extra)
-    _refuse_temp_strings(
-        {k: v for k, v in checkpoint.items() if k in ("data", "extra")}, Path(path).name
-    )
-    # A file handle (not a path) keeps the archive's inner folder name neutral ("archive/").
-    with _atomic_handle(Path(path)) as handle:
-        torch.save(checkpoint, handle)
-
-
-def load_resume_checkpoint(
-    path: Path | str,
-    *,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any = None,
-    scaler: Any = None,
-) -> dict[str, Any]:
-    """Restore a checkpoint from :func:`save_resume_checkpoint`, RNGs included.
-
-    Loads with ``weights_only=True`` (no arbitrary unpickling). Returns
-    ``{"step", "epoch", "data", "extra"}`` so the loop continues from there.
-    """
-    import torch
-
-    checkpoint = torch.load(Path(path), map_location="cpu", weights_only=True)
-    missing = [p for p in ("model", "optimizer", "progress", "rng") if p not in checkpoint]
-    missing += [
-        name
-        for name, obj in (("scheduler", scheduler), ("scaler", scaler))
-        if obj is not None and name not in checkpoint
-    ]
-    if missing:
-        raise RecordError(f"{path}: not a complete resume checkpoint, missing {', '.join(missing)}")
-    model.load_state_dict(checkpoint["model"])
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    if scheduler is not None:
-        scheduler.load_state_dict(checkpoint["scheduler"])
-    if scaler is not None:
-        scaler.load_state_dict(checkpoint["scaler"])
-    _set_rng_state(checkpoint["rng"])
-    progress = checkpoint["progress"]
-    return {
-        "step": progress["step"],
-        "epoch": progress.get("epoch"),
-        "data": checkpoint.get("data"),
-        "extra": checkpoint.get("extra"),
-    }
-
-
-def resume_parts(checkpoint: Mapping[str, Any]) -> tuple[str, ...]:
-    """The resume parts (SPEC's names) a loaded checkpoint dict holds."""
-    return tuple(part for part in RESUME_PARTS if part in checkpoint)

@@ -11,9 +11,7 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
@@ -22,6 +20,7 @@ from typing import Any
 
 from pytest_itera import money
 from pytest_itera import schedule as sched
+from pytest_itera.atomic import atomic_write_bytes
 from pytest_itera.campaign import Campaign, Manifest
 from pytest_itera.closure import ACCEPTANCE, FindingFacts, ReloadFacts, WaiverFacts, plain
 
@@ -452,26 +451,9 @@ def write(path: Path, reports: Sequence[CampaignReport]) -> None:
     write_atomic(path, renderers[suffix](reports))
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_atomic(path: Path, text: str) -> None:
     """Write beside the target, then rename: a reader never sees half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        # mkstemp makes the file 0600; a report is for sharing (CI artifacts, a team's
-        # notebook): the permissions of a file created the ordinary way.
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 # -------------------------------------------------------------- terminal

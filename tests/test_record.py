@@ -21,8 +21,8 @@ from pytest_itera.record import (
     atomic_write_bytes,
     check_relpath,
     find_temp_path,
-    save_resume_checkpoint,
 )
+from pytest_itera.resume import save_resume_checkpoint
 from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
 
 WORKTREE = Path(__file__).resolve().parents[1]
@@ -682,7 +682,7 @@ import random, sys, json
 from pathlib import Path
 import numpy as np
 import torch
-from pytest_itera.record import load_resume_checkpoint, save_resume_checkpoint
+from pytest_itera.resume import load_resume_checkpoint, save_resume_checkpoint
 
 torch.set_num_threads(1)
 mode, steps, arg = sys.argv[1], int(sys.argv[2]), sys.argv[3]
