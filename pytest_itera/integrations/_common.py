@@ -1,0 +1,87 @@
+"""What both callbacks share: paths inside the campaign, recording, series values."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_itera.record import RecordError, check_relpath
+
+if TYPE_CHECKING:
+    from pytest_itera.record import CampaignRecorder, RunRecorder
+
+
+def campaign_relpath(rec: CampaignRecorder, path: str | Path, *, what: str) -> str:
+    """``path`` (absolute, or relative to the working directory, as tools take it) as a
+    relative POSIX path inside the campaign folder, else a RecordError saying where to
+    point the tool instead."""
+    root = rec.root.resolve()
+    target = Path(path).resolve()
+    try:
+        relative = target.relative_to(root)
+    except ValueError:
+        raise RecordError(
+            f"{what} {str(path)!r} is outside the campaign folder {str(root)!r}: the "
+            "campaign ships only what is inside it; point the tool inside the campaign, "
+            "e.g. rec.path('runs/<run id>/...')"
+        ) from None
+    relpath = relative.as_posix()
+    if relpath == ".":
+        return relpath
+    return check_relpath(relpath, field=what)
+
+
+def record_checkpoint(
+    rec: CampaignRecorder, relpath: str, *, run: str, format: str, claims: Iterable[str]
+) -> bool:
+    """Add a resume checkpoint once (a script continued from its journal saves the same
+    checkpoint again: it is recorded already). Returns whether it was added now."""
+    if any(c["path"] == relpath for c in rec.checkpoints):
+        return False
+    rec.add_checkpoint(relpath, run=run, format=format, kind="resume", claims=list(claims))
+    return True
+
+
+def series_values(values: Mapping[str, Any], skip: Iterable[str] = ()) -> dict[str, float]:
+    """The numeric values of a tool's log (booleans, strings, and ``skip`` left out);
+    non-finite values are kept: they are evidence (the recorder writes them as "NaN"...)."""
+    skipped = set(skip)
+    out: dict[str, float] = {}
+    for name, value in values.items():
+        if name in skipped or name == "step" or isinstance(value, bool):
+            continue
+        number = _number(value)
+        if number is not None:
+            out[name] = number
+    return out
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, int | float):
+        return float(value)
+    item = getattr(value, "item", None)  # a one-element tensor or numpy scalar
+    numel = getattr(value, "numel", None)
+    if callable(item) and (not callable(numel) or numel() == 1):
+        try:
+            got = item()
+        except (TypeError, ValueError, RuntimeError):
+            return None
+        if isinstance(got, int | float) and not isinstance(got, bool):
+            return float(got)
+    return None
+
+
+def last_step(run: RunRecorder) -> int | None:
+    """The last step the run logged (None when none)."""
+    points: list[dict[str, Any]] = getattr(run, "_points", [])
+    return points[-1]["step"] if points else None
+
+
+def rewind_if_resumed(run: RunRecorder, step: int) -> None:
+    """The tool resumed this same run from a checkpoint at ``step`` (after a crash, say):
+    the points logged after it are trained again, so forget them first."""
+    last = last_step(run)
+    if step > 0 and last is not None and last > step:
+        run.rewind(step)
+

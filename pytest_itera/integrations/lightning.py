@@ -1,0 +1,188 @@
+"""A Lightning ``Callback`` that records what ``ModelCheckpoint`` writes into a campaign.
+
+::
+
+    from pytest_itera.integrations.lightning import IteraCallback
+
+    checkpoints = ModelCheckpoint(dirpath=rec.path("runs/control/ckpt"), every_n_train_steps=50,
+                                  save_top_k=-1)
+    trainer = L.Trainer(callbacks=[checkpoints, IteraCallback(rec, "control")], ...)
+    trainer.fit(model, data)
+
+- each ``.ckpt`` a ``ModelCheckpoint`` writes is recorded as a resume checkpoint (format
+  ``lightning``) whose claims are the parts its real keys hold, read with
+  ``torch.load(weights_only=True, mmap=True)``: ``state_dict`` (model), ``optimizer_states``
+  (optimizer), ``lr_schedulers`` (scheduler), ``epoch`` / ``global_step`` (progress), the
+  precision plugin's scaler state (scaler), the fit loop's ``combined_loader`` state (data).
+  Lightning stores no RNG state, by design: a plan that needs ``rng`` of a Lightning run
+  cannot be met (give the run its own ``runs[].resume_state``);
+- the training loss of each step (what ``training_step`` returns) is the point
+  ``loss`` of the run's series at ``trainer.global_step``;
+- the run is started when training begins, unless the script started it; a fit that
+  resumes the same run from one of its checkpoints forgets the points logged after it.
+
+Every ``ModelCheckpoint.dirpath`` must be inside the campaign: fitting is refused otherwise.
+A ``ModelCheckpoint`` that keeps every file (``save_top_k=-1``) has each checkpoint recorded
+(and journaled) as soon as it is written; one that deletes older files (``save_top_k`` of 1,
+the default, or k) has the checkpoints still on disk recorded when training ends. Only the
+global-zero process records.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lightning.pytorch import Callback
+from lightning.pytorch.callbacks import ModelCheckpoint
+
+from pytest_itera.integrations._common import (
+    campaign_relpath,
+    record_checkpoint,
+    rewind_if_resumed,
+    series_values,
+)
+
+if TYPE_CHECKING:
+    import lightning.pytorch as pl
+
+    from pytest_itera.record import CampaignRecorder
+
+__all__ = ["IteraCallback", "checkpoint_claims"]
+
+FORMAT = "lightning"
+_SCALER_KEYS = ("MixedPrecision", "native_amp_scaling_state")
+
+
+def checkpoint_claims(path: Path) -> list[str]:
+    """The resume parts a Lightning ``.ckpt`` holds, from its real keys (loaded with
+    ``weights_only=True``; memory-mapped, so a large file is not read whole)."""
+    import torch
+
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as exc:  # the reload check will name the reason; record no claims
+        warnings.warn(f"{path.name} does not load with weights_only=True ({exc}); recorded "
+                      "without claims", stacklevel=2)
+        return []
+    if not isinstance(ckpt, Mapping):
+        return []
+    parts = []
+    if ckpt.get("state_dict"):
+        parts.append("model")
+    if ckpt.get("optimizer_states"):
+        parts.append("optimizer")
+    if any(_count(ckpt.get(key)) for key in ("global_step", "epoch")):
+        parts.append("progress")
+    if ckpt.get("lr_schedulers"):
+        parts.append("scheduler")
+    if any(ckpt.get(key) for key in _SCALER_KEYS):
+        parts.append("scaler")
+    if _combined_loader(ckpt):
+        parts.append("data")
+    return parts
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _combined_loader(ckpt: Mapping[str, Any]) -> bool:
+    node: Any = ckpt
+    for key in ("loops", "fit_loop", "state_dict", "combined_loader"):
+        if not isinstance(node, Mapping):
+            return False
+        node = node.get(key)
+    return bool(node)
+
+
+def _loss(outputs: Any) -> Any:
+    if isinstance(outputs, Mapping):
+        return outputs.get("loss")
+    return outputs
+
+
+class IteraCallback(Callback):
+    """Records the ``.ckpt`` files of a Lightning fit, and its per-step training loss, into
+    the run ``run_id`` of ``rec``."""
+
+    def __init__(self, rec: CampaignRecorder, run_id: str, *, series: str = "loss") -> None:
+        rec.planned_run(run_id)  # refused now when the run is not planned
+        self.rec = rec
+        self.run_id = run_id
+        self.run = rec.run(run_id)
+        self.series = series
+        self._seen: set[str] = set()  # absolute paths already handled
+        self._pending: list[str] = []  # written by a ModelCheckpoint that deletes: at the end
+
+    # ---- where ModelCheckpoint writes
+
+    def _checkpointers(self, trainer: pl.Trainer) -> list[ModelCheckpoint]:
+        found = [cb for cb in trainer.checkpoint_callbacks if isinstance(cb, ModelCheckpoint)]
+        for cb in found:
+            if cb.dirpath is not None:
+                campaign_relpath(self.rec, cb.dirpath, what="ModelCheckpoint.dirpath")
+        return found
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._checkpointers(trainer)  # every ModelCheckpoint has resolved its dirpath now
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        # The fit loop has restored its progress (ckpt_path): global_step is the resume step.
+        if not trainer.is_global_zero:
+            return
+        if self.run.started_at is None:
+            self.run.start()
+        rewind_if_resumed(self.run, trainer.global_step)
+
+    # ---- what it writes: ModelCheckpoint runs after the other callbacks, so each hook
+    # collects what it wrote since the previous one
+
+    def _collect(self, trainer: pl.Trainer) -> None:
+        if not trainer.is_global_zero:
+            return
+        for cb in self._checkpointers(trainer):
+            written = [cb._last_checkpoint_saved, cb.last_model_path, cb.best_model_path,
+                       *cb.best_k_models]
+            for path in written:
+                if not path or path in self._seen or not Path(path).is_file():
+                    continue
+                self._seen.add(path)
+                if cb.save_top_k == -1:
+                    self._record(path)
+                else:
+                    self._pending.append(path)
+
+    def _record(self, path: str) -> None:
+        relpath = campaign_relpath(self.rec, path, what="checkpoint")
+        record_checkpoint(self.rec, relpath, run=self.run_id, format=FORMAT,
+                          claims=checkpoint_claims(Path(path)))
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                             batch: Any, batch_idx: int) -> None:
+        self._collect(trainer)
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._collect(trainer)
+
+    def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._collect(trainer)
+
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._collect(trainer)
+        pending, self._pending = self._pending, []
+        for path in dict.fromkeys(pending):
+            if Path(path).is_file():  # not deleted by its ModelCheckpoint since
+                self._record(path)
+
+    # ---- what it logs
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                           outputs: Any, batch: Any, batch_idx: int) -> None:
+        if not trainer.is_global_zero:
+            return
+        values = series_values({self.series: _loss(outputs)})
+        if values:
+            self.run.log(int(trainer.global_step), **values)

@@ -1,0 +1,153 @@
+"""A transformers ``TrainerCallback`` that records what the Trainer does into a campaign.
+
+::
+
+    from pytest_itera.integrations.transformers import IteraCallback
+
+    args = TrainingArguments(output_dir=str(rec.path("runs/control/trainer")), save_steps=50, ...)
+    trainer = Trainer(model=model, args=args, train_dataset=data,
+                      callbacks=[IteraCallback(rec, "control")])
+    trainer.train()
+
+- each ``checkpoint-N/`` folder the Trainer saves is recorded as a resume checkpoint
+  (format ``hf-trainer``) whose claims are the parts its files actually hold: model weights
+  (``model.safetensors``, ``pytorch_model.bin``, their shards, ``adapter_model.*``),
+  ``optimizer.pt``, ``scheduler.pt``, ``scaler.pt``, ``rng_state*.pth``, and
+  ``trainer_state.json`` with an integer ``global_step`` (progress; also the data position,
+  since the Trainer replays its sampler to that step, unless ``ignore_data_skip``);
+- every log (loss, learning rate, grad norm, evaluation metrics) is a point of the run's
+  series at ``state.global_step`` (the end-of-training summary — runtime, throughput,
+  average train loss — is not a series);
+- the run is started when training begins, unless the script started it; a Trainer that
+  resumes the same run from one of its checkpoints forgets the points logged after it.
+
+The output folder must be inside the campaign: the Trainer is refused at construction
+otherwise. With ``save_total_limit`` the Trainer deletes older checkpoints, so they are
+recorded when training ends, those still on disk; without it each is recorded (and
+journaled) as soon as it is saved. Only the main process records.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from transformers import TrainerCallback
+
+from pytest_itera.integrations._common import (
+    campaign_relpath,
+    record_checkpoint,
+    rewind_if_resumed,
+    series_values,
+)
+from pytest_itera.record import RecordError
+
+if TYPE_CHECKING:
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    from pytest_itera.record import CampaignRecorder
+
+__all__ = ["SUMMARY_KEYS", "IteraCallback", "checkpoint_claims"]
+
+FORMAT = "hf-trainer"
+# What Trainer.train() logs once at the end: a summary of the call, not a series.
+SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second",
+                          "total_flos", "train_loss"})
+_MODEL = re.compile(r"(model|pytorch_model|adapter_model)(-\d+-of-\d+)?\.(safetensors|bin)")
+_RNG = re.compile(r"rng_state(_\d+)?\.pth")
+_FILES = {"optimizer.pt": "optimizer", "scheduler.pt": "scheduler", "scaler.pt": "scaler"}
+
+
+def checkpoint_claims(folder: Path, *, data_skip: bool = True) -> list[str]:
+    """The resume parts a Trainer ``checkpoint-N/`` folder's files hold (non-empty files
+    only); ``data_skip=False`` when the Trainer was told not to replay its data
+    (``ignore_data_skip``)."""
+    names = {p.name for p in folder.iterdir() if p.is_file() and p.stat().st_size > 0}
+    parts = set()
+    if any(_MODEL.fullmatch(n) for n in names):
+        parts.add("model")
+    parts.update(part for name, part in _FILES.items() if name in names)
+    if any(_RNG.fullmatch(n) for n in names):
+        parts.add("rng")
+    if "trainer_state.json" in names:
+        try:
+            step = json.loads((folder / "trainer_state.json").read_text("utf-8")).get(
+                "global_step")
+        except (ValueError, AttributeError):
+            step = None
+        if isinstance(step, int) and not isinstance(step, bool) and step >= 0:
+            parts.add("progress")
+            if data_skip:
+                parts.add("data")
+    order = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
+    return [p for p in order if p in parts]
+
+
+class IteraCallback(TrainerCallback):
+    """Records a Trainer's checkpoints and logs into the run ``run_id`` of ``rec``."""
+
+    def __init__(self, rec: CampaignRecorder, run_id: str) -> None:
+        rec.planned_run(run_id)  # refused now when the run is not planned
+        self.rec = rec
+        self.run_id = run_id
+        self.run = rec.run(run_id)
+        self._pending: list[str] = []  # saved under save_total_limit: recorded at the end
+
+    # ---- where the Trainer writes
+
+    def _output_dir(self, args: TrainingArguments) -> str:
+        if args.output_dir is None:
+            raise RecordError("TrainingArguments.output_dir is not set: point it inside the "
+                              "campaign, e.g. rec.path('runs/<run id>/trainer')")
+        return campaign_relpath(self.rec, args.output_dir, what="TrainingArguments.output_dir")
+
+    def on_init_end(self, args: TrainingArguments, state: TrainerState,
+                    control: TrainerControl, **kwargs: Any) -> None:
+        self._output_dir(args)
+
+    def on_train_begin(self, args: TrainingArguments, state: TrainerState,
+                       control: TrainerControl, **kwargs: Any) -> None:
+        self._output_dir(args)
+        if not state.is_world_process_zero:
+            return
+        if self.run.started_at is None:
+            self.run.start()
+        rewind_if_resumed(self.run, state.global_step)
+
+    # ---- what it saves
+
+    def on_save(self, args: TrainingArguments, state: TrainerState,
+                control: TrainerControl, **kwargs: Any) -> None:
+        if not state.is_world_process_zero:
+            return
+        folder = f"{self._output_dir(args)}/checkpoint-{state.global_step}".removeprefix("./")
+        if args.save_total_limit is not None:
+            self._pending.append(folder)  # a later save may rotate it away
+            return
+        self._record(folder, args)
+
+    def on_train_end(self, args: TrainingArguments, state: TrainerState,
+                     control: TrainerControl, **kwargs: Any) -> None:
+        pending, self._pending = self._pending, []
+        for folder in pending:
+            if (self.rec.root / folder).is_dir():
+                self._record(folder, args)
+
+    def _record(self, folder: str, args: TrainingArguments) -> None:
+        target = self.rec.root / folder
+        if not target.is_dir():
+            return
+        claims = checkpoint_claims(target, data_skip=not args.ignore_data_skip)
+        record_checkpoint(self.rec, folder, run=self.run_id, format=FORMAT, claims=claims)
+
+    # ---- what it logs
+
+    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+               logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if not state.is_world_process_zero or not logs:
+            return
+        values = series_values(logs, skip=SUMMARY_KEYS)
+        if values:
+            self.run.log(int(state.global_step), **values)
