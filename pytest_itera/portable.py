@@ -26,7 +26,6 @@ _RESERVED = re.compile(r"(CON|PRN|AUX|NUL|COM[1-9¹²³]|LPT[1-9¹²³])", re.IG
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _PERCENT_VAR = re.compile(r"%[A-Za-z_][A-Za-z0-9_()]*%")
 _SHELL_VAR = re.compile(r"\$(\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)")
-_WINDOWS_REFUSED = '<>"|?*'
 
 
 def path_problem(relpath: str) -> str | None:
@@ -58,9 +57,6 @@ def component_problem(name: str) -> str | None:
     if ":" in name:
         return (f"component {name!r} contains ':', a drive or stream separator on Windows "
                 "(and a folder separator in macOS Finder)")
-    bad = next((c for c in name if c in _WINDOWS_REFUSED or ord(c) < 32), None)
-    if bad is not None:
-        return f"component {name!r} contains {bad!r}, which Windows refuses in file names"
     if name not in (".", "..") and name.endswith((".", " ")):
         return (f"component {name!r} ends with a {'dot' if name.endswith('.') else 'space'}, "
                 "which Windows strips (it would name another file)")

@@ -26,17 +26,18 @@ from __future__ import annotations
 import codecs
 import errno
 import hashlib
-import io
 import os
 import stat
+import struct
 import tempfile
 import threading
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Final
+from typing import Final
 
 import ahocorasick_rs
 
@@ -134,6 +135,7 @@ class FileFacts:
     hits: tuple[TempHit, ...]  # at most max_hits, in file order
     hit_count: int  # total
     error: str | None = None
+    unscanned: str | None = None  # why part of the file was not scanned (a cap), None: all
 
 
 class TempMatcher:
@@ -430,34 +432,6 @@ def _region_feed(scanner: _Scan, lo: int, hi: int) -> Feed:
     return feed
 
 
-class _PreadFile(io.RawIOBase):
-    """A read-only, seekable view of an open fd through pread: its own position, no dup."""
-
-    def __init__(self, fd: int, size: int) -> None:
-        super().__init__()
-        self._fd, self._size, self._pos = fd, size, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        origin = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        self._pos = max(0, origin + offset)
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        data = os.pread(self._fd, len(buffer), self._pos)
-        buffer[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-
 # The pass over one file ----------------------------------------------------------------
 
 
@@ -484,11 +458,12 @@ def _sniff(first: bytes, size: int) -> _Sniff:
 
 
 def _safetensors_header(first: bytes, size: int) -> tuple[int, int] | None:
-    """The [start, end) of a safetensors JSON header: u64 little-endian length, then '{'."""
+    """The [start, end) of a safetensors JSON header: u64 little-endian length, then '{'.
+    Any length the file holds: a large header is scanned in chunks like any stream."""
     if len(first) < 10:
         return None
     length = int.from_bytes(first[:8], "little")
-    if not 2 <= length <= min(size - 8, RECORD_CAP) or first[8:9] != b"{":
+    if not 2 <= length <= size - 8 or first[8:9] != b"{":
         return None
     return (8, 8 + length)
 
@@ -557,14 +532,17 @@ def _scan_fd(
         total, digest, hits, count = _scan_whole(first, sniff, matcher, hash, max_hits)
     else:
         total, digest, hits, count = _scan_stream(fd, first, sniff, matcher, hash, max_hits, chunk)
+    unscanned = None
     if matcher is not None and sniff.zip_records:
-        more, more_count = _zip_hits(fd, before.st_size, matcher, max_hits - len(hits), chunk)
+        more, more_count, unscanned = _zip_hits(fd, before.st_size, matcher,
+                                                max_hits - len(hits), chunk)
         hits, count = hits + more, count + more_count
     # A growth after the short read, or any write during the stream, shows here.
     changed = _changed(fd, before, total)
     if changed is not None:
         return _failed(display, changed, size=total, binary=sniff.binary)
-    return FileFacts(display, total, digest, sniff.binary, tuple(hits), count)
+    return FileFacts(display, total, digest, sniff.binary, tuple(hits), count,
+                     unscanned=unscanned)
 
 
 _Outcome = tuple[int, str | None, list[TempHit], int]  # bytes read, sha256, hits, hit count
@@ -627,48 +605,143 @@ def _hits(
     return hits, scanner.count
 
 
-_ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError)
+_ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError,
+               zlib.error, struct.error)
+ZIP_ENTRY_CAP: Final = 100_000  # a torch.save archive has ~1 entry per storage
+ZIP_RECORDS_SCANNED: Final = 16  # */data.pkl records scanned per archive (torch.save writes 1)
+_EOCD = struct.Struct("<4s4xHHIIH")  # signature, entries here, entries, cd size, cd offset
+_ZIP64_LOCATOR = struct.Struct("<4sIQI")
+_ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")
+_CENTRAL = struct.Struct("<4s6xH4x4xIIHHH8xI")  # method, csize, usize, name/extra/comment, offset
+_LOCAL = struct.Struct("<4s22xHH")
+
+
+@dataclass(frozen=True)
+class _Member:
+    name: str
+    offset: int  # of its local header
+    size: int  # compressed
+    method: int
 
 
 def _zip_hits(
     fd: int, size: int, matcher: TempMatcher, max_hits: int, chunk: int
-) -> tuple[list[TempHit], int]:
-    """Hits in the ``<prefix>/data.pkl`` members of a torch.save archive (never unpickled).
+) -> tuple[list[TempHit], int, str | None]:
+    """Hits in the ``<prefix>/data.pkl`` members of a torch.save archive (never unpickled),
+    and why part of it was not scanned (None: all of it).
 
+    The zip directory is streamed, never held: memory stays bounded whatever the number of
+    entries the archive declares (zipfile would build an object per entry in this process).
     A broken archive yields no hits here: whether it loads is the reload check's job.
     """
     hits: list[TempHit] = []
     count = 0
     try:
-        with zipfile.ZipFile(_PreadFile(fd, size)) as archive:
-            for info in archive.infolist():
-                name = info.filename
-                if name.count("/") != 1 or not name.endswith("/data.pkl"):
-                    continue
-                scanner = _Scan(matcher, record=True, max_hits=max(0, max_hits - len(hits)))
-                with archive.open(info) as member:
-                    _feed_capped(scanner, member, chunk)
-                more, more_count = _hits(scanner, f"{name} (pickle record)", _no_read, chunk)
-                hits += more
-                count += more_count
+        members, unscanned = _pickle_members(fd, size, chunk)
+        for member in members:
+            scanner = _Scan(matcher, record=True, max_hits=max(0, max_hits - len(hits)))
+            _feed_member(scanner, fd, member, chunk)
+            more, more_count = _hits(scanner, f"{member.name} (pickle record)", _no_read, chunk)
+            hits += more
+            count += more_count
     except _ZIP_ERRORS:
-        return hits, count
-    return hits, count
+        return hits, count, None
+    return hits, count, unscanned
+
+
+def _directory(fd: int, size: int) -> tuple[int, int]:
+    """(offset, entry count) of the zip's central directory, zip64 included."""
+    tail = min(size, 65_557)  # EOCD record + the longest comment
+    end = os.pread(fd, tail, size - tail)
+    at = end.rfind(b"PK\x05\x06")
+    if at < 0 or at + _EOCD.size > len(end):
+        raise zipfile.BadZipFile("no end of central directory")
+    _, _, entries, _, offset, _ = _EOCD.unpack_from(end, at)
+    if entries == 0xFFFF or offset == 0xFFFFFFFF:
+        locator = os.pread(fd, _ZIP64_LOCATOR.size, size - tail + at - _ZIP64_LOCATOR.size)
+        sig, _, where, _ = _ZIP64_LOCATOR.unpack(locator)
+        if sig != b"PK\x06\x07":
+            raise zipfile.BadZipFile("no zip64 locator")
+        record = _ZIP64_EOCD.unpack(os.pread(fd, _ZIP64_EOCD.size, where))
+        if record[0] != b"PK\x06\x06":
+            raise zipfile.BadZipFile("no zip64 end of central directory")
+        entries, offset = record[7], record[9]
+    return offset, entries
+
+
+def _pickle_members(fd: int, size: int, chunk: int) -> tuple[list[_Member], str | None]:
+    """The */data.pkl members, read from the directory in chunks (at most ZIP_ENTRY_CAP
+    entries, ZIP_RECORDS_SCANNED members kept), and why the rest was not read."""
+    offset, declared = _directory(fd, size)
+    members: list[_Member] = []
+    buf, pos, seen = b"", offset, 0
+    while seen < declared:
+        if seen >= ZIP_ENTRY_CAP:
+            return members, (f"its zip directory declares {declared} entries; only the first "
+                             f"{ZIP_ENTRY_CAP} were scanned for pickle records (a torch.save "
+                             "archive has about one entry per tensor storage)")
+        if len(buf) < _CENTRAL.size + 3 * 0xFFFF:
+            more = os.pread(fd, chunk, pos)
+            buf, pos = buf + more, pos + len(more)
+        if len(buf) < _CENTRAL.size:
+            break
+        sig, method, csize, usize, n, e, c, local = _CENTRAL.unpack_from(buf)
+        if sig != b"PK\x01\x02" or len(buf) < _CENTRAL.size + n + e + c:
+            break
+        name = buf[_CENTRAL.size:_CENTRAL.size + n].decode("utf-8", "replace")
+        if name.count("/") == 1 and name.endswith("/data.pkl") and \
+                len(members) < ZIP_RECORDS_SCANNED:
+            extra = buf[_CENTRAL.size + n:_CENTRAL.size + n + e]
+            csize, local = _zip64_sizes(extra, usize, csize, local)
+            members.append(_Member(name, local, csize, method))
+        buf = buf[_CENTRAL.size + n + e + c:]
+        seen += 1
+    return members, None
+
+
+def _zip64_sizes(extra: bytes, usize: int, csize: int, local: int) -> tuple[int, int]:
+    """The compressed size and header offset, from the zip64 extra field where they
+    overflowed 32 bits (it holds usize, csize, offset in that order, each only if needed)."""
+    at = 0
+    while at + 4 <= len(extra):
+        kind, length = struct.unpack_from("<HH", extra, at)
+        if kind == 1:
+            values = list(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
+            if usize == 0xFFFFFFFF and values:
+                values.pop(0)
+            if csize == 0xFFFFFFFF and values:
+                csize = values.pop(0)
+            if local == 0xFFFFFFFF and values:
+                local = values.pop(0)
+            break
+        at += 4 + length
+    return csize, local
+
+
+def _feed_member(scanner: _Scan, fd: int, member: _Member, chunk: int) -> None:
+    """Feed at most RECORD_CAP bytes of one member (stored or deflated) to the scanner."""
+    sig, n, e = _LOCAL.unpack(os.pread(fd, _LOCAL.size, member.offset))
+    if sig != b"PK\x03\x04":
+        raise zipfile.BadZipFile("no local header")
+    pos, left = member.offset + _LOCAL.size + n + e, member.size
+    inflate = zlib.decompressobj(-15) if member.method == zipfile.ZIP_DEFLATED else None
+    if member.method not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        return
+    fed = 0
+    while left > 0 and fed < RECORD_CAP:
+        data = os.pread(fd, min(chunk, left), pos)
+        if not data:
+            break
+        pos, left = pos + len(data), left - len(data)
+        if inflate is not None:
+            data = inflate.decompress(data, RECORD_CAP - fed)  # bounded output
+        scanner.feed(data[: RECORD_CAP - fed])
+        fed += len(data)
+    scanner.finish()
 
 
 def _no_read(offset: int, size: int) -> bytes:
     raise AssertionError("records have no lines to count")  # pragma: no cover
-
-
-def _feed_capped(scanner: _Scan, member: IO[bytes], chunk: int) -> None:
-    read = 0
-    while read < RECORD_CAP:
-        data = member.read(min(chunk, RECORD_CAP - read))
-        if not data:
-            break
-        scanner.feed(data)
-        read += len(data)
-    scanner.finish()
 
 
 def _moved(path: Path, st: os.stat_result) -> str | None:

@@ -241,9 +241,9 @@ def test_broken_checkpoints_fail_for_their_reason(
         result,
         # hostile pickle: the offending global is named
         "manifest.json $.checkpoints[0]: does not reload in a fresh process with "
-        "weights_only=True: runs/control/evil.pt: refused by weights_only=True: unsupported "
-        "global *(os.system)*",
-        "    fix:      loading it needs weights_only=False, which runs code from the file: never*",
+        "weights_only=True: runs/control/evil.pt: holds code: unpickling it would call "
+        "posix.system (os.system), outside the weights-only allowlist*",
+        "    fix:      the file holds code that runs when it is unpickled: treat it as hostile*",
         # truncated, zero-byte
         "manifest.json $.checkpoints[1]: does not reload * runs/control/truncated.pt: *"
         "truncated or corrupt*",

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_itera.reload import Reloader
+from pytest_itera.reload import Reloader, ReloadResult
 from tests import artifacts
 
-REFUSED = "refused by weights_only=True: unsupported global "
-WHY = " (loading it would import and call arbitrary code)"
+CODE = "holds code: unpickling it would call "
+WHY = (", outside the weights-only allowlist (loading it would import and call arbitrary "
+       "code); refused before any load")
 SHOWN = {"os.system": "posix.system (os.system)", "builtins.exec": "builtins.exec",
          "builtins.eval": "builtins.eval", "subprocess.Popen": "subprocess.Popen"}
 
@@ -47,8 +48,61 @@ def test_hostile_pickle_is_refused_and_never_runs(reloader: Reloader, tmp_path: 
     torch.save(obj, path, _use_new_zipfile_serialization=(wrap != "legacy-format"))
     res = reloader.reload(path, "runs/x.pt")
     assert not res.ok
-    assert res.cause == f"runs/x.pt: {REFUSED}{SHOWN[payload]}{WHY}"
+    assert res.cause == f"runs/x.pt: {CODE}{SHOWN[payload]}{WHY}"
+    assert res.holds_code == (SHOWN[payload].split(" ")[0],)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("container", ["raw", "legacy", "zip"])
+@pytest.mark.parametrize("protocol", range(6))
+def test_code_is_named_first_in_every_protocol_and_container(
+    reloader: Reloader, tmp_path: Path, protocol: int, container: str,
+) -> None:
+    """Whatever the pickle protocol (0-5: GLOBAL, INST or STACK_GLOBAL) and container, the
+    verdict says the file holds code and names the call, before any format judgement
+    (protocols 4/5 are otherwise refused for their opcodes, 0/1 as "not a checkpoint")."""
+    marker = tmp_path / "pwned"
+    obj = {"epoch": artifacts.hostile_payloads(marker)["os.system"]}
+    path = tmp_path / f"evil-{protocol}.pt"
+    if container == "raw":
+        path.write_bytes(pickle.dumps(obj, protocol=protocol))
+    else:
+        torch.save(obj, path, pickle_protocol=protocol,
+                   _use_new_zipfile_serialization=container == "zip")
+    res = reloader.reload(path, "runs/evil.pt")
+    assert res.cause == f"runs/evil.pt: {CODE}posix.system (os.system){WHY}"
+    assert res.holds_code == ("posix.system",)
+    assert not marker.exists()
+
+
+def test_every_global_is_named(reloader: Reloader, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    payloads = artifacts.hostile_payloads(marker)
+    path = tmp_path / "many.pt"
+    torch.save({k: payloads[k] for k in sorted(payloads)}, path, pickle_protocol=4)
+    res = reloader.reload(path, "many.pt")
+    assert res.cause == (f"many.pt: {CODE}builtins.eval, builtins.exec, posix.system "
+                         f"(os.system), subprocess.Popen{WHY}")  # in file order
+
+
+def test_a_finding_that_holds_code_never_advises_loading_or_resaving(
+    pytester: pytest.Pytester, tmp_path: Path,
+) -> None:
+    """The hint is chosen on the typed ``holds_code``: never "save it again", never
+    "protocol", never weights_only=False as a way out."""
+    from pytest_itera.checks.artifacts import _reload_findings
+
+    class Ctx:
+        def reload(self, relpath: str, claimed: str | None) -> ReloadResult:
+            return ReloadResult(path=relpath, ok=False, format=None,
+                                cause=f"{relpath}: {CODE}posix.system (os.system){WHY}",
+                                holds_code=("posix.system",))
+
+    (finding,) = _reload_findings(Ctx(), "evil.pt", None, "here")  # type: ignore[arg-type]
+    assert finding.hint is not None
+    assert "treat it as hostile" in finding.hint
+    for advice in ("save it again", "re-save with", "protocol", "retrieve it again"):
+        assert advice not in finding.hint
 
 
 def test_raw_pickle_is_refused(reloader: Reloader, tmp_path: Path) -> None:
@@ -56,7 +110,7 @@ def test_raw_pickle_is_refused(reloader: Reloader, tmp_path: Path) -> None:
     path = tmp_path / "evil.bin"
     path.write_bytes(pickle.dumps(artifacts.hostile_payloads(marker)["os.system"], protocol=2))
     res = reloader.reload(path, "evil.bin")
-    assert res.cause == f"evil.bin: {REFUSED}posix.system (os.system){WHY}"
+    assert res.cause == f"evil.bin: {CODE}posix.system (os.system){WHY}"
     assert not marker.exists()
 
 
@@ -75,7 +129,7 @@ def test_other_numpy_globals_stay_refused(reloader: Reloader, tmp_path: Path) ->
     res = reloader.reload(path, "np.pt")
     assert not res.ok
     assert res.cause is not None
-    assert res.cause.startswith(f"np.pt: {REFUSED}numpy.")
+    assert res.cause.startswith(f"np.pt: {CODE}numpy.")
     assert "float64" in res.cause or "scalar" in res.cause
 
 

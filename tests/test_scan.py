@@ -507,3 +507,117 @@ def test_concurrent_scans_agree_with_serial_ones(tmp_path: Path) -> None:
 
     assert [results[i] for i in range(len(paths))] == serial
     assert all(f.hit_count == 3000 + i for i, f in enumerate(serial))
+
+
+# Bounded hostile inputs: the pytest process's own peak RSS ------------------------------
+
+_PEAK_PROBE = r"""
+import json, resource, sys
+from pathlib import Path
+from pytest_itera.reload import Reloader
+from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
+
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+matcher = TempMatcher(DEFAULT_TEMP_PATTERNS)
+path = Path(sys.argv[1])
+with Reloader(timeout=120) as reloader:
+    scan_file(Path(sys.argv[2]), "warm", matcher)  # imports, threads, buffers: before
+    assert reloader.reload(Path(sys.argv[2]), "warm").ok is False
+    before = peak()
+    facts = scan_file(path, path.name, matcher)
+    result = reloader.reload(path, path.name)
+    after = peak()
+print(json.dumps({"growth": after - before, "unscanned": facts.unscanned,
+                  "hits": [h.excerpt for h in facts.hits], "sha256": facts.sha256,
+                  "error": facts.error, "cause": result.cause}))
+"""
+PEAK_BOUND = 48 << 20  # the scan's chunks and the hash thread's: never the declared sizes
+
+
+def _peak_growth(path: Path, tmp_path: Path) -> dict[str, object]:
+    """Scan and reload ``path`` in a fresh process (the test's own history would mask a
+    peak) and return how far that process's peak RSS grew, with what it found."""
+    import subprocess
+    import sys
+
+    warm = tmp_path / "warm.bin"
+    warm.write_bytes(b"\0not a checkpoint" * 100)
+    done = subprocess.run([sys.executable, "-c", _PEAK_PROBE, str(path), str(warm)],
+                          capture_output=True, text=True, timeout=600, check=False,
+                          cwd=Path(__file__).parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    found: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def _many_entry_zip(path: Path, entries: int) -> None:
+    """A zip of ``entries`` empty stored entries after one ``x/data.pkl`` holding a temp
+    path: written by hand (zipfile would take minutes and hundreds of MiB to write it)."""
+    import struct
+    import zlib
+
+    pkl = pickle.dumps({"dir": "/tmp/run-1/ckpt"}, protocol=2)
+    local, central = bytearray(), bytearray()
+    names = [b"x/data.pkl", *(f"x/data/{i}".encode() for i in range(entries))]
+    for index, name in enumerate(names):
+        data = pkl if index == 0 else b""
+        crc = zlib.crc32(data)
+        offset = len(local)
+        local += struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data),
+                             len(data), len(name), 0) + name + data
+        central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, crc,
+                               len(data), len(data), len(name), 0, 0, 0, 0, 0, offset) + name
+    count = min(len(names), 0xFFFF)
+    eocd = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, count, count, len(central),
+                       len(local), 0)
+    zip64 = b""
+    if len(names) > 0xFFFF:
+        record = struct.pack("<4sQHHIIQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, len(names),
+                             len(names), len(central), len(local))
+        locator = struct.pack("<4sIQI", b"PK\x06\x07", 0, len(local) + len(central), 1)
+        zip64 = record + locator
+        eocd = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, len(central),
+                           len(local), 0)
+    path.write_bytes(bytes(local) + bytes(central) + zip64 + eocd)
+
+
+def test_a_zip_of_300000_entries_does_not_grow_the_pytest_process(tmp_path: Path) -> None:
+    """The temp-path scan streams the zip directory (it built an object per entry: +176
+    MiB here) and stops at its entry cap with a clear note; the record before the cap is
+    still scanned."""
+    path = tmp_path / "many.pt"
+    _many_entry_zip(path, 300_000)
+    found = _peak_growth(path, tmp_path)
+    assert isinstance(found["growth"], int)
+    assert found["growth"] < PEAK_BOUND, found
+    assert found["hits"] == ["/tmp/run-1/ckpt"]
+    assert found["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert found["unscanned"] == (
+        "its zip directory declares 300001 entries; only the first 100000 were scanned for "
+        "pickle records (a torch.save archive has about one entry per tensor storage)")
+    assert found["cause"] is not None  # the child's verdict, whatever it is: not a crash
+
+
+def test_a_huge_safetensors_header_is_scanned_in_chunks_and_refused_bounded(
+    tmp_path: Path,
+) -> None:
+    """A 74 MiB header (1.3 M empty tensors): the pytest process scans it in bounded
+    chunks (a temp path at its end is found; it used to be skipped over 64 MiB) and the
+    loader refuses it by its declared size, unparsed."""
+    import struct
+
+    entry = '"t%07d":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},'
+    body = "".join(entry % i for i in range(1_300_000))
+    header = ("{" + body + '"__metadata__":{"source":"/tmp/export/model"}}').encode()
+    path = tmp_path / "huge.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    assert len(header) > 64 << 20
+    found = _peak_growth(path, tmp_path)
+    assert isinstance(found["growth"], int)
+    assert found["growth"] < PEAK_BOUND, found
+    assert found["hits"] == ["/tmp/export/model"]
+    assert found["cause"] == (f"huge.safetensors: safetensors header is "
+                              f"{len(header) / (1 << 20):.3g} MiB, over the 16 MiB cap (a "
+                              "real model's header is KiB to a few MiB): refused unparsed")

@@ -210,8 +210,10 @@ def _reload_findings(
         return
     error = load_error(result)
     if error is not None:
+        # Typed, not parsed: a file that holds code never gets a load or re-save hint.
         yield Finding(f"does not reload in a fresh process with weights_only=True: {error}",
-                      where=where, hint=_load_hint(error))
+                      where=where,
+                      hint=CODE_HINT if result.holds_code else _load_hint(error))
     if result.nonfinite and not diverged_ok:
         yield _nonfinite_finding(result, where)
     if claimed is not None and not _agrees(claimed, result.format):
@@ -250,6 +252,12 @@ def _nonfinite_finding(result: ReloadResult, where: str) -> Finding:
         "or record the run as stopped by its non-finite stop rule (its last checkpoint is "
         "then evidence of the stop)",
     )
+
+
+CODE_HINT = ("the file holds code that runs when it is unpickled: treat it as hostile; do "
+             "not load, convert or re-save it in any way (no weights_only=False, no "
+             "allowlisting); remove it, find out how it got into the campaign, and deliver "
+             "the weights the training run itself wrote as plain tensors")
 
 
 def _load_hint(cause: str) -> str:

@@ -20,6 +20,7 @@ from pytest_itera.campaign import (
 )
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
+from pytest_itera.portable import RENAME_HINT, collision_problem, collisions, path_problem
 from pytest_itera.tree import Entry
 
 CONTRACT_FILES = (PLAN_FILE, MANIFEST_FILE)
@@ -81,7 +82,22 @@ def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
         yield Finding(
             f"{target} is listed {len(records)} times", where=where, hint="list each file once"
         )
+    yield from _unportable(ctx, record.path, f"{where}.path")
     yield from _listed_file(ctx, record, where)
+
+
+def _unportable(ctx: Context, relpath: str, where: str) -> Iterator[Finding]:
+    """The one portability rule (pytest_itera.portable) on a listed path: campaigns are
+    retrieved to other systems, where such a name escapes the folder or names another file."""
+    problem = path_problem(relpath)
+    if problem is not None:
+        yield Finding(f"listed file {relpath!r} {problem}", where=where, hint=RENAME_HINT)
+    others = ctx.memo("portable-collisions",
+                      lambda: collisions(record.path for record in _listed(ctx))).get(relpath)
+    if others:
+        yield Finding(f"listed file {relpath!r} {collision_problem(others)}", where=where,
+                      hint="give each file a name that differs by more than letter case or "
+                      "accents' encoding")
 
 
 def _unlisted(ctx: Context, relpath: str) -> Iterator[Finding]:
@@ -238,6 +254,10 @@ def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
     if facts.error is not None:
         yield Finding(f"{target} cannot be scanned: {facts.error}", where=target)
         return
+    if facts.unscanned is not None:
+        yield Finding(f"{target} was not fully scanned for temporary paths: {facts.unscanned}",
+                      where=target, hint="a file this shape is not a torch.save checkpoint: "
+                      "save it with torch.save, or remove it from the campaign")
     hits = [h for h in facts.hits if campaign_relative(ctx, h.excerpt.strip("'\"` ")) is None]
     for hit in hits:
         inside = f" ({hit.where})" if hit.where else ""

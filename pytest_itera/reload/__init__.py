@@ -11,6 +11,7 @@ a :class:`ReloadResult`.  ``probe.py`` tells in milliseconds whether an interpre
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import select
@@ -29,7 +30,7 @@ from typing import IO, Any, Literal
 
 from pytest_itera.reload.probe import MIN_TORCH, too_old
 
-__all__ = ["MIN_TORCH", "PARTS", "PartFault", "ReloadResult", "Reloader"]
+__all__ = ["MIN_TORCH", "PARTS", "PartFault", "ReloadResult", "Reloader", "Sandbox"]
 
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
 SERVER = Path(__file__).with_name("server.py")
@@ -59,6 +60,19 @@ class PartFault:
 
 
 @dataclass(frozen=True)
+class Sandbox:
+    """The sandbox of the process that loaded a checkpoint (see ``sandbox.py``).
+
+    ``active`` names the layers in force (``no_new_privs``, ``user_namespace``,
+    ``network_namespace``, ``read_only_mounts``, ``seccomp``, ``rlimit_fsize``,
+    ``rlimit_nproc``, ``rlimit_cpu``); ``missing`` maps each other layer to why it is not.
+    """
+
+    active: tuple[str, ...] = ()
+    missing: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
 class ReloadResult:
     """The verdict on one checkpoint (a file or a folder)."""
 
@@ -79,6 +93,11 @@ class ReloadResult:
     nonfinite_tensors: int = 0  # all of them (``nonfinite`` names the first 20); 0: unknown
     nan_values: int = 0
     inf_values: int = 0
+    # The loader child's sandbox (None: no child ran, e.g. the interpreter was refused).
+    sandbox: Sandbox | None = field(default=None, compare=False)
+    # Pickled globals outside the weights_only allowlist ("os.system"): the file holds code.
+    # Typed so that no fix line ever suggests loading or re-saving such a file.
+    holds_code: tuple[str, ...] = ()
 
     def fault(self, part: str) -> PartFault | None:
         """Why ``part`` is not counted although its key is there, or None."""
@@ -104,7 +123,23 @@ def _minimal_env(home: str) -> dict[str, str]:
         # frees as few. About 3 ms less per checkpoint; ignored where glibc is not used.
         "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1",
     })
+    seccomp = _seccomp_module()
+    if seccomp is not None:
+        env[_SECCOMP_MODULE_ENV] = seccomp
     return env
+
+
+_SECCOMP_MODULE_ENV = "ITERA_SECCOMP_MODULE"  # sandbox.SECCOMP_MODULE_ENV
+
+
+def _seccomp_module() -> str | None:
+    """This environment's pyseccomp (a single pure-ctypes module), found without importing
+    it: the server's sandbox loads it by file when the reload interpreter has none."""
+    try:
+        spec = importlib.util.find_spec("pyseccomp")
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None and spec.origin else None
 
 
 class _Server:
@@ -397,7 +432,20 @@ def _result(display: str, reply: dict[str, Any], claimed: str | None) -> ReloadR
         peak_rss=reply.get("peak_rss"),
         part_faults=tuple(_faults(reply.get("part_faults"))),
         nonfinite_tensors=int(reply.get("nonfinite_tensors", 0)),
-        nan_values=int(reply.get("nan_values", 0)), inf_values=int(reply.get("inf_values", 0)))
+        nan_values=int(reply.get("nan_values", 0)), inf_values=int(reply.get("inf_values", 0)),
+        sandbox=_sandbox(reply.get("sandbox")),
+        holds_code=tuple(str(g) for g in reply.get("holds_code") or ()))
+
+
+def _sandbox(raw: Any) -> Sandbox | None:
+    """The server's sandbox report, None when absent or malformed (our own protocol)."""
+    if not isinstance(raw, dict):
+        return None
+    active, missing = raw.get("active"), raw.get("missing")
+    if not isinstance(active, list) or not isinstance(missing, dict):
+        return None
+    return Sandbox(active=tuple(str(a) for a in active),
+                   missing=MappingProxyType({str(k): str(v) for k, v in missing.items()}))
 
 
 def _faults(raw: Any) -> list[PartFault]:

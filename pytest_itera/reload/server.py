@@ -10,8 +10,12 @@ it gives the checkpoint to a forked child that loads it and writes one JSON verd
 and the server answers one JSON line, with the request's id, on stdout.  Up to ``JOBS``
 (the first argument, default 1) children run at a time, so a client may send many requests
 before reading: replies then come in the order the children finish.  A request may carry
-``"debug": "hang" | "crash"``: test-only, it makes the child sleep or abort before loading,
-to prove that a hang or crash yields one clear verdict and the server keeps serving.  EOF on
+``"debug": "hang" | "crash" | "spin" | "escape"``: test-only, it makes the child sleep,
+abort or burn CPU before loading, to prove that a hang, crash or CPU hog yields one clear
+verdict and the server keeps serving, or try what a hostile payload would (sockets, a write,
+a fork: :func:`escape_attempts`) to prove the sandbox (``sandbox.py``) denies it; the
+test-only ``"layers"`` and ``"cpu_seconds"`` pick the sandbox layers and its CPU limit.
+Every verdict carries ``"sandbox"``: the layers active in its child and why any is missing.  EOF on
 stdin ends the server.
 """
 
@@ -67,13 +71,14 @@ if __name__ == "__main__":
 import torch  # noqa: E402 -- after _die_with_client: the import takes ~1 s
 
 
-def _load_probe() -> Any:
-    """The sibling probe.py, by file: ``-I`` keeps this folder off sys.path, and the torch
-    version rule must be one piece of code for the probe, this server and the client."""
+def _load_sibling(name: str) -> Any:
+    """A sibling module (probe.py, sandbox.py), by file: ``-I`` keeps this folder off
+    sys.path, and the torch version rule must be one piece of code for the probe, this
+    server and the client."""
     import importlib.util
 
-    where = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
-    spec = importlib.util.spec_from_file_location("_itera_reload_probe", where)
+    where = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_itera_reload_{name}", where)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -82,7 +87,8 @@ def _load_probe() -> Any:
 
 
 # None, or why this torch must not load anything (too old: weights_only=True is bypassable).
-REFUSED: str | None = _load_probe().too_old(torch.__version__)
+REFUSED: str | None = _load_sibling("probe").too_old(torch.__version__)
+SANDBOX: Any = _load_sibling("sandbox")
 
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
 
@@ -110,19 +116,19 @@ LIGHTNING_SCALER_KEYS = ("MixedPrecision", "MixedPrecisionPlugin", "native_amp_s
                          "amp_scaling_state")
 TORCH_LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
 CHUNK_ELEMENTS = 1 << 24  # finite check in 16 Mi-element chunks: bounded temporaries
-ST_DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2,
-                  "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8,
-                  "F64": 8, "C64": 8}
 WEIGHTS_ONLY_WHY = "(loading it would import and call arbitrary code)"
 
 
 class Refused(Exception):
-    """A checkpoint (or one file of a folder) failed: ``reason`` is one sentence."""
+    """A checkpoint (or one file of a folder) failed: ``reason`` is one sentence; ``code``
+    the pickled globals outside the allowlist when the file holds code."""
 
-    def __init__(self, reason: str, file: str | None = None) -> None:
+    def __init__(self, reason: str, file: str | None = None,
+                 code: tuple[str, ...] = ()) -> None:
         super().__init__(reason)
         self.reason = reason
         self.file = file
+        self.code = code
 
 
 class Findings:
@@ -159,6 +165,7 @@ class Findings:
         return {"format": self.format, "ok": ok,
                 "reason": None if error is None else error.reason,
                 "file": None if error is None else error.file,
+                "holds_code": [] if error is None else list(error.code),
                 "parts": [p for p in PARTS if p in self.parts],
                 "missing_reasons": self.missing_reasons,
                 "part_faults": [f for p, f in sorted(self.faults.items()) if p not in self.parts],
@@ -265,9 +272,13 @@ def describe_unknown(path: str) -> str:
 
 
 def torch_load(path: str, kind: str) -> Any:
-    """torch.load with weights_only=True, mmap where the format allows, on CPU."""
+    """torch.load with weights_only=True, mmap where the format allows, on CPU; first, the
+    globals its pickles would call (a file that holds code is said to, before all else)."""
+    refuse_code(path, kind)
     if kind == "zip":
         check_torch_zip(path)
+    elif kind == "legacy":
+        check_legacy_storages(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with torch.serialization.safe_globals(_numpy_allowlist()):
@@ -276,6 +287,115 @@ def torch_load(path: str, kind: str) -> Any:
                                   map_location="cpu")
             except Exception as exc:  # every load failure becomes a verdict
                 raise Refused(explain(exc)) from exc
+
+
+# ----------------------------------------------------------------------------- code in pickles
+
+CODE_SCAN_OPS = 5_000_000  # opcodes walked per pickle (a large model's data.pkl: ~100,000)
+LEGACY_PICKLES = 5  # magic number, protocol, sys info, the object, the storage keys
+COMPUTED_GLOBAL = "a global whose name is computed while unpickling"
+_ALLOWED: set[str] | None = None
+
+
+def allowed_globals() -> set[str]:
+    """Dotted names torch.load(weights_only=True) resolves here: torch's own allowlist and
+    the numpy RNG-state globals this server adds (the same lists, not a copy of them)."""
+    global _ALLOWED
+    if _ALLOWED is None:
+        from torch import _weights_only_unpickler as wou
+
+        with torch.serialization.safe_globals(_numpy_allowlist()):
+            _ALLOWED = set(wou._get_allowed_globals()) | set(
+                wou._get_user_allowed_globals())  # type: ignore[no-untyped-call]
+    return _ALLOWED
+
+
+def torch_spelling(module: str, name: str) -> str:
+    """The dotted name torch's unpickler checks (protocol-2 names mapped to Python 3's)."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+    else:
+        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+    return f"{module}.{name}"
+
+
+def pickle_globals(stream: IO[bytes]) -> tuple[list[str], bool]:
+    """The globals one pickle would import and call (GLOBAL, INST, STACK_GLOBAL, EXT*), by a
+    symbolic walk over its opcodes (nothing imported), at most CODE_SCAN_OPS of them; and
+    whether the walk reached its STOP (a well-formed pickle)."""
+    stack: list[Any] = []
+    memo: dict[int, Any] = {}
+    found: list[str] = []
+    try:
+        for count, (op, arg, _) in enumerate(pickletools.genops(stream)):
+            if count >= CODE_SCAN_OPS:
+                return found, False
+            name = op.name
+            if name in ("GLOBAL", "INST"):
+                module, _, attr = str(arg).partition(" ")
+                found.append(torch_spelling(module, attr))
+            elif name == "STACK_GLOBAL":
+                attr, module = stack[-1], stack[-2]
+                found.append(f"{module}.{attr}" if isinstance(module, str) and
+                             isinstance(attr, str) else COMPUTED_GLOBAL)
+            elif name.startswith("EXT"):
+                found.append(f"copyreg extension code {arg}")
+            elif name == "STOP":
+                return found, True
+            if name in _STR_OPS:
+                stack.append(arg if isinstance(arg, str) else _OPAQUE)
+            elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo[int(str(arg))] = stack[-1]
+            elif name == "MEMOIZE":
+                memo[len(memo)] = stack[-1]
+            elif name in ("GET", "BINGET", "LONG_BINGET"):
+                stack.append(memo.get(int(str(arg)), _OPAQUE))
+            elif name == "MARK":
+                stack.append(_MARK)
+            else:
+                generic_stack_effect(stack, op)
+    except (ValueError, IndexError, KeyError, EOFError, OSError, UnicodeDecodeError):
+        return found, False
+    return found, False
+
+
+def code_globals(path: str, kind: str) -> list[str]:
+    """Globals outside the allowlist in the pickles of a torch zip (data.pkl), a legacy
+    torch file or a raw pickle (each of its leading pickles), in file order, once each."""
+    found: list[str] = []
+    if kind == "zip":
+        try:
+            with zipfile.ZipFile(path) as zf:
+                pkl = next((i for i in zf.infolist()
+                            if i.filename.rpartition("/")[2] == "data.pkl"), None)
+                if pkl is not None and pkl.file_size <= PICKLE_CAP:
+                    with zf.open(pkl) as member:
+                        found = pickle_globals(member)[0]
+        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError):
+            return []
+    else:
+        with open(path, "rb") as fh:
+            for index in range(LEGACY_PICKLES):
+                names, complete = pickle_globals(fh)
+                # Text that merely parses as opcodes for a while holds no code: only a
+                # well-formed pickle is judged, except in a file that began as one.
+                if complete or index or kind == "legacy":
+                    found += names
+                if not complete or fh.tell() > PICKLE_CAP:
+                    break
+    allowed = allowed_globals()
+    return [g for g in dict.fromkeys(found) if g not in allowed]
+
+
+def refuse_code(path: str, kind: str) -> None:
+    code = tuple(code_globals(path, kind))
+    if code:
+        shown = ", ".join(py3_name(g) if g.count(".") and " " not in g else g
+                          for g in code[:5])
+        more = f" and {len(code) - 5} more" if len(code) > 5 else ""
+        raise Refused(f"holds code: unpickling it would call {shown}{more}, outside the "
+                      f"weights-only allowlist {WEIGHTS_ONLY_WHY}; refused before any load",
+                      code=code)
 
 
 # ----------------------------------------------------------------------------- torch zip structure
@@ -384,16 +504,71 @@ def check_storages(pkl_name: str, pkl: bytes, prefix: str,
                           f"{human_bytes(storage.numel * itemsize)} ({storage.numel} {dtype} "
                           f"elements) for {record}, but the archive holds {held} bytes for it "
                           "(a lying size)")
+    check_views(views, pkl_name, f"{prefix}data/")
+
+
+def check_views(views: list[View], pkl_name: str, record_prefix: str) -> None:
+    """Each tensor must fit in its storage (torch would resize, i.e. allocate, it)."""
+    hostile = ZIP_HOSTILE if record_prefix else LEGACY_HOSTILE
     for storage, dtype_name, offset, size, stride in views:
         needed = offset + 1 + sum((n - 1) * st for n, st in zip(size, stride))  # noqa: B905
         # v3 views an untyped (byte) storage as dtype_name; v2's dtype is the storage's own.
         width = storage_itemsize(dtype_name or storage.type)[0]
         held = storage.numel * storage_itemsize(storage.type)[0] // width
         if all(n > 0 for n in size) and needed > held:
-            raise Refused(f"{ZIP_HOSTILE}: {pkl_name} declares a tensor of shape {list(size)} "
+            where = f"{record_prefix}{storage.key}" if record_prefix else repr(storage.key)
+            raise Refused(f"{hostile}: {pkl_name} declares a tensor of shape {list(size)} "
                           f"(offset {offset}, strides {list(stride)}) needing {needed} elements "
-                          f"of storage {prefix}data/{storage.key}, which holds {held} "
-                          "(a lying shape)")
+                          f"of storage {where}, which holds {held} (a lying shape)")
+
+
+LEGACY_HOSTILE = "hostile or corrupt legacy torch file"
+
+
+def check_legacy_storages(path: str) -> None:
+    """Refuse a legacy (pre-zip) torch file whose storages lie, before torch.load: torch
+    allocates each storage at the size its pickle declares, then fails on the size the file
+    records ("storage has wrong byte size") or on a short read.  The file is its pickles
+    (magic number, protocol, sys info, the object, the storage keys), then per key an
+    8-byte element count and the bytes; nothing is unpickled, a malformed file is left to
+    torch."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        for _ in range(3):
+            if not pickle_globals(fh)[1]:
+                return
+        try:
+            storages, views = storage_claims(fh)
+            keys = [arg for op, arg, _ in pickletools.genops(fh) if op.name in _STR_OPS]
+        except (ValueError, IndexError, KeyError, TypeError, EOFError):
+            return
+        declared = {s.key: s for s in storages}
+        for key in keys:
+            storage = declared.get(str(key))
+            if storage is None:
+                return  # torch names the missing storage
+            check_legacy_storage(fh, storage, size)
+    check_views(views, "the pickle", "")
+
+
+def check_legacy_storage(fh: IO[bytes], storage: _Storage, size: int) -> None:
+    itemsize, dtype = storage_itemsize(storage.type)
+    start = fh.tell()
+    raw = fh.read(8)
+    if len(raw) < 8:
+        raise Refused(f"{LEGACY_HOSTILE}: storage {storage.key!r} is missing (the file ends at "
+                      f"byte {start}): truncated")
+    (held,) = struct.unpack("<q", raw)
+    if held != storage.numel:
+        raise Refused(f"{LEGACY_HOSTILE}: the pickle declares storage {storage.key!r} of "
+                      f"{human_bytes(storage.numel * itemsize)} ({storage.numel} {dtype} "
+                      f"elements), but the file records {held} elements for it (a lying size)")
+    stop = start + 8 + held * itemsize
+    if stop > size:
+        raise Refused(f"{LEGACY_HOSTILE}: storage {storage.key!r} "
+                      f"({human_bytes(held * itemsize)}) runs past the end of the file (byte "
+                      f"{stop} > {size}): truncated or lying sizes")
+    fh.seek(stop)
 
 
 class _Global(str):
@@ -423,7 +598,7 @@ def _ints(value: Any) -> bool:
         isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
 
 
-def storage_claims(pkl: bytes) -> tuple[list[_Storage], list[View]]:
+def storage_claims(pkl: bytes | IO[bytes]) -> tuple[list[_Storage], list[View]]:
     """The storages a pickle's persistent ids declare and the tensor views
     (``_rebuild_tensor_v2(storage, offset, size, stride, ...)``) built on them, found by a
     symbolic walk over its opcodes (pickletools): strings, ints, globals' names, tuples and
@@ -461,8 +636,10 @@ def storage_claims(pkl: bytes) -> tuple[list[_Storage], list[View]]:
             stack.append(items)
         elif name == "BINPERSID":
             pid = stack.pop()
-            if isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and \
-                    _ints(pid[4:]):
+            # torch.save's ('storage', type, key, location, numel); the legacy format adds
+            # a sixth item (view metadata)
+            if isinstance(pid, tuple) and len(pid) in (5, 6) and pid[0] == "storage" and \
+                    _ints(pid[4:5]):
                 storages.append(_Storage(str(pid[1]), str(pid[2]), pid[4]))
                 stack.append(storages[-1])
             else:
@@ -955,50 +1132,34 @@ def inspect_torch_file(found: Findings, path: str, kind: str) -> Any:
     return obj
 
 
-def safetensors_header(path: str) -> dict[str, Any]:
-    """Validate a safetensors header ourselves: a lying header is a verdict, not a crash."""
+ST_HEADER_CAP = 16 << 20  # a real header is KiB (a 70B shard's: ~100 KiB); the format allows 100 MB
+
+
+def safetensors_header(path: str) -> None:
+    """Check a safetensors header's declared length before its parser reads it: within the
+    file, and under ST_HEADER_CAP (1.6 M empty tensors fit in 100 MB: 27 s and 1.5 GiB)."""
     size = os.path.getsize(path)
     with open(path, "rb") as fh:
         raw_len = fh.read(8)
-        if len(raw_len) < 8:
-            raise Refused("truncated safetensors file (no 8-byte header length)")
-        (n,) = struct.unpack("<Q", raw_len)
-        if n > size - 8 or n > 100_000_000:
-            raise Refused(f"safetensors header length {n} exceeds the file size ({size} bytes)")
-        try:
-            header = json.loads(fh.read(n))
-        except ValueError as exc:
-            raise Refused(f"safetensors header is not valid JSON ({exc})") from exc
-    if not isinstance(header, dict):
-        raise Refused("safetensors header is not a JSON object")
-    check_offsets(header, size - 8 - n)
-    return header
+    if len(raw_len) < 8:
+        raise Refused("truncated safetensors file (no 8-byte header length)")
+    (n,) = struct.unpack("<Q", raw_len)
+    if n > size - 8:
+        raise Refused(f"safetensors header length {n} exceeds the file size ({size} bytes)")
+    if n > ST_HEADER_CAP:
+        raise Refused(f"safetensors header is {human_bytes(n)}, over the "
+                      f"{human_bytes(ST_HEADER_CAP)} cap (a real model's header is KiB to a few "
+                      "MiB): refused unparsed")
 
 
-def check_offsets(header: dict[str, Any], data_bytes: int) -> None:
-    spans = []
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            begin, end = (int(x) for x in entry["data_offsets"])
-            numel = math.prod(int(d) for d in entry["shape"])
-            dtype = str(entry["dtype"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise Refused(f"safetensors header entry {name!r} is malformed") from exc
-        if not 0 <= begin <= end <= data_bytes:
-            raise Refused(f"safetensors tensor {name!r} has offsets [{begin}, {end}] outside "
-                          f"the {data_bytes}-byte data section (truncated or lying header)")
-        width = ST_DTYPE_BYTES.get(dtype)
-        if width is not None and end - begin != numel * width:
-            raise Refused(f"safetensors tensor {name!r}: {end - begin} bytes for shape "
-                          f"{entry['shape']} of {dtype} (lying header)")
-        spans.append((begin, end, name))
-    spans.sort()
-    # zip, not itertools.pairwise / strict=: the server must run on the user's older Python.
-    for (_, end_a, name_a), (begin_b, _, name_b) in zip(spans, spans[1:]):  # noqa: B905, RUF007
-        if begin_b < end_a:
-            raise Refused(f"safetensors tensors {name_a!r} and {name_b!r} overlap")
+def safetensors_refusal(exc: Exception) -> str:
+    """The safetensors parser's own verdict on a header, as one sentence."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    detail = text.split("Error while deserializing header:", 1)
+    if len(detail) == 2:
+        return (f"safetensors header refused by the safetensors parser: {detail[1].strip()} "
+                "(truncated or lying header)")
+    return f"safetensors could not load it: {explain(exc)}"
 
 
 def inspect_safetensors(found: Findings, path: str, weights: bool) -> None:
@@ -1019,7 +1180,7 @@ def inspect_safetensors(found: Findings, path: str, weights: bool) -> None:
     except Refused:
         raise
     except Exception as exc:
-        raise Refused(f"safetensors could not load it: {explain(exc)}") from exc
+        raise Refused(safetensors_refusal(exc)) from exc
 
 
 def inspect_file(found: Findings, path: str) -> None:
@@ -1027,6 +1188,7 @@ def inspect_file(found: Findings, path: str) -> None:
     if kind == "empty":
         raise Refused("empty file (0 bytes)")
     if kind == "unknown":
+        refuse_code(path, kind)  # a protocol 0/1 pickle starts with no magic byte
         raise Refused(describe_unknown(path))
     if kind == "safetensors":
         found.format = "safetensors"
@@ -1099,6 +1261,7 @@ def load_member(found: Findings, folder: str, name: str, weights: bool) -> Any:
         if kind == "empty":
             raise Refused("empty file (0 bytes)")
         if kind == "unknown":
+            refuse_code(path, kind)
             raise Refused(describe_unknown(path))
         if kind == "safetensors":
             inspect_safetensors(found, path, weights)
@@ -1107,7 +1270,7 @@ def load_member(found: Findings, folder: str, name: str, weights: bool) -> Any:
         check(found, obj, name, weights, mapped=(kind == "zip"))
         return obj
     except Refused as exc:
-        raise Refused(exc.reason, exc.file or name) from exc
+        raise Refused(exc.reason, exc.file or name, exc.code) from exc
 
 
 def inspect_members(found: Findings, folder: str, names: set[str],
@@ -1258,7 +1421,7 @@ class DcpMetadataUnpickler(pickle.Unpickler):
         if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
             return getattr(torch, name)
         raise Refused(f"refers to {py3_name(f'{module}.{name}')}, which is not a DCP metadata type "
-                      f"{WEIGHTS_ONLY_WHY}", ".metadata")
+                      f"{WEIGHTS_ONLY_WHY}", ".metadata", code=(f"{module}.{name}",))
 
 
 def read_dcp_metadata(folder: str) -> Any:
@@ -1432,7 +1595,8 @@ def mapped_bytes(path: str) -> int:
 
 
 def run_child(request: dict[str, Any], write_fd: int) -> None:
-    """In the forked child: bound memory, load, write the verdict, _exit. Never returns."""
+    """In the forked child: bound memory, sandbox, load, write the verdict, _exit. Never
+    returns."""
     code = 0
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -1441,11 +1605,21 @@ def run_child(request: dict[str, Any], write_fd: int) -> None:
             # Address space = inherited + the mmap'ed files + the allowed extra memory.
             cap = vm_size() + mapped_bytes(request["path"]) + int(limit)
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        if request.get("debug") == "hang":
+        # Test seams: "layers" picks a subset of the sandbox, "cpu_seconds" its CPU limit.
+        layers = request.get("layers")
+        sandbox = SANDBOX.apply(float(request.get("cpu_seconds") or request.get("timeout", 120)),
+                                layers if isinstance(layers, list) else None)
+        debug = request.get("debug")
+        if debug == "hang":
             time.sleep(3600)
-        if request.get("debug") == "crash":
+        if debug == "crash":
             os.abort()
-        verdict = child_verdict(request["path"])
+        if debug == "spin":
+            while True:
+                pass
+        verdict = escape_attempts(request) if debug == "escape" else \
+            child_verdict(request["path"])
+        verdict["sandbox"] = sandbox
         data = json.dumps(verdict).encode()
         with os.fdopen(write_fd, "wb") as out:
             out.write(data)
@@ -1453,6 +1627,62 @@ def run_child(request: dict[str, Any], write_fd: int) -> None:
         code = 1
     finally:
         os._exit(code)
+
+
+def escape_attempts(request: dict[str, Any]) -> dict[str, Any]:
+    """Test-only (``"debug": "escape"``): what a payload that beat weights_only would try,
+    from inside the sandbox: open sockets and reach the network, write a file beside the
+    checkpoint, start processes (``"forks"`` of them at once, default 1).  ``"attempts"``
+    picks some; each outcome is ``"allowed"`` or ``"denied: <errno>"``."""
+    import socket
+
+    path = request["path"]
+    forks = int(request.get("forks", 1))
+
+    outcomes: dict[str, str] = {}
+
+    def attempt(name: str, action: Any) -> None:
+        try:
+            action()
+            outcomes[name] = "allowed"
+        except OSError as exc:
+            outcomes[name] = f"denied: {errno_name(exc)}"
+
+    def connect() -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.connect(("192.0.2.1", 9))  # TEST-NET-1: needs a route, sends nothing
+            sock.send(b"x")
+
+    def write() -> None:
+        target = os.path.join(os.path.dirname(os.path.abspath(path)), "itera-escape.txt")
+        with open(target, "wb") as fh:
+            fh.write(b"written by the loader")
+
+    def fork() -> None:
+        children = []
+        try:
+            for _ in range(forks):
+                pid = os.fork()
+                if pid == 0:
+                    time.sleep(0.5)
+                    os._exit(0)
+                children.append(pid)
+        finally:
+            for pid in children:
+                os.waitpid(pid, 0)
+
+    actions = {"socket": lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close(),
+               "unix_socket": lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close(),
+               "network": connect, "write": write, "fork": fork}
+    for name in request.get("attempts") or list(actions):
+        attempt(name, actions[name])
+    return {**failed("escape attempts (test only)"), "escape": outcomes}
+
+
+def errno_name(exc: OSError) -> str:
+    import errno
+
+    return errno.errorcode.get(exc.errno or 0, str(exc.errno))
 
 
 class Child:
@@ -1641,7 +1871,8 @@ def decode_child(raw: bytes, status: int | None, timeout: float) -> dict[str, An
             pass
     if os.WIFSIGNALED(status):
         sig = signal.Signals(os.WTERMSIG(status)).name
-        hint = " (out of memory?)" if sig == "SIGKILL" else ""
+        hint = {"SIGKILL": " (out of memory?)",
+                "SIGXCPU": " (over its CPU time limit, the reload timeout)"}.get(sig, "")
         return failed(f"the loading process died from {sig}{hint} before giving a verdict")
     return failed(f"the loading process exited with status {os.WEXITSTATUS(status)} "
                   "without a verdict (out of memory under the reload memory limit?)")
@@ -1691,6 +1922,7 @@ def main() -> None:
     proto: IO[str] = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     warm = warm_up(os.getcwd()) if REFUSED is None else None
+    SANDBOX.prepare()
     proto.write(json.dumps(hello()) + "\n")
     Server(warm, proto, jobs).run()
     proto.flush()
