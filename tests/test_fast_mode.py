@@ -116,17 +116,17 @@ def test_no_hashes_same_size_different_bytes_passes(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    path = campaign.root / "runs/variant-a/metrics.json"
+    path = campaign.root / "runs/control/measurements.jsonl"
     data = path.read_bytes()
     path.write_bytes(data.replace(b"0.75", b"0.95"))
     campaign.seal()
 
-    fast = run(pytester, "--itera-fast", "-k", "files-intact and variant-a/metrics")
-    full = run(pytester, "-k", "files-intact and variant-a/metrics")
+    fast = run(pytester, "--itera-fast", "-k", "files-intact and control/measurements")
+    full = run(pytester, "-k", "files-intact and control/measurements")
 
     fast.assert_outcomes(passed=1)
     full.assert_outcomes(failed=1)
-    expect(full, "*runs/variant-a/metrics.json does not have the sha256 recorded*",
+    expect(full, "*runs/control/measurements.jsonl does not have the sha256 recorded*",
            f"    found:    {sha256(path.read_bytes())}")
 
 

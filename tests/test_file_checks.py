@@ -32,13 +32,13 @@ def test_files_intact_passes_for_every_listed_file(
 
 def test_listed_file_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.write()
-    (campaign.root / "runs/control/metrics.json").unlink()
+    (campaign.root / "runs/control/measurements.jsonl").unlink()
     campaign.seal()
     result = run(pytester, "-k", "files-intact")
     result.assert_outcomes(passed=len(campaign.files) - 1, failed=1)
     expect(
         result,
-        "manifest.json $.files[*]: listed file runs/control/metrics.json is missing",
+        "manifest.json $.files[*]: listed file runs/control/measurements.jsonl is missing",
         "    fix:      retrieve it before the rental ends, or correct the manifest",
     )
 
@@ -59,16 +59,16 @@ def test_size_differs(pytester: pytest.Pytester, campaign: CampaignBuilder) -> N
 
 def test_same_size_different_bytes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.write()
-    path = campaign.root / "runs/variant-a/metrics.json"
+    path = campaign.root / "runs/control/measurements.jsonl"
     data = path.read_bytes()
     path.write_bytes(data.replace(b"0.75", b"0.95"))
     campaign.seal()
-    result = run(pytester, "-k", "files-intact and variant-a/metrics")
+    result = run(pytester, "-k", "files-intact and control/measurements")
     result.assert_outcomes(failed=1)
     expect(
         result,
         "manifest.json $.files[*].sha256: "
-        "runs/variant-a/metrics.json does not have the sha256 recorded*",
+        "runs/control/measurements.jsonl does not have the sha256 recorded*",
         f"    expected: {sha256(data)}",
         f"    found:    {sha256(path.read_bytes())}",
     )
@@ -246,7 +246,8 @@ def test_absolute_paths_into_the_campaign_itself_are_not_temporary(
     campaign.files["runs/control/escape.json"] = json.dumps({"d": f"{campaign.root}/../x"}).encode()
     campaign.write()
     result = run(pytester, "-k", "no-temp-paths and runs/control/")
-    result.assert_outcomes(passed=3, failed=3)
+    # predictions, measurements, the checkpoint and hparams.json pass
+    result.assert_outcomes(passed=4, failed=3)
     expect(
         result,
         "runs/control/cache.json:1:*: path into a temporary folder: /tmp/hf-cache/x",

@@ -99,7 +99,7 @@ def test_file_that_vanishes_during_the_run(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    target = "runs/control/metrics.json"
+    target = "runs/control/measurements.jsonl"
     pytester.makeconftest(
         f"""
         import os
@@ -108,7 +108,7 @@ def test_file_that_vanishes_during_the_run(
                 os.unlink(os.path.join("out", "{target}"))
         """
     )
-    result = run(pytester, "-k", "files-intact and control/metrics")
+    result = run(pytester, "-k", "files-intact and control/measurements")
     result.assert_outcomes(failed=1)
     expect(result, f"manifest.json $.files[*]: {target} cannot be read: *")
     campaign.written_digest = None  # the test itself removed a file
