@@ -22,11 +22,26 @@ from pytest_itera.findings import Finding, default_code
 if TYPE_CHECKING:
     from pytest_itera.reload import ReloadResult
 
-__all__ = ["ACCEPTANCE", "FINDINGS_KEPT", "FindingFacts", "ReloadFacts", "WaiverFacts",
-           "plain"]
+__all__ = ["ACCEPTANCE", "CAMPAIGN_KEY", "CHECK_KEY", "FINDINGS_KEPT", "FINDINGS_KEY", "PLAN_KEY",
+           "RELOADS_KEY", "SCOPE_KEY", "TARGET_KEY", "WAIVER_KEY", "FindingFacts", "ReloadFacts",
+           "WaiverFacts", "item_properties", "plain"]
 
 ACCEPTANCE = "acceptance-test"  # the check id of a test that uses the itera_campaign fixture
 FINDINGS_KEPT = 100  # per item: the rendered message says how many more there were
+
+# The user_properties keys an item's facts travel under: set on the item (pytest_itera.collect,
+# and pytest_itera.session for acceptance tests and waivers), read back by the session.
+CAMPAIGN_KEY, CHECK_KEY, TARGET_KEY, SCOPE_KEY = (
+    "itera_campaign", "itera_check", "itera_target", "itera_scope")
+FINDINGS_KEY, RELOADS_KEY, WAIVER_KEY = "itera_findings", "itera_reloads", "itera_waiver"
+PLAN_KEY = "itera_plan"  # a plan-gate item's plan (it has no campaign verdict)
+
+
+def item_properties(root: str, check: str, target: str | None,
+                    scope: str | None) -> list[tuple[str, object]]:
+    """Which campaign, check, target and scope an item is: its first user_properties."""
+    return [(CAMPAIGN_KEY, root), (CHECK_KEY, check), (TARGET_KEY, target or ""),
+            (SCOPE_KEY, scope)]
 
 
 def _text(value: Any) -> str | None:

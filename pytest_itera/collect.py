@@ -13,8 +13,23 @@ import pytest
 from _pytest._code.code import TerminalRepr
 
 from pytest_itera.campaign import MANIFEST_FILE, Campaign, FileRecord, RunRecord, StopRule
-from pytest_itera.checks import Check, Context, Options, ReloadHook, StopRuleHook
-from pytest_itera.closure import FINDINGS_KEPT, FindingFacts, ReloadFacts, plain
+from pytest_itera.checks import (
+    Check,
+    Context,
+    Options,
+    ReloadHook,
+    StopRuleHook,
+    item_name,
+)
+from pytest_itera.closure import (
+    FINDINGS_KEPT,
+    FINDINGS_KEY,
+    RELOADS_KEY,
+    FindingFacts,
+    ReloadFacts,
+    item_properties,
+    plain,
+)
 from pytest_itera.findings import Finding, render_all, summary_line
 from pytest_itera.options import (
     Settings,
@@ -145,11 +160,7 @@ class IteraCheckItem(_CampaignNode, pytest.Item):
         self.check = check
         self.target = target
         root = getattr(self.parent, "_root_text", None) or str(self.campaign_root)
-        self.user_properties += [
-            ("itera_campaign", root),
-            ("itera_check", check.id),
-            ("itera_target", target if target is not None else ""),
-        ]
+        self.user_properties += item_properties(root, check.id, target, check.scope)
 
     @property
     def campaign_root(self) -> Path:
@@ -161,9 +172,9 @@ class IteraCheckItem(_CampaignNode, pytest.Item):
         # Facts travel on the report as plain data (the closure report, under xdist too).
         if self.check.reloads and self.target is not None:
             self.user_properties.append(
-                ("itera_reloads", _reload_facts(self.parent.context, self.target)))
+                (RELOADS_KEY, _reload_facts(self.parent.context, self.target)))
         if findings:
-            self.user_properties.append(("itera_findings", [
+            self.user_properties.append((FINDINGS_KEY, [
                 plain(FindingFacts.of(f, self.check.id)) for f in findings[:FINDINGS_KEPT]]))
             raise CheckFailed(self.check.id, self.target, findings)
 
@@ -211,14 +222,6 @@ def _folder_sizes(files: Iterable[FileRecord]) -> dict[str, int]:
             key = "/".join(parts[:n])
             sizes[key] = sizes.get(key, 0) + record.bytes
     return sizes
-
-
-def item_name(check_id: str, target: str | None) -> str:
-    if target is None:
-        return check_id
-    # Node ids are one line and "::" separates their parts: keep targets readable.
-    shown = target.encode("unicode_escape").decode("ascii") if not target.isprintable() else target
-    return f"{check_id}[{shown.replace('::', ':_:')}]"
 
 
 def registered_checks(

@@ -17,7 +17,7 @@ import pytest
 from _pytest._code.code import TerminalRepr
 
 from pytest_itera.campaign import PLAN_FILE, load_plan
-from pytest_itera.checks import Check
+from pytest_itera.checks import Check, item_name
 from pytest_itera.checks.plan_gate import (
     JOURNAL_PATH,
     PLAN_PATH,
@@ -25,6 +25,7 @@ from pytest_itera.checks.plan_gate import (
     read_journal,
     summary_lines,
 )
+from pytest_itera.closure import CHECK_KEY, PLAN_KEY, TARGET_KEY
 from pytest_itera.collect import (
     MARKER,
     CheckFailed,
@@ -32,7 +33,6 @@ from pytest_itera.collect import (
     _nodeid,
     failure_text,
     is_worker,
-    item_name,
     make_context,
     registered_checks,
 )
@@ -101,9 +101,9 @@ class IteraPlanItem(_CampaignNode, pytest.Item):
         super().__init__(**kwargs)
         self.check = check
         self.target = target
-        # Not "itera_campaign": a plan has no closure verdict or report of its own.
-        self.user_properties += [("itera_plan", str(self.path)), ("itera_check", check.id),
-                                 ("itera_target", target or "")]
+        # Not CAMPAIGN_KEY: a plan has no closure verdict or report of its own.
+        self.user_properties += [(PLAN_KEY, str(self.path)), (CHECK_KEY, check.id),
+                                 (TARGET_KEY, target or "")]
 
     @property
     def campaign_root(self) -> Path:

@@ -31,6 +31,13 @@ class Finding:
         return "\n".join(lines)
 
 
+def where(document: str, *path: str | int) -> str:
+    """A place in a JSON document, as findings write it: ``where("manifest.json", "runs", 3,
+    "predictions")`` is ``"manifest.json $.runs[3].predictions"``."""
+    steps = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)
+    return f"{document} ${steps}"
+
+
 def default_code(finding: Finding, check_id: str) -> str:
     """The finding's own code, else the id of the check that found it."""
     return finding.code or check_id

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -47,19 +48,13 @@ INI_REQUIRE_ACCEPTED = "itera_require_accepted"
 INI_WAIVERS = "itera_waivers"
 MAX_TOLERANCE = 0.5  # pytest_itera.schedule.MAX_TOLERANCE
 
-REPORT_SUFFIXES = (".json", ".md", ".html")
-
-# Built-in check families, registered like any plugin: `-p no:itera.files` turns one off.
-FAMILIES = {
-    "itera.contract": "pytest_itera.checks.contract",
-    "itera.files": "pytest_itera.checks.files",
-    "itera.artifacts": "pytest_itera.checks.artifacts",
-    "itera.runs": "pytest_itera.checks.runs",
-    "itera.evidence": "pytest_itera.checks.evidence",
-    "itera.budget": "pytest_itera.checks.budget",
-    "itera.schedule": "pytest_itera.checks.schedule",
-    "itera.plan": "pytest_itera.checks.plan_gate",
-}
+def folder_holding(path: Path, roots: Iterable[Path], *, strictly: bool = False) -> Path | None:
+    """Which of ``roots`` (campaign or plan folders) ``path`` is, or lies inside
+    (``strictly``: inside only); None: none. Both sides absolute, as the options make them."""
+    for root in roots:
+        if path.is_relative_to(root) and not (strictly and path == root):
+            return root
+    return None
 
 
 @dataclass(frozen=True)
@@ -96,6 +91,10 @@ class Settings:
     def folders(self) -> tuple[Path, ...]:
         """Every folder the plugin reads and never writes into: campaigns and plan folders."""
         return (*self.campaigns, *self.plan_folders)
+
+    def holding(self, path: Path, *, strictly: bool = False) -> Path | None:
+        """The campaign or plan folder that ``path`` is (unless ``strictly``) or lies in."""
+        return folder_holding(path, self.folders, strictly=strictly)
 
     def pins_for(self, root: Path, campaign_id: str | None) -> tuple[PlanPin, ...]:
         """The sha256 pins the campaign at ``root`` (with id ``campaign_id``) must match.
@@ -257,12 +256,12 @@ def build_settings(config: pytest.Config) -> Settings:
     if campaigns or plans:
         ini_catalogue(config)  # a bad itera_catalogue file is a usage error before any item
     for report in reports:
-        for root in (*campaigns, *plan_folders):
-            if report.is_relative_to(root) and not report_inside:
-                raise pytest.UsageError(
-                    f"{REPORT}: {report} is inside the campaign {root}, which is read-only; "
-                    f"write it elsewhere or pass {FORCE_REPORT}"
-                )
+        root = folder_holding(report, (*campaigns, *plan_folders))
+        if root is not None and not report_inside:
+            raise pytest.UsageError(
+                f"{REPORT}: {report} is inside the campaign {root}, which is read-only; "
+                f"write it elsewhere or pass {FORCE_REPORT}"
+            )
     return Settings(
         campaigns=campaigns,
         plans=plans,
@@ -377,8 +376,10 @@ def _plans(
 def _reports(config: pytest.Config) -> tuple[Path, ...]:
     paths = []
     for raw in config.getoption(REPORT):
+        from pytest_itera.report import SUFFIXES  # only when a report is asked for
+
         path = Path(os.path.abspath(config.invocation_params.dir / raw))
-        if path.suffix.lower() not in REPORT_SUFFIXES:
+        if path.suffix.lower() not in SUFFIXES:
             raise pytest.UsageError(
                 f"{REPORT}: {raw}: unknown report type; use a .json, .md or .html path"
             )

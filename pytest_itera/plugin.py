@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_itera import hookspecs, options
+from pytest_itera.checks import FAMILIES
 
 # The fixture and its parametrization are hook/fixture objects of this plugin module.
 from pytest_itera.fixtures import itera_campaign, pytest_generate_tests  # noqa: F401
-from pytest_itera.options import FAMILIES, Settings, settings_key
+from pytest_itera.options import Settings, settings_key
 
 if TYPE_CHECKING:
     from pytest_itera.checks import Check
@@ -44,7 +45,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
     roots = [Path(os.path.abspath(here / p)) for p in given]
     anchors = [Path(os.path.abspath(here / a.split("::")[0])) for a in namespace.file_or_dir or []]
     for anchor in anchors or [Path(os.path.abspath(here))]:
-        if any(anchor == root or anchor.is_relative_to(root) for root in roots):
+        if options.folder_holding(anchor, roots) is not None:
             namespace.noconftest = True
 
 
@@ -142,11 +143,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     settings = config.stash.get(settings_key, None)
     if settings is None:
         return None
-    inside = any(
-        collection_path != root and collection_path.is_relative_to(root)
-        for root in settings.folders
-    )
-    return True if inside else None
+    return True if settings.holding(collection_path, strictly=True) is not None else None
 
 
 class _Checks:
@@ -174,7 +171,7 @@ def _point_collection_at_campaigns(config: pytest.Config, settings: Settings) ->
     extra = [
         str(root)
         for root in (*settings.campaigns, *settings.plan_folders, *_plan_files(settings))
-        if not any(p == root or p.is_relative_to(root) for p in given)
+        if not any(options.folder_holding(p, (root,)) for p in given)
     ]
     config.args = [*config.args, *extra] if explicit else extra
 
@@ -184,7 +181,7 @@ def _cache_inside_campaign(config: pytest.Config, settings: Settings) -> bool:
         return False
     raw = os.path.expanduser(os.path.expandvars(str(config.getini("cache_dir"))))
     cache = Path(os.path.abspath(config.rootpath / raw))
-    return any(cache == root or cache.is_relative_to(root) for root in settings.folders)
+    return settings.holding(cache) is not None
 
 
 def _plan_files(settings: Settings) -> tuple[Path, ...]:

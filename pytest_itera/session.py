@@ -27,7 +27,20 @@ import pytest
 from pytest_itera import report
 from pytest_itera import waivers as waiving
 from pytest_itera.campaign import MANIFEST_FILE
-from pytest_itera.closure import ACCEPTANCE, FindingFacts, ReloadFacts, WaiverFacts
+from pytest_itera.closure import (
+    ACCEPTANCE,
+    CAMPAIGN_KEY,
+    CHECK_KEY,
+    FINDINGS_KEY,
+    RELOADS_KEY,
+    SCOPE_KEY,
+    TARGET_KEY,
+    WAIVER_KEY,
+    FindingFacts,
+    ReloadFacts,
+    WaiverFacts,
+    item_properties,
+)
 from pytest_itera.options import REQUIRE_ACCEPTED, SEAL_PASSWORD_ENV, Settings, loaded_campaign
 
 if TYPE_CHECKING:
@@ -70,13 +83,11 @@ class IteraSession:
         from pytest_itera.collect import IteraCheckItem
         from pytest_itera.fixtures import campaign_of
 
-        if isinstance(item, IteraCheckItem):
-            item.user_properties.append(("itera_scope", item.check.scope))
+        if isinstance(item, IteraCheckItem):  # its facts are set where it is made
             root, check, target = str(item.campaign_root), item.check.id, item.target or ""
         elif (campaign := campaign_of(item)) is not None:
             root, check, target = str(campaign), ACCEPTANCE, item.nodeid
-            item.user_properties += [("itera_campaign", root), ("itera_check", check),
-                                     ("itera_target", target), ("itera_scope", "test")]
+            item.user_properties += item_properties(root, check, target, "test")
         else:
             return
         if check != waiving.CHECK_ID:
@@ -91,7 +102,7 @@ class IteraSession:
             if waiver.applies(self.today) and waiver.for_campaign(campaign_id) and \
                     waiver.matches(check, target):
                 item.add_marker(pytest.mark.xfail(reason=waiver.xfail_reason(), strict=False))
-                item.user_properties.append(("itera_waiver", waiver.as_facts()))
+                item.user_properties.append((WAIVER_KEY, waiver.as_facts()))
                 return
 
     def _campaign_id(self, root: str) -> str:
@@ -120,15 +131,15 @@ class IteraSession:
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         for item in items:
             props = dict(item.user_properties)
-            if "itera_campaign" in props:
-                self.deselected[str(props["itera_campaign"])] += 1
+            if CAMPAIGN_KEY in props:
+                self.deselected[str(props[CAMPAIGN_KEY])] += 1
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
             props = dict(item.user_properties)
-            if "itera_campaign" in props:
-                self.collected[str(props["itera_campaign"])] += 1
+            if CAMPAIGN_KEY in props:
+                self.collected[str(props[CAMPAIGN_KEY])] += 1
 
     # ------------------------------------------------------------- results
 
@@ -136,7 +147,7 @@ class IteraSession:
         if report.when != "call" and report.passed:
             return  # passing setup/teardown: two of the three reports of every item
         props = dict(report.user_properties)
-        root = props.get("itera_campaign")
+        root = props.get(CAMPAIGN_KEY)
         if root is None:
             return
         outcome = "failed" if report.failed else report.outcome
@@ -231,7 +242,7 @@ class IteraSession:
         )
 
     def _switched_off(self) -> list[str]:
-        from pytest_itera.options import FAMILIES
+        from pytest_itera.checks import FAMILIES
 
         if self.settings.verify_seal is not None:
             return []  # a seal check runs no family, by design
@@ -377,13 +388,13 @@ def _result(
     if rep.skipped and isinstance(wasxfail, str):
         message = str(rep.longrepr).strip() if rep.longrepr is not None else ""
         outcome, waiver, message = _xfailed(props, wasxfail, message)
-    target = str(props.get("itera_target", "")) or None
-    scope = str(props["itera_scope"]) if "itera_scope" in props else None
-    check = str(props["itera_check"])
+    target = str(props.get(TARGET_KEY, "")) or None
+    scope = str(props[SCOPE_KEY]) if SCOPE_KEY in props else None
+    check = str(props[CHECK_KEY])
     return report.CheckResult(
         check, target, outcome, message, rep.nodeid, scope,
-        findings=tuple(FindingFacts.from_plain(f) for f in _plain_list(props, "itera_findings")),
-        reloads=tuple(ReloadFacts.from_plain(r) for r in _plain_list(props, "itera_reloads")),
+        findings=tuple(FindingFacts.from_plain(f) for f in _plain_list(props, FINDINGS_KEY)),
+        reloads=tuple(ReloadFacts.from_plain(r) for r in _plain_list(props, RELOADS_KEY)),
         waiver=waiver,
     )
 
@@ -395,7 +406,7 @@ def _xfailed(
     xfail without a reason waives nothing (the failure stays a failure, said so)."""
     from pytest_itera.text import is_blank
 
-    facts = props.get("itera_waiver")
+    facts = props.get(WAIVER_KEY)
     if isinstance(facts, dict):
         return "waived", WaiverFacts.from_plain(facts), message
     if reason.startswith("[NOTRUN]"):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pytest_itera import report
 from pytest_itera.campaign import MANIFEST_FILE, load_campaign
-from pytest_itera.checks import Check, Context, Options
+from pytest_itera.checks import FAMILIES, Check, Context, Options, item_name
 from pytest_itera.closure import FindingFacts
 from pytest_itera.findings import Finding, render_all
 
@@ -37,7 +37,7 @@ class Problem:
     finding: Finding
 
     def render(self) -> str:
-        return f"{report.clean(_label(self.check, self.target))}: " \
+        return f"{report.clean(item_name(self.check, self.target))}: " \
             f"{report.clean_block(self.finding.render())}"
 
 
@@ -63,25 +63,11 @@ class Verdict:
         return [*out, *report.terminal_lines(self.report)]
 
 
-# The plugin's closure families (pytest_itera.options.FAMILIES, which lives in the pytest layer
-# this module may not import); tests/test_cli.py fails when the two lists differ.
-FAMILY_MODULES = (
-    "pytest_itera.checks.contract",
-    "pytest_itera.checks.files",
-    "pytest_itera.checks.artifacts",
-    "pytest_itera.checks.runs",
-    "pytest_itera.checks.evidence",
-    "pytest_itera.checks.budget",
-    "pytest_itera.checks.schedule",
-    "pytest_itera.checks.plan_gate",
-)
-
-
 def builtin_checks() -> dict[str, Check]:
     """The checks of every built-in family (each module's ``CHECKS``) that judge a closed
     campaign, by id (the plan gate's, scope "plan", judge a plan before renting)."""
     found: dict[str, Check] = {}
-    for name in FAMILY_MODULES:
+    for name in FAMILIES.values():
         for check in getattr(importlib.import_module(name), "CHECKS", ()):
             if check.scope != "plan":
                 found[check.id] = check
@@ -117,7 +103,7 @@ def _results(context: Context, root: Path) -> Iterator[report.CheckResult]:
     for check in sorted(context.checks.values(), key=lambda c: (c.order, c.id)):
         for target in context.targets(check):
             found = context.findings(check.id, target)
-            label = _label(check.id, target)
+            label = item_name(check.id, target)
             message = f"{label}: {len(found)} problem{'s' if len(found) != 1 else ''}\n" \
                 f"{render_all(found)}" if found else ""
             yield report.CheckResult(
@@ -129,10 +115,3 @@ def _results(context: Context, root: Path) -> Iterator[report.CheckResult]:
 def _findings(context: Context, result: report.CheckResult) -> tuple[Finding, ...]:
     return context.findings(result.check, result.target)
 
-
-def _label(check_id: str, target: str | None) -> str:
-    """The item's name as the plugin writes it (``check[target]``)."""
-    if target is None:
-        return check_id
-    shown = target.encode("unicode_escape").decode("ascii") if not target.isprintable() else target
-    return f"{check_id}[{shown.replace('::', ':_:')}]"

@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from pytest_itera.campaign import RESUME_PARTS
 from pytest_itera.record import CampaignRecorder, RecordError
 from tests.artifacts import Progress
 from tests.factory import (
@@ -47,7 +48,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # A full 40-hex commit id: what a user records as the base model's revision.
 COMMIT = "3f0c2a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39"
 BASE_MODEL = "org/tiny-gpt2"
-ALL_PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
+ALL_PARTS = RESUME_PARTS
 
 
 @contextlib.contextmanager

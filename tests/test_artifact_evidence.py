@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 import torch
 
-from pytest_itera.campaign import load_campaign
+from pytest_itera.campaign import RESUME_PARTS, load_campaign
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.artifacts import CHECKS, informational
 from pytest_itera.reload import Reloader
@@ -42,7 +42,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 NODE = "out/manifest.json::"
 COMMIT = "3f0c2a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39"
 OTHER = "b" * 40
-ALL_PARTS = ["model", "optimizer", "progress", "scheduler", "scaler", "rng", "data"]
+ALL_PARTS = list(RESUME_PARTS)
 Built = dict[str, dict[str, bytes]]
 
 

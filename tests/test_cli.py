@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera import options, verify
 from pytest_itera.campaign import validate
 from pytest_itera.cli import main, plan_skeleton
 from tests.recorded import record
@@ -83,7 +82,3 @@ def test_new_plan_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_the_skeleton_is_schema_valid_once_frozen() -> None:
     assert validate("plan", {**plan_skeleton(), "frozen_at": "2026-01-05T08:00:00Z"}) == []
-
-
-def test_the_in_process_checks_are_the_plugins_families() -> None:
-    assert tuple(options.FAMILIES.values()) == verify.FAMILY_MODULES

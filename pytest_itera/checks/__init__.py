@@ -9,14 +9,10 @@ into one item.
 
 from __future__ import annotations
 
-import os
-import queue
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal
 
 from pytest_itera.campaign import Campaign
 from pytest_itera.findings import Finding
@@ -26,11 +22,26 @@ if TYPE_CHECKING:
     from pytest_itera.checks.evidence import RuleVerdict
     from pytest_itera.measurements import Measurements, Unreadable
     from pytest_itera.money import Catalogue
-    from pytest_itera.reload import Reloader, ReloadResult
-    from pytest_itera.scan import FileFacts, TempMatcher
-    from pytest_itera.tree import Entry
+    from pytest_itera.reload import ReloadResult
 
-T = TypeVar("T")
+__all__ = [
+    "FAMILIES", "Check", "Context", "Needs", "Options", "PlanPin", "ReloadHook", "Scope",
+    "StopRuleHook", "blocked_by_contract", "item_name",
+]
+
+# Built-in check families, registered by the plugin like any plugin (`-p no:itera.files`
+# turns one off) and run in-process by pytest_itera.verify: plugin name -> module.
+FAMILIES = {
+    "itera.contract": "pytest_itera.checks.contract",
+    "itera.files": "pytest_itera.checks.files",
+    "itera.artifacts": "pytest_itera.checks.artifacts",
+    "itera.runs": "pytest_itera.checks.runs",
+    "itera.evidence": "pytest_itera.checks.evidence",
+    "itera.budget": "pytest_itera.checks.budget",
+    "itera.schedule": "pytest_itera.checks.schedule",
+    "itera.plan": "pytest_itera.checks.plan_gate",
+}
+
 # "plan": an item of the plan gate (--itera-plan), never collected for a closed campaign.
 Scope = Literal["campaign", "file", "run", "checkpoint", "adapter", "plan"]
 # (resolved path, path as the manifest writes it, claimed format) -> a verdict, or None to pass.
@@ -99,334 +110,16 @@ class Options:
     stop_rule_hook: StopRuleHook | None = None  # pytest_itera_stop_rule implementations
 
 
-class Context:
-    """What checks see: the campaign, the options and shared, memoised work.
-
-    One Context per campaign per process. Every file is read at most once
-    per process (``facts``); each check/target is evaluated at most once
-    (``findings``), so a check may consult another check's verdict (the
-    budget counts runs that passed their own checks) without redoing work.
-    """
-
-    def __init__(
-        self,
-        campaign: Campaign,
-        options: Options,
-        checks: Mapping[str, Check],
-        *,
-        matcher_factory: Callable[[], TempMatcher] | None = None,
-        reloader_factory: Callable[[], Reloader] | None = None,
-        reload_hook: ReloadHook | None = None,
-        close_reloader: bool = True,
-    ) -> None:
-        self.campaign = campaign
-        self.options = options
-        self.checks = checks
-        self._matcher_factory = matcher_factory
-        self._reloader_factory = reloader_factory
-        self._reload_hook = reload_hook
-        # False when the factory hands out a reloader shared by the whole pytest process.
-        self._close_reloader = close_reloader
-        self._lock = threading.RLock()
-        self._entries: tuple[Entry, ...] | None = None
-        self._by_path: dict[str, Entry] = {}
-        self._matcher: TempMatcher | None = None
-        self._reloader: Reloader | None = None
-        self._facts: dict[str, Future[FileFacts]] = {}
-        self._readers: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None] | None = None
-        self._reader_count = 0
-        self._closed = False
-        self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
-        self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
-        self._by_run: dict[str, list[tuple[str, str]]] | None = None
-        self._targets: dict[str, tuple[str, ...]] = {}
-        self._memo: dict[str, Any] = {}
-
-    @property
-    def root(self) -> Path:
-        return self.campaign.root
-
-    def catalogue(self) -> Catalogue | str:
-        """The price catalogue lots are judged against, or why the one given cannot be used."""
-        if self.options.catalogue is not None:
-            return self.options.catalogue
-        from pytest_itera.money import example_catalogue
-
-        return self.memo("example-catalogue", example_catalogue)
-
-    # -- the tree and its bytes -------------------------------------------------
-
-    def entries(self) -> tuple[Entry, ...]:
-        """Every entry of the folder (lstat, sorted, links never followed)."""
-        if self._entries is None:
-            from pytest_itera.tree import walk
-
-            self._entries = walk(self.root)
-            self._by_path = {e.path: e for e in self._entries}
-        return self._entries
-
-    def entry(self, relpath: str) -> Entry | None:
-        self.entries()
-        return self._by_path.get(relpath)
-
-    def matcher(self) -> TempMatcher:
-        if self._matcher is None:
-            from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher
-
-            factory = self._matcher_factory
-            self._matcher = (
-                factory()
-                if factory
-                else TempMatcher((*DEFAULT_TEMP_PATTERNS, *self.options.temp_patterns))
-            )
-        return self._matcher
-
-    def facts(self, relpath: str) -> FileFacts:
-        """Size, sha256 and temp-path hits of one file, from a single streamed read: here,
-        or on a reader thread if :meth:`read_ahead` got to it first; once per process."""
-        with self._lock:
-            pending = self._facts.get(relpath)
-            mine = pending is None
-            if pending is None:
-                pending = self._facts[relpath] = Future()
-        if mine:
-            self._fill(relpath, pending)
-        return pending.result()
-
-    def read_ahead(self, relpaths: Iterable[str], workers: int) -> None:
-        """Start reading these files now, ``workers`` at a time, on background threads, in
-        the order given, while the items run: os.read, SHA-256 and the scan release the
-        GIL, so a campaign of many large files is read at the speed of several cores.
-        :meth:`facts` then waits for each.  Only large regular files of the folder's walk,
-        never with --itera-fast (which hashes nothing)."""
-        if self.options.fast or workers < 2:
-            return
-        self.entries()  # built here, before any reader thread looks at it
-        with self._lock:
-            todo: list[tuple[str, Future[FileFacts]]] = [
-                (r, Future())
-                for r in dict.fromkeys(relpaths)
-                if r not in self._facts and self._worth_reading_ahead(r)
-            ]
-            if len(todo) < 2:
-                return  # nothing to overlap
-            if self._readers is None:
-                self.matcher()  # compiled once, here, not by two readers at a time
-                self._readers = queue.SimpleQueue()
-                self._reader_count = workers
-                for n in range(workers):
-                    # Daemons: an interrupted run must not wait for a large file's last byte.
-                    threading.Thread(target=self._reader, args=(self._readers,),
-                                     name=f"itera-read-{n}", daemon=True).start()
-            for relpath, pending in todo:
-                self._facts[relpath] = pending
-                self._readers.put((relpath, pending))
-
-    def _worth_reading_ahead(self, relpath: str) -> bool:
-        """A regular file of the walk, large enough that its read is mostly time without
-        the GIL (small files are mostly Python-level work: a reader thread would only
-        contend with the items for the GIL)."""
-        from pytest_itera.scan import SMALL_FILE
-
-        entry = self.entry(relpath)
-        return entry is not None and entry.kind == "file" and entry.size >= SMALL_FILE
-
-    def _reader(self, jobs: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None]) -> None:
-        while (job := jobs.get()) is not None:
-            relpath, pending = job
-            if self._closed:
-                pending.cancel()
-            elif pending.set_running_or_notify_cancel():
-                self._fill(relpath, pending)
-
-    def _fill(self, relpath: str, pending: Future[FileFacts]) -> None:
-        from pytest_itera.scan import scan_file
-
-        try:
-            pending.set_result(scan_file(
-                self._readable_path(relpath),
-                relpath,
-                None if self.options.fast else self.matcher(),
-                hash=not self.options.fast,
-            ))
-        except BaseException as exc:  # a bug, handed to whoever asks for these facts
-            pending.set_exception(exc)
-
-    def memo(self, key: str, compute: Callable[[], T]) -> T:
-        """A value computed once per campaign per process (what checks derive from it)."""
-        with self._lock:
-            if key not in self._memo:
-                self._memo[key] = compute()
-            value: T = self._memo[key]
-            return value
-
-    def inside(self, relpath: str) -> Path | str:
-        """``tree.resolve_inside`` (a file or a folder), without its lstat per component for
-        a plain file.
-
-        The walk lists only what it reached through real directories, never
-        through a link, and under normalised names: a path it lists as a regular
-        file is inside the folder as written.
-        """
-        entry = self.entry(relpath)
-        if entry is not None and entry.kind == "file":
-            return self.root / relpath
-        from pytest_itera.tree import resolve_inside
-
-        return resolve_inside(self.root, relpath)
-
-    def regular_file(self, relpath: str) -> Path | str:
-        """The real path of a file the documents point at, or why it is refused.
-
-        Inside the folder (no '..', not absolute, no link out), present, and a
-        regular file (or a link to one inside the folder).
-        """
-        resolved = self.inside(relpath)
-        if isinstance(resolved, str):
-            return resolved
-        entry = self.entry(relpath)
-        if entry is None:
-            return "is missing"
-        if entry.error:
-            return entry.error
-        if entry.kind == "symlink" and entry.escapes:
-            return "is a symbolic link that leaves the campaign folder"
-        if entry.kind not in ("file", "symlink"):
-            return f"is a {entry.kind}, not a regular file"
-        return resolved
-
-    def _readable_path(self, relpath: str) -> Path:
-        """A link that stays inside the folder is read through; any other path as is."""
-        entry = self.entry(relpath)
-        path = self.root / relpath
-        if entry is not None and entry.kind == "symlink" and not entry.escapes:
-            return Path(os.path.realpath(path))
-        return path
-
-    # -- checkpoints --------------------------------------------------------------
-
-    def reload(self, relpath: str, claimed_format: str | None) -> ReloadResult:
-        """The fresh-process reload verdict for one checkpoint (memoised).
-
-        A path that does not resolve inside the folder is refused here, whoever
-        asks: no loader (built-in or a ``pytest_itera_reload`` hook) ever sees a
-        path outside the campaign. Hooks are asked first; None lets the
-        built-in loader (``pytest_itera.reload.Reloader``) do it.
-        """
-        key = (relpath, claimed_format)
-        with self._lock:
-            if key not in self._reloads:
-                self._reloads[key] = self._reload_once(relpath, claimed_format)
-            return self._reloads[key]
-
-    def _reload_once(self, relpath: str, claimed_format: str | None) -> ReloadResult:
-        from pytest_itera.reload import ReloadResult
-
-        inside = self.inside(relpath)
-        if isinstance(inside, str):
-            return ReloadResult(path=relpath, ok=False, format=None,
-                                cause=f"{relpath}: the path {inside}; not loaded")
-        if self._reload_hook is not None:
-            result = self._reload_hook(inside, relpath, claimed_format)
-            if result is not None:
-                return result
-        return self.reloader().reload(inside, relpath, claimed_format)
-
-    def reload_ahead(self, relpaths: Iterable[str]) -> None:
-        """Let the built-in loader start on these checkpoints now, several at a time, while
-        the caller goes on; :meth:`reload` then collects each verdict.  Only for paths a
-        check has located (inside the folder, a regular file or a folder), and never when a
-        ``pytest_itera_reload`` hook may answer instead."""
-        if self._reload_hook is not None or self._reloader_factory is None:
-            return
-        paths = [p for p in map(self.inside, relpaths) if not isinstance(p, str)]
-        if paths:
-            self.reloader().prefetch(paths)
-
-    def reloader(self) -> Reloader:
-        if self._reloader is None:
-            if self._reloader_factory is None:
-                raise RuntimeError("no reloader configured")
-            self._reloader = self._reloader_factory()
-        return self._reloader
-
-    def close(self) -> None:
-        self._closed = True  # reader threads drop what is still queued
-        if self._readers is not None:
-            for _ in range(self._reader_count):
-                self._readers.put(None)
-        if self._reloader is not None and self._close_reloader:
-            self._reloader.close()
-        self._reloader = None
-
-    # -- verdicts -----------------------------------------------------------------
-
-    def findings(self, check_id: str, target: str | None = None) -> tuple[Finding, ...]:
-        """The findings of one check for one target, computed once."""
-        key = (check_id, target)
-        with self._lock:
-            if key not in self._findings:
-                self._findings[key] = tuple(self._evaluate(self.checks[check_id], target))
-            return self._findings[key]
-
-    def _evaluate(self, check: Check, target: str | None) -> Iterable[Finding]:
-        blocked = blocked_by_contract(self.campaign, check)
-        if blocked is not None:
-            return (blocked,)
-        return check.run(self, target)
-
-    def run_failures(self, run_id: str) -> list[tuple[str, str]]:
-        """(check, target) pairs that fail for one run's own targets.
-
-        A run passed its checks when this is empty. Evaluated here, with the
-        same pure functions the items run, so the verdict is the same with or
-        without pytest-xdist and whatever ``-k`` selected.
-        """
-        return [(c, t) for c, t in self._run_targets().get(run_id, ()) if self.findings(c, t)]
-
-    def _run_targets(self) -> dict[str, list[tuple[str, str]]]:
-        """Run id -> its (check, target) pairs, indexed once per Context."""
-        with self._lock:
-            if self._by_run is None:
-                self._by_run = {}
-                for check in sorted(self.checks.values(), key=lambda c: (c.order, c.id)):
-                    if check.scope == "campaign" or check.targets is None:
-                        continue
-                    for target in self.targets(check):
-                        if target is None:
-                            continue
-                        for run_id in self.runs_of(check, target):
-                            self._by_run.setdefault(run_id, []).append((check.id, target))
-            return self._by_run
-
-    def runs_of(self, check: Check, target: str) -> set[str]:
-        """The runs a target belongs to (see ``Manifest.owners``)."""
-        man = self.campaign.manifest
-        return set() if man is None else man.owners(check.scope, target)
-
-    def targets(self, check: Check) -> Sequence[str | None]:
-        """The item targets of a check, sorted; [None] for a campaign-scoped check."""
-        if check.targets is None or blocked_by_contract(self.campaign, check) is not None:
-            # A check whose targets cannot be listed still gets one item, which
-            # fails saying why: a broken manifest never silently drops checks.
-            return (None,)
-        with self._lock:
-            if check.id not in self._targets:
-                self._targets[check.id] = tuple(sorted(set(check.targets(self))))
-            return self._targets[check.id]
+def item_name(check_id: str, target: str | None) -> str:
+    """The item of one (check, target): ``check[target]``, as the plugin names it and as the
+    in-process verdict (pytest_itera.verify) labels it."""
+    if target is None:
+        return check_id
+    # Node ids are one line and "::" separates their parts: keep targets readable.
+    shown = target.encode("unicode_escape").decode("ascii") if not target.isprintable() else target
+    return f"{check_id}[{shown.replace('::', ':_:')}]"
 
 
-def blocked_by_contract(campaign: Campaign, check: Check) -> Finding | None:
-    """A check that needs a document which did not load cannot be evaluated: say so."""
-    missing = [
-        name
-        for name, doc in (("plan", campaign.plan), ("manifest", campaign.manifest))
-        if name in check.needs and doc is None
-    ]
-    if not missing:
-        return None
-    files = " and ".join(f"{name}.json" for name in missing)
-    return Finding(
-        f"not evaluated: {files} did not load",
-        hint="fix the problems reported by the 'manifest' item first",
-    )
+# Below the definitions it uses: Context needs Check, Options (annotations only) and lives in
+# its own module.
+from pytest_itera.checks.context import Context, blocked_by_contract  # noqa: E402

@@ -23,6 +23,7 @@ from pytest_itera import measurements
 from pytest_itera.campaign import MANIFEST_FILE, PLAN_FILE, Corpus, Manifest, Plan, RunRecord
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
+from pytest_itera.findings import where as json_where
 from pytest_itera.predictions import (
     FIRST,
     Coverage,
@@ -64,7 +65,7 @@ def stop_records(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
     plan, man = _docs(ctx)
     index, run = _record(man, target)
-    where = f"{MANIFEST_FILE} $.runs[{index}]"
+    where = json_where(MANIFEST_FILE, "runs", index)
     if run.outcome != "stopped":
         yield _not_stopped(run, where)
         return
@@ -125,7 +126,7 @@ def _stop_timing(plan: Plan, man: Manifest, run: RunRecord, where: str) -> Itera
             f"stop rule {run.stop.rule!r} of run {run.id} was declared after the runs began: "
             f"the plan was frozen at {plan.frozen_at.isoformat()}, run {first_id} started at "
             f"{first_at.isoformat()}",
-            where=f"{PLAN_FILE} $.frozen_at",
+            where=json_where(PLAN_FILE, "frozen_at"),
             hint="stop rules are written before any run starts (see the plan-frozen item)")
     if run.stop.at is not None and run.started_at is not None and run.stop.at < run.started_at:
         yield Finding(f"run {run.id} was stopped before it started", where=f"{where}.stop.at",
@@ -136,7 +137,7 @@ def _stop_timing(plan: Plan, man: Manifest, run: RunRecord, where: str) -> Itera
 def _counted_as_accepted(man: Manifest, run: RunRecord, where: str) -> Iterator[Finding]:
     if run.id in man.conclusion.meets_threshold:
         yield Finding(f"stopped run {run.id} is listed as meeting the threshold",
-                      where=f"{MANIFEST_FILE} $.conclusion.meets_threshold",
+                      where=json_where(MANIFEST_FILE, "conclusion", "meets_threshold"),
                       hint="a stopped run is not an accepted deliverable: remove it from the "
                       "conclusion (it stays an expense)")
     if run.deliverable is not None:
@@ -161,7 +162,7 @@ def config_identity(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
     plan, man = _docs(ctx)
     index, run = _record(man, target)
-    where = f"{MANIFEST_FILE} $.runs[{index}]"
+    where = json_where(MANIFEST_FILE, "runs", index)
     if run.config is None:
         yield Finding(f"run {run.id} records no config file", where=where,
                       expected="config: the path of the configuration it ran with",
@@ -315,7 +316,7 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
     assert target is not None
     plan, man = _docs(ctx)
     index, run = _record(man, target)
-    where = f"{MANIFEST_FILE} $.runs[{index}].predictions"
+    where = json_where(MANIFEST_FILE, "runs", index, "predictions")
     if run.predictions is None:
         yield Finding(f"accepted run {run.id} has no predictions", where=where,
                       hint="a compared run (control or variant) delivers its predictions on the "
@@ -456,7 +457,7 @@ def conclusion_consistent(ctx: Context, _target: str | None) -> Iterator[Finding
 
 def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iterator[Finding]:
     text = man.conclusion.text
-    where = f"{MANIFEST_FILE} $.conclusion.text"
+    where = json_where(MANIFEST_FILE, "conclusion", "text")
     if is_blank(text):
         yield Finding("the conclusion has no text", where=where,
                       hint="state the conclusion: the variants that meet the threshold, or the "
@@ -541,7 +542,7 @@ def _number(value: float) -> str:
 def _listed_runs(
     ctx: Context, plan: Plan, man: Manifest, listed: tuple[str, ...]
 ) -> Iterator[Finding]:
-    where = f"{MANIFEST_FILE} $.conclusion.meets_threshold"
+    where = json_where(MANIFEST_FILE, "conclusion", "meets_threshold")
     metric = plan.decision.metric
     for run_id in listed:
         run, planned = man.run(run_id), plan.run(run_id)
@@ -582,7 +583,8 @@ def _unlisted_variants(
             yield _no_metric(run, metric, measured)
         elif _meets(plan, measured.value):
             yield Finding(f"variant {run.id} meets the threshold but the conclusion does not "
-                          "list it", where=f"{MANIFEST_FILE} $.conclusion.meets_threshold",
+                          "list it",
+                          where=json_where(MANIFEST_FILE, "conclusion", "meets_threshold"),
                           expected=_rule(plan), found=_shown(metric, measured),
                           hint=f"add {run.id} to meets_threshold: the conclusion states what "
                           "the measured metrics show")

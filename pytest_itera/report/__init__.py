@@ -1,0 +1,85 @@
+"""The closure report: a plain model of check results, rendered as text, JSON, Markdown, HTML.
+
+No pytest import: the session plugin feeds it results taken from test reports,
+so it is built the same way with or without pytest-xdist. Everything that
+comes from the campaign is hostile input: terminal text loses its control
+characters, Markdown and HTML are escaped.
+
+The model is :mod:`.model`; each rendering has its module (:mod:`.terminal`,
+:mod:`.jsondoc`, :mod:`.markdown`, :mod:`.htmldoc`); the names below are the ones the
+rest of the package uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pytest_itera.atomic import atomic_write_bytes
+from pytest_itera.report.htmldoc import render_html, timeline_svg
+from pytest_itera.report.jsondoc import render_json, to_json
+from pytest_itera.report.markdown import render_markdown
+from pytest_itera.report.model import (
+    ACCEPTING,
+    PARTIAL_NOTE,
+    PLAN_INTEGRITY_NOTE,
+    REPORT_FORMAT,
+    CampaignReport,
+    CheckResult,
+    RunRow,
+    StepRow,
+    budget_section,
+    build,
+    overall_verdict,
+    run_rows,
+    runs_of,
+    schedule_section,
+    step_rows,
+    verdict,
+)
+from pytest_itera.report.tables import objective_rows, provenance_rows
+from pytest_itera.report.terminal import (
+    acceptance,
+    budget_text,
+    check_counts,
+    clean,
+    clean_block,
+    schedule_text,
+    terminal_lines,
+    uncommitted_source_text,
+    verdict_line,
+)
+
+__all__ = [
+    "ACCEPTING", "PARTIAL_NOTE", "PLAN_INTEGRITY_NOTE", "RENDERERS", "REPORT_FORMAT",
+    "SUFFIXES", "CampaignReport", "CheckResult", "RunRow", "StepRow", "acceptance",
+    "budget_section", "budget_text", "build", "check_counts", "clean", "clean_block",
+    "objective_rows", "overall_verdict", "provenance_rows", "render_html", "render_json",
+    "render_markdown", "run_rows", "runs_of", "schedule_section", "schedule_text", "step_rows",
+    "terminal_lines", "timeline_svg", "to_json", "uncommitted_source_text", "verdict",
+    "verdict_line", "write", "write_atomic", "write_json",
+]
+
+# The report files --itera-report writes, by suffix: the one home of the suffixes
+# (pytest_itera.options checks a path against SUFFIXES).
+RENDERERS: dict[str, Callable[[Sequence[CampaignReport]], str]] = {
+    ".json": render_json, ".md": render_markdown, ".html": render_html,
+}
+SUFFIXES = tuple(RENDERERS)
+
+
+def write(path: Path, reports: Sequence[CampaignReport]) -> None:
+    """Write the report in the format the path's extension names (.json, .md, .html)."""
+    renderer = RENDERERS.get(path.suffix.lower())
+    if renderer is None:
+        raise ValueError(f"{path}: unknown report type; use a .json, .md or .html path")
+    write_atomic(path, renderer(reports))
+
+
+def write_json(path: Path, reports: Sequence[CampaignReport]) -> None:
+    write_atomic(path, render_json(reports))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write beside the target, then rename: a reader never sees half a report."""
+    atomic_write_bytes(path, text.encode("utf-8"))

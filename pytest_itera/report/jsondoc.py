@@ -1,0 +1,55 @@
+"""The report as a JSON document (format ``itera-report/2``, schemas/report.schema.json)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from pytest_itera.closure import plain
+from pytest_itera.report.model import REPORT_FORMAT, CampaignReport, CheckResult, overall_verdict
+
+
+def to_json(reports: Sequence[CampaignReport]) -> dict[str, Any]:
+    """One campaign: its report object; several: {"format", "verdict", "campaigns": [...]}."""
+    objects = [_campaign_json(r) for r in reports]
+    if len(objects) == 1:
+        return objects[0]
+    return {"format": REPORT_FORMAT, "verdict": overall_verdict(reports), "campaigns": objects}
+
+
+def _campaign_json(report: CampaignReport) -> dict[str, Any]:
+    return {
+        "format": REPORT_FORMAT,
+        "campaign": report.campaign,
+        "root": report.root,
+        "verdict": report.verdict,
+        "fast": report.fast,
+        "collected": report.collected,
+        "notes": list(report.all_notes),
+        "question": report.question,
+        "decision_rule": report.decision_rule,
+        "conclusion": None if report.conclusion is None else
+        {"text": report.conclusion, "meets_threshold": list(report.meets_threshold)},
+        "provenance": dict(report.provenance) if report.provenance is not None else None,
+        "plan_sha256": report.digests.get("plan_sha256"),
+        "manifest_sha256": report.digests.get("manifest_sha256"),
+        "waivers": [{**plain(w), "nodeids": list(ids)} for w, ids in report.waivers],
+        "checks": [_check_json(c) for c in report.checks],
+        "reloads": [plain(r) for r in report.reloads],
+        "runs": [asdict(r) for r in report.runs],
+        "budget": report.budget,
+        "schedule": report.schedule,
+        "steps": [asdict(s) for s in report.steps],
+    }
+
+
+def _check_json(c: CheckResult) -> dict[str, Any]:
+    return {"check": c.check, "target": c.target, "outcome": c.outcome, "message": c.message,
+            "nodeid": c.nodeid, "scope": c.scope, "findings": [plain(f) for f in c.findings],
+            "waiver": plain(c.waiver) if c.waiver is not None else None}
+
+
+def render_json(reports: Sequence[CampaignReport]) -> str:
+    return json.dumps(to_json(reports), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,379 @@
+"""The closure report's model: check results, runs, steps, budget and schedule of a campaign,
+and its verdict (no pytest import, no rendering)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from pytest_itera import money
+from pytest_itera import schedule as sched
+from pytest_itera.campaign import Campaign, Manifest
+from pytest_itera.closure import FindingFacts, ReloadFacts, WaiverFacts
+
+REPORT_FORMAT = "itera-report/2"
+PARTIAL_NOTE = "only the checks named on the command line were collected"
+PLAN_INTEGRITY_NOTE = (
+    "plan integrity rests on the manifest's own record: no --itera-plan-sha256 or "
+    "itera_plan_sha256 pin was given for this campaign"
+)
+
+
+# Verdicts that pass the --itera-require-accepted gate.
+ACCEPTING = ("accepted", "accepted with waivers")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    check: str
+    target: str | None
+    outcome: str  # "passed" | "failed" | "skipped" (did not run) | "waived" (failed, accepted)
+    message: str
+    nodeid: str
+    scope: str | None = None  # the check's scope ("run", "file", "test", ...), when known
+    findings: tuple[FindingFacts, ...] = ()
+    reloads: tuple[ReloadFacts, ...] = ()  # what the item's reloads found
+    waiver: WaiverFacts | None = None  # why a failure was accepted (outcome "waived")
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run of the campaign: planned, recorded, or both."""
+
+    id: str
+    role: str | None  # None: not in the plan
+    category: str | None
+    status: str  # the manifest's outcome, or "not recorded"
+    passed: int  # items owned by this run that passed
+    total: int  # items owned by this run that ran
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One step, planned vs actual; start/end in hours from the start of preparation."""
+
+    id: str
+    kind: str | None  # None: observed but not in the plan
+    resource: str | None
+    planned_hours: float | None
+    observed_hours: float | None
+    planned_start: float | None = None
+    planned_end: float | None = None
+    actual_start: float | None = None
+    actual_end: float | None = None
+    explanation: str | None = None
+
+
+@dataclass(frozen=True)
+class CampaignReport:
+    campaign: str
+    root: str
+    # "accepted" | "accepted with waivers" | "rejected" | "plausible (fast mode)" | "incomplete"
+    verdict: str
+    checks: tuple[CheckResult, ...]
+    budget: dict[str, Any] | None
+    schedule: dict[str, Any] | None
+    collected: int
+    fast: bool = False
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    runs: tuple[RunRow, ...] = ()
+    steps: tuple[StepRow, ...] = ()
+    # A note, never a failure: no pin outside the campaign vouches for plan.json.
+    plan_integrity: str | None = None
+    # What makes the report stand on its own (see pytest_itera.provenance).
+    question: str | None = None
+    decision_rule: str | None = None
+    conclusion: str | None = None
+    meets_threshold: tuple[str, ...] = ()
+    provenance: Mapping[str, Any] | None = None
+    digests: Mapping[str, str | None] = field(default_factory=dict)
+
+    @property
+    def reloads(self) -> tuple[ReloadFacts, ...]:
+        """What each reload found, once per path, in path order."""
+        found = {r.path: r for c in self.checks for r in c.reloads}
+        return tuple(found[p] for p in sorted(found))
+
+    @property
+    def waivers(self) -> tuple[tuple[WaiverFacts, tuple[str, ...]], ...]:
+        """Each waiver applied, with the node ids of the failures it waived."""
+        uses: dict[WaiverFacts, list[str]] = {}
+        for c in self.checks:
+            if c.outcome == "waived" and c.waiver is not None:
+                uses.setdefault(c.waiver, []).append(c.nodeid)
+        return tuple((w, tuple(ids)) for w, ids in uses.items())
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for c in self.checks if c.outcome == outcome)
+
+    @property
+    def all_notes(self) -> tuple[str, ...]:
+        """The verdict's notes, then the plan-integrity note (what every report shows)."""
+        return (*self.notes, *((self.plan_integrity,) if self.plan_integrity else ()))
+
+    @property
+    def failed(self) -> int:
+        return self.count("failed")
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict in (*ACCEPTING, "plausible (fast mode)")
+
+
+def build(
+    campaign: Campaign,
+    results: Iterable[CheckResult],
+    *,
+    collected: int,
+    fast: bool,
+    partial: bool = False,
+    switched_off: Sequence[str] = (),
+    plan_pinned: bool | None = None,
+    provenance: Mapping[str, Any] | None = None,
+    digests: Mapping[str, str | None] | None = None,
+) -> CampaignReport:
+    """``partial``: the user named node ids or files inside the campaign, so only some ran.
+    ``switched_off``: built-in check families blocked with ``-p no:itera.<family>``; their
+    checks were never collected, so the verdict cannot be "accepted".
+    ``plan_pinned``: False when no ``--itera-plan-sha256``/``itera_plan_sha256`` pin applied
+    (the report then notes that plan integrity rests on the manifest's own record); None when
+    unknown (a library call).
+    ``provenance``: when, how and with which versions the report was made; ``digests``: the
+    sha256 of plan.json and manifest.json (``pytest_itera.provenance``)."""
+    checks = tuple(sorted(results, key=lambda r: r.nodeid))
+    notes: tuple[str, ...] = (PARTIAL_NOTE,) if partial else ()
+    if switched_off:
+        notes += (f"check families switched off: {', '.join(switched_off)}",)
+    return CampaignReport(
+        campaign=campaign.id,
+        root=str(campaign.root),
+        verdict=verdict(checks, collected=collected, fast=fast,
+                        partial=partial or bool(switched_off)),
+        notes=notes,
+        checks=checks,
+        budget=budget_section(campaign),
+        schedule=schedule_section(campaign),
+        collected=collected,
+        fast=fast,
+        runs=run_rows(campaign, checks),
+        steps=step_rows(campaign),
+        plan_integrity=PLAN_INTEGRITY_NOTE if plan_pinned is False else None,
+        **_objective(campaign),
+        provenance=provenance,
+        digests=dict(digests or {}),
+    )
+
+
+def _objective(campaign: Campaign) -> dict[str, Any]:
+    """The question, the decision rule and the conclusion, as the documents state them."""
+    plan, man = campaign.plan, campaign.manifest
+    rule = None
+    if plan is not None:
+        d = plan.decision
+        sign = ">=" if d.direction == "higher" else "<="
+        rule = (f"a variant meets the objective when {d.metric} {sign} {d.threshold:g} "
+                f"({d.direction} is better)" + (f"; decision point: {d.point}" if d.point else ""))
+    return {
+        "question": plan.question if plan is not None else None,
+        "decision_rule": rule,
+        "conclusion": man.conclusion.text if man is not None else None,
+        "meets_threshold": tuple(man.conclusion.meets_threshold) if man is not None else (),
+    }
+
+
+def verdict(
+    checks: Sequence[CheckResult], *, collected: int, fast: bool, partial: bool = False
+) -> str:
+    outcomes = {c.outcome for c in checks}
+    if outcomes - {"passed", "skipped", "waived"}:
+        return "rejected"
+    if partial or not checks or len(checks) < collected or "skipped" in outcomes:
+        return "incomplete"  # some checks deselected or not run: never "accepted"
+    if fast:
+        return "plausible (fast mode)"
+    return "accepted with waivers" if "waived" in outcomes else "accepted"
+
+
+_WORST_FIRST = ("rejected", "incomplete", "plausible (fast mode)", "accepted with waivers")
+
+
+def overall_verdict(reports: Sequence[CampaignReport]) -> str:
+    """Several campaigns: the worst of their verdicts."""
+    for worst in _WORST_FIRST:
+        if any(r.verdict == worst for r in reports):
+            return worst
+    return "accepted" if reports else "incomplete"
+
+
+# ------------------------------------------------------------- runs table
+
+
+def runs_of(manifest: Manifest | None, scope: str | None, target: str) -> set[str]:
+    """The runs a check target belongs to (``Manifest.owners``), none without a manifest.
+
+    From data alone, so the pytest-xdist controller (which has no Context)
+    rebuilds it from the reports' (check, target, scope).
+    """
+    return set() if manifest is None else manifest.owners(scope, target)
+
+
+def run_rows(campaign: Campaign, results: Iterable[CheckResult]) -> tuple[RunRow, ...]:
+    """Planned runs in plan order, then recorded runs the plan does not have."""
+    plan, manifest = campaign.plan, campaign.manifest
+    ids = [r.id for r in plan.runs] if plan else []
+    planned = set(ids)  # sets, not list scans: a sweep has thousands of runs and items
+    ids += [r.id for r in manifest.runs if r.id not in planned] if manifest else []
+    known = set(ids)
+    passed = dict.fromkeys(ids, 0)
+    total = dict.fromkeys(ids, 0)
+    for result in results:
+        if result.target is None or result.scope == "test":
+            continue  # a campaign-level check, or a user's acceptance test: no run owns it
+        for run in runs_of(manifest, result.scope, result.target) & known:
+            total[run] += 1
+            passed[run] += result.outcome == "passed"
+    return tuple(_run_row(campaign, rid, passed[rid], total[rid]) for rid in ids)
+
+
+def _run_row(campaign: Campaign, run_id: str, passed: int, total: int) -> RunRow:
+    planned = campaign.plan.run(run_id) if campaign.plan else None
+    recorded = campaign.manifest.run(run_id) if campaign.manifest else None
+    return RunRow(
+        id=run_id,
+        role=planned.role if planned else None,
+        category=planned.category if planned else None,
+        status=recorded.outcome if recorded else "not recorded",
+        passed=passed,
+        total=total,
+    )
+
+
+# ----------------------------------------------------------------- budget
+
+
+def budget_section(campaign: Campaign) -> dict[str, Any] | None:
+    manifest = campaign.manifest
+    if manifest is None:
+        return None
+    b = manifest.budget
+    engaged, engaged_source = _engaged(b)
+    return {
+        "currency": b.currency,
+        "lots": list(b.lots),
+        "lot_details": _lot_details(campaign),
+        "rental_total": b.rental_total,
+        "engaged_total": engaged,
+        "engaged_source": engaged_source,
+        "included_expenses": [asdict(e) for e in b.included_expenses],
+        "external_expenses": [asdict(e) for e in b.external_expenses],
+        "unit": b.unit,
+        "accepted_deliverables": b.accepted_deliverables,
+        "cost_per_deliverable": b.cost_per_deliverable,
+        "rejection_cause": b.rejection_cause,
+    }
+
+
+def _engaged(b: Any) -> tuple[str, str]:
+    """Rental plus included expenses (never external ones, R7), or the stated rental."""
+    if not b.included_expenses:
+        return b.rental_total, "rental"
+    try:
+        total = money.Money(b.rental_total, b.currency) + money.expenses_total(
+            b.included_expenses, b.currency
+        )
+    except (ValueError, TypeError, ArithmeticError):
+        return b.rental_total, "rental (included expenses could not be added)"
+    return str(total), "rental + included expenses"
+
+
+def _lot_details(campaign: Campaign) -> list[dict[str, Any]]:
+    plan, manifest = campaign.plan, campaign.manifest
+    if plan is None or manifest is None:
+        return []
+    engaged = set(manifest.budget.lots)
+    return [
+        {"id": lot.id, "offer": lot.offer, "gpu": lot.gpu, "gpus_per_lot": lot.gpus_per_lot,
+         "days": lot.days, "price": lot.price, "quantity": lot.quantity}
+        for lot in plan.budget.lots
+        if lot.id in engaged
+    ]
+
+
+# --------------------------------------------------------------- schedule
+
+
+_Timelines = tuple[sched.Timeline | None, sched.Timeline | None, str | None]
+
+
+def _timelines(campaign: Campaign) -> _Timelines:
+    """The planned and the actual timelines, or the reason they cannot be computed."""
+    plan, manifest = campaign.plan, campaign.manifest
+    if plan is None:
+        return None, None, "plan.json did not load"
+    try:
+        planned = sched.makespan(plan.schedule.steps)
+        if manifest is None:
+            return planned, None, None
+        observed = sched.observed_hours(manifest.schedule.steps)
+        return planned, sched.makespan(sched.as_observed(plan.schedule.steps, observed)), None
+    except (sched.ScheduleError, ValueError, TypeError) as exc:
+        return None, None, f"the plan's steps cannot be scheduled: {exc}"
+
+
+def schedule_section(campaign: Campaign) -> dict[str, Any] | None:
+    plan, manifest = campaign.plan, campaign.manifest
+    if plan is None and manifest is None:
+        return None
+    planned, actual, problem = _timelines(campaign)
+    stated = plan.schedule.uncommitted_hours if plan else None
+    computed = (
+        _number(sched.uncommitted_hours(plan.schedule.window_hours, planned))
+        if plan and planned
+        else None
+    )
+    return {
+        "window_hours": plan.schedule.window_hours if plan else None,
+        "sequential_hours": plan.schedule.sequential_hours if plan else None,
+        "planned_makespan_hours": _number(planned.makespan) if planned else None,
+        "actual_makespan_hours": _number(actual.makespan) if actual else None,
+        "uncommitted_hours": computed if computed is not None else stated,
+        "uncommitted_source": "computed" if computed is not None else "stated",
+        "stated_uncommitted_hours": stated,
+        "schedule_problem": problem,
+        "reserved_hours": manifest.schedule.reserved_hours if manifest else None,
+        "observed_hours": manifest.schedule.observed_hours if manifest else None,
+    }
+
+
+def step_rows(campaign: Campaign) -> tuple[StepRow, ...]:
+    plan, manifest = campaign.plan, campaign.manifest
+    planned_tl, actual_tl, _ = _timelines(campaign)
+    observed = sched.observed_hours(manifest.schedule.steps) if manifest else {}
+    explained: dict[str, list[str]] = {}
+    for dev in manifest.schedule.deviations if manifest else ():
+        explained.setdefault(dev.step, []).append(dev.explanation)
+    rows = []
+    for step in plan.schedule.steps if plan else ():
+        seen = observed.get(step.id)
+        p = planned_tl.slot(step.id) if planned_tl else None
+        a = actual_tl.slot(step.id) if actual_tl and seen is not None else None
+        rows.append(StepRow(
+            step.id, step.kind, step.resource, step.hours, _number(seen),
+            _number(p.start) if p else None, _number(p.end) if p else None,
+            _number(a.start) if a else None, _number(a.end) if a else None,
+            "; ".join(explained.get(step.id, [])) or None,
+        ))
+    known = {r.id for r in rows}
+    for step_id in sorted(set(observed) - known):
+        rows.append(StepRow(step_id, None, None, None, _number(observed[step_id]),
+                            explanation="; ".join(explained.get(step_id, [])) or None))
+    return tuple(rows)
+
+
+def _number(value: Decimal | None) -> float | None:
+    """A Decimal for JSON: an int when whole, else a float (hours, not money)."""
+    if value is None:
+        return None
+    return int(value) if value == value.to_integral_value() else float(value)
