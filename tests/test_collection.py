@@ -53,7 +53,7 @@ def test_one_node_id_reruns_exactly_that_check(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    node = "out/manifest.json::files-intact[runs/control/metrics.json]"
+    node = "out/manifest.json::files-intact[runs/control/measurements.jsonl]"
     result = pytester.runpytest("--itera-campaign", "out", node, "-v")
     result.assert_outcomes(passed=1)
     assert any(line.startswith(f"{node} PASSED") for line in result.stdout.lines)

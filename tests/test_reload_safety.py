@@ -105,6 +105,23 @@ def test_a_finding_that_holds_code_never_advises_loading_or_resaving(
         assert advice not in finding.hint
 
 
+@pytest.mark.parametrize(("names", "hostile"), [
+    (("torch.nn.modules.container.Sequential", "torch.nn.modules.linear.Linear"), False),
+    (("torch.nn.modules.linear.Linear", "posix.system"), True),
+    (("builtins.eval",), True),
+])
+def test_a_whole_module_save_is_told_apart_from_hostile_code(
+    names: tuple[str, ...], hostile: bool
+) -> None:
+    """torch.save(model) pickles torch's own nn classes: a format mistake with its own fix;
+    any other global (even beside them) is hostile code, never to be loaded or converted."""
+    from pytest_itera.checks.artifacts import CODE_HINT, MODULE_OBJECTS_HINT, code_hint
+
+    assert code_hint(names) == (CODE_HINT if hostile else MODULE_OBJECTS_HINT)
+    for advice in ("save it again", "re-save with", "protocol", "weights_only=False,"):
+        assert advice not in MODULE_OBJECTS_HINT
+
+
 def test_raw_pickle_is_refused(reloader: Reloader, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     path = tmp_path / "evil.bin"

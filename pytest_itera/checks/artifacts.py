@@ -213,7 +213,8 @@ def _reload_findings(
         # Typed, not parsed: a file that holds code never gets a load or re-save hint.
         yield Finding(f"does not reload in a fresh process with weights_only=True: {error}",
                       where=where,
-                      hint=CODE_HINT if result.holds_code else _load_hint(error))
+                      hint=code_hint(result.holds_code) if result.holds_code
+                      else _load_hint(error))
     if result.nonfinite and not diverged_ok:
         yield _nonfinite_finding(result, where)
     if claimed is not None and not _agrees(claimed, result.format):
@@ -258,6 +259,18 @@ CODE_HINT = ("the file holds code that runs when it is unpickled: treat it as ho
              "not load, convert or re-save it in any way (no weights_only=False, no "
              "allowlisting); remove it, find out how it got into the campaign, and deliver "
              "the weights the training run itself wrote as plain tensors")
+MODULE_OBJECTS_HINT = (
+    "the file pickles whole torch.nn module objects (torch.save(model)), which "
+    "weights_only=True cannot load: do not load this file; from the training environment, "
+    "deliver torch.save(model.state_dict(), ...) (plain tensors) instead")
+
+
+def code_hint(names: tuple[str, ...]) -> str:
+    """What to do about a file whose pickles would call ``names``: torch's own nn module
+    classes are a whole-module save (a format mistake); anything else is hostile."""
+    if names and all(n.startswith("torch.nn.modules.") for n in names):
+        return MODULE_OBJECTS_HINT
+    return CODE_HINT
 
 
 def _load_hint(cause: str) -> str:
