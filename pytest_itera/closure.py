@@ -48,6 +48,10 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _texts(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+
+
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
@@ -92,13 +96,20 @@ class ReloadFacts:
     inf_values: int = 0
     seconds: float = 0.0
     cause: str | None = None
+    holds_code: tuple[str, ...] = ()  # globals its pickles would call (refused unloaded)
+    sandbox: tuple[str, ...] = ()  # the loader's sandbox layers in force
+    sandbox_missing: tuple[str, ...] = ()  # "layer: why it was not in force"
 
     @classmethod
     def of(cls, result: ReloadResult, size: int) -> ReloadFacts:
         nonfinite = max(result.nonfinite_tensors, len(result.nonfinite))
+        sandbox = result.sandbox
         return cls(result.path, result.ok, result.format, tuple(result.parts), result.tensors,
                    size, nonfinite, result.nan_values, result.inf_values,
-                   round(result.seconds, 3), result.cause)
+                   round(result.seconds, 3), result.cause, tuple(result.holds_code),
+                   tuple(sandbox.active) if sandbox is not None else (),
+                   tuple(f"{layer}: {why}" for layer, why in sorted(sandbox.missing.items()))
+                   if sandbox is not None else ())
 
     @classmethod
     def from_plain(cls, data: Mapping[str, Any]) -> ReloadFacts:
@@ -108,7 +119,8 @@ class ReloadFacts:
                    _int(data.get("bytes")), _int(data.get("nonfinite_tensors")),
                    _int(data.get("nan_values")), _int(data.get("inf_values")),
                    float(seconds) if isinstance(seconds, int | float) else 0.0,
-                   _text(data.get("cause")))
+                   _text(data.get("cause")), _texts(data.get("holds_code")),
+                   _texts(data.get("sandbox")), _texts(data.get("sandbox_missing")))
 
 
 @dataclass(frozen=True)

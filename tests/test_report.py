@@ -475,6 +475,12 @@ def test_json_report_stands_on_its_own(
         assert found["bytes"] == (campaign.root / path).stat().st_size
         assert (found["nonfinite_tensors"], found["nan_values"], found["inf_values"]) == (0, 0, 0)
         assert "model" in found["parts"]
+        # The loader child's sandbox, layer by layer: no new privileges and no file writes
+        # hold on any Linux; every layer is either in force or missing with its reason.
+        assert {"no_new_privs", "rlimit_fsize"} <= set(found["sandbox"])
+        layers = set(found["sandbox"]) | {m.split(":")[0] for m in found["sandbox_missing"]}
+        assert {"seccomp", "network_namespace", "rlimit_cpu"} <= layers
+        assert found["holds_code"] == []
     # Findings as fields, with a stable code (the check id when the check gives none).
     failing = next(c for c in data["checks"] if c["check"] == "no-empty-files")
     finding, = failing["findings"]
@@ -569,3 +575,25 @@ def test_same_json_report_with_and_without_xdist_but_for_when_and_how_fast(
         reports.append(data)
     assert reports[0] == reports[1]
     assert len(reports[0]["reloads"]) == 3
+
+
+def test_a_checkpoint_that_holds_code_is_named_in_the_report(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, tmp_path: Path
+) -> None:
+    """The JSON report keeps what the pickle walk found (refused unloaded), as a field."""
+    from tests import artifacts
+
+    marker = tmp_path / "pwned"
+    evil = artifacts.hostile_checkpoint(tmp_path, marker)
+    campaign.files["runs/variant-a/evil.pt"] = evil.read_bytes()
+    campaign.manifest["checkpoints"].append(
+        {"path": "runs/variant-a/evil.pt", "run": "variant-a", "format": "torch",
+         "kind": "weights"})
+    campaign.write()
+    pytester.runpytest("--itera-campaign", "out", *NO_HYPOTHESIS, "-p", "no:cacheprovider",
+                       "-k", "checkpoint-reloads", "--itera-report", "r.json")
+    data = json.loads((pytester.path / "r.json").read_text())
+    validate_report(data)
+    found = next(r for r in data["reloads"] if r["path"] == "runs/variant-a/evil.pt")
+    assert (found["ok"], found["holds_code"]) == (False, ["posix.system"])
+    assert not marker.exists()

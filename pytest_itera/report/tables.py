@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_itera.closure import ReloadFacts
 from pytest_itera.report.model import CampaignReport, StepRow
 from pytest_itera.report.terminal import RUN_HEADER, acceptance, check_counts, run_cells
 
@@ -45,16 +46,25 @@ def report_tables(report: CampaignReport, part: str) -> list[Table]:
 
 
 _RELOAD_HEADER = ("checkpoint", "format", "loaded", "parts", "tensors", "bytes",
-                  "non-finite tensors (NaN, inf values)", "seconds")
+                  "non-finite tensors (NaN, inf values)", "seconds", "loader sandbox")
 
 
 def _reload_cells(report: CampaignReport) -> list[tuple[str, ...]]:
     return [
         (r.path, r.format or "-", "yes" if r.ok else f"no: {r.cause or 'no cause given'}",
          ", ".join(r.parts) or "-", str(r.tensors), str(r.bytes),
-         f"{r.nonfinite_tensors} ({r.nan_values}, {r.inf_values})", f"{r.seconds:g}")
+         f"{r.nonfinite_tensors} ({r.nan_values}, {r.inf_values})", f"{r.seconds:g}",
+         _sandbox_cell(r))
         for r in report.reloads
     ]
+
+
+def _sandbox_cell(r: ReloadFacts) -> str:
+    """The layers in force, and each missing one with its reason."""
+    if not r.sandbox and not r.sandbox_missing:
+        return "-"  # loaded by a hook, or refused before the child started
+    missing = "; ".join(f"not {m}" for m in r.sandbox_missing)
+    return ", ".join(r.sandbox) + (f" ({missing})" if missing else "")
 
 
 def provenance_rows(report: CampaignReport) -> list[tuple[str, str]]:
