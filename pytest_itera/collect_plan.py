@@ -138,19 +138,26 @@ class PlanSummary:
         config = self.config
         if is_worker(config) or config.get_verbosity() < -1 or config.option.collectonly:
             return
-        from pytest_itera.money import example_catalogue
-
-        catalogue = catalogue_in_force(config) or example_catalogue()
         terminalreporter.write_sep("=", "pytest-itera: before renting")
         here = config.invocation_params.dir
         for path in self.settings.plans:
             label = str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
-            plan = load_plan(path).plan
-            if plan is None:
-                terminalreporter.write_line(f"plan {clean(label)}: does not load (see "
-                                            f"{VALID})", red=True)
-                continue
-            journal_file = journal_beside(path)
-            journal = read_journal(journal_file) if journal_file is not None else None
-            for line in summary_lines(label, plan, catalogue, journal):
-                terminalreporter.write_line(clean(line))
+            campaign, lines = plan_summary(config, path, label)
+            for line in lines:
+                terminalreporter.write_line(clean(line), red=campaign is None)
+
+
+def plan_summary(config: pytest.Config, path: Path, label: str) -> tuple[str | None, list[str]]:
+    """(the plan's campaign id, the summary lines: planned schedule, window edge, uncommitted
+    time, the lots that fit, and the forecast of a campaign mid-way); no id when the plan
+    does not load. The terminal summary and the closure reports print the same lines."""
+    from pytest_itera.money import Catalogue, example_catalogue
+
+    plan = load_plan(path).plan
+    if plan is None:
+        return None, [f"plan {label}: does not load (see {VALID})"]
+    found = catalogue_in_force(config)
+    catalogue = found if isinstance(found, Catalogue) else example_catalogue()
+    journal_file = journal_beside(path)
+    journal = read_journal(journal_file) if journal_file is not None else None
+    return plan.campaign, summary_lines(label, plan, catalogue, journal)

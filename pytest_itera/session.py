@@ -32,6 +32,7 @@ from pytest_itera.closure import (
     CAMPAIGN_KEY,
     CHECK_KEY,
     FINDINGS_KEY,
+    PLAN_KEY,
     RELOADS_KEY,
     SCOPE_KEY,
     TARGET_KEY,
@@ -54,6 +55,8 @@ class IteraSession:
         self.config = config
         self.settings = settings
         self.results: dict[str, dict[str, report.CheckResult]] = defaultdict(dict)
+        # Plans judged before renting (--itera-plan): plan file -> node id -> result.
+        self.plan_results: dict[str, dict[str, report.CheckResult]] = defaultdict(dict)
         self.collected: dict[str, int] = defaultdict(int)
         self.deselected: dict[str, int] = defaultdict(int)
         self.reports: list[report.CampaignReport] = []
@@ -147,10 +150,15 @@ class IteraSession:
         if report.when != "call" and report.passed:
             return  # passing setup/teardown: two of the three reports of every item
         props = dict(report.user_properties)
+        outcome = "failed" if report.failed else report.outcome
+        plan = props.get(PLAN_KEY)
+        if plan is not None:
+            if self.plan_results[str(plan)].get(report.nodeid, None) is None or report.failed:
+                self.plan_results[str(plan)][report.nodeid] = _result(report, props, outcome)
+            return
         root = props.get(CAMPAIGN_KEY)
         if root is None:
             return
-        outcome = "failed" if report.failed else report.outcome
         previous = self.results[str(root)].get(report.nodeid)
         if previous is not None and previous.outcome == "failed":
             return  # a failing setup/call stays failed whatever teardown says
@@ -199,9 +207,10 @@ class IteraSession:
         provenance = self._provenance()
         self.reports = [self._campaign_report(root, provenance) for root in self.settings.campaigns]
         json_text = report.render_json(self.reports)
+        plans = [self._plan_report(path) for path in self.settings.plans]
         for path in self.settings.reports:
             try:
-                report.write(path, self.reports)
+                report.write(path, self.reports, plans)
             except OSError as exc:
                 self.write_errors.append(f"{path}: {exc.strerror or exc}")
             else:
@@ -212,6 +221,18 @@ class IteraSession:
         if self.settings.seal is not None:
             self._seal(session, json_text)
         self._gate(session)
+
+    def _plan_report(self, path: Path) -> report.PlanReport:
+        """A plan judged before renting: its items' results and its schedule summary (the
+        same lines as the terminal's, built from the files, so the same under xdist)."""
+        from pytest_itera.collect_plan import plan_summary
+
+        here = self.config.invocation_params.dir
+        label = str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
+        campaign, lines = plan_summary(self.config, path, label)
+        results = self.plan_results.get(str(path), {})
+        return report.PlanReport(label, campaign, tuple(results[k] for k in sorted(results)),
+                                 tuple(lines))
 
     def _provenance(self) -> dict[str, Any]:
         from pytest_itera import provenance

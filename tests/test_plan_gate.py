@@ -212,3 +212,33 @@ def test_campaign_checks_never_see_the_plan_gates(pytester: pytest.Pytester) -> 
     out = result.stdout.str()
     assert "schedule-fits" in out
     assert not any(c.id in out for c in CHECKS)
+
+
+def test_the_reports_carry_the_plan_its_verdict_and_its_schedule(
+    pytester: pytest.Pytester,
+) -> None:
+    """--itera-report on a plan gate: the plans, their checks and the summary's lines."""
+    import jsonschema
+
+    from pytest_itera.campaign import schema
+
+    write(pytester.path / "ready", seed_plan())
+    write(pytester.path / "late", grown_by_30(seed_plan()))
+    gate_args = ("--itera-plan", "ready", "--itera-plan", "late", "-p", "no:cacheprovider",
+                 "--itera-report", "r.json", "--itera-report", "r.md", "--itera-report", "r.html")
+    pytester.runpytest(*gate_args)
+    data = json.loads((pytester.path / "r.json").read_text())
+    jsonschema.validate(data, schema("report"))
+    assert (data["verdict"], data["campaigns"]) == ("not ready", [])
+    plans = {p["plan"]: p for p in data["plans"]}
+    assert plans["ready/plan.json"]["verdict"] == "ready"
+    late = plans["late/plan.json"]
+    assert late["verdict"] == "not ready"
+    failed = [c for c in late["checks"] if c["outcome"] == "failed"]
+    assert [c["check"] for c in failed] == ["plan-schedule-fits"]
+    assert "78 h exceeds the 3-day lot (72 h) by 6 h" in failed[0]["message"]
+    assert any("uncommitted" in line for line in plans["ready/plan.json"]["summary"])
+    markdown = (pytester.path / "r.md").read_text()
+    assert "# Plan late/plan.json: NOT READY" in markdown
+    assert "# Plan ready/plan.json: READY" in markdown
+    assert "Plan late/plan.json</h1>" in (pytester.path / "r.html").read_text()

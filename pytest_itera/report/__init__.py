@@ -26,6 +26,7 @@ from pytest_itera.report.model import (
     REPORT_FORMAT,
     CampaignReport,
     CheckResult,
+    PlanReport,
     RunRow,
     StepRow,
     budget_section,
@@ -52,7 +53,7 @@ from pytest_itera.report.terminal import (
 
 __all__ = [
     "ACCEPTING", "PARTIAL_NOTE", "PLAN_INTEGRITY_NOTE", "RENDERERS", "REPORT_FORMAT",
-    "SUFFIXES", "CampaignReport", "CheckResult", "RunRow", "StepRow", "acceptance",
+    "SUFFIXES", "CampaignReport", "CheckResult", "PlanReport", "RunRow", "StepRow", "acceptance",
     "budget_section", "budget_text", "build", "check_counts", "clean", "clean_block",
     "objective_rows", "overall_verdict", "provenance_rows", "render_html", "render_json",
     "render_markdown", "run_rows", "runs_of", "schedule_section", "schedule_text", "step_rows",
@@ -62,18 +63,20 @@ __all__ = [
 
 # The report files --itera-report writes, by suffix: the one home of the suffixes
 # (pytest_itera.options checks a path against SUFFIXES).
-RENDERERS: dict[str, Callable[[Sequence[CampaignReport]], str]] = {
+RENDERERS: dict[str, Callable[[Sequence[CampaignReport], Sequence[PlanReport]], str]] = {
     ".json": render_json, ".md": render_markdown, ".html": render_html,
 }
 SUFFIXES = tuple(RENDERERS)
 
 
-def write(path: Path, reports: Sequence[CampaignReport]) -> None:
+def write(
+    path: Path, reports: Sequence[CampaignReport], plans: Sequence[PlanReport] = ()
+) -> None:
     """Write the report in the format the path's extension names (.json, .md, .html)."""
     renderer = RENDERERS.get(path.suffix.lower())
     if renderer is None:
         raise ValueError(f"{path}: unknown report type; use a .json, .md or .html path")
-    write_atomic(path, renderer(reports))
+    write_atomic(path, renderer(reports, plans))
 
 
 def write_json(path: Path, reports: Sequence[CampaignReport]) -> None:

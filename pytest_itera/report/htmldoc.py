@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from pytest_itera.report.model import CampaignReport, StepRow
+from pytest_itera.report.model import CampaignReport, PlanReport, StepRow
 from pytest_itera.report.tables import number_text, objective_rows, provenance_rows, report_tables
 from pytest_itera.report.terminal import (
     budget_text,
@@ -41,9 +41,10 @@ def _e(text: object) -> str:
     return html.escape(clean(text), quote=True).replace("://", ":&#47;&#47;")
 
 
-def render_html(reports: Sequence[CampaignReport]) -> str:
+def render_html(reports: Sequence[CampaignReport], plans: Sequence[PlanReport] = ()) -> str:
     title = "Closure report" if len(reports) != 1 else f"Closure report: {reports[0].campaign}"
     body = [part for report in reports for part in _html_campaign(report)]
+    body += [part for plan in plans for part in _html_plan(plan)]
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -57,6 +58,18 @@ def render_html(reports: Sequence[CampaignReport]) -> str:
         "</body>",
         "</html>",
     ]) + "\n"
+
+
+def _html_plan(plan: PlanReport) -> Iterator[str]:
+    """A plan before renting: its verdict, what fails, then the schedule and the lots."""
+    css = "ok" if plan.verdict == "ready" else "bad"
+    yield f"<section><h1>Plan {_e(plan.plan)}</h1>"
+    yield f'<p class="verdict {css}">{_e(plan.verdict.upper())}</p>'
+    for c in plan.checks:
+        if c.outcome == "failed":
+            yield f"<h2>{_e(c.nodeid)}</h2><pre>{_e(clean_block(c.message))}</pre>"
+    yield "<h2>Planned schedule, window and lots</h2>"
+    yield "<pre>" + _e("\n".join(clean(line) for line in plan.summary)) + "</pre></section>"
 
 
 def _html_campaign(report: CampaignReport) -> Iterator[str]:

@@ -8,15 +8,42 @@ from dataclasses import asdict
 from typing import Any
 
 from pytest_itera.closure import plain
-from pytest_itera.report.model import REPORT_FORMAT, CampaignReport, CheckResult, overall_verdict
+from pytest_itera.report.model import (
+    REPORT_FORMAT,
+    CampaignReport,
+    CheckResult,
+    PlanReport,
+    overall_verdict,
+)
 
 
-def to_json(reports: Sequence[CampaignReport]) -> dict[str, Any]:
-    """One campaign: its report object; several: {"format", "verdict", "campaigns": [...]}."""
+def to_json(
+    reports: Sequence[CampaignReport], plans: Sequence[PlanReport] = ()
+) -> dict[str, Any]:
+    """One campaign: its report object; several: {"format", "verdict", "campaigns": [...]};
+    with plans judged before renting, also "plans" (and "verdict" is theirs when no campaign
+    was judged)."""
     objects = [_campaign_json(r) for r in reports]
-    if len(objects) == 1:
+    if len(objects) == 1 and not plans:
         return objects[0]
-    return {"format": REPORT_FORMAT, "verdict": overall_verdict(reports), "campaigns": objects}
+    verdict = overall_verdict(reports) if reports else _plans_verdict(plans)
+    document: dict[str, Any] = {"format": REPORT_FORMAT, "verdict": verdict,
+                                "campaigns": objects}
+    if plans:
+        document["plans"] = [_plan_json(p) for p in plans]
+    return document
+
+
+def _plans_verdict(plans: Sequence[PlanReport]) -> str:
+    for worst in ("not ready", "incomplete"):
+        if any(p.verdict == worst for p in plans):
+            return worst
+    return "ready" if plans else "incomplete"
+
+
+def _plan_json(plan: PlanReport) -> dict[str, Any]:
+    return {"plan": plan.plan, "campaign": plan.campaign, "verdict": plan.verdict,
+            "checks": [_check_json(c) for c in plan.checks], "summary": list(plan.summary)}
 
 
 def _campaign_json(report: CampaignReport) -> dict[str, Any]:
@@ -51,5 +78,5 @@ def _check_json(c: CheckResult) -> dict[str, Any]:
             "waiver": plain(c.waiver) if c.waiver is not None else None}
 
 
-def render_json(reports: Sequence[CampaignReport]) -> str:
-    return json.dumps(to_json(reports), indent=2, ensure_ascii=False) + "\n"
+def render_json(reports: Sequence[CampaignReport], plans: Sequence[PlanReport] = ()) -> str:
+    return json.dumps(to_json(reports, plans), indent=2, ensure_ascii=False) + "\n"

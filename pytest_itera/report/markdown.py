@@ -6,7 +6,7 @@ import html
 import re
 from collections.abc import Iterable, Sequence
 
-from pytest_itera.report.model import CampaignReport, overall_verdict
+from pytest_itera.report.model import CampaignReport, PlanReport, overall_verdict
 from pytest_itera.report.tables import objective_rows, provenance_rows, report_tables
 from pytest_itera.report.terminal import (
     budget_text,
@@ -37,13 +37,28 @@ def _fence(text: str) -> list[str]:
     return [f"{ticks}text", text, ticks]
 
 
-def render_markdown(reports: Sequence[CampaignReport]) -> str:
+def render_markdown(reports: Sequence[CampaignReport], plans: Sequence[PlanReport] = ()) -> str:
     lines: list[str] = []
     if len(reports) > 1:
         lines += [f"# Closure report: {overall_verdict(reports)}", ""]
     for report in reports:
         lines += _markdown_campaign(report, level="##" if len(reports) > 1 else "#")
+    for plan in plans:
+        lines += _markdown_plan(plan)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _markdown_plan(plan: PlanReport) -> list[str]:
+    """A plan before renting: its verdict, what fails, then the schedule and the lots."""
+    lines = [f"# Plan {_md(plan.plan)}: {plan.verdict.upper()}", ""]
+    if plan.campaign is not None:
+        lines += [f"Campaign: {_md(plan.campaign)}", ""]
+    failed = [c for c in plan.checks if c.outcome == "failed"]
+    for c in failed:
+        lines += [f"- **{_md(c.nodeid)}**", "", *_fence(clean_block(c.message)), ""]
+    lines += ["Planned schedule, window and lots:", "",
+              *_fence("\n".join(clean(line) for line in plan.summary)), ""]
+    return lines
 
 
 def _markdown_campaign(report: CampaignReport, *, level: str) -> list[str]:

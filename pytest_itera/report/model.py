@@ -199,6 +199,25 @@ def verdict(
 _WORST_FIRST = ("rejected", "incomplete", "plausible (fast mode)", "accepted with waivers")
 
 
+@dataclass(frozen=True)
+class PlanReport:
+    """A plan judged before renting (``--itera-plan``): its checks and its schedule summary."""
+
+    plan: str  # the plan file, as the user named it
+    campaign: str | None  # the plan's campaign id (None: it did not load)
+    checks: tuple[CheckResult, ...]
+    summary: tuple[str, ...]  # planned schedule, window edge, uncommitted time, lots that fit
+
+    @property
+    def verdict(self) -> str:
+        """ready (every check ran and passed), not ready, or incomplete (some did not run)."""
+        if not self.checks:
+            return "incomplete"
+        if any(c.outcome == "failed" for c in self.checks):
+            return "not ready"
+        return "ready" if all(c.outcome == "passed" for c in self.checks) else "incomplete"
+
+
 def overall_verdict(reports: Sequence[CampaignReport]) -> str:
     """Several campaigns: the worst of their verdicts."""
     for worst in _WORST_FIRST:
