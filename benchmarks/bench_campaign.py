@@ -494,8 +494,56 @@ def scenario_e(args: argparse.Namespace, work: Path) -> list[Row]:
                 f"{outcome(ours)}; floor = hashlib only (no torch import, no reloads)", base=base)]
 
 
+def small_files(root: Path, count: int, per_folder: int = 1000) -> list[str]:
+    """``count`` small files (200-1,200 bytes, distinct), ``per_folder`` to a folder."""
+    rels = []
+    for n in range(count):
+        rel = f"bulk/d{n // per_folder:04d}/f{n % per_folder:04d}.bin"
+        path = root / rel
+        if n % per_folder == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(n.to_bytes(8, "little") * (25 + n % 126))
+        rels.append(rel)
+    return rels
+
+
+def scenario_f(args: argparse.Namespace, work: Path) -> list[Row]:
+    """Issue 19 point 5: the extra cost of many small listed files (the same campaign with and
+    without them) against ``find | xargs openssl dgst -sha256`` over those files."""
+    camp = base_campaign(work / "f-camp")
+    without = base_campaign(work / "f-without")
+    rels = small_files(camp, args.small_files)
+    list_in_manifest(camp, rels)
+    warm(camp)
+    warm(without)
+    items = count_items(camp, work)
+    floor_cmd = ["sh", "-c", f"find {camp / 'bulk'} -type f -print0 | "
+                 "xargs -0 openssl dgst -sha256 > /dev/null"]
+    probe = work / "probe.json"
+    ours, ours0, fast, fast0, floor = interleaved(
+        args.repeat,
+        lambda: run(pytest_cmd(camp), work, probe),
+        lambda: run(pytest_cmd(without), work, probe),
+        lambda: run(pytest_cmd(camp, "--itera-fast"), work, probe),
+        lambda: run(pytest_cmd(without, "--itera-fast"), work, probe),
+        lambda: run(floor_cmd, work),
+    )
+    rows = []
+    for name, full, base in (("every check", ours, ours0), ("--itera-fast", fast, fast0)):
+        extra = full.wall - base.wall
+        ratio = extra / floor.wall
+        rss_ok = full.rss <= RSS_TARGET
+        rows.append(Row(
+            f"(f) {args.small_files:,} small files, {items} items, {name}: extra wall", full,
+            floor, None, f"{outcome(full)}; without the files {base.wall:.2f} s, "
+            f"{base.rss / MIB:.0f} MiB; floor = find | xargs openssl dgst -sha256",
+            (f"extra {extra:.2f} s = {ratio:.2f}x floor (target <= 5x); peak RSS "
+             f"{full.rss / MIB:.0f} MiB (target < 300 MiB)", ratio <= 5 and rss_ok)))
+    return rows
+
+
 SCENARIOS = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d,
-             "e": scenario_e}
+             "e": scenario_e, "f": scenario_f}
 
 
 # ----------------------------------------------------------------------------- the table
@@ -542,11 +590,14 @@ def table(rows: list[Row]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenarios", default="a,b,c,d,e", help="comma-separated: a,b,c,d,e")
+    parser.add_argument("--scenarios", default="a,b,c,d,e,f",
+                        help="comma-separated: a,b,c,d,e,f")
     parser.add_argument("--gib", type=float, default=1.0, help="(a) size of each checkpoint")
     parser.add_argument("--text-gib", type=float, default=1.0, help="(b) total JSONL size")
     parser.add_argument("--runs", type=int, default=1000, help="(c) runs in the sweep")
     parser.add_argument("--checkpoints", type=int, default=50, help="(d) small checkpoints")
+    parser.add_argument("--small-files", type=int, default=100_000,
+                        help="(f) small listed files")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved runs; medians")
     parser.add_argument("--workdir", type=Path, help="where campaigns are written")
     parser.add_argument("--keep", action="store_true", help="keep the campaigns afterwards")

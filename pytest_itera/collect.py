@@ -51,11 +51,16 @@ MARKER = "itera"
 class CheckFailed(Exception):
     """A check found problems in the campaign (not a plugin bug)."""
 
-    def __init__(self, check: str, target: str | None, findings: tuple[Finding, ...]) -> None:
+    def __init__(
+        self, check: str, target: str | None, findings: tuple[Finding, ...],
+        files: tuple[tuple[str, tuple[Finding, ...]], ...] | None = None, of: int = 0,
+    ) -> None:
         super().__init__(summary_line(findings))
         self.check = check
         self.target = target
         self.findings = findings
+        self.files = files  # a folder item's failing files, each with its findings
+        self.of = of  # how many files the folder item checked
 
 
 _hook_cache_key = pytest.StashKey[dict[Path, pluggy.HookRelay]]()
@@ -173,10 +178,20 @@ class IteraCheckItem(_CampaignNode, pytest.Item):
         if self.check.reloads and self.target is not None:
             self.user_properties.append(
                 (RELOADS_KEY, _reload_facts(self.parent.context, self.target)))
-        if findings:
+        if not findings:
+            return
+        ctx, target = self.parent.context, self.target
+        if ctx.grouped(self.check.id, target):
+            assert target is not None
+            # A folder item's report lists every finding of every file (it stands for them).
             self.user_properties.append((FINDINGS_KEY, [
-                plain(FindingFacts.of(f, self.check.id)) for f in findings[:FINDINGS_KEPT]]))
-            raise CheckFailed(self.check.id, self.target, findings)
+                plain(FindingFacts.of(f, self.check.id)) for f in findings]))
+            raise CheckFailed(self.check.id, target, findings,
+                              ctx.failing_files(self.check.id, target),
+                              len(ctx.members(self.check.id, target)))
+        self.user_properties.append((FINDINGS_KEY, [
+            plain(FindingFacts.of(f, self.check.id)) for f in findings[:FINDINGS_KEPT]]))
+        raise CheckFailed(self.check.id, self.target, findings)
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
@@ -189,12 +204,30 @@ class IteraCheckItem(_CampaignNode, pytest.Item):
         return self.path, 0, f"[itera] {self.name}"
 
 
+# A folder item's message: the findings of its first failing files in full, then every other
+# failing file by name (JUnit keeps only the message: each failing file is named in it).
+FILES_IN_FULL = 20
+
+
 def failure_text(error: CheckFailed) -> str:
     count = len(error.findings)
     label = item_name(error.check, error.target)
     head = f"{label}: {count} problem{'s' if count != 1 else ''}"
+    if error.files is not None:
+        return clean_block(f"{head} {_in_files(error.files, error.of)}")
     # Campaign data (file names, texts) never reaches the terminal with its control characters.
     return clean_block(f"{head}\n{render_all(error.findings)}")
+
+
+def _in_files(files: tuple[tuple[str, tuple[Finding, ...]], ...], of: int) -> str:
+    lines = [f"in {len(files)} of {of} files"]
+    lines += [render_all(found) for _, found in files[:FILES_IN_FULL]]
+    rest = files[FILES_IN_FULL:]
+    if rest:
+        lines.append(f"... and {len(rest)} more failing files (every finding is in the JSON "
+                     "report):")
+        lines += [f"  {path}: {found[0].message}" for path, found in rest]
+    return "\n".join(lines)
 
 
 def _reload_facts(ctx: Context, target: str) -> list[dict[str, Any]]:
@@ -266,6 +299,7 @@ def make_context(
         reload_hook=_reload_hook(config) if config.hook.pytest_itera_reload.get_hookimpls()
         else None,
         close_reloader=False,  # shared by every campaign of this process; closed at unconfigure
+        group_files_above=settings.group_files_above,
     )
     # Also when -x stops the run before the manifest node is torn down: no read goes on.
     config.add_cleanup(context.close)
@@ -401,8 +435,15 @@ def read_ahead(session: pytest.Session) -> None:
     config = session.config
     if is_worker(config) or config.option.collectonly:
         return
-    for manifest, targets in selected_targets(session, lambda c: c.reads).items():
-        manifest.context.read_ahead((t for t in targets if t is not None), min(4, _cpus()))
+    wanted: dict[IteraManifest, list[str]] = {}
+    for item in session.items:
+        if isinstance(item, IteraCheckItem) and item.check.reads and item.target is not None:
+            assert isinstance(item.parent, IteraManifest)
+            # A folder item reads its files.
+            wanted.setdefault(item.parent, []).extend(
+                item.parent.context.members(item.check.id, item.target))
+    for manifest, targets in wanted.items():
+        manifest.context.read_ahead(targets, min(4, _cpus()))
 
 
 def _cpus() -> int:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, overload
 import pytest
 
 from pytest_itera.checks import PlanPin
+from pytest_itera.checks.context import GROUP_FILES_ABOVE
 
 if TYPE_CHECKING:
     from pytest_itera.campaign import Campaign
@@ -46,6 +47,7 @@ INI_CATALOGUE = "itera_catalogue"
 INI_PLAN_SHA256 = "itera_plan_sha256"
 INI_REQUIRE_ACCEPTED = "itera_require_accepted"
 INI_WAIVERS = "itera_waivers"
+INI_GROUP_FILES_ABOVE = "itera_group_files_above"
 MAX_TOLERANCE = 0.5  # pytest_itera.schedule.MAX_TOLERANCE
 
 def folder_holding(path: Path, roots: Iterable[Path], *, strictly: bool = False) -> Path | None:
@@ -73,6 +75,8 @@ class Settings:
     plan_pins: tuple[PinLine, ...] = ()
     # The gate (issue 17): exit 0 only when every verdict is accepted (with waivers or not).
     require_accepted: bool = False
+    # Above this many files, the per-file checks get one item per folder (issue 19).
+    group_files_above: int = GROUP_FILES_ABOVE
     waivers_file: Path | None = None
     waivers: tuple[Waiver, ...] = ()
     seal: Path | None = None  # write the closure seal there when accepted
@@ -245,6 +249,11 @@ def addoption(parser: pytest.Parser) -> None:
     parser.addini(
         INI_WAIVERS, f"waivers file (like {WAIVERS}), relative to the ini file", "string", ""
     )
+    parser.addini(
+        INI_GROUP_FILES_ABOVE, "above this many files, the per-file checks (files-intact, "
+        "no-temp-paths) get one item per folder, '<folder>/*', instead of one per file",
+        "string", str(GROUP_FILES_ABOVE),
+    )
 
 
 def build_settings(config: pytest.Config) -> Settings:
@@ -276,8 +285,18 @@ def build_settings(config: pytest.Config) -> Settings:
         deviation_tolerance=_tolerance(config),
         report_inside=report_inside,
         plan_pins=_pin_lines(config),
+        group_files_above=_group_files_above(config),
         **_gate(config, campaigns, reports),
     )
+
+
+def _group_files_above(config: pytest.Config) -> int:
+    raw = str(config.getini(INI_GROUP_FILES_ABOVE)).strip() or str(GROUP_FILES_ABOVE)
+    if not raw.isdigit():
+        raise pytest.UsageError(
+            f"{INI_GROUP_FILES_ABOVE} = {shlex.quote(raw)}: not a whole number of files"
+        )
+    return int(raw)
 
 
 def _tolerance(config: pytest.Config) -> float:

@@ -22,6 +22,18 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# Above this many targets, a per-file check (scope "file") gets one item per folder instead of
+# one per file (the ini itera_group_files_above): pytest costs ~1 ms and ~8 KiB per item, a
+# small file's hash far less (issue 19).
+GROUP_FILES_ABOVE = 2000
+
+
+def folder_group(relpath: str) -> str:
+    """The group target of a file: ``<folder>/*`` (the files directly in that folder), ``*``
+    for the campaign folder's own files."""
+    folder, slash, _ = relpath.rpartition("/")
+    return f"{folder}/*" if slash else "*"
+
 
 class Context:
     """What checks see: the campaign, the options and shared, memoised work.
@@ -42,6 +54,7 @@ class Context:
         reloader_factory: Callable[[], Reloader] | None = None,
         reload_hook: ReloadHook | None = None,
         close_reloader: bool = True,
+        group_files_above: int | None = GROUP_FILES_ABOVE,
     ) -> None:
         self.campaign = campaign
         self.options = options
@@ -65,6 +78,11 @@ class Context:
         self._by_run: dict[str, list[tuple[str, str]]] | None = None
         self._targets: dict[str, tuple[str, ...]] = {}
         self._memo: dict[str, Any] = {}
+        self._group_above = group_files_above  # None: one item per file, always
+        # (check id, group target) -> its files, sorted; only for checks that were grouped.
+        self._members: dict[tuple[str, str], tuple[str, ...]] = {}
+        # (check id, group target) -> (file, its findings) for each failing file, in order.
+        self._failing: dict[tuple[str, str], tuple[tuple[str, tuple[Finding, ...]], ...]] = {}
 
     @property
     def root(self) -> Path:
@@ -297,7 +315,29 @@ class Context:
         blocked = blocked_by_contract(self.campaign, check)
         if blocked is not None:
             return (blocked,)
+        if target is not None and (check.id, target) in self._members:
+            return [f for _, found in self.failing_files(check.id, target) for f in found]
         return check.run(self, target)
+
+    def members(self, check_id: str, target: str) -> tuple[str, ...]:
+        """The files a target stands for: a group target's files, else the target itself."""
+        return self._members.get((check_id, target), (target,))
+
+    def grouped(self, check_id: str, target: str | None) -> bool:
+        return target is not None and (check_id, target) in self._members
+
+    def failing_files(
+        self, check_id: str, target: str
+    ) -> tuple[tuple[str, tuple[Finding, ...]], ...]:
+        """A group target's failing files, each with its findings, in file order (computed
+        once; the findings of the files that pass are not kept)."""
+        key = (check_id, target)
+        with self._lock:
+            if key not in self._failing:
+                check = self.checks[check_id]
+                found = ((m, tuple(check.run(self, m))) for m in self.members(check_id, target))
+                self._failing[key] = tuple((m, f) for m, f in found if f)
+            return self._failing[key]
 
     def run_failures(self, run_id: str) -> list[tuple[str, str]]:
         """(check, target) pairs that fail for one run's own targets.
@@ -336,8 +376,36 @@ class Context:
             return (None,)
         with self._lock:
             if check.id not in self._targets:
-                self._targets[check.id] = tuple(sorted(set(check.targets(self))))
+                targets = sorted(set(check.targets(self)))
+                above = self._group_above
+                if check.scope == "file" and above is not None and len(targets) > above:
+                    targets = self._group(check, targets)
+                self._targets[check.id] = tuple(targets)
             return self._targets[check.id]
+
+    def _group(self, check: Check, targets: list[str]) -> list[str]:
+        """One target per folder (``folder_group``) for the files that belong to exactly the
+        runs their folder does; a file a run names itself (its predictions, config,
+        measurements, a checkpoint file) keeps its own target, so a group belongs to the runs
+        of every file it holds and the runs table and ``run_failures`` stay exact."""
+        members: dict[str, list[str]] = {}
+        alone: list[str] = []
+        owners: dict[str, set[str]] = {}
+        for target in targets:
+            group = folder_group(target)
+            if group not in owners:
+                owners[group] = self.runs_of(check, group)
+            if group != target and self.runs_of(check, target) == owners[group]:
+                members.setdefault(group, []).append(target)
+            else:
+                alone.append(target)
+        clash = set(alone) & members.keys()  # a file literally named "<folder>/*"
+        for group in sorted(members):
+            if group in clash:
+                alone += members.pop(group)
+            else:
+                self._members[(check.id, group)] = tuple(members[group])
+        return sorted({*alone, *members})
 
 
 def blocked_by_contract(campaign: Campaign, check: Check) -> Finding | None:
