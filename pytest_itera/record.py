@@ -64,6 +64,7 @@ from pytest_itera.campaign import (
 )
 from pytest_itera.journal import JOURNAL_FILE, JOURNAL_FORMAT, Journal, TornLine
 from pytest_itera.portable import RENAME_HINT, path_problem
+from pytest_itera.text import is_blank
 from pytest_itera.tree import DigestRefused, tree_digest
 
 if TYPE_CHECKING:
@@ -423,7 +424,7 @@ class RunRecorder:
                 f"run {self.id!r}: stop rule {rule!r} is not declared in the plan "
                 f"(declared: {', '.join(declared) or 'none'}); stop rules precede the runs"
             )
-        if not reason.strip():
+        if is_blank(reason):
             raise RecordError(f"run {self.id!r}: a stop needs a reason")
         step = self._stop_step(self._campaign.stop_rule(rule), step)
         when = self._end("stopped", at, rule=rule, reason=reason, step=step)
@@ -453,7 +454,7 @@ class RunRecorder:
         return first
 
     def reject(self, reason: str, *, at: datetime | str | None = None) -> None:
-        if not reason.strip():
+        if is_blank(reason):
             raise RecordError(f"run {self.id!r}: a rejection needs a reason")
         self._end("rejected", at, reason=reason)
         self.record["rejection"] = reason
@@ -749,7 +750,7 @@ class CampaignRecorder:
         """Record a decision; the runs in ``drops`` become ``dropped`` by it."""
         if any(d["id"] == decision_id for d in self._decisions):
             raise RecordError(f"decision {decision_id!r} is already recorded")
-        if not text.strip():
+        if is_blank(text):
             raise RecordError(f"decision {decision_id!r} needs a text")
         drops, adds = list(drops), list(adds)
         for run_id in drops:
@@ -851,7 +852,7 @@ class CampaignRecorder:
         and the 40-hex commit it was fetched at (or built as); returns the folder's tree
         digest, which :meth:`add_adapter` records as ``base_digest``."""
         _require_commit(revision, f"base {folder}")
-        if not model.strip():
+        if is_blank(model):
             raise RecordError(f"base {folder}: a base needs its model name")
         if not (self.root / check_relpath(folder, field="base folder")).is_dir():
             raise RecordError(f"base {folder} is not a folder in the campaign")
@@ -915,9 +916,9 @@ class CampaignRecorder:
             raise RecordError(
                 f"expense {label!r}: the amount {amount!r} is a {type(amount).__name__}; money "
                 f"is a decimal string as billed: write \"{amount}\"")
-        if not label.strip():
+        if is_blank(label):
             raise RecordError("an expense needs a label")
-        if not (file or (reference and reference.strip())):
+        if not (file or not is_blank(reference)):
             raise RecordError(
                 f"expense {label!r}: give its receipt file or its order reference; "
                 "an amount without provenance is an estimate"

@@ -342,8 +342,13 @@ def test_decision_drops_a_run_that_ran(
     )
 
 
-def test_rejected_run_needs_a_reason(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+@pytest.mark.parametrize("blank", [None, " \t", "\u200b"])
+def test_rejected_run_needs_a_reason(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, blank: str | None
+) -> None:
     campaign.manifest["runs"][3]["outcome"] = "rejected"
+    if blank is not None:
+        campaign.manifest["runs"][3]["rejection"] = blank
     campaign.write()
     result = run(pytester, *only("expected-ids"))
     expect(result, "manifest.json $.runs[3].rejection: rejected run variant-a does not say why")

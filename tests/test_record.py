@@ -838,3 +838,17 @@ def test_a_step_left_running_blocks_closure(rec: CampaignRecorder) -> None:
     with pytest.raises(RecordError, match="steps started and never ended: train"):
         finish(rec)
     assert not (rec.root / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("blank", ["", "  ", "\u200b", "\u00a0\t"])
+def test_blank_texts_are_refused_by_the_one_rule_for_text(
+    rec: CampaignRecorder, blank: str
+) -> None:
+    """The recorder and the checks share pytest_itera.text.is_blank: what the plugin would
+    call missing, the recorder refuses to write."""
+    with pytest.raises(RecordError, match="needs a text"):
+        rec.decide("after-pilot", blank, drops=["variant"])
+    with pytest.raises(RecordError, match="needs a label"):
+        rec.expense(blank, "1.20", reference="ORD-1")
+    with pytest.raises(RecordError):
+        rec.expense("storage", "1.20", reference=blank)

@@ -69,6 +69,9 @@ def test_no_stopped_run_no_item(pytester: Pytester, campaign: Campaign) -> None:
         ({"reason": "  "},
          ["manifest.json $.runs[3].stop.reason: stopped run variant-a has no stop reason",
           "    fix:      say what was observed*"]),
+        # one rule for text everywhere (pytest_itera.text.is_blank): zero-width is blank too
+        ({"reason": "\u200b\u00a0"},
+         ["manifest.json $.runs[3].stop.reason: stopped run variant-a has no stop reason"]),
         ({"rule": "out-of-memory"},
          ["manifest.json $.runs[3].stop.rule: stopped run variant-a cites stop rule "
           "'out-of-memory', which the plan does not declare",
@@ -82,7 +85,7 @@ def test_no_stopped_run_no_item(pytester: Pytester, campaign: Campaign) -> None:
          ["manifest.json $.runs[3].stop: stopped run variant-a does not say when it was stopped",
           "    expected: a step or an 'at' timestamp"]),
     ],
-    ids=["empty-reason", "rule-not-in-plan", "no-rule", "no-when"],
+    ids=["empty-reason", "zero-width-reason", "rule-not-in-plan", "no-rule", "no-when"],
 )
 def test_stop_record_incomplete(
     pytester: Pytester, campaign: Campaign, fields: dict[str, Any], messages: list[str]

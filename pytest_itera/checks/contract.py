@@ -18,6 +18,7 @@ from pytest_itera.campaign import (
 )
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
+from pytest_itera.text import is_blank
 
 MUST_ROLES = ("control", "data_check", "resume_check")
 
@@ -221,7 +222,7 @@ def _outcome_records(plan: Plan, man: Manifest) -> Iterator[Finding]:
         where = f"{MANIFEST_FILE} $.runs[{i}]"
         if run.outcome == "dropped":
             yield from _dropped(plan, run.id, run.decision, decisions, where)
-        elif run.outcome == "rejected" and not (run.rejection or "").strip():
+        elif run.outcome == "rejected" and is_blank(run.rejection):
             yield Finding(
                 f"rejected run {run.id} does not say why",
                 where=f"{where}.rejection",
@@ -421,8 +422,6 @@ def _text_problem(ctx: Context, relpath: str) -> str | None:
 
 
 def _blank(ctx: Context, relpath: str) -> bool:
-    from pytest_itera.text import is_blank
-
     text = _read_text(ctx, relpath)
     return text is not None and is_blank(text)
 

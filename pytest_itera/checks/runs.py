@@ -96,7 +96,7 @@ def _not_stopped(run: RunRecord, where: str) -> Finding:
 def _stop_fields(plan: Plan, run: RunRecord, where: str) -> Iterator[Finding]:
     assert run.stop is not None
     declared = [r.id for r in plan.stop_rules]
-    if not run.stop.rule.strip():
+    if is_blank(run.stop.rule):
         yield Finding(f"stopped run {run.id} does not name the stop rule that fired",
                       where=f"{where}.stop.rule", expected=f"one of {declared}",
                       hint="cite the id of a stop rule declared in plan.json")
@@ -107,7 +107,7 @@ def _stop_fields(plan: Plan, run: RunRecord, where: str) -> Iterator[Finding]:
                       found=repr(run.stop.rule),
                       hint="stop rules are written in the plan before any run starts; a rule "
                       "invented afterwards is not a stop rule: record the run as rejected instead")
-    if not run.stop.reason.strip():
+    if is_blank(run.stop.reason):
         yield Finding(f"stopped run {run.id} has no stop reason", where=f"{where}.stop.reason",
                       hint="say what was observed (e.g. 'training loss was nan at step 14')")
     if run.stop.step is None and run.stop.at is None:
