@@ -22,9 +22,24 @@ from pytest_itera.findings import Finding, default_code
 if TYPE_CHECKING:
     from pytest_itera.reload import ReloadResult
 
-__all__ = ["ACCEPTANCE", "CAMPAIGN_KEY", "CHECK_KEY", "FINDINGS_KEPT", "FINDINGS_KEY", "PLAN_KEY",
-           "RELOADS_KEY", "SCOPE_KEY", "TARGET_KEY", "WAIVER_KEY", "FindingFacts", "ReloadFacts",
-           "WaiverFacts", "item_properties", "plain"]
+__all__ = [
+    "ACCEPTANCE",
+    "CAMPAIGN_KEY",
+    "CHECK_KEY",
+    "EVIDENCE_KEY",
+    "FINDINGS_KEPT",
+    "FINDINGS_KEY",
+    "PLAN_KEY",
+    "RELOADS_KEY",
+    "SCOPE_KEY",
+    "TARGET_KEY",
+    "WAIVER_KEY",
+    "FindingFacts",
+    "ReloadFacts",
+    "WaiverFacts",
+    "item_properties",
+    "plain",
+]
 
 ACCEPTANCE = "acceptance-test"  # the check id of a test that uses the itera_campaign fixture
 FINDINGS_KEPT = 100  # per item: the rendered message says how many more there were
@@ -34,6 +49,7 @@ FINDINGS_KEPT = 100  # per item: the rendered message says how many more there w
 CAMPAIGN_KEY, CHECK_KEY, TARGET_KEY, SCOPE_KEY = (
     "itera_campaign", "itera_check", "itera_target", "itera_scope")
 FINDINGS_KEY, RELOADS_KEY, WAIVER_KEY = "itera_findings", "itera_reloads", "itera_waiver"
+EVIDENCE_KEY = "itera_evidence"  # what a passing item knows but does not fail on
 PLAN_KEY = "itera_plan"  # a plan-gate item's plan (it has no campaign verdict)
 
 

@@ -22,6 +22,7 @@ from pytest_itera.checks import (
     item_name,
 )
 from pytest_itera.closure import (
+    EVIDENCE_KEY,
     FINDINGS_KEPT,
     FINDINGS_KEY,
     RELOADS_KEY,
@@ -179,6 +180,7 @@ class IteraCheckItem(_CampaignNode, pytest.Item):
             self.user_properties.append(
                 (RELOADS_KEY, _reload_facts(self.parent.context, self.target)))
         if not findings:
+            self._keep_evidence()
             return
         ctx, target = self.parent.context, self.target
         if ctx.grouped(self.check.id, target):
@@ -192,6 +194,17 @@ class IteraCheckItem(_CampaignNode, pytest.Item):
         self.user_properties.append((FINDINGS_KEY, [
             plain(FindingFacts.of(f, self.check.id)) for f in findings[:FINDINGS_KEPT]]))
         raise CheckFailed(self.check.id, self.target, findings)
+
+    def _keep_evidence(self) -> None:
+        """What a passing item knows but does not fail on (a stopped run's diverged weights):
+        on its report (-rA) and in the closure report as the item's message."""
+        from pytest_itera.checks.artifacts import informational
+
+        assert isinstance(self.parent, IteraManifest)
+        notes = informational(self.parent.context, self.check.id, self.target)
+        if notes:
+            self.user_properties.append((EVIDENCE_KEY, list(notes)))
+            self.add_report_section("call", "itera evidence", clean_block("\n".join(notes)))
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

@@ -31,6 +31,7 @@ from pytest_itera.closure import (
     ACCEPTANCE,
     CAMPAIGN_KEY,
     CHECK_KEY,
+    EVIDENCE_KEY,
     FINDINGS_KEY,
     PLAN_KEY,
     RELOADS_KEY,
@@ -402,6 +403,9 @@ def _result(
 ) -> report.CheckResult:
     # Not longreprtext: under xdist it starts with a "[gw0] linux -- Python ..." line.
     message = str(rep.longrepr).strip() if rep.failed and rep.longrepr is not None else ""
+    evidence = props.get(EVIDENCE_KEY)
+    if rep.passed and isinstance(evidence, list):
+        message = "\n".join(map(str, evidence))  # informational: the item passed
     if rep.skipped and isinstance(rep.longrepr, tuple):
         message = str(rep.longrepr[2])
     waiver = None

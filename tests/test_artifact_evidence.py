@@ -564,7 +564,8 @@ def test_a_stopped_run_ships_its_diverged_weights_as_evidence(
     add_checkpoint(campaign, built, "whole-module.pt", "runs/variant-a/module.pt",
                    run="variant-a", kind="weights")
     campaign.write()
-    result = run(pytester, "-k", "checkpoint-reloads and (variant-a or diverged)")
+    result = run(pytester, "-k", "checkpoint-reloads and (variant-a or diverged)",
+                 "-rA", "--itera-report", "r.json")
     assert verdicts(result) == {
         "checkpoint-reloads[runs/control/diverged.pt]": "FAILED",  # an accepted run's: a fault
         "checkpoint-reloads[runs/variant-a/module.pt]": "FAILED",  # evidence must still reload
@@ -591,6 +592,12 @@ def test_a_stopped_run_ships_its_diverged_weights_as_evidence(
         f"weights ({counts}), as run variant-a, stopped by its rule 'non-finite-loss', "
         "diverged; informational, not a failure",)
     assert informational(ctx, "checkpoint-reloads", "runs/control/diverged.pt") == ()
+    # Shown, not silent: the passing item's report section and the closure report's message.
+    expect(result, "*itera evidence*", f"evidence of the stop at step {DIVERGED_AT}: *")
+    report = json.loads((pytester.path / "r.json").read_text())
+    item = next(c for c in report["checks"] if c["target"] == VARIANT_WEIGHTS)
+    assert item["outcome"] == "passed"
+    assert item["message"].startswith(f"evidence of the stop at step {DIVERGED_AT}: ")
 
 
 def test_diverged_weights_of_a_run_stopped_by_another_rule_fail(
