@@ -263,10 +263,13 @@ def _folder_sizes(files: Iterable[FileRecord]) -> dict[str, int]:
     """Bytes per listed file and per folder above it (a checkpoint may be a folder)."""
     sizes: dict[str, int] = {}
     for record in files:
-        parts = record.path.split("/")
-        for n in range(1, len(parts) + 1):
-            key = "/".join(parts[:n])
-            sizes[key] = sizes.get(key, 0) + record.bytes
+        # The file's own key is its record's string (not a copy per listed file).
+        key, size = record.path, record.bytes
+        while True:
+            sizes[key] = sizes.get(key, 0) + size
+            if "/" not in key:
+                break
+            key = key.rpartition("/")[0]
     return sizes
 
 

@@ -126,7 +126,7 @@ class TempHit:
     where: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per file read, kept for the run: no __dict__
 class FileFacts:
     path: str  # display path (relative)
     size: int  # bytes actually read
@@ -469,7 +469,7 @@ def _safetensors_header(first: bytes, size: int) -> tuple[int, int] | None:
 
 
 def scan_file(
-    path: Path,
+    path: Path | str,
     display: str,
     matcher: TempMatcher | None,
     *,
@@ -744,7 +744,7 @@ def _no_read(offset: int, size: int) -> bytes:
     raise AssertionError("records have no lines to count")  # pragma: no cover
 
 
-def _moved(path: Path, st: os.stat_result) -> str | None:
+def _moved(path: Path | str, st: os.stat_result) -> str | None:
     try:
         now = os.lstat(path)
     except FileNotFoundError:

@@ -69,7 +69,9 @@ class Context:
         self._by_path: dict[str, Entry] = {}
         self._matcher: TempMatcher | None = None
         self._reloader: Reloader | None = None
-        self._facts: dict[str, Future[FileFacts]] = {}
+        # A file's facts; a Future only for a file handed to the reader threads (read_ahead):
+        # a Future and its lock per small file cost ~1.4 KiB each (issue 19).
+        self._facts: dict[str, FileFacts | Future[FileFacts]] = {}
         self._readers: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None] | None = None
         self._reader_count = 0
         self._closed = False
@@ -126,14 +128,15 @@ class Context:
     def facts(self, relpath: str) -> FileFacts:
         """Size, sha256 and temp-path hits of one file, from a single streamed read: here,
         or on a reader thread if :meth:`read_ahead` got to it first; once per process."""
-        with self._lock:
-            pending = self._facts.get(relpath)
-            mine = pending is None
-            if pending is None:
-                pending = self._facts[relpath] = Future()
-        if mine:
-            self._fill(relpath, pending)
-        return pending.result()
+        known = self._facts.get(relpath)  # once known, no lock (a dict read is atomic)
+        if known is None:
+            with self._lock:
+                known = self._facts.get(relpath)
+                if known is None:
+                    # Read here, under the lock (the reader threads never take it for a
+                    # read): no Future for a file no reader thread was handed.
+                    known = self._facts[relpath] = self._scan(relpath)
+        return known.result() if isinstance(known, Future) else known
 
     def read_ahead(self, relpaths: Iterable[str], workers: int) -> None:
         """Start reading these files now, ``workers`` at a time, on background threads, in
@@ -182,20 +185,26 @@ class Context:
                 self._fill(relpath, pending)
 
     def _fill(self, relpath: str, pending: Future[FileFacts]) -> None:
-        from pytest_itera.scan import scan_file
-
         try:
-            pending.set_result(scan_file(
-                self._readable_path(relpath),
-                relpath,
-                None if self.options.fast else self.matcher(),
-                hash=not self.options.fast,
-            ))
+            pending.set_result(self._scan(relpath))
         except BaseException as exc:  # a bug, handed to whoever asks for these facts
             pending.set_exception(exc)
 
+    def _scan(self, relpath: str) -> FileFacts:
+        from pytest_itera.scan import scan_file
+
+        return scan_file(
+            self._readable_path(relpath),
+            relpath,
+            None if self.options.fast else self.matcher(),
+            hash=not self.options.fast,
+        )
+
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """A value computed once per campaign per process (what checks derive from it)."""
+        if key in self._memo:  # computed: no lock (asked once per file by the file checks)
+            known: T = self._memo[key]
+            return known
         with self._lock:
             if key not in self._memo:
                 self._memo[key] = compute()
@@ -237,9 +246,13 @@ class Context:
             return f"is a {entry.kind}, not a regular file"
         return resolved
 
-    def _readable_path(self, relpath: str) -> Path:
-        """A link that stays inside the folder is read through; any other path as is."""
+    def _readable_path(self, relpath: str) -> Path | str:
+        """A link that stays inside the folder is read through; any other path as is (a
+        regular file of the walk as a plain string: its name is already normalised, and
+        a pathlib.Path per small file costs more than its hash)."""
         entry = self.entry(relpath)
+        if entry is not None and entry.kind == "file":
+            return os.path.join(os.fspath(self.root), relpath)
         path = self.root / relpath
         if entry is not None and entry.kind == "symlink" and not entry.escapes:
             return Path(os.path.realpath(path))
