@@ -125,15 +125,50 @@ class IteraCampaign(_CampaignNode, pytest.Collector):
         )
 
 
-class IteraManifest(_CampaignNode, pytest.File):
-    """The campaign's checks, one item per check and target."""
+class _ChecksFile(_CampaignNode, pytest.File):
+    """A file whose checks are items (manifest.json, or a plan before renting): it owns the
+    Context they share, closed when the file's items are done."""
 
     context: Context
-    _root_text: str
 
     @property
     def campaign_root(self) -> Path:
         return self.path.parent
+
+    def teardown(self) -> None:
+        context = getattr(self, "context", None)
+        if context is not None:
+            context.close()
+
+
+class _CheckItem(_CampaignNode, pytest.Item):
+    """One check on one target of a :class:`_ChecksFile`: its failure is plain text built
+    from the domain error; a plugin bug keeps its traceback."""
+
+    def __init__(self, *, check: Check, target: str | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check = check
+        self.target = target
+
+    @property
+    def campaign_root(self) -> Path:
+        return self.path.parent
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, CheckFailed):
+            return failure_text(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"[itera] {self.name}"
+
+
+class IteraManifest(_ChecksFile):
+    """The campaign's checks, one item per check and target."""
+
+    _root_text: str
 
     def collect(self) -> Iterator[IteraCheckItem]:
         settings = self.config.stash[settings_key]
@@ -152,25 +187,13 @@ class IteraManifest(_CampaignNode, pytest.File):
                     self, name=item_name(check.id, target), check=check, target=target
                 )
 
-    def teardown(self) -> None:
-        context = getattr(self, "context", None)
-        if context is not None:
-            context.close()
-
-
-class IteraCheckItem(_CampaignNode, pytest.Item):
-    """One check on one target."""
+class IteraCheckItem(_CheckItem):
+    """One check on one target of a closed campaign."""
 
     def __init__(self, *, check: Check, target: str | None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.check = check
-        self.target = target
+        super().__init__(check=check, target=target, **kwargs)
         root = getattr(self.parent, "_root_text", None) or str(self.campaign_root)
         self.user_properties += item_properties(root, check.id, target, check.scope)
-
-    @property
-    def campaign_root(self) -> Path:
-        return self.path.parent
 
     def runtest(self) -> None:
         assert isinstance(self.parent, IteraManifest)
@@ -205,16 +228,6 @@ class IteraCheckItem(_CampaignNode, pytest.Item):
         if notes:
             self.user_properties.append((EVIDENCE_KEY, list(notes)))
             self.add_report_section("call", "itera evidence", clean_block("\n".join(notes)))
-
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> str | TerminalRepr:
-        if isinstance(excinfo.value, CheckFailed):
-            return failure_text(excinfo.value)
-        return super().repr_failure(excinfo, style)  # a plugin bug keeps its traceback
-
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"[itera] {self.name}"
 
 
 # A folder item's message: the findings of its first failing files in full, then every other

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest._code.code import TerminalRepr
 
 from pytest_itera.campaign import PLAN_FILE, load_plan
 from pytest_itera.checks import Check, item_name
@@ -30,8 +29,9 @@ from pytest_itera.collect import (
     MARKER,
     CheckFailed,
     _CampaignNode,
+    _CheckItem,
+    _ChecksFile,
     _nodeid,
-    failure_text,
     is_worker,
     make_context,
     registered_checks,
@@ -59,16 +59,12 @@ class IteraPlanFolder(_CampaignNode, pytest.Collector):
                                     nodeid=_nodeid(self.session, self.path / PLAN_FILE))
 
 
-class IteraPlan(_CampaignNode, pytest.File):
+class IteraPlan(_ChecksFile):
     """A plan's checks, one item per check and target."""
 
     @classmethod
     def for_file(cls, parent: pytest.Collector, path: Path) -> IteraPlan:
         return cls.from_parent(parent, path=path, nodeid=_nodeid(parent.session, path))
-
-    @property
-    def campaign_root(self) -> Path:
-        return self.path.parent
 
     def collect(self) -> Iterator[IteraPlanItem]:
         settings = self.config.stash[settings_key]
@@ -88,42 +84,21 @@ class IteraPlan(_CampaignNode, pytest.File):
                 yield IteraPlanItem.from_parent(
                     self, name=item_name(check.id, target), check=check, target=target)
 
-    def teardown(self) -> None:
-        context = getattr(self, "context", None)
-        if context is not None:
-            context.close()
 
-
-class IteraPlanItem(_CampaignNode, pytest.Item):
+class IteraPlanItem(_CheckItem):
     """One plan-gate check on one plan (and target)."""
 
     def __init__(self, *, check: Check, target: str | None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.check = check
-        self.target = target
+        super().__init__(check=check, target=target, **kwargs)
         # Not CAMPAIGN_KEY: a plan has no closure verdict or report of its own.
         self.user_properties += [(PLAN_KEY, str(self.path)), (CHECK_KEY, check.id),
                                  (TARGET_KEY, target or "")]
-
-    @property
-    def campaign_root(self) -> Path:
-        return self.path.parent
 
     def runtest(self) -> None:
         assert isinstance(self.parent, IteraPlan)
         findings = self.parent.context.findings(self.check.id, self.target)
         if findings:
             raise CheckFailed(self.check.id, self.target, findings)
-
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> str | TerminalRepr:
-        if isinstance(excinfo.value, CheckFailed):
-            return failure_text(excinfo.value)
-        return super().repr_failure(excinfo, style)  # a plugin bug keeps its traceback
-
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"[itera] {self.name}"
 
 
 class PlanSummary:
