@@ -30,6 +30,8 @@ def _lean_inner_sessions(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
     anyio's pytest plugins (~2 s per run on our 2-core machines).
     """
     if "pytester" in request.fixturenames:
+        # After pytester's own set-up, which deletes PYTEST_ADDOPTS.
+        request.getfixturevalue("pytester")
         monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest -p no:anyio")
 
 
