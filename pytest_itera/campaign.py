@@ -637,7 +637,11 @@ def _validation_errors(name: str, data: Any) -> list[SchemaProblem]:
     if _fast_validator(name).is_valid(data):
         return []
     errors = sorted(
-        _validator(name).iter_errors(data), key=lambda e: list(map(str, e.absolute_path))
+        # A "not required" rule (the other version's fields) holds vacuously of a non-object,
+        # so its negation fails there: the value's own type error is the one to tell.
+        (e for e in _validator(name).iter_errors(data)
+         if e.validator != "not" or isinstance(e.instance, dict)),
+        key=lambda e: list(map(str, e.absolute_path)),
     )
     problems = [
         SchemaProblem(tuple(e.absolute_path), str(e.message), _explain(e)) for e in errors

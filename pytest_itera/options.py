@@ -418,14 +418,15 @@ def _python(config: pytest.Config) -> str | None:
 
 def _positive(config: pytest.Config, opt: str | None, ini: str, *, default: float) -> float:
     value = config.getoption(opt) if opt else None
+    name = opt  # the option the user gave: the command line's, else the ini file's
     if value is None:
+        name = ini
         raw = str(config.getini(ini)).strip() or str(default)
         try:
             value = float(raw)
         except ValueError:
             raise pytest.UsageError(f"{ini} = {shlex.quote(raw)}: not a number") from None
     if not value > 0 or value != value or value == float("inf"):
-        name = opt or ini
         raise pytest.UsageError(f"{name}: {value}: must be a positive number")
     return float(value)
 

@@ -1,0 +1,321 @@
+"""collect.py (and collect_plan.py) on their own: which items a campaign becomes, their node
+ids, names and facts, how they fail, and the helpers the plugin wires in.
+
+Items come from a real in-process collection (``pytester.inline_genitems``) of a campaign
+written by CampaignBuilder; the pure helpers are called directly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_itera.campaign import FileRecord
+from pytest_itera.checks import Check, Context, item_name
+from pytest_itera.closure import CAMPAIGN_KEY, CHECK_KEY, SCOPE_KEY, TARGET_KEY
+from pytest_itera.collect import (
+    FILES_IN_FULL,
+    CheckFailed,
+    IteraCheckItem,
+    IteraManifest,
+    _folder_sizes,
+    _nodeid,
+    failure_text,
+    is_worker,
+    registered_checks,
+    selected_targets,
+)
+from pytest_itera.collect_plan import VALID, IteraPlanItem
+from pytest_itera.findings import Finding
+from tests.factory import LEAN, CampaignBuilder
+
+MANIFEST = "out/manifest.json"
+
+
+def collect(pytester: pytest.Pytester, *args: str) -> list[IteraCheckItem]:
+    items, _ = pytester.inline_genitems(*LEAN, "--itera-campaign", "out", *args)
+    assert all(isinstance(item, IteraCheckItem) for item in items)
+    return [item for item in items if isinstance(item, IteraCheckItem)]
+
+
+def names(items: list[IteraCheckItem]) -> list[str]:
+    return [item.nodeid.split("::", 1)[1] for item in items]
+
+
+# ------------------------------------------------------------------ item names
+
+
+@pytest.mark.parametrize(
+    ("target", "name"),
+    [
+        (None, "files-intact"),
+        ("runs/a.pt", "files-intact[runs/a.pt]"),
+        ("odd::name.txt", "files-intact[odd:_:name.txt]"),  # "::" would split the node id
+        ("two\nlines", "files-intact[two\\nlines]"),
+        ("bell\x07", "files-intact[bell\\x07]"),
+        ("café.md", "files-intact[café.md]"),
+    ],
+)
+def test_item_name_is_one_readable_line(target: str | None, name: str) -> None:
+    assert item_name("files-intact", target) == name
+
+
+# ------------------------------------------------------------------ the items of a campaign
+
+
+def test_node_ids_are_sorted_by_check_order_then_id_then_target(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    items = collect(pytester)
+    assert all(item.nodeid.startswith(f"{MANIFEST}::") for item in items)
+    keys = [(item.check.order, item.check.id) for item in items]
+    assert keys == sorted(keys)
+    files = [item.target for item in items if item.check.id == "files-intact"]
+    assert files == sorted(f["path"] for f in json.loads(
+        (campaign.root / "manifest.json").read_text())["files"])
+    assert names(items)[:4] == ["manifest", "plan-frozen", "expected-ids", "rules-declared"]
+    assert len(set(item.nodeid for item in items)) == len(items)
+
+
+def test_two_collections_give_the_same_node_ids(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    assert [i.nodeid for i in collect(pytester)] == [i.nodeid for i in collect(pytester)]
+
+
+def test_each_item_carries_its_campaign_check_target_and_scope(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    items = {item.name: item for item in collect(pytester)}
+    item = items["files-intact[RELOAD.md]"]
+    assert item.user_properties == [
+        (CAMPAIGN_KEY, str(campaign.root)), (CHECK_KEY, "files-intact"),
+        (TARGET_KEY, "RELOAD.md"), (SCOPE_KEY, "file")]
+    whole = items["manifest"]
+    assert (whole.target, dict(whole.user_properties)[TARGET_KEY]) == (None, "")
+    assert item.get_closest_marker("itera") is not None
+    assert item.reportinfo() == (campaign.root / "manifest.json", 0,
+                                 "[itera] files-intact[RELOAD.md]")
+
+
+def test_plan_scoped_checks_are_never_items_of_a_closed_campaign(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    items = collect(pytester)
+    scopes = {item.check.scope for item in items}
+    assert "plan" not in scopes
+    assert {"campaign", "file", "run", "checkpoint"} <= scopes
+    assert VALID not in {item.check.id for item in items}
+
+
+def test_a_broken_manifest_keeps_one_item_per_check_that_needs_it(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    (campaign.root / "manifest.json").write_text("{")
+    campaign.seal()
+    items = collect(pytester)
+    by_check: dict[str, list[str | None]] = {}
+    for item in items:
+        by_check.setdefault(item.check.id, []).append(item.target)
+    assert by_check["files-intact"] == [None]
+    assert by_check["checkpoint-reloads"] == [None]
+    assert by_check["config-identity"] == [None]
+    assert "no-temp-paths[manifest.json]" in names(items)  # from the folder, not the manifest
+    assert f"{MANIFEST}::files-intact" in [i.nodeid for i in items]
+
+
+def test_many_files_are_grouped_by_folder_above_the_ini_threshold(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    for name in ("a", "b", "c"):
+        campaign.files[f"logs/{name}.log"] = name.encode()
+    campaign.write()
+    pytester.makeini("[pytest]\nitera_group_files_above = 5\n")
+    items = collect(pytester)
+    intact = [n for n in names(items) if n.startswith("files-intact")]
+    assert "files-intact[logs/*]" in intact
+    assert "files-intact[*]" in intact  # RELOAD.md and analysis.md
+    assert "files-intact[configs/control.json]" in intact  # a run names it: alone
+    assert not any(n.startswith("files-intact[logs/") and n != "files-intact[logs/*]"
+                   for n in intact)
+    group = next(i for i in items if i.name == "files-intact[logs/*]")
+    assert isinstance(group.parent, IteraManifest)
+    assert group.parent.context.members("files-intact", "logs/*") == (
+        "logs/a.log", "logs/b.log", "logs/c.log")
+
+
+def test_the_settings_reach_the_checks_options(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    pytester.makeconftest(
+        "def pytest_itera_temp_patterns(config):\n    return ['/from-hook/']\n")
+    pytester.makeini(f"[pytest]\nitera_temp_patterns = /from-ini/\n"
+                     f"itera_plan_sha256 = another-campaign = {'a' * 64}\n")
+    items = collect(pytester, "--itera-timeout", "9", "--itera-python", "python3")
+    manifest = items[0].parent
+    assert isinstance(manifest, IteraManifest)
+    options = manifest.context.options
+    assert (options.timeout, options.python, options.fast) == (9.0, "python3", False)
+    assert options.temp_patterns == ("/from-ini/", "/from-hook/")
+    assert (options.plan_pins, options.other_pins) == ((), ("another-campaign",))
+
+
+def test_selected_targets_group_the_wanted_items_by_campaign_in_item_order(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    items = collect(pytester)
+    wanted = selected_targets(items[0].session, lambda c: c.reloads)
+    assert list(wanted) == [items[0].parent]
+    assert list(wanted.values()) == [[
+        "runs/control/step-2.pt", "runs/resume-check/last.pt", "runs/variant-a/weights.pt",
+        "runs/control/step-2.pt", "runs/resume-check/last.pt", None]]
+
+
+# ------------------------------------------------------------------ failures
+
+
+def test_a_check_failure_is_plain_text_and_a_plugin_bug_keeps_its_traceback(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    item = next(i for i in collect(pytester) if i.name == "files-intact[RELOAD.md]")
+    finding = Finding("sha256 differs", where="RELOAD.md", expected="ab", found="cd")
+    try:
+        raise CheckFailed("files-intact", "RELOAD.md", (finding,))
+    except CheckFailed as exc:
+        failed = pytest.ExceptionInfo.from_exception(exc)
+    assert item.repr_failure(failed) == (
+        "files-intact[RELOAD.md]: 1 problem\n"
+        "RELOAD.md: sha256 differs\n    expected: ab\n    found:    cd")
+    try:
+        raise KeyError("a plugin bug")
+    except KeyError as exc:
+        bug = pytest.ExceptionInfo.from_exception(exc)
+    text = str(item.repr_failure(bug))
+    assert "KeyError: 'a plugin bug'" in text
+    assert "raise KeyError" in text
+
+
+def test_failure_text_counts_problems_and_strips_control_characters() -> None:
+    two = (Finding("first\x1b[31m"), Finding("second"))
+    assert failure_text(CheckFailed("c", "t\x07", two)) == (
+        "c[t\\x07]: 2 problems\nfirst\\x1b[31m\nsecond")
+    assert failure_text(CheckFailed("c", None, (Finding("one"),))) == "c: 1 problem\none"
+
+
+def test_a_folder_failure_shows_the_first_files_in_full_then_names_the_rest() -> None:
+    files = tuple((f"logs/{i:02}.log", (Finding(f"bad {i}", where=f"logs/{i:02}.log"),))
+                  for i in range(FILES_IN_FULL + 2))
+    findings = tuple(f for _, found in files for f in found)
+    lines = failure_text(CheckFailed("files-intact", "logs/*", findings, files, of=30)).split("\n")
+    assert lines[0] == f"files-intact[logs/*]: {FILES_IN_FULL + 2} problems in 22 of 30 files"
+    assert lines[1] == "logs/00.log: bad 0"
+    assert lines[FILES_IN_FULL] == "logs/19.log: bad 19"
+    assert lines[FILES_IN_FULL + 1:] == [
+        "... and 2 more failing files (every finding is in the JSON report):",
+        "  logs/20.log: bad 20", "  logs/21.log: bad 21"]
+
+
+def test_folder_sizes_add_each_file_to_every_folder_above_it() -> None:
+    records = [FileRecord("a/b/x.pt", 10, ""), FileRecord("a/b/y.pt", 5, ""),
+               FileRecord("a/z", 1, ""), FileRecord("top", 7, "")]
+    assert _folder_sizes(records) == {
+        "a/b/x.pt": 10, "a/b/y.pt": 5, "a/b": 15, "a/z": 1, "a": 16, "top": 7}
+
+
+# ------------------------------------------------------------------ node ids outside the rootdir
+
+
+def test_node_ids_are_relative_to_the_rootdir_else_as_the_user_can_type_them(
+    pytester: pytest.Pytester,
+) -> None:
+    config = pytester.parseconfigure()
+    session = pytest.Session.from_config(config)
+    root = config.rootpath
+    assert _nodeid(session, root / "out/manifest.json") == "out/manifest.json"
+    assert _nodeid(session, root.parent / "near/out") == "../near/out"
+    far = Path("/", "campaigns", "out")
+    assert len(root.parts) > 4  # so that the far folder is more than three levels up
+    assert _nodeid(session, far) == "/campaigns/out"
+
+
+# ------------------------------------------------------------------ the check registry
+
+
+class Contributes:
+    def __init__(self, *checks: Check) -> None:
+        self.checks = list(checks)
+
+    def pytest_itera_checks(self, config: pytest.Config) -> list[Check]:
+        return self.checks
+
+
+def nothing(ctx: Context, target: str | None) -> list[Finding]:
+    return []
+
+
+def test_registered_checks_gathers_every_plugins_checks_and_keeps_the_fast_ones(
+    pytester: pytest.Pytester,
+) -> None:
+    config = pytester.parseconfig()
+    config.pluginmanager.register(Contributes(Check("slow", "s", nothing)), "one")
+    config.pluginmanager.register(Contributes(Check("quick", "q", nothing, fast=True)), "two")
+    assert sorted(registered_checks(config, config.hook, fast=False)) == ["quick", "slow"]
+    assert list(registered_checks(config, config.hook, fast=True)) == ["quick"]
+
+
+def test_two_checks_with_one_id_are_a_usage_error(pytester: pytest.Pytester) -> None:
+    config = pytester.parseconfig()
+    config.pluginmanager.register(Contributes(Check("manifest", "mine", nothing)), "mine")
+    config.pluginmanager.register(Contributes(Check("manifest", "theirs", nothing)), "theirs")
+    with pytest.raises(pytest.UsageError) as raised:
+        registered_checks(config, config.hook, fast=False)
+    assert str(raised.value) == "pytest-itera: two checks are registered as 'manifest'"
+
+
+def test_is_worker_only_with_xdist_worker_input(pytester: pytest.Pytester) -> None:
+    config = pytester.parseconfig()
+    assert not is_worker(config)
+    config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]
+    assert is_worker(config)
+
+
+# ------------------------------------------------------------------ a plan judged alone
+
+
+def plan_items(pytester: pytest.Pytester, path: str) -> list[IteraPlanItem]:
+    items, _ = pytester.inline_genitems(*LEAN, "--itera-plan", path)
+    return [item for item in items if isinstance(item, IteraPlanItem)]
+
+
+def test_a_plan_file_becomes_items_named_after_it(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    (pytester.path / "draft.json").write_bytes((campaign.root / "plan.json").read_bytes())
+    items = plan_items(pytester, "draft.json")
+    assert [i.nodeid for i in items] == [
+        "draft.json::plan-valid", "draft.json::plan-frozen-ready",
+        "draft.json::plan-schedule-fits"]
+    assert {i.check.scope for i in items} == {"plan"}
+    assert dict(items[0].user_properties) == {
+        "itera_plan": str(pytester.path / "draft.json"), CHECK_KEY: VALID, TARGET_KEY: ""}
+
+
+def test_a_plan_that_does_not_load_is_one_item_saying_why(pytester: pytest.Pytester) -> None:
+    (pytester.path / "draft.json").write_text('{"format": "itera-plan/2", "format": "x"}')
+    items = plan_items(pytester, "draft.json")
+    assert [i.nodeid for i in items] == ["draft.json::plan-valid"]
+    result = pytester.runpytest(*LEAN, "--itera-plan", "draft.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*plan-valid: 1 problem*", "*duplicate key 'format' in one object*"])
