@@ -17,7 +17,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cache, cached_property
+from functools import cache, cached_property, partial
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -555,9 +555,6 @@ def parse_json(text: str) -> Any:
             out[key] = value
         return out
 
-    def constant(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON (non-finite numbers are refused)")
-
     def finite_float(text: str) -> float:
         value = float(text)
         if math.isinf(value):
@@ -565,8 +562,36 @@ def parse_json(text: str) -> Any:
         return value
 
     return json.loads(
-        text, object_pairs_hook=pairs, parse_constant=constant, parse_float=finite_float
+        text,
+        object_pairs_hook=pairs,
+        parse_constant=partial(json_constant, refuse=True),
+        parse_float=finite_float,
     )
+
+
+#: Non-finite numbers by their spellings, lower-cased: the bare constants ``json.loads`` hands
+#: to ``parse_constant`` (``NaN``, ``Infinity``, ``-Infinity``, as Python's ``json.dumps``
+#: writes them) and the strings a measurements file may write instead (``"NaN"``, ``"inf"``,
+#: ``"+Infinity"``..., any case). One table for every reader (issue 18).
+NON_FINITE: Mapping[str, float] = types.MappingProxyType({
+    "nan": math.nan, "+nan": math.nan, "-nan": math.nan,
+    "inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf,
+    "-inf": -math.inf, "-infinity": -math.inf,
+})
+
+
+def non_finite(spelling: str) -> float | None:
+    """The non-finite number ``spelling`` names (any case), or None."""
+    return NON_FINITE.get(spelling.lower())
+
+
+def json_constant(name: str, *, refuse: bool = False) -> float:
+    """``parse_constant`` for ``json.loads``: the number a bare non-finite constant names
+    (the measurements file), or with ``refuse`` a ValueError (strict JSON, :func:`parse_json`)."""
+    value = non_finite(name)
+    if refuse or value is None:
+        raise ValueError(f"{name} is not JSON (non-finite numbers are refused)")
+    return value
 
 
 def _short(exc: BaseException) -> str:

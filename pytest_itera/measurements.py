@@ -32,6 +32,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from pytest_itera.campaign import json_constant, non_finite
+
 if TYPE_CHECKING:
     from pytest_itera.checks import Context
 
@@ -56,11 +58,6 @@ MAX_LINE_BYTES = 1024 * 1024
 MAX_POINTS = 4_000_000  # all series together: 24 bytes each in memory
 MAX_PROBLEMS = 20
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_NON_FINITE = {
-    "nan": math.nan, "+nan": math.nan, "-nan": math.nan,
-    "inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf,
-    "-inf": -math.inf, "-infinity": -math.inf,
-}
 _CHECKED_FIELDS = frozenset({"input", "sha256", "examples", "bytes"})
 
 
@@ -272,10 +269,6 @@ def _pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _constant(name: str) -> float:
-    return _NON_FINITE[name.lower()]
-
-
 class _Reader:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -319,7 +312,7 @@ class _Reader:
     def line(self, number: int, raw: bytes) -> None:
         try:
             obj = json.loads(raw.decode("utf-8"), object_pairs_hook=_pairs,
-                             parse_float=Decimal, parse_constant=_constant)
+                             parse_float=Decimal, parse_constant=json_constant)
         except UnicodeDecodeError as exc:
             self.problem(number, f"not UTF-8 (byte {exc.start + 1})")
             return
@@ -447,7 +440,7 @@ def _number(raw: object) -> float | None:
         except OverflowError:  # an integer beyond a double
             return math.inf if raw > 0 else -math.inf  # type: ignore[operator]
     if isinstance(raw, str):
-        return _NON_FINITE.get(raw.lower())
+        return non_finite(raw)
     return None
 
 
@@ -463,7 +456,7 @@ def _metric(raw: object, line: int) -> Metric | None:
     if isinstance(raw, float):  # a bare NaN/Infinity token
         return Metric(raw, None, line)
     if isinstance(raw, str):
-        special = _NON_FINITE.get(raw.lower())
+        special = non_finite(raw)
         return Metric(raw if special is None else special, None, line)
     return None
 

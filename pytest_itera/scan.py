@@ -27,6 +27,7 @@ import codecs
 import errno
 import hashlib
 import os
+import re
 import stat
 import struct
 import tempfile
@@ -191,6 +192,41 @@ def find_in_text(text: str, matcher: TempMatcher) -> str | None:
     scanner = _Scan(matcher, record=False, max_hits=1)
     scanner.feed(text.encode("utf-8", "surrogateescape"), final=True)
     return matcher.patterns[scanner.found[0][1]] if scanner.found else None
+
+
+_WINDOWS_PATTERNS = frozenset((*_PERCENT, *_APPDATA))
+_SEPARATORS = re.compile(r"[\\/]+")
+
+
+def temp_pattern_of(value: str, matcher: TempMatcher) -> str | None:
+    r"""The temp pattern a path *value* falls under (a base model's name, a config path), or
+    None: the patterns and boundary rules of a file scan, applied to the whole value as one
+    path. Two of them read a path, not text:
+
+    * a Unix directory pattern ("/tmp/") matches only where the value starts, case and
+      separator as written: "/tmp", "/tmp/x"; not "file:///tmp/x", "x /tmp/y", "/TMP/x" or
+      "\tmp\x" (text holding "--out=/tmp/x" does point into /tmp: the scan reports it);
+    * a Windows pattern (%TEMP%, %TMP%, AppData\Local\Temp) matches in any case and with
+      either separator, as Windows reads the path ("%tEmP%", "appdata/Local\TEMP"); a scan
+      of text finds their common spellings only.
+
+    Any other pattern (the user's) is the literal a scan finds, anywhere, case as written.
+    """
+    for offset, pattern in _text_hits(value, matcher):
+        if pattern not in _WINDOWS_PATTERNS and (offset == 0 or pattern not in _DIR_PATTERNS):
+            return pattern
+    # Lower case, one backslash per separator run: a spelling every Windows pattern's needles
+    # hold (their lower-case casing), whatever case and separators the value was written in.
+    folded = _SEPARATORS.sub(lambda _: "\\", value).lower()
+    return next((p for _, p in _text_hits(folded, matcher) if p in _WINDOWS_PATTERNS), None)
+
+
+def _text_hits(text: str, matcher: TempMatcher) -> list[tuple[int, str]]:
+    """(offset, pattern) of every hit in ``text``, by the rules of a file scan."""
+    data = text.encode("utf-8", "surrogateescape")
+    scanner = _Scan(matcher, record=False, max_hits=len(data))
+    scanner.feed(data, final=True)
+    return [(offset, matcher.patterns[index]) for offset, index, _ in scanner.found]
 
 
 # Scanning a stream ---------------------------------------------------------------------

@@ -1012,28 +1012,15 @@ def _agreeing_names(record: AdapterRecord) -> set[str]:
 
 
 def _temp_name(ctx: Context, name: str, where: str, what: str) -> Iterator[Finding]:
-    from pytest_itera.scan import DEFAULT_TEMP_PATTERNS
+    from pytest_itera.scan import temp_pattern_of
 
-    pattern = temp_pattern(name, (*DEFAULT_TEMP_PATTERNS, *ctx.options.temp_patterns))
+    pattern = temp_pattern_of(name, ctx.matcher())
     if pattern is not None:
         yield Finding(
             f"{what} {name!r} is a path into a temporary folder ({pattern})", where=where,
             hint="it will not exist after the rental: name the base by its hub id (pinned by "
             "its commit) or ship it in the campaign (base_path, pinned by its sha256)",
         )
-
-
-def temp_pattern(name: str, patterns: Iterable[str]) -> str | None:
-    """The temp pattern a path string falls under (directory patterns match as a prefix)."""
-    value = name.replace("\\", "/")
-    for pattern in patterns:
-        folded = re.sub(r"\\+", "/", pattern)
-        if folded.startswith("/") and folded.endswith("/"):
-            if value == folded[:-1] or value.startswith(folded):
-                return pattern
-        elif folded.lower() in value.lower():
-            return pattern
-    return None
 
 
 def _shown(value: object) -> str:
