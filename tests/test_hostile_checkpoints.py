@@ -304,12 +304,12 @@ def test_real_torch_archives_pass_the_structure_checks(reloader: Reloader, good:
 def test_symbolic_scan_reads_every_pickle_protocol(tmp_path: Path, protocol: int) -> None:
     """The scan (never unpickling) finds the same storages and views whatever the protocol
     (4 and 5 spell globals with STACK_GLOBAL and memoise with MEMOIZE)."""
-    from pytest_itera.reload import server
+    from pytest_itera.reload.server import archives
 
     path = tmp_path / "mix.pt"
     torch.save(real_mix(), path, pickle_protocol=protocol)
     with zipfile.ZipFile(path) as zf:
-        storages, views = server.storage_claims(zf.read("mix/data.pkl"))
+        storages, views = archives.storage_claims(zf.read("mix/data.pkl"))
     found = {(s.key, s.type, s.numel) for s in storages}
     assert ("0", "torch FloatStorage", ELEMENTS) in found
     assert ("1", "torch FloatStorage", 12) in found
@@ -319,9 +319,9 @@ def test_symbolic_scan_reads_every_pickle_protocol(tmp_path: Path, protocol: int
                                                         ("", 0, (4, 3), (1, 4))}
     # dtypes without a typed storage class: a byte storage viewed through _rebuild_tensor_v3
     assert ("torch float8_e4m3fn", 0, (3,), (1,)) in {v[1:] for v in views}
-    assert server.storage_itemsize("torch ComplexDoubleStorage") == (16, "complex128")
-    assert server.storage_itemsize("torch float8_e4m3fn") == (1, "float8_e4m3fn")
-    assert server.storage_itemsize("os system") == (1, "byte")  # unknown: a lower bound
+    assert archives.storage_itemsize("torch ComplexDoubleStorage") == (16, "complex128")
+    assert archives.storage_itemsize("torch float8_e4m3fn") == (1, "float8_e4m3fn")
+    assert archives.storage_itemsize("os system") == (1, "byte")  # unknown: a lower bound
 
 
 # ----------------------------------------------------------------------------- safetensors

@@ -3,6 +3,7 @@ imports with pytest blocked."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import re
 import shutil
@@ -21,6 +22,12 @@ PYTEST_FACING = {"plugin", "options", "collect", "collect_plan", "session", "fix
 # Run as scripts, never imported: the reload interpreter's (loaded by path), and the command
 # line (``python -m pytest_itera``, which runs on import).
 SCRIPTS = ("pytest_itera.reload.server", "pytest_itera.reload.probe", "pytest_itera.__main__")
+# What runs in the reload interpreter, loaded by path (pytest-itera may not be installed there),
+# and what it may import: the standard library, torch, numpy, safetensors.
+RELOAD = ROOT / "pytest_itera" / "reload"
+RELOAD_INTERPRETER = sorted((RELOAD / "server").glob("*.py")) + [
+    RELOAD / name for name in ("formats.py", "probe.py", "sandbox.py")]
+RELOAD_IMPORTS = set(sys.stdlib_module_names) | {"torch", "numpy", "safetensors"}
 
 
 def _lint(cwd: Path, config: Path) -> subprocess.CompletedProcess[str]:
@@ -61,6 +68,33 @@ def test_a_lower_layer_importing_a_higher_one_breaks_the_layers(tmp_path: Path) 
     result = _lint(tmp_path, tmp_path / "pyproject.toml")
     assert result.returncode != 0
     assert "pytest_itera.campaign is not allowed to import pytest_itera.checks" in result.stdout
+
+
+def _runtime_imports(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, top-level module) of each absolute import, those under ``if TYPE_CHECKING:``
+    left out (mypy's view, never run)."""
+    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+               and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+               for stmt in node.body for n in ast.walk(stmt)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.append((node.lineno, node.module.split(".")[0]))
+    return found
+
+
+@pytest.mark.parametrize("path", RELOAD_INTERPRETER, ids=lambda p: p.relative_to(RELOAD).as_posix())
+def test_the_reload_interpreters_code_imports_no_pytest_itera(path: Path) -> None:
+    """The server, and the files it loads by path, import the standard library, torch, numpy
+    and safetensors, and each other relatively or by path: never pytest-itera or pytest."""
+    tree = ast.parse(path.read_text(), str(path))
+    wrong = [f"{path.name}:{line} imports {name}" for line, name in _runtime_imports(tree)
+             if name not in RELOAD_IMPORTS]
+    assert not wrong
 
 
 def _core_modules() -> list[str]:

@@ -38,7 +38,7 @@ from pytest_itera.campaign import (
 from pytest_itera.checks import Check, Context
 from pytest_itera.checks.files import campaign_relative
 from pytest_itera.findings import Finding
-from pytest_itera.reload import PARTS
+from pytest_itera.reload import PARTS, formats
 from pytest_itera.tree import DigestRefused, os_reason, tree_digest_of
 
 if TYPE_CHECKING:
@@ -300,40 +300,9 @@ def _format_hint(found: str | None) -> str:
 
 # ------------------------------------------------------------- resume-complete
 
-# Where each resume part lives, per format (the README's parts table, in short).
+# Where each resume part lives, per format: the fix line's words, from reload/formats.py's table.
 _PART_HOME: dict[str, dict[str, str]] = {
-    "torch": {
-        "model": "a 'model_state_dict' key", "optimizer": "an 'optimizer_state_dict' key",
-        "progress": "a 'progress' (or 'epoch' / 'global_step') key",
-        "scheduler": "a 'scheduler' key",
-        "scaler": "a 'scaler' key (GradScaler.state_dict())",
-        "rng": "an 'rng_state' key (torch, numpy and python RNG states)",
-        "data": "a 'sampler' key (the data position)",
-    },
-    "lightning": {
-        "model": "state_dict", "optimizer": "optimizer_states (not save_weights_only=True)",
-        "progress": "epoch / global_step", "scheduler": "lr_schedulers",
-        "scaler": "the precision plugin's state (mixed precision)",
-        "data": "a stateful dataloader (loops.fit_loop ... combined_loader)",
-    },
-    "hf-trainer": {
-        "model": "model.safetensors or pytorch_model.bin", "optimizer": "optimizer.pt",
-        "progress": "trainer_state.json with global_step", "scheduler": "scheduler.pt",
-        "scaler": "scaler.pt (mixed precision)", "rng": "rng_state.pth or rng_state_<rank>.pth",
-        "data": "trainer_state.json with global_step",
-    },
-    "accelerate": {
-        "model": "model.safetensors", "optimizer": "optimizer.bin", "scheduler": "scheduler.bin",
-        "progress": "a registered object holding step/epoch (register_for_checkpointing)",
-        "scaler": "scaler.pt (mixed precision)", "rng": "random_states_<rank>.pkl",
-        # accelerate writes sampler.bin only for an iterable-dataset shard, and
-        # dl_state_dict.bin only for a torchdata StatefulDataLoader.
-        "data": "an object registered with register_for_checkpointing whose state_dict holds "
-                "the data position (a 'data_position' key: the batches to skip_first_batches "
-                "past), or dl_state_dict.bin (a StatefulDataLoader)",
-    },
-}
-_PART_HOME["dcp"] = _PART_HOME["torch"]
+    fmt.name: hints for fmt in formats.FORMATS if (hints := formats.hints(fmt.name))}
 
 
 def resume_complete(ctx: Context, target: str | None) -> Iterator[Finding]:

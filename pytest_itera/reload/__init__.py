@@ -1,11 +1,13 @@
 """Client of the reload server: fresh-process checkpoint reloads, one verdict per checkpoint.
 
-Imported by the pytest process, so it never imports torch.  The server (``server.py``, run
-under the training interpreter) imports torch once and forks a child per checkpoint; this
-module starts it with a minimal environment (early with :meth:`Reloader.start`, else at the
-first reload), sends one request per checkpoint (or many at once with
-:meth:`Reloader.prefetch`, which the server runs ``jobs`` at a time) and turns each reply into
-a :class:`ReloadResult`.  ``probe.py`` tells in milliseconds whether an interpreter can serve.
+Imported by the pytest process, so it never imports torch.  The server (the ``server/``
+folder, run by path under the training interpreter) imports torch once and forks a child per
+checkpoint; this module starts it with a minimal environment (early with
+:meth:`Reloader.start`, else at the first reload), sends one request per checkpoint (or many
+at once with :meth:`Reloader.prefetch`, which the server runs ``jobs`` at a time) and turns
+each reply into a :class:`ReloadResult`.  ``probe.py`` tells in milliseconds whether an
+interpreter can serve; ``formats.py`` is the table of which resume part each format keeps
+where, shared with the server.
 """
 
 from __future__ import annotations
@@ -28,12 +30,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any, Literal
 
+from pytest_itera.reload.formats import PARTS
 from pytest_itera.reload.probe import MIN_TORCH, too_old
 
 __all__ = ["MIN_TORCH", "PARTS", "PartFault", "ReloadResult", "Reloader", "Sandbox"]
 
-PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
-SERVER = Path(__file__).with_name("server.py")
+SERVER = Path(__file__).with_name("server") / "__main__.py"  # a folder, run by path
 PROBE = Path(__file__).with_name("probe.py")
 _START_TIMEOUT = 120.0  # import torch on a cold, busy machine
 _REPLY_MARGIN = 30.0  # the server itself enforces the per-file timeout; this catches a dead server
@@ -154,7 +156,7 @@ class _Server:
         self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
         env = _minimal_env(home)
         if threading.current_thread() is threading.main_thread():
-            # The server then dies with this process (see server._die_with_client).
+            # The server then dies with this process (see server/lifeline.py).
             env["ITERA_CLIENT_PID"] = str(os.getpid())
         self.proc = subprocess.Popen(
             [python, "-I", "-B", "-u", str(script), str(jobs)], stdin=subprocess.PIPE,

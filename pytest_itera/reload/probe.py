@@ -1,9 +1,10 @@
 """Quick probe of a reload interpreter: its Python and torch versions, without importing torch.
 
-Standard library only, like ``server.py`` it runs under ``--itera-python``.  It prints one line
-in the shape of the server's ``hello`` (``{"hello": 1, "python": ..., "torch": ...}``), read
-from ``torch/version.py`` (where ``torch.__version__`` comes from), so that an unusable
-interpreter is reported in milliseconds while the server, started beside it, imports torch.
+Standard library only, like the server (``server/``) it runs under ``--itera-python``.  It
+prints one line in the shape of the server's ``hello`` (``{"hello": 1, "python": ...,
+"torch": ...}``), read from ``torch/version.py`` (where ``torch.__version__`` comes from), so
+that an unusable interpreter is reported in milliseconds while the server, started beside it,
+imports torch.
 The server checks the version it really imported again before it loads anything.
 It also says whether the packages some formats need (numpy for pickled RNG states,
 safetensors) are importable there, again without importing them: a missing one is the

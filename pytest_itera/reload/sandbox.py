@@ -1,10 +1,10 @@
 """The loading child's sandbox: what a ``weights_only`` bypass would find if it ran.
 
-Standard library only (plus, when importable, a libseccomp binding): like ``server.py`` it
-runs under ``--itera-python``, loaded by file.  The server calls :func:`prepare` once (the
-seccomp filter is built there) and each forked child calls :func:`apply` before it reads a
-single byte of the checkpoint.  Layers, each tried, each reported (active, or missing with
-the reason; never silently absent):
+Standard library only (plus, when importable, a libseccomp binding): like the server
+(``server/``) it runs under ``--itera-python``, loaded by file.  The server calls
+:func:`prepare` once (the seccomp filter is built there) and each forked child calls
+:func:`apply` before it reads a single byte of the checkpoint.  Layers, each tried, each
+reported (active, or missing with the reason; never silently absent):
 
 * ``no_new_privs``: PR_SET_NO_NEW_PRIVS, no set-uid gain through exec;
 * ``user_namespace``, ``network_namespace``: an unprivileged user + network namespace

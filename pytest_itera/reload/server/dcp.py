@@ -1,0 +1,161 @@
+"""A DCP (torch.distributed.checkpoint) folder, read without DCP's unsafe paths.
+
+Its ``.metadata`` goes through a restricted unpickler; tensors load through DCP into a
+template built from it; byte entries are read from their slices with ``weights_only=True``
+here, never by DCP's planner (which would use ``weights_only=False``).  The entries are put
+back into the nested state the training code saved, and judged like a torch.save dict.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import warnings
+from typing import Any
+
+import torch
+
+from .file_formats import inspect_torch_object
+from .loading import explain
+from .pickles import numpy_allowlist, py3_name
+from .verdict import WEIGHTS_ONLY_WHY, Findings, Refused
+
+DCP_TYPES = {
+    "torch.distributed.checkpoint.metadata": {
+        "Metadata", "TensorStorageMetadata", "TensorProperties", "ChunkStorageMetadata",
+        "BytesStorageMetadata", "MetadataIndex", "StorageMeta", "_MEM_FORMAT_ENCODING"},
+    "torch.distributed.checkpoint.filesystem": {"_StorageInfo"},
+    "torch.serialization": {"_get_layout"},
+    "torch": {"Size"},
+    "pathlib": {"PosixPath", "PurePosixPath", "PureWindowsPath"},
+}
+
+
+class DcpMetadataUnpickler(pickle.Unpickler):
+    """Admits only the types torch 2.13's DCP writes into .metadata (found from real saves)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if name in DCP_TYPES.get(module, ()):
+            return super().find_class(module, name)
+        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+            return getattr(torch, name)
+        raise Refused(f"refers to {py3_name(f'{module}.{name}')}, which is not a DCP metadata type "
+                      f"{WEIGHTS_ONLY_WHY}", ".metadata", code=(f"{module}.{name}",))
+
+
+def read_dcp_metadata(folder: str) -> Any:
+    import torch.distributed.checkpoint.metadata as md
+    try:
+        with open(os.path.join(folder, ".metadata"), "rb") as fh:
+            meta = DcpMetadataUnpickler(fh).load()
+    except Refused:
+        raise
+    except Exception as exc:
+        raise Refused(f"unreadable DCP metadata ({explain(exc)})", ".metadata") from exc
+    if not isinstance(meta, md.Metadata):
+        raise Refused("does not hold a DCP Metadata object", ".metadata")
+    for info in (meta.storage_data or {}).values():
+        rel = getattr(info, "relative_path", "")
+        if os.path.basename(rel) != rel or rel in ("", ".", ".."):
+            raise Refused(f"storage path {rel!r} leaves the checkpoint folder", ".metadata")
+    return meta
+
+
+def dcp_bytes_entry(folder: str, info: Any) -> Any:
+    """A BytesStorageMetadata value, read from its slice with weights_only=True ourselves
+    (DCP's own planner would torch.load it with weights_only=False)."""
+    path = os.path.join(folder, info.relative_path)
+    if info.offset < 0 or info.offset + info.length > os.path.getsize(path):
+        raise Refused("a byte entry lies outside the file (truncated?)", info.relative_path)
+    with open(path, "rb") as fh:
+        fh.seek(info.offset)
+        data = io.BytesIO(fh.read(info.length))
+    with torch.serialization.safe_globals(numpy_allowlist()):
+        try:
+            return torch.load(data, weights_only=True, map_location="cpu")
+        except Exception as exc:
+            raise Refused(explain(exc), info.relative_path) from exc
+
+
+def inspect_dcp(found: Findings, folder: str, names: set[str]) -> None:
+    """Load every entry (tensors through DCP into a template, byte entries ourselves), put
+    them back into the nested state the training code saved (DCP's planner_data paths),
+    and judge that state like a torch.save dict."""
+    import torch.distributed.checkpoint as dcp
+    import torch.distributed.checkpoint.metadata as md
+
+    meta = read_dcp_metadata(folder)
+    template: dict[str, torch.Tensor] = {}
+    paths: dict[str, tuple[Any, ...]] = {}
+    for fqn, entry in meta.state_dict_metadata.items():
+        path = (meta.planner_data or {}).get(fqn) or tuple(fqn.split("."))
+        paths[fqn] = tuple(path)
+        if isinstance(entry, md.TensorStorageMetadata):
+            template[fqn] = torch.empty(entry.size, dtype=entry.properties.dtype)
+    byte_infos = {idx.fqn: info for idx, info in meta.storage_data.items()
+                  if idx.fqn not in template}
+    values: dict[str, Any] = {fqn: dcp_bytes_entry(folder, info)
+                              for fqn, info in sorted(byte_infos.items())}
+    load_dcp_tensors(dcp, folder, template)
+    values.update(template)
+    state = nest_dcp({paths.get(fqn, (fqn,)): value for fqn, value in values.items()})
+    inspect_torch_object(found, state, mapped=False)
+
+
+class _DcpNode(dict):  # type: ignore[type-arg]
+    """A container rebuilt from DCP's flattened paths (not a value the checkpoint holds)."""
+
+
+def nest_dcp(entries: dict[tuple[Any, ...], Any]) -> Any:
+    """DCP's flat ``{path: value}`` back into nested dicts and lists (an int path element
+    is a list index); a dict with ``param_groups`` gets back the empty ``state`` DCP drops
+    (a stateless optimizer's)."""
+    root = _DcpNode()
+    for path, value in entries.items():
+        node = root
+        for key in path[:-1]:
+            child = node.setdefault(key, _DcpNode())
+            if not isinstance(child, _DcpNode):
+                raise Refused(f"DCP entries {'.'.join(map(str, path))} and {key} overlap",
+                              ".metadata")
+            node = child
+        node[path[-1]] = value
+
+    def rebuilt(node: Any) -> Any:
+        if not isinstance(node, _DcpNode):
+            return node
+        out = {key: rebuilt(value) for key, value in node.items()}
+        if out and all(isinstance(k, int) for k in out) and sorted(out) == list(range(len(out))):
+            return [out[i] for i in range(len(out))]
+        if "param_groups" in out and "state" not in out:
+            out["state"] = {}
+        return out
+
+    return rebuilt(root)
+
+
+def load_dcp_tensors(dcp: Any, folder: str, template: dict[str, torch.Tensor]) -> None:
+    from torch.distributed.checkpoint.planner import LoadItemType
+
+    class SafeReader(dcp.FileSystemReader):  # type: ignore[misc]
+        def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
+            meta = read_dcp_metadata(folder)
+            meta.storage_meta = meta.storage_meta or __import__(
+                "torch.distributed.checkpoint.metadata", fromlist=["StorageMeta"]).StorageMeta()
+            meta.storage_meta.load_id = self.load_id
+            return meta
+
+        def read_data(self, plan: Any, planner: Any) -> Any:
+            if any(item.type == LoadItemType.BYTE_IO for item in plan.items):
+                raise Refused("DCP tried to read a byte entry (never unpickled unsafely)")
+            return super().read_data(plan, planner)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            dcp.load(template, storage_reader=SafeReader(folder), no_dist=True)
+        except Refused:
+            raise
+        except Exception as exc:
+            raise Refused(f"DCP could not load the tensors ({explain(exc)})") from exc

@@ -1,0 +1,87 @@
+"""What the loading child reports about one checkpoint, and why it refuses one.
+
+No torch here: the server's protocol errors and the client-facing sentences are built with
+the same two classes as the verdicts of a real load.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .siblings import formats
+
+PARTS = formats.PARTS
+WEIGHTS_ONLY_WHY = "(loading it would import and call arbitrary code)"
+
+
+class Refused(Exception):
+    """A checkpoint (or one file of a folder) failed: ``reason`` is one sentence; ``code``
+    the pickled globals outside the allowlist when the file holds code."""
+
+    def __init__(self, reason: str, file: str | None = None,
+                 code: tuple[str, ...] = ()) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.file = file
+        self.code = code
+
+
+class Findings:
+    """What the child learns about one checkpoint; serialised as the verdict."""
+
+    def __init__(self, fmt: str | None) -> None:
+        self.format = fmt
+        self.parts: set[str] = set()
+        self.missing_reasons: dict[str, str] = {}
+        # part -> why the key that should hold it holds no restorable state (typed: the
+        # client never parses English): {"kind": "empty" | "not_state", "key", "detail"}.
+        self.faults: dict[str, dict[str, str]] = {}
+        self.nonfinite: list[str] = []
+        self.nan_values = 0
+        self.inf_values = 0
+        self.tensors = 0
+        self.notes: list[str] = []
+        self.unchecked: list[str] = []  # weights whose finiteness no kernel could check
+
+    def fault(self, part: str, kind: str, key: str, detail: str) -> None:
+        """The first key of ``part`` found wanting (a valid key elsewhere still wins)."""
+        self.faults.setdefault(part, {"part": part, "kind": kind, "key": key, "detail": detail})
+
+    def verdict(self, error: Refused | None) -> dict[str, Any]:
+        if self.unchecked:
+            self.notes.append(f"{len(self.unchecked)} model tensor(s) not checked for "
+                              f"non-finite values (no kernel for their dtype or layout): "
+                              + ", ".join(self.unchecked[:3]))
+        ok = error is None and not self.nonfinite
+        if error is None and self.nonfinite:
+            error = Refused(f"non-finite model weights in {len(self.nonfinite)} tensor(s) "
+                            f"({nonfinite_values(self.nan_values, self.inf_values)}): "
+                            + ", ".join(self.nonfinite[:5]))
+        return {"format": self.format, "ok": ok,
+                "reason": None if error is None else error.reason,
+                "file": None if error is None else error.file,
+                "holds_code": [] if error is None else list(error.code),
+                "parts": [p for p in PARTS if p in self.parts],
+                "missing_reasons": self.missing_reasons,
+                "part_faults": [f for p, f in sorted(self.faults.items()) if p not in self.parts],
+                "nonfinite": self.nonfinite[:20], "nonfinite_tensors": len(self.nonfinite),
+                "nan_values": self.nan_values, "inf_values": self.inf_values,
+                "tensors": self.tensors, "notes": self.notes}
+
+
+def nonfinite_values(nan: int, inf: int) -> str:
+    """``3 NaN and 1 inf values``."""
+    counted = [f"{n} {what}" for n, what in ((nan, "NaN"), (inf, "inf")) if n]
+    total = nan + inf
+    return f"{' and '.join(counted) or 'non-finite'} value{'s' if total != 1 else ''}"
+
+
+def human_bytes(n: int) -> str:
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.3g} {unit}"
+    return f"{n} bytes"
+
+
+def failed(reason: str) -> dict[str, Any]:
+    return Findings(None).verdict(Refused(reason))
