@@ -27,6 +27,7 @@ import errno
 import importlib.util
 import math
 import os
+import re
 import resource
 import signal
 import sys
@@ -156,7 +157,9 @@ def _namespaces(report: _Report, want: set[str]) -> bool:
 
 
 def _unescape(field: str) -> str:
-    return field.encode().decode("unicode_escape")  # mountinfo writes ' ' as \040
+    """mountinfo's octal escapes (' ' is \\040). Not the unicode_escape codec: it is imported
+    on first use, and inside the namespace the interpreter's files may be out of reach."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
 def _read_only_mounts() -> str | None:

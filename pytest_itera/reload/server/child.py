@@ -84,8 +84,14 @@ def run_child(request: dict[str, Any], write_fd: int) -> None:
         data = json.dumps(verdict).encode()
         with os.fdopen(write_fd, "wb") as out:
             out.write(data)
-    except BaseException:
+    except BaseException as exc:
+        # The checkpoint's own faults are verdicts (child_verdict): this is the process
+        # itself failing (setting up its sandbox, say). Tell what, when it can still write.
         code = 1
+        with contextlib.suppress(BaseException):
+            what = f"{type(exc).__name__}: {exc}"[:300]
+            os.write(write_fd, json.dumps(failed(
+                f"the loading process failed before giving a verdict ({what})")).encode())
     finally:
         os._exit(code)
 

@@ -141,10 +141,13 @@ def warm_up(folder: str) -> str | None:
     path = os.path.join(folder, "warm.pt")
     try:
         layer = torch.nn.Linear(4, 2)
-        optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
-        torch.save({"model": layer.state_dict(), "optimizer": optimizer.state_dict(),
+        # An optimizer's state_dict, written out: building a torch.optim optimizer imports
+        # torch._dynamo (~1.5 s, as long as torch itself) for nothing a load needs.
+        optimizer = {"state": {0: {"momentum_buffer": torch.zeros(2, 4)}},
+                     "param_groups": [{"lr": 0.1, "momentum": 0.9, "params": [0, 1]}]}
+        torch.save({"model": layer.state_dict(), "optimizer": optimizer,
                     "epoch": 1, "rng_state": torch.get_rng_state()}, path)
-    except OSError:
+    except (OSError, RuntimeError):  # torch.save tells an unwritable folder by RuntimeError
         return None
     child_verdict(path)
     return path
