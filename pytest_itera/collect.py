@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
@@ -379,6 +380,44 @@ def probe_before_workers(session: pytest.Session) -> None:
         _probe(config)
 
 
+class _EarlyProbe(threading.Thread):
+    """The reload interpreter's probe, run while pytest collects; :func:`_probe` judges it."""
+
+    def __init__(self, reloader: Reloader) -> None:
+        super().__init__(name="itera-probe", daemon=True)
+        self.reloader = reloader
+        self.reason: str | None = None
+        self.answer: dict[str, Any] | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.reason, self.answer = self.reloader.probe()
+        except BaseException as exc:  # handed to the main thread by _probe
+            self.error = exc
+
+
+_early_probe_key = pytest.StashKey[_EarlyProbe]()
+
+
+def start_reloads_early(config: pytest.Config) -> None:
+    """At configure, before collection: when a campaign lists checkpoints or adapters and
+    this process would reload them, start the reload server and probe its interpreter now.
+    torch's import in the server is the longest single step of a run; started here it
+    overlaps pytest's collection as well as the reads. :func:`reload_ahead` stops the server
+    when the selection (``-k``, node ids) needs no reload. Not on an xdist worker (it starts
+    its server at its first reload) nor on the controller (it only probes)."""
+    if is_worker(config) or getattr(config.option, "dist", "no") != "no":
+        return
+    if not _needs_reloads(config):
+        return
+    reloader = session_reloader(config)
+    reloader.start()
+    probe = _EarlyProbe(reloader)
+    probe.start()
+    config.stash[_early_probe_key] = probe
+
+
 def reload_ahead(session: pytest.Session) -> None:
     """As soon as the selection is known, and only if a selected item needs reloads: probe
     the reload interpreter (a wrong --itera-python is one usage error before any item runs;
@@ -394,6 +433,8 @@ def reload_ahead(session: pytest.Session) -> None:
         return
     wanted = selected_targets(session, lambda c: c.reloads)
     if not any(has_artifacts(manifest.context.campaign) for manifest in wanted):
+        if _early_probe_key in config.stash:
+            session_reloader(config).stop_server()  # started at configure, not needed
         return
     session_reloader(config).start()
     _probe(config)
@@ -404,28 +445,34 @@ def reload_ahead(session: pytest.Session) -> None:
 
 
 def _probe(config: pytest.Config) -> None:
-    reason = session_reloader(config).quick_check()
+    early = config.stash.get(_early_probe_key, None)
+    if early is not None:
+        early.join()
+        if early.error is not None:
+            raise early.error
+        reason, answer = early.reason, early.answer
+    else:
+        reason, answer = session_reloader(config).probe()
     if reason is not None:
         raise pytest.UsageError(
             f"pytest-itera: {reason}. The campaign's checkpoints are reloaded by this "
             "interpreter: pass --itera-python (ini itera_python) with the training "
             "environment's Python, torch >= 2.10"
         )
-    _probe_packages(config)
+    _probe_packages(config, answer)
 
 
 # What the probe found in the reload interpreter (the closure report's provenance).
 reload_interpreter_key = pytest.StashKey[dict[str, Any]]()
 
 
-def _probe_packages(config: pytest.Config) -> None:
+def _probe_packages(config: pytest.Config, answer: dict[str, Any] | None) -> None:
     """A package the campaign's declared formats need and the reload interpreter lacks is the
     reviewer's environment to fix: one usage error before any item runs, never a rejection."""
     from pytest_itera import provenance
-    from pytest_itera.reload.probe import ask
 
     python = session_reloader(config).python
-    facts = provenance.reload_interpreter(python, ask(python))
+    facts = provenance.reload_interpreter(python, answer)
     config.stash[reload_interpreter_key] = facts
     campaigns = [loaded_campaign(config, root) for root in config.stash[settings_key].campaigns]
     missing = provenance.missing_packages(campaigns, facts)

@@ -84,6 +84,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_itera.collect_plan import PlanSummary
 
         config.pluginmanager.register(PlanSummary(config, settings), "itera.plan-summary")
+    if settings.verify_seal is None:
+        from pytest_itera.collect import start_reloads_early
+
+        start_reloads_early(config)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -281,15 +281,21 @@ class Reloader:
     def quick_check(self) -> str | None:
         """What :meth:`check_interpreter` would say, in milliseconds: ``probe.py`` reads the
         interpreter's torch version without importing torch.  None when it looks usable."""
+        return self.probe()[0]
+
+    def probe(self) -> tuple[str | None, dict[str, Any] | None]:
+        """:meth:`quick_check`'s verdict and the probe's hello (the interpreter's Python,
+        torch and optional packages' versions; None when it gave none), from one process."""
         where = self.python
         if not _executable(where):
-            return f"--itera-python {where}: not an executable file"
+            return f"--itera-python {where}: not an executable file", None
         probe = None
         try:
             probe = _Server(where, self._home, PROBE)
-            return _judge_hello(probe.hello(), where)
+            hello = probe.hello()
+            return _judge_hello(hello, where), hello
         except (_ServerError, OSError) as exc:
-            return f"--itera-python {where}: not a usable Python with torch (probe {exc})"
+            return f"--itera-python {where}: not a usable Python with torch (probe {exc})", None
         finally:
             if probe is not None:
                 probe.stop()
@@ -390,6 +396,13 @@ class Reloader:
             _stop_all(self._holder)  # the next request starts a fresh server
             self._ahead.clear()
             return {"error": f"the reload server failed ({exc})"}
+
+    def stop_server(self) -> None:
+        """Stop the server, if one runs, and keep the Reloader usable: a later request
+        starts a fresh one (a server started ahead that the run turned out not to need)."""
+        with self._lock:
+            _stop_all(self._holder)
+            self._ahead.clear()
 
     def close(self) -> None:
         with self._lock:

@@ -10,7 +10,7 @@ It also says whether the packages some formats need (numpy for pickled RNG state
 safetensors) are importable there, again without importing them: a missing one is the
 reviewer's environment to fix, told before any item runs, never a verdict on the campaign.
 
-The pytest process runs it with :func:`ask` (no import of torch there either).
+The pytest process runs it through ``Reloader.probe`` (no import of torch there either).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import importlib.util
 import json
 import os
 import re
-import subprocess
 import sys
 from typing import Any
 
@@ -57,7 +56,6 @@ def torch_version() -> str | None:
 
 # What the reload server imports for some formats (its own hello reports the same keys).
 OPTIONAL_PACKAGES = ("numpy", "safetensors")
-_ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LD_LIBRARY_PATH")
 
 
 def package_version(name: str) -> str | None:
@@ -79,26 +77,6 @@ def hello() -> dict[str, Any]:
                              "refused": None if version is None else too_old(version)}
     facts.update({name: package_version(name) for name in OPTIONAL_PACKAGES})
     return facts
-
-
-def ask(python: str, timeout: float = 60.0) -> dict[str, Any] | None:
-    """Run this probe under ``python`` (the reload interpreter) and return its hello, or None
-    when it gave none.  The same command line shape as the reload server's, isolated (-I)."""
-    env = {k: os.environ[k] for k in _ENV_PASSTHROUGH if k in os.environ}
-    try:
-        done = subprocess.run([python, "-I", "-B", "-u", os.path.abspath(__file__), "1"],
-                              capture_output=True, timeout=timeout, env=env, check=False,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    for line in done.stdout.decode(errors="replace").splitlines():
-        try:
-            reply = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(reply, dict) and reply.get("hello") == 1:
-            return reply
-    return None
 
 
 if __name__ == "__main__":

@@ -1,0 +1,87 @@
+"""When the reload server starts: at configure when a campaign lists checkpoints (its torch
+import then overlaps collection and hashing), stopped when the selection needs no reload,
+never for --itera-fast or --collect-only. Observed from a conftest of the inner session."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.factory import LEAN, CampaignBuilder
+
+OBSERVER = """
+import json
+from pathlib import Path
+
+def _servers(config):
+    from pytest_itera.collect import _reloader_key
+    reloader = config.stash.get(_reloader_key, None)
+    return [] if reloader is None else [s.proc.poll() is None for s in reloader._holder]
+
+def pytest_sessionstart(session):
+    session.config._seen = {"sessionstart": _servers(session.config)}
+
+def pytest_runtestloop(session):
+    session.config._seen["runtestloop"] = _servers(session.config)
+    Path("seen.json").write_text(json.dumps(session.config._seen))
+"""
+
+
+def seen(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, list[bool]]]:
+    pytester.makeconftest(OBSERVER)
+    result = pytester.runpytest(*LEAN, "--itera-campaign", "out", *args)
+    path = pytester.path / "seen.json"
+    return result, json.loads(path.read_text()) if path.exists() else {}
+
+
+def test_the_server_starts_before_collection_when_checkpoints_are_listed(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    result, servers = seen(pytester)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*ACCEPTED*"])
+    assert servers == {"sessionstart": [True], "runtestloop": [True]}
+
+
+def test_the_server_started_ahead_is_stopped_when_no_selected_item_reloads(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    result, servers = seen(pytester, "-k", "files-intact")
+    assert result.ret == 0
+    assert servers == {"sessionstart": [True], "runtestloop": []}
+
+
+@pytest.mark.parametrize("option", ["--itera-fast", "--collect-only"])
+def test_no_server_starts_when_the_run_reloads_nothing(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, option: str
+) -> None:
+    campaign.write()
+    result, servers = seen(pytester, option)
+    assert result.ret == 0
+    assert servers.get("sessionstart", []) == []
+    assert servers.get("runtestloop", []) == []
+
+
+def test_no_server_starts_for_a_campaign_without_checkpoints(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.manifest["checkpoints"] = []
+    campaign.manifest["adapters"] = []
+    campaign.write()
+    _, servers = seen(pytester, "-k", "files-intact")
+    assert servers == {"sessionstart": [], "runtestloop": []}
+
+
+def test_a_bad_reload_interpreter_is_still_a_usage_error_before_any_item_runs(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    """The probe now runs beside collection; its verdict is still judged before the items."""
+    campaign.write()
+    result = pytester.runpytest(*LEAN, "--itera-campaign", "out", "--itera-python",
+                                "/nonexistent/python")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--itera-python /nonexistent/python: not an executable file*"])
+    assert "passed" not in result.stdout.str()
