@@ -404,11 +404,17 @@ def start_reloads_early(config: pytest.Config) -> None:
     """At configure, before collection: when a campaign lists checkpoints or adapters and
     this process would reload them, start the reload server and probe its interpreter now.
     torch's import in the server is the longest single step of a run; started here it
-    overlaps pytest's collection as well as the reads. :func:`reload_ahead` stops the server
-    when the selection (``-k``, node ids) needs no reload. Not on an xdist worker (it starts
-    its server at its first reload) nor on the controller (it only probes)."""
+    overlaps pytest's collection as well as the reads. Only for a whole run: with ``-k``,
+    ``-m``, ``--lf``, ``--deselect`` or node ids, :func:`reload_ahead` starts the server once
+    the selection is known, if it needs one; and it stops a server started here that a
+    plugin's deselection made useless. Not on an xdist worker (it starts its server at its
+    first reload) nor on the controller (it only probes)."""
     if is_worker(config) or getattr(config.option, "dist", "no") != "no":
         return
+    option = config.option
+    if (option.keyword or option.markexpr or getattr(option, "lf", False)
+            or getattr(option, "deselect", None) or any("::" in arg for arg in config.args)):
+        return  # a chosen selection: reload_ahead starts the server if it needs one
     if not _needs_reloads(config):
         return
     reloader = session_reloader(config)

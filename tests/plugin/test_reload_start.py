@@ -28,8 +28,9 @@ def pytest_runtestloop(session):
 """
 
 
-def seen(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, list[bool]]]:
-    pytester.makeconftest(OBSERVER)
+def seen(pytester: pytest.Pytester, *args: str,
+         conftest: str = "") -> tuple[pytest.RunResult, dict[str, list[bool]]]:
+    pytester.makeconftest(OBSERVER + conftest)
     result = pytester.runpytest(*LEAN, "--itera-campaign", "out", *args)
     path = pytester.path / "seen.json"
     return result, json.loads(path.read_text()) if path.exists() else {}
@@ -45,13 +46,35 @@ def test_the_server_starts_before_collection_when_checkpoints_are_listed(
     assert servers == {"sessionstart": [True], "runtestloop": [True]}
 
 
+DESELECT_RELOADS = """
+def pytest_collection_modifyitems(config, items):
+    kept = [i for i in items if "reload" not in i.name and "resume" not in i.name
+            and "adapter" not in i.name and "budget" not in i.name]
+    config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+    items[:] = kept
+"""
+
+
 def test_the_server_started_ahead_is_stopped_when_no_selected_item_reloads(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
+    """A plugin's deselection is known only after collection."""
     campaign.write()
-    result, servers = seen(pytester, "-k", "files-intact")
+    result, servers = seen(pytester, conftest=DESELECT_RELOADS)
     assert result.ret == 0
     assert servers == {"sessionstart": [True], "runtestloop": []}
+
+
+@pytest.mark.parametrize("selection", [("-k", "files-intact"), ("-m", "itera"),
+                                       ("--deselect", "out/manifest.json::manifest")])
+def test_a_chosen_selection_starts_the_server_only_if_it_reloads(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, selection: tuple[str, str]
+) -> None:
+    campaign.write()
+    result, servers = seen(pytester, *selection)
+    assert result.ret == 0
+    reloads = selection[0] != "-k"
+    assert servers == {"sessionstart": [], "runtestloop": [True] if reloads else []}
 
 
 @pytest.mark.parametrize("option", ["--itera-fast", "--collect-only"])
