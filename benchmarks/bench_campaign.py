@@ -29,6 +29,13 @@ Scenarios (issue 8) and targets (ratio of medians, same run):
       Reloader one at a time (an xdist worker), and pytest -k checkpoint-reloads (net of
       pytest's own start-up).
   (e) the example campaign (python -m example_campaign): whole run vs hashlib floor.
+  (f) issue 19: --small-files small listed files; the EXTRA wall (the same campaign with
+      and without them) against `find | xargs openssl dgst -sha256` over those files.
+                                        target <= 5x, pytest process < 300 MiB peak RSS
+  (g) issue 19: the example campaign plus a --heavy-ckpt-mib MiB checkpoint and a
+      --heavy-log-mib MiB log, every check, whole process, against the naive script a user
+      would write: `openssl dgst -sha256` over every file, then one Python that imports
+      torch and loads each checkpoint file.                         target wall <= 1.0x
   Memory: the pytest process <= 200 MiB peak RSS in every scenario.
 """
 
@@ -249,6 +256,16 @@ def list_in_manifest(root: Path, rels: list[str],
                                   "sha256": hashlib_file(root / rel)})
     manifest["files"].sort(key=lambda f: f["path"])
     manifest["checkpoints"] = [*manifest["checkpoints"], *checkpoints]
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def rehash(root: Path, rel: str) -> None:
+    """A listed file was edited: its record follows."""
+    manifest_path = root / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    for record in manifest["files"]:
+        if record["path"] == rel:
+            record.update(bytes=(root / rel).stat().st_size, sha256=hashlib_file(root / rel))
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
 
 
@@ -542,8 +559,76 @@ def scenario_f(args: argparse.Namespace, work: Path) -> list[Row]:
     return rows
 
 
+NAIVE_LOADS = """
+import sys, torch
+from safetensors.torch import load_file
+for p in sys.argv[1:]:
+    if p.endswith(".safetensors"):
+        load_file(p)
+    else:
+        torch.load(p, weights_only=True, map_location="cpu")
+"""
+
+
+def checkpoint_files(camp: Path) -> list[str]:
+    """Every file a naive user would load: each listed checkpoint, or each weights file of
+    a listed checkpoint folder."""
+    manifest = json.loads((camp / "manifest.json").read_text())
+    out: list[str] = []
+    for record in manifest["checkpoints"] + manifest.get("adapters", []):
+        path = camp / record["path"]
+        members = sorted(path.rglob("*")) if path.is_dir() else [path]
+        out += [str(m) for m in members
+                if m.is_file() and m.suffix in (".pt", ".pth", ".bin", ".ckpt", ".safetensors")
+                and m.name != "training_args.bin"]
+    return out
+
+
+def scenario_g(args: argparse.Namespace, work: Path) -> list[Row]:
+    """Issue 19 point 6: the example campaign plus a big checkpoint and a big log, whole
+    process, against what a user would script: ``openssl dgst -sha256`` over every file,
+    then one Python that imports torch and loads each checkpoint."""
+    camp = work / "g-camp"
+    subprocess.run([PY, "-m", "example_campaign", "--out", str(camp)], check=True, cwd=REPO,
+                   env={**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"},
+                   capture_output=True)
+    big, log = "runs/control/big.pt", "runs/control/train.log"
+    make_checkpoints([(camp / big, int(args.heavy_ckpt_mib * MIB) // 4, 7)], work)
+
+    def write_log(path: Path) -> None:
+        line = b"step 000000 loss 0.693147 lr 3.0e-04 grad_norm 0.51 tokens/s 41234\n"
+        block = line * 16384
+        with path.open("wb") as f:
+            for _ in range(int(args.heavy_log_mib * MIB) // len(block)):
+                f.write(block)
+
+    write_log(camp / log)
+    with (camp / "RELOAD.md").open("a") as f:  # the instructions name every checkpoint
+        f.write(f"\n- `{big}`: `torch.load(path, weights_only=True)`, a state_dict.\n")
+    rehash(camp, "RELOAD.md")
+    list_in_manifest(camp, [big, log],
+                     [{"path": big, "run": "control", "format": "torch", "kind": "weights"}])
+    total = warm(camp)
+    loads = checkpoint_files(camp)
+    naive = ["sh", "-c", f"find {camp} -type f -print0 | xargs -0 openssl dgst -sha256 "
+             f"> /dev/null && exec {PY} -c '{NAIVE_LOADS}' \"$@\"", "naive", *loads]
+    probe = work / "probe.json"
+    ours, floor = interleaved(
+        args.repeat,
+        lambda: run(pytest_cmd(camp), work, probe),
+        lambda: run(naive, work),
+    )
+    ratio = ours.wall / floor.wall
+    return [Row(f"(g) example + {args.heavy_ckpt_mib:g} MiB checkpoint + {args.heavy_log_mib:g} "
+                f"MiB log ({total / MIB:.0f} MiB), every check", ours, floor, None,
+                f"{outcome(ours)}; naive = openssl dgst -sha256 over every file, then one "
+                f"Python: import torch, load each of {len(loads)} checkpoint files",
+                (f"{ratio:.2f}x the naive script, whole process (target <= 1.0x)",
+                 ratio <= 1.0))]
+
+
 SCENARIOS = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d,
-             "e": scenario_e, "f": scenario_f}
+             "e": scenario_e, "f": scenario_f, "g": scenario_g}
 
 
 # ----------------------------------------------------------------------------- the table
@@ -590,14 +675,17 @@ def table(rows: list[Row]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenarios", default="a,b,c,d,e,f",
-                        help="comma-separated: a,b,c,d,e,f")
+    parser.add_argument("--scenarios", default="a,b,c,d,e,f,g",
+                        help="comma-separated: a,b,c,d,e,f,g")
     parser.add_argument("--gib", type=float, default=1.0, help="(a) size of each checkpoint")
     parser.add_argument("--text-gib", type=float, default=1.0, help="(b) total JSONL size")
     parser.add_argument("--runs", type=int, default=1000, help="(c) runs in the sweep")
     parser.add_argument("--checkpoints", type=int, default=50, help="(d) small checkpoints")
     parser.add_argument("--small-files", type=int, default=100_000,
                         help="(f) small listed files")
+    parser.add_argument("--heavy-ckpt-mib", type=float, default=512,
+                        help="(g) the big checkpoint")
+    parser.add_argument("--heavy-log-mib", type=float, default=256, help="(g) the big log")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved runs; medians")
     parser.add_argument("--workdir", type=Path, help="where campaigns are written")
     parser.add_argument("--keep", action="store_true", help="keep the campaigns afterwards")
