@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 from collections.abc import Iterator
 
 import pytest
@@ -20,6 +22,21 @@ def _torch_lazy_modules_loaded_once() -> None:
     the next import in that worker fails ("Only a single TORCH_LIBRARY can be used ...").
     """
     import torch._dynamo  # noqa: F401
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _package_modules_loaded_once() -> None:
+    """Import every pytest_itera module before any test can, for the same reason.
+
+    A module first imported inside an in-process pytester run is dropped after that test;
+    the next test then imports a second copy, whose classes are not the first copy's (a
+    Money of one copy is not equal to the same Money of the other).
+    """
+    import pytest_itera
+
+    for module in pkgutil.walk_packages(pytest_itera.__path__, "pytest_itera."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
 
 
 @pytest.fixture(autouse=True)
