@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.factory import CampaignBuilder, tree_digest
+from tests.runner import XDIST_MODES, Itera, python_path_with_repo
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -64,3 +65,19 @@ def campaign(pytester: pytest.Pytester) -> Iterator[CampaignBuilder]:
         assert tree_digest(builder.root) == builder.written_digest, (
             "the campaign folder was modified"
         )
+
+
+@pytest.fixture(params=XDIST_MODES, ids=[f"xdist-{mode}" for mode in XDIST_MODES])
+def xdist(request: pytest.FixtureRequest) -> str:
+    """The xdist mode of the test's pytest runs: absent, off or on (pytest-mypy's habit).
+
+    A test whose point is one process model pins it: ``@only_xdist("on")``."""
+    mode: str = request.param
+    return mode
+
+
+@pytest.fixture
+def itera(pytester: pytest.Pytester, xdist: str, monkeypatch: pytest.MonkeyPatch) -> Itera:
+    """Runs pytest on the campaign at <pytester>/out in this test's xdist mode."""
+    python_path_with_repo(monkeypatch)
+    return Itera(pytester, xdist)

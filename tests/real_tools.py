@@ -29,7 +29,7 @@ import torch
 
 from pytest_itera.campaign import RESUME_PARTS
 from pytest_itera.record import CampaignRecorder, RecordError
-from tests.artifacts import Progress
+from tests.checkpoints import Progress
 from tests.factory import (
     CONTROL_CKPT,
     CORPUS_IDS,

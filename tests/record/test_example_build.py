@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 from pytest_itera.campaign import Campaign, load_campaign
+from tests.runner import REPO
 
-WORKTREE = Path(__file__).resolve().parents[1]
 START = "2026-01-05T08:00:00Z"
 CONTRACT = ("plan.json", "manifest.json")
 
 
 def build(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(WORKTREE)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
         [sys.executable, "-m", "example_campaign", "--out", str(out), *extra],
         cwd=out.parent, env=env, capture_output=True, text=True, timeout=180, check=False,

@@ -34,7 +34,7 @@ from pytest_itera.checks import Context, Options
 from pytest_itera.checks.artifacts import CHECKS, informational
 from pytest_itera.reload import Reloader
 from pytest_itera.tree import DigestRefused, tree_digest
-from tests import artifacts
+from tests import checkpoints
 from tests.factory import RESUME_CKPT, VARIANT_WEIGHTS, CampaignBuilder, expect
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -50,7 +50,7 @@ Built = dict[str, dict[str, bytes]]
 
 
 def _trained(momentum: float = 0.9) -> tuple[torch.nn.Module, torch.optim.Optimizer, Any]:
-    model = artifacts.tiny_model()
+    model = checkpoints.tiny_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=momentum)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1)
     model(torch.randn(3, 4)).pow(2).mean().backward()
@@ -98,7 +98,7 @@ def _nested_progress(folder: Path) -> dict[str, Path]:
 
     model, opt, _ = _trained()
     base = {"model": model.state_dict(), "optimizer": opt.state_dict()}
-    with artifacts._quiet():
+    with checkpoints._quiet():
         # torchtitan keeps its step in a Stateful train_state.
         state_dict_saver.save({**base, "train_state": {"step": 3, "epoch": 0}},
                               checkpoint_id=str(folder / "titan"), no_dist=True)
@@ -118,12 +118,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     folder = tmp_path_factory.mktemp("evidence")
     paths = {**_parts_by_content(folder), **_nested_progress(folder)}
     (folder / "lightning").mkdir()
-    paths["lightning.ckpt"] = artifacts.lightning_checkpoint(folder / "lightning")
-    paths["weights.pt"] = artifacts.state_dict_file(folder)
-    paths["diverged.pt"], step = artifacts.diverged_checkpoint(folder / "diverged.pt")
+    paths["lightning.ckpt"] = checkpoints.lightning_checkpoint(folder / "lightning")
+    paths["weights.pt"] = checkpoints.state_dict_file(folder)
+    paths["diverged.pt"], step = checkpoints.diverged_checkpoint(folder / "diverged.pt")
     assert step == DIVERGED_AT
-    paths["whole-module.pt"] = _save(folder, "whole-module.pt", artifacts.tiny_model())
-    return {name: artifacts.folder_bytes(path) for name, path in paths.items()}
+    paths["whole-module.pt"] = _save(folder, "whole-module.pt", checkpoints.tiny_model())
+    return {name: checkpoints.folder_bytes(path) for name, path in paths.items()}
 
 
 DIVERGED_AT = 2
@@ -135,9 +135,9 @@ def bases(tmp_path_factory: pytest.TempPathFactory) -> Built:
     trained on the seed-0 one, saved with the revision its base was fetched at."""
     folder = tmp_path_factory.mktemp("bases")
     return {
-        "base-a": artifacts.folder_bytes(artifacts.hf_base(folder / "a", seed=0)),
-        "base-b": artifacts.folder_bytes(artifacts.hf_base(folder / "b", seed=1)),
-        "adapter": artifacts.folder_bytes(artifacts.peft_adapter(
+        "base-a": checkpoints.folder_bytes(checkpoints.hf_base(folder / "a", seed=0)),
+        "base-b": checkpoints.folder_bytes(checkpoints.hf_base(folder / "b", seed=1)),
+        "adapter": checkpoints.folder_bytes(checkpoints.peft_adapter(
             folder, base_model="org/tiny-gpt2", revision=COMMIT)),
     }
 

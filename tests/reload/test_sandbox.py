@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_itera.reload import Reloader
-from tests import artifacts
+from tests import checkpoints
 
 ALL = ("no_new_privs", "user_namespace", "network_namespace", "read_only_mounts", "seccomp",
        "rlimit_fsize", "rlimit_nproc", "rlimit_cpu")
@@ -30,7 +30,7 @@ def reloader() -> Iterator[Reloader]:
 
 @pytest.fixture(scope="module")
 def weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return artifacts.state_dict_file(tmp_path_factory.mktemp("sandbox"))
+    return checkpoints.state_dict_file(tmp_path_factory.mktemp("sandbox"))
 
 
 def escape(reloader: Reloader, path: Path, layers: list[str] | None = None,
@@ -77,9 +77,9 @@ def test_all_layers_together_deny_every_escape(reloader: Reloader, weights: Path
 def test_a_good_checkpoint_still_loads_inside_the_full_sandbox(
     reloader: Reloader, tmp_path: Path,
 ) -> None:
-    for path in (artifacts.general_checkpoint(tmp_path),
-                 artifacts.state_dict_file(tmp_path, "legacy.pt", legacy=True),
-                 artifacts.safetensors_file(tmp_path)):
+    for path in (checkpoints.general_checkpoint(tmp_path),
+                 checkpoints.state_dict_file(tmp_path, "legacy.pt", legacy=True),
+                 checkpoints.safetensors_file(tmp_path)):
         result = reloader.reload(path, path.name)
         assert result.ok, result.cause
 
@@ -110,7 +110,7 @@ def test_read_only_mounts_deny_a_write_beside_the_checkpoint(
 
 
 def test_rlimit_fsize_denies_writing_a_byte(reloader: Reloader, tmp_path: Path) -> None:
-    path = artifacts.state_dict_file(tmp_path)
+    path = checkpoints.state_dict_file(tmp_path)
     reply = escape(reloader, path, ["rlimit_fsize"], attempts=["write"])
     assert reply["sandbox"]["active"] == ["rlimit_fsize"]
     assert reply["escape"] == {"write": "denied: EFBIG"}

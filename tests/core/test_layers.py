@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import pytest_itera
+from tests.runner import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 # The pytest-facing layer: everything else must import without pytest.
 PYTEST_FACING = {"plugin", "options", "collect", "collect_plan", "session", "fixtures", "hookspecs"}
@@ -34,16 +34,16 @@ def _lint(cwd: Path, config: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_layer_contracts_hold() -> None:
-    result = _lint(ROOT, ROOT / "pyproject.toml")
+    result = _lint(REPO, REPO / "pyproject.toml")
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"Contracts: [1-9]\d* kept, 0 broken", result.stdout)
 
 
 def test_a_forbidden_import_breaks_a_contract(tmp_path: Path) -> None:
     """The contracts bite: a copy of the package whose money module imports pytest fails."""
-    shutil.copytree(ROOT / "pytest_itera", tmp_path / "pytest_itera",
+    shutil.copytree(REPO / "pytest_itera", tmp_path / "pytest_itera",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     money = tmp_path / "pytest_itera" / "money.py"
     money.write_text(money.read_text() + "\nimport pytest  # a layer violation\n")
     result = _lint(tmp_path, tmp_path / "pyproject.toml")
@@ -53,9 +53,9 @@ def test_a_forbidden_import_breaks_a_contract(tmp_path: Path) -> None:
 
 
 def test_a_lower_layer_importing_a_higher_one_breaks_the_layers(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "pytest_itera", tmp_path / "pytest_itera",
+    shutil.copytree(REPO / "pytest_itera", tmp_path / "pytest_itera",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     campaign = tmp_path / "pytest_itera" / "campaign.py"
     campaign.write_text(campaign.read_text() + "\nfrom pytest_itera import checks  # upward\n")
     result = _lint(tmp_path, tmp_path / "pyproject.toml")
@@ -88,6 +88,6 @@ def test_the_core_imports_with_pytest_blocked() -> None:
         "print('imported', len(sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=300, cwd=ROOT)
+                            timeout=300, cwd=REPO)
     assert result.returncode == 0, result.stderr
     assert "imported" in result.stdout

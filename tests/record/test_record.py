@@ -24,8 +24,8 @@ from pytest_itera.record import (
 )
 from pytest_itera.resume import save_resume_checkpoint
 from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
+from tests.runner import REPO
 
-WORKTREE = Path(__file__).resolve().parents[1]
 CONFIG = b'{"lr": 0.1}\n'
 CORPUS = b'{"id": "a"}\n'
 CORPUS_2 = b'{"id": "b"}\n{"id": "c"}\n'
@@ -736,7 +736,7 @@ if mode != "interrupt":
 def run_script(tmp_path: Path, *args: str) -> None:
     script = tmp_path / "train.py"
     script.write_text(TRAIN_SCRIPT)
-    env = {**os.environ, "PYTHONPATH": str(WORKTREE)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr

@@ -27,9 +27,9 @@ import pytest
 
 from pytest_itera.campaign import parse_json, validate
 from tests.factory import LEAN
+from tests.runner import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+README = REPO / "README.md"
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _validate_json(block: Block, tmp_path: Path) -> None:
     elif kind.startswith("itera-report/"):
         import jsonschema
 
-        schema = json.loads((ROOT / "pytest_itera/schemas/report.schema.json").read_text())
+        schema = json.loads((REPO / "pytest_itera/schemas/report.schema.json").read_text())
         jsonschema.validate(data, schema)
     elif isinstance(data, dict) and set(data) == {"waivers"}:
         _load_waivers(block.text, tmp_path / "waivers.json")
@@ -216,7 +216,7 @@ def test_recorder_writes_the_readme_documents(example_campaign: Path) -> None:
     written = parse_json((example_campaign / "manifest.json").read_text())
     assert written == manifest, (
         "the README's manifest.json is not what its recorder script writes: paste the new one "
-        "(tests/test_readme.py: record_example)")
+        "(tests/plugin/test_readme.py: record_example)")
 
 
 def _copy(example_campaign: Path, pytester: pytest.Pytester) -> None:
@@ -235,7 +235,7 @@ def test_hooks_block_plugs_into_the_plugin(
         example_campaign: Path, pytester: pytest.Pytester) -> None:
     _copy(example_campaign, pytester)
     pytester.makeconftest(_snippet("hooks").text)
-    shutil.copy(ROOT / "pytest_itera/catalogues/iteragpu-rtx4090.json",
+    shutil.copy(REPO / "pytest_itera/catalogues/iteragpu-rtx4090.json",
                 pytester.path / "prices.json")
     result = pytester.runpytest(*LEAN, "--itera-campaign", "out", "-rf")
     # its check runs (and fails: these runs record no seed); the catalogue hook's prices hold

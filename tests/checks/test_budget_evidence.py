@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.factory import CampaignBuilder, expect, sha256
-from tests.test_budget_checks import (
+from tests.checks.test_budget_checks import (
     CHECK,
     RECEIPT,
     add_corpus,

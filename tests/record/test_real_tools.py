@@ -98,7 +98,7 @@ def _swap_base(root: Path) -> None:
     architecture (another seed): same names, same config, other weights."""
     import shutil
 
-    from tests.artifacts import hf_base
+    from tests.checkpoints import hf_base
 
     other = hf_base(root.parent / f"{root.name}-other-base", seed=1)
     shutil.copyfile(other / "model.safetensors", root / C / "base" / "model.safetensors")

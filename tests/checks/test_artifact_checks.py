@@ -20,12 +20,12 @@ import pytest
 import torch
 
 from pytest_itera.reload import SERVER
-from tests import artifacts
+from tests import checkpoints
 from tests.factory import CampaignBuilder, sha256
+from tests.runner import REPO
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-WORKTREE = Path(__file__).resolve().parents[1]
 NODE = "out/manifest.json::"
 ARTIFACT_CHECKS = "checkpoint-reloads or resume-complete or adapter-pinned"
 COMMIT = "3f0c2a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39"
@@ -34,22 +34,22 @@ ALL_PARTS = ["model", "optimizer", "progress", "scheduler", "scaler", "rng", "da
 def _nan_safetensors(folder: Path) -> Path:
     nan = torch.ones(2, 2)
     nan[1, 1] = float("nan")
-    return artifacts.safetensors_file(folder, "nan.safetensors",
+    return checkpoints.safetensors_file(folder, "nan.safetensors",
                                       {"head.weight": nan, "head.bias": torch.zeros(2)})
 
 
 BUILDERS: dict[str, Callable[[Path], Path]] = {
-    "general": artifacts.general_checkpoint,
-    "no-scaler": lambda folder: artifacts.general_checkpoint(folder, scaler=True),
-    "state-dict": artifacts.state_dict_file,
-    "safetensors": artifacts.safetensors_file,
+    "general": checkpoints.general_checkpoint,
+    "no-scaler": lambda folder: checkpoints.general_checkpoint(folder, scaler=True),
+    "state-dict": checkpoints.state_dict_file,
+    "safetensors": checkpoints.safetensors_file,
     "nan-safetensors": _nan_safetensors,
-    "lightning": artifacts.lightning_checkpoint,
-    "hf": artifacts.hf_trainer_checkpoint,
-    "accelerate": artifacts.accelerate_checkpoint,
-    "dcp": artifacts.dcp_checkpoint,
-    "dcp-nan": lambda folder: artifacts.dcp_checkpoint(folder, nan=True),
-    "peft": lambda folder: artifacts.peft_adapter(folder, base_model="org/tiny-gpt2",
+    "lightning": checkpoints.lightning_checkpoint,
+    "hf": checkpoints.hf_trainer_checkpoint,
+    "accelerate": checkpoints.accelerate_checkpoint,
+    "dcp": checkpoints.dcp_checkpoint,
+    "dcp-nan": lambda folder: checkpoints.dcp_checkpoint(folder, nan=True),
+    "peft": lambda folder: checkpoints.peft_adapter(folder, base_model="org/tiny-gpt2",
                                                   revision=COMMIT),
 }
 
@@ -62,7 +62,7 @@ def _build(root: Path, keys: Iterable[str]) -> Built:
     out = {}
     for key in keys:
         (root / key).mkdir()
-        out[key] = artifacts.folder_bytes(BUILDERS[key](root / key))
+        out[key] = checkpoints.folder_bytes(BUILDERS[key](root / key))
     return out
 
 
@@ -188,7 +188,7 @@ def test_broken_checkpoints_fail_for_their_reason(
     built = {**cheap, **trainers}
     only_listed_here(campaign)
     marker = tmp_path / "payload-ran"
-    evil = artifacts.hostile_checkpoint(tmp_path, marker).read_bytes()
+    evil = checkpoints.hostile_checkpoint(tmp_path, marker).read_bytes()
     # A hostile file just outside the campaign, named by '..' and by a symlink: never loaded.
     (pytester.path / "outside.pt").write_bytes(evil)
     general = built["general"][""]
@@ -441,7 +441,7 @@ def test_unusable_interpreter_under_xdist(
     pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(WORKTREE))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
     _small_campaign(campaign, cheap)
     result = pytester.runpytest_subprocess("--itera-campaign", "out", "-p", "no:cacheprovider",
                                            "-n", "2", "--itera-python", "/bin/true")
@@ -538,7 +538,7 @@ def test_same_outcomes_with_and_without_xdist(
 ) -> None:
     built = cheap
     only_listed_here(campaign)
-    monkeypatch.setenv("PYTHONPATH", str(WORKTREE))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
     general = built["general"][""]
     campaign.files |= {
         "runs/control/resume.pt": general,

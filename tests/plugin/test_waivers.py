@@ -10,7 +10,7 @@ import pytest
 
 from pytest_itera import waivers
 from tests.factory import CampaignBuilder, expect
-from tests.test_report import validate_report
+from tests.plugin.test_report import validate_report
 
 NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
 GATE = "--itera-require-accepted"

@@ -8,7 +8,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +18,9 @@ from pytest_itera.campaign import RESUME_PARTS
 from pytest_itera.checks import FAMILIES, item_name
 from pytest_itera.checks.artifacts import _PART_HOME, temp_pattern
 from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, find_in_text
+from tests.runner import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "pytest_itera"
+PACKAGE = REPO / "pytest_itera"
 
 
 def _server_constant(name: str) -> Any:
@@ -86,7 +85,7 @@ def _keys(cell: str) -> set[str]:
 
 @pytest.mark.parametrize("document", ["pytest_itera/reload/PARTS.md", "README.md"])
 def test_the_parts_per_format_tables_agree_with_the_code(document: str) -> None:
-    table = _parts_table((ROOT / document).read_text())
+    table = _parts_table((REPO / document).read_text())
     assert tuple(table) == RESUME_PARTS
     key_parts = _server_constant("KEY_PARTS")
     for part, cells in table.items():
@@ -147,7 +146,7 @@ def test_the_public_api_is_declared_and_cheap_to_import() -> None:
              "print(sorted(m for m in ('torch', 'jsonschema', 'pytest_itera.record', "
              "'pytest_itera.verify') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, cwd=ROOT)
+                         check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"
     with pytest.raises(AttributeError):
         _ = pytest_itera.not_a_name  # type: ignore[attr-defined]

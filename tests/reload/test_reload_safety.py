@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from pytest_itera.reload import Reloader, ReloadResult
-from tests import artifacts
+from tests import checkpoints
 
 CODE = "holds code: unpickling it would call "
 WHY = (", outside the weights-only allowlist (loading it would import and call arbitrary "
@@ -30,7 +30,7 @@ def test_payload_is_live(tmp_path: Path, payload: str) -> None:
     """Control: plain pickle.loads does run each payload, so 'marker absent' below means
     weights_only stopped it (subprocess.Popen is waited for)."""
     marker = tmp_path / "ran"
-    result = pickle.loads(pickle.dumps(artifacts.hostile_payloads(marker)[payload]))
+    result = pickle.loads(pickle.dumps(checkpoints.hostile_payloads(marker)[payload]))
     if hasattr(result, "wait"):
         result.wait()
     assert marker.exists()
@@ -41,7 +41,7 @@ def test_payload_is_live(tmp_path: Path, payload: str) -> None:
 def test_hostile_pickle_is_refused_and_never_runs(reloader: Reloader, tmp_path: Path,
                                                   payload: str, wrap: str) -> None:
     marker = tmp_path / "pwned"
-    evil = artifacts.hostile_payloads(marker)[payload]
+    evil = checkpoints.hostile_payloads(marker)[payload]
     obj = {"bare": evil, "in-list": [1, [evil]], "in-dict": {"model": {"w": evil}},
            "legacy-format": {"rng_state": evil}}[wrap]
     path = tmp_path / "evil.pt"
@@ -62,7 +62,7 @@ def test_code_is_named_first_in_every_protocol_and_container(
     verdict says the file holds code and names the call, before any format judgement
     (protocols 4/5 are otherwise refused for their opcodes, 0/1 as "not a checkpoint")."""
     marker = tmp_path / "pwned"
-    obj = {"epoch": artifacts.hostile_payloads(marker)["os.system"]}
+    obj = {"epoch": checkpoints.hostile_payloads(marker)["os.system"]}
     path = tmp_path / f"evil-{protocol}.pt"
     if container == "raw":
         path.write_bytes(pickle.dumps(obj, protocol=protocol))
@@ -77,7 +77,7 @@ def test_code_is_named_first_in_every_protocol_and_container(
 
 def test_every_global_is_named(reloader: Reloader, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
-    payloads = artifacts.hostile_payloads(marker)
+    payloads = checkpoints.hostile_payloads(marker)
     path = tmp_path / "many.pt"
     torch.save({k: payloads[k] for k in sorted(payloads)}, path, pickle_protocol=4)
     res = reloader.reload(path, "many.pt")
@@ -125,14 +125,14 @@ def test_a_whole_module_save_is_told_apart_from_hostile_code(
 def test_raw_pickle_is_refused(reloader: Reloader, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     path = tmp_path / "evil.bin"
-    path.write_bytes(pickle.dumps(artifacts.hostile_payloads(marker)["os.system"], protocol=2))
+    path.write_bytes(pickle.dumps(checkpoints.hostile_payloads(marker)["os.system"], protocol=2))
     res = reloader.reload(path, "evil.bin")
     assert res.cause == f"evil.bin: {CODE}posix.system (os.system){WHY}"
     assert not marker.exists()
 
 
 def test_numpy_rng_state_passes_with_exact_allowlist(reloader: Reloader, tmp_path: Path) -> None:
-    path = artifacts.general_checkpoint(tmp_path)  # holds np.random.get_state()
+    path = checkpoints.general_checkpoint(tmp_path)  # holds np.random.get_state()
     res = reloader.reload(path, "resume.pt")
     assert res.ok, res.cause
     assert "rng" in res.parts
@@ -165,7 +165,7 @@ def test_zero_byte_file_fails(reloader: Reloader, tmp_path: Path) -> None:
 ])
 def test_truncated_zip_fails(reloader: Reloader, tmp_path: Path, keep: float,
                              expected: str) -> None:
-    path = artifacts.general_checkpoint(tmp_path)
+    path = checkpoints.general_checkpoint(tmp_path)
     raw = path.read_bytes()
     path.write_bytes(raw[: int(len(raw) * keep)])
     res = reloader.reload(path, "resume.pt")
@@ -173,7 +173,7 @@ def test_truncated_zip_fails(reloader: Reloader, tmp_path: Path, keep: float,
 
 
 def test_corrupt_zip_fails(reloader: Reloader, tmp_path: Path) -> None:
-    path = artifacts.general_checkpoint(tmp_path)
+    path = checkpoints.general_checkpoint(tmp_path)
     raw = bytearray(path.read_bytes())
     raw[4:] = bytes(len(raw) - 4)  # zip magic kept, everything else zeroed
     path.write_bytes(bytes(raw))

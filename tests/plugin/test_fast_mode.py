@@ -10,12 +10,12 @@ import importlib
 import json
 import os
 import pickle
-from pathlib import Path
 
 import pytest
 
 from pytest_itera.plugin import FAMILIES
 from tests.factory import CampaignBuilder, expect, sha256
+from tests.runner import REPO
 
 HOSTILE = "runs/resume-check/last.pt"
 
@@ -73,7 +73,7 @@ def probed_run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult,
     out = pytester.path / "probe.json"
     pytester._monkeypatch.setenv("ITERA_PROBE_OUT", str(out))
     pytester._monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        p for p in (str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")) if p
+        p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p
     ))
     result = pytester.runpytest_subprocess("--itera-campaign", "out", "-p", "no:cacheprovider",
                                            *args)

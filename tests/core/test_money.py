@@ -44,6 +44,7 @@ from pytest_itera.money import (
     smallest_covering,
     to_money,
 )
+from tests.runner import REPO
 
 
 def usd(amount: str) -> Money:
@@ -558,9 +559,8 @@ def test_the_arithmetic_modules_import_neither_pytest_nor_hypothesis_nor_torch()
         "import sys, pytest_itera.money, pytest_itera.schedule\n"
         "print(sorted(m for m in ('pytest', 'hypothesis', 'torch') if m in sys.modules))"
     )
-    root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
-        env={**os.environ, "PYTHONPATH": str(root)},
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert done.stdout.strip() == "[]"

@@ -13,8 +13,7 @@ import pytest
 from pytest_itera.campaign import validate
 from pytest_itera.cli import main, plan_skeleton
 from tests.recorded import record
-
-WORKTREE = Path(__file__).resolve().parents[1]
+from tests.runner import REPO
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +24,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_itera", *args], cwd=WORKTREE,
+    return subprocess.run([sys.executable, "-m", "pytest_itera", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=300, check=False)
 
 

@@ -21,6 +21,7 @@ from pytest_itera.scan import (
     TempMatcher,
     scan_file,
 )
+from tests.runner import REPO
 
 MATCHER = TempMatcher(DEFAULT_TEMP_PATTERNS)
 
@@ -546,7 +547,7 @@ def _peak_growth(path: Path, tmp_path: Path) -> dict[str, object]:
     warm.write_bytes(b"\0not a checkpoint" * 100)
     done = subprocess.run([sys.executable, "-c", _PEAK_PROBE, str(path), str(warm)],
                           capture_output=True, text=True, timeout=600, check=False,
-                          cwd=Path(__file__).parents[1])
+                          cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     found: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
     return found

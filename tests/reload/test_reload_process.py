@@ -20,9 +20,8 @@ from pathlib import Path
 import pytest
 
 from pytest_itera.reload import SERVER, Reloader, ReloadResult, _Server
-from tests import artifacts
-
-WORKTREE = Path(__file__).resolve().parents[1]
+from tests import checkpoints
+from tests.runner import REPO
 
 
 @pytest.fixture
@@ -36,7 +35,7 @@ def debug(r: Reloader, kind: str, path: Path) -> ReloadResult:
 
 
 def test_hang_times_out_and_the_next_checkpoint_still_loads(tmp_path: Path) -> None:
-    path = artifacts.state_dict_file(tmp_path)
+    path = checkpoints.state_dict_file(tmp_path)
     with Reloader(timeout=1.0) as r:
         hung = debug(r, "hang", path)
         after = r.reload(path, "w.pt")
@@ -47,7 +46,7 @@ def test_hang_times_out_and_the_next_checkpoint_still_loads(tmp_path: Path) -> N
 
 def test_crash_gives_a_verdict_and_the_server_survives(reloader: Reloader,
                                                        tmp_path: Path) -> None:
-    path = artifacts.state_dict_file(tmp_path)
+    path = checkpoints.state_dict_file(tmp_path)
     crashed = debug(reloader, "crash", path)
     after = reloader.reload(path, "w.pt")
     assert crashed.cause == ("runs/x.pt: the loading process died from SIGABRT before giving "
@@ -56,7 +55,7 @@ def test_crash_gives_a_verdict_and_the_server_survives(reloader: Reloader,
 
 
 def test_memory_limit_stops_a_large_load(tmp_path: Path) -> None:
-    path = artifacts.big_legacy_file(tmp_path, mib=64)
+    path = checkpoints.big_legacy_file(tmp_path, mib=64)
     with Reloader(timeout=60, memory_limit=16 << 20) as r:
         res = r.reload(path, "big.pt")
     assert not res.ok
@@ -66,7 +65,7 @@ def test_memory_limit_stops_a_large_load(tmp_path: Path) -> None:
 
 
 def test_same_file_passes_with_the_default_limit(reloader: Reloader, tmp_path: Path) -> None:
-    res = reloader.reload(artifacts.big_legacy_file(tmp_path, mib=64), "big.pt")
+    res = reloader.reload(checkpoints.big_legacy_file(tmp_path, mib=64), "big.pt")
     assert res.ok, res.cause
 
 
@@ -88,7 +87,7 @@ def test_old_torch_is_refused(tmp_path: Path) -> None:
     python = _wrapper(tmp_path, body)
     with Reloader(python) as r:
         reason = r.check_interpreter()
-        res = r.reload(artifacts.state_dict_file(tmp_path), "w.pt")
+        res = r.reload(checkpoints.state_dict_file(tmp_path), "w.pt")
     assert reason == (f"--itera-python {python}: torch 2.9.1 is older than 2.10: "
                       "weights_only=True can be bypassed there (CVE-2025-32434, "
                       "CVE-2026-24747); upgrade torch in the training interpreter")
@@ -155,8 +154,8 @@ def test_prefetched_checkpoints_each_get_their_own_verdict(tmp_path: Path) -> No
     marker = tmp_path / "pwned"
     for name in ("g0", "g1", "g2", "g3", "evil"):
         (tmp_path / name).mkdir()
-    good = [artifacts.state_dict_file(tmp_path / f"g{i}") for i in range(4)]
-    evil = artifacts.hostile_checkpoint(tmp_path / "evil", marker)
+    good = [checkpoints.state_dict_file(tmp_path / f"g{i}") for i in range(4)]
+    evil = checkpoints.hostile_checkpoint(tmp_path / "evil", marker)
     with Reloader(timeout=60, jobs=2) as r:
         r.prefetch([good[0], evil, *good[1:]])
         results = {p: r.reload(p, p.parent.name) for p in [*reversed(good), evil]}
@@ -184,7 +183,7 @@ def _raw_server(home: Path, jobs: int) -> Iterator[_Server]:
 def test_a_hung_child_does_not_hold_up_the_others(tmp_path: Path) -> None:
     """With two jobs, the verdict on a good checkpoint comes while a hung one waits for its
     own deadline; the hung one then times out with its own id."""
-    path = str(artifacts.state_dict_file(tmp_path))
+    path = str(checkpoints.state_dict_file(tmp_path))
     with _raw_server(tmp_path / "home", jobs=2) as server:
         server.send({"id": 1, "path": path, "timeout": 3, "debug": "hang"})
         server.send({"id": 2, "path": path, "timeout": 30})
@@ -214,7 +213,7 @@ def test_a_server_with_old_torch_loads_nothing_even_when_asked_before_its_hello(
             f"runpy.run_path(\"{SERVER}\", run_name=\"__main__\")")
     python = _wrapper(tmp_path, body)
     marker = tmp_path / "pwned"
-    evil = artifacts.hostile_checkpoint(tmp_path, marker)
+    evil = checkpoints.hostile_checkpoint(tmp_path, marker)
     with Reloader(python, jobs=2) as r:
         r.prefetch([evil])
         server = r._holder[0]
@@ -307,7 +306,7 @@ def _alive(pid: int) -> bool:
 def test_ending_the_server_kills_what_is_still_loading(tmp_path: Path) -> None:
     """When the client closes (end of session, -x, Ctrl-C), queued requests are dropped and a
     hung loader is killed: no process outlives the session."""
-    path = str(artifacts.state_dict_file(tmp_path))
+    path = str(checkpoints.state_dict_file(tmp_path))
     with _raw_server(tmp_path / "home", jobs=1) as server:
         for n in (1, 2, 3):
             server.send({"id": n, "path": path, "timeout": 3600, "debug": "hang"})
@@ -325,7 +324,7 @@ def test_ending_the_server_kills_what_is_still_loading(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG, /proc")
 def test_a_killed_server_takes_its_loaders_with_it(tmp_path: Path) -> None:
-    path = str(artifacts.state_dict_file(tmp_path))
+    path = str(checkpoints.state_dict_file(tmp_path))
     with _raw_server(tmp_path / "home", jobs=1) as server:
         server.send({"id": 1, "path": path, "timeout": 3600, "debug": "hang"})
         deadline = time.monotonic() + 30
@@ -349,7 +348,7 @@ def test_a_server_whose_client_is_killed_stops_while_importing_torch(tmp_path: P
         [sys.executable, "-c", "import sys, time\nfrom pytest_itera.reload import Reloader\n"
          "r = Reloader()\nr.start()\nprint(r._holder[0].proc.pid, r._home, flush=True)\n"
          "time.sleep(600)\n"],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(WORKTREE)})
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert client.stdout is not None
     pid, home = client.stdout.readline().split()
     client.kill()

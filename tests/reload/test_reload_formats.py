@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pytest_itera.reload import PARTS, Reloader
-from tests import artifacts
+from tests import checkpoints
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -21,11 +21,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Expensive real artifacts, built once per session (per xdist worker)."""
     root = tmp_path_factory.mktemp("built")
     return {
-        "lightning": artifacts.lightning_checkpoint(root / "pl"),
-        "hf": artifacts.hf_trainer_checkpoint(root),
-        "accelerate": artifacts.accelerate_checkpoint(root),
-        "dcp": artifacts.dcp_checkpoint(root),
-        "peft": artifacts.peft_adapter(root),
+        "lightning": checkpoints.lightning_checkpoint(root / "pl"),
+        "hf": checkpoints.hf_trainer_checkpoint(root),
+        "accelerate": checkpoints.accelerate_checkpoint(root),
+        "dcp": checkpoints.dcp_checkpoint(root),
+        "peft": checkpoints.peft_adapter(root),
     }
 
 
@@ -36,38 +36,38 @@ def reloader() -> Iterator[Reloader]:
 
 
 def private(built: dict[str, Path], key: str, tmp_path: Path) -> Path:
-    return artifacts.copy_artifact(built[key], tmp_path)
+    return checkpoints.copy_artifact(built[key], tmp_path)
 
 
 # ----------------------------------------------------------------------------- plain torch
 
 def test_general_checkpoint_has_every_part(reloader: Reloader, tmp_path: Path) -> None:
-    res = reloader.reload(artifacts.general_checkpoint(tmp_path), "runs/c/resume.pt", "torch")
+    res = reloader.reload(checkpoints.general_checkpoint(tmp_path), "runs/c/resume.pt", "torch")
     assert res.ok, res.cause
     assert (res.format, res.parts, res.cause) == ("torch", PARTS, None)
     assert res.tensors > 4
 
 
 def test_missing_scaler_and_rng_are_not_claimed(reloader: Reloader, tmp_path: Path) -> None:
-    path = artifacts.general_checkpoint(tmp_path, scaler=True, rng=True)
+    path = checkpoints.general_checkpoint(tmp_path, scaler=True, rng=True)
     res = reloader.reload(path, "resume.pt")
     assert res.ok
     assert res.parts == ("model", "optimizer", "progress", "scheduler", "data")
 
 
 def test_bare_state_dict_is_model_only(reloader: Reloader, tmp_path: Path) -> None:
-    res = reloader.reload(artifacts.state_dict_file(tmp_path), "w.pt")
+    res = reloader.reload(checkpoints.state_dict_file(tmp_path), "w.pt")
     assert (res.ok, res.format, res.parts) == (True, "torch", ("model",))
 
 
 def test_legacy_torch_format_loads_without_mmap(reloader: Reloader, tmp_path: Path) -> None:
-    res = reloader.reload(artifacts.state_dict_file(tmp_path, legacy=True), "w.pt")
+    res = reloader.reload(checkpoints.state_dict_file(tmp_path, legacy=True), "w.pt")
     assert (res.ok, res.parts) == (True, ("model",))
     assert any("legacy" in note for note in res.notes)
 
 
 def test_nonfinite_model_weights_are_named(reloader: Reloader, tmp_path: Path) -> None:
-    state = artifacts.tiny_model().state_dict()
+    state = checkpoints.tiny_model().state_dict()
     state["2.bias"][1] = float("inf")
     state["0.weight"][3, 3] = float("nan")
     torch.save({"model": state, "epoch": 3}, tmp_path / "x.pt")
@@ -81,7 +81,7 @@ def test_nonfinite_model_weights_are_named(reloader: Reloader, tmp_path: Path) -
 
 
 def test_nonfinite_outside_the_model_is_allowed(reloader: Reloader, tmp_path: Path) -> None:
-    state = artifacts.tiny_model().state_dict()
+    state = checkpoints.tiny_model().state_dict()
     torch.save({"model": state, "best_score": torch.tensor(float("inf"))}, tmp_path / "x.pt")
     res = reloader.reload(tmp_path / "x.pt", "x.pt")
     assert (res.ok, res.nonfinite) == (True, ())
@@ -96,7 +96,7 @@ def test_large_tensor_finite_check_sees_a_late_nan(reloader: Reloader, tmp_path:
 
 
 def test_claimed_format_mismatch_fails(reloader: Reloader, tmp_path: Path) -> None:
-    res = reloader.reload(artifacts.state_dict_file(tmp_path), "w.pt", "safetensors")
+    res = reloader.reload(checkpoints.state_dict_file(tmp_path), "w.pt", "safetensors")
     assert not res.ok
     assert res.cause == ("w.pt: the manifest declares format 'safetensors' but the content "
                          "is 'torch'")
@@ -105,13 +105,13 @@ def test_claimed_format_mismatch_fails(reloader: Reloader, tmp_path: Path) -> No
 # ----------------------------------------------------------------------------- safetensors
 
 def test_safetensors_passes(reloader: Reloader, tmp_path: Path) -> None:
-    res = reloader.reload(artifacts.safetensors_file(tmp_path), "m.safetensors", "safetensors")
+    res = reloader.reload(checkpoints.safetensors_file(tmp_path), "m.safetensors", "safetensors")
     assert (res.ok, res.format, res.parts, res.tensors) == (True, "safetensors", ("model",), 4)
     assert res.missing_reasons["optimizer"] == "a safetensors file holds a flat map of tensors only"
 
 
 def test_safetensors_nan_fails(reloader: Reloader, tmp_path: Path) -> None:
-    path = artifacts.safetensors_file(tmp_path, tensors={"w": torch.tensor([1.0, float("nan")])})
+    path = checkpoints.safetensors_file(tmp_path, tensors={"w": torch.tensor([1.0, float("nan")])})
     res = reloader.reload(path, "m.safetensors")
     assert (res.ok, res.nonfinite) == (False, ("w",))
 
@@ -136,7 +136,7 @@ ST_REFUSED = "m.safetensors: safetensors header refused by the safetensors parse
 def test_safetensors_lying_header_fails(reloader: Reloader, tmp_path: Path,
                                         edit: dict[str, object], expected: str) -> None:
     tensors = {"w": torch.ones(2), "v": torch.ones(2)}
-    path = artifacts.safetensors_file(tmp_path, tensors=tensors)
+    path = checkpoints.safetensors_file(tmp_path, tensors=tensors)
     _lie(path, edit)
     res = reloader.reload(path, "m.safetensors")
     assert not res.ok
@@ -145,7 +145,7 @@ def test_safetensors_lying_header_fails(reloader: Reloader, tmp_path: Path,
 
 
 def test_safetensors_overlap_fails(reloader: Reloader, tmp_path: Path) -> None:
-    path = artifacts.safetensors_file(tmp_path, tensors={"w": torch.ones(2), "v": torch.ones(2)})
+    path = checkpoints.safetensors_file(tmp_path, tensors={"w": torch.ones(2), "v": torch.ones(2)})
     raw = path.read_bytes()
     n = int.from_bytes(raw[:8], "little")
     header = json.loads(raw[8:8 + n])
@@ -160,7 +160,7 @@ def test_safetensors_overlap_fails(reloader: Reloader, tmp_path: Path) -> None:
 
 
 def test_safetensors_truncated_fails(reloader: Reloader, tmp_path: Path) -> None:
-    path = artifacts.safetensors_file(tmp_path)
+    path = checkpoints.safetensors_file(tmp_path)
     path.write_bytes(path.read_bytes()[:-10])
     res = reloader.reload(path, "m.safetensors")
     assert not res.ok
@@ -218,7 +218,7 @@ def test_hf_trainer_hostile_training_args_is_never_unpickled(
         reloader: Reloader, built: dict[str, Path], tmp_path: Path) -> None:
     folder = private(built, "hf", tmp_path)
     marker = tmp_path / "pwned"
-    torch.save(artifacts.hostile_payloads(marker)["os.system"], folder / "training_args.bin")
+    torch.save(checkpoints.hostile_payloads(marker)["os.system"], folder / "training_args.bin")
     res = reloader.reload(folder, "checkpoint-2")
     assert res.ok, res.cause
     assert not marker.exists()
@@ -228,7 +228,7 @@ def test_hf_trainer_hostile_rng_state_fails(reloader: Reloader, built: dict[str,
                                             tmp_path: Path) -> None:
     folder = private(built, "hf", tmp_path)
     marker = tmp_path / "pwned"
-    torch.save({"python": artifacts.hostile_payloads(marker)["builtins.exec"]},
+    torch.save({"python": checkpoints.hostile_payloads(marker)["builtins.exec"]},
                folder / "rng_state.pth")
     res = reloader.reload(folder, "checkpoint-2")
     assert res.cause == ("checkpoint-2/rng_state.pth: holds code: unpickling it would call "
@@ -408,7 +408,7 @@ def test_accelerate_hostile_random_states_fails(reloader: Reloader, built: dict[
                                                 tmp_path: Path) -> None:
     folder = private(built, "accelerate", tmp_path)
     marker = tmp_path / "pwned"
-    torch.save([artifacts.hostile_payloads(marker)["subprocess.Popen"]],
+    torch.save([checkpoints.hostile_payloads(marker)["subprocess.Popen"]],
                folder / "random_states_0.pkl")
     res = reloader.reload(folder, "acc")
     assert res.cause == ("acc/random_states_0.pkl: holds code: unpickling it would call "
@@ -437,7 +437,7 @@ def test_dcp_folder_passes(reloader: Reloader, built: dict[str, Path]) -> None:
 
 
 def test_dcp_nan_fails(reloader: Reloader, tmp_path: Path) -> None:
-    res = reloader.reload(artifacts.dcp_checkpoint(tmp_path, nan=True), "dcp")
+    res = reloader.reload(checkpoints.dcp_checkpoint(tmp_path, nan=True), "dcp")
     assert (res.ok, res.nonfinite) == (False, ("model.0.weight",))
 
 
@@ -446,7 +446,7 @@ def test_dcp_hostile_metadata_fails(reloader: Reloader, built: dict[str, Path],
     folder = private(built, "dcp", tmp_path)
     marker = tmp_path / "pwned"
     (folder / ".metadata").write_bytes(
-        artifacts.raw_pickle({"x": [artifacts.hostile_payloads(marker)["os.system"]]}))
+        checkpoints.raw_pickle({"x": [checkpoints.hostile_payloads(marker)["os.system"]]}))
     res = reloader.reload(folder, "dcp")
     assert res.cause == ("dcp/.metadata: refers to posix.system (os.system), which is not a "
                          "DCP metadata type (loading it would import and call arbitrary code)")
@@ -608,7 +608,7 @@ def _resume_dict(**changes: object) -> dict[str, object]:
 
     import numpy as np
 
-    model = artifacts.tiny_model()
+    model = checkpoints.tiny_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)  # stateless: its state is {}
     sched = torch.optim.lr_scheduler.StepLR(opt, 1)
     state: dict[str, object] = {
@@ -655,7 +655,7 @@ def test_generator_states_of_every_library(reloader: Reloader, tmp_path: Path) -
         torch.save(_resume_dict(rng=rng), tmp_path / f"{name}.pt")
         res = reloader.reload(tmp_path / f"{name}.pt", name)
         assert res.parts == PARTS, (name, res.part_faults)
-    model = artifacts.tiny_model()
+    model = checkpoints.tiny_model()
     opt = torch.optim.AdamW(model.parameters())
     save_resume_checkpoint(tmp_path / "rec.pt", model=model, optimizer=opt,
                            scheduler=torch.optim.lr_scheduler.StepLR(opt, 1),
@@ -679,11 +679,11 @@ def test_dcp_nested_progress_and_a_stateless_optimizer(reloader: Reloader,
     """torchtitan keeps its step in train_state; DCP drops a stateless SGD's empty state."""
     from torch.distributed.checkpoint import state_dict_saver
 
-    model = artifacts.tiny_model()
+    model = checkpoints.tiny_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     state = {"model": model.state_dict(), "optimizer": opt.state_dict(),
              "train_state": {"step": 3, "epoch": 0}}
-    with artifacts._quiet():
+    with checkpoints._quiet():
         state_dict_saver.save(state, checkpoint_id=str(tmp_path / "titan"), no_dist=True)
     res = reloader.reload(tmp_path / "titan", "titan", "dcp")
     assert res.ok, res.cause
@@ -695,7 +695,7 @@ def test_a_safetensors_header_of_128_bytes_is_not_a_pickle(reloader: Reloader,
     """Its first byte is 0x80, like a pickle's: the header decides."""
     nan = torch.ones(2, 2)
     nan[1, 1] = float("nan")
-    path = artifacts.safetensors_file(tmp_path, "n.safetensors",
+    path = checkpoints.safetensors_file(tmp_path, "n.safetensors",
                                       {"head.weight": nan, "head.bias": torch.zeros(2)})
     assert path.read_bytes()[:1] == b"\x80"
     res = reloader.reload(path, "n.safetensors", "safetensors")

@@ -581,10 +581,10 @@ def test_a_checkpoint_that_holds_code_is_named_in_the_report(
     pytester: pytest.Pytester, campaign: CampaignBuilder, tmp_path: Path
 ) -> None:
     """The JSON report keeps what the pickle walk found (refused unloaded), as a field."""
-    from tests import artifacts
+    from tests import checkpoints
 
     marker = tmp_path / "pwned"
-    evil = artifacts.hostile_checkpoint(tmp_path, marker)
+    evil = checkpoints.hostile_checkpoint(tmp_path, marker)
     campaign.files["runs/variant-a/evil.pt"] = evil.read_bytes()
     campaign.manifest["checkpoints"].append(
         {"path": "runs/variant-a/evil.pt", "run": "variant-a", "format": "torch",

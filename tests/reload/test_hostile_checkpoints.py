@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from pytest_itera.reload import Reloader
-from tests import artifacts
+from tests import checkpoints
 from tests.factory import CampaignBuilder, expect
 
 HOSTILE = "hostile or corrupt torch archive"
@@ -38,7 +38,7 @@ def reloader() -> Iterator[Reloader]:
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return artifacts.general_checkpoint(tmp_path_factory.mktemp("good"))
+    return checkpoints.general_checkpoint(tmp_path_factory.mktemp("good"))
 
 
 def assert_refused_then_alive(reloader: Reloader, good: Path, path: Path, display: str,
@@ -375,7 +375,7 @@ def test_hostile_containers_fail_in_a_campaign(pytester: pytest.Pytester,
     duplicate_name(dup)
     layout = {"runs/control/huge.pt": huge, "runs/control/overlap.pt": overlap,
               "runs/control/dup.pt": dup,
-              "runs/control/good.pt": artifacts.general_checkpoint(tmp_path)}
+              "runs/control/good.pt": checkpoints.general_checkpoint(tmp_path)}
     for rel, src in layout.items():
         campaign.files[rel] = src.read_bytes()
         campaign.manifest["checkpoints"].append(

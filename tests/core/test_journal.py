@@ -15,8 +15,7 @@ from pytest_itera.journal import JOURNAL_FILE, Journal, JournalError
 from pytest_itera.record import CampaignRecorder, JournalWarning, RecordError
 from tests import factory as F
 from tests.recorded import record
-
-WORKTREE = Path(__file__).resolve().parents[1]
+from tests.runner import REPO
 
 
 def events(root: Path) -> list[dict[str, object]]:
@@ -45,7 +44,7 @@ def test_a_campaign_killed_mid_run_continues_from_its_journal_and_is_accepted(
 ) -> None:
     root = tmp_path / "camp"
     command = [sys.executable, "-m", "tests.recorded", str(root)]
-    child = subprocess.Popen([*command, "--pause-at", "3"], cwd=WORKTREE,
+    child = subprocess.Popen([*command, "--pause-at", "3"], cwd=REPO,
                              stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
@@ -60,7 +59,7 @@ def test_a_campaign_killed_mid_run_continues_from_its_journal_and_is_accepted(
     assert before[-1] == {"event": "log", "run": "control", "step": 3, "values": {"loss": 0.6}}
     assert not (root / "manifest.json").exists()
 
-    done = subprocess.run(command, cwd=WORKTREE, capture_output=True, text=True, timeout=120,
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 0, done.stderr
     after = events(root)
