@@ -6,21 +6,24 @@ import json
 
 import pytest
 
-from tests.factory import CampaignBuilder
+from tests.factory import CampaignBuilder, expect
+from tests.runner import Itera
 
 
-def test_inert_without_the_option(pytester: pytest.Pytester) -> None:
+def test_inert_without_the_option(itera: Itera, pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_plain(): pass")
-    result = pytester.runpytest()
+    result = itera(campaign=None)
     result.assert_outcomes(passed=1)
     result.stdout.no_fnmatch_line("*pytest-itera*")
     result.stdout.no_fnmatch_line("*campaign*")
 
 
-def test_good_campaign_is_accepted(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_good_campaign_is_accepted(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write()
     pytester.makepyfile(test_other="def test_not_collected(): pass")
-    result = pytester.runpytest("--itera-campaign", "out")
+    result = itera()
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()
     assert outcomes["passed"] > 10
@@ -32,10 +35,10 @@ def test_good_campaign_is_accepted(pytester: pytest.Pytester, campaign: Campaign
 
 
 def test_node_ids_name_check_and_target(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = pytester.runpytest("--itera-campaign", "out", "--collect-only", "-q")
+    result = itera("--collect-only", "-q")
     result.stdout.fnmatch_lines(
         [
             "out/manifest.json::manifest",
@@ -50,13 +53,13 @@ def test_node_ids_name_check_and_target(
 
 
 def test_one_node_id_reruns_exactly_that_check(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     node = "out/manifest.json::files-intact[runs/control/measurements.jsonl]"
-    result = pytester.runpytest("--itera-campaign", "out", node, "-v")
+    result = itera(node, "-v", "-rA")
     result.assert_outcomes(passed=1)
-    assert any(line.startswith(f"{node} PASSED") for line in result.stdout.lines)
+    expect(result, f"PASSED {node}")  # the -v line differs under xdist; -rA's does not
 
 
 @pytest.mark.parametrize(
@@ -68,36 +71,38 @@ def test_one_node_id_reruns_exactly_that_check(
     ],
 )
 def test_selection_by_keyword_and_marker(
-    pytester: pytest.Pytester,
+    itera: Itera,
     campaign: CampaignBuilder,
     selection: tuple[str, str],
     expected: int | None,
 ) -> None:
     campaign.write()
-    result = pytester.runpytest("--itera-campaign", "out", *selection)
+    result = itera(*selection)
     passed = result.parseoutcomes()["passed"]
     assert passed == expected if expected is not None else passed > 10
     if expected is not None:
         result.stdout.fnmatch_lines(["campaign tiny-2026-11: INCOMPLETE — * checks ran"])
 
 
-def test_missing_dir_is_one_usage_error(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--itera-campaign", "nowhere")
+def test_missing_dir_is_one_usage_error(itera: Itera) -> None:
+    result = itera(campaign="nowhere")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if "nowhere" in line]
     assert errors == ["ERROR: --itera-campaign: nowhere: no such directory"]
 
 
-def test_file_given_as_campaign_is_a_usage_error(pytester: pytest.Pytester) -> None:
+def test_file_given_as_campaign_is_a_usage_error(itera: Itera, pytester: pytest.Pytester) -> None:
     pytester.makefile(".txt", notes="x")
-    result = pytester.runpytest("--itera-campaign", "notes.txt")
+    result = itera(campaign="notes.txt")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*notes.txt: not a directory*"])
 
 
-def test_folder_without_plan_or_manifest_is_a_usage_error(pytester: pytest.Pytester) -> None:
+def test_folder_without_plan_or_manifest_is_a_usage_error(
+    itera: Itera, pytester: pytest.Pytester
+) -> None:
     pytester.mkdir("results")
-    result = pytester.runpytest("--itera-campaign", "results")
+    result = itera(campaign="results")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert (
         result.stderr.lines.count(
@@ -109,63 +114,63 @@ def test_folder_without_plan_or_manifest_is_a_usage_error(pytester: pytest.Pytes
 
 
 def test_bad_ini_value_is_a_usage_error(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     pytester.makeini("[pytest]\nitera_timeout = soon\n")
-    result = pytester.runpytest("--itera-campaign", "out")
+    result = itera()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: itera_timeout = soon: not a number"])
 
 
 def test_same_campaign_twice_is_a_usage_error(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = pytester.runpytest("--itera-campaign", "out", "--itera-campaign", "./out/")
+    result = itera("--itera-campaign", "./out/")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*the same campaign is given twice*"])
 
 
-def test_ini_twin(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_ini_twin(itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.write()
     pytester.makeini("[pytest]\nitera_campaign = out\n")
-    result = pytester.runpytest()
+    result = itera(campaign=None)
     result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
     assert result.ret == 0
 
 
 def test_command_line_campaign_replaces_the_ini_one(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     pytester.makeini("[pytest]\nitera_campaign = out\n")
-    result = pytester.runpytest("--itera-campaign", "out")
+    result = itera()
     assert result.ret == 0, result.stderr.str()
     result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
 
 
 def test_campaign_outside_rootdir_has_readable_ids(
-    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+    itera: Itera, pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     outside = tmp_path_factory.mktemp("elsewhere") / "camp"
     builder = CampaignBuilder(outside)
     builder.write()
     pytester.makeini("[pytest]\n")
-    result = pytester.runpytest("--itera-campaign", str(outside), "--collect-only", "-q")
+    result = itera("--collect-only", "-q", campaign=str(outside))
     lines = [line for line in result.stdout.lines if "::" in line]
     assert lines, result.stdout.str()
     assert all(line.split("::")[0].endswith("camp/manifest.json") for line in lines)
     assert not any(line.startswith("manifest.json") for line in lines)
-    run = pytester.runpytest("--itera-campaign", str(outside))
-    run.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED*"])
-    assert run.ret == 0
+    full = itera(campaign=str(outside))
+    full.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED*"])
+    assert full.ret == 0
 
 
-def test_json_report(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_json_report(itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.files["analysis.md"] = b""
     campaign.write()
-    result = pytester.runpytest("--itera-campaign", "out", "--itera-report", "report.json")
+    result = itera("--itera-report", "report.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     report = json.loads((pytester.path / "report.json").read_text())
     assert report["campaign"] == "tiny-2026-11"
@@ -179,47 +184,47 @@ def test_json_report(pytester: pytest.Pytester, campaign: CampaignBuilder) -> No
 
 
 def test_report_inside_campaign_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = pytester.runpytest("--itera-campaign", "out", "--itera-report", "out/report.json")
+    result = itera("--itera-report", "out/report.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*out/report.json is inside the campaign*--itera-report-inside*"])
 
 
 def test_conftest_inside_campaign_is_never_imported(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     marker = pytester.path / "conftest-ran"
     campaign.files["conftest.py"] = (
         b"open('conftest-ran', 'w').write('ran')\n"  # cwd: pytester.path
     )
     campaign.write()
-    result = pytester.runpytest("--itera-campaign", "out")
+    result = itera()
     assert not marker.exists()
     assert result.ret == 0, result.stdout.str()
 
 
 def test_running_from_inside_the_campaign_writes_no_cache(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     root = campaign.root
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
-        result = pytester.runpytest_subprocess("--itera-campaign", ".")
+        result = itera(campaign=".", subprocess=True, cache=True)
     assert result.ret == 0, result.stdout.str()
     assert not (root / ".pytest_cache").exists()
 
 
 def test_running_from_inside_never_imports_the_campaign_conftest(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.files["conftest.py"] = b"open('conftest-ran', 'w').write('ran')\n"
     campaign.write()
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(campaign.root)
-        result = pytester.runpytest_subprocess("--itera-campaign", ".")
+        result = itera(campaign=".", subprocess=True, cache=True)
     assert result.ret == 0, result.stdout.str()
     assert not (campaign.root / "conftest-ran").exists()
     assert not (campaign.root / "__pycache__").exists()
