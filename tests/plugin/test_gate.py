@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.factory import CampaignBuilder, expect
+from tests.runner import Itera
 
-NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
 GATE = "--itera-require-accepted"
 ACCEPTANCE_TESTS = '''
 def test_variant_beats_control(itera_campaign):
@@ -28,10 +28,6 @@ def test_unrelated():
 '''
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", *NO_HYPOTHESIS, *args)
-
-
 def gate_lines(result: pytest.RunResult) -> list[str]:
     return [line for line in result.stdout.lines if line.startswith(f"{GATE}:")]
 
@@ -40,10 +36,10 @@ def gate_lines(result: pytest.RunResult) -> list[str]:
 
 
 def test_an_accepted_campaign_passes_the_gate(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = run(pytester, GATE)
+    result = itera(GATE)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert gate_lines(result) == []
 
@@ -59,49 +55,47 @@ def test_an_accepted_campaign_passes_the_gate(
     ids=["selection", "family-off", "fast"],
 )
 def test_anything_short_of_accepted_fails_the_gate_saying_why(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, args: tuple[str, ...], why: str
+    itera: Itera, campaign: CampaignBuilder, args: tuple[str, ...], why: str
 ) -> None:
     campaign.write()
-    plain = run(pytester, *args)
+    plain = itera(*args)
     assert plain.ret == pytest.ExitCode.OK  # without the option: pytest's semantics
     assert gate_lines(plain) == []
-    gated = run(pytester, *args, GATE)
+    gated = itera(*args, GATE)
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
     expect(gated, f"{GATE}: exit status 1: {why}")
     assert len(gate_lines(gated)) == 1
 
 
 def test_the_ini_twin_and_the_quietest_output(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     pytester.makeini("[pytest]\nitera_require_accepted = true\n")
-    result = run(pytester, "-k", "manifest", "-qq")
+    result = itera("-k", "manifest", "-qq")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "pytest-itera" not in result.stdout.str()  # no summary under -qq ...
     assert len(gate_lines(result)) == 1  # ... but the reason for the exit status
 
 
 def test_a_rejected_campaign_keeps_pytests_exit_status(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.files["analysis.md"] = b""
     campaign.write()
-    result = run(pytester, GATE, "-k", "analysis or empty")
+    result = itera(GATE, "-k", "analysis or empty")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     expect(result, f"{GATE}: exit status 1: campaign tiny-2026-11: REJECTED — 2 of 4 checks failed")
 
 
 def test_the_controller_decides_under_xdist(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     """Only an acceptance test is deselected: the controller learns it from the workers (the
     test's node id names no campaign folder)."""
     campaign.write()
     pytester.makepyfile(test_acceptance=ACCEPTANCE_TESTS)
-    result = pytester.runpytest_subprocess(
-        "--itera-campaign", "out", *NO_HYPOTHESIS, "-p", "no:cacheprovider", "-n", "2", GATE,
-        "test_acceptance.py", "-k", "not control_reaches")
+    result = itera(GATE, "test_acceptance.py", "-k", "not control_reaches")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     lines = gate_lines(result)
     assert len(lines) == 1
@@ -114,12 +108,12 @@ def test_the_controller_decides_under_xdist(
 
 
 def test_a_failing_acceptance_test_rejects_the_campaign(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     pytester.makepyfile(test_acceptance=ACCEPTANCE_TESTS)
-    result = run(pytester, "test_acceptance.py", "-k", "not reloads and not resume",
-                 "--itera-report", "r.json", "--itera-report", "r.md")
+    result = itera("test_acceptance.py", "-k", "not reloads and not resume",
+                   "--itera-report", "r.json", "--itera-report", "r.md")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     expect(result, "campaign tiny-2026-11: REJECTED — 1 of * checks failed",
            "  acceptance test test_acceptance.py::test_control_reaches_the_threshold: failed",
@@ -138,11 +132,11 @@ def test_a_failing_acceptance_test_rejects_the_campaign(
 
 
 def test_a_deselected_acceptance_test_makes_the_verdict_incomplete(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     pytester.makepyfile(test_acceptance=ACCEPTANCE_TESTS)
-    result = run(pytester, "test_acceptance.py", "-k", "not control_reaches")
+    result = itera("test_acceptance.py", "-k", "not control_reaches")
     expect(result, "campaign tiny-2026-11: INCOMPLETE — * of * checks ran")
     assert result.ret == pytest.ExitCode.OK
 
@@ -177,7 +171,7 @@ def _python_without(tmp_path: Path, package: str) -> str:
 
 @pytest.mark.parametrize("package", ["numpy", "safetensors"])
 def test_a_missing_package_in_the_reload_interpreter_is_a_usage_error(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, tmp_path: Path, package: str
+    itera: Itera, campaign: CampaignBuilder, tmp_path: Path, package: str
 ) -> None:
     """The default campaign's resume checkpoints claim RNG states (numpy's among them); an
     adapter folder holding a .safetensors file needs safetensors."""
@@ -190,7 +184,7 @@ def test_a_missing_package_in_the_reload_interpreter_is_a_usage_error(
         why = "runs/control/adapter"
     campaign.write()
     python = _python_without(tmp_path, package)
-    result = run(pytester, "--itera-python", python)
+    result = itera("--itera-python", python)
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     result.stderr.fnmatch_lines([
         f"ERROR: pytest-itera: --itera-python {python}: the reload interpreter lacks {package} "
@@ -227,12 +221,12 @@ ESC_NAME = "notes-\x1b[2J.txt"
 
 
 def test_control_characters_from_campaign_data_never_reach_the_terminal(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.files[ESC_NAME] = b"unlisted\n"
     campaign.unlisted.add(ESC_NAME)
     campaign.write()
-    result = run(pytester, "--color=no", "-rA", "-k", "files-intact")
+    result = itera("--color=no", "-rA", "-k", "files-intact")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = result.stdout.str() + result.stderr.str()
     assert "\x1b" not in text
@@ -240,10 +234,10 @@ def test_control_characters_from_campaign_data_never_reach_the_terminal(
 
 
 def test_no_summary_under_collect_only(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = run(pytester, "--collect-only", GATE, "--itera-report", "r.json")
+    result = itera("--collect-only", GATE, "--itera-report", "r.json")
     assert result.ret == pytest.ExitCode.OK
     assert "pytest-itera" not in result.stdout.str()
     assert not (pytester.path / "r.json").exists()  # nothing ran: no report either
