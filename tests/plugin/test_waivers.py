@@ -11,15 +11,12 @@ import pytest
 from pytest_itera import waivers
 from tests.factory import CampaignBuilder, expect
 from tests.plugin.test_report import validate_report
+from tests.runner import Itera
 
-NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
 GATE = "--itera-require-accepted"
 TODAY = waivers.today()
 LATER = TODAY + timedelta(days=30)
 
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", *NO_HYPOTHESIS, *args)
 
 
 def toml_waiver(check: str, target: str, *, expires: date | None = LATER,
@@ -91,12 +88,12 @@ def test_a_file_that_is_no_waivers_file_is_refused(
 
 
 def test_waived_failures_give_accepted_with_waivers_listed_everywhere(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     empty_analysis(campaign)
     (pytester.path / "waivers.toml").write_text(
         toml_waiver("no-empty-files", "*") + toml_waiver("analysis-present", "*"))
-    result = run(pytester, GATE, "--itera-waivers", "waivers.toml", "--itera-report", "r.json",
+    result = itera(GATE, "--itera-waivers", "waivers.toml", "--itera-report", "r.json",
                  "--itera-report", "r.md", "--itera-report", "r.html", "-rx")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     expect(result, "campaign tiny-2026-11: ACCEPTED WITH WAIVERS — */* checks passed, 2 waived",
@@ -122,14 +119,15 @@ def test_waived_failures_give_accepted_with_waivers_listed_everywhere(
     assert "Waivers applied" in (pytester.path / "r.html").read_text()
 
 
-def test_waivers_under_xdist(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_waivers_under_xdist(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     """Workers mark and judge; the controller reads the waiver from each report."""
     empty_analysis(campaign)
     (pytester.path / "waivers.toml").write_text(
         toml_waiver("no-empty-files", "*") + toml_waiver("files-intact", "nothing/*"))
-    result = pytester.runpytest_subprocess(
-        "--itera-campaign", "out", *NO_HYPOTHESIS, "-p", "no:cacheprovider", "-n", "2",
-        "--itera-waivers", "waivers.toml", "-k", "empty or waiver", "--itera-report", "r.json")
+    result = itera("--itera-waivers", "waivers.toml", "-k", "empty or waiver",
+                   "--itera-report", "r.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the unmatched waiver's own item
     data = json.loads((pytester.path / "r.json").read_text())
     validate_report(data)
@@ -141,14 +139,14 @@ def test_waivers_under_xdist(pytester: pytest.Pytester, campaign: CampaignBuilde
 
 
 def test_an_expired_waiver_waives_nothing_and_fails(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     empty_analysis(campaign)
     yesterday = TODAY - timedelta(days=1)
     (pytester.path / "waivers.toml").write_text(
         toml_waiver("no-empty-files", "*", expires=yesterday)
         + toml_waiver("analysis-present", "*"))
-    result = run(pytester, "--itera-waivers", "waivers.toml", "-k", "empty or analysis or waiver")
+    result = itera("--itera-waivers", "waivers.toml", "-k", "empty or analysis or waiver")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
     assert (outcomes["failed"], outcomes["xfailed"]) == (2, 1)  # the item and its waiver
@@ -160,13 +158,13 @@ def test_an_expired_waiver_waives_nothing_and_fails(
 
 
 def test_an_incomplete_or_unmatched_waiver_is_a_failing_item(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     empty_analysis(campaign)
     (pytester.path / "waivers.toml").write_text(
         toml_waiver("no-empty-files", "*", approved_by=None)
         + toml_waiver("files-intact", "runs/nothing-here/*"))
-    result = run(pytester, "--itera-waivers", "waivers.toml", "-k", "empty or waiver")
+    result = itera("--itera-waivers", "waivers.toml", "-k", "empty or waiver")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     expect(result, "*waivers[0]: waiver #1 has no approver (approved_by): it waives nothing",
            "*waivers[1]: waiver #2 matches no item of campaign tiny-2026-11: check "
@@ -175,20 +173,20 @@ def test_an_incomplete_or_unmatched_waiver_is_a_failing_item(
 
 
 def test_the_waivers_file_must_stay_outside_the_campaign(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.files["waivers.toml"] = toml_waiver("no-empty-files", "*").encode()
     campaign.write()
-    result = run(pytester, "--itera-waivers", "out/waivers.toml")
+    result = itera("--itera-waivers", "out/waivers.toml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --itera-waivers: out/waivers.toml is inside the "
                                  "campaign */out: keep it outside*"])
     pytester.makeini("[pytest]\nitera_waivers = out/waivers.toml\n")
-    assert run(pytester).ret == pytest.ExitCode.USAGE_ERROR
+    assert itera().ret == pytest.ExitCode.USAGE_ERROR
 
 
 def test_the_ini_twin_is_relative_to_the_ini_file(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     empty_analysis(campaign)
     (pytester.path / "ci").mkdir()
@@ -196,9 +194,9 @@ def test_the_ini_twin_is_relative_to_the_ini_file(
         {"check": "no-empty-files", "target": "*", "reason": "agreed", "approved_by": "M. R.",
          "expires": LATER.isoformat(), "campaign": "tiny-*"}]}))
     pytester.makeini("[pytest]\nitera_waivers = ci/waivers.json\n")
-    result = run(pytester, "-k", "empty or waiver")
+    result = itera("-k", "empty or waiver")
     assert result.ret == pytest.ExitCode.OK
-    result.assert_outcomes(passed=1, xfailed=1, deselected=result.parseoutcomes()["deselected"])
+    result.assert_outcomes(passed=1, xfailed=1)
 
 
 # ------------------------------------------------------------------ xfail from a conftest
@@ -216,12 +214,12 @@ def pytest_collection_modifyitems(items):
 @pytest.mark.parametrize("reason", ["'the analysis ships in a later lot'", "''"],
                          ids=["with-reason", "without"])
 def test_an_xfail_is_a_waiver_only_with_a_reason(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, reason: str
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, reason: str
 ) -> None:
     empty_analysis(campaign)
     pytester.makeconftest(XFAIL_CONFTEST.replace("REASON", reason))
     args = ("-k", "empty", "--itera-report", "r.json")
-    plain = run(pytester, *args)
+    plain = itera(*args)
     assert plain.ret == pytest.ExitCode.OK  # pytest's semantics: an xfail is not a failure
     data = json.loads((pytester.path / "r.json").read_text())
     validate_report(data)
@@ -235,6 +233,6 @@ def test_an_xfail_is_a_waiver_only_with_a_reason(
     assert item["outcome"] == "failed"  # no reason: no waiver, the failure stands
     assert item["message"].startswith("an xfail without a reason waives nothing")
     assert data["verdict"] == "rejected"
-    gated = run(pytester, *args, GATE)
+    gated = itera(*args, GATE)
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
     expect(gated, f"{GATE}: exit status 1: campaign tiny-2026-11: REJECTED — 1 of * checks failed")
