@@ -13,12 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from pytest_itera import seal
 from tests.factory import CampaignBuilder, expect
-
-NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", *NO_HYPOTHESIS, *args)
+from tests.runner import Itera
 
 
 def keypair(folder: Path, name: str) -> tuple[Path, Path]:
@@ -37,30 +32,30 @@ def keys(pytester: pytest.Pytester) -> tuple[Path, Path]:
     return keypair(pytester.path, "seal")
 
 
-def sealed(pytester: pytest.Pytester, campaign: CampaignBuilder, *args: str) -> pytest.RunResult:
+def sealed(itera: Itera, campaign: CampaignBuilder, *args: str) -> pytest.RunResult:
     campaign.write()
-    result = run(pytester, "--itera-report", "r.json", "--itera-seal", "closure.seal.json", *args)
+    result = itera("--itera-report", "r.json", "--itera-seal", "closure.seal.json", *args)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     return result
 
 
-def verify(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return run(pytester, "--itera-verify-seal", "closure.seal.json", *args)
+def verify(itera: Itera, *args: str) -> pytest.RunResult:
+    return itera("--itera-verify-seal", "closure.seal.json", *args)
 
 
 # ------------------------------------------------------------------ signed
 
 
 def test_a_signed_seal_verifies_and_names_each_changed_file(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
 ) -> None:
     private, public = keys
-    written = sealed(pytester, campaign, "--itera-seal-key", str(private))
+    written = sealed(itera, campaign, "--itera-seal-key", str(private))
     written.stdout.fnmatch_lines([f"closure seal: {pytester.path / 'closure.seal.json'} "
                                   "(signed, * files)"])
     bundle = json.loads((pytester.path / "closure.seal.json").read_text())
     assert bundle["mediaType"] == seal.BUNDLE_MEDIA_TYPE  # a model-signing (Sigstore) bundle
-    holds = verify(pytester, "--itera-seal-pubkey", str(public), "--itera-require-accepted")
+    holds = verify(itera, "--itera-seal-pubkey", str(public), "--itera-require-accepted")
     assert holds.ret == pytest.ExitCode.OK, holds.stdout.str()
     holds.assert_outcomes(passed=2)  # seal-signature, seal-files: nothing reloaded
     holds.stdout.fnmatch_lines(["campaign tiny-2026-11: SEAL HOLDS — * files as sealed on "
@@ -74,7 +69,7 @@ def test_a_signed_seal_verifies_and_names_each_changed_file(
     (campaign.root / "RELOAD.md").unlink()
     (campaign.root / "late.txt").write_text("added later\n")
     campaign.seal()
-    broken = verify(pytester, "--itera-seal-pubkey", str(public))
+    broken = verify(itera, "--itera-seal-pubkey", str(public))
     assert broken.ret == pytest.ExitCode.TESTS_FAILED
     broken.assert_outcomes(passed=1, failed=1)
     expect(broken, "seal-files: 3 problems",
@@ -85,46 +80,46 @@ def test_a_signed_seal_verifies_and_names_each_changed_file(
 
 
 def test_a_wrong_key_or_no_key_fails(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
 ) -> None:
     private, _ = keys
     _, other = keypair(pytester.path, "other")
-    sealed(pytester, campaign, "--itera-seal-key", str(private))
-    wrong = verify(pytester, "--itera-seal-pubkey", str(other))
+    sealed(itera, campaign, "--itera-seal-key", str(private))
+    wrong = verify(itera, "--itera-seal-pubkey", str(other))
     assert wrong.ret == pytest.ExitCode.TESTS_FAILED
     wrong.assert_outcomes(passed=1, failed=1)
     expect(wrong, f"the signature of *closure.seal.json does not hold with {other}: Key "
            "mismatch*")
-    none = verify(pytester)
+    none = verify(itera)
     assert none.ret == pytest.ExitCode.TESTS_FAILED
     expect(none, "*closure.seal.json is signed: give the signer's public key to check it",
            "    fix:      pass --itera-seal-pubkey KEY.pub")
 
 
 def test_an_edited_signed_seal_fails_its_signature(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
 ) -> None:
     private, public = keys
-    sealed(pytester, campaign, "--itera-seal-key", str(private))
+    sealed(itera, campaign, "--itera-seal-key", str(private))
     path = pytester.path / "closure.seal.json"
     bundle = json.loads(path.read_text())
     statement = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"]))
     statement["predicate"]["itera"]["verdict"] = "accepted, honestly"
     bundle["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
     path.write_text(json.dumps(bundle))
-    result = verify(pytester, "--itera-seal-pubkey", str(public))
+    result = verify(itera, "--itera-seal-pubkey", str(public))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["FAILED out/manifest.json::seal-signature*"])
 
 
 def test_the_seal_is_model_signings_own_format(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
 ) -> None:
     """Anyone can check it with model-signing's public API, without pytest-itera."""
     from model_signing import verifying
 
     private, public = keys
-    sealed(pytester, campaign, "--itera-seal-key", str(private))
+    sealed(itera, campaign, "--itera-seal-key", str(private))
     verifying.Config().use_elliptic_key_verifier(public_key=public).verify(
         campaign.root, pytester.path / "closure.seal.json")
 
@@ -133,9 +128,9 @@ def test_the_seal_is_model_signings_own_format(
 
 
 def test_a_digest_only_seal_is_an_in_toto_statement_over_every_file(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    result = sealed(pytester, campaign)
+    result = sealed(itera, campaign)
     result.stdout.fnmatch_lines(["closure seal: * (digest-only, unsigned, * files)"])
     statement = json.loads((pytester.path / "closure.seal.json").read_text())
     assert statement["_type"] == "https://in-toto.io/Statement/v1"
@@ -150,9 +145,9 @@ def test_a_digest_only_seal_is_an_in_toto_statement_over_every_file(
     assert (record["format"], record["campaign"], record["verdict"]) == (
         "itera-seal/1", "tiny-2026-11", "accepted")
     assert record["reports"] == [str(pytester.path / "r.json")]
-    assert verify(pytester).ret == pytest.ExitCode.OK
+    assert verify(itera).ret == pytest.ExitCode.OK
     _, public = keypair(pytester.path, "k")
-    unsigned = verify(pytester, "--itera-seal-pubkey", str(public))
+    unsigned = verify(itera, "--itera-seal-pubkey", str(public))
     assert unsigned.ret == pytest.ExitCode.TESTS_FAILED
     expect(unsigned, "*closure.seal.json is not signed (digest-only): * cannot vouch for it")
 
@@ -160,15 +155,17 @@ def test_a_digest_only_seal_is_an_in_toto_statement_over_every_file(
 # ------------------------------------------------------------------ when not to seal
 
 
-def test_no_seal_unless_accepted(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_no_seal_unless_accepted(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.files["analysis.md"] = b""
     campaign.write()
-    rejected = run(pytester, "--itera-report", "r.json", "--itera-seal", "s.json")
+    rejected = itera("--itera-report", "r.json", "--itera-seal", "s.json")
     assert rejected.ret == pytest.ExitCode.TESTS_FAILED
     rejected.stdout.fnmatch_lines(["closure seal NOT written: *s.json: not written: the verdict "
                                    "is REJECTED; only an accepted campaign is sealed"])
     assert not (pytester.path / "s.json").exists()
-    incomplete = run(pytester, "--itera-report", "r.json", "--itera-seal", "s.json", "-k",
+    incomplete = itera("--itera-report", "r.json", "--itera-seal", "s.json", "-k",
                      "manifest")
     assert incomplete.ret == pytest.ExitCode.TESTS_FAILED  # every item passed, yet no seal
     assert not (pytester.path / "s.json").exists()
@@ -189,11 +186,12 @@ def test_no_seal_unless_accepted(pytester: pytest.Pytester, campaign: CampaignBu
     ids=["inside", "no-json-report", "bad-key", "fast", "no-seal-file", "key-alone"],
 )
 def test_seal_usage_errors(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, args: tuple[str, ...], error: str
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, args: tuple[str, ...],
+    error: str,
 ) -> None:
     campaign.write()
     (pytester.path / "bad.pem").write_text("not a key")
-    result = run(pytester, *args)
+    result = itera(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {error}"])
 
