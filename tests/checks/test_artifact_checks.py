@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -21,12 +20,11 @@ import torch
 
 from pytest_itera.reload import SERVER
 from tests import checkpoints
-from tests.factory import CampaignBuilder, sha256
-from tests.runner import REPO
+from tests.factory import CampaignBuilder, expect_each, sha256, verdicts
+from tests.runner import Itera, only_xdist
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-NODE = "out/manifest.json::"
 ARTIFACT_CHECKS = "checkpoint-reloads or resume-complete or adapter-pinned"
 COMMIT = "3f0c2a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39"
 ALL_PARTS = ["model", "optimizer", "progress", "scheduler", "scaler", "rng", "data"]
@@ -123,31 +121,11 @@ def add_adapter(campaign: CampaignBuilder, built: Built, path: str, pinned: str 
     campaign.manifest["adapters"].append(record)
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", "-rA", "-p", "no:cacheprovider", *args)
-
-
-def verdicts(result: pytest.RunResult) -> dict[str, str]:
-    """{item name: PASSED | FAILED | ERROR} from the -rA short summary."""
-    found = {}
-    for line in result.outlines:
-        match = re.match(rf"(PASSED|FAILED|ERROR) {re.escape(NODE)}(\S+)", line)
-        if match:
-            found[match.group(2)] = match.group(1)
-    return found
-
-
-def expect_each(result: pytest.RunResult, *lines: str) -> None:
-    """Each glob line appears somewhere ('[' literal), in any order."""
-    for line in lines:
-        result.stdout.fnmatch_lines([line.replace("[", "[[]")])
-
-
 # ------------------------------------------------------------------ every format passes
 
 
 def test_every_format_reloads_resumes_and_pins(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, trainers: Built, peft: Built
+    itera: Itera, campaign: CampaignBuilder, trainers: Built, peft: Built
 ) -> None:
     built = {**peft, **trainers}
     only_listed_here(campaign)
@@ -169,7 +147,7 @@ def test_every_format_reloads_resumes_and_pins(
         add_checkpoint(campaign, path, fmt, kind, claims)
     add_adapter(campaign, built, "runs/control/adapter", COMMIT)
     campaign.write()
-    result = run(pytester, "-k", ARTIFACT_CHECKS)
+    result = itera("-rA", "-k", ARTIFACT_CHECKS)
     expected = {f"checkpoint-reloads[{path}]": "PASSED" for _, path, *_ in layout}
     expected |= {f"resume-complete[{path}]": "PASSED"
                  for _, path, _, kind, _ in layout if kind == "resume"}
@@ -182,8 +160,8 @@ def test_every_format_reloads_resumes_and_pins(
 
 
 def test_broken_checkpoints_fail_for_their_reason(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built, trainers: Built,
-    tmp_path: Path,
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built,
+    trainers: Built, tmp_path: Path,
 ) -> None:
     built = {**cheap, **trainers}
     only_listed_here(campaign)
@@ -221,7 +199,7 @@ def test_broken_checkpoints_fail_for_their_reason(
     campaign.write(before_manifest=lambda root: (root / "runs/control/link.pt").symlink_to(
         "../../../outside.pt"))
 
-    result = run(pytester, "-k", f"{ARTIFACT_CHECKS} or no-empty-files")
+    result = itera("-rA", "-k", f"{ARTIFACT_CHECKS} or no-empty-files")
 
     assert not marker.exists(), "the hostile pickle's payload ran"
     failed = ["evil.pt", "truncated.pt", "empty.pt", "nan.safetensors", "dcp", "mislabeled.pt",
@@ -296,7 +274,9 @@ def test_broken_checkpoints_fail_for_their_reason(
 # ------------------------------------------------------------------------------ adapters
 
 
-def test_adapter_pins_of_a_v1_manifest(pytester: pytest.Pytester, peft: Built) -> None:
+def test_adapter_pins_of_a_v1_manifest(
+    itera: Itera, pytester: pytest.Pytester, peft: Built
+) -> None:
     """itera-manifest/1: a hub commit, or a shipped base file's sha256; a /1 shipped base is
     told that one file's sha256 cannot prove which base it is (the /2 rules are in
     test_artifact_evidence.py)."""
@@ -330,7 +310,7 @@ def test_adapter_pins_of_a_v1_manifest(pytester: pytest.Pytester, peft: Built) -
                 base_model_name_or_path=str(campaign.root / "adapters"), **shipped)
     campaign.write()
 
-    result = run(pytester, "-k", "adapter-pinned")
+    result = itera("-rA", "-k", "adapter-pinned")
 
     passing = {"good"}
     names = ["good", "shipped", "main", "short", "tag", "null", "mismatch", "changed-base", "temp",
@@ -375,7 +355,7 @@ def test_adapter_pins_of_a_v1_manifest(pytester: pytest.Pytester, peft: Built) -
 
 
 def test_adapter_folder_without_config(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, peft: Built
+    itera: Itera, campaign: CampaignBuilder, peft: Built
 ) -> None:
     weights = peft["peft"]["adapter_model.safetensors"]
     only_listed_here(campaign)
@@ -383,7 +363,7 @@ def test_adapter_folder_without_config(
     campaign.manifest["adapters"].append({"path": "adapters/bare", "run": "control",
                                           "base_model": "org/tiny-gpt2", "base_revision": COMMIT})
     campaign.write()
-    result = run(pytester, "-k", "adapter-pinned")
+    result = itera("-rA", "-k", "adapter-pinned")
     result.assert_outcomes(failed=1)
     expect_each(
         result,
@@ -420,7 +400,7 @@ def _small_campaign(campaign: CampaignBuilder, built: Built) -> None:
     ],
 )
 def test_unusable_interpreter_is_one_usage_error(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built, tmp_path: Path,
+    itera: Itera, campaign: CampaignBuilder, cheap: Built, tmp_path: Path,
     python: str, reason: str,
 ) -> None:
     if python == "old-torch":
@@ -429,7 +409,7 @@ def test_unusable_interpreter_is_one_usage_error(
                               "run_name=\"__main__\")'")
     python = python.format(tmp=tmp_path)
     _small_campaign(campaign, cheap)
-    result = run(pytester, "--itera-python", python)
+    result = itera("-rA", "--itera-python", python)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: pytest-itera: --itera-python {python}: {reason}"])
     assert sum("pytest-itera:" in line for line in result.errlines) == 1
@@ -437,50 +417,36 @@ def test_unusable_interpreter_is_one_usage_error(
     assert "pytest-itera" not in result.stdout.str()  # no summary of a session that never ran
 
 
-def test_unusable_interpreter_under_xdist(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
-    _small_campaign(campaign, cheap)
-    result = pytester.runpytest_subprocess("--itera-campaign", "out", "-p", "no:cacheprovider",
-                                           "-n", "2", "--itera-python", "/bin/true")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    errors = [line for line in result.errlines if "pytest-itera:" in line]
-    assert len(errors) == 1, result.errlines
-    assert errors[0].startswith("ERROR: pytest-itera: --itera-python /bin/true: not a usable")
-
-
 def test_interpreter_is_only_required_when_something_reloads(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built
+    itera: Itera, campaign: CampaignBuilder, cheap: Built
 ) -> None:
     """No checkpoint, or --itera-fast: the reload interpreter is never used, never probed."""
     only_listed_here(campaign)
     campaign.write()
-    bare = run(pytester, "--itera-python", "/bin/true")
+    bare = itera("-rA", "--itera-python", "/bin/true")
     # Every item ran (no usage error): only the runs that ship no artifact fail.
     assert bare.ret == pytest.ExitCode.TESTS_FAILED
     assert not [line for line in bare.errlines if "pytest-itera:" in line]
     assert verdicts(bare)["artifacts-required[control]"] == "FAILED"
     assert not [name for name in verdicts(bare) if "reloads" in name]
     _small_campaign(campaign, cheap)
-    fast = run(pytester, "--itera-python", "/bin/true", "--itera-fast")
+    fast = itera("-rA", "--itera-python", "/bin/true", "--itera-fast")
     assert fast.ret == 0
     assert not [name for name in verdicts(fast) if "reloads" in name]
 
 
 def test_itera_python_and_timeout_are_used(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built, tmp_path: Path
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built, tmp_path: Path
 ) -> None:
     used = tmp_path / "used"
     python = _fake_python(tmp_path, f'echo "$@" >> {used}\nexec {sys.executable} "$@"')
     _small_campaign(campaign, cheap)
-    ok = run(pytester, "--itera-python", python, "-k", "checkpoint-reloads")
+    ok = itera("-rA", "--itera-python", python, "-k", "checkpoint-reloads")
     ok.assert_outcomes(passed=1)
     assert str(SERVER) in used.read_text()  # the reload server ran under --itera-python
 
     pytester.makeini(f"[pytest]\nitera_python = {python}\nitera_timeout = 0.000001\n")
-    slow = run(pytester, "-k", "checkpoint-reloads")
+    slow = itera("-rA", "-k", "checkpoint-reloads")
     slow.assert_outcomes(failed=1)
     expect_each(slow, "*runs/control/weights.pt: timed out after 1e-06 s (the loading process "
                 "was killed)", "    fix:      raise --itera-timeout (ini itera_timeout)*")
@@ -504,7 +470,7 @@ def pytest_itera_reload(path, display, claimed_format, config):
 
 
 def test_reload_hook_is_asked_first_and_never_sees_outside_paths(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built, tmp_path: Path
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built, tmp_path: Path
 ) -> None:
     log = tmp_path / "asked"
     only_listed_here(campaign)
@@ -517,7 +483,7 @@ def test_reload_hook_is_asked_first_and_never_sees_outside_paths(
                  "../outside.myfmt"):
         add_checkpoint(campaign, path, "torch")
     campaign.write()
-    result = run(pytester, "-k", "checkpoint-reloads")
+    result = itera("-rA", "-k", "checkpoint-reloads")
     assert verdicts(result) == {
         "checkpoint-reloads[runs/control/a.myfmt]": "PASSED",
         "checkpoint-reloads[runs/control/b.myfmt]": "FAILED",
@@ -532,13 +498,12 @@ def test_reload_hook_is_asked_first_and_never_sees_outside_paths(
 # ------------------------------------------------------------------------------- xdist
 
 
+@only_xdist("on")  # it compares the workers' outcomes with one process's itself
 def test_same_outcomes_with_and_without_xdist(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built,
-    monkeypatch: pytest.MonkeyPatch,
+    itera: Itera, campaign: CampaignBuilder, cheap: Built
 ) -> None:
     built = cheap
     only_listed_here(campaign)
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
     general = built["general"][""]
     campaign.files |= {
         "runs/control/resume.pt": general,
@@ -553,15 +518,14 @@ def test_same_outcomes_with_and_without_xdist(
     add_checkpoint(campaign, "runs/variant-a/weights.pt", "torch", "resume", run="variant-a")
     add_checkpoint(campaign, "runs/variant-a/model.safetensors", "torch", run="variant-a")
     campaign.write()
-    args = ("--itera-campaign", "out", "-rA", "-p", "no:cacheprovider", "-k", ARTIFACT_CHECKS)
-    serial = pytester.runpytest(*args, "-n", "0")  # in-process: the same code path, cheaper
-    spread = pytester.runpytest_subprocess(*args, "-n", "2")
+    serial = itera("-rA", "-k", ARTIFACT_CHECKS, xdist="off")
+    spread = itera("-rA", "-k", ARTIFACT_CHECKS)
     assert verdicts(serial) == verdicts(spread)
     assert sorted(verdicts(serial).values()) == ["FAILED"] * 5 + ["PASSED"] * 3
 
 
 def test_weights_checkpoint_without_model_weights_fails(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     """An optimizer's state alone, declared as the run's weights, restores no model."""
     model = torch.nn.Linear(3, 2)
@@ -572,7 +536,7 @@ def test_weights_checkpoint_without_model_weights_fails(
     campaign.files["runs/control/weights.pt"] = buffer.getvalue()
     add_checkpoint(campaign, "runs/control/weights.pt", "torch")
     campaign.write()
-    result = run(pytester, "-k", "checkpoint-reloads")
+    result = itera("-rA", "-k", "checkpoint-reloads")
     result.assert_outcomes(failed=1)
     expect_each(
         result,

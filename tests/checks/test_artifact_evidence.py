@@ -35,11 +35,18 @@ from pytest_itera.checks.artifacts import CHECKS, informational
 from pytest_itera.reload import Reloader
 from pytest_itera.tree import DigestRefused, tree_digest
 from tests import checkpoints
-from tests.factory import RESUME_CKPT, VARIANT_WEIGHTS, CampaignBuilder, expect
+from tests.factory import (
+    RESUME_CKPT,
+    VARIANT_WEIGHTS,
+    CampaignBuilder,
+    expect,
+    expect_each,
+    verdicts,
+)
+from tests.runner import Itera
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-NODE = "out/manifest.json::"
 COMMIT = "3f0c2a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39"
 OTHER = "b" * 40
 ALL_PARTS = list(RESUME_PARTS)
@@ -160,24 +167,6 @@ def add_checkpoint(campaign: CampaignBuilder, built: Built, name: str, path: str
     campaign.manifest["checkpoints"].append(record)
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", "-rA", "-p", "no:cacheprovider", *args)
-
-
-def verdicts(result: pytest.RunResult) -> dict[str, str]:
-    found = {}
-    for line in result.outlines:
-        for outcome in ("PASSED", "FAILED", "ERROR"):
-            if line.startswith(f"{outcome} {NODE}"):
-                found[line.split()[1].removeprefix(NODE)] = outcome
-    return found
-
-
-def expect_each(result: pytest.RunResult, *lines: str) -> None:
-    for line in lines:
-        expect(result, line)
-
-
 def item_text(result: pytest.RunResult, item: str) -> str:
     """The failure section of one item."""
     text = result.stdout.str()
@@ -207,14 +196,14 @@ def context_of() -> Iterator[Any]:
 
 
 def test_resume_parts_are_judged_by_their_content(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built
+    itera: Itera, campaign: CampaignBuilder, built: Built
 ) -> None:
     campaign.plan["checkpoint_policy"]["resume_state"] = ALL_PARTS
     campaign.manifest["checkpoints"] = []  # the factory's hold no scaler
     for name in ("good.pt", "seed.pt", "empty-optimizer.pt", "sgd.pt", "hollow.pt"):
         add_checkpoint(campaign, built, name, f"runs/control/{name}")
     campaign.write()
-    result = run(pytester, "-k", "resume-complete and runs/control")
+    result = itera("-rA", "-k", "resume-complete and runs/control")
     assert verdicts(result) == {
         "resume-complete[runs/control/empty-optimizer.pt]": "FAILED",
         "resume-complete[runs/control/good.pt]": "PASSED",
@@ -249,14 +238,14 @@ def test_resume_parts_are_judged_by_their_content(
 
 
 def test_claims_are_checked_against_the_content(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built
+    itera: Itera, campaign: CampaignBuilder, built: Built
 ) -> None:
     """A claim of rng over a seed is an overclaim, whatever the key is called."""
     campaign.plan["checkpoint_policy"]["resume_state"] = ["model"]
     add_checkpoint(campaign, built, "seed.pt", "runs/control/seed.pt", claims=["model", "rng"])
     add_checkpoint(campaign, built, "good.pt", "runs/control/good.pt", claims=["model", "rng"])
     campaign.write()
-    result = run(pytester, "-k", "resume-complete and (seed or good)")
+    result = itera("-rA", "-k", "resume-complete and (seed or good)")
     assert verdicts(result) == {"resume-complete[runs/control/good.pt]": "PASSED",
                                 "resume-complete[runs/control/seed.pt]": "FAILED"}
     expect(result, "manifest.json $.checkpoints[3].claims: the manifest claims rng (not "
@@ -264,7 +253,7 @@ def test_claims_are_checked_against_the_content(
 
 
 def test_resume_state_per_run(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built
+    itera: Itera, campaign: CampaignBuilder, built: Built
 ) -> None:
     """A Lightning run (no RNG by design) beside a plain-torch run: the plan says so for that
     run instead of dropping rng from the whole plan."""
@@ -276,7 +265,7 @@ def test_resume_state_per_run(
                    run="variant-a", fmt="lightning")
     add_checkpoint(campaign, built, "lightning.ckpt", "runs/control/last.ckpt", fmt="lightning")
     campaign.write()
-    result = run(pytester, "-k", "resume-complete and ckpt")
+    result = itera("-rA", "-k", "resume-complete and ckpt")
     assert verdicts(result) == {"resume-complete[runs/control/last.ckpt]": "FAILED",
                                 "resume-complete[runs/variant-a/last.ckpt]": "PASSED"}
     expect(result, "manifest.json $.checkpoints[4]: resume checkpoint runs/control/last.ckpt "
@@ -290,7 +279,7 @@ def test_resume_state_per_run(
 
 
 def test_progress_where_real_training_code_nests_it(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built
+    itera: Itera, campaign: CampaignBuilder, built: Built
 ) -> None:
     campaign.plan["checkpoint_policy"]["resume_state"] = ["model", "optimizer", "progress"]
     claims = ["model", "optimizer", "progress"]
@@ -301,7 +290,7 @@ def test_progress_where_real_training_code_nests_it(
     add_checkpoint(campaign, built, "state-progress.pt", "runs/control/state-progress.pt",
                    claims=claims)
     campaign.write()
-    result = run(pytester, "-k", "resume-complete and (titan or state)")
+    result = itera("-rA", "-k", "resume-complete and (titan or state)")
     assert verdicts(result) == {
         "resume-complete[runs/control/state-progress.pt]": "PASSED",
         "resume-complete[runs/control/titan-no-step]": "FAILED",
@@ -316,7 +305,7 @@ def test_progress_where_real_training_code_nests_it(
 
 
 def test_accepted_runs_ship_an_artifact_and_the_resume_check_a_resume_checkpoint(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built, context_of: Any
+    itera: Itera, campaign: CampaignBuilder, built: Built, context_of: Any
 ) -> None:
     checkpoints = campaign.manifest["checkpoints"]
     campaign.manifest["checkpoints"] = [c for c in checkpoints if c["path"] != VARIANT_WEIGHTS]
@@ -325,7 +314,7 @@ def test_accepted_runs_ship_an_artifact_and_the_resume_check_a_resume_checkpoint
         record["kind"] = "weights"  # every checkpoint declared weights: no resume-complete item
         record.pop("claims", None)
     campaign.write()
-    result = run(pytester, "-k", "artifacts-required or resume-complete")
+    result = itera("-rA", "-k", "artifacts-required or resume-complete")
     assert verdicts(result) == {
         "artifacts-required[control]": "PASSED",
         "artifacts-required[resume-check]": "FAILED",
@@ -347,12 +336,12 @@ def test_accepted_runs_ship_an_artifact_and_the_resume_check_a_resume_checkpoint
 
 
 def test_the_resume_check_s_checkpoint_must_cover_its_resume_state(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built
+    itera: Itera, campaign: CampaignBuilder, built: Built
 ) -> None:
     campaign.plan["checkpoint_policy"]["resume_state"] = ALL_PARTS  # the default lacks scaler
     place(campaign, built["seed.pt"], RESUME_CKPT)  # resume-check: rng is a seed
     campaign.write()
-    failing = run(pytester, "-k", "artifacts-required[resume-check]")
+    failing = itera("-rA", "-k", "artifacts-required[resume-check]")
     assert verdicts(failing) == {"artifacts-required[resume-check]": "FAILED"}
     expect(failing, "manifest.json $.runs[2]: no resume checkpoint of must resume-check run "
            "resume-check covers its resume state (model, optimizer, progress, scheduler, "
@@ -362,12 +351,12 @@ def test_the_resume_check_s_checkpoint_must_cover_its_resume_state(
 
 
 def test_the_resume_check_passes_with_a_complete_checkpoint(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built
+    itera: Itera, campaign: CampaignBuilder, built: Built
 ) -> None:
     campaign.plan["checkpoint_policy"]["resume_state"] = ALL_PARTS
     place(campaign, built["good.pt"], RESUME_CKPT)
     campaign.write()
-    result = run(pytester, "-k", "artifacts-required")
+    result = itera("-rA", "-k", "artifacts-required")
     assert set(verdicts(result).values()) == {"PASSED"}
     assert len(verdicts(result)) == 3
 
@@ -410,7 +399,7 @@ def add_adapter(campaign: CampaignBuilder, bases: Built, name: str, revision: st
 
 
 def test_an_adapter_base_is_identified_by_revision_and_content(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, bases: Built, tmp_path: Path
+    itera: Itera, campaign: CampaignBuilder, bases: Built, tmp_path: Path
 ) -> None:
     shipped = _base_files(bases, "base-a", "org/tiny-gpt2")
     other = _base_files(bases, "base-b", "org/tiny-gpt2", revision=OTHER)
@@ -447,7 +436,7 @@ def test_an_adapter_base_is_identified_by_revision_and_content(
     add_adapter(campaign, bases, "config-disagrees", COMMIT, config_revision=OTHER)
     campaign.write()
 
-    result = run(pytester, "-k", "adapter-pinned")
+    result = itera("-rA", "-k", "adapter-pinned")
 
     passing = {"hub", "shipped", "snapshot", "own"}
     names = [r["path"].removeprefix("adapters/") for r in campaign.manifest["adapters"]]
@@ -490,13 +479,13 @@ def test_an_adapter_base_is_identified_by_revision_and_content(
 
 
 def test_a_missing_base_revision_and_a_null_one_say_different_things(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, bases: Built
+    itera: Itera, campaign: CampaignBuilder, bases: Built
 ) -> None:
     add_adapter(campaign, bases, "null", None)
     add_adapter(campaign, bases, "keyless", None)
     del campaign.manifest["adapters"][1]["base_revision"]
     campaign.write()
-    result = run(pytester, "-k", "adapter-pinned or manifest")
+    result = itera("-rA", "-k", "adapter-pinned or manifest")
     expect_each(
         result,
         "manifest.json:*:* $.adapters[1]: 'base_revision' is a required property",
@@ -504,13 +493,13 @@ def test_a_missing_base_revision_and_a_null_one_say_different_things(
     )
     campaign.manifest["adapters"].pop()
     campaign.write()
-    result = run(pytester, "-k", "adapter-pinned")
+    result = itera("-rA", "-k", "adapter-pinned")
     expect(result, "*adapters/null is null: base 'org/tiny-gpt2' is not pinned*")
     result.stdout.no_fnmatch_line("*required property*")
 
 
 def test_a_v1_shipped_base_cannot_prove_its_identity(
-    pytester: pytest.Pytester, bases: Built
+    itera: Itera, pytester: pytest.Pytester, bases: Built
 ) -> None:
     legacy = CampaignBuilder(pytester.path / "out", version=1)
     weights = bases["base-a"]["model.safetensors"]
@@ -518,7 +507,7 @@ def test_a_v1_shipped_base_cannot_prove_its_identity(
     add_adapter(legacy, bases, "shipped", artifacts_sha256(weights),
                 base_path="base/model.safetensors", config_base="base")
     legacy.write()
-    result = run(pytester, "-k", "adapter-pinned")
+    result = itera("-rA", "-k", "adapter-pinned")
     assert verdicts(result) == {"adapter-pinned[adapters/shipped]": "FAILED"}
     expect(result, "manifest.json $.adapters[0].base_path: itera-manifest/1 cannot prove the "
            "identity of the shipped base base/model.safetensors: the sha256 of one file cannot "
@@ -556,7 +545,8 @@ def _stopped_variant(campaign: CampaignBuilder, rule: str = "non-finite-loss") -
 
 
 def test_a_stopped_run_ships_its_diverged_weights_as_evidence(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built, context_of: Any
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built,
+    context_of: Any,
 ) -> None:
     _stopped_variant(campaign)
     place(campaign, built["diverged.pt"], VARIANT_WEIGHTS)
@@ -564,8 +554,8 @@ def test_a_stopped_run_ships_its_diverged_weights_as_evidence(
     add_checkpoint(campaign, built, "whole-module.pt", "runs/variant-a/module.pt",
                    run="variant-a", kind="weights")
     campaign.write()
-    result = run(pytester, "-k", "checkpoint-reloads and (variant-a or diverged)",
-                 "-rA", "--itera-report", "r.json")
+    result = itera("-rA", "-k", "checkpoint-reloads and (variant-a or diverged)",
+                   "-rA", "--itera-report", "r.json")
     assert verdicts(result) == {
         "checkpoint-reloads[runs/control/diverged.pt]": "FAILED",  # an accepted run's: a fault
         "checkpoint-reloads[runs/variant-a/module.pt]": "FAILED",  # evidence must still reload
@@ -601,14 +591,14 @@ def test_a_stopped_run_ships_its_diverged_weights_as_evidence(
 
 
 def test_diverged_weights_of_a_run_stopped_by_another_rule_fail(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built
+    itera: Itera, campaign: CampaignBuilder, built: Built
 ) -> None:
     campaign.plan["stop_rules"].append({"id": "too-slow", "kind": "other",
                                         "parameters": {"note": "budget"}})
     _stopped_variant(campaign, rule="too-slow")
     place(campaign, built["diverged.pt"], VARIANT_WEIGHTS)
     campaign.write()
-    result = run(pytester, "-k", f"checkpoint-reloads[{VARIANT_WEIGHTS}]")
+    result = itera("-rA", "-k", f"checkpoint-reloads[{VARIANT_WEIGHTS}]")
     assert verdicts(result) == {f"checkpoint-reloads[{VARIANT_WEIGHTS}]": "FAILED"}
     expect(result, f"*{VARIANT_WEIGHTS} holds non-finite model weights: * NaN and * inf values*")
 
@@ -617,7 +607,7 @@ def test_diverged_weights_of_a_run_stopped_by_another_rule_fail(
 
 
 def test_a_listed_symlink_that_leaves_says_copy_the_file(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built
 ) -> None:
     outside = pytester.path / "elsewhere.pt"
     outside.write_bytes(built["weights.pt"][""])
@@ -633,7 +623,7 @@ def test_a_listed_symlink_that_leaves_says_copy_the_file(
                               "sha256": artifacts_sha256(outside.read_bytes())})
     (campaign.root / "manifest.json").write_text(json.dumps(manifest, indent=2))
     campaign.seal()
-    result = run(pytester, "-k", "files-intact and runs/control and .pt")
+    result = itera("-rA", "-k", "files-intact and runs/control and .pt")
     assert verdicts(result) == {
         "files-intact[runs/control/inside.pt]": "PASSED",
         "files-intact[runs/control/linked.pt]": "FAILED",

@@ -10,13 +10,10 @@ from __future__ import annotations
 import pytest
 
 from tests.factory import CampaignBuilder, expect, sha256
+from tests.runner import Itera
 
 CHECK = "budget-consistent"
 RECEIPT = "receipts/disk-invoice.pdf"
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", "-k", CHECK, *args)
 
 
 def budget(campaign: CampaignBuilder, **fields: object) -> None:
@@ -58,48 +55,35 @@ def disk(campaign: CampaignBuilder, amount: str = "2.00") -> dict[str, object]:
     return {"label": "extra disk for the rental", "amount": amount, "source": receipt(campaign)}
 
 
-def passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
-    campaign.write()
-    run(pytester).assert_outcomes(passed=1)
-
-
-def fails(pytester: pytest.Pytester, campaign: CampaignBuilder, *lines: str) -> pytest.RunResult:
-    campaign.write()
-    result = run(pytester)
-    result.assert_outcomes(failed=1)
-    expect(result, *lines)
-    return result
-
-
 # ---------------------------------------------------------- the source's numbers
 
 
 def test_one_3_day_lot_one_corpus_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
-def test_two_3_day_lots_cost_94_28(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_two_3_day_lots_cost_94_28(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.plan["budget"]["lots"][0]["quantity"] = 2
     budget(campaign, rental_total="94.28", cost_per_deliverable="94.28")
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 def test_47_14_for_two_distinct_corpora_is_23_57_each(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 def test_a_corpus_replayed_by_every_run_counts_once(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     # The control and variant-a both deliver tiny-corpus: one deliverable, not two.
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    fails(
-        pytester, campaign,
+    itera.fails(
+        campaign, CHECK,
         "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 distinct "
         "corpus(es) were delivered by accepted control or variant runs that passed their checks "
         "in this session; the declared number counts runs, but a corpus replayed counts once",
@@ -111,24 +95,24 @@ def test_a_corpus_replayed_by_every_run_counts_once(
 
 
 def test_a_b200_lot_of_two_gpus_is_priced_once(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     lot = campaign.plan["budget"]["lots"][0]
     lot.update(gpu="B200", gpus_per_lot=2, price="120.00", offer="B200 x2, 3 days",
                source={"reference": "Q-2026-118"})
     budget(campaign, rental_total="120.00", cost_per_deliverable="120.00")
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 def test_a_b200_lot_multiplied_by_its_gpus_fails(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     lot = campaign.plan["budget"]["lots"][0]
     lot.update(gpu="B200", gpus_per_lot=2, price="120.00", offer="B200 x2, 3 days",
                source={"reference": "Q-2026-118"})
     budget(campaign, rental_total="240.00", cost_per_deliverable="240.00")
-    fails(
-        pytester, campaign,
+    itera.fails(
+        campaign, CHECK,
         "manifest.json $.budget.rental_total: rental total 240.00 USD is not the sum of price * "
         "quantity, 120.00 USD: it multiplies prices by GPUs per lot, but a lot is priced once",
         "    expected: 120.00 USD = 120.00 x 1 (rtx4090-3d)",
@@ -150,19 +134,19 @@ def reject_all(campaign: CampaignBuilder) -> None:
 
 
 def test_zero_accepted_with_cost_and_cause_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 def test_zero_accepted_never_shows_a_zero_cost_per_deliverable(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
     budget(campaign, cost_per_deliverable="0.00")
-    fails(
-        pytester, campaign,
+    itera.fails(
+        campaign, CHECK,
         "manifest.json $.budget.cost_per_deliverable: zero accepted deliverables but a cost per "
         "deliverable of 0.00 USD: the ratio is undefined (null)",
         "    expected: null, 47.14 USD engaged and a rejection_cause",
@@ -170,51 +154,53 @@ def test_zero_accepted_never_shows_a_zero_cost_per_deliverable(
 
 
 def test_zero_accepted_needs_a_rejection_cause(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
     budget(campaign, rejection_cause=None)
-    fails(pytester, campaign, "*: zero accepted deliverables (47.14 USD engaged) without a "
-          "rejection cause")
+    itera.fails(campaign, CHECK, "*: zero accepted deliverables (47.14 USD engaged) without a "
+                "rejection cause")
 
 
 def test_zero_accepted_needs_a_non_zero_engaged_cost(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
     campaign.plan["budget"]["lots"][0].update(price="0", offer="Free tier, 3 days",
                                               source={"reference": "promo FREE-72"})
     budget(campaign, rental_total="0.00")
-    fails(pytester, campaign, "*: zero accepted deliverables and a zero engaged cost: show the "
-          "cost actually engaged")
+    itera.fails(campaign, CHECK, "*: zero accepted deliverables and a zero engaged cost: show the "
+                "cost actually engaged")
 
 
 def test_zero_accepted_declared_as_one(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
     budget(campaign, accepted_deliverables=1, cost_per_deliverable="47.14")
-    fails(pytester, campaign,
-          "*: accepted_deliverables is 1, but 0 distinct corpus(es) were delivered*",
-          "    expected: 0", "*zero accepted deliverables but a cost per deliverable of 47.14 USD*")
+    itera.fails(
+        campaign, CHECK,
+        "*: accepted_deliverables is 1, but 0 distinct corpus(es) were delivered*",
+        "    expected: 0", "*zero accepted deliverables but a cost per deliverable of 47.14 USD*",
+    )
 
 
 # --------------------------------------------------------------- research decision
 
 
 def test_a_research_decision_reports_its_conclusion_not_a_ratio(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     budget(campaign, unit="decision", cost_per_deliverable=None)
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 def test_a_research_decision_with_a_ratio_fails(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     budget(campaign, unit="decision")
-    fails(
-        pytester, campaign,
+    itera.fails(
+        campaign, CHECK,
         "manifest.json $.budget.cost_per_deliverable: a research decision reports its "
         "conclusion, not a cost per deliverable (47.14 USD)",
         "    expected: null (the conclusion is reported instead)",
@@ -224,72 +210,76 @@ def test_a_research_decision_with_a_ratio_fails(
 # ------------------------------------------------------------ rental and expenses
 
 
-def test_rental_total_wrong(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_rental_total_wrong(itera: Itera, campaign: CampaignBuilder) -> None:
     budget(campaign, rental_total="50.00", cost_per_deliverable="50.00")
-    fails(pytester, campaign,
-          "manifest.json $.budget.rental_total: rental total 50.00 USD is not the sum of price * "
-          "quantity, 47.14 USD", "    found:    50.00 USD")
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.rental_total: rental total 50.00 USD is not the sum of price * "
+        "quantity, 47.14 USD", "    found:    50.00 USD",
+    )
 
 
 def test_external_expenses_added_to_the_rental(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     budget(campaign, rental_total="52.14", external_expenses=[
         {"label": "object storage, billed by the cloud account", "amount": "5.00"}])
-    fails(pytester, campaign,
-          "*: rental total 52.14 USD is not the sum of price * quantity, 47.14 USD: it adds "
-          "the external expenses (5.00 USD); list them apart")
+    itera.fails(campaign, CHECK,
+                "*: rental total 52.14 USD is not the sum of price * quantity, 47.14 USD: it adds "
+                "the external expenses (5.00 USD); list them apart")
 
 
 def test_included_expenses_added_to_the_rental(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     budget(campaign, rental_total="49.14", cost_per_deliverable="49.14",
            included_expenses=[disk(campaign)])
-    fails(pytester, campaign,
-          "*: rental total 49.14 USD is not the sum of price * quantity, 47.14 USD: it adds "
-          "the included expenses, which are listed apart")
+    itera.fails(campaign, CHECK,
+                "*: rental total 49.14 USD is not the sum of price * quantity, 47.14 USD: it adds "
+                "the included expenses, which are listed apart")
 
 
 def test_included_expenses_count_in_the_cost_per_deliverable(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     budget(campaign, cost_per_deliverable="24.57", included_expenses=[disk(campaign)])
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 def test_the_rental_share_per_deliverable_is_accepted_too(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     """The source's own figure is the rental's share: 47.14 USD / 2 corpora = 23.57."""
     two_corpora(campaign)
     budget(campaign, included_expenses=[disk(campaign)])
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 def test_a_ratio_that_is_neither_share_fails(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     budget(campaign, cost_per_deliverable="25.00", included_expenses=[disk(campaign)])
-    fails(pytester, campaign,
-          "manifest.json $.budget.cost_per_deliverable: cost per deliverable 25.00 USD is not "
-          "49.14 USD / 2 = 24.57 USD*")
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.cost_per_deliverable: cost per deliverable 25.00 USD is not "
+        "49.14 USD / 2 = 24.57 USD*",
+    )
 
 
 def test_an_external_expense_listed_as_included(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.plan["budget"]["external_expenses"] = [{"label": "analyst time", "amount": "300"}]
     budget(campaign, rental_total="47.14", cost_per_deliverable="347.14",
            included_expenses=[{"label": "analyst time", "amount": "300",
                                "source": receipt(campaign)}])
-    fails(pytester, campaign,
-          "manifest.json $.budget.included_expenses[0]: included expense 'analyst time' "
-          "(300 USD) is the external expense 'analyst time' (300 USD, plan.json "
-          "$.budget.external_expenses[0]): the same label",
-          "    expected: listed under external_expenses only")
+    itera.fails(campaign, CHECK,
+                "manifest.json $.budget.included_expenses[0]: included expense 'analyst time' "
+                "(300 USD) is the external expense 'analyst time' (300 USD, plan.json "
+                "$.budget.external_expenses[0]): the same label",
+                "    expected: listed under external_expenses only")
 
 
 @pytest.mark.parametrize(
@@ -298,7 +288,7 @@ def test_an_external_expense_listed_as_included(
      ("plan", "IteraGPU RTX 4090 per hour")],
 )
 def test_hourly_billing_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, where: str, text: str
+    itera: Itera, campaign: CampaignBuilder, where: str, text: str
 ) -> None:
     if where == "plan":
         campaign.plan["budget"]["lots"][0]["offer"] = text
@@ -306,49 +296,53 @@ def test_hourly_billing_is_refused(
     else:
         budget(campaign, external_expenses=[{"label": text, "amount": "3.00"}])
         path = "manifest.json $.budget.external_expenses[0].label"
-    fails(pytester, campaign, f"{path}: hourly billing: {text!r} states a rate per hour*",
-          "    fix:      lots are fixed-price for their whole duration (R4)*")
+    itera.fails(campaign, CHECK, f"{path}: hourly billing: {text!r} states a rate per hour*",
+                "    fix:      lots are fixed-price for their whole duration (R4)*")
 
 
-def test_currencies_disagree(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_currencies_disagree(itera: Itera, campaign: CampaignBuilder) -> None:
     budget(campaign, currency="EUR")
-    fails(pytester, campaign,
-          "manifest.json $.budget.currency: the manifest's budget is not in the plan's currency",
-          "    expected: USD", "    found:    EUR")
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.currency: the manifest's budget is not in the plan's currency",
+        "    expected: USD", "    found:    EUR",
+    )
 
 
 def test_engaged_lot_unknown_or_listed_twice(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     budget(campaign, lots=["rtx4090-3d", "rtx4090-7d", "rtx4090-3d"])
-    fails(pytester, campaign,
-          "manifest.json $.budget.lots[1]: engaged lot 'rtx4090-7d' is not a lot of the plan",
-          "    expected: one of 'rtx4090-3d'",
-          "manifest.json $.budget.lots[2]: engaged lot 'rtx4090-3d' is listed twice")
+    itera.fails(campaign, CHECK,
+                "manifest.json $.budget.lots[1]: engaged lot 'rtx4090-7d' is not a lot of the plan",
+                "    expected: one of 'rtx4090-3d'",
+                "manifest.json $.budget.lots[2]: engaged lot 'rtx4090-3d' is listed twice")
 
 
-def test_wrong_ratio(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_wrong_ratio(itera: Itera, campaign: CampaignBuilder) -> None:
     two_corpora(campaign)
     budget(campaign, cost_per_deliverable="23.00")
-    fails(pytester, campaign,
-          "manifest.json $.budget.cost_per_deliverable: cost per deliverable 23.00 USD is not "
-          "47.14 USD / 2 = 23.57 USD", "    expected: 23.57 USD = 47.14 USD / 2")
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.cost_per_deliverable: cost per deliverable 23.00 USD is not "
+        "47.14 USD / 2 = 23.57 USD", "    expected: 23.57 USD = 47.14 USD / 2",
+    )
 
 
-def test_missing_ratio(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_missing_ratio(itera: Itera, campaign: CampaignBuilder) -> None:
     budget(campaign, cost_per_deliverable=None)
-    fails(pytester, campaign, "*: 1 accepted deliverable(s) but no cost per deliverable "
-          "(47.14 USD)")
+    itera.fails(campaign, CHECK, "*: 1 accepted deliverable(s) but no cost per deliverable "
+                "(47.14 USD)")
 
 
 def test_stopped_runs_are_an_expense_not_a_deliverable(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     variant = campaign.manifest["runs"][3]
     variant.update(outcome="stopped", stop={"rule": "non-finite-loss", "reason": "loss was nan"})
-    fails(pytester, campaign, "*: accepted_deliverables is 2, but 1 distinct corpus(es)*",
-          "    expected: 1 (tiny-corpus)")
+    itera.fails(campaign, CHECK, "*: accepted_deliverables is 2, but 1 distinct corpus(es)*",
+                "    expected: 1 (tiny-corpus)")
 
 
 # ------------------------------------- accepted = passed its own checks, this session
@@ -376,37 +370,26 @@ NOT_AN_ACCEPTED_DELIVERABLE = (
 
 
 def test_a_run_that_failed_its_checks_is_not_an_accepted_deliverable(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     corrupt_variant_predictions(campaign)
-    result = pytester.runpytest("--itera-campaign", "out", "-k", f"{CHECK} or files-intact")
+    result = itera(check=f"{CHECK} or files-intact")
     result.assert_outcomes(failed=2, passed=len(campaign.files) - 1)
     expect(result, *NOT_AN_ACCEPTED_DELIVERABLE)
 
 
 def test_selected_alone_the_budget_still_sees_the_failing_run(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     # Only the budget item runs: the files-intact item that fails is deselected.
     corrupt_variant_predictions(campaign)
-    result = run(pytester)
+    result = itera(check=CHECK)
     result.assert_outcomes(failed=1)
     expect(result, *NOT_AN_ACCEPTED_DELIVERABLE)
 
 
 def test_the_declared_count_without_the_failing_run_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     corrupt_variant_predictions(campaign, declared=1)
-    run(pytester).assert_outcomes(passed=1)
-
-
-@pytest.mark.parametrize("workers", ["0", "2"])
-def test_the_accepted_count_is_the_same_with_and_without_xdist(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, workers: str
-) -> None:
-    corrupt_variant_predictions(campaign)
-    result = pytester.runpytest_subprocess("--itera-campaign", "out", "-p", "no:cacheprovider",
-                                           "-n", workers, "-k", f"{CHECK} or files-intact")
-    result.assert_outcomes(failed=2, passed=len(campaign.files) - 1)
-    expect(result, *NOT_AN_ACCEPTED_DELIVERABLE)
+    itera(check=CHECK).assert_outcomes(passed=1)

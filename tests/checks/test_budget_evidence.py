@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.factory import CampaignBuilder, expect, sha256
 from tests.checks.test_budget_checks import (
     CHECK,
     RECEIPT,
@@ -20,12 +19,11 @@ from tests.checks.test_budget_checks import (
     budget,
     deliver,
     disk,
-    fails,
-    passes,
     receipt,
-    run,
     two_corpora,
 )
+from tests.factory import CampaignBuilder, expect, sha256
+from tests.runner import Itera
 
 
 def lot(campaign: CampaignBuilder, **fields: object) -> None:
@@ -45,11 +43,11 @@ def quote(campaign: CampaignBuilder, path: str = "quotes/b200-offer.pdf") -> dic
 
 
 def test_a_3_day_lot_priced_by_the_hour_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     lot(campaign, price="46.80")  # 72 h x 0.65 USD/h instead of the lot's 47.14 USD
-    fails(
-        pytester, campaign,
+    itera.fails(
+        campaign, CHECK,
         "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the IteraGPU catalogue's offer "
         "'IteraGPU RTX 4090, 3 days' (same offer name), priced 47.14 USD for 3 days, but the "
         "plan prices it 46.80 USD: 46.80 USD = 72 h x 0.65 USD/h",
@@ -60,28 +58,59 @@ def test_a_3_day_lot_priced_by_the_hour_is_refused(
     )
 
 
-def test_the_catalogue_price_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
-    lot(campaign, offer="iteragpu rtx-4090, 3 DAYS")  # the same offer name, written otherwise
-    passes(pytester, campaign)
-
-
-def test_a_catalogue_offer_under_another_name_keeps_the_catalogue_price(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+@pytest.mark.parametrize(
+    "fields",
+    [
+        # The same offer name, written otherwise.
+        pytest.param({"offer": "iteragpu rtx-4090, 3 DAYS"}, id="catalogue-price"),
+        pytest.param({"offer": "RTX 4090 three-day rental", "gpu": "rtx-4090"},
+                     id="catalogue-offer-under-another-name-at-its-price"),
+        pytest.param({"offer": "CloudX RTX 4090, 3 days", "price": "60.00",
+                      "source": {"reference": "CX-ORDER-5521"}},
+                     id="another-providers-quoted-lot-of-the-same-gpu-and-days"),
+    ],
+)
+def test_a_lot_at_its_offers_price_passes(
+    itera: Itera, campaign: CampaignBuilder, fields: dict[str, object]
 ) -> None:
-    lot(campaign, offer="RTX 4090 three-day rental", price="50.00")
-    fails(
-        pytester, campaign,
-        "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the IteraGPU catalogue's offer "
-        "'IteraGPU RTX 4090, 3 days' (same GPU and days), priced 47.14 USD for 3 days, but the "
-        "plan prices it 50.00 USD",
-    )
+    lot(campaign, **fields)
+    itera.passes(campaign, CHECK)
 
 
-def test_a_catalogue_offer_under_another_name_at_its_price_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+B200 = {"offer": "B200 x2, 3 days", "gpu": "B200", "gpus_per_lot": 2, "price": "120.00"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "lines"),
+    [
+        pytest.param({"offer": "RTX 4090 three-day rental", "price": "50.00"}, (
+            "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the IteraGPU catalogue's "
+            "offer 'IteraGPU RTX 4090, 3 days' (same GPU and days), priced 47.14 USD for 3 days, "
+            "but the plan prices it 50.00 USD",), id="another-name-keeps-the-catalogue-price"),
+        pytest.param(B200, (
+            "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'B200 x2, 3 days': B200, "
+            "3 days, 120.00 USD) is not in the IteraGPU catalogue in force and records no source",
+            '    expected: the quote or order of this price: {"file": *} and/or {"reference": *}',
+            "    found:    no source",
+            "    fix:      record the quote or order the price comes from (budget.lots[].source), "
+            "or give the catalogue that lists the offer (the pytest_itera_catalogue hook or the "
+            "ini option itera_catalogue); a price is never computed from hours"),
+            id="outside-the-catalogue-without-a-source"),
+        pytest.param({"offer": "RTX 4090, 5 days", "days": 5, "price": "78.57"}, (
+            "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'RTX 4090, 5 days': RTX "
+            "4090, 5 days, 78.57 USD) is not in the IteraGPU catalogue in force and records no "
+            "source; its price reads as hourly billing: 78.57 USD = 47.14 USD / 72 h x 120 h, a "
+            "pro-rata of the 3-day lot (47.14 USD)",), id="prorated-outside-the-catalogue"),
+        pytest.param(B200 | {"source": {"reference": "n/a"}}, (
+            "plan.json $.budget.lots[0].source.reference: lot 'rtx4090-3d': its source "
+            "reference 'n/a' is a placeholder, not a reference",), id="placeholder-reference"),
+    ],
+)
+def test_a_lot_priced_without_its_offer_is_refused(
+    itera: Itera, campaign: CampaignBuilder, fields: dict[str, object], lines: tuple[str, ...]
 ) -> None:
-    lot(campaign, offer="RTX 4090 three-day rental", gpu="rtx-4090")
-    passes(pytester, campaign)
+    lot(campaign, **fields)
+    itera.fails(campaign, CHECK, *lines)
 
 
 @pytest.mark.parametrize(
@@ -99,58 +128,20 @@ def test_a_catalogue_offer_under_another_name_at_its_price_passes(
     ],
 )
 def test_a_catalogue_offer_keeps_its_terms(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, field: str, value: object, message: str
+    itera: Itera, campaign: CampaignBuilder, field: str, value: object, message: str
 ) -> None:
     lot(campaign, **{field: value})
-    fails(pytester, campaign, message, "    fix:      name the offer and its terms as the "
-          "catalogue does; an offer on other terms is another offer*")
-
-
-def test_an_offer_outside_the_catalogue_needs_a_source(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    lot(campaign, offer="B200 x2, 3 days", gpu="B200", gpus_per_lot=2, price="120.00")
-    fails(
-        pytester, campaign,
-        "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'B200 x2, 3 days': B200, "
-        "3 days, 120.00 USD) is not in the IteraGPU catalogue in force and records no source",
-        '    expected: the quote or order of this price: {"file": *} and/or {"reference": *}',
-        "    found:    no source",
-        "    fix:      record the quote or order the price comes from (budget.lots[].source), or "
-        "give the catalogue that lists the offer (the pytest_itera_catalogue hook or the ini "
-        "option itera_catalogue); a price is never computed from hours",
-    )
+    itera.fails(campaign, CHECK, message, "    fix:      name the offer and its terms as the "
+                "catalogue does; an offer on other terms is another offer*")
 
 
 @pytest.mark.parametrize("kind", ["file", "reference"])
 def test_an_offer_outside_the_catalogue_with_its_quote_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, kind: str
+    itera: Itera, campaign: CampaignBuilder, kind: str
 ) -> None:
     source = quote(campaign) if kind == "file" else {"reference": "Q-2026-118"}
-    lot(campaign, offer="B200 x2, 3 days", gpu="B200", gpus_per_lot=2, price="120.00",
-        source=source)
-    passes(pytester, campaign)
-
-
-def test_a_prorated_lot_outside_the_catalogue_is_named_as_such(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    lot(campaign, offer="RTX 4090, 5 days", days=5, price="78.57")  # 47.14 / 72 h x 120 h
-    fails(
-        pytester, campaign,
-        "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'RTX 4090, 5 days': RTX "
-        "4090, 5 days, 78.57 USD) is not in the IteraGPU catalogue in force and records no "
-        "source; its price reads as hourly billing: 78.57 USD = 47.14 USD / 72 h x 120 h, a "
-        "pro-rata of the 3-day lot (47.14 USD)",
-    )
-
-
-def test_another_providers_quoted_lot_of_the_same_gpu_and_days_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    lot(campaign, offer="CloudX RTX 4090, 3 days", price="60.00",
-        source={"reference": "CX-ORDER-5521"})
-    passes(pytester, campaign)
+    lot(campaign, **B200, source=source)
+    itera.passes(campaign, CHECK)
 
 
 @pytest.mark.parametrize(
@@ -162,7 +153,7 @@ def test_another_providers_quoted_lot_of_the_same_gpu_and_days_passes(
     ],
 )
 def test_a_quote_file_is_a_listed_present_non_empty_file(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, breakage: str, problem: str
+    itera: Itera, campaign: CampaignBuilder, breakage: str, problem: str
 ) -> None:
     source = quote(campaign)
     if breakage == "missing":
@@ -171,25 +162,14 @@ def test_a_quote_file_is_a_listed_present_non_empty_file(
         campaign.unlisted.add(source["file"])
     else:
         campaign.files[source["file"]] = b""
-    lot(campaign, offer="B200 x2, 3 days", gpu="B200", gpus_per_lot=2, price="120.00",
-        source=source)
-    fails(
-        pytester, campaign,
+    lot(campaign, **B200, source=source)
+    itera.fails(
+        campaign, CHECK,
         f"plan.json $.budget.lots[0].source.file: lot 'rtx4090-3d': its source file "
         f"quotes/b200-offer.pdf {problem}",
         "    expected: a receipt, invoice or quote file listed in manifest.json files, present "
         "and non-empty",
     )
-
-
-def test_a_placeholder_reference_is_no_source(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    lot(campaign, offer="B200 x2, 3 days", gpu="B200", gpus_per_lot=2, price="120.00",
-        source={"reference": "n/a"})
-    fails(pytester, campaign,
-          "plan.json $.budget.lots[0].source.reference: lot 'rtx4090-3d': its source reference "
-          "'n/a' is a placeholder, not a reference")
 
 
 ACME = """
@@ -204,30 +184,32 @@ def pytest_itera_catalogue(config):
 
 
 def test_the_hooks_catalogue_is_in_force(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     pytester.makeconftest(ACME)
     lot(campaign, offer="Acme 4090, 4 days", days=4, price="60.00")
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 def test_under_the_hooks_catalogue_the_shipped_offer_needs_a_source(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     pytester.makeconftest(ACME)
-    fails(pytester, campaign,
-          "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'IteraGPU RTX 4090, 3 "
-          "days': RTX 4090, 3 days, 47.14 USD) is not in the Acme catalogue in force and records "
-          "no source")
+    itera.fails(
+        campaign, CHECK,
+        "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'IteraGPU RTX 4090, 3 "
+        "days': RTX 4090, 3 days, 47.14 USD) is not in the Acme catalogue in force and records "
+        "no source",
+    )
 
 
 def test_a_hook_that_returns_no_catalogue_fails_the_budget(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     pytester.makeconftest("def pytest_itera_catalogue(config):\n    return {'offers': []}\n")
-    fails(pytester, campaign,
-          "pytest_itera_catalogue hook: the price catalogue in force cannot be used: the "
-          "pytest_itera_catalogue hook returned dict, not a pytest_itera.money.Catalogue")
+    itera.fails(campaign, CHECK,
+                "pytest_itera_catalogue hook: the price catalogue in force cannot be used: the "
+                "pytest_itera_catalogue hook returned dict, not a pytest_itera.money.Catalogue")
 
 
 def write_prices(folder: Path, price: str = "55.00") -> None:
@@ -238,50 +220,54 @@ def write_prices(folder: Path, price: str = "55.00") -> None:
 
 
 def test_the_ini_catalogue_is_in_force(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     pytester.makeini("[pytest]\nitera_catalogue = prices.json\n")
     write_prices(pytester.path)
     lot(campaign, offer="Lab cluster 4090, 3 days", price="55.00")
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 def test_the_ini_catalogue_refuses_another_price(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     pytester.makeini("[pytest]\nitera_catalogue = prices.json\n")
     write_prices(pytester.path)
     lot(campaign, offer="Lab cluster 4090, 3 days", price="47.14")
-    fails(pytester, campaign,
-          "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the Lab catalogue's offer 'Lab "
-          "cluster 4090, 3 days' (same offer name), priced 55.00 USD for 3 days, but the plan "
-          "prices it 47.14 USD")
+    itera.fails(
+        campaign, CHECK,
+        "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the Lab catalogue's offer 'Lab "
+        "cluster 4090, 3 days' (same offer name), priced 55.00 USD for 3 days, but the plan "
+        "prices it 47.14 USD",
+    )
 
 
 def test_a_bad_ini_catalogue_is_a_usage_error(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     pytester.makeini("[pytest]\nitera_catalogue = prices.json\n")
     write_prices(pytester.path, price="55")
     (pytester.path / "prices.json").write_text(
         (pytester.path / "prices.json").read_text().replace('"55"', "55.5"))
     campaign.write()
-    result = run(pytester)
+    result = itera(check=CHECK)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*itera_catalogue = prices.json: *prices.json "
                                  "$.offers[[]0[]].price: 55.5 is a float*"])
 
 
 def test_a_lot_in_another_currency_than_its_catalogue(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.plan["budget"]["currency"] = "EUR"
     budget(campaign, currency="EUR")
-    fails(pytester, campaign,
-          "plan.json $.budget.currency: lot 'rtx4090-3d' is the IteraGPU catalogue's offer "
-          "'IteraGPU RTX 4090, 3 days' (same offer name), priced in USD, but the plan's budget "
-          "is in EUR",
-          "    expected: 47.14 USD (no invented exchange rate)")
+    itera.fails(
+        campaign, CHECK,
+        "plan.json $.budget.currency: lot 'rtx4090-3d' is the IteraGPU catalogue's offer "
+        "'IteraGPU RTX 4090, 3 days' (same offer name), priced in USD, but the plan's budget "
+        "is in EUR",
+        "    expected: 47.14 USD (no invented exchange rate)",
+    )
 
 
 # ================================================================ hourly billing (R4)
@@ -308,7 +294,7 @@ def conclude(campaign: CampaignBuilder, text: str) -> None:
     ],
 )
 def test_hourly_billing_is_found_in_every_money_bearing_text(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, place: str, text: str, where: str
+    itera: Itera, campaign: CampaignBuilder, place: str, text: str, where: str
 ) -> None:
     if place == "offer":
         campaign.plan["budget"]["lots"][0]["offer"] = text
@@ -323,8 +309,8 @@ def test_hourly_billing_is_found_in_every_money_bearing_text(
         conclude(campaign, text)
     else:
         campaign.manifest["schedule"]["deviations"] = [{"step": "setup", "explanation": text}]
-    fails(pytester, campaign, f"{where}: hourly billing: {text!r} states a rate per hour*",
-          "    fix:      lots are fixed-price for their whole duration (R4)*")
+    itera.fails(campaign, CHECK, f"{where}: hourly billing: {text!r} states a rate per hour*",
+                "    fix:      lots are fixed-price for their whole duration (R4)*")
 
 
 @pytest.mark.parametrize(
@@ -336,30 +322,32 @@ def test_hourly_billing_is_found_in_every_money_bearing_text(
     ],
 )
 def test_hours_in_prose_without_a_rate_are_not_billing(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, text: str
+    itera: Itera, campaign: CampaignBuilder, text: str
 ) -> None:
     conclude(campaign, text)
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 PHRASES_HOOK = "def pytest_itera_hourly_phrases(config):\n    return ['la hora']\n"
 
 
 def test_users_add_hourly_phrases_through_the_hook(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     pytester.makeconftest(PHRASES_HOOK)
     budget(campaign, external_expenses=[{"label": "soporte, 20 USD la hora", "amount": "40.00"}])
-    fails(pytester, campaign,
-          "manifest.json $.budget.external_expenses[0].label: hourly billing: 'soporte, 20 USD "
-          "la hora' states a rate per hour ('la hora')")
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.external_expenses[0].label: hourly billing: 'soporte, 20 USD "
+        "la hora' states a rate per hour ('la hora')",
+    )
 
 
 def test_without_the_hook_the_users_phrase_is_not_looked_for(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     budget(campaign, external_expenses=[{"label": "soporte, 20 USD la hora", "amount": "40.00"}])
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 # ====================================================================== expenses (R7)
@@ -371,19 +359,25 @@ def include(campaign: CampaignBuilder, *expenses: dict[str, object]) -> None:
     budget(campaign, included_expenses=list(expenses), cost_per_deliverable=f"{total:.2f}")
 
 
-def test_an_included_expense_with_its_receipt_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+@pytest.mark.parametrize(
+    ("label", "amount", "proof"),
+    [
+        pytest.param("extra disk for the rental", "2.00", RECEIPT, id="receipt"),
+        pytest.param("extra disk for the rental", "2.00", {"reference": "ORDER-2026-311"},
+                     id="order-reference"),
+        pytest.param("VAT 20% (VAT invoice)", "9.43", "receipts/vat-invoice.pdf",
+                     id="tax-on-its-invoice"),
+        pytest.param("egress of the outputs", "1.08", "receipts/egress.pdf",
+                     id="transfer-cost-on-its-invoice"),
+    ],
+)
+def test_an_included_expense_with_its_proof_passes(
+    itera: Itera, campaign: CampaignBuilder, label: str, amount: str, proof: str | dict[str, str]
 ) -> None:
-    include(campaign, disk(campaign))
-    passes(pytester, campaign)
-
-
-def test_an_included_expense_with_an_order_reference_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    include(campaign, {"label": "extra disk for the rental", "amount": "2.00",
-                       "source": {"reference": "ORDER-2026-311"}})
-    passes(pytester, campaign)
+    """A receipt file shipped in the campaign (a str here), or an order reference."""
+    source = receipt(campaign, proof) if isinstance(proof, str) else proof
+    include(campaign, {"label": label, "amount": amount, "source": source})
+    itera.passes(campaign, CHECK)
 
 
 @pytest.mark.parametrize(
@@ -392,7 +386,7 @@ def test_an_included_expense_with_an_order_reference_passes(
      ("outside", "*leaves the campaign folder")],
 )
 def test_a_receipt_is_a_listed_present_file_of_the_campaign(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, breakage: str, problem: str
+    itera: Itera, campaign: CampaignBuilder, breakage: str, problem: str
 ) -> None:
     expense = disk(campaign)
     if breakage == "missing":
@@ -402,9 +396,9 @@ def test_a_receipt_is_a_listed_present_file_of_the_campaign(
     else:
         expense["source"] = {"file": "../receipts/disk-invoice.pdf"}  # '..' leaves it
     include(campaign, expense)
-    fails(pytester, campaign,
-          "manifest.json $.budget.included_expenses[0].source.file: included expense 'extra "
-          f"disk for the rental' (2.00 USD): its source file *disk-invoice.pdf {problem}")
+    itera.fails(campaign, CHECK,
+                "manifest.json $.budget.included_expenses[0].source.file: included expense 'extra "
+                f"disk for the rental' (2.00 USD): its source file *disk-invoice.pdf {problem}")
 
 
 @pytest.mark.parametrize(
@@ -418,87 +412,69 @@ def test_a_receipt_is_a_listed_present_file_of_the_campaign(
     ],
 )
 def test_an_estimated_amount_is_refused_even_with_a_receipt(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, label: str, found: str
+    itera: Itera, campaign: CampaignBuilder, label: str, found: str
 ) -> None:
     include(campaign, disk(campaign) | {"label": label})
-    fails(pytester, campaign,
-          f"manifest.json $.budget.included_expenses[0]: included expense {label!r} (2.00 USD) "
-          f"is declared estimated ({found!r}): an expense included is an amount that was paid",
-          "    fix:      list only what was paid, with its receipt or order; an estimated or "
-          "computed amount is not an expense (no invented tax rate or transfer cost)")
-
-
-def test_a_derived_amount_is_refused(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
-    include(campaign, disk(campaign) | {"label": "storage, prorated over the 3 days"})
-    fails(pytester, campaign,
-          "manifest.json $.budget.included_expenses[0]: included expense 'storage, prorated over "
-          "the 3 days' (2.00 USD) is declared derived from other figures ('prorated')*")
-
-
-def test_an_invented_tax_is_refused(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
-    include(campaign, {"label": "VAT on the rental", "amount": "9.43",
-                       "source": {"reference": "rental Q-2026-118"}})
-    fails(
-        pytester, campaign,
-        "manifest.json $.budget.included_expenses[0].source: included expense 'VAT on the "
-        "rental' (9.43 USD) is a tax ('VAT') without its receipt file",
-        "    expected: source.file: the provider's invoice or receipt that states this amount, "
-        "listed in the campaign",
-        "    found:    reference 'rental Q-2026-118'",
-        "    fix:      attach the invoice that states it; the campaign never computes a tax, a "
-        "percentage or a transfer cost*",
+    itera.fails(
+        campaign, CHECK,
+        f"manifest.json $.budget.included_expenses[0]: included expense {label!r} (2.00 USD) "
+        f"is declared estimated ({found!r}): an expense included is an amount that was paid",
+        "    fix:      list only what was paid, with its receipt or order; an estimated or "
+        "computed amount is not an expense (no invented tax rate or transfer cost)",
     )
 
 
-def test_a_tax_on_its_invoice_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
-    include(campaign, {"label": "VAT 20% (VAT invoice)", "amount": "9.43",
-                       "source": receipt(campaign, "receipts/vat-invoice.pdf")})
-    passes(pytester, campaign)
-
-
-def test_an_invented_transfer_cost_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+@pytest.mark.parametrize(
+    ("changes", "lines"),
+    [
+        pytest.param({"label": "storage, prorated over the 3 days"}, (
+            "manifest.json $.budget.included_expenses[0]: included expense 'storage, prorated "
+            "over the 3 days' (2.00 USD) is declared derived from other figures ('prorated')*",),
+            id="derived-amount"),
+        pytest.param({"label": "VAT on the rental", "amount": "9.43",
+                      "source": {"reference": "rental Q-2026-118"}}, (
+            "manifest.json $.budget.included_expenses[0].source: included expense 'VAT on the "
+            "rental' (9.43 USD) is a tax ('VAT') without its receipt file",
+            "    expected: source.file: the provider's invoice or receipt that states this "
+            "amount, listed in the campaign",
+            "    found:    reference 'rental Q-2026-118'",
+            "    fix:      attach the invoice that states it; the campaign never computes a tax, "
+            "a percentage or a transfer cost*"), id="invented-tax"),
+        pytest.param({"label": "egress of the outputs", "amount": "1.08",
+                      "source": {"reference": "bucket eu-1"}}, (
+            "manifest.json $.budget.included_expenses[0].source: included expense 'egress of "
+            "the outputs' (1.08 USD) is a transfer cost ('egress') without its receipt file",),
+            id="invented-transfer-cost"),
+        pytest.param({"source": {"reference": "n/a"}}, (
+            "manifest.json $.budget.included_expenses[0].source.reference: included expense "
+            "'extra disk for the rental' (2.00 USD): its source reference 'n/a' is a "
+            "placeholder, not a reference",), id="placeholder-order-reference"),
+        pytest.param({"label": " \u00a0"}, (
+            "manifest.json $.budget.included_expenses[0].label: an expense has no label",),
+            id="blank-label"),
+    ],
+)
+def test_an_included_expense_without_proof_of_payment_is_refused(
+    itera: Itera, campaign: CampaignBuilder, changes: dict[str, object], lines: tuple[str, ...]
 ) -> None:
-    include(campaign, {"label": "egress of the outputs", "amount": "1.08",
-                       "source": {"reference": "bucket eu-1"}})
-    fails(pytester, campaign,
-          "manifest.json $.budget.included_expenses[0].source: included expense 'egress of the "
-          "outputs' (1.08 USD) is a transfer cost ('egress') without its receipt file")
-
-
-def test_a_transfer_cost_on_its_invoice_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    include(campaign, {"label": "egress of the outputs", "amount": "1.08",
-                       "source": receipt(campaign, "receipts/egress.pdf")})
-    passes(pytester, campaign)
-
-
-def test_a_placeholder_order_reference_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    include(campaign, {"label": "extra disk for the rental", "amount": "2.00",
-                       "source": {"reference": "n/a"}})
-    fails(pytester, campaign,
-          "manifest.json $.budget.included_expenses[0].source.reference: included expense 'extra "
-          "disk for the rental' (2.00 USD): its source reference 'n/a' is a placeholder, not a "
-          "reference")
-
-
-def test_a_blank_label_is_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
-    include(campaign, disk(campaign) | {"label": " \u00a0"})
-    fails(pytester, campaign,
-          "manifest.json $.budget.included_expenses[0].label: an expense has no label")
+    """The disk expense, changed: a receipt file stays its source unless ``changes`` says."""
+    expense = {"label": "extra disk for the rental", "amount": "2.00"} | changes
+    if "source" not in expense:
+        expense["source"] = receipt(campaign)
+    include(campaign, expense)
+    itera.fails(campaign, CHECK, *lines)
 
 
 def test_the_same_receipt_counted_twice(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     include(campaign, disk(campaign), disk(campaign))
-    fails(pytester, campaign,
-          "manifest.json $.budget.included_expenses[1]: included expense 'extra disk for the "
-          "rental' (2.00 USD) is listed twice (as included_expenses[0] too): the same receipt "
-          "counted twice")
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.included_expenses[1]: included expense 'extra disk for the "
+        "rental' (2.00 USD) is listed twice (as included_expenses[0] too): the same receipt "
+        "counted twice",
+    )
 
 
 LAB = {"label": "annotation by the partner lab", "amount": "300.00",
@@ -517,7 +493,7 @@ LAB = {"label": "annotation by the partner lab", "amount": "300.00",
     ],
 )
 def test_an_external_expense_relabelled_as_included_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, included: dict[str, object],
+    itera: Itera, campaign: CampaignBuilder, included: dict[str, object],
     reason: str
 ) -> None:
     receipt(campaign)
@@ -525,32 +501,38 @@ def test_an_external_expense_relabelled_as_included_is_refused(
     external = LAB | {"source": {"reference": "PO-77", "file": "quotes/lab.pdf"}}
     campaign.plan["budget"]["external_expenses"] = [external]
     include(campaign, included)
-    fails(pytester, campaign,
-          f"manifest.json $.budget.included_expenses[0]: included expense {included['label']!r} "
-          "(300.00 USD) is the external expense 'annotation by the partner lab' (300.00 USD, "
-          f"plan.json $.budget.external_expenses[0]): {reason}",
-          "    expected: listed under external_expenses only",
-          "    found:    listed as an included expense")
+    itera.fails(
+        campaign, CHECK,
+        f"manifest.json $.budget.included_expenses[0]: included expense {included['label']!r} "
+        "(300.00 USD) is the external expense 'annotation by the partner lab' (300.00 USD, "
+        f"plan.json $.budget.external_expenses[0]): {reason}",
+        "    expected: listed under external_expenses only",
+        "    found:    listed as an included expense",
+    )
 
 
 def test_an_included_expense_beside_an_external_one_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.plan["budget"]["external_expenses"] = [LAB]
     budget(campaign, external_expenses=[LAB])
     include(campaign, disk(campaign))
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
-def test_itera_manifest_1_cannot_prove_an_expense_was_paid(pytester: pytest.Pytester) -> None:
+def test_itera_manifest_1_cannot_prove_an_expense_was_paid(
+    itera: Itera, pytester: pytest.Pytester
+) -> None:
     campaign = CampaignBuilder(pytester.path / "out", version=1)
     include(campaign, {"label": "extra disk for the rental", "amount": "2.00"})
-    fails(pytester, campaign,
-          "manifest.json $.budget.included_expenses[0].source: itera-manifest/1 cannot prove "
-          "that included expense 'extra disk for the rental' (2.00 USD) was paid: it records no "
-          "source",
-          "    fix:      re-close the campaign with itera-manifest/2, where every included "
-          "expense names its receipt file and/or order reference (source)")
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.included_expenses[0].source: itera-manifest/1 cannot prove "
+        "that included expense 'extra disk for the rental' (2.00 USD) was paid: it records no "
+        "source",
+        "    fix:      re-close the campaign with itera-manifest/2, where every included "
+        "expense names its receipt file and/or order reference (source)",
+    )
 
 
 # ================================================================= deliverables (R7)
@@ -571,15 +553,15 @@ def add_pilot(campaign: CampaignBuilder) -> None:
 
 
 def test_data_check_pilot_and_resume_check_deliver_nothing(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     add_pilot(campaign)
-    passes(pytester, campaign)  # 1: the control and variant-a deliver tiny-corpus
+    itera.passes(campaign, CHECK)  # 1: the control and variant-a deliver tiny-corpus
 
 
 @pytest.mark.parametrize("extra", ["pilot", "data-check"])
 def test_counting_a_pilot_or_a_data_check_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, extra: str
+    itera: Itera, campaign: CampaignBuilder, extra: str
 ) -> None:
     two_corpora(campaign)
     if extra == "pilot":
@@ -591,79 +573,85 @@ def test_counting_a_pilot_or_a_data_check_is_refused(
         campaign.run_record("data-check").update(
             corpus="corpus-b", predictions="runs/data-check/predictions.jsonl")
     deliver(campaign, "variant-a", "tiny-corpus")
-    fails(pytester, campaign,
-          "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
-          "distinct corpus(es) were delivered*", "    expected: 1 (tiny-corpus)")
+    itera.fails(campaign, CHECK,
+                "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
+                "distinct corpus(es) were delivered*", "    expected: 1 (tiny-corpus)")
 
 
 def test_two_distinct_corpora_are_two_deliverables(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 def test_a_relabelled_copy_of_a_corpus_is_the_same_deliverable(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     add_corpus(campaign, "corpus-b", data=campaign.files["corpus/corpus.jsonl"])
     deliver(campaign, "control", "tiny-corpus")
     deliver(campaign, "variant-a", "corpus-b")
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    fails(pytester, campaign,
-          "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
-          "distinct corpus(es) were delivered by accepted control or variant runs that passed "
-          "their checks in this session; one corpus under several ids (same content): "
-          "'corpus-b' is 'tiny-corpus'*",
-          "    expected: 1 (corpus-b = tiny-corpus)")
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
+        "distinct corpus(es) were delivered by accepted control or variant runs that passed "
+        "their checks in this session; one corpus under several ids (same content): "
+        "'corpus-b' is 'tiny-corpus'*",
+        "    expected: 1 (corpus-b = tiny-corpus)",
+    )
 
 
 def test_the_same_relabelled_copy_declared_once_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     add_corpus(campaign, "corpus-b", data=campaign.files["corpus/corpus.jsonl"])
     deliver(campaign, "variant-a", "corpus-b")
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 def test_a_run_delivering_another_corpus_than_planned_is_not_counted(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     campaign.run_record("variant-a")["corpus"] = "corpus-b"
     next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"] = "tiny-corpus"
-    fails(pytester, campaign,
-          "*: accepted_deliverables is 2, but 1 distinct corpus(es) were delivered*; not counted: "
-          "variant-a (it was planned on corpus 'tiny-corpus', but the manifest says it delivers "
-          "'corpus-b')*")
+    itera.fails(
+        campaign, CHECK,
+        "*: accepted_deliverables is 2, but 1 distinct corpus(es) were delivered*; not counted: "
+        "variant-a (it was planned on corpus 'tiny-corpus', but the manifest says it delivers "
+        "'corpus-b')*",
+    )
 
 
 def test_a_corpus_the_plan_does_not_freeze_is_not_counted(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.run_record("variant-a")["corpus"] = "corpus-z"
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    fails(pytester, campaign,
-          "*; not counted: variant-a (its corpus 'corpus-z' is not a corpus of the plan)*")
+    itera.fails(campaign, CHECK,
+                "*; not counted: variant-a (its corpus 'corpus-z' is not a corpus of the plan)*")
 
 
 def test_with_several_corpora_a_run_must_say_which_it_delivers(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     del next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"]
     del campaign.run_record("variant-a")["corpus"]
-    fails(pytester, campaign,
-          "*; not counted: variant-a (the plan freezes 2 corpora and neither the plan nor the "
-          "manifest says which one its predictions cover)*")
+    itera.fails(
+        campaign, CHECK,
+        "*; not counted: variant-a (the plan freezes 2 corpora and neither the plan nor the "
+        "manifest says which one its predictions cover)*",
+    )
 
 
 def test_a_run_names_its_corpus_in_the_plan_or_the_manifest(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     del campaign.run_record("variant-a")["corpus"]  # the plan says it: corpus-b
-    passes(pytester, campaign)
+    itera.passes(campaign, CHECK)
 
 
 # ---------------------------------------------------------------- itera-manifest/1
@@ -732,14 +720,14 @@ def test_itera_manifest_1_cannot_prove_labels_are_distinct_corpora(
     ]
 
 
-def test_itera_manifest_1_labels_through_pytest(pytester: pytest.Pytester) -> None:
-    fails(pytester, v1_labelled(pytester), V1_CANNOT_PROVE + "*")
+def test_itera_manifest_1_labels_through_pytest(itera: Itera, pytester: pytest.Pytester) -> None:
+    itera.fails(v1_labelled(pytester), CHECK, V1_CANNOT_PROVE + "*")
 
 
 def test_selected_alone_the_budget_item_runs(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = pytester.runpytest("--itera-campaign", "out", "-k", CHECK, "-rA")
+    result = itera("-rA", check=CHECK)
     result.assert_outcomes(passed=1)
     expect(result, "PASSED out/manifest.json::budget-consistent")

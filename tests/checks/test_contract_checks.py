@@ -7,10 +7,7 @@ import json
 import pytest
 
 from tests.factory import CampaignBuilder, expect
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", *args)
+from tests.runner import Itera
 
 
 def only(check: str) -> tuple[str, str]:
@@ -21,17 +18,17 @@ def only(check: str) -> tuple[str, str]:
 
 
 def test_manifest_passes_on_a_good_campaign(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    run(pytester, "-k", "manifest and not files and not temp").assert_outcomes(passed=1)
+    itera("-k", "manifest and not files and not temp").assert_outcomes(passed=1)
 
 
-def test_manifest_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_manifest_missing(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     (campaign.root / "manifest.json").unlink()
     campaign.seal()
-    result = run(pytester)
+    result = itera()
     expect(
         result,
         "*manifest: 1 problem*",
@@ -43,32 +40,32 @@ def test_manifest_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_plan_not_json(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_plan_not_json(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     (campaign.root / "plan.json").write_text('{"format": "itera-plan/1",\n  "campaign": }\n')
     campaign.seal()
-    result = run(pytester, *only("manifest and not files and not temp"))
+    result = itera(*only("manifest and not files and not temp"))
     result.assert_outcomes(failed=1)
     expect(result, "plan.json:2:15 $: not JSON: Expecting value")
 
 
 def test_schema_error_names_json_path_and_line(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.manifest["runs"][2]["outcome"] = "acepted"
     campaign.write()
     text = (campaign.root / "manifest.json").read_text().splitlines()
     line = next(i for i, t in enumerate(text, 1) if '"acepted"' in t)
     column = text[line - 1].index('"acepted"') + 1
-    result = run(pytester, *only("manifest and not files and not temp"))
+    result = itera(*only("manifest and not files and not temp"))
     result.assert_outcomes(failed=1)
     expect(result, f"manifest.json:{line}:{column} $.runs[2].outcome: 'acepted' is not one of *")
 
 
-def test_unknown_field_is_rejected(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_unknown_field_is_rejected(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.plan["budget"]["lots"][0]["colour"] = "red"
     campaign.write()
-    result = run(pytester, *only("manifest and not files and not temp"))
+    result = itera(*only("manifest and not files and not temp"))
     expect(
         result,
         "plan.json:*:* $.budget.lots[0]: unknown field 'colour' "
@@ -77,11 +74,11 @@ def test_unknown_field_is_rejected(pytester: pytest.Pytester, campaign: Campaign
 
 
 def test_float_money_is_a_schema_error(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.manifest["budget"]["rental_total"] = 47.14
     campaign.write()
-    result = run(pytester, *only("manifest and not files and not temp"))
+    result = itera(*only("manifest and not files and not temp"))
     expect(
         result,
         "manifest.json:* $.budget.rental_total: 47.14 is a float; "
@@ -90,31 +87,31 @@ def test_float_money_is_a_schema_error(
 
 
 def test_a_final_newline_does_not_satisfy_a_pattern(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     """JSON Schema patterns are ECMA-262 regexes, where `$` is the end of the string:
     "47.14\n" is no money string, although Python's re would let `$` match before it."""
     campaign.manifest["budget"]["rental_total"] = "47.14\n"
     campaign.write()
-    result = run(pytester, *only("manifest and not files and not temp"))
+    result = itera(*only("manifest and not files and not temp"))
     result.assert_outcomes(failed=1)
     expect(result, 'manifest.json:*:* $.budget.rental_total: "47.14\\n" does not match *')
 
 
-def test_duplicate_keys_are_refused(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_duplicate_keys_are_refused(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     path = campaign.root / "manifest.json"
     path.write_text(path.read_text().replace('"format"', '"campaign": "other",\n  "format"', 1))
     campaign.seal()
-    result = run(pytester, *only("manifest and not files and not temp"))
+    result = itera(*only("manifest and not files and not temp"))
     expect(result, "manifest.json $: not acceptable JSON: duplicate key 'campaign' in one object")
 
 
-def test_every_schema_error_is_listed(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_every_schema_error_is_listed(itera: Itera, campaign: CampaignBuilder) -> None:
     del campaign.manifest["analysis"]
     campaign.manifest["runs"][0]["outcome"] = 3
     campaign.write()
-    result = run(pytester, *only("manifest and not files and not temp"))
+    result = itera(*only("manifest and not files and not temp"))
     expect(
         result,
         "*manifest: 2 problems*",
@@ -123,10 +120,10 @@ def test_every_schema_error_is_listed(pytester: pytest.Pytester, campaign: Campa
     )
 
 
-def test_campaign_ids_must_agree(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_campaign_ids_must_agree(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.manifest["campaign"] = "another-campaign"
     campaign.write()
-    result = run(pytester, *only("manifest and not files and not temp"))
+    result = itera(*only("manifest and not files and not temp"))
     expect(
         result,
         "manifest.json $.campaign: plan.json and manifest.json name different campaigns",
@@ -138,18 +135,18 @@ def test_campaign_ids_must_agree(pytester: pytest.Pytester, campaign: CampaignBu
 # -------------------------------------------------------------- plan-frozen
 
 
-def test_plan_frozen_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_plan_frozen_passes(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
-    run(pytester, *only("plan-frozen")).assert_outcomes(passed=1)
+    itera(*only("plan-frozen")).assert_outcomes(passed=1)
 
 
-def test_plan_edited_after_freezing(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_plan_edited_after_freezing(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     plan = json.loads((campaign.root / "plan.json").read_text())
     plan["decision"]["threshold"] = 0.7  # moving the goalposts after the runs
     (campaign.root / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
     campaign.seal()
-    result = run(pytester, *only("plan-frozen"))
+    result = itera(*only("plan-frozen"))
     result.assert_outcomes(failed=1)
     expect(
         result,
@@ -160,21 +157,21 @@ def test_plan_edited_after_freezing(pytester: pytest.Pytester, campaign: Campaig
     )
 
 
-def test_plan_sha256_option(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_plan_sha256_option(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
-    result = run(pytester, *only("plan-frozen"), "--itera-plan-sha256", "ab" * 32)
+    result = itera(*only("plan-frozen"), "--itera-plan-sha256", "ab" * 32)
     result.assert_outcomes(failed=1)
     expect(result, "plan.json: plan.json is not the plan given by --itera-plan-sha256")
-    bad = run(pytester, "--itera-plan-sha256", "main")
+    bad = itera("--itera-plan-sha256", "main")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
 
 
 def test_run_started_before_the_plan_was_frozen(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.manifest["runs"][1]["started_at"] = "2026-11-20T07:59:00Z"
     campaign.write()
-    result = run(pytester, *only("plan-frozen"))
+    result = itera(*only("plan-frozen"))
     expect(
         result,
         "manifest.json $.runs[1].started_at: "
@@ -186,28 +183,28 @@ def test_run_started_before_the_plan_was_frozen(
 # ------------------------------------------------------------- expected-ids
 
 
-def test_expected_ids_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_expected_ids_passes(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
-    run(pytester, *only("expected-ids")).assert_outcomes(passed=1)
+    itera(*only("expected-ids")).assert_outcomes(passed=1)
 
 
-def test_planned_run_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_planned_run_missing(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.manifest["runs"] = [r for r in campaign.manifest["runs"] if r["id"] != "variant-a"]
     campaign.write()
-    result = run(pytester, *only("expected-ids"))
+    result = itera(*only("expected-ids"))
     expect(result, "manifest.json $.runs: planned run variant-a is unaccounted for")
 
 
-def test_unplanned_run(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_unplanned_run(itera: Itera, campaign: CampaignBuilder) -> None:
     extra = dict(campaign.manifest["runs"][3], id="variant-z")
     campaign.manifest["runs"].append(extra)
     campaign.write()
-    result = run(pytester, *only("expected-ids"))
+    result = itera(*only("expected-ids"))
     expect(result, "manifest.json $.runs[4].id: run variant-z is not in the plan")
 
 
 def test_unplanned_run_added_by_a_decision_is_accepted(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.manifest["runs"].append(dict(campaign.manifest["runs"][3], id="variant-a2"))
     campaign.manifest["schedule"]["decisions"] = [
@@ -218,20 +215,20 @@ def test_unplanned_run_added_by_a_decision_is_accepted(
         }
     ]
     campaign.write()
-    run(pytester, *only("expected-ids")).assert_outcomes(passed=1)
+    itera(*only("expected-ids")).assert_outcomes(passed=1)
 
 
-def test_duplicate_run_id(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_duplicate_run_id(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.manifest["runs"].append(dict(campaign.manifest["runs"][0]))
     campaign.write()
-    result = run(pytester, *only("expected-ids"))
+    result = itera(*only("expected-ids"))
     expect(result, "manifest.json $.runs: run id control appears 2 times")
 
 
-def test_no_control(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_no_control(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.plan["runs"][0]["role"] = "variant"
     campaign.write()
-    result = run(pytester, *only("expected-ids"))
+    result = itera(*only("expected-ids"))
     expect(
         result,
         "plan.json $.runs: the plan has no control run",
@@ -240,11 +237,11 @@ def test_no_control(pytester: pytest.Pytester, campaign: CampaignBuilder) -> Non
 
 
 def test_must_category_lacks_the_resume_check(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.plan["runs"][2]["category"] = "useful"
     campaign.write()
-    result = run(pytester, *only("expected-ids"))
+    result = itera(*only("expected-ids"))
     expect(result, "plan.json $.runs: the must category has no resume check run")
 
 
@@ -258,11 +255,11 @@ def _drop(campaign: CampaignBuilder, run_id: str = "variant-a", **fields: object
 
 
 def test_dropped_run_with_its_decision_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     _drop(campaign)
     campaign.write()
-    run(pytester, *only("expected-ids")).assert_outcomes(passed=1)
+    itera(*only("expected-ids")).assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize(
@@ -298,7 +295,7 @@ def test_dropped_run_with_its_decision_passes(
     ids=["no-decision", "unknown-decision", "decision-does-not-drop-it"],
 )
 def test_dropped_run_without_a_matching_decision(
-    pytester: pytest.Pytester,
+    itera: Itera,
     campaign: CampaignBuilder,
     decision: str | None,
     drops: list[str],
@@ -311,15 +308,15 @@ def test_dropped_run_without_a_matching_decision(
         campaign.manifest["runs"][3]["decision"] = decision
     campaign.manifest["schedule"]["decisions"][0]["drops"] = drops
     campaign.write()
-    result = run(pytester, *only("expected-ids"))
+    result = itera(*only("expected-ids"))
     result.assert_outcomes(failed=1)
     expect(result, "*expected-ids: 1 problem*", *expected)
 
 
-def test_must_run_dropped(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_must_run_dropped(itera: Itera, campaign: CampaignBuilder) -> None:
     _drop(campaign, "control")
     campaign.write()
-    result = run(pytester, *only("expected-ids"))
+    result = itera(*only("expected-ids"))
     expect(
         result,
         "manifest.json $.runs[0].outcome: must-category run control was dropped",
@@ -328,13 +325,13 @@ def test_must_run_dropped(pytester: pytest.Pytester, campaign: CampaignBuilder) 
 
 
 def test_decision_drops_a_run_that_ran(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.manifest["schedule"]["decisions"] = [
         {"id": "after-pilot", "text": "variant-a is dropped", "drops": ["variant-a"]}
     ]
     campaign.write()
-    result = run(pytester, *only("expected-ids"))
+    result = itera(*only("expected-ids"))
     expect(
         result,
         "manifest.json $.schedule.decisions[0].drops: decision after-pilot drops run "
@@ -344,25 +341,25 @@ def test_decision_drops_a_run_that_ran(
 
 @pytest.mark.parametrize("blank", [None, " \t", "\u200b"])
 def test_rejected_run_needs_a_reason(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, blank: str | None
+    itera: Itera, campaign: CampaignBuilder, blank: str | None
 ) -> None:
     campaign.manifest["runs"][3]["outcome"] = "rejected"
     if blank is not None:
         campaign.manifest["runs"][3]["rejection"] = blank
     campaign.write()
-    result = run(pytester, *only("expected-ids"))
+    result = itera(*only("expected-ids"))
     expect(result, "manifest.json $.runs[3].rejection: rejected run variant-a does not say why")
     campaign.manifest["runs"][3]["rejection"] = "predictions written for the old corpus"
     campaign.write()
-    run(pytester, *only("expected-ids")).assert_outcomes(passed=1)
+    itera(*only("expected-ids")).assert_outcomes(passed=1)
 
 
 # --------------------------------------------------------- analysis-present
 
 
-def test_analysis_present_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_analysis_present_passes(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
-    run(pytester, *only("analysis-present")).assert_outcomes(passed=1)
+    itera(*only("analysis-present")).assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize(
@@ -375,7 +372,7 @@ def test_analysis_present_passes(pytester: pytest.Pytester, campaign: CampaignBu
     ],
 )
 def test_analysis_or_reload_instructions_missing_or_empty(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, change: str, expected: str
+    itera: Itera, campaign: CampaignBuilder, change: str, expected: str
 ) -> None:
     if change == "missing-analysis":
         del campaign.files["analysis.md"]
@@ -386,6 +383,6 @@ def test_analysis_or_reload_instructions_missing_or_empty(
     else:
         campaign.manifest["reload_instructions"] = "../RELOAD.md"
     campaign.write()
-    result = run(pytester, *only("analysis-present"))
+    result = itera(*only("analysis-present"))
     result.assert_outcomes(failed=1)
     expect(result, f"manifest.json $.*: {expected}*")

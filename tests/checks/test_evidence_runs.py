@@ -19,14 +19,13 @@ import pytest
 from pytest_itera.measurements import Measurements, Unreadable, read_measurements
 from tests.factory import (
     CONTROL_CKPT,
-    LEAN,
     RESUME_CKPT,
     VARIANT_WEIGHTS,
     CampaignBuilder,
     expect,
-    run,
     sha256,
 )
+from tests.runner import Itera
 
 Pytester = pytest.Pytester
 Campaign = CampaignBuilder
@@ -70,20 +69,18 @@ def checked(campaign: Campaign, **fields: Any) -> dict[str, Any]:
 # ================================================================== stop-rules-applied
 
 
-def test_stop_rules_applied_passes(pytester: Pytester, campaign: Campaign) -> None:
+def test_stop_rules_applied_passes(itera: Itera, campaign: Campaign) -> None:
     campaign.write()
-    run(pytester, "stop-rules-applied").assert_outcomes(passed=4)
+    itera(check="stop-rules-applied").assert_outcomes(passed=4)
 
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "inf", "nan", math.nan,
                                    math.inf], ids=repr)
 def test_accepted_run_with_a_non_finite_loss(
-    pytester: Pytester, campaign: Campaign, value: object
+    itera: Itera, campaign: Campaign, value: object
 ) -> None:
     campaign.measurements["variant-a"][2]["loss"] = value  # step 3, line 3
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(passed=3, failed=1)
+    result = itera.fails(campaign, "stop-rules-applied", passed=3)
     shown = {"nan": "NaN", "inf": "Infinity", "-infinity": "-Infinity", "infinity": "Infinity"}
     expect(result,
            f"{VARIANT_M}:3: accepted run variant-a triggers stop rule 'non-finite-loss' "
@@ -94,100 +91,95 @@ def test_accepted_run_with_a_non_finite_loss(
            "    fix:      record it as stopped*")
 
 
-def test_run_stopped_by_its_rule_with_its_evidence(pytester: Pytester, campaign: Campaign) -> None:
+def test_run_stopped_by_its_rule_with_its_evidence(itera: Itera, campaign: Campaign) -> None:
     stop(campaign)
     campaign.write()
-    run(pytester, "stop-rules-applied").assert_outcomes(passed=4)
+    itera(check="stop-rules-applied").assert_outcomes(passed=4)
 
 
 def test_stop_step_is_not_the_first_non_finite_step(
-    pytester: Pytester, campaign: Campaign
+    itera: Itera, campaign: Campaign
 ) -> None:
     stop(campaign, step=20, nan_at=14)
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(passed=3, failed=1)
-    expect(result,
-           "manifest.json $.runs[3].stop.step: stopped run variant-a records stop step 20, but its "
-           "'loss' series is first non-finite at step 14",
-           "    expected: 14", "    found:    20",
-           f"    fix:      the stop step is the first step whose value is NaN or ±inf ({VARIANT_M}"
-           ":14)")
+    itera.fails(
+        campaign, "stop-rules-applied",
+        "manifest.json $.runs[3].stop.step: stopped run variant-a records stop step 20, but its "
+        "'loss' series is first non-finite at step 14",
+        "    expected: 14", "    found:    20",
+        f"    fix:      the stop step is the first step whose value is NaN or ±inf ({VARIANT_M}"
+        ":14)",
+        passed=3,
+    )
 
 
 def test_stopped_run_whose_evidence_does_not_trigger_its_rule(
-    pytester: Pytester, campaign: Campaign
+    itera: Itera, campaign: Campaign
 ) -> None:
     stop(campaign)
     campaign.measurements["variant-a"][13]["loss"] = 0.05  # the NaN was never measured
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(passed=3, failed=1)
-    expect(result,
-           "manifest.json $.runs[3].stop.rule: stopped run variant-a cites stop rule "
-           "'non-finite-loss' (non_finite_loss), but its evidence does not trigger it: 14 'loss' "
-           "points, all finite")
+    itera.fails(
+        campaign, "stop-rules-applied",
+        "manifest.json $.runs[3].stop.rule: stopped run variant-a cites stop rule "
+        "'non-finite-loss' (non_finite_loss), but its evidence does not trigger it: 14 'loss' "
+        "points, all finite",
+        passed=3,
+    )
 
 
-def test_accepted_run_without_measurements(pytester: Pytester, campaign: Campaign) -> None:
+def test_accepted_run_without_measurements(itera: Itera, campaign: Campaign) -> None:
     del record(campaign, "variant-a")["measurements"]
     del campaign.measurements["variant-a"]
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(passed=3, failed=1)
-    expect(result,
-           "manifest.json $.runs[3].measurements: stop rule 'non-finite-loss' cannot be evaluated "
-           "on accepted run variant-a: run variant-a records no measurements file "
-           "(runs[].measurements)",
-           "    fix:      record the run's measurements file*")
+    itera.fails(
+        campaign, "stop-rules-applied",
+        "manifest.json $.runs[3].measurements: stop rule 'non-finite-loss' cannot be evaluated "
+        "on accepted run variant-a: run variant-a records no measurements file "
+        "(runs[].measurements)",
+        "    fix:      record the run's measurements file*",
+        passed=3,
+    )
 
 
-def test_training_run_without_the_watched_series(pytester: Pytester, campaign: Campaign) -> None:
+def test_training_run_without_the_watched_series(itera: Itera, campaign: Campaign) -> None:
     campaign.measurements["variant-a"] = [r for r in campaign.measurements["variant-a"]
                                           if "step" not in r]  # its loss was not logged
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(passed=3, failed=1)  # the data check trains nothing: no loss is fine
-    expect(result,
-           f"{VARIANT_M}: stop rule 'non-finite-loss' (non_finite_loss) cannot be evaluated on "
-           f"accepted run variant-a: its measurements {VARIANT_M} hold no 'loss' series")
+    itera.fails(
+        campaign, "stop-rules-applied",  # the data check trains nothing: no loss is fine
+        f"{VARIANT_M}: stop rule 'non-finite-loss' (non_finite_loss) cannot be evaluated on "
+        f"accepted run variant-a: its measurements {VARIANT_M} hold no 'loss' series",
+        passed=3,
+    )
 
 
 QUALITY = {"metric": "accuracy", "threshold": 0.7, "direction": "higher", "split": "test"}
 
 
-def test_quality_rule_holds(pytester: Pytester, campaign: Campaign) -> None:
+def test_quality_rule_holds(itera: Itera, campaign: Campaign) -> None:
     add_rule(campaign, "low-accuracy", "quality_below", **QUALITY)
     campaign.write()
-    run(pytester, "stop-rules-applied").assert_outcomes(passed=4)
+    itera(check="stop-rules-applied").assert_outcomes(passed=4)
 
 
 def test_accepted_variant_under_the_quality_threshold(
-    pytester: Pytester, campaign: Campaign
+    itera: Itera, campaign: Campaign
 ) -> None:
     add_rule(campaign, "low-accuracy", "quality_below", **QUALITY)
     campaign.set_metric("variant-a", "accuracy", 0.6)
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(passed=3, failed=1)
-    expect(result,
-           f"{VARIANT_M}:5: accepted run variant-a triggers stop rule 'low-accuracy' "
-           "(quality_below): its accuracy is 0.6, under the stop threshold 0.7")
+    itera.fails(campaign, "stop-rules-applied",
+                f"{VARIANT_M}:5: accepted run variant-a triggers stop rule 'low-accuracy' "
+                "(quality_below): its accuracy is 0.6, under the stop threshold 0.7", passed=3)
 
 
-def test_quality_rule_lower_is_better(pytester: Pytester, campaign: Campaign) -> None:
+def test_quality_rule_lower_is_better(itera: Itera, campaign: Campaign) -> None:
     add_rule(campaign, "high-error", "quality_below",
              metric="error", threshold=0.3, direction="lower", split="validation")
     campaign.set_metric("control", "error", 0.2)
     campaign.set_metric("variant-a", "error", 0.31)
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(passed=3, failed=1)
-    expect(result, "*accepted run variant-a triggers stop rule 'high-error' (quality_below): its "
-           "error is 0.31, over the stop threshold 0.3")
+    itera.fails(campaign, "stop-rules-applied",
+                "*accepted run variant-a triggers stop rule 'high-error' (quality_below): its "
+                "error is 0.31, over the stop threshold 0.3", passed=3)
 
 
-def test_quality_stop_read_from_the_series(pytester: Pytester, campaign: Campaign) -> None:
+def test_quality_stop_read_from_the_series(itera: Itera, campaign: Campaign) -> None:
     """A run stopped by the quality rule mid-training: its last measured point is the evidence."""
     add_rule(campaign, "low-accuracy", "quality_below", metric="accuracy",
              threshold=0.5, direction="higher", split="validation")
@@ -199,93 +191,84 @@ def test_quality_stop_read_from_the_series(pytester: Pytester, campaign: Campaig
                                           {"step": 2, "loss": 0.9, "accuracy": 0.4}]
     del rec["metrics"]
     campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "Negative result."}
-    campaign.write()
-    run(pytester, "stop-rules-applied").assert_outcomes(passed=4)
+    itera.passes(campaign, "stop-rules-applied", passed=4)
     campaign.measurements["variant-a"][1]["accuracy"] = 0.6
     campaign.files.pop(VARIANT_M, None)
     campaign.write()
-    result = run(pytester, "stop-rules-applied")
+    result = itera(check="stop-rules-applied")
     expect(result, "manifest.json $.runs[3].stop.rule: stopped run variant-a cites stop rule "
            "'low-accuracy' (quality_below), but its evidence does not trigger it: its "
            "accuracy (last point) is 0.6 (stop under 0.5)")
 
 
-def test_input_rule_holds(pytester: Pytester, campaign: Campaign) -> None:
+def test_input_rule_holds(itera: Itera, campaign: Campaign) -> None:
     corpus = campaign.files["corpus/corpus.jsonl"]
     add_rule(campaign, "corpus-whole", "input_truncated", input="tiny-corpus", examples=4,
              bytes=len(corpus), sha256=sha256(corpus))
     campaign.write()
-    run(pytester, "stop-rules-applied or role-evidence").assert_outcomes(passed=6)
+    itera(check="stop-rules-applied or role-evidence").assert_outcomes(passed=6)
 
 
-def test_data_check_recorded_a_truncated_input(pytester: Pytester, campaign: Campaign) -> None:
+def test_data_check_recorded_a_truncated_input(itera: Itera, campaign: Campaign) -> None:
     add_rule(campaign, "corpus-whole", "input_truncated", input="tiny-corpus", examples=4)
     checked(campaign, examples=3)
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(failed=4)  # every run on that corpus
-    expect(result,
-           f"{DATA_M}:1: accepted run variant-a triggers stop rule 'corpus-whole' "
-           "(input_truncated): input 'tiny-corpus': the data check data-check's record has "
-           "examples 3, the rule expects 4")
+    itera.fails(campaign, "stop-rules-applied",  # every run on that corpus
+                f"{DATA_M}:1: accepted run variant-a triggers stop rule 'corpus-whole' "
+                "(input_truncated): input 'tiny-corpus': the data check data-check's record has "
+                "examples 3, the rule expects 4", failed=4)
 
 
-def test_input_in_the_folder_is_truncated(pytester: Pytester, campaign: Campaign) -> None:
+def test_input_in_the_folder_is_truncated(itera: Itera, campaign: Campaign) -> None:
     vocab = b"the\nof\nand\n"
     campaign.files["vocab/tokens.txt"] = vocab
     add_rule(campaign, "vocab-whole", "input_truncated", input="vocab/tokens.txt",
              bytes=len(vocab) + 6)
     checked_rows = campaign.measurements["data-check"]
     checked_rows.append({"checked_input": {"input": "vocab/tokens.txt", "bytes": len(vocab)}})
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(failed=4)  # not a corpus: every run uses it
-    expect(result,
-           "vocab/tokens.txt: accepted run control triggers stop rule 'vocab-whole' "
-           "(input_truncated): input 'vocab/tokens.txt': vocab/tokens.txt in the folder has "
-           "bytes 11, the rule expects 17")
+    itera.fails(campaign, "stop-rules-applied",  # not a corpus: every run uses it
+                "vocab/tokens.txt: accepted run control triggers stop rule 'vocab-whole' "
+                "(input_truncated): input 'vocab/tokens.txt': vocab/tokens.txt in the folder has "
+                "bytes 11, the rule expects 17", failed=4)
 
 
-def test_input_with_no_evidence(pytester: Pytester, campaign: Campaign) -> None:
+def test_input_with_no_evidence(itera: Itera, campaign: Campaign) -> None:
     add_rule(campaign, "vocab-whole", "input_truncated", input="vocab/tokens.txt",
              sha256="a" * 64)
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(failed=4)
-    expect(result,
-           "manifest.json $.runs[0]: stop rule 'vocab-whole' (input_truncated) cannot be evaluated "
-           "on accepted run control: no evidence of the sha256 of input 'vocab/tokens.txt': it is "
-           "not a file of the campaign folder and no data check recorded it")
+    itera.fails(
+        campaign, "stop-rules-applied",
+        "manifest.json $.runs[0]: stop rule 'vocab-whole' (input_truncated) cannot be evaluated "
+        "on accepted run control: no evidence of the sha256 of input 'vocab/tokens.txt': it is "
+        "not a file of the campaign folder and no data check recorded it",
+        failed=4,
+    )
 
 
-def test_no_resume_rule_holds(pytester: Pytester, campaign: Campaign) -> None:
+def test_no_resume_rule_holds(itera: Itera, campaign: Campaign) -> None:
     add_rule(campaign, "resume-usable", "no_resume", resume_check="resume-check")
     campaign.write()
-    run(pytester, "stop-rules-applied").assert_outcomes(passed=4)
+    itera(check="stop-rules-applied").assert_outcomes(passed=4)
 
 
-def test_accepted_resume_check_that_diverges(pytester: Pytester, campaign: Campaign) -> None:
+def test_accepted_resume_check_that_diverges(itera: Itera, campaign: Campaign) -> None:
     add_rule(campaign, "resume-usable", "no_resume", resume_check="resume-check")
     campaign.measurements["resume-check"][1]["loss"] = 0.55  # step 4: control has 0.5
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(passed=3, failed=1)
-    expect(result,
-           f"{RESUME_M}:2: accepted run resume-check triggers stop rule 'resume-usable' "
-           f"(no_resume): after resuming {CONTROL_CKPT} at step 2, its 'loss' is 0.55 at step 4 "
-           "where control's is 0.5 (tolerance 0)")
+    itera.fails(
+        campaign, "stop-rules-applied",
+        f"{RESUME_M}:2: accepted run resume-check triggers stop rule 'resume-usable' "
+        f"(no_resume): after resuming {CONTROL_CKPT} at step 2, its 'loss' is 0.55 at step 4 "
+        "where control's is 0.5 (tolerance 0)",
+        passed=3,
+    )
 
 
-def test_other_rule_is_reported_as_not_evaluated(pytester: Pytester, campaign: Campaign) -> None:
+def test_other_rule_is_reported_as_not_evaluated(itera: Itera, campaign: Campaign) -> None:
     add_rule(campaign, "budget-watch", "other", note="stop if the lot runs out")
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(passed=4)  # never a failure...
+    result = itera.passes(campaign, "stop-rules-applied", passed=4)  # never a failure...
     expect(result, "tiny-2026-11: stop rule 'budget-watch' (kind 'other', free-form parameters) "
            "was not evaluated: check it yourself, or judge it in a pytest_itera_stop_rule hook")
 
 
-def test_a_hook_judges_a_custom_rule(pytester: Pytester, campaign: Campaign) -> None:
+def test_a_hook_judges_a_custom_rule(itera: Itera, pytester: Pytester, campaign: Campaign) -> None:
     add_rule(campaign, "grad-norm", "other", series="grad_norm", max=10)
     campaign.measurements["variant-a"][1]["grad_norm"] = 50.0
     campaign.write()
@@ -302,46 +285,46 @@ def pytest_itera_stop_rule(rule, run, measurements, campaign, config):
                                where=f"{measurements.path}:{line}")
     return RuleVerdict("clear", "grad_norm stays small")
 ''')
-    result = run(pytester, "stop-rules-applied")
+    result = itera(check="stop-rules-applied")
     result.assert_outcomes(passed=3, failed=1)
     expect(result, f"{VARIANT_M}:2: accepted run variant-a triggers stop rule 'grad-norm' (other): "
            "grad_norm 50.0 at step 2")
     result.stdout.no_fnmatch_line("*check it yourself*")
 
 
-def test_v1_campaign_cannot_prove_its_stop_rules(pytester: Pytester) -> None:
+def test_v1_campaign_cannot_prove_its_stop_rules(itera: Itera, pytester: Pytester) -> None:
     campaign = CampaignBuilder(pytester.path / "out", version=1)
-    campaign.write()
-    result = run(pytester, "stop-rules-applied")
-    result.assert_outcomes(failed=4)
-    expect(result,
-           "plan.json $.stop_rules: stop rule 'non-finite-loss' (non_finite_loss) cannot be "
-           "evaluated on accepted run control: itera-plan/1 cannot prove that stop rule "
-           "'non-finite-loss' (non_finite_loss) is applied: its parameters are free-form ({}: no "
-           "'series' (the measured series to watch))",
-           "    fix:      re-close the campaign with itera-plan/2 and itera-manifest/2: a "
-           'non_finite_loss rule has the parameters {"series": "loss"} (docs/contract-v2.md)')
+    itera.fails(
+        campaign, "stop-rules-applied",
+        "plan.json $.stop_rules: stop rule 'non-finite-loss' (non_finite_loss) cannot be "
+        "evaluated on accepted run control: itera-plan/1 cannot prove that stop rule "
+        "'non-finite-loss' (non_finite_loss) is applied: its parameters are free-form ({}: no "
+        "'series' (the measured series to watch))",
+        "    fix:      re-close the campaign with itera-plan/2 and itera-manifest/2: a "
+        'non_finite_loss rule has the parameters {"series": "loss"} (docs/contract-v2.md)',
+        failed=4,
+    )
 
 
 # ================================================================== measurements-agree
 
 
-def test_measurements_agree_passes(pytester: Pytester, campaign: Campaign) -> None:
+def test_measurements_agree_passes(itera: Itera, campaign: Campaign) -> None:
     campaign.write()
-    run(pytester, "measurements-agree").assert_outcomes(passed=4)
+    itera(check="measurements-agree").assert_outcomes(passed=4)
 
 
-def test_gain_inflated_in_the_manifest(pytester: Pytester, campaign: Campaign) -> None:
+def test_gain_inflated_in_the_manifest(itera: Itera, campaign: Campaign) -> None:
     record(campaign, "variant-a")["metrics"]["accuracy"] = 0.95
-    campaign.write()
-    result = run(pytester, "measurements-agree")
-    result.assert_outcomes(passed=3, failed=1)
-    expect(result,
-           f"manifest.json $.runs[3].metrics.accuracy ({VARIANT_M}:5): run variant-a's accuracy "
-           "is 0.95 in the manifest but 0.85 in its measurements",
-           "    expected: 0.85 (to the file's 2 decimals)",
-           "    found:    0.95",
-           "    fix:      the measurements are the evidence and the manifest a copy*")
+    itera.fails(
+        campaign, "measurements-agree",
+        f"manifest.json $.runs[3].metrics.accuracy ({VARIANT_M}:5): run variant-a's accuracy "
+        "is 0.95 in the manifest but 0.85 in its measurements",
+        "    expected: 0.85 (to the file's 2 decimals)",
+        "    found:    0.95",
+        "    fix:      the measurements are the evidence and the manifest a copy*",
+        passed=3,
+    )
 
 
 @pytest.mark.parametrize(("in_file", "in_manifest", "agree"), [
@@ -351,55 +334,56 @@ def test_gain_inflated_in_the_manifest(pytester: Pytester, campaign: Campaign) -
     (1000, 1001, False),
 ], ids=["rounded-copy", "less-precise-copy", "integer", "integer-differs"])
 def test_metrics_compared_at_the_file_precision(
-    pytester: Pytester, campaign: Campaign, in_file: float, in_manifest: float, agree: bool
+    itera: Itera, campaign: Campaign, in_file: float, in_manifest: float, agree: bool
 ) -> None:
     campaign.set_metric("variant-a", "accuracy", in_file)
     record(campaign, "variant-a")["metrics"]["accuracy"] = in_manifest
     campaign.write()
-    result = run(pytester, "measurements-agree and variant-a")
+    result = itera(check="measurements-agree and variant-a")
     result.assert_outcomes(passed=1 if agree else 0, failed=0 if agree else 1)
 
 
-def test_metrics_without_measurements(pytester: Pytester, campaign: Campaign) -> None:
+def test_metrics_without_measurements(itera: Itera, campaign: Campaign) -> None:
     del record(campaign, "variant-a")["measurements"]
     del campaign.measurements["variant-a"]
-    campaign.write()
-    result = run(pytester, "measurements-agree")
-    result.assert_outcomes(passed=3, failed=1)
-    expect(result,
-           "manifest.json $.runs[3].measurements: run variant-a reports metrics (accuracy) but "
-           "records no measurements file",
-           "    expected: the run's measurements JSON Lines, whose metrics line the manifest "
-           "copies")
+    itera.fails(
+        campaign, "measurements-agree",
+        "manifest.json $.runs[3].measurements: run variant-a reports metrics (accuracy) but "
+        "records no measurements file",
+        "    expected: the run's measurements JSON Lines, whose metrics line the manifest "
+        "copies",
+        passed=3,
+    )
 
 
-def test_v1_metrics_without_measurements(pytester: Pytester) -> None:
+def test_v1_metrics_without_measurements(itera: Itera, pytester: Pytester) -> None:
     campaign = CampaignBuilder(pytester.path / "out", version=1)
-    campaign.write()
-    result = run(pytester, "measurements-agree")
-    result.assert_outcomes(failed=4)
-    expect(result, "manifest.json $.runs[0].measurements: run control reports metrics (accuracy) "
-           "but records no measurements file; itera-manifest/1 cannot prove its metrics: re-close "
-           "the campaign with itera-manifest/2 (docs/contract-v2.md)")
+    itera.fails(
+        campaign, "measurements-agree",
+        "manifest.json $.runs[0].measurements: run control reports metrics (accuracy) "
+        "but records no measurements file; itera-manifest/1 cannot prove its metrics: re-close "
+        "the campaign with itera-manifest/2 (docs/contract-v2.md)",
+        failed=4,
+    )
 
 
-def test_metric_absent_from_the_file(pytester: Pytester, campaign: Campaign) -> None:
+def test_metric_absent_from_the_file(itera: Itera, campaign: Campaign) -> None:
     record(campaign, "variant-a")["metrics"]["f1"] = 0.8
     campaign.write()
-    result = run(pytester, "measurements-agree")
+    result = itera(check="measurements-agree")
     expect(result, "manifest.json $.runs[3].metrics.f1: run variant-a's metric 'f1' is not in its "
            f"measurements {VARIANT_M}", "    found:    the file's metrics: ['accuracy']")
 
 
-def test_file_without_a_metrics_line(pytester: Pytester, campaign: Campaign) -> None:
+def test_file_without_a_metrics_line(itera: Itera, campaign: Campaign) -> None:
     campaign.measurements["variant-a"].pop()  # the metrics line
     campaign.write()
-    result = run(pytester, "measurements-agree")
+    result = itera(check="measurements-agree")
     expect(result, f"{VARIANT_M}: the measurements {VARIANT_M} of run variant-a have no metrics "
            "line: the manifest's metrics (accuracy) are not evidenced")
 
 
-def test_malformed_measurements(pytester: Pytester, campaign: Campaign) -> None:
+def test_malformed_measurements(itera: Itera, campaign: Campaign) -> None:
     campaign.files[VARIANT_M] = (
         b'{"step": 1, "loss": 1.0}\n'
         b'{"step": 2, "loss": \n'
@@ -410,67 +394,72 @@ def test_malformed_measurements(pytester: Pytester, campaign: Campaign) -> None:
         b'{"metrics": {"accuracy": 0.95}}\n'
         b'{"note": "hello"}\n'
         b'{"step": 1, "loss": 0.7}\n')
-    campaign.write()
-    result = run(pytester, "(measurements-agree or stop-rules-applied) and variant-a")
-    result.assert_outcomes(failed=2)
-    expect(result, "*measurements-agree?variant-a?: 6 problems*",
-           f"{VARIANT_M}:2: the measurements {VARIANT_M} of run variant-a are not usable: not "
-           "JSON (Expecting value)", "*",
-           f"{VARIANT_M}:3: * are not usable: step -1 is not a non-negative integer", "*",
-           f"{VARIANT_M}:4: * are not usable: the key 'loss' appears twice in one object", "*",
-           f"{VARIANT_M}:5: * are not usable: series 'loss' has the value \"oops\", not a number*",
-           "*",
-           f"{VARIANT_M}:7: * are not usable: a second metrics line (the first is line 6): a run "
-           "has one set of final metrics", "*",
-           "manifest.json $.runs[3].measurements: ... and 2 more problems in "
-           f"{VARIANT_M}")
+    result = itera.fails(
+        campaign, "(measurements-agree or stop-rules-applied) and variant-a",
+        "*measurements-agree?variant-a?: 6 problems*",
+        f"{VARIANT_M}:2: the measurements {VARIANT_M} of run variant-a are not usable: not "
+        "JSON (Expecting value)", "*",
+        f"{VARIANT_M}:3: * are not usable: step -1 is not a non-negative integer", "*",
+        f"{VARIANT_M}:4: * are not usable: the key 'loss' appears twice in one object", "*",
+        f"{VARIANT_M}:5: * are not usable: series 'loss' has the value \"oops\", not a number*",
+        "*",
+        f"{VARIANT_M}:7: * are not usable: a second metrics line (the first is line 6): a run "
+        "has one set of final metrics", "*",
+        "manifest.json $.runs[3].measurements: ... and 2 more problems in "
+        f"{VARIANT_M}",
+        failed=2,
+    )
     expect(result, "*: stop rule 'non-finite-loss' cannot be evaluated on accepted run variant-a: "
            f"its measurements cannot be read: {VARIANT_M}:2: not JSON (Expecting value) (+6 more "
            "problems)")
 
 
-def test_measurements_shared_by_two_runs(pytester: Pytester, campaign: Campaign) -> None:
-    record(campaign, "variant-a")["measurements"] = "runs/control/measurements.jsonl"
+@pytest.mark.parametrize(
+    ("path", "line"),
+    [
+        pytest.param("runs/control/measurements.jsonl",
+                     "manifest.json $.runs[3].measurements: run variant-a shares its "
+                     "measurements file runs/control/measurements.jsonl with control",
+                     id="shared-by-two-runs"),
+        pytest.param("runs/variant-a/gone.jsonl",
+                     "runs/variant-a/gone.jsonl: the measurements runs/variant-a/gone.jsonl of "
+                     "run variant-a is missing", id="file-missing"),
+    ],
+)
+def test_measurements_file_not_the_runs_own(
+    itera: Itera, campaign: Campaign, path: str, line: str
+) -> None:
+    record(campaign, "variant-a")["measurements"] = path
     campaign.write()
-    result = run(pytester, "measurements-agree")
-    expect(result, "manifest.json $.runs[3].measurements: run variant-a shares its measurements "
-           "file runs/control/measurements.jsonl with control")
-
-
-def test_measurements_file_missing(pytester: Pytester, campaign: Campaign) -> None:
-    record(campaign, "variant-a")["measurements"] = "runs/variant-a/gone.jsonl"
-    campaign.write()
-    result = run(pytester, "measurements-agree")
-    expect(result, "runs/variant-a/gone.jsonl: the measurements runs/variant-a/gone.jsonl of run "
-           "variant-a is missing")
+    expect(itera(check="measurements-agree"), line)
 
 
 # ====================================================================== role-evidence
 
 
-def test_role_evidence_passes(pytester: Pytester, campaign: Campaign) -> None:
+def test_role_evidence_passes(itera: Itera, campaign: Campaign) -> None:
     campaign.write()
-    run(pytester, "role-evidence").assert_outcomes(passed=2)
+    itera(check="role-evidence").assert_outcomes(passed=2)
 
 
-def test_resume_check_diverges_after_the_resume(pytester: Pytester, campaign: Campaign) -> None:
+def test_resume_check_diverges_after_the_resume(itera: Itera, campaign: Campaign) -> None:
     campaign.measurements["resume-check"][0]["loss"] = 0.65  # step 3: control has 0.6
-    campaign.write()
-    result = run(pytester, "role-evidence")
-    result.assert_outcomes(passed=1, failed=1)
-    expect(result,
-           f"{RESUME_M}:1: resume check resume-check does not reproduce its reference run: after "
-           f"resuming {CONTROL_CKPT} at step 2, its 'loss' is 0.65 at step 3 where control's is "
-           "0.6 (tolerance 0)",
-           "    expected: the resumed series equal the reference run's at the same steps, within "
-           "checkpoint_policy.resume_tolerance (0)")
+    itera.fails(
+        campaign, "role-evidence",
+        f"{RESUME_M}:1: resume check resume-check does not reproduce its reference run: after "
+        f"resuming {CONTROL_CKPT} at step 2, its 'loss' is 0.65 at step 3 where control's is "
+        "0.6 (tolerance 0)",
+        "    expected: the resumed series equal the reference run's at the same steps, within "
+        "checkpoint_policy.resume_tolerance (0)",
+        passed=1,
+    )
 
 
-def test_resume_within_the_declared_tolerance(pytester: Pytester, campaign: Campaign) -> None:
+def test_resume_within_the_declared_tolerance(itera: Itera, campaign: Campaign) -> None:
     campaign.plan["checkpoint_policy"]["resume_tolerance"] = 0.1
     campaign.measurements["resume-check"][0]["loss"] = 0.65
     campaign.write()
-    run(pytester, "role-evidence").assert_outcomes(passed=2)
+    itera(check="role-evidence").assert_outcomes(passed=2)
 
 
 @pytest.mark.parametrize(("checkpoint", "why"), [
@@ -479,50 +468,48 @@ def test_resume_within_the_declared_tolerance(pytester: Pytester, campaign: Camp
     ("runs/control/step-9.pt", "which is not a checkpoint listed in the manifest"),
 ], ids=["own", "weights", "unlisted"])
 def test_resume_check_resumed_from_the_wrong_checkpoint(
-    pytester: Pytester, campaign: Campaign, checkpoint: str, why: str
+    itera: Itera, campaign: Campaign, checkpoint: str, why: str
 ) -> None:
     record(campaign, "resume-check")["resumed_from"]["checkpoint"] = checkpoint
-    campaign.write()
-    result = run(pytester, "role-evidence")
-    result.assert_outcomes(passed=1, failed=1)
-    expect(result,
-           "manifest.json $.runs[2].resumed_from.checkpoint: resume check resume-check does not "
-           f"prove a resume: run resume-check resumed from {checkpoint}, {why}",
-           f"    fix:      a resume check resumes a listed resume checkpoint of another run in a "
-           f"new process (listed: {CONTROL_CKPT})")
+    itera.fails(
+        campaign, "role-evidence",
+        "manifest.json $.runs[2].resumed_from.checkpoint: resume check resume-check does not "
+        f"prove a resume: run resume-check resumed from {checkpoint}, {why}",
+        f"    fix:      a resume check resumes a listed resume checkpoint of another run in a "
+        f"new process (listed: {CONTROL_CKPT})",
+        passed=1,
+    )
 
 
-def test_resume_check_without_resumed_from(pytester: Pytester, campaign: Campaign) -> None:
+def test_resume_check_without_resumed_from(itera: Itera, campaign: Campaign) -> None:
     del record(campaign, "resume-check")["resumed_from"]
     campaign.write()
-    result = run(pytester, "role-evidence")
+    result = itera(check="role-evidence")
     expect(result, "manifest.json $.runs[2].resumed_from: resume check resume-check does not prove "
            "a resume: run resume-check records no resumed_from (the checkpoint it resumed from and "
            "its step)")
 
 
-def test_v1_resume_check_cannot_prove_a_resume(pytester: Pytester) -> None:
+def test_v1_resume_check_cannot_prove_a_resume(itera: Itera, pytester: Pytester) -> None:
     campaign = CampaignBuilder(pytester.path / "out", version=1)
     campaign.write()
-    result = run(pytester, "role-evidence")
+    result = itera(check="role-evidence")
     expect(result, "*resume check resume-check does not prove a resume: run resume-check records "
            "no resumed_from (the checkpoint it resumed from and its step); itera-manifest/1 cannot "
            "prove a resume: re-close the campaign with itera-manifest/2 (docs/contract-v2.md)")
 
 
-def test_resume_check_with_nothing_to_compare(pytester: Pytester, campaign: Campaign) -> None:
+def test_resume_check_with_nothing_to_compare(itera: Itera, campaign: Campaign) -> None:
     campaign.measurements["resume-check"] = [{"step": 3, "train_loss": 0.6}]
     campaign.write()
-    result = run(pytester, "role-evidence")
+    result = itera(check="role-evidence")
     expect(result, f"{RESUME_M}: resume check resume-check does not prove a resume: nothing to "
            "compare: after step 2 its series (train_loss) share no step with control's (loss)")
 
 
-def test_data_check_measured_another_corpus(pytester: Pytester, campaign: Campaign) -> None:
+def test_data_check_measured_another_corpus(itera: Itera, campaign: Campaign) -> None:
     checked(campaign, sha256="b" * 64)
-    campaign.write()
-    result = run(pytester, "role-evidence")
-    result.assert_outcomes(passed=1, failed=1)
+    result = itera.fails(campaign, "role-evidence", passed=1)
     frozen = campaign.plan["corpora"][0]["sha256"]
     expect(result,
            f"{DATA_M}:1: data check data-check measured corpus tiny-corpus with sha256 {'b' * 64}, "
@@ -530,56 +517,54 @@ def test_data_check_measured_another_corpus(pytester: Pytester, campaign: Campai
            f"    expected: {frozen}", f"    found:    {'b' * 64}")
 
 
-def test_data_check_records_nothing(pytester: Pytester, campaign: Campaign) -> None:
+def test_data_check_records_nothing(itera: Itera, campaign: Campaign) -> None:
     campaign.measurements["data-check"] = [{"step": 1, "rows_read": 4}]
     campaign.write()
-    result = run(pytester, "role-evidence")
+    result = itera(check="role-evidence")
     expect(result, f"{DATA_M}: data check data-check records no check of corpus tiny-corpus "
            "(corpus/corpus.jsonl)")
 
 
-def test_data_check_record_without_a_count(pytester: Pytester, campaign: Campaign) -> None:
+def test_data_check_record_without_a_count(itera: Itera, campaign: Campaign) -> None:
     del checked(campaign)["examples"]
     campaign.write()
-    result = run(pytester, "role-evidence")
+    result = itera(check="role-evidence")
     expect(result, f"{DATA_M}:1: data check data-check's record of corpus tiny-corpus has no "
            "examples", "    expected: examples 4")
 
 
-def test_data_check_records_every_declared_input(pytester: Pytester, campaign: Campaign) -> None:
+def test_data_check_records_every_declared_input(itera: Itera, campaign: Campaign) -> None:
     vocab = b"the\nof\nand\n"
     campaign.files["vocab/tokens.txt"] = vocab
     add_rule(campaign, "vocab-whole", "input_truncated", input="vocab/tokens.txt",
              bytes=len(vocab))
     campaign.write()
-    result = run(pytester, "role-evidence")
+    result = itera(check="role-evidence")
     expect(result, f"{DATA_M}: data check data-check records no check of input "
            "'vocab/tokens.txt', which stop rule 'vocab-whole' declares indispensable")
     campaign.measurements["data-check"].append(
         {"checked_input": {"input": "vocab/tokens.txt", "bytes": len(vocab)}})
     campaign.files.pop(DATA_M)
     campaign.write()
-    run(pytester, "role-evidence").assert_outcomes(passed=2)
+    itera(check="role-evidence").assert_outcomes(passed=2)
 
 
 # ===================================================================== rules-declared
 
 
-def test_rules_declared_passes(pytester: Pytester, campaign: Campaign) -> None:
+def test_rules_declared_passes(itera: Itera, campaign: Campaign) -> None:
     campaign.write()
-    run(pytester, "rules-declared").assert_outcomes(passed=1)
+    itera(check="rules-declared").assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize("version", [1, 2])
-def test_no_stop_rule(pytester: Pytester, version: int) -> None:
+def test_no_stop_rule(itera: Itera, pytester: Pytester, version: int) -> None:
     campaign = CampaignBuilder(pytester.path / "out", version=version)
     campaign.plan["stop_rules"] = []
-    campaign.write()
-    result = run(pytester, "rules-declared")
-    result.assert_outcomes(failed=1)
-    expect(result, "plan.json $.stop_rules: the plan declares no stop rule (stop_rules is empty)",
-           "    expected: at least one rule, written before any run starts: non-finite loss, "
-           "quality under a threshold, a truncated input, no usable resume")
+    itera.fails(campaign, "rules-declared",
+                "plan.json $.stop_rules: the plan declares no stop rule (stop_rules is empty)",
+                "    expected: at least one rule, written before any run starts: non-finite loss, "
+                "quality under a threshold, a truncated input, no usable resume")
 
 
 def _pilot(campaign: Campaign) -> None:
@@ -590,27 +575,26 @@ def _pilot(campaign: Campaign) -> None:
                   "after": ["load-data"], "run": "pilot", "lot": "rtx4090-3d"})
 
 
-def test_pilot_without_a_decision_point(pytester: Pytester, campaign: Campaign) -> None:
+def test_pilot_without_a_decision_point(itera: Itera, campaign: Campaign) -> None:
     _pilot(campaign)
-    campaign.write()
-    result = run(pytester, "rules-declared")
-    result.assert_outcomes(failed=1)
-    expect(result,
-           "plan.json $.decision.point: the plan has a pilot (pilot) but fixes no decision point "
-           "after it",
-           "    expected: decision.point (when the post-pilot decision is taken), or a schedule "
-           "step of kind 'decision' after the pilot's steps (through 'after')",
-           "    found:    no step of kind 'decision' comes after the pilot's steps (train-pilot)")
+    itera.fails(
+        campaign, "rules-declared",
+        "plan.json $.decision.point: the plan has a pilot (pilot) but fixes no decision point "
+        "after it",
+        "    expected: decision.point (when the post-pilot decision is taken), or a schedule "
+        "step of kind 'decision' after the pilot's steps (through 'after')",
+        "    found:    no step of kind 'decision' comes after the pilot's steps (train-pilot)",
+    )
 
 
-def test_pilot_with_a_decision_point(pytester: Pytester, campaign: Campaign) -> None:
+def test_pilot_with_a_decision_point(itera: Itera, campaign: Campaign) -> None:
     _pilot(campaign)
     campaign.plan["decision"]["point"] = "after the pilot: continue, drop variant-a, or revise"
     campaign.write()
-    run(pytester, "rules-declared").assert_outcomes(passed=1)
+    itera(check="rules-declared").assert_outcomes(passed=1)
 
 
-def test_pilot_with_a_decision_step_after_it(pytester: Pytester, campaign: Campaign) -> None:
+def test_pilot_with_a_decision_step_after_it(itera: Itera, campaign: Campaign) -> None:
     _pilot(campaign)
     campaign.plan["decision"]["point"] = "  "  # blank: the step decides
     steps = campaign.plan["schedule"]["steps"]
@@ -618,35 +602,34 @@ def test_pilot_with_a_decision_step_after_it(pytester: Pytester, campaign: Campa
                   "after": ["train-pilot"]})
     steps.append({"id": "go-no-go", "kind": "decision", "resource": "human", "hours": 0.5,
                   "after": ["review"]})  # after the pilot through another step
-    campaign.write()
-    run(pytester, "rules-declared").assert_outcomes(passed=1)
+    itera.passes(campaign, "rules-declared")
     steps[-1]["after"] = ["load-data"]  # before the pilot has run
     campaign.write()
-    run(pytester, "rules-declared").assert_outcomes(failed=1)
+    itera(check="rules-declared").assert_outcomes(failed=1)
 
 
 def test_no_resume_rule_names_a_run_that_is_not_a_resume_check(
-    pytester: Pytester, campaign: Campaign
+    itera: Itera, campaign: Campaign
 ) -> None:
     add_rule(campaign, "resume-usable", "no_resume", resume_check="control")
     campaign.write()
-    result = run(pytester, "rules-declared")
+    result = itera(check="rules-declared")
     expect(result, "plan.json $.stop_rules[1].parameters.resume_check: stop rule 'resume-usable' "
            "(no_resume) names 'control', which is not a planned resume check",
            "    expected: one of ['resume-check']")
 
 
-def test_repeated_stop_rule_id(pytester: Pytester, campaign: Campaign) -> None:
+def test_repeated_stop_rule_id(itera: Itera, campaign: Campaign) -> None:
     add_rule(campaign, "non-finite-loss", "non_finite_loss", series="val_loss")
     campaign.write()
-    result = run(pytester, "rules-declared")
+    result = itera(check="rules-declared")
     expect(result, "plan.json $.stop_rules: stop rule id 'non-finite-loss' appears 2 times")
 
 
-def test_v1_free_form_rule_parameters(pytester: Pytester) -> None:
+def test_v1_free_form_rule_parameters(itera: Itera, pytester: Pytester) -> None:
     campaign = CampaignBuilder(pytester.path / "out", version=1)
     campaign.write()
-    result = run(pytester, "rules-declared")
+    result = itera(check="rules-declared")
     expect(result, "plan.json $.stop_rules[0].parameters: itera-plan/1 cannot prove that stop rule "
            "'non-finite-loss' (non_finite_loss) is applied: its parameters are free-form*")
 
@@ -663,70 +646,62 @@ def test_v1_free_form_rule_parameters(pytester: Pytester) -> None:
     ("# Analyse\n\n*en cours*\n\ncontrol, variant-a\n", "en cours", 3),
 ], ids=["todo", "fr", "lorem", "to-be-written", "en-cours"])
 def test_analysis_is_a_placeholder(
-    pytester: Pytester, campaign: Campaign, text: str, marker: str, line: int
+    itera: Itera, campaign: Campaign, text: str, marker: str, line: int
 ) -> None:
     campaign.files["analysis.md"] = text.encode()
-    campaign.write()
-    result = run(pytester, "analysis-present")
-    result.assert_outcomes(failed=1)
-    expect(result, f"analysis.md:{line}: the error analysis analysis.md is a placeholder "
-           f"({marker!r} on line {line})")
+    itera.fails(campaign, "analysis-present",
+                f"analysis.md:{line}: the error analysis analysis.md is a placeholder "
+                f"({marker!r} on line {line})")
 
 
-def test_analysis_in_french_with_ordinary_words(pytester: Pytester, campaign: Campaign) -> None:
+def test_analysis_in_french_with_ordinary_words(itera: Itera, campaign: Campaign) -> None:
     campaign.files["analysis.md"] = (
         "# Analyse des erreurs\n\nPendant l'entraînement en cours de control, ex-3 est confondu "
         "avec neg ; variant-a corrige ex-3 mais rate ex-4 (travail à venir : ex-4).\n").encode()
     campaign.write()
-    run(pytester, "analysis-present").assert_outcomes(passed=1)
+    itera(check="analysis-present").assert_outcomes(passed=1)
 
 
-def test_analysis_does_not_name_a_compared_run(pytester: Pytester, campaign: Campaign) -> None:
+def test_analysis_does_not_name_a_compared_run(itera: Itera, campaign: Campaign) -> None:
     campaign.files["analysis.md"] = b"# Error analysis\n\nThe control confuses ex-3 with neg.\n"
-    campaign.write()
-    result = run(pytester, "analysis-present")
-    result.assert_outcomes(failed=1)
-    expect(result, "analysis.md: the error analysis analysis.md does not name variant-a",
-           "    expected: every compared run named: control, variant-a")
+    itera.fails(campaign, "analysis-present",
+                "analysis.md: the error analysis analysis.md does not name variant-a",
+                "    expected: every compared run named: control, variant-a")
 
 
 def test_analysis_of_a_negative_result_names_the_runs_compared(
-    pytester: Pytester, campaign: Campaign
+    itera: Itera, campaign: Campaign
 ) -> None:
     stop(campaign)  # variant-a was stopped: only the control is compared
     campaign.files["analysis.md"] = b"# Error analysis\n\nThe control confuses ex-3 with neg.\n"
     campaign.write()
-    run(pytester, "analysis-present").assert_outcomes(passed=1)
+    itera(check="analysis-present").assert_outcomes(passed=1)
 
 
-def test_reload_instructions_miss_a_deliverable(pytester: Pytester, campaign: Campaign) -> None:
+def test_reload_instructions_miss_a_deliverable(itera: Itera, campaign: Campaign) -> None:
     campaign.files["RELOAD.md"] = (
         f"# Reload\n\ntorch.load('{CONTROL_CKPT}', weights_only=True)\n".encode())
-    campaign.write()
-    result = run(pytester, "analysis-present")
-    result.assert_outcomes(failed=1)
-    expect(result, f"RELOAD.md: the reload instructions RELOAD.md do not name {VARIANT_WEIGHTS}",
-           "    expected: each deliverable artifact (checkpoint or adapter of an accepted control "
-           "or variant) named by its path in the campaign")
+    itera.fails(
+        campaign, "analysis-present",
+        f"RELOAD.md: the reload instructions RELOAD.md do not name {VARIANT_WEIGHTS}",
+        "    expected: each deliverable artifact (checkpoint or adapter of an accepted control "
+        "or variant) named by its path in the campaign",
+    )
 
 
 # ============================================================ no false rejects, end to end
 
 
-def _all(pytester: Pytester) -> pytest.RunResult:
-    return pytester.runpytest(*LEAN, "--itera-campaign", "out")
-
-
-def test_run_stopped_by_its_rule_stays_accepted(pytester: Pytester, campaign: Campaign) -> None:
+def test_run_stopped_by_its_rule_stays_accepted(itera: Itera, campaign: Campaign) -> None:
     stop(campaign)
     campaign.files["analysis.md"] = b"# Error analysis\n\nThe control confuses ex-3 with neg.\n"
     campaign.write()
-    result = _all(pytester)
+    result = itera()
     assert result.ret == 0, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED*"])
 
 
-def test_negative_result_stays_accepted(pytester: Pytester, campaign: Campaign) -> None:
+def test_negative_result_stays_accepted(itera: Itera, campaign: Campaign) -> None:
     campaign.set_metric("variant-a", "accuracy", 0.79)
     campaign.manifest["conclusion"] = {
         "meets_threshold": [],
@@ -734,7 +709,7 @@ def test_negative_result_stays_accepted(pytester: Pytester, campaign: Campaign) 
     campaign.manifest["budget"]["unit"] = "decision"
     campaign.manifest["budget"]["cost_per_deliverable"] = None
     campaign.write()
-    result = _all(pytester)
+    result = itera()
     assert result.ret == 0, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED*"])
 

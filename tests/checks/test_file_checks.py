@@ -13,28 +13,24 @@ from pytest_itera.campaign import load_campaign
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.files import CHECKS as FILE_CHECKS
 from tests.factory import CampaignBuilder, expect, sha256
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", *args)
-
+from tests.runner import Itera
 
 # ------------------------------------------------------------ files-intact
 
 
 def test_files_intact_passes_for_every_listed_file(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = run(pytester, "-k", "files-intact")
+    result = itera("-k", "files-intact")
     result.assert_outcomes(passed=len(campaign.files))
 
 
-def test_listed_file_missing(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_listed_file_missing(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     (campaign.root / "runs/control/measurements.jsonl").unlink()
     campaign.seal()
-    result = run(pytester, "-k", "files-intact")
+    result = itera("-k", "files-intact")
     result.assert_outcomes(passed=len(campaign.files) - 1, failed=1)
     expect(
         result,
@@ -43,12 +39,12 @@ def test_listed_file_missing(pytester: pytest.Pytester, campaign: CampaignBuilde
     )
 
 
-def test_size_differs(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_size_differs(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     with (campaign.root / "RELOAD.md").open("ab") as handle:
         handle.write(b"appended later\n")
     campaign.seal()
-    result = run(pytester, "-k", "files-intact and RELOAD")
+    result = itera("-k", "files-intact and RELOAD")
     result.assert_outcomes(failed=1)
     size = len(campaign.files["RELOAD.md"])
     expect(
@@ -57,13 +53,13 @@ def test_size_differs(pytester: pytest.Pytester, campaign: CampaignBuilder) -> N
     )
 
 
-def test_same_size_different_bytes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_same_size_different_bytes(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     path = campaign.root / "runs/control/measurements.jsonl"
     data = path.read_bytes()
     path.write_bytes(data.replace(b"0.75", b"0.95"))
     campaign.seal()
-    result = run(pytester, "-k", "files-intact and control/measurements")
+    result = itera("-k", "files-intact and control/measurements")
     result.assert_outcomes(failed=1)
     expect(
         result,
@@ -82,19 +78,21 @@ def test_same_size_different_bytes(pytester: pytest.Pytester, campaign: Campaign
     ],
 )
 def test_listed_path_outside_the_folder(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, listed: str, reason: str
+    itera: Itera, campaign: CampaignBuilder, listed: str, reason: str
 ) -> None:
     campaign.write()
     manifest = json.loads((campaign.root / "manifest.json").read_text())
     manifest["files"].append({"path": listed, "bytes": 1, "sha256": "0" * 64})
     (campaign.root / "manifest.json").write_text(json.dumps(manifest))
     campaign.seal()
-    result = run(pytester, "-k", "files-intact")
+    result = itera("-k", "files-intact")
     result.assert_outcomes(passed=len(campaign.files), failed=1)
     expect(result, f"manifest.json $.files[*]: listed file {listed!r}: {reason}*")
 
 
-def test_symlink_out_of_the_folder(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_symlink_out_of_the_folder(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     secret = pytester.path / "outside.txt"
     secret.write_text("not part of the campaign\n")
     campaign.write()
@@ -105,16 +103,16 @@ def test_symlink_out_of_the_folder(pytester: pytest.Pytester, campaign: Campaign
     )
     (campaign.root / "manifest.json").write_text(json.dumps(manifest))
     campaign.seal()
-    result = run(pytester, "-k", "files-intact and link")
+    result = itera("-k", "files-intact and link")
     result.assert_outcomes(failed=1)
     expect(result, "*runs/control/link.txt*leaves the campaign folder*")
 
 
-def test_unlisted_file(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_unlisted_file(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.files["scratch/notes.txt"] = b"forgot to list me\n"
     campaign.unlisted.add("scratch/notes.txt")
     campaign.write()
-    result = run(pytester, "-k", "files-intact and scratch")
+    result = itera("-k", "files-intact and scratch")
     result.assert_outcomes(failed=1)
     expect(
         result,
@@ -124,39 +122,41 @@ def test_unlisted_file(pytester: pytest.Pytester, campaign: CampaignBuilder) -> 
     )
 
 
-def test_dotfiles_are_not_skipped(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_dotfiles_are_not_skipped(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.files[".hidden/state"] = b"x\n"
     campaign.unlisted.add(".hidden/state")
     campaign.write()
-    result = run(pytester, "-k", "files-intact and hidden")
+    result = itera("-k", "files-intact and hidden")
     result.assert_outcomes(failed=1)
 
 
-def test_ignore_patterns(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_ignore_patterns(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.files["logs/train.log"] = b"step 1\n"
     campaign.unlisted.add("logs/train.log")
     campaign.write()
     pytester.makeini("[pytest]\nitera_ignore = logs/*\n")
-    result = run(pytester, "-k", "files-intact")
+    result = itera("-k", "files-intact")
     result.assert_outcomes(passed=len(campaign.files) - 1)
 
 
 # ----------------------------------------------------------- no-empty-files
 
 
-def test_no_empty_files_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_no_empty_files_passes(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
-    run(pytester, "-k", "no-empty-files").assert_outcomes(passed=1)
+    itera("-k", "no-empty-files").assert_outcomes(passed=1)
 
 
 def test_empty_listed_and_unlisted_files(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.files["runs/control/predictions.jsonl"] = b""
     campaign.files["runs/variant-a/stderr.txt"] = b""
     campaign.unlisted.add("runs/variant-a/stderr.txt")
     campaign.write()
-    result = run(pytester, "-k", "no-empty-files")
+    result = itera("-k", "no-empty-files")
     result.assert_outcomes(failed=1)
     expect(
         result,
@@ -169,10 +169,10 @@ def test_empty_listed_and_unlisted_files(
 
 
 def test_empty_directory_a_run_relies_on(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write(before_manifest=lambda root: (root / "runs/variant-a/checkpoints").mkdir())
-    result = run(pytester, "-k", "no-empty-files")
+    result = itera("-k", "no-empty-files")
     expect(
         result,
         "runs/variant-a/checkpoints: "
@@ -183,14 +183,14 @@ def test_empty_directory_a_run_relies_on(
 # ------------------------------------------------------------ no-temp-paths
 
 
-def test_no_temp_paths_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_no_temp_paths_passes(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
-    result = run(pytester, "-k", "no-temp-paths")
+    result = itera("-k", "no-temp-paths")
     result.assert_outcomes(passed=len(campaign.files) + 2)  # plan.json and manifest.json too
 
 
 def test_temp_paths_in_json_markdown_and_csv(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.files["configs/control.json"] = (
         b'{\n  "run": "control",\n  "cache": "/tmp/hf/cache"\n}\n'
@@ -202,7 +202,7 @@ def test_temp_paths_in_json_markdown_and_csv(
         b"step,loss,file\n1,0.5,C:\\Users\\ana\\AppData\\Local\\Temp\\run\\x.pt\n"
     )
     campaign.write()
-    result = run(pytester, "-k", "no-temp-paths")
+    result = itera("-k", "no-temp-paths")
     result.assert_outcomes(passed=len(campaign.files) - 1, failed=3)
     expect(
         result,
@@ -214,26 +214,28 @@ def test_temp_paths_in_json_markdown_and_csv(
 
 
 def test_temp_path_in_the_manifest_itself(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.manifest["conclusion"]["text"] = "see /tmp/scratch/plots for the curves"
     campaign.write()
-    result = run(pytester, "-k", "no-temp-paths and manifest.json")
+    result = itera("-k", "no-temp-paths and manifest.json")
     result.assert_outcomes(failed=1)
     expect(result, "manifest.json:*:*: path into a temporary folder: /tmp/scratch/plots*")
 
 
-def test_user_temp_patterns(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_user_temp_patterns(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.files["RELOAD.md"] = b"# Reload\nfrom /scratch/job42/last.pt\n"
     campaign.write()
     pytester.makeini("[pytest]\nitera_temp_patterns = /scratch/\n")
-    result = run(pytester, "-k", "no-temp-paths and RELOAD")
+    result = itera("-k", "no-temp-paths and RELOAD")
     result.assert_outcomes(failed=1)
     expect(result, "RELOAD.md:2:6: path into a temporary folder: /scratch/job42/last.pt*")
 
 
 def test_absolute_paths_into_the_campaign_itself_are_not_temporary(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     """Lightning and Trainer record their output dir; under /tmp that is the campaign, kept."""
     own = f"{campaign.root}/lightning_logs/version_0/checkpoints"
@@ -245,7 +247,7 @@ def test_absolute_paths_into_the_campaign_itself_are_not_temporary(
     ).encode()
     campaign.files["runs/control/escape.json"] = json.dumps({"d": f"{campaign.root}/../x"}).encode()
     campaign.write()
-    result = run(pytester, "-k", "no-temp-paths and runs/control/")
+    result = itera("-k", "no-temp-paths and runs/control/")
     # predictions, measurements, the checkpoint and hparams.json pass
     result.assert_outcomes(passed=4, failed=3)
     expect(
@@ -256,13 +258,13 @@ def test_absolute_paths_into_the_campaign_itself_are_not_temporary(
     )
 
 
-def test_manifest_listing_itself(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_manifest_listing_itself(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     manifest = json.loads((campaign.root / "manifest.json").read_text())
     manifest["files"].append({"path": "manifest.json", "bytes": 1, "sha256": "0" * 64})
     (campaign.root / "manifest.json").write_text(json.dumps(manifest, indent=2))
     campaign.seal()
-    result = run(pytester, "-k", "files-intact and manifest")
+    result = itera("-k", "files-intact and manifest")
     result.assert_outcomes(failed=1)
     expect(
         result,

@@ -13,12 +13,11 @@ from pytest_itera.campaign import load_campaign
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.runs import CHECKS, corpus_ids
 from pytest_itera.predictions import IdLine, UnreadableIds, cover, read_ids
-from tests.factory import CORPUS_IDS, CampaignBuilder, expect, run, sha256
+from tests.factory import CORPUS_IDS, CampaignBuilder, expect, sha256
+from tests.runner import Itera
 
 Pytester = pytest.Pytester
 Campaign = CampaignBuilder
-
-# The inner sessions do not need these plugins; pytester re-imports them on every run otherwise.
 
 
 def record(campaign: Campaign, run_id: str) -> dict[str, Any]:
@@ -50,17 +49,15 @@ def jsonl(ids: list[Any]) -> bytes:
 # ------------------------------------------------------------- stop-records
 
 
-def test_stop_record_passes(pytester: Pytester, campaign: Campaign) -> None:
+def test_stop_record_passes(itera: Itera, campaign: Campaign) -> None:
     stop(campaign)
-    campaign.write()
-    result = run(pytester, "stop-records")
-    result.assert_outcomes(passed=1)
+    result = itera.passes(campaign, "stop-records")
     result.stdout.no_fnmatch_line("*stop-records?control*")  # one item: the stopped run only
 
 
-def test_no_stopped_run_no_item(pytester: Pytester, campaign: Campaign) -> None:
+def test_no_stopped_run_no_item(itera: Itera, campaign: Campaign) -> None:
     campaign.write()
-    run(pytester, "stop-records").assert_outcomes()
+    itera(check="stop-records").assert_outcomes()
 
 
 @pytest.mark.parametrize(
@@ -88,63 +85,57 @@ def test_no_stopped_run_no_item(pytester: Pytester, campaign: Campaign) -> None:
     ids=["empty-reason", "zero-width-reason", "rule-not-in-plan", "no-rule", "no-when"],
 )
 def test_stop_record_incomplete(
-    pytester: Pytester, campaign: Campaign, fields: dict[str, Any], messages: list[str]
+    itera: Itera, campaign: Campaign, fields: dict[str, Any], messages: list[str]
 ) -> None:
     stop(campaign, **fields)
     rec = record(campaign, "variant-a")
     rec["stop"] = {k: v for k, v in rec["stop"].items() if v is not None}
-    campaign.write()
-    result = run(pytester, "stop-records")
-    result.assert_outcomes(failed=1)
-    expect(result, "*stop-records?variant-a?: 1 problem*", *messages)
+    itera.fails(campaign, "stop-records", "*stop-records?variant-a?: 1 problem*", *messages)
 
 
-def test_stop_at_time_is_enough(pytester: Pytester, campaign: Campaign) -> None:
+def test_stop_at_time_is_enough(itera: Itera, campaign: Campaign) -> None:
     stop(campaign, at="2026-11-20T12:00:00Z")
     del record(campaign, "variant-a")["stop"]["step"]
     campaign.write()
-    run(pytester, "stop-records").assert_outcomes(passed=1)
+    itera(check="stop-records").assert_outcomes(passed=1)
 
 
-def test_stopped_before_it_started(pytester: Pytester, campaign: Campaign) -> None:
+def test_stopped_before_it_started(itera: Itera, campaign: Campaign) -> None:
     stop(campaign, at="2026-11-20T09:00:00Z")
     campaign.write()
-    result = run(pytester, "stop-records")
+    result = itera(check="stop-records")
     expect(result, "manifest.json $.runs[3].stop.at: run variant-a was stopped before it started",
            "    expected: at or after 2026-11-20T10:00:00+00:00")
 
 
-def test_stopped_run_without_stop_record(pytester: Pytester, campaign: Campaign) -> None:
+def test_stopped_run_without_stop_record(itera: Itera, campaign: Campaign) -> None:
     stop(campaign)
     del record(campaign, "variant-a")["stop"]
-    campaign.write()
-    result = run(pytester, "stop-records")
-    result.assert_outcomes(failed=1)
-    expect(result, "manifest.json $.runs[3].stop: stopped run variant-a has no stop record")
+    itera.fails(campaign, "stop-records",
+                "manifest.json $.runs[3].stop: stopped run variant-a has no stop record")
 
 
-def test_stopped_run_counted_as_accepted(pytester: Pytester, campaign: Campaign) -> None:
+def test_stopped_run_counted_as_accepted(itera: Itera, campaign: Campaign) -> None:
     # the stop rule fired, but the run was still recorded as an accepted deliverable
     record(campaign, "variant-a")["stop"] = {
         "rule": "non-finite-loss", "reason": "loss nan", "step": 3}
-    campaign.write()
-    result = run(pytester, "stop-records")
-    result.assert_outcomes(failed=1)
-    expect(result,
-           "manifest.json $.runs[3].outcome: run variant-a was stopped by rule 'non-finite-loss' "
-           "but is counted as accepted",
-           "    expected: 'stopped'", "    found:    'accepted'",
-           "    fix:      a stopped run keeps its ID and reason, is not an accepted deliverable, "
-           "and still counts as an expense*")
+    itera.fails(
+        campaign, "stop-records",
+        "manifest.json $.runs[3].outcome: run variant-a was stopped by rule 'non-finite-loss' "
+        "but is counted as accepted",
+        "    expected: 'stopped'", "    found:    'accepted'",
+        "    fix:      a stopped run keeps its ID and reason, is not an accepted deliverable, "
+        "and still counts as an expense*",
+    )
 
 
-def test_stopped_run_concluded_and_delivered(pytester: Pytester) -> None:
+def test_stopped_run_concluded_and_delivered(itera: Itera, pytester: Pytester) -> None:
     campaign = CampaignBuilder(pytester.path / "out", version=1)  # /1 records deliverables
     stop(campaign)
     record(campaign, "variant-a")["deliverable"] = "tiny-corpus"
     campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a"]
     campaign.write()
-    result = run(pytester, "stop-records")
+    result = itera(check="stop-records")
     expect(result, "*stop-records?variant-a?: 2 problems*",
            "manifest.json $.conclusion.meets_threshold: stopped run variant-a is listed as meeting "
            "the threshold",
@@ -152,21 +143,21 @@ def test_stopped_run_concluded_and_delivered(pytester: Pytester) -> None:
            "manifest.json $.runs[3].deliverable: stopped run variant-a records a deliverable "
            "('tiny-corpus')")
     # the conclusion check says the same from its side
-    result = run(pytester, "conclusion-consistent")
+    result = itera(check="conclusion-consistent")
     expect(result, "manifest.json $.conclusion.meets_threshold: the conclusion lists variant-a, "
            "whose outcome is 'stopped': only an accepted run can meet the threshold")
 
 
-def test_stop_rules_declared_after_the_runs(pytester: Pytester, campaign: Campaign) -> None:
+def test_stop_rules_declared_after_the_runs(itera: Itera, campaign: Campaign) -> None:
     # The plan (and its stop rules) was frozen at noon; the runs started at 10:00.
     campaign.plan["frozen_at"] = "2026-11-20T12:00:00Z"
     stop(campaign)
-    campaign.write()
-    result = run(pytester, "stop-records or plan-frozen")
-    result.assert_outcomes(failed=2)
-    expect(result,
-           "manifest.json $.runs[0].started_at: run control started before the plan (and its stop "
-           "rules) was frozen")
+    result = itera.fails(
+        campaign, "stop-records or plan-frozen",
+        "manifest.json $.runs[0].started_at: run control started before the plan (and its stop "
+        "rules) was frozen",
+        failed=2,
+    )
     expect(result,
            "plan.json $.frozen_at: stop rule 'non-finite-loss' of run variant-a was declared after "
            "the runs began: the plan was frozen at 2026-11-20T12:00:00+00:00, run control started "
@@ -177,20 +168,16 @@ def test_stop_rules_declared_after_the_runs(pytester: Pytester, campaign: Campai
 # ---------------------------------------------------------- config-identity
 
 
-def test_config_identity_passes(pytester: Pytester, campaign: Campaign) -> None:
-    campaign.write()
-    result = run(pytester, "config-identity")
-    result.assert_outcomes(passed=4)
+def test_config_identity_passes(itera: Itera, campaign: Campaign) -> None:
+    itera.passes(campaign, "config-identity", passed=4)
 
 
-def test_config_changed_under_the_same_id(pytester: Pytester, campaign: Campaign) -> None:
+def test_config_changed_under_the_same_id(itera: Itera, campaign: Campaign) -> None:
     # After a fix the config changed, but the run kept its planned ID (the manifest is consistent).
     fixed = json.dumps({"run": "variant-a", "lr": 0.001}).encode()
     campaign.files["configs/variant-a.json"] = fixed
     record(campaign, "variant-a")["config_sha256"] = sha256(fixed)
-    campaign.write()
-    result = run(pytester, "config-identity")
-    result.assert_outcomes(passed=3, failed=1)
+    result = itera.fails(campaign, "config-identity", passed=3)
     planned = campaign.plan["runs"][3]["config_sha256"]
     expect(result,
            "manifest.json $.runs[3].config (plan.json $.runs[3].config_sha256): run variant-a ran "
@@ -201,11 +188,11 @@ def test_config_changed_under_the_same_id(pytester: Pytester, campaign: Campaign
            "    fix:      keep the planned config under the old ID*new run added by a decision*")
 
 
-def test_config_edited_after_the_run(pytester: Pytester, campaign: Campaign) -> None:
+def test_config_edited_after_the_run(itera: Itera, campaign: Campaign) -> None:
     campaign.write()
     (campaign.root / "configs/control.json").write_text('{"run": "control", "lr": 0.5}')
     campaign.seal()
-    result = run(pytester, "config-identity")
+    result = itera(check="config-identity")
     result.assert_outcomes(passed=3, failed=1)
     expect(result, "*config-identity?control?: 2 problems*",
            "manifest.json $.runs[0].config_sha256: config configs/control.json of run control "
@@ -215,35 +202,31 @@ def test_config_edited_after_the_run(pytester: Pytester, campaign: Campaign) -> 
            "a configuration other than the one planned under its ID*")
 
 
-def test_run_without_config(pytester: Pytester, campaign: Campaign) -> None:
+def test_run_without_config(itera: Itera, campaign: Campaign) -> None:
     del record(campaign, "variant-a")["config"]
-    campaign.write()
-    result = run(pytester, "config-identity")
-    result.assert_outcomes(passed=3, failed=1)
-    expect(result, "manifest.json $.runs[3]: run variant-a records no config file",
-           "    expected: config: the path of the configuration it ran with")
+    itera.fails(campaign, "config-identity",
+                "manifest.json $.runs[3]: run variant-a records no config file",
+                "    expected: config: the path of the configuration it ran with", passed=3)
 
 
-def test_config_file_missing(pytester: Pytester, campaign: Campaign) -> None:
+def test_config_file_missing(itera: Itera, campaign: Campaign) -> None:
     record(campaign, "control")["config"] = "configs/gone.json"
     campaign.write()
-    result = run(pytester, "config-identity")
+    result = itera(check="config-identity")
     expect(result,
            "manifest.json $.runs[0].config: config configs/gone.json of run control is missing")
 
 
-def test_dropped_run_without_config_has_no_item(pytester: Pytester, campaign: Campaign) -> None:
+def test_dropped_run_without_config_has_no_item(itera: Itera, campaign: Campaign) -> None:
     campaign.manifest["runs"][3] = {
         "id": "variant-a", "outcome": "dropped", "decision": "after-pilot"}
     campaign.manifest["schedule"]["decisions"] = [
         {"id": "after-pilot", "text": "variant-a is not needed", "drops": ["variant-a"]}]
-    campaign.write()
-    result = run(pytester, "config-identity")
-    result.assert_outcomes(passed=3)
+    result = itera.passes(campaign, "config-identity", passed=3)
     result.stdout.no_fnmatch_line("*config-identity[[]variant-a]*")
 
 
-def test_run_added_by_decision_has_no_planned_hash(pytester: Pytester, campaign: Campaign) -> None:
+def test_run_added_by_decision_has_no_planned_hash(itera: Itera, campaign: Campaign) -> None:
     fixed = json.dumps({"run": "variant-a2", "lr": 0.001}).encode()
     campaign.files["configs/variant-a2.json"] = fixed
     campaign.manifest["runs"].append(dict(record(campaign, "variant-a"), id="variant-a2",
@@ -253,47 +236,42 @@ def test_run_added_by_decision_has_no_planned_hash(pytester: Pytester, campaign:
         {"id": "after-fix", "text": "variant-a with lr 0.001 gets a new ID",
          "adds": ["variant-a2"]}]
     campaign.write()
-    run(pytester, "config-identity or expected-ids").assert_outcomes(passed=6)
+    itera(check="config-identity or expected-ids").assert_outcomes(passed=6)
 
 
 # ------------------------------------------------- predictions-cover-corpus
 
 
-def test_predictions_cover_the_corpus(pytester: Pytester, campaign: Campaign) -> None:
+def test_predictions_cover_the_corpus(itera: Itera, campaign: Campaign) -> None:
     campaign.write()
-    run(pytester, "predictions-cover-corpus").assert_outcomes(passed=2)  # control, variant-a
+    itera(check="predictions-cover-corpus").assert_outcomes(passed=2)  # control, variant-a
 
 
 def _predictions(campaign: Campaign, data: bytes, run_id: str = "variant-a") -> None:
     campaign.files[f"runs/{run_id}/predictions.jsonl"] = data
 
 
-def test_prediction_line_deleted(pytester: Pytester, campaign: Campaign) -> None:
+def test_prediction_line_deleted(itera: Itera, campaign: Campaign) -> None:
     _predictions(campaign, jsonl(["ex-1", "ex-2", "ex-4"]))
-    campaign.write()
-    result = run(pytester, "predictions-cover-corpus")
-    result.assert_outcomes(passed=1, failed=1)
-    expect(result, "*predictions-cover-corpus?variant-a?: 1 problem*",
-           "runs/variant-a/predictions.jsonl: predictions miss 1 ID of the 4 corpus IDs",
-           "    found:    ex-3",
-           "    fix:      predict every example of the frozen corpus corpus/corpus.jsonl "
-           "exactly once")
+    itera.fails(campaign, "predictions-cover-corpus",
+                "*predictions-cover-corpus?variant-a?: 1 problem*",
+                "runs/variant-a/predictions.jsonl: predictions miss 1 ID of the 4 corpus IDs",
+                "    found:    ex-3",
+                "    fix:      predict every example of the frozen corpus corpus/corpus.jsonl "
+                "exactly once", passed=1)
 
 
-def test_prediction_line_duplicated(pytester: Pytester, campaign: Campaign) -> None:
+def test_prediction_line_duplicated(itera: Itera, campaign: Campaign) -> None:
     _predictions(campaign, jsonl([*CORPUS_IDS, "ex-2"]))
-    campaign.write()
-    result = run(pytester, "predictions-cover-corpus")
-    result.assert_outcomes(passed=1, failed=1)
-    expect(result,
-           "runs/variant-a/predictions.jsonl:5: predictions repeat corpus IDs (1 extra line)",
-           "    found:    ex-2 (line 5)")
+    itera.fails(campaign, "predictions-cover-corpus",
+                "runs/variant-a/predictions.jsonl:5: predictions repeat corpus IDs (1 extra line)",
+                "    found:    ex-2 (line 5)", passed=1)
 
 
-def test_prediction_unknown_id(pytester: Pytester, campaign: Campaign) -> None:
+def test_prediction_unknown_id(itera: Itera, campaign: Campaign) -> None:
     _predictions(campaign, jsonl([*CORPUS_IDS[:3], "ex-99"]))
     campaign.write()
-    result = run(pytester, "predictions-cover-corpus")
+    result = itera(check="predictions-cover-corpus")
     expect(result, "*predictions-cover-corpus?variant-a?: 2 problems*",
            "runs/variant-a/predictions.jsonl: predictions miss 1 ID of the 4 corpus IDs",
            "    found:    ex-4",
@@ -303,22 +281,22 @@ def test_prediction_unknown_id(pytester: Pytester, campaign: Campaign) -> None:
 
 
 def test_many_problems_show_the_first_few_and_a_count(
-    pytester: Pytester, campaign: Campaign
+    itera: Itera, campaign: Campaign
 ) -> None:
     _predictions(campaign, jsonl([*CORPUS_IDS, *(f"zz-{i}" for i in range(8))]))
     campaign.write()
-    result = run(pytester, "predictions-cover-corpus")
+    result = itera(check="predictions-cover-corpus")
     expect(result,
            "runs/variant-a/predictions.jsonl:5: predictions hold 8 IDs not in the frozen corpus",
            "    found:    zz-0 (line 5), zz-1 (line 6), zz-2 (line 7), zz-3 (line 8), "
            "zz-4 (line 9), ... (3 more)")
 
 
-def test_malformed_prediction_lines(pytester: Pytester, campaign: Campaign) -> None:
+def test_malformed_prediction_lines(itera: Itera, campaign: Campaign) -> None:
     lines = jsonl(["ex-1", "ex-2"]) + b'{"id": "ex-3", "prediction": \n' + b'{"label": "pos"}\n'
     _predictions(campaign, lines + b'["ex-4"]\n' + jsonl(["ex-4"]) + b'{"id": 4.5}\n')
     campaign.write()
-    result = run(pytester, "predictions-cover-corpus")
+    result = itera(check="predictions-cover-corpus")
     expect(result, "*predictions-cover-corpus?variant-a?: 2 problems*",
            "runs/variant-a/predictions.jsonl: predictions miss 1 ID of the 4 corpus IDs",
            "    found:    ex-3",
@@ -328,12 +306,12 @@ def test_malformed_prediction_lines(pytester: Pytester, campaign: Campaign) -> N
            "line 5: a JSON list, not an object; line 7: 'id' is 4.5, not an ID")
 
 
-def test_corpus_edited(pytester: Pytester, campaign: Campaign) -> None:
+def test_corpus_edited(itera: Itera, campaign: Campaign) -> None:
     campaign.write()
     corpus = campaign.root / "corpus/corpus.jsonl"
     corpus.write_bytes(corpus.read_bytes().replace(b"example ex-2", b"example ex-2 (fixed)"))
     campaign.seal()
-    result = run(pytester, "predictions-cover-corpus")
+    result = itera(check="predictions-cover-corpus")
     result.assert_outcomes(failed=2)
     expect(result,
            "plan.json $.corpora[0].sha256: the corpus is frozen: corpus/corpus.jsonl is not the "
@@ -343,42 +321,42 @@ def test_corpus_edited(pytester: Pytester, campaign: Campaign) -> None:
            "    fix:      restore the frozen corpus*")
 
 
-def test_corpus_missing(pytester: Pytester, campaign: Campaign) -> None:
+def test_corpus_missing(itera: Itera, campaign: Campaign) -> None:
     campaign.plan["corpora"][0]["path"] = "corpus/elsewhere.jsonl"
-    campaign.write()
-    result = run(pytester, "predictions-cover-corpus")
-    result.assert_outcomes(failed=2)
-    expect(result,
-           "plan.json $.corpora[0].path: the frozen corpus corpus/elsewhere.jsonl is missing")
+    itera.fails(
+        campaign, "predictions-cover-corpus",
+        "plan.json $.corpora[0].path: the frozen corpus corpus/elsewhere.jsonl is missing",
+        failed=2,
+    )
 
 
-def test_corpus_count_differs_from_the_plan(pytester: Pytester, campaign: Campaign) -> None:
+def test_corpus_count_differs_from_the_plan(itera: Itera, campaign: Campaign) -> None:
     campaign.plan["corpora"][0]["examples"] = 5
     campaign.write()
-    result = run(pytester, "predictions-cover-corpus")
+    result = itera(check="predictions-cover-corpus")
     expect(result, "plan.json $.corpora[0].examples: the frozen corpus holds 4 distinct IDs, the "
            "plan says 5 examples")
 
 
-def test_accepted_variant_without_predictions(pytester: Pytester, campaign: Campaign) -> None:
+def test_accepted_variant_without_predictions(itera: Itera, campaign: Campaign) -> None:
     del record(campaign, "variant-a")["predictions"]
-    campaign.write()  # the data check delivers none: no item
-    result = run(pytester, "predictions-cover-corpus")
-    result.assert_outcomes(passed=1, failed=1)
-    expect(result,
-           "manifest.json $.runs[3].predictions: accepted run variant-a has no predictions")
+    result = itera.fails(
+        campaign, "predictions-cover-corpus",
+        "manifest.json $.runs[3].predictions: accepted run variant-a has no predictions",
+        passed=1,
+    )
     result.stdout.no_fnmatch_line("*predictions-cover-corpus[[]data-check]*")
 
 
-def test_stopped_run_predictions_are_not_compared(pytester: Pytester, campaign: Campaign) -> None:
+def test_stopped_run_predictions_are_not_compared(itera: Itera, campaign: Campaign) -> None:
     stop(campaign)
     record(campaign, "variant-a")["predictions"] = "runs/variant-a/predictions.jsonl"
     _predictions(campaign, jsonl(["ex-1"]))  # it stopped half-way: not a deliverable
     campaign.write()
-    run(pytester, "predictions-cover-corpus").assert_outcomes(passed=1)
+    itera(check="predictions-cover-corpus").assert_outcomes(passed=1)
 
 
-def test_csv_predictions_and_integer_ids(pytester: Pytester, campaign: Campaign) -> None:
+def test_csv_predictions_and_integer_ids(itera: Itera, campaign: Campaign) -> None:
     corpus = jsonl([1, 2, 3, 4])
     campaign.files["corpus/corpus.jsonl"] = corpus
     campaign.plan["corpora"][0]["sha256"] = sha256(corpus)
@@ -388,39 +366,39 @@ def test_csv_predictions_and_integer_ids(pytester: Pytester, campaign: Campaign)
         b"\xef\xbb\xbfprediction,id\r\npos,1\r\n\"neg,\r\nsurely\",2\r\npos,3\r\npos,4\r\n")
     record(campaign, "variant-a")["predictions"] = "runs/variant-a/predictions.csv"
     campaign.write()
-    run(pytester, "predictions-cover-corpus").assert_outcomes(passed=2)
+    itera(check="predictions-cover-corpus").assert_outcomes(passed=2)
 
 
 CSV_PREDICTIONS = "runs/variant-a/predictions.csv"
 
 
-def _run_csv_predictions(pytester: Pytester, campaign: Campaign, data: bytes) -> pytest.RunResult:
+def _run_csv_predictions(itera: Itera, campaign: Campaign, data: bytes) -> pytest.RunResult:
     campaign.files[CSV_PREDICTIONS] = data
     record(campaign, "variant-a")["predictions"] = CSV_PREDICTIONS
     campaign.write()
-    return run(pytester, "predictions-cover-corpus")
+    return itera(check="predictions-cover-corpus")
 
 
-def test_csv_without_the_id_column(pytester: Pytester, campaign: Campaign) -> None:
-    result = _run_csv_predictions(pytester, campaign, b"example,prediction\nex-1,pos\n")
+def test_csv_without_the_id_column(itera: Itera, campaign: Campaign) -> None:
+    result = _run_csv_predictions(itera, campaign, b"example,prediction\nex-1,pos\n")
     expect(result,
            f"{CSV_PREDICTIONS}: predictions {CSV_PREDICTIONS} has no 'id' column in its header "
            "['example', 'prediction']",
            "    fix:      write JSON Lines objects or CSV rows with the 'id' field of the corpus")
 
 
-def test_csv_with_bare_cr_line_ends(pytester: Pytester, campaign: Campaign) -> None:
+def test_csv_with_bare_cr_line_ends(itera: Itera, campaign: Campaign) -> None:
     """Old Mac line ends: one 'line' holds every row; a clear failure, not a traceback."""
-    result = _run_csv_predictions(pytester, campaign, b"id,prediction\rex-1,pos\rex-2,neg\r")
+    result = _run_csv_predictions(itera, campaign, b"id,prediction\rex-1,pos\rex-2,neg\r")
     expect(result,
            f"{CSV_PREDICTIONS}: predictions {CSV_PREDICTIONS} has no readable CSV header "
            "(new-line character seen in unquoted field*")
 
 
-def test_json_array_is_refused(pytester: Pytester, campaign: Campaign) -> None:
+def test_json_array_is_refused(itera: Itera, campaign: Campaign) -> None:
     _predictions(campaign, json.dumps([{"id": i} for i in CORPUS_IDS]).encode())
     campaign.write()
-    result = run(pytester, "predictions-cover-corpus")
+    result = itera(check="predictions-cover-corpus")
     expect(result,
            "runs/variant-a/predictions.jsonl: predictions runs/variant-a/predictions.jsonl is a "
            "JSON array; write one JSON object per line (JSON Lines)")
@@ -531,18 +509,18 @@ def test_corpus_is_read_once_per_context(campaign: Campaign) -> None:
 MEASURED = "runs/variant-a/measurements.jsonl"
 
 
-def test_conclusion_consistent_passes(pytester: Pytester, campaign: Campaign) -> None:
+def test_conclusion_consistent_passes(itera: Itera, campaign: Campaign) -> None:
     campaign.write()
-    run(pytester, "conclusion-consistent").assert_outcomes(passed=1)
+    itera(check="conclusion-consistent").assert_outcomes(passed=1)
 
 
-def test_negative_result_correctly_stated(pytester: Pytester, campaign: Campaign) -> None:
+def test_negative_result_correctly_stated(itera: Itera, campaign: Campaign) -> None:
     campaign.set_metric("variant-a", "accuracy", 0.79)
     campaign.manifest["conclusion"] = {
         "meets_threshold": [],
         "text": "Negative result: no variant meets the 0.8 accuracy threshold (variant-a 0.79)."}
     campaign.write()
-    run(pytester, "conclusion-consistent").assert_outcomes(passed=1)
+    itera(check="conclusion-consistent").assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize("text", [
@@ -553,96 +531,88 @@ def test_negative_result_correctly_stated(pytester: Pytester, campaign: Campaign
     "Neither variant beats the 0.8 bar.",
 ])
 def test_negative_result_in_other_words(
-    pytester: Pytester, campaign: Campaign, text: str
+    itera: Itera, campaign: Campaign, text: str
 ) -> None:
     campaign.set_metric("variant-a", "accuracy", 0.79)
     campaign.manifest["conclusion"] = {"meets_threshold": [], "text": text}
     campaign.write()
-    run(pytester, "conclusion-consistent").assert_outcomes(passed=1)
+    itera(check="conclusion-consistent").assert_outcomes(passed=1)
 
 
-def test_empty_list_without_a_negative_statement(pytester: Pytester, campaign: Campaign) -> None:
+def test_empty_list_without_a_negative_statement(itera: Itera, campaign: Campaign) -> None:
     campaign.set_metric("variant-a", "accuracy", 0.79)
     campaign.manifest["conclusion"] = {"meets_threshold": [],
                                        "text": "variant-a scored 0.79 on the corpus."}
-    campaign.write()
-    result = run(pytester, "conclusion-consistent")
-    result.assert_outcomes(failed=1)
-    expect(result,
-           "manifest.json $.conclusion.text: meets_threshold is empty, but the conclusion's text "
-           "does not state the negative result",
-           "    found:    'variant-a scored 0.79 on the corpus.'",
-           "    fix:      say that no variant meets accuracy >= 0.8 (a negative result is a valid "
-           "result and closes the campaign)")
+    itera.fails(
+        campaign, "conclusion-consistent",
+        "manifest.json $.conclusion.text: meets_threshold is empty, but the conclusion's text "
+        "does not state the negative result",
+        "    found:    'variant-a scored 0.79 on the corpus.'",
+        "    fix:      say that no variant meets accuracy >= 0.8 (a negative result is a valid "
+        "result and closes the campaign)",
+    )
 
 
 def test_empty_list_but_the_text_claims_a_variant_meets(
-    pytester: Pytester, campaign: Campaign
+    itera: Itera, campaign: Campaign
 ) -> None:
     campaign.set_metric("variant-a", "accuracy", 0.79)
     campaign.manifest["conclusion"] = {
         "meets_threshold": [],
         "text": "Negative result for the control; variant-a meets the 0.8 accuracy threshold."}
-    campaign.write()
-    result = run(pytester, "conclusion-consistent")
-    result.assert_outcomes(failed=1)
-    expect(result,
-           "manifest.json $.conclusion.text: the conclusion's text names variant-a as meeting the "
-           "threshold, but meets_threshold is empty",
-           "    found:    'variant-a meets the 0.8 accuracy threshold'")
+    itera.fails(
+        campaign, "conclusion-consistent",
+        "manifest.json $.conclusion.text: the conclusion's text names variant-a as meeting the "
+        "threshold, but meets_threshold is empty",
+        "    found:    'variant-a meets the 0.8 accuracy threshold'",
+    )
 
 
 @pytest.mark.parametrize("text", ["   ", "\u200b\u00a0"], ids=["spaces", "invisible"])
-def test_blank_conclusion_text(pytester: Pytester, campaign: Campaign, text: str) -> None:
+def test_blank_conclusion_text(itera: Itera, campaign: Campaign, text: str) -> None:
     campaign.manifest["conclusion"]["text"] = text
-    campaign.write()
-    result = run(pytester, "conclusion-consistent")
-    result.assert_outcomes(failed=1)
-    expect(result, "manifest.json $.conclusion.text: the conclusion has no text")
+    itera.fails(campaign, "conclusion-consistent",
+                "manifest.json $.conclusion.text: the conclusion has no text")
 
 
-def test_listed_variant_not_named_in_the_text(pytester: Pytester, campaign: Campaign) -> None:
+def test_listed_variant_not_named_in_the_text(itera: Itera, campaign: Campaign) -> None:
     campaign.manifest["conclusion"]["text"] = "One variant meets the 0.8 accuracy threshold."
-    campaign.write()
-    result = run(pytester, "conclusion-consistent")
-    result.assert_outcomes(failed=1)
-    expect(result,
-           "manifest.json $.conclusion.text: the conclusion's text does not name variant-a, which "
-           "meets_threshold lists",
-           "    found:    'One variant meets the 0.8 accuracy threshold.'",
-           "    fix:      name variant-a in the text with its measured accuracy")
+    itera.fails(
+        campaign, "conclusion-consistent",
+        "manifest.json $.conclusion.text: the conclusion's text does not name variant-a, which "
+        "meets_threshold lists",
+        "    found:    'One variant meets the 0.8 accuracy threshold.'",
+        "    fix:      name variant-a in the text with its measured accuracy",
+    )
 
 
-def test_conclusion_contradicts_the_metrics(pytester: Pytester, campaign: Campaign) -> None:
+def test_conclusion_contradicts_the_metrics(itera: Itera, campaign: Campaign) -> None:
     campaign.set_metric("variant-a", "accuracy", 0.79)
-    campaign.write()
-    result = run(pytester, "conclusion-consistent")
-    result.assert_outcomes(failed=1)
-    expect(result,
-           "manifest.json $.conclusion.meets_threshold: the conclusion lists variant-a as meeting "
-           "the threshold, but its accuracy is 0.79",
-           "    expected: accuracy >= 0.8",
-           f"    found:    accuracy = 0.79 ({MEASURED}:5)",
-           "    fix:      state the conclusion the measured metrics support; a negative result is "
-           "a valid result")
+    itera.fails(
+        campaign, "conclusion-consistent",
+        "manifest.json $.conclusion.meets_threshold: the conclusion lists variant-a as meeting "
+        "the threshold, but its accuracy is 0.79",
+        "    expected: accuracy >= 0.8",
+        f"    found:    accuracy = 0.79 ({MEASURED}:5)",
+        "    fix:      state the conclusion the measured metrics support; a negative result is "
+        "a valid result",
+    )
 
 
-def test_gain_inflated_in_the_manifest_only(pytester: Pytester, campaign: Campaign) -> None:
+def test_gain_inflated_in_the_manifest_only(itera: Itera, campaign: Campaign) -> None:
     """The manifest says 0.85, the measurements 0.79: the conclusion is judged on the file."""
     campaign.set_metric("variant-a", "accuracy", 0.79)
     record(campaign, "variant-a")["metrics"]["accuracy"] = 0.85
-    campaign.write()
-    result = run(pytester, "conclusion-consistent")
-    result.assert_outcomes(failed=1)
-    expect(result, "*the conclusion lists variant-a as meeting the threshold, but its accuracy "
-           "is 0.79", "    expected: accuracy >= 0.8",
-           f"    found:    accuracy = 0.79 ({MEASURED}:5)")
+    itera.fails(campaign, "conclusion-consistent",
+                "*the conclusion lists variant-a as meeting the threshold, but its accuracy "
+                "is 0.79", "    expected: accuracy >= 0.8",
+                f"    found:    accuracy = 0.79 ({MEASURED}:5)")
 
 
-def test_conclusion_hides_a_variant_that_meets(pytester: Pytester, campaign: Campaign) -> None:
+def test_conclusion_hides_a_variant_that_meets(itera: Itera, campaign: Campaign) -> None:
     campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "Negative result."}
     campaign.write()
-    result = run(pytester, "conclusion-consistent")
+    result = itera(check="conclusion-consistent")
     expect(result,
            "manifest.json $.conclusion.meets_threshold: variant variant-a meets the threshold but "
            "the conclusion does not list it",
@@ -650,65 +620,64 @@ def test_conclusion_hides_a_variant_that_meets(pytester: Pytester, campaign: Cam
 
 
 def test_hidden_variant_deflated_in_the_manifest_only(
-    pytester: Pytester, campaign: Campaign
+    itera: Itera, campaign: Campaign
 ) -> None:
     """A negative result stated on a manifest value the measurements contradict."""
     record(campaign, "variant-a")["metrics"]["accuracy"] = 0.79
     campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "Negative result."}
     campaign.write()
-    result = run(pytester, "conclusion-consistent")
+    result = itera(check="conclusion-consistent")
     expect(result, "*variant variant-a meets the threshold but the conclusion does not list it",
            "    expected: accuracy >= 0.8", f"    found:    accuracy = 0.85 ({MEASURED}:5)")
 
 
 def test_run_without_measurements_is_judged_on_the_manifest(
-    pytester: Pytester, campaign: Campaign
+    itera: Itera, campaign: Campaign
 ) -> None:
     """No evidence to read (measurements-agree fails it): the manifest's copy is used."""
     del record(campaign, "variant-a")["measurements"]
     record(campaign, "variant-a")["metrics"]["accuracy"] = 0.79
     campaign.write()
-    result = run(pytester, "conclusion-consistent")
+    result = itera(check="conclusion-consistent")
     expect(result, "*the conclusion lists variant-a as meeting the threshold, but its accuracy "
            "is 0.79", "    found:    accuracy = 0.79 (manifest.json $.runs[3].metrics)")
 
 
-def test_lower_is_better(pytester: Pytester, campaign: Campaign) -> None:
+def test_lower_is_better(itera: Itera, campaign: Campaign) -> None:
     campaign.plan["decision"] = {"metric": "error", "direction": "lower", "threshold": 0.2}
     campaign.set_metric("control", "error", 0.25)
     campaign.set_metric("variant-a", "error", 0.2)  # equal counts as meeting it
     campaign.write()
-    run(pytester, "conclusion-consistent").assert_outcomes(passed=1)
+    itera(check="conclusion-consistent").assert_outcomes(passed=1)
 
 
-def test_lower_is_better_contradicted(pytester: Pytester, campaign: Campaign) -> None:
+def test_lower_is_better_contradicted(itera: Itera, campaign: Campaign) -> None:
     campaign.plan["decision"] = {"metric": "error", "direction": "lower", "threshold": 0.2}
     campaign.set_metric("variant-a", "error", 0.21)
     campaign.write()
-    result = run(pytester, "conclusion-consistent")
+    result = itera(check="conclusion-consistent")
     expect(result,
            "*the conclusion lists variant-a as meeting the threshold, but its error is 0.21",
            "    expected: error <= 0.2")
 
 
-def test_variant_without_the_decision_metric(pytester: Pytester, campaign: Campaign) -> None:
+def test_variant_without_the_decision_metric(itera: Itera, campaign: Campaign) -> None:
     record(campaign, "variant-a")["metrics"] = {"loss": 0.3}
     campaign.measurements["variant-a"][-1] = {"metrics": {"loss": 0.3}}
     campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "No variant meets it."}
-    campaign.write()
-    result = run(pytester, "conclusion-consistent")
-    result.assert_outcomes(failed=1)
-    expect(result,
-           f"{MEASURED}: accepted variant variant-a has no 'accuracy' metric (the plan's decision "
-           "metric)",
-           "    found:    metrics ['loss']")
+    itera.fails(
+        campaign, "conclusion-consistent",
+        f"{MEASURED}: accepted variant variant-a has no 'accuracy' metric (the plan's decision "
+        "metric)",
+        "    found:    metrics ['loss']",
+    )
 
 
-def test_conclusion_lists_the_control(pytester: Pytester, campaign: Campaign) -> None:
+def test_conclusion_lists_the_control(itera: Itera, campaign: Campaign) -> None:
     campaign.set_metric("control", "accuracy", 0.9)
     campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "control", "variant-z"]
     campaign.write()
-    result = run(pytester, "conclusion-consistent")
+    result = itera(check="conclusion-consistent")
     expect(result, "*conclusion-consistent: 3 problems*",
            "manifest.json $.conclusion.meets_threshold: the conclusion lists control, a control "
            "run: only variants are compared with the threshold",
@@ -718,32 +687,29 @@ def test_conclusion_lists_the_control(pytester: Pytester, campaign: Campaign) ->
            "meets_threshold lists")
 
 
-def test_pilot_is_not_a_variant(pytester: Pytester, campaign: Campaign) -> None:
+def test_pilot_is_not_a_variant(itera: Itera, campaign: Campaign) -> None:
     campaign.plan["runs"].append({"id": "pilot", "role": "pilot", "category": "useful",
                                   "config_sha256": "1" * 64})
     campaign.manifest["runs"].append(dict(record(campaign, "variant-a"), id="pilot"))
-    campaign.write()
-    run(pytester, "conclusion-consistent").assert_outcomes(passed=1)  # meets, unlisted: fine
+    itera.passes(campaign, "conclusion-consistent")  # meets, unlisted: fine
     campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "pilot"]
     campaign.manifest["conclusion"]["text"] = "variant-a and pilot meet the threshold."
     campaign.write()
-    result = run(pytester, "conclusion-consistent")
+    result = itera(check="conclusion-consistent")
     expect(result, "manifest.json $.conclusion.meets_threshold: the conclusion lists pilot, a "
            "pilot run: only variants are compared with the threshold")
 
 
 def test_text_states_a_negative_result_but_lists_a_variant(
-    pytester: Pytester, campaign: Campaign
+    itera: Itera, campaign: Campaign
 ) -> None:
     campaign.manifest["conclusion"]["text"] = "No variant meets the 0.8 threshold (variant-a)."
-    campaign.write()
-    result = run(pytester, "conclusion-consistent")
-    result.assert_outcomes(failed=1)
-    expect(result, "manifest.json $.conclusion.text: the conclusion's text states a negative "
-           "result, but it lists variant-a as meeting the threshold")
+    itera.fails(campaign, "conclusion-consistent",
+                "manifest.json $.conclusion.text: the conclusion's text states a negative "
+                "result, but it lists variant-a as meeting the threshold")
 
 
-def test_all_variants_stopped_is_a_negative_result(pytester: Pytester, campaign: Campaign) -> None:
+def test_all_variants_stopped_is_a_negative_result(itera: Itera, campaign: Campaign) -> None:
     stop(campaign)
     campaign.write()
-    run(pytester, "conclusion-consistent or stop-records").assert_outcomes(passed=2)
+    itera(check="conclusion-consistent or stop-records").assert_outcomes(passed=2)

@@ -18,32 +18,13 @@ from pytest_itera.campaign import Step
 from pytest_itera.report import PLAN_INTEGRITY_NOTE
 from pytest_itera.schedule import as_observed, makespan
 from tests.factory import CampaignBuilder, expect, sha256
+from tests.runner import Itera
 
 FITS = "schedule-fits"
 PVA = "plan-vs-actual"
 FROZEN = "plan-frozen"
 LOT_A = "rtx4090-3d"
 LOT_B = "rtx4090-3d-b"
-
-
-def run(pytester: pytest.Pytester, check: str, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", "-k", check, *args)
-
-
-def passes(pytester: pytest.Pytester, campaign: CampaignBuilder, check: str) -> None:
-    campaign.write()
-    result = run(pytester, check)
-    result.assert_outcomes(passed=1)
-
-
-def fails(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, check: str, *lines: str
-) -> pytest.RunResult:
-    campaign.write()
-    result = run(pytester, check)
-    result.assert_outcomes(failed=1)
-    expect(result, *lines)
-    return result
 
 
 def steps_of(campaign: CampaignBuilder) -> list[dict[str, Any]]:
@@ -102,11 +83,11 @@ def variant_beside_the_control(campaign: CampaignBuilder, resource: str, lot: st
 
 
 def test_a_1_gpu_lot_with_steps_on_two_gpus_at_once_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     variant_beside_the_control(campaign, "gpu1", LOT_A)
-    fails(
-        pytester, campaign, FITS,
+    itera.fails(
+        campaign, FITS,
         f"plan.json $.schedule.steps[4].resource: lot '{LOT_A}' provides 1 GPU (1 per lot x 1), "
         "but its steps use 2 GPU resources: 'gpu0', 'gpu1'; 2 of them at once in the computed "
         "schedule",
@@ -118,24 +99,24 @@ def test_a_1_gpu_lot_with_steps_on_two_gpus_at_once_is_refused(
 
 @pytest.mark.parametrize("composition", [{"quantity": 2}, {"gpus_per_lot": 2}])
 def test_a_lot_with_two_gpus_may_use_two_at_once(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, composition: dict[str, int]
+    itera: Itera, campaign: CampaignBuilder, composition: dict[str, int]
 ) -> None:
     campaign.plan["budget"]["lots"][0].update(composition)
     variant_beside_the_control(campaign, "gpu1", LOT_A)
-    passes(pytester, campaign, FITS)
+    itera.passes(campaign, FITS)
 
 
 def test_two_lots_can_host_independent_variants(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     second_lot(campaign)
     variant_beside_the_control(campaign, "gpu1", LOT_B)
     assert campaign.plan["schedule"]["sequential_hours"] == 34  # the variants overlap
-    passes(pytester, campaign, FITS)
+    itera.passes(campaign, FITS)
 
 
 def test_human_and_cpu_steps_overlapping_the_gpu_are_fine(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     steps_of(campaign)[4:4] = [
         {"id": "draft-analysis", "kind": "evaluation", "resource": "human", "hours": 10,
@@ -144,17 +125,17 @@ def test_human_and_cpu_steps_overlapping_the_gpu_are_fine(
          "after": ["setup"], "lot": LOT_A},
     ]
     restate(campaign)
-    passes(pytester, campaign, FITS)
-    run(pytester, PVA).assert_outcomes(passed=1)
+    itera.passes(campaign, FITS)
+    itera(check=PVA).assert_outcomes(passed=1)
 
 
 def test_a_machine_step_on_a_lot_the_manifest_did_not_engage(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     second_lot(campaign, engaged=False)
     variant_beside_the_control(campaign, "gpu1", LOT_B)
-    fails(
-        pytester, campaign, FITS,
+    itera.fails(
+        campaign, FITS,
         f"manifest.json $.budget.lots: step 'train-variant-a' ran 14 h on 'gpu1' of lot "
         f"'{LOT_B}', which the manifest does not engage",
         f"    expected: '{LOT_B}' among the engaged lots",
@@ -163,21 +144,21 @@ def test_a_machine_step_on_a_lot_the_manifest_did_not_engage(
 
 
 def test_a_planned_lot_left_unrented_for_a_dropped_variant_is_fine(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     second_lot(campaign, engaged=False)
     variant_beside_the_control(campaign, "gpu1", LOT_B)
     restate(campaign, observed={"train-variant-a": 0})
-    passes(pytester, campaign, FITS)
+    itera.passes(campaign, FITS)
 
 
 def test_a_gpu_step_naming_no_lot_when_the_plan_rents_several(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     second_lot(campaign)
     del step(campaign, "train-variant-a")["lot"]
-    fails(
-        pytester, campaign, FITS,
+    itera.fails(
+        campaign, FITS,
         "plan.json $.schedule.steps[4].lot: step 'train-variant-a' runs on GPU resource 'gpu0' "
         "but names no lot, and the plan rents 2 lots",
         f"    expected: one of '{LOT_A}', '{LOT_B}'",
@@ -185,10 +166,10 @@ def test_a_gpu_step_naming_no_lot_when_the_plan_rents_several(
 
 
 def test_a_gpu_step_naming_no_lot_runs_on_the_only_lot(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     del step(campaign, "train-variant-a")["lot"]
-    passes(pytester, campaign, FITS)
+    itera.passes(campaign, FITS)
 
 
 # ============================================================= one run, one resource
@@ -206,11 +187,11 @@ def split_the_control(campaign: CampaignBuilder, after: list[str]) -> None:
 
 
 def test_one_run_on_two_lots_at_once_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     split_the_control(campaign, ["load-data"])
-    fails(
-        pytester, campaign, FITS,
+    itera.fails(
+        campaign, FITS,
         "plan.json $.schedule.steps[4].after: run 'control' is on two resources at once: step "
         f"'train-control' (gpu0, lot {LOT_A}) and step 'train-control-2' (gpu1, lot {LOT_B}) "
         "overlap from 8 h to 15 h in the computed schedule",
@@ -222,14 +203,14 @@ def test_one_run_on_two_lots_at_once_is_refused(
 
 
 def test_one_run_chained_across_two_lots_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     split_the_control(campaign, ["train-control"])
-    passes(pytester, campaign, FITS)
+    itera.passes(campaign, FITS)
 
 
 def test_a_cpu_evaluation_beside_its_runs_gpu_training_is_fine(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     steps_of(campaign).insert(4, {
         "id": "eval-control-cpu", "kind": "evaluation", "resource": "cpu", "hours": 6,
@@ -238,15 +219,15 @@ def test_a_cpu_evaluation_beside_its_runs_gpu_training_is_fine(
     restate(campaign)
     timeline = makespan(_steps(campaign))
     assert timeline.slot("eval-control-cpu").overlaps(timeline.slot("train-control"))
-    passes(pytester, campaign, FITS)
+    itera.passes(campaign, FITS)
 
 
 def test_a_training_step_without_its_run(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     del step(campaign, "train-variant-a")["run"]
-    fails(
-        pytester, campaign, FITS,
+    itera.fails(
+        campaign, FITS,
         "plan.json $.schedule.steps[4].run: training step 'train-variant-a' names no run",
         "    expected: the planned run it trains: one of 'control', 'data-check', "
         "'resume-check', 'variant-a'",
@@ -254,22 +235,24 @@ def test_a_training_step_without_its_run(
 
 
 def test_a_step_serving_a_run_the_plan_lacks(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     step(campaign, "train-variant-a")["run"] = "variant-b"
-    fails(pytester, campaign, FITS, "plan.json $.schedule.steps[4].run: step 'train-variant-a' "
-          "serves run 'variant-b', which the plan does not have")
+    itera.fails(campaign, FITS, "plan.json $.schedule.steps[4].run: step 'train-variant-a' "
+                "serves run 'variant-b', which the plan does not have")
 
 
 def v1_campaign(pytester: pytest.Pytester) -> CampaignBuilder:
     return CampaignBuilder(pytester.path / "out", version=1)
 
 
-def test_a_v1_plan_cannot_prove_one_run_per_resource(pytester: pytest.Pytester) -> None:
+def test_a_v1_plan_cannot_prove_one_run_per_resource(
+    itera: Itera, pytester: pytest.Pytester
+) -> None:
     campaign = v1_campaign(pytester)
     step(campaign, "validate")["after"] = ["train-variant-a", "restore-ckpt"]
-    fails(
-        pytester, campaign, FITS,
+    itera.fails(
+        campaign, FITS,
         "plan.json $.schedule.steps[3].run: itera-plan/1 cannot prove that one run is never on "
         "two resources at once: training steps 'train-control', 'train-variant-a' name no run",
         "    fix:      re-close the campaign with itera-plan/2 and itera-manifest/2*",
@@ -277,25 +260,25 @@ def test_a_v1_plan_cannot_prove_one_run_per_resource(pytester: pytest.Pytester) 
 
 
 def test_a_v1_plan_whose_training_steps_name_their_run_passes(
-    pytester: pytest.Pytester,
+    itera: Itera, pytester: pytest.Pytester,
 ) -> None:
     campaign = v1_campaign(pytester)
     step(campaign, "validate")["after"] = ["train-variant-a", "restore-ckpt"]
     step(campaign, "train-control")["run"] = "control"
     step(campaign, "train-variant-a")["run"] = "variant-a"
-    passes(pytester, campaign, FITS)
+    itera.passes(campaign, FITS)
 
 
 # ========================================================================= order
 
 
 def test_retrieval_after_the_checkpoints_only_by_time_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     # Listed after them on gpu0, retrieval still ends last; no dependency says it must.
     step(campaign, "validate")["after"] = ["train-variant-a"]
-    fails(
-        pytester, campaign, FITS,
+    itera.fails(
+        campaign, FITS,
         "plan.json $.schedule.steps[10].after: retrieval step 'retrieve' does not come after "
         "'save-ckpt', 'restore-ckpt' (through its 'after' dependencies)",
         "    expected: a retrieval that comes after every output, checkpoint_save and "
@@ -305,38 +288,38 @@ def test_retrieval_after_the_checkpoints_only_by_time_is_refused(
 
 
 def test_retrieval_not_after_the_outputs_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     step(campaign, "retrieve")["after"] = ["validate"]
-    fails(pytester, campaign, FITS, "plan.json $.schedule.steps[10].after: retrieval step "
-          "'retrieve' does not come after 'write-outputs' (through its 'after' dependencies)")
+    itera.fails(campaign, FITS, "plan.json $.schedule.steps[10].after: retrieval step "
+                "'retrieve' does not come after 'write-outputs' (through its 'after' dependencies)")
 
 
 def test_an_early_retrieval_of_a_checkpoint_is_fine(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     steps_of(campaign).insert(7, {"id": "copy-ckpt", "kind": "retrieval", "resource": "network",
                                   "hours": 1, "after": ["save-ckpt"]})
     restate(campaign)
-    passes(pytester, campaign, FITS)
+    itera.passes(campaign, FITS)
 
 
 def test_an_output_written_by_a_human_after_retrieval_is_fine(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     steps_of(campaign).append({"id": "write-notebook", "kind": "output", "resource": "human",
                                "hours": 2, "after": ["retrieve"]})
     campaign.plan["schedule"]["window_hours"] = 72
     restate(campaign)
-    passes(pytester, campaign, FITS)
+    itera.passes(campaign, FITS)
 
 
 def test_a_restore_not_after_a_save_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     step(campaign, "restore-ckpt")["after"] = ["train-control"]
-    fails(
-        pytester, campaign, FITS,
+    itera.fails(
+        campaign, FITS,
         "plan.json $.schedule.steps[7].after: checkpoint restore step 'restore-ckpt' does not "
         "come after a checkpoint save",
         "    expected: after one of 'save-ckpt'",
@@ -345,14 +328,14 @@ def test_a_restore_not_after_a_save_is_refused(
 
 @pytest.mark.parametrize("kind_step", ["save-ckpt", "restore-ckpt", "write-outputs"])
 def test_a_required_step_planned_at_0_h_is_no_plan(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, kind_step: str
+    itera: Itera, campaign: CampaignBuilder, kind_step: str
 ) -> None:
     step(campaign, kind_step)["hours"] = 0
     restate(campaign)
     kind = step(campaign, kind_step)["kind"]
     index = next(i for i, s in enumerate(steps_of(campaign)) if s["id"] == kind_step)
-    fails(
-        pytester, campaign, FITS,
+    itera.fails(
+        campaign, FITS,
         f"plan.json $.schedule.steps[{index}].hours: the schedule plans 0 h for {kind} "
         f"(step '{kind_step}')",
         "    expected: more than 0 h",
@@ -360,24 +343,24 @@ def test_a_required_step_planned_at_0_h_is_no_plan(
 
 
 def test_a_short_but_positive_checkpoint_save_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     step(campaign, "save-ckpt")["hours"] = 0.25
     restate(campaign)
-    passes(pytester, campaign, FITS)
+    itera.passes(campaign, FITS)
 
 
 # ========================================================================== time
 
 
 def test_a_plan_frozen_after_a_run_ended_is_refused_without_started_at(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     for record in campaign.manifest["runs"]:
         del record["started_at"]
     campaign.plan["frozen_at"] = "2026-11-21T12:00:00Z"
-    fails(
-        pytester, campaign, FROZEN,
+    itera.fails(
+        campaign, FROZEN,
         "manifest.json $.runs[0].ended_at: run control ended before the plan (and its stop "
         "rules) was frozen",
         "    expected: at or after 2026-11-21T12:00:00+00:00",
@@ -386,33 +369,33 @@ def test_a_plan_frozen_after_a_run_ended_is_refused_without_started_at(
 
 
 def test_a_plan_frozen_after_a_run_was_stopped_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     record = campaign.run_record("variant-a")
     record.pop("started_at")
     record.pop("ended_at")
     record.update(outcome="stopped", stop={"rule": "non-finite-loss", "reason": "NaN at step 3",
                                            "at": "2026-11-20T07:00:00Z"})
-    fails(pytester, campaign, FROZEN, "manifest.json $.runs[3].stop.at: run variant-a was "
-          "stopped before the plan (and its stop rules) was frozen")
+    itera.fails(campaign, FROZEN, "manifest.json $.runs[3].stop.at: run variant-a was "
+                "stopped before the plan (and its stop rules) was frozen")
 
 
 def test_a_decision_dated_before_the_plan_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.manifest["schedule"]["decisions"] = [
         {"id": "go", "text": "continue with every run", "at": "2026-11-19T18:00:00Z"}]
-    fails(pytester, campaign, FROZEN, "manifest.json $.schedule.decisions[0].at: decision 'go' "
-          "was taken before the plan (and its stop rules) was frozen")
+    itera.fails(campaign, FROZEN, "manifest.json $.schedule.decisions[0].at: decision 'go' "
+                "was taken before the plan (and its stop rules) was frozen")
 
 
 def test_moments_at_the_freeze_itself_pass(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.run_record("control")["started_at"] = "2026-11-20T08:00:00Z"
     campaign.manifest["schedule"]["decisions"] = [
         {"id": "go", "text": "continue with every run", "at": "2026-11-20T08:00:00Z"}]
-    passes(pytester, campaign, FROZEN)
+    itera.passes(campaign, FROZEN)
 
 
 def add_pilot(campaign: CampaignBuilder, decided_at: str, **record: Any) -> None:
@@ -427,11 +410,11 @@ def add_pilot(campaign: CampaignBuilder, decided_at: str, **record: Any) -> None
 
 
 def test_a_decision_before_the_pilot_ended_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     add_pilot(campaign, "2026-11-20T09:00:00Z")
-    fails(
-        pytester, campaign, PVA,
+    itera.fails(
+        campaign, PVA,
         "manifest.json $.schedule.decisions[0].at: decision 'after-pilot' is dated "
         "2026-11-20T09:00:00+00:00, before the pilot pilot ended (2026-11-20T09:30:00+00:00, "
         "manifest.json $.runs[4].ended_at)",
@@ -440,32 +423,32 @@ def test_a_decision_before_the_pilot_ended_is_refused(
 
 
 def test_a_decision_before_a_stopped_pilot_stopped_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     add_pilot(campaign, "2026-11-20T09:00:00Z", outcome="stopped", ended_at=None,
               stop={"rule": "non-finite-loss", "reason": "NaN", "at": "2026-11-20T09:10:00Z"})
     campaign.manifest["runs"][4].pop("ended_at")
-    fails(pytester, campaign, PVA, "*decision 'after-pilot' is dated 2026-11-20T09:00:00+00:00, "
-          "before the pilot pilot ended (2026-11-20T09:10:00+00:00, manifest.json "
-          "$.runs[4].stop.at)")
+    itera.fails(campaign, PVA, "*decision 'after-pilot' is dated 2026-11-20T09:00:00+00:00, "
+                "before the pilot pilot ended (2026-11-20T09:10:00+00:00, manifest.json "
+                "$.runs[4].stop.at)")
 
 
 def test_a_decision_at_the_pilots_end_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     add_pilot(campaign, "2026-11-20T09:30:00Z")
-    passes(pytester, campaign, PVA)
+    itera.passes(campaign, PVA)
 
 
 # ================================================================ plan vs actual
 
 
 def test_a_step_that_did_not_run_needs_an_explanation(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     restate(campaign, observed={"check-data": 0})
-    fails(
-        pytester, campaign, PVA,
+    itera.fails(
+        campaign, PVA,
         "manifest.json $.schedule.deviations: step 'check-data' did not run (0 h observed "
         "against 2 h planned) and no explanation",
         "    expected: an explanation in schedule.deviations, whatever the tolerance",
@@ -473,60 +456,58 @@ def test_a_step_that_did_not_run_needs_an_explanation(
 
 
 def test_a_step_that_did_not_run_with_its_explanation_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     restate(campaign, observed={"check-data": 0})
     campaign.manifest["schedule"]["deviations"] = [
         {"step": "check-data", "explanation": "the corpus hash matched the plan's: not re-run"}]
-    passes(pytester, campaign, PVA)
+    itera.passes(campaign, PVA)
 
 
 def test_less_than_half_needs_an_explanation_even_at_the_largest_tolerance(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.plan["schedule"]["deviation_tolerance"] = 0.5
     restate(campaign, observed={"train-control": 6.5})
-    fails(pytester, campaign, PVA, "manifest.json $.schedule.deviations: step 'train-control' "
-          "ran 6.5 h of 14 h planned, less than half and no explanation")
+    itera.fails(campaign, PVA, "manifest.json $.schedule.deviations: step 'train-control' "
+                "ran 6.5 h of 14 h planned, less than half and no explanation")
 
 
 def test_half_of_the_planned_hours_is_within_the_largest_tolerance(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.plan["schedule"]["deviation_tolerance"] = 0.5
     restate(campaign, observed={"train-control": 7})
-    passes(pytester, campaign, PVA)
+    itera.passes(campaign, PVA)
 
 
 def test_a_plan_tolerance_above_half_is_refused(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.plan["schedule"]["deviation_tolerance"] = 0.6
     campaign.write()
-    result = pytester.runpytest("--itera-campaign", "out", "out/manifest.json::manifest")
+    result = itera("out/manifest.json::manifest")
     result.assert_outcomes(failed=1)
     expect(result, "*$.schedule.deviation_tolerance*0.6 is greater than the maximum of 0.5*")
 
 
 def test_an_ini_tolerance_above_half_is_a_usage_error(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     pytester.makeini("[pytest]\nitera_deviation_tolerance = 0.75\n")
     campaign.write()
-    result = run(pytester, PVA)
+    result = itera(check=PVA)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*itera_deviation_tolerance: 0.75: at most 0.5*"])
 
 
 @pytest.mark.parametrize("blank", ["   ", "\u00a0\u3000", "\u200b\t\n"])
 def test_a_blank_explanation_explains_nothing(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, blank: str
+    itera: Itera, campaign: CampaignBuilder, blank: str
 ) -> None:
     restate(campaign, observed={"train-control": 16})
     campaign.manifest["schedule"]["deviations"] = [{"step": "train-control", "explanation": blank}]
-    campaign.write()
-    result = run(pytester, PVA)
-    result.assert_outcomes(failed=1)
+    result = itera.fails(campaign, PVA)
     expect(
         result,
         "manifest.json $.schedule.deviations[0].explanation: the explanation of step "
@@ -550,21 +531,21 @@ def drop_the_variant(campaign: CampaignBuilder, text: str) -> None:
 
 
 def test_a_blank_decision_text_is_missing(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     drop_the_variant(campaign, " \u2060 ")
-    fails(
-        pytester, campaign, PVA,
+    itera.fails(
+        campaign, PVA,
         "manifest.json $.schedule.decisions[0].text: decision 'after-control' has a blank text",
         "    expected: what was decided and why",
     )
 
 
 def test_a_dropped_run_with_a_written_decision_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     drop_the_variant(campaign, "the control already saturates the corpus: drop variant-a")
-    passes(pytester, campaign, PVA)
+    itera.passes(campaign, PVA)
 
 
 # ======================================================== the plan's seal, from outside
@@ -582,11 +563,11 @@ def summary(result: pytest.RunResult) -> str:
 
 @pytest.mark.parametrize("key", ["", "out = ", "tiny-2026-11=", "  out  =  "])
 def test_an_ini_pin_of_the_frozen_plan_passes_and_removes_the_note(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, key: str
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, key: str
 ) -> None:
     campaign.write()
     pytester.makeini(f"[pytest]\nitera_plan_sha256 =\n    {key}{plan_digest(campaign)}\n")
-    result = run(pytester, FROZEN)
+    result = itera(check=FROZEN)
     result.assert_outcomes(passed=1)
     assert "plan integrity rests" not in summary(result)
 
@@ -594,11 +575,11 @@ def test_an_ini_pin_of_the_frozen_plan_passes_and_removes_the_note(
 @pytest.mark.parametrize(("key", "origin"), [("", "every campaign"), ("out=", "out"),
                                              ("tiny-2026-11 = ", "tiny-2026-11")])
 def test_an_ini_pin_of_another_plan_fails(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, key: str, origin: str
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, key: str, origin: str
 ) -> None:
     campaign.write()
     pytester.makeini(f"[pytest]\nitera_plan_sha256 =\n    {key}{'ab' * 32}\n")
-    result = run(pytester, FROZEN)
+    result = itera(check=FROZEN)
     result.assert_outcomes(failed=1)
     expect(
         result,
@@ -609,43 +590,43 @@ def test_an_ini_pin_of_another_plan_fails(
 
 
 def test_ini_pins_for_other_campaigns_only_fail(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     """A renamed campaign is not the pinned one: pins exist, none names it."""
     campaign.write()
     pytester.makeini(f"[pytest]\nitera_plan_sha256 =\n    elsewhere = {plan_digest(campaign)}\n")
-    result = run(pytester, FROZEN)
+    result = itera(check=FROZEN)
     result.assert_outcomes(failed=1)
     expect(result, "plan.json: itera_plan_sha256 pins no plan for this campaign (folder 'out', "
            "id 'tiny-2026-11')", "    found:    pins for 'elsewhere'")
 
 
 def test_the_command_line_pin_wins_over_the_ini(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     pytester.makeini(f"[pytest]\nitera_plan_sha256 = {'ab' * 32}\n")
-    result = run(pytester, FROZEN, "--itera-plan-sha256", plan_digest(campaign))
+    result = itera("--itera-plan-sha256", plan_digest(campaign), check=FROZEN)
     result.assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize("line", ["main", "out = main", "= " + "ab" * 32])
 def test_a_malformed_ini_pin_is_a_usage_error(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, line: str
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, line: str
 ) -> None:
     campaign.write()
     pytester.makeini(f"[pytest]\nitera_plan_sha256 = {line}\n")
-    result = run(pytester, FROZEN)
+    result = itera(check=FROZEN)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*itera_plan_sha256: *"])
 
 
 def test_without_a_pin_every_report_notes_where_integrity_rests(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = run(pytester, FROZEN, "--itera-report", "r.json", "--itera-report", "r.md",
-                 "--itera-report", "r.html")
+    result = itera("--itera-report", "r.json", "--itera-report", "r.md",
+                   "--itera-report", "r.html", check=FROZEN)
     result.assert_outcomes(passed=1)  # a note, not a failure
     assert f"  note: {PLAN_INTEGRITY_NOTE}" in summary(result).splitlines()
     written = json.loads((pytester.path / "r.json").read_text())
@@ -656,11 +637,11 @@ def test_without_a_pin_every_report_notes_where_integrity_rests(
 
 
 def test_with_a_pin_no_report_carries_the_note(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = run(pytester, FROZEN, "--itera-plan-sha256", plan_digest(campaign),
-                 "--itera-report", "r.json", "--itera-report", "r.md")
+    result = itera("--itera-plan-sha256", plan_digest(campaign),
+                   "--itera-report", "r.json", "--itera-report", "r.md", check=FROZEN)
     result.assert_outcomes(passed=1)
     assert "plan integrity rests" not in summary(result)
     assert json.loads((pytester.path / "r.json").read_text())["notes"] == []

@@ -13,6 +13,7 @@ from pytest_itera.checks.plan_gate import read_journal
 from pytest_itera.schedule import forecast
 from tests.factory import expect, tree_digest
 from tests.plans import PILOT_JOURNAL, mid_way, seed_plan, write
+from tests.runner import Itera
 
 
 def plan_of(tmp_path: Path, data: dict[str, object]) -> object:
@@ -68,15 +69,13 @@ def test_unreadable_lines_are_named(tmp_path: Path) -> None:
 
 
 def test_a_pilot_1_5x_slower_is_forecast_to_overflow_and_told_what_to_drop(
-    pytester: pytest.Pytester,
+    itera: Itera, pytester: pytest.Pytester,
 ) -> None:
     folder = write(pytester.path / "out", mid_way(), PILOT_JOURNAL)
     before = tree_digest(folder)
-    result = pytester.runpytest("--itera-plan", "out", "-v")
+    result = itera.gate("-rA")
     result.assert_outcomes(passed=4, failed=1)
     expect(result,
-           "out/plan.json::plan-journal[itera-journal.jsonl] PASSED*",
-           "out/plan.json::plan-forecast[itera-journal.jsonl] FAILED*",
            "itera-journal.jsonl: forecast: the schedule now takes 81 h (5 steps measured; training "
            "steps x1.5), 9 h more than the 72 h window",
            "    fix:      reduce the protocol: drop exploratory run 'variant-b' (12 h of "
@@ -87,15 +86,17 @@ def test_a_pilot_1_5x_slower_is_forecast_to_overflow_and_told_what_to_drop(
            "plan out/plan.json (seed-2026-12): 60 h from preparation to retrieval in the 72 h "
            "window: 12 h uncommitted",
            "  forecast (5 steps measured; training steps x1.5): 81 h: 9 h OVER the window")
+    expect(result, "PASSED out/plan.json::plan-journal[itera-journal.jsonl]",
+           "FAILED out/plan.json::plan-forecast[itera-journal.jsonl]*")
     assert tree_digest(folder) == before  # the forecast writes nothing into the campaign
 
 
 def test_a_torn_journal_fails_its_own_item_and_the_forecast_uses_complete_lines(
-    pytester: pytest.Pytester,
+    itera: Itera, pytester: pytest.Pytester,
 ) -> None:
     write(pytester.path / "out", seed_plan(), PILOT_JOURNAL[:-1],
           torn='{"event": "step", "step": "train-pilot", "hou')
-    result = pytester.runpytest("--itera-plan", "out", "-p", "no:cacheprovider")
+    result = itera.gate()
     result.assert_outcomes(passed=4, failed=1)
     expect(result, "itera-journal.jsonl:7: the last line of the journal is torn (no newline: an "
            "interrupted write); the forecast uses the 6 complete lines only")

@@ -15,7 +15,7 @@ from pytest_itera.journal import JOURNAL_FILE, Journal, JournalError
 from pytest_itera.record import CampaignRecorder, JournalWarning, RecordError
 from tests import factory as F
 from tests.recorded import record
-from tests.runner import REPO
+from tests.runner import REPO, Itera
 
 
 def events(root: Path) -> list[dict[str, object]]:
@@ -40,7 +40,7 @@ def started(tmp_path: Path) -> CampaignRecorder:
 
 
 def test_a_campaign_killed_mid_run_continues_from_its_journal_and_is_accepted(
-    tmp_path: Path, pytester: pytest.Pytester
+    tmp_path: Path, itera: Itera
 ) -> None:
     root = tmp_path / "camp"
     command = [sys.executable, "-m", "tests.recorded", str(root)]
@@ -67,7 +67,7 @@ def test_a_campaign_killed_mid_run_continues_from_its_journal_and_is_accepted(
     steps = [json.loads(line) for line in (root / "runs/control/measurements.jsonl")
              .read_text().splitlines()]
     assert [p["step"] for p in steps if "step" in p] == [1, 2, 3, 4]  # nothing lost
-    result = pytester.runpytest("-p", "no:cacheprovider", "--itera-campaign", str(root))
+    result = itera(campaign=str(root))
     result.stdout.fnmatch_lines(["*campaign tiny-2026-11: ACCEPTED*"])
     assert result.ret == 0
 
@@ -163,7 +163,7 @@ def test_appends_are_whole_lines(tmp_path: Path) -> None:
 
 
 def test_a_campaign_recorded_without_hand_computed_numbers_is_accepted(
-    tmp_path: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, itera: Itera, capsys: pytest.CaptureFixture[str]
 ) -> None:
     closed = record(tmp_path / "camp")
     assert closed.verdict == "accepted", "\n".join(p.render() for p in closed.findings)
@@ -172,8 +172,7 @@ def test_a_campaign_recorded_without_hand_computed_numbers_is_accepted(
     assert manifest["budget"]["cost_per_deliverable"] == "47.14"
     assert manifest["schedule"]["observed_hours"] == 48
     assert JOURNAL_FILE in {f["path"] for f in manifest["files"]}
-    result = pytester.runpytest("-p", "no:cacheprovider", "--itera-campaign",
-                                str(tmp_path / "camp"))
+    result = itera(campaign=str(tmp_path / "camp"))
     result.stdout.fnmatch_lines(["*campaign tiny-2026-11: ACCEPTED*"])
     with pytest.raises(RecordError, match="closed"):
         CampaignRecorder(tmp_path / "camp").run("control").log(9, loss=0.1)

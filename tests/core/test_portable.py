@@ -11,6 +11,7 @@ import pytest
 from pytest_itera.portable import RENAME_HINT, collisions, path_problem
 from pytest_itera.record import RecordError, check_relpath
 from tests.factory import CampaignBuilder, expect
+from tests.runner import Itera
 
 UNSAFE = {
     "C:\\win32\\cmd.exe": "starts with a drive letter ('C:'): an absolute path on Windows",
@@ -83,15 +84,14 @@ def test_the_recorder_refuses_to_write_an_unportable_name(path: str) -> None:
 
 
 def test_files_intact_refuses_unportable_and_colliding_listed_names(
-    pytester: pytest.Pytester, campaign: CampaignBuilder,
+    itera: Itera, campaign: CampaignBuilder,
 ) -> None:
     names = ["C:\\win32\\cmd.exe", "..\\..\\..\\win32\\cmd.exe", "COM1:", "%userprofile%",
              "$UNKNOWN_VAR", "~invalid_user/data.csv", "extra/README.md", "extra/readme.md"]
     for name in names:
         campaign.files[name] = b"data\n"
     campaign.write()
-    result = pytester.runpytest("--itera-campaign", "out", "-p", "no:cacheprovider",
-                                "-k", "files-intact")
+    result = itera(check="files-intact")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed") == len(names), result.stdout.str()[-3000:]
     for name in names[:6]:

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.factory import CampaignBuilder, expect, sha256
+from tests.runner import Itera, only_xdist
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    result = pytester.runpytest("--itera-campaign", "out", *args)
+def run_clean(itera: Itera, *args: str) -> pytest.RunResult:
+    """A run on a hostile folder: failing items, never a crash of pytest or of the plugin."""
+    result = itera(*args)
     result.stdout.no_fnmatch_line("*INTERNALERROR*")
     result.stdout.no_fnmatch_line("*Traceback*")
     return result
@@ -27,13 +29,13 @@ def add_listed(root: Path, relpath: str, size: int = 1, digest: str = "0" * 64) 
     (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
 
 
-def test_symlink_loop(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_symlink_loop(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     os.symlink("b", campaign.root / "a")
     os.symlink("a", campaign.root / "b")
     add_listed(campaign.root, "a")
     campaign.seal()
-    result = run(pytester, "-k", "files-intact and (a or b) and not analysis")
+    result = run_clean(itera, "-k", "files-intact and (a or b) and not analysis")
     expect(
         result,
         "manifest.json $.files[*]: listed file 'a': symlink a -> b loops",
@@ -43,13 +45,13 @@ def test_symlink_loop(pytester: pytest.Pytester, campaign: CampaignBuilder) -> N
 
 
 def test_link_to_dev_zero_is_never_followed(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     os.symlink("/dev/zero", campaign.root / "runs/control/weights.bin")
     add_listed(campaign.root, "runs/control/weights.bin")
     campaign.seal()
-    result = run(pytester, "--itera-timeout", "5")
+    result = run_clean(itera, "--itera-timeout", "5")
     expect(
         result,
         "manifest.json $.files[*]: listed file 'runs/control/weights.bin': "
@@ -59,14 +61,14 @@ def test_link_to_dev_zero_is_never_followed(
 
 
 def test_fifo_is_reported_and_never_opened(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     os.mkfifo(campaign.root / "runs/control/pipe")
     add_listed(campaign.root, "runs/control/pipe")
     os.mkfifo(campaign.root / "stray-pipe")
     campaign.seal()
-    result = run(pytester, "-k", "pipe")
+    result = run_clean(itera, "-k", "pipe")
     expect(
         result,
         "manifest.json $.files[*]: runs/control/pipe is a FIFO (named pipe)",
@@ -74,29 +76,29 @@ def test_fifo_is_reported_and_never_opened(
     )
 
 
-def test_socket_is_reported(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_socket_is_reported(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     path = campaign.root / "s.sock"
     with socket.socket(socket.AF_UNIX) as sock:
         sock.bind(str(path))
         campaign.seal()
-        result = run(pytester, "-k", "sock")
+        result = run_clean(itera, "-k", "sock")
     expect(result, "s.sock: s.sock (a socket) is in the campaign folder but not listed*")
 
 
-def test_device_file_is_reported(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_device_file_is_reported(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     try:
         os.mknod(campaign.root / "null-dev", 0o600 | stat.S_IFCHR, os.makedev(1, 3))
     except PermissionError:
         pytest.skip("creating a device file needs CAP_MKNOD")
     campaign.seal()
-    result = run(pytester, "-k", "null-dev")
+    result = run_clean(itera, "-k", "null-dev")
     expect(result, "null-dev: null-dev (a device file) is in the campaign folder but not listed*")
 
 
 def test_file_that_vanishes_during_the_run(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     target = "runs/control/measurements.jsonl"
@@ -108,14 +110,15 @@ def test_file_that_vanishes_during_the_run(
                 os.unlink(os.path.join("out", "{target}"))
         """
     )
-    result = run(pytester, "-k", "files-intact and control/measurements")
+    result = run_clean(itera, "-k", "files-intact and control/measurements")
     result.assert_outcomes(failed=1)
     expect(result, f"manifest.json $.files[*]: {target} cannot be read: *")
     campaign.written_digest = None  # the test itself removed a file
 
 
+@only_xdist("absent", "off")  # the swap is patched into this process: workers would not see it
 def test_checkpoint_saved_over_while_it_is_hashed(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, monkeypatch: pytest.MonkeyPatch
+    itera: Itera, campaign: CampaignBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Training still running: an atomic save renames a new file over the one being hashed.
     The old bytes match the manifest, but the path now holds other bytes: not intact."""
@@ -138,7 +141,7 @@ def test_checkpoint_saved_over_while_it_is_hashed(
         return real_read(fd, size)
 
     monkeypatch.setattr(scan, "_read", read)
-    result = run(pytester, "-k", "files-intact and control/last")
+    result = run_clean(itera, "-k", "files-intact and control/last")
     result.assert_outcomes(failed=1)
     expect(result,
            f"manifest.json $.files[*]: {target} cannot be read: was replaced during the scan "
@@ -149,27 +152,27 @@ def test_checkpoint_saved_over_while_it_is_hashed(
 
 
 def test_odd_names_are_checked_and_shown_readably(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.files["notes/with space é.txt"] = b"ok\n"
     campaign.files["notes/line\nbreak.txt"] = b"ok\n"
     campaign.write()
-    result = run(pytester, "-k", "files-intact and notes", "-v")
+    result = run_clean(itera, "-k", "files-intact and notes", "-rA")
     result.assert_outcomes(passed=2)
     expect(
         result,
-        "*files-intact[notes/line\\nbreak.txt] PASSED*",
-        "*files-intact[notes/with space é.txt] PASSED*",
+        "PASSED *files-intact[notes/line\\nbreak.txt]",
+        "PASSED *files-intact[notes/with space é.txt]",
     )
 
 
 def test_non_utf8_and_binary_files_among_text(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.files["logs/latin1.log"] = b"\xe9t\xe9 \xff\nsaved to /tmp/run7/out\n"
     campaign.files["logs/blob.bin"] = bytes(range(256)) * 64
     campaign.write()
-    result = run(pytester, "-k", "no-temp-paths and logs")
+    result = run_clean(itera, "-k", "no-temp-paths and logs")
     result.assert_outcomes(passed=1, failed=1)
     expect(result, "logs/latin1.log:2:10: path into a temporary folder: /tmp/run7/out")
 
@@ -188,31 +191,31 @@ def test_non_utf8_and_binary_files_among_text(
     ],
 )
 def test_hostile_manifest_documents(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, content: bytes, message: str
+    itera: Itera, campaign: CampaignBuilder, content: bytes, message: str
 ) -> None:
     campaign.write()
     (campaign.root / "manifest.json").write_bytes(content)
     campaign.seal()
-    result = run(pytester, "-k", "manifest and not files and not temp")
+    result = run_clean(itera, "-k", "manifest and not files and not temp")
     result.assert_outcomes(failed=1)
     expect(result, message)
 
 
 def test_manifest_symlink_out_of_the_folder(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     real = pytester.path / "elsewhere.json"
     (campaign.root / "manifest.json").rename(real)
     os.symlink(real, campaign.root / "manifest.json")
     campaign.seal()
-    result = run(pytester, "-k", "manifest and not files and not temp")
+    result = run_clean(itera, "-k", "manifest and not files and not temp")
     expect(
         result, "manifest.json $: is a symbolic link: the contract documents must be regular files"
     )
 
 
-def test_unreadable_file(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_unreadable_file(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     path = campaign.root / "RELOAD.md"
     path.chmod(0)
@@ -220,17 +223,17 @@ def test_unreadable_file(pytester: pytest.Pytester, campaign: CampaignBuilder) -
         if os.access(path, os.R_OK):
             pytest.skip("running as root: chmod 000 does not deny reading")
         campaign.seal()
-        result = run(pytester, "-k", "RELOAD")
+        result = run_clean(itera, "-k", "RELOAD")
         expect(result, "*RELOAD.md cannot be read: permission denied*")
     finally:
         path.chmod(0o644)
 
 
 def test_listed_directory_instead_of_file(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     add_listed(campaign.root, "runs", 0, sha256(b""))
     campaign.seal()
-    result = run(pytester, "-k", "files-intact and runs and not runs/")
+    result = run_clean(itera, "-k", "files-intact and runs and not runs/")
     expect(result, "manifest.json $.files[*]: runs is a directory")

@@ -13,7 +13,7 @@ import pytest
 from pytest_itera.campaign import validate
 from pytest_itera.cli import main, plan_skeleton
 from tests.recorded import record
-from tests.runner import REPO
+from tests.runner import REPO, Itera
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +28,10 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, check=False)
 
 
-def test_check_prints_the_plugins_summary(recorded: Path, pytester: pytest.Pytester) -> None:
+def test_check_prints_the_plugins_summary(recorded: Path, itera: Itera) -> None:
     done = cli("check", str(recorded))
     assert done.returncode == 0, done.stdout + done.stderr
-    plugin = pytester.runpytest("-p", "no:cacheprovider", "--itera-campaign", str(recorded))
+    plugin = itera(campaign=str(recorded))
     summary = done.stdout.splitlines()
     assert summary[0] == "campaign tiny-2026-11: ACCEPTED — 70/70 checks"
     for line in summary:  # the plugin says the same, line for line
@@ -53,8 +53,7 @@ def test_check_of_a_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "not a folder" in capsys.readouterr().err
 
 
-def test_new_plan_writes_a_plan_the_plan_gate_accepts(tmp_path: Path,
-                                                      pytester: pytest.Pytester) -> None:
+def test_new_plan_writes_a_plan_the_plan_gate_accepts(tmp_path: Path, itera: Itera) -> None:
     done = cli("new-plan", str(tmp_path / "next"))
     assert done.returncode == 0, done.stderr
     plan = json.loads((tmp_path / "next/plan.json").read_text())
@@ -65,8 +64,7 @@ def test_new_plan_writes_a_plan_the_plan_gate_accepts(tmp_path: Path,
     assert {r["role"] for r in plan["runs"]} == {
         "control", "data_check", "resume_check", "pilot", "variant"}
     assert all(r["parameters"] for r in plan["stop_rules"])
-    gate = pytester.runpytest("-p", "no:cacheprovider", "--itera-plan",
-                              str(tmp_path / "next/plan.json"))
+    gate = itera("--itera-plan", str(tmp_path / "next/plan.json"), campaign=None)
     gate.assert_outcomes(passed=3)
     gate.stdout.fnmatch_lines(["*48 h from preparation to retrieval in the 72 h window*"])
 

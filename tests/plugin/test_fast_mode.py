@@ -15,7 +15,7 @@ import pytest
 
 from pytest_itera.plugin import FAMILIES
 from tests.factory import CampaignBuilder, expect, sha256
-from tests.runner import REPO
+from tests.runner import Itera
 
 HOSTILE = "runs/resume-check/last.pt"
 
@@ -35,8 +35,9 @@ def pytest_configure(config):
         original(self, *args, **kwargs)
     reload.Reloader.__init__ = spy
 
-def pytest_unconfigure(config):
-    with open(os.environ["ITERA_PROBE_OUT"], "w") as out:
+def pytest_unconfigure(config):  # one file per process: the controller and each worker
+    path = os.path.join(os.environ["ITERA_PROBE_DIR"], f"{os.getpid()}.json")
+    with open(path, "w") as out:
         json.dump({"torch": "torch" in sys.modules, "reloaders": len(made)}, out)
 """
 
@@ -55,9 +56,6 @@ def fast_check_ids() -> set[str]:
     return ids
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", *args)
-
 
 def with_hostile_checkpoint(campaign: CampaignBuilder) -> None:
     campaign.files[HOSTILE] = pickle.dumps({"model": _Hostile()}, protocol=2)
@@ -67,39 +65,39 @@ def with_hostile_checkpoint(campaign: CampaignBuilder) -> None:
     ]
 
 
-def probed_run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, int]]:
-    """A real pytest process (plugins load as installed), with the probe conftest."""
-    pytester.makeconftest(PROBE)
-    out = pytester.path / "probe.json"
-    pytester._monkeypatch.setenv("ITERA_PROBE_OUT", str(out))
-    pytester._monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p
-    ))
-    result = pytester.runpytest_subprocess("--itera-campaign", "out", "-p", "no:cacheprovider",
-                                           *args)
-    return result, json.loads(out.read_text())
+def probed_run(itera: Itera, *args: str) -> tuple[pytest.RunResult, dict[str, int]]:
+    """A real pytest process (plugins load as installed), with the probe conftest: whether
+    any of its processes imported torch, and how many Reloaders they made."""
+    itera.pytester.makeconftest(PROBE)
+    out = itera.pytester.mkdir("probes")
+    itera.pytester._monkeypatch.setenv("ITERA_PROBE_DIR", str(out))
+    result = itera(*args, subprocess=True)
+    probes = [json.loads(p.read_text()) for p in out.iterdir()]
+    assert len(probes) == (3 if itera.distributed else 1), probes  # workers are probed too
+    return result, {"torch": any(p["torch"] for p in probes),
+                    "reloaders": sum(p["reloaders"] for p in probes)}
 
 
 def test_verdict_is_plausible_never_accepted(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
 
-    result = run(pytester, "--itera-fast")
+    result = itera("--itera-fast")
 
     assert result.ret == 0
     expect(result, "campaign tiny-2026-11: PLAUSIBLE (fast mode) — */* checks")
     assert "ACCEPTED" not in result.stdout.str()
-    full = run(pytester)
+    full = itera()
     expect(full, "campaign tiny-2026-11: ACCEPTED — */* checks")  # the same campaign, full look
 
 
 def test_only_fast_checks_are_collected(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
 
-    result = run(pytester, "--itera-fast", "--collect-only", "-q")
+    result = itera("--itera-fast", "--collect-only", "-q")
 
     collected = collected_checks(result)
     assert {"manifest", "files-intact", "no-empty-files"} <= collected <= fast_check_ids()
@@ -113,7 +111,7 @@ def collected_checks(result: pytest.RunResult) -> set[str]:
 
 
 def test_no_hashes_same_size_different_bytes_passes(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     path = campaign.root / "runs/control/measurements.jsonl"
@@ -121,8 +119,8 @@ def test_no_hashes_same_size_different_bytes_passes(
     path.write_bytes(data.replace(b"0.75", b"0.95"))
     campaign.seal()
 
-    fast = run(pytester, "--itera-fast", "-k", "files-intact and control/measurements")
-    full = run(pytester, "-k", "files-intact and control/measurements")
+    fast = itera("--itera-fast", "-k", "files-intact and control/measurements")
+    full = itera("-k", "files-intact and control/measurements")
 
     fast.assert_outcomes(passed=1)
     full.assert_outcomes(failed=1)
@@ -130,13 +128,13 @@ def test_no_hashes_same_size_different_bytes_passes(
            f"    found:    {sha256(path.read_bytes())}")
 
 
-def test_sizes_are_still_checked(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_sizes_are_still_checked(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     with (campaign.root / "RELOAD.md").open("ab") as handle:
         handle.write(b"more\n")
     campaign.seal()
 
-    result = run(pytester, "--itera-fast", "-k", "files-intact and RELOAD")
+    result = itera("--itera-fast", "-k", "files-intact and RELOAD")
 
     result.assert_outcomes(failed=1)
     size = len(campaign.files["RELOAD.md"])
@@ -145,41 +143,43 @@ def test_sizes_are_still_checked(pytester: pytest.Pytester, campaign: CampaignBu
 
 
 def test_no_reload_of_a_hostile_checkpoint(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     with_hostile_checkpoint(campaign)
     campaign.write()
 
-    result, probe = probed_run(pytester, "--itera-fast")
+    result, probe = probed_run(itera, "--itera-fast")
 
     assert result.ret == 0, result.stdout.str()
     expect(result, "campaign tiny-2026-11: PLAUSIBLE (fast mode) — */* checks")
     assert probe == {"torch": False, "reloaders": 0}
     assert not (pytester.path / "pwned.txt").exists()
-    listed = run(pytester, "--itera-fast", "--collect-only", "-q")
+    listed = itera("--itera-fast", "--collect-only", "-q")
     assert not any(check.startswith("checkpoint") for check in collected_checks(listed))
 
 
 def test_the_full_look_reloads_what_fast_mode_skips(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     with_hostile_checkpoint(campaign)
     campaign.write()
 
-    collected = run(pytester, "--collect-only", "-q").stdout.str()
+    collected = itera("--collect-only", "-q").stdout.str()
     if "::checkpoint-reloads[" not in collected:
         pytest.skip("no checkpoint-reloads check registered in this build")
-    result = run(pytester, "-k", "checkpoint-reloads")
+    result = itera("-k", "checkpoint-reloads")
 
     result.assert_outcomes(failed=1)
     expect(result, "*holds code: unpickling it would call posix.system (os.system)*")
     assert not (pytester.path / "pwned.txt").exists()
 
 
-def test_json_report_says_plausible(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_json_report_says_plausible(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.write()
 
-    result = run(pytester, "--itera-fast", "--itera-report", "closure.json")
+    result = itera("--itera-fast", "--itera-report", "closure.json")
 
     assert result.ret == 0
     report = json.loads((pytester.path / "closure.json").read_text())
@@ -188,11 +188,11 @@ def test_json_report_says_plausible(pytester: pytest.Pytester, campaign: Campaig
 
 
 def test_a_full_run_never_imports_torch_in_the_pytest_process(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
 
-    result, probe = probed_run(pytester)
+    result, probe = probed_run(itera)
 
     assert result.ret == 0, result.stdout.str()
     expect(result, "campaign tiny-2026-11: ACCEPTED — */* checks")

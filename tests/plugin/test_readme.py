@@ -26,8 +26,7 @@ from typing import Any
 import pytest
 
 from pytest_itera.campaign import parse_json, validate
-from tests.factory import LEAN
-from tests.runner import REPO
+from tests.runner import REPO, Itera
 
 README = REPO / "README.md"
 
@@ -224,20 +223,20 @@ def _copy(example_campaign: Path, pytester: pytest.Pytester) -> None:
 
 
 def test_the_plugin_accepts_the_readme_campaign(
-        example_campaign: Path, pytester: pytest.Pytester) -> None:
+        example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
     _copy(example_campaign, pytester)
-    result = pytester.runpytest(*LEAN, "--itera-campaign", "out", "--itera-require-accepted")
+    result = itera("--itera-require-accepted")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
 
 
 def test_hooks_block_plugs_into_the_plugin(
-        example_campaign: Path, pytester: pytest.Pytester) -> None:
+        example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
     _copy(example_campaign, pytester)
     pytester.makeconftest(_snippet("hooks").text)
     shutil.copy(REPO / "pytest_itera/catalogues/iteragpu-rtx4090.json",
                 pytester.path / "prices.json")
-    result = pytester.runpytest(*LEAN, "--itera-campaign", "out", "-rf")
+    result = itera("-rf")
     # its check runs (and fails: these runs record no seed); the catalogue hook's prices hold
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed") == 1, result.stdout.str()
@@ -246,11 +245,10 @@ def test_hooks_block_plugs_into_the_plugin(
 
 
 def test_fixture_block_is_part_of_the_verdict(
-        example_campaign: Path, pytester: pytest.Pytester) -> None:
+        example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
     _copy(example_campaign, pytester)
     pytester.makepyfile(**{"tests/test_acceptance": _snippet("fixture").text})
-    result = pytester.runpytest(*LEAN, "--itera-campaign", "out", "tests/test_acceptance.py",
-                                "--itera-require-accepted")
+    result = itera("tests/test_acceptance.py", "--itera-require-accepted")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
 

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from importlib import metadata, resources
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -21,14 +22,10 @@ from pytest_itera.checks import Context, Options
 from pytest_itera.checks import contract as contract_family
 from pytest_itera.checks import files as files_family
 from tests.factory import CampaignBuilder, expect
+from tests.runner import Itera, only_xdist
 
-# Hypothesis' pytest plugin imports hypothesis (seconds) in every in-process run: not needed here.
-NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
 HOSTILE = "<script>alert(1)</script> see https://evil.example/x.png \x1b[2J"
 
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", *NO_HYPOTHESIS, *args)
 
 
 def summary(result: pytest.RunResult) -> list[str]:
@@ -220,10 +217,10 @@ def test_several_campaigns_take_the_worst_verdict(verdicts: tuple[str, ...], ove
 
 
 def test_terminal_summary_has_verdict_runs_budget_schedule(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = run(pytester)
+    result = itera()
     assert result.ret == 0
     lines = summary(result)
     assert lines[1].startswith("campaign tiny-2026-11: ACCEPTED — ")
@@ -245,13 +242,13 @@ def test_terminal_summary_has_verdict_runs_budget_schedule(
 
 
 def test_rejected_summary_counts_failures_and_the_runs_failing_items(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     with (campaign.root / "runs/variant-a/predictions.jsonl").open("ab") as handle:
         handle.write(b"\n")  # its files-intact item fails: one of variant-a's 4 items
     campaign.seal()
-    result = run(pytester)
+    result = itera()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     failed = result.parseoutcomes()["failed"]
     total = failed + result.parseoutcomes()["passed"]
@@ -263,20 +260,20 @@ def test_rejected_summary_counts_failures_and_the_runs_failing_items(
 
 @pytest.mark.parametrize("color", ["yes", "no"])
 def test_summary_respects_color(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, color: str
+    itera: Itera, campaign: CampaignBuilder, color: str
 ) -> None:
     campaign.write()
-    result = run(pytester, f"--color={color}")
+    result = itera(f"--color={color}")
     verdict = next(line for line in result.stdout.lines if "tiny-2026-11: ACCEPTED" in line)
     assert ("\x1b[32m" in verdict) is (color == "yes"), repr(verdict)
 
 
 def test_every_format_is_written_and_announced(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = run(pytester, "--itera-report", "r/x.json", "--itera-report", "r/deep/x.md",
-                 "--itera-report", "r/x.html")
+    result = itera("--itera-report", "r/x.json", "--itera-report", "r/deep/x.md",
+                   "--itera-report", "r/x.html")
     assert result.ret == 0
     for rel in ("r/x.json", "r/deep/x.md", "r/x.html"):
         assert (pytester.path / rel).stat().st_size > 500
@@ -290,14 +287,18 @@ def test_every_format_is_written_and_announced(
         assert (pytester.path / rel).stat().st_mode & 0o777 == 0o666 & ~umask
 
 
-def test_json_report_matches_its_schema(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
+def rejected_report(itera: Itera, campaign: CampaignBuilder) -> dict[str, Any]:
+    """The validated JSON report of the campaign with an empty analysis (two items fail)."""
     campaign.files["analysis.md"] = b""
     campaign.write()
-    run(pytester, "--itera-report", "report.json")
-    data = json.loads((pytester.path / "report.json").read_text())
+    itera("--itera-report", "report.json")
+    data: dict[str, Any] = json.loads((itera.pytester.path / "report.json").read_text())
     validate_report(data)
+    return data
+
+
+def test_json_report_matches_its_schema(itera: Itera, campaign: CampaignBuilder) -> None:
+    data = rejected_report(itera, campaign)
     assert data["verdict"] == "rejected"
     assert data["schedule"]["uncommitted_source"] == "computed"
     passed, total = {r["id"]: (r["passed"], r["total"]) for r in data["runs"]}["control"]
@@ -309,25 +310,27 @@ def test_json_report_matches_its_schema(
 
 
 def test_json_report_for_two_campaigns(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     other = CampaignBuilder(pytester.path / "other")
     other.files["RELOAD.md"] = b""
     other.write()
-    run(pytester, "--itera-campaign", "other", "--itera-report", "both.json")
+    itera("--itera-campaign", "other", "--itera-report", "both.json")
     data = json.loads((pytester.path / "both.json").read_text())
     validate_report(data)
     assert data["verdict"] == "rejected"
     assert [c["verdict"] for c in data["campaigns"]] == ["accepted", "rejected"]
 
 
-def test_markdown_report(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_markdown_report(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     campaign.files["analysis.md"] = b""
     campaign.manifest["schedule"]["deviations"] = [
         {"step": "validate", "explanation": "a | pipe and <b>html</b> and ``` fences"}]
     campaign.write()
-    run(pytester, "--itera-report", "report.md")
+    itera("--itera-report", "report.md")
     text = (pytester.path / "report.md").read_text()
     for heading in ("# Campaign tiny-2026-11", "## Runs", "## Budget", "## Schedule",
                     "## Planned vs actual", "## Failures"):
@@ -351,12 +354,12 @@ class _Collect(HTMLParser):
 
 
 def test_html_report_is_self_contained_and_draws_every_step(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     observed = campaign.manifest["schedule"]["steps"]
     campaign.manifest["schedule"]["steps"] = [s for s in observed if s["id"] != "check-data"]
     campaign.write()
-    run(pytester, "--itera-report", "report.html")
+    itera("--itera-report", "report.html")
     text = (pytester.path / "report.html").read_text()
     root = ET.fromstring(text.split("\n", 1)[1])  # well-formed (after the doctype)
     svg = [e for e in root.iter() if e.tag == "svg"]
@@ -386,14 +389,14 @@ def _assert_offline(text: str) -> None:
 
 
 def test_hostile_campaign_text_is_escaped_everywhere(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.manifest["schedule"]["deviations"] = [{"step": "validate", "explanation": HOSTILE}]
     campaign.manifest["budget"]["external_expenses"] = [{"label": HOSTILE, "amount": "1.00"}]
     campaign.files["<script>alert(2)<!--.txt"] = b"https://evil.example/\n"  # unlisted: fails
     campaign.unlisted.add("<script>alert(2)<!--.txt")
     campaign.write()
-    result = run(pytester, "--color=no", "--itera-report", "r.html", "--itera-report", "r.md")
+    result = itera("--color=no", "--itera-report", "r.html", "--itera-report", "r.md")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "\x1b" not in result.stdout.str()
     html_text = (pytester.path / "r.html").read_text()
@@ -409,11 +412,11 @@ def test_hostile_campaign_text_is_escaped_everywhere(
 
 
 def test_report_that_cannot_be_written_fails_the_run(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     (pytester.path / "blocker").write_text("a file, not a folder")
-    result = run(pytester, "--itera-report", "blocker/report.json")
+    result = itera("--itera-report", "blocker/report.json")
     assert result.ret == pytest.ExitCode.INTERNAL_ERROR
     target = pytester.path / "blocker" / "report.json"
     result.stdout.fnmatch_lines([f"closure report NOT written: {target}: *"])
@@ -421,10 +424,10 @@ def test_report_that_cannot_be_written_fails_the_run(
 
 
 def test_unknown_report_type_is_a_usage_error(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = run(pytester, "--itera-report", "report.pdf")
+    result = itera("--itera-report", "report.pdf")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*report.pdf: unknown report type; use a .json, .md or .html*"])
 
@@ -437,13 +440,9 @@ def _sha256(path: Path) -> str:
 
 
 def test_json_report_stands_on_its_own(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    campaign.files["analysis.md"] = b""
-    campaign.write()
-    run(pytester, "--itera-report", "report.json")
-    data = json.loads((pytester.path / "report.json").read_text())
-    validate_report(data)
+    data = rejected_report(itera, campaign)
     assert data["format"] == "itera-report/2"
     assert data["question"] == campaign.plan["question"]
     assert data["decision_rule"] == ("a variant meets the objective when accuracy >= 0.8 "
@@ -453,9 +452,9 @@ def test_json_report_stands_on_its_own(
     assert data["manifest_sha256"] == _sha256(campaign.root / "manifest.json")
     prov = data["provenance"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", prov["created"])
-    assert prov["command"][0] == "pytest"
-    assert prov["command"][1:7] == ["--itera-campaign", "out", *NO_HYPOTHESIS, "--itera-report",
-                                    "report.json"]
+    *command, basetemp = prov["command"]  # pytester adds --basetemp
+    assert command == ["pytest", *itera.args("--itera-report", "report.json")]
+    assert basetemp.startswith("--basetemp=")
     assert prov["cwd"] == str(pytester.path)
     here = prov["pytest_process"]
     assert (here["pytest"], here["python"], here["torch"]) == (
@@ -520,19 +519,19 @@ def test_verdict_of_waived_and_skipped_items(outcomes: tuple[str, ...], expected
 
 
 def test_markdown_opens_with_the_objective_and_puts_failures_first_when_rejected(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     analysis = campaign.files["analysis.md"]
     campaign.files["analysis.md"] = b""
     campaign.write()
-    run(pytester, "--itera-report", "bad.md", "-k", "empty or analysis")
+    itera("--itera-report", "bad.md", "-k", "empty or analysis")
     bad = (pytester.path / "bad.md").read_text()
     assert bad.index("**Question:**") < bad.index("**Decision rule:**") < bad.index(
         "**Conclusion:**") < bad.index("REJECTED")
     assert bad.index("## Failures") < bad.index("## Runs") < bad.index("## Provenance")
     campaign.files["analysis.md"] = analysis
     campaign.write()
-    run(pytester, "--itera-report", "good.md")
+    itera("--itera-report", "good.md")
     good = (pytester.path / "good.md").read_text()
     assert good.index("## Runs") < good.index("## Checkpoints as reloaded") < good.index(
         "## Failures")
@@ -542,10 +541,10 @@ def test_markdown_opens_with_the_objective_and_puts_failures_first_when_rejected
 
 
 def test_timeline_bars_carry_visible_labels(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    run(pytester, "--itera-report", "report.html", "-k", "manifest")
+    itera("--itera-report", "report.html", "-k", "manifest")
     text = (pytester.path / "report.html").read_text()
     root = ET.fromstring(text.split("\n", 1)[1])
     svg = next(e for e in root.iter() if e.tag == "svg")
@@ -557,16 +556,16 @@ def test_timeline_bars_carry_visible_labels(
     assert "".join(objective.itertext()).startswith("Question")
 
 
+@only_xdist("on")  # it compares the workers' report with one process's itself
 def test_same_json_report_with_and_without_xdist_but_for_when_and_how_fast(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.files["analysis.md"] = b""
     campaign.write()
     reports = []
-    for workers in ("2", "0"):
-        pytester.runpytest_subprocess("--itera-campaign", "out", *NO_HYPOTHESIS, "-n", workers,
-                                      "-p", "no:cacheprovider", "--itera-report", f"{workers}.json")
-        data = json.loads((pytester.path / f"{workers}.json").read_text())
+    for mode in ("on", "off"):
+        itera("--itera-report", f"{mode}.json", xdist=mode)
+        data = json.loads((pytester.path / f"{mode}.json").read_text())
         validate_report(data)
         assert data["provenance"]["reload_interpreter"]["probed"] is True
         data["provenance"].update(created=None, command=None)
@@ -578,7 +577,7 @@ def test_same_json_report_with_and_without_xdist_but_for_when_and_how_fast(
 
 
 def test_a_checkpoint_that_holds_code_is_named_in_the_report(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, tmp_path: Path
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, tmp_path: Path
 ) -> None:
     """The JSON report keeps what the pickle walk found (refused unloaded), as a field."""
     from tests import checkpoints
@@ -590,8 +589,7 @@ def test_a_checkpoint_that_holds_code_is_named_in_the_report(
         {"path": "runs/variant-a/evil.pt", "run": "variant-a", "format": "torch",
          "kind": "weights"})
     campaign.write()
-    pytester.runpytest("--itera-campaign", "out", *NO_HYPOTHESIS, "-p", "no:cacheprovider",
-                       "-k", "checkpoint-reloads", "--itera-report", "r.json")
+    itera("-k", "checkpoint-reloads", "--itera-report", "r.json")
     data = json.loads((pytester.path / "r.json").read_text())
     validate_report(data)
     found = next(r for r in data["reloads"] if r["path"] == "runs/variant-a/evil.pt")

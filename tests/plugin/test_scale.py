@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.factory import CampaignBuilder, expect
+from tests.runner import Itera, only_xdist
 
 FOLDERS = ("extra/a", "extra/b", "extra/c")
 GROUPED = "[pytest]\nitera_group_files_above = 20\n"
@@ -29,9 +30,6 @@ def corrupt(campaign: CampaignBuilder, *relpaths: str) -> None:
     campaign.seal()
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--itera-campaign", "out", "-p", "no:cacheprovider", *args)
-
 
 def report(pytester: pytest.Pytester, name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((pytester.path / name).read_text())
@@ -39,12 +37,12 @@ def report(pytester: pytest.Pytester, name: str) -> dict[str, Any]:
 
 
 def test_many_files_get_one_item_per_folder(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     add_files(campaign)
     campaign.write()
     pytester.makeini(GROUPED)
-    result = run(pytester, "--collect-only", "-q", "-k", "files-intact or no-temp-paths")
+    result = itera("--collect-only", "-q", "-k", "files-intact or no-temp-paths")
     ids = [line for line in result.stdout.lines if line.startswith("out/manifest.json::")]
     for check in ("files-intact", "no-temp-paths"):
         for folder in FOLDERS:
@@ -56,31 +54,33 @@ def test_many_files_get_one_item_per_folder(
 
 
 def test_default_threshold_keeps_one_item_per_file(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     add_files(campaign)
     campaign.write()
-    result = run(pytester, "--collect-only", "-q", "-k", "files-intact")
+    result = itera("--collect-only", "-q", "-k", "files-intact")
     result.stdout.fnmatch_lines(["out/manifest.json::files-intact[[]extra/a/f00.txt]"])
     assert "extra/a/*" not in result.stdout.str()
 
 
-def test_folder_item_passes(pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
+def test_folder_item_passes(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
     add_files(campaign)
     campaign.write()
     pytester.makeini(GROUPED)
-    result = run(pytester, "-k", "files-intact and extra")
+    result = itera("-k", "files-intact and extra")
     result.assert_outcomes(passed=3)
 
 
 def test_corrupted_file_fails_its_folder_item_naming_it(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     add_files(campaign)
     campaign.write()
     corrupt(campaign, "extra/b/f07.txt")
     pytester.makeini(GROUPED)
-    result = run(pytester, "-k", "files-intact and extra", "--itera-report", "r.json")
+    result = itera("-k", "files-intact and extra", "--itera-report", "r.json")
     result.assert_outcomes(passed=2, failed=1)
     expect(result,
            "files-intact[extra/b/*]: 2 problems in 1 of 20 files",
@@ -92,15 +92,15 @@ def test_corrupted_file_fails_its_folder_item_naming_it(
 
 
 def test_every_failing_file_is_named_and_reported(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     add_files(campaign)
     campaign.write()
     broken = [f"extra/c/f{n:02d}.txt" for n in range(20)]
     corrupt(campaign, *broken)
     pytester.makeini(GROUPED)
-    result = run(pytester, "-k", "files-intact and extra/c", "--itera-report", "r.json",
-                 "--junitxml=j.xml")
+    result = itera("-k", "files-intact and extra/c", "--itera-report", "r.json",
+                   "--junitxml=j.xml")
     result.assert_outcomes(failed=1)
     expect(result, "files-intact[extra/c/*]: * problems in 20 of 20 files")
     [check] = [c for c in report(pytester, "r.json")["checks"] if c["outcome"] == "failed"]
@@ -111,42 +111,43 @@ def test_every_failing_file_is_named_and_reported(
 
 
 def test_a_long_list_names_the_first_files_in_full_then_the_rest(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     for n in range(30):
         campaign.files[f"many/f{n:02d}.txt"] = f"many {n:02d}\n".encode()
     campaign.write()
     corrupt(campaign, *(f"many/f{n:02d}.txt" for n in range(30)))
     pytester.makeini(GROUPED)
-    result = run(pytester, "-k", "files-intact and many")
+    result = itera("-k", "files-intact and many")
     result.assert_outcomes(failed=1)
     expect(result, "... and 10 more failing files (every finding is in the JSON report):",
            "  many/f20.txt: many/f20.txt is 20 bytes, the manifest says 8")
     assert "  many/f29.txt: " in result.stdout.str()
 
 
+@only_xdist("on")  # it compares the workers' items with one process's itself
 def test_same_items_with_and_without_xdist(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     add_files(campaign)
     campaign.write()
     corrupt(campaign, "extra/a/f03.txt")
     pytester.makeini(GROUPED)
     ran = {}
-    for mode in (("-n", "2"), ("-p", "no:xdist")):
-        result = run(pytester, *mode, "-k", "files-intact or no-temp-paths",
-                     f"--junitxml={mode[1]}.xml")
+    for mode in ("on", "absent"):
+        result = itera("-k", "files-intact or no-temp-paths", f"--junitxml={mode}.xml",
+                       xdist=mode)
         assert result.ret == pytest.ExitCode.TESTS_FAILED
-        cases = ET.parse(pytester.path / f"{mode[1]}.xml").iter("testcase")
-        ran[mode[1]] = sorted(
+        cases = ET.parse(pytester.path / f"{mode}.xml").iter("testcase")
+        ran[mode] = sorted(
             (f"{c.get('classname')}::{c.get('name')}", c.find("failure") is not None)
             for c in cases)
-    assert ran["2"] == ran["no:xdist"]
-    assert ("out.manifest.json::files-intact[extra/a/*]", True) in ran["2"]
+    assert ran["on"] == ran["absent"]
+    assert ("out.manifest.json::files-intact[extra/a/*]", True) in ran["on"]
 
 
 def test_verdict_and_runs_table_are_the_ungrouped_runs(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     add_files(campaign)
     campaign.write()
@@ -154,7 +155,7 @@ def test_verdict_and_runs_table_are_the_ungrouped_runs(
     outcomes = {}
     for name, ini in (("grouped", GROUPED), ("per-file", "[pytest]\n")):
         pytester.makeini(ini)
-        result = run(pytester, "--itera-report", f"{name}.json")
+        result = itera("--itera-report", f"{name}.json")
         assert result.ret == pytest.ExitCode.TESTS_FAILED
         written = report(pytester, f"{name}.json")
         outcomes[name] = (
@@ -168,10 +169,10 @@ def test_verdict_and_runs_table_are_the_ungrouped_runs(
 
 
 def test_threshold_must_be_a_whole_number(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
     pytester.makeini("[pytest]\nitera_group_files_above = lots\n")
-    result = run(pytester)
+    result = itera()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*itera_group_files_above = lots: not a whole number of files"])

@@ -166,7 +166,7 @@ def test_no_seal_unless_accepted(
                                    "is REJECTED; only an accepted campaign is sealed"])
     assert not (pytester.path / "s.json").exists()
     incomplete = itera("--itera-report", "r.json", "--itera-seal", "s.json", "-k",
-                     "manifest")
+                       "manifest")
     assert incomplete.ret == pytest.ExitCode.TESTS_FAILED  # every item passed, yet no seal
     assert not (pytester.path / "s.json").exists()
 

@@ -94,7 +94,7 @@ def test_waived_failures_give_accepted_with_waivers_listed_everywhere(
     (pytester.path / "waivers.toml").write_text(
         toml_waiver("no-empty-files", "*") + toml_waiver("analysis-present", "*"))
     result = itera(GATE, "--itera-waivers", "waivers.toml", "--itera-report", "r.json",
-                 "--itera-report", "r.md", "--itera-report", "r.html", "-rx")
+                   "--itera-report", "r.md", "--itera-report", "r.html", "-rx")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     expect(result, "campaign tiny-2026-11: ACCEPTED WITH WAIVERS — */* checks passed, 2 waived",
            "  waived: out/manifest.json::analysis-present — waived by M. Reviewer until "

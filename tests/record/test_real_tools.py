@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 from tests import real_tools as rt
-from tests.factory import expect, tree_digest
+from tests.factory import expect
+from tests.runner import Itera
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -138,32 +139,22 @@ def dcp(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
 # -------------------------------------------------------------------- running
 
 
-def itera(pytester: pytest.Pytester, root: Path) -> tuple[pytest.RunResult, dict[str, Any]]:
-    """Run the plugin on ``root`` where the tool wrote it; the folder must not change."""
-    before = tree_digest(root)
-    report = pytester.path / "report.json"
-    result = pytester.runpytest("--itera-campaign", str(root), "-p", "no:cacheprovider",
-                                "-rf", "--itera-report", str(report))
-    assert tree_digest(root) == before, "the plugin modified the campaign folder"
-    return result, json.loads(report.read_text())
-
-
 def failures(report: dict[str, Any]) -> dict[tuple[str, str | None], dict[str, Any]]:
     return {(c["check"], c["target"]): c for c in report["checks"] if c["outcome"] != "passed"}
 
 
-def assert_accepted(pytester: pytest.Pytester, root: Path) -> None:
-    result, report = itera(pytester, root)
+def assert_accepted(itera: Itera, root: Path) -> None:
+    result, report = itera.reported(root)
     assert failures(report) == {}, json.dumps(list(failures(report).values()), indent=1)
     assert report["verdict"] == "accepted"
     expect(result, "campaign tiny-2026-11: ACCEPTED — * checks")
     assert result.ret == 0
 
 
-def assert_rejected(pytester: pytest.Pytester, root: Path, expected: Expected) -> None:
+def assert_rejected(itera: Itera, root: Path, expected: Expected) -> None:
     """Exactly the expected items fail, each with its message fragments, and the node ids
     and failure lines are printed."""
-    result, report = itera(pytester, root)
+    result, report = itera.reported(root)
     failed = failures(report)
     assert set(failed) == set(expected), json.dumps(list(failed.values()), indent=1)
     for key, fragments in expected.items():
@@ -188,7 +179,7 @@ def _checkpoint_items(targets: Iterable[str]) -> set[tuple[str, str]]:
 # ---------------------------------------------------------------- good campaigns
 
 
-def test_trainer_output_dir_is_accepted(pytester: pytest.Pytester, trainer: Campaigns) -> None:
+def test_trainer_output_dir_is_accepted(itera: Itera, trainer: Campaigns) -> None:
     root = trainer["good"]
     # The Trainer's own files, complete: training_args.bin names output_dir (inside /tmp).
     ckpt = root / C / "trainer" / "checkpoint-4"
@@ -199,11 +190,11 @@ def test_trainer_output_dir_is_accepted(pytester: pytest.Pytester, trainer: Camp
     state = json.loads((ckpt / "trainer_state.json").read_text())
     assert state["best_model_checkpoint"].startswith(f"{root}/")
     assert (root / C / "trainer" / "model.safetensors").is_file()
-    assert_accepted(pytester, root)
+    assert_accepted(itera, root)
 
 
 def test_lightning_default_root_dir_is_accepted(
-    pytester: pytest.Pytester, lightning: Campaigns
+    itera: Itera, lightning: Campaigns
 ) -> None:
     root = lightning["good"]
     version = root / C / "lightning" / "lightning_logs" / "version_0"
@@ -212,24 +203,24 @@ def test_lightning_default_root_dir_is_accepted(
     (ckpt,) = (version / "checkpoints").glob("epoch=*-step=*.ckpt")
     # ModelCheckpoint records its absolute dirpath / best_model_path: into the campaign.
     assert str(version / "checkpoints").encode() in ckpt.read_bytes()
-    assert_accepted(pytester, root)
+    assert_accepted(itera, root)
 
 
 @pytest.mark.parametrize("tool", ["accelerate", "peft", "peft-shipped", "torch"])
 def test_small_tools_are_accepted(
-    pytester: pytest.Pytester, small_tools: Campaigns, tool: str
+    itera: Itera, small_tools: Campaigns, tool: str
 ) -> None:
-    assert_accepted(pytester, small_tools[tool])
+    assert_accepted(itera, small_tools[tool])
 
 
 # --------------------------------------------------------------- broken campaigns
 
 
 def test_trainer_checkpoint_missing_optimizer_and_rng(
-    pytester: pytest.Pytester, trainer: Campaigns
+    itera: Itera, trainer: Campaigns
 ) -> None:
     ck2, ck4 = f"{C}/trainer/checkpoint-2", f"{C}/trainer/checkpoint-4"
-    assert_rejected(pytester, trainer["damaged"], {
+    assert_rejected(itera, trainer["damaged"], {
         ("files-intact", f"{ck2}/optimizer.pt"): [f"{ck2}/optimizer.pt", "missing"],
         ("files-intact", f"{ck4}/rng_state.pth"): [f"{ck4}/rng_state.pth", "missing"],
         ("resume-complete", ck2): [f"resume checkpoint {ck2} lacks optimizer, required by the "
@@ -242,7 +233,7 @@ def test_trainer_checkpoint_missing_optimizer_and_rng(
 
 
 def test_trainer_checkpoints_copied_from_a_cache_folder(
-    pytester: pytest.Pytester, trainer: Campaigns
+    itera: Itera, trainer: Campaigns
 ) -> None:
     """output_dir was /tmp/.../hf-cache: trainer_state.json's best_model_checkpoint and the
     pickled TrainingArguments name a folder that vanishes with the rental."""
@@ -259,27 +250,27 @@ def test_trainer_checkpoints_copied_from_a_cache_folder(
     # save_model() writes the pickled TrainingArguments next to the final model too.
     expected[("no-temp-paths", f"{C}/trainer/training_args.bin")] = [
         "path into a temporary folder: ", "hf-cache", "(pickle record)"]
-    assert_rejected(pytester, root, expected)
+    assert_rejected(itera, root, expected)
 
 
 def test_lightning_checkpoint_cannot_resume_a_plan_that_requires_rng(
-    pytester: pytest.Pytester, lightning: Campaigns
+    itera: Itera, lightning: Campaigns
 ) -> None:
     root = lightning["rng"]
     (ckpt,) = (p.relative_to(root).as_posix() for p in root.rglob("*.ckpt"))
-    assert_rejected(pytester, root, {
+    assert_rejected(itera, root, {
         ("resume-complete", ckpt): [f"resume checkpoint {ckpt} cannot hold rng, required by "
                                     "the plan", "Lightning"],
     })
 
 
 def test_lightning_hparams_naming_a_cache_folder(
-    pytester: pytest.Pytester, lightning: Campaigns
+    itera: Itera, lightning: Campaigns
 ) -> None:
     root = lightning["cache"]
     (ckpt,) = (p.relative_to(root).as_posix() for p in root.rglob("*.ckpt"))
     hparams = f"{C}/lightning/lightning_logs/version_0/hparams.yaml"
-    assert_rejected(pytester, root, {
+    assert_rejected(itera, root, {
         ("no-temp-paths", hparams): ["path into a temporary folder: ", "hf-cache",
                                      f"{hparams}:1:11"],
         ("no-temp-paths", ckpt): ["path into a temporary folder: ", "hf-cache"],
@@ -287,45 +278,45 @@ def test_lightning_hparams_naming_a_cache_folder(
 
 
 def test_lightning_hparams_naming_a_sibling_temp_folder(
-    pytester: pytest.Pytester, lightning: Campaigns
+    itera: Itera, lightning: Campaigns
 ) -> None:
     root = lightning["sibling"]
     (ckpt,) = (p.relative_to(root).as_posix() for p in root.rglob("*.ckpt"))
     hparams = f"{C}/lightning/lightning_logs/version_0/hparams.yaml"
-    assert_rejected(pytester, root, {
+    assert_rejected(itera, root, {
         ("no-temp-paths", hparams): ["path into a temporary folder: ", "sibling-cache"],
         ("no-temp-paths", ckpt): ["path into a temporary folder: ", "sibling-cache"],
     })
 
 
 def test_lightning_hparams_leaving_the_campaign_through_dotdot(
-    pytester: pytest.Pytester, lightning: Campaigns
+    itera: Itera, lightning: Campaigns
 ) -> None:
     root = lightning["dotdot"]
     (ckpt,) = (p.relative_to(root).as_posix() for p in root.rglob("*.ckpt"))
     hparams = f"{C}/lightning/lightning_logs/version_0/hparams.yaml"
-    assert_rejected(pytester, root, {
+    assert_rejected(itera, root, {
         ("no-temp-paths", hparams): ["path into a temporary folder: ", "dotdot-cache"],
         ("no-temp-paths", ckpt): ["path into a temporary folder: ", "dotdot-cache"],
     })
 
 
-def test_file_modified_after_the_manifest(pytester: pytest.Pytester, lightning: Campaigns) -> None:
+def test_file_modified_after_the_manifest(itera: Itera, lightning: Campaigns) -> None:
     metrics = f"{C}/lightning/lightning_logs/version_0/metrics.csv"
-    assert_rejected(pytester, lightning["modified"], {
+    assert_rejected(itera, lightning["modified"], {
         ("files-intact", metrics): [f"{metrics} does not have the ", "recorded in the manifest"],
     })
 
 
 def test_dcp_folders_accepted_then_missing_a_shard(
-    pytester: pytest.Pytester, dcp: Campaigns
+    itera: Itera, dcp: Campaigns
 ) -> None:
     """One test: the two-rank save (a process group) is built once for both campaigns."""
     shards = sorted(p.name for p in (dcp["good"] / C / "dcp-2-ranks").iterdir())
     assert shards == [".metadata", "__0_0.distcp", "__1_0.distcp"]
-    assert_accepted(pytester, dcp["good"])
+    assert_accepted(itera, dcp["good"])
     folder = f"{C}/dcp-2-ranks"
-    assert_rejected(pytester, dcp["missing-shard"], {
+    assert_rejected(itera, dcp["missing-shard"], {
         ("files-intact", f"{folder}/__1_0.distcp"): [f"{folder}/__1_0.distcp", "missing"],
         ("checkpoint-reloads", folder): ["does not reload in a fresh process with "
                                          "weights_only=True", "__1_0.distcp"],
@@ -335,23 +326,23 @@ def test_dcp_folders_accepted_then_missing_a_shard(
 
 
 def test_peft_adapter_saved_without_revision(
-    pytester: pytest.Pytester, small_tools: Campaigns
+    itera: Itera, small_tools: Campaigns
 ) -> None:
     root = small_tools["peft-null"]
     config = f"{C}/adapter/adapter_config.json"
     assert json.loads((root / config).read_text())["revision"] is None
-    assert_rejected(pytester, root, {
+    assert_rejected(itera, root, {
         ("adapter-pinned", f"{C}/adapter"): [
             f"{config} records revision null, the manifest records base_revision "
             f"'{rt.COMMIT}'", f"{config}:"],
     })
 
 
-def test_peft_adapter_pinned_to_a_branch(pytester: pytest.Pytester, small_tools: Campaigns) -> None:
+def test_peft_adapter_pinned_to_a_branch(itera: Itera, small_tools: Campaigns) -> None:
     root = small_tools["peft-main"]
     assert json.loads((root / C / "adapter" / "adapter_config.json").read_text())[
         "revision"] == "main"
-    assert_rejected(pytester, root, {
+    assert_rejected(itera, root, {
         ("adapter-pinned", f"{C}/adapter"): [
             f"the base revision of adapter {C}/adapter 'main' is a branch: it moves with "
             "every push"],
@@ -359,13 +350,13 @@ def test_peft_adapter_pinned_to_a_branch(pytester: pytest.Pytester, small_tools:
 
 
 def test_peft_adapter_on_a_swapped_shipped_base(
-    pytester: pytest.Pytester, small_tools: Campaigns
+    itera: Itera, small_tools: Campaigns
 ) -> None:
     root = small_tools["peft-swapped"]
     assert json.loads((root / C / "base" / "itera-base.json").read_text()) == {
         "model": rt.BASE_MODEL, "revision": rt.COMMIT}
     weights = f"{C}/base/model.safetensors"
-    assert_rejected(pytester, root, {
+    assert_rejected(itera, root, {
         ("files-intact", weights): [f"{weights} does not have the "],
         ("adapter-pinned", f"{C}/adapter"): [
             f"the files of shipped base {C}/base do not hash to the base_digest recorded for "
@@ -373,8 +364,8 @@ def test_peft_adapter_on_a_swapped_shipped_base(
     })
 
 
-def test_whole_module_and_nan_weights(pytester: pytest.Pytester, small_tools: Campaigns) -> None:
-    assert_rejected(pytester, small_tools["torch-broken"], {
+def test_whole_module_and_nan_weights(itera: Itera, small_tools: Campaigns) -> None:
+    assert_rejected(itera, small_tools["torch-broken"], {
         ("checkpoint-reloads", f"{C}/model.pt"): [
             "does not reload in a fresh process with weights_only=True",
             "holds code: unpickling it would call torch.nn.modules.",
