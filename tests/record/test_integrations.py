@@ -29,9 +29,10 @@ import torch
 
 from pytest_itera.record import CampaignRecorder, Closure, RecordError
 from tests import factory as F
-from tests.factory import expect, tree_digest
-from tests.real_tools import quiet
-from tests.recorded import timed
+from tests.factory import expect
+from tests.real_tools import Rows, bert, quiet, tiny_lightning
+from tests.recorded import check_the_corpus, close, timed, train_the_variant
+from tests.runner import Itera
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -41,24 +42,6 @@ LIGHTNING_PARTS = ["model", "optimizer", "progress", "scheduler"]  # no RNG stat
 
 
 # --------------------------------------------------------------------- the tools
-
-
-def bert() -> Any:
-    from transformers import BertConfig, BertForSequenceClassification
-
-    config = BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=16, max_position_embeddings=16)
-    config.num_labels = 2
-    torch.manual_seed(0)
-    return BertForSequenceClassification(config)
-
-
-class Rows(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
-    def __len__(self) -> int:
-        return 8
-
-    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
-        return {"input_ids": torch.tensor([1, 2, 3, i + 4]), "labels": torch.tensor(i % 2)}
 
 
 def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
@@ -86,21 +69,6 @@ def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
 
     from pytest_itera.integrations.lightning import IteraCallback
 
-    class Tiny(L.LightningModule):
-        def __init__(self, lr: float = 0.1) -> None:
-            super().__init__()
-            self.save_hyperparameters()
-            self.layer = torch.nn.Linear(4, 1)
-
-        def training_step(self, batch: torch.Tensor, index: int) -> torch.Tensor:
-            loss: torch.Tensor = self.layer(batch).pow(2).mean()
-            self.log("train_loss", loss)
-            return loss
-
-        def configure_optimizers(self) -> Any:
-            opt = torch.optim.SGD(self.parameters(), lr=self.hparams["lr"])
-            return {"optimizer": opt, "lr_scheduler": torch.optim.lr_scheduler.StepLR(opt, 1)}
-
     torch.manual_seed(0)
     rows: list[torch.Tensor] = list(torch.randn(8, 4))
     with quiet():
@@ -111,7 +79,7 @@ def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
                             default_root_dir=str(dirpath.parent),
                             callbacks=[checkpoints, IteraCallback(rec, run_id)])
         data = torch.utils.data.DataLoader(rows, batch_size=2)  # type: ignore[var-annotated, arg-type]
-        trainer.fit(Tiny(), data, ckpt_path=ckpt_path)
+        trainer.fit(tiny_lightning(), data, ckpt_path=ckpt_path)
 
 
 # ------------------------------------------------------------------ the campaign
@@ -151,14 +119,7 @@ def record(root: Path, tools: Tools, resume_state: Sequence[str]) -> Closure:
     rec.freeze_plan(plan)
     for step_id in ("prepare", "setup", "load-data"):
         timed(rec, step_id)
-    checker = rec.run("data-check")
-    checker.start()
-    checker.set_config("configs/data-check.json")
-    corpus = files["corpus/corpus.jsonl"]
-    checker.check_input("tiny-corpus", sha256=F.sha256(corpus), examples=len(F.CORPUS_IDS),
-                     bytes=len(corpus))
-    timed(rec, "check-data")
-    checker.accept()
+    check_the_corpus(rec, files)
 
     control, resume = rec.run("control"), rec.run("resume-check")
     control.start()
@@ -174,27 +135,11 @@ def record(root: Path, tools: Tools, resume_state: Sequence[str]) -> Closure:
     resume.resumed_from(resumed, step)
     resume.accept()
 
-    variant = rec.run("variant-a")
-    variant.start()
-    variant.set_config("configs/variant-a.json")
-    for i, loss in enumerate(F.LOSSES["variant-a"], 1):
-        variant.log(i, loss=loss)
-    variant.set_metrics(**F.METRICS["variant-a"])
-    variant.set_predictions("runs/variant-a/predictions.jsonl")
-    rec.add_checkpoint(F.VARIANT_WEIGHTS, run="variant-a", format="torch", kind="weights")
-    timed(rec, "train-variant-a")
-    variant.accept()
-    for step_id in ("validate", "write-outputs", "retrieve"):
-        timed(rec, step_id)
+    train_the_variant(rec)
     # The reload instructions name what each run delivers: the tool's checkpoints.
     lines = [f"- {c['path']} ({c['format']}, {c['kind']} of {c['run']})" for c in rec.checkpoints]
     rec.write_text("RELOAD.md", "# Reload\n\n" + "\n".join(lines) + "\n")
-    return rec.close(
-        analysis="analysis.md", reload_instructions="RELOAD.md",
-        conclusion={"meets_threshold": ["variant-a"],
-                    "text": "variant-a meets the 0.8 accuracy threshold; the control does not."},
-        check=False,
-    )
+    return close(rec, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -214,22 +159,13 @@ def lightning(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
 # -------------------------------------------------------------------- the plugin
 
 
-def itera(pytester: pytest.Pytester, root: Path) -> tuple[pytest.RunResult, dict[str, Any]]:
-    before = tree_digest(root)
-    report = pytester.path / "report.json"
-    result = pytester.runpytest("--itera-campaign", str(root), *F.LEAN, "-rf",
-                                "--itera-report", str(report))
-    assert tree_digest(root) == before, "the plugin modified the campaign folder"
-    return result, json.loads(report.read_text())
-
-
 def failures(report: dict[str, Any]) -> dict[tuple[str, str | None], str]:
     return {(c["check"], c["target"]): c["message"] for c in report["checks"]
             if c["outcome"] != "passed"}
 
 
-def assert_accepted(pytester: pytest.Pytester, root: Path) -> None:
-    result, report = itera(pytester, root)
+def assert_accepted(itera: Itera, root: Path) -> None:
+    result, report = itera.reported(root)
     failed = failures(report)
     assert failed == {}, "\n".join(f"{k}: {v}" for k, v in failed.items())
     assert report["verdict"] == "accepted"
@@ -240,11 +176,11 @@ def assert_accepted(pytester: pytest.Pytester, root: Path) -> None:
     assert result.ret == 0
 
 
-def assert_missing(pytester: pytest.Pytester, root: Path, checkpoint: str,
+def assert_missing(itera: Itera, root: Path, checkpoint: str,
                    removed: Sequence[str]) -> None:
     """Exactly the deleted checkpoint's items fail: each of its files, its reload, its
     resume parts; the campaign is REJECTED."""
-    result, report = itera(pytester, root)
+    result, report = itera.reported(root)
     failed = failures(report)
     expected = {("files-intact", path) for path in removed} | {
         ("checkpoint-reloads", checkpoint), ("resume-complete", checkpoint)}
@@ -275,7 +211,7 @@ def losses(rows: list[dict[str, Any]]) -> dict[int, float]:
 # ------------------------------------------------------------ transformers Trainer
 
 
-def test_trainer_campaign_is_accepted(pytester: pytest.Pytester, trainer: Campaigns) -> None:
+def test_trainer_campaign_is_accepted(itera: Itera, trainer: Campaigns) -> None:
     root = trainer["good"]
     facts = recorded(root)
     control = [c for c in facts["checkpoints"] if c["run"] == "control"]
@@ -294,19 +230,19 @@ def test_trainer_campaign_is_accepted(pytester: pytest.Pytester, trainer: Campai
     resumed = losses(facts["measurements"]["resume-check"])
     assert list(resumed) == [3, 4]
     assert resumed == {s: v for s, v in losses(rows).items() if s > 2}  # exact on CPU
-    assert_accepted(pytester, root)
+    assert_accepted(itera, root)
 
 
 def test_trainer_checkpoint_deleted_after_closure(
-    pytester: pytest.Pytester, trainer: Campaigns
+    itera: Itera, trainer: Campaigns
 ) -> None:
-    root = trainer["deleted"]
+    root, good = trainer["deleted"], trainer["good"]  # recorded alike
     checkpoint = "runs/control/trainer/checkpoint-4"
-    removed = sorted(p.relative_to(root).as_posix() for p in (root / checkpoint).rglob("*")
+    removed = sorted(p.relative_to(good).as_posix() for p in (good / checkpoint).rglob("*")
                      if p.is_file())
     assert f"{checkpoint}/optimizer.pt" in removed
-    shutil.rmtree(root / checkpoint)
-    assert_missing(pytester, root, checkpoint, removed)
+    shutil.rmtree(root / checkpoint, ignore_errors=True)  # once per module: one per xdist mode
+    assert_missing(itera, root, checkpoint, removed)
 
 
 def test_trainer_output_dir_outside_the_campaign_is_refused(tmp_path: Path) -> None:
@@ -355,7 +291,7 @@ def test_trainer_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -
 # ---------------------------------------------------------------------- Lightning
 
 
-def test_lightning_campaign_is_accepted(pytester: pytest.Pytester, lightning: Campaigns) -> None:
+def test_lightning_campaign_is_accepted(itera: Itera, lightning: Campaigns) -> None:
     root = lightning["good"]
     facts = recorded(root)
     control = [c for c in facts["checkpoints"] if c["run"] == "control"]
@@ -368,16 +304,16 @@ def test_lightning_campaign_is_accepted(pytester: pytest.Pytester, lightning: Ca
     resumed = losses(facts["measurements"]["resume-check"])
     assert list(resumed) == [5, 6, 7, 8]
     assert resumed == {s: v for s, v in losses(rows).items() if s > 4}  # exact on CPU
-    assert_accepted(pytester, root)
+    assert_accepted(itera, root)
 
 
 def test_lightning_checkpoint_deleted_after_closure(
-    pytester: pytest.Pytester, lightning: Campaigns
+    itera: Itera, lightning: Campaigns
 ) -> None:
     root = lightning["deleted"]
     checkpoint = "runs/control/ckpt/epoch=1-step=8.ckpt"
-    (root / checkpoint).unlink()
-    assert_missing(pytester, root, checkpoint, [checkpoint])
+    (root / checkpoint).unlink(missing_ok=True)  # once per module: one per xdist mode
+    assert_missing(itera, root, checkpoint, [checkpoint])
 
 
 def test_lightning_dirpath_outside_the_campaign_is_refused(tmp_path: Path) -> None:

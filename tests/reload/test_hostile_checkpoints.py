@@ -16,7 +16,7 @@ import struct
 import warnings
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,15 +25,10 @@ import torch
 from pytest_itera.reload import Reloader
 from tests import checkpoints
 from tests.factory import CampaignBuilder, expect
+from tests.runner import Itera
 
 HOSTILE = "hostile or corrupt torch archive"
 ELEMENTS = 70_000  # > 65535: numel and shape are pickled as 4-byte BININTs we can patch in place
-
-
-@pytest.fixture(scope="module")
-def reloader() -> Iterator[Reloader]:
-    with Reloader(timeout=60) as r:
-        yield r
 
 
 @pytest.fixture(scope="module")
@@ -364,9 +359,9 @@ def test_safetensors_header_larger_than_file_is_refused(
 # ----------------------------------------------------------------------------- in a campaign
 
 
-def test_hostile_containers_fail_in_a_campaign(pytester: pytest.Pytester,
-                                               campaign: CampaignBuilder,
-                                               tmp_path: Path) -> None:
+def test_hostile_containers_fail_in_a_campaign(
+    itera: Itera, campaign: CampaignBuilder, tmp_path: Path
+) -> None:
     huge = tensor_file(tmp_path, "huge.pt")
     patch_pickle(huge, bint(ELEMENTS), bint(2**31 - 1))
     overlap = tensor_file(tmp_path, "overlap.pt")
@@ -381,8 +376,7 @@ def test_hostile_containers_fail_in_a_campaign(pytester: pytest.Pytester,
         campaign.manifest["checkpoints"].append(
             {"path": rel, "run": "control", "format": "torch", "kind": "weights"})
     campaign.write()
-    result = pytester.runpytest("--itera-campaign", "out", "-p", "no:cacheprovider", "-rA",
-                                "-k", "checkpoint-reloads")
+    result = itera("-rA", check="checkpoint-reloads")
     assert result.parseoutcomes().get("failed") == 3  # the factory's own checkpoints pass
     head = "manifest.json $.checkpoints[{}]: does not reload in a fresh process with " \
         "weights_only=True: runs/control/{}: " + HOSTILE + ": "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,12 +26,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "dcp": checkpoints.dcp_checkpoint(root),
         "peft": checkpoints.peft_adapter(root),
     }
-
-
-@pytest.fixture(scope="module")
-def reloader() -> Iterator[Reloader]:
-    with Reloader(timeout=60) as r:
-        yield r
 
 
 def private(built: dict[str, Path], key: str, tmp_path: Path) -> Path:

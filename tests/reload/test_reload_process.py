@@ -26,6 +26,8 @@ from tests.runner import REPO
 
 @pytest.fixture
 def reloader() -> Iterator[Reloader]:
+    """A server of its own for each test (not conftest's module one): these hang, crash and
+    kill it."""
     with Reloader(timeout=60) as r:
         yield r
 

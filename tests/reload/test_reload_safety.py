@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,12 +16,6 @@ WHY = (", outside the weights-only allowlist (loading it would import and call a
        "code); refused before any load")
 SHOWN = {"os.system": "posix.system (os.system)", "builtins.exec": "builtins.exec",
          "builtins.eval": "builtins.eval", "subprocess.Popen": "subprocess.Popen"}
-
-
-@pytest.fixture(scope="module")
-def reloader() -> Iterator[Reloader]:
-    with Reloader(timeout=60) as r:
-        yield r
 
 
 @pytest.mark.parametrize("payload", sorted(SHOWN))

@@ -9,7 +9,6 @@ named reason, never silently.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,6 @@ from tests import checkpoints
 
 ALL = ("no_new_privs", "user_namespace", "network_namespace", "read_only_mounts", "seccomp",
        "rlimit_fsize", "rlimit_nproc", "rlimit_cpu")
-
-
-@pytest.fixture(scope="module")
-def reloader() -> Iterator[Reloader]:
-    with Reloader(timeout=60) as r:
-        yield r
 
 
 @pytest.fixture(scope="module")
