@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 from collections.abc import Iterator
 
 import pytest
 
 from tests.factory import CampaignBuilder, tree_digest
+from tests.runner import XDIST_MODES, Itera, python_path_with_repo
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -20,6 +23,21 @@ def _torch_lazy_modules_loaded_once() -> None:
     the next import in that worker fails ("Only a single TORCH_LIBRARY can be used ...").
     """
     import torch._dynamo  # noqa: F401
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _package_modules_loaded_once() -> None:
+    """Import every pytest_itera module before any test can, for the same reason.
+
+    A module first imported inside an in-process pytester run is dropped after that test;
+    the next test then imports a second copy, whose classes are not the first copy's (a
+    Money of one copy is not equal to the same Money of the other).
+    """
+    import pytest_itera
+
+    for module in pkgutil.walk_packages(pytest_itera.__path__, "pytest_itera."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
 
 
 @pytest.fixture(autouse=True)
@@ -47,3 +65,19 @@ def campaign(pytester: pytest.Pytester) -> Iterator[CampaignBuilder]:
         assert tree_digest(builder.root) == builder.written_digest, (
             "the campaign folder was modified"
         )
+
+
+@pytest.fixture(params=XDIST_MODES, ids=[f"xdist-{mode}" for mode in XDIST_MODES])
+def xdist(request: pytest.FixtureRequest) -> str:
+    """The xdist mode of the test's pytest runs: absent, off or on (pytest-mypy's habit).
+
+    A test whose point is one process model pins it: ``@only_xdist("on")``."""
+    mode: str = request.param
+    return mode
+
+
+@pytest.fixture
+def itera(pytester: pytest.Pytester, xdist: str, monkeypatch: pytest.MonkeyPatch) -> Itera:
+    """Runs pytest on the campaign at <pytester>/out in this test's xdist mode."""
+    python_path_with_repo(monkeypatch)
+    return Itera(pytester, xdist)

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import io
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -393,13 +394,9 @@ def tree_digest(root: Path) -> dict[str, str]:
     return out
 
 
-# Inner sessions without the plugins they never use (and without xdist: one process).
-LEAN = ("-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:xdist", "-p", "no:cacheprovider")
-
-
-def run(pytester: Any, check: str, *args: str) -> Any:
-    """One check family's items of the campaign at ``out``, in one process."""
-    return pytester.runpytest(*LEAN, "--itera-campaign", "out", "-k", check, *args)
+# One in-process session without xdist or cache, for pytester.inline_genitems and the like;
+# a test that runs pytest uses the itera fixture (tests/runner.py), which adds an xdist mode.
+LEAN = ("-p", "no:xdist", "-p", "no:cacheprovider")
 
 
 def expect(result: object, *lines: str) -> None:
@@ -408,3 +405,25 @@ def expect(result: object, *lines: str) -> None:
 
     assert isinstance(result, pytest.RunResult)
     result.stdout.fnmatch_lines([line.replace("[", "[[]") for line in lines])
+
+
+def expect_each(result: object, *lines: str) -> None:
+    """Each line appears somewhere, in any order ('[' literal, as in ``expect``)."""
+    for line in lines:
+        expect(result, line)
+
+
+NODE = "out/manifest.json::"
+
+
+def verdicts(result: object) -> dict[str, str]:
+    """{item name: PASSED | FAILED | ERROR} from a ``-rA`` short summary (any xdist mode)."""
+    import pytest
+
+    assert isinstance(result, pytest.RunResult)
+    found = {}
+    for line in result.outlines:
+        match = re.match(rf"(PASSED|FAILED|ERROR) {re.escape(NODE)}(\S+)", line)
+        if match:
+            found[match.group(2)] = match.group(1)
+    return found

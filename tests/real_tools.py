@@ -29,7 +29,7 @@ import torch
 
 from pytest_itera.campaign import RESUME_PARTS
 from pytest_itera.record import CampaignRecorder, RecordError
-from tests.artifacts import Progress
+from tests.checkpoints import Progress
 from tests.factory import (
     CONTROL_CKPT,
     CORPUS_IDS,
@@ -79,51 +79,37 @@ def _step(model: torch.nn.Module, opt: torch.optim.Optimizer) -> torch.Tensor:
     return value
 
 
-# ------------------------------------------------------------------------ the tools
+# ------------------------------------------------------------- the tiny models they train
 
 
-def trainer_run(output_dir: Path, *, max_steps: int = 4, save_steps: int = 2,
-                best: bool = False) -> Path:
-    """transformers.Trainer on a config-built BERT: ``checkpoint-<N>/`` folders every
-    ``save_steps``; returns ``output_dir`` (everything the Trainer wrote is kept). With
-    ``best``, it evaluates at each save and tracks the best checkpoint
-    (``load_best_model_at_end``), so trainer_state.json records best_model_checkpoint."""
-    from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
+def bert() -> Any:
+    """A config-built BERT classifier (2 labels), the same weights on every call."""
+    from transformers import BertConfig, BertForSequenceClassification
 
     config = BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=16, max_position_embeddings=16)
     config.num_labels = 2
-
-    class Data(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
-        def __len__(self) -> int:
-            return 8
-
-        def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
-            return {"input_ids": torch.tensor([1, 2, 3, i + 4]), "labels": torch.tensor(i % 2)}
-
-    args = TrainingArguments(output_dir=str(output_dir), max_steps=max_steps,
-                             save_steps=save_steps, per_device_train_batch_size=4,
-                             report_to="none", use_cpu=True, disable_tqdm=True, seed=0,
-                             logging_steps=1, eval_strategy="steps" if best else "no",
-                             eval_steps=save_steps, load_best_model_at_end=best)
     torch.manual_seed(0)
-    with quiet():
-        trainer = Trainer(model=BertForSequenceClassification(config), args=args,
-                          train_dataset=Data(), eval_dataset=Data() if best else None)
-        trainer.train()
-        trainer.save_model()  # the final model at the top of output_dir, as users do
-    return output_dir
+    return BertForSequenceClassification(config)
 
 
-def lightning_run(root_dir: Path, *, max_steps: int = 4, data_dir: str | None = None) -> Path:
-    """lightning.Trainer with ``default_root_dir=root_dir``, its default logger and default
-    ModelCheckpoint; returns the checkpoint it saved (``.../checkpoints/epoch=..-step=...ckpt``).
-    ``data_dir`` is a hyperparameter (save_hyperparameters records it in hparams.yaml and
-    in the checkpoint), as users pass their dataset's cache folder."""
+class Rows(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
+    """Eight tokenised rows for ``bert()``."""
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        return {"input_ids": torch.tensor([1, 2, 3, i + 4]), "labels": torch.tensor(i % 2)}
+
+
+def tiny_lightning(lr: float = 0.1, data_dir: str | None = None) -> Any:
+    """A one-layer LightningModule: SGD with a StepLR, its loss logged as ``train_loss``, its
+    arguments saved as hyperparameters (as users pass their dataset's cache folder)."""
     import lightning as L
 
     class Tiny(L.LightningModule):
-        def __init__(self, lr: float = 0.1, data_dir: str | None = None) -> None:
+        def __init__(self, lr: float, data_dir: str | None) -> None:
             super().__init__()
             self.save_hyperparameters()
             self.layer = torch.nn.Linear(4, 1)
@@ -137,6 +123,40 @@ def lightning_run(root_dir: Path, *, max_steps: int = 4, data_dir: str | None = 
             opt = torch.optim.SGD(self.parameters(), lr=self.hparams["lr"])
             return {"optimizer": opt, "lr_scheduler": torch.optim.lr_scheduler.StepLR(opt, 1)}
 
+    return Tiny(lr, data_dir)
+
+
+# ------------------------------------------------------------------------ the tools
+
+
+def trainer_run(output_dir: Path, *, max_steps: int = 4, save_steps: int = 2,
+                best: bool = False) -> Path:
+    """transformers.Trainer on a config-built BERT: ``checkpoint-<N>/`` folders every
+    ``save_steps``; returns ``output_dir`` (everything the Trainer wrote is kept). With
+    ``best``, it evaluates at each save and tracks the best checkpoint
+    (``load_best_model_at_end``), so trainer_state.json records best_model_checkpoint."""
+    from transformers import Trainer, TrainingArguments
+
+    args = TrainingArguments(output_dir=str(output_dir), max_steps=max_steps,
+                             save_steps=save_steps, per_device_train_batch_size=4,
+                             report_to="none", use_cpu=True, disable_tqdm=True, seed=0,
+                             logging_steps=1, eval_strategy="steps" if best else "no",
+                             eval_steps=save_steps, load_best_model_at_end=best)
+    with quiet():
+        trainer = Trainer(model=bert(), args=args, train_dataset=Rows(),
+                          eval_dataset=Rows() if best else None)
+        trainer.train()
+        trainer.save_model()  # the final model at the top of output_dir, as users do
+    return output_dir
+
+
+def lightning_run(root_dir: Path, *, max_steps: int = 4, data_dir: str | None = None) -> Path:
+    """lightning.Trainer with ``default_root_dir=root_dir``, its default logger and default
+    ModelCheckpoint; returns the checkpoint it saved (``.../checkpoints/epoch=..-step=...ckpt``).
+    ``data_dir`` is a hyperparameter (save_hyperparameters records it in hparams.yaml and
+    in the checkpoint), as users pass their dataset's cache folder."""
+    import lightning as L
+
     torch.manual_seed(0)
     rows: list[torch.Tensor] = list(torch.randn(8, 4))
     with quiet():
@@ -144,7 +164,7 @@ def lightning_run(root_dir: Path, *, max_steps: int = 4, data_dir: str | None = 
                             enable_progress_bar=False, enable_model_summary=False,
                             log_every_n_steps=1, default_root_dir=str(root_dir))
         data = torch.utils.data.DataLoader(rows, batch_size=2)  # type: ignore[var-annotated, arg-type]
-        trainer.fit(Tiny(data_dir=data_dir), data)
+        trainer.fit(tiny_lightning(data_dir=data_dir), data)
     return Path(trainer.checkpoint_callback.best_model_path)  # type: ignore[union-attr]
 
 

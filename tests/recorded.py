@@ -42,15 +42,8 @@ def record(root: Path, *, pause_at: int | None = None, check: bool = True) -> Cl
         rec.freeze_plan(plan)
         for step_id in ("prepare", "setup", "load-data"):
             timed(rec, step_id)
-    data = rec.run("data-check")
-    if data.outcome is None:
-        data.start()
-        data.set_config("configs/data-check.json")
-        corpus = files["corpus/corpus.jsonl"]
-        data.check_input("tiny-corpus", sha256=F.sha256(corpus), examples=len(F.CORPUS_IDS),
-                         bytes=len(corpus))
-        timed(rec, "check-data")
-        data.accept()
+    if rec.run("data-check").outcome is None:
+        check_the_corpus(rec, files)
     control = rec.run("control")
     if control.started_at is None:
         control.start()
@@ -79,17 +72,39 @@ def record(root: Path, *, pause_at: int | None = None, check: bool = True) -> Cl
                            claims=["model", "optimizer", "progress", "scheduler", "rng", "data"])
         timed(rec, "restore-ckpt")
         resume.accept()
+    if rec.run("variant-a").outcome is None:
+        train_the_variant(rec)
+    return close(rec, check=check)
+
+
+def check_the_corpus(rec: CampaignRecorder, files: dict[str, bytes]) -> None:
+    """The data check records the corpus it read."""
+    data = rec.run("data-check")
+    data.start()
+    data.set_config("configs/data-check.json")
+    corpus = files["corpus/corpus.jsonl"]
+    data.check_input("tiny-corpus", sha256=F.sha256(corpus), examples=len(F.CORPUS_IDS),
+                     bytes=len(corpus))
+    timed(rec, "check-data")
+    data.accept()
+
+
+def train_the_variant(rec: CampaignRecorder) -> None:
+    """variant-a's series, metrics, predictions and weights, as the factory has them."""
     variant = rec.run("variant-a")
-    if variant.outcome is None:
-        variant.start()
-        variant.set_config("configs/variant-a.json")
-        for step, loss in enumerate(F.LOSSES["variant-a"], 1):
-            variant.log(step, loss=loss)
-        variant.set_metrics(**F.METRICS["variant-a"])
-        variant.set_predictions("runs/variant-a/predictions.jsonl")
-        rec.add_checkpoint(F.VARIANT_WEIGHTS, run="variant-a", format="torch", kind="weights")
-        timed(rec, "train-variant-a")
-        variant.accept()
+    variant.start()
+    variant.set_config("configs/variant-a.json")
+    for step, loss in enumerate(F.LOSSES["variant-a"], 1):
+        variant.log(step, loss=loss)
+    variant.set_metrics(**F.METRICS["variant-a"])
+    variant.set_predictions("runs/variant-a/predictions.jsonl")
+    rec.add_checkpoint(F.VARIANT_WEIGHTS, run="variant-a", format="torch", kind="weights")
+    timed(rec, "train-variant-a")
+    variant.accept()
+
+
+def close(rec: CampaignRecorder, *, check: bool) -> Closure:
+    """The last steps, then the manifest: variant-a meets the threshold, the control not."""
     for step_id in ("validate", "write-outputs", "retrieve"):
         timed(rec, step_id)
     return rec.close(

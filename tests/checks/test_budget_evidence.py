@@ -1,0 +1,733 @@
+"""budget-consistent on the evidence (issue 12): each rule broken alone, every total consistent.
+
+Each rule has a failing campaign whose message is asserted and a passing twin: lots against
+the catalogue in force (R4), hourly billing wherever it is written (R4), the provenance of
+included expenses and no made-up amount (R7), and deliverables as distinct corpora (R7).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.checks.test_budget_checks import (
+    CHECK,
+    RECEIPT,
+    add_corpus,
+    budget,
+    deliver,
+    disk,
+    receipt,
+    two_corpora,
+)
+from tests.factory import CampaignBuilder, expect, sha256
+from tests.runner import Itera
+
+
+def lot(campaign: CampaignBuilder, **fields: object) -> None:
+    """Change the plan's one lot and keep the manifest's totals consistent with its price."""
+    planned = campaign.plan["budget"]["lots"][0]
+    planned.update(fields)
+    price = str(planned["price"])
+    budget(campaign, rental_total=price, cost_per_deliverable=price)
+
+
+def quote(campaign: CampaignBuilder, path: str = "quotes/b200-offer.pdf") -> dict[str, str]:
+    campaign.files[path] = b"%PDF-1.4 quote Q-2026-118: B200 x2, 3 days, 120.00 USD\n"
+    return {"file": path}
+
+
+# ============================================================ lots and prices (R4)
+
+
+def test_a_3_day_lot_priced_by_the_hour_is_refused(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    lot(campaign, price="46.80")  # 72 h x 0.65 USD/h instead of the lot's 47.14 USD
+    itera.fails(
+        campaign, CHECK,
+        "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the IteraGPU catalogue's offer "
+        "'IteraGPU RTX 4090, 3 days' (same offer name), priced 47.14 USD for 3 days, but the "
+        "plan prices it 46.80 USD: 46.80 USD = 72 h x 0.65 USD/h",
+        "    expected: 47.14 (the IteraGPU catalogue: 'IteraGPU RTX 4090, 3 days', 3 days)",
+        "    found:    46.80",
+        "    fix:      a lot's price is its offer's fixed price for the whole duration, never "
+        "hours x a rate: write 47.14; a different quoted price is another offer*",
+    )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        # The same offer name, written otherwise.
+        pytest.param({"offer": "iteragpu rtx-4090, 3 DAYS"}, id="catalogue-price"),
+        pytest.param({"offer": "RTX 4090 three-day rental", "gpu": "rtx-4090"},
+                     id="catalogue-offer-under-another-name-at-its-price"),
+        pytest.param({"offer": "CloudX RTX 4090, 3 days", "price": "60.00",
+                      "source": {"reference": "CX-ORDER-5521"}},
+                     id="another-providers-quoted-lot-of-the-same-gpu-and-days"),
+    ],
+)
+def test_a_lot_at_its_offers_price_passes(
+    itera: Itera, campaign: CampaignBuilder, fields: dict[str, object]
+) -> None:
+    lot(campaign, **fields)
+    itera.passes(campaign, CHECK)
+
+
+B200 = {"offer": "B200 x2, 3 days", "gpu": "B200", "gpus_per_lot": 2, "price": "120.00"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "lines"),
+    [
+        pytest.param({"offer": "RTX 4090 three-day rental", "price": "50.00"}, (
+            "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the IteraGPU catalogue's "
+            "offer 'IteraGPU RTX 4090, 3 days' (same GPU and days), priced 47.14 USD for 3 days, "
+            "but the plan prices it 50.00 USD",), id="another-name-keeps-the-catalogue-price"),
+        pytest.param(B200, (
+            "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'B200 x2, 3 days': B200, "
+            "3 days, 120.00 USD) is not in the IteraGPU catalogue in force and records no source",
+            '    expected: the quote or order of this price: {"file": *} and/or {"reference": *}',
+            "    found:    no source",
+            "    fix:      record the quote or order the price comes from (budget.lots[].source), "
+            "or give the catalogue that lists the offer (the pytest_itera_catalogue hook or the "
+            "ini option itera_catalogue); a price is never computed from hours"),
+            id="outside-the-catalogue-without-a-source"),
+        pytest.param({"offer": "RTX 4090, 5 days", "days": 5, "price": "78.57"}, (
+            "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'RTX 4090, 5 days': RTX "
+            "4090, 5 days, 78.57 USD) is not in the IteraGPU catalogue in force and records no "
+            "source; its price reads as hourly billing: 78.57 USD = 47.14 USD / 72 h x 120 h, a "
+            "pro-rata of the 3-day lot (47.14 USD)",), id="prorated-outside-the-catalogue"),
+        pytest.param(B200 | {"source": {"reference": "n/a"}}, (
+            "plan.json $.budget.lots[0].source.reference: lot 'rtx4090-3d': its source "
+            "reference 'n/a' is a placeholder, not a reference",), id="placeholder-reference"),
+    ],
+)
+def test_a_lot_priced_without_its_offer_is_refused(
+    itera: Itera, campaign: CampaignBuilder, fields: dict[str, object], lines: tuple[str, ...]
+) -> None:
+    lot(campaign, **fields)
+    itera.fails(campaign, CHECK, *lines)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("days", 4, "plan.json $.budget.lots[0].days: lot 'rtx4090-3d' is the IteraGPU "
+         "catalogue's offer 'IteraGPU RTX 4090, 3 days' (same offer name), which lasts 3 days, "
+         "not 4"),
+        ("gpus_per_lot", 2, "plan.json $.budget.lots[0].gpus_per_lot: lot 'rtx4090-3d' is the "
+         "IteraGPU catalogue's offer 'IteraGPU RTX 4090, 3 days' (same offer name), which holds "
+         "1 GPU(s) per lot, not 2"),
+        ("gpu", "RTX 3090", "plan.json $.budget.lots[0].gpu: lot 'rtx4090-3d' is the IteraGPU "
+         "catalogue's offer 'IteraGPU RTX 4090, 3 days' (same offer name), a RTX 4090 lot, not "
+         "RTX 3090"),
+    ],
+)
+def test_a_catalogue_offer_keeps_its_terms(
+    itera: Itera, campaign: CampaignBuilder, field: str, value: object, message: str
+) -> None:
+    lot(campaign, **{field: value})
+    itera.fails(campaign, CHECK, message, "    fix:      name the offer and its terms as the "
+                "catalogue does; an offer on other terms is another offer*")
+
+
+@pytest.mark.parametrize("kind", ["file", "reference"])
+def test_an_offer_outside_the_catalogue_with_its_quote_passes(
+    itera: Itera, campaign: CampaignBuilder, kind: str
+) -> None:
+    source = quote(campaign) if kind == "file" else {"reference": "Q-2026-118"}
+    lot(campaign, **B200, source=source)
+    itera.passes(campaign, CHECK)
+
+
+@pytest.mark.parametrize(
+    ("breakage", "problem"),
+    [
+        ("missing", "is missing"),
+        ("unlisted", "is not listed in the manifest's files"),
+        ("empty", "is empty"),
+    ],
+)
+def test_a_quote_file_is_a_listed_present_non_empty_file(
+    itera: Itera, campaign: CampaignBuilder, breakage: str, problem: str
+) -> None:
+    source = quote(campaign)
+    if breakage == "missing":
+        del campaign.files[source["file"]]
+    elif breakage == "unlisted":
+        campaign.unlisted.add(source["file"])
+    else:
+        campaign.files[source["file"]] = b""
+    lot(campaign, **B200, source=source)
+    itera.fails(
+        campaign, CHECK,
+        f"plan.json $.budget.lots[0].source.file: lot 'rtx4090-3d': its source file "
+        f"quotes/b200-offer.pdf {problem}",
+        "    expected: a receipt, invoice or quote file listed in manifest.json files, present "
+        "and non-empty",
+    )
+
+
+ACME = """
+from pytest_itera.money import parse_catalogue
+
+def pytest_itera_catalogue(config):
+    return parse_catalogue('''{"format": "itera-catalogue/1", "provider": "Acme",
+        "currency": "USD", "offers": [
+        {"offer": "Acme 4090, 4 days", "gpu": "RTX 4090", "gpus_per_lot": 1,
+         "days": 4, "price": "60.00"}]}''')
+"""
+
+
+def test_the_hooks_catalogue_is_in_force(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    pytester.makeconftest(ACME)
+    lot(campaign, offer="Acme 4090, 4 days", days=4, price="60.00")
+    itera.passes(campaign, CHECK)
+
+
+def test_under_the_hooks_catalogue_the_shipped_offer_needs_a_source(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    pytester.makeconftest(ACME)
+    itera.fails(
+        campaign, CHECK,
+        "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'IteraGPU RTX 4090, 3 "
+        "days': RTX 4090, 3 days, 47.14 USD) is not in the Acme catalogue in force and records "
+        "no source",
+    )
+
+
+def test_a_hook_that_returns_no_catalogue_fails_the_budget(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    pytester.makeconftest("def pytest_itera_catalogue(config):\n    return {'offers': []}\n")
+    itera.fails(campaign, CHECK,
+                "pytest_itera_catalogue hook: the price catalogue in force cannot be used: the "
+                "pytest_itera_catalogue hook returned dict, not a pytest_itera.money.Catalogue")
+
+
+def write_prices(folder: Path, price: str = "55.00") -> None:
+    offers = [{"offer": "Lab cluster 4090, 3 days", "gpu": "RTX 4090", "gpus_per_lot": 1,
+               "days": 3, "price": price}]
+    (folder / "prices.json").write_text(json.dumps(
+        {"format": "itera-catalogue/1", "provider": "Lab", "currency": "USD", "offers": offers}))
+
+
+def test_the_ini_catalogue_is_in_force(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    pytester.makeini("[pytest]\nitera_catalogue = prices.json\n")
+    write_prices(pytester.path)
+    lot(campaign, offer="Lab cluster 4090, 3 days", price="55.00")
+    itera.passes(campaign, CHECK)
+
+
+def test_the_ini_catalogue_refuses_another_price(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    pytester.makeini("[pytest]\nitera_catalogue = prices.json\n")
+    write_prices(pytester.path)
+    lot(campaign, offer="Lab cluster 4090, 3 days", price="47.14")
+    itera.fails(
+        campaign, CHECK,
+        "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the Lab catalogue's offer 'Lab "
+        "cluster 4090, 3 days' (same offer name), priced 55.00 USD for 3 days, but the plan "
+        "prices it 47.14 USD",
+    )
+
+
+def test_a_bad_ini_catalogue_is_a_usage_error(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    pytester.makeini("[pytest]\nitera_catalogue = prices.json\n")
+    write_prices(pytester.path, price="55")
+    (pytester.path / "prices.json").write_text(
+        (pytester.path / "prices.json").read_text().replace('"55"', "55.5"))
+    campaign.write()
+    result = itera(check=CHECK)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*itera_catalogue = prices.json: *prices.json "
+                                 "$.offers[[]0[]].price: 55.5 is a float*"])
+
+
+def test_a_lot_in_another_currency_than_its_catalogue(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    campaign.plan["budget"]["currency"] = "EUR"
+    budget(campaign, currency="EUR")
+    itera.fails(
+        campaign, CHECK,
+        "plan.json $.budget.currency: lot 'rtx4090-3d' is the IteraGPU catalogue's offer "
+        "'IteraGPU RTX 4090, 3 days' (same offer name), priced in USD, but the plan's budget "
+        "is in EUR",
+        "    expected: 47.14 USD (no invented exchange rate)",
+    )
+
+
+# ================================================================ hourly billing (R4)
+
+
+def conclude(campaign: CampaignBuilder, text: str) -> None:
+    campaign.manifest["conclusion"]["text"] = text
+
+
+@pytest.mark.parametrize(
+    ("place", "text", "where"),
+    [
+        ("offer", "IteraGPU RTX 4090, 3 days, 0.65 USD per GPU-hour",
+         "plan.json $.budget.lots[0].offer"),
+        ("included", "disk, 0.02 €/h", "manifest.json $.budget.included_expenses[0].label"),
+        ("plan external", "analyst, 40 USD par heure",
+         "plan.json $.budget.external_expenses[0].label"),
+        ("reference", "contract: 72 GPU-hours at 0.65",
+         "manifest.json $.budget.included_expenses[0].source.reference"),
+        ("conclusion", "variant-a meets the threshold; the overrun was billed 0.65 USD/hr.",
+         "manifest.json $.conclusion.text"),
+        ("explanation", "6 h more than planned, charged hourly at 0.65 USD",
+         "manifest.json $.schedule.deviations[0].explanation"),
+    ],
+)
+def test_hourly_billing_is_found_in_every_money_bearing_text(
+    itera: Itera, campaign: CampaignBuilder, place: str, text: str, where: str
+) -> None:
+    if place == "offer":
+        campaign.plan["budget"]["lots"][0]["offer"] = text
+    elif place == "included":
+        budget(campaign, included_expenses=[disk(campaign) | {"label": text}])
+    elif place == "plan external":
+        campaign.plan["budget"]["external_expenses"] = [{"label": text, "amount": "300.00"}]
+    elif place == "reference":
+        budget(campaign, included_expenses=[disk(campaign) | {
+            "source": {"file": RECEIPT, "reference": text}}])
+    elif place == "conclusion":
+        conclude(campaign, text)
+    else:
+        campaign.manifest["schedule"]["deviations"] = [{"step": "setup", "explanation": text}]
+    itera.fails(campaign, CHECK, f"{where}: hourly billing: {text!r} states a rate per hour*",
+                "    fix:      lots are fixed-price for their whole duration (R4)*")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "variant-a meets the 0.8 threshold. Checkpoints were saved hourly.",
+        "variant-a meets the threshold; the rental cost 47.14 USD. Losses were logged hourly.",
+        "variant-a meets the threshold with hourly-resolution validation curves.",
+    ],
+)
+def test_hours_in_prose_without_a_rate_are_not_billing(
+    itera: Itera, campaign: CampaignBuilder, text: str
+) -> None:
+    conclude(campaign, text)
+    itera.passes(campaign, CHECK)
+
+
+PHRASES_HOOK = "def pytest_itera_hourly_phrases(config):\n    return ['la hora']\n"
+
+
+def test_users_add_hourly_phrases_through_the_hook(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    pytester.makeconftest(PHRASES_HOOK)
+    budget(campaign, external_expenses=[{"label": "soporte, 20 USD la hora", "amount": "40.00"}])
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.external_expenses[0].label: hourly billing: 'soporte, 20 USD "
+        "la hora' states a rate per hour ('la hora')",
+    )
+
+
+def test_without_the_hook_the_users_phrase_is_not_looked_for(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    budget(campaign, external_expenses=[{"label": "soporte, 20 USD la hora", "amount": "40.00"}])
+    itera.passes(campaign, CHECK)
+
+
+# ====================================================================== expenses (R7)
+
+
+def include(campaign: CampaignBuilder, *expenses: dict[str, object]) -> None:
+    """Included expenses, with a consistent cost per deliverable (engaged total / 1)."""
+    total = sum(float(str(e["amount"])) for e in expenses) + 47.14
+    budget(campaign, included_expenses=list(expenses), cost_per_deliverable=f"{total:.2f}")
+
+
+@pytest.mark.parametrize(
+    ("label", "amount", "proof"),
+    [
+        pytest.param("extra disk for the rental", "2.00", RECEIPT, id="receipt"),
+        pytest.param("extra disk for the rental", "2.00", {"reference": "ORDER-2026-311"},
+                     id="order-reference"),
+        pytest.param("VAT 20% (VAT invoice)", "9.43", "receipts/vat-invoice.pdf",
+                     id="tax-on-its-invoice"),
+        pytest.param("egress of the outputs", "1.08", "receipts/egress.pdf",
+                     id="transfer-cost-on-its-invoice"),
+    ],
+)
+def test_an_included_expense_with_its_proof_passes(
+    itera: Itera, campaign: CampaignBuilder, label: str, amount: str, proof: str | dict[str, str]
+) -> None:
+    """A receipt file shipped in the campaign (a str here), or an order reference."""
+    source = receipt(campaign, proof) if isinstance(proof, str) else proof
+    include(campaign, {"label": label, "amount": amount, "source": source})
+    itera.passes(campaign, CHECK)
+
+
+@pytest.mark.parametrize(
+    ("breakage", "problem"),
+    [("missing", "is missing"), ("unlisted", "is not listed in the manifest's files"),
+     ("outside", "*leaves the campaign folder")],
+)
+def test_a_receipt_is_a_listed_present_file_of_the_campaign(
+    itera: Itera, campaign: CampaignBuilder, breakage: str, problem: str
+) -> None:
+    expense = disk(campaign)
+    if breakage == "missing":
+        del campaign.files[RECEIPT]
+    elif breakage == "unlisted":
+        campaign.unlisted.add(RECEIPT)
+    else:
+        expense["source"] = {"file": "../receipts/disk-invoice.pdf"}  # '..' leaves it
+    include(campaign, expense)
+    itera.fails(campaign, CHECK,
+                "manifest.json $.budget.included_expenses[0].source.file: included expense 'extra "
+                f"disk for the rental' (2.00 USD): its source file *disk-invoice.pdf {problem}")
+
+
+@pytest.mark.parametrize(
+    ("label", "found"),
+    [
+        ("object storage, estimated", "estimated"),
+        ("object storage (approx.)", "approx."),
+        ("object storage ~2 USD", "~"),
+        ("stockage, environ 2 USD", "environ"),
+        ("stockage estimé", "estimé"),
+    ],
+)
+def test_an_estimated_amount_is_refused_even_with_a_receipt(
+    itera: Itera, campaign: CampaignBuilder, label: str, found: str
+) -> None:
+    include(campaign, disk(campaign) | {"label": label})
+    itera.fails(
+        campaign, CHECK,
+        f"manifest.json $.budget.included_expenses[0]: included expense {label!r} (2.00 USD) "
+        f"is declared estimated ({found!r}): an expense included is an amount that was paid",
+        "    fix:      list only what was paid, with its receipt or order; an estimated or "
+        "computed amount is not an expense (no invented tax rate or transfer cost)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "lines"),
+    [
+        pytest.param({"label": "storage, prorated over the 3 days"}, (
+            "manifest.json $.budget.included_expenses[0]: included expense 'storage, prorated "
+            "over the 3 days' (2.00 USD) is declared derived from other figures ('prorated')*",),
+            id="derived-amount"),
+        pytest.param({"label": "VAT on the rental", "amount": "9.43",
+                      "source": {"reference": "rental Q-2026-118"}}, (
+            "manifest.json $.budget.included_expenses[0].source: included expense 'VAT on the "
+            "rental' (9.43 USD) is a tax ('VAT') without its receipt file",
+            "    expected: source.file: the provider's invoice or receipt that states this "
+            "amount, listed in the campaign",
+            "    found:    reference 'rental Q-2026-118'",
+            "    fix:      attach the invoice that states it; the campaign never computes a tax, "
+            "a percentage or a transfer cost*"), id="invented-tax"),
+        pytest.param({"label": "egress of the outputs", "amount": "1.08",
+                      "source": {"reference": "bucket eu-1"}}, (
+            "manifest.json $.budget.included_expenses[0].source: included expense 'egress of "
+            "the outputs' (1.08 USD) is a transfer cost ('egress') without its receipt file",),
+            id="invented-transfer-cost"),
+        pytest.param({"source": {"reference": "n/a"}}, (
+            "manifest.json $.budget.included_expenses[0].source.reference: included expense "
+            "'extra disk for the rental' (2.00 USD): its source reference 'n/a' is a "
+            "placeholder, not a reference",), id="placeholder-order-reference"),
+        pytest.param({"label": " \u00a0"}, (
+            "manifest.json $.budget.included_expenses[0].label: an expense has no label",),
+            id="blank-label"),
+    ],
+)
+def test_an_included_expense_without_proof_of_payment_is_refused(
+    itera: Itera, campaign: CampaignBuilder, changes: dict[str, object], lines: tuple[str, ...]
+) -> None:
+    """The disk expense, changed: a receipt file stays its source unless ``changes`` says."""
+    expense = {"label": "extra disk for the rental", "amount": "2.00"} | changes
+    if "source" not in expense:
+        expense["source"] = receipt(campaign)
+    include(campaign, expense)
+    itera.fails(campaign, CHECK, *lines)
+
+
+def test_the_same_receipt_counted_twice(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    include(campaign, disk(campaign), disk(campaign))
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.included_expenses[1]: included expense 'extra disk for the "
+        "rental' (2.00 USD) is listed twice (as included_expenses[0] too): the same receipt "
+        "counted twice",
+    )
+
+
+LAB = {"label": "annotation by the partner lab", "amount": "300.00",
+       "source": {"reference": "PO-77"}}
+
+
+@pytest.mark.parametrize(
+    ("included", "reason"),
+    [
+        ({"label": "labelling service", "amount": "300.00", "source": {"reference": "po 77"}},
+         "the same source reference 'po 77'"),
+        ({"label": "labelling service", "amount": "300.00",
+          "source": {"file": "quotes/lab.pdf"}}, "the same source file quotes/lab.pdf"),
+        ({"label": "Annotation (partner lab)", "amount": "300.00",
+          "source": {"file": RECEIPT}}, "the same amount and label word 'annotation'"),
+    ],
+)
+def test_an_external_expense_relabelled_as_included_is_refused(
+    itera: Itera, campaign: CampaignBuilder, included: dict[str, object],
+    reason: str
+) -> None:
+    receipt(campaign)
+    campaign.files["quotes/lab.pdf"] = b"%PDF-1.4 PO-77 annotation 300.00 USD\n"
+    external = LAB | {"source": {"reference": "PO-77", "file": "quotes/lab.pdf"}}
+    campaign.plan["budget"]["external_expenses"] = [external]
+    include(campaign, included)
+    itera.fails(
+        campaign, CHECK,
+        f"manifest.json $.budget.included_expenses[0]: included expense {included['label']!r} "
+        "(300.00 USD) is the external expense 'annotation by the partner lab' (300.00 USD, "
+        f"plan.json $.budget.external_expenses[0]): {reason}",
+        "    expected: listed under external_expenses only",
+        "    found:    listed as an included expense",
+    )
+
+
+def test_an_included_expense_beside_an_external_one_passes(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    campaign.plan["budget"]["external_expenses"] = [LAB]
+    budget(campaign, external_expenses=[LAB])
+    include(campaign, disk(campaign))
+    itera.passes(campaign, CHECK)
+
+
+def test_itera_manifest_1_cannot_prove_an_expense_was_paid(
+    itera: Itera, pytester: pytest.Pytester
+) -> None:
+    campaign = CampaignBuilder(pytester.path / "out", version=1)
+    include(campaign, {"label": "extra disk for the rental", "amount": "2.00"})
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.included_expenses[0].source: itera-manifest/1 cannot prove "
+        "that included expense 'extra disk for the rental' (2.00 USD) was paid: it records no "
+        "source",
+        "    fix:      re-close the campaign with itera-manifest/2, where every included "
+        "expense names its receipt file and/or order reference (source)",
+    )
+
+
+# ================================================================= deliverables (R7)
+
+
+def add_pilot(campaign: CampaignBuilder) -> None:
+    """An accepted pilot whose predictions cover the corpus: still no deliverable."""
+    config = json.dumps({"run": "pilot", "lr": 0.01}).encode()
+    campaign.files["configs/pilot.json"] = config
+    campaign.files["runs/pilot/predictions.jsonl"] = campaign.files[
+        "runs/control/predictions.jsonl"]
+    campaign.plan["runs"].append({"id": "pilot", "role": "pilot", "category": "must",
+                                  "config_sha256": sha256(config)})
+    campaign.manifest["runs"].append(
+        dict(campaign.run_record("control"), id="pilot", config="configs/pilot.json",
+             config_sha256=sha256(config), predictions="runs/pilot/predictions.jsonl",
+             measurements="runs/control/measurements.jsonl"))
+
+
+def test_data_check_pilot_and_resume_check_deliver_nothing(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    add_pilot(campaign)
+    itera.passes(campaign, CHECK)  # 1: the control and variant-a deliver tiny-corpus
+
+
+@pytest.mark.parametrize("extra", ["pilot", "data-check"])
+def test_counting_a_pilot_or_a_data_check_is_refused(
+    itera: Itera, campaign: CampaignBuilder, extra: str
+) -> None:
+    two_corpora(campaign)
+    if extra == "pilot":
+        add_pilot(campaign)
+        campaign.run_record("pilot")["corpus"] = "corpus-b"
+    else:  # the data check even names a corpus and ships predictions
+        campaign.files["runs/data-check/predictions.jsonl"] = campaign.files[
+            "runs/control/predictions.jsonl"]
+        campaign.run_record("data-check").update(
+            corpus="corpus-b", predictions="runs/data-check/predictions.jsonl")
+    deliver(campaign, "variant-a", "tiny-corpus")
+    itera.fails(campaign, CHECK,
+                "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
+                "distinct corpus(es) were delivered*", "    expected: 1 (tiny-corpus)")
+
+
+def test_two_distinct_corpora_are_two_deliverables(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    two_corpora(campaign)
+    itera.passes(campaign, CHECK)
+
+
+def test_a_relabelled_copy_of_a_corpus_is_the_same_deliverable(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    add_corpus(campaign, "corpus-b", data=campaign.files["corpus/corpus.jsonl"])
+    deliver(campaign, "control", "tiny-corpus")
+    deliver(campaign, "variant-a", "corpus-b")
+    budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
+        "distinct corpus(es) were delivered by accepted control or variant runs that passed "
+        "their checks in this session; one corpus under several ids (same content): "
+        "'corpus-b' is 'tiny-corpus'*",
+        "    expected: 1 (corpus-b = tiny-corpus)",
+    )
+
+
+def test_the_same_relabelled_copy_declared_once_passes(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    add_corpus(campaign, "corpus-b", data=campaign.files["corpus/corpus.jsonl"])
+    deliver(campaign, "variant-a", "corpus-b")
+    itera.passes(campaign, CHECK)
+
+
+def test_a_run_delivering_another_corpus_than_planned_is_not_counted(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    two_corpora(campaign)
+    campaign.run_record("variant-a")["corpus"] = "corpus-b"
+    next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"] = "tiny-corpus"
+    itera.fails(
+        campaign, CHECK,
+        "*: accepted_deliverables is 2, but 1 distinct corpus(es) were delivered*; not counted: "
+        "variant-a (it was planned on corpus 'tiny-corpus', but the manifest says it delivers "
+        "'corpus-b')*",
+    )
+
+
+def test_a_corpus_the_plan_does_not_freeze_is_not_counted(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    campaign.run_record("variant-a")["corpus"] = "corpus-z"
+    budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
+    itera.fails(campaign, CHECK,
+                "*; not counted: variant-a (its corpus 'corpus-z' is not a corpus of the plan)*")
+
+
+def test_with_several_corpora_a_run_must_say_which_it_delivers(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    two_corpora(campaign)
+    del next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"]
+    del campaign.run_record("variant-a")["corpus"]
+    itera.fails(
+        campaign, CHECK,
+        "*; not counted: variant-a (the plan freezes 2 corpora and neither the plan nor the "
+        "manifest says which one its predictions cover)*",
+    )
+
+
+def test_a_run_names_its_corpus_in_the_plan_or_the_manifest(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    two_corpora(campaign)
+    del campaign.run_record("variant-a")["corpus"]  # the plan says it: corpus-b
+    itera.passes(campaign, CHECK)
+
+
+# ---------------------------------------------------------------- itera-manifest/1
+
+# A /1 campaign's runs fail the checks /1 cannot satisfy (no measurements, no artifacts...), so
+# through pytest it delivers nothing; the budget's own reading of /1 is tested on a Context
+# with the budget and the predictions check only (the run's other checks are not registered).
+
+
+def budget_alone(root: Path) -> list[str]:
+    from pytest_itera.campaign import load_campaign
+    from pytest_itera.checks import Context, Options
+    from pytest_itera.checks import budget as budget_checks
+    from pytest_itera.checks import runs as run_checks
+
+    wanted = (CHECK, "predictions-cover-corpus")
+    checks = {c.id: c for c in (*budget_checks.CHECKS, *run_checks.CHECKS) if c.id in wanted}
+    ctx = Context(load_campaign(root), Options(), checks)
+    try:
+        return [f.render() for f in ctx.findings(CHECK)]
+    finally:
+        ctx.close()
+
+
+def v1_labelled(pytester: pytest.Pytester) -> CampaignBuilder:
+    campaign = CampaignBuilder(pytester.path / "out", version=1)
+    for record in campaign.manifest["runs"]:
+        record["deliverable"] = "corpus-b" if record["id"] == "variant-a" else "corpus-a"
+    budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
+    return campaign
+
+
+V1_CANNOT_PROVE = (
+    "manifest.json $.budget.accepted_deliverables: itera-manifest/1 cannot prove that the "
+    "deliverables 'corpus-a', 'corpus-b' are 2 distinct corpora: runs[].deliverable is a label, "
+    "and the runs' predictions cover 1 corpus(es) of the plan"
+)
+
+
+def test_itera_manifest_1_honest_campaign_counts_its_one_corpus(
+    pytester: pytest.Pytester,
+) -> None:
+    # Every run is labelled tiny-corpus; the data check and resume check deliver nothing.
+    assert budget_alone(CampaignBuilder(pytester.path / "out", version=1).write()) == []
+
+
+def test_itera_manifest_1_without_deliverable_labels_counts_its_one_corpus(
+    pytester: pytest.Pytester,
+) -> None:
+    campaign = CampaignBuilder(pytester.path / "out", version=1)
+    for record in campaign.manifest["runs"]:
+        del record["deliverable"]
+    assert budget_alone(campaign.write()) == []
+
+
+def test_itera_manifest_1_cannot_prove_labels_are_distinct_corpora(
+    pytester: pytest.Pytester,
+) -> None:
+    findings = budget_alone(v1_labelled(pytester).write())
+    assert findings[0].splitlines() == [
+        V1_CANNOT_PROVE,
+        "    expected: 1 (tiny-corpus)",
+        "    found:    2",
+        "    fix:      re-close the campaign with itera-manifest/2: plan corpora for each corpus "
+        "and runs[].corpus naming the one each run's predictions cover",
+    ]
+
+
+def test_itera_manifest_1_labels_through_pytest(itera: Itera, pytester: pytest.Pytester) -> None:
+    itera.fails(v1_labelled(pytester), CHECK, V1_CANNOT_PROVE + "*")
+
+
+def test_selected_alone_the_budget_item_runs(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    result = itera("-rA", check=CHECK)
+    result.assert_outcomes(passed=1)
+    expect(result, "PASSED out/manifest.json::budget-consistent")

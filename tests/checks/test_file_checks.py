@@ -1,0 +1,328 @@
+"""files-intact, no-empty-files, no-temp-paths: each passes, and fails for each of its reasons."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+
+import pytest
+
+from pytest_itera.campaign import load_campaign
+from pytest_itera.checks import Context, Options
+from pytest_itera.checks.files import CHECKS as FILE_CHECKS
+from tests.factory import CampaignBuilder, expect, sha256
+from tests.runner import Itera
+
+# ------------------------------------------------------------ files-intact
+
+
+def test_files_intact_passes_for_every_listed_file(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    campaign.write()
+    result = itera("-k", "files-intact")
+    result.assert_outcomes(passed=len(campaign.files))
+
+
+def test_listed_file_missing(itera: Itera, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    (campaign.root / "runs/control/measurements.jsonl").unlink()
+    campaign.seal()
+    result = itera("-k", "files-intact")
+    result.assert_outcomes(passed=len(campaign.files) - 1, failed=1)
+    expect(
+        result,
+        "manifest.json $.files[*]: listed file runs/control/measurements.jsonl is missing",
+        "    fix:      retrieve it before the rental ends, or correct the manifest",
+    )
+
+
+def test_size_differs(itera: Itera, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    with (campaign.root / "RELOAD.md").open("ab") as handle:
+        handle.write(b"appended later\n")
+    campaign.seal()
+    result = itera("-k", "files-intact and RELOAD")
+    result.assert_outcomes(failed=1)
+    size = len(campaign.files["RELOAD.md"])
+    expect(
+        result,
+        f"manifest.json $.files[0].bytes: RELOAD.md is {size + 15} bytes, the manifest says {size}",
+    )
+
+
+def test_same_size_different_bytes(itera: Itera, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    path = campaign.root / "runs/control/measurements.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"0.75", b"0.95"))
+    campaign.seal()
+    result = itera("-k", "files-intact and control/measurements")
+    result.assert_outcomes(failed=1)
+    expect(
+        result,
+        "manifest.json $.files[*].sha256: "
+        "runs/control/measurements.jsonl does not have the sha256 recorded*",
+        f"    expected: {sha256(data)}",
+        f"    found:    {sha256(path.read_bytes())}",
+    )
+
+
+@pytest.mark.parametrize(
+    ("listed", "reason"),
+    [
+        ("../secrets.txt", "'..' leaves the campaign folder"),
+        ("/etc/hostname", "is absolute"),
+    ],
+)
+def test_listed_path_outside_the_folder(
+    itera: Itera, campaign: CampaignBuilder, listed: str, reason: str
+) -> None:
+    campaign.write()
+    manifest = json.loads((campaign.root / "manifest.json").read_text())
+    manifest["files"].append({"path": listed, "bytes": 1, "sha256": "0" * 64})
+    (campaign.root / "manifest.json").write_text(json.dumps(manifest))
+    campaign.seal()
+    result = itera("-k", "files-intact")
+    result.assert_outcomes(passed=len(campaign.files), failed=1)
+    expect(result, f"manifest.json $.files[*]: listed file {listed!r}: {reason}*")
+
+
+def test_symlink_out_of_the_folder(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    secret = pytester.path / "outside.txt"
+    secret.write_text("not part of the campaign\n")
+    campaign.write()
+    os.symlink(secret, campaign.root / "runs/control/link.txt")
+    manifest = json.loads((campaign.root / "manifest.json").read_text())
+    manifest["files"].append(
+        {"path": "runs/control/link.txt", "bytes": 25, "sha256": sha256(secret.read_bytes())}
+    )
+    (campaign.root / "manifest.json").write_text(json.dumps(manifest))
+    campaign.seal()
+    result = itera("-k", "files-intact and link")
+    result.assert_outcomes(failed=1)
+    expect(result, "*runs/control/link.txt*leaves the campaign folder*")
+
+
+def test_unlisted_file(itera: Itera, campaign: CampaignBuilder) -> None:
+    campaign.files["scratch/notes.txt"] = b"forgot to list me\n"
+    campaign.unlisted.add("scratch/notes.txt")
+    campaign.write()
+    result = itera("-k", "files-intact and scratch")
+    result.assert_outcomes(failed=1)
+    expect(
+        result,
+        "scratch/notes.txt: "
+        "scratch/notes.txt is in the campaign folder but not listed in the manifest",
+        "    fix:      list it in manifest.json files*",
+    )
+
+
+def test_dotfiles_are_not_skipped(itera: Itera, campaign: CampaignBuilder) -> None:
+    campaign.files[".hidden/state"] = b"x\n"
+    campaign.unlisted.add(".hidden/state")
+    campaign.write()
+    result = itera("-k", "files-intact and hidden")
+    result.assert_outcomes(failed=1)
+
+
+def test_ignore_patterns(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.files["logs/train.log"] = b"step 1\n"
+    campaign.unlisted.add("logs/train.log")
+    campaign.write()
+    pytester.makeini("[pytest]\nitera_ignore = logs/*\n")
+    result = itera("-k", "files-intact")
+    result.assert_outcomes(passed=len(campaign.files) - 1)
+
+
+# ----------------------------------------------------------- no-empty-files
+
+
+def test_no_empty_files_passes(itera: Itera, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    itera("-k", "no-empty-files").assert_outcomes(passed=1)
+
+
+def test_empty_listed_and_unlisted_files(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    campaign.files["runs/control/predictions.jsonl"] = b""
+    campaign.files["runs/variant-a/stderr.txt"] = b""
+    campaign.unlisted.add("runs/variant-a/stderr.txt")
+    campaign.write()
+    result = itera("-k", "no-empty-files")
+    result.assert_outcomes(failed=1)
+    expect(
+        result,
+        "*no-empty-files: 2 problems*",
+        "runs/control/predictions.jsonl: "
+        "runs/control/predictions.jsonl is empty (listed in the manifest)",
+        "*",
+        "runs/variant-a/stderr.txt: runs/variant-a/stderr.txt is empty",
+    )
+
+
+def test_empty_directory_a_run_relies_on(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    campaign.write(before_manifest=lambda root: (root / "runs/variant-a/checkpoints").mkdir())
+    result = itera("-k", "no-empty-files")
+    expect(
+        result,
+        "runs/variant-a/checkpoints: "
+        "directory runs/variant-a/checkpoints is empty, and a run relies on it",
+    )
+
+
+# ------------------------------------------------------------ no-temp-paths
+
+
+def test_no_temp_paths_passes(itera: Itera, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    result = itera("-k", "no-temp-paths")
+    result.assert_outcomes(passed=len(campaign.files) + 2)  # plan.json and manifest.json too
+
+
+def test_temp_paths_in_json_markdown_and_csv(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    campaign.files["configs/control.json"] = (
+        b'{\n  "run": "control",\n  "cache": "/tmp/hf/cache"\n}\n'
+    )
+    campaign.plan["runs"][0]["config_sha256"] = sha256(campaign.files["configs/control.json"])
+    campaign.manifest["runs"][0]["config_sha256"] = campaign.plan["runs"][0]["config_sha256"]
+    campaign.files["RELOAD.md"] = b"# Reload\n\nThe weights are in /var/folders/xy/T/run1/last.pt\n"
+    campaign.files["runs/control/measurements.csv"] = (
+        b"step,loss,file\n1,0.5,C:\\Users\\ana\\AppData\\Local\\Temp\\run\\x.pt\n"
+    )
+    campaign.write()
+    result = itera("-k", "no-temp-paths")
+    result.assert_outcomes(passed=len(campaign.files) - 1, failed=3)
+    expect(
+        result,
+        "RELOAD.md:3:20: path into a temporary folder: /var/folders/xy/T/run1/last.pt",
+        "configs/control.json:3:13: path into a temporary folder: /tmp/hf/cache",
+        "runs/control/measurements.csv:2:20: path into a temporary folder: "
+        "C:\\Users\\ana\\AppData\\Local\\Temp\\run\\x.pt",
+    )
+
+
+def test_temp_path_in_the_manifest_itself(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    campaign.manifest["conclusion"]["text"] = "see /tmp/scratch/plots for the curves"
+    campaign.write()
+    result = itera("-k", "no-temp-paths and manifest.json")
+    result.assert_outcomes(failed=1)
+    expect(result, "manifest.json:*:*: path into a temporary folder: /tmp/scratch/plots*")
+
+
+def test_user_temp_patterns(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.files["RELOAD.md"] = b"# Reload\nfrom /scratch/job42/last.pt\n"
+    campaign.write()
+    pytester.makeini("[pytest]\nitera_temp_patterns = /scratch/\n")
+    result = itera("-k", "no-temp-paths and RELOAD")
+    result.assert_outcomes(failed=1)
+    expect(result, "RELOAD.md:2:6: path into a temporary folder: /scratch/job42/last.pt*")
+
+
+def test_absolute_paths_into_the_campaign_itself_are_not_temporary(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """Lightning and Trainer record their output dir; under /tmp that is the campaign, kept."""
+    own = f"{campaign.root}/lightning_logs/version_0/checkpoints"
+    campaign.files["runs/control/hparams.json"] = json.dumps({"dirpath": own}).encode()
+    campaign.files["runs/control/cache.json"] = json.dumps({"cache": "/tmp/hf-cache/x"}).encode()
+    # neither a sibling whose name extends the campaign's, nor an escape through '..'
+    campaign.files["runs/control/sibling.json"] = json.dumps(
+        {"d": f"{campaign.root}-old/x"}
+    ).encode()
+    campaign.files["runs/control/escape.json"] = json.dumps({"d": f"{campaign.root}/../x"}).encode()
+    campaign.write()
+    result = itera("-k", "no-temp-paths and runs/control/")
+    # predictions, measurements, the checkpoint and hparams.json pass
+    result.assert_outcomes(passed=4, failed=3)
+    expect(
+        result,
+        "runs/control/cache.json:1:*: path into a temporary folder: /tmp/hf-cache/x",
+        f"runs/control/escape.json:1:*: path into a temporary folder: {campaign.root}/../x",
+        f"runs/control/sibling.json:1:*: path into a temporary folder: {campaign.root}-old/x",
+    )
+
+
+def test_manifest_listing_itself(itera: Itera, campaign: CampaignBuilder) -> None:
+    campaign.write()
+    manifest = json.loads((campaign.root / "manifest.json").read_text())
+    manifest["files"].append({"path": "manifest.json", "bytes": 1, "sha256": "0" * 64})
+    (campaign.root / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    campaign.seal()
+    result = itera("-k", "files-intact and manifest")
+    result.assert_outcomes(failed=1)
+    expect(
+        result,
+        "manifest.json $.files[*]: "
+        "manifest.json lists itself: its own sha256 cannot be recorded inside it",
+    )
+
+
+# ------------------------------------------------------------------ read-ahead
+
+
+def _big_campaign(campaign: CampaignBuilder) -> list[str]:
+    """Files over the one-read size, text and binary, one with a temporary path deep in."""
+    rng = random.Random(3)
+    big = {
+        "runs/control/predictions-full.jsonl": b"".join(
+            b'{"id": "ex-%06d", "label": "pos"}\n' % i for i in range(20_000)),
+        "runs/variant-a/log.txt": b"step ok\n" * 30_000 + b"saved to /tmp/run-7/last.pt\n",
+        "runs/variant-a/blob.bin": bytes(rng.getrandbits(8) for _ in range(300_000)),
+    }
+    campaign.files.update(big)
+    campaign.write()
+    os.mkfifo(campaign.root / "runs/control/pipe")
+    os.symlink("/etc/hostname", campaign.root / "runs/control/out-link")
+    campaign.seal()
+    return sorted(big)
+
+
+def test_read_ahead_gives_the_facts_of_an_inline_read(campaign: CampaignBuilder) -> None:
+    """The reader threads compute what the items would, file for file; a FIFO and a link
+    out of the folder are never handed to them."""
+    files = _big_campaign(campaign)
+    checks = {c.id: c for c in FILE_CHECKS}
+    every = [e.path for e in Context(load_campaign(campaign.root), Options(), checks).entries()]
+    ahead = Context(load_campaign(campaign.root), Options(), checks)
+    ahead.read_ahead(every, workers=3)
+    assert "runs/control/pipe" not in ahead._facts
+    assert "runs/control/out-link" not in ahead._facts
+    inline = Context(load_campaign(campaign.root), Options(), checks)
+    for relpath in [*files, *campaign.files]:
+        assert ahead.facts(relpath) == inline.facts(relpath), relpath
+    hit = ahead.facts("runs/variant-a/log.txt").hits[0]
+    assert (hit.line, hit.excerpt) == (30_001, "/tmp/run-7/last.pt")
+    assert "is a" in str(ahead.facts("runs/control/pipe").error)  # refused, never opened
+    ahead.close()
+    inline.close()
+
+
+def test_close_drops_the_reads_still_queued(campaign: CampaignBuilder) -> None:
+    """An interrupted or finished run does not wait for files nobody will ask about."""
+    for n in range(12):
+        campaign.files[f"runs/control/shard-{n:02d}.bin"] = bytes([n]) * (1 << 20)
+    campaign.write()
+    ctx = Context(load_campaign(campaign.root), Options(), {c.id: c for c in FILE_CHECKS})
+    ctx.read_ahead(sorted(campaign.files), workers=2)
+    ctx.close()
+    deadline = time.monotonic() + 30
+    while not all(f.done() for f in ctx._facts.values()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert all(f.done() for f in ctx._facts.values())
+    assert any(f.cancelled() for f in ctx._facts.values())

@@ -1,0 +1,127 @@
+"""The package's layers hold: import-linter's contracts (pyproject.toml), and the core
+imports with pytest blocked."""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pytest_itera
+from tests.runner import REPO
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+# The pytest-facing layer: everything else must import without pytest.
+PYTEST_FACING = {"plugin", "options", "collect", "collect_plan", "session", "fixtures", "hookspecs"}
+# Run as scripts, never imported: the reload interpreter's (loaded by path), and the command
+# line (``python -m pytest_itera``, which runs on import).
+SCRIPTS = ("pytest_itera.reload.server", "pytest_itera.reload.probe", "pytest_itera.__main__")
+# What runs in the reload interpreter, loaded by path (pytest-itera may not be installed there),
+# and what it may import: the standard library, torch, numpy, safetensors.
+RELOAD = REPO / "pytest_itera" / "reload"
+RELOAD_INTERPRETER = sorted((RELOAD / "server").glob("*.py")) + [
+    RELOAD / name for name in ("formats.py", "probe.py", "sandbox.py")]
+RELOAD_IMPORTS = set(sys.stdlib_module_names) | {"torch", "numpy", "safetensors"}
+
+
+def _lint(cwd: Path, config: Path) -> subprocess.CompletedProcess[str]:
+    if not LINT_IMPORTS.exists():
+        pytest.fail(f"{LINT_IMPORTS} is missing: install the dev extra (bash scripts/setup)")
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(config), "--no-cache"],
+        cwd=cwd, capture_output=True, text=True, timeout=300,
+        env={"PYTHONPATH": str(cwd), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_the_layer_contracts_hold() -> None:
+    result = _lint(REPO, REPO / "pyproject.toml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"Contracts: [1-9]\d* kept, 0 broken", result.stdout)
+
+
+def test_a_forbidden_import_breaks_a_contract(tmp_path: Path) -> None:
+    """The contracts bite: a copy of the package whose money module imports pytest fails."""
+    shutil.copytree(REPO / "pytest_itera", tmp_path / "pytest_itera",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    money = tmp_path / "pytest_itera" / "money.py"
+    money.write_text(money.read_text() + "\nimport pytest  # a layer violation\n")
+    result = _lint(tmp_path, tmp_path / "pyproject.toml")
+    assert result.returncode != 0
+    assert "BROKEN" in result.stdout
+    assert "pytest_itera.money -> pytest" in result.stdout
+
+
+def test_a_lower_layer_importing_a_higher_one_breaks_the_layers(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "pytest_itera", tmp_path / "pytest_itera",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    campaign = tmp_path / "pytest_itera" / "campaign.py"
+    campaign.write_text(campaign.read_text() + "\nfrom pytest_itera import checks  # upward\n")
+    result = _lint(tmp_path, tmp_path / "pyproject.toml")
+    assert result.returncode != 0
+    assert "pytest_itera.campaign is not allowed to import pytest_itera.checks" in result.stdout
+
+
+def _runtime_imports(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, top-level module) of each absolute import, those under ``if TYPE_CHECKING:``
+    left out (mypy's view, never run)."""
+    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+               and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+               for stmt in node.body for n in ast.walk(stmt)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.append((node.lineno, node.module.split(".")[0]))
+    return found
+
+
+@pytest.mark.parametrize("path", RELOAD_INTERPRETER, ids=lambda p: p.relative_to(RELOAD).as_posix())
+def test_the_reload_interpreters_code_imports_no_pytest_itera(path: Path) -> None:
+    """The server, and the files it loads by path, import the standard library, torch, numpy
+    and safetensors, and each other relatively or by path: never pytest-itera or pytest."""
+    tree = ast.parse(path.read_text(), str(path))
+    wrong = [f"{path.name}:{line} imports {name}" for line, name in _runtime_imports(tree)
+             if name not in RELOAD_IMPORTS]
+    assert not wrong
+
+
+def _core_modules() -> list[str]:
+    names = []
+    for info in pkgutil.walk_packages(pytest_itera.__path__, "pytest_itera."):
+        top = info.name.split(".")[1]
+        if top not in PYTEST_FACING and not info.name.startswith(SCRIPTS):
+            names.append(info.name)
+    return sorted(names)
+
+
+def test_the_core_imports_with_pytest_blocked() -> None:
+    """No module outside the pytest-facing layer needs pytest or pluggy to import (a
+    notebook or the recorder on a training machine has neither)."""
+    modules = _core_modules()
+    assert {"pytest_itera.campaign", "pytest_itera.checks.artifacts", "pytest_itera.strategies",
+            "pytest_itera.record", "pytest_itera.report"} <= set(modules)
+    code = (
+        "import sys\n"
+        "for name in ('pytest', '_pytest', 'pluggy'):\n"
+        "    sys.modules[name] = None  # any import of it raises ImportError\n"
+        "import importlib\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print('imported', len(sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "imported" in result.stdout

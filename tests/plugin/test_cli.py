@@ -1,0 +1,81 @@
+"""``python -m pytest_itera check DIR`` and ``new-plan DIR``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_itera.campaign import validate
+from pytest_itera.cli import main, plan_skeleton
+from tests.recorded import record
+from tests.runner import REPO, Itera
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli") / "camp"
+    record(root, check=False)
+    return root
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_itera", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_check_prints_the_plugins_summary(recorded: Path, itera: Itera) -> None:
+    done = cli("check", str(recorded))
+    assert done.returncode == 0, done.stdout + done.stderr
+    plugin = itera(campaign=str(recorded))
+    summary = done.stdout.splitlines()
+    assert summary[0] == "campaign tiny-2026-11: ACCEPTED — 70/70 checks"
+    for line in summary:  # the plugin says the same, line for line
+        assert line in plugin.outlines
+
+
+def test_check_fails_a_damaged_campaign_saying_why(recorded: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "camp"
+    shutil.copytree(recorded, copy)
+    (copy / "analysis.md").write_text("changed after closure\n")
+    done = cli("check", str(copy))
+    assert done.returncode == 1
+    assert "FAILED camp/manifest.json::files-intact[analysis.md]" in done.stdout
+    assert "REJECTED" in done.stdout
+
+
+def test_check_of_a_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(tmp_path / "nowhere")]) == 4
+    assert "not a folder" in capsys.readouterr().err
+
+
+def test_new_plan_writes_a_plan_the_plan_gate_accepts(tmp_path: Path, itera: Itera) -> None:
+    done = cli("new-plan", str(tmp_path / "next"))
+    assert done.returncode == 0, done.stderr
+    plan = json.loads((tmp_path / "next/plan.json").read_text())
+    assert validate("plan", plan) == []
+    assert plan["campaign"] == "next"
+    assert plan["budget"]["lots"][0]["price"] == "47.14"
+    assert plan["schedule"]["sequential_hours"] == 48
+    assert {r["role"] for r in plan["runs"]} == {
+        "control", "data_check", "resume_check", "pilot", "variant"}
+    assert all(r["parameters"] for r in plan["stop_rules"])
+    gate = itera("--itera-plan", str(tmp_path / "next/plan.json"), campaign=None)
+    gate.assert_outcomes(passed=3)
+    gate.stdout.fnmatch_lines(["*48 h from preparation to retrieval in the 72 h window*"])
+
+
+def test_new_plan_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["new-plan", str(tmp_path)]) == 0
+    before = (tmp_path / "plan.json").read_bytes()
+    assert main(["new-plan", str(tmp_path)]) == 1
+    assert "never overwritten" in capsys.readouterr().err
+    assert (tmp_path / "plan.json").read_bytes() == before
+
+
+def test_the_skeleton_is_schema_valid_once_frozen() -> None:
+    assert validate("plan", {**plan_skeleton(), "frozen_at": "2026-01-05T08:00:00Z"}) == []

@@ -1,0 +1,265 @@
+"""README is the user's first page: every example in it is run or validated here.
+
+Each ```json block is validated against its own format (a plan, a manifest, a catalogue, a
+report, waivers); each ```python block is run by the runner SNIPPETS names for it, with the
+context it needs given explicitly. A block no runner or validator knows fails the test: a new
+README example comes with its check.
+
+The example campaign is the README's own: its recorder script, run beside the README's
+plan.json, must write exactly the README's plan.json and manifest.json, and the plugin must
+ACCEPT that folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import shutil
+import tokenize
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_itera.campaign import parse_json, validate
+from tests.runner import REPO, Itera
+
+README = REPO / "README.md"
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    line: int  # of the block's first code line in README.md
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"README.md:{self.line}"
+
+
+def _blocks(lang: str) -> list[Block]:
+    found = []
+    pattern = re.compile(r"^```" + re.escape(lang) + r"\n(.*?)^```", flags=re.S | re.M)
+    text = README.read_text(encoding="utf-8")
+    for match in pattern.finditer(text):
+        found.append(Block(lang, text.count("\n", 0, match.start(1)) + 1, match.group(1)))
+    return found
+
+
+def _documents() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The README's example plan and manifest (exactly one of each, /2)."""
+    docs = [parse_json(b.text) for b in _blocks("json")]
+    plans = [d for d in docs if str(d.get("format", "")).startswith("itera-plan/")]
+    manifests = [d for d in docs if str(d.get("format", "")).startswith("itera-manifest/")]
+    assert len(plans) == 1, "README shows one plan"
+    assert len(manifests) == 1, "README shows one manifest"
+    assert plans[0]["format"] == "itera-plan/2"
+    assert manifests[0]["format"] == "itera-manifest/2"
+    return plans[0], manifests[0]
+
+
+# ---------------------------------------------------------------- JSON blocks
+
+
+def _validate_json(block: Block, tmp_path: Path) -> None:
+    data = parse_json(block.text)
+    kind = str(data.get("format", "")) if isinstance(data, dict) else ""
+    if kind.startswith("itera-plan/"):
+        assert validate("plan", data) == [], block.where
+    elif kind.startswith("itera-manifest/"):
+        assert validate("manifest", data) == [], block.where
+    elif kind.startswith("itera-catalogue/"):
+        from pytest_itera.money import load_catalogue
+
+        (tmp_path / "catalogue.json").write_text(block.text)
+        load_catalogue(tmp_path / "catalogue.json")
+    elif kind.startswith("itera-report/"):
+        import jsonschema
+
+        schema = json.loads((REPO / "pytest_itera/schemas/report.schema.json").read_text())
+        jsonschema.validate(data, schema)
+    elif isinstance(data, dict) and set(data) == {"waivers"}:
+        _load_waivers(block.text, tmp_path / "waivers.json")
+    else:
+        pytest.fail(f"{block.where}: a JSON block of no known format; add its validator here")
+
+
+def _load_waivers(text: str, path: Path) -> None:
+    from pytest_itera import waivers
+
+    path.write_text(text)
+    assert waivers.load(path), "the README's waivers load"
+
+
+def test_every_json_block_is_valid(tmp_path: Path) -> None:
+    blocks = _blocks("json")
+    assert blocks
+    for block in blocks:
+        _validate_json(block, tmp_path)
+
+
+def test_every_toml_block_is_a_waivers_file(tmp_path: Path) -> None:
+    for block in _blocks("toml"):
+        _load_waivers(block.text, tmp_path / "waivers.toml")
+
+
+# ---------------------------------------------------------------- Python blocks
+
+
+def _expected_comment(comment: str) -> Any:
+    """The value a ``# value: prose`` comment states, or raise SyntaxError/ValueError."""
+    text = comment.lstrip("#").strip()
+    for cut in (len(text), *(m.start() for m in re.finditer(r": | \(|  ", text))):
+        try:
+            return eval(text[:cut], {"Decimal": Decimal})
+        except (SyntaxError, NameError, TypeError):
+            continue
+    raise ValueError(comment)
+
+
+def run_with_stated_values(block: Block, namespace: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run a notebook-style block statement by statement; an expression whose line (or the
+    comment line right after it) states a value must evaluate to that value."""
+    namespace = {"__name__": "__readme__"} if namespace is None else namespace
+    comments = {tok.start[0]: tok.string for tok in tokenize.generate_tokens(
+        io.StringIO(block.text).readline) if tok.type == tokenize.COMMENT}
+    lines = block.text.splitlines()
+    checked = 0
+    for stmt in ast.parse(block.text).body:
+        code = compile(ast.Module([stmt], []), block.where, "exec")
+        end = stmt.end_lineno or stmt.lineno
+        comment = comments.get(end)
+        if comment is None and end < len(lines) and lines[end].lstrip().startswith("#"):
+            comment = comments.get(end + 1)
+        if isinstance(stmt, ast.Expr) and comment is not None:
+            value = eval(compile(ast.Expression(stmt.value), block.where, "eval"), namespace)
+            expected = _expected_comment(comment)
+            assert value == expected, f"{block.where}+{end - 1}: {value!r} != {expected!r}"
+            checked += 1
+        else:
+            exec(code, namespace)
+    assert checked, f"{block.where}: no stated value was checked"
+    return namespace
+
+
+def run_property(block: Block) -> None:
+    namespace: dict[str, Any] = {"__name__": "__readme__"}
+    exec(compile(block.text, block.where, "exec"), namespace)
+    tests = [f for name, f in namespace.items() if name.startswith("test_") and callable(f)]
+    assert tests
+    for test in tests:
+        test()  # a Hypothesis @given test runs its examples when called
+
+
+def record_example(block: Block, folder: Path) -> None:
+    """Run the README's recorder script in ``folder``, beside the README's plan."""
+    plan, _ = _documents()
+    (folder / "draft").mkdir(parents=True, exist_ok=True)
+    (folder / "draft" / "plan.json").write_text(json.dumps(plan, indent=2))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        exec(compile(block.text, block.where, "exec"), {"__name__": "__readme__"})
+
+
+SNIPPETS: dict[str, str] = {
+    # the first line of each README python block -> the runner below that covers it
+    "from pytest_itera.campaign import Step": "values",
+    "from pytest_itera.campaign import Lot, Step": "values",
+    "from hypothesis import given": "property",
+    "# record.py: run it beside draft/plan.json; it writes out/": "recorder",
+    "# conftest.py": "hooks",
+    "# tests/test_acceptance.py — run: pytest --itera-campaign out tests/test_acceptance.py":
+        "fixture",
+}
+
+
+def _snippet(runner: str) -> Block:
+    found = [b for b in _blocks("python") if SNIPPETS.get(b.text.splitlines()[0]) == runner]
+    assert len(found) == 1, f"one README python block for the {runner!r} runner"
+    return found[0]
+
+
+def test_every_python_block_has_a_runner() -> None:
+    unknown = [b.where for b in _blocks("python") if b.text.splitlines()[0] not in SNIPPETS]
+    assert not unknown, f"README python blocks no test runs: {unknown}; add them to SNIPPETS"
+    assert set(SNIPPETS.values()) == {"values", "property", "recorder", "hooks", "fixture"}
+
+
+@pytest.mark.parametrize(
+    "first_line", [k for k, v in SNIPPETS.items() if v == "values"], ids=lambda s: s[-12:])
+def test_notebook_blocks_state_true_values(first_line: str) -> None:
+    block = next(b for b in _blocks("python") if b.text.splitlines()[0] == first_line)
+    run_with_stated_values(block)
+
+
+def test_property_block_runs() -> None:
+    run_property(_snippet("property"))
+
+
+@pytest.fixture(scope="module")
+def example_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's recorder script, run once: the folder holding out/."""
+    folder = tmp_path_factory.mktemp("readme")
+    record_example(_snippet("recorder"), folder)
+    return folder / "out"
+
+
+def test_recorder_writes_the_readme_documents(example_campaign: Path) -> None:
+    plan, manifest = _documents()
+    assert parse_json((example_campaign / "plan.json").read_text()) == plan
+    written = parse_json((example_campaign / "manifest.json").read_text())
+    assert written == manifest, (
+        "the README's manifest.json is not what its recorder script writes: paste the new one "
+        "(tests/plugin/test_readme.py: record_example)")
+
+
+def _copy(example_campaign: Path, pytester: pytest.Pytester) -> None:
+    shutil.copytree(example_campaign, pytester.path / "out")
+
+
+def test_the_plugin_accepts_the_readme_campaign(
+        example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
+    _copy(example_campaign, pytester)
+    result = itera("--itera-require-accepted")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
+
+
+def test_hooks_block_plugs_into_the_plugin(
+        example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
+    _copy(example_campaign, pytester)
+    pytester.makeconftest(_snippet("hooks").text)
+    shutil.copy(REPO / "pytest_itera/catalogues/iteragpu-rtx4090.json",
+                pytester.path / "prices.json")
+    result = itera("-rf")
+    # its check runs (and fails: these runs record no seed); the catalogue hook's prices hold
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["*run control has no 'seed' metric*",
+                                 "FAILED out/manifest.json::seed-recorded*"])
+
+
+def test_fixture_block_is_part_of_the_verdict(
+        example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
+    _copy(example_campaign, pytester)
+    pytester.makepyfile(**{"tests/test_acceptance": _snippet("fixture").text})
+    result = itera("tests/test_acceptance.py", "--itera-require-accepted")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
+
+
+# ---------------------------------------------------------------- commands
+
+
+def test_readme_names_the_two_commands_that_ci_runs() -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## The two commands"):text.index("## Install")]
+    commands = re.findall(r"^    (bash scripts/\S+)", section, flags=re.M)
+    assert commands == ["bash scripts/demo", "bash scripts/test"]
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert "bash scripts/test" in ci

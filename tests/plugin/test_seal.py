@@ -1,0 +1,205 @@
+"""The closure seal (issue 17): written only when accepted, verified later file by file."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from pytest_itera import seal
+from tests.factory import CampaignBuilder, expect
+from tests.runner import Itera
+
+
+def keypair(folder: Path, name: str) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    private, public = folder / f"{name}.pem", folder / f"{name}.pub"
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                          serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    public.write_bytes(key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    return private, public
+
+
+@pytest.fixture
+def keys(pytester: pytest.Pytester) -> tuple[Path, Path]:
+    return keypair(pytester.path, "seal")
+
+
+def sealed(itera: Itera, campaign: CampaignBuilder, *args: str) -> pytest.RunResult:
+    campaign.write()
+    result = itera("--itera-report", "r.json", "--itera-seal", "closure.seal.json", *args)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    return result
+
+
+def verify(itera: Itera, *args: str) -> pytest.RunResult:
+    return itera("--itera-verify-seal", "closure.seal.json", *args)
+
+
+# ------------------------------------------------------------------ signed
+
+
+def test_a_signed_seal_verifies_and_names_each_changed_file(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+) -> None:
+    private, public = keys
+    written = sealed(itera, campaign, "--itera-seal-key", str(private))
+    written.stdout.fnmatch_lines([f"closure seal: {pytester.path / 'closure.seal.json'} "
+                                  "(signed, * files)"])
+    bundle = json.loads((pytester.path / "closure.seal.json").read_text())
+    assert bundle["mediaType"] == seal.BUNDLE_MEDIA_TYPE  # a model-signing (Sigstore) bundle
+    holds = verify(itera, "--itera-seal-pubkey", str(public), "--itera-require-accepted")
+    assert holds.ret == pytest.ExitCode.OK, holds.stdout.str()
+    holds.assert_outcomes(passed=2)  # seal-signature, seal-files: nothing reloaded
+    holds.stdout.fnmatch_lines(["campaign tiny-2026-11: SEAL HOLDS — * files as sealed on "
+                                "*Z (signature holds); sealed verdict accepted, JSON report "
+                                "sha256 *"])
+    # One byte changed, one file removed, one added: each named.
+    target = campaign.root / "runs/control/predictions.jsonl"
+    data = bytearray(target.read_bytes())
+    data[0] ^= 1
+    target.write_bytes(bytes(data))
+    (campaign.root / "RELOAD.md").unlink()
+    (campaign.root / "late.txt").write_text("added later\n")
+    campaign.seal()
+    broken = verify(itera, "--itera-seal-pubkey", str(public))
+    assert broken.ret == pytest.ExitCode.TESTS_FAILED
+    broken.assert_outcomes(passed=1, failed=1)
+    expect(broken, "seal-files: 3 problems",
+           "RELOAD.md: missing: sealed, no longer in the folder",
+           "late.txt: added after the seal",
+           "runs/control/predictions.jsonl: changed since the seal (sha256 differs)",
+           "campaign tiny-2026-11: SEAL BROKEN — seal-files (*closure.seal.json)")
+
+
+def test_a_wrong_key_or_no_key_fails(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+) -> None:
+    private, _ = keys
+    _, other = keypair(pytester.path, "other")
+    sealed(itera, campaign, "--itera-seal-key", str(private))
+    wrong = verify(itera, "--itera-seal-pubkey", str(other))
+    assert wrong.ret == pytest.ExitCode.TESTS_FAILED
+    wrong.assert_outcomes(passed=1, failed=1)
+    expect(wrong, f"the signature of *closure.seal.json does not hold with {other}: Key "
+           "mismatch*")
+    none = verify(itera)
+    assert none.ret == pytest.ExitCode.TESTS_FAILED
+    expect(none, "*closure.seal.json is signed: give the signer's public key to check it",
+           "    fix:      pass --itera-seal-pubkey KEY.pub")
+
+
+def test_an_edited_signed_seal_fails_its_signature(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+) -> None:
+    private, public = keys
+    sealed(itera, campaign, "--itera-seal-key", str(private))
+    path = pytester.path / "closure.seal.json"
+    bundle = json.loads(path.read_text())
+    statement = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"]))
+    statement["predicate"]["itera"]["verdict"] = "accepted, honestly"
+    bundle["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    path.write_text(json.dumps(bundle))
+    result = verify(itera, "--itera-seal-pubkey", str(public))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAILED out/manifest.json::seal-signature*"])
+
+
+def test_the_seal_is_model_signings_own_format(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+) -> None:
+    """Anyone can check it with model-signing's public API, without pytest-itera."""
+    from model_signing import verifying
+
+    private, public = keys
+    sealed(itera, campaign, "--itera-seal-key", str(private))
+    verifying.Config().use_elliptic_key_verifier(public_key=public).verify(
+        campaign.root, pytester.path / "closure.seal.json")
+
+
+# ------------------------------------------------------------------ unsigned
+
+
+def test_a_digest_only_seal_is_an_in_toto_statement_over_every_file(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    result = sealed(itera, campaign)
+    result.stdout.fnmatch_lines(["closure seal: * (digest-only, unsigned, * files)"])
+    statement = json.loads((pytester.path / "closure.seal.json").read_text())
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    assert statement["predicateType"] == "https://model_signing/signature/v1.0"
+    resources = {r["name"]: r["digest"] for r in statement["predicate"]["resources"]}
+    on_disk = {p.relative_to(campaign.root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+               for p in campaign.root.rglob("*") if p.is_file()}
+    assert resources == on_disk
+    record = statement["predicate"]["itera"]
+    report = (pytester.path / "r.json").read_bytes()
+    assert record["report_sha256"] == hashlib.sha256(report).hexdigest()
+    assert (record["format"], record["campaign"], record["verdict"]) == (
+        "itera-seal/1", "tiny-2026-11", "accepted")
+    assert record["reports"] == [str(pytester.path / "r.json")]
+    assert verify(itera).ret == pytest.ExitCode.OK
+    _, public = keypair(pytester.path, "k")
+    unsigned = verify(itera, "--itera-seal-pubkey", str(public))
+    assert unsigned.ret == pytest.ExitCode.TESTS_FAILED
+    expect(unsigned, "*closure.seal.json is not signed (digest-only): * cannot vouch for it")
+
+
+# ------------------------------------------------------------------ when not to seal
+
+
+def test_no_seal_unless_accepted(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    campaign.files["analysis.md"] = b""
+    campaign.write()
+    rejected = itera("--itera-report", "r.json", "--itera-seal", "s.json")
+    assert rejected.ret == pytest.ExitCode.TESTS_FAILED
+    rejected.stdout.fnmatch_lines(["closure seal NOT written: *s.json: not written: the verdict "
+                                   "is REJECTED; only an accepted campaign is sealed"])
+    assert not (pytester.path / "s.json").exists()
+    incomplete = itera("--itera-report", "r.json", "--itera-seal", "s.json", "-k",
+                       "manifest")
+    assert incomplete.ret == pytest.ExitCode.TESTS_FAILED  # every item passed, yet no seal
+    assert not (pytester.path / "s.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [(("--itera-report", "r.json", "--itera-seal", "out/s.json"),
+      "--itera-seal: out/s.json is inside the campaign */out: keep it outside*"),
+     (("--itera-seal", "s.json"), "--itera-seal: the seal carries the JSON report's sha256: "
+      "add --itera-report PATH.json"),
+     (("--itera-report", "r.json", "--itera-seal", "s.json", "--itera-seal-key", "bad.pem"),
+      "--itera-seal-key: *bad.pem: not a usable PEM private key*"),
+     (("--itera-report", "r.json", "--itera-seal", "s.json", "--itera-fast"),
+      "--itera-seal: not with --itera-fast*"),
+     (("--itera-verify-seal", "missing.json"), "--itera-verify-seal: missing.json: no such file"),
+     (("--itera-seal-key", "bad.pem"), "--itera-seal-key and --itera-seal-pubkey go with*")],
+    ids=["inside", "no-json-report", "bad-key", "fast", "no-seal-file", "key-alone"],
+)
+def test_seal_usage_errors(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, args: tuple[str, ...],
+    error: str,
+) -> None:
+    campaign.write()
+    (pytester.path / "bad.pem").write_text("not a key")
+    result = itera(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {error}"])
+
+
+def test_a_folder_changed_after_its_checks_is_not_sealed(tmp_path: Path) -> None:
+    builder = CampaignBuilder(tmp_path / "camp")
+    builder.write()
+    expected = {"RELOAD.md": "0" * 64}
+    with pytest.raises(seal.SealError, match=r"RELOAD\.md: changed after the checks ran"):
+        seal.write(builder.root, tmp_path / "s.json", {}, expected=expected)
+    assert not (tmp_path / "s.json").exists()

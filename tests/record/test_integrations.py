@@ -1,0 +1,374 @@
+"""The recorder's integrations with the REAL tools: transformers' Trainer and Lightning.
+
+A campaign is recorded as tests/recorded.py records one (plan frozen first, data check, step
+timings, no number computed by hand), except that the control is trained by the tool with
+``IteraCallback(rec, "control")`` attached — its checkpoints and its loss series are what the
+tool saved and logged — and the resume check really resumes the control's checkpoint with
+the same tool and callback (its series must equal the control's after the resume step,
+exactly, on CPU). The plugin then judges the folder through pytester: ACCEPTED; and its
+failing twin (a checkpoint the callback recorded, deleted afterwards) is REJECTED by exactly
+the items that name the missing files.
+
+Tiny models are built from configs in code (HF_HUB_OFFLINE=1); the campaigns are built in
+module-scoped fixtures, so the tools are imported before pytester snapshots sys.modules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from pytest_itera.record import CampaignRecorder, Closure, RecordError
+from tests import factory as F
+from tests.factory import expect
+from tests.real_tools import Rows, bert, quiet, tiny_lightning
+from tests.recorded import check_the_corpus, close, timed, train_the_variant
+from tests.runner import Itera
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+Campaigns = dict[str, Path]
+TRAINER_PARTS = ["model", "optimizer", "progress", "scheduler", "rng", "data"]
+LIGHTNING_PARTS = ["model", "optimizer", "progress", "scheduler"]  # no RNG state, by design
+
+
+# --------------------------------------------------------------------- the tools
+
+
+def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
+                resume: str | None = None, **options: Any) -> None:
+    """transformers.Trainer, 4 steps, a checkpoint-N/ every 2, with the callback attached."""
+    from transformers import Trainer, TrainingArguments
+
+    from pytest_itera.integrations.transformers import IteraCallback
+
+    args = TrainingArguments(output_dir=str(output_dir), max_steps=4, save_steps=2,
+                             per_device_train_batch_size=4, report_to="none", use_cpu=True,
+                             disable_tqdm=True, seed=0, logging_steps=1, **options)
+    with quiet():
+        trainer = Trainer(model=bert(), args=args, train_dataset=Rows(),
+                          callbacks=[IteraCallback(rec, run_id)])
+        trainer.train(resume_from_checkpoint=resume)
+
+
+def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
+                  ckpt_path: str | None = None, save_top_k: int = -1) -> None:
+    """lightning.Trainer, 8 steps (two epochs of 4 batches), ModelCheckpoint every 4 steps
+    into ``dirpath``, with the callback attached."""
+    import lightning as L
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from pytest_itera.integrations.lightning import IteraCallback
+
+    torch.manual_seed(0)
+    rows: list[torch.Tensor] = list(torch.randn(8, 4))
+    with quiet():
+        checkpoints = ModelCheckpoint(dirpath=str(dirpath), every_n_train_steps=4,
+                                      save_top_k=save_top_k)
+        trainer = L.Trainer(max_steps=8, accelerator="cpu", devices=1, enable_progress_bar=False,
+                            enable_model_summary=False, log_every_n_steps=1,
+                            default_root_dir=str(dirpath.parent),
+                            callbacks=[checkpoints, IteraCallback(rec, run_id)])
+        data = torch.utils.data.DataLoader(rows, batch_size=2)  # type: ignore[var-annotated, arg-type]
+        trainer.fit(tiny_lightning(), data, ckpt_path=ckpt_path)
+
+
+# ------------------------------------------------------------------ the campaign
+
+# Trains the control (its callback records into rec), then the resume check from one of the
+# control's checkpoints; returns (that checkpoint's relpath, its step).
+Tools = Callable[[CampaignRecorder], tuple[str, int]]
+
+
+def trainer_tools(rec: CampaignRecorder) -> tuple[str, int]:
+    trainer_fit(rec, "control", rec.path("runs/control/trainer"))
+    resumed = "runs/control/trainer/checkpoint-2"
+    trainer_fit(rec, "resume-check", rec.path("runs/resume-check/trainer"),
+                resume=str(rec.root / resumed))
+    return resumed, 2
+
+
+def lightning_tools(rec: CampaignRecorder) -> tuple[str, int]:
+    lightning_fit(rec, "control", rec.path("runs/control/ckpt"))
+    resumed = "runs/control/ckpt/epoch=0-step=4.ckpt"
+    lightning_fit(rec, "resume-check", rec.path("runs/resume-check/ckpt"),
+                  ckpt_path=str(rec.root / resumed))
+    return resumed, 4
+
+
+def record(root: Path, tools: Tools, resume_state: Sequence[str]) -> Closure:
+    """The campaign of tests/recorded.py, with the control and the resume check trained by
+    the tool; the factory's hand-made control checkpoints are not part of it."""
+    files = F.default_files_v2()
+    del files[F.CONTROL_CKPT], files[F.RESUME_CKPT]
+    rec = CampaignRecorder(root)
+    for relpath, data in files.items():
+        rec.write_bytes(relpath, data)
+    plan = F.default_plan_v2(files)
+    del plan["frozen_at"]  # now: every run starts after it
+    plan["checkpoint_policy"]["resume_state"] = list(resume_state)
+    rec.freeze_plan(plan)
+    for step_id in ("prepare", "setup", "load-data"):
+        timed(rec, step_id)
+    check_the_corpus(rec, files)
+
+    control, resume = rec.run("control"), rec.run("resume-check")
+    control.start()
+    control.set_config("configs/control.json")
+    resume.start()
+    resume.set_config("configs/resume-check.json")
+    resumed, step = tools(rec)  # the callbacks record checkpoints and series
+    control.set_metrics(**F.METRICS["control"])
+    control.set_predictions("runs/control/predictions.jsonl")
+    for step_id in ("train-control", "save-ckpt", "restore-ckpt"):
+        timed(rec, step_id)
+    control.accept()
+    resume.resumed_from(resumed, step)
+    resume.accept()
+
+    train_the_variant(rec)
+    # The reload instructions name what each run delivers: the tool's checkpoints.
+    lines = [f"- {c['path']} ({c['format']}, {c['kind']} of {c['run']})" for c in rec.checkpoints]
+    rec.write_text("RELOAD.md", "# Reload\n\n" + "\n".join(lines) + "\n")
+    return close(rec, check=False)
+
+
+@pytest.fixture(scope="module")
+def trainer(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
+    base = tmp_path_factory.mktemp("itera-trainer")
+    return {name: record(base / name, trainer_tools, TRAINER_PARTS).manifest.parent
+            for name in ("good", "deleted")}
+
+
+@pytest.fixture(scope="module")
+def lightning(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
+    base = tmp_path_factory.mktemp("itera-lightning")
+    return {name: record(base / name, lightning_tools, LIGHTNING_PARTS).manifest.parent
+            for name in ("good", "deleted")}
+
+
+# -------------------------------------------------------------------- the plugin
+
+
+def failures(report: dict[str, Any]) -> dict[tuple[str, str | None], str]:
+    return {(c["check"], c["target"]): c["message"] for c in report["checks"]
+            if c["outcome"] != "passed"}
+
+
+def assert_accepted(itera: Itera, root: Path) -> None:
+    result, report = itera.reported(root)
+    failed = failures(report)
+    assert failed == {}, "\n".join(f"{k}: {v}" for k, v in failed.items())
+    assert report["verdict"] == "accepted"
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) > 0
+    assert set(outcomes) <= {"passed", "warnings", "warning"}, outcomes
+    expect(result, "campaign tiny-2026-11: ACCEPTED — * checks")
+    assert result.ret == 0
+
+
+def assert_missing(itera: Itera, root: Path, checkpoint: str,
+                   removed: Sequence[str]) -> None:
+    """Exactly the deleted checkpoint's items fail: each of its files, its reload, its
+    resume parts; the campaign is REJECTED."""
+    result, report = itera.reported(root)
+    failed = failures(report)
+    expected = {("files-intact", path) for path in removed} | {
+        ("checkpoint-reloads", checkpoint), ("resume-complete", checkpoint)}
+    assert set(failed) == expected, "\n".join(f"{k}: {v}" for k, v in failed.items())
+    for path in removed:
+        assert path in failed["files-intact", path]
+        assert "missing" in failed["files-intact", path]
+    assert checkpoint in failed["checkpoint-reloads", checkpoint]
+    assert report["verdict"] == "rejected"
+    expect(result, f"campaign tiny-2026-11: REJECTED — {len(expected)} of * checks failed",
+           f"FAILED *checkpoint-reloads[{checkpoint}]*")
+    assert result.ret == 1
+
+
+def recorded(root: Path) -> dict[str, Any]:
+    manifest = json.loads((root / "manifest.json").read_text())
+    measurements = {
+        run["id"]: [json.loads(line) for line in
+                    (root / run["measurements"]).read_text().splitlines()]
+        for run in manifest["runs"] if "measurements" in run}
+    return {"checkpoints": manifest["checkpoints"], "measurements": measurements}
+
+
+def losses(rows: list[dict[str, Any]]) -> dict[int, float]:
+    return {row["step"]: row["loss"] for row in rows if "loss" in row}
+
+
+# ------------------------------------------------------------ transformers Trainer
+
+
+def test_trainer_campaign_is_accepted(itera: Itera, trainer: Campaigns) -> None:
+    root = trainer["good"]
+    facts = recorded(root)
+    control = [c for c in facts["checkpoints"] if c["run"] == "control"]
+    assert control == [
+        {"path": f"runs/control/trainer/checkpoint-{n}", "run": "control",
+         "format": "hf-trainer", "kind": "resume", "claims": TRAINER_PARTS} for n in (2, 4)]
+    assert {"path": "runs/resume-check/trainer/checkpoint-4", "run": "resume-check",
+            "format": "hf-trainer", "kind": "resume",
+            "claims": TRAINER_PARTS} in facts["checkpoints"]
+    # The measurements file holds the Trainer's real series, logged at each step.
+    rows = facts["measurements"]["control"]
+    assert [r["step"] for r in rows if "step" in r] == [1, 2, 3, 4]
+    assert all({"loss", "learning_rate", "grad_norm"} <= set(r) for r in rows if "step" in r)
+    assert not any("train_runtime" in r for r in rows)  # the end-of-call summary is no series
+    assert rows[-1] == {"metrics": F.METRICS["control"]}
+    resumed = losses(facts["measurements"]["resume-check"])
+    assert list(resumed) == [3, 4]
+    assert resumed == {s: v for s, v in losses(rows).items() if s > 2}  # exact on CPU
+    assert_accepted(itera, root)
+
+
+def test_trainer_checkpoint_deleted_after_closure(
+    itera: Itera, trainer: Campaigns
+) -> None:
+    root, good = trainer["deleted"], trainer["good"]  # recorded alike
+    checkpoint = "runs/control/trainer/checkpoint-4"
+    removed = sorted(p.relative_to(good).as_posix() for p in (good / checkpoint).rglob("*")
+                     if p.is_file())
+    assert f"{checkpoint}/optimizer.pt" in removed
+    shutil.rmtree(root / checkpoint, ignore_errors=True)  # once per module: one per xdist mode
+    assert_missing(itera, root, checkpoint, removed)
+
+
+def test_trainer_output_dir_outside_the_campaign_is_refused(tmp_path: Path) -> None:
+    rec = _frozen(tmp_path / "campaign")
+    with pytest.raises(RecordError, match=r"TrainingArguments\.output_dir '.*/elsewhere' is "
+                                          r"outside the campaign folder"):
+        trainer_fit(rec, "control", tmp_path / "elsewhere")
+    assert rec.checkpoints == ()
+    with pytest.raises(RecordError, match="'nope' is not in the plan"):
+        _trainer_callback(rec, "nope")
+
+
+def test_trainer_save_total_limit_records_what_is_kept(tmp_path: Path) -> None:
+    """The Trainer rotates checkpoints away: only the surviving one is recorded, at the end."""
+    rec = _frozen(tmp_path / "campaign")
+    trainer_fit(rec, "control", rec.path("runs/control/trainer"), save_total_limit=1)
+    assert not (rec.root / "runs/control/trainer/checkpoint-2").exists()
+    assert [c["path"] for c in rec.checkpoints] == ["runs/control/trainer/checkpoint-4"]
+    assert [s for s, _ in rec.run("control").series("loss")] == [1, 2, 3, 4]
+
+
+def test_trainer_claims_follow_the_files_written(tmp_path: Path) -> None:
+    """save_only_model: the folders hold the weights and the trainer state only."""
+    rec = _frozen(tmp_path / "campaign")
+    trainer_fit(rec, "control", rec.path("runs/control/trainer"), save_only_model=True,
+                ignore_data_skip=True)
+    assert {c["path"]: c["claims"] for c in rec.checkpoints} == {
+        f"runs/control/trainer/checkpoint-{n}": ["model", "progress"] for n in (2, 4)}
+
+
+def test_trainer_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -> None:
+    """After a crash, the same run resumes from its checkpoint-2: the steps after it are
+    trained again (rewound, then logged again), checkpoint-4 is not recorded twice."""
+    rec = _frozen(tmp_path / "campaign")
+    output = rec.path("runs/control/trainer")
+    trainer_fit(rec, "control", output)
+    first = rec.run("control").series("loss")
+    trainer_fit(rec, "control", output, resume=str(output / "checkpoint-2"))
+    assert rec.run("control").series("loss") == first
+    assert [c["path"] for c in rec.checkpoints] == [
+        f"runs/control/trainer/checkpoint-{n}" for n in (2, 4)]
+    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    assert {"event": "rewind", "run": "control", "step": 2} in events
+
+
+# ---------------------------------------------------------------------- Lightning
+
+
+def test_lightning_campaign_is_accepted(itera: Itera, lightning: Campaigns) -> None:
+    root = lightning["good"]
+    facts = recorded(root)
+    control = [c for c in facts["checkpoints"] if c["run"] == "control"]
+    assert control == [
+        {"path": f"runs/control/ckpt/epoch={e}-step={s}.ckpt", "run": "control",
+         "format": "lightning", "kind": "resume", "claims": LIGHTNING_PARTS}
+        for e, s in ((0, 4), (1, 8))]
+    rows = facts["measurements"]["control"]
+    assert list(losses(rows)) == [1, 2, 3, 4, 5, 6, 7, 8]
+    resumed = losses(facts["measurements"]["resume-check"])
+    assert list(resumed) == [5, 6, 7, 8]
+    assert resumed == {s: v for s, v in losses(rows).items() if s > 4}  # exact on CPU
+    assert_accepted(itera, root)
+
+
+def test_lightning_checkpoint_deleted_after_closure(
+    itera: Itera, lightning: Campaigns
+) -> None:
+    root = lightning["deleted"]
+    checkpoint = "runs/control/ckpt/epoch=1-step=8.ckpt"
+    (root / checkpoint).unlink(missing_ok=True)  # once per module: one per xdist mode
+    assert_missing(itera, root, checkpoint, [checkpoint])
+
+
+def test_lightning_dirpath_outside_the_campaign_is_refused(tmp_path: Path) -> None:
+    rec = _frozen(tmp_path / "campaign")
+    with pytest.raises(RecordError, match=r"ModelCheckpoint\.dirpath '.*/elsewhere' is "
+                                          r"outside the campaign folder"):
+        lightning_fit(rec, "control", tmp_path / "elsewhere")
+    assert rec.checkpoints == ()
+    assert rec.run("control").series("loss") == []
+
+
+def test_lightning_save_top_k_records_what_is_kept(tmp_path: Path) -> None:
+    """ModelCheckpoint(save_top_k=1) deletes the older file: only the kept one is recorded."""
+    rec = _frozen(tmp_path / "campaign")
+    lightning_fit(rec, "control", rec.path("runs/control/ckpt"), save_top_k=1)
+    assert [c["path"] for c in rec.checkpoints] == ["runs/control/ckpt/epoch=1-step=8.ckpt"]
+
+
+def test_lightning_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -> None:
+    rec = _frozen(tmp_path / "campaign")
+    dirpath = rec.path("runs/control/ckpt")
+    lightning_fit(rec, "control", dirpath)
+    first = rec.run("control").series("loss")
+    lightning_fit(rec, "control", dirpath, ckpt_path=str(dirpath / "epoch=0-step=4.ckpt"))
+    assert rec.run("control").series("loss") == first
+    # Lightning does not overwrite: the step-8 file it writes again is a new version.
+    assert [c["path"] for c in rec.checkpoints] == [
+        f"runs/control/ckpt/epoch={e}-step={s}.ckpt" for e, s in ((0, 4), (1, 8), (1, "8-v1"))]
+    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    assert {"event": "rewind", "run": "control", "step": 4} in events
+
+
+# -------------------------------------------------------------------- the modules
+
+
+def test_importing_the_integrations_imports_no_tool() -> None:
+    code = ("import sys, pytest_itera, pytest_itera.integrations, pytest_itera.record\n"
+            "print(sorted(m for m in ('transformers', 'lightning', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def _frozen(root: Path) -> CampaignRecorder:
+    files = F.default_files_v2()
+    rec = CampaignRecorder(root)
+    for relpath, data in files.items():
+        rec.write_bytes(relpath, data)
+    plan = F.default_plan_v2(files)
+    del plan["frozen_at"]
+    rec.freeze_plan(plan)
+    return rec
+
+
+def _trainer_callback(rec: CampaignRecorder, run_id: str) -> Any:
+    from pytest_itera.integrations.transformers import IteraCallback
+
+    return IteraCallback(rec, run_id)

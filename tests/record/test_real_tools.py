@@ -1,0 +1,377 @@
+"""The plugin as a new user meets it: campaign folders written by the real tools.
+
+Each tool (transformers Trainer, Lightning, accelerate, torch.distributed.checkpoint, PEFT,
+plain torch.save) writes its complete, unmodified output where a user points it, inside a
+campaign folder under pytest's temporary folder (so the absolute paths the tools record are
+paths into /tmp: into the campaign itself, which is fine). tests/real_tools.py then records
+the campaign with pytest_itera.record.CampaignRecorder. Good campaigns must be ACCEPTED;
+subtly broken ones (damaged after the manifest was written, or recorded honestly but with a
+real defect) must fail exactly the items that name their defect, with the right message.
+
+Training runs are shared through module-scoped fixtures: one per tool, building the good
+campaign and its broken variants in place (never copied: a copy would move the absolute
+paths the tools recorded out of the campaign).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import real_tools as rt
+from tests.factory import expect
+from tests.runner import Itera
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+C = rt.CONTROL
+Campaigns = dict[str, Path]
+# What a broken campaign must fail: {(check, target): message fragments of that item}.
+Expected = dict[tuple[str, str | None], Sequence[str]]
+
+
+# ------------------------------------------------------------------- building
+
+
+def _build(base: Path, name: str, tools: rt.Tools, parts: Sequence[str],
+           damage: Callable[[Path], None] | None = None) -> Path:
+    root = rt.record_campaign(base / name, tools, resume_state=parts)
+    if damage is not None:
+        damage(root)  # after manifest.json: what transfer, a logger or a user did later
+    return root
+
+
+def _remove(*relpaths: str) -> Callable[[Path], None]:
+    def damage(root: Path) -> None:
+        for relpath in relpaths:
+            (root / relpath).unlink()
+
+    return damage
+
+
+@pytest.fixture(scope="module")
+def trainer(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
+    base = tmp_path_factory.mktemp("trainer")
+    cache = tmp_path_factory.mktemp("hf-cache") / "runs" / "control"
+    return {
+        # Tracking the best checkpoint: trainer_state.json names it by its absolute path.
+        "good": _build(base, "good", rt.trainer_tools(best=True), rt.TRAINER_PARTS),
+        "damaged": _build(base, "damaged", rt.trainer_tools(), rt.TRAINER_PARTS,
+                          _remove(f"{C}/trainer/checkpoint-2/optimizer.pt",
+                                  f"{C}/trainer/checkpoint-4/rng_state.pth")),
+        # Trained in a cache folder, checkpoints copied in: they still name the cache.
+        "cache": _build(base, "cache", rt.trainer_tools(output_dir=cache), rt.TRAINER_PARTS),
+    }
+
+
+def _append_metrics_row(root: Path) -> None:
+    csv = next((root / C / "lightning").rglob("metrics.csv"))
+    with csv.open("a") as handle:
+        handle.write("0,9,0.5\n")  # a logger still writing after closure
+
+
+@pytest.fixture(scope="module")
+def lightning(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
+    base = tmp_path_factory.mktemp("lightning")
+    cache = tmp_path_factory.mktemp("hf-cache") / "datasets" / "tiny"
+    # A sibling folder whose name extends the campaign's, and a path that starts in the
+    # campaign but leaves it through '..': neither is the campaign.
+    sibling = base / "sibling-cache" / "datasets"
+    dotdot = f"{base}/dotdot/../dotdot-cache/datasets"
+    parts = rt.LIGHTNING_PARTS
+    return {
+        "good": _build(base, "good", rt.lightning_tools(), parts),
+        "rng": _build(base, "rng", rt.lightning_tools(), (*parts, "rng")),
+        "cache": _build(base, "cache", rt.lightning_tools(data_dir=str(cache)), parts),
+        "sibling": _build(base, "sibling", rt.lightning_tools(data_dir=str(sibling)), parts),
+        "dotdot": _build(base, "dotdot", rt.lightning_tools(data_dir=dotdot), parts),
+        "modified": _build(base, "modified", rt.lightning_tools(), parts, _append_metrics_row),
+    }
+
+
+def _swap_base(root: Path) -> None:
+    """After closure, the shipped base's weights are replaced by another base of the same
+    architecture (another seed): same names, same config, other weights."""
+    import shutil
+
+    from tests.checkpoints import hf_base
+
+    other = hf_base(root.parent / f"{root.name}-other-base", seed=1)
+    shutil.copyfile(other / "model.safetensors", root / C / "base" / "model.safetensors")
+
+
+@pytest.fixture(scope="module")
+def small_tools(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
+    """accelerate, PEFT and plain torch.save: cheap, so one fixture."""
+    base = tmp_path_factory.mktemp("small")
+    return {
+        "accelerate": _build(base, "accelerate", rt.accelerate_tools, rt.ACCELERATE_PARTS),
+        "peft": _build(base, "peft", rt.peft_tools(rt.COMMIT, rt.COMMIT), rt.TUTORIAL_PARTS),
+        "peft-null": _build(base, "peft-null", rt.peft_tools(None, rt.COMMIT),
+                            rt.TUTORIAL_PARTS),
+        "peft-main": _build(base, "peft-main", rt.peft_tools("main", "main"), rt.TUTORIAL_PARTS),
+        "peft-shipped": _build(base, "peft-shipped", rt.peft_shipped_tools, rt.TUTORIAL_PARTS),
+        "peft-swapped": _build(base, "peft-swapped", rt.peft_shipped_tools, rt.TUTORIAL_PARTS,
+                               _swap_base),
+        "torch": _build(base, "torch", rt.torch_tools(), rt.TUTORIAL_PARTS),
+        "torch-broken": _build(base, "torch-broken", rt.torch_tools(nan=True, whole_module=True),
+                               rt.TUTORIAL_PARTS),
+    }
+
+
+@pytest.fixture(scope="module")
+def dcp(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
+    base = tmp_path_factory.mktemp("dcp")
+    names = ("good", "missing-shard")
+    rt.dcp_two_rank_run(*(base / name / C / "dcp-2-ranks" for name in names))
+    return {
+        "good": _build(base, "good", rt.dcp_tools, rt.DCP_PARTS),
+        "missing-shard": _build(base, "missing-shard", rt.dcp_tools, rt.DCP_PARTS,
+                                _remove(f"{C}/dcp-2-ranks/__1_0.distcp")),
+    }
+
+
+# -------------------------------------------------------------------- running
+
+
+def failures(report: dict[str, Any]) -> dict[tuple[str, str | None], dict[str, Any]]:
+    return {(c["check"], c["target"]): c for c in report["checks"] if c["outcome"] != "passed"}
+
+
+def assert_accepted(itera: Itera, root: Path) -> None:
+    result, report = itera.reported(root)
+    assert failures(report) == {}, json.dumps(list(failures(report).values()), indent=1)
+    assert report["verdict"] == "accepted"
+    expect(result, "campaign tiny-2026-11: ACCEPTED — * checks")
+    assert result.ret == 0
+
+
+def assert_rejected(itera: Itera, root: Path, expected: Expected) -> None:
+    """Exactly the expected items fail, each with its message fragments, and the node ids
+    and failure lines are printed."""
+    result, report = itera.reported(root)
+    failed = failures(report)
+    assert set(failed) == set(expected), json.dumps(list(failed.values()), indent=1)
+    for key, fragments in expected.items():
+        item = failed[key]
+        for fragment in fragments:
+            assert fragment in item["message"], (fragment, item["message"])
+        assert item["nodeid"].endswith(f"manifest.json::{_name(*key)}")
+        expect(result, f"FAILED *{item['nodeid']}*")
+    assert report["verdict"] == "rejected"
+    expect(result, "campaign tiny-2026-11: REJECTED*")
+    assert result.ret == 1
+
+
+def _name(check: str, target: str | None) -> str:
+    return check if target is None else f"{check}[{target}]"
+
+
+def _checkpoint_items(targets: Iterable[str]) -> set[tuple[str, str]]:
+    return {(check, t) for t in targets for check in ("checkpoint-reloads", "resume-complete")}
+
+
+# ---------------------------------------------------------------- good campaigns
+
+
+def test_trainer_output_dir_is_accepted(itera: Itera, trainer: Campaigns) -> None:
+    root = trainer["good"]
+    # The Trainer's own files, complete: training_args.bin names output_dir (inside /tmp).
+    ckpt = root / C / "trainer" / "checkpoint-4"
+    assert {p.name for p in ckpt.iterdir()} >= {
+        "config.json", "model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth",
+        "trainer_state.json", "training_args.bin"}
+    assert str(root).encode() in (ckpt / "training_args.bin").read_bytes()
+    state = json.loads((ckpt / "trainer_state.json").read_text())
+    assert state["best_model_checkpoint"].startswith(f"{root}/")
+    assert (root / C / "trainer" / "model.safetensors").is_file()
+    assert_accepted(itera, root)
+
+
+def test_lightning_default_root_dir_is_accepted(
+    itera: Itera, lightning: Campaigns
+) -> None:
+    root = lightning["good"]
+    version = root / C / "lightning" / "lightning_logs" / "version_0"
+    assert (version / "hparams.yaml").read_text() == "data_dir: null\nlr: 0.1\n"
+    assert (version / "metrics.csv").stat().st_size > 0
+    (ckpt,) = (version / "checkpoints").glob("epoch=*-step=*.ckpt")
+    # ModelCheckpoint records its absolute dirpath / best_model_path: into the campaign.
+    assert str(version / "checkpoints").encode() in ckpt.read_bytes()
+    assert_accepted(itera, root)
+
+
+@pytest.mark.parametrize("tool", ["accelerate", "peft", "peft-shipped", "torch"])
+def test_small_tools_are_accepted(
+    itera: Itera, small_tools: Campaigns, tool: str
+) -> None:
+    assert_accepted(itera, small_tools[tool])
+
+
+# --------------------------------------------------------------- broken campaigns
+
+
+def test_trainer_checkpoint_missing_optimizer_and_rng(
+    itera: Itera, trainer: Campaigns
+) -> None:
+    ck2, ck4 = f"{C}/trainer/checkpoint-2", f"{C}/trainer/checkpoint-4"
+    assert_rejected(itera, trainer["damaged"], {
+        ("files-intact", f"{ck2}/optimizer.pt"): [f"{ck2}/optimizer.pt", "missing"],
+        ("files-intact", f"{ck4}/rng_state.pth"): [f"{ck4}/rng_state.pth", "missing"],
+        ("resume-complete", ck2): [f"resume checkpoint {ck2} lacks optimizer, required by the "
+                                   "plan's checkpoint_policy.resume_state", "optimizer.pt",
+                                   "the manifest claims optimizer"],
+        ("resume-complete", ck4): [f"resume checkpoint {ck4} lacks rng, required by the plan's "
+                                   "checkpoint_policy.resume_state", "rng_state.pth",
+                                   "the manifest claims rng"],
+    })
+
+
+def test_trainer_checkpoints_copied_from_a_cache_folder(
+    itera: Itera, trainer: Campaigns
+) -> None:
+    """output_dir was /tmp/.../hf-cache: trainer_state.json's best_model_checkpoint and the
+    pickled TrainingArguments name a folder that vanishes with the rental."""
+    root = trainer["cache"]
+    expected: Expected = {}
+    for step in (2, 4):
+        folder = f"{C}/trainer/checkpoint-{step}"
+        state = json.loads((root / folder / "trainer_state.json").read_text())
+        assert "hf-cache" in state["best_model_checkpoint"]
+        expected[("no-temp-paths", f"{folder}/trainer_state.json")] = [
+            "path into a temporary folder: ", "hf-cache", "trainer_state.json:"]
+        expected[("no-temp-paths", f"{folder}/training_args.bin")] = [
+            "path into a temporary folder: ", "hf-cache", "(pickle record)"]
+    # save_model() writes the pickled TrainingArguments next to the final model too.
+    expected[("no-temp-paths", f"{C}/trainer/training_args.bin")] = [
+        "path into a temporary folder: ", "hf-cache", "(pickle record)"]
+    assert_rejected(itera, root, expected)
+
+
+def test_lightning_checkpoint_cannot_resume_a_plan_that_requires_rng(
+    itera: Itera, lightning: Campaigns
+) -> None:
+    root = lightning["rng"]
+    (ckpt,) = (p.relative_to(root).as_posix() for p in root.rglob("*.ckpt"))
+    assert_rejected(itera, root, {
+        ("resume-complete", ckpt): [f"resume checkpoint {ckpt} cannot hold rng, required by "
+                                    "the plan", "Lightning"],
+    })
+
+
+def test_lightning_hparams_naming_a_cache_folder(
+    itera: Itera, lightning: Campaigns
+) -> None:
+    root = lightning["cache"]
+    (ckpt,) = (p.relative_to(root).as_posix() for p in root.rglob("*.ckpt"))
+    hparams = f"{C}/lightning/lightning_logs/version_0/hparams.yaml"
+    assert_rejected(itera, root, {
+        ("no-temp-paths", hparams): ["path into a temporary folder: ", "hf-cache",
+                                     f"{hparams}:1:11"],
+        ("no-temp-paths", ckpt): ["path into a temporary folder: ", "hf-cache"],
+    })
+
+
+def test_lightning_hparams_naming_a_sibling_temp_folder(
+    itera: Itera, lightning: Campaigns
+) -> None:
+    root = lightning["sibling"]
+    (ckpt,) = (p.relative_to(root).as_posix() for p in root.rglob("*.ckpt"))
+    hparams = f"{C}/lightning/lightning_logs/version_0/hparams.yaml"
+    assert_rejected(itera, root, {
+        ("no-temp-paths", hparams): ["path into a temporary folder: ", "sibling-cache"],
+        ("no-temp-paths", ckpt): ["path into a temporary folder: ", "sibling-cache"],
+    })
+
+
+def test_lightning_hparams_leaving_the_campaign_through_dotdot(
+    itera: Itera, lightning: Campaigns
+) -> None:
+    root = lightning["dotdot"]
+    (ckpt,) = (p.relative_to(root).as_posix() for p in root.rglob("*.ckpt"))
+    hparams = f"{C}/lightning/lightning_logs/version_0/hparams.yaml"
+    assert_rejected(itera, root, {
+        ("no-temp-paths", hparams): ["path into a temporary folder: ", "dotdot-cache"],
+        ("no-temp-paths", ckpt): ["path into a temporary folder: ", "dotdot-cache"],
+    })
+
+
+def test_file_modified_after_the_manifest(itera: Itera, lightning: Campaigns) -> None:
+    metrics = f"{C}/lightning/lightning_logs/version_0/metrics.csv"
+    assert_rejected(itera, lightning["modified"], {
+        ("files-intact", metrics): [f"{metrics} does not have the ", "recorded in the manifest"],
+    })
+
+
+def test_dcp_folders_accepted_then_missing_a_shard(
+    itera: Itera, dcp: Campaigns
+) -> None:
+    """One test: the two-rank save (a process group) is built once for both campaigns."""
+    shards = sorted(p.name for p in (dcp["good"] / C / "dcp-2-ranks").iterdir())
+    assert shards == [".metadata", "__0_0.distcp", "__1_0.distcp"]
+    assert_accepted(itera, dcp["good"])
+    folder = f"{C}/dcp-2-ranks"
+    assert_rejected(itera, dcp["missing-shard"], {
+        ("files-intact", f"{folder}/__1_0.distcp"): [f"{folder}/__1_0.distcp", "missing"],
+        ("checkpoint-reloads", folder): ["does not reload in a fresh process with "
+                                         "weights_only=True", "__1_0.distcp"],
+        ("resume-complete", folder): [f"the resume parts of {folder} are unknown: it does "
+                                      "not reload"],
+    })
+
+
+def test_peft_adapter_saved_without_revision(
+    itera: Itera, small_tools: Campaigns
+) -> None:
+    root = small_tools["peft-null"]
+    config = f"{C}/adapter/adapter_config.json"
+    assert json.loads((root / config).read_text())["revision"] is None
+    assert_rejected(itera, root, {
+        ("adapter-pinned", f"{C}/adapter"): [
+            f"{config} records revision null, the manifest records base_revision "
+            f"'{rt.COMMIT}'", f"{config}:"],
+    })
+
+
+def test_peft_adapter_pinned_to_a_branch(itera: Itera, small_tools: Campaigns) -> None:
+    root = small_tools["peft-main"]
+    assert json.loads((root / C / "adapter" / "adapter_config.json").read_text())[
+        "revision"] == "main"
+    assert_rejected(itera, root, {
+        ("adapter-pinned", f"{C}/adapter"): [
+            f"the base revision of adapter {C}/adapter 'main' is a branch: it moves with "
+            "every push"],
+    })
+
+
+def test_peft_adapter_on_a_swapped_shipped_base(
+    itera: Itera, small_tools: Campaigns
+) -> None:
+    root = small_tools["peft-swapped"]
+    assert json.loads((root / C / "base" / "itera-base.json").read_text()) == {
+        "model": rt.BASE_MODEL, "revision": rt.COMMIT}
+    weights = f"{C}/base/model.safetensors"
+    assert_rejected(itera, root, {
+        ("files-intact", weights): [f"{weights} does not have the "],
+        ("adapter-pinned", f"{C}/adapter"): [
+            f"the files of shipped base {C}/base do not hash to the base_digest recorded for "
+            f"adapter {C}/adapter"],
+    })
+
+
+def test_whole_module_and_nan_weights(itera: Itera, small_tools: Campaigns) -> None:
+    assert_rejected(itera, small_tools["torch-broken"], {
+        ("checkpoint-reloads", f"{C}/model.pt"): [
+            "does not reload in a fresh process with weights_only=True",
+            "holds code: unpickling it would call torch.nn.modules.",
+            "deliver torch.save(model.state_dict(), ...) (plain tensors) instead"],
+        ("checkpoint-reloads", f"{C}/diverged.tar"): [
+            f"{C}/diverged.tar holds non-finite model weights: 1 NaN value in 1 tensor",
+            "2.weight"],
+    })
+
