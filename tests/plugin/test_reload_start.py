@@ -8,7 +8,13 @@ import json
 
 import pytest
 
-from tests.factory import LEAN, CampaignBuilder
+from tests.factory import CampaignBuilder
+from tests.runner import Itera, only_xdist
+
+# What is observed is the pytest process's own reload server; under xdist ("on") the
+# controller never starts one and each worker starts its own at its first reload (tested
+# in tests/plugin/test_collection.py and tests/checks/test_artifact_checks.py).
+pytestmark = only_xdist("absent", "off")
 
 OBSERVER = """
 import json
@@ -28,19 +34,19 @@ def pytest_runtestloop(session):
 """
 
 
-def seen(pytester: pytest.Pytester, *args: str,
+def seen(itera: Itera, *args: str,
          conftest: str = "") -> tuple[pytest.RunResult, dict[str, list[bool]]]:
-    pytester.makeconftest(OBSERVER + conftest)
-    result = pytester.runpytest(*LEAN, "--itera-campaign", "out", *args)
-    path = pytester.path / "seen.json"
+    itera.pytester.makeconftest(OBSERVER + conftest)
+    result = itera(*args)
+    path = itera.pytester.path / "seen.json"
     return result, json.loads(path.read_text()) if path.exists() else {}
 
 
 def test_the_server_starts_before_collection_when_checkpoints_are_listed(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result, servers = seen(pytester)
+    result, servers = seen(itera)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*ACCEPTED*"])
     assert servers == {"sessionstart": [True], "runtestloop": [True]}
@@ -56,11 +62,11 @@ def pytest_collection_modifyitems(config, items):
 
 
 def test_the_server_started_ahead_is_stopped_when_no_selected_item_reloads(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     """A plugin's deselection is known only after collection."""
     campaign.write()
-    result, servers = seen(pytester, conftest=DESELECT_RELOADS)
+    result, servers = seen(itera, conftest=DESELECT_RELOADS)
     assert result.ret == 0
     assert servers == {"sessionstart": [True], "runtestloop": []}
 
@@ -68,10 +74,10 @@ def test_the_server_started_ahead_is_stopped_when_no_selected_item_reloads(
 @pytest.mark.parametrize("selection", [("-k", "files-intact"), ("-m", "itera"),
                                        ("--deselect", "out/manifest.json::manifest")])
 def test_a_chosen_selection_starts_the_server_only_if_it_reloads(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, selection: tuple[str, str]
+    itera: Itera, campaign: CampaignBuilder, selection: tuple[str, str]
 ) -> None:
     campaign.write()
-    result, servers = seen(pytester, *selection)
+    result, servers = seen(itera, *selection)
     assert result.ret == 0
     reloads = selection[0] != "-k"
     assert servers == {"sessionstart": [], "runtestloop": [True] if reloads else []}
@@ -79,32 +85,31 @@ def test_a_chosen_selection_starts_the_server_only_if_it_reloads(
 
 @pytest.mark.parametrize("option", ["--itera-fast", "--collect-only"])
 def test_no_server_starts_when_the_run_reloads_nothing(
-    pytester: pytest.Pytester, campaign: CampaignBuilder, option: str
+    itera: Itera, campaign: CampaignBuilder, option: str
 ) -> None:
     campaign.write()
-    result, servers = seen(pytester, option)
+    result, servers = seen(itera, option)
     assert result.ret == 0
     assert servers.get("sessionstart", []) == []
     assert servers.get("runtestloop", []) == []
 
 
 def test_no_server_starts_for_a_campaign_without_checkpoints(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.manifest["checkpoints"] = []
     campaign.manifest["adapters"] = []
     campaign.write()
-    _, servers = seen(pytester, "-k", "files-intact")
+    _, servers = seen(itera, "-k", "files-intact")
     assert servers == {"sessionstart": [], "runtestloop": []}
 
 
 def test_a_bad_reload_interpreter_is_still_a_usage_error_before_any_item_runs(
-    pytester: pytest.Pytester, campaign: CampaignBuilder
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     """The probe now runs beside collection; its verdict is still judged before the items."""
     campaign.write()
-    result = pytester.runpytest(*LEAN, "--itera-campaign", "out", "--itera-python",
-                                "/nonexistent/python")
+    result = itera("--itera-python", "/nonexistent/python")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--itera-python /nonexistent/python: not an executable file*"])
     assert "passed" not in result.stdout.str()
