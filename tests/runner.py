@@ -34,9 +34,12 @@ class Itera:
     *args``; ``check="files-intact"`` adds ``-k files-intact``; ``campaign=None`` runs
     without ``--itera-campaign`` (a plain session); ``subprocess=True`` runs a new
     interpreter; ``xdist="off"`` overrides the mode for one call (a test comparing modes);
-    ``cache=True`` keeps pytest's cache provider on. ``itera.gate()`` runs the plan gate;
-    ``itera.passes(campaign, check)`` and ``itera.fails(campaign, check, *lines)`` write a
-    campaign and assert the one item a check selects.
+    ``cache=True`` keeps pytest's cache provider on.
+
+    ``itera.gate()`` runs the plan gate; ``itera.reported(root)`` runs on a folder with a JSON
+    report and returns it; ``itera.passes(campaign, check)`` and ``itera.fails(campaign,
+    check, *lines)`` write a campaign, run the items ``-k check`` selects and assert their
+    outcomes (and the lines the failures say).
     """
 
     def __init__(self, pytester: pytest.Pytester, xdist: str) -> None:
@@ -82,8 +85,9 @@ class Itera:
         """The plan gate: ``pytest --itera-plan <plan> ...`` (no campaign)."""
         return self("--itera-plan", plan, *args, campaign=None, **options)
 
-    def passes(self, campaign: CampaignBuilder, check: str, *, passed: int = 1
-               ) -> pytest.RunResult:
+    def passes(
+        self, campaign: CampaignBuilder, check: str, *, passed: int = 1
+    ) -> pytest.RunResult:
         """Write ``campaign``: the items ``-k check`` selects (one by default) all pass."""
         campaign.write()
         result = self(check=check)

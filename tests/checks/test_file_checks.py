@@ -12,7 +12,7 @@ import pytest
 from pytest_itera.campaign import load_campaign
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.files import CHECKS as FILE_CHECKS
-from tests.factory import CampaignBuilder, expect, sha256
+from tests.factory import CampaignBuilder, expect, expect_each, sha256
 from tests.runner import Itera
 
 # ------------------------------------------------------------ files-intact
@@ -204,7 +204,7 @@ def test_temp_paths_in_json_markdown_and_csv(
     campaign.write()
     result = itera("-k", "no-temp-paths")
     result.assert_outcomes(passed=len(campaign.files) - 1, failed=3)
-    expect(
+    expect_each(  # three items: under xdist their failures come in the order they finish
         result,
         "RELOAD.md:3:20: path into a temporary folder: /var/folders/xy/T/run1/last.pt",
         "configs/control.json:3:13: path into a temporary folder: /tmp/hf/cache",
@@ -250,7 +250,7 @@ def test_absolute_paths_into_the_campaign_itself_are_not_temporary(
     result = itera("-k", "no-temp-paths and runs/control/")
     # predictions, measurements, the checkpoint and hparams.json pass
     result.assert_outcomes(passed=4, failed=3)
-    expect(
+    expect_each(  # three items: under xdist their failures come in the order they finish
         result,
         "runs/control/cache.json:1:*: path into a temporary folder: /tmp/hf-cache/x",
         f"runs/control/escape.json:1:*: path into a temporary folder: {campaign.root}/../x",

@@ -32,8 +32,7 @@ def test_the_seeds_48_hours_in_a_72_hour_window_pass_with_24_uncommitted(
            "  lot rtx4090-3d (3 days, 47.14 USD): spans 48 h of 72 h",
            "    lots that fit 48 h of RTX 4090: 3-day 47.14 USD (24 h idle) | 7-day 110.00 USD "
            "(120 h idle) | 30-day 390.00 USD (672 h idle)")
-    # Under xdist the items finish, and are summarised, in any order.
-    expect_each(result, "PASSED out/plan.json::plan-valid",
+    expect_each(result, "PASSED out/plan.json::plan-valid",  # in the order they finish
                 "PASSED out/plan.json::plan-frozen-ready",
                 "PASSED out/plan.json::plan-schedule-fits")
     assert result.ret == 0

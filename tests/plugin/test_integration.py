@@ -282,8 +282,8 @@ def test_fixture_runs_once_per_campaign(
     """)
     result = itera("--itera-campaign", "other", "test_ids.py", "-k", "test_id", "-rA")
     result.assert_outcomes(passed=2)
-    for line in ("PASSED test_ids.py::test_id?out?", "PASSED test_ids.py::test_id?other?"):
-        result.stdout.fnmatch_lines([line])  # in any order: under xdist they finish in any order
+    for campaign_id in ("out", "other"):  # under xdist they finish in either order
+        result.stdout.fnmatch_lines([f"PASSED test_ids.py::test_id?{campaign_id}?"])
 
 
 def test_fixture_without_a_campaign_is_an_error_not_a_skip(
