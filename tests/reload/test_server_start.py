@@ -14,12 +14,7 @@ import pytest
 import torch
 
 from pytest_itera.reload import Reloader, sandbox
-
-
-def tiny_weights(folder: Path) -> Path:
-    path = folder / "w.pt"
-    torch.save({"layer.weight": torch.ones(2, 3), "layer.bias": torch.zeros(2)}, path)
-    return path
+from tests import checkpoints
 
 
 def test_the_server_warms_up_without_importing_torchs_compiler(tmp_path: Path) -> None:
@@ -50,13 +45,13 @@ def test_a_loader_child_that_fails_outside_the_checkpoint_says_what_failed(
 ) -> None:
     """A child's own failure (here a malformed test-seam value, before any load) is told with
     its exception, not as a guess about memory."""
-    path = tiny_weights(tmp_path)
+    path = checkpoints.state_dict_file(tmp_path)
     with Reloader(timeout=60) as reloader:
         reply = reloader._ask({"path": str(path), "cpu_seconds": "soon"})
         assert reply["ok"] is False
         assert reply["reason"] == ("the loading process failed before giving a verdict "
                                    "(ValueError: could not convert string to float: 'soon')")
-        assert reloader.reload(path, "w.pt").ok  # the server kept serving
+        assert reloader.reload(path, path.name).ok  # the server kept serving
 
 
 @pytest.mark.parametrize(("field", "point"), [
@@ -69,18 +64,13 @@ def test_mount_points_are_unescaped_without_a_codec(field: str, point: str) -> N
     assert sandbox._unescape(field) == point
 
 
-def _real_root() -> bool:
-    with open("/proc/self/status", encoding="ascii") as fh:
-        return next(line.split()[1] for line in fh if line.startswith("Uid:")) == "0"
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux only")
 def test_rlimit_nproc_bounds_the_processes_of_an_unprivileged_account(tmp_path: Path) -> None:
     """The kernel exempts real root from RLIMIT_NPROC, so tests/reload/test_sandbox.py can only
     prove the layer when run unprivileged. As root, run the reload interpreter as 'nobody'
     (setpriv; CAP_DAC_READ_SEARCH lets it read this interpreter's files) and make the child
     fork 64 times with only the user namespace and the limit on."""
-    if not _real_root():
+    if not sandbox._real_root():  # the sandbox's own test of it
         pytest.skip("not root: tests/reload/test_sandbox.py proves the limit as this account")
     setpriv = shutil.which("setpriv")
     if setpriv is None:
@@ -90,7 +80,7 @@ def test_rlimit_nproc_bounds_the_processes_of_an_unprivileged_account(tmp_path: 
                        "--inh-caps=+dac_read_search --ambient-caps=+dac_read_search "
                        f"{sys.executable} \"$@\"\n")
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    path = tiny_weights(tmp_path)
+    path = checkpoints.state_dict_file(tmp_path)
     with Reloader(str(wrapper), timeout=60) as reloader:
         reply = reloader._ask({"path": str(path), "debug": "escape", "attempts": ["fork"],
                                "forks": 64, "layers": ["user_namespace", "rlimit_nproc"]})
