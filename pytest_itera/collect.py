@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -36,6 +37,7 @@ from pytest_itera.findings import Finding, render_all, summary_line
 from pytest_itera.options import (
     Settings,
     catalogue_in_force,
+    gc_paused,
     hourly_phrases,
     loaded_campaign,
     settings_key,
@@ -131,15 +133,28 @@ class _ChecksFile(_CampaignNode, pytest.File):
     Context they share, closed when the file's items are done."""
 
     context: Context
+    _gc_paused_here = False
 
     @property
     def campaign_root(self) -> Path:
         return self.path.parent
 
+    def setup(self) -> None:
+        # The collector is paused while this file's items run one after the other (see
+        # options.gc_paused: they read, judge and keep a few objects per listed file) and
+        # resumed at its teardown, which pytest also runs before any other test it
+        # interleaves: another test never runs with it paused.
+        if gc.isenabled():
+            gc.disable()
+            self._gc_paused_here = True
+
     def teardown(self) -> None:
         context = getattr(self, "context", None)
         if context is not None:
             context.close()
+        if self._gc_paused_here:
+            self._gc_paused_here = False
+            gc.enable()
 
 
 class _CheckItem(_CampaignNode, pytest.Item):
@@ -171,22 +186,24 @@ class IteraManifest(_ChecksFile):
 
     _root_text: str
 
-    def collect(self) -> Iterator[IteraCheckItem]:
+    def collect(self) -> list[IteraCheckItem]:
         settings = self.config.stash[settings_key]
         checks = registered_checks(self.config, self.ihook, fast=settings.fast)
-        self.context = make_context(self.campaign_root, settings, checks, self.config)
-        # The items inherit the mark (`-m itera`) from here: pytest looks for marks on
-        # every item several times per run, and an own mark is one more to walk each time.
-        self.add_marker(MARKER)
-        # One root string for every item (not a Path formatting per item).
-        self._root_text = str(self.campaign_root)
-        for check in sorted(checks.values(), key=lambda c: (c.order, c.id)):
-            if check.scope == "plan":
-                continue  # the plan gate's (--itera-plan), never a closed campaign's
-            for target in self.context.targets(check):
-                yield IteraCheckItem.from_parent(
-                    self, name=item_name(check.id, target), check=check, target=target
-                )
+        # The folder's walk and the targets: a few objects per listed file (gc_paused).
+        with gc_paused():
+            self.context = make_context(self.campaign_root, settings, checks, self.config)
+            # The items inherit the mark (`-m itera`) from here: pytest looks for marks on
+            # every item several times per run, and an own mark is one more to walk each time.
+            self.add_marker(MARKER)
+            # One root string for every item (not a Path formatting per item).
+            self._root_text = str(self.campaign_root)
+            return [
+                IteraCheckItem.from_parent(
+                    self, name=item_name(check.id, target), check=check, target=target)
+                for check in sorted(checks.values(), key=lambda c: (c.order, c.id))
+                if check.scope != "plan"  # the plan gate's (--itera-plan), not a campaign's
+                for target in self.context.targets(check)
+            ]
 
 class IteraCheckItem(_CheckItem):
     """One check on one target of a closed campaign."""

@@ -306,7 +306,15 @@ class Context:
         return self._reloader
 
     def close(self) -> None:
+        """The items are done: stop the readers and the reloader, and let go of what was
+        kept per file (facts, walk entries, memoised values: a few objects per listed file,
+        which the last garbage collections of the process would otherwise walk through).
+        A later question is answered again from the folder."""
         self._closed = True  # reader threads drop what is still queued
+        with self._lock:
+            self._facts = {}
+            self._entries, self._by_path = None, {}
+            self._memo = {}
         if self._readers is not None:
             for _ in range(self._reader_count):
                 self._readers.put(None)

@@ -7,6 +7,7 @@ written by CampaignBuilder; the pure helpers are called directly.
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from pytest_itera.collect import (
 from pytest_itera.collect_plan import VALID, IteraPlanItem
 from pytest_itera.findings import Finding
 from tests.factory import LEAN, CampaignBuilder
+from tests.runner import Itera, only_xdist
 
 MANIFEST = "out/manifest.json"
 
@@ -319,3 +321,80 @@ def test_a_plan_that_does_not_load_is_one_item_saying_why(pytester: pytest.Pytes
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*plan-valid: 1 problem*", "*duplicate key 'format' in one object*"])
+
+
+# ------------------------------------------------------- the garbage collector
+
+GC_RECORDER = """
+import gc
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    kind = "itera" if "manifest.json::" in item.nodeid else "user"
+    with open("gc-states.txt", "a") as f:
+        f.write(f"{kind} {gc.isenabled()}\\n")
+    return (yield)
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        with open("gc-states.txt", "a") as f:
+            f.write(f"end {gc.isenabled()}\\n")
+"""
+
+
+def gc_states(pytester: pytest.Pytester) -> list[tuple[str, bool]]:
+    lines = (pytester.path / "gc-states.txt").read_text().split()
+    return [(kind, state == "True") for kind, state in zip(lines[::2], lines[1::2], strict=True)]
+
+
+def test_the_collector_is_paused_for_the_campaign_items_only(
+    pytester: pytest.Pytester, itera: Itera
+) -> None:
+    """The items run with automatic garbage collection paused (a few long-lived objects per
+    listed file; ~1 s of a 100,000-file run was the collector's passes); the user's tests in
+    the same run, before and after, run with it on, and it is on again at the end."""
+    CampaignBuilder(pytester.path / "out").write()
+    pytester.makeconftest(GC_RECORDER)
+    pytester.makepyfile(test_user="def test_one():\n    pass\n\ndef test_two():\n    pass\n")
+    try:
+        result = itera("test_user.py")
+    finally:
+        gc.enable()  # an in-process run shares this interpreter's collector
+    assert result.ret == 0, result.stdout.str()
+    states = gc_states(pytester)
+    assert {kind for kind, _ in states} == {"itera", "user", "end"}, states
+    assert all(not on for kind, on in states if kind == "itera"), states
+    assert all(on for kind, on in states if kind != "itera"), states
+
+
+@only_xdist("absent", "off")  # the user's choice is read back in this process
+def test_a_collector_the_user_turned_off_stays_off(
+    pytester: pytest.Pytester, itera: Itera
+) -> None:
+    CampaignBuilder(pytester.path / "out").write()
+    pytester.makeconftest("import gc\ngc.disable()\n" + GC_RECORDER)
+    pytester.makepyfile(test_user="def test_one():\n    pass\n")
+    try:
+        result = itera("test_user.py")
+    finally:
+        gc.enable()
+    assert result.ret == 0, result.stdout.str()
+    states = gc_states(pytester)
+    assert ("end", False) in states, states
+    assert ("user", False) in states, states
+
+
+def test_closing_a_context_lets_go_of_per_file_data(pytester: pytest.Pytester) -> None:
+    """What is kept per listed file is dropped at the file node's teardown (the last
+    collections of the process would otherwise walk it); asked again, it is read again."""
+    CampaignBuilder(pytester.path / "out").write()
+    items = collect(pytester)
+    context = items[0].parent.context
+    assert context.facts("RELOAD.md").error is None
+    assert context.entry("RELOAD.md") is not None
+    context.close()
+    assert not context._facts
+    assert context._entries is None
+    assert not context._memo
+    assert context.facts("RELOAD.md").size == (pytester.path / "out/RELOAD.md").stat().st_size
