@@ -71,16 +71,52 @@ def test_the_server_started_ahead_is_stopped_when_no_selected_item_reloads(
     assert servers == {"sessionstart": [True], "runtestloop": []}
 
 
-@pytest.mark.parametrize("selection", [("-k", "files-intact"), ("-m", "itera"),
-                                       ("--deselect", "out/manifest.json::manifest")])
+# (arguments, started at configure, running when the items run)
+SELECTIONS = {
+    # -k/-m are judged at configure against the names the reloading items will have.
+    "k-no-reload": (("-k", "files-intact"), False, False),
+    "k-reloads": (("-k", "checkpoint-reloads"), True, True),
+    "k-one-checkpoint": (("-k", "reloads and step-2"), True, True),
+    "k-folder": (("-k", "out and not manifest"), True, True),
+    "k-not-reloads": (("-k", "not checkpoint-reloads and not resume and not adapter and not "
+                       "budget and not artifacts"), False, False),
+    "m-itera": (("-m", "itera"), True, True),
+    "m-other": (("-m", "slow"), False, False),
+    # --deselect: the server starts after collection if the selection reloads.
+    "deselect": (("--deselect", "out/manifest.json::manifest"), False, True),
+}
+
+
+@pytest.mark.parametrize("selection", SELECTIONS.values(), ids=SELECTIONS.keys())
 def test_a_chosen_selection_starts_the_server_only_if_it_reloads(
-    itera: Itera, campaign: CampaignBuilder, selection: tuple[str, str]
+    itera: Itera, campaign: CampaignBuilder, selection: tuple[tuple[str, ...], bool, bool]
+) -> None:
+    args, early, running = selection
+    campaign.write()
+    result, servers = seen(itera, *args)
+    assert result.ret in (0, pytest.ExitCode.NO_TESTS_COLLECTED), result.stdout.str()
+    assert servers == {"sessionstart": [True] if early else [],
+                       "runtestloop": [True] if running else []}
+
+
+def test_a_wrong_guess_only_costs_time(itera: Itera, campaign: CampaignBuilder) -> None:
+    """-k selects the reloads, a plugin then deselects them: started at configure, stopped
+    once the selection is known."""
+    campaign.write()
+    result, servers = seen(itera, "-k", "checkpoint-reloads or files-intact",
+                           conftest=DESELECT_RELOADS)
+    assert result.ret == 0
+    assert servers == {"sessionstart": [True], "runtestloop": []}
+
+
+def test_an_expression_pytest_refuses_starts_nothing(
+    itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result, servers = seen(itera, *selection)
-    assert result.ret == 0
-    reloads = selection[0] != "-k"
-    assert servers == {"sessionstart": [], "runtestloop": [True] if reloads else []}
+    result, servers = seen(itera, "-k", "reloads and (")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*Wrong expression passed to '-k'*"])
+    assert servers.get("sessionstart", []) == []
 
 
 @pytest.mark.parametrize("option", ["--itera-fast", "--collect-only"])
