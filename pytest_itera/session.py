@@ -207,7 +207,6 @@ class IteraSession:
             return  # nothing ran: no verdict, no report, no gate
         provenance = self._provenance()
         self.reports = [self._campaign_report(root, provenance) for root in self.settings.campaigns]
-        json_text = report.render_json(self.reports)
         plans = [self._plan_report(path) for path in self.settings.plans]
         for path in self.settings.reports:
             try:
@@ -220,7 +219,8 @@ class IteraSession:
             # CI gates on the exit status: a missing report must not look like success.
             _fail(session, pytest.ExitCode.INTERNAL_ERROR)
         if self.settings.seal is not None:
-            self._seal(session, json_text)
+            # Rendered only for the seal (~35 us per item: 0.35 s of a 10,000-item run).
+            self._seal(session, report.render_json(self.reports))
         self._gate(session)
 
     def _plan_report(self, path: Path) -> report.PlanReport:

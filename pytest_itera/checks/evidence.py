@@ -594,6 +594,15 @@ def measurements_targets(ctx: Context) -> Iterable[str]:
     return {r.id for r in man.runs if r.metrics or r.measurements is not None}
 
 
+def _measurements_owners(man: Manifest) -> dict[str, list[str]]:
+    """Measurements file -> the runs that record it (one pass, not one per run)."""
+    owners: dict[str, list[str]] = {}
+    for r in man.runs:
+        if r.measurements is not None:
+            owners.setdefault(r.measurements, []).append(r.id)
+    return owners
+
+
 def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
     """The run's measurements file is readable and every manifest metric is its value."""
     assert target is not None
@@ -607,8 +616,8 @@ def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
             expected="the run's measurements JSON Lines, whose metrics line the manifest copies",
             hint=_measurements_hint(run))
         return
-    sharing = sorted(r.id for r in man.runs if r.id != run.id and r.measurements is not None
-                     and r.measurements == run.measurements)
+    owners = ctx.memo("evidence.measurements-owners", lambda: _measurements_owners(man))
+    sharing = sorted(r for r in owners[run.measurements] if r != run.id)
     if sharing:
         yield Finding(
             f"run {run.id} shares its measurements file {run.measurements} with "
