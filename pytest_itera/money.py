@@ -349,9 +349,11 @@ def _zero_accepted_problem(stated: Money | None, total: Money, cause: str | None
         )
     if not total.amount:
         return "zero accepted deliverables and a zero engaged cost: show the cost actually engaged"
-    if not cause:
+    if not cause or placeholder_reference(cause):
         return (
             f"zero accepted deliverables ({total.format()} engaged) without a rejection cause"
+            + (f" ({cause!r} is a placeholder, not a cause)" if cause and not is_blank(cause)
+               else "")
         )
     return None
 
@@ -403,6 +405,10 @@ HOURLY_PHRASES: tuple[Phrase, ...] = (
     _phrase("GPU-hours at", rf"\bgpu[\s-]*{_UNIT}\s*(?:at\b|@)"),
     _phrase("hourly", rf"\bhourly(?:-{_BILLING_WORDS}\b|(?![\w-]))"),
     _phrase("an hour", rf"(?:{_SYMBOLS}|\b{_CODES})\s+an?\s+hour\b"),
+    _phrase("for each hour", r"\b(?:for|per)\s+(?:each|every)\s+(?:gpu[\s-]*)?hours?\b"
+            r"|\b(?:each|every)\s+(?:gpu[\s-]*)?hour\s+(?:at\b|@|costs?\b|billed\b)"),
+    _phrase("hours at <amount>", rf"\b{_UNIT}\s+(?:at|@)\s*(?:{_SYMBOLS}\s*\d|"
+            rf"\d+(?:[.,]\d+)?\s*(?:{_SYMBOLS}|{_CODES}\b))"),
     _phrase("par heure", r"\bpar\s+heures?\b"),
     _phrase("à l'heure", r"\b(?:à|a)\s+l['\u2019]\s*heure\b"),
     _phrase("tarif horaire", r"\b(?:tarif|taux|co[uû]t|prix|facturation)\s+horaire\b"),

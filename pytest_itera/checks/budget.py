@@ -352,6 +352,11 @@ def expense_findings(ctx: Context) -> Iterator[Finding]:
         yield from _provenance(ctx, man, expense, where, what)
         yield from _made_up(expense, where, what)
         yield from _external_as_included(plan, man, expense, where, what)
+    for i, expense in enumerate(budget.external_expenses):
+        # Kept apart from the rental, but still no invented tax rate or transfer cost (R7).
+        yield from _made_up(expense, f"{_BUDGET}.external_expenses[{i}]",
+                            f"external expense {expense.label!r} ({expense.amount} "
+                            f"{budget.currency})")
     yield from _counted_twice(budget)
 
 
@@ -482,12 +487,17 @@ def _counted_twice(budget: BudgetReport) -> Iterator[Finding]:
     for i, e in enumerate(budget.included_expenses):
         if e.source is None:
             continue
-        key = (_norm(e.label), str(Money(e.amount, budget.currency)),
-               e.source.file or _norm(e.source.reference or ""))
+        # The receipt line, not its label: a relabelled copy is the same paid amount.
+        key = (str(Money(e.amount, budget.currency)), e.source.file or "",
+               _norm(e.source.reference or ""))
+        if key == (key[0], "", "") or (not key[1] and placeholder_reference(e.source.reference)):
+            continue  # no receipt named: nothing to tell two lines apart by
         if key in seen:
             yield Finding(
                 f"included expense {e.label!r} ({e.amount} {budget.currency}) is listed twice "
-                f"(as included_expenses[{seen[key]}] too): the same receipt counted twice",
+                f"(as included_expenses[{seen[key]}] too, same amount and same "
+                f"{'receipt file' if e.source.file else 'order reference'}): the same receipt "
+                "counted twice",
                 where=f"{_BUDGET}.included_expenses[{i}]",
                 expected="each paid amount once", found="twice",
                 hint="list each receipt line once",

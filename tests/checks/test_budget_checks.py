@@ -162,6 +162,16 @@ def test_zero_accepted_needs_a_rejection_cause(
                 "rejection cause")
 
 
+@pytest.mark.parametrize("cause", ["n/a", "TBD", "-", "unknown"])
+def test_zero_accepted_with_a_placeholder_cause_has_no_cause(
+    itera: Itera, campaign: CampaignBuilder, cause: str
+) -> None:
+    reject_all(campaign)
+    budget(campaign, rejection_cause=cause)
+    itera.fails(campaign, CHECK, "*: zero accepted deliverables (47.14 USD engaged) without a "
+                f"rejection cause ({cause!r} is a placeholder, not a cause)")
+
+
 def test_zero_accepted_needs_a_non_zero_engaged_cost(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:

@@ -472,8 +472,40 @@ def test_the_same_receipt_counted_twice(
     itera.fails(
         campaign, CHECK,
         "manifest.json $.budget.included_expenses[1]: included expense 'extra disk for the "
-        "rental' (2.00 USD) is listed twice (as included_expenses[0] too): the same receipt "
-        "counted twice",
+        "rental' (2.00 USD) is listed twice (as included_expenses[0] too, same amount and same "
+        "receipt file): the same receipt counted twice",
+    )
+
+
+def test_the_same_receipt_line_relabelled_is_still_counted_twice(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """A new label does not make a second payment: same amount, same receipt file."""
+    include(campaign, disk(campaign), {**disk(campaign), "label": "bucket for the outputs"})
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.included_expenses[1]: included expense 'bucket for the "
+        "outputs' (2.00 USD) is listed twice (as included_expenses[0] too, same amount and "
+        "same receipt file): the same receipt counted twice",
+    )
+
+
+def test_two_amounts_of_one_receipt_are_two_lines(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    include(campaign, disk(campaign), {**disk(campaign), "label": "egress", "amount": "1.00"})
+    itera.passes(campaign, CHECK)
+
+
+def test_an_external_tax_without_its_receipt_is_invented(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    budget(campaign, external_expenses=[{"label": "VAT 20% on the rental, for the accounts",
+                                         "amount": "9.43"}])
+    itera.fails(
+        campaign, CHECK,
+        "manifest.json $.budget.external_expenses[0].source: external expense 'VAT 20% on the "
+        "rental, for the accounts' (9.43 USD) is * without its receipt file",
     )
 
 

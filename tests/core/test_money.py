@@ -272,6 +272,11 @@ HOURLY_EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "hourly": [("Hourly rate", "Hourly"), ("RTX 4090, billed hourly", "hourly"),
                ("hourly-billed lot", "hourly-billed")],
     "an hour": [("0.65 USD an hour", "USD an hour"), ("60 cents, $ an hour", "$ an hour")],
+    "for each hour": [("at 0.65 USD for each hour, 3 days", "for each hour"),
+                      ("0.65 per every GPU hour", "per every GPU hour"),
+                      ("each hour at 0.65", "each hour at")],
+    "hours at <amount>": [("6 extra hours at 0.65 USD each", "hours at 0.65 USD"),
+                          ("72 h @ $0.65", "h @ $0"), ("10 hrs at 1,20 EUR", "hrs at 1,20 EUR")],
     "par heure": [("1,20 EUR par heure", "par heure"), ("facturé par heures", "par heures")],
     "à l'heure": [("facturé à l'heure", "à l'heure"), ("payé à l\u2019heure", "à l\u2019heure")],
     "tarif horaire": [("tarif horaire 0,60 €", "tarif horaire"), ("taux horaire", "taux horaire")],
@@ -282,7 +287,8 @@ NOT_HOURLY = [
     "IteraGPU RTX 4090, 3 days", "72 h window", "3-day lot (72 h)", "/home/user/quote.pdf",
     "https://quotes.example/h/Q-118", "runs/h/predictions.jsonl", "hourly-resolution metrics",
     "hourly-checkpoints", "8 GPU-hours of training", "horaire de la campagne", "for an hour",
-    "shower", "hours of setup", "per host", "chourly",
+    "shower", "hours of setup", "per host", "chourly", "a checkpoint every hour",
+    "24 h at 2 GPUs", "for each run", "hours at step 200",
 ]
 
 
