@@ -965,10 +965,18 @@ def _name_in_campaign(ctx: Context, name: str) -> str | None:
     if os.path.isabs(name):
         return campaign_relative(ctx, name)  # the rule no-temp-paths applies to file text
     parts = PurePosixPath(name.replace("\\", "/")).parts
-    if ctx.root.name in parts and ".." not in parts:
-        last = len(parts) - 1 - parts[::-1].index(ctx.root.name)
-        return "/".join(parts[last + 1:]) or "."
-    return None
+    if ctx.root.name not in parts or ".." in parts:
+        return None
+    # Where the campaign folder's own name is also a folder of the path ("runs/control/base"
+    # in a campaign folder named "base"), the reading that names something in the campaign
+    # wins: the whole name first, then a cut at each occurrence, the last one first;
+    # the folder itself (a cut at the end) only when nothing named exists.
+    cuts = ["/".join(parts[i + 1:]) or "." for i in reversed(range(len(parts)))
+            if parts[i] == ctx.root.name]
+    for reading in ("/".join(parts), *cuts):
+        if reading != "." and ctx.entry(reading) is not None:
+            return reading
+    return cuts[0]  # nothing it names exists: the campaign-relative reading of old
 
 
 def _agreeing_names(record: AdapterRecord) -> set[str]:

@@ -543,3 +543,30 @@ def test_weights_checkpoint_without_model_weights_fails(
         "manifest.json $.checkpoints[0].kind: runs/control/weights.pt is declared as weights but "
         "holds no model weights (it holds: optimizer, progress)",
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "reading"),
+    [
+        ("runs/control/base", "runs/control/base"),  # the folder's name inside the path
+        ("out/base/runs/control/base", "runs/control/base"),  # through the folder, then again
+        ("work/base/models", "models"),  # through the folder: the cut, though absent
+        ("base", "."),
+        ("runs/control", None),  # no folder name in it: compared as written
+        ("../base/runs/control/base", None),
+    ],
+)
+def test_a_base_path_naming_the_campaign_folder_reads_as_what_exists_in_it(
+    tmp_path: Path, name: str, reading: str | None
+) -> None:
+    """A campaign folder named 'base' holding its shipped base in runs/control/base: the
+    adapter's relative base path is that folder, not the campaign root (the example campaign
+    built into a folder named 'base' was rejected)."""
+    from pytest_itera.checks import Context, Options
+    from pytest_itera.campaign import load_campaign
+    from pytest_itera.checks.artifacts import _name_in_campaign
+
+    root = CampaignBuilder(tmp_path / "base").write()
+    (root / "runs/control/base").mkdir(parents=True)
+    ctx = Context(load_campaign(root), Options(), {})
+    assert _name_in_campaign(ctx, name) == reading
