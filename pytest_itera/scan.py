@@ -49,7 +49,10 @@ BINARY_SNIFF: Final = 8192  # a NUL byte in the first 8 KiB makes a file binary
 RECORD_CAP: Final = 64 << 20  # most bytes scanned in a pickle record / safetensors header
 EXCERPT_MAX: Final = 120
 
-_UNIX_DIRS = ("/tmp/", "/var/tmp/", "/dev/shm/", "/var/folders/", "/private/var/folders/")
+# macOS keeps /tmp, /var/tmp and /var/folders under /private: a tool that resolves its paths
+# records "/private/tmp/...".
+_UNIX_DIRS = ("/tmp/", "/var/tmp/", "/dev/shm/", "/var/folders/", "/private/tmp/",
+              "/private/var/tmp/", "/private/var/folders/")
 _PERCENT = ("%TEMP%", "%TMP%")
 # The raw spelling, its JSON-escaped spelling, and the forward-slash one.
 _APPDATA = ("AppData\\Local\\Temp", "AppData\\\\Local\\\\Temp", "AppData/Local/Temp")

@@ -115,10 +115,12 @@ def test_the_table_renders_from_the_command_line_that_parts_md_gives() -> None:
 
 MATCHER = TempMatcher(DEFAULT_TEMP_PATTERNS)
 TEMPORARY = ["/tmp/x", "/tmp", "/var/tmp/m", "/dev/shm/x", "/private/var/folders/x",
+             "/private/tmp/itera-run/out", "/private/var/tmp/m",
              "/var/folders/ab/T/x", "C:\\Users\\me\\AppData\\Local\\Temp\\m",
              "C:/Users/me/AppData/Local/Temp/m", "%TEMP%\\m", "%temp%/m", "%Temp%/m", "%TMP%/m",
              "C:\\Users\\me\\APPDATA\\LOCAL\\TEMP\\m", "/tmp\\x", "x%TEMP%y"]
 NOT_TEMPORARY = ["/tmpfs/x", "/tmp_data/x", "/home/u/tmp/m", "x/tmp/y", "./tmp/x", "/TMP/x",
+                 "/private/tmpfs/x", "runs/private/tmp",
                  "meta-llama/Llama-3.1-8B", "/scratch/x", "C:\\Windows\\Temp\\x", "models/base",
                  "/tmp.x", "\\tmp\\x", "C:\\Users\\me\\MyAppData\\Local\\Temp\\m",
                  "C:\\Users\\me\\AppData\\Local\\Temporary\\m"]

@@ -79,12 +79,14 @@ def test_json_hit_with_line_and_column(tmp_path: Path) -> None:
 
 def test_markdown_and_csv_hits(tmp_path: Path) -> None:
     md = _text(tmp_path, "r.md", "# Reload\n\nRun `python load.py /dev/shm/w.pt` then\n")
-    csv = _text(tmp_path, "m.csv", "run,path\ncontrol,/var/tmp/c.pt\nv1,/private/var/folders/T/x\n")
+    csv = _text(tmp_path, "m.csv", "run,path\ncontrol,/var/tmp/c.pt\nv1,/private/var/folders/T/x\n"
+                "v2,/private/tmp/itera-run/out\n")
 
     assert _places(_facts(md)) == [("/dev/shm/", 3, 21, "/dev/shm/w.pt")]
     assert _places(_facts(csv)) == [
         ("/var/tmp/", 2, 9, "/var/tmp/c.pt"),
         ("/private/var/folders/", 3, 4, "/private/var/folders/T/x"),
+        ("/private/tmp/", 4, 4, "/private/tmp/itera-run/out"),
     ]
 
 
