@@ -322,6 +322,10 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
                       hint="a compared run (control or variant) delivers its predictions on the "
                       "frozen corpus (R1): write them and record the file")
         return
+    moved = _corpus_moved(plan, run, json_where(MANIFEST_FILE, "runs", index, "corpus"))
+    if moved is not None:
+        yield moved
+        return
     frozen = run_corpus(plan, run)
     corpus = corpus_ids(ctx, frozen)
     yield from corpus.blocking
@@ -340,6 +344,23 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
                       " field of the corpus")
         return
     yield from _coverage_findings(coverage, run.predictions, len(corpus.ids), frozen.path)
+
+
+def _corpus_moved(plan: Plan, run: RunRecord, where: str) -> Finding | None:
+    """The manifest says the run's predictions cover another corpus than the one the plan
+    put it on (another content, not another name for the same file)."""
+    planned = plan.run(run.id)
+    if run.corpus is None or planned is None or planned.corpus is None:
+        return None
+    recorded, intended = plan.corpus_by_id(run.corpus), plan.corpus_by_id(planned.corpus)
+    if recorded is None or intended is None or recorded.sha256 == intended.sha256:
+        return None  # an unknown id is the contract's finding; the same bytes are one corpus
+    return Finding(
+        f"run {run.id} was planned on corpus {planned.corpus!r}, but the manifest says its "
+        f"predictions cover {run.corpus!r}", where=where,
+        expected=repr(planned.corpus), found=repr(run.corpus),
+        hint="a run keeps the frozen corpus it was planned on (R1): a run on another corpus "
+        "is another configuration, with its own ID in the plan (R5)")
 
 
 def _coverage_findings(cov: Coverage, relpath: str, total: int, corpus: str) -> Iterator[Finding]:

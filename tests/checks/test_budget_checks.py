@@ -44,6 +44,32 @@ def two_corpora(campaign: CampaignBuilder) -> None:
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
 
 
+def test_predictions_of_another_corpus_than_planned(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """R1: variant-a was planned on tiny-corpus; the manifest says its predictions cover
+    corpus-b (another content). predictions-cover-corpus says so, whatever the budget."""
+    two_corpora(campaign)
+    next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"] = "tiny-corpus"
+    campaign.write()
+    result = itera(check="predictions-cover-corpus")
+    result.assert_outcomes(passed=1, failed=1)
+    expect(result,
+           "manifest.json $.runs[3].corpus: run variant-a was planned on corpus 'tiny-corpus', "
+           "but the manifest says its predictions cover 'corpus-b'",
+           "    expected: 'tiny-corpus'", "    found:    'corpus-b'")
+
+
+def test_predictions_of_the_same_bytes_under_another_corpus_id_are_the_planned_corpus(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    add_corpus(campaign, "corpus-b", data=campaign.files["corpus/corpus.jsonl"])
+    deliver(campaign, "variant-a", "tiny-corpus")
+    campaign.run_record("variant-a")["corpus"] = "corpus-b"
+    campaign.write()
+    itera(check="predictions-cover-corpus").assert_outcomes(passed=2)
+
+
 def receipt(campaign: CampaignBuilder, path: str = RECEIPT) -> dict[str, str]:
     """A receipt file shipped and listed in the campaign; returns the source naming it."""
     campaign.files[path] = b"%PDF-1.4 invoice INV-2026-311: 2.00 USD\n"
