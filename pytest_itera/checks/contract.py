@@ -75,7 +75,43 @@ def plan_frozen(ctx: Context, _target: str | None) -> Iterator[Finding]:
                 "record changes as deviations and decisions in the manifest",
             )
         yield from _pins(ctx, plan, facts.sha256)
+        yield from _journal_pin(ctx, facts.sha256)
     yield from _moments_before_freeze(plan, man)
+
+
+_JOURNAL_HEAD = 64 * 1024  # the plan event is the journal's first line, a few hundred bytes
+
+
+def _journal_pin(ctx: Context, sha256: str) -> Iterator[Finding]:
+    """The recorder's journal (listed in the campaign) opens with the plan it froze: its
+    sha256, written before any run started, is evidence the manifest cannot rewrite."""
+    import json
+
+    from pytest_itera.journal import JOURNAL_FILE
+
+    man = ctx.campaign.manifest
+    if man is None or not any(f.path == JOURNAL_FILE for f in man.files):
+        return
+    path = ctx.regular_file(JOURNAL_FILE)
+    if isinstance(path, str):
+        return  # files-intact says what is wrong with a listed file
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_JOURNAL_HEAD).split(b"\n", 1)[0]
+        first = json.loads(head)
+    except (OSError, ValueError):
+        return  # an unreadable journal is the plan gate's plan-journal item
+    if not isinstance(first, dict) or first.get("event") != "plan":
+        return
+    frozen = first.get("sha256")
+    if isinstance(frozen, str) and frozen != sha256:
+        at = first.get("at")
+        yield Finding(
+            f"plan.json is not the plan the recorder froze: {JOURNAL_FILE} line 1 recorded "
+            f"its sha256{f' at {at}' if isinstance(at, str) else ''}, before any run",
+            where=f"{JOURNAL_FILE}:1", expected=frozen, found=sha256,
+            hint="restore the plan as frozen; record changes as deviations and decisions in "
+            "the manifest (R9: the initial plan is never rewritten)")
 
 
 def _pins(ctx: Context, plan: Plan, sha256: str) -> Iterator[Finding]:

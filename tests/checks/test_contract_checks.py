@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.factory import CampaignBuilder, expect
+from tests.factory import CampaignBuilder, expect, sha256
 from tests.runner import Itera
 
 
@@ -153,6 +153,39 @@ def test_plan_edited_after_freezing(itera: Itera, campaign: CampaignBuilder) -> 
         "manifest.json $.plan.sha256: plan.json changed after it was frozen*",
         "    expected: *",
         "    found:    *",
+        "    fix:      restore the plan as frozen*",
+    )
+
+
+def journal_opening(plan: dict[str, object]) -> bytes:
+    """The recorder's first journal line: the plan it froze (as CampaignBuilder writes it)."""
+    frozen = sha256((json.dumps(plan, indent=2) + "\n").encode())
+    return (json.dumps({"event": "plan", "format": "itera-journal/1", "sha256": frozen,
+                        "at": "2026-11-20T08:00:00Z"}) + "\n").encode()
+
+
+def test_the_journal_records_the_plan_as_frozen(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    campaign.files["itera-journal.jsonl"] = journal_opening(campaign.plan)
+    campaign.write()
+    itera(*only("plan-frozen")).assert_outcomes(passed=1)
+
+
+def test_a_plan_rewritten_with_its_manifest_record_is_caught_by_the_journal(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """R9: the manifest's own record was rewritten with the plan (a consistent lie); the
+    journal's first line, written before any run, still holds the plan as frozen."""
+    campaign.files["itera-journal.jsonl"] = journal_opening(campaign.plan)
+    campaign.plan["decision"]["threshold"] = 0.7  # moving the goalposts after the runs
+    campaign.write()
+    result = itera(*only("plan-frozen"))
+    result.assert_outcomes(failed=1)
+    expect(
+        result,
+        "itera-journal.jsonl:1: plan.json is not the plan the recorder froze: "
+        "itera-journal.jsonl line 1 recorded its sha256 at 2026-11-20T08:00:00Z, before any run",
         "    fix:      restore the plan as frozen*",
     )
 
