@@ -493,12 +493,11 @@ def hourly_rate_phrase(text: str) -> str | None:
     return hit.found if hit is not None else None
 
 
-def hourly_reading(price: Money, hours: int, offers: Iterable[Offer] = ()) -> str | None:
-    """How a price that is not the catalogue's reads as hourly billing, or None.
-
-    "78.57 USD = 47.14 USD / 72 h x 120 h, a pro-rata of the 3-day lot (47.14 USD)", or
-    "46.80 USD = 72 h x 0.65 USD/h". Only a diagnosis: a lot is priced by its offer.
-    """
+def prorata_reading(price: Money, hours: int, offers: Iterable[Offer]) -> str | None:
+    """How a price is a catalogue offer's price cut to other hours, or None:
+    "62.85 USD = 47.14 USD / 72 h x 96 h, a pro-rata of the 3-day lot (47.14 USD)". A quote
+    for another duration that lands on the cent of that pro-rata is billing by the hour
+    dressed as a lot, whatever reference it cites."""
     if hours <= 0:
         return None
     for offer in offers:
@@ -508,6 +507,20 @@ def hourly_reading(price: Money, hours: int, offers: Iterable[Offer] = ()) -> st
         if abs(exact - price.amount) < CENT:
             return (f"{price.format()} = {offer.price.format()} / {offer.hours} h x {hours} h, "
                     f"a pro-rata of {offer.describe()}")
+    return None
+
+
+def hourly_reading(price: Money, hours: int, offers: Iterable[Offer] = ()) -> str | None:
+    """How a price that is not the catalogue's reads as hourly billing, or None.
+
+    "78.57 USD = 47.14 USD / 72 h x 120 h, a pro-rata of the 3-day lot (47.14 USD)", or
+    "46.80 USD = 72 h x 0.65 USD/h". Only a diagnosis: a lot is priced by its offer.
+    """
+    if hours <= 0:
+        return None
+    prorata = prorata_reading(price, hours, offers)
+    if prorata is not None:
+        return prorata
     rate = price.amount / hours
     if price.amount and rate == rate.quantize(Decimal("0.001")):
         return f"{price.format()} = {hours} h x {rate.normalize():f} {price.currency}/h"

@@ -82,6 +82,7 @@ from pytest_itera.money import (
     hourly_reading,
     lot_hours,
     placeholder_reference,
+    prorata_reading,
     ratio_matches,
     ratio_problem,
     rental_total,
@@ -225,6 +226,17 @@ def _lot_against(
     if match is None:
         if lot.source is None:
             yield _unsourced_lot(catalogue, lot, price, where)
+            return
+        prorata = prorata_reading(price, lot_hours(lot), _same_gpu(catalogue, lot.gpu))
+        if prorata is not None:
+            yield Finding(
+                f"lot {lot.id!r} (offer {lot.offer!r}: {lot.gpu}, {lot.days} days) is priced "
+                f"as hours of a catalogue lot: {prorata}", where=f"{where}.price",
+                expected=f"a fixed price for the lot, as its quote states it (the {name} has "
+                f"no {lot.days}-day {lot.gpu} lot)", found=str(price),
+                hint="lots are fixed-price (R4): engage catalogue lots whole (a longer one, or "
+                "two), or record the quote of another offer with the price it states; a "
+                "price is never hours x a rate")
         return
     offer, what = match.offer, f"lot {lot.id!r} is {name}'s offer {match.offer.offer!r}"
     how = f" (same {match.by})"

@@ -144,6 +144,29 @@ def test_an_offer_outside_the_catalogue_with_its_quote_passes(
     itera.passes(campaign, CHECK)
 
 
+def test_a_quoted_lot_priced_as_hours_of_a_catalogue_lot_is_refused(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """R4: 62.85 = 47.14 / 72 h x 96 h. A reference does not make a pro-rata a fixed price."""
+    lot(campaign, offer="IteraGPU RTX 4090, 4 days", days=4, price="62.85",
+        source={"reference": "Q-2026-4D"})
+    itera.fails(
+        campaign, CHECK,
+        "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' (offer 'IteraGPU RTX 4090, 4 days': "
+        "RTX 4090, 4 days) is priced as hours of a catalogue lot: 62.85 USD = 47.14 USD / 72 h "
+        "x 96 h, a pro-rata of *",
+        "    fix:      lots are fixed-price (R4)*",
+    )
+
+
+def test_a_quoted_lot_of_another_duration_at_its_own_price_passes(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    lot(campaign, offer="CloudY RTX 4090, 4 days", days=4, price="60.00",
+        source={"reference": "Q-2026-4D"})
+    itera.passes(campaign, CHECK)
+
+
 @pytest.mark.parametrize(
     ("breakage", "problem"),
     [
