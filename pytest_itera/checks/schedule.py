@@ -497,6 +497,7 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
     explained = {d.step for d in actual.deviations if not is_blank(d.explanation)}
     yield from _reserved(plan, man)
     yield from _observed_total(plan, actual, observed)
+    yield from _observed_lots(plan, man, observed)
     yield from _blank_explanations(actual)
     short = yield from _short_steps(plan, observed, explained)
     yield from _step_coverage(plan, observed, explained)
@@ -527,6 +528,30 @@ def _reserved(plan: Plan, man: Manifest) -> Iterator[Finding]:
             where=f"{_ACTUAL}.observed_hours",
             hint="work past the reservation was not covered by the rental: record the longer "
             "lot engaged, or correct the observed hours",
+        )
+
+
+def _observed_lots(
+    plan: Plan, man: Manifest, observed: dict[str, Decimal]
+) -> Iterator[Finding]:
+    """The observed steps on each engaged lot fit in its duration (R4): a lot ends when its
+    days end, so GPU work observed past that end ran on a lot the budget does not show."""
+    if not observed:
+        return
+    try:
+        timeline = sched.makespan(sched.as_observed(plan.schedule.steps, observed))
+    except sched.ScheduleError:
+        return  # schedule-fits reports the plan's broken graph
+    engaged = [lot for lot in plan.budget.lots if lot.id in man.budget.lots]
+    for over in sched.lot_overflows(engaged, timeline):
+        yield Finding(
+            f"the observed steps on lot {over.lot!r} span {_h(over.span)}, past its "
+            f"{over.days}-day duration ({_h(Decimal(over.capacity))}) by {_h(over.excess)}",
+            where=f"{_ACTUAL}.steps",
+            expected=f"at most {_h(Decimal(over.capacity))} of observed work on lot {over.lot!r}",
+            found=_h(over.span),
+            hint="a lot is fixed-price for its duration: work past its end needs a longer or "
+            "another lot, engaged and paid in the budget; or correct the observed hours",
         )
 
 

@@ -243,6 +243,31 @@ def test_observed_beyond_reserved(itera: Itera, campaign: CampaignBuilder) -> No
                 "exceed the 72 h reserved", "*fix:      work past the reservation*")
 
 
+def test_observed_work_past_the_lots_end_inside_a_longer_window(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """R4: a 96 h window reserved, one 3-day lot engaged; training ran 31 h longer (explained)
+    and the GPU steps on that lot now span more than its 72 h: past its end, they ran on a
+    lot the budget does not show."""
+    campaign.plan["schedule"].update(window_hours=96, uncommitted_hours=48)
+    campaign.manifest["schedule"]["reserved_hours"] = 96
+    overrun_training(campaign, 45)  # 79 h observed: 75 h on gpu0 after 4 h of preparation
+    campaign.manifest["schedule"]["deviations"] = [
+        {"step": "train-control", "explanation": "the loss plateaued: trained 31 h longer"}]
+    itera.fails(campaign, PVA,
+                "manifest.json $.schedule.steps: the observed steps on lot 'rtx4090-3d' span 75 h, "
+                "past its 3-day duration (72 h) by 3 h",
+                "    fix:      a lot is fixed-price for its duration*")
+
+
+def test_observed_work_inside_the_lot_in_a_longer_window_passes(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    campaign.plan["schedule"].update(window_hours=96, uncommitted_hours=48)
+    campaign.manifest["schedule"]["reserved_hours"] = 96
+    itera.passes(campaign, PVA)
+
+
 def add_overlapping_human_step(campaign: CampaignBuilder) -> None:
     """A human drafts the analysis while gpu0 trains: 52 h of work in a 48 h makespan."""
     campaign.plan["schedule"]["steps"].append(
