@@ -47,6 +47,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -219,6 +220,8 @@ def _lot_against(
     where = f"{PLAN_FILE} $.budget.lots[{i}]"
     if lot.source is not None:
         yield from source_findings(ctx, lot.source, f"{where}.source", f"lot {lot.id!r}")
+        yield from amount_in_source(ctx, lot.source, Money(lot.price, "XXX"), f"{where}.price",
+                                    f"lot {lot.id!r}")
     match = catalogue_offer(catalogue, lot.offer, lot.gpu, lot.days, quoted=lot.source is not None)
     currency = plan.budget.currency
     price = Money(lot.price, currency)
@@ -329,6 +332,66 @@ def source_findings(ctx: Context, source: Source, where: str, what: str) -> Iter
         )
 
 
+_SOURCE_TEXT_MAX = 1 << 20  # a receipt or quote read as text: at most 1 MiB
+# An amount as documents write it: 1,234.56 / 1.234,56 / 1 234,56 / 12.00 / 12,5 / 12.
+# Not a part of a date, a time, a range or an identifier: "2026-12-03", "10:30", "INV-12".
+_AMOUNT = re.compile(r"(?<![\w.,/:-])\d{1,3}(?:[,.\u00a0\u202f ]\d{3})+(?:[.,]\d{1,2})?"
+                     r"(?![\w/:-]|[.,]\d)"
+                     r"|(?<![\w.,/:-])\d+(?:[.,]\d{1,4})?(?![\w/:-]|[.,]\d)")
+
+
+def _amounts(text: str) -> set[Decimal]:
+    """Every amount a text states. The last '.' or ',' is the decimal mark when one, two or
+    four digits follow it; with three it may also group thousands (both readings kept)."""
+    out: set[Decimal] = set()
+    for match in _AMOUNT.finditer(text):
+        raw = re.sub(r"[\u00a0\u202f ]", "", match.group(0))
+        head, sep, tail = raw.replace(",", ".").rpartition(".")
+        digits = head.replace(".", "")
+        readings = [raw.replace(",", "").replace(".", "")] if not sep else []
+        if sep and len(tail) != 3:
+            readings.append(f"{digits}.{tail}")
+        elif sep:
+            readings += [f"{digits}.{tail}", digits + tail]
+        out.update(Decimal(r) for r in readings if r)
+    return out
+
+
+def amount_in_source(
+    ctx: Context, source: Source, amount: Money, where: str, what: str
+) -> Iterator[Finding]:
+    """A receipt or quote that is text states the amount recorded from it (R7: an expense is
+    what was paid, on the evidence of its source). A binary document (a PDF) cannot be read
+    here: the amount then rests on the record and its reference."""
+    if source.file is None or _file_problem(ctx, source.file) is not None:
+        return
+    resolved = ctx.regular_file(source.file)
+    if isinstance(resolved, str):
+        return
+    try:
+        with open(resolved, "rb") as fh:
+            data = fh.read(_SOURCE_TEXT_MAX + 1)
+    except OSError:
+        return
+    if len(data) > _SOURCE_TEXT_MAX or b"\0" in data[:8192]:
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    if text.lstrip().startswith("%PDF") and "stream" in text:
+        return  # a real PDF: its text is compressed streams
+    if amount.amount in _amounts(text):
+        return
+    yield Finding(
+        f"{what}: its source file {source.file} does not state {amount.amount}",
+        where=where, expected=f"{amount.amount}, as {source.file} states it",
+        found=", ".join(sorted({str(a) for a in _amounts(text)}, key=len)[:6]) or "no amount",
+        hint="record the amount the receipt or quote states (an expense is what was paid, a "
+        "lot's price what was quoted), or name the document that states this one",
+    )
+
+
 def _file_problem(ctx: Context, relpath: str) -> str | None:
     man = ctx.campaign.manifest
     resolved = ctx.regular_file(relpath)
@@ -385,6 +448,8 @@ def _provenance(
 ) -> Iterator[Finding]:
     if expense.source is not None:
         yield from source_findings(ctx, expense.source, f"{where}.source", what)
+        yield from amount_in_source(ctx, expense.source, Money(expense.amount, "XXX"),
+                                    f"{where}.amount", what)
         return
     if man.version == 1:
         message = f"itera-manifest/1 cannot prove that {what} was paid: it records no source"

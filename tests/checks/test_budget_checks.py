@@ -70,9 +70,10 @@ def test_predictions_of_the_same_bytes_under_another_corpus_id_are_the_planned_c
     itera(check="predictions-cover-corpus").assert_outcomes(passed=2)
 
 
-def receipt(campaign: CampaignBuilder, path: str = RECEIPT) -> dict[str, str]:
-    """A receipt file shipped and listed in the campaign; returns the source naming it."""
-    campaign.files[path] = b"%PDF-1.4 invoice INV-2026-311: 2.00 USD\n"
+def receipt(campaign: CampaignBuilder, path: str = RECEIPT, amount: str = "2.00") -> dict[str, str]:
+    """A receipt file shipped and listed in the campaign, stating ``amount``; returns the
+    source naming it."""
+    campaign.files[path] = f"%PDF-1.4 invoice INV-2026-311: {amount} USD\n".encode()
     return {"file": path}
 
 
@@ -310,7 +311,7 @@ def test_an_external_expense_listed_as_included(
     campaign.plan["budget"]["external_expenses"] = [{"label": "analyst time", "amount": "300"}]
     budget(campaign, rental_total="47.14", cost_per_deliverable="347.14",
            included_expenses=[{"label": "analyst time", "amount": "300",
-                               "source": receipt(campaign)}])
+                               "source": receipt(campaign, amount="300.00")}])
     itera.fails(campaign, CHECK,
                 "manifest.json $.budget.included_expenses[0]: included expense 'analyst time' "
                 "(300 USD) is the external expense 'analyst time' (300 USD, plan.json "

@@ -398,9 +398,48 @@ def test_an_included_expense_with_its_proof_passes(
     itera: Itera, campaign: CampaignBuilder, label: str, amount: str, proof: str | dict[str, str]
 ) -> None:
     """A receipt file shipped in the campaign (a str here), or an order reference."""
-    source = receipt(campaign, proof) if isinstance(proof, str) else proof
+    source = receipt(campaign, proof, amount) if isinstance(proof, str) else proof
     include(campaign, {"label": label, "amount": amount, "source": source})
     itera.passes(campaign, CHECK)
+
+
+@pytest.mark.parametrize(
+    ("text", "states"),
+    [
+        pytest.param(b"Invoice INV-40715\nStorage, November: 12.00 USD\n", True, id="stated"),
+        pytest.param(b"Facture F-12\nStockage : 12,00 EUR TTC\n", True, id="decimal-comma"),
+        pytest.param(b"Invoice INV-40715\nTotal: $1,212.00\n", False, id="another-amount"),
+        pytest.param(b"Invoice INV-40715\nStorage, November: 1.20 USD\n", False,
+                     id="a-tenth-of-it"),
+        pytest.param(b"%PDF-1.7\n1 0 obj<</Length 9/Filter/FlateDecode>>stream\nx\x9c\xcb\x00"
+                     b"\nendstream\n", True, id="a-real-pdf-is-not-read"),
+    ],
+)
+def test_a_text_receipt_states_the_amount_recorded_from_it(
+    itera: Itera, campaign: CampaignBuilder, text: bytes, states: bool
+) -> None:
+    """R7: an expense is what was paid, on the evidence of its receipt: a receipt that is text
+    must state the recorded amount (a binary PDF cannot be read here)."""
+    campaign.files["receipts/storage.txt"] = text
+    include(campaign, {"label": "bucket storage", "amount": "12.00",
+                       "source": {"file": "receipts/storage.txt"}})
+    if states:
+        itera.passes(campaign, CHECK)
+    else:
+        itera.fails(campaign, CHECK,
+                    "manifest.json $.budget.included_expenses[0].amount: included expense "
+                    "'bucket storage' (12.00 USD): its source file receipts/storage.txt does not "
+                    "state 12.00")
+
+
+def test_a_lot_price_its_quote_does_not_state_is_refused(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """R4: the quote says 120.00 for the B200 lot of two GPUs; the plan prices it 240.00."""
+    lot(campaign, **{**B200, "price": "240.00"}, source=quote(campaign))
+    itera.fails(campaign, CHECK,
+                "plan.json $.budget.lots[0].price: lot 'rtx4090-3d': its source file "
+                "quotes/b200-offer.pdf does not state 240.00")
 
 
 @pytest.mark.parametrize(
@@ -516,7 +555,9 @@ def test_the_same_receipt_line_relabelled_is_still_counted_twice(
 def test_two_amounts_of_one_receipt_are_two_lines(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
-    include(campaign, disk(campaign), {**disk(campaign), "label": "egress", "amount": "1.00"})
+    first = disk(campaign)
+    campaign.files[RECEIPT] = b"Invoice INV-2026-311\ndisk 2.00 USD\negress 1.00 USD\n"
+    include(campaign, first, {"label": "egress", "amount": "1.00", "source": {"file": RECEIPT}})
     itera.passes(campaign, CHECK)
 
 
