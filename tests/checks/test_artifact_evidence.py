@@ -88,6 +88,8 @@ def _parts_by_content(folder: Path) -> dict[str, Path]:
     return {
         "good.pt": _save(folder, "good.pt", good),
         "seed.pt": _save(folder, "seed.pt", {**good, "rng_state": {"seed": 7}}),
+        "short-rng.pt": _save(folder, "short-rng.pt", {
+            **good, "rng_state": {**_real_rng(), "torch": torch.get_rng_state()[:8]}}),
         "empty-optimizer.pt": _save(folder, "empty-optimizer.pt",
                                     {**good, "optimizer_state_dict": {}}),
         "sgd.pt": _save(folder, "sgd.pt", {**good, "model_state_dict": stateless.state_dict(),
@@ -200,7 +202,8 @@ def test_resume_parts_are_judged_by_their_content(
 ) -> None:
     campaign.plan["checkpoint_policy"]["resume_state"] = ALL_PARTS
     campaign.manifest["checkpoints"] = []  # the factory's hold no scaler
-    for name in ("good.pt", "seed.pt", "empty-optimizer.pt", "sgd.pt", "hollow.pt"):
+    for name in ("good.pt", "seed.pt", "empty-optimizer.pt", "sgd.pt", "hollow.pt",
+                 "short-rng.pt"):
         add_checkpoint(campaign, built, name, f"runs/control/{name}")
     campaign.write()
     result = itera("-rA", "-k", "resume-complete and runs/control")
@@ -210,7 +213,12 @@ def test_resume_parts_are_judged_by_their_content(
         "resume-complete[runs/control/hollow.pt]": "FAILED",
         "resume-complete[runs/control/seed.pt]": "FAILED",
         "resume-complete[runs/control/sgd.pt]": "PASSED",  # a stateless SGD is an optimizer
+        "resume-complete[runs/control/short-rng.pt]": "FAILED",
     }
+    short = item_text(result, "resume-complete[runs/control/short-rng.pt]")
+    assert ("resume checkpoint runs/control/short-rng.pt holds no restorable rng: 'rng_state' "
+            "holds under 'torch' a torch CPU generator state of 8 bytes where "
+            "torch.get_rng_state() has 5056: torch.set_rng_state would refuse it") in short
     seed = item_text(result, "resume-complete[runs/control/seed.pt]")
     assert seed.startswith("1 problem\n"), seed
     assert ("resume checkpoint runs/control/seed.pt holds no restorable rng: 'rng_state' holds "

@@ -184,9 +184,41 @@ def progress_problem(value: Any) -> str | None:
             "'step' / 'epoch' / 'global_step')")
 
 
+# Keys under which tools save torch's CPU generator (torch.get_rng_state(): the mt19937
+# state, 5056 bytes): the HF Trainer's 'cpu', accelerate's 'torch_manual_seed', ours 'torch'.
+CPU_RNG_KEYS = frozenset({"torch", "cpu", "torch_rng_state", "cpu_rng_state",
+                          "torch_manual_seed"})
+
+
+def short_cpu_state(value: Any, depth: int = 0) -> tuple[str, int] | None:
+    """(key, bytes) of a torch CPU generator state that torch.set_rng_state would refuse
+    (another size than torch.get_rng_state()'s), or None."""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if (key in CPU_RNG_KEYS and isinstance(child, torch.Tensor)
+                    and child.dtype == torch.uint8 and child.dim() == 1
+                    and child.numel() != torch.get_rng_state().numel()):
+                return str(key), child.numel()
+    if depth >= 4:
+        return None
+    children = value.values() if isinstance(value, dict) else (
+        value if isinstance(value, (list, tuple)) else ())
+    for child in children:
+        found = short_cpu_state(child, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
 def rng_problem(value: Any) -> str | None:
     if generator_state(value) is not None:
-        return None
+        short = short_cpu_state(value)
+        if short is None:
+            return None
+        key, size = short
+        return (f"holds under {key!r} a torch CPU generator state of {size} bytes where "
+                f"torch.get_rng_state() has {torch.get_rng_state().numel()}: "
+                "torch.set_rng_state would refuse it")
     return (f"holds {describe(value)}, which is no random generator state (a seed is not an "
             "RNG state: torch.get_rng_state(), numpy.random.get_state(), random.getstate())")
 
