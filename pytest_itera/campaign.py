@@ -9,6 +9,7 @@ line and column.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import math
 import sys
@@ -561,12 +562,21 @@ def parse_json(text: str) -> Any:
             raise ValueError(f"number {text[:40]} overflows a float")
         return value
 
-    return json.loads(
-        text,
-        object_pairs_hook=pairs,
-        parse_constant=partial(json_constant, refuse=True),
-        parse_float=finite_float,
-    )
+    # The collector paused while the document is built: its objects are all alive (nothing
+    # to collect), and a pass during a hostile nesting would run other objects' finalizers at
+    # the recursion limit (each then an unraisable RecursionError).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=pairs,
+            parse_constant=partial(json_constant, refuse=True),
+            parse_float=finite_float,
+        )
+    finally:
+        if enabled:
+            gc.enable()
 
 
 #: Non-finite numbers by their spellings, lower-cased: the bare constants ``json.loads`` hands

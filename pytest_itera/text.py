@@ -2,10 +2,11 @@
 
 An explanation, a decision text, a stop reason, a rejection reason, a
 conclusion text or an expense label that is ``None``, empty, or made only of
-whitespace -- ASCII or Unicode (no-break space, ideographic space, ...) -- or of
+whitespace -- ASCII or Unicode (no-break space, ideographic space, ...) --, of
 invisible format characters (zero-width space/joiners, word joiner, BOM, soft
-hyphen) is *missing*. Every check that needs a text uses :func:`is_blank`, so
-that no field strips while another does not.
+hyphen), or of punctuation and symbols alone (".", "-", "?") is *missing*. Every
+check that needs a text uses :func:`is_blank`, so that no field strips while another
+does not.
 
 Pure Python, no pytest import: the recorder and the library use it too.
 """
@@ -34,8 +35,10 @@ INVISIBLE = frozenset(
 def _invisible(char: str) -> bool:
     if char.isspace() or char in INVISIBLE:
         return True
-    # Other format characters (bidi marks, tag characters...) carry no text.
-    return unicodedata.category(char) in {"Cf", "Cc", "Zs", "Zl", "Zp"}
+    # Other format characters (bidi marks, tag characters...) carry no text; punctuation and
+    # symbols alone (".", "-", "?", "...") say nothing either.
+    category = unicodedata.category(char)
+    return category in {"Cf", "Cc", "Zs", "Zl", "Zp"} or category[0] in "PS"
 
 
 def is_blank(text: str | None) -> bool:

@@ -189,7 +189,7 @@ def test_zero_accepted_needs_a_rejection_cause(
                 "rejection cause")
 
 
-@pytest.mark.parametrize("cause", ["n/a", "TBD", "-", "unknown"])
+@pytest.mark.parametrize("cause", ["n/a", "TBD", "unknown"])
 def test_zero_accepted_with_a_placeholder_cause_has_no_cause(
     itera: Itera, campaign: CampaignBuilder, cause: str
 ) -> None:

@@ -501,7 +501,7 @@ def test_an_ini_tolerance_above_half_is_a_usage_error(
     result.stderr.fnmatch_lines(["*itera_deviation_tolerance: 0.75: at most 0.5*"])
 
 
-@pytest.mark.parametrize("blank", ["   ", "\u00a0\u3000", "\u200b\t\n"])
+@pytest.mark.parametrize("blank", ["   ", "\u00a0\u3000", "\u200b\t\n", ".", " - "])
 def test_a_blank_explanation_explains_nothing(
     itera: Itera, campaign: CampaignBuilder, blank: str
 ) -> None:

@@ -417,7 +417,8 @@ def test_the_tolerance_is_bounded_at_one_half() -> None:
     ("text", "blank"),
     [(None, True), ("", True), (" \t\n", True), ("\u00a0\u2003\u3000", True),
      ("\u200b\u200d\u2060\ufeff", True), ("\u00ad", True), ("x", False), (" ok ", False),
-     ("\u200bno", False), ("0", False)],
+     ("\u200bno", False), ("0", False), (".", True), (" - ", True), ("?!…", True),
+     ("—", True), ("n/a", False), ("OK.", False), ("€", True)],
 )
 def test_one_rule_for_missing_text(text: str | None, blank: bool) -> None:
     assert is_blank(text) is blank
