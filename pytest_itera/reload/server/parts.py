@@ -4,13 +4,16 @@ checkpoint dict (and of the containers real code nests them in) that hold them."
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import torch
 
 from .finite import check, walk_tensors
 from .siblings import formats
 from .verdict import Findings
+
+T = TypeVar("T")
 
 # Top-level keys of a "general checkpoint" dict -> resume part (reload/formats.py).
 KEY_PARTS = formats.key_parts("torch")
@@ -116,14 +119,19 @@ def generator_state(value: Any, depth: int = 0) -> str | None:
         if isinstance(value.get("version"), int) and sequence_of(value.get("state"),
                                                                  PYTHON_RNG_WORDS):
             return "python"  # what pytest_itera.record writes for random.getstate()
+    return first_inside(value, depth, generator_state)
+
+
+def first_inside(value: Any, depth: int, find: Callable[[Any, int], T | None]) -> T | None:
+    """What ``find`` finds first in the dict values or list items of ``value`` (4 deep)."""
     if depth >= 4:
         return None
     children = value.values() if isinstance(value, dict) else (
         value if isinstance(value, (list, tuple)) else ())
     for child in children:
-        kind = generator_state(child, depth + 1)
-        if kind is not None:
-            return kind
+        found = find(child, depth + 1)
+        if found is not None:
+            return found
     return None
 
 
@@ -199,15 +207,7 @@ def short_cpu_state(value: Any, depth: int = 0) -> tuple[str, int] | None:
                     and child.dtype == torch.uint8 and child.dim() == 1
                     and child.numel() != torch.get_rng_state().numel()):
                 return str(key), child.numel()
-    if depth >= 4:
-        return None
-    children = value.values() if isinstance(value, dict) else (
-        value if isinstance(value, (list, tuple)) else ())
-    for child in children:
-        found = short_cpu_state(child, depth + 1)
-        if found is not None:
-            return found
-    return None
+    return first_inside(value, depth, short_cpu_state)
 
 
 def rng_problem(value: Any) -> str | None:
