@@ -2,11 +2,12 @@
 
 An explanation, a decision text, a stop reason, a rejection reason, a
 conclusion text or an expense label that is ``None``, empty, or made only of
-whitespace -- ASCII or Unicode (no-break space, ideographic space, ...) --, of
+whitespace -- ASCII or Unicode (no-break space, ideographic space, ...) -- or of
 invisible format characters (zero-width space/joiners, word joiner, BOM, soft
-hyphen), or of punctuation and symbols alone (".", "-", "?") is *missing*. Every
-check that needs a text uses :func:`is_blank`, so that no field strips while another
-does not.
+hyphen) is *missing*. Every check that needs a text uses :func:`is_blank`, so that no
+field strips while another does not. A prose text (an explanation, a decision, a
+reason) that is only punctuation and symbols ("." or "-") says nothing either
+(:func:`says_nothing`); an identifier or a pattern ("*") is judged by :func:`is_blank`.
 
 Pure Python, no pytest import: the recorder and the library use it too.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["INVISIBLE", "is_blank"]
+__all__ = ["INVISIBLE", "is_blank", "says_nothing"]
 
 #: Characters that render as nothing but are not ``str.isspace()``.
 INVISIBLE = frozenset(
@@ -35,10 +36,8 @@ INVISIBLE = frozenset(
 def _invisible(char: str) -> bool:
     if char.isspace() or char in INVISIBLE:
         return True
-    # Other format characters (bidi marks, tag characters...) carry no text; punctuation and
-    # symbols alone (".", "-", "?", "...") say nothing either.
-    category = unicodedata.category(char)
-    return category in {"Cf", "Cc", "Zs", "Zl", "Zp"} or category[0] in "PS"
+    # Other format characters (bidi marks, tag characters...) carry no text.
+    return unicodedata.category(char) in {"Cf", "Cc", "Zs", "Zl", "Zp"}
 
 
 def is_blank(text: str | None) -> bool:
@@ -50,3 +49,10 @@ def is_blank(text: str | None) -> bool:
     if text is None or not isinstance(text, str):
         return True
     return all(_invisible(char) for char in text)
+
+
+def says_nothing(text: str | None) -> bool:
+    """True when a prose text is missing (:func:`is_blank`) or only punctuation and symbols
+    (".", "-", "?", an em dash): an explanation, a decision, a reason."""
+    return is_blank(text) or all(
+        _invisible(char) or unicodedata.category(char)[0] in "PS" for char in str(text))

@@ -18,7 +18,7 @@ from pytest_itera.campaign import (
 )
 from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
-from pytest_itera.text import is_blank
+from pytest_itera.text import is_blank, says_nothing
 
 MUST_ROLES = ("control", "data_check", "resume_check")
 
@@ -258,7 +258,7 @@ def _outcome_records(plan: Plan, man: Manifest) -> Iterator[Finding]:
         where = f"{MANIFEST_FILE} $.runs[{i}]"
         if run.outcome == "dropped":
             yield from _dropped(plan, run.id, run.decision, decisions, where)
-        elif run.outcome == "rejected" and is_blank(run.rejection):
+        elif run.outcome == "rejected" and says_nothing(run.rejection):
             yield Finding(
                 f"rejected run {run.id} does not say why",
                 where=f"{where}.rejection",

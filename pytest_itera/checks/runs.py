@@ -33,7 +33,7 @@ from pytest_itera.predictions import (
     keep_first,
     read_ids,
 )
-from pytest_itera.text import is_blank
+from pytest_itera.text import is_blank, says_nothing
 
 PREDICTING_ROLES = ("control", "variant")  # R1: the compared runs deliver predictions
 
@@ -107,7 +107,7 @@ def _stop_fields(plan: Plan, run: RunRecord, where: str) -> Iterator[Finding]:
                       found=repr(run.stop.rule),
                       hint="stop rules are written in the plan before any run starts; a rule "
                       "invented afterwards is not a stop rule: record the run as rejected instead")
-    if is_blank(run.stop.reason):
+    if says_nothing(run.stop.reason):
         yield Finding(f"stopped run {run.id} has no stop reason", where=f"{where}.stop.reason",
                       hint="say what was observed (e.g. 'training loss was nan at step 14')")
     if run.stop.step is None and run.stop.at is None:

@@ -32,7 +32,7 @@ from pytest_itera.checks import Check, Context
 from pytest_itera.findings import Finding
 from pytest_itera.money import Catalogue, Money, Offer, lot_options, overflow_advice
 from pytest_itera.schedule import Timeline, as_hours, hours_text
-from pytest_itera.text import is_blank
+from pytest_itera.text import says_nothing
 
 ROUNDING = Decimal("0.01")  # hours: stated figures may be rounded to the hundredth
 _STEPS = f"{PLAN_FILE} $.schedule.steps"
@@ -494,7 +494,7 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
     actual = man.schedule
     observed = sched.observed_hours(actual.steps)
     # One rule for text: a blank explanation explains nothing (pytest_itera.text).
-    explained = {d.step for d in actual.deviations if not is_blank(d.explanation)}
+    explained = {d.step for d in actual.deviations if not says_nothing(d.explanation)}
     yield from _reserved(plan, man)
     yield from _observed_total(plan, actual, observed)
     yield from _observed_lots(plan, man, observed)
@@ -590,7 +590,7 @@ def plan_step(plan: Plan, step_id: str) -> int | None:
 
 def _blank_explanations(actual: ActualSchedule) -> Iterator[Finding]:
     for i, dev in enumerate(actual.deviations):
-        if is_blank(dev.explanation):
+        if says_nothing(dev.explanation):
             yield Finding(
                 f"the explanation of step {dev.step!r} is blank",
                 where=f"{_ACTUAL}.deviations[{i}].explanation",
@@ -685,7 +685,7 @@ def _decisions(plan: Plan, man: Manifest) -> Iterator[Finding]:
             yield Finding(f"decision id {decision_id!r} is recorded {n} times",
                           where=f"{_ACTUAL}.decisions", hint="give each decision its own id")
     for i, decision in enumerate(decisions):
-        if is_blank(decision.text):
+        if says_nothing(decision.text):
             yield Finding(
                 f"decision {decision.id!r} has a blank text",
                 where=f"{_ACTUAL}.decisions[{i}].text",

@@ -30,7 +30,7 @@ from pytest_itera.schedule import (
     window_overflow,
     worst_case_loss_hours,
 )
-from pytest_itera.text import is_blank
+from pytest_itera.text import is_blank, says_nothing
 
 THREE_DAYS = Lot("A", "IteraGPU RTX 4090, 3 days", "RTX 4090", 1, 3, "47.14", 1)
 
@@ -417,8 +417,19 @@ def test_the_tolerance_is_bounded_at_one_half() -> None:
     ("text", "blank"),
     [(None, True), ("", True), (" \t\n", True), ("\u00a0\u2003\u3000", True),
      ("\u200b\u200d\u2060\ufeff", True), ("\u00ad", True), ("x", False), (" ok ", False),
-     ("\u200bno", False), ("0", False), (".", True), (" - ", True), ("?!…", True),
-     ("—", True), ("n/a", False), ("OK.", False), ("€", True)],
+     ("\u200bno", False), ("0", False), ("*", False), (".", False)],
 )
 def test_one_rule_for_missing_text(text: str | None, blank: bool) -> None:
     assert is_blank(text) is blank
+    assert says_nothing(text) is (blank or text in ("*", "."))
+
+
+@pytest.mark.parametrize("text", [".", " - ", "?!…", "—", "€", "…\u200b"])
+def test_punctuation_alone_says_nothing_but_is_not_blank(text: str) -> None:
+    assert says_nothing(text)
+    assert not is_blank(text)  # a waiver's target '*' is a pattern, not a missing text
+
+
+@pytest.mark.parametrize("text", ["n/a", "OK.", "-1 h: GPU lost"])
+def test_words_or_numbers_say_something(text: str) -> None:
+    assert not says_nothing(text)
