@@ -14,7 +14,14 @@ import pluggy
 import pytest
 from _pytest._code.code import TerminalRepr
 
-from pytest_itera.campaign import MANIFEST_FILE, Campaign, FileRecord, RunRecord, StopRule
+from pytest_itera.campaign import (
+    MANIFEST_FILE,
+    Campaign,
+    FileRecord,
+    RunRecord,
+    StopRule,
+    gc_paused,
+)
 from pytest_itera.checks import (
     Check,
     Context,
@@ -37,7 +44,6 @@ from pytest_itera.findings import Finding, render_all, summary_line
 from pytest_itera.options import (
     Settings,
     catalogue_in_force,
-    gc_paused,
     hourly_phrases,
     loaded_campaign,
     settings_key,
@@ -141,7 +147,7 @@ class _ChecksFile(_CampaignNode, pytest.File):
 
     def setup(self) -> None:
         # The collector is paused while this file's items run one after the other (see
-        # options.gc_paused: they read, judge and keep a few objects per listed file) and
+        # campaign.gc_paused: they read, judge and keep a few objects per listed file) and
         # resumed at its teardown, which pytest also runs before any other test it
         # interleaves: another test never runs with it paused.
         if gc.isenabled():

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import importlib.util
 import os
 import shlex
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -136,31 +134,10 @@ settings_key = pytest.StashKey[Settings]()
 loaded_key = pytest.StashKey[dict[Path, "Campaign"]]()
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Automatic garbage collection paused while the plugin's own code loads, walks or
-    checks a campaign, then restored.
-
-    That work allocates a few long-lived objects per listed file (a record, a walk entry,
-    the file's facts), and the collector's generational passes over them are a fifth of a
-    run of 100,000 files (~1 s of ~5 s, issue 19). Nothing is lost: the objects are
-    refcounted as usual and any cycle is collected once the collector runs again. The
-    user's own tests run with the collector as they set it: paused only around our code,
-    and left alone when something else had turned it off (nesting is free)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def loaded_campaign(config: pytest.Config, root: Path) -> Campaign:
     """The campaign at ``root``, loaded and validated once per pytest process and shared by
     the interpreter probe, collection, the fixture and the closure report."""
-    from pytest_itera.campaign import load_campaign
+    from pytest_itera.campaign import gc_paused, load_campaign
 
     loaded = config.stash.setdefault(loaded_key, {})
     if root not in loaded:

@@ -64,7 +64,7 @@ from pytest_itera.campaign import (
 )
 from pytest_itera.journal import JOURNAL_FILE, JOURNAL_FORMAT, Journal, TornLine
 from pytest_itera.portable import RENAME_HINT, path_problem
-from pytest_itera.text import is_blank
+from pytest_itera.text import is_blank, says_nothing
 from pytest_itera.tree import DigestRefused, tree_digest
 
 if TYPE_CHECKING:
@@ -424,7 +424,7 @@ class RunRecorder:
                 f"run {self.id!r}: stop rule {rule!r} is not declared in the plan "
                 f"(declared: {', '.join(declared) or 'none'}); stop rules precede the runs"
             )
-        if is_blank(reason):
+        if says_nothing(reason):
             raise RecordError(f"run {self.id!r}: a stop needs a reason")
         step = self._stop_step(self._campaign.stop_rule(rule), step)
         when = self._end("stopped", at, rule=rule, reason=reason, step=step)
@@ -454,7 +454,7 @@ class RunRecorder:
         return first
 
     def reject(self, reason: str, *, at: datetime | str | None = None) -> None:
-        if is_blank(reason):
+        if says_nothing(reason):
             raise RecordError(f"run {self.id!r}: a rejection needs a reason")
         self._end("rejected", at, reason=reason)
         self.record["rejection"] = reason
@@ -750,7 +750,7 @@ class CampaignRecorder:
         """Record a decision; the runs in ``drops`` become ``dropped`` by it."""
         if any(d["id"] == decision_id for d in self._decisions):
             raise RecordError(f"decision {decision_id!r} is already recorded")
-        if is_blank(text):
+        if says_nothing(text):
             raise RecordError(f"decision {decision_id!r} needs a text")
         drops, adds = list(drops), list(adds)
         for run_id in drops:

@@ -381,12 +381,13 @@ def amount_in_source(
         return
     if text.lstrip().startswith("%PDF") and "stream" in text:
         return  # a real PDF: its text is compressed streams
-    if amount.amount in _amounts(text):
+    stated = _amounts(text)
+    if amount.amount in stated:
         return
     yield Finding(
         f"{what}: its source file {source.file} does not state {amount.amount}",
         where=where, expected=f"{amount.amount}, as {source.file} states it",
-        found=", ".join(sorted({str(a) for a in _amounts(text)}, key=len)[:6]) or "no amount",
+        found=", ".join(sorted({str(a) for a in stated}, key=len)[:6]) or "no amount",
         hint="record the amount the receipt or quote states (an expense is what was paid, a "
         "lot's price what was quoted), or name the document that states this one",
     )
@@ -565,10 +566,10 @@ def _counted_twice(budget: BudgetReport) -> Iterator[Finding]:
         if e.source is None:
             continue
         # The receipt line, not its label: a relabelled copy is the same paid amount.
-        key = (str(Money(e.amount, budget.currency)), e.source.file or "",
-               _norm(e.source.reference or ""))
-        if key == (key[0], "", "") or (not key[1] and placeholder_reference(e.source.reference)):
+        reference = _norm(e.source.reference or "")
+        if not e.source.file and (not reference or placeholder_reference(e.source.reference)):
             continue  # no receipt named: nothing to tell two lines apart by
+        key = (str(Money(e.amount, budget.currency)), e.source.file or "", reference)
         if key in seen:
             yield Finding(
                 f"included expense {e.label!r} ({e.amount} {budget.currency}) is listed twice "

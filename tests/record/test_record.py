@@ -840,6 +840,24 @@ def test_a_step_left_running_blocks_closure(rec: CampaignRecorder) -> None:
     assert not (rec.root / "manifest.json").exists()
 
 
+@pytest.mark.parametrize("nothing", [".", " - ", "?"])
+def test_prose_that_says_nothing_is_refused_as_the_checks_refuse_it(
+    rec: CampaignRecorder, nothing: str
+) -> None:
+    """A decision, a stop reason and a rejection reason of punctuation alone say nothing
+    (text.says_nothing, what plan-vs-actual, stop-records and the outcome records refuse)."""
+    with pytest.raises(RecordError, match="needs a text"):
+        rec.decide("after-pilot", nothing, drops=["variant"])
+    run = rec.run("variant")
+    run.start()
+    run.log(1, loss=float("nan"))
+    with pytest.raises(RecordError, match="a stop needs a reason"):
+        run.stop("non-finite-loss", nothing, step=1)
+    with pytest.raises(RecordError, match="a rejection needs a reason"):
+        run.reject(nothing)
+    assert run.outcome is None
+
+
 @pytest.mark.parametrize("blank", ["", "  ", "\u200b", "\u00a0\t"])
 def test_blank_texts_are_refused_by_the_one_rule_for_text(
     rec: CampaignRecorder, blank: str

@@ -196,6 +196,7 @@ def progress_problem(value: Any) -> str | None:
 # state, 5056 bytes): the HF Trainer's 'cpu', accelerate's 'torch_manual_seed', ours 'torch'.
 CPU_RNG_KEYS = frozenset({"torch", "cpu", "torch_rng_state", "cpu_rng_state",
                           "torch_manual_seed"})
+CPU_RNG_BYTES = torch.get_rng_state().numel()
 
 
 def short_cpu_state(value: Any, depth: int = 0) -> tuple[str, int] | None:
@@ -205,7 +206,7 @@ def short_cpu_state(value: Any, depth: int = 0) -> tuple[str, int] | None:
         for key, child in value.items():
             if (key in CPU_RNG_KEYS and isinstance(child, torch.Tensor)
                     and child.dtype == torch.uint8 and child.dim() == 1
-                    and child.numel() != torch.get_rng_state().numel()):
+                    and child.numel() != CPU_RNG_BYTES):
                 return str(key), child.numel()
     return first_inside(value, depth, short_cpu_state)
 
@@ -217,7 +218,7 @@ def rng_problem(value: Any) -> str | None:
             return None
         key, size = short
         return (f"holds under {key!r} a torch CPU generator state of {size} bytes where "
-                f"torch.get_rng_state() has {torch.get_rng_state().numel()}: "
+                f"torch.get_rng_state() has {CPU_RNG_BYTES}: "
                 "torch.set_rng_state would refuse it")
     return (f"holds {describe(value)}, which is no random generator state (a seed is not an "
             "RNG state: torch.get_rng_state(), numpy.random.get_state(), random.getstate())")
