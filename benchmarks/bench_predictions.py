@@ -28,7 +28,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from pytest_itera.predictions import cover, read_ids
+from pytest_itera.files.predictions import cover, read_ids
 
 MIB = 1 << 20
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
+from pytest_itera.files.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
 
 CHUNK = 1 << 20
 

@@ -166,7 +166,7 @@ any torch >= 2.10 loads these files. Run the snippets from this folder, with the
 import json
 from pathlib import Path
 from example_campaign.train import make_trainer
-from pytest_itera.resume import load_resume_checkpoint
+from pytest_itera.record.resume import load_resume_checkpoint
 
 config = json.loads(Path("configs/control.json").read_text())
 trainer = make_trainer(config, n_train={n_train})  # training examples of config["corpus"]

@@ -16,7 +16,7 @@ import torch
 
 from example_campaign.data import read_corpus, tensors
 from example_campaign.train import make_trainer, train
-from pytest_itera.resume import load_resume_checkpoint, save_resume_checkpoint
+from pytest_itera.record.resume import load_resume_checkpoint, save_resume_checkpoint
 
 
 def main(argv: list[str]) -> int:

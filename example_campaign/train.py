@@ -2,7 +2,7 @@
 
 Everything that decides the next loss (weights, optimizer and scheduler state,
 the global RNG that drives dropout, the loader's position) is saved by
-``pytest_itera.resume.save_resume_checkpoint``, so a run resumed in a new
+``pytest_itera.record.resume.save_resume_checkpoint``, so a run resumed in a new
 process continues bit for bit.
 """
 

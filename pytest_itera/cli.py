@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_itera.campaign import PLAN_FILE, PLAN_FORMAT, validate
-from pytest_itera.record import atomic_write_json, timestamp
+from pytest_itera.core.campaign import PLAN_FILE, PLAN_FORMAT, validate
+from pytest_itera.record.campaign import atomic_write_json, timestamp
 
 __all__ = ["main", "plan_skeleton"]
 
@@ -126,7 +126,7 @@ def _new_plan(folder: Path, campaign: str | None) -> int:
 
 
 def _check(folder: Path, python: str | None, timeout: float) -> int:
-    from pytest_itera.verify import check_campaign
+    from pytest_itera.report.verify import check_campaign
 
     if not folder.is_dir():
         print(f"{folder}: not a folder", file=sys.stderr)

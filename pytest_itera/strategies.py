@@ -5,7 +5,7 @@ users and our own tests do::
 
     from hypothesis import given
     from pytest_itera import strategies as its
-    from pytest_itera.money import rental_total
+    from pytest_itera.core.money import rental_total
 
     @given(its.lots(currency="USD"))
     def test_total_is_exact(lots):
@@ -38,9 +38,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pytest_itera.campaign import RESUME_PARTS, Lot, PlannedSchedule, Step
-from pytest_itera.money import HOURS_PER_DAY, Amount, Catalogue, Money, Offer
-from pytest_itera.schedule import (
+from pytest_itera.core.campaign import RESUME_PARTS, Lot, PlannedSchedule, Step
+from pytest_itera.core.money import HOURS_PER_DAY, Amount, Catalogue, Money, Offer
+from pytest_itera.core.schedule import (
     HUMAN,
     NETWORK,
     REQUIRED_KINDS,
@@ -167,7 +167,7 @@ def lot_dicts(draw: st.DrawFn, lot_id: str = "lot-0", max_quantity: int = 4) -> 
 
 
 def lots(min_size: int = 1, max_size: int = 5) -> st.SearchStrategy[list[Lot]]:
-    """Lists of :class:`pytest_itera.campaign.Lot` with distinct ids."""
+    """Lists of :class:`pytest_itera.core.campaign.Lot` with distinct ids."""
     return st.integers(min_size, max_size).flatmap(
         lambda n: st.tuples(*(lot_dicts(f"lot-{i}") for i in range(n)))
     ).map(lambda found: [Lot(**d) for d in found])
@@ -319,7 +319,7 @@ def _number(value: Decimal) -> int | float:
 def planned_schedules(
     lot_ids: Sequence[str] = ("lot-0",), run_ids: Sequence[str] = RUN_IDS
 ) -> st.SearchStrategy[PlannedSchedule]:
-    """:func:`schedule_dicts` as :class:`pytest_itera.campaign.PlannedSchedule`."""
+    """:func:`schedule_dicts` as :class:`pytest_itera.core.campaign.PlannedSchedule`."""
     return schedule_dicts(lot_ids, run_ids=run_ids).map(
         lambda d: PlannedSchedule(
             window_hours=float(d["window_hours"]),

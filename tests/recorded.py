@@ -14,7 +14,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pytest_itera.record import CampaignRecorder, Closure
+from pytest_itera.record.campaign import CampaignRecorder, Closure
 from tests import factory as F
 
 # Step timings on the rental's timeline: only their durations reach the manifest.

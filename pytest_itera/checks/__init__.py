@@ -1,125 +1,32 @@
-"""The check registry: what a check is and what it sees (no pytest import).
+"""The checks: plain functions over a loaded campaign that return findings (no pytest import).
 
 A check is a plain function over a loaded campaign that returns findings.
 Built-in families (``checks/files.py``, ``checks/contract.py``, ...) and
 users' conftest.py files contribute checks the same way, through the
 ``pytest_itera_checks`` hook; the pytest layer turns each (check, target)
-into one item.
+into one item, and :mod:`pytest_itera.checks.run` is the one engine that runs them.
+
+- ``model``: what a check is (:class:`Check`, :class:`Options`, the hook types);
+- ``context``: what a check sees (:class:`Context`, one per campaign);
+- ``run``: the engine, one (check, target) at a time or a whole folder;
+- one module per family, and the facts a report carries (``closure``), waivers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
-
-from pytest_itera.campaign import Campaign
-from pytest_itera.findings import Finding
-
-if TYPE_CHECKING:
-    from pytest_itera.campaign import RunRecord, StopRule
-    from pytest_itera.checks.evidence import RuleVerdict
-    from pytest_itera.measurements import Measurements, Unreadable
-    from pytest_itera.money import Catalogue
-    from pytest_itera.reload import ReloadResult
+from pytest_itera.checks.context import Check, Context, blocked_by_contract
+from pytest_itera.checks.model import (
+    FAMILIES,
+    Needs,
+    Options,
+    PlanPin,
+    ReloadHook,
+    Scope,
+    StopRuleHook,
+    item_name,
+)
 
 __all__ = [
     "FAMILIES", "Check", "Context", "Needs", "Options", "PlanPin", "ReloadHook", "Scope",
     "StopRuleHook", "blocked_by_contract", "item_name",
 ]
-
-# Built-in check families, registered by the plugin like any plugin (`-p no:itera.files`
-# turns one off) and run in-process by pytest_itera.verify: plugin name -> module.
-FAMILIES = {
-    "itera.contract": "pytest_itera.checks.contract",
-    "itera.files": "pytest_itera.checks.files",
-    "itera.artifacts": "pytest_itera.checks.artifacts",
-    "itera.runs": "pytest_itera.checks.runs",
-    "itera.evidence": "pytest_itera.checks.evidence",
-    "itera.budget": "pytest_itera.checks.budget",
-    "itera.schedule": "pytest_itera.checks.schedule",
-    "itera.plan": "pytest_itera.checks.plan_gate",
-}
-
-# "plan": an item of the plan gate (--itera-plan), never collected for a closed campaign.
-Scope = Literal["campaign", "file", "run", "checkpoint", "adapter", "plan"]
-# (resolved path, path as the manifest writes it, claimed format) -> a verdict, or None to pass.
-ReloadHook = Callable[[Path, str, "str | None"], "ReloadResult | None"]
-Needs = Literal["plan", "manifest"]
-# (rule, run, its measurements or why they cannot be read, campaign) -> a verdict, or None.
-StopRuleHook = Callable[
-    ["StopRule", "RunRecord", "Measurements | Unreadable | None", Campaign], "RuleVerdict | None"
-]
-
-
-@dataclass(frozen=True)
-class PlanPin:
-    """A sha256 the frozen plan.json must have, pinned outside the campaign folder."""
-
-    sha256: str
-    origin: str  # "--itera-plan-sha256" or "itera_plan_sha256 (<key>)"
-
-
-@dataclass(frozen=True)
-class Check:
-    """A named acceptance check.
-
-    ``targets`` lists what one item each is made for (file paths, run ids,
-    checkpoint paths); for a campaign-scoped check it is None and one item is
-    made. ``run`` returns the findings for one target (None for campaign
-    scope): an empty result means the check passed.
-    """
-
-    id: str
-    summary: str
-    run: Callable[[Context, str | None], Iterable[Finding]]
-    scope: Scope = "campaign"
-    targets: Callable[[Context], Iterable[str]] | None = None
-    needs: frozenset[Needs] = frozenset({"plan", "manifest"})
-    fast: bool = False  # also part of the --itera-fast look
-    # Its verdict needs checkpoint reloads: the reload server is started as soon as such an
-    # item is selected, and a target (a checkpoint or adapter path) is handed over at once.
-    reloads: bool = False
-    # Its target is a file whose bytes it needs (Context.facts): selected items' targets are
-    # read ahead, a few files at a time.
-    reads: bool = False
-    order: int = 50  # position in the item list (lower first), then id
-
-
-@dataclass(frozen=True)
-class Options:
-    """The user's settings that checks read (a plain copy of the pytest options)."""
-
-    fast: bool = False
-    python: str | None = None
-    timeout: float = 120.0
-    ignore: tuple[str, ...] = ()
-    temp_patterns: tuple[str, ...] = ()
-    plan_sha256: str | None = None
-    deviation_tolerance: float = 0.10
-    # The pins that apply to this campaign (ini itera_plan_sha256), and the keys of the pins
-    # given for other campaigns when none applies (a renamed campaign escapes no pin).
-    plan_pins: tuple[PlanPin, ...] = ()
-    other_pins: tuple[str, ...] = ()
-    # The price catalogue in force (the pytest_itera_catalogue hook, else the ini
-    # itera_catalogue file), or why the one given cannot be used; None: the shipped
-    # IteraGPU catalogue (pytest_itera.money.example_catalogue).
-    catalogue: Catalogue | str | None = None
-    hourly_phrases: tuple[str, ...] = ()  # users' extra phrases of hourly billing (literal)
-    stop_rule_hook: StopRuleHook | None = None  # pytest_itera_stop_rule implementations
-
-
-def item_name(check_id: str, target: str | None) -> str:
-    """The item of one (check, target): ``check[target]``, as the plugin names it and as the
-    in-process verdict (pytest_itera.verify) labels it."""
-    if target is None:
-        return check_id
-    # Node ids are one line and "::" separates their parts: keep targets readable.
-    shown = target.encode("unicode_escape").decode("ascii") if not target.isprintable() else target
-    return f"{check_id}[{shown.replace('::', ':_:')}]"
-
-
-# Below the definitions it uses: Context needs Check, Options (annotations only) and lives in
-# its own module.
-from pytest_itera.checks.context import Context, blocked_by_contract  # noqa: E402

@@ -9,7 +9,7 @@ Paths are resolved inside the campaign before anything is loaded.
 Evidence, not declarations: resume parts count by their content (the reload child judges
 them and reports typed ``PartFault``s); accepted runs and the must resume check must ship
 their artifacts; an adapter's base is identified by its hub commit and, when shipped, its
-tree digest (``pytest_itera.tree``) and its own record of its revision; the diverged
+tree digest (``pytest_itera.files.tree``) and its own record of its revision; the diverged
 weights of a run stopped by its non-finite rule are evidence of the stop (``informational``).
 
 Registered as the plugin ``itera.artifacts``; it also checks, once at session start, that
@@ -27,7 +27,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_itera.campaign import (
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.files import campaign_relative
+from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     AdapterRecord,
     Campaign,
@@ -35,11 +37,9 @@ from pytest_itera.campaign import (
     locate,
     parse_json,
 )
-from pytest_itera.checks import Check, Context
-from pytest_itera.checks.files import campaign_relative
-from pytest_itera.findings import Finding
+from pytest_itera.core.findings import Finding
+from pytest_itera.files.tree import DigestRefused, os_reason, tree_digest_of
 from pytest_itera.reload import PARTS, formats
-from pytest_itera.tree import DigestRefused, os_reason, tree_digest_of
 
 if TYPE_CHECKING:
     from pytest_itera.reload import PartFault, ReloadResult
@@ -644,7 +644,7 @@ def _identity(ctx: Context, record: AdapterRecord, where: str,
             "revision, and its files can change)",
             where=f"{where}.base_model",
             hint="ship the base folder in the campaign and record base_path and base_digest "
-            "(pytest_itera.tree.tree_digest of the folder), or name the hub id with its "
+            "(pytest_itera.files.tree.tree_digest of the folder), or name the hub id with its "
             "40-hex commit",
         )
 
@@ -671,7 +671,7 @@ def _shipped_base(ctx: Context, record: AdapterRecord, base: str, where: str) ->
             "(what save_pretrained wrote, or a hub snapshot) pinned by its tree digest",
             where=f"{where}.base_path",
             hint="set base_path to the folder holding the base's config and weights, and "
-            "base_digest to its tree digest (pytest_itera.tree.tree_digest)",
+            "base_digest to its tree digest (pytest_itera.files.tree.tree_digest)",
         )
         return
     yield from _base_digest_findings(ctx, record, base, where)
@@ -696,8 +696,8 @@ def _base_digest_findings(ctx: Context, record: AdapterRecord, base: str,
             where=f"{where}.base_digest", expected=f"the tree digest of {base}",
             found="no base_digest" if actual is None else f"no base_digest (the folder's "
             f"tree digest is {actual})",
-            hint=f"record base_digest = pytest_itera.tree.tree_digest(<campaign>/{base}) when "
-            "the base is fetched (docs/contract-v2.md)",
+            hint="record base_digest = pytest_itera.files.tree.tree_digest("
+            f"<campaign>/{base}) when the base is fetched (docs/contract-v2.md)",
         )
     elif actual is not None and actual != record.base_digest:
         yield Finding(
@@ -846,7 +846,7 @@ def _shipped_base_v1(ctx: Context, record: AdapterRecord, base: str,
         "one file cannot tell two bases of the same architecture apart",
         where=f"{where}.base_path",
         hint="re-close the campaign with itera-manifest/2: base_path = the base folder, "
-        "base_digest = its tree digest (pytest_itera.tree.tree_digest), base_revision = its "
+        "base_digest = its tree digest (pytest_itera.files.tree.tree_digest), base_revision = its "
         "hub commit or null",
     )
 
@@ -989,7 +989,7 @@ def _agreeing_names(record: AdapterRecord) -> set[str]:
 
 
 def _temp_name(ctx: Context, name: str, where: str, what: str) -> Iterator[Finding]:
-    from pytest_itera.scan import temp_pattern_of
+    from pytest_itera.files.scan import temp_pattern_of
 
     pattern = temp_pattern_of(name, ctx.matcher())
     if pattern is not None:

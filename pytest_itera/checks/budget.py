@@ -2,7 +2,7 @@
 
 Registered as the plugin ``itera.budget``. The arithmetic and the tables (hourly
 phrases, estimate markers, offer matching, deliverables per corpus) live in
-:mod:`pytest_itera.money`; this module reads the campaign and words the findings.
+:mod:`pytest_itera.core.money`; this module reads the campaign and words the findings.
 
 What it checks, each finding with what, where (file and JSON path), expected/found
 and a fix:
@@ -12,7 +12,7 @@ and a fix:
   hook, else the ini ``itera_catalogue`` file; a notebook passes its own), else the
   shipped IteraGPU catalogue.
   A lot that is a catalogue offer (same offer name; or same GPU and days, see
-  :func:`pytest_itera.money.catalogue_offer`) carries the offer's price, days and GPUs
+  :func:`pytest_itera.core.money.catalogue_offer`) carries the offer's price, days and GPUs
   per lot: a prorated price is refused. Any other lot records a ``source`` (a quote
   file listed in the campaign, or a reference), never a computed price.
 - **Hourly billing (R4)**, in every string of both budgets (offers, GPU names, expense
@@ -51,7 +51,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pytest_itera.campaign import (
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
     BudgetReport,
@@ -63,9 +64,8 @@ from pytest_itera.campaign import (
     RunRecord,
     Source,
 )
-from pytest_itera.checks import Check, Context
-from pytest_itera.findings import Finding
-from pytest_itera.money import (
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.money import (
     DELIVERING_ROLES,
     HOURLY_PHRASES,
     Catalogue,
@@ -89,7 +89,7 @@ from pytest_itera.money import (
     rental_total,
     rental_total_problem,
 )
-from pytest_itera.text import is_blank
+from pytest_itera.core.text import is_blank
 
 _BUDGET = f"{MANIFEST_FILE} $.budget"
 COVERAGE_CHECK = "predictions-cover-corpus"
@@ -204,7 +204,8 @@ def lot_findings(ctx: Context) -> Iterator[Finding]:
         yield Finding(
             f"the price catalogue in force cannot be used: {catalogue}",
             where="pytest_itera_catalogue hook",
-            expected="a pytest_itera.money.Catalogue (e.g. pytest_itera.money.load_catalogue)",
+            expected="a pytest_itera.core.money.Catalogue "
+            "(e.g. pytest_itera.core.money.load_catalogue)",
             found=catalogue.split(" returned ", 1)[-1],
             hint="return a Catalogue, or None to use the ini itera_catalogue file or the "
             "shipped IteraGPU catalogue",

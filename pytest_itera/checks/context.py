@@ -1,4 +1,5 @@
-"""What checks see: the campaign, the options and shared, memoised work (no pytest import)."""
+"""What a check is and what it sees: :class:`Check`, and :class:`Context` (the campaign, the
+options and shared, memoised work). No pytest import."""
 
 from __future__ import annotations
 
@@ -7,18 +8,21 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_itera.campaign import Campaign
-from pytest_itera.findings import Finding
+from pytest_itera.core.campaign import Campaign, Manifest, Plan, RunRecord
+from pytest_itera.core.findings import Finding
+from pytest_itera.files.measurements import Measurements, Unreadable, read_measurements
+from pytest_itera.files.measurements import Problem as MeasurementProblem
 
 if TYPE_CHECKING:
-    from pytest_itera.checks import Check, Options, ReloadHook
-    from pytest_itera.money import Catalogue
+    from pytest_itera.checks.model import Needs, Options, ReloadHook, Scope
+    from pytest_itera.core.money import Catalogue
+    from pytest_itera.files.scan import FileFacts, TempMatcher
+    from pytest_itera.files.tree import Entry
     from pytest_itera.reload import Reloader, ReloadResult
-    from pytest_itera.scan import FileFacts, TempMatcher
-    from pytest_itera.tree import Entry
 
 T = TypeVar("T")
 
@@ -33,6 +37,32 @@ def folder_group(relpath: str) -> str:
     for the campaign folder's own files."""
     folder, slash, _ = relpath.rpartition("/")
     return f"{folder}/*" if slash else "*"
+
+
+@dataclass(frozen=True)
+class Check:
+    """A named acceptance check.
+
+    ``targets`` lists what one item each is made for (file paths, run ids,
+    checkpoint paths); for a campaign-scoped check it is None and one item is
+    made. ``run`` returns the findings for one target (None for campaign
+    scope): an empty result means the check passed.
+    """
+
+    id: str
+    summary: str
+    run: Callable[[Context, str | None], Iterable[Finding]]
+    scope: Scope = "campaign"
+    targets: Callable[[Context], Iterable[str]] | None = None
+    needs: frozenset[Needs] = frozenset({"plan", "manifest"})
+    fast: bool = False  # also part of the --itera-fast look
+    # Its verdict needs checkpoint reloads: the reload server is started as soon as such an
+    # item is selected, and a target (a checkpoint or adapter path) is handed over at once.
+    reloads: bool = False
+    # Its target is a file whose bytes it needs (Context.facts): selected items' targets are
+    # read ahead, a few files at a time.
+    reads: bool = False
+    order: int = 50  # position in the item list (lower first), then id
 
 
 class Context:
@@ -94,7 +124,7 @@ class Context:
         """The price catalogue lots are judged against, or why the one given cannot be used."""
         if self.options.catalogue is not None:
             return self.options.catalogue
-        from pytest_itera.money import example_catalogue
+        from pytest_itera.core.money import example_catalogue
 
         return self.memo("example-catalogue", example_catalogue)
 
@@ -103,7 +133,7 @@ class Context:
     def entries(self) -> tuple[Entry, ...]:
         """Every entry of the folder (lstat, sorted, links never followed)."""
         if self._entries is None:
-            from pytest_itera.tree import walk
+            from pytest_itera.files.tree import walk
 
             self._entries = walk(self.root)
             self._by_path = {e.path: e for e in self._entries}
@@ -115,7 +145,7 @@ class Context:
 
     def matcher(self) -> TempMatcher:
         if self._matcher is None:
-            from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher
+            from pytest_itera.files.scan import DEFAULT_TEMP_PATTERNS, TempMatcher
 
             factory = self._matcher_factory
             self._matcher = (
@@ -171,7 +201,7 @@ class Context:
         """A regular file of the walk, large enough that its read is mostly time without
         the GIL (small files are mostly Python-level work: a reader thread would only
         contend with the items for the GIL)."""
-        from pytest_itera.scan import SMALL_FILE
+        from pytest_itera.files.scan import SMALL_FILE
 
         entry = self.entry(relpath)
         return entry is not None and entry.kind == "file" and entry.size >= SMALL_FILE
@@ -191,7 +221,7 @@ class Context:
             pending.set_exception(exc)
 
     def _scan(self, relpath: str) -> FileFacts:
-        from pytest_itera.scan import scan_file
+        from pytest_itera.files.scan import scan_file
 
         return scan_file(
             self._readable_path(relpath),
@@ -199,6 +229,34 @@ class Context:
             None if self.options.fast else self.matcher(),
             hash=not self.options.fast,
         )
+
+    def documents(self) -> tuple[Plan, Manifest]:
+        """The plan and the manifest, for a check whose ``needs`` guarantee both."""
+        plan, man = self.campaign.plan, self.campaign.manifest
+        assert plan is not None  # guaranteed by Check.needs
+        assert man is not None
+        return plan, man
+
+    def recorded(self, run_id: str) -> tuple[int, RunRecord]:
+        """(index in the manifest's runs, record) of a recorded run: a run check's target."""
+        man = self.documents()[1]
+        position = man.run_position(run_id)
+        assert position is not None  # targets are recorded run ids
+        return position, man.runs[position]
+
+    def measurements(self, relpath: str) -> Measurements | Unreadable:
+        """The measurements file at ``relpath``, read once per Context.
+
+        The path must stay inside the folder and be a regular file (:meth:`regular_file`):
+        a link out, a FIFO or a missing file is an :class:`Unreadable` saying so.
+        """
+        return self.memo(f"measurements:{relpath}", lambda: self._read_measurements(relpath))
+
+    def _read_measurements(self, relpath: str) -> Measurements | Unreadable:
+        resolved = self.regular_file(relpath)
+        if isinstance(resolved, str):
+            return Unreadable(relpath, (MeasurementProblem(None, resolved),))
+        return read_measurements(Path(os.path.realpath(resolved)), relpath)
 
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """A value computed once per campaign per process (what checks derive from it)."""
@@ -222,7 +280,7 @@ class Context:
         entry = self.entry(relpath)
         if entry is not None and entry.kind == "file":
             return self.root / relpath
-        from pytest_itera.tree import resolve_inside
+        from pytest_itera.files.tree import resolve_inside
 
         return resolve_inside(self.root, relpath)
 

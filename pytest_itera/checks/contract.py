@@ -7,7 +7,8 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 
-from pytest_itera.campaign import (
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
     AdapterRecord,
@@ -16,9 +17,8 @@ from pytest_itera.campaign import (
     Manifest,
     Plan,
 )
-from pytest_itera.checks import Check, Context
-from pytest_itera.findings import Finding
-from pytest_itera.text import is_blank, says_nothing
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.text import is_blank, says_nothing
 
 MUST_ROLES = ("control", "data_check", "resume_check")
 
@@ -44,7 +44,7 @@ def manifest(ctx: Context, _target: str | None) -> Iterator[Finding]:
 
 def _contract_hint(file: str, json_path: str) -> str:
     if json_path == "$":
-        return f"write {file} with pytest_itera.record (see README: the campaign format)"
+        return f"write {file} with pytest_itera.record.campaign (see README: the campaign format)"
     schema = f"pytest_itera/schemas/{file.split('.')[0]}.schema.json"
     return f"fix {file} at {json_path}; the schema is {schema}"
 
@@ -52,7 +52,7 @@ def _contract_hint(file: str, json_path: str) -> str:
 def plan_frozen(ctx: Context, _target: str | None) -> Iterator[Finding]:
     """The plan is byte-identical to what the manifest recorded (and to any pin given from
     outside the campaign), and predates every recorded moment."""
-    plan, man = _docs(ctx)
+    plan, man = ctx.documents()
     if man.plan.path != PLAN_FILE:
         yield Finding(
             f"the manifest records the plan as {man.plan.path!r}",
@@ -87,7 +87,7 @@ def _journal_pin(ctx: Context, sha256: str) -> Iterator[Finding]:
     sha256, written before any run started, is evidence the manifest cannot rewrite."""
     import json
 
-    from pytest_itera.journal import JOURNAL_FILE
+    from pytest_itera.core.journal import JOURNAL_FILE
 
     man = ctx.campaign.manifest
     if man is None or not any(f.path == JOURNAL_FILE for f in man.files):
@@ -183,7 +183,7 @@ def _moments_before_freeze(plan: Plan, man: Manifest) -> Iterator[Finding]:
 
 def expected_ids(ctx: Context, _target: str | None) -> Iterator[Finding]:
     """Every planned run accounted for, no unplanned or repeated IDs, the must-category complete."""
-    plan, man = _docs(ctx)
+    plan, man = ctx.documents()
     yield from _repeated(PLAN_FILE, "$.runs", [r.id for r in plan.runs])
     yield from _repeated(MANIFEST_FILE, "$.runs", [r.id for r in man.runs])
     recorded = {r.id for r in man.runs}
@@ -471,13 +471,6 @@ def _compared(plan: Plan, run_id: str) -> bool:
 def _names_path(text: str, path: str) -> bool:
     bare = path.rstrip("/")
     return bare in text or bare.removeprefix("./") in text
-
-
-def _docs(ctx: Context) -> tuple[Plan, Manifest]:
-    plan, man = ctx.campaign.plan, ctx.campaign.manifest
-    assert plan is not None  # guaranteed by Check.needs
-    assert man is not None
-    return plan, man
 
 
 CHECKS = (

@@ -5,7 +5,7 @@ roles), R5 (stop rules written before the trials and applied to every run) and R
 resume reproduces its reference run). Registered as the plugin ``itera.evidence``.
 
 The manifest is a copy; the evidence is each run's measurements file
-(:mod:`pytest_itera.measurements`), the files of the folder and the data check's
+(:mod:`pytest_itera.files.measurements`), the files of the folder and the data check's
 records. The run-scoped checks here are part of ``Context.run_failures``: an accepted
 run that fails one of them is not counted as an accepted deliverable.
 
@@ -21,12 +21,12 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pytest_itera import measurements
-from pytest_itera.campaign import (
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.stop_rules import RuleVerdict
+from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
     Corpus,
@@ -35,11 +35,10 @@ from pytest_itera.campaign import (
     RunRecord,
     StopRule,
 )
-from pytest_itera.checks import Check, Context
-from pytest_itera.checks.runs import _docs, _record
-from pytest_itera.findings import Finding
-from pytest_itera.measurements import Measurements, Series, Unreadable
-from pytest_itera.text import is_blank
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.text import is_blank
+from pytest_itera.files import measurements
+from pytest_itera.files.measurements import Measurements, Series, Unreadable
 
 TRAINING_ROLES = ("control", "variant", "pilot", "resume_check")
 PREDICTING_ROLES = ("control", "variant")
@@ -47,27 +46,6 @@ MEASURED_KINDS = ("non_finite_loss", "quality_below")  # read the run's own meas
 CONTRACT = "docs/contract-v2.md"
 _SHOWN = 5  # problems of an unreadable file shown one by one
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-
-Status = Literal["triggered", "clear", "unproven", "not_evaluated"]
-
-
-@dataclass(frozen=True)
-class RuleVerdict:
-    """A stop rule evaluated on one run's evidence.
-
-    ``triggered``: the evidence triggers the rule (``step``: the first step that does, when
-    the evidence has steps); ``clear``: it does not; ``unproven``: the evidence needed is
-    missing or unreadable (a failure for an accepted run); ``not_evaluated``: the rule is
-    not machine-readable (kind ``other``): reported, never a failure. ``detail`` says what
-    was observed, ``where`` the file and line of the evidence.
-    """
-
-    status: Status
-    detail: str
-    step: int | None = None
-    where: str | None = None
-    hint: str | None = None
-
 
 def _role(plan: Plan, run_id: str) -> str | None:
     planned = plan.run(run_id)
@@ -103,7 +81,7 @@ def run_measurements(ctx: Context, run: RunRecord) -> Measurements | str:
     """The run's measurements, or why there are none (a sentence about "its measurements")."""
     if run.measurements is None:
         return f"run {run.id} records no measurements file (runs[].measurements)"
-    found = measurements.load(ctx, run.measurements)
+    found = ctx.measurements(run.measurements)
     if isinstance(found, Unreadable):
         return f"its measurements cannot be read: {found.summary()}"
     return found
@@ -181,7 +159,7 @@ def _v1_rule(plan: Plan, rule: StopRule, problem: str) -> tuple[str, str]:
 
 def evaluate(ctx: Context, rule: StopRule, run_id: str) -> RuleVerdict:
     """One declared stop rule on one run, from the run's own evidence."""
-    plan, man = _docs(ctx)
+    plan, man = ctx.documents()
     run = man.run(run_id)
     assert run is not None
     hooked = _hook_verdict(ctx, rule, run)
@@ -215,7 +193,7 @@ def _hook_verdict(ctx: Context, rule: StopRule, run: RunRecord) -> RuleVerdict |
     if ask is None:
         return None
     found: Measurements | Unreadable | None = (
-        None if run.measurements is None else measurements.load(ctx, run.measurements))
+        None if run.measurements is None else ctx.measurements(run.measurements))
     try:
         verdict = ask(rule, run, found, ctx.campaign)
     except Exception as exc:  # a user's hook: its failure is this run's finding
@@ -324,7 +302,7 @@ def _truncated_on(ctx: Context, plan: Plan, rule: StopRule, run: RunRecord) -> R
 
 def input_verdict(ctx: Context, plan: Plan, rule: StopRule) -> RuleVerdict:
     """The input as the folder holds it and as the data checks recorded it, against the rule."""
-    _, man = _docs(ctx)
+    _, man = ctx.documents()
     p = rule.parameters
     name = str(p["input"])
     corpus = _input_corpus(plan, name)
@@ -385,7 +363,7 @@ def _in_folder(ctx: Context, path: str, corpus: Corpus | None) -> dict[str, obje
 
 def _count_examples(ctx: Context, path: Path, corpus: Corpus) -> int | None:
     def count() -> int | None:
-        from pytest_itera.predictions import UnreadableIds, read_ids
+        from pytest_itera.files.predictions import UnreadableIds, read_ids
 
         try:
             return len({rec.id for rec in read_ids(path, corpus.id_field) if rec.id is not None})
@@ -405,8 +383,8 @@ def resume_verdict(ctx: Context, run_id: str) -> RuleVerdict:
 
 
 def _resume(ctx: Context, run_id: str) -> RuleVerdict:
-    plan, man = _docs(ctx)
-    index, run = _record(man, run_id)
+    plan, man = ctx.documents()
+    index, run = ctx.recorded(run_id)
     where = f"{MANIFEST_FILE} $.runs[{index}].resumed_from"
     origin = run.resumed_from
     if origin is None:
@@ -505,15 +483,15 @@ def _close(value: float, reference: float, tolerance: float) -> bool:
 
 def stop_rules_targets(ctx: Context) -> Iterable[str]:
     """Every run that ran to an outcome the rules judge: accepted and stopped runs."""
-    _, man = _docs(ctx)
+    _, man = ctx.documents()
     return {r.id for r in man.runs if r.outcome in ("accepted", "stopped")}
 
 
 def stop_rules_applied(ctx: Context, target: str | None) -> Iterator[Finding]:
     """Every declared rule, evaluated on the run's own evidence, agrees with its outcome."""
     assert target is not None
-    plan, man = _docs(ctx)
-    index, run = _record(man, target)
+    plan, man = ctx.documents()
+    index, run = ctx.recorded(target)
     where = f"{MANIFEST_FILE} $.runs[{index}]"
     if run.outcome == "accepted":
         yield from _accepted(ctx, plan, man, run, where)
@@ -590,7 +568,7 @@ def _stopped(ctx: Context, plan: Plan, run: RunRecord, where: str) -> Iterator[F
 
 def measurements_targets(ctx: Context) -> Iterable[str]:
     """Runs that report metrics or point at a measurements file."""
-    _, man = _docs(ctx)
+    _, man = ctx.documents()
     return {r.id for r in man.runs if r.metrics or r.measurements is not None}
 
 
@@ -606,8 +584,8 @@ def _measurements_owners(man: Manifest) -> dict[str, list[str]]:
 def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
     """The run's measurements file is readable and every manifest metric is its value."""
     assert target is not None
-    _, man = _docs(ctx)
-    index, run = _record(man, target)
+    _, man = ctx.documents()
+    index, run = ctx.recorded(target)
     where = f"{MANIFEST_FILE} $.runs[{index}]"
     if run.measurements is None:
         yield Finding(
@@ -623,7 +601,7 @@ def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
             f"run {run.id} shares its measurements file {run.measurements} with "
             f"{', '.join(sharing)}", where=f"{where}.measurements",
             hint="each run's evidence is its own measurements file")
-    found = measurements.load(ctx, run.measurements)
+    found = ctx.measurements(run.measurements)
     if isinstance(found, Unreadable):
         yield from _unreadable(run, found, where)
         return
@@ -683,7 +661,7 @@ def _unreadable(run: RunRecord, found: Unreadable, where: str) -> Iterator[Findi
 
 def role_targets(ctx: Context) -> Iterable[str]:
     """Accepted runs whose planned role must be proven: data checks and resume checks."""
-    plan, man = _docs(ctx)
+    plan, man = ctx.documents()
     return {r.id for r in man.runs if r.outcome == "accepted"
             and _role(plan, r.id) in ("data_check", "resume_check")}
 
@@ -691,8 +669,8 @@ def role_targets(ctx: Context) -> Iterable[str]:
 def role_evidence(ctx: Context, target: str | None) -> Iterator[Finding]:
     """The resume check reproduces its reference; the data check recorded the planned data."""
     assert target is not None
-    plan, man = _docs(ctx)
-    index, run = _record(man, target)
+    plan, man = ctx.documents()
+    index, run = ctx.recorded(target)
     where = f"{MANIFEST_FILE} $.runs[{index}]"
     if _role(plan, run.id) == "resume_check":
         verdict = resume_verdict(ctx, run.id)

@@ -11,17 +11,17 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from fnmatch import fnmatchcase
 
-from pytest_itera.campaign import (
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
     AdapterRecord,
     CheckpointRecord,
     FileRecord,
 )
-from pytest_itera.checks import Check, Context
-from pytest_itera.findings import Finding
-from pytest_itera.portable import RENAME_HINT, collision_problem, collisions, path_problem
-from pytest_itera.tree import Entry
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.portable import RENAME_HINT, collision_problem, collisions, path_problem
+from pytest_itera.files.tree import Entry
 
 CONTRACT_FILES = (PLAN_FILE, MANIFEST_FILE)
 _NOT_A_FILE = {
@@ -100,7 +100,7 @@ def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
 
 
 def _unportable(ctx: Context, relpath: str, where: str) -> Iterator[Finding]:
-    """The one portability rule (pytest_itera.portable) on a listed path: campaigns are
+    """The one portability rule (pytest_itera.core.portable) on a listed path: campaigns are
     retrieved to other systems, where such a name escapes the folder or names another file."""
     problem = path_problem(relpath)
     if problem is not None:
@@ -122,7 +122,7 @@ def _unlisted(ctx: Context, relpath: str) -> Iterator[Finding]:
     yield Finding(
         f"{relpath}{kind} is in the campaign folder but not listed in the manifest",
         where=relpath,
-        hint="list it in manifest.json files (pytest_itera.record does this), remove it, "
+        hint="list it in manifest.json files (pytest_itera.record.campaign does this), remove it, "
         "or add a pattern to the itera_ignore ini option",
     )
 

@@ -16,7 +16,7 @@ never for a closed campaign. They reuse the closure's plan rules (one home per r
   and the lots, with the same advice;
 - ``plan-journal`` (idem): every line of the journal is complete and usable.
 
-The journal is the recorder's (:mod:`pytest_itera.journal`, ``itera-journal.jsonl``).
+The journal is the recorder's (:mod:`pytest_itera.core.journal`, ``itera-journal.jsonl``).
 :func:`read_journal` reads it without touching it (the recorder cuts a torn tail off when it
 continues; the gate only reports it): a finished step is
 ``{"event": "step", "step": "<step id>", "hours": <measured hours>}``; other events are
@@ -32,11 +32,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
-from pytest_itera import schedule as sched
-from pytest_itera.campaign import MANIFEST_FILE, PLAN_FILE, Plan, locate
-from pytest_itera.checks import Check, Context, Needs
+from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.contract import manifest, must_roles
 from pytest_itera.checks.evidence import rules_declared
+from pytest_itera.checks.model import Needs
 from pytest_itera.checks.schedule import (
     lot_findings,
     protocol_advice,
@@ -44,11 +43,13 @@ from pytest_itera.checks.schedule import (
     rounded,
     schedule_fits,
 )
-from pytest_itera.findings import Finding
-from pytest_itera.journal import JOURNAL_FILE
-from pytest_itera.money import Catalogue, Money, Offer, lot_options
-from pytest_itera.schedule import as_hours, hours_text
-from pytest_itera.text import is_blank
+from pytest_itera.core import schedule as sched
+from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Plan, locate
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.journal import JOURNAL_FILE
+from pytest_itera.core.money import Catalogue, Money, Offer, lot_options
+from pytest_itera.core.schedule import as_hours, hours_text
+from pytest_itera.core.text import is_blank
 
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 # Context.memo keys the collector seeds: the plan file and the journal (None: no journal).
@@ -121,7 +122,7 @@ def frozen_ready(ctx: Context, _target: str | None) -> Iterator[Finding]:
             f"{plan.format} cannot be closed with evidence: corpora, machine-readable stop "
             "rules and the run of each step are itera-plan/2",
             where=f"{PLAN_FILE} $.format", expected="itera-plan/2", found=plan.format,
-            hint="write the plan with pytest_itera.record (docs/contract-v2.md)")
+            hint="write the plan with pytest_itera.record.campaign (docs/contract-v2.md)")
     yield from _corpora(plan)
     yield from must_roles(plan)
     yield from rules_declared(ctx, None)

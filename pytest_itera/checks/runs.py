@@ -5,7 +5,7 @@ and categories) and R5 (stop rules before the runs; a stopped run keeps its ID
 and reason; a changed configuration gets a new ID). Registered as the plugin
 ``itera.runs``.
 
-Predictions and the corpus are streamed (:mod:`pytest_itera.predictions`): a
+Predictions and the corpus are streamed (:mod:`pytest_itera.files.predictions`): a
 process holds the corpus IDs (once, memoised per Context), one byte per corpus
 ID for "seen", counters and the first few examples of each problem, never a
 whole predictions file.
@@ -19,12 +19,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_itera import measurements
-from pytest_itera.campaign import MANIFEST_FILE, PLAN_FILE, Corpus, Manifest, Plan, RunRecord
-from pytest_itera.checks import Check, Context
-from pytest_itera.findings import Finding
-from pytest_itera.findings import where as json_where
-from pytest_itera.predictions import (
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Corpus, Manifest, Plan, RunRecord
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
+from pytest_itera.core.text import is_blank, says_nothing
+from pytest_itera.files import measurements
+from pytest_itera.files.predictions import (
     FIRST,
     Coverage,
     IdLine,
@@ -33,22 +34,8 @@ from pytest_itera.predictions import (
     keep_first,
     read_ids,
 )
-from pytest_itera.text import is_blank, says_nothing
 
 PREDICTING_ROLES = ("control", "variant")  # R1: the compared runs deliver predictions
-
-
-def _docs(ctx: Context) -> tuple[Plan, Manifest]:
-    plan, man = ctx.campaign.plan, ctx.campaign.manifest
-    assert plan is not None  # guaranteed by Check.needs
-    assert man is not None
-    return plan, man
-
-
-def _record(man: Manifest, run_id: str) -> tuple[int, RunRecord]:
-    position = man.run_position(run_id)
-    assert position is not None  # targets are recorded run ids
-    return position, man.runs[position]
 
 
 # ------------------------------------------------------------- stop-records
@@ -56,15 +43,15 @@ def _record(man: Manifest, run_id: str) -> tuple[int, RunRecord]:
 
 def stop_targets(ctx: Context) -> Iterable[str]:
     """Stopped runs, and any run carrying a stop record (an accepted one must fail)."""
-    _, man = _docs(ctx)
+    _, man = ctx.documents()
     return {r.id for r in man.runs if r.outcome == "stopped" or r.stop is not None}
 
 
 def stop_records(ctx: Context, target: str | None) -> Iterator[Finding]:
     """A stopped run cites a planned rule, says why and when, and is not counted as accepted."""
     assert target is not None
-    plan, man = _docs(ctx)
-    index, run = _record(man, target)
+    plan, man = ctx.documents()
+    index, run = ctx.recorded(target)
     where = json_where(MANIFEST_FILE, "runs", index)
     if run.outcome != "stopped":
         yield _not_stopped(run, where)
@@ -152,7 +139,7 @@ def _counted_as_accepted(man: Manifest, run: RunRecord, where: str) -> Iterator[
 
 def config_targets(ctx: Context) -> Iterable[str]:
     """Every run that ran (it must have a config) and any dropped run that records one."""
-    _, man = _docs(ctx)
+    _, man = ctx.documents()
     return {r.id for r in man.runs
             if r.outcome != "dropped" or r.config is not None or r.config_sha256 is not None}
 
@@ -160,8 +147,8 @@ def config_targets(ctx: Context) -> Iterable[str]:
 def config_identity(ctx: Context, target: str | None) -> Iterator[Finding]:
     """The config file's bytes are the ones the plan froze under this run ID."""
     assert target is not None
-    plan, man = _docs(ctx)
-    index, run = _record(man, target)
+    plan = ctx.documents()[0]
+    index, run = ctx.recorded(target)
     where = json_where(MANIFEST_FILE, "runs", index)
     if run.config is None:
         yield Finding(f"run {run.id} records no config file", where=where,
@@ -217,7 +204,7 @@ class CorpusIds:
 def corpus_ids(ctx: Context, corpus: Corpus | None = None) -> CorpusIds:
     """A frozen corpus (default: the plan's first), read once per Context (every run's item
     on that corpus shares it)."""
-    plan, _ = _docs(ctx)
+    plan, _ = ctx.documents()
     chosen = corpus if corpus is not None else plan.corpus
     return ctx.memo(f"corpus-ids:{chosen.id}", lambda: _load_corpus(ctx, chosen))
 
@@ -237,7 +224,7 @@ def run_corpus(plan: Plan, run: RunRecord) -> Corpus:
 
 
 def _load_corpus(ctx: Context, corpus: Corpus) -> CorpusIds:
-    plan, _ = _docs(ctx)
+    plan, _ = ctx.documents()
     where = f"{PLAN_FILE} {_corpus_path(plan, corpus)}"
     actual, problem = _file_sha256(ctx, corpus.path)
     if actual is None:
@@ -301,7 +288,7 @@ def _reason(exc: BaseException) -> str:
 
 def predictions_targets(ctx: Context) -> Iterable[str]:
     """Accepted runs with predictions, and accepted controls/variants (which must have them)."""
-    plan, man = _docs(ctx)
+    plan, man = ctx.documents()
     out = set()
     for run in man.runs:
         planned = plan.run(run.id)
@@ -314,8 +301,8 @@ def predictions_targets(ctx: Context) -> Iterable[str]:
 def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Finding]:
     """The run's predictions name each frozen-corpus example exactly once."""
     assert target is not None
-    plan, man = _docs(ctx)
-    index, run = _record(man, target)
+    plan = ctx.documents()[0]
+    index, run = ctx.recorded(target)
     where = json_where(MANIFEST_FILE, "runs", index, "predictions")
     if run.predictions is None:
         yield Finding(f"accepted run {run.id} has no predictions", where=where,
@@ -469,7 +456,7 @@ def claims_meeting(text: str, run_id: str) -> str | None:
 def conclusion_consistent(ctx: Context, _target: str | None) -> Iterator[Finding]:
     """meets_threshold is exactly the accepted variants whose measured metric meets the
     planned threshold, and the text says the same."""
-    plan, man = _docs(ctx)
+    plan, man = ctx.documents()
     listed = man.conclusion.meets_threshold
     yield from _listed_runs(ctx, plan, man, listed)
     yield from _unlisted_variants(ctx, plan, man, listed)
@@ -539,7 +526,7 @@ class Measured:
 
 def decision_metric(ctx: Context, man: Manifest, run: RunRecord, metric: str) -> Measured:
     if run.measurements is not None:
-        found = measurements.load(ctx, run.measurements)
+        found = ctx.measurements(run.measurements)
         if isinstance(found, measurements.Measurements):
             held = found.metrics or {}
             entry = held.get(metric)

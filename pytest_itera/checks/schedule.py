@@ -1,7 +1,7 @@
 """Schedule checks: schedule-fits, plan-vs-actual (R3, R4, R6, R9).
 
 Registered as the plugin ``itera.schedule``. The arithmetic lives in
-:mod:`pytest_itera.schedule`; this module reads the campaign and words the
+:mod:`pytest_itera.core.schedule`; this module reads the campaign and words the
 findings. Stated hours may be rounded to the hundredth (36 s): a plan
 computed with floats or rounded by hand is not refused for 1e-15 h.
 
@@ -16,8 +16,9 @@ from collections.abc import Generator, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 
-from pytest_itera import schedule as sched
-from pytest_itera.campaign import (
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.core import schedule as sched
+from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
     ActualSchedule,
@@ -28,11 +29,10 @@ from pytest_itera.campaign import (
     PlannedSchedule,
     RunRecord,
 )
-from pytest_itera.checks import Check, Context
-from pytest_itera.findings import Finding
-from pytest_itera.money import Catalogue, Money, Offer, lot_options, overflow_advice
-from pytest_itera.schedule import Timeline, as_hours, hours_text
-from pytest_itera.text import says_nothing
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.money import Catalogue, Money, Offer, lot_options, overflow_advice
+from pytest_itera.core.schedule import Timeline, as_hours, hours_text
+from pytest_itera.core.text import says_nothing
 
 ROUNDING = Decimal("0.01")  # hours: stated figures may be rounded to the hundredth
 _STEPS = f"{PLAN_FILE} $.schedule.steps"
@@ -201,7 +201,7 @@ def _step_runs(plan: Plan) -> Iterator[Finding]:
             where=f"{_STEPS}[{anonymous[0][0]}].run",
             expected="each training step's run (schedule.steps[].run)", found="no run",
             hint="re-close the campaign with itera-plan/2 and itera-manifest/2 "
-            "(pytest_itera.record writes them), naming the run each training step serves",
+            "(pytest_itera.record.campaign writes them), naming the run each training step serves",
         )
         return
     for i, step in anonymous:
@@ -493,7 +493,7 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
     assert man is not None
     actual = man.schedule
     observed = sched.observed_hours(actual.steps)
-    # One rule for text: a blank explanation explains nothing (pytest_itera.text).
+    # One rule for text: a blank explanation explains nothing (pytest_itera.core.text).
     explained = {d.step for d in actual.deviations if not says_nothing(d.explanation)}
     yield from _reserved(plan, man)
     yield from _observed_total(plan, actual, observed)
@@ -657,7 +657,7 @@ def _deviations(
 def _tolerance(ctx: Context, plan: Plan) -> Decimal:
     """The plan's own tolerance wins over the ini option itera_deviation_tolerance.
 
-    Either is bounded at 0.5 (:data:`pytest_itera.schedule.MAX_TOLERANCE`).
+    Either is bounded at 0.5 (:data:`pytest_itera.core.schedule.MAX_TOLERANCE`).
     """
     if plan.schedule.deviation_tolerance is not None:
         return sched.bounded_tolerance(plan.schedule.deviation_tolerance)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pytest_itera.atomic import atomic_write_bytes
+from pytest_itera.core.atomic import atomic_write_bytes
 from pytest_itera.report.htmldoc import render_html, timeline_svg
 from pytest_itera.report.jsondoc import render_json, to_json
 from pytest_itera.report.markdown import render_markdown
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 # The report files --itera-report writes, by suffix: the one home of the suffixes
-# (pytest_itera.options checks a path against SUFFIXES).
+# (pytest_itera.plugin.options checks a path against SUFFIXES).
 RENDERERS: dict[str, Callable[[Sequence[CampaignReport], Sequence[PlanReport]], str]] = {
     ".json": render_json, ".md": render_markdown, ".html": render_html,
 }

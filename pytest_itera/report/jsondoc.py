@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from pytest_itera.closure import plain
+from pytest_itera.checks.closure import plain
 from pytest_itera.report.model import (
     REPORT_FORMAT,
     CampaignReport,

@@ -8,10 +8,10 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from pytest_itera import money
-from pytest_itera import schedule as sched
-from pytest_itera.campaign import Campaign, Manifest
-from pytest_itera.closure import FindingFacts, ReloadFacts, WaiverFacts
+from pytest_itera.checks.closure import FindingFacts, ReloadFacts, WaiverFacts
+from pytest_itera.core import money
+from pytest_itera.core import schedule as sched
+from pytest_itera.core.campaign import Campaign, Manifest
 
 REPORT_FORMAT = "itera-report/2"
 PARTIAL_NOTE = "only the checks named on the command line were collected"
@@ -82,7 +82,7 @@ class CampaignReport:
     steps: tuple[StepRow, ...] = ()
     # A note, never a failure: no pin outside the campaign vouches for plan.json.
     plan_integrity: str | None = None
-    # What makes the report stand on its own (see pytest_itera.provenance).
+    # What makes the report stand on its own (see pytest_itera.core.provenance).
     question: str | None = None
     decision_rule: str | None = None
     conclusion: str | None = None
@@ -141,7 +141,7 @@ def build(
     (the report then notes that plan integrity rests on the manifest's own record); None when
     unknown (a library call).
     ``provenance``: when, how and with which versions the report was made; ``digests``: the
-    sha256 of plan.json and manifest.json (``pytest_itera.provenance``)."""
+    sha256 of plan.json and manifest.json (``pytest_itera.core.provenance``)."""
     checks = tuple(sorted(results, key=lambda r: r.nodeid))
     notes: tuple[str, ...] = (PARTIAL_NOTE,) if partial else ()
     if switched_off:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_itera.closure import ReloadFacts
+from pytest_itera.checks.closure import ReloadFacts
 from pytest_itera.report.model import CampaignReport, StepRow
 from pytest_itera.report.terminal import RUN_HEADER, acceptance, check_counts, run_cells
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_itera.closure import ACCEPTANCE
+from pytest_itera.checks.closure import ACCEPTANCE
 from pytest_itera.report.model import CampaignReport, CheckResult, RunRow
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")

@@ -29,11 +29,11 @@ import numpy as np
 import pytest
 import torch
 
-from pytest_itera.campaign import RESUME_PARTS, load_campaign
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.artifacts import CHECKS, informational
+from pytest_itera.core.campaign import RESUME_PARTS, load_campaign
+from pytest_itera.files.tree import DigestRefused, tree_digest
 from pytest_itera.reload import Reloader
-from pytest_itera.tree import DigestRefused, tree_digest
 from tests import checkpoints
 from tests.factory import (
     RESUME_CKPT,
@@ -373,7 +373,7 @@ def test_the_resume_check_passes_with_a_complete_checkpoint(
 
 
 def _digest(files: dict[str, bytes], tmp: Path) -> str:
-    """The tree digest of a folder holding ``files``, computed by pytest_itera.tree."""
+    """The tree digest of a folder holding ``files``, computed by pytest_itera.files.tree."""
     if tmp.exists():
         shutil.rmtree(tmp)
     for rel, data in files.items():

@@ -196,7 +196,7 @@ def test_a_quote_file_is_a_listed_present_non_empty_file(
 
 
 ACME = """
-from pytest_itera.money import parse_catalogue
+from pytest_itera.core.money import parse_catalogue
 
 def pytest_itera_catalogue(config):
     return parse_catalogue('''{"format": "itera-catalogue/1", "provider": "Acme",
@@ -232,7 +232,8 @@ def test_a_hook_that_returns_no_catalogue_fails_the_budget(
     pytester.makeconftest("def pytest_itera_catalogue(config):\n    return {'offers': []}\n")
     itera.fails(campaign, CHECK,
                 "pytest_itera_catalogue hook: the price catalogue in force cannot be used: the "
-                "pytest_itera_catalogue hook returned dict, not a pytest_itera.money.Catalogue")
+                "pytest_itera_catalogue hook returned dict, not a "
+                "pytest_itera.core.money.Catalogue")
 
 
 def write_prices(folder: Path, price: str = "55.00") -> None:
@@ -758,10 +759,10 @@ def test_a_run_names_its_corpus_in_the_plan_or_the_manifest(
 
 
 def budget_alone(root: Path) -> list[str]:
-    from pytest_itera.campaign import load_campaign
     from pytest_itera.checks import Context, Options
     from pytest_itera.checks import budget as budget_checks
     from pytest_itera.checks import runs as run_checks
+    from pytest_itera.core.campaign import load_campaign
 
     wanted = (CHECK, "predictions-cover-corpus")
     checks = {c.id: c for c in (*budget_checks.CHECKS, *run_checks.CHECKS) if c.id in wanted}

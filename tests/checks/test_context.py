@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from pytest_itera.campaign import Campaign, load_campaign
 from pytest_itera.checks import Check, Context, Options
 from pytest_itera.checks.context import GROUP_FILES_ABOVE, blocked_by_contract, folder_group
-from pytest_itera.findings import Finding
-from pytest_itera.money import example_catalogue
+from pytest_itera.core.campaign import Campaign, load_campaign
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.money import example_catalogue
+from pytest_itera.files.scan import SMALL_FILE
 from pytest_itera.reload import ReloadResult
-from pytest_itera.scan import SMALL_FILE
 from tests.factory import CONTROL_CKPT, CampaignBuilder
 
 if TYPE_CHECKING:

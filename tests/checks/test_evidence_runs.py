@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.measurements import Measurements, Unreadable, read_measurements
+from pytest_itera.files.measurements import Measurements, Unreadable, read_measurements
 from tests.factory import (
     CONTROL_CKPT,
     RESUME_CKPT,

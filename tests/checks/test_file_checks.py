@@ -10,9 +10,9 @@ from concurrent.futures import Future
 
 import pytest
 
-from pytest_itera.campaign import load_campaign
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.files import CHECKS as FILE_CHECKS
+from pytest_itera.core.campaign import load_campaign
 from tests.factory import CampaignBuilder, expect, expect_each, sha256
 from tests.runner import Itera
 

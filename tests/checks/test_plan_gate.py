@@ -210,7 +210,7 @@ def test_the_reports_carry_the_plan_its_verdict_and_its_schedule(
     """--itera-report on a plan gate: the plans, their checks and the summary's lines."""
     import jsonschema
 
-    from pytest_itera.campaign import schema
+    from pytest_itera.core.campaign import schema
 
     write(pytester.path / "ready", seed_plan())
     write(pytester.path / "late", grown_by_30(seed_plan()))

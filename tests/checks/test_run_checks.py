@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.campaign import load_campaign
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.runs import CHECKS, corpus_ids
-from pytest_itera.predictions import IdLine, UnreadableIds, cover, read_ids
+from pytest_itera.core.campaign import load_campaign
+from pytest_itera.files.predictions import IdLine, UnreadableIds, cover, read_ids
 from tests.factory import CORPUS_IDS, CampaignBuilder, expect, sha256
 from tests.runner import Itera
 
@@ -66,7 +66,7 @@ def test_no_stopped_run_no_item(itera: Itera, campaign: Campaign) -> None:
         ({"reason": "  "},
          ["manifest.json $.runs[3].stop.reason: stopped run variant-a has no stop reason",
           "    fix:      say what was observed*"]),
-        # one rule for text everywhere (pytest_itera.text.is_blank): zero-width is blank too
+        # one rule for text everywhere (pytest_itera.core.text.is_blank): zero-width is blank too
         ({"reason": "\u200b\u00a0"},
          ["manifest.json $.runs[3].stop.reason: stopped run variant-a has no stop reason"]),
         ({"rule": "out-of-memory"},

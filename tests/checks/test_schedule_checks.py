@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 
 from pytest_itera import strategies as its
-from pytest_itera.campaign import load_campaign
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.schedule import CHECKS
+from pytest_itera.core.campaign import load_campaign
 from tests.factory import CampaignBuilder
 from tests.runner import Itera
 
@@ -69,7 +69,7 @@ def test_a_catalogue_from_the_hook_gives_the_advice(
 ) -> None:
     pytester.makeconftest(
         """
-        from pytest_itera.money import parse_catalogue
+        from pytest_itera.core.money import parse_catalogue
 
         def pytest_itera_catalogue(config):
             return parse_catalogue('''{"format": "itera-catalogue/1", "provider": "Acme",
@@ -89,7 +89,8 @@ def test_a_hook_that_returns_no_catalogue_is_reported(
     pytester.makeconftest("def pytest_itera_catalogue(config):\n    return {'offers': []}\n")
     grow_to_78_hours_on_the_lot(campaign)
     itera.fails(campaign, FITS, "*78 h exceeds the 3-day lot (72 h) by 6 h: * (the "
-                "pytest_itera_catalogue hook returned dict, not a pytest_itera.money.Catalogue, so "
+                "pytest_itera_catalogue hook returned dict, not a "
+                "pytest_itera.core.money.Catalogue, so "
                 "no catalogue lot can be suggested)")
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.campaign import Step
+from pytest_itera.core.campaign import Step
+from pytest_itera.core.schedule import as_observed, makespan
 from pytest_itera.report import PLAN_INTEGRITY_NOTE
-from pytest_itera.schedule import as_observed, makespan
 from tests.factory import CampaignBuilder, expect, sha256
 from tests.runner import Itera
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.campaign import (
+from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     MAX_DOCUMENT_BYTES,
     PLAN_FILE,

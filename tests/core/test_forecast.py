@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.campaign import load_plan
 from pytest_itera.checks.plan_gate import read_journal
-from pytest_itera.schedule import forecast
+from pytest_itera.core.campaign import load_plan
+from pytest_itera.core.schedule import forecast
 from tests.factory import expect, tree_digest
 from tests.plans import PILOT_JOURNAL, mid_way, seed_plan, write
 from tests.runner import Itera

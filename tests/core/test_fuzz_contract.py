@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_itera.campaign import _fast_validator, _validator, load_campaign, validate
 from pytest_itera.checks import Check, Context, Options
+from pytest_itera.core.campaign import _fast_validator, _validator, load_campaign, validate
 from pytest_itera.plugin import FAMILIES
 from tests.factory import CampaignBuilder
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.journal import JOURNAL_FILE, Journal, JournalError
-from pytest_itera.record import CampaignRecorder, JournalWarning, RecordError
+from pytest_itera.core.journal import JOURNAL_FILE, Journal, JournalError
+from pytest_itera.record.campaign import CampaignRecorder, JournalWarning, RecordError
 from tests import factory as F
 from tests.recorded import record
 from tests.runner import REPO, Itera

@@ -18,7 +18,7 @@ from tests.runner import REPO
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 # The pytest-facing layer: everything else must import without pytest.
-PYTEST_FACING = {"plugin", "options", "collect", "collect_plan", "session", "fixtures", "hookspecs"}
+PYTEST_FACING = {"plugin"}
 # Run as scripts, never imported: the reload interpreter's (loaded by path), and the command
 # line (``python -m pytest_itera``, which runs on import).
 SCRIPTS = ("pytest_itera.reload.server", "pytest_itera.reload.probe", "pytest_itera.__main__")
@@ -51,23 +51,24 @@ def test_a_forbidden_import_breaks_a_contract(tmp_path: Path) -> None:
     shutil.copytree(REPO / "pytest_itera", tmp_path / "pytest_itera",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    money = tmp_path / "pytest_itera" / "money.py"
+    money = tmp_path / "pytest_itera" / "core" / "money.py"
     money.write_text(money.read_text() + "\nimport pytest  # a layer violation\n")
     result = _lint(tmp_path, tmp_path / "pyproject.toml")
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
-    assert "pytest_itera.money -> pytest" in result.stdout
+    assert "pytest_itera.core.money -> pytest" in result.stdout
 
 
 def test_a_lower_layer_importing_a_higher_one_breaks_the_layers(tmp_path: Path) -> None:
     shutil.copytree(REPO / "pytest_itera", tmp_path / "pytest_itera",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    campaign = tmp_path / "pytest_itera" / "campaign.py"
+    campaign = tmp_path / "pytest_itera" / "core" / "campaign.py"
     campaign.write_text(campaign.read_text() + "\nfrom pytest_itera import checks  # upward\n")
     result = _lint(tmp_path, tmp_path / "pyproject.toml")
     assert result.returncode != 0
-    assert "pytest_itera.campaign is not allowed to import pytest_itera.checks" in result.stdout
+    assert "pytest_itera.core is not allowed to import pytest_itera.checks" in result.stdout
+    assert "pytest_itera.core.campaign -> pytest_itera.checks (l." in result.stdout
 
 
 def _runtime_imports(tree: ast.Module) -> list[tuple[int, str]]:
@@ -110,8 +111,9 @@ def test_the_core_imports_with_pytest_blocked() -> None:
     """No module outside the pytest-facing layer needs pytest or pluggy to import (a
     notebook or the recorder on a training machine has neither)."""
     modules = _core_modules()
-    assert {"pytest_itera.campaign", "pytest_itera.checks.artifacts", "pytest_itera.strategies",
-            "pytest_itera.record", "pytest_itera.report"} <= set(modules)
+    assert {"pytest_itera.core.campaign", "pytest_itera.checks.artifacts",
+            "pytest_itera.strategies", "pytest_itera.record.campaign",
+            "pytest_itera.report"} <= set(modules)
     code = (
         "import sys\n"
         "for name in ('pytest', '_pytest', 'pluggy'):\n"
@@ -125,3 +127,126 @@ def test_the_core_imports_with_pytest_blocked() -> None:
                             timeout=300, cwd=REPO)
     assert result.returncode == 0, result.stderr
     assert "imported" in result.stdout
+
+
+# ---------------------------------------------------------------- the tree is the architecture
+
+
+def _contracts() -> list[dict[str, object]]:
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    return list(config["tool"]["importlinter"]["contracts"])
+
+
+def _layer_names(contract: dict[str, object]) -> set[str]:
+    layers = contract.get("layers", [])
+    assert isinstance(layers, list)
+    return {name.strip() for layer in layers for name in str(layer).split("|")}
+
+
+def _children(package: Path) -> set[str]:
+    """The modules and subpackages directly in a package folder (``__init__`` aside)."""
+    return {p.stem for p in package.glob("*.py") if p.stem != "__init__"} | {
+        p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+
+
+def test_the_top_level_contract_names_every_module_and_folder() -> None:
+    """Each module or folder at the package root is a layer of the package's contract: a new
+    module cannot sit outside the architecture."""
+    top = next(c for c in _contracts() if c["type"] == "layers" and "containers" not in c)
+    named = {name.removeprefix("pytest_itera.") for name in _layer_names(top)}
+    assert _children(REPO / "pytest_itera") == named
+
+
+@pytest.mark.parametrize("folder", ["core", "files", "reload", "checks", "report", "record",
+                                    "plugin"])
+def test_each_layer_folder_has_a_contract_naming_every_module(folder: str) -> None:
+    contract = next(c for c in _contracts() if c.get("containers") == [f"pytest_itera.{folder}"])
+    assert _children(REPO / "pytest_itera" / folder) == _layer_names(contract)
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """module -> the package modules it imports, ``if TYPE_CHECKING:`` imports included (a
+    cycle of annotations is still a cycle to read), each edge to the most precise module."""
+    files = {_module_of(p): p for p in (REPO / "pytest_itera").rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base
+                           for a in node.names]
+            else:
+                continue
+            graph[name] |= {t for t in targets if t in files and t != name
+                            and not name.startswith(t + ".")}  # a module's own parents aside
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    graph = _import_graph()
+    assert "pytest_itera.checks.context" in graph["pytest_itera.checks.evidence"]
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """A helper two modules need is public in one of them (or in a shared module): an import
+    of ``_name`` from another package module couples them behind the layers' back."""
+    wrong = []
+    for path in sorted((REPO / "pytest_itera").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.ImportFrom) and not node.level and node.module
+                    and node.module.startswith("pytest_itera")):
+                wrong += [f"{path.relative_to(REPO)}:{node.lineno} {node.module}.{a.name}"
+                          for a in node.names if a.name.startswith("_")
+                          and not a.name.startswith("__")]
+    assert wrong == []

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.campaign import Expense, Lot
-from pytest_itera.money import (
+from pytest_itera.core.campaign import Expense, Lot
+from pytest_itera.core.money import (
     AMOUNT_MARKERS,
     HOURLY_PHRASES,
     Catalogue,
@@ -562,7 +562,7 @@ def test_a_users_catalogue_loads(tmp_path: Path) -> None:
 
 def test_the_arithmetic_modules_import_neither_pytest_nor_hypothesis_nor_torch() -> None:
     code = (
-        "import sys, pytest_itera.money, pytest_itera.schedule\n"
+        "import sys, pytest_itera.core.money, pytest_itera.core.schedule\n"
         "print(sorted(m for m in ('pytest', 'hypothesis', 'torch') if m in sys.modules))"
     )
     done = subprocess.run(

@@ -14,11 +14,16 @@ import pytest
 
 import pytest_itera
 from pytest_itera import report
-from pytest_itera.campaign import RESUME_PARTS
 from pytest_itera.checks import FAMILIES, item_name
 from pytest_itera.checks.artifacts import _PART_HOME
+from pytest_itera.core.campaign import RESUME_PARTS
+from pytest_itera.files.scan import (
+    DEFAULT_TEMP_PATTERNS,
+    TempMatcher,
+    find_in_text,
+    temp_pattern_of,
+)
 from pytest_itera.reload import formats
-from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, find_in_text, temp_pattern_of
 from tests.runner import REPO as ROOT
 
 PACKAGE = ROOT / "pytest_itera"
@@ -165,9 +170,9 @@ def test_user_patterns_are_the_literals_a_scan_finds(value: str, expected: str |
 def test_the_adapter_check_judges_a_base_name_by_that_rule(tmp_path: Path) -> None:
     """checks.artifacts keeps no copy: a base name goes to scan.temp_pattern_of with the
     Context's matcher, the user's patterns included."""
-    from pytest_itera.campaign import load_campaign
     from pytest_itera.checks import Context, Options
     from pytest_itera.checks.artifacts import _temp_name
+    from pytest_itera.core.campaign import load_campaign
     from tests.factory import CampaignBuilder
 
     campaign = CampaignBuilder(tmp_path / "campaign")
@@ -193,7 +198,8 @@ def test_both_json_readers_take_non_finite_constants_from_one_table(
     """The bare constant json.dumps writes is refused by strict JSON (plan, manifest) and
     read as its number in a measurements file, bare or as a string: by campaign.NON_FINITE,
     the only table (shrink it and the measurements reader knows the constant no more)."""
-    from pytest_itera import campaign, measurements
+    from pytest_itera.core import campaign
+    from pytest_itera.files import measurements
 
     token = json.dumps(number)
     path = tmp_path / "measurements.jsonl"
@@ -242,8 +248,8 @@ def test_the_public_api_is_declared_and_cheap_to_import() -> None:
     for name in pytest_itera.__all__:
         assert getattr(pytest_itera, name) is not None, name
     probe = ("import sys, pytest_itera; "
-             "print(sorted(m for m in ('torch', 'jsonschema', 'pytest_itera.record', "
-             "'pytest_itera.verify') if m in sys.modules))")
+             "print(sorted(m for m in ('torch', 'jsonschema', 'pytest_itera.record.campaign', "
+             "'pytest_itera.report.verify') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"

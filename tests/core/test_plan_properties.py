@@ -8,9 +8,9 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_itera import schedule as sched
-from pytest_itera.campaign import Step
-from pytest_itera.money import Catalogue, Money, Offer, lot_options
+from pytest_itera.core import schedule as sched
+from pytest_itera.core.campaign import Step
+from pytest_itera.core.money import Catalogue, Money, Offer, lot_options
 
 
 @dataclass(frozen=True)

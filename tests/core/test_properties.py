@@ -19,10 +19,10 @@ import referencing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_itera import schedule as sched
 from pytest_itera import strategies as its
-from pytest_itera.campaign import Lot, Step, load_campaign, schema
-from pytest_itera.money import (
+from pytest_itera.core import schedule as sched
+from pytest_itera.core.campaign import Lot, Step, load_campaign, schema
+from pytest_itera.core.money import (
     DELIVERING_ROLES,
     HALF_CENT,
     Catalogue,
@@ -37,7 +37,7 @@ from pytest_itera.money import (
     rental_total,
     smallest_covering,
 )
-from pytest_itera.schedule import (
+from pytest_itera.core.schedule import (
     as_hours,
     interval_respects_tolerable_loss,
     lot_overflows,

@@ -6,10 +6,10 @@ from decimal import Decimal
 
 import pytest
 
-from pytest_itera import schedule as sched
-from pytest_itera.campaign import ActualStep, CheckpointPolicy, Lot, Step
-from pytest_itera.money import example_catalogue
-from pytest_itera.schedule import (
+from pytest_itera.core import schedule as sched
+from pytest_itera.core.campaign import ActualStep, CheckpointPolicy, Lot, Step
+from pytest_itera.core.money import example_catalogue
+from pytest_itera.core.schedule import (
     REQUIRED_KINDS,
     ScheduleError,
     as_hours,
@@ -30,7 +30,7 @@ from pytest_itera.schedule import (
     window_overflow,
     worst_case_loss_hours,
 )
-from pytest_itera.text import is_blank, says_nothing
+from pytest_itera.core.text import is_blank, says_nothing
 
 THREE_DAYS = Lot("A", "IteraGPU RTX 4090, 3 days", "RTX 4090", 1, 3, "47.14", 1)
 

@@ -124,7 +124,7 @@ def test_checkpoint_saved_over_while_it_is_hashed(
     The old bytes match the manifest, but the path now holds other bytes: not intact."""
     # The module the inner session will use: pytester drops modules first imported in a
     # test, so `from pytest_itera import scan` may give a stale one.
-    scan = importlib.import_module("pytest_itera.scan")
+    scan = importlib.import_module("pytest_itera.files.scan")
     target = "runs/control/last.pt"
     campaign.files[target] = b"A" * 300_000
     campaign.write()

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera import scan
-from pytest_itera.scan import (
+from pytest_itera.files import scan
+from pytest_itera.files.scan import (
     DEFAULT_TEMP_PATTERNS,
     FileFacts,
     TempHit,
@@ -518,7 +518,7 @@ _PEAK_PROBE = r"""
 import json, resource, sys
 from pathlib import Path
 from pytest_itera.reload import Reloader
-from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
+from pytest_itera.files.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
 
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

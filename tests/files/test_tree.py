@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.tree import Entry, resolve_inside, walk
+from pytest_itera.files.tree import Entry, resolve_inside, walk
 
 
 def _write(path: Path, data: bytes = b"x") -> Path:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.campaign import validate
 from pytest_itera.cli import main, plan_skeleton
+from pytest_itera.core.campaign import validate
 from tests.recorded import record
 from tests.runner import REPO, Itera
 

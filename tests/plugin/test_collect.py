@@ -13,23 +13,23 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.campaign import FileRecord
 from pytest_itera.checks import Check, Context, item_name
-from pytest_itera.closure import CAMPAIGN_KEY, CHECK_KEY, SCOPE_KEY, TARGET_KEY
-from pytest_itera.collect import (
+from pytest_itera.checks.closure import CAMPAIGN_KEY, CHECK_KEY, SCOPE_KEY, TARGET_KEY
+from pytest_itera.core.campaign import FileRecord
+from pytest_itera.core.findings import Finding
+from pytest_itera.plugin.collect import (
     FILES_IN_FULL,
     CheckFailed,
     IteraCheckItem,
     IteraManifest,
     _folder_sizes,
-    _nodeid,
     failure_text,
     is_worker,
+    node_id,
     registered_checks,
     selected_targets,
 )
-from pytest_itera.collect_plan import VALID, IteraPlanItem
-from pytest_itera.findings import Finding
+from pytest_itera.plugin.collect_plan import VALID, IteraPlanItem
 from tests.factory import LEAN, CampaignBuilder
 from tests.runner import Itera, only_xdist
 
@@ -243,11 +243,11 @@ def test_node_ids_are_relative_to_the_rootdir_else_as_the_user_can_type_them(
     config = pytester.parseconfigure()
     session = pytest.Session.from_config(config)
     root = config.rootpath
-    assert _nodeid(session, root / "out/manifest.json") == "out/manifest.json"
-    assert _nodeid(session, root.parent / "near/out") == "../near/out"
+    assert node_id(session, root / "out/manifest.json") == "out/manifest.json"
+    assert node_id(session, root.parent / "near/out") == "../near/out"
     far = Path("/", "campaigns", "out")
     assert len(root.parts) > 4  # so that the far folder is more than three levels up
-    assert _nodeid(session, far) == "/campaigns/out"
+    assert node_id(session, far) == "/campaigns/out"
 
 
 # ------------------------------------------------------------------ the check registry

@@ -196,8 +196,8 @@ def test_a_missing_package_in_the_reload_interpreter_is_a_usage_error(
 def test_safetensors_needed_by_a_declared_format(
     pytester: pytest.Pytester, campaign: CampaignBuilder, tmp_path: Path
 ) -> None:
-    from pytest_itera import provenance
-    from pytest_itera.campaign import load_campaign
+    from pytest_itera.core import provenance
+    from pytest_itera.core.campaign import load_campaign
 
     campaign.write()
     plain = load_campaign(campaign.root)

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from pytest_itera import hookspecs
-from pytest_itera.money import EXAMPLE_CATALOGUE
+from pytest_itera.core.money import EXAMPLE_CATALOGUE
+from pytest_itera.plugin import hookspecs
 from tests.factory import CampaignBuilder, expect
 from tests.runner import Itera, only_xdist
 
 RUN_SCOPED_CHECK = '''
 from pytest_itera.checks import Check
-from pytest_itera.findings import Finding
+from pytest_itera.core.findings import Finding
 
 def _has_seed(ctx, target):
     if "seed" not in ctx.campaign.manifest.run(target).metrics:

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_itera.checks import PlanPin
 from pytest_itera.checks.context import GROUP_FILES_ABOVE
-from pytest_itera.options import (
+from pytest_itera.plugin.options import (
     PinLine,
     Settings,
     build_settings,
@@ -466,7 +466,7 @@ def test_a_catalogue_that_cannot_be_read_is_a_usage_error_once_a_campaign_is_giv
 def test_the_catalogue_is_relative_to_the_ini_file_and_read_once(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_itera.money import example_catalogue
+    from pytest_itera.core.money import example_catalogue
 
     shipped = Path(__file__).parents[2] / "pytest_itera/catalogues/iteragpu-rtx4090.json"
     (pytester.path / "prices.json").write_text(shipped.read_text())

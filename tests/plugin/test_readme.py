@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.campaign import parse_json, validate
+from pytest_itera.core.campaign import parse_json, validate
 from tests.runner import REPO, Itera
 
 README = REPO / "README.md"
@@ -74,7 +74,7 @@ def _validate_json(block: Block, tmp_path: Path) -> None:
     elif kind.startswith("itera-manifest/"):
         assert validate("manifest", data) == [], block.where
     elif kind.startswith("itera-catalogue/"):
-        from pytest_itera.money import load_catalogue
+        from pytest_itera.core.money import load_catalogue
 
         (tmp_path / "catalogue.json").write_text(block.text)
         load_catalogue(tmp_path / "catalogue.json")
@@ -90,7 +90,7 @@ def _validate_json(block: Block, tmp_path: Path) -> None:
 
 
 def _load_waivers(text: str, path: Path) -> None:
-    from pytest_itera import waivers
+    from pytest_itera.checks import waivers
 
     path.write_text(text)
     assert waivers.load(path), "the README's waivers load"
@@ -168,8 +168,8 @@ def record_example(block: Block, folder: Path) -> None:
 
 SNIPPETS: dict[str, str] = {
     # the first line of each README python block -> the runner below that covers it
-    "from pytest_itera.campaign import Step": "values",
-    "from pytest_itera.campaign import Lot, Step": "values",
+    "from pytest_itera.core.campaign import Step": "values",
+    "from pytest_itera.core.campaign import Lot, Step": "values",
     "from hypothesis import given": "property",
     "# record.py: run it beside draft/plan.json; it writes out/": "recorder",
     "# conftest.py": "hooks",

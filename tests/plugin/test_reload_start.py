@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 def _servers(config):
-    from pytest_itera.collect import _reloader_key
+    from pytest_itera.plugin.collect import _reloader_key
     reloader = config.stash.get(_reloader_key, None)
     return [] if reloader is None else [s.proc.poll() is None for s in reloader._holder]
 

@@ -17,10 +17,10 @@ import jsonschema
 import pytest
 
 from pytest_itera import report
-from pytest_itera.campaign import load_campaign
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks import contract as contract_family
 from pytest_itera.checks import files as files_family
+from pytest_itera.core.campaign import load_campaign
 from tests.factory import CampaignBuilder, expect
 from tests.runner import Itera, only_xdist
 
@@ -500,8 +500,8 @@ def test_json_report_stands_on_its_own(
 
 
 def test_a_finding_keeps_its_own_code() -> None:
-    from pytest_itera.closure import FindingFacts
-    from pytest_itera.findings import Finding
+    from pytest_itera.checks.closure import FindingFacts
+    from pytest_itera.core.findings import Finding
 
     own = FindingFacts.of(Finding("bad", where="a.json", code="files-intact.sha256"), "x")
     assert (own.code, own.where) == ("files-intact.sha256", "a.json")

@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from pytest_itera import seal
+from pytest_itera.report import seal
 from tests.factory import CampaignBuilder, expect
 from tests.runner import Itera
 

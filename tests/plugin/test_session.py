@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_itera import report
-from pytest_itera.campaign import load_campaign
-from pytest_itera.closure import (
+from pytest_itera.checks.closure import (
     EVIDENCE_KEY,
     FINDINGS_KEY,
     PLAN_KEY,
@@ -30,10 +29,11 @@ from pytest_itera.closure import (
     WaiverFacts,
     item_properties,
 )
-from pytest_itera.collect import IteraCheckItem
-from pytest_itera.options import build_settings
+from pytest_itera.core.campaign import load_campaign
+from pytest_itera.plugin.collect import IteraCheckItem
+from pytest_itera.plugin.options import build_settings
+from pytest_itera.plugin.session import IteraSession, _fail, _result
 from pytest_itera.report import PARTIAL_NOTE, CheckResult
-from pytest_itera.session import IteraSession, _fail, _result
 from tests.factory import LEAN, CampaignBuilder
 
 NODE = "out/manifest.json::files-intact[RELOAD.md]"

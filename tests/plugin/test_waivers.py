@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera import waivers
+from pytest_itera.checks import waivers
 from tests.factory import CampaignBuilder, expect, expect_each
 from tests.plugin.test_report import validate_report
 from tests.runner import Itera

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.campaign import Campaign, load_campaign
+from pytest_itera.core.campaign import Campaign, load_campaign
 from tests.runner import REPO
 
 START = "2026-01-05T08:00:00Z"

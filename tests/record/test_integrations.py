@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_itera.record import CampaignRecorder, Closure, RecordError
+from pytest_itera.record.campaign import CampaignRecorder, Closure, RecordError
 from tests import factory as F
 from tests.factory import expect
 from tests.real_tools import Rows, bert, quiet, tiny_lightning
@@ -49,7 +49,7 @@ def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
     """transformers.Trainer, 4 steps, a checkpoint-N/ every 2, with the callback attached."""
     from transformers import Trainer, TrainingArguments
 
-    from pytest_itera.integrations.transformers import IteraCallback
+    from pytest_itera.record.integrations.transformers import IteraCallback
 
     args = TrainingArguments(output_dir=str(output_dir), max_steps=4, save_steps=2,
                              per_device_train_batch_size=4, report_to="none", use_cpu=True,
@@ -67,7 +67,7 @@ def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
     import lightning as L
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    from pytest_itera.integrations.lightning import IteraCallback
+    from pytest_itera.record.integrations.lightning import IteraCallback
 
     torch.manual_seed(0)
     rows: list[torch.Tensor] = list(torch.randn(8, 4))
@@ -350,7 +350,8 @@ def test_lightning_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path)
 
 
 def test_importing_the_integrations_imports_no_tool() -> None:
-    code = ("import sys, pytest_itera, pytest_itera.integrations, pytest_itera.record\n"
+    code = ("import sys, pytest_itera, pytest_itera.record.integrations, "
+            "pytest_itera.record.campaign\n"
             "print(sorted(m for m in ('transformers', 'lightning', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
@@ -369,6 +370,6 @@ def _frozen(root: Path) -> CampaignRecorder:
 
 
 def _trainer_callback(rec: CampaignRecorder, run_id: str) -> Any:
-    from pytest_itera.integrations.transformers import IteraCallback
+    from pytest_itera.record.integrations.transformers import IteraCallback
 
     return IteraCallback(rec, run_id)

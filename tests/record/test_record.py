@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.campaign import load_campaign
-from pytest_itera.record import (
+from pytest_itera.core.campaign import load_campaign
+from pytest_itera.files.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
+from pytest_itera.record.campaign import (
     CampaignRecorder,
     RecordError,
     atomic_write_bytes,
     check_relpath,
     find_temp_path,
 )
-from pytest_itera.resume import save_resume_checkpoint
-from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
+from pytest_itera.record.resume import save_resume_checkpoint
 from tests.runner import REPO
 
 CONFIG = b'{"lr": 0.1}\n'
@@ -682,7 +682,7 @@ import random, sys, json
 from pathlib import Path
 import numpy as np
 import torch
-from pytest_itera.resume import load_resume_checkpoint, save_resume_checkpoint
+from pytest_itera.record.resume import load_resume_checkpoint, save_resume_checkpoint
 
 torch.set_num_threads(1)
 mode, steps, arg = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -862,7 +862,7 @@ def test_prose_that_says_nothing_is_refused_as_the_checks_refuse_it(
 def test_blank_texts_are_refused_by_the_one_rule_for_text(
     rec: CampaignRecorder, blank: str
 ) -> None:
-    """The recorder and the checks share pytest_itera.text.is_blank: what the plugin would
+    """The recorder and the checks share pytest_itera.core.text.is_blank: what the plugin would
     call missing, the recorder refuses to write."""
     with pytest.raises(RecordError, match="needs a text"):
         rec.decide("after-pilot", blank, drops=["variant"])

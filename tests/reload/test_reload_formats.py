@@ -634,10 +634,10 @@ def test_parts_are_judged_by_content_with_typed_faults(reloader: Reloader,
 
 def test_generator_states_of_every_library(reloader: Reloader, tmp_path: Path) -> None:
     """numpy's Generator state, a CUDA-shaped state list (what torch.cuda.get_rng_state_all()
-    returns: 16-byte uint8 tensors), and what pytest_itera.record saves."""
+    returns: 16-byte uint8 tensors), and what pytest_itera.record.campaign saves."""
     import numpy as np
 
-    from pytest_itera.resume import save_resume_checkpoint
+    from pytest_itera.record.resume import save_resume_checkpoint
 
     states = {
         "generator": {"numpy": np.random.default_rng(0).bit_generator.state},

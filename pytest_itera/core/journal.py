@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_itera.atomic import fsync_dir
+from pytest_itera.core.atomic import fsync_dir
 
 __all__ = ["JOURNAL_FILE", "JOURNAL_FORMAT", "Journal", "JournalError", "TornLine"]
 

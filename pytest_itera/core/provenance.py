@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_itera.campaign import MANIFEST_FILE, PLAN_FILE, Campaign, Manifest
+from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Campaign, Manifest
 
 __all__ = [
     "document_digests",

@@ -29,7 +29,7 @@ listed resume checkpoint of another run, an included expense without its source.
 Every write is atomic (a temporary file in the same folder, fsync, ``os.replace``);
 every recorded path is a relative POSIX path inside the folder; no string that
 points into a temporary folder is ever recorded. A *complete* resume checkpoint is
-written and restored by :mod:`pytest_itera.resume`.
+written and restored by :mod:`pytest_itera.record.resume`.
 
 torch is imported inside the functions that need it: the pytest process imports
 this package and must not pay for torch.
@@ -52,26 +52,26 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from pytest_itera import tally
-from pytest_itera.atomic import atomic_write_bytes
-from pytest_itera.campaign import (
+from pytest_itera.core.atomic import atomic_write_bytes
+from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     MANIFEST_FORMAT,
     PLAN_FILE,
     PLAN_FORMAT,
-    _validation_errors,
     json_path,
+    validation_errors,
 )
-from pytest_itera.journal import JOURNAL_FILE, JOURNAL_FORMAT, Journal, TornLine
-from pytest_itera.portable import RENAME_HINT, path_problem
-from pytest_itera.text import is_blank, says_nothing
-from pytest_itera.tree import DigestRefused, tree_digest
+from pytest_itera.core.journal import JOURNAL_FILE, JOURNAL_FORMAT, Journal, TornLine
+from pytest_itera.core.portable import RENAME_HINT, path_problem
+from pytest_itera.core.text import is_blank, says_nothing
+from pytest_itera.files.tree import DigestRefused, tree_digest
+from pytest_itera.record import tally
 
 if TYPE_CHECKING:
 
-    from pytest_itera.campaign import Plan
-    from pytest_itera.scan import TempMatcher
-    from pytest_itera.verify import Problem, Verdict
+    from pytest_itera.core.campaign import Plan
+    from pytest_itera.files.scan import TempMatcher
+    from pytest_itera.report.verify import Problem, Verdict
 
 __all__ = [
     "BASE_RECORD",
@@ -142,14 +142,14 @@ def find_temp_path(text: str) -> str | None:
     """The temporary-folder pattern that ``text`` points into, or None: exactly what the
     plugin's no-temp-paths check would find in the file, and the current
     ``tempfile.gettempdir()`` (read at each call)."""
-    from pytest_itera.scan import find_in_text, tempdir_patterns
+    from pytest_itera.files.scan import find_in_text, tempdir_patterns
 
     return find_in_text(text, _temp_matcher(tempdir_patterns()))
 
 
 @cache
 def _temp_matcher(current: tuple[str, ...]) -> TempMatcher:
-    from pytest_itera.scan import DEFAULT_TEMP_PATTERNS, TempMatcher
+    from pytest_itera.files.scan import DEFAULT_TEMP_PATTERNS, TempMatcher
 
     return TempMatcher((*DEFAULT_TEMP_PATTERNS, *current))
 
@@ -165,7 +165,7 @@ def check_relpath(value: str, *, field: str) -> str:
         raise RecordError(f"{field}: {value!r} contains '..'; it must stay inside the campaign")
     if posix.as_posix() != value.rstrip("/") or value.startswith("./"):
         raise RecordError(f"{field}: {value!r} is not normalised (write {posix.as_posix()!r})")
-    # The one portability rule (pytest_itera.portable), shared with the files-intact check.
+    # The one portability rule (pytest_itera.core.portable), shared with the files-intact check.
     unportable = path_problem(value.rstrip("/"))
     if unportable is not None:
         raise RecordError(f"{field}: {value!r} {unportable}; {RENAME_HINT}")
@@ -193,7 +193,7 @@ def refuse_temp_strings(data: Any, document: str, path: tuple[str | int, ...] = 
 def _validate(
     schema_name: str, data: Any, document: str, hints: Mapping[str, str] | None = None
 ) -> None:
-    errors = _validation_errors(schema_name, data)
+    errors = validation_errors(schema_name, data)
     if errors:
         lines = []
         for e in errors:
@@ -958,7 +958,7 @@ class CampaignRecorder:
     ) -> Closure:
         """Write the measurements files, then ``manifest.json``: every file hashed, every
         planned run accounted for with its evidence, the budget and the schedule computed
-        from the record (:mod:`pytest_itera.tally`); then run the checks on the folder
+        from the record (:mod:`pytest_itera.record.tally`); then run the checks on the folder
         (:meth:`check`), print their findings to ``out`` (stdout) and return them.
 
         ``expenses``: the included expenses (:meth:`expense`), added to the engaged total.
@@ -1013,12 +1013,12 @@ class CampaignRecorder:
     def check(self, *, python: str | None = None, timeout: float = 120.0) -> Verdict:
         """Run the plugin's checks on the folder as it stands, in this process (reloads in
         a fresh one, like the plugin's): what ``pytest --itera-campaign`` will say."""
-        from pytest_itera.verify import check_campaign
+        from pytest_itera.report.verify import check_campaign
 
         return check_campaign(self.root, python=python, timeout=timeout)
 
     def _plan_model(self) -> Plan:
-        from pytest_itera.campaign import load_campaign
+        from pytest_itera.core.campaign import load_campaign
 
         plan = load_campaign(self.root).plan
         if plan is None:

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_itera.options import CAMPAIGN, INI_CAMPAIGN, settings_key
+from pytest_itera.plugin.options import CAMPAIGN, INI_CAMPAIGN, settings_key
 
 if TYPE_CHECKING:
-    from pytest_itera.campaign import Campaign
+    from pytest_itera.core.campaign import Campaign
 
 FIXTURE = "itera_campaign"
 
@@ -81,7 +81,7 @@ def campaign_of(item: pytest.Item) -> Path | None:
 
 
 def _load(config: pytest.Config, root: Path) -> Campaign:
-    from pytest_itera.options import loaded_campaign
+    from pytest_itera.plugin.options import loaded_campaign
     from pytest_itera.report import clean_block
 
     campaign = loaded_campaign(config, root)

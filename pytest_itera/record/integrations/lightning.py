@@ -2,7 +2,7 @@
 
 ::
 
-    from pytest_itera.integrations.lightning import IteraCallback
+    from pytest_itera.record.integrations.lightning import IteraCallback
 
     checkpoints = ModelCheckpoint(dirpath=rec.path("runs/control/ckpt"), every_n_train_steps=50,
                                   save_top_k=-1)
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from lightning.pytorch import Callback
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-from pytest_itera.integrations._common import (
+from pytest_itera.record.integrations._common import (
     campaign_relpath,
     record_checkpoint,
     rewind_if_resumed,
@@ -48,7 +48,7 @@ from pytest_itera.integrations._common import (
 if TYPE_CHECKING:
     import lightning.pytorch as pl
 
-    from pytest_itera.record import CampaignRecorder
+    from pytest_itera.record.campaign import CampaignRecorder
 
 __all__ = ["IteraCallback", "checkpoint_claims"]
 

@@ -1,8 +1,8 @@
 """Recorder integrations with the tools users train with (optional modules).
 
-- :mod:`pytest_itera.integrations.transformers`: ``IteraCallback(rec, run_id)``, a
+- :mod:`pytest_itera.record.integrations.transformers`: ``IteraCallback(rec, run_id)``, a
   ``transformers.TrainerCallback``;
-- :mod:`pytest_itera.integrations.lightning`: ``IteraCallback(rec, run_id)``, a
+- :mod:`pytest_itera.record.integrations.lightning`: ``IteraCallback(rec, run_id)``, a
   ``lightning.pytorch.Callback``.
 
 Each records the checkpoints its tool saves (resume checkpoints, with the claims the files

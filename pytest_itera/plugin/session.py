@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_itera import report
-from pytest_itera import waivers as waiving
-from pytest_itera.campaign import MANIFEST_FILE
-from pytest_itera.closure import (
+from pytest_itera.checks import waivers as waiving
+from pytest_itera.checks.closure import (
     ACCEPTANCE,
     CAMPAIGN_KEY,
     CHECK_KEY,
@@ -43,12 +42,18 @@ from pytest_itera.closure import (
     WaiverFacts,
     item_properties,
 )
-from pytest_itera.options import REQUIRE_ACCEPTED, SEAL_PASSWORD_ENV, Settings, loaded_campaign
+from pytest_itera.core.campaign import MANIFEST_FILE
+from pytest_itera.plugin.options import (
+    REQUIRE_ACCEPTED,
+    SEAL_PASSWORD_ENV,
+    Settings,
+    loaded_campaign,
+)
 
 if TYPE_CHECKING:
-    from pytest_itera.checks import Check, Context
-    from pytest_itera.findings import Finding
-    from pytest_itera.seal import Sealed
+    from pytest_itera.checks.context import Check, Context
+    from pytest_itera.core.findings import Finding
+    from pytest_itera.report.seal import Sealed
 
 
 class IteraSession:
@@ -74,7 +79,7 @@ class IteraSession:
 
     @property
     def is_worker(self) -> bool:
-        from pytest_itera.collect import is_worker
+        from pytest_itera.plugin.collect import is_worker
 
         return is_worker(self.config)
 
@@ -84,8 +89,8 @@ class IteraSession:
         """The check's scope travels with the item's facts (the controller needs it for runs);
         a test using the itera_campaign fixture becomes part of its campaign's verdict; a
         valid waiver that matches the item marks it xfail."""
-        from pytest_itera.collect import IteraCheckItem
-        from pytest_itera.fixtures import campaign_of
+        from pytest_itera.plugin.collect import IteraCheckItem
+        from pytest_itera.plugin.fixtures import campaign_of
 
         if isinstance(item, IteraCheckItem):  # its facts are set where it is made
             root, check, target = str(item.campaign_root), item.check.id, item.target or ""
@@ -118,7 +123,7 @@ class IteraSession:
         """The waivers' own items: one per waiver, in every campaign it applies to."""
         if not self.settings.waivers:
             return []
-        from pytest_itera.checks import Check
+        from pytest_itera.checks.context import Check
 
         return [Check(waiving.CHECK_ID, "each waiver is complete, unexpired and matches an item",
                       self._waiver_findings, targets=self._waiver_targets, needs=frozenset(),
@@ -226,7 +231,7 @@ class IteraSession:
     def _plan_report(self, path: Path) -> report.PlanReport:
         """A plan judged before renting: its items' results and its schedule summary (the
         same lines as the terminal's, built from the files, so the same under xdist)."""
-        from pytest_itera.collect_plan import plan_summary
+        from pytest_itera.plugin.collect_plan import plan_summary
 
         here = self.config.invocation_params.dir
         label = str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
@@ -236,8 +241,8 @@ class IteraSession:
                                  tuple(lines))
 
     def _provenance(self) -> dict[str, Any]:
-        from pytest_itera import provenance
-        from pytest_itera.collect import reload_interpreter_key
+        from pytest_itera.core import provenance
+        from pytest_itera.plugin.collect import reload_interpreter_key
 
         params = self.config.invocation_params
         return {"created": provenance.utc_now(), "command": ["pytest", *map(str, params.args)],
@@ -245,7 +250,7 @@ class IteraSession:
                 "reload_interpreter": self.config.stash.get(reload_interpreter_key, None)}
 
     def _campaign_report(self, root: Path, provenance: dict[str, Any]) -> report.CampaignReport:
-        from pytest_itera.provenance import document_digests
+        from pytest_itera.core.provenance import document_digests
 
         results = self.results.get(str(root), {}).values()
         campaign = loaded_campaign(self.config, root)
@@ -264,7 +269,7 @@ class IteraSession:
         )
 
     def _switched_off(self) -> list[str]:
-        from pytest_itera.checks import FAMILIES
+        from pytest_itera.checks.model import FAMILIES
 
         if self.settings.verify_seal is not None:
             return []  # a seal check runs no family, by design
@@ -292,7 +297,7 @@ class IteraSession:
 
     def _seal(self, session: pytest.Session, json_text: str) -> None:
         """Write the seal of the one campaign, only when it is accepted."""
-        from pytest_itera import seal
+        from pytest_itera.report import seal
 
         path, campaign_report = self.settings.seal, self.reports[0]
         assert path is not None
@@ -313,7 +318,7 @@ class IteraSession:
             _fail(session, pytest.ExitCode.INTERNAL_ERROR)
 
     def _seal_record(self, r: report.CampaignReport, json_text: str) -> dict[str, Any]:
-        from pytest_itera.closure import plain
+        from pytest_itera.checks.closure import plain
 
         provenance = r.provenance or {}
         return {
@@ -379,7 +384,7 @@ def _fail(session: pytest.Session, status: pytest.ExitCode) -> int:
 
 def _seal_line(campaign: report.CampaignReport, path: Path) -> str:
     """The verdict of --itera-verify-seal, with what the seal itself records."""
-    from pytest_itera.seal import SealError, read
+    from pytest_itera.report.seal import SealError, read
 
     head = f"campaign {report.clean(campaign.campaign)}"
     if campaign.verdict not in report.ACCEPTING:
@@ -429,7 +434,7 @@ def _xfailed(
 ) -> tuple[str, WaiverFacts | None, str]:
     """An xfailed item: waived by the reviewer's waiver, or by an xfail with a reason; an
     xfail without a reason waives nothing (the failure stays a failure, said so)."""
-    from pytest_itera.text import is_blank
+    from pytest_itera.core.text import is_blank
 
     facts = props.get(WAIVER_KEY)
     if isinstance(facts, dict):

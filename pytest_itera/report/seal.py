@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_itera.checks import Check, Context
-from pytest_itera.findings import Finding
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.core.findings import Finding
 from pytest_itera.report import write_atomic
 
 __all__ = ["SEAL_FORMAT", "SealError", "Sealed", "Verification", "checks", "key_problem", "read",

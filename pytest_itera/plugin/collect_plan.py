@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.campaign import PLAN_FILE, load_plan
-from pytest_itera.checks import Check, item_name
+from pytest_itera.checks.closure import CHECK_KEY, PLAN_KEY, TARGET_KEY
+from pytest_itera.checks.context import Check
+from pytest_itera.checks.model import item_name
 from pytest_itera.checks.plan_gate import (
     JOURNAL_PATH,
     PLAN_PATH,
@@ -24,31 +25,31 @@ from pytest_itera.checks.plan_gate import (
     read_journal,
     summary_lines,
 )
-from pytest_itera.closure import CHECK_KEY, PLAN_KEY, TARGET_KEY
-from pytest_itera.collect import (
+from pytest_itera.core.campaign import PLAN_FILE, load_plan
+from pytest_itera.plugin.collect import (
     MARKER,
+    CampaignNode,
     CheckFailed,
-    _CampaignNode,
-    _CheckItem,
-    _ChecksFile,
-    _nodeid,
+    CheckItem,
+    ChecksFile,
     is_worker,
     make_context,
+    node_id,
     registered_checks,
 )
-from pytest_itera.options import Settings, catalogue_in_force, settings_key
+from pytest_itera.plugin.options import Settings, catalogue_in_force, settings_key
 from pytest_itera.report import clean
 
 VALID = "plan-valid"
 
 
-class IteraPlanFolder(_CampaignNode, pytest.Collector):
+class IteraPlanFolder(CampaignNode, pytest.Collector):
     """A campaign folder without a manifest yet: collects its plan.json, nothing else."""
 
     @classmethod
     def for_folder(cls, parent: pytest.Collector, path: Path) -> IteraPlanFolder:
         return cls.from_parent(parent, name=path.name, path=path,
-                               nodeid=_nodeid(parent.session, path))
+                               nodeid=node_id(parent.session, path))
 
     @property
     def campaign_root(self) -> Path:
@@ -56,15 +57,15 @@ class IteraPlanFolder(_CampaignNode, pytest.Collector):
 
     def collect(self) -> Iterator[IteraPlan]:
         yield IteraPlan.from_parent(self, path=self.path / PLAN_FILE, name="itera",
-                                    nodeid=_nodeid(self.session, self.path / PLAN_FILE))
+                                    nodeid=node_id(self.session, self.path / PLAN_FILE))
 
 
-class IteraPlan(_ChecksFile):
+class IteraPlan(ChecksFile):
     """A plan's checks, one item per check and target."""
 
     @classmethod
     def for_file(cls, parent: pytest.Collector, path: Path) -> IteraPlan:
-        return cls.from_parent(parent, path=path, nodeid=_nodeid(parent.session, path))
+        return cls.from_parent(parent, path=path, nodeid=node_id(parent.session, path))
 
     def collect(self) -> Iterator[IteraPlanItem]:
         settings = self.config.stash[settings_key]
@@ -85,7 +86,7 @@ class IteraPlan(_ChecksFile):
                     self, name=item_name(check.id, target), check=check, target=target)
 
 
-class IteraPlanItem(_CheckItem):
+class IteraPlanItem(CheckItem):
     """One plan-gate check on one plan (and target)."""
 
     def __init__(self, *, check: Check, target: str | None, **kwargs: Any) -> None:
@@ -126,7 +127,7 @@ def plan_summary(config: pytest.Config, path: Path, label: str) -> tuple[str | N
     """(the plan's campaign id, the summary lines: planned schedule, window edge, uncommitted
     time, the lots that fit, and the forecast of a campaign mid-way); no id when the plan
     does not load. The terminal summary and the closure reports print the same lines."""
-    from pytest_itera.money import Catalogue, example_catalogue
+    from pytest_itera.core.money import Catalogue, example_catalogue
 
     plan = load_plan(path).plan
     if plan is None:

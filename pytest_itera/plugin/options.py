@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, overload
 
 import pytest
 
-from pytest_itera.checks import PlanPin
 from pytest_itera.checks.context import GROUP_FILES_ABOVE
+from pytest_itera.checks.model import PlanPin
 
 if TYPE_CHECKING:
-    from pytest_itera.campaign import Campaign
-    from pytest_itera.money import Catalogue
-    from pytest_itera.waivers import Waiver
+    from pytest_itera.checks.waivers import Waiver
+    from pytest_itera.core.campaign import Campaign
+    from pytest_itera.core.money import Catalogue
 
 CAMPAIGN = "--itera-campaign"
 PLAN = "--itera-plan"  # the plan gate, before renting (issue 16)
@@ -48,7 +48,7 @@ INI_PLAN_SHA256 = "itera_plan_sha256"
 INI_REQUIRE_ACCEPTED = "itera_require_accepted"
 INI_WAIVERS = "itera_waivers"
 INI_GROUP_FILES_ABOVE = "itera_group_files_above"
-MAX_TOLERANCE = 0.5  # pytest_itera.schedule.MAX_TOLERANCE
+MAX_TOLERANCE = 0.5  # pytest_itera.core.schedule.MAX_TOLERANCE
 
 def folder_holding(path: Path, roots: Iterable[Path], *, strictly: bool = False) -> Path | None:
     """Which of ``roots`` (campaign or plan folders) ``path`` is, or lies inside
@@ -137,7 +137,7 @@ loaded_key = pytest.StashKey[dict[Path, "Campaign"]]()
 def loaded_campaign(config: pytest.Config, root: Path) -> Campaign:
     """The campaign at ``root``, loaded and validated once per pytest process and shared by
     the interpreter probe, collection, the fixture and the closure report."""
-    from pytest_itera.campaign import gc_paused, load_campaign
+    from pytest_itera.core.campaign import gc_paused, load_campaign
 
     loaded = config.stash.setdefault(loaded_key, {})
     if root not in loaded:
@@ -458,7 +458,7 @@ def ini_catalogue(config: pytest.Config) -> Catalogue | None:
     """
     if _catalogue_key in config.stash:
         return config.stash[_catalogue_key]
-    from pytest_itera.money import CatalogueError, load_catalogue
+    from pytest_itera.core.money import CatalogueError, load_catalogue
 
     raw = str(config.getini(INI_CATALOGUE)).strip()
     catalogue = None
@@ -476,13 +476,13 @@ def catalogue_in_force(config: pytest.Config) -> Catalogue | str | None:
     """The ``pytest_itera_catalogue`` hook's catalogue, else the ini file's, else None (the
     checks then use the shipped IteraGPU catalogue); a hook answer that is not a Catalogue
     gives why, which the checks that need a catalogue report."""
-    from pytest_itera.money import Catalogue
+    from pytest_itera.core.money import Catalogue
 
     found = config.hook.pytest_itera_catalogue(config=config)
     if found is not None:
         if not isinstance(found, Catalogue):
             return (f"the pytest_itera_catalogue hook returned {type(found).__name__}, not a "
-                    "pytest_itera.money.Catalogue")
+                    "pytest_itera.core.money.Catalogue")
         return found
     return ini_catalogue(config)
 
@@ -567,7 +567,7 @@ def _waivers_file(config: pytest.Config, campaigns: tuple[Path, ...]) -> Path | 
 
 
 def _waivers(path: Path) -> tuple[Waiver, ...]:
-    from pytest_itera.waivers import WaiversError, load
+    from pytest_itera.checks.waivers import WaiversError, load
 
     try:
         return load(path)
@@ -616,7 +616,7 @@ def _check_seal_options(
 def _usable_key(option: str, path: Path | None, *, private: bool) -> None:
     if path is None:
         return
-    from pytest_itera.seal import key_problem
+    from pytest_itera.report.seal import key_problem
 
     password = os.environ.get(SEAL_PASSWORD_ENV) if private else None
     problem = key_problem(path, private=private, password=password)

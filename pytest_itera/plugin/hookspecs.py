@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_itera.campaign import Campaign, RunRecord, StopRule
-    from pytest_itera.checks import Check
-    from pytest_itera.checks.evidence import RuleVerdict
-    from pytest_itera.measurements import Measurements, Unreadable
+    from pytest_itera.checks.context import Check
+    from pytest_itera.checks.stop_rules import RuleVerdict
+    from pytest_itera.core.campaign import Campaign, RunRecord, StopRule
+    from pytest_itera.files.measurements import Measurements, Unreadable
     from pytest_itera.reload import ReloadResult
 
 hookspec = pytest.hookspec
@@ -29,8 +29,8 @@ def pytest_itera_checks(config: pytest.Config) -> Sequence[Check]:
 
     Sample (conftest.py)::
 
-        from pytest_itera.checks import Check
-        from pytest_itera.findings import Finding
+        from pytest_itera.checks.context import Check
+        from pytest_itera.core.findings import Finding
 
         def _seed_recorded(ctx, target):
             for run in ctx.campaign.manifest.runs:
@@ -61,7 +61,7 @@ def pytest_itera_temp_patterns(config: pytest.Config) -> Sequence[str]:
 def pytest_itera_hourly_phrases(config: pytest.Config) -> Sequence[str]:
     """Return extra literal phrases (any case) that bill by the hour.
 
-    They are looked for with the built-in table (``pytest_itera.money.HOURLY_PHRASES``)
+    They are looked for with the built-in table (``pytest_itera.core.money.HOURLY_PHRASES``)
     in every money-bearing text of plan.json and manifest.json. Sample::
 
         def pytest_itera_hourly_phrases(config):
@@ -95,12 +95,12 @@ def pytest_itera_reload(
 
 @hookspec(firstresult=True)
 def pytest_itera_catalogue(config: pytest.Config) -> object | None:
-    """Return the price catalogue (``pytest_itera.money.Catalogue``) to compare lots with.
+    """Return the price catalogue (``pytest_itera.core.money.Catalogue``) to compare lots with.
 
     The catalogue in force is this hook's answer, else the file named by the ini option
     ``itera_catalogue``, else the shipped IteraGPU catalogue. Sample::
 
-        from pytest_itera.money import load_catalogue
+        from pytest_itera.core.money import load_catalogue
 
         def pytest_itera_catalogue(config):
             return load_catalogue(config.rootpath / "prices.json")
@@ -123,7 +123,7 @@ def pytest_itera_stop_rule(
     evaluated) gets evaluated. ``measurements`` is the run's file as read (None when the run
     records none). Sample::
 
-        from pytest_itera.checks.evidence import RuleVerdict
+        from pytest_itera.checks.stop_rules import RuleVerdict
 
         def pytest_itera_stop_rule(rule, run, measurements, campaign, config):
             if rule.kind != "other" or rule.parameters.get("check") != "grad_norm":

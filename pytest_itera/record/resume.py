@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_itera.atomic import atomic_handle
-from pytest_itera.campaign import RESUME_PARTS
-from pytest_itera.record import RecordError, refuse_temp_strings
+from pytest_itera.core.atomic import atomic_handle
+from pytest_itera.core.campaign import RESUME_PARTS
+from pytest_itera.record.campaign import RecordError, refuse_temp_strings
 
 if TYPE_CHECKING:
     import torch

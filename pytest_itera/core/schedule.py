@@ -23,7 +23,7 @@ GPUs, so its steps may use at most that many distinct GPU resources
 (:func:`capacity_excesses`). One run is never on two resources at once: the GPU steps
 naming one ``run`` never overlap (:func:`run_overlaps`), even on two lots.
 
->>> from pytest_itera.campaign import Step
+>>> from pytest_itera.core.campaign import Step
 >>> t = makespan([Step("prep", "setup", "human", 8), Step("train", "training", "gpu0", 40,
 ...                                                        after=("prep",), lot="A")])
 >>> t.makespan, uncommitted_hours(72, t), t.lot_hours("A")
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Protocol, cast
 
-from pytest_itera.money import lot_hours, overflow_advice
+from pytest_itera.core.money import lot_hours, overflow_advice
 
 if TYPE_CHECKING:
-    from pytest_itera.money import Catalogue
+    from pytest_itera.core.money import Catalogue
 
 HUMAN = "human"
 NETWORK = "network"
@@ -74,7 +74,7 @@ class ScheduleError(ValueError):
 
 
 class StepLike(Protocol):
-    """A planned step; :class:`pytest_itera.campaign.Step` satisfies it."""
+    """A planned step; :class:`pytest_itera.core.campaign.Step` satisfies it."""
 
     @property
     def id(self) -> str: ...
@@ -96,7 +96,7 @@ class StepLike(Protocol):
 
 
 class PolicyLike(Protocol):
-    """A checkpoint policy; :class:`pytest_itera.campaign.CheckpointPolicy` satisfies it."""
+    """A checkpoint policy; :class:`pytest_itera.core.campaign.CheckpointPolicy` satisfies it."""
 
     @property
     def interval_hours(self) -> HoursLike: ...
@@ -109,7 +109,7 @@ class PolicyLike(Protocol):
 
 
 class ActualLike(Protocol):
-    """An observed step; :class:`pytest_itera.campaign.ActualStep` satisfies it."""
+    """An observed step; :class:`pytest_itera.core.campaign.ActualStep` satisfies it."""
 
     @property
     def id(self) -> str: ...
@@ -119,7 +119,7 @@ class ActualLike(Protocol):
 
 
 class LotLike(Protocol):
-    """A budget lot with an id and days; :class:`pytest_itera.campaign.Lot` satisfies it."""
+    """A budget lot with an id and days; :class:`pytest_itera.core.campaign.Lot` satisfies it."""
 
     @property
     def id(self) -> str: ...
@@ -417,7 +417,7 @@ def unknown_lots(steps: Iterable[StepLike], lots: Iterable[LotLike]) -> list[tup
 
 
 class CapacityLot(LotLike, Protocol):
-    """A lot with its composition; :class:`pytest_itera.campaign.Lot` satisfies it."""
+    """A lot with its composition; :class:`pytest_itera.core.campaign.Lot` satisfies it."""
 
     @property
     def gpus_per_lot(self) -> int: ...
@@ -807,7 +807,7 @@ def unplanned_steps(planned: Iterable[StepLike], observed: Mapping[str, object])
 
 
 class RunLike(Protocol):
-    """A planned run; :class:`pytest_itera.campaign.PlannedRun` satisfies it."""
+    """A planned run; :class:`pytest_itera.core.campaign.PlannedRun` satisfies it."""
 
     @property
     def id(self) -> str: ...
@@ -822,7 +822,7 @@ class ScheduleLike(Protocol):
 
 
 class PlanLike(Protocol):
-    """Anything with ``schedule.steps``: :class:`pytest_itera.campaign.Plan` satisfies it."""
+    """Anything with ``schedule.steps``: :class:`pytest_itera.core.campaign.Plan` satisfies it."""
 
     @property
     def schedule(self) -> ScheduleLike: ...
@@ -1051,7 +1051,7 @@ def forecast(plan: PlanLike | Iterable[StepLike], observed: Mapping[str, HoursLi
     """Re-forecast ``plan`` (a Plan, or its steps) from the measured hours of the steps that
     finished (``{step id: hours}``); see :class:`Forecast`.
 
-    >>> from pytest_itera.campaign import Step
+    >>> from pytest_itera.core.campaign import Step
     >>> steps = [Step("pilot", "training", "gpu0", 4), Step("control", "training", "gpu0", 10,
     ...                                                     after=("pilot",))]
     >>> f = forecast(steps, {"pilot": 6})

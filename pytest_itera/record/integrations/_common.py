@@ -6,10 +6,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_itera.record import RecordError, check_relpath
+from pytest_itera.record.campaign import RecordError, check_relpath
 
 if TYPE_CHECKING:
-    from pytest_itera.record import CampaignRecorder, RunRecorder
+    from pytest_itera.record.campaign import CampaignRecorder, RunRecorder
 
 
 def campaign_relpath(rec: CampaignRecorder, path: str | Path, *, what: str) -> str:

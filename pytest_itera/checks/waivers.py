@@ -28,8 +28,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_itera.findings import Finding
-from pytest_itera.text import is_blank
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.text import is_blank
 
 __all__ = ["CHECK_ID", "FIELDS", "Waiver", "WaiversError", "findings", "load", "today"]
 

@@ -42,7 +42,7 @@ from typing import Final
 
 import ahocorasick_rs
 
-from pytest_itera.tree import os_reason
+from pytest_itera.files.tree import os_reason
 
 SMALL_FILE: Final = 64 * 1024  # below this, one read, no thread (per-file overhead matters)
 BINARY_SNIFF: Final = 8192  # a NUL byte in the first 8 KiB makes a file binary

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_itera import report
-from pytest_itera.campaign import MANIFEST_FILE, load_campaign
-from pytest_itera.checks import FAMILIES, Check, Context, Options, item_name
-from pytest_itera.closure import FindingFacts
-from pytest_itera.findings import Finding, render_all
+from pytest_itera.checks.closure import FindingFacts
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.model import FAMILIES, Options, item_name
+from pytest_itera.core.campaign import MANIFEST_FILE, load_campaign
+from pytest_itera.core.findings import Finding, render_all
 
 __all__ = ["Problem", "Verdict", "builtin_checks", "check_campaign"]
 
@@ -79,7 +80,7 @@ def check_campaign(
     checks: Mapping[str, Check] | None = None,
 ) -> Verdict:
     """Evaluate every check on every target of the folder ``root``."""
-    from pytest_itera.provenance import document_digests
+    from pytest_itera.core.provenance import document_digests
     from pytest_itera.reload import Reloader
 
     root = Path(root)

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_itera import hookspecs, options
-from pytest_itera.checks import FAMILIES
+from pytest_itera.checks.model import FAMILIES
+from pytest_itera.plugin import hookspecs, options
 
 # The fixture and its parametrization are hook/fixture objects of this plugin module.
-from pytest_itera.fixtures import itera_campaign, pytest_generate_tests  # noqa: F401
-from pytest_itera.options import Settings, settings_key
+from pytest_itera.plugin.fixtures import itera_campaign, pytest_generate_tests  # noqa: F401
+from pytest_itera.plugin.options import Settings, settings_key
 
 if TYPE_CHECKING:
-    from pytest_itera.checks import Check
+    from pytest_itera.checks.context import Check
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,7 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if settings.verify_seal is not None:
         # Only the seal's own checks: the folder against the seal, file by file, no reload.
-        from pytest_itera.seal import checks
+        from pytest_itera.report.seal import checks
 
         config.pluginmanager.register(_Checks(checks(settings.verify_seal,
                                                      settings.seal_pubkey)), "itera.seal")
@@ -77,15 +77,15 @@ def pytest_configure(config: pytest.Config) -> None:
         if not config.pluginmanager.is_blocked(name) and not config.pluginmanager.has_plugin(name):
             config.pluginmanager.register(importlib.import_module(module), name)
     _point_collection_at_campaigns(config, settings)
-    from pytest_itera.session import IteraSession
+    from pytest_itera.plugin.session import IteraSession
 
     config.pluginmanager.register(IteraSession(config, settings), "itera.session")
     if settings.plans:
-        from pytest_itera.collect_plan import PlanSummary
+        from pytest_itera.plugin.collect_plan import PlanSummary
 
         config.pluginmanager.register(PlanSummary(config, settings), "itera.plan-summary")
     if settings.verify_seal is None:
-        from pytest_itera.collect import start_reloads_early
+        from pytest_itera.plugin.collect import start_reloads_early
 
         start_reloads_early(config)
 
@@ -94,12 +94,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     settings = parent.config.stash.get(settings_key, None)
     if settings is not None and path in settings.plan_folders:
-        from pytest_itera.collect_plan import IteraPlanFolder
+        from pytest_itera.plugin.collect_plan import IteraPlanFolder
 
         return IteraPlanFolder.for_folder(parent, path)
     if settings is None or path not in settings.campaigns:
         return None
-    from pytest_itera.collect import IteraCampaign
+    from pytest_itera.plugin.collect import IteraCampaign
 
     return IteraCampaign.for_folder(parent, path)
 
@@ -109,7 +109,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     settings = parent.config.stash.get(settings_key, None)
     if settings is None or file_path not in _plan_files(settings):
         return None
-    from pytest_itera.collect_plan import IteraPlan
+    from pytest_itera.plugin.collect_plan import IteraPlan
 
     return IteraPlan.for_file(parent, file_path)
 
@@ -117,7 +117,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 def pytest_sessionstart(session: pytest.Session) -> None:
     settings = session.config.stash.get(settings_key, None)
     if settings is not None and settings.active:
-        from pytest_itera.collect import probe_before_workers
+        from pytest_itera.plugin.collect import probe_before_workers
 
         probe_before_workers(session)
 
@@ -125,7 +125,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     settings = session.config.stash.get(settings_key, None)
     if settings is not None and settings.active:
-        from pytest_itera.collect import read_ahead, reload_ahead
+        from pytest_itera.plugin.collect import read_ahead, reload_ahead
 
         reload_ahead(session)  # first: the reload server's torch import overlaps the reads
         read_ahead(session)
@@ -137,7 +137,7 @@ def pytest_terminal_summary(
 ) -> None:
     settings = config.stash.get(settings_key, None)
     if settings is not None and settings.active:
-        from pytest_itera.collect import print_not_evaluated
+        from pytest_itera.plugin.collect import print_not_evaluated
 
         print_not_evaluated(terminalreporter, config)
 

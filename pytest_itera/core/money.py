@@ -29,8 +29,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
 
-from pytest_itera.campaign import parse_json
-from pytest_itera.text import is_blank
+from pytest_itera.core.campaign import parse_json
+from pytest_itera.core.text import is_blank
 
 CENT = Decimal("0.01")
 HALF_CENT = Decimal("0.005")
@@ -168,7 +168,7 @@ def to_money(value: Money | Amount, currency: str) -> Money:
 
 
 class PricedLot(Protocol):
-    """What a lot needs for its cost; :class:`pytest_itera.campaign.Lot` satisfies it."""
+    """What a lot needs for its cost; :class:`pytest_itera.core.campaign.Lot` satisfies it."""
 
     @property
     def price(self) -> Money | Amount: ...
@@ -178,7 +178,7 @@ class PricedLot(Protocol):
 
 
 class GroupedLot(PricedLot, Protocol):
-    """A priced lot with its composition; :class:`pytest_itera.campaign.Lot` satisfies it."""
+    """A priced lot with its composition; :class:`pytest_itera.core.campaign.Lot` satisfies it."""
 
     @property
     def gpus_per_lot(self) -> int: ...
@@ -886,7 +886,7 @@ def _notes(value: Any, name: str) -> dict[str, str]:
 
 
 def _hours(value: float | int | Decimal) -> Decimal:
-    # Same conversion as pytest_itera.schedule.as_hours (kept here so money
+    # Same conversion as pytest_itera.core.schedule.as_hours (kept here so money
     # does not import schedule): a float's shortest repr, so 0.1 stays 0.1.
     if isinstance(value, bool):
         raise TypeError("hours are a number, not a bool")

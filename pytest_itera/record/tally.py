@@ -3,7 +3,7 @@
 The recorder knows the plan's lots, which runs were accepted and on which
 corpus, and how long each step took; a user who adds these up by hand gets them
 wrong, and the plugin then rejects the sums. Every rule used here has its home
-in :mod:`pytest_itera.money` or :mod:`pytest_itera.schedule`, the modules the
+in :mod:`pytest_itera.core.money` or :mod:`pytest_itera.core.schedule`, the modules the
 checks use: the producer and the judge cannot disagree on arithmetic.
 """
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from pytest_itera import money
-from pytest_itera import schedule as sched
-from pytest_itera.campaign import Plan
+from pytest_itera.core import money
+from pytest_itera.core import schedule as sched
+from pytest_itera.core.campaign import Plan
 
 __all__ = ["RunOutcome", "budget_block", "schedule_block"]
 

@@ -2,7 +2,7 @@
 
 ::
 
-    from pytest_itera.integrations.transformers import IteraCallback
+    from pytest_itera.record.integrations.transformers import IteraCallback
 
     args = TrainingArguments(output_dir=str(rec.path("runs/control/trainer")), save_steps=50, ...)
     trainer = Trainer(model=model, args=args, train_dataset=data,
@@ -36,18 +36,18 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
-from pytest_itera.integrations._common import (
+from pytest_itera.record.campaign import RecordError
+from pytest_itera.record.integrations._common import (
     campaign_relpath,
     record_checkpoint,
     rewind_if_resumed,
     series_values,
 )
-from pytest_itera.record import RecordError
 
 if TYPE_CHECKING:
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
-    from pytest_itera.record import CampaignRecorder
+    from pytest_itera.record.campaign import CampaignRecorder
 
 __all__ = ["SUMMARY_KEYS", "IteraCallback", "checkpoint_claims"]
 

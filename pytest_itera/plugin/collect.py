@@ -14,23 +14,7 @@ import pluggy
 import pytest
 from _pytest._code.code import TerminalRepr
 
-from pytest_itera.campaign import (
-    MANIFEST_FILE,
-    Campaign,
-    FileRecord,
-    RunRecord,
-    StopRule,
-    gc_paused,
-)
-from pytest_itera.checks import (
-    Check,
-    Context,
-    Options,
-    ReloadHook,
-    StopRuleHook,
-    item_name,
-)
-from pytest_itera.closure import (
+from pytest_itera.checks.closure import (
     EVIDENCE_KEY,
     FINDINGS_KEPT,
     FINDINGS_KEY,
@@ -40,8 +24,18 @@ from pytest_itera.closure import (
     item_properties,
     plain,
 )
-from pytest_itera.findings import Finding, render_all, summary_line
-from pytest_itera.options import (
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.model import Options, ReloadHook, StopRuleHook, item_name
+from pytest_itera.core.campaign import (
+    MANIFEST_FILE,
+    Campaign,
+    FileRecord,
+    RunRecord,
+    StopRule,
+    gc_paused,
+)
+from pytest_itera.core.findings import Finding, render_all, summary_line
+from pytest_itera.plugin.options import (
     Settings,
     catalogue_in_force,
     hourly_phrases,
@@ -51,8 +45,8 @@ from pytest_itera.options import (
 from pytest_itera.report import clean, clean_block
 
 if TYPE_CHECKING:
-    from pytest_itera.checks.evidence import RuleVerdict
-    from pytest_itera.measurements import Measurements, Unreadable
+    from pytest_itera.checks.stop_rules import RuleVerdict
+    from pytest_itera.files.measurements import Measurements, Unreadable
     from pytest_itera.reload import Reloader, ReloadResult
 
 MARKER = "itera"
@@ -76,7 +70,7 @@ class CheckFailed(Exception):
 _hook_cache_key = pytest.StashKey[dict[Path, pluggy.HookRelay]]()
 
 
-class _CampaignNode:
+class CampaignNode:
     """Hooks for campaign nodes come from the folder's parent.
 
     A conftest.py inside a campaign folder is data like any other file: it is
@@ -108,7 +102,7 @@ class _CampaignNode:
         return self.campaign_root.parent
 
 
-class IteraCampaign(_CampaignNode, pytest.Collector):
+class IteraCampaign(CampaignNode, pytest.Collector):
     """The campaign folder: collects its manifest, nothing else inside it.
 
     Deliberately not a ``pytest.Directory``: pytest imports the conftest.py of
@@ -117,7 +111,7 @@ class IteraCampaign(_CampaignNode, pytest.Collector):
 
     @classmethod
     def for_folder(cls, parent: pytest.Collector, path: Path) -> IteraCampaign:
-        nodeid = _nodeid(parent.session, path)
+        nodeid = node_id(parent.session, path)
         return cls.from_parent(parent, name=path.name, path=path, nodeid=nodeid)
 
     @property
@@ -130,11 +124,11 @@ class IteraCampaign(_CampaignNode, pytest.Collector):
             self,
             path=self.path / MANIFEST_FILE,
             name="itera",
-            nodeid=_nodeid(self.session, self.path / MANIFEST_FILE),
+            nodeid=node_id(self.session, self.path / MANIFEST_FILE),
         )
 
 
-class _ChecksFile(_CampaignNode, pytest.File):
+class ChecksFile(CampaignNode, pytest.File):
     """A file whose checks are items (manifest.json, or a plan before renting): it owns the
     Context they share, closed when the file's items are done."""
 
@@ -163,8 +157,8 @@ class _ChecksFile(_CampaignNode, pytest.File):
             gc.enable()
 
 
-class _CheckItem(_CampaignNode, pytest.Item):
-    """One check on one target of a :class:`_ChecksFile`: its failure is plain text built
+class CheckItem(CampaignNode, pytest.Item):
+    """One check on one target of a :class:`ChecksFile`: its failure is plain text built
     from the domain error; a plugin bug keeps its traceback."""
 
     def __init__(self, *, check: Check, target: str | None, **kwargs: Any) -> None:
@@ -187,7 +181,7 @@ class _CheckItem(_CampaignNode, pytest.Item):
         return self.path, 0, f"[itera] {self.name}"
 
 
-class IteraManifest(_ChecksFile):
+class IteraManifest(ChecksFile):
     """The campaign's checks, one item per check and target."""
 
     _root_text: str
@@ -211,7 +205,7 @@ class IteraManifest(_ChecksFile):
                 for target in self.context.targets(check)
             ]
 
-class IteraCheckItem(_CheckItem):
+class IteraCheckItem(CheckItem):
     """One check on one target of a closed campaign."""
 
     def __init__(self, *, check: Check, target: str | None, **kwargs: Any) -> None:
@@ -547,7 +541,7 @@ reload_interpreter_key = pytest.StashKey[dict[str, Any]]()
 def _probe_packages(config: pytest.Config, answer: dict[str, Any] | None) -> None:
     """A package the campaign's declared formats need and the reload interpreter lacks is the
     reviewer's environment to fix: one usage error before any item runs, never a rejection."""
-    from pytest_itera import provenance
+    from pytest_itera.core import provenance
 
     python = session_reloader(config).python
     facts = provenance.reload_interpreter(python, answer)
@@ -652,7 +646,7 @@ def _reload_hook(config: pytest.Config) -> ReloadHook:
     return ask
 
 
-def _nodeid(session: pytest.Session, path: Path) -> str:
+def node_id(session: pytest.Session, path: Path) -> str:
     """Node ids relative to the rootdir; outside it, the path as the user can type it.
 
     pytest's default would name an outside campaign's items plain

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_itera.findings import Finding, default_code
+from pytest_itera.core.findings import Finding, default_code
 
 if TYPE_CHECKING:
     from pytest_itera.reload import ReloadResult
@@ -44,8 +44,8 @@ __all__ = [
 ACCEPTANCE = "acceptance-test"  # the check id of a test that uses the itera_campaign fixture
 FINDINGS_KEPT = 100  # per item: the rendered message says how many more there were
 
-# The user_properties keys an item's facts travel under: set on the item (pytest_itera.collect,
-# and pytest_itera.session for acceptance tests and waivers), read back by the session.
+# The user_properties keys an item's facts travel under: set on the item (plugin.collect, and
+# plugin.session for acceptance tests and waivers), read back by the session.
 CAMPAIGN_KEY, CHECK_KEY, TARGET_KEY, SCOPE_KEY = (
     "itera_campaign", "itera_check", "itera_target", "itera_scope")
 FINDINGS_KEY, RELOADS_KEY, WAIVER_KEY = "itera_findings", "itera_reloads", "itera_waiver"

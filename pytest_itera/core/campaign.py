@@ -120,7 +120,7 @@ class Source:
 @dataclass(frozen=True)
 class Expense:
     label: str
-    amount: str  # decimal string, see pytest_itera.money
+    amount: str  # decimal string, see pytest_itera.core.money
     source: Source | None = None  # /2: required for an included expense
 
 
@@ -131,7 +131,7 @@ class Lot:
     gpu: str
     gpus_per_lot: int
     days: int
-    price: str  # decimal string, see pytest_itera.money
+    price: str  # decimal string, see pytest_itera.core.money
     quantity: int
     source: Source | None = None  # /2: the quote of an offer not in the catalogue
 
@@ -500,7 +500,7 @@ def _load_document(root: Path, name: str, schema: str) -> tuple[Any, list[Contra
         return None, [ContractError(name, "$", f"not JSON: {exc.msg}", exc.lineno, exc.colno)]
     except (ValueError, RecursionError) as exc:
         return None, [ContractError(name, "$", f"not acceptable JSON: {_short(exc)}")]
-    errors = [_schema_error(name, raw, e) for e in _validation_errors(schema, data)]
+    errors = [_schema_error(name, raw, e) for e in validation_errors(schema, data)]
     errors += _timestamp_errors(name, raw, schema, data) if not errors else []
     return data, errors
 
@@ -676,10 +676,10 @@ class SchemaProblem:
 
 def validate(name: str, data: Any) -> list[str]:
     """Schema problems of a ``plan`` or ``manifest`` document, as "$.path: message" lines."""
-    return [f"{json_path(p.path)}: {p.explained}" for p in _validation_errors(name, data)]
+    return [f"{json_path(p.path)}: {p.explained}" for p in validation_errors(name, data)]
 
 
-def _validation_errors(name: str, data: Any) -> list[SchemaProblem]:
+def validation_errors(name: str, data: Any) -> list[SchemaProblem]:
     """jsonschema-rs decides; the Python validator explains what is wrong.
 
     Where they disagree, the refusal stands: Python's ``re`` lets ``$`` match before a

@@ -30,12 +30,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
-from pytest_itera.campaign import json_constant, non_finite
-
-if TYPE_CHECKING:
-    from pytest_itera.checks import Context
+from pytest_itera.core.campaign import json_constant, non_finite
 
 __all__ = [
     "MAX_BYTES",
@@ -48,7 +45,6 @@ __all__ = [
     "Problem",
     "Series",
     "Unreadable",
-    "load",
     "read_measurements",
     "same_at_precision",
 ]
@@ -184,22 +180,6 @@ def same_at_precision(stated: float, metric: Metric) -> bool:
 
 
 # ------------------------------------------------------------------------ reading
-
-
-def load(ctx: Context, relpath: str) -> Measurements | Unreadable:
-    """The measurements at ``relpath`` in the campaign, read once per Context.
-
-    The path must stay inside the folder and be a regular file (``Context.regular_file``):
-    a link out, a FIFO or a missing file is an :class:`Unreadable` saying so.
-    """
-    return ctx.memo(f"measurements:{relpath}", lambda: _load(ctx, relpath))
-
-
-def _load(ctx: Context, relpath: str) -> Measurements | Unreadable:
-    resolved = ctx.regular_file(relpath)
-    if isinstance(resolved, str):
-        return Unreadable(relpath, (Problem(None, resolved),))
-    return read_measurements(Path(os.path.realpath(resolved)), relpath)
 
 
 def read_measurements(path: Path, display: str | None = None) -> Measurements | Unreadable:

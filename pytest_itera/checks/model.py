@@ -1,0 +1,94 @@
+"""What a check is: the types every check family, the engine and the wiring share (no pytest).
+
+A check is a plain function over a loaded campaign that returns findings.
+Built-in families (``checks/files.py``, ``checks/contract.py``, ...) and
+users' conftest.py files contribute checks the same way, through the
+``pytest_itera_checks`` hook; the pytest layer turns each (check, target)
+into one item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pytest_itera.core.campaign import Campaign
+
+if TYPE_CHECKING:
+    from pytest_itera.checks.stop_rules import RuleVerdict
+    from pytest_itera.core.campaign import RunRecord, StopRule
+    from pytest_itera.core.money import Catalogue
+    from pytest_itera.files.measurements import Measurements, Unreadable
+    from pytest_itera.reload import ReloadResult
+
+__all__ = [
+    "FAMILIES", "Needs", "Options", "PlanPin", "ReloadHook", "Scope", "StopRuleHook",
+    "item_name",
+]
+
+# Built-in check families, registered by the plugin like any plugin (`-p no:itera.files`
+# turns one off) and run in-process by pytest_itera.report.verify: plugin name -> module.
+FAMILIES = {
+    "itera.contract": "pytest_itera.checks.contract",
+    "itera.files": "pytest_itera.checks.files",
+    "itera.artifacts": "pytest_itera.checks.artifacts",
+    "itera.runs": "pytest_itera.checks.runs",
+    "itera.evidence": "pytest_itera.checks.evidence",
+    "itera.budget": "pytest_itera.checks.budget",
+    "itera.schedule": "pytest_itera.checks.schedule",
+    "itera.plan": "pytest_itera.checks.plan_gate",
+}
+
+# "plan": an item of the plan gate (--itera-plan), never collected for a closed campaign.
+Scope = Literal["campaign", "file", "run", "checkpoint", "adapter", "plan"]
+# (resolved path, path as the manifest writes it, claimed format) -> a verdict, or None to pass.
+ReloadHook = Callable[[Path, str, "str | None"], "ReloadResult | None"]
+Needs = Literal["plan", "manifest"]
+# (rule, run, its measurements or why they cannot be read, campaign) -> a verdict, or None.
+StopRuleHook = Callable[
+    ["StopRule", "RunRecord", "Measurements | Unreadable | None", Campaign], "RuleVerdict | None"
+]
+
+
+@dataclass(frozen=True)
+class PlanPin:
+    """A sha256 the frozen plan.json must have, pinned outside the campaign folder."""
+
+    sha256: str
+    origin: str  # "--itera-plan-sha256" or "itera_plan_sha256 (<key>)"
+
+
+@dataclass(frozen=True)
+class Options:
+    """The user's settings that checks read (a plain copy of the pytest options)."""
+
+    fast: bool = False
+    python: str | None = None
+    timeout: float = 120.0
+    ignore: tuple[str, ...] = ()
+    temp_patterns: tuple[str, ...] = ()
+    plan_sha256: str | None = None
+    deviation_tolerance: float = 0.10
+    # The pins that apply to this campaign (ini itera_plan_sha256), and the keys of the pins
+    # given for other campaigns when none applies (a renamed campaign escapes no pin).
+    plan_pins: tuple[PlanPin, ...] = ()
+    other_pins: tuple[str, ...] = ()
+    # The price catalogue in force (the pytest_itera_catalogue hook, else the ini
+    # itera_catalogue file), or why the one given cannot be used; None: the shipped
+    # IteraGPU catalogue (pytest_itera.core.money.example_catalogue).
+    catalogue: Catalogue | str | None = None
+    hourly_phrases: tuple[str, ...] = ()  # users' extra phrases of hourly billing (literal)
+    stop_rule_hook: StopRuleHook | None = None  # pytest_itera_stop_rule implementations
+
+
+def item_name(check_id: str, target: str | None) -> str:
+    """The item of one (check, target): ``check[target]``, as the plugin names it and as the
+    in-process verdict (pytest_itera.report.verify) labels it."""
+    if target is None:
+        return check_id
+    # Node ids are one line and "::" separates their parts: keep targets readable.
+    shown = target.encode("unicode_escape").decode("ascii") if not target.isprintable() else target
+    return f"{check_id}[{shown.replace('::', ':_:')}]"
+
