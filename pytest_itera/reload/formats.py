@@ -2,8 +2,8 @@
 
 The home of the resume parts and of where each format keeps them.  The reload server
 (``server/``, in the reload interpreter) takes from it the keys it reads and the folder
-members it loads, ``checks.artifacts`` the place a fix line names, and PARTS.md and the
-README the table :func:`render` writes.  Standard library only and no import of
+members it loads, ``checks.artifacts`` the place a fix line names, and PARTS.md and
+docs/checkpoints.md the table :func:`render` writes.  Standard library only and no import of
 pytest-itera: the server loads this file by path, where pytest-itera may not be installed.
 
 Regenerate the documented table with ``python pytest_itera/reload/formats.py`` (it prints it;
@@ -221,7 +221,8 @@ def hints(name: str) -> dict[str, str]:
 
 
 def render() -> str:
-    """The documented table (PARTS.md, README): a row per part, a column per titled format."""
+    """The documented table (PARTS.md, docs/checkpoints.md): a row per part, a column per
+    titled format."""
     columns = [fmt for fmt in FORMATS if fmt.title is not None]
     lines = ["| part | " + " | ".join(str(fmt.title) for fmt in columns) + " |",
              "|" + " --- |" * (len(columns) + 1)]

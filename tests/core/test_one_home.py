@@ -101,7 +101,7 @@ def _documented_table(text: str) -> str:
     return "\n".join(lines[start:end]) + "\n"
 
 
-@pytest.mark.parametrize("document", ["pytest_itera/reload/PARTS.md", "README.md"])
+@pytest.mark.parametrize("document", ["pytest_itera/reload/PARTS.md", "docs/checkpoints.md"])
 def test_the_documented_parts_table_is_the_rendered_one(document: str) -> None:
     text = (ROOT / document).read_text()
     assert _documented_table(text) == formats.render(), (

@@ -1,13 +1,16 @@
-"""README is the user's first page: every example in it is run or validated here.
+"""The README and docs/ are the user's pages: every example in them is run or validated here.
 
-Each ```json block is validated against its own format (a plan, a manifest, a catalogue, a
-report, waivers); each ```python block is run by the runner SNIPPETS names for it, with the
-context it needs given explicitly. A block no runner or validator knows fails the test: a new
-README example comes with its check.
+Every fenced block names its language. Each ```json block is validated against its own format
+(a plan, a manifest, a catalogue, a report, waivers), each ```toml block is a waivers file, and
+each ```python block is run by the runner SNIPPETS names for it, with the context it needs given
+explicitly. A block no runner or validator knows fails the test: a new example comes with its
+check. Blocks that show output or shell commands are marked as such (``text``, ``console``,
+``yaml``, ``html``) and are not run; the README's example session is compared with what the
+plugin prints.
 
-The example campaign is the README's own: its recorder script, run beside the README's
-plan.json, must write exactly the README's plan.json and manifest.json, and the plugin must
-ACCEPT that folder.
+The example campaign is the docs' own (docs/campaign-format.md, docs/recorder.md): its recorder
+script, run beside its plan.json, must write exactly its plan.json and manifest.json, and the
+plugin must ACCEPT that folder.
 """
 
 from __future__ import annotations
@@ -29,35 +32,85 @@ from pytest_itera.core.campaign import parse_json, validate
 from tests.runner import REPO, Itera
 
 README = REPO / "README.md"
+DOCUMENTS = [README, REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
+EXECUTED = {"json", "toml", "python"}  # validated or run below
+SHOWN = {"text", "console", "yaml", "html"}  # output, shell sessions, configs of other tools
 
 
 @dataclass(frozen=True)
 class Block:
     lang: str
-    line: int  # of the block's first code line in README.md
+    path: Path
+    line: int  # of the block's first code line in its document
     text: str
 
     @property
     def where(self) -> str:
-        return f"README.md:{self.line}"
+        return f"{self.path.relative_to(REPO)}:{self.line}"
+
+
+def _fences(path: Path) -> list[tuple[int, str]]:
+    """(line number, language) of each opening fence of a document."""
+    found, inside = [], False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```"):
+            if not inside:
+                found.append((number, line[3:].strip()))
+            inside = not inside
+    assert not inside, f"{path.relative_to(REPO)}: a fence is not closed"
+    return found
 
 
 def _blocks(lang: str) -> list[Block]:
     found = []
     pattern = re.compile(r"^```" + re.escape(lang) + r"\n(.*?)^```", flags=re.S | re.M)
-    text = README.read_text(encoding="utf-8")
-    for match in pattern.finditer(text):
-        found.append(Block(lang, text.count("\n", 0, match.start(1)) + 1, match.group(1)))
+    for path in DOCUMENTS:
+        text = path.read_text(encoding="utf-8")
+        for match in pattern.finditer(text):
+            line = text.count("\n", 0, match.start(1)) + 1
+            found.append(Block(lang, path, line, match.group(1)))
     return found
 
 
+def test_the_documents_are_the_readme_contributing_and_docs() -> None:
+    assert all(path.is_file() for path in DOCUMENTS)
+    names = {path.name for path in DOCUMENTS}
+    assert {"README.md", "CONTRIBUTING.md", "checks.md", "checkpoints.md"} <= names
+
+
+def _indented_blocks(path: Path) -> list[int]:
+    """Line numbers of indented (4-space) code blocks outside fences: blocks no test sees."""
+    found, inside, previous = [], False, ""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```"):
+            inside = not inside
+        elif not inside and line.startswith("    ") and not previous.strip():
+            found.append(number)
+        previous = line
+    return found
+
+
+def test_no_block_is_indented_instead_of_fenced() -> None:
+    indented = [f"{path.relative_to(REPO)}:{line}" for path in DOCUMENTS
+                for line in _indented_blocks(path)]
+    assert not indented, f"indented code blocks: {indented}; fence them and name the language"
+
+
+def test_every_fenced_block_is_run_or_marked_as_shown() -> None:
+    unmarked = [f"{path.relative_to(REPO)}:{line} ```{lang}" for path in DOCUMENTS
+                for line, lang in _fences(path) if lang not in EXECUTED | SHOWN]
+    assert not unmarked, (
+        f"fenced blocks that no test runs: {unmarked}; give them a runner here, or mark them "
+        f"as one of {sorted(SHOWN)} when they are output or another tool's file")
+
+
 def _documents() -> tuple[dict[str, Any], dict[str, Any]]:
-    """The README's example plan and manifest (exactly one of each, /2)."""
+    """The docs' example plan and manifest (exactly one of each, /2)."""
     docs = [parse_json(b.text) for b in _blocks("json")]
     plans = [d for d in docs if str(d.get("format", "")).startswith("itera-plan/")]
     manifests = [d for d in docs if str(d.get("format", "")).startswith("itera-manifest/")]
-    assert len(plans) == 1, "README shows one plan"
-    assert len(manifests) == 1, "README shows one manifest"
+    assert len(plans) == 1, "the docs show one plan"
+    assert len(manifests) == 1, "the docs show one manifest"
     assert plans[0]["format"] == "itera-plan/2"
     assert manifests[0]["format"] == "itera-manifest/2"
     return plans[0], manifests[0]
@@ -93,7 +146,7 @@ def _load_waivers(text: str, path: Path) -> None:
     from pytest_itera.checks import waivers
 
     path.write_text(text)
-    assert waivers.load(path), "the README's waivers load"
+    assert waivers.load(path), "the docs' waivers load"
 
 
 def test_every_json_block_is_valid(tmp_path: Path) -> None:
@@ -157,7 +210,7 @@ def run_property(block: Block) -> None:
 
 
 def record_example(block: Block, folder: Path) -> None:
-    """Run the README's recorder script in ``folder``, beside the README's plan."""
+    """Run the docs' recorder script in ``folder``, beside the docs' plan."""
     plan, _ = _documents()
     (folder / "draft").mkdir(parents=True, exist_ok=True)
     (folder / "draft" / "plan.json").write_text(json.dumps(plan, indent=2))
@@ -167,7 +220,7 @@ def record_example(block: Block, folder: Path) -> None:
 
 
 SNIPPETS: dict[str, str] = {
-    # the first line of each README python block -> the runner below that covers it
+    # the first line of each python block of the docs -> the runner below that covers it
     "from pytest_itera.core.campaign import Step": "values",
     "from pytest_itera.core.campaign import Lot, Step": "values",
     "from hypothesis import given": "property",
@@ -180,13 +233,13 @@ SNIPPETS: dict[str, str] = {
 
 def _snippet(runner: str) -> Block:
     found = [b for b in _blocks("python") if SNIPPETS.get(b.text.splitlines()[0]) == runner]
-    assert len(found) == 1, f"one README python block for the {runner!r} runner"
+    assert len(found) == 1, f"one python block of the docs for the {runner!r} runner"
     return found[0]
 
 
 def test_every_python_block_has_a_runner() -> None:
     unknown = [b.where for b in _blocks("python") if b.text.splitlines()[0] not in SNIPPETS]
-    assert not unknown, f"README python blocks no test runs: {unknown}; add them to SNIPPETS"
+    assert not unknown, f"python blocks no test runs: {unknown}; add them to SNIPPETS"
     assert set(SNIPPETS.values()) == {"values", "property", "recorder", "hooks", "fixture"}
 
 
@@ -203,31 +256,43 @@ def test_property_block_runs() -> None:
 
 @pytest.fixture(scope="module")
 def example_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The README's recorder script, run once: the folder holding out/."""
+    """The docs' recorder script, run once: the folder holding out/."""
     folder = tmp_path_factory.mktemp("readme")
     record_example(_snippet("recorder"), folder)
     return folder / "out"
 
 
-def test_recorder_writes_the_readme_documents(example_campaign: Path) -> None:
+def test_recorder_writes_the_documented_documents(example_campaign: Path) -> None:
     plan, manifest = _documents()
     assert parse_json((example_campaign / "plan.json").read_text()) == plan
     written = parse_json((example_campaign / "manifest.json").read_text())
     assert written == manifest, (
-        "the README's manifest.json is not what its recorder script writes: paste the new one "
-        "(tests/plugin/test_readme.py: record_example)")
+        "docs/campaign-format.md's manifest.json is not what its recorder script writes: paste "
+        "the new one (tests/plugin/test_readme.py: record_example)")
 
 
 def _copy(example_campaign: Path, pytester: pytest.Pytester) -> None:
     shutil.copytree(example_campaign, pytester.path / "out")
 
 
-def test_the_plugin_accepts_the_readme_campaign(
+README_COMMAND = "$ pytest --itera-campaign out --itera-require-accepted"
+
+
+def _readme_session() -> list[str]:
+    """What the README's example shows that command printing (fnmatch patterns)."""
+    block = next(b for b in _blocks("console") if b.path == README and README_COMMAND in b.text)
+    lines = block.text.splitlines()
+    return lines[lines.index(README_COMMAND) + 1:]
+
+
+def test_the_plugin_accepts_the_documented_campaign_as_the_readme_shows(
         example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
     _copy(example_campaign, pytester)
     result = itera("--itera-require-accepted")
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
+    shown = _readme_session()
+    assert "campaign tiny-2026-11: ACCEPTED — 70/70 checks" in shown
+    result.stdout.fnmatch_lines(shown)
 
 
 def test_hooks_block_plugs_into_the_plugin(
@@ -259,7 +324,38 @@ def test_fixture_block_is_part_of_the_verdict(
 def test_readme_names_the_two_commands_that_ci_runs() -> None:
     text = README.read_text(encoding="utf-8")
     section = text[text.index("## The two commands"):text.index("## Install")]
-    commands = re.findall(r"^    (bash scripts/\S+)", section, flags=re.M)
+    commands = re.findall(r"^(bash scripts/\S+)", section, flags=re.M)
     assert commands == ["bash scripts/demo", "bash scripts/test"]
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert "bash scripts/test" in ci
+
+
+def test_the_readme_is_short() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, "the README is the first page: move the detail into docs/"
+
+
+def _built_in_checks() -> dict[str, str]:
+    """check id -> scope, of every built-in family."""
+    import importlib
+
+    from pytest_itera.checks.model import FAMILIES
+
+    return {check.id: check.scope for module in FAMILIES.values()
+            for check in importlib.import_module(module).pytest_itera_checks(None)}
+
+
+def test_the_check_table_lists_every_check_once_with_its_section() -> None:
+    """The README's table: one row per check of a closed campaign, each linking to its section
+    of docs/checks.md; the plan gate's checks are named in docs/plan-gate.md."""
+    checks = _built_in_checks()
+    rows = re.findall(r"^\| \[`([a-z-]+)`\]\(docs/checks\.md#([a-z-]+)\) \|",
+                      README.read_text(encoding="utf-8"), flags=re.M)
+    assert sorted(check for check, _ in rows) == sorted(
+        check for check, scope in checks.items() if scope != "plan")
+    assert all(check == anchor for check, anchor in rows)
+    sections = re.findall(r"^## `([a-z-]+)`$", (REPO / "docs" / "checks.md").read_text(
+        encoding="utf-8"), flags=re.M)
+    assert sorted(sections) == sorted(check for check, _ in rows)
+    gate = (REPO / "docs" / "plan-gate.md").read_text(encoding="utf-8")
+    assert all(f"`{check}" in gate for check, scope in checks.items() if scope == "plan")

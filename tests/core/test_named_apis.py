@@ -1,0 +1,84 @@
+"""Every API a user is sent to exists: each dotted name ``pytest_itera.<...>`` that the
+README, docs/, CONTRIBUTING.md or a fix line of the package (a string of the check families
+and of the formats table) mentions imports as a module or resolves as an attribute of one.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.runner import REPO
+
+DOCUMENTS = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
+FIX_LINE_SOURCES = [*sorted((REPO / "pytest_itera" / "checks").glob("*.py")),
+                    REPO / "pytest_itera" / "reload" / "formats.py"]
+DOTTED = re.compile(r"\bpytest_itera(?:\.[A-Za-z_]\w*)+")
+
+
+def _strings(source: Path) -> list[str]:
+    """Every string literal of a module (f-string parts included) but its docstrings: the
+    fix lines and messages its findings carry."""
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                                | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings]
+
+
+def _mentions() -> dict[str, list[str]]:
+    """dotted name -> where it is mentioned."""
+    found: dict[str, list[str]] = {}
+    for document in DOCUMENTS:
+        for number, line in enumerate(document.read_text(encoding="utf-8").splitlines(), 1):
+            for name in DOTTED.findall(line):
+                found.setdefault(name, []).append(f"{document.relative_to(REPO)}:{number}")
+    for source in FIX_LINE_SOURCES:
+        for text in _strings(source):
+            for name in DOTTED.findall(text):
+                found.setdefault(name, []).append(str(source.relative_to(REPO)))
+    return found
+
+
+def resolves(name: str) -> bool:
+    """``name`` is a module, or an attribute (chain) of the longest module that prefixes it."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(obj, attribute):
+                return False
+            obj = getattr(obj, attribute)
+        return True
+    return False
+
+
+MENTIONS = _mentions()
+
+
+def test_the_documents_and_fix_lines_name_apis() -> None:
+    assert "pytest_itera.record.CampaignRecorder" in MENTIONS
+    assert any(where.startswith("pytest_itera/") for places in MENTIONS.values()
+               for where in places), "fix lines are read"
+
+
+@pytest.mark.parametrize("name", sorted(MENTIONS))
+def test_every_named_api_exists(name: str) -> None:
+    assert resolves(name), f"{name} (named in {', '.join(MENTIONS[name])}) does not exist"
+
+
+def test_a_name_that_does_not_exist_is_caught() -> None:
+    assert resolves("pytest_itera.core.money.load_catalogue")
+    assert resolves("pytest_itera.record")
+    assert not resolves("pytest_itera.core.money.no_such_function")
+    assert not resolves("pytest_itera.no_such_module")
