@@ -1,6 +1,7 @@
 """Every API a user is sent to exists: each dotted name ``pytest_itera.<...>`` that the
 README, docs/, CONTRIBUTING.md or a fix line of the package (a string of the check families
-and of the formats table) mentions imports as a module or resolves as an attribute of one.
+and of the formats table) mentions imports as a module or resolves as an attribute of one,
+and is written with its layered path (``pytest_itera.core.money``, not the old flat alias).
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ def test_the_documents_and_fix_lines_name_apis() -> None:
 @pytest.mark.parametrize("name", sorted(MENTIONS))
 def test_every_named_api_exists(name: str) -> None:
     assert resolves(name), f"{name} (named in {', '.join(MENTIONS[name])}) does not exist"
+
+
+@pytest.mark.parametrize("name", sorted(MENTIONS))
+def test_every_named_module_is_named_by_its_layered_path(name: str) -> None:
+    """The flat paths of earlier releases still import (an alias); the docs name the layer."""
+    from pytest_itera import MOVED
+
+    flat = [old for old in MOVED if name == old or name.startswith(old + ".")]
+    assert not flat, (f"{name} (named in {', '.join(MENTIONS[name])}): write "
+                      f"{MOVED[flat[0]] + name[len(flat[0]):]}")
 
 
 def test_a_name_that_does_not_exist_is_caught() -> None:
