@@ -26,6 +26,7 @@ from pytest_itera.checks.closure import (
 )
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.model import Options, ReloadHook, StopRuleHook, item_name
+from pytest_itera.checks.run import Outcome, evaluate, pairs
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     Campaign,
@@ -34,7 +35,7 @@ from pytest_itera.core.campaign import (
     StopRule,
     gc_paused,
 )
-from pytest_itera.core.findings import Finding, render_all, summary_line
+from pytest_itera.core.findings import summary_line
 from pytest_itera.plugin.options import (
     Settings,
     catalogue_in_force,
@@ -53,18 +54,11 @@ MARKER = "itera"
 
 
 class CheckFailed(Exception):
-    """A check found problems in the campaign (not a plugin bug)."""
+    """A check found problems in the campaign (not a plugin bug): its failed outcome."""
 
-    def __init__(
-        self, check: str, target: str | None, findings: tuple[Finding, ...],
-        files: tuple[tuple[str, tuple[Finding, ...]], ...] | None = None, of: int = 0,
-    ) -> None:
-        super().__init__(summary_line(findings))
-        self.check = check
-        self.target = target
-        self.findings = findings
-        self.files = files  # a folder item's failing files, each with its findings
-        self.of = of  # how many files the folder item checked
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(summary_line(outcome.findings))
+        self.outcome = outcome
 
 
 _hook_cache_key = pytest.StashKey[dict[Path, pluggy.HookRelay]]()
@@ -174,7 +168,7 @@ class CheckItem(CampaignNode, pytest.Item):
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
         if isinstance(excinfo.value, CheckFailed):
-            return failure_text(excinfo.value)
+            return excinfo.value.outcome.message
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int, str]:
@@ -200,10 +194,9 @@ class IteraManifest(ChecksFile):
             return [
                 IteraCheckItem.from_parent(
                     self, name=item_name(check.id, target), check=check, target=target)
-                for check in sorted(checks.values(), key=lambda c: (c.order, c.id))
-                if check.scope != "plan"  # the plan gate's (--itera-plan), not a campaign's
-                for target in self.context.targets(check)
+                for check, target in pairs(self.context)
             ]
+
 
 class IteraCheckItem(CheckItem):
     """One check on one target of a closed campaign."""
@@ -215,26 +208,20 @@ class IteraCheckItem(CheckItem):
 
     def runtest(self) -> None:
         assert isinstance(self.parent, IteraManifest)
-        findings = self.parent.context.findings(self.check.id, self.target)
+        outcome = evaluate(self.parent.context, self.check, self.target)
         # Facts travel on the report as plain data (the closure report, under xdist too).
         if self.check.reloads and self.target is not None:
             self.user_properties.append(
                 (RELOADS_KEY, _reload_facts(self.parent.context, self.target)))
-        if not findings:
+        if not outcome.failed:
             self._keep_evidence()
             return
-        ctx, target = self.parent.context, self.target
-        if ctx.grouped(self.check.id, target):
-            assert target is not None
-            # A folder item's report lists every finding of every file (it stands for them).
-            self.user_properties.append((FINDINGS_KEY, [
-                plain(FindingFacts.of(f, self.check.id)) for f in findings]))
-            raise CheckFailed(self.check.id, target, findings,
-                              ctx.failing_files(self.check.id, target),
-                              len(ctx.members(self.check.id, target)))
+        # A folder item's report lists every finding of every file (it stands for them).
+        kept = outcome.findings if outcome.files is not None else \
+            outcome.findings[:FINDINGS_KEPT]
         self.user_properties.append((FINDINGS_KEY, [
-            plain(FindingFacts.of(f, self.check.id)) for f in findings[:FINDINGS_KEPT]]))
-        raise CheckFailed(self.check.id, self.target, findings)
+            plain(FindingFacts.of(f, self.check.id)) for f in kept]))
+        raise CheckFailed(outcome)
 
     def _keep_evidence(self) -> None:
         """What a passing item knows but does not fail on (a stopped run's diverged weights):
@@ -246,32 +233,6 @@ class IteraCheckItem(CheckItem):
         if notes:
             self.user_properties.append((EVIDENCE_KEY, list(notes)))
             self.add_report_section("call", "itera evidence", clean_block("\n".join(notes)))
-
-
-# A folder item's message: the findings of its first failing files in full, then every other
-# failing file by name (JUnit keeps only the message: each failing file is named in it).
-FILES_IN_FULL = 20
-
-
-def failure_text(error: CheckFailed) -> str:
-    count = len(error.findings)
-    label = item_name(error.check, error.target)
-    head = f"{label}: {count} problem{'s' if count != 1 else ''}"
-    if error.files is not None:
-        return clean_block(f"{head} {_in_files(error.files, error.of)}")
-    # Campaign data (file names, texts) never reaches the terminal with its control characters.
-    return clean_block(f"{head}\n{render_all(error.findings)}")
-
-
-def _in_files(files: tuple[tuple[str, tuple[Finding, ...]], ...], of: int) -> str:
-    lines = [f"in {len(files)} of {of} files"]
-    lines += [render_all(found) for _, found in files[:FILES_IN_FULL]]
-    rest = files[FILES_IN_FULL:]
-    if rest:
-        lines.append(f"... and {len(rest)} more failing files (every finding is in the JSON "
-                     "report):")
-        lines += [f"  {path}: {found[0].message}" for path, found in rest]
-    return "\n".join(lines)
 
 
 def _reload_facts(ctx: Context, target: str) -> list[dict[str, Any]]:
