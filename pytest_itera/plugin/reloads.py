@@ -14,9 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_itera.checks.model import item_name
 from pytest_itera.plugin.collect import (
-    MARKER,
     is_worker,
     registered_checks,
     selected_targets,
@@ -62,72 +60,24 @@ def start_reloads_early(config: pytest.Config) -> None:
     this process would reload them, start the reload server and probe its interpreter now.
     torch's import in the server is the longest single step of a run; started here it
     overlaps pytest's collection as well as the reads. Only for a whole run: with ``-k``,
-    ``-m``, ``--lf``, ``--deselect`` or node ids, :func:`reload_ahead` starts the server once
-    the selection is known, if it needs one; and it stops a server started here that a
-    plugin's deselection made useless. Not on an xdist worker (it starts its server at its
-    first reload) nor on the controller (it only probes).
-
-    A ``-k`` or ``-m`` expression is evaluated here against the names the reloading items
-    will have (``checkpoint-reloads[runs/a.pt]``, the campaign's folders, ``itera``): a
-    run that selects them (``-k checkpoint-reloads``) starts early too, one that leaves
-    them out (``-k "not checkpoint-reloads"``) does not. A wrong guess costs nothing but
-    time: a server not needed is stopped, one not started is started after collection."""
+    ``-m``, ``--lf``, ``--deselect`` or node ids the selection is pytest's to make, and
+    :func:`reload_ahead` starts the server once it is known (after every
+    ``pytest_collection_modifyitems``), if a selected item reloads; it also stops a server
+    started here that a plugin's deselection made useless. Not on an xdist worker (it starts
+    its server at its first reload) nor on the controller (it only probes)."""
     if is_worker(config) or getattr(config.option, "dist", "no") != "no":
         return
     option = config.option
-    if (getattr(option, "lf", False) or getattr(option, "deselect", None)
-            or any("::" in arg for arg in config.args)):
+    if (option.keyword or option.markexpr or getattr(option, "lf", False)
+            or getattr(option, "deselect", None) or any("::" in arg for arg in config.args)):
         return  # a chosen selection: reload_ahead starts the server if it needs one
     if not _needs_reloads(config):
-        return
-    if (option.keyword or option.markexpr) and not _may_select_reloads(config):
         return
     reloader = session_reloader(config)
     reloader.start()
     probe = _EarlyProbe(reloader)
     probe.start()
     config.stash[_early_probe_key] = probe
-
-
-def _may_select_reloads(config: pytest.Config) -> bool:
-    """Whether ``-k``/``-m`` would keep some reloading item, judged before collection from
-    the names pytest matches them by (see :func:`start_reloads_early`). Never raises: an
-    expression pytest will refuse, or a pytest whose expression API differs, is a no."""
-    try:
-        from _pytest.mark.expression import Expression
-
-        keyword = Expression.compile(config.option.keyword) if config.option.keyword else None
-        mark = Expression.compile(config.option.markexpr) if config.option.markexpr else None
-    except Exception:
-        return False
-    reloading = [c.id for c in registered_checks(config, config.hook, fast=False).values()
-                 if c.reloads]
-    for root in config.stash[settings_key].campaigns:
-        man = loaded_campaign(config, root).manifest
-        if man is None:
-            continue
-        folders = {MARKER}
-        try:
-            folders.update(root.relative_to(config.rootpath).parts)
-        except ValueError:
-            folders.add(root.name)
-        targets = [c.path for c in man.checkpoints] + [a.path for a in man.adapters]
-        for name in (item_name(check, t) for check in reloading for t in targets):
-            names = [n.lower() for n in (name, *folders)]
-
-            def keyword_match(sub: str, /, **kwargs: object) -> bool:
-                return not kwargs and any(sub.lower() in n for n in names)  # noqa: B023
-
-            def mark_match(name: str, /, **kwargs: object) -> bool:
-                return not kwargs and name == MARKER
-
-            try:
-                if ((keyword is None or keyword.evaluate(keyword_match))
-                        and (mark is None or mark.evaluate(mark_match))):
-                    return True
-            except Exception:
-                return False
-    return False
 
 
 def reload_ahead(session: pytest.Session) -> None:
