@@ -1,4 +1,8 @@
-"""Collection: a campaign folder becomes items ``<dir>/manifest.json::<check>[<target>]``."""
+"""Collection: a campaign folder becomes items ``<dir>/manifest.json::<check>[<target>]``.
+
+One item per pair of the engine (:mod:`pytest_itera.checks.run`), which also evaluates it and
+writes its failure text; the items share the campaign's Context. When the reload server starts
+is :mod:`pytest_itera.plugin.reloads`'s to decide."""
 
 from __future__ import annotations
 

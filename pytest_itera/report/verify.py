@@ -1,10 +1,10 @@
 """The plugin's checks, run in-process on one folder: no pytest session needed.
 
 ``rec.check()``, ``close()`` and ``python -m pytest_itera check DIR`` use this:
-the same :class:`~pytest_itera.checks.Check` functions as the plugin's items,
-over a :class:`~pytest_itera.checks.Context` of the folder, with reloads in a
-fresh process (:class:`pytest_itera.reload.Reloader`); the summary comes from
-:mod:`pytest_itera.report`, so it reads as the plugin's.
+the plugin's engine (:mod:`pytest_itera.checks.run`: the same pairs, order and
+failure texts as its items) over a :class:`~pytest_itera.checks.Context` of the
+folder, with reloads in a fresh process (:class:`pytest_itera.reload.Reloader`);
+the summary comes from :mod:`pytest_itera.report`, so it reads as the plugin's.
 
 The built-in check families only: checks a conftest.py adds through the
 ``pytest_itera_checks`` hook, a catalogue named in an ini file and waivers are
