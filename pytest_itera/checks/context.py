@@ -432,7 +432,7 @@ class Context:
         with self._lock:
             if self._by_run is None:
                 self._by_run = {}
-                for check in sorted(self.checks.values(), key=lambda c: (c.order, c.id)):
+                for check in in_order(self.checks.values()):
                     if check.scope == "campaign" or check.targets is None:
                         continue
                     for target in self.targets(check):
@@ -485,6 +485,11 @@ class Context:
             else:
                 self._members[(check.id, group)] = tuple(members[group])
         return sorted({*alone, *members})
+
+
+def in_order(checks: Iterable[Check]) -> list[Check]:
+    """Checks in item order: by ``order``, then id (every list of items, and the runs' index)."""
+    return sorted(checks, key=lambda c: (c.order, c.id))
 
 
 def blocked_by_contract(campaign: Campaign, check: Check) -> Finding | None:

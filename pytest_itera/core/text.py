@@ -14,9 +14,10 @@ Pure Python, no pytest import: the recorder and the library use it too.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
-__all__ = ["INVISIBLE", "is_blank", "says_nothing"]
+__all__ = ["INVISIBLE", "clean", "clean_block", "is_blank", "says_nothing"]
 
 #: Characters that render as nothing but are not ``str.isspace()``.
 INVISIBLE = frozenset(
@@ -56,3 +57,17 @@ def says_nothing(text: str | None) -> bool:
     (".", "-", "?", an em dash): an explanation, a decision, a reason."""
     return is_blank(text) or all(
         _invisible(char) or unicodedata.category(char)[0] in "PS" for char in str(text))
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def clean(text: object) -> str:
+    """One printable line: control characters (ANSI escapes, newlines) shown escaped.
+    Campaign text is hostile: every line printed from it goes through here."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def clean_block(text: str) -> str:
+    """Several printable lines: like :func:`clean`, keeping the line breaks."""
+    return "\n".join(clean(line) for line in text.split("\n"))

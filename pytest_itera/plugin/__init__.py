@@ -85,7 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(PlanSummary(config, settings), "itera.plan-summary")
     if settings.verify_seal is None:
-        from pytest_itera.plugin.collect import start_reloads_early
+        from pytest_itera.plugin.reloads import start_reloads_early
 
         start_reloads_early(config)
 
@@ -117,7 +117,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 def pytest_sessionstart(session: pytest.Session) -> None:
     settings = session.config.stash.get(settings_key, None)
     if settings is not None and settings.active:
-        from pytest_itera.plugin.collect import probe_before_workers
+        from pytest_itera.plugin.reloads import probe_before_workers
 
         probe_before_workers(session)
 
@@ -125,7 +125,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     settings = session.config.stash.get(settings_key, None)
     if settings is not None and settings.active:
-        from pytest_itera.plugin.collect import read_ahead, reload_ahead
+        from pytest_itera.plugin.collect import read_ahead
+        from pytest_itera.plugin.reloads import reload_ahead
 
         reload_ahead(session)  # first: the reload server's torch import overlaps the reads
         read_ahead(session)

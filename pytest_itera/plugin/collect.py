@@ -1,10 +1,13 @@
-"""Collection: a campaign folder becomes items ``<dir>/manifest.json::<check>[<target>]``."""
+"""Collection: a campaign folder becomes items ``<dir>/manifest.json::<check>[<target>]``.
+
+One item per pair of the engine (:mod:`pytest_itera.checks.run`), which also evaluates it and
+writes its failure text; the items share the campaign's Context. When the reload server starts
+is :mod:`pytest_itera.plugin.reloads`'s to decide."""
 
 from __future__ import annotations
 
 import gc
 import os
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
@@ -26,6 +29,7 @@ from pytest_itera.checks.closure import (
 )
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.model import Options, ReloadHook, StopRuleHook, item_name
+from pytest_itera.checks.run import Outcome, evaluate, pairs
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     Campaign,
@@ -34,7 +38,7 @@ from pytest_itera.core.campaign import (
     StopRule,
     gc_paused,
 )
-from pytest_itera.core.findings import Finding, render_all, summary_line
+from pytest_itera.core.findings import summary_line
 from pytest_itera.plugin.options import (
     Settings,
     catalogue_in_force,
@@ -42,7 +46,7 @@ from pytest_itera.plugin.options import (
     loaded_campaign,
     settings_key,
 )
-from pytest_itera.report import clean, clean_block
+from pytest_itera.report import clean_block
 
 if TYPE_CHECKING:
     from pytest_itera.checks.stop_rules import RuleVerdict
@@ -53,18 +57,11 @@ MARKER = "itera"
 
 
 class CheckFailed(Exception):
-    """A check found problems in the campaign (not a plugin bug)."""
+    """A check found problems in the campaign (not a plugin bug): its failed outcome."""
 
-    def __init__(
-        self, check: str, target: str | None, findings: tuple[Finding, ...],
-        files: tuple[tuple[str, tuple[Finding, ...]], ...] | None = None, of: int = 0,
-    ) -> None:
-        super().__init__(summary_line(findings))
-        self.check = check
-        self.target = target
-        self.findings = findings
-        self.files = files  # a folder item's failing files, each with its findings
-        self.of = of  # how many files the folder item checked
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(summary_line(outcome.findings))
+        self.outcome = outcome
 
 
 _hook_cache_key = pytest.StashKey[dict[Path, pluggy.HookRelay]]()
@@ -174,7 +171,7 @@ class CheckItem(CampaignNode, pytest.Item):
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
         if isinstance(excinfo.value, CheckFailed):
-            return failure_text(excinfo.value)
+            return excinfo.value.outcome.message
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int, str]:
@@ -200,10 +197,9 @@ class IteraManifest(ChecksFile):
             return [
                 IteraCheckItem.from_parent(
                     self, name=item_name(check.id, target), check=check, target=target)
-                for check in sorted(checks.values(), key=lambda c: (c.order, c.id))
-                if check.scope != "plan"  # the plan gate's (--itera-plan), not a campaign's
-                for target in self.context.targets(check)
+                for check, target in pairs(self.context)
             ]
+
 
 class IteraCheckItem(CheckItem):
     """One check on one target of a closed campaign."""
@@ -215,26 +211,20 @@ class IteraCheckItem(CheckItem):
 
     def runtest(self) -> None:
         assert isinstance(self.parent, IteraManifest)
-        findings = self.parent.context.findings(self.check.id, self.target)
+        outcome = evaluate(self.parent.context, self.check, self.target)
         # Facts travel on the report as plain data (the closure report, under xdist too).
         if self.check.reloads and self.target is not None:
             self.user_properties.append(
                 (RELOADS_KEY, _reload_facts(self.parent.context, self.target)))
-        if not findings:
+        if not outcome.failed:
             self._keep_evidence()
             return
-        ctx, target = self.parent.context, self.target
-        if ctx.grouped(self.check.id, target):
-            assert target is not None
-            # A folder item's report lists every finding of every file (it stands for them).
-            self.user_properties.append((FINDINGS_KEY, [
-                plain(FindingFacts.of(f, self.check.id)) for f in findings]))
-            raise CheckFailed(self.check.id, target, findings,
-                              ctx.failing_files(self.check.id, target),
-                              len(ctx.members(self.check.id, target)))
+        # A folder item's report lists every finding of every file (it stands for them).
+        kept = outcome.findings if outcome.files is not None else \
+            outcome.findings[:FINDINGS_KEPT]
         self.user_properties.append((FINDINGS_KEY, [
-            plain(FindingFacts.of(f, self.check.id)) for f in findings[:FINDINGS_KEPT]]))
-        raise CheckFailed(self.check.id, self.target, findings)
+            plain(FindingFacts.of(f, self.check.id)) for f in kept]))
+        raise CheckFailed(outcome)
 
     def _keep_evidence(self) -> None:
         """What a passing item knows but does not fail on (a stopped run's diverged weights):
@@ -246,32 +236,6 @@ class IteraCheckItem(CheckItem):
         if notes:
             self.user_properties.append((EVIDENCE_KEY, list(notes)))
             self.add_report_section("call", "itera evidence", clean_block("\n".join(notes)))
-
-
-# A folder item's message: the findings of its first failing files in full, then every other
-# failing file by name (JUnit keeps only the message: each failing file is named in it).
-FILES_IN_FULL = 20
-
-
-def failure_text(error: CheckFailed) -> str:
-    count = len(error.findings)
-    label = item_name(error.check, error.target)
-    head = f"{label}: {count} problem{'s' if count != 1 else ''}"
-    if error.files is not None:
-        return clean_block(f"{head} {_in_files(error.files, error.of)}")
-    # Campaign data (file names, texts) never reaches the terminal with its control characters.
-    return clean_block(f"{head}\n{render_all(error.findings)}")
-
-
-def _in_files(files: tuple[tuple[str, tuple[Finding, ...]], ...], of: int) -> str:
-    lines = [f"in {len(files)} of {of} files"]
-    lines += [render_all(found) for _, found in files[:FILES_IN_FULL]]
-    rest = files[FILES_IN_FULL:]
-    if rest:
-        lines.append(f"... and {len(rest)} more failing files (every finding is in the JSON "
-                     "report):")
-        lines += [f"  {path}: {found[0].message}" for path, found in rest]
-    return "\n".join(lines)
 
 
 def _reload_facts(ctx: Context, target: str) -> list[dict[str, Any]]:
@@ -387,188 +351,6 @@ def selected_targets(
             assert isinstance(item.parent, IteraManifest)
             out.setdefault(item.parent, []).append(item.target)
     return out
-
-
-def probe_before_workers(session: pytest.Session) -> None:
-    """On the xdist controller, which collects nothing: probe the reload interpreter once,
-    before the workers start, when some campaign has checkpoints or adapters."""
-    config = session.config
-    if config.pluginmanager.has_plugin("dsession") and _needs_reloads(config):
-        _probe(config)
-
-
-class _EarlyProbe(threading.Thread):
-    """The reload interpreter's probe, run while pytest collects; :func:`_probe` judges it."""
-
-    def __init__(self, reloader: Reloader) -> None:
-        super().__init__(name="itera-probe", daemon=True)
-        self.reloader = reloader
-        self.reason: str | None = None
-        self.answer: dict[str, Any] | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.reason, self.answer = self.reloader.probe()
-        except BaseException as exc:  # handed to the main thread by _probe
-            self.error = exc
-
-
-_early_probe_key = pytest.StashKey[_EarlyProbe]()
-
-
-def start_reloads_early(config: pytest.Config) -> None:
-    """At configure, before collection: when a campaign lists checkpoints or adapters and
-    this process would reload them, start the reload server and probe its interpreter now.
-    torch's import in the server is the longest single step of a run; started here it
-    overlaps pytest's collection as well as the reads. Only for a whole run: with ``-k``,
-    ``-m``, ``--lf``, ``--deselect`` or node ids, :func:`reload_ahead` starts the server once
-    the selection is known, if it needs one; and it stops a server started here that a
-    plugin's deselection made useless. Not on an xdist worker (it starts its server at its
-    first reload) nor on the controller (it only probes).
-
-    A ``-k`` or ``-m`` expression is evaluated here against the names the reloading items
-    will have (``checkpoint-reloads[runs/a.pt]``, the campaign's folders, ``itera``): a
-    run that selects them (``-k checkpoint-reloads``) starts early too, one that leaves
-    them out (``-k "not checkpoint-reloads"``) does not. A wrong guess costs nothing but
-    time: a server not needed is stopped, one not started is started after collection."""
-    if is_worker(config) or getattr(config.option, "dist", "no") != "no":
-        return
-    option = config.option
-    if (getattr(option, "lf", False) or getattr(option, "deselect", None)
-            or any("::" in arg for arg in config.args)):
-        return  # a chosen selection: reload_ahead starts the server if it needs one
-    if not _needs_reloads(config):
-        return
-    if (option.keyword or option.markexpr) and not _may_select_reloads(config):
-        return
-    reloader = session_reloader(config)
-    reloader.start()
-    probe = _EarlyProbe(reloader)
-    probe.start()
-    config.stash[_early_probe_key] = probe
-
-
-def _may_select_reloads(config: pytest.Config) -> bool:
-    """Whether ``-k``/``-m`` would keep some reloading item, judged before collection from
-    the names pytest matches them by (see :func:`start_reloads_early`). Never raises: an
-    expression pytest will refuse, or a pytest whose expression API differs, is a no."""
-    try:
-        from _pytest.mark.expression import Expression
-
-        keyword = Expression.compile(config.option.keyword) if config.option.keyword else None
-        mark = Expression.compile(config.option.markexpr) if config.option.markexpr else None
-    except Exception:
-        return False
-    reloading = [c.id for c in registered_checks(config, config.hook, fast=False).values()
-                 if c.reloads]
-    for root in config.stash[settings_key].campaigns:
-        man = loaded_campaign(config, root).manifest
-        if man is None:
-            continue
-        folders = {MARKER}
-        try:
-            folders.update(root.relative_to(config.rootpath).parts)
-        except ValueError:
-            folders.add(root.name)
-        targets = [c.path for c in man.checkpoints] + [a.path for a in man.adapters]
-        for name in (item_name(check, t) for check in reloading for t in targets):
-            names = [n.lower() for n in (name, *folders)]
-
-            def keyword_match(sub: str, /, **kwargs: object) -> bool:
-                return not kwargs and any(sub.lower() in n for n in names)  # noqa: B023
-
-            def mark_match(name: str, /, **kwargs: object) -> bool:
-                return not kwargs and name == MARKER
-
-            try:
-                if ((keyword is None or keyword.evaluate(keyword_match))
-                        and (mark is None or mark.evaluate(mark_match))):
-                    return True
-            except Exception:
-                return False
-    return False
-
-
-def reload_ahead(session: pytest.Session) -> None:
-    """As soon as the selection is known, and only if a selected item needs reloads: probe
-    the reload interpreter (a wrong --itera-python is one usage error before any item runs;
-    the probe reads torch's version without importing torch), start the reload server (its
-    torch import then overlaps the items that hash and scan) and hand it every selected
-    checkpoint at once: it loads them a few at a time. Not on an xdist worker: the controller
-    probed, and a worker starts its server at its first reload (it may be sent none: every
-    worker collects every item) and asks for one checkpoint at a time."""
-    from pytest_itera.checks.artifacts import has_artifacts, located
-
-    config = session.config
-    if is_worker(config) or not _needs_reloads(config):
-        return
-    wanted = selected_targets(session, lambda c: c.reloads)
-    if not any(has_artifacts(manifest.context.campaign) for manifest in wanted):
-        if _early_probe_key in config.stash:
-            session_reloader(config).stop_server()  # started at configure, not needed
-        return
-    session_reloader(config).start()
-    _probe(config)
-    for manifest, targets in wanted.items():
-        ctx = manifest.context
-        ctx.reload_ahead(t for t in dict.fromkeys(targets)
-                         if t is not None and located(ctx, t))
-
-
-def _probe(config: pytest.Config) -> None:
-    early = config.stash.get(_early_probe_key, None)
-    if early is not None:
-        early.join()
-        if early.error is not None:
-            raise early.error
-        reason, answer = early.reason, early.answer
-    else:
-        reason, answer = session_reloader(config).probe()
-    if reason is not None:
-        raise pytest.UsageError(
-            f"pytest-itera: {reason}. The campaign's checkpoints are reloaded by this "
-            "interpreter: pass --itera-python (ini itera_python) with the training "
-            "environment's Python, torch >= 2.10"
-        )
-    _probe_packages(config, answer)
-
-
-# What the probe found in the reload interpreter (the closure report's provenance).
-reload_interpreter_key = pytest.StashKey[dict[str, Any]]()
-
-
-def _probe_packages(config: pytest.Config, answer: dict[str, Any] | None) -> None:
-    """A package the campaign's declared formats need and the reload interpreter lacks is the
-    reviewer's environment to fix: one usage error before any item runs, never a rejection."""
-    from pytest_itera.core import provenance
-
-    python = session_reloader(config).python
-    facts = provenance.reload_interpreter(python, answer)
-    config.stash[reload_interpreter_key] = facts
-    campaigns = [loaded_campaign(config, root) for root in config.stash[settings_key].campaigns]
-    missing = provenance.missing_packages(campaigns, facts)
-    if missing:
-        needs = "; ".join(f"{pkg} (for {clean(why)})" for pkg, why in missing)
-        names = " ".join(pkg for pkg, _ in missing)
-        raise pytest.UsageError(
-            f"pytest-itera: --itera-python {python}: the reload interpreter lacks {needs}. "
-            f"The environment is not evidence: install it there (pip install {names}) or pass "
-            "--itera-python with the training environment's Python"
-        )
-
-
-def _needs_reloads(config: pytest.Config) -> bool:
-    """Some campaign lists checkpoints or adapters, a registered check reloads them, and this
-    run may reload (not --itera-fast, not --collect-only)."""
-    from pytest_itera.checks.artifacts import has_artifacts
-
-    settings = config.stash.get(settings_key, None)
-    if settings is None or settings.fast or config.option.collectonly:
-        return False
-    if not any(c.reloads for c in registered_checks(config, config.hook, fast=False).values()):
-        return False  # the artifacts family is switched off (-p no:itera.artifacts)
-    return any(has_artifacts(loaded_campaign(config, root)) for root in settings.campaigns)
 
 
 def is_worker(config: pytest.Config) -> bool:

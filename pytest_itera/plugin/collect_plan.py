@@ -25,6 +25,7 @@ from pytest_itera.checks.plan_gate import (
     read_journal,
     summary_lines,
 )
+from pytest_itera.checks.run import evaluate, pairs
 from pytest_itera.core.campaign import PLAN_FILE, load_plan
 from pytest_itera.plugin.collect import (
     MARKER,
@@ -78,12 +79,10 @@ class IteraPlan(ChecksFile):
         self.add_marker(MARKER)
         # A plan that did not load, or cannot be scheduled: one item, which says why.
         only_valid = VALID in checks and bool(self.context.findings(VALID))
-        for check in sorted(checks.values(), key=lambda c: (c.order, c.id)):
-            if only_valid and check.id != VALID:
-                continue
-            for target in self.context.targets(check):
-                yield IteraPlanItem.from_parent(
-                    self, name=item_name(check.id, target), check=check, target=target)
+        chosen = [c for c in checks.values() if not only_valid or c.id == VALID]
+        for check, target in pairs(self.context, chosen):
+            yield IteraPlanItem.from_parent(
+                self, name=item_name(check.id, target), check=check, target=target)
 
 
 class IteraPlanItem(CheckItem):
@@ -97,9 +96,9 @@ class IteraPlanItem(CheckItem):
 
     def runtest(self) -> None:
         assert isinstance(self.parent, IteraPlan)
-        findings = self.parent.context.findings(self.check.id, self.target)
-        if findings:
-            raise CheckFailed(self.check.id, self.target, findings)
+        outcome = evaluate(self.parent.context, self.check, self.target)
+        if outcome.failed:
+            raise CheckFailed(outcome)
 
 
 class PlanSummary:

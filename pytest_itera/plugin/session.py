@@ -242,7 +242,7 @@ class IteraSession:
 
     def _provenance(self) -> dict[str, Any]:
         from pytest_itera.core import provenance
-        from pytest_itera.plugin.collect import reload_interpreter_key
+        from pytest_itera.plugin.reloads import reload_interpreter_key
 
         params = self.config.invocation_params
         return {"created": provenance.utc_now(), "command": ["pytest", *map(str, params.args)],

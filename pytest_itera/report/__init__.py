@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_itera.core.atomic import atomic_write_bytes
+from pytest_itera.core.text import clean, clean_block
 from pytest_itera.report.htmldoc import render_html, timeline_svg
 from pytest_itera.report.jsondoc import render_json, to_json
 from pytest_itera.report.markdown import render_markdown
@@ -43,8 +44,6 @@ from pytest_itera.report.terminal import (
     acceptance,
     budget_text,
     check_counts,
-    clean,
-    clean_block,
     schedule_text,
     terminal_lines,
     uncommitted_source_text,

@@ -7,12 +7,11 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from pytest_itera.core.text import clean, clean_block
 from pytest_itera.report.model import CampaignReport, PlanReport, StepRow
 from pytest_itera.report.tables import number_text, objective_rows, provenance_rows, report_tables
 from pytest_itera.report.terminal import (
     budget_text,
-    clean,
-    clean_block,
     hours_text,
     schedule_text,
     verdict_line,

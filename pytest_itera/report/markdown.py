@@ -6,12 +6,11 @@ import html
 import re
 from collections.abc import Iterable, Sequence
 
+from pytest_itera.core.text import clean, clean_block
 from pytest_itera.report.model import CampaignReport, PlanReport, overall_verdict
 from pytest_itera.report.tables import objective_rows, provenance_rows, report_tables
 from pytest_itera.report.terminal import (
     budget_text,
-    clean,
-    clean_block,
     schedule_text,
     verdict_line,
 )

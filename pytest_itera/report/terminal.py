@@ -4,24 +4,12 @@ Campaign text is hostile: each line loses its control characters (:func:`clean`)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_itera.checks.closure import ACCEPTANCE
+from pytest_itera.core.text import clean
 from pytest_itera.report.model import CampaignReport, CheckResult, RunRow
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def clean(text: object) -> str:
-    """One printable line: control characters (ANSI escapes, newlines) shown escaped."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
-
-
-def clean_block(text: str) -> str:
-    """Several printable lines: like :func:`clean`, keeping the line breaks."""
-    return "\n".join(clean(line) for line in text.split("\n"))
 
 
 def verdict_line(report: CampaignReport) -> str:

@@ -1,10 +1,10 @@
 """The plugin's checks, run in-process on one folder: no pytest session needed.
 
 ``rec.check()``, ``close()`` and ``python -m pytest_itera check DIR`` use this:
-the same :class:`~pytest_itera.checks.Check` functions as the plugin's items,
-over a :class:`~pytest_itera.checks.Context` of the folder, with reloads in a
-fresh process (:class:`pytest_itera.reload.Reloader`); the summary comes from
-:mod:`pytest_itera.report`, so it reads as the plugin's.
+the plugin's engine (:mod:`pytest_itera.checks.run`: the same pairs, order and
+failure texts as its items) over a :class:`~pytest_itera.checks.Context` of the
+folder, with reloads in a fresh process (:class:`pytest_itera.reload.Reloader`);
+the summary comes from :mod:`pytest_itera.report`, so it reads as the plugin's.
 
 The built-in check families only: checks a conftest.py adds through the
 ``pytest_itera_checks`` hook, a catalogue named in an ini file and waivers are
@@ -14,7 +14,7 @@ pytest-side settings, seen by ``pytest --itera-campaign``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +22,9 @@ from pytest_itera import report
 from pytest_itera.checks.closure import FindingFacts
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.model import FAMILIES, Options, item_name
+from pytest_itera.checks.run import outcomes
 from pytest_itera.core.campaign import MANIFEST_FILE, load_campaign
-from pytest_itera.core.findings import Finding, render_all
+from pytest_itera.core.findings import Finding
 
 __all__ = ["Problem", "Verdict", "builtin_checks", "check_campaign"]
 
@@ -89,30 +90,14 @@ def check_campaign(
     context = Context(campaign, Options(python=python, timeout=timeout), registry,
                       reloader_factory=lambda: Reloader(python, timeout=timeout))
     try:
-        results = list(_results(context, root))
+        found = list(outcomes(context))
     finally:
         context.close()
+    results = [report.CheckResult(
+        o.check, o.target, "failed" if o.failed else "passed", o.message,
+        f"{root.name}/{MANIFEST_FILE}::{o.name}", o.scope,
+        findings=tuple(FindingFacts.of(f, o.check) for f in o.findings)) for o in found]
     built = report.build(campaign, results, collected=len(results), fast=False,
                          digests=document_digests(root))
-    problems = tuple(
-        Problem(r.check, r.target, f.message, f)
-        for r in results for f in _findings(context, r))
+    problems = tuple(Problem(o.check, o.target, f.message, f) for o in found for f in o.findings)
     return Verdict(built.verdict, problems, built)
-
-
-def _results(context: Context, root: Path) -> Iterator[report.CheckResult]:
-    for check in sorted(context.checks.values(), key=lambda c: (c.order, c.id)):
-        for target in context.targets(check):
-            found = context.findings(check.id, target)
-            label = item_name(check.id, target)
-            message = f"{label}: {len(found)} problem{'s' if len(found) != 1 else ''}\n" \
-                f"{render_all(found)}" if found else ""
-            yield report.CheckResult(
-                check.id, target, "failed" if found else "passed",
-                report.clean_block(message), f"{root.name}/{MANIFEST_FILE}::{label}",
-                check.scope, findings=tuple(FindingFacts.of(f, check.id) for f in found))
-
-
-def _findings(context: Context, result: report.CheckResult) -> tuple[Finding, ...]:
-    return context.findings(result.check, result.target)
-

@@ -15,15 +15,14 @@ import pytest
 
 from pytest_itera.checks import Check, Context, item_name
 from pytest_itera.checks.closure import CAMPAIGN_KEY, CHECK_KEY, SCOPE_KEY, TARGET_KEY
+from pytest_itera.checks.run import Outcome
 from pytest_itera.core.campaign import FileRecord
 from pytest_itera.core.findings import Finding
 from pytest_itera.plugin.collect import (
-    FILES_IN_FULL,
     CheckFailed,
     IteraCheckItem,
     IteraManifest,
     _folder_sizes,
-    failure_text,
     is_worker,
     node_id,
     registered_checks,
@@ -192,7 +191,7 @@ def test_a_check_failure_is_plain_text_and_a_plugin_bug_keeps_its_traceback(
     item = next(i for i in collect(pytester) if i.name == "files-intact[RELOAD.md]")
     finding = Finding("sha256 differs", where="RELOAD.md", expected="ab", found="cd")
     try:
-        raise CheckFailed("files-intact", "RELOAD.md", (finding,))
+        raise CheckFailed(Outcome("files-intact", "RELOAD.md", "file", (finding,)))
     except CheckFailed as exc:
         failed = pytest.ExceptionInfo.from_exception(exc)
     assert item.repr_failure(failed) == (
@@ -205,26 +204,6 @@ def test_a_check_failure_is_plain_text_and_a_plugin_bug_keeps_its_traceback(
     text = str(item.repr_failure(bug))
     assert "KeyError: 'a plugin bug'" in text
     assert "raise KeyError" in text
-
-
-def test_failure_text_counts_problems_and_strips_control_characters() -> None:
-    two = (Finding("first\x1b[31m"), Finding("second"))
-    assert failure_text(CheckFailed("c", "t\x07", two)) == (
-        "c[t\\x07]: 2 problems\nfirst\\x1b[31m\nsecond")
-    assert failure_text(CheckFailed("c", None, (Finding("one"),))) == "c: 1 problem\none"
-
-
-def test_a_folder_failure_shows_the_first_files_in_full_then_names_the_rest() -> None:
-    files = tuple((f"logs/{i:02}.log", (Finding(f"bad {i}", where=f"logs/{i:02}.log"),))
-                  for i in range(FILES_IN_FULL + 2))
-    findings = tuple(f for _, found in files for f in found)
-    lines = failure_text(CheckFailed("files-intact", "logs/*", findings, files, of=30)).split("\n")
-    assert lines[0] == f"files-intact[logs/*]: {FILES_IN_FULL + 2} problems in 22 of 30 files"
-    assert lines[1] == "logs/00.log: bad 0"
-    assert lines[FILES_IN_FULL] == "logs/19.log: bad 19"
-    assert lines[FILES_IN_FULL + 1:] == [
-        "... and 2 more failing files (every finding is in the JSON report):",
-        "  logs/20.log: bad 20", "  logs/21.log: bad 21"]
 
 
 def test_folder_sizes_add_each_file_to_every_folder_above_it() -> None:

@@ -1,0 +1,105 @@
+"""The one engine: the (check, target) pairs of a folder in item order, each evaluated to an
+:class:`Outcome`, and the one failure text. No pytest import.
+
+Every front end goes through here: the plugin's items (one per pair, ``plugin/collect.py``),
+the plan gate's items (``plugin/collect_plan.py``) and the in-process verdict
+(``report/verify.py``: ``rec.check()``, ``close()``, ``python -m pytest_itera check``). So
+the pairs, their order and their messages are the same whichever runs them. What a check
+sees and the memoised evaluation itself (a check may consult another's findings) are the
+:class:`~pytest_itera.checks.context.Context`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from pytest_itera.checks.context import Check, Context, in_order
+from pytest_itera.checks.model import Scope, item_name
+from pytest_itera.core.findings import Finding, render_all
+from pytest_itera.core.text import clean_block
+
+__all__ = ["FILES_IN_FULL", "Outcome", "evaluate", "in_order", "outcomes", "pairs"]
+
+# A folder target's message: the findings of its first failing files in full, then every other
+# failing file by name (JUnit keeps only the message: each failing file is named in it).
+FILES_IN_FULL = 20
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one check found on one target: no findings means it passed."""
+
+    check: str
+    target: str | None  # None: a campaign-scoped check (one item)
+    scope: Scope
+    findings: tuple[Finding, ...] = ()
+    # A folder target (one item for many files, Context.grouped): its failing files in file
+    # order, each with its findings, and how many files it stands for. None for any other.
+    files: tuple[tuple[str, tuple[Finding, ...]], ...] | None = None
+    of: int = 0
+
+    @property
+    def name(self) -> str:
+        """The item's name, ``check[target]`` (:func:`~pytest_itera.checks.model.item_name`)."""
+        return item_name(self.check, self.target)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.findings)
+
+    @property
+    def message(self) -> str:
+        """The failure text every front end prints ("" when the check passed): the item's
+        name and how many problems, then each finding; for a folder target, the first
+        :data:`FILES_IN_FULL` failing files in full and the others by name. Campaign data
+        (file names, texts) never reaches a terminal with its control characters."""
+        if not self.findings:
+            return ""
+        count = len(self.findings)
+        head = f"{self.name}: {count} problem{'s' if count != 1 else ''}"
+        if self.files is not None:
+            return clean_block(f"{head} {_in_files(self.files, self.of)}")
+        return clean_block(f"{head}\n{render_all(self.findings)}")
+
+
+def _in_files(files: tuple[tuple[str, tuple[Finding, ...]], ...], of: int) -> str:
+    lines = [f"in {len(files)} of {of} files"]
+    lines += [render_all(found) for _, found in files[:FILES_IN_FULL]]
+    rest = files[FILES_IN_FULL:]
+    if rest:
+        lines.append(f"... and {len(rest)} more failing files (every finding is in the JSON "
+                     "report):")
+        lines += [f"  {path}: {found[0].message}" for path, found in rest]
+    return "\n".join(lines)
+
+
+def pairs(
+    context: Context, checks: Iterable[Check] | None = None
+) -> list[tuple[Check, str | None]]:
+    """The (check, target) pairs, one item each, in item order: the checks by order then id
+    (:func:`~pytest_itera.checks.context.in_order`), each with its targets as
+    :meth:`Context.targets` lists them (sorted; one None for a campaign-scoped check).
+
+    By default a closed campaign's: every check of the context but the plan gate's (scope
+    "plan": those judge a plan before renting, ``--itera-plan``)."""
+    chosen = checks if checks is not None else (
+        c for c in context.checks.values() if c.scope != "plan")
+    return [(check, target) for check in in_order(chosen) for target in context.targets(check)]
+
+
+def evaluate(context: Context, check: Check, target: str | None) -> Outcome:
+    """One check on one target (computed once per Context: :meth:`Context.findings`)."""
+    context.targets(check)  # listed first (memoised): a folder target exists once they are
+    findings = context.findings(check.id, target)
+    if target is not None and context.grouped(check.id, target):
+        return Outcome(check.id, target, check.scope, findings,
+                       context.failing_files(check.id, target),
+                       len(context.members(check.id, target)))
+    return Outcome(check.id, target, check.scope, findings)
+
+
+def outcomes(context: Context, checks: Iterable[Check] | None = None) -> Iterator[Outcome]:
+    """Every pair of :func:`pairs`, evaluated, in item order."""
+    for check, target in pairs(context, checks):
+        yield evaluate(context, check, target)
