@@ -12,18 +12,25 @@ import json
 import math
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from functools import cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pytest_itera.core.atomic import atomic_write_bytes
-from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, json_path, validation_errors
+from pytest_itera.core.campaign import (
+    BASE_RECORD,
+    MANIFEST_FILE,
+    PLAN_FILE,
+    json_path,
+    validation_errors,
+)
 from pytest_itera.core.portable import RENAME_HINT, path_problem
-from pytest_itera.files.tree import DigestRefused, tree_digest
+from pytest_itera.files.tree import DigestRefused, syntax_problem, tree_digest
 
 if TYPE_CHECKING:
+    from pytest_itera.core.campaign import Plan
     from pytest_itera.files.scan import TempMatcher
 
 __all__ = [
@@ -40,6 +47,7 @@ __all__ = [
     "find_temp_path",
     "from_json_number",
     "json_number",
+    "jsonl_text",
     "refuse_temp_strings",
     "require_commit",
     "sha256_file",
@@ -50,8 +58,6 @@ __all__ = [
 ]
 
 CHUNK = 1024 * 1024
-# A shipped base's own record of what it is: {"model": <name>, "revision": <40-hex commit>}.
-BASE_RECORD = "itera-base.json"
 Outcome = Literal["accepted", "stopped", "rejected", "dropped"]
 Clock = Callable[[], datetime]
 
@@ -65,8 +71,12 @@ class Campaign(Protocol):
     """What a run's recorder and the step clock use of :class:`~pytest_itera.record.campaign.
     CampaignRecorder`: its plan, its clock and its journal."""
 
+    root: Path
     plan: dict[str, Any]
     _clock: Clock
+
+    @property
+    def plan_model(self) -> Plan: ...
 
     def _event(self, name: str, **facts: Any) -> None: ...
     def _require_plan(self) -> None: ...
@@ -75,7 +85,6 @@ class Campaign(Protocol):
     def planned_run(self, run_id: str) -> Mapping[str, Any]: ...
     def planned_corpus(self, run_id: str) -> str | None: ...
     def corpus_ids(self) -> list[str]: ...
-    def stop_rule(self, rule_id: str) -> Mapping[str, Any]: ...
 
 # ------------------------------------------------------------ small helpers
 
@@ -110,6 +119,11 @@ def dumps_json(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=False, allow_nan=False, ensure_ascii=False) + "\n"
 
 
+def jsonl_text(rows: Iterable[Any]) -> str:
+    """JSON Lines as the recorder writes them (NaN refused: it is not JSON)."""
+    return "".join(json.dumps(row, allow_nan=False, ensure_ascii=False) + "\n" for row in rows)
+
+
 def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, dumps_json(data))
 
@@ -131,18 +145,15 @@ def _temp_matcher(current: tuple[str, ...]) -> TempMatcher:
 
 
 def check_relpath(value: str, *, field: str) -> str:
-    """``value`` as a clean relative POSIX path inside the campaign, else RecordError."""
-    if not value or "\\" in value or "\x00" in value:
-        raise RecordError(f"{field}: {value!r} is not a relative POSIX path (no '\\', not empty)")
-    posix = PurePosixPath(value)
-    if posix.is_absolute() or (len(value) > 1 and value[1] == ":"):
-        raise RecordError(f"{field}: {value!r} is absolute; record paths relative to the campaign")
-    if ".." in posix.parts:
-        raise RecordError(f"{field}: {value!r} contains '..'; it must stay inside the campaign")
-    if posix.as_posix() != value.rstrip("/") or value.startswith("./"):
-        raise RecordError(f"{field}: {value!r} is not normalised (write {posix.as_posix()!r})")
-    # The one portability rule (pytest_itera.core.portable), shared with the files-intact check.
-    unportable = path_problem(value.rstrip("/"))
+    """``value`` as a clean relative POSIX path inside the campaign (a folder may end with
+    '/'), else RecordError: the checks' own rules, the syntax of a path inside the folder
+    (:func:`pytest_itera.files.tree.syntax_problem`) and portability
+    (:func:`pytest_itera.core.portable.path_problem`)."""
+    path = value.rstrip("/") or value
+    problem = syntax_problem(path)
+    if problem is not None:
+        raise RecordError(f"{field}: {value!r} {problem}; record paths relative to the campaign")
+    unportable = path_problem(path)
     if unportable is not None:
         raise RecordError(f"{field}: {value!r} {unportable}; {RENAME_HINT}")
     return value

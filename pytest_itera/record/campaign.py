@@ -41,6 +41,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
@@ -50,6 +51,7 @@ from pytest_itera.core.campaign import (
     PLAN_FILE,
     PLAN_FORMAT,
     json_path,
+    plan_from,
 )
 from pytest_itera.core.journal import JOURNAL_FILE, JOURNAL_FORMAT, Journal, TornLine
 from pytest_itera.core.text import is_blank, says_nothing
@@ -65,6 +67,7 @@ from pytest_itera.record.base import (
     check_relpath,
     dumps_json,
     find_temp_path,
+    jsonl_text,
     refuse_temp_strings,
     require_commit,
     sha256_file,
@@ -76,8 +79,10 @@ from pytest_itera.record.close import Closure
 from pytest_itera.record.replay import JournalWarning, replay
 from pytest_itera.record.run import RunRecorder
 from pytest_itera.record.steps import StepClock, StepTimer
+from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
+    from pytest_itera.core.campaign import Plan
     from pytest_itera.report.verify import Verdict
 
 __all__ = [
@@ -144,6 +149,12 @@ class CampaignRecorder:
                               f"(sha256 {digest}); a plan is never edited")
         self.plan = json.loads(target.read_text("utf-8"))
         self.plan_sha256 = digest
+
+    @cached_property
+    def plan_model(self) -> Plan:
+        """The frozen plan, typed (as the checks read it)."""
+        self._require_plan()
+        return plan_from(self.plan)
 
     def now(self, at: datetime | str | None = None) -> str:
         return timestamp(at if at is not None else self._clock())
@@ -246,15 +257,9 @@ class CampaignRecorder:
 
     def planned_corpus(self, run_id: str) -> str | None:
         """The corpus the plan gives ``run_id``: its own, else the plan's only corpus."""
-        named: str | None = self.planned_run(run_id).get("corpus")
-        if named is not None:
-            return named
-        ids = self.corpus_ids()
-        return ids[0] if len(ids) == 1 else None
-
-    def stop_rule(self, rule_id: str) -> Mapping[str, Any]:
-        found: Mapping[str, Any] = next(r for r in self.plan["stop_rules"] if r["id"] == rule_id)
-        return found
+        self.planned_run(run_id)
+        corpus = self.plan_model.corpus_of(run_id)
+        return None if corpus is None else corpus.id
 
     def _require_plan(self) -> None:
         if self.plan_sha256 is None:
@@ -341,8 +346,7 @@ class CampaignRecorder:
         return self.write_text(relpath, dumps_json(data))
 
     def write_jsonl(self, relpath: str, rows: Iterable[Any]) -> Path:
-        lines = [json.dumps(row, allow_nan=False, ensure_ascii=False) + "\n" for row in rows]
-        return self.write_text(relpath, "".join(lines))
+        return self.write_text(relpath, jsonl_text(rows))
 
     def file_sha256(self, relpath: str, *, field: str) -> str:
         """The sha256 of a file the manifest will point at; it must exist and not be empty."""
@@ -541,7 +545,9 @@ class CampaignRecorder:
             print("\n".join(result.lines()), file=out or sys.stdout)
         return Closure(target, result)
 
-    def check(self, *, python: str | None = None, timeout: float = 120.0) -> Verdict:
+    def check(
+        self, *, python: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> Verdict:
         """Run the plugin's checks on the folder as it stands, in this process (reloads in
         a fresh one, like the plugin's): what ``pytest --itera-campaign`` will say."""
         from pytest_itera.report.verify import check_campaign

@@ -130,11 +130,12 @@ def check_run(
 ) -> None:
     record = run.record
     if run.outcome == "accepted":
-        triggered = run._triggered()
+        triggered = run.triggered()
         if triggered is not None:
+            rule, verdict = triggered
             raise RecordError(
-                f"run {run.id!r} is accepted but {triggered}: stop it with "
-                "that rule (run.stop), it is not a deliverable"
+                f"run {run.id!r} is accepted but {verdict.detail} (stop rule {rule.id!r}): "
+                "stop it with that rule (run.stop), it is not a deliverable"
             )
         if (
             role in ("control", "variant")
@@ -146,6 +147,8 @@ def check_run(
                 f"(set_predictions(..., corpus=...)); the plan has "
                 f"{', '.join(corpus_ids)}"
             )
+    if run.outcome == "stopped":
+        _check_stop(run)
     resumed = record.get("resumed_from")
     if resumed is not None:
         listed = [c for c in checkpoints if c["path"] == resumed["checkpoint"]]
@@ -155,6 +158,15 @@ def check_run(
                 "not a listed resume checkpoint of another run (add_checkpoint "
                 "with kind='resume')"
             )
+
+
+def _check_stop(run: RunRecorder) -> None:
+    """The stop as the stop-rules check judges it, on all the run's evidence."""
+    stop = run.record["stop"]
+    rule = run.stop_rule(stop["rule"])
+    verdict = run.verdict(rule)
+    if verdict is not None:
+        run.refuse_stop(rule, verdict, stop.get("step"), closing=True)
 
 
 def check_sources(budget: Mapping[str, Any], file_sha256: Callable[..., str]) -> None:

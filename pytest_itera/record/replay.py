@@ -5,9 +5,8 @@ A torn last line (cut off, never replayed) is recorded and warned about."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
-from typing import Any, Literal, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from pytest_itera.core.journal import JOURNAL_FILE, TornLine
 from pytest_itera.record.base import RecordError, from_json_number
@@ -31,33 +30,13 @@ class Journaled(Protocol):
     def _event(self, name: str, **facts: Any) -> None: ...
     def _adopt_plan(self, digest: str) -> None: ...
     def run(self, run_id: str) -> RunRecorder: ...
-    def decide(
-        self,
-        decision_id: str,
-        text: str,
-        *,
-        drops: Iterable[str] = (),
-        adds: Iterable[str] = (),
-        at: datetime | str | None = None,
-    ) -> None: ...
-    def add_checkpoint(
-        self,
-        relpath: str,
-        *,
-        run: str,
-        format: str,
-        kind: Literal["resume", "weights"],
-        claims: Iterable[str] = (),
-    ) -> None: ...
-    def add_adapter(
-        self,
-        relpath: str,
-        *,
-        run: str,
-        base_model: str,
-        base_revision: str,
-        base_path: str | None = None,
-    ) -> None: ...
+    # The campaign-level events replay through these (their signatures are the recorder's).
+    @property
+    def decide(self) -> Callable[..., None]: ...
+    @property
+    def add_checkpoint(self) -> Callable[..., None]: ...
+    @property
+    def add_adapter(self) -> Callable[..., None]: ...
 
 
 def replay(rec: Journaled, events: list[dict[str, Any]]) -> None:

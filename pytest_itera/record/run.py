@@ -9,13 +9,28 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from pytest_itera.checks.budget import planned_elsewhere
+from pytest_itera.checks.stop_rules import (
+    MEASURED_KINDS,
+    RuleVerdict,
+    measured,
+    rule_parameters_problem,
+)
+from pytest_itera.core.campaign import StopRule
 from pytest_itera.core.text import says_nothing
+from pytest_itera.files.measurements import (
+    Measurements,
+    Unreadable,
+    parse_measurements,
+    read_measurements,
+)
 from pytest_itera.record.base import (
     Campaign,
     Outcome,
     RecordError,
     check_relpath,
     json_number,
+    jsonl_text,
 )
 
 __all__ = ["RunRecorder"]
@@ -195,8 +210,8 @@ class RunRecorder:
                 f"run {self.id!r}: corpus {corpus!r} is not a corpus of the plan "
                 f"(corpora: {', '.join(known)})"
             )
-        planned = self._campaign.planned_run(self.id).get("corpus")
-        if planned is not None and planned != corpus:
+        planned = planned_elsewhere(self._campaign.plan_model, self.id, corpus)
+        if planned is not None:
             raise RecordError(
                 f"run {self.id!r}: the plan gives it corpus {planned!r}, not "
                 f"{corpus!r}; a run on another corpus needs a new run ID"
@@ -246,32 +261,68 @@ class RunRecorder:
             )
         if says_nothing(reason):
             raise RecordError(f"run {self.id!r}: a stop needs a reason")
-        step = self._stop_step(self._campaign.stop_rule(rule), step)
+        step = self._stop_step(rule, step)
         when = self._end("stopped", at, rule=rule, reason=reason, step=step)
         stop: dict[str, Any] = {"rule": rule, "reason": reason, "at": when}
         if step is not None:
             stop["step"] = step
         self.record["stop"] = stop
 
-    def _stop_step(self, rule: Mapping[str, Any], step: int | None) -> int | None:
-        if rule.get("kind") != "non_finite_loss":
-            return step
-        name = rule.get("parameters", {}).get("series")
-        points = self.series(name) if isinstance(name, str) else []
-        if not points:
-            return step
-        first = next((s for s, v in points if not math.isfinite(v)), None)
-        if first is None:
+    def _stop_step(self, rule_id: str, step: int | None) -> int | None:
+        """The stop step, refused where the check would fail it: a non-finite-loss rule
+        that does not fire on the evidence logged so far, or fires at another step (the
+        first non-finite one is the default)."""
+        rule = self.stop_rule(rule_id)
+        verdict = self.verdict(rule) if rule.kind == "non_finite_loss" else None
+        if verdict is None or verdict.status in ("unproven", "not_evaluated"):
+            return step  # judged at closure, on all the evidence
+        self.refuse_stop(rule, verdict, step)
+        return step if step is not None else verdict.step
+
+    def refuse_stop(
+        self, rule: StopRule, verdict: RuleVerdict, step: int | None, *, closing: bool = False
+    ) -> None:
+        """RecordError where the stop-rules check fails a run stopped by ``rule`` at ``step``
+        whose evidence gives ``verdict``: the rule does not fire, or fires at another step
+        (at closure a missing step is one: there is no default left to fill in)."""
+        if verdict.status == "clear":
             raise RecordError(
-                f"run {self.id!r}: stop rule {rule['id']!r} did not fire on its "
-                f"evidence: the logged {name!r} series is finite at every step"
+                f"run {self.id!r}: stop rule {rule.id!r} did not fire on its "
+                f"evidence: {verdict.detail}"
             )
-        if step is not None and step != first:
+        if (rule.kind == "non_finite_loss" and verdict.status == "triggered"
+                and (step is not None or closing) and step != verdict.step):
+            shown = "none" if step is None else step
             raise RecordError(
-                f"run {self.id!r}: stop step {step} is not where the {name!r} "
-                f"series first becomes non-finite (step {first})"
+                f"run {self.id!r}: stop step {shown} is not where the "
+                f"{rule.parameters['series']!r} series first becomes non-finite "
+                f"(step {verdict.step})"
             )
-        return first
+
+    def stop_rule(self, rule_id: str) -> StopRule:
+        """A declared stop rule of the plan, typed."""
+        return next(r for r in self._campaign.plan_model.stop_rules if r.id == rule_id)
+
+    def evidence(self) -> Measurements | Unreadable | None:
+        """The run's measurements as the checks will read them: what the recorder will write,
+        through the measurements reader, or the script's own file; None when there are none."""
+        if self._external_measurements:
+            relpath = self.record["measurements"]
+            return read_measurements(self._campaign.root / relpath, relpath)
+        rows = self.measurement_rows()
+        if not rows:
+            return None
+        return parse_measurements(jsonl_text(rows).encode("utf-8"), self.measurements_path)
+
+    def verdict(self, rule: StopRule) -> RuleVerdict | None:
+        """``rule`` judged on the run's evidence by the stop-rules check's own function; None
+        for a rule not read from the measurements, or when there are none to read."""
+        if rule.kind not in MEASURED_KINDS or rule_parameters_problem(rule) is not None:
+            return None
+        found = self.evidence()
+        if not isinstance(found, Measurements):
+            return None  # none, or unreadable: the checks say so
+        return measured(rule, found, self._campaign.planned_run(self.id).get("role"))
 
     def reject(self, reason: str, *, at: datetime | str | None = None) -> None:
         if says_nothing(reason):
@@ -311,29 +362,12 @@ class RunRecorder:
             rows.append({"metrics": dict(self.record["metrics"])})
         return rows
 
-    def _triggered(self) -> str | None:
-        """Why this accepted run's own evidence triggers a declared stop rule, or None."""
-        for rule in self._campaign.plan.get("stop_rules", []):
-            params = rule.get("parameters", {})
-            if rule.get("kind") == "non_finite_loss" and isinstance(params.get("series"), str):
-                bad = [(s, v) for s, v in self.series(params["series"]) if not math.isfinite(v)]
-                if bad:
-                    return (
-                        f"its {params['series']!r} series is {bad[0][1]} at step {bad[0][0]} "
-                        f"(stop rule {rule['id']!r})"
-                    )
-            if rule.get("kind") == "quality_below":
-                value = self.record.get("metrics", {}).get(params.get("metric"))
-                threshold, higher = params.get("threshold"), params.get("direction") == "higher"
-                if (
-                    isinstance(value, int | float)
-                    and isinstance(threshold, int | float)
-                    and (value < threshold if higher else value > threshold)
-                ):
-                    return (
-                        f"its {params['metric']} {value} is on the wrong side of {threshold} "
-                        f"(stop rule {rule['id']!r})"
-                    )
+    def triggered(self) -> tuple[StopRule, RuleVerdict] | None:
+        """The first declared stop rule this run's evidence triggers, as the check judges it."""
+        for rule in self._campaign.plan_model.stop_rules:
+            verdict = self.verdict(rule)
+            if verdict is not None and verdict.status == "triggered":
+                return rule, verdict
         return None
 
 
