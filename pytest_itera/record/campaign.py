@@ -21,10 +21,18 @@ The documents follow ``itera-plan/2`` / ``itera-manifest/2`` (docs/contract-v2.m
 Each run's measurements file (JSON Lines: its series, the inputs it checked, its
 final metrics) is written at closure from what the run logged, so the manifest's
 metrics and the file's are the same numbers. The recorder refuses what the
-plugin would reject on the run's own evidence: an accepted run whose series is
-non-finite or whose metric is under a declared quality threshold, a stop step
-that is not where the series became non-finite, a resume check that names no
-listed resume checkpoint of another run, an included expense without its source.
+plugin would reject on the run's own evidence, judged by the checks' own rules
+(:mod:`pytest_itera.checks.stop_rules` on the rows it will write): an accepted run
+whose evidence triggers a declared stop rule, a stop its evidence does not trigger
+or whose step is not where the series became non-finite, a resume check that names
+no listed resume checkpoint of another run, an included expense without its source.
+
+The roles live in their own modules: :mod:`~pytest_itera.record.run` (a run's
+recorder), :mod:`~pytest_itera.record.steps` (step timings),
+:mod:`~pytest_itera.record.close` (what closure checks and computes),
+:mod:`~pytest_itera.record.replay` (continuing from the journal) and
+:mod:`~pytest_itera.record.base` (errors, atomic writes, paths); this module holds
+the campaign recorder and re-exports their public names.
 
 Every write is atomic (a temporary file in the same folder, fsync, ``os.replace``);
 every recorded path is a relative POSIX path inside the folder; no string that

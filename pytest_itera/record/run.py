@@ -314,12 +314,15 @@ class RunRecorder:
             return None
         return parse_measurements(jsonl_text(rows).encode("utf-8"), self.measurements_path)
 
-    def verdict(self, rule: StopRule) -> RuleVerdict | None:
-        """``rule`` judged on the run's evidence by the stop-rules check's own function; None
-        for a rule not read from the measurements, or when there are none to read."""
+    def verdict(
+        self, rule: StopRule, found: Measurements | Unreadable | None = None
+    ) -> RuleVerdict | None:
+        """``rule`` judged on the run's evidence (``found``, read when not given) by the
+        stop-rules check's own function; None for a rule not read from the measurements, or
+        when there are none to read."""
         if rule.kind not in MEASURED_KINDS or rule_parameters_problem(rule) is not None:
             return None
-        found = self.evidence()
+        found = found if found is not None else self.evidence()
         if not isinstance(found, Measurements):
             return None  # none, or unreadable: the checks say so
         return measured(rule, found, self._campaign.planned_run(self.id).get("role"))
@@ -364,8 +367,9 @@ class RunRecorder:
 
     def triggered(self) -> tuple[StopRule, RuleVerdict] | None:
         """The first declared stop rule this run's evidence triggers, as the check judges it."""
+        found = self.evidence()
         for rule in self._campaign.plan_model.stop_rules:
-            verdict = self.verdict(rule)
+            verdict = self.verdict(rule, found)
             if verdict is not None and verdict.status == "triggered":
                 return rule, verdict
         return None
