@@ -99,7 +99,7 @@ def finish(rec: CampaignRecorder) -> Path:
     rec.decide("after-pilot", "variant not needed", drops=["variant"])
     rec.write_text("analysis.md", "errors\n")
     rec.write_text("RELOAD.md", "torch.load(..., weights_only=True)\n")
-    return rec.close(**close_kwargs())
+    return rec.close(**close_kwargs()).manifest
 
 
 # ------------------------------------------------------------------ plan
@@ -560,7 +560,7 @@ def finish_with(rec: CampaignRecorder, kwargs: dict[str, Any] | None = None, *,
         rec.decide("after-pilot", "variant not needed", drops=["variant"])
     rec.write_text("analysis.md", "control\n")
     rec.write_text("RELOAD.md", "r\n")
-    return rec.close(**(kwargs or close_kwargs()))
+    return rec.close(**(kwargs or close_kwargs())).manifest
 
 
 # ------------------------------------------------------ adapter bases
