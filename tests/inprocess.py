@@ -27,12 +27,13 @@ from pathlib import Path
 import pytest
 from _pytest.mark.expression import Expression
 
+from pytest_itera.checks import run
 from pytest_itera.checks.artifacts import informational
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.evidence import not_evaluated
 from pytest_itera.checks.model import FAMILIES, Options, item_name
 from pytest_itera.core.campaign import MANIFEST_FILE, load_campaign
-from pytest_itera.plugin.collect import MARKER, CheckFailed, failure_text
+from pytest_itera.plugin.collect import MARKER
 from pytest_itera.reload import Reloader
 from pytest_itera.report import clean_block
 
@@ -78,18 +79,18 @@ def selected(keyword: str | None, names: tuple[str, ...]) -> bool:
 def outcomes(root: Path, keyword: str | None,
              reloader: Callable[[], Reloader]) -> tuple[list[Outcome], int]:
     """The items of the campaign at ``root`` that ``-k keyword`` selects, run in the
-    plugin's order, and how many it deselects."""
+    plugin's order by the plugin's engine (:mod:`pytest_itera.checks.run`), and how many it
+    deselects."""
     checks = registry()
     context = Context(load_campaign(root), Options(), checks, reloader_factory=reloader,
                       close_reloader=False)  # one reload server for the whole test session
     try:
-        items = [(check, target, item_name(check.id, target))
-                 for check in sorted(checks.values(), key=lambda c: (c.order, c.id))
-                 if check.scope != "plan"  # the plan gate's, never a campaign's item
-                 for target in context.targets(check)]
-        chosen = [(check, target, name) for check, target, name in items
-                  if selected(keyword, (name, MANIFEST_NODE, root.name, MARKER))]
-        return [_run(context, *item) for item in chosen], len(items) - len(chosen)
+        items = run.pairs(context)
+        chosen = [(check, target) for check, target in items
+                  if selected(keyword, (item_name(check.id, target), MANIFEST_NODE,
+                                        root.name, MARKER))]
+        return [_run(context, check, target) for check, target in chosen], \
+            len(items) - len(chosen)
     finally:
         context.close()
 
@@ -97,18 +98,13 @@ def outcomes(root: Path, keyword: str | None,
 MANIFEST_NODE = "itera"  # the manifest's node name (plugin.collect.IteraCampaign.collect)
 
 
-def _run(context: Context, check: Check, target: str | None, name: str) -> Outcome:
+def _run(context: Context, check: Check, target: str | None) -> Outcome:
     """What IteraCheckItem.runtest makes of one item: its failure text, or its evidence."""
-    found = context.findings(check.id, target)
-    if not found:
+    outcome = run.evaluate(context, check, target)
+    if not outcome.failed:
         notes = informational(context, check.id, target)
-        return Outcome(name, None, clean_block("\n".join(notes)) if notes else None)
-    if target is not None and context.grouped(check.id, target):
-        error = CheckFailed(check.id, target, found, context.failing_files(check.id, target),
-                            len(context.members(check.id, target)))
-    else:
-        error = CheckFailed(check.id, target, found)
-    return Outcome(name, failure_text(error), None)
+        return Outcome(outcome.name, None, clean_block("\n".join(notes)) if notes else None)
+    return Outcome(outcome.name, outcome.message, None)
 
 
 def judge(root: Path, keyword: str | None, report: str | None,
