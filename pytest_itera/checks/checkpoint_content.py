@@ -96,10 +96,12 @@ def _step_findings(ctx: Context, record: CheckpointRecord, result: ReloadResult,
             continue
         at = f"{MANIFEST_FILE} $.runs[{index}].resumed_from.step"
         if result.step is None:
+            stored = ", ".join(f"{k} {v}" for k, v in result.stored_steps)
             yield Finding(
                 f"cannot prove that {record.path} holds step {resumed.step}, the step run "
-                f"{run.id} records in resumed_from: it stores no training step (a step key "
-                "in its progress)",
+                f"{run.id} records in resumed_from: "
+                + (f"the steps it stores disagree ({stored})" if stored else
+                   "it stores no training step (a step key in its progress)"),
                 where=at, code="resume-complete.step-unproven",
                 expected=f"a stored step of {resumed.step}", found="no step",
                 hint="save the step in the checkpoint's progress ({'step': N}); "
@@ -152,8 +154,13 @@ def _same_weights(ctx: Context, run_id: str,
                   reloaded: Reloaded) -> Iterator[Finding]:
     man = ctx.campaign.manifest
     assert man is not None
-    others = [c for c in man.checkpoints if c.run != run_id and c.run in _deliverable(ctx)]
+    bases = [a.base_path.rstrip("/") + "/" for a in man.adapters if a.base_path]
+    # A shipped base is no run's training: adapters of several runs share it.
+    others = [c for c in man.checkpoints if c.run != run_id and c.run in _deliverable(ctx)
+              and not _under(c.path, bases)]
     for record, result in own:
+        if _under(record.path, bases):
+            continue
         digest, sha = result.model_digest, _sha256(ctx, record)
         for other in others:
             same = "bytes" if sha is not None and sha == _sha256(ctx, other) else None
@@ -172,6 +179,10 @@ def _same_weights(ctx: Context, run_id: str,
                 expected=f"weights trained by run {run_id}", found=f"the weights of {other.path}",
                 hint="ship the weights each run trained itself; a run that trained nothing "
                 "of its own is not a deliverable")
+
+
+def _under(path: str, folders: list[str]) -> bool:
+    return any(f"{path}/".startswith(folder) for folder in folders)
 
 
 def _shapes_agree(own: list[tuple[CheckpointRecord, ReloadResult]],
@@ -201,12 +212,19 @@ def _config_sizes(ctx: Context, run_id: str, own: list[tuple[CheckpointRecord, R
     man = ctx.campaign.manifest
     run = man.run(run_id) if man is not None else None
     config = run.config if run is not None else None
-    stated = _stated_sizes(ctx, config) if config is not None else {}
-    for key, size in stated.items():
-        for record, result in own:
-            dims = {d for shape in result.model_shapes.values() for d in shape}
-            if not result.model_shapes or size in dims:
-                continue
+    for record, result in own:
+        # A saved model or Trainer folder states its sizes in its own config.json too.
+        own_config = f"{record.path}/config.json"
+        configs = [c for c in (config, own_config if ctx.entry(own_config) else None) if c]
+        for source in configs:
+            yield from _sizes_held(ctx, run_id, record, result, source, where)
+
+
+def _sizes_held(ctx: Context, run_id: str, record: CheckpointRecord, result: ReloadResult,
+                config: str, where: str) -> Iterator[Finding]:
+    dims = {d for shape in result.model_shapes.values() for d in shape}
+    for key, size in _stated_sizes(ctx, config).items():
+        if result.model_shapes and size not in dims:
             shown = ", ".join(f"{n} {list(s)}" for n, s in list(result.model_shapes.items())[:4])
             yield Finding(
                 f"{record.path} of run {run_id} holds no tensor with a dimension of {size}, "

@@ -137,6 +137,7 @@ class ReloadResult:
     # the model tensors (names, shapes, dtypes, checksums: equal for the same tensors in any
     # format), and the optimizer states judged against the model (None: no optimizer).
     step: int | None = None
+    stored_steps: tuple[tuple[str, int], ...] = ()  # (key, step) of each step found
     model_shapes: Mapping[str, tuple[int, ...]] = field(
         default_factory=lambda: MappingProxyType({}), compare=False)
     model_digest: str | None = None
@@ -498,10 +499,14 @@ def _content(reply: dict[str, Any]) -> dict[str, Any]:
     """The typed facts of what a checkpoint holds (our own protocol: malformed parts are
     dropped, never guessed)."""
     step = reply.get("step")
+    steps = reply.get("steps")
     shapes = reply.get("model_shapes")
     digest = reply.get("model_digest")
     return {
         "step": step if isinstance(step, int) and not isinstance(step, bool) else None,
+        "stored_steps": tuple((str(k), int(v)) for k, v in steps if isinstance(v, int))
+        if isinstance(steps, list) and all(isinstance(s, list) and len(s) == 2 for s in steps)
+        else (),
         "model_shapes": MappingProxyType({
             str(k): tuple(int(d) for d in v) for k, v in shapes.items()
             if isinstance(v, list)} if isinstance(shapes, dict) else {}),

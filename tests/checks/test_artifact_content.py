@@ -20,6 +20,7 @@ import io
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,22 @@ def _control(b: CampaignBuilder) -> dict[str, Any]:
     return loaded
 
 
+def _changed_control(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    """The factory's campaign whose control resume checkpoint ``change`` edited (re-saved,
+    its size and hash recorded anew)."""
+    b = CampaignBuilder(tmp_path / "out")
+    ckpt = _control(b)
+    change(ckpt)
+    b.files[CONTROL_CKPT] = _torch_bytes(ckpt)
+    return b.write()
+
+
+def _only(tmp_path: Path, change: Callable[[dict[str, Any]], None], code: str) -> Problem:
+    """The one finding of ``code`` on the campaign whose control checkpoint ``change`` edited."""
+    [problem] = _problems(_changed_control(tmp_path, change), code)
+    return problem
+
+
 def _set_config(b: CampaignBuilder, run_id: str, config: dict[str, Any]) -> None:
     """A run's config, with the hashes the plan and the manifest record of it."""
     data = json.dumps(config).encode()
@@ -67,11 +84,10 @@ def test_the_factory_campaign_is_accepted(tmp_path: Path) -> None:
 
 
 def test_a_resumed_from_step_the_checkpoint_does_not_store(tmp_path: Path) -> None:
-    b = CampaignBuilder(tmp_path / "out")
-    ckpt = _control(b)
-    ckpt["progress"]["step"] = RESUMED_AT + 3  # the file says 5, the resume check says 2
-    b.files[CONTROL_CKPT] = _torch_bytes(ckpt)
-    [problem] = _problems(b.write(), "resume-complete.step-mismatch")
+    def change(ckpt: dict[str, Any]) -> None:
+        ckpt["progress"]["step"] = RESUMED_AT + 3  # the file says 5, the resume check says 2
+
+    problem = _only(tmp_path, change, "resume-complete.step-mismatch")
     assert problem.target == CONTROL_CKPT
     assert problem.finding.message == (
         f"{CONTROL_CKPT} stores step 5, but run resume-check records resumed_from.step 2 for "
@@ -89,11 +105,10 @@ def test_a_resumed_from_step_above_the_stored_one(tmp_path: Path) -> None:
 
 
 def test_a_checkpoint_that_stores_no_step_cannot_prove_it(tmp_path: Path) -> None:
-    b = CampaignBuilder(tmp_path / "out")
-    ckpt = _control(b)
-    ckpt["progress"] = {"epoch": 0}
-    b.files[CONTROL_CKPT] = _torch_bytes(ckpt)
-    [problem] = _problems(b.write(), "resume-complete.step-unproven")
+    def change(ckpt: dict[str, Any]) -> None:
+        ckpt["progress"] = {"epoch": 0}
+
+    problem = _only(tmp_path, change, "resume-complete.step-unproven")
     assert problem.finding.message == (
         f"cannot prove that {CONTROL_CKPT} holds step 2, the step run resume-check records in "
         "resumed_from: it stores no training step (a step key in its progress)")
@@ -104,11 +119,10 @@ def test_a_checkpoint_that_stores_no_step_cannot_prove_it(tmp_path: Path) -> Non
 
 
 def test_an_optimizer_buffer_of_another_shape(tmp_path: Path) -> None:
-    b = CampaignBuilder(tmp_path / "out")
-    ckpt = _control(b)
-    ckpt["optimizer"]["state"][0]["momentum_buffer"] = torch.zeros(5, 5)
-    b.files[CONTROL_CKPT] = _torch_bytes(ckpt)
-    [problem] = _problems(b.write(), "resume-complete.optimizer-mismatch")
+    def change(ckpt: dict[str, Any]) -> None:
+        ckpt["optimizer"]["state"][0]["momentum_buffer"] = torch.zeros(5, 5)
+
+    problem = _only(tmp_path, change, "resume-complete.optimizer-mismatch")
     assert problem.finding.message == (
         f"the optimizer state of resume checkpoint {CONTROL_CKPT} does not fit its model: "
         "optimizer.state.0 has buffers of shape [5, 5] (1 parameter(s): 0), but the model has "
@@ -116,27 +130,25 @@ def test_an_optimizer_buffer_of_another_shape(tmp_path: Path) -> None:
 
 
 def test_an_optimizer_for_part_of_the_model_cannot_be_proven(tmp_path: Path) -> None:
-    b = CampaignBuilder(tmp_path / "out")
-    ckpt = _control(b)
-    for group in ckpt["optimizer"]["param_groups"]:
-        group["params"] = group["params"][:1]
-    del ckpt["optimizer"]["state"][1]
-    b.files[CONTROL_CKPT] = _torch_bytes(ckpt)
-    [problem] = _problems(b.write(), "resume-complete.optimizer-unproven")
+    def change(ckpt: dict[str, Any]) -> None:
+        for group in ckpt["optimizer"]["param_groups"]:
+            group["params"] = group["params"][:1]
+        del ckpt["optimizer"]["state"][1]
+
+    problem = _only(tmp_path, change, "resume-complete.optimizer-unproven")
     assert problem.finding.message == (
         f"cannot prove that the optimizer state of resume checkpoint {CONTROL_CKPT} fits its "
-        "model: optimizer has 1 parameters for the model's 2 floating-point tensors: the "
+        "model: optimizer has 1 parameter(s) for the model's 2 floating-point tensors: the "
         "other tensors are frozen parameters or buffers, or the optimizer state is another "
         "model's (its parameters are numbered, not named)")
     assert "named_parameters()" in str(problem.finding.hint)
 
 
 def test_a_non_finite_optimizer_state_cannot_resume(tmp_path: Path) -> None:
-    b = CampaignBuilder(tmp_path / "out")
-    ckpt = _control(b)
-    ckpt["optimizer"]["state"][0]["momentum_buffer"][1, 2] = float("inf")
-    b.files[CONTROL_CKPT] = _torch_bytes(ckpt)
-    [problem] = _problems(b.write(), "resume-complete.optimizer-nonfinite")
+    def change(ckpt: dict[str, Any]) -> None:
+        ckpt["optimizer"]["state"][0]["momentum_buffer"][1, 2] = float("inf")
+
+    problem = _only(tmp_path, change, "resume-complete.optimizer-nonfinite")
     assert problem.finding.message == (
         f"resume checkpoint {CONTROL_CKPT} holds a non-finite optimizer state: 1 inf value(s) "
         "in 1 buffer(s): optimizer.state.0.momentum_buffer (1 inf); a resumed step would turn "
@@ -225,3 +237,36 @@ def test_a_saved_model_whose_shard_was_overwritten(tmp_path: Path) -> None:
     assert f"runs/variant-a/model/{second}: holds " in problem.finding.message
     assert (f"and lacks {len(lost)} tensor(s) model.safetensors.index.json places in it: "
             f"{lost[0]}") in problem.finding.message
+
+
+def test_a_saved_model_whose_config_states_another_size(tmp_path: Path) -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    saved = tmp_path / "saved"
+    GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=8, n_layer=1, n_head=2,
+                               n_positions=16)).save_pretrained(str(saved))
+    config = json.loads((saved / "config.json").read_text())
+    config["n_embd"] = 64  # the config of a wider model beside these weights
+    (saved / "config.json").write_text(json.dumps(config))
+    b = CampaignBuilder(tmp_path / "out")
+    for path in sorted(saved.iterdir()):
+        b.files[f"runs/variant-a/model/{path.name}"] = path.read_bytes()
+    b.manifest["checkpoints"].append({"path": "runs/variant-a/model", "run": "variant-a",
+                                      "format": "safetensors", "kind": "weights"})
+    b.files["RELOAD.md"] += b"AutoModel.from_pretrained('runs/variant-a/model')\n"
+    [problem] = _problems(b.write(), "artifacts-required.config-shapes")
+    assert problem.finding.message == (
+        "runs/variant-a/model of run variant-a holds no tensor with a dimension of 64, the "
+        "n_embd runs/variant-a/model/config.json states: these are the weights of another "
+        "configuration")
+
+
+def test_two_stored_steps_that_disagree_cannot_prove_the_step(tmp_path: Path) -> None:
+    def change(ckpt: dict[str, Any]) -> None:
+        ckpt["global_step"] = RESUMED_AT + 1
+
+    problem = _only(tmp_path, change, "resume-complete.step-unproven")
+    assert problem.finding.message == (
+        f"cannot prove that {CONTROL_CKPT} holds step 2, the step run resume-check records in "
+        "resumed_from: the steps it stores disagree (progress.step 2, global_step 3)")

@@ -60,7 +60,7 @@ def test_an_optimizer_for_2_of_4_parameter_tensors_cannot_be_proven(
     assert res.optimizer is not None
     assert res.optimizer.problems == (OptimizerProblem(
         "unproven", "optimizer",
-        "has 2 parameters for the model's 4 floating-point tensors: the other tensors are "
+        "has 2 parameter(s) for the model's 4 floating-point tensors: the other tensors are "
         "frozen parameters or buffers, or the optimizer state is another model's (its "
         "parameters are numbered, not named)"),)
 
@@ -90,7 +90,7 @@ def test_more_parameters_than_the_model_has_tensors(reloader: Reloader, tmp_path
     res = reloader.reload(path, "r.pt")
     assert res.optimizer is not None
     assert [p.detail for p in res.optimizer.problems] == [
-        "has 4 parameters, but the model has only 2 tensors that can be parameters: the "
+        "has 4 parameters, but the model has only 2 tensor(s) that can be parameters: the "
         "optimizer state is another model's"]
 
 
@@ -162,6 +162,7 @@ def test_a_dcp_optimizer_is_judged_too(reloader: Reloader, tmp_path: Path) -> No
     assert res.ok, res.cause
     assert res.step == 3
     assert res.optimizer is not None
+    assert (res.optimizer.params, res.optimizer.problems) == (4, ())
     assert [(b.name, b.nan) for b in res.optimizer.nonfinite] == [
         ("optimizer.state.1.exp_avg", 1)]
 

@@ -66,11 +66,13 @@ def problem(problems: list[dict[str, str]], kind: str, key: str, detail: str) ->
     problems.append({"kind": kind, "key": key, "detail": detail})
 
 
-def entries(state: dict[str, Any]) -> dict[Any, Any]:
+def entries(state: dict[str, Any]) -> dict[str, Any]:
+    """Per-parameter state by the parameter's id as text: DCP gives an index-keyed dict back
+    as a list, or with its keys as strings."""
     raw = state.get("state")
-    if isinstance(raw, (list, tuple)):  # DCP puts an index-keyed dict back as a list
-        return dict(enumerate(raw))
-    return raw if isinstance(raw, dict) else {}
+    if isinstance(raw, (list, tuple)):
+        raw = dict(enumerate(raw))
+    return {str(k): v for k, v in raw.items()} if isinstance(raw, dict) else {}
 
 
 def parameters(key: str, state: dict[str, Any],
@@ -90,7 +92,8 @@ def parameters(key: str, state: dict[str, Any],
     if repeated:
         problem(problems, "mismatch", f"{key}.param_groups",
                 f"lists parameter(s) {', '.join(repeated[:5])} in more than one place")
-    unlisted = [str(k) for k in held if k not in listed]
+    ids = {str(p) for p in listed}
+    unlisted = [k for k in held if k not in ids]
     if unlisted:
         problem(problems, "mismatch", f"{key}.state",
                 f"holds state for parameter(s) {', '.join(unlisted[:5])}, which no parameter "
@@ -99,7 +102,7 @@ def parameters(key: str, state: dict[str, Any],
     for i, param in enumerate(listed):
         name = names[i] if names else param
         out.append((f"{key}.state.{param}", name, buffer_shape(
-            key, param, held.get(param), problems)))
+            key, param, held.get(str(param)), problems)))
     return out
 
 
@@ -144,11 +147,11 @@ def fit_model(found: Findings, params: list[tuple[str, Any, list[int] | None]],
                     "this model")
     if len(params) > len(model):
         problem(problems, "mismatch", params[0][0].rpartition(".state.")[0],
-                f"has {len(params)} parameters, but the model has only {len(model)} tensors that "
+                f"has {len(params)} parameters, but the model has only {len(model)} tensor(s) that "
                 "can be parameters: the optimizer state is another model's")
     elif len(params) < len(model):
         problem(problems, "unproven", params[0][0].rpartition(".state.")[0],
-                f"has {len(params)} parameters for the model's {len(model)} floating-point "
+                f"has {len(params)} parameter(s) for the model's {len(model)} floating-point "
                 "tensors: the other tensors are frozen parameters or buffers, or the "
                 "optimizer state is another model's (its parameters are numbered, not named)")
 
