@@ -184,18 +184,37 @@ def shown_names(params: list[tuple[str, Any, list[int] | None]]) -> str:
 def nonfinite_buffers(key: str, state: dict[str, Any]) -> list[dict[str, Any]]:
     """Each optimizer buffer holding NaN or inf: a resumed step spreads it to the weights."""
     out = []
+    files = file_mappings()
     for param, entry in entries(state).items():
         if not isinstance(entry, dict):
             continue
         for name, t in entry.items():
-            if isinstance(t, torch.Tensor) and not finite(t):
+            if isinstance(t, torch.Tensor) and not finite(t, files):
                 nan, inf = count_nonfinite(t)
                 out.append({"name": f"{key}.state.{param}.{name}", "nan": nan, "inf": inf})
     return out
 
 
-def finite(t: torch.Tensor) -> bool:
+def file_mappings() -> list[tuple[int, int]]:
+    """The address ranges mapped from files (a torch.load(mmap=True) checkpoint's among
+    them): only there may checked pages be dropped (they refault from the file)."""
+    ranges = []
     try:
-        return tensor_finite(t, mapped=False)
+        with open("/proc/self/maps") as fh:
+            for line in fh:
+                fields = line.split(None, 5)
+                if len(fields) == 6 and fields[5].startswith("/"):
+                    lo, _, hi = fields[0].partition("-")
+                    ranges.append((int(lo, 16), int(hi, 16)))
+    except (OSError, ValueError):
+        return []
+    return ranges
+
+
+def finite(t: torch.Tensor, files: list[tuple[int, int]]) -> bool:
+    start = t.data_ptr()
+    mapped = t.layout == torch.strided and any(lo <= start < hi for lo, hi in files)
+    try:
+        return tensor_finite(t, mapped=mapped)
     except (RuntimeError, TypeError, NotImplementedError):
         return True  # no kernel for its dtype: not judged
