@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pytest_itera.checks.checkpoint_content import resume_content, run_weights
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.files import campaign_relative
 from pytest_itera.core.campaign import (
@@ -331,6 +332,7 @@ def resume_complete(ctx: Context, target: str | None) -> Iterator[Finding]:
         yield from _missing_parts(record, result, required, where,
                                   _required_by(ctx, record.run))
         yield from _overclaimed(record, result, where)
+        yield from resume_content(ctx, record, result, where)
 
 
 def _required_by(ctx: Context, run_id: str) -> str:
@@ -478,6 +480,7 @@ def artifacts_required(ctx: Context, target: str | None) -> Iterator[Finding]:
         yield from _resume_evidence(ctx, target, where)
         return
     if any(c.run == target for c in man.checkpoints) or any(a.run == target for a in man.adapters):
+        yield from run_weights(ctx, target, where, lambda c: reloaded(ctx, c))
         return
     yield Finding(
         f"accepted {planned.role} run {target} ships no artifact: no checkpoint or adapter of "
@@ -488,6 +491,15 @@ def artifacts_required(ctx: Context, target: str | None) -> Iterator[Finding]:
         "(torch.save(model.state_dict()), safetensors, save_pretrained) into the campaign and "
         "list them in checkpoints (kind 'weights' or 'resume'), or its adapter in adapters",
     )
+
+
+def reloaded(ctx: Context, record: CheckpointRecord) -> ReloadResult | None:
+    """The verdict on a listed checkpoint when it reloads (memoised), else None: whether it
+    reloads is its own checkpoint-reloads item."""
+    if _locate(ctx, record.path, "", "") is not None:
+        return None
+    result = ctx.reload(record.path, record.format)
+    return result if load_error(result) is None else None
 
 
 def _resume_evidence(ctx: Context, run_id: str, where: str) -> Iterator[Finding]:

@@ -33,7 +33,8 @@ from typing import IO, Any, Literal
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT, PARTS
 from pytest_itera.reload.probe import MIN_TORCH, too_old
 
-__all__ = ["MIN_TORCH", "PARTS", "PartFault", "ReloadResult", "Reloader", "Sandbox"]
+__all__ = ["MIN_TORCH", "PARTS", "NonFiniteBuffer", "OptimizerFit", "OptimizerProblem",
+           "PartFault", "ReloadResult", "Reloader", "Sandbox"]
 
 SERVER = Path(__file__).with_name("server") / "__main__.py"  # a folder, run by path
 PROBE = Path(__file__).with_name("probe.py")
@@ -59,6 +60,37 @@ class PartFault:
     kind: FaultKind
     key: str
     detail: str
+
+
+@dataclass(frozen=True)
+class OptimizerProblem:
+    """Why an optimizer state does not fit the model beside it (``"mismatch"``), or why
+    the fit cannot be proven (``"unproven"``); ``key`` is where (``"optimizer.state.0"``)."""
+
+    kind: Literal["mismatch", "unproven"]
+    key: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class NonFiniteBuffer:
+    """An optimizer buffer holding NaN or inf values (``optimizer.state.3.exp_avg``)."""
+
+    name: str
+    nan: int
+    inf: int
+
+
+@dataclass(frozen=True)
+class OptimizerFit:
+    """The optimizer states of a checkpoint judged against its model, by content."""
+
+    params: int  # parameters the param groups list, all optimizers together
+    problems: tuple[OptimizerProblem, ...] = ()
+    nonfinite: tuple[NonFiniteBuffer, ...] = ()  # the first 20
+    nonfinite_buffers: int = 0  # all of them
+    nan_values: int = 0
+    inf_values: int = 0
 
 
 @dataclass(frozen=True)
@@ -100,6 +132,16 @@ class ReloadResult:
     # Pickled globals outside the weights_only allowlist ("os.system"): the file holds code.
     # Typed so that no fix line ever suggests loading or re-saving such a file.
     holds_code: tuple[str, ...] = ()
+    # Whose checkpoint it is, by content: the training step its progress stores (None: none,
+    # or two that disagree), each model tensor's shape by its state-dict name, a digest of
+    # the model tensors (names, shapes, dtypes, checksums: equal for the same tensors in any
+    # format), and the optimizer states judged against the model (None: no optimizer).
+    step: int | None = None
+    stored_steps: tuple[tuple[str, int], ...] = ()  # (key, step) of each step found
+    model_shapes: Mapping[str, tuple[int, ...]] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False)
+    model_digest: str | None = None
+    optimizer: OptimizerFit | None = None
 
     def fault(self, part: str) -> PartFault | None:
         """Why ``part`` is not counted although its key is there, or None."""
@@ -449,7 +491,45 @@ def _result(display: str, reply: dict[str, Any], claimed: str | None) -> ReloadR
         nonfinite_tensors=int(reply.get("nonfinite_tensors", 0)),
         nan_values=int(reply.get("nan_values", 0)), inf_values=int(reply.get("inf_values", 0)),
         sandbox=_sandbox(reply.get("sandbox")),
-        holds_code=tuple(str(g) for g in reply.get("holds_code") or ()))
+        holds_code=tuple(str(g) for g in reply.get("holds_code") or ()),
+        **_content(reply))
+
+
+def _content(reply: dict[str, Any]) -> dict[str, Any]:
+    """The typed facts of what a checkpoint holds (our own protocol: malformed parts are
+    dropped, never guessed)."""
+    step = reply.get("step")
+    steps = reply.get("steps")
+    shapes = reply.get("model_shapes")
+    digest = reply.get("model_digest")
+    return {
+        "step": step if isinstance(step, int) and not isinstance(step, bool) else None,
+        "stored_steps": tuple((str(k), int(v)) for k, v in steps if isinstance(v, int))
+        if isinstance(steps, list) and all(isinstance(s, list) and len(s) == 2 for s in steps)
+        else (),
+        "model_shapes": MappingProxyType({
+            str(k): tuple(int(d) for d in v) for k, v in shapes.items()
+            if isinstance(v, list)} if isinstance(shapes, dict) else {}),
+        "model_digest": digest if isinstance(digest, str) else None,
+        "optimizer": _optimizer(reply.get("optimizer"))}
+
+
+def _optimizer(raw: Any) -> OptimizerFit | None:
+    if not isinstance(raw, dict):
+        return None
+    problems = tuple(
+        OptimizerProblem(kind=p["kind"], key=str(p.get("key", "")), detail=str(p.get("detail")))
+        for p in raw.get("problems") or () if isinstance(p, dict)
+        and p.get("kind") in ("mismatch", "unproven"))
+    nonfinite = tuple(
+        NonFiniteBuffer(name=str(b.get("name")), nan=int(b.get("nan", 0)),
+                        inf=int(b.get("inf", 0)))
+        for b in raw.get("nonfinite") or () if isinstance(b, dict))
+    return OptimizerFit(params=int(raw.get("params", 0)), problems=problems,
+                        nonfinite=nonfinite,
+                        nonfinite_buffers=int(raw.get("nonfinite_buffers", 0)),
+                        nan_values=int(raw.get("nan_values", 0)),
+                        inf_values=int(raw.get("inf_values", 0)))
 
 
 def _sandbox(raw: Any) -> Sandbox | None:

@@ -16,6 +16,7 @@ from .finite import PAGE
 from .folder_formats import inspect_folder
 from .lifeline import die_with
 from .loading import explain, sniff
+from .optimizer_fit import judge_optimizers
 from .siblings import formats, sandbox
 from .verdict import Findings, Refused, failed
 
@@ -27,6 +28,7 @@ def child_verdict(path: str) -> dict[str, Any]:
             inspect_folder(found, path)
         else:
             inspect_file(found, path)
+        judge_optimizers(found)
         return found.verdict(None)
     except Refused as exc:
         return found.verdict(exc)

@@ -126,7 +126,8 @@ def safetensors_refusal(exc: Exception) -> str:
     return f"safetensors could not load it: {explain(exc)}"
 
 
-def inspect_safetensors(found: Findings, path: str, weights: bool) -> None:
+def inspect_safetensors(found: Findings, path: str, weights: bool) -> list[str]:
+    """Check each tensor of a safetensors file; its tensor names."""
     safetensors_header(path)
     try:
         from safetensors import safe_open
@@ -135,7 +136,8 @@ def inspect_safetensors(found: Findings, path: str, weights: bool) -> None:
                       "pip install safetensors there") from exc
     try:
         with safe_open(path, framework="pt", device="cpu") as fh:
-            for name in fh.keys():  # noqa: SIM118 -- safe_open is not a dict
+            names = list(fh.keys())
+            for name in names:
                 t = fh.get_tensor(name)  # one tensor at a time: bounded memory
                 found.tensors += 1
                 if weights:
@@ -145,6 +147,7 @@ def inspect_safetensors(found: Findings, path: str, weights: bool) -> None:
         raise
     except Exception as exc:
         raise Refused(safetensors_refusal(exc)) from exc
+    return names
 
 
 def inspect_file(found: Findings, path: str) -> None:

@@ -61,10 +61,12 @@ def load_member(found: Findings, folder: str, name: str, weights: bool) -> Any:
             refuse_code(path, kind)
             raise Refused(describe_unknown(path))
         if kind == "safetensors":
-            inspect_safetensors(found, path, weights)
+            found.member_keys[name] = inspect_safetensors(found, path, weights)
             return None
         obj = torch_load(path, kind)
         check(found, obj, name, weights, mapped=(kind == "zip"))
+        if isinstance(obj, dict):
+            found.member_keys[name] = [str(k) for k in obj]
         return obj
     except Refused as exc:
         raise Refused(exc.reason, exc.file or name, exc.code) from exc
@@ -134,16 +136,59 @@ def check_shard_index(folder: str, name: str, names: set[str]) -> None:
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict):
         raise Refused("no weight_map: not a shard index", name)
-    for shard in sorted({v for v in weight_map.values() if isinstance(v, str)}):
+    for shard in index_shards(weight_map):
         if "/" in shard or "\\" in shard or shard in (".", ".."):
             raise Refused(f"the index names {shard!r}, which is not a file of this folder", name)
         if shard not in names:
             raise Refused(f"the index lists shard {shard}, which is missing", name)
 
 
+def index_shards(weight_map: dict[Any, Any]) -> list[str]:
+    return sorted({v for v in weight_map.values() if isinstance(v, str)})
+
+
+def check_shard_contents(found: Findings, folder: str, names: set[str]) -> None:
+    """Each shard holds exactly the tensors its index places in it (read from the shards as
+    they were loaded: no second read).  A shard overwritten by another of the same size
+    passes every size and hash of the manifest, and from_pretrained would fill the tensors
+    it lacks with random weights."""
+    for name in sorted(n for n in names if SHARD_INDEX.fullmatch(n)):
+        with open(os.path.join(folder, name), encoding="utf-8") as fh:
+            weight_map = json.load(fh)["weight_map"]  # check_shard_index read it already
+        placed = {str(k): v for k, v in weight_map.items()}
+        for shard in index_shards(weight_map):
+            held = found.member_keys.get(shard)
+            if held is not None:
+                check_shard(name, shard, set(held), placed)
+
+
+def check_shard(index: str, shard: str, held: set[str], placed: dict[str, Any]) -> None:
+    expected = {k for k, v in placed.items() if v == shard}
+    missing, extra = sorted(expected - held), sorted(held - expected)
+    if not missing and not extra:
+        return
+    elsewhere = sorted({placed[k] for k in extra if k in placed})
+    said = []
+    if extra:
+        owners = f" (the index places them in {', '.join(elsewhere)})" if elsewhere else \
+            " (the index lists them nowhere)"
+        said.append(f"holds {len(extra)} tensor(s) {index} does not place in it{owners}: "
+                    f"{shown(extra)}")
+    if missing:
+        said.append(f"lacks {len(missing)} tensor(s) {index} places in it: {shown(missing)}; "
+                    "from_pretrained would fill them with random weights")
+    raise Refused(" and ".join(said), shard)
+
+
+def shown(names: list[str], limit: int = 6) -> str:
+    more = f", ... ({len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
 def inspect_hf_trainer(found: Findings, folder: str, names: set[str]) -> None:
     check_shards(folder, names)
     inspect_members(found, folder, names, HF_FILES)
+    check_shard_contents(found, folder, names)
     try:
         with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as fh:
             state = json.load(fh)
@@ -152,11 +197,13 @@ def inspect_hf_trainer(found: Findings, folder: str, names: set[str]) -> None:
     if isinstance(state, dict) and isinstance(state.get("global_step"), int):
         # The Trainer resumes the data position by replaying the sampler to global_step.
         found.parts |= {"progress", "data"}
+        found.steps.append(("trainer_state.json:global_step", state["global_step"]))
 
 
 def inspect_accelerate(found: Findings, folder: str, names: set[str]) -> None:
     check_shards(folder, names)
     loaded = inspect_members(found, folder, names, ACCELERATE_FILES)
+    check_shard_contents(found, folder, names)
     for name, obj in loaded.items():
         if any(re.fullmatch(p, name) for p in REGISTERED) and isinstance(obj, dict):
             inspect_dict(found, obj, f"{name}:", None, skip=frozenset({"model"}))
@@ -172,6 +219,7 @@ def inspect_hf_model(found: Findings, folder: str, names: set[str]) -> None:
     found.format = "safetensors" if safetensors else "torch"  # also when a shard is missing
     check_shards(folder, names)
     inspect_members(found, folder, names, HF_MODEL_FILES)
+    check_shard_contents(found, folder, names)
     found.missing_reasons.update(formats.absent("hf-model"))
 
 

@@ -4,6 +4,7 @@ checkpoint dict (and of the containers real code nests them in) that hold them."
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -250,7 +251,40 @@ def judge_part(found: Findings, part: str, value: Any, key: str) -> bool:
         found.fault(part, "not_state", key, problem)
         return False
     found.parts.add(part)
+    if part == "progress":
+        step = progress_step(value, key)
+        if step is not None:
+            found.steps.append(step)
+    elif part == "optimizer":
+        found.optimizers.append((key, value))  # judged against the model at the end
     return True
+
+
+# Progress keys that count optimizer steps (an epoch, a sample or token count is no step).
+STEP_KEYS = ("global_step", "step", "steps", "iteration", "iter", "steps_done", "current_step")
+
+
+def progress_step(value: Any, key: str) -> tuple[str, int] | None:
+    """(where, step) of the training step a progress part stores: a whole number under a
+    step key (``global_step``, ``progress.step``, ``train_state.step``), else None."""
+    last = re.split(r"[.:]", key)[-1]
+    if last in STEP_KEYS:
+        return whole(value, key)
+    if isinstance(value, dict):
+        for name in STEP_KEYS:
+            if name in value:
+                found = whole(value[name], f"{key}.{name}")
+                if found is not None:
+                    return found
+    return None
+
+
+def whole(value: Any, key: str) -> tuple[str, int] | None:
+    if not number(value):
+        return None
+    if isinstance(value, torch.Tensor):
+        value = value.item()
+    return (key, int(value)) if float(value).is_integer() else None
 
 
 def has_part_keys(obj: dict[Any, Any], depth: int = 0) -> bool:

@@ -6,6 +6,7 @@ the same two classes as the verdicts of a real load.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from .siblings import formats
@@ -42,6 +43,15 @@ class Findings:
         self.tensors = 0
         self.notes: list[str] = []
         self.unchecked: list[str] = []  # weights whose finiteness no kernel could check
+        # What tells whose checkpoint it is (typed facts for the client): each model
+        # tensor's state-dict name -> (shape, dtype, checksum); the progress steps found
+        # ((key, step)); the optimizer states found ((key, value), judged at the end); the
+        # tensor names of each folder member (shard indexes are checked against them).
+        self.model: dict[str, tuple[list[int], str, int]] = {}
+        self.steps: list[tuple[str, int]] = []
+        self.optimizers: list[tuple[str, Any]] = []
+        self.optimizer: dict[str, Any] | None = None
+        self.member_keys: dict[str, list[str]] = {}
 
     def fault(self, part: str, kind: str, key: str, detail: str) -> None:
         """The first key of ``part`` found wanting (a valid key elsewhere still wins)."""
@@ -66,7 +76,29 @@ class Findings:
                 "part_faults": [f for p, f in sorted(self.faults.items()) if p not in self.parts],
                 "nonfinite": self.nonfinite[:20], "nonfinite_tensors": len(self.nonfinite),
                 "nan_values": self.nan_values, "inf_values": self.inf_values,
-                "tensors": self.tensors, "notes": self.notes}
+                "tensors": self.tensors, "notes": self.notes, **self.content()}
+
+    def content(self) -> dict[str, Any]:
+        """The typed facts of what the checkpoint holds: its progress step (None when it
+        stores none, or two that disagree), its model tensors' shapes and content digest,
+        and the optimizer's fit to the model."""
+        steps = {step for _, step in self.steps}
+        return {"step": steps.pop() if len(steps) == 1 else None,
+                "steps": [[key, step] for key, step in self.steps[:10]],
+                "model_shapes": {name: shape for name, (shape, _, _) in self.model.items()},
+                "model_digest": model_digest(self.model), "optimizer": self.optimizer}
+
+
+def model_digest(model: dict[str, tuple[list[int], str, int]]) -> str | None:
+    """One digest of the model tensors: their names, shapes, dtypes and checksums, in name
+    order (the same tensors give the same digest whatever file format holds them)."""
+    if not model:
+        return None
+    h = hashlib.sha256()
+    for name in sorted(model):
+        shape, dtype, checksum = model[name]
+        h.update(f"{name}\0{dtype}\0{shape}\0{checksum}\n".encode())
+    return h.hexdigest()
 
 
 def nonfinite_values(nan: int, inf: int) -> str:

@@ -1,0 +1,272 @@
+"""Issue 24: checkpoints judged by content against the manifest and each other.
+
+On the factory's campaign (real torch.save files of tiny models), changed in ONE way while
+every size and hash stays consistent:
+
+- resume-complete: the step a resume checkpoint stores is the resumed_from step naming it
+  (or "cannot prove" when it stores none); its optimizer fits its model and is finite;
+- artifacts-required: two deliverable runs never ship the same weights (same bytes, or the
+  same tensors in other bytes); a run's checkpoints agree on their shapes and hold the
+  layer size its config states;
+- checkpoint-reloads: a shard overwritten by another shard of a saved model is refused.
+
+Judged in-process by ``pytest_itera.report.verify.check_campaign``; each failing case has
+its passing twin.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pytest_itera.report.verify import Problem, check_campaign
+from tests.factory import CONTROL_CKPT, RESUMED_AT, VARIANT_WEIGHTS, CampaignBuilder, sha256
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _problems(root: Path, code: str) -> list[Problem]:
+    verdict = check_campaign(root, timeout=60)
+    return [p for p in verdict.findings if p.finding.code == code]
+
+
+def _codes(root: Path) -> list[str]:
+    return sorted(str(p.finding.code or p.check) for p in check_campaign(root, timeout=60).findings)
+
+
+def _torch_bytes(obj: Any) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def _control(b: CampaignBuilder) -> dict[str, Any]:
+    loaded: dict[str, Any] = torch.load(io.BytesIO(b.files[CONTROL_CKPT]), weights_only=True)
+    return loaded
+
+
+def _changed_control(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    """The factory's campaign whose control resume checkpoint ``change`` edited (re-saved,
+    its size and hash recorded anew)."""
+    b = CampaignBuilder(tmp_path / "out")
+    ckpt = _control(b)
+    change(ckpt)
+    b.files[CONTROL_CKPT] = _torch_bytes(ckpt)
+    return b.write()
+
+
+def _only(tmp_path: Path, change: Callable[[dict[str, Any]], None], code: str) -> Problem:
+    """The one finding of ``code`` on the campaign whose control checkpoint ``change`` edited."""
+    [problem] = _problems(_changed_control(tmp_path, change), code)
+    return problem
+
+
+def _set_config(b: CampaignBuilder, run_id: str, config: dict[str, Any]) -> None:
+    """A run's config, with the hashes the plan and the manifest record of it."""
+    data = json.dumps(config).encode()
+    b.files[f"configs/{run_id}.json"] = data
+    for doc in (b.plan, b.manifest):
+        next(r for r in doc["runs"] if r["id"] == run_id)["config_sha256"] = sha256(data)
+
+
+def test_the_factory_campaign_is_accepted(tmp_path: Path) -> None:
+    assert _codes(CampaignBuilder(tmp_path / "out").write()) == []
+
+
+# ------------------------------------------------------------------ the stored step
+
+
+def test_a_resumed_from_step_the_checkpoint_does_not_store(tmp_path: Path) -> None:
+    def change(ckpt: dict[str, Any]) -> None:
+        ckpt["progress"]["step"] = RESUMED_AT + 3  # the file says 5, the resume check says 2
+
+    problem = _only(tmp_path, change, "resume-complete.step-mismatch")
+    assert problem.target == CONTROL_CKPT
+    assert problem.finding.message == (
+        f"{CONTROL_CKPT} stores step 5, but run resume-check records resumed_from.step 2 for "
+        "it: the run resumed from another checkpoint, or the record is wrong")
+    assert problem.finding.where == "manifest.json $.runs[2].resumed_from.step"
+    assert (problem.finding.expected, problem.finding.found) == ("2", "5")
+
+
+def test_a_resumed_from_step_above_the_stored_one(tmp_path: Path) -> None:
+    b = CampaignBuilder(tmp_path / "out")
+    b.run_record("resume-check")["resumed_from"]["step"] = RESUMED_AT + 1
+    [problem] = _problems(b.write(), "resume-complete.step-mismatch")
+    assert problem.finding.message.startswith(
+        f"{CONTROL_CKPT} stores step 2, but run resume-check records resumed_from.step 3")
+
+
+def test_a_checkpoint_that_stores_no_step_cannot_prove_it(tmp_path: Path) -> None:
+    def change(ckpt: dict[str, Any]) -> None:
+        ckpt["progress"] = {"epoch": 0}
+
+    problem = _only(tmp_path, change, "resume-complete.step-unproven")
+    assert problem.finding.message == (
+        f"cannot prove that {CONTROL_CKPT} holds step 2, the step run resume-check records in "
+        "resumed_from: it stores no training step (a step key in its progress)")
+    assert "save_resume_checkpoint" in str(problem.finding.hint)
+
+
+# ------------------------------------------------------------------ the optimizer
+
+
+def test_an_optimizer_buffer_of_another_shape(tmp_path: Path) -> None:
+    def change(ckpt: dict[str, Any]) -> None:
+        ckpt["optimizer"]["state"][0]["momentum_buffer"] = torch.zeros(5, 5)
+
+    problem = _only(tmp_path, change, "resume-complete.optimizer-mismatch")
+    assert problem.finding.message == (
+        f"the optimizer state of resume checkpoint {CONTROL_CKPT} does not fit its model: "
+        "optimizer.state.0 has buffers of shape [5, 5] (1 parameter(s): 0), but the model has "
+        "0 tensor(s) of that shape: the optimizer state does not fit this model")
+
+
+def test_an_optimizer_for_part_of_the_model_cannot_be_proven(tmp_path: Path) -> None:
+    def change(ckpt: dict[str, Any]) -> None:
+        for group in ckpt["optimizer"]["param_groups"]:
+            group["params"] = group["params"][:1]
+        del ckpt["optimizer"]["state"][1]
+
+    problem = _only(tmp_path, change, "resume-complete.optimizer-unproven")
+    assert problem.finding.message == (
+        f"cannot prove that the optimizer state of resume checkpoint {CONTROL_CKPT} fits its "
+        "model: optimizer has 1 parameter(s) for the model's 2 floating-point tensors: the "
+        "other tensors are frozen parameters or buffers, or the optimizer state is another "
+        "model's (its parameters are numbered, not named)")
+    assert "named_parameters()" in str(problem.finding.hint)
+
+
+def test_a_non_finite_optimizer_state_cannot_resume(tmp_path: Path) -> None:
+    def change(ckpt: dict[str, Any]) -> None:
+        ckpt["optimizer"]["state"][0]["momentum_buffer"][1, 2] = float("inf")
+
+    problem = _only(tmp_path, change, "resume-complete.optimizer-nonfinite")
+    assert problem.finding.message == (
+        f"resume checkpoint {CONTROL_CKPT} holds a non-finite optimizer state: 1 inf value(s) "
+        "in 1 buffer(s): optimizer.state.0.momentum_buffer (1 inf); a resumed step would turn "
+        "the weights non-finite")
+
+
+# ------------------------------------------------------------------ whose weights
+
+
+def test_a_variant_shipping_the_controls_bytes(tmp_path: Path) -> None:
+    b = CampaignBuilder(tmp_path / "out")
+    b.files[VARIANT_WEIGHTS] = b.files[CONTROL_CKPT]
+    problems = _problems(b.write(), "artifacts-required.same-weights")
+    assert sorted(p.target or "" for p in problems) == ["control", "variant-a"]
+    variant = next(p for p in problems if p.target == "variant-a")
+    assert variant.finding.message == (
+        f"{VARIANT_WEIGHTS} of run variant-a is byte for byte {CONTROL_CKPT} of run control: "
+        "two deliverable runs ship the same weights")
+
+
+def test_a_variant_shipping_the_controls_tensors_in_other_bytes(tmp_path: Path) -> None:
+    b = CampaignBuilder(tmp_path / "out")
+    b.files[VARIANT_WEIGHTS] = _torch_bytes(_control(b)["model"])  # re-saved: other bytes
+    [variant] = [p for p in _problems(b.write(), "artifacts-required.same-weights")
+                 if p.target == "variant-a"]
+    assert variant.finding.message == (
+        f"{VARIANT_WEIGHTS} of run variant-a holds the same model tensors (names, shapes, "
+        f"dtypes and checksums) as {CONTROL_CKPT} of run control: two deliverable runs ship "
+        "the same weights")
+
+
+def test_weights_without_the_width_their_config_states(tmp_path: Path) -> None:
+    b = CampaignBuilder(tmp_path / "out")
+    _set_config(b, "variant-a", {"run": "variant-a", "lr": 0.01, "width": 64})
+    [problem] = _problems(b.write(), "artifacts-required.config-shapes")
+    assert problem.finding.message == (
+        f"{VARIANT_WEIGHTS} of run variant-a holds no tensor with a dimension of 64, the "
+        "width configs/variant-a.json states: these are the weights of another configuration")
+    assert problem.finding.found == "weight [2, 4], bias [2]"
+
+
+def test_weights_with_the_width_their_config_states(tmp_path: Path) -> None:
+    b = CampaignBuilder(tmp_path / "out")
+    _set_config(b, "variant-a", {"run": "variant-a", "lr": 0.01, "width": 4})
+    assert _codes(b.write()) == []
+
+
+def test_two_checkpoints_of_one_run_at_other_shapes(tmp_path: Path) -> None:
+    b = CampaignBuilder(tmp_path / "out")
+    torch.manual_seed(1)
+    b.files["runs/variant-a/last.pt"] = _torch_bytes(torch.nn.Linear(4, 3).state_dict())
+    b.manifest["checkpoints"].append({"path": "runs/variant-a/last.pt", "run": "variant-a",
+                                      "format": "torch", "kind": "weights"})
+    [problem] = _problems(b.write(), "artifacts-required.shapes-differ")
+    assert problem.finding.message == (
+        f"{VARIANT_WEIGHTS} and runs/variant-a/last.pt of run variant-a hold 2 tensor(s) at "
+        "different shapes (e.g. bias: [2] and [3]): they are not checkpoints of one model")
+
+
+# ------------------------------------------------------------------ shards
+
+
+def test_a_saved_model_whose_shard_was_overwritten(tmp_path: Path) -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    saved = tmp_path / "saved"
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=8, n_layer=2, n_head=2,
+                                       n_positions=16))
+    model.save_pretrained(str(saved), max_shard_size="2KB")
+    index = json.loads((saved / "model.safetensors.index.json").read_text())["weight_map"]
+    first, second = sorted(set(index.values()))[:2]
+    b = CampaignBuilder(tmp_path / "out")
+    for path in sorted(saved.iterdir()):
+        b.files[f"runs/variant-a/model/{path.name}"] = path.read_bytes()
+    b.manifest["checkpoints"].append({"path": "runs/variant-a/model", "run": "variant-a",
+                                      "format": "safetensors", "kind": "weights"})
+    b.files["RELOAD.md"] += b"AutoModel.from_pretrained('runs/variant-a/model')\n"
+    good = b.write()
+    assert _codes(good) == []
+    shutil.rmtree(good)
+    b.files[f"runs/variant-a/model/{second}"] = b.files[f"runs/variant-a/model/{first}"]
+    verdict = check_campaign(b.write(), timeout=60)
+    [problem] = [p for p in verdict.findings if p.check == "checkpoint-reloads"]
+    lost = sorted(k for k, v in index.items() if v == second)
+    assert f"runs/variant-a/model/{second}: holds " in problem.finding.message
+    assert (f"and lacks {len(lost)} tensor(s) model.safetensors.index.json places in it: "
+            f"{lost[0]}") in problem.finding.message
+
+
+def test_a_saved_model_whose_config_states_another_size(tmp_path: Path) -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    saved = tmp_path / "saved"
+    GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=8, n_layer=1, n_head=2,
+                               n_positions=16)).save_pretrained(str(saved))
+    config = json.loads((saved / "config.json").read_text())
+    config["n_embd"] = 64  # the config of a wider model beside these weights
+    (saved / "config.json").write_text(json.dumps(config))
+    b = CampaignBuilder(tmp_path / "out")
+    for path in sorted(saved.iterdir()):
+        b.files[f"runs/variant-a/model/{path.name}"] = path.read_bytes()
+    b.manifest["checkpoints"].append({"path": "runs/variant-a/model", "run": "variant-a",
+                                      "format": "safetensors", "kind": "weights"})
+    b.files["RELOAD.md"] += b"AutoModel.from_pretrained('runs/variant-a/model')\n"
+    [problem] = _problems(b.write(), "artifacts-required.config-shapes")
+    assert problem.finding.message == (
+        "runs/variant-a/model of run variant-a holds no tensor with a dimension of 64, the "
+        "n_embd runs/variant-a/model/config.json states: these are the weights of another "
+        "configuration")
+
+
+def test_two_stored_steps_that_disagree_cannot_prove_the_step(tmp_path: Path) -> None:
+    def change(ckpt: dict[str, Any]) -> None:
+        ckpt["global_step"] = RESUMED_AT + 1
+
+    problem = _only(tmp_path, change, "resume-complete.step-unproven")
+    assert problem.finding.message == (
+        f"cannot prove that {CONTROL_CKPT} holds step 2, the step run resume-check records in "
+        "resumed_from: the steps it stores disagree (progress.step 2, global_step 3)")

@@ -1,0 +1,299 @@
+"""Issue 24: what a checkpoint holds, reported as typed facts by the reload child.
+
+- the optimizer fits the model (its parameters, their buffers' shapes) and is finite;
+- shards hold what their index says;
+- the step a checkpoint stores, its model tensors' shapes and a content digest that is
+  equal for the same tensors in any format.
+
+Real files of tiny models, written by torch, safetensors, transformers, accelerate, DCP.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from pytest_itera.reload import OptimizerProblem, Reloader
+from tests import checkpoints
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _adamw(model: torch.nn.Module, params: Any = None) -> torch.optim.Optimizer:
+    opt = torch.optim.AdamW(model.parameters() if params is None else params, lr=1e-3)
+    first = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
+    model(torch.randn(3, first.in_features)).pow(2).mean().backward()
+    opt.step()
+    return opt
+
+
+def _resume(tmp_path: Path, model: torch.nn.Module, optimizer: dict[str, Any],
+            step: int = 10) -> Path:
+    path = tmp_path / "resume.pt"
+    torch.save({"model": model.state_dict(), "optimizer": optimizer,
+                "progress": {"step": step, "epoch": 0}}, path)
+    return path
+
+
+# ---------------------------------------------------------------- optimizer fits the model
+
+
+def test_a_fitting_optimizer_has_no_problem(reloader: Reloader, tmp_path: Path) -> None:
+    model = checkpoints.tiny_model()
+    res = reloader.reload(_resume(tmp_path, model, _adamw(model).state_dict()), "r.pt")
+    assert res.ok, res.cause
+    assert res.optimizer is not None
+    assert (res.optimizer.params, res.optimizer.problems, res.optimizer.nonfinite_buffers) == \
+        (4, (), 0)
+
+
+def test_an_optimizer_for_2_of_4_parameter_tensors_cannot_be_proven(
+        reloader: Reloader, tmp_path: Path) -> None:
+    model = checkpoints.tiny_model()
+    opt = _adamw(model, list(model.parameters())[:2])  # the first layer only
+    res = reloader.reload(_resume(tmp_path, model, opt.state_dict()), "r.pt")
+    assert res.optimizer is not None
+    assert res.optimizer.problems == (OptimizerProblem(
+        "unproven", "optimizer",
+        "has 2 parameter(s) for the model's 4 floating-point tensors: the other tensors are "
+        "frozen parameters or buffers, or the optimizer state is another model's (its "
+        "parameters are numbered, not named)"),)
+
+
+def test_a_peft_models_optimizer_over_its_adapter_tensors_is_proven(
+        reloader: Reloader, tmp_path: Path) -> None:
+    """LoRA training keeps the base frozen: the optimizer holds the adapter's tensors only,
+    and the resume checkpoint the whole PeftModel state dict. That is a fit, not a doubt."""
+    from peft import LoraConfig, get_peft_model
+
+    base = checkpoints.tiny_model()
+    model = get_peft_model(base, LoraConfig(r=2, target_modules=["0", "2"]))
+    trained = [p for p in model.parameters() if p.requires_grad]
+    assert 0 < len(trained) < len(model.state_dict())
+    opt = _adamw(model, trained)
+    res = reloader.reload(_resume(tmp_path, model, opt.state_dict()), "r.pt")
+    assert res.ok, res.cause
+    assert res.optimizer is not None
+    assert (res.optimizer.params, res.optimizer.problems) == (len(trained), ())
+
+
+def test_an_optimizer_over_part_of_a_peft_models_adapter_is_not_proven(
+        reloader: Reloader, tmp_path: Path) -> None:
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(checkpoints.tiny_model(), LoraConfig(r=2, target_modules=["0", "2"]))
+    trained = [p for p in model.parameters() if p.requires_grad]
+    opt = _adamw(model, trained[:2])
+    res = reloader.reload(_resume(tmp_path, model, opt.state_dict()), "r.pt")
+    assert res.optimizer is not None
+    assert [p.kind for p in res.optimizer.problems] == ["unproven"]
+
+
+def test_a_momentum_buffer_of_another_shape_does_not_fit(
+        reloader: Reloader, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 3))  # weight 3x8
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.randn(2, 8)).sum().backward()
+    opt.step()
+    state = opt.state_dict()
+    state["state"][0]["momentum_buffer"] = torch.randn(5, 5)
+    res = reloader.reload(_resume(tmp_path, model, state), "r.pt")
+    assert res.ok, res.cause  # it loads: the optimizer cannot resume it
+    assert res.optimizer is not None
+    assert res.optimizer.problems == (OptimizerProblem(
+        "mismatch", "optimizer.state.0",
+        "has buffers of shape [5, 5] (1 parameter(s): 0), but the model has 0 tensor(s) of "
+        "that shape: the optimizer state does not fit this model"),)
+
+
+def test_more_parameters_than_the_model_has_tensors(reloader: Reloader, tmp_path: Path) -> None:
+    big = checkpoints.tiny_model()
+    small = torch.nn.Sequential(torch.nn.Linear(4, 8))
+    path = _resume(tmp_path, small, torch.optim.SGD(big.parameters(), lr=0.1).state_dict())
+    res = reloader.reload(path, "r.pt")
+    assert res.optimizer is not None
+    assert [p.detail for p in res.optimizer.problems] == [
+        "has 4 parameters, but the model has only 2 tensor(s) that can be parameters: the "
+        "optimizer state is another model's"]
+
+
+def test_state_of_a_parameter_no_group_lists(reloader: Reloader, tmp_path: Path) -> None:
+    model = checkpoints.tiny_model()
+    state = _adamw(model).state_dict()
+    state["state"][7] = state["state"][0]
+    res = reloader.reload(_resume(tmp_path, model, state), "r.pt")
+    assert res.optimizer is not None
+    assert [(p.kind, p.key) for p in res.optimizer.problems] == [("mismatch", "optimizer.state")]
+    assert res.optimizer.problems[0].detail.startswith("holds state for parameter(s) 7, which no")
+
+
+def test_named_parameters_prove_the_mapping_with_frozen_tensors(
+        reloader: Reloader, tmp_path: Path) -> None:
+    """torch >= 2.6 saves param_names: a frozen first layer is then proven, not guessed."""
+    model = checkpoints.tiny_model()
+    trained = [(n, p) for n, p in model.named_parameters() if n.startswith("2.")]
+    opt = _adamw(model, trained)
+    res = reloader.reload(_resume(tmp_path, model, opt.state_dict()), "r.pt")
+    assert res.optimizer is not None
+    assert res.optimizer.problems == ()
+    state = opt.state_dict()
+    state["state"][0]["exp_avg"] = torch.zeros(5, 5)
+    state["state"][0]["exp_avg_sq"] = torch.zeros(5, 5)
+    res = reloader.reload(_resume(tmp_path, model, state), "r.pt")
+    assert res.optimizer is not None
+    assert [p.detail for p in res.optimizer.problems] == [
+        "has buffers of shape [5, 5] for parameter '2.weight' of shape [2, 8]"]
+
+
+def test_a_non_finite_adamw_buffer_is_named_and_counted(
+        reloader: Reloader, tmp_path: Path) -> None:
+    model = checkpoints.tiny_model()
+    state = _adamw(model).state_dict()
+    state["state"][2]["exp_avg"][0, 1] = float("inf")
+    state["state"][2]["exp_avg_sq"][0, :3] = float("nan")
+    res = reloader.reload(_resume(tmp_path, model, state), "r.pt")
+    assert res.ok, res.cause  # the model is finite
+    fit = res.optimizer
+    assert fit is not None
+    assert (fit.nonfinite_buffers, fit.nan_values, fit.inf_values) == (2, 3, 1)
+    assert [(b.name, b.nan, b.inf) for b in fit.nonfinite] == [
+        ("optimizer.state.2.exp_avg", 0, 1), ("optimizer.state.2.exp_avg_sq", 3, 0)]
+
+
+def test_real_tools_optimizers_fit_their_models(reloader: Reloader, tmp_path: Path) -> None:
+    for built in (checkpoints.hf_trainer_checkpoint(tmp_path),
+                  checkpoints.accelerate_checkpoint(tmp_path),
+                  checkpoints.lightning_checkpoint(tmp_path / "pl")):
+        res = reloader.reload(built, built.name)
+        assert res.ok, res.cause
+        assert res.optimizer is not None, built
+        assert res.optimizer.params > 0
+        assert (res.optimizer.problems, res.optimizer.nonfinite_buffers) == ((), 0), built
+
+
+def test_a_dcp_optimizer_is_judged_too(reloader: Reloader, tmp_path: Path) -> None:
+    from torch.distributed.checkpoint import state_dict_saver
+
+    model = checkpoints.tiny_model()
+    opt = _adamw(model)
+    state = opt.state_dict()
+    state["state"][1]["exp_avg"][0] = float("nan")
+    with checkpoints._quiet():
+        state_dict_saver.save({"model": model.state_dict(), "optimizer": state,
+                               "train_state": {"step": 3}}, checkpoint_id=str(tmp_path / "dcp"))
+    res = reloader.reload(tmp_path / "dcp", "dcp")
+    assert res.ok, res.cause
+    assert res.step == 3
+    assert res.optimizer is not None
+    assert (res.optimizer.params, res.optimizer.problems) == (4, ())
+    assert [(b.name, b.nan) for b in res.optimizer.nonfinite] == [
+        ("optimizer.state.1.exp_avg", 1)]
+
+
+# ------------------------------------------------------------- shards hold what the index says
+
+
+def _sharded(folder: Path, safe: bool) -> Path:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=8, n_layer=2, n_head=2,
+                                       n_positions=16))
+    with checkpoints._quiet():
+        model.save_pretrained(str(folder), max_shard_size="2KB", safe_serialization=safe)
+    return folder
+
+
+@pytest.mark.parametrize("safe", [True, False], ids=["safetensors", "bin"])
+def test_an_intact_sharded_model_reloads(reloader: Reloader, tmp_path: Path, safe: bool) -> None:
+    folder = _sharded(tmp_path / "model", safe)
+    assert len(list(folder.glob("*-of-*"))) > 2
+    res = reloader.reload(folder, "runs/x/model")
+    assert res.ok, res.cause
+    assert res.model_shapes["transformer.wte.weight"] == (50, 8)
+
+
+@pytest.mark.parametrize("safe", [True, False], ids=["safetensors", "bin"])
+def test_a_shard_overwritten_by_another_is_refused(
+        reloader: Reloader, tmp_path: Path, safe: bool) -> None:
+    folder = _sharded(tmp_path / "model", safe)
+    index = json.loads(next(folder.glob("*.index.json")).read_text())["weight_map"]
+    shards = sorted(set(index.values()))
+    first, second = shards[0], shards[1]
+    shutil.copyfile(folder / first, folder / second)
+    res = reloader.reload(folder, "runs/x/model")
+    assert not res.ok
+    lost = sorted(k for k, v in index.items() if v == second)
+    held = sorted(k for k, v in index.items() if v == first)
+    name = next(folder.glob("*.index.json")).name
+    shown = ", ".join(lost[:6]) + (f", ... ({len(lost) - 6} more)" if len(lost) > 6 else "")
+    shown_held = ", ".join(held[:6]) + (f", ... ({len(held) - 6} more)" if len(held) > 6 else "")
+    assert res.cause == (
+        f"runs/x/model/{second}: holds {len(held)} tensor(s) {name} does not place in it (the "
+        f"index places them in {first}): {shown_held} and lacks {len(lost)} tensor(s) {name} "
+        f"places in it: {shown}; from_pretrained would fill them with random weights")
+
+
+def test_a_tensor_the_index_lists_nowhere_is_refused(reloader: Reloader, tmp_path: Path) -> None:
+    folder = _sharded(tmp_path / "model", True)
+    index_file = next(folder.glob("*.index.json"))
+    index = json.loads(index_file.read_text())
+    dropped = sorted(index["weight_map"])[0]
+    shard = index["weight_map"].pop(dropped)
+    index_file.write_text(json.dumps(index))
+    res = reloader.reload(folder, "m")
+    assert res.cause == (f"m/{shard}: holds 1 tensor(s) {index_file.name} does not place in it "
+                         f"(the index lists them nowhere): {dropped}")
+
+
+# ------------------------------------------------------------- whose checkpoint it is
+
+
+def test_the_stored_step_of_each_format(reloader: Reloader, tmp_path: Path) -> None:
+    """The step of a torch dict's progress, a Lightning global_step, an HF Trainer's
+    trainer_state.json, accelerate's registered object, a DCP train_state."""
+    expected = {
+        checkpoints.general_checkpoint(tmp_path): 10,  # global_step (epoch is no step)
+        checkpoints.hf_trainer_checkpoint(tmp_path): 2,
+        checkpoints.accelerate_checkpoint(tmp_path): 2,
+        checkpoints.lightning_checkpoint(tmp_path / "pl"): 2,
+        checkpoints.dcp_checkpoint(tmp_path): 7,
+        checkpoints.state_dict_file(tmp_path): None,
+    }
+    for path, step in expected.items():
+        res = reloader.reload(path, path.name)
+        assert res.ok, res.cause
+        assert res.step == step, path
+
+
+def test_two_steps_that_disagree_are_no_step(reloader: Reloader, tmp_path: Path) -> None:
+    torch.save({"model": checkpoints.tiny_model().state_dict(), "global_step": 100,
+                "progress": {"step": 105}}, tmp_path / "x.pt")
+    assert reloader.reload(tmp_path / "x.pt", "x.pt").step is None
+
+
+def test_the_same_tensors_have_one_digest_in_any_format(
+        reloader: Reloader, tmp_path: Path) -> None:
+    model = checkpoints.tiny_model()
+    state = model.state_dict()
+    torch.save(state, tmp_path / "bare.pt")
+    torch.save({"model": state, "progress": {"step": 4}}, tmp_path / "dict.pt")
+    checkpoints.safetensors_file(tmp_path, "w.safetensors", {k: v.contiguous()
+                                                             for k, v in state.items()})
+    other = checkpoints.tiny_model(seed=1).state_dict()
+    torch.save(other, tmp_path / "other.pt")
+    found = {name: reloader.reload(tmp_path / name, name)
+             for name in ("bare.pt", "dict.pt", "w.safetensors", "other.pt")}
+    digests = {name: res.model_digest for name, res in found.items()}
+    assert digests["bare.pt"] is not None
+    assert digests["bare.pt"] == digests["dict.pt"] == digests["w.safetensors"]
+    assert digests["other.pt"] != digests["bare.pt"]
+    assert dict(found["dict.pt"].model_shapes) == {
+        "0.weight": (8, 4), "0.bias": (8,), "2.weight": (2, 8), "2.bias": (2,)}
