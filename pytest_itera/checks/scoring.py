@@ -5,23 +5,25 @@ both predictions-cover-corpus's coverage and every metric the plan says how to c
 a scored row keeps two small codes (class labels) or two floats (regression), never the
 row itself; the corpus labels come with the corpus IDs (one value per example).
 
-The values are computed by torchmetrics (imported on first use, only when a /3 plan
-declares computations): it is the metrics library of the PyTorch stack the campaigns
-already train with, its classification metrics follow scikit-learn's definitions (a
-class neither present nor predicted is left out of a macro average) and it streams
-(``update`` per batch, ``compute`` at the end), in float64 here so that a value written
-with 16 decimals is compared exactly. Custom kinds come from ``pytest_itera_metric``.
+The values are computed by scikit-learn (imported on first use, only when a /3 plan
+declares computations), the reference definitions (a macro average over the classes
+present or predicted), in float64. It does not stream, so the pass does: a class metric
+keeps one count per distinct (label, prediction) pair and hands scikit-learn those pairs
+with their counts as sample weights (memory: classes squared, whatever the rows); a
+regression metric keeps two float64 per scored row. torchmetrics (which streams) was
+measured and not kept: importing it imports torch and transformers, ~260 MiB and ~5x
+scikit-learn's import time, over the 300 MiB a 1,000,000-row check may take. Custom
+kinds come from ``pytest_itera_metric``.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_itera.checks.context import Context
 from pytest_itera.checks.model import MetricHook
@@ -36,19 +38,18 @@ __all__ = [
     "recompute", "scan",
 ]
 
-# kind -> (torchmetrics class, average); exact_match is the mean of label == prediction.
-CLASS_KINDS = {
-    "accuracy": ("MulticlassAccuracy", "micro"),
-    "exact_match": ("MeanMetric", None),
-    "f1_macro": ("MulticlassF1Score", "macro"),
-    "f1_micro": ("MulticlassF1Score", "micro"),
-    "precision_macro": ("MulticlassPrecision", "macro"),
-    "recall_macro": ("MulticlassRecall", "macro"),
+# kind -> (sklearn.metrics function, average); exact_match: whole values equal (any JSON).
+CLASS_KINDS: dict[str, tuple[str, str | None]] = {
+    "accuracy": ("accuracy_score", None),
+    "exact_match": ("accuracy_score", None),
+    "f1_macro": ("f1_score", "macro"),
+    "f1_micro": ("f1_score", "micro"),
+    "precision_macro": ("precision_score", "macro"),
+    "recall_macro": ("recall_score", "macro"),
 }
-VALUE_KINDS = {"mae": ("MeanAbsoluteError", True), "mse": ("MeanSquaredError", True),
-               "rmse": ("MeanSquaredError", False)}
+VALUE_KINDS = {"mae": "mean_absolute_error", "mse": "mean_squared_error",
+               "rmse": "root_mean_squared_error"}
 KINDS = (*CLASS_KINDS, *VALUE_KINDS)
-_BATCH = 1 << 16  # rows per torchmetrics update
 
 
 class CorpusView(Protocol):
@@ -77,8 +78,9 @@ class Scored:
     """One computation's aligned pairs on one run, and what kept rows out of it."""
 
     classes: bool
-    labels: array[Any]
-    predictions: array[Any]
+    pairs: dict[tuple[int, int], int] = field(default_factory=dict)  # classes: counts
+    labels: array[float] = field(default_factory=lambda: array("d"))  # values: per row
+    predictions: array[float] = field(default_factory=lambda: array("d"))
     no_label: int = 0  # the corpus has no label for the example
     no_label_first: list[tuple[str, int]] = field(default_factory=list)
     no_prediction: int = 0  # the row lacks the prediction (or it is not a number)
@@ -138,7 +140,7 @@ def _scan(plan: Plan, path: Path, id_field: str, view: CorpusView) -> Scan:
 
 def _job(name: str, comp: MetricComputation, fields: list[str], view: CorpusView) -> _Job:
     classes = comp.kind not in VALUE_KINDS
-    scored = Scored(classes, array("q" if classes else "d"), array("q" if classes else "d"))
+    scored = Scored(classes)
     where = tuple((fields.index(k), v) for k, v in sorted((comp.where or {}).items()))
     return _Job(name, scored, view.labels.get(comp.label_field, ()),
                 fields.index(comp.prediction_field), where)
@@ -183,8 +185,8 @@ def _score(job: _Job, rec: IdLine, position: int, codes: dict[str, int],
     if scored.classes:
         if guess is None:
             return _no_prediction(scored, rec.line, "no value")
-        scored.labels.append(_code(truth, codes, values))
-        scored.predictions.append(_code(guess, codes, values))
+        pair = (_code(truth, codes, values), _code(guess, codes, values))
+        scored.pairs[pair] = scored.pairs.get(pair, 0) + 1
         return None
     expected, found = number(truth), number(guess)
     if found is None or expected is None:
@@ -356,7 +358,7 @@ def _unscored(found: Scored, comp: MetricComputation, corpus: Corpus,
             f"{found.no_prediction_first[0][0]}", found=lines,
             code="metrics-recomputed.no-prediction",
             hint=f"write the prediction of every example in its {comp.prediction_field!r} field")
-    if not found.labels:
+    if not found.labels and not found.pairs:
         return Finding(
             f"cannot prove the metric: no row of {relpath} is scored by the computation "
             f"({comp.kind}{' where ' + json.dumps(dict(comp.where)) if comp.where else ''})",
@@ -368,7 +370,7 @@ def _unscored(found: Scored, comp: MetricComputation, corpus: Corpus,
 def _computed(found: Scored, comp: MetricComputation, values: list[object],
               hook: MetricHook | None, source: str) -> Recomputed:
     if comp.kind in KINDS:
-        return Recomputed(_torchmetrics(found, comp.kind, len(values)), source)
+        return Recomputed(_sklearn(found, comp.kind), source)
     function = hook(comp.kind) if hook is not None else None
     if function is None:
         return Recomputed(None, source, (Finding(
@@ -377,7 +379,8 @@ def _computed(found: Scored, comp: MetricComputation, values: list[object],
             code="metrics-recomputed.unknown-kind",
             hint="use a built-in kind, or implement pytest_itera_metric(name, config) in a "
             "conftest.py"),))
-    pairs = [(values[a], values[b]) for a, b in zip(found.labels, found.predictions, strict=True)]
+    pairs = [(values[a], values[b]) for (a, b), count in found.pairs.items()
+             for _ in range(count)]
     try:
         return Recomputed(float(function(pairs)), source)
     except Exception as exc:  # a user's function: report, never crash
@@ -387,30 +390,21 @@ def _computed(found: Scored, comp: MetricComputation, values: list[object],
             code="metrics-recomputed.hook-raised"),))
 
 
-def _torchmetrics(found: Scored, kind: str, classes: int) -> float:
-    import torch
-    import torchmetrics
+def _sklearn(found: Scored, kind: str) -> float:
+    import numpy as np
+    from sklearn import metrics
 
-    metric: Any  # the torchmetrics class the kind names
     if kind in VALUE_KINDS:
-        name, squared = VALUE_KINDS[kind]
-        metric = (torchmetrics.MeanSquaredError(squared=squared) if name == "MeanSquaredError"
-                  else torchmetrics.MeanAbsoluteError())
-        dtype = torch.float64
-    else:
-        name, average = CLASS_KINDS[kind]
-        metric = (torchmetrics.MeanMetric() if average is None else
-                  getattr(torchmetrics.classification, name)(
-                      num_classes=max(classes, 2), average=average, validate_args=False))
-        dtype = torch.int64
-    metric = metric.set_dtype(torch.float64)
-    labels = torch.frombuffer(found.labels, dtype=dtype)
-    predictions = torch.frombuffer(found.predictions, dtype=dtype)
-    for start in range(0, len(labels), _BATCH):
-        truth, guess = labels[start:start + _BATCH], predictions[start:start + _BATCH]
-        if kind == "exact_match":
-            metric.update((truth == guess).to(torch.float64))
-        else:
-            metric.update(guess, truth)
-    value = float(metric.compute())
-    return value if math.isfinite(value) else math.nan
+        truth = np.frombuffer(found.labels, dtype=np.float64)
+        guess = np.frombuffer(found.predictions, dtype=np.float64)
+        score = VALUE_KINDS[kind]
+        return float(getattr(metrics, score)(truth, guess))
+    pairs = list(found.pairs)
+    weights = np.fromiter((found.pairs[p] for p in pairs), dtype=np.float64, count=len(pairs))
+    truth = np.fromiter((a for a, _ in pairs), dtype=np.int64, count=len(pairs))
+    guess = np.fromiter((b for _, b in pairs), dtype=np.int64, count=len(pairs))
+    score, average = CLASS_KINDS[kind]
+    if average is None:
+        return float(getattr(metrics, score)(truth, guess, sample_weight=weights))
+    return float(getattr(metrics, score)(truth, guess, average=average, sample_weight=weights,
+                                         zero_division=0.0))

@@ -150,7 +150,8 @@ def pytest_itera_metric(
     An ``itera-plan/3`` computation whose ``kind`` is not built in (accuracy, exact_match,
     f1_macro, f1_micro, precision_macro, recall_macro, mae, mse, rmse) is computed by the
     function this hook returns for ``name``, over the aligned (corpus label, prediction)
-    pairs of the scored rows (held in memory for a custom kind). Sample::
+    pairs of the scored rows, in no particular order (held in memory for a custom kind).
+    Sample::
 
         def pytest_itera_metric(name, config):
             if name != "within_one":
