@@ -254,6 +254,7 @@ def _index(records: Iterable[IdLine], relpath: str, examples: int, where: str,
            fields: tuple[str, ...] = ()) -> CorpusIds:
     ids: dict[str, int] = {}
     labels: dict[str, list[object]] = {name: [] for name in fields}
+    canon: dict[object, object] = {}
     repeated: list[tuple[str, int]] = []
     broken: list[tuple[int, str]] = []
     counts = [0, 0]  # repeated, broken
@@ -266,8 +267,9 @@ def _index(records: Iterable[IdLine], relpath: str, examples: int, where: str,
             keep_first(repeated, (rec.id, rec.line), FIRST)
         else:
             ids[rec.id] = len(ids)
-            for name, value in zip(fields, rec.values, strict=True):
-                labels[name].append(value)
+            for name, value in zip(fields, rec.values, strict=True):  # one object per label
+                labels[name].append(canon.setdefault((type(value), value), value)
+                                    if isinstance(value, str | int | float) else value)
     notes = []
     if counts[1]:
         notes.append(Finding(f"the frozen corpus has {_n(counts[1], 'record')} without a usable ID",

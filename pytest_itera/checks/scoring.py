@@ -130,8 +130,15 @@ def _scan(plan: Plan, path: Path, id_field: str, view: CorpusView) -> Scan:
     if not computations:
         out.coverage = cover(view.ids, records)
         return out
-    jobs = [_job(name, c, fields, view) for name, c in computations.items()]
-    out.scored = {job.name: job.scored for job in jobs}
+    # Computations that score the same pairs (same fields and filter) share one pass's work.
+    shared: dict[tuple[object, ...], _Job] = {}
+    for name, comp in computations.items():
+        key = (comp.kind in VALUE_KINDS, comp.label_field, comp.prediction_field,
+               tuple(sorted((comp.where or {}).items())))
+        if key not in shared:
+            shared[key] = _job(name, comp, fields, view)
+        out.scored[name] = shared[key].scored
+    jobs = list(shared.values())
     checks = [(fields.index(f), view.labels.get(f, ()), out.disagree.setdefault(f, Disagreement()))
               for f in sorted({c.label_field for c in computations.values()})]
     out.coverage = cover(view.ids, _tee(records, view.ids, jobs, checks, out.values))
@@ -160,9 +167,15 @@ def _tee(records: Iterable[IdLine], ids: Mapping[str, int], jobs: list[_Job],
         seen[position] = 1
         row = rec.values
         for index, truth, disagree in checks:
-            _agree(rec, row[index], truth[position] if truth else None, disagree)
+            stated = row[index]
+            if stated is not None and truth and stated != truth[position]:
+                _agree(rec, stated, truth[position], disagree)
         for job in jobs:
-            if all(_equal(row[i], want) for i, want in job.where):
+            for i, want in job.where:
+                found = row[i]
+                if (found != want or type(found) is not type(want)) and not _equal(found, want):
+                    break
+            else:
                 _score(job, rec, position, codes, values)
 
 
@@ -203,7 +216,7 @@ def _no_prediction(scored: Scored, line: int, why: str) -> None:
 
 
 def _code(value: object, codes: dict[str, int], values: list[object]) -> int:
-    key = class_key(value)
+    key = value if type(value) is str else class_key(value)
     code = codes.get(key)
     if code is None:
         code = codes[key] = len(values)

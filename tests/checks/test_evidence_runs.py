@@ -315,6 +315,7 @@ def test_measurements_agree_passes(itera: Itera, campaign: Campaign) -> None:
 
 
 def test_gain_inflated_in_the_manifest(itera: Itera, campaign: Campaign) -> None:
+    campaign.set_metric("variant-a", "accuracy", 0.85)
     record(campaign, "variant-a")["metrics"]["accuracy"] = 0.95
     itera.fails(
         campaign, "measurements-agree",

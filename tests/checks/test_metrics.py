@@ -20,7 +20,7 @@ from pytest_itera.checks.metrics import CHECKS as METRIC_CHECKS
 from pytest_itera.checks.runs import CHECKS as RUN_CHECKS
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.findings import Finding
-from tests.factory import CORPUS_IDS, CampaignBuilder, sha256
+from tests.factory import CORPUS_IDS, CampaignBuilder, as_plan_2, sha256
 
 CLASSES = ["a", "b", "c", "a"]
 PREDICTED = {"control": ["a", "b", "b", "b"], "variant-a": ["a", "b", "c", "c"]}
@@ -106,6 +106,13 @@ def rendered(found: tuple[Finding, ...]) -> str:
 
 KINDS = ("accuracy", "exact_match", "f1_macro", "f1_micro", "precision_macro", "recall_macro",
          *REGRESSION)
+
+
+def test_the_default_campaign_passes(tmp_path: Path) -> None:
+    root = CampaignBuilder(tmp_path / "out").write()
+    for run_id in ("control", "variant-a"):
+        assert findings(root, "metrics-recomputed", run_id) == ()
+    assert findings(root, "conclusion-consistent") == ()
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -201,10 +208,12 @@ def test_gain_relative_to_control_passes(tmp_path: Path) -> None:
 
 
 def test_plan_2_cannot_prove(tmp_path: Path) -> None:
-    root = CampaignBuilder(tmp_path / "out").write()
+    campaign = CampaignBuilder(tmp_path / "out")
+    as_plan_2(campaign.plan)
+    root = campaign.write()
     text = rendered(findings(root, "metrics-recomputed", "variant-a"))
     assert text.startswith("manifest.json $.runs[3].metrics: itera-plan/2 cannot prove the "
-                           "metric: run variant-a reports accuracy = 0.85, but the plan does "
+                           "metric: run variant-a reports accuracy = 1.0, but the plan does "
                            "not say how it is computed"), text
     assert "    fix:      declare the computation in itera-plan/3: decision.computation" in text
 
@@ -254,8 +263,7 @@ def test_custom_metric_hook_in_a_conftest(pytester: pytest.Pytester) -> None:
 
 def test_schema_refuses_computation_in_plan_2(tmp_path: Path) -> None:
     campaign = CampaignBuilder(tmp_path / "out")
-    campaign.plan["decision"]["computation"] = {"kind": "accuracy", "label_field": "label",
-                                                "prediction_field": "prediction"}
+    campaign.plan["format"] = "itera-plan/2"  # with the computation of the default /3 plan
     loaded = load_campaign(campaign.write())
     assert [e.message for e in loaded.errors] == [
         "'computation' is itera-plan/3: set format to itera-plan/3 (which requires it)"]
@@ -263,7 +271,7 @@ def test_schema_refuses_computation_in_plan_2(tmp_path: Path) -> None:
 
 def test_plan_3_requires_the_decision_computation(tmp_path: Path) -> None:
     campaign = CampaignBuilder(tmp_path / "out")
-    campaign.plan["format"] = "itera-plan/3"
+    del campaign.plan["decision"]["computation"]
     loaded = load_campaign(campaign.write())
     assert [e.message for e in loaded.errors] == ["'computation' is a required property"]
 

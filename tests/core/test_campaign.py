@@ -74,7 +74,12 @@ def test_a_good_v2_campaign_loads_without_errors(tmp_path: Path) -> None:
     assert campaign.errors == ()
     assert campaign.plan is not None
     assert campaign.manifest is not None
-    assert (campaign.plan.version, campaign.manifest.version) == (2, 2)
+    assert (campaign.plan.version, campaign.manifest.version) == (3, 2)
+    computation = campaign.plan.decision.computation
+    assert computation is not None
+    assert (computation.kind, computation.label_field, computation.where) == (
+        "accuracy", "label", None)
+    assert campaign.plan.computations() == {"accuracy": computation}
     assert campaign.id == "tiny-2026-11"
     assert campaign.root == tmp_path / "c"
     assert [r.id for r in campaign.manifest.runs] == [
@@ -118,7 +123,7 @@ def test_loaded_values_are_frozen_and_typed(tmp_path: Path) -> None:
     assert plan.budget.lots[0].price == "47.14"  # money stays a decimal string
     run = manifest.run("variant-a")
     assert run is not None
-    assert dict(run.metrics) == {"accuracy": 0.85}
+    assert dict(run.metrics) == {"accuracy": 1.0}
     with pytest.raises(TypeError):
         run.metrics["accuracy"] = 1.0  # type: ignore[index]
     with pytest.raises(dataclasses.FrozenInstanceError):
