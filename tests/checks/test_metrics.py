@@ -276,22 +276,36 @@ def test_plan_3_requires_the_decision_computation(tmp_path: Path) -> None:
     assert [e.message for e in loaded.errors] == ["'computation' is a required property"]
 
 
-def test_conclusion_text_claims_beyond_a_non_empty_list(tmp_path: Path) -> None:
+EXTRA_CLAIM = ("the conclusion's text names variant-b as meeting the threshold, but "
+               "meets_threshold lists only variant-a")
+DENIED = "the conclusion's text says variant-a does not meet the threshold, but " \
+    "meets_threshold lists it"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("variant-a meets the 0.8 accuracy threshold; variant-b meets it too.", EXTRA_CLAIM),
+    ("variant-a meets the threshold; variant-b beats the control and passes the threshold.",
+     EXTRA_CLAIM),
+    ("variant-a atteint le seuil; variant-b atteint aussi le seuil.", EXTRA_CLAIM),
+    ("variant-a is listed; but variant-a does not reach the threshold.", DENIED),
+    ("variant-a est retenue; variant-a n'atteint pas le seuil.", DENIED),
+])
+def test_conclusion_text_claims_what_the_list_does_not(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    campaign = CampaignBuilder(tmp_path / "out")
+    campaign.plan["runs"].append({**campaign.plan["runs"][3], "id": "variant-b"})
+    campaign.manifest["conclusion"]["text"] = text
+    root = campaign.write()
+    found = rendered(findings(root, "conclusion-consistent"))
+    assert f"manifest.json $.conclusion.text: {message}" in found, found
+
+
+def test_conclusion_text_with_a_colon_list_names_no_extra_claim(tmp_path: Path) -> None:
+    """The example's shape: the head names who meets, the list after the colon each run."""
     campaign = CampaignBuilder(tmp_path / "out")
     campaign.plan["runs"].append({**campaign.plan["runs"][3], "id": "variant-b"})
     campaign.manifest["conclusion"]["text"] = (
-        "variant-a meets the 0.8 accuracy threshold; variant-b atteint aussi le seuil.")
+        "variant-a meets the threshold (accuracy >= 0.8): variant-a 1.0; variant-b 0.5.")
     root = campaign.write()
-    text = rendered(findings(root, "conclusion-consistent"))
-    assert "the conclusion's text names variant-b as meeting the threshold, but " \
-        "meets_threshold lists only variant-a" in text, text
-
-
-def test_conclusion_text_denies_a_listed_variant(tmp_path: Path) -> None:
-    campaign = CampaignBuilder(tmp_path / "out")
-    campaign.manifest["conclusion"]["text"] = (
-        "variant-a is listed; but variant-a does not reach the threshold.")
-    root = campaign.write()
-    text = rendered(findings(root, "conclusion-consistent"))
-    assert "the conclusion's text says variant-a does not meet the threshold, but " \
-        "meets_threshold lists it" in text, text
+    assert "variant-b" not in rendered(findings(root, "conclusion-consistent"))

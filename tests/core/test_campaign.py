@@ -32,7 +32,7 @@ from pytest_itera.core.campaign import (
     parse_json,
     validate,
 )
-from tests.factory import CONTROL_CKPT, CampaignBuilder
+from tests.factory import CONTROL_CKPT, CampaignBuilder, as_plan_2
 
 MISSING = "missing: a campaign folder has plan.json and manifest.json at its root"
 
@@ -365,7 +365,7 @@ def test_common_schema_failures_are_explained(
 
 
 def test_a_v1_plan_with_v2_corpora_says_which_version_has_what(tmp_path: Path) -> None:
-    root = written(tmp_path)
+    root = written(tmp_path, edit=lambda c: as_plan_2(c.plan))
     rewrite(root, PLAN_FILE, lambda p: p.update(format="itera-plan/1"))
     messages = [e.message for e in load_campaign(root).errors]
     assert messages == [
