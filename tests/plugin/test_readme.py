@@ -52,13 +52,13 @@ def _blocks(lang: str) -> list[Block]:
 
 
 def _documents() -> tuple[dict[str, Any], dict[str, Any]]:
-    """The README's example plan and manifest (exactly one of each, /2)."""
+    """The README's example plan and manifest (exactly one of each: itera-plan/3, itera-manifest/2)."""
     docs = [parse_json(b.text) for b in _blocks("json")]
     plans = [d for d in docs if str(d.get("format", "")).startswith("itera-plan/")]
     manifests = [d for d in docs if str(d.get("format", "")).startswith("itera-manifest/")]
     assert len(plans) == 1, "README shows one plan"
     assert len(manifests) == 1, "README shows one manifest"
-    assert plans[0]["format"] == "itera-plan/2"
+    assert plans[0]["format"] == "itera-plan/3"
     assert manifests[0]["format"] == "itera-manifest/2"
     return plans[0], manifests[0]
 
