@@ -52,7 +52,7 @@ def _blocks(lang: str) -> list[Block]:
 
 
 def _documents() -> tuple[dict[str, Any], dict[str, Any]]:
-    """The README's example plan and manifest (exactly one of each: itera-plan/3, itera-manifest/2)."""
+    """The README's example plan and manifest (one of each: itera-plan/3, itera-manifest/2)."""
     docs = [parse_json(b.text) for b in _blocks("json")]
     plans = [d for d in docs if str(d.get("format", "")).startswith("itera-plan/")]
     manifests = [d for d in docs if str(d.get("format", "")).startswith("itera-manifest/")]
