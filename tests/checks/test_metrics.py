@@ -34,12 +34,12 @@ def oracle(kind: str, truth: Sequence[Any], guess: Sequence[Any]) -> float:
     n = len(truth)
     if kind in REGRESSION:
         mse = sum((a - b) ** 2 for a, b in zip(truth, guess, strict=True)) / n
-        return {"mae": sum(abs(a - b) for a, b in zip(truth, guess, strict=True)) / n,
-                "mse": mse, "rmse": math.sqrt(mse)}[kind]
+        return float({"mae": sum(abs(a - b) for a, b in zip(truth, guess, strict=True)) / n,
+                      "mse": mse, "rmse": math.sqrt(mse)}[kind])
     hits = sum(a == b for a, b in zip(truth, guess, strict=True))
     if kind in ("accuracy", "exact_match", "f1_micro"):
-        return hits / n
-    per = []
+        return float(hits / n)
+    per: list[float] = []
     for label in sorted(set(truth) | set(guess)):
         tp = sum(a == b == label for a, b in zip(truth, guess, strict=True))
         precision = tp / max(sum(b == label for b in guess), 1)
