@@ -199,6 +199,10 @@ def sequential_hours() -> float:
     return max(end for _, end in makespan(STEPS, planned_hours()).values())
 
 
+TEST_ACCURACY = {"kind": "accuracy", "label_field": "label", "prediction_field": "prediction",
+                 "where": {"split": "test"}}
+
+
 def build_plan(corpora: list[CorpusFacts], config_sha256: dict[str, str]) -> dict[str, Any]:
     sequential = sequential_hours()
     runs = []
@@ -209,7 +213,7 @@ def build_plan(corpora: list[CorpusFacts], config_sha256: dict[str, str]) -> dic
             planned["corpus"] = run.corpus
         runs.append(planned)
     return {
-        "format": "itera-plan/2",
+        "format": "itera-plan/3",
         "campaign": CAMPAIGN,
         "question": "Does a wider (or deeper) MLP beat the 8-unit control by at least 0.02 test "
         f"accuracy, on the frozen ring corpus {RINGS.id} and on its noisier twin {NOISY.id}?",
@@ -220,7 +224,12 @@ def build_plan(corpora: list[CorpusFacts], config_sha256: dict[str, str]) -> dic
             "point": "After the pilot: variant-deep (exploratory) is dropped if the pilot's "
             f"training accuracy is within {PILOT_HEADROOM} of the label-rule agreement the data "
             "check measures (capacity is then not what limits the control).",
+            # A variant's test accuracy minus the control's on the same corpus, recomputed by
+            # the checks from the predictions and the frozen corpus's labels.
+            "computation": {**TEST_ACCURACY, "relative_to": "control"},
         },
+        "metrics": {f"{split}_accuracy": {**TEST_ACCURACY, "where": {"split": split}}
+                    for split in ("train", "validation", "test")},
         "corpora": [{"id": c.id, "path": c.path, "sha256": c.sha256, "id_field": "id",
                      "examples": c.examples} for c in corpora],
         "runs": runs,

@@ -4,7 +4,7 @@ A test edits the ``plan``/``manifest`` dicts, ``files`` or ``measurements``
 before ``write()``, or the written folder afterwards (to break what the
 manifest recorded).
 
-The default campaign is ``itera-plan/2`` + ``itera-manifest/2`` with its
+The default campaign is ``itera-plan/3`` + ``itera-manifest/2`` with its
 evidence: each run's measurements file (a loss series and the metrics the
 manifest copies), the data check's record of the corpus, the resume check
 resumed from a control checkpoint with the control's losses, and real tiny
@@ -70,7 +70,11 @@ RESUME_CKPT = "runs/resume-check/last.pt"
 VARIANT_WEIGHTS = "runs/variant-a/weights.pt"
 LOSSES = {"control": [1.0, 0.8, 0.6, 0.5], "variant-a": [1.0, 0.7, 0.5, 0.4]}
 RESUMED_AT = 2  # the resume check resumes the control's step-2 checkpoint
-METRICS = {"control": {"accuracy": 0.75}, "variant-a": {"accuracy": 0.85}}
+# What each run's predictions give against the corpus labels (pos, neg, pos, neg): the /3
+# plan recomputes the decision metric from them (metrics-recomputed).
+METRICS = {"control": {"accuracy": 0.75}, "variant-a": {"accuracy": 1.0}}
+PREDICTED = {"control": ("pos", "neg", "pos", "pos"), "variant-a": ("pos", "neg", "pos", "neg")}
+ACCURACY = {"kind": "accuracy", "label_field": "label", "prediction_field": "prediction"}
 
 
 @functools.cache
@@ -129,6 +133,9 @@ def default_files_v2() -> dict[str, bytes]:
         del files[f"runs/{run_id}/predictions.jsonl"]
     for run_id, _, _ in RUNS:
         del files[f"runs/{run_id}/metrics.json"]
+    for run_id, predicted in PREDICTED.items():
+        files[f"runs/{run_id}/predictions.jsonl"] = _jsonl(
+            [{"id": i, "prediction": p} for i, p in zip(CORPUS_IDS, predicted, strict=True)])
     files[CONTROL_CKPT] = _checkpoint_bytes("resume")
     files[RESUME_CKPT] = _checkpoint_bytes("resume")
     files[VARIANT_WEIGHTS] = _checkpoint_bytes("weights")
@@ -145,8 +152,11 @@ def default_files_v2() -> dict[str, bytes]:
 
 
 def default_plan_v2(files: dict[str, bytes]) -> dict[str, Any]:
+    """The contract-v2 plan, as ``itera-plan/3``: the decision metric's computation declared
+    (``as_plan_2`` turns it back into an ``itera-plan/2``)."""
     plan = default_plan(files)
-    plan["format"] = "itera-plan/2"
+    plan["format"] = "itera-plan/3"
+    plan["decision"]["computation"] = dict(ACCURACY)
     plan["corpora"] = [plan.pop("corpus")]
     plan["stop_rules"] = [{"id": "non-finite-loss", "kind": "non_finite_loss",
                            "parameters": {"series": "loss"}}]
@@ -158,6 +168,14 @@ def default_plan_v2(files: dict[str, bytes]) -> dict[str, Any]:
             step["run"] = runs_of[step["id"]]
         if step["id"] == "validate":  # retrieval comes after the checkpoint steps too
             step["after"] = ["train-variant-a", "restore-ckpt"]
+    return plan
+
+
+def as_plan_2(plan: dict[str, Any]) -> dict[str, Any]:
+    """An ``itera-plan/2`` of the same plan: no metric computation (it cannot prove one)."""
+    plan["format"] = "itera-plan/2"
+    plan["decision"].pop("computation", None)
+    plan.pop("metrics", None)
     return plan
 
 

@@ -9,10 +9,10 @@ into one item.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_itera.core.campaign import Campaign
 from pytest_itera.core.schedule import DEFAULT_TOLERANCE
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pytest_itera.reload import ReloadResult
 
 __all__ = [
-    "FAMILIES", "Needs", "Options", "PlanPin", "ReloadHook", "Scope", "StopRuleHook",
+    "FAMILIES", "MetricHook", "Needs", "Options", "PlanPin", "ReloadHook", "Scope", "StopRuleHook",
     "item_name",
 ]
 
@@ -37,6 +37,7 @@ FAMILIES = {
     "itera.files": "pytest_itera.checks.files",
     "itera.artifacts": "pytest_itera.checks.artifacts",
     "itera.runs": "pytest_itera.checks.runs",
+    "itera.metrics": "pytest_itera.checks.metrics",
     "itera.evidence": "pytest_itera.checks.evidence",
     "itera.budget": "pytest_itera.checks.budget",
     "itera.schedule": "pytest_itera.checks.schedule",
@@ -48,6 +49,8 @@ Scope = Literal["campaign", "file", "run", "checkpoint", "adapter", "plan"]
 # (resolved path, path as the manifest writes it, claimed format) -> a verdict, or None to pass.
 ReloadHook = Callable[[Path, str, "str | None"], "ReloadResult | None"]
 Needs = Literal["plan", "manifest"]
+# A custom metric kind -> a function over the aligned (label, prediction) pairs, or None.
+MetricHook = Callable[[str], "Callable[[Sequence[tuple[Any, Any]]], float] | None"]
 # (rule, run, its measurements or why they cannot be read, campaign) -> a verdict, or None.
 StopRuleHook = Callable[
     ["StopRule", "RunRecord", "Measurements | Unreadable | None", Campaign], "RuleVerdict | None"
@@ -83,6 +86,7 @@ class Options:
     catalogue: Catalogue | str | None = None
     hourly_phrases: tuple[str, ...] = ()  # users' extra phrases of hourly billing (literal)
     stop_rule_hook: StopRuleHook | None = None  # pytest_itera_stop_rule implementations
+    metric_hook: MetricHook | None = None  # pytest_itera_metric implementations
 
 
 def item_name(check_id: str, target: str | None) -> str:

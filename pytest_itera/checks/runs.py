@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_itera.checks import scoring
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.stop_rules import PREDICTING_ROLES
 from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Corpus, Manifest, Plan, RunRecord
@@ -31,7 +32,6 @@ from pytest_itera.files.predictions import (
     Coverage,
     IdLine,
     UnreadableIds,
-    cover,
     keep_first,
     read_ids,
 )
@@ -197,6 +197,8 @@ class CorpusIds:
     ids: Mapping[str, int]
     blocking: tuple[Finding, ...] = ()  # the corpus is missing, edited or unreadable
     notes: tuple[Finding, ...] = ()  # the corpus is usable but not what the plan says
+    # /3: the label fields the metric computations read -> value per ID position
+    labels: Mapping[str, Sequence[object]] = field(default_factory=dict)
 
 
 def corpus_ids(ctx: Context, corpus: Corpus | None = None) -> CorpusIds:
@@ -238,15 +240,19 @@ def _load_corpus(ctx: Context, corpus: Corpus) -> CorpusIds:
     inside = ctx.regular_file(corpus.path)
     assert isinstance(inside, Path)
     try:
-        return _index(read_ids(inside, corpus.id_field), corpus.path, corpus.examples,
-                      f"{where}.examples")
+        fields = scoring.corpus_fields(plan)
+        return _index(read_ids(inside, corpus.id_field, fields=fields), corpus.path,
+                      corpus.examples, f"{where}.examples", fields)
     except (OSError, UnreadableIds) as exc:
         return CorpusIds({}, (Finding(f"the frozen corpus {corpus.path} {_reason(exc)}",
                                       where=f"{where}.path"),))
 
 
-def _index(records: Iterable[IdLine], relpath: str, examples: int, where: str) -> CorpusIds:
+def _index(records: Iterable[IdLine], relpath: str, examples: int, where: str,
+           fields: tuple[str, ...] = ()) -> CorpusIds:
     ids: dict[str, int] = {}
+    labels: dict[str, list[object]] = {name: [] for name in fields}
+    canon: dict[object, object] = {}
     repeated: list[tuple[str, int]] = []
     broken: list[tuple[int, str]] = []
     counts = [0, 0]  # repeated, broken
@@ -259,6 +265,9 @@ def _index(records: Iterable[IdLine], relpath: str, examples: int, where: str) -
             keep_first(repeated, (rec.id, rec.line), FIRST)
         else:
             ids[rec.id] = len(ids)
+            for name, value in zip(fields, rec.values, strict=True):  # one object per label
+                labels[name].append(canon.setdefault((type(value), value), value)
+                                    if isinstance(value, str | int | float) else value)
     notes = []
     if counts[1]:
         notes.append(Finding(f"the frozen corpus has {_n(counts[1], 'record')} without a usable ID",
@@ -272,7 +281,7 @@ def _index(records: Iterable[IdLine], relpath: str, examples: int, where: str) -
         notes.append(Finding(f"the frozen corpus holds {len(ids)} distinct IDs, the plan says "
                              f"{examples} examples", where=where,
                              expected=str(examples), found=str(len(ids))))
-    return CorpusIds(ids, (), tuple(notes))
+    return CorpusIds(ids, (), tuple(notes), labels)
 
 
 def _reason(exc: BaseException) -> str:
@@ -322,7 +331,7 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
         yield Finding(f"predictions {run.predictions} of run {run.id} {inside}", where=where)
         return
     try:
-        coverage = cover(corpus.ids, read_ids(inside, frozen.id_field))
+        coverage = scoring.scan(ctx, plan, run.predictions, inside, frozen, corpus).coverage
     except (OSError, UnreadableIds) as exc:
         yield Finding(f"predictions {run.predictions} {_reason(exc)}", where=run.predictions,
                       hint=f"write JSON Lines objects or CSV rows with the {frozen.id_field!r}"
@@ -395,7 +404,7 @@ def _more(text: str, shown: int, count: int) -> str:
 # the threshold; a non-empty list names each variant it lists.
 
 _CLAUSE = re.compile(
-    r"[.!?](?=\s|$)|[;\n]|\b(?:but|however|whereas|although|though|while|yet|except|"
+    r"[.!?:](?=\s|$)|[;\n]|\b(?:but|however|whereas|although|though|while|yet|except|"
     r"mais|cependant|toutefois|alors que|tandis que|bien que|sauf)\b", re.I)
 _NEGATION = re.compile(
     r"\b(?:no|not|none|neither|nor|never|nothing|without|fails?|failed|failing|short|below|"
@@ -469,7 +478,10 @@ def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iter
                       hint="state the conclusion: the variants that meet the threshold, or the "
                       "negative result (no variant meets it)")
         return
+    variants = [r.id for r in plan.runs if r.role == "variant"]
+    variants += [r.id for r in man.runs if plan.run(r.id) is None]
     if listed:
+        yield from _claims_beyond_list(text, variants, listed, where)
         if _NONE_MEETS.search(text):
             yield Finding("the conclusion's text states a negative result, but it lists "
                           f"{', '.join(listed)} as meeting the threshold", where=where,
@@ -481,8 +493,6 @@ def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iter
                               hint=f"name {run_id} in the text with its measured "
                               f"{plan.decision.metric}")
         return
-    variants = [r.id for r in plan.runs if r.role == "variant"]
-    variants += [r.id for r in man.runs if plan.run(r.id) is None]
     for run_id in variants:
         clause = claims_meeting(text, run_id)
         if clause is not None:
@@ -496,6 +506,36 @@ def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iter
                       "negative result", where=where, found=repr(_clip(text)),
                       hint=f"say that no variant meets {_rule(plan)} (a negative result is a "
                       "valid result and closes the campaign)")
+
+
+def claims_failing(text: str, run_id: str) -> str | None:
+    """The clause that says ``run_id`` does not meet the threshold, or None."""
+    for clause in _clauses(text):
+        if mentions(clause, run_id) and _NEGATION.search(clause) and (
+                _MEET.search(clause) or _ACHIEVE.search(clause) or _THRESHOLD.search(clause)):
+            return clause
+    return None
+
+
+def _claims_beyond_list(text: str, variants: list[str], listed: tuple[str, ...],
+                        where: str) -> Iterator[Finding]:
+    """A non-empty list: the text claims no other variant meets it, and fails none it lists."""
+    for run_id in variants:
+        clause = claims_meeting(text, run_id) if run_id not in listed else None
+        if clause is not None:
+            yield Finding(f"the conclusion's text names {run_id} as meeting the threshold, but "
+                          f"meets_threshold lists only {', '.join(listed)}", where=where,
+                          found=repr(_clip(clause)), code="conclusion-consistent.text-claims",
+                          hint="make the text and meets_threshold say the same thing: list the "
+                          "variant if its measured metric meets the threshold, else say it "
+                          "does not")
+    for run_id in listed:
+        clause = claims_failing(text, run_id)
+        if clause is not None:
+            yield Finding(f"the conclusion's text says {run_id} does not meet the threshold, "
+                          "but meets_threshold lists it", where=where, found=repr(_clip(clause)),
+                          code="conclusion-consistent.text-denies",
+                          hint="make the text and meets_threshold say the same thing")
 
 
 def _clip(text: str, limit: int = 160) -> str:
@@ -523,6 +563,13 @@ class Measured:
 
 
 def decision_metric(ctx: Context, man: Manifest, run: RunRecord, metric: str) -> Measured:
+    """/3: the value the run's predictions give when the plan says how to compute it (the
+    metrics-recomputed item says why when they cannot); else the measurements file's."""
+    plan = ctx.documents()[0]
+    if plan.version >= 3 and metric in plan.computations():
+        redone = recomputed(ctx, run, metric)
+        if redone.value is not None:
+            return Measured(redone.value, redone.source, (metric,))
     if run.measurements is not None:
         found = ctx.measurements(run.measurements)
         if isinstance(found, measurements.Measurements):
@@ -534,6 +581,18 @@ def decision_metric(ctx: Context, man: Manifest, run: RunRecord, metric: str) ->
     index = man.run_position(run.id)
     value = run.metrics.get(metric)
     return Measured(value, f"{MANIFEST_FILE} $.runs[{index}].metrics", tuple(sorted(run.metrics)))
+
+
+def run_corpus_ids(ctx: Context, run: RunRecord) -> tuple[Corpus, CorpusIds]:
+    """The corpus a run's predictions cover, and its IDs (and labels) as read."""
+    frozen = run_corpus(ctx.documents()[0], run)
+    return frozen, corpus_ids(ctx, frozen)
+
+
+def recomputed(ctx: Context, run: RunRecord, metric: str) -> scoring.Recomputed:
+    """A metric the /3 plan says how to compute, as ``run``'s predictions give it."""
+    return scoring.recompute(ctx, run, metric, lambda r: run_corpus_ids(ctx, r),
+                             ctx.options.metric_hook)
 
 
 def _shown(metric: str, measured: Measured) -> str:

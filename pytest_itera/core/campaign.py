@@ -38,7 +38,8 @@ BASE_RECORD = "itera-base.json"
 # The contract's digests, matched whole (fullmatch): a file's sha256, a hub commit id.
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 COMMIT_HEX = re.compile(r"[0-9a-f]{40}")
-PLAN_FORMAT = "itera-plan/2"  # what the recorder writes; /1 documents are still read
+PLAN_FORMAT = "itera-plan/2"  # what the recorder writes by default; /1 documents are still read
+PLAN_FORMATS = ("itera-plan/2", "itera-plan/3")  # what the recorder accepts
 MANIFEST_FORMAT = "itera-manifest/2"
 RESUME_PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
 # plan.json and manifest.json are small documents; a bigger one is refused
@@ -50,11 +51,23 @@ _MAX_ERRORS = 50
 
 
 @dataclass(frozen=True)
+class MetricComputation:
+    """/3: how a metric is recomputed from a run's predictions and its frozen corpus."""
+
+    kind: str  # accuracy, f1_macro, mae, ... or a pytest_itera_metric hook's name
+    label_field: str  # in the corpus: the reference label
+    prediction_field: str  # in the predictions: the run's answer
+    where: Mapping[str, Any] | None = None  # only prediction rows with these field values
+    relative_to: str | None = None  # "control" or a run id: this run's value minus that run's
+
+
+@dataclass(frozen=True)
 class Decision:
     metric: str
     direction: Literal["higher", "lower"]
     threshold: float
     point: str | None = None
+    computation: MetricComputation | None = None  # /3 (required there)
 
 
 @dataclass(frozen=True)
@@ -165,10 +178,17 @@ class Plan:
     # frozen corpus, ``corpus`` the first of them.
     corpus: Corpus = None  # type: ignore[assignment]  # set by load_campaign
     corpora: tuple[Corpus, ...] = ()
+    metrics: Mapping[str, MetricComputation] = field(default_factory=dict)  # /3
+
+    def computations(self) -> dict[str, MetricComputation]:
+        """/3: every metric the plan says how to recompute (the decision metric first)."""
+        found = {} if self.decision.computation is None else {
+            self.decision.metric: self.decision.computation}
+        return {**found, **{k: v for k, v in self.metrics.items() if k not in found}}
 
     @property
     def version(self) -> int:
-        """1 or 2: the contract's version (``itera-plan/N``)."""
+        """1, 2 or 3: the contract's version (``itera-plan/N``)."""
         return format_version(self.format)
 
     def run(self, run_id: str) -> PlannedRun | None:
@@ -399,7 +419,7 @@ class Manifest:
 
 
 def format_version(fmt: str) -> int:
-    """The N of ``itera-plan/N`` / ``itera-manifest/N`` (the schema allows 1 and 2)."""
+    """The N of ``itera-plan/N`` / ``itera-manifest/N`` (the schemas allow 1 to 3 / 1 and 2)."""
     return int(fmt.rsplit("/", 1)[1])
 
 
@@ -766,6 +786,8 @@ _VERSIONED_FIELDS = {
     "'corpora'",
     "corpora": "'corpora' is itera-plan/2: an itera-plan/1 has one 'corpus' (or set format "
     "to itera-plan/2)",
+    "metrics": "'metrics' (how metrics are recomputed) is itera-plan/3: set format to itera-plan/3",
+    "computation": "'computation' is itera-plan/3: set format to itera-plan/3 (which requires it)",
 }
 
 
@@ -912,7 +934,9 @@ def _converter(hint: Any) -> Callable[[Any], Any]:
     elif hint is float:
         convert = lambda value: float(value) if isinstance(value, int) else value  # noqa: E731
     elif origin is Mapping:
-        convert = lambda value: types.MappingProxyType(dict(value))  # noqa: E731
+        of = _converter(typing.get_args(hint)[1])  # e.g. Mapping[str, MetricComputation]
+        convert = lambda value: types.MappingProxyType(  # noqa: E731
+            {key: of(item) for key, item in value.items()})
     else:
         return lambda value: value
     return lambda value: None if value is None else convert(value)

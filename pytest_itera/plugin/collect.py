@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ from pytest_itera.checks.closure import (
     plain,
 )
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.model import Options, ReloadHook, StopRuleHook, item_name
+from pytest_itera.checks.model import MetricHook, Options, ReloadHook, StopRuleHook, item_name
 from pytest_itera.checks.run import Outcome, evaluate, pairs
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -301,6 +301,7 @@ def make_context(
         catalogue=catalogue_in_force(config),
         hourly_phrases=hourly_phrases(config),
         stop_rule_hook=_stop_rule_hook(config),
+        metric_hook=_metric_hook(config),
     )
     context = Context(
         campaign,
@@ -392,6 +393,20 @@ def _stop_rule_hook(config: pytest.Config) -> StopRuleHook | None:
         verdict: RuleVerdict | None = caller(rule=rule, run=run, measurements=measurements,
                                              campaign=campaign, config=config)
         return verdict
+
+    return ask
+
+
+def _metric_hook(config: pytest.Config) -> MetricHook | None:
+    """Implementations of pytest_itera_metric compute the custom metric kinds of a /3 plan."""
+    caller = config.hook.pytest_itera_metric
+    if not caller.get_hookimpls():
+        return None
+
+    def ask(name: str) -> Callable[[Sequence[tuple[Any, Any]]], float] | None:
+        function: Callable[[Sequence[tuple[Any, Any]]], float] | None = caller(
+            name=name, config=config)
+        return function
 
     return ask
 

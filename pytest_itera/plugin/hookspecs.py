@@ -7,9 +7,9 @@ switches a family off).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -137,5 +137,25 @@ def pytest_itera_stop_rule(
                     return RuleVerdict("triggered", f"grad_norm {value} at step {step}",
                                        step=step, where=f"{measurements.path}:{line}")
             return RuleVerdict("clear", f"grad_norm stays under {limit}")
+    """
+    raise NotImplementedError  # pragma: no cover - a specification
+
+
+@hookspec(firstresult=True)
+def pytest_itera_metric(
+    name: str, config: pytest.Config
+) -> Callable[[Sequence[tuple[Any, Any]]], float] | None:
+    """Compute a metric kind of your own; return None to let the next implementation try.
+
+    An ``itera-plan/3`` computation whose ``kind`` is not built in (accuracy, exact_match,
+    f1_macro, f1_micro, precision_macro, recall_macro, mae, mse, rmse) is computed by the
+    function this hook returns for ``name``, over the aligned (corpus label, prediction)
+    pairs of the scored rows, in no particular order (held in memory for a custom kind).
+    Sample::
+
+        def pytest_itera_metric(name, config):
+            if name != "within_one":
+                return None
+            return lambda pairs: sum(abs(int(a) - int(b)) <= 1 for a, b in pairs) / len(pairs)
     """
     raise NotImplementedError  # pragma: no cover - a specification

@@ -58,6 +58,7 @@ from pytest_itera.core.campaign import (
     MANIFEST_FORMAT,
     PLAN_FILE,
     PLAN_FORMAT,
+    PLAN_FORMATS,
     json_path,
     plan_from,
 )
@@ -187,9 +188,10 @@ class CampaignRecorder:
         when it differs. A corpus already in the folder must have the plan's sha256.
         """
         data = {"format": PLAN_FORMAT, **plan}
-        if data["format"] != PLAN_FORMAT:
+        if data["format"] not in PLAN_FORMATS:
             raise RecordError(
-                f"the recorder writes {PLAN_FORMAT}, not {data['format']!r}: list "
+                f"the recorder writes {PLAN_FORMAT}, not {data['format']!r} (or itera-plan/3, "
+                "which declares how metrics are recomputed): list "
                 "the frozen corpora under 'corpora' (docs/contract-v2.md)"
             )
         data.setdefault("frozen_at", self.now())

@@ -13,11 +13,19 @@ from pytest_itera.checks import Context, Options
 from pytest_itera.checks.runs import CHECKS, corpus_ids
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.files.predictions import IdLine, UnreadableIds, cover, read_ids
-from tests.factory import CORPUS_IDS, CampaignBuilder, expect, sha256
+from tests.factory import CORPUS_IDS, CampaignBuilder, as_plan_2, expect, sha256
 from tests.runner import Itera
 
 Pytester = pytest.Pytester
 Campaign = CampaignBuilder
+
+
+@pytest.fixture
+def campaign(campaign: Campaign) -> Campaign:
+    """The factory's campaign with an itera-plan/2: these rules judge the measurements files
+    (the itera-plan/3 recomputation and the conclusion on it: tests/checks/test_metrics.py)."""
+    as_plan_2(campaign.plan)
+    return campaign
 
 
 def record(campaign: Campaign, run_id: str) -> dict[str, Any]:
@@ -616,7 +624,7 @@ def test_conclusion_hides_a_variant_that_meets(itera: Itera, campaign: Campaign)
     expect(result,
            "manifest.json $.conclusion.meets_threshold: variant variant-a meets the threshold but "
            "the conclusion does not list it",
-           "    expected: accuracy >= 0.8", f"    found:    accuracy = 0.85 ({MEASURED}:5)")
+           "    expected: accuracy >= 0.8", f"    found:    accuracy = 1.0 ({MEASURED}:5)")
 
 
 def test_hidden_variant_deflated_in_the_manifest_only(
@@ -628,7 +636,7 @@ def test_hidden_variant_deflated_in_the_manifest_only(
     campaign.write()
     result = itera(check="conclusion-consistent")
     expect(result, "*variant variant-a meets the threshold but the conclusion does not list it",
-           "    expected: accuracy >= 0.8", f"    found:    accuracy = 0.85 ({MEASURED}:5)")
+           "    expected: accuracy >= 0.8", f"    found:    accuracy = 1.0 ({MEASURED}:5)")
 
 
 def test_run_without_measurements_is_judged_on_the_manifest(

@@ -32,13 +32,13 @@ from pytest_itera.core.campaign import (
     parse_json,
     validate,
 )
-from tests.factory import CONTROL_CKPT, CampaignBuilder
+from tests.factory import CONTROL_CKPT, CampaignBuilder, as_plan_2
 
 MISSING = "missing: a campaign folder has plan.json and manifest.json at its root"
 
 
-def written(tmp_path: Path, version: int = 2, edit: Callable[[CampaignBuilder], None] | None = None,
-            ) -> Path:
+def written(tmp_path: Path, version: int = 2,
+            edit: Callable[[CampaignBuilder], object] | None = None) -> Path:
     builder = CampaignBuilder(tmp_path / "c", version=version)
     if edit is not None:
         edit(builder)
@@ -74,7 +74,12 @@ def test_a_good_v2_campaign_loads_without_errors(tmp_path: Path) -> None:
     assert campaign.errors == ()
     assert campaign.plan is not None
     assert campaign.manifest is not None
-    assert (campaign.plan.version, campaign.manifest.version) == (2, 2)
+    assert (campaign.plan.version, campaign.manifest.version) == (3, 2)
+    computation = campaign.plan.decision.computation
+    assert computation is not None
+    assert (computation.kind, computation.label_field, computation.where) == (
+        "accuracy", "label", None)
+    assert campaign.plan.computations() == {"accuracy": computation}
     assert campaign.id == "tiny-2026-11"
     assert campaign.root == tmp_path / "c"
     assert [r.id for r in campaign.manifest.runs] == [
@@ -118,7 +123,7 @@ def test_loaded_values_are_frozen_and_typed(tmp_path: Path) -> None:
     assert plan.budget.lots[0].price == "47.14"  # money stays a decimal string
     run = manifest.run("variant-a")
     assert run is not None
-    assert dict(run.metrics) == {"accuracy": 0.85}
+    assert dict(run.metrics) == {"accuracy": 1.0}
     with pytest.raises(TypeError):
         run.metrics["accuracy"] = 1.0  # type: ignore[index]
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -360,7 +365,7 @@ def test_common_schema_failures_are_explained(
 
 
 def test_a_v1_plan_with_v2_corpora_says_which_version_has_what(tmp_path: Path) -> None:
-    root = written(tmp_path)
+    root = written(tmp_path, edit=lambda c: as_plan_2(c.plan))
     rewrite(root, PLAN_FILE, lambda p: p.update(format="itera-plan/1"))
     messages = [e.message for e in load_campaign(root).errors]
     assert messages == [

@@ -105,13 +105,13 @@ def test_every_fenced_block_is_run_or_marked_as_shown() -> None:
 
 
 def _documents() -> tuple[dict[str, Any], dict[str, Any]]:
-    """The docs' example plan and manifest (exactly one of each, /2)."""
+    """The docs' example plan and manifest (exactly one of each: itera-plan/3, itera-manifest/2)."""
     docs = [parse_json(b.text) for b in _blocks("json")]
     plans = [d for d in docs if str(d.get("format", "")).startswith("itera-plan/")]
     manifests = [d for d in docs if str(d.get("format", "")).startswith("itera-manifest/")]
     assert len(plans) == 1, "the docs show one plan"
     assert len(manifests) == 1, "the docs show one manifest"
-    assert plans[0]["format"] == "itera-plan/2"
+    assert plans[0]["format"] == "itera-plan/3"
     assert manifests[0]["format"] == "itera-manifest/2"
     return plans[0], manifests[0]
 

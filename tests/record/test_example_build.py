@@ -157,7 +157,10 @@ def metrics_line(campaign: Campaign, run_id: str) -> dict[str, Any] | None:
 def test_the_documents_are_the_v2_contract(root: Path) -> None:
     plan_data = json.loads((root / "plan.json").read_text())
     manifest_data = json.loads((root / "manifest.json").read_text())
-    assert plan_data["format"] == "itera-plan/2"
+    assert plan_data["format"] == "itera-plan/3"
+    assert plan_data["decision"]["computation"] == {
+        "kind": "accuracy", "label_field": "label", "prediction_field": "prediction",
+        "where": {"split": "test"}, "relative_to": "control"}
     assert manifest_data["format"] == "itera-manifest/2"
     assert "corpus" not in plan_data
     assert all("deliverable" not in run for run in manifest_data["runs"])
