@@ -1,7 +1,7 @@
 """``python -m pytest_itera``: check a campaign folder, or start a plan.
 
     python -m pytest_itera check DIR       # the plugin's verdict, without a pytest session
-    python -m pytest_itera new-plan DIR    # DIR/plan.json: a complete itera-plan/2 to edit
+    python -m pytest_itera new-plan DIR    # DIR/plan.json: a complete itera-plan/3 to edit
 
 ``check`` exits 0 only when the campaign is accepted (like ``pytest --itera-campaign``).
 ``new-plan`` writes the seed's example: 48 sequential hours inside a 72-hour
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_itera.core.campaign import PLAN_FILE, PLAN_FORMAT, validate
+from pytest_itera.core.campaign import PLAN_FILE, validate
 from pytest_itera.record.campaign import atomic_write_json, timestamp
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
@@ -56,16 +56,25 @@ _RUNS = (
 )
 
 
+SKELETON_FORMAT = "itera-plan/3"
+
+
 def plan_skeleton(campaign: str = "my-campaign") -> dict[str, Any]:
-    """A complete ``itera-plan/2`` to edit (``frozen_at`` aside: the recorder sets it)."""
+    """A complete ``itera-plan/3`` to edit (``frozen_at`` aside: the recorder sets it): /3,
+    so that the decision metric says how it is computed from the predictions and the
+    corpus's labels (``metrics-recomputed`` cannot prove an /2 plan's)."""
     return {
-        "format": PLAN_FORMAT,
+        "format": SKELETON_FORMAT,
         "campaign": campaign,
         "question": "Does the variant raise validation accuracy by at least 0.02 over the "
                     "control on the frozen corpus?",
         "decision": {"metric": "accuracy_gain", "direction": "higher", "threshold": 0.02,
                      "point": "after the pilot: continue, drop an optional variant, or revise "
-                              "the question"},
+                              "the question",
+                     "computation": {"kind": "accuracy", "label_field": "label",
+                                     "prediction_field": "prediction",
+                                     "where": {"split": "validation"},
+                                     "relative_to": "control"}},
         "corpora": [{"id": "corpus-v1", "path": "data/corpus.jsonl", "sha256": PLACEHOLDER,
                      "id_field": "id", "examples": 600}],
         "runs": [{"id": rid, "role": role, "category": category, "description": text,
@@ -147,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="interpreter for the fresh-process reloads (default: this one)")
     check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                        help="seconds per reload")
-    new = sub.add_parser("new-plan", help="write a complete itera-plan/2 skeleton")
+    new = sub.add_parser("new-plan", help="write a complete itera-plan/3 skeleton")
     new.add_argument("folder", type=Path)
     new.add_argument("--campaign", default=None, help="campaign id (default: the folder name)")
     args = parser.parse_args(argv)
