@@ -16,6 +16,7 @@ from collections.abc import Generator, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 
+from pytest_itera.checks import timeline
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import (
@@ -504,6 +505,8 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
     yield from _deviations(ctx, plan, observed, explained | short)
     yield from _stray_explanations(plan, actual, observed)
     yield from _decisions(plan, man)
+    yield from timeline.times_fit(ctx, plan, man, tolerance=_tolerance(ctx, plan),
+                                  rounding=ROUNDING)
 
 
 def _reserved(plan: Plan, man: Manifest) -> Iterator[Finding]:

@@ -358,6 +358,7 @@ def test_a_plan_frozen_after_a_run_ended_is_refused_without_started_at(
 ) -> None:
     for record in campaign.manifest["runs"]:
         del record["started_at"]
+    campaign.run_record("control")["ended_at"] = "2026-11-21T10:00:00Z"
     campaign.plan["frozen_at"] = "2026-11-21T12:00:00Z"
     itera.fails(
         campaign, FROZEN,
