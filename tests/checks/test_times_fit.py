@@ -69,7 +69,8 @@ def test_two_runs_overlapping_on_one_gpu_are_refused(campaign: CampaignBuilder) 
     assert found.where == "manifest.json $.runs[2].started_at"
     assert found.expected == ("resume-check starts at or after 2026-11-21T03:00:00+00:00 "
                               "(data-check's ended_at): one GPU trains one run at a time")
-    assert found.hint is not None and "gpus_per_lot x quantity" in found.hint
+    assert found.hint is not None
+    assert "gpus_per_lot x quantity" in found.hint
 
 
 def test_runs_on_different_gpus_may_overlap(campaign: CampaignBuilder) -> None:
@@ -110,7 +111,8 @@ def test_the_issue_case_seven_hours_for_a_five_hour_step(campaign: CampaignBuild
         {"step": "train-variant-a", "explanation": "converged early: stopped at 5 h"}]
     times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T11:00:00Z")
     found = only(problems(campaign, PVA), "plan-vs-actual.run-span").finding
-    assert "span 7 h" in found.message and "observed to take 5 h" in found.message
+    assert "span 7 h" in found.message
+    assert "observed to take 5 h" in found.message
 
 
 def test_a_span_within_the_tolerance_passes(campaign: CampaignBuilder) -> None:
@@ -308,7 +310,8 @@ def test_a_stopped_run_shipping_an_adapter_and_two_checkpoints_is_refused(
         "manifest.json $.checkpoints[2]: stopped run variant-a ships 2 checkpoints "
         "(runs/variant-a/weights.pt, runs/variant-a/last.pt): only one, the evidence of where "
         "it stopped, may stay"]
-    assert found[1].finding.hint is not None and "(runs/variant-a/weights.pt)" in \
+    assert found[1].finding.hint is not None
+    assert "(runs/variant-a/weights.pt)" in \
         found[1].finding.hint
 
 
