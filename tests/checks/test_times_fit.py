@@ -19,7 +19,8 @@ from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.report.verify import Problem, builtin_checks, check_campaign
 from tests.checks.test_run_checks import stop
 from tests.checks.test_schedule_evidence import restate, second_lot, step
-from tests.factory import CampaignBuilder, measurements_path
+from tests.factory import CampaignBuilder, expect_each, measurements_path
+from tests.runner import Itera
 
 PVA = "plan-vs-actual"
 
@@ -320,3 +321,34 @@ def test_a_stopped_run_keeping_its_evidence_checkpoint_passes(
 ) -> None:
     stop(campaign)  # variant-a keeps runs/variant-a/weights.pt, where it stopped
     assert problems(campaign, "stop-records") == []
+
+
+# ============================================== through pytest, in the three xdist modes
+
+
+def test_each_rule_fails_its_item_in_every_xdist_mode(
+    itera: Itera, pytester: pytest.Pytester
+) -> None:
+    """One broken campaign: a GPU overlap (plan-vs-actual), a sparse resume log
+    (role-evidence), a stopped run with predictions (stop-records): the same items fail,
+    saying the same, with or without xdist."""
+    campaign = CampaignBuilder(pytester.path / "out")
+    times(campaign, "resume-check", "2026-11-21T02:30:00Z", "2026-11-21T03:30:00Z")
+    long_resume(campaign, range(10, 41, 10))
+    campaign.write()
+    result = itera("-rf", check="plan-vs-actual or role-evidence")
+    result.assert_outcomes(failed=2, passed=1)
+    expect_each(
+        result,
+        "manifest.json $.runs[2].started_at: runs data-check and resume-check overlap on GPU "
+        "'gpu0' of lot 'rtx4090-3d'*",
+        "runs/resume-check/measurements.jsonl: resume check resume-check does not log 'loss' at "
+        "the resolution of control*34 missing: 3, 4, 5, 6, 7, …")
+    stopped = CampaignBuilder(pytester.path / "stopped")
+    stop(stopped)
+    stopped.run_record("variant-a")["predictions"] = "runs/variant-a/predictions.jsonl"
+    stopped.write()
+    result = itera("-rf", check="stop-records", campaign="stopped")
+    result.assert_outcomes(failed=1)
+    expect_each(result, "manifest.json $.runs[3].predictions: stopped run variant-a records "
+                "predictions (runs/variant-a/predictions.jsonl)")
