@@ -21,6 +21,7 @@ from typing import Any
 
 from pytest_itera.core.campaign import PLAN_FILE, PLAN_FORMAT, validate
 from pytest_itera.record.campaign import atomic_write_json, timestamp
+from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 __all__ = ["main", "plan_skeleton"]
 
@@ -144,7 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("folder", type=Path)
     check.add_argument("--python", default=None,
                        help="interpreter for the fresh-process reloads (default: this one)")
-    check.add_argument("--timeout", type=float, default=120.0, help="seconds per reload")
+    check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                       help="seconds per reload")
     new = sub.add_parser("new-plan", help="write a complete itera-plan/2 skeleton")
     new.add_argument("folder", type=Path)
     new.add_argument("--campaign", default=None, help="campaign id (default: the folder name)")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.factory import CampaignBuilder, tree_digest
-from tests.runner import XDIST_MODES, Itera, python_path_with_repo
+from tests.runner import LEAN_ADDOPTS, Itera, python_path_with_repo
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -50,7 +50,7 @@ def _lean_inner_sessions(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
     if "pytester" in request.fixturenames:
         # After pytester's own set-up, which deletes PYTEST_ADDOPTS.
         request.getfixturevalue("pytester")
-        monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest -p no:anyio")
+        monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_ADDOPTS)
 
 
 @pytest.fixture
@@ -67,13 +67,13 @@ def campaign(pytester: pytest.Pytester) -> Iterator[CampaignBuilder]:
         )
 
 
-@pytest.fixture(params=XDIST_MODES, ids=[f"xdist-{mode}" for mode in XDIST_MODES])
-def xdist(request: pytest.FixtureRequest) -> str:
-    """The xdist mode of the test's pytest runs: absent, off or on (pytest-mypy's habit).
+@pytest.fixture
+def xdist() -> str:
+    """The xdist mode of the test's pytest runs: absent, outside the wiring's tests.
 
-    A test whose point is one process model pins it: ``@only_xdist("on")``."""
-    mode: str = request.param
-    return mode
+    tests/plugin/conftest.py runs the wiring's tests in all three modes; a test whose point
+    is one process model pins it: ``@only_xdist("on")``."""
+    return "absent"
 
 
 @pytest.fixture

@@ -97,7 +97,7 @@ def mid_way() -> dict[str, Any]:
 
 
 # The pilot ran 6 h against 4 h planned (1.5x); what came before it ran as planned.
-PILOT_JOURNAL = [
+PILOT_JOURNAL: list[dict[str, Any]] = [
     {"event": "plan_frozen"},
     {"event": "step", "step": "prepare", "hours": 2},
     {"event": "step", "step": "setup", "hours": 2},

@@ -387,7 +387,7 @@ def record_campaign(root: Path, tools: Tools, *, resume_state: Sequence[str]) ->
     manifest = rec.close(analysis=closing["analysis"],
                          reload_instructions=closing["reload_instructions"],
                          conclusion=closing["conclusion"], budget=closing["budget"],
-                         schedule=closing["schedule"])
+                         schedule=closing["schedule"]).manifest
     if by_hand:
         rewrite_json(manifest, adapters=[*json.loads(manifest.read_text())["adapters"],
                                          *by_hand])

@@ -1,25 +1,42 @@
 """The one way a test runs pytest on a campaign: the ``itera`` fixture's :class:`Itera`.
 
-Every behavioural plugin test runs three times, as pytest-mypy's tests do: with xdist
-absent (``-p no:xdist``), installed but off (``-n 0``) and on (``-n 2``), so that what the
-plugin says is the same whether the checks run in one process or on workers.
+Every test of the pytest wiring (tests/plugin/) runs three times, as pytest-mypy's tests do:
+with xdist absent (``-p no:xdist``), installed but off (``-n 0``) and on (``-n 2``), so that
+what the plugin says is the same whether the checks run in one process or on workers
+(tests/plugin/test_xdist_modes.py also compares the JSON reports of the three, byte for byte).
+
+Elsewhere the xdist mode cannot change the answer: a test runs once, with xdist absent. A
+rule test (tests/checks/) asks only what the items say: its calls that need nothing but
+``-k``, ``-rf`` or ``-rA`` are answered in-process (tests/inprocess.py: the same checks, the
+same failure text, no pytest session), the others by a pytest session.
+ITERA_TESTS_BACKEND=session sends every call to a session; =crosscheck answers in-process
+and also runs the session, and asserts both give every item the same outcome and text.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_itera.reload import Reloader
+from tests import inprocess
 from tests.factory import CampaignBuilder, expect, tree_digest
 
 REPO = Path(__file__).resolve().parents[1]
 
 XDIST_ARGS = {"absent": ("-p", "no:xdist"), "off": ("-n", "0"), "on": ("-n", "2")}
 XDIST_MODES = tuple(XDIST_ARGS)
+# What the tests' own session exports to the sessions they run (tests/conftest.py).
+LEAN_ADDOPTS = "-p no:hypothesispytest -p no:anyio"
+BACKEND_ENV = "ITERA_TESTS_BACKEND"  # "session" or "crosscheck"; unset: in-process
+# Files of a pytester folder that a session would read and the in-process backend ignores.
+SESSION_FILES = ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg",
+                 "pyproject.toml")
 
 
 def only_xdist(*modes: str) -> pytest.MarkDecorator:
@@ -36,16 +53,21 @@ class Itera:
     interpreter; ``xdist="off"`` overrides the mode for one call (a test comparing modes);
     ``cache=True`` keeps pytest's cache provider on.
 
+    With ``reloader`` (the rule tests'), a call that the in-process backend can answer is
+    answered there (see :meth:`in_process`), reloading through that one shared server.
+
     ``itera.gate()`` runs the plan gate; ``itera.reported(root)`` runs on a folder with a JSON
     report and returns it; ``itera.passes(campaign, check)`` and ``itera.fails(campaign,
     check, *lines)`` write a campaign, run the items ``-k check`` selects and assert their
     outcomes (and the lines the failures say).
     """
 
-    def __init__(self, pytester: pytest.Pytester, xdist: str) -> None:
+    def __init__(self, pytester: pytest.Pytester, xdist: str,
+                 reloader: Callable[[], Reloader] | None = None) -> None:
         assert xdist in XDIST_ARGS, xdist
         self.pytester = pytester
         self.xdist = xdist
+        self.reloader = reloader
 
     @property
     def distributed(self) -> bool:
@@ -69,7 +91,45 @@ class Itera:
         line = self.args(*args, check=check, campaign=campaign, xdist=xdist, cache=cache)
         if subprocess:
             return self.pytester.runpytest_subprocess(*line)
-        return self.pytester.runpytest(*line)
+        asked = self.in_process(args, check=check, campaign=campaign, xdist=xdist, cache=cache)
+        backend = os.environ.get(BACKEND_ENV, "")
+        if asked is None or backend == "session" or self.reloader is None:
+            return self.pytester.runpytest(*line)
+        keyword, report = asked
+        answer = inprocess.judge(self.pytester.path / "out", keyword, report, self.reloader)
+        if backend == "crosscheck":
+            rerun = (*(a for a in line if a not in inprocess.REPORT_CHARS), "-rA")
+            inprocess.same_items(answer, self.pytester.runpytest(*rerun))
+        return answer
+
+    def in_process(self, args: tuple[str, ...], *, check: str | None, campaign: str | None,
+                   xdist: str | None, cache: bool) -> tuple[str | None, str | None] | None:
+        """(the ``-k`` expression, the ``-r`` option) of a call the in-process backend answers
+        as a session would; None for one that needs a session: other options, another
+        campaign folder, an xdist mode of its own, no ``-k`` (a whole run, whose verdict
+        section the tests read), a conftest.py or an ini file in the folder, plugins or
+        options from the environment, or a campaign whose output has other pytest-side
+        lines (stop rules the plugin says it did not evaluate)."""
+        if self.reloader is None or campaign != "out" or xdist is not None or cache \
+                or self.xdist != "absent":
+            return None
+        keyword, report, rest = check, None, list(args)
+        while rest:
+            arg = rest.pop(0)
+            if arg in inprocess.REPORT_CHARS and report is None:
+                report = arg
+            elif arg == "-k" and rest and keyword is None:
+                keyword = rest.pop(0)
+            else:
+                return None
+        if keyword is None:  # a whole run: its verdict section (pytest-itera) is pytest-side
+            return None
+        here = self.pytester.path
+        if any((here / name).exists() for name in SESSION_FILES) \
+                or os.environ.get("PYTEST_ADDOPTS", LEAN_ADDOPTS) != LEAN_ADDOPTS \
+                or "PYTEST_PLUGINS" in os.environ or inprocess.session_only(here / campaign):
+            return None
+        return keyword, report
 
     def reported(self, root: Path, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
         """Run on the campaign at ``root`` with ``-rf`` and a JSON report: the result and the

@@ -30,7 +30,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.files import campaign_relative
 from pytest_itera.core.campaign import (
+    BASE_RECORD,
+    COMMIT_HEX,
     MANIFEST_FILE,
+    SHA256_HEX,
     AdapterRecord,
     Campaign,
     CheckpointRecord,
@@ -38,6 +41,7 @@ from pytest_itera.core.campaign import (
     parse_json,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.text import is_blank
 from pytest_itera.files.tree import DigestRefused, os_reason, tree_digest_of
 from pytest_itera.reload import PARTS, formats
 
@@ -46,8 +50,6 @@ if TYPE_CHECKING:
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_CONFIG_CAP = 1 << 20  # PEFT writes ~1 KiB; anything this big is not a config
-_COMMIT = re.compile(r"[0-9a-f]{40}")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 _SHORT_HASH = re.compile(r"[0-9a-f]{4,39}")
 _BRANCHES = frozenset(
     {"main", "master", "dev", "develop", "development", "trunk", "head", "latest", "stable"}
@@ -574,7 +576,6 @@ def adapter_pinned(ctx: Context, target: str | None) -> Iterator[Finding]:
 
 # ---- itera-manifest/2: a hub commit, and for a shipped base its tree digest
 
-BASE_RECORD = "itera-base.json"  # {"model": <hub id>, "revision": <40-hex commit> | null}
 BASE_RECORD_CAP = 1 << 20
 _SNAPSHOT = re.compile(r"(?:^|/)snapshots/([0-9a-f]{40})(?:/|$)")
 _COMMIT_EXPECTED = ("a full 40-hex commit id of the base on the hub, or null for a base shipped "
@@ -583,11 +584,11 @@ _COMMIT_EXPECTED = ("a full 40-hex commit id of the base on the hub, or null for
 
 def commit_problem(revision: str) -> str | None:
     """Why a base revision string is not an immutable hub commit, or None."""
-    if _COMMIT.fullmatch(revision):
+    if COMMIT_HEX.fullmatch(revision):
         return None
-    if not revision.strip():
+    if is_blank(revision):
         return "is empty"
-    if _SHA256.fullmatch(revision):
+    if SHA256_HEX.fullmatch(revision):
         return (f"{revision!r} is a sha256 (64 hex digits), not a hub commit: "
                 "itera-manifest/2 pins a shipped base by base_digest, its tree digest over every "
                 "file (a sha256 of one file cannot tell two bases of one architecture apart)")
@@ -783,13 +784,13 @@ def _clip(text: str | None, limit: int = 80) -> str:
 
 def revision_problem(revision: str | None, shipped: bool) -> str | None:
     """/1: why a base revision does not pin the base forever, or None when it does."""
-    if revision is None or not revision.strip():
+    if revision is None or is_blank(revision):
         return "is missing (null)" if revision is None else "is empty"
     if shipped:
-        if _SHA256.fullmatch(revision):
+        if SHA256_HEX.fullmatch(revision):
             return None
         return f"{revision!r} is not a sha256 (64 lowercase hex digits) of the shipped base"
-    if _SHA256.fullmatch(revision):
+    if SHA256_HEX.fullmatch(revision):
         return (f"{revision!r} is a sha256, which pins a base shipped in the campaign, but "
                 "base_path is not set")
     return commit_problem(revision)
@@ -834,7 +835,7 @@ def _shipped_base_v1(ctx: Context, record: AdapterRecord, base: str,
                       where=f"{where}.base_path")
         return
     pinned = record.base_revision or ""
-    if _SHA256.fullmatch(pinned) and facts.sha256 != pinned:  # else revision_problem said why
+    if SHA256_HEX.fullmatch(pinned) and facts.sha256 != pinned:  # else revision_problem said why
         yield Finding(
             f"the shipped base {base} does not have the sha256 recorded as base_revision",
             where=f"{where}.base_revision", expected=pinned, found=facts.sha256,

@@ -701,19 +701,27 @@ def corpus_contents(plan: Plan) -> dict[str, Corpus]:
     return out
 
 
+def planned_elsewhere(plan: Plan, run_id: str, corpus_id: str) -> str | None:
+    """The corpus the plan gives ``run_id`` when it is another corpus than ``corpus_id`` (not
+    the same content), else None: what the recorder refuses and delivered_corpus reports."""
+    planned = plan.run(run_id)
+    if planned is None or planned.corpus is None:
+        return None
+    contents = corpus_contents(plan)
+    return None if contents.get(planned.corpus) is contents.get(corpus_id) else planned.corpus
+
+
 def delivered_corpus(plan: Plan, run: RunRecord) -> Corpus | str:
     """The plan corpus an accepted control/variant delivers, or why it delivers none."""
-    planned = plan.run(run.id)
-    contents = corpus_contents(plan)
     if run.predictions is None:
         return "it has no predictions"
     if run.corpus is not None:
         corpus = plan.corpus_by_id(run.corpus)
         if corpus is None:
             return f"its corpus {run.corpus!r} is not a corpus of the plan"
-        if (planned is not None and planned.corpus is not None
-                and contents.get(planned.corpus) is not contents[corpus.id]):
-            return f"it was planned on corpus {planned.corpus!r}, but the manifest says it " \
+        planned = planned_elsewhere(plan, run.id, corpus.id)
+        if planned is not None:
+            return f"it was planned on corpus {planned!r}, but the manifest says it " \
                 f"delivers {run.corpus!r}"
         return corpus
     found = plan.corpus_of(run.id)

@@ -18,14 +18,19 @@ by returning a :class:`RuleVerdict`.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.stop_rules import RuleVerdict
+from pytest_itera.checks.stop_rules import (
+    MEASURED_KINDS,
+    RuleVerdict,
+    measured,
+    rule_parameters_problem,
+    show,
+)
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
@@ -40,20 +45,12 @@ from pytest_itera.core.text import is_blank
 from pytest_itera.files import measurements
 from pytest_itera.files.measurements import Measurements, Series, Unreadable
 
-TRAINING_ROLES = ("control", "variant", "pilot", "resume_check")
-PREDICTING_ROLES = ("control", "variant")
-MEASURED_KINDS = ("non_finite_loss", "quality_below")  # read the run's own measurements
 CONTRACT = "docs/contract-v2.md"
 _SHOWN = 5  # problems of an unreadable file shown one by one
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 def _role(plan: Plan, run_id: str) -> str | None:
     planned = plan.run(run_id)
     return planned.role if planned is not None else None
-
-
-def _label(role: str | None) -> str:
-    return (role or "unplanned").replace("_", " ")
 
 
 def _v1(man: Manifest, what: str) -> str:
@@ -62,16 +59,6 @@ def _v1(man: Manifest, what: str) -> str:
         return ""
     return (f"; itera-manifest/1 cannot prove {what}: re-close the campaign with "
             f"itera-manifest/2 ({CONTRACT})")
-
-
-def _fmt(value: float | int | str) -> str:
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return repr(value)
-    return str(value)
 
 
 # ------------------------------------------------------------ the run's evidence
@@ -88,46 +75,6 @@ def run_measurements(ctx: Context, run: RunRecord) -> Measurements | str:
 
 
 # ------------------------------------------------------------- stop rule parameters
-
-
-def rule_parameters_problem(rule: StopRule) -> str | None:
-    """Why a rule's parameters are not the machine-readable ones of its kind, or None.
-
-    ``itera-plan/2`` enforces these shapes in its schema; an ``itera-plan/1`` rule with
-    free-form parameters cannot be evaluated. Kind ``other`` is free-form by definition.
-    """
-    p: Mapping[str, Any] = rule.parameters or {}
-    kind = rule.kind
-    if kind == "non_finite_loss":
-        return None if _text(p.get("series")) else "no 'series' (the measured series to watch)"
-    if kind == "quality_below":
-        missing = [k for k in ("metric", "split") if not _text(p.get(k))]
-        threshold = p.get("threshold")
-        if not isinstance(threshold, int | float) or isinstance(threshold, bool):
-            missing.append("threshold")
-        if p.get("direction") not in ("higher", "lower"):
-            missing.append("direction")
-        return f"no usable {', '.join(missing)}" if missing else None
-    if kind == "input_truncated":
-        if not _text(p.get("input")):
-            return "no 'input' (a corpus id or a path)"
-        given = [k for k in ("examples", "bytes", "sha256") if k in p]
-        if not given:
-            return "none of 'examples', 'bytes', 'sha256' (what the input must be)"
-        for key in ("examples", "bytes"):
-            value = p.get(key)
-            if key in p and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-                return f"{key!r} is not a non-negative integer"
-        if "sha256" in p and not (isinstance(p["sha256"], str) and _SHA256.match(p["sha256"])):
-            return "'sha256' is not a 64-hex digest"
-        return None
-    if kind == "no_resume":
-        return None if _text(p.get("resume_check")) else "no 'resume_check' (a run id)"
-    return None
-
-
-def _text(value: object) -> bool:
-    return isinstance(value, str) and not is_blank(value)
 
 
 _EXAMPLES = {
@@ -172,10 +119,8 @@ def evaluate(ctx: Context, rule: StopRule, run_id: str) -> RuleVerdict:
     if problem is not None:
         detail, hint = _v1_rule(plan, rule, problem)
         return RuleVerdict("unproven", detail, where=f"{PLAN_FILE} $.stop_rules", hint=hint)
-    if rule.kind == "non_finite_loss":
-        return _non_finite(ctx, plan, rule, run)
-    if rule.kind == "quality_below":
-        return _quality(ctx, plan, rule, run)
+    if rule.kind in MEASURED_KINDS:
+        return _on_measurements(ctx, plan, rule, run)
     if rule.kind == "input_truncated":
         return _truncated_on(ctx, plan, rule, run)
     if rule.kind == "no_resume":
@@ -205,71 +150,13 @@ def _hook_verdict(ctx: Context, rule: StopRule, run: RunRecord) -> RuleVerdict |
                        f"{type(verdict).__name__}, not a RuleVerdict or None")
 
 
-def _non_finite(ctx: Context, plan: Plan, rule: StopRule, run: RunRecord) -> RuleVerdict:
-    name = str(rule.parameters["series"])
+def _on_measurements(ctx: Context, plan: Plan, rule: StopRule, run: RunRecord) -> RuleVerdict:
+    """A rule read from the run's own measurements: loaded here, judged by the one rule
+    (:func:`pytest_itera.checks.stop_rules.measured`) the recorder also applies."""
     found = run_measurements(ctx, run)
     if isinstance(found, str):
         return RuleVerdict("unproven", found, hint=_measurements_hint(run))
-    series = found.series.get(name)
-    role = _role(plan, run.id)
-    if series is None or not len(series):
-        if role in (None, *TRAINING_ROLES):
-            return RuleVerdict(
-                "unproven", f"its measurements {found.path} hold no {name!r} series",
-                where=found.path,
-                hint=f"log the {name!r} series at every step (RunRecorder.log(step, "
-                f"{name}=...)): the rule reads it")
-        return RuleVerdict("clear", f"a {_label(role)} run with no {name!r} series")
-    bad = series.first_non_finite()
-    if bad is None:
-        return RuleVerdict("clear", f"{len(series)} {name!r} points, all finite")
-    step, value, line = bad
-    return RuleVerdict("triggered", f"its {name!r} series is {_fmt(value)} at step {step}",
-                       step=step, where=f"{found.path}:{line}")
-
-
-def _quality(ctx: Context, plan: Plan, rule: StopRule, run: RunRecord) -> RuleVerdict:
-    p = rule.parameters
-    metric, threshold, higher = str(p["metric"]), float(p["threshold"]), p["direction"] == "higher"
-    found = run_measurements(ctx, run)
-    if isinstance(found, str):
-        return RuleVerdict("unproven", found, hint=_measurements_hint(run))
-    measured = _measured(found, metric, str(p.get("split", "")))
-    if measured is None:
-        role = _role(plan, run.id)
-        if role in (None, *PREDICTING_ROLES):
-            return RuleVerdict(
-                "unproven", f"its measurements {found.path} hold no {metric!r} (neither a "
-                "final metric nor a series)", where=found.path,
-                hint=f"record {metric!r} in the run's measurements (its metrics line)")
-        return RuleVerdict("clear", f"a {_label(role)} run that does not measure {metric!r}")
-    value, step, where, name = measured
-    if isinstance(value, str):
-        return RuleVerdict("unproven", f"its {name} is the string {value!r}, not a number",
-                           where=where)
-    bad = not math.isfinite(value) or (value < threshold if higher else value > threshold)
-    side = "under" if higher else "over"
-    if bad:
-        return RuleVerdict("triggered", f"its {name} is {_fmt(value)}, {side} the stop "
-                           f"threshold {threshold:g}", step=step, where=where)
-    return RuleVerdict("clear", f"its {name} is {_fmt(value)} (stop {side} {threshold:g})")
-
-
-def _measured(
-    found: Measurements, metric: str, split: str
-) -> tuple[float | int | str, int | None, str, str] | None:
-    """(value, step, where, name): the final metric, else the last point of that series."""
-    names = [metric] + [f"{split}{sep}{metric}" for sep in ("_", "/", ".") if split]
-    for name in names:
-        if found.metrics is not None and name in found.metrics:
-            m = found.metrics[name]
-            return m.value, None, f"{found.path}:{m.line}", name
-    for name in names:
-        series = found.series.get(name)
-        last = series.last() if series is not None else None
-        if last is not None:
-            return last[1], last[0], f"{found.path}:{last[2]}", f"{name} (last point)"
-    return None
+    return measured(rule, found, _role(plan, run.id))
 
 
 def _measurements_hint(run: RunRecord) -> str:
@@ -422,7 +309,7 @@ def _resume(ctx: Context, run_id: str) -> RuleVerdict:
         name, step, value, ref_value, line = divergence
         return RuleVerdict(
             "triggered", f"after resuming {record.path} at step {origin.step}, its {name!r} "
-            f"is {_fmt(value)} at step {step} where {reference.id}'s is {_fmt(ref_value)} "
+            f"is {show(value)} at step {step} where {reference.id}'s is {show(ref_value)} "
             f"(tolerance {tolerance:g})", step=step, where=f"{mine.path}:{line}")
     if not compared:
         return RuleVerdict(
@@ -625,12 +512,12 @@ def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
                 hint="report only metrics the run measured; the file is the evidence")
         elif not measurements.same_at_precision(stated, metric):
             yield Finding(
-                f"run {run.id}'s {name} is {_fmt(stated)} in the manifest but "
+                f"run {run.id}'s {name} is {show(stated)} in the manifest but "
                 f"{_metric_text(metric)} in its measurements",
                 where=f"{where}.metrics.{name} ({found.path}:{metric.line})",
                 expected=_metric_text(metric)
                 + (f" (to the file's {metric.decimals} decimals)" if metric.decimals else ""),
-                found=_fmt(stated),
+                found=show(stated),
                 hint="the measurements are the evidence and the manifest a copy: state the "
                 "file's value")
 
@@ -640,7 +527,7 @@ def _metric_text(metric: measurements.Metric) -> str:
     if isinstance(value, float) and metric.decimals is not None and metric.decimals >= 0 \
             and math.isfinite(value):
         return f"{value:.{metric.decimals}f}"
-    return repr(value) if isinstance(value, str) else _fmt(value)
+    return repr(value) if isinstance(value, str) else show(value)
 
 
 def _unreadable(run: RunRecord, found: Unreadable, where: str) -> Iterator[Finding]:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pytest_itera.core.campaign import Campaign
+from pytest_itera.core.schedule import DEFAULT_TOLERANCE
+from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from pytest_itera.checks.stop_rules import RuleVerdict
@@ -66,11 +68,11 @@ class Options:
 
     fast: bool = False
     python: str | None = None
-    timeout: float = 120.0
+    timeout: float = DEFAULT_TIMEOUT
     ignore: tuple[str, ...] = ()
     temp_patterns: tuple[str, ...] = ()
     plan_sha256: str | None = None
-    deviation_tolerance: float = 0.10
+    deviation_tolerance: float = float(DEFAULT_TOLERANCE)
     # The pins that apply to this campaign (ini itera_plan_sha256), and the keys of the pins
     # given for other campaigns when none applies (a renamed campaign escapes no pin).
     plan_pins: tuple[PlanPin, ...] = ()

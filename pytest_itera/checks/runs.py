@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.stop_rules import PREDICTING_ROLES
 from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Corpus, Manifest, Plan, RunRecord
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
@@ -34,9 +35,6 @@ from pytest_itera.files.predictions import (
     keep_first,
     read_ids,
 )
-
-PREDICTING_ROLES = ("control", "variant")  # R1: the compared runs deliver predictions
-
 
 # ------------------------------------------------------------- stop-records
 

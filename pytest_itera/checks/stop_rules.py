@@ -3,10 +3,26 @@ which refuses at once, and the checks, which judge the closed folder (no pytest 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["RuleVerdict", "Status"]
+from pytest_itera.core.campaign import SHA256_HEX, StopRule
+from pytest_itera.core.text import is_blank
+from pytest_itera.files.measurements import Measurements
+
+__all__ = [
+    "MEASURED_KINDS",
+    "PREDICTING_ROLES",
+    "TRAINING_ROLES",
+    "RuleVerdict",
+    "Status",
+    "label",
+    "measured",
+    "rule_parameters_problem",
+    "show",
+]
 
 Status = Literal["triggered", "clear", "unproven", "not_evaluated"]
 
@@ -27,3 +43,136 @@ class RuleVerdict:
     step: int | None = None
     where: str | None = None
     hint: str | None = None
+
+
+TRAINING_ROLES = ("control", "variant", "pilot", "resume_check")
+PREDICTING_ROLES = ("control", "variant")  # R1: the compared runs deliver predictions
+MEASURED_KINDS = ("non_finite_loss", "quality_below")  # read the run's own measurements
+
+
+def rule_parameters_problem(rule: StopRule) -> str | None:
+    """Why a rule's parameters are not the machine-readable ones of its kind, or None.
+
+    ``itera-plan/2`` enforces these shapes in its schema; an ``itera-plan/1`` rule with
+    free-form parameters cannot be evaluated. Kind ``other`` is free-form by definition.
+    """
+    p: Mapping[str, Any] = rule.parameters or {}
+    kind = rule.kind
+    if kind == "non_finite_loss":
+        return None if _text(p.get("series")) else "no 'series' (the measured series to watch)"
+    if kind == "quality_below":
+        missing = [k for k in ("metric", "split") if not _text(p.get(k))]
+        threshold = p.get("threshold")
+        if not isinstance(threshold, int | float) or isinstance(threshold, bool):
+            missing.append("threshold")
+        if p.get("direction") not in ("higher", "lower"):
+            missing.append("direction")
+        return f"no usable {', '.join(missing)}" if missing else None
+    if kind == "input_truncated":
+        if not _text(p.get("input")):
+            return "no 'input' (a corpus id or a path)"
+        given = [k for k in ("examples", "bytes", "sha256") if k in p]
+        if not given:
+            return "none of 'examples', 'bytes', 'sha256' (what the input must be)"
+        for key in ("examples", "bytes"):
+            value = p.get(key)
+            if key in p and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                return f"{key!r} is not a non-negative integer"
+        digest = p.get("sha256")
+        if "sha256" in p and not (isinstance(digest, str) and SHA256_HEX.fullmatch(digest)):
+            return "'sha256' is not a 64-hex digest"
+        return None
+    if kind == "no_resume":
+        return None if _text(p.get("resume_check")) else "no 'resume_check' (a run id)"
+    return None
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str) and not is_blank(value)
+
+
+def measured(rule: StopRule, found: Measurements, role: str | None) -> RuleVerdict:
+    """A rule of a :data:`MEASURED_KINDS` kind with usable parameters
+    (:func:`rule_parameters_problem` is None), judged on one run's measurements; ``role``:
+    the run's planned role (None: unplanned)."""
+    if rule.kind == "non_finite_loss":
+        return _non_finite(rule, found, role)
+    if rule.kind == "quality_below":
+        return _quality(rule, found, role)
+    raise ValueError(f"stop rule {rule.id!r} has kind {rule.kind!r}, not one read from the "
+                     "run's measurements")
+
+
+def _non_finite(rule: StopRule, found: Measurements, role: str | None) -> RuleVerdict:
+    name = str(rule.parameters["series"])
+    series = found.series.get(name)
+    if series is None or not len(series):
+        if role in (None, *TRAINING_ROLES):
+            return RuleVerdict(
+                "unproven", f"its measurements {found.path} hold no {name!r} series",
+                where=found.path,
+                hint=f"log the {name!r} series at every step (RunRecorder.log(step, "
+                f"{name}=...)): the rule reads it")
+        return RuleVerdict("clear", f"a {label(role)} run with no {name!r} series")
+    bad = series.first_non_finite()
+    if bad is None:
+        return RuleVerdict("clear", f"{len(series)} {name!r} points, all finite")
+    step, value, line = bad
+    return RuleVerdict("triggered", f"its {name!r} series is {show(value)} at step {step}",
+                       step=step, where=f"{found.path}:{line}")
+
+
+def _quality(rule: StopRule, found: Measurements, role: str | None) -> RuleVerdict:
+    p = rule.parameters
+    metric, threshold, higher = str(p["metric"]), float(p["threshold"]), p["direction"] == "higher"
+    value_of = _measured(found, metric, str(p.get("split", "")))
+    if value_of is None:
+        if role in (None, *PREDICTING_ROLES):
+            return RuleVerdict(
+                "unproven", f"its measurements {found.path} hold no {metric!r} (neither a "
+                "final metric nor a series)", where=found.path,
+                hint=f"record {metric!r} in the run's measurements (its metrics line)")
+        return RuleVerdict("clear", f"a {label(role)} run that does not measure {metric!r}")
+    value, step, where, name = value_of
+    if isinstance(value, str):
+        return RuleVerdict("unproven", f"its {name} is the string {value!r}, not a number",
+                           where=where)
+    bad = not math.isfinite(value) or (value < threshold if higher else value > threshold)
+    side = "under" if higher else "over"
+    if bad:
+        return RuleVerdict("triggered", f"its {name} is {show(value)}, {side} the stop "
+                           f"threshold {threshold:g}", step=step, where=where)
+    return RuleVerdict("clear", f"its {name} is {show(value)} (stop {side} {threshold:g})")
+
+
+def _measured(
+    found: Measurements, metric: str, split: str
+) -> tuple[float | int | str, int | None, str, str] | None:
+    """(value, step, where, name): the final metric, else the last point of that series."""
+    names = [metric] + [f"{split}{sep}{metric}" for sep in ("_", "/", ".") if split]
+    for name in names:
+        if found.metrics is not None and name in found.metrics:
+            m = found.metrics[name]
+            return m.value, None, f"{found.path}:{m.line}", name
+    for name in names:
+        series = found.series.get(name)
+        last = series.last() if series is not None else None
+        if last is not None:
+            return last[1], last[0], f"{found.path}:{last[2]}", f"{name} (last point)"
+    return None
+
+
+def label(role: str | None) -> str:
+    """A role as words ("resume check"); None is an unplanned run."""
+    return (role or "unplanned").replace("_", " ")
+
+
+def show(value: float | int | str) -> str:
+    """A measured value as the contract writes it (NaN, Infinity, -Infinity)."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return repr(value)
+    return str(value)

@@ -13,6 +13,7 @@ import dataclasses
 import gc
 import json
 import math
+import re
 import sys
 import types
 import typing
@@ -32,6 +33,11 @@ if TYPE_CHECKING:
 
 PLAN_FILE = "plan.json"
 MANIFEST_FILE = "manifest.json"
+# A shipped base's own record of what it is: {"model": <name>, "revision": <40-hex commit>}.
+BASE_RECORD = "itera-base.json"
+# The contract's digests, matched whole (fullmatch): a file's sha256, a hub commit id.
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+COMMIT_HEX = re.compile(r"[0-9a-f]{40}")
 PLAN_FORMAT = "itera-plan/2"  # what the recorder writes; /1 documents are still read
 MANIFEST_FORMAT = "itera-manifest/2"
 RESUME_PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
@@ -479,6 +485,11 @@ def load_plan(path: Path) -> Campaign:
     plan = _plan(plan_data) if plan_data is not None and not errors else None
     return Campaign(root=path.parent, plan=plan, manifest=None, errors=tuple(errors),
                     plan_data=plan_data)
+
+
+def plan_from(data: Mapping[str, Any]) -> Plan:
+    """The typed plan of a schema-valid plan document (what the recorder froze)."""
+    return _plan(data)
 
 
 def _plan(data: Mapping[str, Any]) -> Plan:

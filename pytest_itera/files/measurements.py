@@ -21,10 +21,9 @@ numbers: a check never judges a run on part of its evidence.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import math
-import os
-import stat
 from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from pytest_itera.core.campaign import json_constant, non_finite
+from pytest_itera.files import jsonl
 
 __all__ = [
     "MAX_BYTES",
@@ -45,6 +45,7 @@ __all__ = [
     "Problem",
     "Series",
     "Unreadable",
+    "parse_measurements",
     "read_measurements",
     "same_at_precision",
 ]
@@ -53,7 +54,6 @@ MAX_BYTES = 512 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
 MAX_POINTS = 4_000_000  # all series together: 24 bytes each in memory
 MAX_PROBLEMS = 20
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHECKED_FIELDS = frozenset({"input", "sha256", "examples", "bytes"})
 
 
@@ -198,42 +198,31 @@ def read_measurements(path: Path, display: str | None = None) -> Measurements | 
             return Unreadable(shown, (Problem(None, f"cannot be read ({exc.strerror or exc})"),))
 
 
+def parse_measurements(data: bytes, display: str) -> Measurements | Unreadable:
+    """Read a measurements file's bytes held in memory (what the recorder will write), exactly
+    as :func:`read_measurements` reads the file."""
+    if len(data) > MAX_BYTES:
+        return Unreadable(display, (Problem(None, _too_large(len(data))),))
+    return _Reader(display).read(io.BytesIO(data))
+
+
+def _too_large(size: int) -> str:
+    return f"is {size} bytes, over the {MAX_BYTES}-byte limit for a measurements file"
+
+
 class _Refused(Exception):
     pass
 
 
 def _open_regular(path: Path) -> BinaryIO:
-    fd = os.open(path, _READ_FLAGS)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _Refused("is not a regular file")
-        if st.st_size > MAX_BYTES:
-            raise _Refused(f"is {st.st_size} bytes, over the {MAX_BYTES}-byte limit "
-                           "for a measurements file")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
-    """(line number, bytes), None for a line over the limit (skipped, never held)."""
-    number, tail, skipping = 0, b"", False
-    while block := handle.read(1 << 20):
-        parts = (tail + block).split(b"\n")
-        tail = parts.pop()
-        for part in parts:
-            number += 1
-            if skipping or len(part) > MAX_LINE_BYTES:
-                skipping = False
-                yield number, None
-            else:
-                yield number, part
-        if len(tail) > MAX_LINE_BYTES:
-            tail, skipping = b"", True
-    if skipping or tail:
-        yield number + 1, None if skipping else tail
+        handle, size = jsonl.open_regular(path)
+    except jsonl.NotRegular as exc:
+        raise _Refused(str(exc)) from None
+    if size > MAX_BYTES:
+        handle.close()
+        raise _Refused(_too_large(size))
+    return handle
 
 
 class _Duplicate(ValueError):
@@ -268,7 +257,7 @@ class _Reader:
             self.problems.append(Problem(line, message))
 
     def read(self, handle: BinaryIO) -> Measurements | Unreadable:
-        for number, raw in _lines(handle):
+        for number, raw in jsonl.lines(handle, MAX_LINE_BYTES):
             self.lines = number
             if raw is None:
                 self.problem(number, f"a line over the {MAX_LINE_BYTES}-byte limit (skipped)")

@@ -10,16 +10,15 @@ from __future__ import annotations
 import codecs
 import csv
 import json
-import os
-import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, TypeVar
 
+from pytest_itera.files import jsonl
+
 FIRST = 5  # examples shown per kind of problem
 MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is reported, skipped, never held
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TOO_LONG = "\x00itera:line-too-long\x00"  # stands in for a skipped line in the CSV reader
 T = TypeVar("T")
 
@@ -54,7 +53,7 @@ def read_ids(
         head = handle.read(1 << 16).lstrip(codecs.BOM_UTF8).lstrip()
         handle.seek(0)
         if not head or head.startswith(b"{"):
-            yield from _jsonl_ids(_lines(handle, max_line), id_field)
+            yield from _jsonl_ids(jsonl.lines(handle, max_line), id_field)
         elif head.startswith(b"["):
             raise UnreadableIds("is a JSON array; write one JSON object per line (JSON Lines)")
         elif b"\0" in head:
@@ -62,42 +61,15 @@ def read_ids(
         else:
             first = head.split(b"\n", 1)[0]
             tabbed = path.suffix.lower() == ".tsv" or (b"\t" in first and b"," not in first)
-            yield from _csv_ids(_lines(handle, max_line), id_field, "\t" if tabbed else ",")
+            yield from _csv_ids(jsonl.lines(handle, max_line), id_field, "\t" if tabbed else ",")
 
 
 def _open_regular(path: Path) -> BinaryIO:
     """Open without following a link and without blocking on a FIFO; refuse non-files."""
-    fd = os.open(path, _READ_FLAGS)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnreadableIds("is not a regular file")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _lines(handle: BinaryIO, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes | None]]:
-    """(line number, bytes) per line; None for a line over ``limit``, which is skipped unread.
-
-    Reads fixed-size blocks and splits them itself: iterating a file object
-    would hold a whole line, however long, and readline() is slower.
-    """
-    number, tail, skipping = 0, b"", False
-    while block := handle.read(1 << 20):
-        lines = (tail + block).split(b"\n")
-        tail = lines.pop()
-        for line in lines:
-            number += 1
-            if skipping or len(line) > limit:
-                skipping = False  # this was the end of an over-long line
-                yield number, None
-            else:
-                yield number, line
-        if len(tail) > limit:
-            tail, skipping = b"", True
-    if skipping or tail:
-        yield number + 1, None if skipping else tail
+        return jsonl.open_regular(path)[0]
+    except jsonl.NotRegular as exc:
+        raise UnreadableIds(str(exc)) from None
 
 
 def _jsonl_ids(lines: Iterable[tuple[int, bytes | None]], id_field: str) -> Iterator[IdLine]:

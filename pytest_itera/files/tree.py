@@ -171,7 +171,7 @@ def resolve_inside(root: Path, relpath: str) -> Path | str:
     path need not exist (a missing file is the caller's finding, not ours).
     Only lstat/readlink are used: nothing is opened and no link is followed out.
     """
-    reason = _syntax_reason(relpath)
+    reason = syntax_problem(relpath)
     if reason is not None:
         return reason
     base = os.path.abspath(root)
@@ -185,7 +185,9 @@ def resolve_inside(root: Path, relpath: str) -> Path | str:
     return Path(os.path.realpath(os.path.join(base, relpath)))
 
 
-def _syntax_reason(relpath: str) -> str | None:
+def syntax_problem(relpath: str) -> str | None:
+    """Why ``relpath`` is not a normalized relative POSIX path inside the folder, in one
+    clause, or None: the rule of :func:`resolve_inside`, and of the recorder's paths."""
     if relpath == "":
         return "is empty"
     if "\0" in relpath:

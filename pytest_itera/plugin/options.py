@@ -14,6 +14,9 @@ import pytest
 
 from pytest_itera.checks.context import GROUP_FILES_ABOVE
 from pytest_itera.checks.model import PlanPin
+from pytest_itera.core import schedule
+from pytest_itera.core.schedule import DEFAULT_TOLERANCE
+from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from pytest_itera.checks.waivers import Waiver
@@ -48,7 +51,7 @@ INI_PLAN_SHA256 = "itera_plan_sha256"
 INI_REQUIRE_ACCEPTED = "itera_require_accepted"
 INI_WAIVERS = "itera_waivers"
 INI_GROUP_FILES_ABOVE = "itera_group_files_above"
-MAX_TOLERANCE = 0.5  # pytest_itera.core.schedule.MAX_TOLERANCE
+MAX_TOLERANCE = float(schedule.MAX_TOLERANCE)
 
 def folder_holding(path: Path, roots: Iterable[Path], *, strictly: bool = False) -> Path | None:
     """Which of ``roots`` (campaign or plan folders) ``path`` is, or lies inside
@@ -169,7 +172,7 @@ def addoption(parser: pytest.Parser) -> None:
         TIMEOUT,
         type=float,
         metavar="SECONDS",
-        help="time limit per checkpoint reload (default 120)",
+        help=f"time limit per checkpoint reload (default {DEFAULT_TIMEOUT:g})",
     )
     group.addoption(
         FAST,
@@ -216,7 +219,8 @@ def addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(INI_PLAN, f"plans to judge before renting (like {PLAN})", "paths", [])
     parser.addini(INI_PYTHON, "interpreter for fresh-process reloads", "string", "")
-    parser.addini(INI_TIMEOUT, "time limit per checkpoint reload, seconds", "string", "120")
+    parser.addini(INI_TIMEOUT, "time limit per checkpoint reload, seconds", "string",
+                  f"{DEFAULT_TIMEOUT:g}")
     parser.addini(
         INI_IGNORE, "glob patterns of campaign files that need not be listed", "linelist", []
     )
@@ -227,7 +231,7 @@ def addoption(parser: pytest.Parser) -> None:
         INI_TOLERANCE,
         "fraction of planned hours above which a deviation needs an explanation (at most 0.5)",
         "string",
-        "0.10",
+        str(DEFAULT_TOLERANCE),
     )
     parser.addini(
         INI_CATALOGUE,
@@ -278,7 +282,7 @@ def build_settings(config: pytest.Config) -> Settings:
         plan_folders=plan_folders,
         reports=reports,
         python=_python(config),
-        timeout=_positive(config, TIMEOUT, INI_TIMEOUT, default=120.0),
+        timeout=_positive(config, TIMEOUT, INI_TIMEOUT, default=DEFAULT_TIMEOUT),
         fast=bool(config.getoption(FAST)),
         plan_sha256=_sha256(config.getoption(PLAN_SHA256)),
         ignore=tuple(config.getini(INI_IGNORE)),
@@ -301,7 +305,7 @@ def _group_files_above(config: pytest.Config) -> int:
 
 
 def _tolerance(config: pytest.Config) -> float:
-    value = _positive(config, None, INI_TOLERANCE, default=0.10)
+    value = _positive(config, None, INI_TOLERANCE, default=float(DEFAULT_TOLERANCE))
     if value > MAX_TOLERANCE:
         raise pytest.UsageError(
             f"{INI_TOLERANCE}: {value}: at most {MAX_TOLERANCE} (a step that ran less than half "

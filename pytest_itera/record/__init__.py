@@ -7,14 +7,9 @@ the checks' rules, never a copy of them.
 
 from __future__ import annotations
 
-from pytest_itera.record.campaign import (
+from pytest_itera.record.base import (
     BASE_RECORD,
-    CampaignRecorder,
-    Closure,
-    JournalWarning,
     RecordError,
-    RunRecorder,
-    StepTimer,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
@@ -23,7 +18,12 @@ from pytest_itera.record.campaign import (
     sha256_file,
     timestamp,
 )
+from pytest_itera.record.campaign import CampaignRecorder
+from pytest_itera.record.close import Closure
+from pytest_itera.record.replay import JournalWarning
 from pytest_itera.record.resume import load_resume_checkpoint, save_resume_checkpoint
+from pytest_itera.record.run import RunRecorder
+from pytest_itera.record.steps import StepTimer
 
 __all__ = [
     "BASE_RECORD",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_itera.core.atomic import atomic_handle
 from pytest_itera.core.campaign import RESUME_PARTS
-from pytest_itera.record.campaign import RecordError, refuse_temp_strings
+from pytest_itera.record.base import RecordError, refuse_temp_strings
 
 if TYPE_CHECKING:
     import torch

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any, Literal
 
-from pytest_itera.reload.formats import PARTS
+from pytest_itera.reload.formats import DEFAULT_TIMEOUT, PARTS
 from pytest_itera.reload.probe import MIN_TORCH, too_old
 
 __all__ = ["MIN_TORCH", "PARTS", "PartFault", "ReloadResult", "Reloader", "Sandbox"]
@@ -262,7 +262,7 @@ class Reloader:
     (:meth:`prefetch`); each checkpoint still loads in a process of its own.
     """
 
-    def __init__(self, python: str | None = None, *, timeout: float = 120.0,
+    def __init__(self, python: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
                  memory_limit: int | None = 8 << 30, jobs: int = 1) -> None:
         self.python = python or sys.executable
         self.timeout = timeout

@@ -16,8 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["BY_DESIGN", "FORMATS", "PARTS", "VARIANT", "Format", "Home", "absent", "files", "hints",
-           "key_parts", "keys", "render"]
+__all__ = ["BY_DESIGN", "DEFAULT_TIMEOUT", "FORMATS", "PARTS", "VARIANT", "Format", "Home",
+           "absent", "files", "hints", "key_parts", "keys", "render"]
+
+# Seconds a reload may take by default (--itera-timeout): the client's, the server's and the
+# recorder's default, here because the server loads this file by path.
+DEFAULT_TIMEOUT = 120.0
 
 # The resume parts, in the order every list of them follows (the schemas' enum too).
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")

@@ -25,6 +25,7 @@ from pytest_itera.checks.model import FAMILIES, Options, item_name
 from pytest_itera.checks.run import outcomes
 from pytest_itera.core.campaign import MANIFEST_FILE, load_campaign
 from pytest_itera.core.findings import Finding
+from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 __all__ = ["Problem", "Verdict", "builtin_checks", "check_campaign"]
 
@@ -77,7 +78,7 @@ def builtin_checks() -> dict[str, Check]:
 
 
 def check_campaign(
-    root: Path, *, python: str | None = None, timeout: float = 120.0,
+    root: Path, *, python: str | None = None, timeout: float = DEFAULT_TIMEOUT,
     checks: Mapping[str, Check] | None = None,
 ) -> Verdict:
     """Evaluate every check on every target of the folder ``root``."""

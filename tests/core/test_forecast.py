@@ -30,7 +30,7 @@ def test_measured_steps_take_their_hours_and_their_kind_scales_the_rest(tmp_path
     assert hours["train-control"] == 30  # 20 h planned, x1.5
     assert hours["validate"] == 2  # no validation step finished: its plan
     assert fc.scaled == ("train-control", "train-variant-a", "train-variant-b")
-    assert (fc.planned.makespan, fc.makespan) == (60, 81)
+    assert (fc.planned.makespan, fc.makespan) == (Decimal(60), Decimal(81))
     assert fc.started_runs == {"pilot"}
 
 

@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_itera.checks import Check, Context, Options
+from pytest_itera.checks.model import FAMILIES
 from pytest_itera.core.campaign import _fast_validator, _validator, load_campaign, validate
-from pytest_itera.plugin import FAMILIES
+from pytest_itera.reload import Reloader
 from tests.factory import CampaignBuilder
 
 JSON_LEAVES = st.one_of(
@@ -88,10 +89,19 @@ def mutated(draw: st.DrawFn, document: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def evaluate(root: Path) -> dict[tuple[str, str | None], tuple[str, ...]]:
+@pytest.fixture(scope="module")
+def reloader() -> Iterator[Reloader]:
+    """One reload server for the module's examples, as a pytest process has one for all its
+    campaigns (a server per example would import torch again: 15-18 s an example)."""
+    with Reloader(timeout=30) as shared:
+        yield shared
+
+
+def evaluate(root: Path, reloader: Reloader) -> dict[tuple[str, str | None], tuple[str, ...]]:
     """Every check on every target, as the items would run them."""
     checks = all_checks()
-    ctx = Context(load_campaign(root), Options(timeout=30), checks, reloader_factory=_reloader)
+    ctx = Context(load_campaign(root), Options(timeout=30), checks,
+                  reloader_factory=lambda: reloader, close_reloader=False)
     try:
         return {
             (check.id, target): tuple(f.render() for f in ctx.findings(check.id, target))
@@ -100,12 +110,6 @@ def evaluate(root: Path) -> dict[tuple[str, str | None], tuple[str, ...]]:
         }
     finally:
         ctx.close()
-
-
-def _reloader() -> Any:
-    from pytest_itera.reload import Reloader
-
-    return Reloader(timeout=30)
 
 
 FUZZ = settings(
@@ -129,7 +133,9 @@ def _write(builder: CampaignBuilder) -> Path:
 
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(["plan", "manifest"]))
-def test_mutated_documents_fail_clearly_and_never_crash(data: st.DataObject, which: str) -> None:
+def test_mutated_documents_fail_clearly_and_never_crash(
+    data: st.DataObject, which: str, reloader: Reloader
+) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="itera-fuzz-"))
     try:
         builder = CampaignBuilder(workdir / "out")
@@ -138,7 +144,7 @@ def test_mutated_documents_fail_clearly_and_never_crash(data: st.DataObject, whi
         setattr(builder, which, doc)
         if _write(builder) == Path():
             return
-        results = evaluate(builder.root)
+        results = evaluate(builder.root, reloader)
         on_disk = json.loads((builder.root / f"{which}.json").read_text())
         if validate(which, on_disk):
             assert results[("manifest", None)], "an invalid document passed the manifest check"
@@ -149,7 +155,7 @@ def test_mutated_documents_fail_clearly_and_never_crash(data: st.DataObject, whi
 
 @FUZZ
 @given(data=st.data())
-def test_mutated_bytes_never_crash(data: st.DataObject) -> None:
+def test_mutated_bytes_never_crash(data: st.DataObject, reloader: Reloader) -> None:
     """Text-level damage: truncation, duplicate keys, NaN, stray bytes."""
     workdir = Path(tempfile.mkdtemp(prefix="itera-fuzz-"))
     try:
@@ -164,7 +170,7 @@ def test_mutated_bytes_never_crash(data: st.DataObject) -> None:
             )
         )
         path.write_bytes(text[:cut] + damage + text[cut:])
-        results = evaluate(builder.root)
+        results = evaluate(builder.root, reloader)
         try:
             valid = not validate(path.stem, json.loads(path.read_bytes()))
         except ValueError:
@@ -221,7 +227,9 @@ JUNK = {
 
 @pytest.mark.parametrize("corpus", [False, True], ids=["data-files", "corpus"])
 @pytest.mark.parametrize("junk", sorted(JUNK))
-def test_junk_data_files_never_crash_a_check(tmp_path: Path, junk: str, corpus: bool) -> None:
+def test_junk_data_files_never_crash_a_check(
+    tmp_path: Path, junk: str, corpus: bool, reloader: Reloader
+) -> None:
     """Every file a check reads (predictions, metrics, configs, notes; or the corpus, which
     blocks the predictions check when unreadable) replaced by junk: findings, never a raise."""
     builder = CampaignBuilder(tmp_path / "out")
@@ -229,5 +237,5 @@ def test_junk_data_files_never_crash_a_check(tmp_path: Path, junk: str, corpus: 
         if (name == "corpus/corpus.jsonl") == corpus:
             builder.files[name] = JUNK[junk]
     builder.write()
-    results = evaluate(builder.root)  # raises if a check raises
+    results = evaluate(builder.root, reloader)  # raises if a check raises
     assert any(results.values()), "junk everywhere and no check noticed"

@@ -254,4 +254,4 @@ def test_the_public_api_is_declared_and_cheap_to_import() -> None:
                          check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
     with pytest.raises(AttributeError):
-        _ = pytest_itera.not_a_name  # type: ignore[attr-defined]
+        _ = pytest_itera.not_a_name

@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -116,7 +117,7 @@ def test_file_that_vanishes_during_the_run(
     campaign.written_digest = None  # the test itself removed a file
 
 
-@only_xdist("absent", "off")  # the swap is patched into this process: workers would not see it
+@only_xdist("absent")  # the swap is patched into this process: workers would not see it
 def test_checkpoint_saved_over_while_it_is_hashed(
     itera: Itera, campaign: CampaignBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -129,7 +130,7 @@ def test_checkpoint_saved_over_while_it_is_hashed(
     campaign.files[target] = b"A" * 300_000
     campaign.write()
     path = campaign.root / target
-    real_read = scan._read
+    real_read: Callable[[int, int], bytes] = scan._read
     state = {"swapped": False}
 
     def read(fd: int, size: int) -> bytes:

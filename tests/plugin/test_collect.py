@@ -368,8 +368,9 @@ def test_closing_a_context_lets_go_of_per_file_data(pytester: pytest.Pytester) -
     """What is kept per listed file is dropped at the file node's teardown (the last
     collections of the process would otherwise walk it); asked again, it is read again."""
     CampaignBuilder(pytester.path / "out").write()
-    items = collect(pytester)
-    context = items[0].parent.context
+    manifest = collect(pytester)[0].parent
+    assert isinstance(manifest, IteraManifest)
+    context = manifest.context
     assert context.facts("RELOAD.md").error is None
     assert context.entry("RELOAD.md") is not None
     context.close()

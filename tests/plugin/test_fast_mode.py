@@ -13,7 +13,7 @@ import pickle
 
 import pytest
 
-from pytest_itera.plugin import FAMILIES
+from pytest_itera.checks.model import FAMILIES
 from tests.factory import CampaignBuilder, expect, sha256
 from tests.runner import Itera
 

@@ -365,8 +365,8 @@ def test_html_report_is_self_contained_and_draws_every_step(
     svg = [e for e in root.iter() if e.tag == "svg"]
     assert len(svg) == 1
     bars = [e for e in svg[0].iter("rect") if "bar" in e.get("class", "").split()]
-    planned = [e.get("data-step") for e in bars if "planned" in e.get("class", "")]
-    actual = [e.get("data-step") for e in bars if "actual" in e.get("class", "")]
+    planned = [e.get("data-step", "") for e in bars if "planned" in e.get("class", "")]
+    actual = [e.get("data-step", "") for e in bars if "actual" in e.get("class", "")]
     steps = [s["id"] for s in campaign.plan["schedule"]["steps"]]
     assert sorted(planned) == sorted(steps)
     assert sorted(actual) == sorted(set(steps) - {"check-data"})

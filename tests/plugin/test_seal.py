@@ -120,7 +120,8 @@ def test_the_seal_is_model_signings_own_format(
 
     private, public = keys
     sealed(itera, campaign, "--itera-seal-key", str(private))
-    verifying.Config().use_elliptic_key_verifier(public_key=public).verify(
+    config = verifying.Config()  # type: ignore[no-untyped-call]
+    config.use_elliptic_key_verifier(public_key=public).verify(
         campaign.root, pytester.path / "closure.seal.json")
 
 

@@ -99,7 +99,7 @@ def finish(rec: CampaignRecorder) -> Path:
     rec.decide("after-pilot", "variant not needed", drops=["variant"])
     rec.write_text("analysis.md", "errors\n")
     rec.write_text("RELOAD.md", "torch.load(..., weights_only=True)\n")
-    return rec.close(**close_kwargs())
+    return rec.close(**close_kwargs()).manifest
 
 
 # ------------------------------------------------------------------ plan
@@ -198,9 +198,10 @@ def test_a_manifest_pointing_into_tmp_is_refused(rec: CampaignRecorder) -> None:
 
 @pytest.mark.parametrize(
     ("value", "why"),
-    [("../escape.txt", "contains '..'"), ("/abs/x.pt", "is absolute"),
-     ("C:/x.pt", "is absolute"), ("runs\\x.pt", "not a relative POSIX path"),
-     ("runs//x.pt", "not normalised"), ("./x.pt", "not normalised"), ("", "not a relative")],
+    [("../escape.txt", "'..' leaves the campaign folder"), ("/abs/x.pt", "is absolute"),
+     ("C:/x.pt", "is absolute"), ("runs\\x.pt", "contains a backslash"),
+     ("runs//x.pt", "is not normalized"), ("./x.pt", "is not normalized"), ("", "is empty"),
+     ("runs/../x.pt", "contains '..' (write the normalized path)")],
 )
 def test_unsafe_relative_paths_are_refused(value: str, why: str) -> None:
     with pytest.raises(RecordError, match=re.escape(why)):
@@ -211,13 +212,13 @@ def test_path_is_ready_for_a_library_to_write_to(rec: CampaignRecorder) -> None:
     target = rec.path("runs/control/ckpt/step-1.pt")
     assert target == rec.root / "runs/control/ckpt/step-1.pt"
     assert target.parent.is_dir()
-    with pytest.raises(RecordError, match=r"contains '\.\.'"):
+    with pytest.raises(RecordError, match=r"'\.\.' leaves the campaign folder"):
         rec.path("../outside/x.pt")
     assert not (rec.root.parent / "outside").exists()
 
 
 def test_writes_and_records_refuse_escaping_paths(rec: CampaignRecorder) -> None:
-    with pytest.raises(RecordError, match=r"contains '\.\.'"):
+    with pytest.raises(RecordError, match=r"'\.\.' leaves the campaign folder"):
         rec.write_text("../escape.txt", "x")
     with pytest.raises(RecordError, match="is absolute"):
         rec.add_checkpoint("/abs/x.pt", run="control", format="torch", kind="resume")
@@ -409,8 +410,8 @@ def test_a_stop_step_must_be_where_the_series_became_non_finite(rec: CampaignRec
     run = rec.run("variant")
     run.start()
     run.log(1, loss=0.5)
-    with pytest.raises(RecordError, match="did not fire on its evidence: the logged 'loss' "
-                                          "series is finite at every step"):
+    with pytest.raises(RecordError, match="did not fire on its evidence: 1 'loss' points, all "
+                                          "finite"):
         run.stop("non-finite-loss", "loss was nan", step=1)
     run.log(2, loss=float("nan"))
     with pytest.raises(RecordError, match=r"stop step 5 is not where the 'loss' series first "
@@ -424,10 +425,10 @@ def test_a_stop_step_must_be_where_the_series_became_non_finite(rec: CampaignRec
 
 @pytest.mark.parametrize(
     ("evidence", "why"),
-    [({"loss": float("nan")}, r"its 'loss' series is nan at step 1 \(stop rule "
+    [({"loss": float("nan")}, r"its 'loss' series is NaN at step 1 \(stop rule "
                               r"'non-finite-loss'\)"),
-     ({"validation_accuracy": 0.25}, r"its validation_accuracy 0\.25 is on the wrong side of "
-                                     r"0\.5 \(stop rule 'quality-below'\)")],
+     ({"validation_accuracy": 0.25}, r"its validation_accuracy is 0\.25, under the stop "
+                                     r"threshold 0\.5 \(stop rule 'quality-below'\)")],
 )
 def test_an_accepted_run_whose_evidence_triggers_a_rule_is_refused(
     rec: CampaignRecorder, evidence: dict[str, float], why: str
@@ -559,7 +560,7 @@ def finish_with(rec: CampaignRecorder, kwargs: dict[str, Any] | None = None, *,
         rec.decide("after-pilot", "variant not needed", drops=["variant"])
     rec.write_text("analysis.md", "control\n")
     rec.write_text("RELOAD.md", "r\n")
-    return rec.close(**(kwargs or close_kwargs()))
+    return rec.close(**(kwargs or close_kwargs())).manifest
 
 
 # ------------------------------------------------------ adapter bases
@@ -824,7 +825,7 @@ def test_close_adds_the_included_expenses_to_the_engaged_total(rec: CampaignReco
         (lambda rec: rec.step("train").end(), "step 'train' was never started"),
         (lambda rec: rec.step("train", hours=-1), "is not a number of hours"),
         (lambda rec: rec.decide("d", "drop", drops=["control"]), "is a must run"),
-        (lambda rec: rec.path("../out.txt"), "contains '..'"),
+        (lambda rec: rec.path("../out.txt"), "'..' leaves the campaign folder"),
     ],
 )
 def test_bad_input_is_refused_with_what_to_do(rec: CampaignRecorder, call: Any,
@@ -870,3 +871,24 @@ def test_blank_texts_are_refused_by_the_one_rule_for_text(
         rec.expense(blank, "1.20", reference="ORD-1")
     with pytest.raises(RecordError):
         rec.expense("storage", "1.20", reference=blank)
+
+
+def test_a_run_records_another_corpus_only_when_the_checks_would_deliver_it(
+    tmp_path: Path,
+) -> None:
+    """One rule with the checks (checks.budget.planned_elsewhere): a corpus id with the planned
+    corpus's content is the same corpus; another content is another corpus, refused."""
+    rec = CampaignRecorder(tmp_path / "camp")
+    rec.write_bytes("corpus.jsonl", CORPUS)
+    rec.write_bytes("configs/control.json", CONFIG)
+    plan = make_plan(corpora=[corpus_entry("c1", "corpus.jsonl", CORPUS),
+                              corpus_entry("c1-again", "corpus.jsonl", CORPUS),
+                              corpus_entry("c2", "other.jsonl", b'{"id": "x"}\n')])
+    plan["runs"][0]["corpus"] = "c1"
+    rec.freeze_plan(plan)
+    control = rec.run("control")
+    control.set_corpus("c1-again")
+    assert control.record["corpus"] == "c1-again"
+    with pytest.raises(RecordError, match="the plan gives it corpus 'c1', not 'c2'; a run on "
+                                          "another corpus needs a new run ID"):
+        control.set_corpus("c2")

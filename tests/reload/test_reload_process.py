@@ -164,8 +164,9 @@ def test_prefetched_checkpoints_each_get_their_own_verdict(tmp_path: Path) -> No
         again = r.reload(good[0], "g0")  # collected once: asking again loads again
     assert all(results[p].ok for p in good), [results[p].cause for p in good]
     assert not results[evil].ok
-    assert results[evil].cause is not None
-    assert "holds code: unpickling it would call posix.system" in results[evil].cause
+    cause = results[evil].cause
+    assert cause is not None
+    assert "holds code: unpickling it would call posix.system" in cause
     assert again.ok
     assert not marker.exists()
 

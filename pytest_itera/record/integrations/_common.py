@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_itera.record.campaign import RecordError, check_relpath
+from pytest_itera.record.base import RecordError, check_relpath
 
 if TYPE_CHECKING:
     from pytest_itera.record.campaign import CampaignRecorder, RunRecorder

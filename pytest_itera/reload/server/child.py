@@ -16,7 +16,7 @@ from .finite import PAGE
 from .folder_formats import inspect_folder
 from .lifeline import die_with
 from .loading import explain, sniff
-from .siblings import sandbox
+from .siblings import formats, sandbox
 from .verdict import Findings, Refused, failed
 
 
@@ -68,8 +68,8 @@ def run_child(request: dict[str, Any], write_fd: int) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         # Test seams: "layers" picks a subset of the sandbox, "cpu_seconds" its CPU limit.
         layers = request.get("layers")
-        confined = sandbox.apply(float(request.get("cpu_seconds") or request.get("timeout", 120)),
-                                 layers if isinstance(layers, list) else None)
+        seconds = request.get("cpu_seconds") or request.get("timeout", formats.DEFAULT_TIMEOUT)
+        confined = sandbox.apply(float(seconds), layers if isinstance(layers, list) else None)
         debug = request.get("debug")
         if debug == "hang":
             time.sleep(3600)
@@ -195,7 +195,7 @@ class Child:
 
     def give(self, request: dict[str, Any], started: float) -> None:
         self.request, self.started = request, started
-        self.deadline = started + float(request.get("timeout", 120.0))
+        self.deadline = started + float(request.get("timeout", formats.DEFAULT_TIMEOUT))
         with contextlib.suppress(OSError):  # it died before its request: its status tells how
             os.write(self.request_w, json.dumps(request).encode())
         os.close(self.request_w)

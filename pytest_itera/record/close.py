@@ -1,0 +1,236 @@
+"""What closure does besides writing: the checks ``CampaignRecorder.close`` runs on the record
+before the manifest exists (every planned run has an outcome, an accepted run is not a run
+its own evidence stops, a resume names a listed checkpoint, the shipped bases are unchanged),
+the blocks it computes (the runs' outcomes, the derived schedule), the files it lists, and
+:class:`Closure`, what close() returns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_itera.core.campaign import PLAN_FILE
+from pytest_itera.record import tally
+from pytest_itera.record.base import RecordError, sha256_file, walk_files
+from pytest_itera.record.run import RunRecorder
+
+if TYPE_CHECKING:
+    from pytest_itera.core.campaign import Plan
+    from pytest_itera.report.verify import Problem, Verdict
+
+__all__ = [
+    "Closure",
+    "check_metrics_line",
+    "check_run",
+    "check_sources",
+    "derived_schedule",
+    "included_expenses",
+    "list_files",
+    "outcomes",
+    "plan_model",
+    "run_records",
+]
+
+
+def plan_model(root: Path) -> Plan:
+    from pytest_itera.core.campaign import load_campaign
+
+    plan = load_campaign(root).plan
+    if plan is None:
+        raise RecordError(f"{PLAN_FILE} does not load; it was changed after freezing")
+    return plan
+
+
+def outcomes(runs: Iterable[RunRecorder]) -> list[tally.RunOutcome]:
+    out = []
+    for run in runs:
+        record = run.record
+        reason = record.get("stop", {}).get("reason") or record.get("rejection")
+        if run.outcome == "dropped":
+            reason = f"dropped by decision {record.get('decision')}"
+        out.append(tally.RunOutcome(run.id, run.outcome, record.get("corpus"), reason))
+    return out
+
+
+def included_expenses(expenses: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    listed = [dict(e) for e in expenses or ()]
+    for expense in listed:
+        if "source" not in expense:
+            raise RecordError(f"expense {expense.get('label')!r} has no source: make it "
+                              "with rec.expense(label, amount, file=..., reference=...)")
+    return listed
+
+
+def derived_schedule(
+    plan: Plan,
+    runs: Mapping[str, RunRecorder],
+    hours: Mapping[str, Decimal],
+    explanations: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    explained = dict(explanations or {})
+    planned = {s.id for s in plan.schedule.steps}
+    for step_id in explained:
+        if step_id not in planned:
+            raise RecordError(f"explanations: step {step_id!r} is not in the plan "
+                              f"(steps: {', '.join(sorted(planned))})")
+    observed = dict(hours)
+    for step in plan.schedule.steps:
+        run = runs.get(step.run) if step.run is not None else None
+        why = _run_explains(run)
+        if run is None or why is None:
+            continue
+        if run.outcome == "dropped":
+            observed.setdefault(step.id, Decimal(0))  # it did not run
+        if step.id in tally.unexplained(plan, observed, explained):
+            explained[step.id] = why
+    return tally.schedule_block(plan, observed, explained)
+
+
+def _run_explains(run: RunRecorder | None) -> str | None:
+    """Why a stopped or dropped run's step took less than planned, from its record."""
+    if run is None:
+        return None
+    record = run.record
+    if run.outcome == "dropped":
+        return f"{run.id} was dropped by decision {record['decision']}: the step did not run"
+    if run.outcome == "stopped":
+        stop = record["stop"]
+        at = f" at step {stop['step']}" if "step" in stop else ""
+        return f"{run.id} was stopped by {stop['rule']}{at}: {stop['reason']}"
+    return None
+
+
+def run_records(
+    plan: Mapping[str, Any],
+    runs: Mapping[str, RunRecorder],
+    check: Callable[[RunRecorder], None],
+) -> list[dict[str, Any]]:
+    """The manifest's runs, in plan order: each planned run has an outcome and passes
+    ``check``."""
+    missing = [r["id"] for r in plan["runs"] if runs.get(r["id"]) is None]
+    missing += [i for i, r in runs.items() if r.outcome is None and i not in missing]
+    if missing:
+        raise RecordError(
+            f"planned runs without an outcome: {', '.join(missing)}; accept, stop, reject "
+            "or drop each (a drop needs a decision)"
+        )
+    for run in runs.values():
+        check(run)
+    return [runs[r["id"]].record for r in plan["runs"]]
+
+
+def check_run(
+    run: RunRecorder,
+    role: str,
+    checkpoints: Iterable[Mapping[str, Any]],
+    corpus_ids: Iterable[str],
+) -> None:
+    record = run.record
+    if run.outcome == "accepted":
+        triggered = run.triggered()
+        if triggered is not None:
+            rule, verdict = triggered
+            raise RecordError(
+                f"run {run.id!r} is accepted but {verdict.detail} (stop rule {rule.id!r}): "
+                "stop it with that rule (run.stop), it is not a deliverable"
+            )
+        if (
+            role in ("control", "variant")
+            and record.get("predictions")
+            and ("corpus" not in record)
+        ):
+            raise RecordError(
+                f"run {run.id!r}: name the corpus its predictions cover "
+                f"(set_predictions(..., corpus=...)); the plan has "
+                f"{', '.join(corpus_ids)}"
+            )
+    if run.outcome == "stopped":
+        _check_stop(run)
+    resumed = record.get("resumed_from")
+    if resumed is not None:
+        listed = [c for c in checkpoints if c["path"] == resumed["checkpoint"]]
+        if not any(c["kind"] == "resume" and c["run"] != run.id for c in listed):
+            raise RecordError(
+                f"run {run.id!r} resumed from {resumed['checkpoint']}, which is "
+                "not a listed resume checkpoint of another run (add_checkpoint "
+                "with kind='resume')"
+            )
+
+
+def _check_stop(run: RunRecorder) -> None:
+    """The stop as the stop-rules check judges it, on all the run's evidence."""
+    stop = run.record["stop"]
+    rule = run.stop_rule(stop["rule"])
+    verdict = run.verdict(rule)
+    if verdict is not None:
+        run.refuse_stop(rule, verdict, stop.get("step"), closing=True)
+
+
+def check_sources(budget: Mapping[str, Any], file_sha256: Callable[..., str]) -> None:
+    """Every expense's receipt file is in the campaign (``file_sha256`` refuses it if not)."""
+    for kind in ("included_expenses", "external_expenses"):
+        for expense in budget.get(kind, ()):
+            file = expense.get("source", {}).get("file")
+            if file is not None:
+                file_sha256(file, field=f"budget.{kind} {expense.get('label')!r}")
+
+
+def check_metrics_line(root: Path, run: RunRecorder) -> None:
+    relpath = run.record["measurements"]
+    found = None
+    for line in (root / relpath).read_text("utf-8").splitlines():
+        row = json.loads(line) if line.strip() else None
+        if isinstance(row, dict) and "metrics" in row:
+            found = row["metrics"]
+    if found != run.record["metrics"]:
+        raise RecordError(
+            f"run {run.id!r}: the metrics line of {relpath} is {found!r}, the "
+            f"manifest would say {run.record['metrics']!r}: the manifest is a "
+            "copy of the measurements"
+        )
+
+
+def list_files(root: Path) -> list[dict[str, Any]]:
+    files, empty = [], []
+    for relpath, full in walk_files(root):
+        digest, size = sha256_file(full)
+        if size == 0:
+            empty.append(relpath)
+        files.append({"path": relpath, "bytes": size, "sha256": digest})
+    if empty:
+        raise RecordError(f"empty files in the campaign: {', '.join(empty)}; fill or remove")
+    return files
+
+
+class Closure:
+    """What :meth:`CampaignRecorder.close` returns: the manifest written, and the verdict
+    the checks gave (None with ``check=False``). Path methods (``read_text``, ``parent``,
+    ``name``) reach the manifest's path, as when close() returned it."""
+
+    def __init__(self, manifest: Path, result: Verdict | None) -> None:
+        self.manifest = manifest
+        self.result = result
+
+    @property
+    def verdict(self) -> str | None:
+        return None if self.result is None else self.result.verdict
+
+    @property
+    def findings(self) -> tuple[Problem, ...]:
+        return () if self.result is None else self.result.findings
+
+    @property
+    def accepted(self) -> bool:
+        return self.result is not None and self.result.accepted
+
+    def __fspath__(self) -> str:
+        return str(self.manifest)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.manifest, name)
+
+    def __repr__(self) -> str:
+        return f"Closure({str(self.manifest)!r}, verdict={self.verdict!r})"

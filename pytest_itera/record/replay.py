@@ -1,0 +1,111 @@
+"""Continuing a campaign from its journal: each event is replayed through the recorder's public
+methods, their checks included, so a continued campaign is in the state the script left it.
+A torn last line (cut off, never replayed) is recorded and warned about."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from pytest_itera.core.journal import JOURNAL_FILE, TornLine
+from pytest_itera.record.base import RecordError, from_json_number
+from pytest_itera.record.run import RunRecorder
+from pytest_itera.record.steps import STEP_EVENTS, StepClock
+
+__all__ = ["JournalWarning", "Journaled", "replay"]
+
+
+class JournalWarning(UserWarning):
+    """The journal had a torn last line: it was cut off, not replayed, and recorded."""
+
+
+class Journaled(Protocol):
+    """What replaying a journal drives of the campaign recorder."""
+
+    torn: TornLine | None
+    _replaying: bool
+    _steps: StepClock
+
+    def _event(self, name: str, **facts: Any) -> None: ...
+    def _adopt_plan(self, digest: str) -> None: ...
+    def run(self, run_id: str) -> RunRecorder: ...
+    # The campaign-level events replay through these (their signatures are the recorder's).
+    @property
+    def decide(self) -> Callable[..., None]: ...
+    @property
+    def add_checkpoint(self) -> Callable[..., None]: ...
+    @property
+    def add_adapter(self) -> Callable[..., None]: ...
+
+
+def replay(rec: Journaled, events: list[dict[str, Any]]) -> None:
+    """Replay a journal's events into ``rec`` (nothing is journaled again meanwhile)."""
+    if events[0].get("event") != "plan":
+        raise RecordError(f"{JOURNAL_FILE} does not start with the frozen plan; it is not "
+                          "this recorder's journal")
+    rec._replaying = True
+    try:
+        for number, event in enumerate(events, 1):
+            try:
+                _apply(rec, event)
+            except (RecordError, KeyError, TypeError) as exc:
+                raise RecordError(
+                    f"{JOURNAL_FILE} line {number} ({event.get('event')!r}) cannot be "
+                    f"replayed: {exc}") from exc
+    finally:
+        rec._replaying = False
+    if rec.torn is not None:  # the record says what was lost, and when it was found
+        rec._event("torn", line=rec.torn.line, bytes=rec.torn.bytes, text=rec.torn.text)
+        warnings.warn(rec.torn.describe(), JournalWarning, stacklevel=3)
+
+
+def _apply(rec: Journaled, event: Mapping[str, Any]) -> None:
+    """Replay one journal event through the public methods (their checks included)."""
+    kind, facts = event["event"], {k: v for k, v in event.items() if k != "event"}
+    if kind == "plan":
+        rec._adopt_plan(facts["sha256"])
+    elif kind in STEP_EVENTS:
+        rec._steps.apply(kind, facts)
+    elif kind in _CAMPAIGN_EVENTS:
+        _CAMPAIGN_EVENTS[kind](rec, facts)
+    elif kind in _RUN_EVENTS:
+        _RUN_EVENTS[kind](rec.run(facts.pop("run")), facts)
+    elif kind != "torn":
+        raise RecordError(f"unknown event {kind!r}")
+
+
+def _run_start(run: RunRecorder, f: dict[str, Any]) -> None:
+    run.start(f["at"])
+
+
+def _run_config(run: RunRecorder, f: dict[str, Any]) -> None:
+    run.set_config(f["path"])
+
+
+def _run_stop(run: RunRecorder, f: dict[str, Any]) -> None:
+    run.stop(f["rule"], f["reason"], step=f.get("step"), at=f["at"])
+
+
+_RUN_EVENTS: dict[str, Callable[[RunRecorder, dict[str, Any]], None]] = {
+    "run-start": _run_start,
+    "config": _run_config,
+    "log": lambda run, f: run.log(
+        f["step"], **{k: from_json_number(v) for k, v in f["values"].items()}),
+    "rewind": lambda run, f: run.rewind(f["step"]),
+    "input": lambda run, f: run.check_input(**f["checked"]),
+    "metrics": lambda run, f: run.set_metrics(**f["values"]),
+    "measurements": lambda run, f: run.set_measurements(f["path"]),
+    "predictions": lambda run, f: run.set_predictions(f["path"], corpus=run.record.get("corpus")),
+    "corpus": lambda run, f: run.set_corpus(f["corpus"]),
+    "resumed-from": lambda run, f: run.resumed_from(f["checkpoint"], f["step"]),
+    "accepted": lambda run, f: run.accept(at=f["at"]),
+    "stopped": _run_stop,
+    "rejected": lambda run, f: run.reject(f["reason"], at=f["at"]),
+}
+_CAMPAIGN_EVENTS: dict[str, Callable[[Journaled, dict[str, Any]], None]] = {
+    "decide": lambda rec, f: rec.decide(f["id"], f["text"], drops=f.get("drops", ()),
+                                        adds=f.get("adds", ()), at=f["at"]),
+    "checkpoint": lambda rec, f: rec.add_checkpoint(f.pop("path"), **f),
+    "adapter": lambda rec, f: rec.add_adapter(f.pop("path"), **f),
+}
