@@ -75,6 +75,14 @@ RESUMED_AT = 2  # the resume check resumes the control's step-2 checkpoint
 METRICS = {"control": {"accuracy": 0.75}, "variant-a": {"accuracy": 1.0}}
 PREDICTED = {"control": ("pos", "neg", "pos", "pos"), "variant-a": ("pos", "neg", "pos", "neg")}
 ACCURACY = {"kind": "accuracy", "label_field": "label", "prediction_field": "prediction"}
+# The /2 runs' recorded times on gpu0: each spans its steps' hours (control: train-control
+# 14 h + save-ckpt 1 h), one after another (plan-vs-actual).
+RUN_TIMES = {
+    "control": ("2026-11-20T10:00:00Z", "2026-11-21T01:00:00Z"),
+    "data-check": ("2026-11-21T01:00:00Z", "2026-11-21T03:00:00Z"),
+    "resume-check": ("2026-11-21T03:00:00Z", "2026-11-21T04:00:00Z"),
+    "variant-a": ("2026-11-21T04:00:00Z", "2026-11-21T18:00:00Z"),
+}
 
 
 @functools.cache
@@ -191,6 +199,8 @@ def default_manifest_v2(plan: dict[str, Any]) -> dict[str, Any]:
         else:  # a data check and a resume check deliver no predictions
             del run["predictions"]
             del run["metrics"]
+    for run in manifest["runs"]:  # one GPU: one run at a time, each as long as its steps
+        run["started_at"], run["ended_at"] = RUN_TIMES[run["id"]]
     record = next(r for r in manifest["runs"] if r["id"] == "resume-check")
     record["resumed_from"] = {"checkpoint": CONTROL_CKPT, "step": RESUMED_AT}
     manifest["checkpoints"] = [

@@ -572,8 +572,57 @@ def role_evidence(ctx: Context, target: str | None) -> Iterator[Finding]:
         elif verdict.status == "unproven":
             yield Finding(f"resume check {run.id} does not prove a resume: {verdict.detail}",
                           where=verdict.where or where, hint=verdict.hint)
+        yield from resume_resolution(ctx, run)
     else:
         yield from _data_check(ctx, plan, man, run, where)
+
+
+def resume_resolution(ctx: Context, run: RunRecord) -> Iterator[Finding]:
+    """The resume check compares at the reference's resolution (issue 24, point 5): each
+    series it shares with its reference run holds every step the reference logged after the
+    resume step, up to the resume check's last logged step. A sparser log (every 10th step)
+    could hide a divergence between two of its points."""
+    _, man = ctx.documents()
+    origin = run.resumed_from
+    if origin is None:
+        return  # the resume verdict says so
+    record = next((c for c in man.checkpoints
+                   if c.path.rstrip("/") == origin.checkpoint.rstrip("/")), None)
+    usable = record is not None and record.kind == "resume" and record.run != run.id
+    reference = man.run(record.run) if usable and record is not None else None
+    if reference is None:
+        return  # the resume verdict says what the checkpoint is not
+    mine, theirs = run_measurements(ctx, run), run_measurements(ctx, reference)
+    if isinstance(mine, str) or isinstance(theirs, str):
+        return
+    end = max((max(s.steps) for s in mine.series.values() if len(s)), default=None)
+    if end is None:
+        return
+    after = origin.step
+    for name in sorted(mine.series):
+        ref = theirs.series.get(name)
+        if ref is None:
+            continue
+        wanted = list(dict.fromkeys(s for s in ref.steps if after < s <= end))
+        logged = {s for s in mine.series[name].steps if after < s <= end}
+        missing = [s for s in wanted if s not in logged]
+        if not missing:
+            continue
+        shown = ", ".join(str(s) for s in missing[:_SHOWN]) + (", …" if len(missing) > _SHOWN
+                                                               else "")
+        yield Finding(
+            f"resume check {run.id} does not log {name!r} at the resolution of {reference.id}: "
+            f"{reference.id} logged it at {len(wanted)} steps after the resume step {after} "
+            f"(up to step {end}, the resume check's last), the resume check at "
+            f"{len(wanted) - len(missing)} of them; {len(missing)} missing: {shown}",
+            where=mine.path,
+            expected=f"a {name!r} point at every step {reference.id} logged from {after + 1} "
+            f"to {end}",
+            found=f"{len(wanted) - len(missing)} of {len(wanted)} steps",
+            hint=f"log the resumed run's series at every step {reference.id} logged "
+            "(RunRecorder.log(step, ...)): a sparser log cannot show that the resume "
+            "reproduces the run between its points",
+            code="role-evidence.resume-resolution")
 
 
 def _data_check(

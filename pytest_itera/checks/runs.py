@@ -62,6 +62,7 @@ def stop_records(ctx: Context, target: str | None) -> Iterator[Finding]:
     yield from _stop_fields(plan, run, where)
     yield from _stop_timing(plan, man, run, where)
     yield from _counted_as_accepted(man, run, where)
+    yield from stopped_delivers(man, index, run)
 
 
 def _not_stopped(run: RunRecord, where: str) -> Finding:
@@ -130,6 +131,41 @@ def _counted_as_accepted(man: Manifest, run: RunRecord, where: str) -> Iterator[
                       where=f"{where}.deliverable",
                       hint="a stopped run delivers nothing (it stays an expense): "
                       "remove its deliverable")
+
+
+def stopped_delivers(man: Manifest, index: int, run: RunRecord) -> Iterator[Finding]:
+    """A stopped run delivers nothing: no predictions, no corpus, no adapter, and no
+    checkpoint but one, the evidence of where it stopped (issue 24, point 6)."""
+    where = json_where(MANIFEST_FILE, "runs", index)
+    fix = ("a stopped run delivers nothing (it stays an expense): remove its {what} from the "
+           "manifest (and the folder), or, if the rule did not fire, record the run as accepted")
+    if run.predictions is not None:
+        yield Finding(f"stopped run {run.id} records predictions ({run.predictions})",
+                      where=f"{where}.predictions", expected="no predictions",
+                      hint=fix.format(what="predictions"), code="stop-records.delivers")
+    if run.corpus is not None:
+        yield Finding(f"stopped run {run.id} records the corpus its predictions cover "
+                      f"({run.corpus!r})", where=f"{where}.corpus", expected="no corpus",
+                      hint=fix.format(what="corpus"), code="stop-records.delivers")
+    for i, adapter in enumerate(man.adapters):
+        if adapter.run == run.id:
+            yield Finding(f"stopped run {run.id} ships adapter {adapter.path}",
+                          where=json_where(MANIFEST_FILE, "adapters", i),
+                          expected="no adapter of a stopped run",
+                          hint=fix.format(what="adapter"), code="stop-records.delivers")
+    mine = [(i, c) for i, c in enumerate(man.checkpoints) if c.run == run.id]
+    if len(mine) > 1:
+        # One checkpoint may stay: the evidence of where the run stopped (its last save).
+        extra = mine[:-1]
+        yield Finding(
+            f"stopped run {run.id} ships {len(mine)} checkpoints "
+            f"({', '.join(c.path for _, c in mine)}): only one, the evidence of where it "
+            "stopped, may stay",
+            where=json_where(MANIFEST_FILE, "checkpoints", extra[0][0]),
+            expected=f"at most one checkpoint of run {run.id}", found=str(len(mine)),
+            hint=fix.format(what=f"other checkpoint{'s' if len(extra) > 1 else ''} ("
+                            + ", ".join(c.path for _, c in extra) + ")"),
+            code="stop-records.delivers")
 
 
 # ---------------------------------------------------------- config-identity

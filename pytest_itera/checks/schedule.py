@@ -17,6 +17,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.timeline import times_fit
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -504,6 +505,7 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
     yield from _deviations(ctx, plan, observed, explained | short)
     yield from _stray_explanations(plan, actual, observed)
     yield from _decisions(plan, man)
+    yield from times_fit(ctx, plan, man, tolerance=_tolerance(ctx, plan), rounding=ROUNDING)
 
 
 def _reserved(plan: Plan, man: Manifest) -> Iterator[Finding]:

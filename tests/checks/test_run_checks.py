@@ -102,13 +102,14 @@ def test_stop_record_incomplete(
 
 
 def test_stop_at_time_is_enough(itera: Itera, campaign: Campaign) -> None:
-    stop(campaign, at="2026-11-20T12:00:00Z")
+    stop(campaign, at="2026-11-21T12:00:00Z")
     del record(campaign, "variant-a")["stop"]["step"]
     campaign.write()
     itera(check="stop-records").assert_outcomes(passed=1)
 
 
 def test_stopped_before_it_started(itera: Itera, campaign: Campaign) -> None:
+    record(campaign, "variant-a")["started_at"] = "2026-11-20T10:00:00Z"
     stop(campaign, at="2026-11-20T09:00:00Z")
     campaign.write()
     result = itera(check="stop-records")

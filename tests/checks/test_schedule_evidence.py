@@ -358,6 +358,7 @@ def test_a_plan_frozen_after_a_run_ended_is_refused_without_started_at(
 ) -> None:
     for record in campaign.manifest["runs"]:
         del record["started_at"]
+    campaign.run_record("control")["ended_at"] = "2026-11-21T10:00:00Z"
     campaign.plan["frozen_at"] = "2026-11-21T12:00:00Z"
     itera.fails(
         campaign, FROZEN,
@@ -461,6 +462,8 @@ def test_a_step_that_did_not_run_with_its_explanation_passes(
     restate(campaign, observed={"check-data": 0})
     campaign.manifest["schedule"]["deviations"] = [
         {"step": "check-data", "explanation": "the corpus hash matched the plan's: not re-run"}]
+    record = campaign.run_record("data-check")  # a run whose step did not run takes no time
+    record["ended_at"] = record["started_at"]
     itera.passes(campaign, PVA)
 
 
@@ -478,6 +481,7 @@ def test_half_of_the_planned_hours_is_within_the_largest_tolerance(
 ) -> None:
     campaign.plan["schedule"]["deviation_tolerance"] = 0.5
     restate(campaign, observed={"train-control": 7})
+    campaign.run_record("control")["ended_at"] = "2026-11-20T18:00:00Z"  # 7 h + 1 h save
     itera.passes(campaign, PVA)
 
 

@@ -84,25 +84,36 @@ def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
 
 # ------------------------------------------------------------------ the campaign
 
-# Trains the control (its callback records into rec), then the resume check from one of the
-# control's checkpoints; returns (that checkpoint's relpath, its step).
-Tools = Callable[[CampaignRecorder], tuple[str, int]]
+# Trains the control (its callback records into rec); then the resume check from one of the
+# control's checkpoints, returning (that checkpoint's relpath, its step).
+Tools = tuple[Callable[[CampaignRecorder], None],
+              Callable[[CampaignRecorder], tuple[str, int]]]
 
 
-def trainer_tools(rec: CampaignRecorder) -> tuple[str, int]:
+def trainer_control(rec: CampaignRecorder) -> None:
     trainer_fit(rec, "control", rec.path("runs/control/trainer"))
+
+
+def trainer_resume(rec: CampaignRecorder) -> tuple[str, int]:
     resumed = "runs/control/trainer/checkpoint-2"
     trainer_fit(rec, "resume-check", rec.path("runs/resume-check/trainer"),
                 resume=str(rec.root / resumed))
     return resumed, 2
 
 
-def lightning_tools(rec: CampaignRecorder) -> tuple[str, int]:
+def lightning_control(rec: CampaignRecorder) -> None:
     lightning_fit(rec, "control", rec.path("runs/control/ckpt"))
+
+
+def lightning_resume(rec: CampaignRecorder) -> tuple[str, int]:
     resumed = "runs/control/ckpt/epoch=0-step=4.ckpt"
     lightning_fit(rec, "resume-check", rec.path("runs/resume-check/ckpt"),
                   ckpt_path=str(rec.root / resumed))
     return resumed, 4
+
+
+trainer_tools: Tools = (trainer_control, trainer_resume)
+lightning_tools: Tools = (lightning_control, lightning_resume)
 
 
 def record(root: Path, tools: Tools, resume_state: Sequence[str]) -> Closure:
@@ -121,17 +132,20 @@ def record(root: Path, tools: Tools, resume_state: Sequence[str]) -> Closure:
         timed(rec, step_id)
     check_the_corpus(rec, files)
 
+    train_control, train_resume = tools  # the callbacks record checkpoints and series
     control, resume = rec.run("control"), rec.run("resume-check")
     control.start()
     control.set_config("configs/control.json")
-    resume.start()
-    resume.set_config("configs/resume-check.json")
-    resumed, step = tools(rec)  # the callbacks record checkpoints and series
+    train_control(rec)
     control.set_metrics(**F.METRICS["control"])
     control.set_predictions("runs/control/predictions.jsonl")
-    for step_id in ("train-control", "save-ckpt", "restore-ckpt"):
+    for step_id in ("train-control", "save-ckpt"):
         timed(rec, step_id)
     control.accept()
+    resume.start()  # one GPU: the resume check runs after the control (plan-vs-actual)
+    resume.set_config("configs/resume-check.json")
+    resumed, step = train_resume(rec)
+    timed(rec, "restore-ckpt")
     resume.resumed_from(resumed, step)
     resume.accept()
 

@@ -1,0 +1,375 @@
+"""Recorded times fit together: part of plan-vs-actual (R9, issue 24 point 9).
+
+The manifest records when each run started, ended or was stopped and when the campaign
+was closed; the recorder's journal (``itera-journal.jsonl``, when listed) records when each
+checkpoint was saved. plan-vs-actual already reconciles the observed hours with the plan;
+these rules reconcile the recorded moments with the observed hours and with one another:
+
+- every end comes at or after its start (``ended_at`` after ``started_at``);
+- ``closed_at`` comes at or after every recorded moment (runs, stops, decisions, saves);
+- two runs never overlap on one GPU resource (the GPU steps of ``itera-plan/2`` name their
+  run and resource): runs may overlap only on different GPUs, and a lot provides at most
+  ``gpus_per_lot x quantity`` of them (schedule-fits judges the lot's GPU count);
+- a run's recorded span (start to end or stop) is at most the observed hours of the steps
+  that name it, within the deviation tolerance plus the hundredth of an hour that stated
+  hours may be rounded to (so a run of a few seconds is judged to 36 s, not to 10 % of
+  its seconds); a shorter span is not a contradiction: a run's steps may be timed apart
+  from its recorded start and end (an adapter trained after another run);
+- the interval between a run's consecutive checkpoint saves, as the journal times them
+  (``checkpoint`` events with an ``at``; one event per save, so a file overwritten at each
+  save appears once per save), is at most the plan's
+  ``checkpoint_policy.tolerable_loss_hours``. A journal that times no save is not judged on
+  it (the recorder journals which files are checkpoints, once each, not when each save
+  happened: one event per file would show an overwritten ``last.pt`` as one late save); a
+  journal that times some of a run's saves but not others cannot prove it, when the run
+  lasted longer than the tolerable loss.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from itertools import pairwise
+from pathlib import Path
+
+from pytest_itera.checks.context import Context
+from pytest_itera.core import schedule as sched
+from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Manifest, Plan
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.journal import JOURNAL_FILE
+from pytest_itera.core.schedule import as_hours, hours_text
+
+CHECK = "plan-vs-actual"
+_SHOWN = 5  # overlaps shown one by one; the rest are counted
+_MAX_JOURNAL_LINE = 1024 * 1024  # a checkpoint event is a few hundred bytes
+
+
+def _h(value: Decimal) -> str:
+    return f"{hours_text(value)} h"
+
+
+def _hours(start: datetime, end: datetime) -> Decimal:
+    return (Decimal((end - start).total_seconds()) / 3600).quantize(Decimal("0.0001"))
+
+
+def _at(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+@dataclass(frozen=True)
+class Span:
+    """A run's recorded life: its start, and its end (``ended_at``, else ``stop.at``)."""
+
+    run: str
+    index: int  # in the manifest's runs
+    start: datetime
+    end: datetime
+    end_field: str  # "ended_at" or "stop.at"
+
+    @property
+    def hours(self) -> Decimal:
+        return _hours(self.start, self.end)
+
+
+@dataclass(frozen=True)
+class Save:
+    """A checkpoint save the journal timed."""
+
+    run: str
+    path: str
+    at: datetime
+    line: int
+
+
+@dataclass(frozen=True)
+class Saves:
+    """What the journal says about checkpoint saves: timed ones, untimed ones, bad times."""
+
+    timed: tuple[Save, ...] = ()
+    untimed: tuple[tuple[str, str, int], ...] = ()  # (run, path, line)
+    bad: tuple[tuple[int, str], ...] = ()  # (line, why)
+
+
+def spans(man: Manifest) -> list[Span]:
+    """The runs whose start and end are both recorded, in the manifest's order."""
+    out = []
+    for i, run in enumerate(man.runs):
+        end, field = run.ended_at, "ended_at"
+        if end is None and run.stop is not None and run.stop.at is not None:
+            end, field = run.stop.at, "stop.at"
+        if run.started_at is not None and end is not None:
+            out.append(Span(run.id, i, run.started_at, end, field))
+    return out
+
+
+def times_fit(
+    ctx: Context, plan: Plan, man: Manifest, *, tolerance: Decimal, rounding: Decimal
+) -> Iterator[Finding]:
+    """Every rule of this module, in the order a reader checks a timeline."""
+    recorded = spans(man)
+    saves = journal_saves(ctx, man)
+    yield from ends_after_starts(man)
+    yield from closed_last(man, saves)
+    ordered = [s for s in recorded if s.end >= s.start]
+    yield from gpu_overlaps(plan, ordered)
+    yield from span_fits_steps(plan, man, ordered, tolerance, rounding)
+    yield from save_intervals(plan, ordered, saves)
+
+
+# ------------------------------------------------------------------ order of moments
+
+
+def ends_after_starts(man: Manifest) -> Iterator[Finding]:
+    """A run ends at or after it starts (stop.at before started_at is stop-records')."""
+    for i, run in enumerate(man.runs):
+        if run.started_at is not None and run.ended_at is not None \
+                and run.ended_at < run.started_at:
+            yield Finding(
+                f"run {run.id} ends before it starts: ended_at {_at(run.ended_at)} is "
+                f"{_h(_hours(run.ended_at, run.started_at))} before started_at "
+                f"{_at(run.started_at)}",
+                where=f"{MANIFEST_FILE} $.runs[{i}].ended_at",
+                expected=f"at or after {_at(run.started_at)}", found=_at(run.ended_at),
+                hint="record the moments the run really started and ended (UTC, with their "
+                "zone): the recorder writes them at start() and at its outcome",
+                code=f"{CHECK}.end-before-start")
+
+
+def closed_last(man: Manifest, saves: Saves) -> Iterator[Finding]:
+    """``closed_at`` comes at or after every moment the campaign records."""
+    moments: list[tuple[str, str, datetime]] = []
+    for i, run in enumerate(man.runs):
+        where = f"{MANIFEST_FILE} $.runs[{i}]"
+        for what, field, moment in (("started", "started_at", run.started_at),
+                                    ("ended", "ended_at", run.ended_at),
+                                    ("was stopped", "stop.at",
+                                     run.stop.at if run.stop is not None else None)):
+            if moment is not None:
+                moments.append((f"run {run.id} {what}", f"{where}.{field}", moment))
+    for i, decision in enumerate(man.schedule.decisions):
+        if decision.at is not None:
+            moments.append((f"decision {decision.id!r} was taken",
+                            f"{MANIFEST_FILE} $.schedule.decisions[{i}].at", decision.at))
+    for save in saves.timed:
+        moments.append((f"checkpoint {save.path} of run {save.run} was saved",
+                        f"{JOURNAL_FILE}:{save.line}", save.at))
+    later = [m for m in moments if m[2] > man.closed_at]
+    for what, where, moment in sorted(later, key=lambda m: m[2])[-1:]:
+        others = f" (and {len(later) - 1} other recorded moments)" if len(later) > 1 else ""
+        yield Finding(
+            f"the manifest was closed at {_at(man.closed_at)}, {_h(_hours(man.closed_at, moment))}"
+            f" before {what} ({where}){others}",
+            where=f"{MANIFEST_FILE} $.closed_at",
+            expected=f"at or after {_at(moment)}, the last recorded moment",
+            found=_at(man.closed_at),
+            hint="a campaign is closed after everything it records: record the moment the "
+            "manifest was really written (the recorder's close() does), or correct the "
+            "moment recorded after it",
+            code=f"{CHECK}.closed-before")
+
+
+# --------------------------------------------------------------------- GPU overlaps
+
+
+def gpu_runs(plan: Plan) -> dict[str, list[tuple[str, str | None]]]:
+    """Run id -> the (GPU resource, lot) pairs its planned steps name (itera-plan/2)."""
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    for step in plan.schedule.steps:
+        if step.run is None or not sched.is_gpu(step.resource):
+            continue
+        place = (step.resource, sched.lot_of(step, plan.budget.lots))
+        if place not in out.setdefault(step.run, []):
+            out[step.run].append(place)
+    return out
+
+
+def gpu_overlaps(plan: Plan, recorded: Sequence[Span]) -> Iterator[Finding]:
+    """Two runs that name one GPU resource never overlap in their recorded times."""
+    places = gpu_runs(plan)
+    by_place: dict[tuple[str, str | None], list[Span]] = {}
+    for span in recorded:
+        for place in places.get(span.run, ()):
+            by_place.setdefault(place, []).append(span)
+    found: dict[tuple[str, str], tuple[Span, Span, tuple[str, str | None]]] = {}
+    for place, on_it in sorted(by_place.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        holder: Span | None = None  # the run whose recorded end is the latest so far
+        for span in sorted(on_it, key=lambda s: (s.start, s.end, s.index)):
+            if holder is not None and span.start < holder.end:
+                found.setdefault((holder.run, span.run), (holder, span, place))
+            if holder is None or span.end > holder.end:
+                holder = span
+    pairs = sorted(found.values(), key=lambda f: (f[1].start, f[1].index))
+    for first, second, (resource, lot) in pairs[:_SHOWN]:
+        overlap = _hours(second.start, min(first.end, second.end))
+        on = f"GPU {resource!r}" + (f" of lot {lot!r}" if lot else "")
+        yield Finding(
+            f"runs {first.run} and {second.run} overlap on {on}: {first.run} ran from "
+            f"{_at(first.start)} to {_at(first.end)}, {second.run} started at "
+            f"{_at(second.start)} ({_h(overlap)} of overlap)",
+            where=f"{MANIFEST_FILE} $.runs[{second.index}].started_at",
+            expected=f"{second.run} starts at or after {_at(first.end)} ({first.run}'s "
+            f"{first.end_field}): one GPU trains one run at a time",
+            found=_at(second.start),
+            hint="record when each run really started and ended; runs that trained at the "
+            f"same time name different GPUs in {PLAN_FILE} $.schedule.steps[].resource, on "
+            "lots that provide them (gpus_per_lot x quantity)",
+            code=f"{CHECK}.gpu-overlap")
+    if len(pairs) > _SHOWN:
+        yield Finding(f"... and {len(pairs) - _SHOWN} more pairs of runs overlap on a GPU",
+                      where=f"{MANIFEST_FILE} $.runs", code=f"{CHECK}.gpu-overlap")
+
+
+# ----------------------------------------------------------- span vs observed hours
+
+
+def span_fits_steps(
+    plan: Plan, man: Manifest, recorded: Sequence[Span], tolerance: Decimal, rounding: Decimal
+) -> Iterator[Finding]:
+    """A run's recorded span is at most its steps' observed hours (within the tolerance)."""
+    try:
+        observed = sched.observed_hours(man.schedule.steps)
+    except (TypeError, ValueError):
+        return  # plan-vs-actual reports unreadable hours
+    steps: dict[str, list[str]] = {}
+    for step in plan.schedule.steps:
+        if step.run is not None:
+            steps.setdefault(step.run, []).append(step.id)
+    for span in recorded:
+        mine = steps.get(span.run)
+        if not mine:
+            continue  # no step names the run (itera-plan/1): nothing to compare with
+        total = sum((observed.get(s, Decimal(0)) for s in mine), Decimal(0))
+        allowed = total * (1 + tolerance) + rounding
+        if span.hours <= allowed:
+            continue
+        parts = ", ".join(f"{s!r} {_h(observed.get(s, Decimal(0)))}" for s in mine)
+        yield Finding(
+            f"run {span.run}'s recorded times span {_h(span.hours)} (started_at "
+            f"{_at(span.start)} to {span.end_field} {_at(span.end)}), but the steps that name "
+            f"it were observed to take {_h(total)} ({parts})",
+            where=f"{MANIFEST_FILE} $.runs[{span.index}].{span.end_field}",
+            expected=f"at most {_h(total)} + {hours_text(tolerance * 100)} % (the deviation "
+            f"tolerance) + {_h(rounding)} (rounding): {_h(allowed.quantize(rounding))}",
+            found=_h(span.hours),
+            hint="the run's recorded start and end and its steps' observed hours must tell the "
+            f"same story: record the steps' real observed hours in {MANIFEST_FILE} "
+            "$.schedule.steps (explaining the deviation), or the run's real start and end",
+            code=f"{CHECK}.run-span")
+
+
+# ------------------------------------------------------------ checkpoint save times
+
+
+def journal_saves(ctx: Context, man: Manifest) -> Saves:
+    """The checkpoint saves of the listed journal (memoised); none without a journal."""
+    if not any(f.path == JOURNAL_FILE for f in man.files):
+        return Saves()
+    path = ctx.regular_file(JOURNAL_FILE)
+    if isinstance(path, str):
+        return Saves()  # files-intact says what is wrong with a listed file
+    journal: Path = path
+    found: Saves = ctx.memo("timeline:saves", lambda: read_saves(journal))
+    return found
+
+
+def read_saves(path: Path) -> Saves:
+    """Stream the journal: each ``checkpoint`` event, with its ``at`` when it has one."""
+    timed: list[Save] = []
+    untimed: list[tuple[str, str, int]] = []
+    bad: list[tuple[int, str]] = []
+    try:
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                if not raw.endswith(b"\n") or len(raw) > _MAX_JOURNAL_LINE \
+                        or b'"checkpoint"' not in raw:
+                    continue  # a torn last line, or another event
+                event = _event(raw)
+                if event is None or event.get("event") != "checkpoint":
+                    continue
+                run, ckpt, at = event.get("run"), event.get("path"), event.get("at")
+                if not isinstance(run, str) or not isinstance(ckpt, str):
+                    continue  # the journal's own check says so
+                if at is None:
+                    untimed.append((run, ckpt, number))
+                    continue
+                moment = _moment(at)
+                if moment is None:
+                    bad.append((number, f"checkpoint {ckpt}: 'at' {at!r} is not a timestamp "
+                                "with its zone"))
+                else:
+                    timed.append(Save(run, ckpt, moment, number))
+    except OSError:
+        return Saves()
+    return Saves(tuple(timed), tuple(untimed), tuple(bad))
+
+
+def _event(raw: bytes) -> Mapping[str, object] | None:
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _moment(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterator[Finding]:
+    """Consecutive saves of a run are at most ``tolerable_loss_hours`` apart."""
+    tolerable = as_hours(plan.checkpoint_policy.tolerable_loss_hours)
+    for line, why in saves.bad:
+        yield Finding(
+            f"cannot prove the checkpoint save interval: {JOURNAL_FILE} line {line}: {why}",
+            where=f"{JOURNAL_FILE}:{line}",
+            hint="the recorder writes each save's moment as an ISO-8601 UTC timestamp; "
+            "restore the journal as it was written",
+            code=f"{CHECK}.save-times-unproven")
+    by_run: dict[str, list[Save]] = {}
+    for save in saves.timed:
+        by_run.setdefault(save.run, []).append(save)
+    lasted = {s.run: s.hours for s in recorded}
+    untimed: dict[str, list[tuple[str, int]]] = {}
+    for run, ckpt, line in saves.untimed:
+        untimed.setdefault(run, []).append((ckpt, line))
+    for run, missing in sorted(untimed.items()):
+        # A journal that times saves, but not these, while the run lasted long enough to
+        # need more than one: the interval cannot be judged.
+        if saves.timed and lasted.get(run, Decimal(0)) > tolerable:
+            ckpt, line = missing[0]
+            yield Finding(
+                f"cannot prove that run {run} saved a checkpoint at least every "
+                f"{_h(tolerable)} (checkpoint_policy.tolerable_loss_hours): {JOURNAL_FILE} "
+                f"line {line} records checkpoint {ckpt} without the moment it was saved"
+                + (f" ({len(missing) - 1} more)" if len(missing) > 1 else ""),
+                where=f"{JOURNAL_FILE}:{line}",
+                expected="each checkpoint event with its 'at'",
+                hint="journal every save of the run with the moment it happened ('at', an "
+                "ISO-8601 UTC timestamp), or none of them",
+                code=f"{CHECK}.save-times-unproven")
+    for run, timed in sorted(by_run.items()):
+        ordered = sorted(timed, key=lambda s: (s.at, s.line))
+        for before, after in pairwise(ordered):
+            gap = _hours(before.at, after.at)
+            if gap <= tolerable:
+                continue
+            yield Finding(
+                f"run {run} saved {before.path} at {_at(before.at)} and its next checkpoint "
+                f"{after.path} at {_at(after.at)}: {_h(gap)} apart, more than the "
+                f"{_h(tolerable)} the plan tolerates losing",
+                where=f"{JOURNAL_FILE}:{after.line}",
+                expected=f"consecutive saves at most {_h(tolerable)} apart "
+                f"({PLAN_FILE} $.checkpoint_policy.tolerable_loss_hours)",
+                found=_h(gap),
+                hint="save more often (checkpoint_policy.interval_hours): a crash between these "
+                "saves would have lost more work than the plan accepts",
+                code=f"{CHECK}.save-interval")
