@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pytest_itera.checks.model import Needs, Options, ReloadHook, Scope
     from pytest_itera.core.money import Catalogue
     from pytest_itera.files.scan import FileFacts, TempMatcher
-    from pytest_itera.files.tree import Entry
+    from pytest_itera.files.tree import Entry, PathRefusal
     from pytest_itera.reload import Reloader, ReloadResult
 
 T = TypeVar("T")
@@ -269,7 +269,7 @@ class Context:
             value: T = self._memo[key]
             return value
 
-    def inside(self, relpath: str) -> Path | str:
+    def inside(self, relpath: str) -> Path | PathRefusal:
         """``tree.resolve_inside`` (a file or a folder), without its lstat per component for
         a plain file.
 
@@ -500,4 +500,5 @@ def blocked_by_contract(campaign: Campaign, check: Check) -> Finding | None:
     return Finding(
         f"not evaluated: {files} did not load",
         hint="fix the problems reported by the 'manifest' item first",
+        code=f"{check.id}.not-evaluated",
     )

@@ -73,7 +73,8 @@ def schedule_fits(ctx: Context, _target: str | None) -> Iterator[Finding]:
         timeline = sched.makespan(steps)
     except sched.ScheduleError as exc:
         yield Finding(f"the schedule cannot be computed: {exc}", where=_STEPS,
-                      hint="fix the steps' 'after' lists and their order on each resource")
+                      hint="fix the steps' 'after' lists and their order on each resource",
+                      code="schedule-fits.not-computable")
         return
     yield from _run_overlaps(plan, timeline)
     yield from _stated_hours(plan.schedule, timeline)
@@ -105,6 +106,7 @@ def _missing_kinds(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
             found=", ".join(sorted({s.kind for s in steps})),
             hint="schedule the whole campaign, not only training: loading, validation, "
             "checkpoint save and restore, writing outputs and retrieving them take time too",
+            code="schedule-fits.missing-kind",
         )
 
 
@@ -118,6 +120,7 @@ def _unplanned_kinds(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
             expected="more than 0 h", found="0 h",
             hint=f"plan the real cost of {kind}: checkpoint save and restore, writing the "
             "outputs and retrieving them take time on the rented machine, a 0 h step is no plan",
+            code="schedule-fits.zero-hours-kind",
         )
 
 
@@ -139,6 +142,7 @@ def _order(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
             hint=f"add {_ids(gap.missing)} to the 'after' of {gap.retrieval!r} (directly or "
             "through a step it waits for): results are retrieved once the outputs and "
             "checkpoints exist, and ending later in time is not a dependency",
+            code="schedule-fits.retrieval-order",
         )
     for step_id in sched.restores_without_save(steps):
         index = next(i for i, s in enumerate(steps) if s.id == step_id)
@@ -149,6 +153,7 @@ def _order(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
             expected=f"after one of {_ids(saves)}", found=f"after {list(steps[index].after)}",
             hint="a restore reloads a saved checkpoint in a new process: add the save step "
             "to its 'after'",
+            code="schedule-fits.restore-order",
         )
 
 
@@ -161,7 +166,8 @@ def _unknown_lots(plan: Plan) -> Iterator[Finding]:
         index = next(i for i, s in enumerate(plan.schedule.steps) if s.id == step_id)
         yield Finding(f"step {step_id!r} runs on lot {lot!r}, which the budget does not have",
                       where=f"{_STEPS}[{index}].lot", expected=f"one of {', '.join(known)}",
-                      found=repr(lot), hint="name a lot of plan.json budget.lots")
+                      found=repr(lot), hint="name a lot of plan.json budget.lots",
+                      code="schedule-fits.unknown-lot")
 
 
 def _lotless_steps(plan: Plan) -> Iterator[Finding]:
@@ -176,6 +182,7 @@ def _lotless_steps(plan: Plan) -> Iterator[Finding]:
             expected=f"one of {_ids([lot.id for lot in lots])}", found="no lot",
             hint="name the lot whose machine runs the step; only 'human' and 'network' time "
             "is off the rented machines",
+            code="schedule-fits.lotless-step",
         )
 
 
@@ -190,6 +197,7 @@ def _step_runs(plan: Plan) -> Iterator[Finding]:
                 where=f"{_STEPS}[{i}].run",
                 expected=f"one of {_ids(planned)}", found=repr(step.run),
                 hint="name a run of plan.json runs (a run added later has no planned steps)",
+                code="schedule-fits.unknown-run",
             )
     anonymous = [(i, s) for i, s in enumerate(steps) if s.kind == "training" and s.run is None]
     if not anonymous:
@@ -202,6 +210,7 @@ def _step_runs(plan: Plan) -> Iterator[Finding]:
             expected="each training step's run (schedule.steps[].run)", found="no run",
             hint="re-close the campaign with itera-plan/2 and itera-manifest/2 "
             "(pytest_itera.record.campaign writes them), naming the run each training step serves",
+            code="schedule-fits.v1-runs-unproven",
         )
         return
     for i, step in anonymous:
@@ -211,6 +220,7 @@ def _step_runs(plan: Plan) -> Iterator[Finding]:
             expected=f"the planned run it trains: one of {_ids(planned)}", found="no run",
             hint="name the run each training step serves (steps[].run): the steps of one run "
             "are then never scheduled on two resources at once",
+            code="schedule-fits.training-without-run",
         )
 
 
@@ -246,6 +256,7 @@ def _capacity(plan: Plan, timeline: Timeline | None) -> Iterator[Finding]:
             hint="run the lot's steps on the GPUs it has (steps on one resource run one after "
             "another), or engage a lot with more GPUs (gpus_per_lot x quantity); two lots can "
             "host independent variants but never merge GPU memory",
+            code="schedule-fits.lot-capacity",
         )
 
 
@@ -276,6 +287,7 @@ def _engaged(plan: Plan, man: Manifest | None) -> Iterator[Finding]:
                 hint="a machine the campaign did not rent runs nothing: record the lot as "
                 f"engaged (and its price in the rental), or correct {PLAN_FILE} "
                 f"$.schedule.steps[{i}].lot",
+                code="schedule-fits.lot-not-engaged",
             )
 
 
@@ -301,6 +313,7 @@ def _run_overlaps(plan: Plan, timeline: Timeline) -> Iterator[Finding]:
             found=f"{_h(overlap.hours)} of overlap",
             hint=f"add {first.id!r} to the 'after' of {second.id!r}{then}: two lots can host "
             "independent variants but never shorten one run",
+            code="schedule-fits.run-overlap",
         )
 
 
@@ -321,6 +334,7 @@ def _checkpoint_interval(policy: CheckpointPolicy) -> Iterator[Finding]:
         found=_h(as_hours(policy.interval_hours)),
         hint="save more often (the interval follows from the tolerable loss and the save cost), "
         "or state a larger tolerable loss",
+        code="schedule-fits.checkpoint-interval",
     )
 
 
@@ -334,6 +348,7 @@ def _stated_hours(planned: PlannedSchedule, timeline: Timeline) -> Iterator[Find
             expected=_h(computed), found=_h(_number(planned.sequential_hours)),
             hint="steps on one resource run one after the other, independent steps overlap: "
             "state the computed makespan",
+            code="schedule-fits.sequential-hours",
         )
     free = sched.uncommitted_hours(planned.window_hours, timeline)
     stated = planned.uncommitted_hours
@@ -344,6 +359,7 @@ def _stated_hours(planned: PlannedSchedule, timeline: Timeline) -> Iterator[Find
             f"leaves {_h(free)}",
             where=f"{PLAN_FILE} $.schedule.uncommitted_hours",
             expected=_h(free), found=_h(_number(stated)),
+            code="schedule-fits.uncommitted-hours",
         )
 
 
@@ -360,6 +376,7 @@ def _window(
             expected=f"a makespan of at most {_h(window)}", found=_h(timeline.makespan),
             hint=f"{protocol_advice(reduction) or 'reduce the protocol (drop an optional variant)'}"
             "; or plan a longer window",
+            code="schedule-fits.window",
         )
     end = sched.retrieval_end(timeline)
     if end is not None and end > window:
@@ -368,6 +385,7 @@ def _window(
             where=_STEPS,
             hint="retrieve the outputs before the rental period ends: move retrieval earlier "
             "or shorten what precedes it",
+            code="schedule-fits.retrieval-after-window",
         )
 
 
@@ -414,6 +432,7 @@ def _overflow_finding(
         found=_h(span),
         hint="; or ".join(ways or ["rent a lot that covers the span, or reduce the protocol"])
         + "; two lots can host independent variants but never shorten one run",
+        code="schedule-fits.lot-overflow",
     )
 
 
@@ -520,6 +539,7 @@ def _reserved(plan: Plan, man: Manifest) -> Iterator[Finding]:
             expected=" or ".join(sorted({_h(window), _h(lots)})), found=_h(reserved),
             hint="record the time actually reserved: the window of the plan, or the duration "
             "of the lots engaged",
+            code="plan-vs-actual.reserved-hours",
         )
     observed = as_hours(man.schedule.observed_hours)
     if reserved and observed > reserved:
@@ -528,6 +548,7 @@ def _reserved(plan: Plan, man: Manifest) -> Iterator[Finding]:
             where=f"{_ACTUAL}.observed_hours",
             hint="work past the reservation was not covered by the rental: record the longer "
             "lot engaged, or correct the observed hours",
+            code="plan-vs-actual.observed-over-reserved",
         )
 
 
@@ -552,6 +573,7 @@ def _observed_lots(
             found=_h(over.span),
             hint="a lot is fixed-price for its duration: work past its end needs a longer or "
             "another lot, engaged and paid in the budget; or correct the observed hours",
+            code="plan-vs-actual.lot-duration",
         )
 
 
@@ -581,6 +603,7 @@ def _observed_total(
         expected=between, found=_h(stated),
         hint="observed_hours is the observed makespan (first start to last end, overlapping "
         "steps counted once), not the sum of the steps' hours",
+        code="plan-vs-actual.observed-hours",
     )
 
 
@@ -596,6 +619,7 @@ def _blank_explanations(actual: ActualSchedule) -> Iterator[Finding]:
                 where=f"{_ACTUAL}.deviations[{i}].explanation",
                 expected="a text that says why the step deviated", found=repr(dev.explanation),
                 hint="write what happened (an empty or whitespace-only text explains nothing)",
+                code="plan-vs-actual.blank-explanation",
             )
 
 
@@ -620,6 +644,7 @@ def _short_steps(
             expected="an explanation in schedule.deviations, whatever the tolerance",
             found="none" if short.step not in observed else _h(observed[short.step]),
             hint=fix,
+            code="plan-vs-actual.short-step",
         )
     return judged
 
@@ -634,6 +659,7 @@ def _step_coverage(
                 where=f"{_ACTUAL}.steps",
                 hint="explain the unplanned step in schedule.deviations (the plan is never "
                 "edited after freezing)",
+                code="plan-vs-actual.unplanned-step",
             )
 
 
@@ -651,6 +677,7 @@ def _deviations(
                 found=_h(dev.observed),
                 hint=f"add {{\"step\": \"{dev.step}\", \"explanation\": ...}} to "
                 f"schedule.deviations (plan.json $.schedule.steps[{index}] stays as frozen)",
+                code="plan-vs-actual.deviation-unexplained",
             )
 
 
@@ -671,7 +698,8 @@ def _stray_explanations(
         if plan_step(plan, dev.step) is None and dev.step not in observed:
             yield Finding(f"deviation explains step {dev.step!r}, which is neither planned "
                           "nor observed", where=f"{_ACTUAL}.deviations[{i}].step",
-                          hint="name a step of the plan or of schedule.steps")
+                          hint="name a step of the plan or of schedule.steps",
+                          code="plan-vs-actual.stray-explanation")
 
 
 # ----------------------------------------------------------------- decisions
@@ -683,7 +711,8 @@ def _decisions(plan: Plan, man: Manifest) -> Iterator[Finding]:
     for decision_id, n in sorted(Counter(ids).items()):
         if n > 1:
             yield Finding(f"decision id {decision_id!r} is recorded {n} times",
-                          where=f"{_ACTUAL}.decisions", hint="give each decision its own id")
+                          where=f"{_ACTUAL}.decisions", hint="give each decision its own id",
+                          code="plan-vs-actual.decision-repeated")
     for i, decision in enumerate(decisions):
         if says_nothing(decision.text):
             yield Finding(
@@ -692,6 +721,7 @@ def _decisions(plan: Plan, man: Manifest) -> Iterator[Finding]:
                 expected="what was decided and why", found=repr(decision.text),
                 hint="write the decision (continue, drop an optional variant, revise the "
                 "question) and what it rests on; an empty or whitespace-only text is missing",
+                code="plan-vs-actual.decision-blank",
             )
     planned = {r.id for r in plan.runs}
     for i, run in enumerate(man.runs):
@@ -732,6 +762,7 @@ def _after_the_pilot(plan: Plan, man: Manifest) -> Iterator[Finding]:
                 expected=f"at or after {end.isoformat()}", found=decision.at.isoformat(),
                 hint="the decision point comes after the pilot: a decision taken before its "
                 "end cannot rest on its result; record when the decision was really taken",
+                code="plan-vs-actual.decision-before-pilot",
             )
 
 
@@ -744,7 +775,8 @@ def _run_decision(i: int, run: RunRecord, added: bool, man: Manifest) -> Iterato
         yield Finding(f"run {run.id} cites decision {run.decision!r}, which is not recorded",
                       where=f"{where}.decision",
                       expected=f"one of: {', '.join(d.id for d in decisions) or '(none recorded)'}",
-                      hint="record the decision in schedule.decisions (id, text, drops/adds)")
+                      hint="record the decision in schedule.decisions (id, text, drops/adds)",
+                      code="plan-vs-actual.decision-unknown")
         return
     for needed, verb, field_name in ((run.outcome == "dropped", "dropped", "drops"),
                                      (added, "added", "adds")):
@@ -758,6 +790,7 @@ def _run_decision(i: int, run: RunRecord, added: bool, man: Manifest) -> Iterato
                 where=where,
                 hint=f"record the decision in schedule.decisions with {field_name!r} naming "
                 f"{run.id}, and cite it in the run's 'decision'",
+                code="plan-vs-actual.no-decision",
             )
 
 
@@ -771,11 +804,13 @@ def _decision_targets(man: Manifest) -> Iterator[Finding]:
                 if run is None:
                     yield Finding(f"decision {decision.id!r} {field_name} run {run_id!r}, "
                                   "which the manifest does not record", where=where,
-                                  hint="record every run the decisions name in manifest runs")
+                                  hint="record every run the decisions name in manifest runs",
+                                  code="plan-vs-actual.decision-target")
                 elif field_name == "drops" and run.outcome != "dropped":
                     yield Finding(f"decision {decision.id!r} drops run {run_id}, but its "
                                   f"outcome is {run.outcome!r}", where=where,
-                                  expected="'dropped'", found=repr(run.outcome))
+                                  expected="'dropped'", found=repr(run.outcome),
+                                  code="plan-vs-actual.decision-drop-outcome")
 
 
 CHECKS = (
