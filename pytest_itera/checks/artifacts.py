@@ -38,6 +38,7 @@ from pytest_itera.core.campaign import (
     parse_json,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.files.tree import DigestRefused, os_reason, tree_digest_of
 from pytest_itera.reload import PARTS, formats
 
@@ -104,7 +105,7 @@ def checkpoint_reloads(ctx: Context, target: str | None) -> Iterator[Finding]:
                       hint="list each checkpoint once",
                       code="checkpoint-reloads.listed-twice")
     for index, record in records:
-        where = f"{MANIFEST_FILE} $.checkpoints[{index}]"
+        where = json_where(MANIFEST_FILE, "checkpoints", index)
         problem = _locate(ctx, record.path, where, "checkpoint", "checkpoint-reloads")
         if problem is not None:
             yield problem
@@ -325,7 +326,7 @@ def resume_complete(ctx: Context, target: str | None) -> Iterator[Finding]:
     for index, record in _indexed(_checkpoints(ctx), target):
         if record.kind != "resume":
             continue
-        where = f"{MANIFEST_FILE} $.checkpoints[{index}]"
+        where = json_where(MANIFEST_FILE, "checkpoints", index)
         problem = _locate(ctx, record.path, where, "resume checkpoint", "resume-complete")
         if problem is not None:
             yield problem
@@ -565,7 +566,7 @@ def adapter_pinned(ctx: Context, target: str | None) -> Iterator[Finding]:
     raw = ctx.campaign.manifest_data.get("adapters") \
         if isinstance(ctx.campaign.manifest_data, dict) else None
     for index, record in _indexed(_adapters(ctx), target):
-        where = f"{MANIFEST_FILE} $.adapters[{index}]"
+        where = json_where(MANIFEST_FILE, "adapters", index)
         entry = raw[index] if isinstance(raw, list) and index < len(raw) else None
         if man.version >= 2:
             yield from _identity(ctx, record, where, entry)

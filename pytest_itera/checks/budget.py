@@ -65,6 +65,7 @@ from pytest_itera.core.campaign import (
     Source,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.money import (
     DELIVERING_ROLES,
     HOURLY_PHRASES,
@@ -91,7 +92,7 @@ from pytest_itera.core.money import (
 )
 from pytest_itera.core.text import is_blank
 
-_BUDGET = f"{MANIFEST_FILE} $.budget"
+_BUDGET = json_where(MANIFEST_FILE, "budget")
 COVERAGE_CHECK = "predictions-cover-corpus"
 # Budget strings that are not money-bearing text: paths and codes. rejection_cause is
 # prose (scanned as such).
@@ -220,7 +221,7 @@ def lot_findings(ctx: Context) -> Iterator[Finding]:
 def _lot_against(
     ctx: Context, plan: Plan, catalogue: Catalogue, i: int, lot: Lot
 ) -> Iterator[Finding]:
-    where = f"{PLAN_FILE} $.budget.lots[{i}]"
+    where = json_where(PLAN_FILE, "budget", "lots", i)
     if lot.source is not None:
         yield from source_findings(ctx, lot.source, f"{where}.source", f"lot {lot.id!r}")
         yield from amount_in_source(ctx, lot.source, Money(lot.price, "XXX"), f"{where}.price",
@@ -251,7 +252,7 @@ def _lot_against(
         yield Finding(
             f"{what}{how}, priced in {offer.price.currency}, but the plan's budget is in "
             f"{currency}",
-            where=f"{PLAN_FILE} $.budget.currency",
+            where=json_where(PLAN_FILE, "budget", "currency"),
             expected=f"{offer.price.format()} (no invented exchange rate)",
             found=price.format(),
             hint=f"write the budget in {offer.price.currency}, as the catalogue prices the lot",
@@ -452,7 +453,7 @@ def expense_findings(ctx: Context) -> Iterator[Finding]:
 
 def _all_expenses(plan: Plan, man: Manifest) -> Iterator[tuple[str, Expense]]:
     for i, e in enumerate(plan.budget.external_expenses):
-        yield f"{PLAN_FILE} $.budget.external_expenses[{i}]", e
+        yield json_where(PLAN_FILE, "budget", "external_expenses", i), e
     for field_name in ("included_expenses", "external_expenses"):
         for i, e in enumerate(getattr(man.budget, field_name)):
             yield f"{_BUDGET}.{field_name}[{i}]", e
@@ -529,7 +530,7 @@ def _external_as_included(
     plan: Plan, man: Manifest, expense: Expense, where: str, what: str
 ) -> Iterator[Finding]:
     """An external expense (plan or manifest) that comes back as an included one."""
-    externals = [(f"{PLAN_FILE} $.budget.external_expenses[{j}]", e)
+    externals = [(json_where(PLAN_FILE, "budget", "external_expenses", j), e)
                  for j, e in enumerate(plan.budget.external_expenses)]
     externals += [(f"{_BUDGET}.external_expenses[{j}]", e)
                   for j, e in enumerate(man.budget.external_expenses)]
@@ -632,8 +633,8 @@ def _lot_ids(plan: Plan, budget: BudgetReport) -> Iterator[Finding]:
     for lot_id, n in sorted(Counter(known).items()):
         if n > 1:
             yield Finding(f"lot id {lot_id!r} appears {n} times in the plan",
-                          where=f"{PLAN_FILE} $.budget.lots", expected="each lot id once",
-                          found=f"{n} times",
+                          where=json_where(PLAN_FILE, "budget", "lots"),
+                          expected="each lot id once", found=f"{n} times",
                           hint="give each lot its own id; quantity says how many are rented",
                           code="budget-consistent.lot-id-repeated")
     for i, lot_id in enumerate(budget.lots):

@@ -18,6 +18,7 @@ from pytest_itera.core.campaign import (
     Plan,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank, says_nothing
 
 MUST_ROLES = ("control", "data_check", "resume_check")
@@ -36,7 +37,7 @@ def manifest(ctx: Context, _target: str | None) -> Iterator[Finding]:
     if plan is not None and man is not None and plan.campaign != man.campaign:
         yield Finding(
             "plan.json and manifest.json name different campaigns",
-            where=f"{MANIFEST_FILE} $.campaign",
+            where=json_where(MANIFEST_FILE, "campaign"),
             expected=repr(plan.campaign),
             found=repr(man.campaign),
             hint="a manifest closes the campaign its plan opened: check the folder",
@@ -58,7 +59,7 @@ def plan_frozen(ctx: Context, _target: str | None) -> Iterator[Finding]:
     if man.plan.path != PLAN_FILE:
         yield Finding(
             f"the manifest records the plan as {man.plan.path!r}",
-            where=f"{MANIFEST_FILE} $.plan.path",
+            where=json_where(MANIFEST_FILE, "plan", "path"),
             expected=repr(PLAN_FILE),
             found=repr(man.plan.path),
             code="plan-frozen.plan-path",
@@ -202,7 +203,7 @@ def expected_ids(ctx: Context, _target: str | None) -> Iterator[Finding]:
         if planned_run.id not in recorded:
             yield Finding(
                 f"planned run {planned_run.id} is unaccounted for",
-                where=f"{MANIFEST_FILE} $.runs",
+                where=json_where(MANIFEST_FILE, "runs"),
                 hint="record it as accepted, stopped, rejected or dropped (with the decision)",
                 code="expected-ids.unaccounted",
             )
@@ -211,7 +212,7 @@ def expected_ids(ctx: Context, _target: str | None) -> Iterator[Finding]:
         if run.id not in planned and run.id not in added:
             yield Finding(
                 f"run {run.id} is not in the plan",
-                where=f"{MANIFEST_FILE} $.runs[{i}].id",
+                where=json_where(MANIFEST_FILE, "runs", i, "id"),
                 hint="a run added after freezing needs a decision that adds it "
                 "(schedule.decisions[].adds)",
                 code="expected-ids.unplanned",
@@ -237,7 +238,7 @@ def must_roles(plan: Plan) -> Iterator[Finding]:
     if not any(r.role == "control" for r in plan.runs):
         yield Finding(
             "the plan has no control run",
-            where=f"{PLAN_FILE} $.runs",
+            where=json_where(PLAN_FILE, "runs"),
             hint="a campaign compares variants with a control",
             code="expected-ids.no-control",
         )
@@ -245,7 +246,7 @@ def must_roles(plan: Plan) -> Iterator[Finding]:
         if not any(r.role == role and r.category == "must" for r in plan.runs):
             yield Finding(
                 f"the must category has no {role.replace('_', ' ')} run",
-                where=f"{PLAN_FILE} $.runs",
+                where=json_where(PLAN_FILE, "runs"),
                 expected=f"a run with role {role!r} and category 'must'",
                 hint="the control, the data check and the resume check are needed to conclude",
                 code="expected-ids.must-role-missing",
@@ -271,7 +272,7 @@ def _outcome_records(plan: Plan, man: Manifest) -> Iterator[Finding]:
     """A dropped run names the decision that dropped it; a rejected run says why (R2, R9)."""
     decisions = {d.id: d for d in man.schedule.decisions}
     for i, run in enumerate(man.runs):
-        where = f"{MANIFEST_FILE} $.runs[{i}]"
+        where = json_where(MANIFEST_FILE, "runs", i)
         if run.outcome == "dropped":
             yield from _dropped(plan, run.id, run.decision, decisions, where)
         elif run.outcome == "rejected" and says_nothing(run.rejection):
@@ -332,7 +333,7 @@ def _decisions_agree(man: Manifest) -> Iterator[Finding]:
             if run is not None and run.outcome != "dropped":
                 yield Finding(
                     f"decision {decision.id} drops run {run_id}, recorded as {run.outcome}",
-                    where=f"{MANIFEST_FILE} $.schedule.decisions[{i}].drops",
+                    where=json_where(MANIFEST_FILE, "schedule", "decisions", i, "drops"),
                     hint="a dropped run has outcome 'dropped'; correct the run or the decision",
                     code="expected-ids.drop-decision-disagrees",
                 )

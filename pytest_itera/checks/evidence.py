@@ -36,6 +36,7 @@ from pytest_itera.core.campaign import (
     StopRule,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank
 from pytest_itera.files import measurements
 from pytest_itera.files.measurements import Measurements, Series, Unreadable
@@ -385,7 +386,7 @@ def resume_verdict(ctx: Context, run_id: str) -> RuleVerdict:
 def _resume(ctx: Context, run_id: str) -> RuleVerdict:
     plan, man = ctx.documents()
     index, run = ctx.recorded(run_id)
-    where = f"{MANIFEST_FILE} $.runs[{index}].resumed_from"
+    where = json_where(MANIFEST_FILE, "runs", index, "resumed_from")
     origin = run.resumed_from
     if origin is None:
         return RuleVerdict(
@@ -492,7 +493,7 @@ def stop_rules_applied(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
     plan, man = ctx.documents()
     index, run = ctx.recorded(target)
-    where = f"{MANIFEST_FILE} $.runs[{index}]"
+    where = json_where(MANIFEST_FILE, "runs", index)
     if run.outcome == "accepted":
         yield from _accepted(ctx, plan, man, run, where)
     elif run.outcome == "stopped":
@@ -592,7 +593,7 @@ def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
     _, man = ctx.documents()
     index, run = ctx.recorded(target)
-    where = f"{MANIFEST_FILE} $.runs[{index}]"
+    where = json_where(MANIFEST_FILE, "runs", index)
     if run.measurements is None:
         yield Finding(
             f"run {run.id} reports metrics ({', '.join(sorted(run.metrics))}) but records no "
@@ -684,7 +685,7 @@ def role_evidence(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
     plan, man = ctx.documents()
     index, run = ctx.recorded(target)
-    where = f"{MANIFEST_FILE} $.runs[{index}]"
+    where = json_where(MANIFEST_FILE, "runs", index)
     if _role(plan, run.id) == "resume_check":
         verdict = resume_verdict(ctx, run.id)
         if verdict.status == "triggered":
@@ -827,7 +828,7 @@ def rules_declared(ctx: Context, _target: str | None) -> Iterator[Finding]:
     for rule_id, count in sorted(Counter(r.id for r in plan.stop_rules).items()):
         if count > 1:
             yield Finding(f"stop rule id {rule_id!r} appears {count} times",
-                          where=f"{PLAN_FILE} $.stop_rules",
+                          where=json_where(PLAN_FILE, "stop_rules"),
                           hint="a stopped run cites its rule by id: give each rule its own id",
                           code="rules-declared.repeated-id")
     for i, rule in enumerate(plan.stop_rules):
@@ -837,7 +838,8 @@ def rules_declared(ctx: Context, _target: str | None) -> Iterator[Finding]:
 
 def _no_rules() -> Finding:
     return Finding(
-        "the plan declares no stop rule (stop_rules is empty)", where=f"{PLAN_FILE} $.stop_rules",
+        "the plan declares no stop rule (stop_rules is empty)",
+        where=json_where(PLAN_FILE, "stop_rules"),
         expected="at least one rule, written before any run starts: non-finite loss, quality "
         "under a threshold, a truncated input, no usable resume",
         hint='declare them in plan.json before the trials, e.g. {"id": "non-finite-loss", '
@@ -846,7 +848,7 @@ def _no_rules() -> Finding:
 
 
 def _rule_declaration(plan: Plan, i: int, rule: StopRule) -> Iterator[Finding]:
-    where = f"{PLAN_FILE} $.stop_rules[{i}]"
+    where = json_where(PLAN_FILE, "stop_rules", i)
     problem = rule_parameters_problem(rule)
     if problem is not None:
         detail, hint = _v1_rule(plan, rule, problem)
@@ -879,7 +881,7 @@ def _pilot_decision(plan: Plan) -> Iterator[Finding]:
              f"({', '.join(sorted(pilot_steps))})")
     yield Finding(
         f"the plan has a pilot ({', '.join(pilots)}) but fixes no decision point after it",
-        where=f"{PLAN_FILE} $.decision.point", found=found,
+        where=json_where(PLAN_FILE, "decision", "point"), found=found,
         expected="decision.point (when the post-pilot decision is taken), or a schedule step "
         "of kind 'decision' after the pilot's steps (through 'after')",
         hint="after the pilot, decide: continue, drop an optional variant, or revise the "

@@ -20,6 +20,7 @@ from pytest_itera.core.campaign import (
     FileRecord,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.portable import RENAME_HINT, collision_problem, collisions, path_problem
 from pytest_itera.files.tree import Entry
 
@@ -90,7 +91,7 @@ def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
         yield from _unlisted(ctx, target)
         return
     index, record = records[0]
-    where = f"{MANIFEST_FILE} $.files[{index}]"
+    where = json_where(MANIFEST_FILE, "files", index)
     if len(records) > 1:
         yield Finding(
             f"{target} is listed {len(records)} times", where=where, hint="list each file once",

@@ -46,6 +46,7 @@ from pytest_itera.checks.schedule import (
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Plan, locate
 from pytest_itera.core.findings import Finding, recoded
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.core.money import Catalogue, Money, Offer, lot_options
 from pytest_itera.core.schedule import as_hours, hours_text
@@ -122,7 +123,7 @@ def frozen_ready(ctx: Context, _target: str | None) -> Iterator[Finding]:
         yield Finding(
             f"{plan.format} cannot be closed with evidence: corpora, machine-readable stop "
             "rules and the run of each step are itera-plan/2",
-            where=f"{PLAN_FILE} $.format", expected="itera-plan/2", found=plan.format,
+            where=json_where(PLAN_FILE, "format"), expected="itera-plan/2", found=plan.format,
             hint="write the plan with pytest_itera.record.campaign (docs/contract-v2.md)",
             code="plan-frozen-ready.plan-v1")
     yield from _corpora(plan)
@@ -137,13 +138,13 @@ def _corpora(plan: Plan) -> Iterator[Finding]:
     for i, run in enumerate(plan.runs):
         if run.corpus is not None and run.corpus not in declared:
             yield Finding(f"run {run.id} works on corpus {run.corpus!r}, which the plan does "
-                          "not declare", where=f"{PLAN_FILE} $.runs[{i}].corpus",
+                          "not declare", where=json_where(PLAN_FILE, "runs", i, "corpus"),
                           expected=f"one of {declared}", found=repr(run.corpus),
                           hint="declare every frozen corpus in corpora (id, path, sha256)",
                           code="plan-frozen-ready.corpus-undeclared")
         elif run.corpus is None and len(declared) > 1 and run.role in ("control", "variant"):
             yield Finding(f"run {run.id} names no corpus, and the plan has {len(declared)}",
-                          where=f"{PLAN_FILE} $.runs[{i}].corpus",
+                          where=json_where(PLAN_FILE, "runs", i, "corpus"),
                           expected=f"one of {declared}", found="none",
                           hint="a deliverable is one corpus: name the one the run predicts on",
                           code="plan-frozen-ready.no-corpus")
@@ -155,7 +156,7 @@ def _decision_point(plan: Plan) -> Iterator[Finding]:
             s.kind == "decision" for s in plan.schedule.steps):
         return
     yield Finding(
-        "the plan fixes no decision point", where=f"{PLAN_FILE} $.decision.point",
+        "the plan fixes no decision point", where=json_where(PLAN_FILE, "decision", "point"),
         expected="decision.point, or a schedule step of kind 'decision' after the pilot",
         hint="decide after the pilot: continue, drop an optional variant or revise the "
         "question; the budget is not an obligation to fill every hour",
@@ -164,7 +165,7 @@ def _decision_point(plan: Plan) -> Iterator[Finding]:
 
 def _checkpoint_policy(plan: Plan) -> Iterator[Finding]:
     policy = plan.checkpoint_policy
-    where = f"{PLAN_FILE} $.checkpoint_policy"
+    where = json_where(PLAN_FILE, "checkpoint_policy")
     if not policy.resume_state:
         yield Finding("the checkpoint policy requires no resume state", where=f"{where}"
                       ".resume_state", expected="at least model, optimizer, progress",

@@ -30,13 +30,14 @@ from pytest_itera.core.campaign import (
     RunRecord,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.money import Catalogue, Money, Offer, lot_options, overflow_advice
 from pytest_itera.core.schedule import Timeline, as_hours, hours_text
 from pytest_itera.core.text import says_nothing
 
 ROUNDING = Decimal("0.01")  # hours: stated figures may be rounded to the hundredth
-_STEPS = f"{PLAN_FILE} $.schedule.steps"
-_ACTUAL = f"{MANIFEST_FILE} $.schedule"
+_STEPS = json_where(PLAN_FILE, "schedule", "steps")
+_ACTUAL = json_where(MANIFEST_FILE, "schedule")
 
 
 def _h(value: Decimal) -> str:
@@ -281,7 +282,7 @@ def _engaged(plan: Plan, man: Manifest | None) -> Iterator[Finding]:
             yield Finding(
                 f"step {step.id!r} ran {_h(ran)} on {step.resource!r} of lot {lot!r}, which the "
                 "manifest does not engage",
-                where=f"{MANIFEST_FILE} $.budget.lots",
+                where=json_where(MANIFEST_FILE, "budget", "lots"),
                 expected=f"{lot!r} among the engaged lots",
                 found=", ".join(repr(x) for x in man.budget.lots) or "no lot engaged",
                 hint="a machine the campaign did not rent runs nothing: record the lot as "
@@ -329,7 +330,7 @@ def _checkpoint_interval(policy: CheckpointPolicy) -> Iterator[Finding]:
         f"a crash can lose {_h(sched.worst_case_loss_hours(policy))} of work "
         f"(interval {_h(as_hours(policy.interval_hours))}{save}), more than the tolerable "
         f"{_h(as_hours(policy.tolerable_loss_hours))}",
-        where=f"{PLAN_FILE} $.checkpoint_policy.interval_hours",
+        where=json_where(PLAN_FILE, "checkpoint_policy", "interval_hours"),
         expected=f"at most {_h(sched.max_save_interval(policy))}",
         found=_h(as_hours(policy.interval_hours)),
         hint="save more often (the interval follows from the tolerable loss and the save cost), "
@@ -344,7 +345,7 @@ def _stated_hours(planned: PlannedSchedule, timeline: Timeline) -> Iterator[Find
         yield Finding(
             f"sequential_hours says {_h(_number(planned.sequential_hours))}, but the steps "
             f"take {_h(computed)} from the start of preparation to the last step's end",
-            where=f"{PLAN_FILE} $.schedule.sequential_hours",
+            where=json_where(PLAN_FILE, "schedule", "sequential_hours"),
             expected=_h(computed), found=_h(_number(planned.sequential_hours)),
             hint="steps on one resource run one after the other, independent steps overlap: "
             "state the computed makespan",
@@ -357,7 +358,7 @@ def _stated_hours(planned: PlannedSchedule, timeline: Timeline) -> Iterator[Find
             f"uncommitted_hours says {_h(_number(stated))}, but the "
             f"{_h(as_hours(planned.window_hours))} window minus the {_h(computed)} makespan "
             f"leaves {_h(free)}",
-            where=f"{PLAN_FILE} $.schedule.uncommitted_hours",
+            where=json_where(PLAN_FILE, "schedule", "uncommitted_hours"),
             expected=_h(free), found=_h(_number(stated)),
             code="schedule-fits.uncommitted-hours",
         )
@@ -372,7 +373,7 @@ def _window(
         yield Finding(
             f"the schedule takes {_h(timeline.makespan)}, {_h(excess)} more than the "
             f"{_h(window)} window",
-            where=f"{PLAN_FILE} $.schedule.window_hours",
+            where=json_where(PLAN_FILE, "schedule", "window_hours"),
             expected=f"a makespan of at most {_h(window)}", found=_h(timeline.makespan),
             hint=f"{protocol_advice(reduction) or 'reduce the protocol (drop an optional variant)'}"
             "; or plan a longer window",
@@ -738,9 +739,9 @@ def _pilot_end(plan: Plan, man: Manifest) -> tuple[str, datetime, str] | None:
         if planned is None or planned.role != "pilot":
             continue
         if run.ended_at is not None:
-            ends.append((run.ended_at, run.id, f"{MANIFEST_FILE} $.runs[{i}].ended_at"))
+            ends.append((run.ended_at, run.id, json_where(MANIFEST_FILE, "runs", i, "ended_at")))
         elif run.stop is not None and run.stop.at is not None:
-            ends.append((run.stop.at, run.id, f"{MANIFEST_FILE} $.runs[{i}].stop.at"))
+            ends.append((run.stop.at, run.id, json_where(MANIFEST_FILE, "runs", i, "stop", "at")))
     if not ends:
         return None
     moment, run_id, where = min(ends, key=lambda e: e[0])
@@ -770,7 +771,7 @@ def _after_the_pilot(plan: Plan, man: Manifest) -> Iterator[Finding]:
 
 def _run_decision(i: int, run: RunRecord, added: bool, man: Manifest) -> Iterator[Finding]:
     decisions = man.schedule.decisions
-    where = f"{MANIFEST_FILE} $.runs[{i}]"
+    where = json_where(MANIFEST_FILE, "runs", i)
     if run.decision is not None and run.decision not in {d.id for d in decisions}:
         yield Finding(f"run {run.id} cites decision {run.decision!r}, which is not recorded",
                       where=f"{where}.decision",

@@ -266,7 +266,8 @@ def test_a_check_needing_a_document_that_did_not_load_is_one_finding_not_a_run(
     blocked = check(probe, targets=listed, needs=needs)
     ctx = context(root, blocked)
     assert ctx.targets(blocked) == (None,)
-    expected = Finding(message, hint="fix the problems reported by the 'manifest' item first")
+    expected = Finding(message, hint="fix the problems reported by the 'manifest' item first",
+                       code="probe.not-evaluated")
     assert ctx.findings("probe") == (expected,)
     assert blocked_by_contract(ctx.campaign, blocked) == expected
     assert probe.calls == []
