@@ -198,13 +198,11 @@ def _locate(ctx: Context, relpath: str, where: str, what: str,
 
 def load_error(result: ReloadResult) -> str | None:
     """The cause when the checkpoint did not load at all; None when it loaded (even if its
-    weights are non-finite or its format is not the claimed one: those are judged apart)."""
+    weights are non-finite: judged apart, as its format against the claim)."""
     if result.ok:
         return None
     cause = result.cause or f"{result.path}: not loaded (the loader gave no cause)"
     if result.nonfinite and "non-finite" in cause:
-        return None
-    if cause.startswith(f"{result.path}: the manifest declares format"):
         return None
     return cause
 
@@ -216,8 +214,6 @@ def _reload_findings(
     """``diverged_ok``: non-finite weights are the expected evidence of a stop (the
     checkpoint must still reload; see :func:`informational`)."""
     result = ctx.reload(relpath, claimed)
-    if result.ok:
-        return
     error = load_error(result)
     if error is not None:
         # Typed, not parsed: a file that holds code never gets a load or re-save hint.
@@ -226,7 +222,7 @@ def _reload_findings(
                       hint=code_hint(result.holds_code) if result.holds_code
                       else _load_hint(error),
                       code=f"{check}.no-reload")
-    if result.nonfinite and not diverged_ok:
+    if not result.ok and result.nonfinite and not diverged_ok:
         yield _nonfinite_finding(result, where, check)
     if claimed is not None and not _agrees(claimed, result.format):
         yield Finding(

@@ -343,7 +343,7 @@ class Context:
             result = self._reload_hook(inside, relpath, claimed_format)
             if result is not None:
                 return result
-        return self.reloader().reload(inside, relpath, claimed_format)
+        return self.reloader().reload(inside, relpath)
 
     def reload_ahead(self, relpaths: Iterable[str]) -> None:
         """Let the built-in loader start on these checkpoints now, several at a time, while

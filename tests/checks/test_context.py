@@ -455,13 +455,14 @@ def test_entries_are_sorted_and_describe_links_without_following_them(
 
 class FakeReloader:
     def __init__(self) -> None:
-        self.reloads: list[tuple[Path, str, str | None]] = []
+        self.reloads: list[tuple[Path, str]] = []
         self.prefetched: list[list[Path]] = []
         self.closed = 0
 
-    def reload(self, path: Path, display: str, claimed: str | None) -> ReloadResult:
-        self.reloads.append((path, display, claimed))
-        return ReloadResult(path=display, ok=True, format=claimed, cause=None)
+    def reload(self, path: Path, display: str) -> ReloadResult:
+        """The built-in loader is never told the claim: it reports, the check judges."""
+        self.reloads.append((path, display))
+        return ReloadResult(path=display, ok=True, format=None, cause=None)
 
     def prefetch(self, paths: list[Path]) -> None:
         self.prefetched.append(list(paths))
@@ -519,8 +520,8 @@ def test_the_built_in_loader_is_made_once_on_first_use(root: Path) -> None:
     ctx.reload("runs/variant-a/weights.pt", "torch")
     assert made == [1]
     assert fake.reloads == [
-        (root / CONTROL_CKPT, CONTROL_CKPT, "torch"),
-        (root / "runs/variant-a/weights.pt", "runs/variant-a/weights.pt", "torch"),
+        (root / CONTROL_CKPT, CONTROL_CKPT),
+        (root / "runs/variant-a/weights.pt", "runs/variant-a/weights.pt"),
     ]
 
 
