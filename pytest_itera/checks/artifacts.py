@@ -101,7 +101,7 @@ def checkpoint_reloads(ctx: Context, target: str | None) -> Iterator[Finding]:
     records = _indexed(_checkpoints(ctx), target)
     if len(records) > 1:
         yield Finding(f"{target} is listed {len(records)} times in checkpoints",
-                      where=f"{MANIFEST_FILE} $.checkpoints[{records[1][0]}]",
+                      where=json_where(MANIFEST_FILE, "checkpoints", records[1][0]),
                       hint="list each checkpoint once",
                       code="checkpoint-reloads.listed-twice")
     for index, record in records:

@@ -73,7 +73,7 @@ def plan_frozen(ctx: Context, _target: str | None) -> Iterator[Finding]:
             yield Finding(
                 "plan.json changed after it was frozen (its sha256 differs from the manifest's "
                 "record)",
-                where=f"{MANIFEST_FILE} $.plan.sha256",
+                where=json_where(MANIFEST_FILE, "plan", "sha256"),
                 expected=man.plan.sha256,
                 found=facts.sha256,
                 hint="restore the plan as frozen; "
@@ -263,7 +263,7 @@ def _dangling_runs(man: Manifest, recorded: set[str]) -> Iterator[Finding]:
             if record.run not in recorded:
                 yield Finding(
                     f"{field_name[:-1]} {record.path} belongs to unknown run {record.run}",
-                    where=f"{MANIFEST_FILE} $.{field_name}[{i}].run",
+                    where=json_where(MANIFEST_FILE, field_name, i, "run"),
                     code="expected-ids.unknown-run",
                 )
 
@@ -354,7 +354,7 @@ def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
         if problem is not None:
             yield Finding(
                 f"the {label} {relpath} {problem}",
-                where=f"{MANIFEST_FILE} $.{field_name}",
+                where=json_where(MANIFEST_FILE, field_name),
                 hint=f"write the {label} into the campaign folder and list it in the manifest",
                 code="analysis-present.unusable",
             )

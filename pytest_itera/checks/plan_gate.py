@@ -108,8 +108,7 @@ def _where(ctx: Context, path: list[str | int]) -> str:
     except (OSError, UnicodeDecodeError):
         line = column = None
     pos = f":{line}:{column}" if line is not None else ""
-    json_path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
-    return f"{file.name}{pos} {json_path}"
+    return json_where(f"{file.name}{pos}", *path)
 
 
 # ============================================================= plan-frozen-ready

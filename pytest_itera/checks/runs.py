@@ -186,7 +186,7 @@ def config_identity(ctx: Context, target: str | None) -> Iterator[Finding]:
         yield Finding(
             f"run {run.id} ran a configuration other than the one planned under its ID: "
             "a new configuration after a fix needs a new ID",
-            where=f"{where}.config ({PLAN_FILE} $.runs[{pindex}].config_sha256)",
+            where=f"{where}.config ({json_where(PLAN_FILE, 'runs', pindex, 'config_sha256')})",
             expected=planned.config_sha256, found=f"{actual} ({run.config})",
             hint="keep the planned config under the old ID (with its own outcome) and record "
             "the changed one as a new run added by a decision (schedule.decisions[].adds)",
