@@ -292,7 +292,7 @@ class Context:
         """
         resolved = self.inside(relpath)
         if isinstance(resolved, str):
-            return resolved
+            return str(resolved)  # a plain reason: it travels in findings to xdist controllers
         entry = self.entry(relpath)
         if entry is None:
             return "is missing"

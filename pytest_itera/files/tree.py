@@ -178,6 +178,10 @@ class PathRefusal(str):
         refusal.kind = kind
         return refusal
 
+    def __getnewargs__(self) -> tuple[str, RefusalKind]:  # type: ignore[override]
+        """Copies and pickles keep the kind (a refusal travels inside findings' facts)."""
+        return str(self), self.kind
+
 
 def resolve_inside(root: Path, relpath: str) -> Path | PathRefusal:
     """The absolute real path for a manifest path, or a one-sentence reason it is refused.
