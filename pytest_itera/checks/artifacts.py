@@ -42,6 +42,7 @@ from pytest_itera.core.campaign import (
     parse_json,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank
 from pytest_itera.files.tree import DigestRefused, os_reason, tree_digest_of
 from pytest_itera.reload import PARTS, formats
@@ -103,17 +104,18 @@ def checkpoint_reloads(ctx: Context, target: str | None) -> Iterator[Finding]:
     records = _indexed(_checkpoints(ctx), target)
     if len(records) > 1:
         yield Finding(f"{target} is listed {len(records)} times in checkpoints",
-                      where=f"{MANIFEST_FILE} $.checkpoints[{records[1][0]}]",
-                      hint="list each checkpoint once")
+                      where=json_where(MANIFEST_FILE, "checkpoints", records[1][0]),
+                      hint="list each checkpoint once",
+                      code="checkpoint-reloads.listed-twice")
     for index, record in records:
-        where = f"{MANIFEST_FILE} $.checkpoints[{index}]"
-        problem = _locate(ctx, record.path, where, "checkpoint")
+        where = json_where(MANIFEST_FILE, "checkpoints", index)
+        problem = _locate(ctx, record.path, where, "checkpoint", "checkpoint-reloads")
         if problem is not None:
             yield problem
             continue
         stop = _stop_evidence(ctx, record)
         yield from _reload_findings(ctx, record.path, record.format, where,
-                                    diverged_ok=stop is not None)
+                                    "checkpoint-reloads", diverged_ok=stop is not None)
         if record.kind == "weights":
             yield from _weights_present(ctx, record.path, record.format, where)
 
@@ -129,6 +131,7 @@ def _weights_present(
             f"(it holds: {', '.join(result.parts) or 'nothing the loader recognises'})",
             where=f"{where}.kind",
             hint="point the manifest at the file that holds the model's state_dict",
+            code="checkpoint-reloads.no-weights",
         )
 
 
@@ -166,66 +169,71 @@ def informational(ctx: Context, check_id: str, target: str | None) -> tuple[str,
     return tuple(notes)
 
 
-def _locate(ctx: Context, relpath: str, where: str, what: str) -> Finding | None:
-    """Why ``relpath`` cannot be handed to a loader, or None: inside, present, file or folder."""
+def _locate(ctx: Context, relpath: str, where: str, what: str,
+            check: str = "located") -> Finding | None:
+    """Why ``relpath`` cannot be handed to a loader, or None: inside, present, file or folder.
+    ``check``: the id of the check that reports it (the codes' prefix)."""
     inside = ctx.inside(relpath)
     if isinstance(inside, str):
-        leaves = "symlink" in inside and "leaves" in inside
         return Finding(f"{what} path {relpath!r} {inside}: it is not loaded",
                        where=f"{where}.path",
-                       hint="copy the file itself into the campaign folder" if leaves else
+                       hint="copy the file itself into the campaign folder"
+                       if inside.kind == "link-leaves" else
                        "record paths relative to the campaign folder, and keep the files "
-                       "inside it")
+                       "inside it",
+                       code=f"{check}.outside")
     try:
         mode = os.lstat(inside).st_mode  # a real path: no link left to follow
     except FileNotFoundError:
         return Finding(f"{what} {relpath} is missing", where=f"{where}.path",
-                       hint="retrieve it before the rental ends, or correct the manifest")
+                       hint="retrieve it before the rental ends, or correct the manifest",
+                       code=f"{check}.missing")
     except OSError as exc:
-        return Finding(f"{what} {relpath} cannot be read: {os_reason(exc)}", where=f"{where}.path")
+        return Finding(f"{what} {relpath} cannot be read: {os_reason(exc)}", where=f"{where}.path",
+                       code=f"{check}.unreadable")
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         # A FIFO or device would block a loader: it is never opened.
         return Finding(f"{what} {relpath} is neither a regular file nor a folder",
-                       where=f"{where}.path")
+                       where=f"{where}.path",
+                       code=f"{check}.not-a-file")
     return None
 
 
 def load_error(result: ReloadResult) -> str | None:
     """The cause when the checkpoint did not load at all; None when it loaded (even if its
-    weights are non-finite or its format is not the claimed one: those are judged apart)."""
+    weights are non-finite: judged apart, as its format against the claim)."""
     if result.ok:
         return None
     cause = result.cause or f"{result.path}: not loaded (the loader gave no cause)"
     if result.nonfinite and "non-finite" in cause:
         return None
-    if cause.startswith(f"{result.path}: the manifest declares format"):
-        return None
     return cause
 
 
 def _reload_findings(
-    ctx: Context, relpath: str, claimed: str | None, where: str, *, diverged_ok: bool = False
+    ctx: Context, relpath: str, claimed: str | None, where: str, check: str, *,
+    diverged_ok: bool = False
 ) -> Iterator[Finding]:
     """``diverged_ok``: non-finite weights are the expected evidence of a stop (the
     checkpoint must still reload; see :func:`informational`)."""
     result = ctx.reload(relpath, claimed)
-    if result.ok:
-        return
     error = load_error(result)
     if error is not None:
         # Typed, not parsed: a file that holds code never gets a load or re-save hint.
         yield Finding(f"does not reload in a fresh process with weights_only=True: {error}",
                       where=where,
                       hint=code_hint(result.holds_code) if result.holds_code
-                      else _load_hint(error))
-    if result.nonfinite and not diverged_ok:
-        yield _nonfinite_finding(result, where)
+                      else _load_hint(error),
+                      code=f"{check}.no-reload")
+    if not result.ok and result.nonfinite and not diverged_ok:
+        yield _nonfinite_finding(result, where, check)
     if claimed is not None and not _agrees(claimed, result.format):
         yield Finding(
             f"{relpath} holds {result.format!r} content, but the manifest declares format "
             f"{claimed!r}",
             where=f"{where}.format", expected=claimed, found=result.format,
             hint=_format_hint(result.format),
+            code=f"{check}.format",
         )
 
 
@@ -245,7 +253,7 @@ def nonfinite_counts(result: ReloadResult) -> str:
     return f"{values} in {tensors} tensor{'s' if tensors != 1 else ''}"
 
 
-def _nonfinite_finding(result: ReloadResult, where: str) -> Finding:
+def _nonfinite_finding(result: ReloadResult, where: str, check: str) -> Finding:
     total = max(result.nonfinite_tensors, len(result.nonfinite))
     shown = ", ".join(result.nonfinite)
     more = f" (and {total - len(result.nonfinite)} more)" if total > len(result.nonfinite) else ""
@@ -255,6 +263,7 @@ def _nonfinite_finding(result: ReloadResult, where: str) -> Finding:
         hint="training diverged before this save: resume from the last finite checkpoint, "
         "or record the run as stopped by its non-finite stop rule (its last checkpoint is "
         "then evidence of the stop)",
+        code=f"{check}.non-finite",
     )
 
 
@@ -316,8 +325,8 @@ def resume_complete(ctx: Context, target: str | None) -> Iterator[Finding]:
     for index, record in _indexed(_checkpoints(ctx), target):
         if record.kind != "resume":
             continue
-        where = f"{MANIFEST_FILE} $.checkpoints[{index}]"
-        problem = _locate(ctx, record.path, where, "resume checkpoint")
+        where = json_where(MANIFEST_FILE, "checkpoints", index)
+        problem = _locate(ctx, record.path, where, "resume checkpoint", "resume-complete")
         if problem is not None:
             yield problem
             continue
@@ -326,7 +335,8 @@ def resume_complete(ctx: Context, target: str | None) -> Iterator[Finding]:
         if error is not None:
             yield Finding(f"the resume parts of {record.path} are unknown: it does not reload "
                           f"({error})", where=where,
-                          hint=f"fix checkpoint-reloads[{record.path}] first")
+                          hint=f"fix checkpoint-reloads[{record.path}] first",
+                          code="resume-complete.no-reload")
             continue
         required = [p for p in PARTS if p in plan.resume_state_of(record.run)]
         yield from _missing_parts(record, result, required, where,
@@ -369,7 +379,8 @@ def _fault_finding(record: CheckpointRecord, fault: PartFault, where: str, expec
                    f"{fault.key!r} {fault.detail}")
     return Finding(message, where=where, expected=expected, found=found,
                    hint=f"save {_STATE_OF[fault.part]} under {fault.key!r}; "
-                   "pytest_itera.record.save_resume_checkpoint writes every part")
+                   "pytest_itera.record.save_resume_checkpoint writes every part",
+                   code="resume-complete.part-unrestorable")
 
 
 def _missing_parts(
@@ -395,6 +406,7 @@ def _missing_parts(
             f"{required_by}{only}",
             where=where, expected=expected, found=found,
             hint=_save_hint(result.format, lacking),
+            code="resume-complete.parts-missing",
         )
     for fault in faults:
         yield _fault_finding(record, fault, where, expected, found)
@@ -407,6 +419,7 @@ def _missing_parts(
             "or pytest_itera.record.save_resume_checkpoint) next to it, and list that file as "
             "the resume checkpoint; or, if this run cannot hold it by design, say so in the "
             "plan: runs[].resume_state for this run",
+            code="resume-complete.format-cannot-hold",
         )
 
 
@@ -437,6 +450,7 @@ def _overclaimed(record: CheckpointRecord, result: ReloadResult, where: str) -> 
         where=f"{where}.claims", expected=", ".join(record.claims),
         found=", ".join(result.parts) or "no part",
         hint="claims must say what the file holds: correct the manifest, or save those parts",
+        code="resume-complete.overclaimed",
     )
 
 
@@ -490,6 +504,7 @@ def artifacts_required(ctx: Context, target: str | None) -> Iterator[Finding]:
         hint="a compared run delivers a reloadable artifact (R1): save its weights "
         "(torch.save(model.state_dict()), safetensors, save_pretrained) into the campaign and "
         "list them in checkpoints (kind 'weights' or 'resume'), or its adapter in adapters",
+        code="artifacts-required.no-artifact",
     )
 
 
@@ -539,12 +554,14 @@ def _resume_evidence(ctx: Context, run_id: str, where: str) -> Iterator[Finding]
                  "proves nothing about resuming") if weights else ""
         yield Finding(
             f"must resume-check run {run_id} ships no resume checkpoint{dodge}",
-            where=where, expected=expected, found="no resume checkpoint", hint=fix)
+            where=where, expected=expected, found="no resume checkpoint", hint=fix,
+            code="artifacts-required.no-resume-checkpoint")
         return
     yield Finding(
         f"no resume checkpoint of must resume-check run {run_id} covers its resume state "
         f"({', '.join(required)}; required by {_required_by(ctx, run_id)})",
-        where=where, expected=expected, found="; ".join(why), hint=fix)
+        where=where, expected=expected, found="; ".join(why), hint=fix,
+        code="artifacts-required.resume-state-uncovered")
 
 
 # -------------------------------------------------------------- adapter-pinned
@@ -559,7 +576,7 @@ def adapter_pinned(ctx: Context, target: str | None) -> Iterator[Finding]:
     raw = ctx.campaign.manifest_data.get("adapters") \
         if isinstance(ctx.campaign.manifest_data, dict) else None
     for index, record in _indexed(_adapters(ctx), target):
-        where = f"{MANIFEST_FILE} $.adapters[{index}]"
+        where = json_where(MANIFEST_FILE, "adapters", index)
         entry = raw[index] if isinstance(raw, list) and index < len(raw) else None
         if man.version >= 2:
             yield from _identity(ctx, record, where, entry)
@@ -567,23 +584,25 @@ def adapter_pinned(ctx: Context, target: str | None) -> Iterator[Finding]:
             yield from _identity_v1(ctx, record, where)
         yield from _temp_name(ctx, record.base_model, f"{where}.base_model", "the manifest's "
                               "base_model")
-        problem = _locate(ctx, record.path, where, "adapter")
+        problem = _locate(ctx, record.path, where, "adapter", "adapter-pinned")
         if problem is None and not (ctx.root / record.path).is_dir():
             problem = Finding(f"adapter {record.path} is a file, not an adapter folder",
                               where=f"{where}.path",
                               hint="list the folder that save_pretrained wrote "
-                              "(adapter_config.json + adapter_model.safetensors)")
+                              "(adapter_config.json + adapter_model.safetensors)",
+                              code="adapter-pinned.not-a-folder")
         if problem is not None:
             yield problem
             continue
         yield from _config_findings(ctx, record)
-        yield from _reload_findings(ctx, record.path, None, where)
+        yield from _reload_findings(ctx, record.path, None, where, "adapter-pinned")
         result = ctx.reload(record.path, None)
         # A Trainer checkpoint of a LoRA run holds the adapter beside the training state.
         if result.ok and result.format not in ("peft", "hf-trainer"):
             yield Finding(f"adapter {record.path} holds {result.format!r} content, not a PEFT "
                           "adapter", where=f"{where}.path", expected="peft",
-                          found=str(result.format))
+                          found=str(result.format),
+                          code="adapter-pinned.not-an-adapter")
 
 
 # ---- itera-manifest/2: a hub commit, and for a shipped base its tree digest
@@ -624,6 +643,7 @@ def _identity(ctx: Context, record: AdapterRecord, where: str,
             where=where, expected=_COMMIT_EXPECTED, found="no base_revision key",
             hint="write base_revision explicitly: the base's 40-hex hub commit, or null for a "
             "base shipped in the campaign and pinned by base_path and base_digest",
+            code="adapter-pinned.no-revision",
         )
     elif record.base_revision is None:
         if base is None:
@@ -634,6 +654,7 @@ def _identity(ctx: Context, record: AdapterRecord, where: str,
                 where=f"{where}.base_revision", expected=_COMMIT_EXPECTED, found="null",
                 hint=f"{_REVISION_HINT}; or ship the base in the campaign (base_path, pinned "
                 "by base_digest)",
+                code="adapter-pinned.null-revision",
             )
     else:
         problem = commit_problem(record.base_revision)
@@ -642,6 +663,7 @@ def _identity(ctx: Context, record: AdapterRecord, where: str,
                 f"the base revision of adapter {record.path} {problem}",
                 where=f"{where}.base_revision", expected=_COMMIT_EXPECTED,
                 found=repr(record.base_revision), hint=_REVISION_HINT,
+                code="adapter-pinned.revision",
             )
     if base is not None:
         yield from _shipped_base(ctx, record, base, where)
@@ -649,7 +671,8 @@ def _identity(ctx: Context, record: AdapterRecord, where: str,
     if record.base_digest is not None:
         yield Finding(f"adapter {record.path} records a base_digest but no base_path: there is "
                       "no shipped base to verify it against", where=f"{where}.base_digest",
-                      hint="set base_path to the shipped base folder, or remove base_digest")
+                      hint="set base_path to the shipped base folder, or remove base_digest",
+                      code="adapter-pinned.digest-without-base")
     if _local_name(ctx, record.base_model):
         yield Finding(
             f"the base of adapter {record.path} is named by a local path "
@@ -659,6 +682,7 @@ def _identity(ctx: Context, record: AdapterRecord, where: str,
             hint="ship the base folder in the campaign and record base_path and base_digest "
             "(pytest_itera.files.tree.tree_digest of the folder), or name the hub id with its "
             "40-hex commit",
+            code="adapter-pinned.local-base-unpinned",
         )
 
 
@@ -673,10 +697,11 @@ def _local_name(ctx: Context, name: str) -> bool:
 
 def _shipped_base(ctx: Context, record: AdapterRecord, base: str, where: str) -> Iterator[Finding]:
     """A shipped base (a folder) is identified by its tree digest and its recorded revision."""
-    problem = _locate(ctx, base, f"{where}.base_path", "shipped base")
+    problem = _locate(ctx, base, f"{where}.base_path", "shipped base", "adapter-pinned")
     if problem is not None:
         yield Finding(problem.message, where=f"{where}.base_path", hint="ship the base the adapter "
-                      "was trained on, or record its hub id and 40-hex commit without base_path")
+                      "was trained on, or record its hub id and 40-hex commit without base_path",
+                      code=problem.code)
         return
     if not (ctx.root / base).is_dir():
         yield Finding(
@@ -685,6 +710,7 @@ def _shipped_base(ctx: Context, record: AdapterRecord, base: str, where: str) ->
             where=f"{where}.base_path",
             hint="set base_path to the folder holding the base's config and weights, and "
             "base_digest to its tree digest (pytest_itera.files.tree.tree_digest)",
+            code="adapter-pinned.base-not-a-folder",
         )
         return
     yield from _base_digest_findings(ctx, record, base, where)
@@ -701,7 +727,8 @@ def _base_digest_findings(ctx: Context, record: AdapterRecord, base: str,
     if refused is not None:
         yield Finding(f"shipped base {base} has no tree digest: {refused}",
                       where=f"{where}.base_path",
-                      hint="ship the base's files themselves (regular files, no links: cp -rL)")
+                      hint="ship the base's files themselves (regular files, no links: cp -rL)",
+                      code="adapter-pinned.base-no-digest")
     if record.base_digest is None:
         yield Finding(
             f"shipped base {base} has no base_digest: a base named by a local path without a "
@@ -711,6 +738,7 @@ def _base_digest_findings(ctx: Context, record: AdapterRecord, base: str,
             f"tree digest is {actual})",
             hint="record base_digest = pytest_itera.files.tree.tree_digest("
             f"<campaign>/{base}) when the base is fetched (docs/contract-v2.md)",
+            code="adapter-pinned.base-digest-missing",
         )
     elif actual is not None and actual != record.base_digest:
         yield Finding(
@@ -719,6 +747,7 @@ def _base_digest_findings(ctx: Context, record: AdapterRecord, base: str,
             where=f"{where}.base_digest", expected=record.base_digest, found=actual,
             hint="the base changed, or the adapter was trained on another base: ship the exact "
             "base it was trained on, or record that base's tree digest",
+            code="adapter-pinned.base-digest",
         )
 
 
@@ -756,12 +785,14 @@ def _recorded_revision(ctx: Context, record: AdapterRecord, base: str,
             try:
                 data = parse_json(text)
             except (ValueError, RecursionError) as exc:
-                problem = Finding(f"{rel} is not valid JSON: {exc}", where=rel)
+                problem = Finding(f"{rel} is not valid JSON: {exc}", where=rel,
+                                  code="adapter-pinned.base-record-json")
         if problem is None and not (isinstance(data, dict) and "revision" in data and (
                 data["revision"] is None or isinstance(data["revision"], str))):
             problem = Finding(f"{rel} does not record the base's revision",
                               where=rel, expected='{"model": "<hub id>", "revision": '
-                              '"<40-hex commit>" or null}', found=_clip(text))
+                              '"<40-hex commit>" or null}', found=_clip(text),
+                              code="adapter-pinned.base-record-revision")
         if problem is not None:
             yield problem
         elif isinstance(data, dict):
@@ -773,7 +804,8 @@ def _recorded_revision(ctx: Context, record: AdapterRecord, base: str,
                     f"{record.base_model!r}", where=_json_where(rel, text or "", "model"),
                     expected=repr(record.base_model), found=repr(model),
                     hint="the shipped base is another model: ship the base the adapter was "
-                    "trained on, or correct the manifest")
+                    "trained on, or correct the manifest",
+                    code="adapter-pinned.base-record-model")
     for source, revision in recorded:
         if revision != record.base_revision:
             yield Finding(
@@ -783,6 +815,7 @@ def _recorded_revision(ctx: Context, record: AdapterRecord, base: str,
                 found=_shown(record.base_revision),
                 hint="the adapter must name the base it was trained on: its commit is the one "
                 "the shipped base was fetched at (or null for a base that is on no hub)",
+                code="adapter-pinned.base-revision-differs",
             )
 
 
@@ -824,6 +857,7 @@ def _revision_findings(record: AdapterRecord, where: str) -> Iterator[Finding]:
         found="null" if record.base_revision is None else repr(record.base_revision),
         hint=_REVISION_HINT if record.base_path is None else
         "record the sha256 of the shipped base file (pytest_itera.record.sha256_file)",
+        code="adapter-pinned.revision",
     )
 
 
@@ -831,20 +865,23 @@ def _shipped_base_v1(ctx: Context, record: AdapterRecord, base: str,
                      where: str) -> Iterator[Finding]:
     """/1: a base shipped in the campaign is pinned by one file's sha256: verify it byte for
     byte, and say what that cannot prove."""
-    problem = _locate(ctx, base, f"{where}.base_path", "shipped base")
+    problem = _locate(ctx, base, f"{where}.base_path", "shipped base", "adapter-pinned")
     if problem is not None:
         yield Finding(problem.message, where=f"{where}.base_path", hint="ship the base the adapter "
-                      "was trained on, or record its hub id and 40-hex commit without base_path")
+                      "was trained on, or record its hub id and 40-hex commit without base_path",
+                      code=problem.code)
         return
     if not (ctx.root / base).is_file():
         yield Finding(f"shipped base {base} is a folder: base_revision pins one file's sha256",
                       where=f"{where}.base_path",
-                      hint="set base_path to the base's weights file (e.g. model.safetensors)")
+                      hint="set base_path to the base's weights file (e.g. model.safetensors)",
+                      code="adapter-pinned.base-not-a-file")
         return
     facts = ctx.facts(base)
     if facts.error is not None or facts.sha256 is None:
         yield Finding(f"shipped base {base} cannot be hashed: {facts.error}",
-                      where=f"{where}.base_path")
+                      where=f"{where}.base_path",
+                      code="adapter-pinned.base-unreadable")
         return
     pinned = record.base_revision or ""
     if SHA256_HEX.fullmatch(pinned) and facts.sha256 != pinned:  # else revision_problem said why
@@ -853,6 +890,7 @@ def _shipped_base_v1(ctx: Context, record: AdapterRecord, base: str,
             where=f"{where}.base_revision", expected=pinned, found=facts.sha256,
             hint="the adapter was trained on another base, or the base changed: ship the "
             "exact base, or correct base_revision",
+            code="adapter-pinned.base-sha256",
         )
     yield Finding(
         f"itera-manifest/1 cannot prove the identity of the shipped base {base}: the sha256 of "
@@ -861,6 +899,7 @@ def _shipped_base_v1(ctx: Context, record: AdapterRecord, base: str,
         hint="re-close the campaign with itera-manifest/2: base_path = the base folder, "
         "base_digest = its tree digest (pytest_itera.files.tree.tree_digest), base_revision = its "
         "hub commit or null",
+        code="adapter-pinned.v1-base-unproven",
     )
 
 
@@ -875,10 +914,11 @@ def _config_findings(ctx: Context, record: AdapterRecord) -> Iterator[Finding]:
         config = parse_json(text)
     except (ValueError, RecursionError) as exc:
         yield Finding(f"{rel} is not valid JSON: {exc}", where=rel,
-                      hint="save the adapter again with save_pretrained")
+                      hint="save the adapter again with save_pretrained",
+                      code="adapter-pinned.config-json")
         return
     if not isinstance(config, dict):
-        yield Finding(f"{rel} is not a JSON object", where=rel)
+        yield Finding(f"{rel} is not a JSON object", where=rel, code="adapter-pinned.config-json")
         return
     yield from _config_revision(record, rel, text, config)
     yield from _config_base(ctx, record, rel, text, config)
@@ -888,7 +928,8 @@ def _read_config(ctx: Context, rel: str) -> tuple[str | None, Finding | None]:
     """adapter_config.json as text: a regular file inside the folder, under the size cap."""
     return _read_small_json(ctx, rel, ADAPTER_CONFIG_CAP, missing=Finding(
         f"{rel} is missing: an adapter folder without its config cannot be loaded", where=rel,
-        hint="save the adapter with save_pretrained, which writes it"))
+        hint="save the adapter with save_pretrained, which writes it",
+        code="adapter-pinned.config-missing"))
 
 
 def _read_small_json(ctx: Context, rel: str, cap: int,
@@ -897,25 +938,30 @@ def _read_small_json(ctx: Context, rel: str, cap: int,
     under ``cap`` bytes, UTF-8."""
     inside = ctx.inside(rel)
     if isinstance(inside, str):
-        return None, Finding(f"{rel} {inside}", where=rel)
+        return None, Finding(f"{rel} {inside}", where=rel, code="adapter-pinned.document-outside")
     try:
         # O_NONBLOCK: a FIFO planted under that name must not block the session.
         fd = os.open(inside, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
-        return None, missing or Finding(f"{rel} is missing", where=rel)
+        return None, missing or Finding(f"{rel} is missing", where=rel,
+                                        code="adapter-pinned.document-missing")
     except OSError as exc:
-        return None, Finding(f"{rel} cannot be read: {os_reason(exc)}", where=rel)
+        return None, Finding(f"{rel} cannot be read: {os_reason(exc)}", where=rel,
+                             code="adapter-pinned.document-unreadable")
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return None, Finding(f"{rel} is not a regular file", where=rel)
+            return None, Finding(f"{rel} is not a regular file", where=rel,
+                                 code="adapter-pinned.document-not-a-file")
         data = handle.read(cap + 1)
     if len(data) > cap:
-        return None, Finding(f"{rel} is over {cap} bytes: not what it should hold", where=rel)
+        return None, Finding(f"{rel} is over {cap} bytes: not what it should hold", where=rel,
+                             code="adapter-pinned.document-too-large")
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
-        return None, Finding(f"{rel} is not UTF-8 (byte {exc.start})", where=rel)
+        return None, Finding(f"{rel} is not UTF-8 (byte {exc.start})", where=rel,
+                             code="adapter-pinned.document-not-utf8")
 
 
 def _json_where(rel: str, text: str, key: str) -> str:
@@ -937,6 +983,7 @@ def _config_revision(
         hint="both must name the same base: PEFT loads the base at adapter_config.json's "
         "revision (null means whatever main is then); pass revision= to get_peft_model / "
         "LoraConfig when training, or correct the manifest",
+        code="adapter-pinned.config-revision",
     )
 
 
@@ -949,7 +996,8 @@ def _config_base(
         yield Finding(f"{rel} names no base model (base_model_name_or_path is {_shown(name)})",
                       where=where, expected=repr(record.base_model), found=_shown(name),
                       hint="save the adapter from a base loaded with from_pretrained(<hub id>), "
-                      "or set base_model_name_or_path to the manifest's base_model")
+                      "or set base_model_name_or_path to the manifest's base_model",
+                      code="adapter-pinned.config-no-base")
         return
     inside = _name_in_campaign(ctx, name)
     temp = [] if inside is not None else list(
@@ -966,6 +1014,7 @@ def _config_base(
             found=repr(name),
             hint="the adapter must name the base it was trained on: correct the manifest or "
             "adapter_config.json",
+            code="adapter-pinned.config-base-differs",
         )
 
 
@@ -1010,6 +1059,7 @@ def _temp_name(ctx: Context, name: str, where: str, what: str) -> Iterator[Findi
             f"{what} {name!r} is a path into a temporary folder ({pattern})", where=where,
             hint="it will not exist after the rental: name the base by its hub id (pinned by "
             "its commit) or ship it in the campaign (base_path, pinned by its sha256)",
+            code="adapter-pinned.temp-path",
         )
 
 

@@ -65,6 +65,7 @@ from pytest_itera.core.campaign import (
     Source,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.money import (
     DELIVERING_ROLES,
     HOURLY_PHRASES,
@@ -91,7 +92,7 @@ from pytest_itera.core.money import (
 )
 from pytest_itera.core.text import is_blank
 
-_BUDGET = f"{MANIFEST_FILE} $.budget"
+_BUDGET = json_where(MANIFEST_FILE, "budget")
 COVERAGE_CHECK = "predictions-cover-corpus"
 # Budget strings that are not money-bearing text: paths and codes. rejection_cause is
 # prose (scanned as such).
@@ -155,6 +156,7 @@ def hourly_billing_in(
                 hint="lots are fixed-price for their whole duration (R4): record the lot's "
                 "price and days as its offer states them, never a rate per hour or hours x "
                 "a rate",
+                code="budget-consistent.hourly-billing",
             )
 
 
@@ -209,6 +211,7 @@ def lot_findings(ctx: Context) -> Iterator[Finding]:
             found=catalogue.split(" returned ", 1)[-1],
             hint="return a Catalogue, or None to use the ini itera_catalogue file or the "
             "shipped IteraGPU catalogue",
+            code="budget-consistent.catalogue-unusable",
         )
         return
     for i, lot in enumerate(plan.budget.lots):
@@ -218,7 +221,7 @@ def lot_findings(ctx: Context) -> Iterator[Finding]:
 def _lot_against(
     ctx: Context, plan: Plan, catalogue: Catalogue, i: int, lot: Lot
 ) -> Iterator[Finding]:
-    where = f"{PLAN_FILE} $.budget.lots[{i}]"
+    where = json_where(PLAN_FILE, "budget", "lots", i)
     if lot.source is not None:
         yield from source_findings(ctx, lot.source, f"{where}.source", f"lot {lot.id!r}")
         yield from amount_in_source(ctx, lot.source, Money(lot.price, "XXX"), f"{where}.price",
@@ -240,7 +243,8 @@ def _lot_against(
                 f"no {lot.days}-day {lot.gpu} lot)", found=str(price),
                 hint="lots are fixed-price (R4): engage catalogue lots whole (a longer one, or "
                 "two), or record the quote of another offer with the price it states; a "
-                "price is never hours x a rate")
+                "price is never hours x a rate",
+                code="budget-consistent.lot-hourly")
         return
     offer, what = match.offer, f"lot {lot.id!r} is {name}'s offer {match.offer.offer!r}"
     how = f" (same {match.by})"
@@ -248,26 +252,30 @@ def _lot_against(
         yield Finding(
             f"{what}{how}, priced in {offer.price.currency}, but the plan's budget is in "
             f"{currency}",
-            where=f"{PLAN_FILE} $.budget.currency",
+            where=json_where(PLAN_FILE, "budget", "currency"),
             expected=f"{offer.price.format()} (no invented exchange rate)",
             found=price.format(),
             hint=f"write the budget in {offer.price.currency}, as the catalogue prices the lot",
+            code="budget-consistent.lot-currency",
         )
         return
     fix = "name the offer and its terms as the catalogue does; an offer on other terms is " \
         "another offer: name it as its quote does and record the quote as its source"
     if _norm(lot.gpu) != _norm(offer.gpu):
         yield Finding(f"{what}{how}, a {offer.gpu} lot, not {lot.gpu}", where=f"{where}.gpu",
-                      expected=repr(offer.gpu), found=repr(lot.gpu), hint=fix)
+                      expected=repr(offer.gpu), found=repr(lot.gpu), hint=fix,
+                      code="budget-consistent.lot-gpu")
     if lot.days != offer.days:
         yield Finding(f"{what}{how}, which lasts {offer.days} days, not {lot.days}",
                       where=f"{where}.days", expected=str(offer.days), found=str(lot.days),
-                      hint=fix)
+                      hint=fix,
+                      code="budget-consistent.lot-days")
     if lot.gpus_per_lot != offer.gpus_per_lot:
         yield Finding(
             f"{what}{how}, which holds {offer.gpus_per_lot} GPU(s) per lot, not "
             f"{lot.gpus_per_lot}", where=f"{where}.gpus_per_lot",
-            expected=str(offer.gpus_per_lot), found=str(lot.gpus_per_lot), hint=fix)
+            expected=str(offer.gpus_per_lot), found=str(lot.gpus_per_lot), hint=fix,
+            code="budget-consistent.lot-gpus-per-lot")
     if price != offer.price:
         reading = hourly_reading(price, lot_hours(lot), catalogue.for_gpu(offer.gpu).offers)
         yield Finding(
@@ -279,6 +287,7 @@ def _lot_against(
             hint="a lot's price is its offer's fixed price for the whole duration, never "
             f"hours x a rate: write {offer.price}; a different quoted price is another offer "
             "(name it as its quote does and record the quote as its source)",
+            code="budget-consistent.lot-price",
         )
 
 
@@ -294,6 +303,7 @@ def _unsourced_lot(catalogue: Catalogue, lot: Lot, price: Money, where: str) -> 
         hint="record the quote or order the price comes from (budget.lots[].source), or give "
         "the catalogue that lists the offer (the pytest_itera_catalogue hook or the ini "
         "option itera_catalogue); a price is never computed from hours",
+        code="budget-consistent.lot-unsourced",
     )
 
 
@@ -322,6 +332,7 @@ def source_findings(ctx: Context, source: Source, where: str, what: str) -> Iter
                 found=problem,
                 hint="ship the document in the campaign folder and list it in the manifest "
                 "(the recorder lists every file it writes)",
+                code="budget-consistent.source-file",
             )
     if source.reference is not None and placeholder_reference(source.reference):
         yield Finding(
@@ -330,6 +341,7 @@ def source_findings(ctx: Context, source: Source, where: str, what: str) -> Iter
             expected="the order, invoice or quote number", found=repr(source.reference),
             hint="write the reference of the document the amount comes from, or list the "
             "document itself as source.file",
+            code="budget-consistent.source-placeholder",
         )
 
 
@@ -391,6 +403,7 @@ def amount_in_source(
         found=", ".join(sorted({str(a) for a in stated}, key=len)[:6]) or "no amount",
         hint="record the amount the receipt or quote states (an expense is what was paid, a "
         "lot's price what was quoted), or name the document that states this one",
+        code="budget-consistent.amount-not-in-source",
     )
 
 
@@ -421,7 +434,8 @@ def expense_findings(ctx: Context) -> Iterator[Finding]:
         if is_blank(expense.label):
             yield Finding("an expense has no label", where=f"{where}.label",
                           expected="what was paid for", found=repr(expense.label),
-                          hint="name each expense; an empty or blank label is missing")
+                          hint="name each expense; an empty or blank label is missing",
+                          code="budget-consistent.expense-no-label")
     budget = man.budget
     for i, expense in enumerate(budget.included_expenses):
         where = f"{_BUDGET}.included_expenses[{i}]"
@@ -439,7 +453,7 @@ def expense_findings(ctx: Context) -> Iterator[Finding]:
 
 def _all_expenses(plan: Plan, man: Manifest) -> Iterator[tuple[str, Expense]]:
     for i, e in enumerate(plan.budget.external_expenses):
-        yield f"{PLAN_FILE} $.budget.external_expenses[{i}]", e
+        yield json_where(PLAN_FILE, "budget", "external_expenses", i), e
     for field_name in ("included_expenses", "external_expenses"):
         for i, e in enumerate(getattr(man.budget, field_name)):
             yield f"{_BUDGET}.{field_name}[{i}]", e
@@ -462,7 +476,8 @@ def _provenance(
         hint = "name the receipt or invoice file (listed in the campaign) and/or the order " \
             "reference"
     yield Finding(message, where=f"{where}.source", expected=_SOURCE_SHAPE, found="no source",
-                  hint=hint)
+                  hint=hint,
+                  code="budget-consistent.expense-no-source")
 
 
 def _made_up(expense: Expense, where: str, what: str) -> Iterator[Finding]:
@@ -478,6 +493,7 @@ def _made_up(expense: Expense, where: str, what: str) -> Iterator[Finding]:
                 found=repr(found),
                 hint="list only what was paid, with its receipt or order; an estimated or "
                 "computed amount is not an expense (no invented tax rate or transfer cost)",
+                code="budget-consistent.expense-made-up",
             )
         elif not has_file:
             yield Finding(
@@ -489,6 +505,7 @@ def _made_up(expense: Expense, where: str, what: str) -> Iterator[Finding]:
                 hint="attach the invoice that states it; the campaign never computes a tax, a "
                 "percentage or a transfer cost ('n'inventez ni taux de taxe ni coût de "
                 "transfert non fourni')",
+                code="budget-consistent.expense-no-receipt",
             )
 
 
@@ -513,7 +530,7 @@ def _external_as_included(
     plan: Plan, man: Manifest, expense: Expense, where: str, what: str
 ) -> Iterator[Finding]:
     """An external expense (plan or manifest) that comes back as an included one."""
-    externals = [(f"{PLAN_FILE} $.budget.external_expenses[{j}]", e)
+    externals = [(json_where(PLAN_FILE, "budget", "external_expenses", j), e)
                  for j, e in enumerate(plan.budget.external_expenses)]
     externals += [(f"{_BUDGET}.external_expenses[{j}]", e)
                   for j, e in enumerate(man.budget.external_expenses)]
@@ -529,6 +546,7 @@ def _external_as_included(
                 hint="external expenses stay apart from the rental and from what the "
                 "campaign included (list it under external_expenses only); a new label "
                 "does not make it included",
+                code="budget-consistent.external-as-included",
             )
             return
 
@@ -580,6 +598,7 @@ def _counted_twice(budget: BudgetReport) -> Iterator[Finding]:
                 where=f"{_BUDGET}.included_expenses[{i}]",
                 expected="each paid amount once", found="twice",
                 hint="list each receipt line once",
+                code="budget-consistent.expense-counted-twice",
             )
         else:
             seen[key] = i
@@ -596,6 +615,7 @@ def _currency_finding(plan: Plan, man: Manifest) -> Finding:
         found=man.budget.currency,
         hint="report the budget in the currency the lots were priced in; "
         "no invented exchange rate",
+        code="budget-consistent.currency",
     )
 
 
@@ -613,9 +633,10 @@ def _lot_ids(plan: Plan, budget: BudgetReport) -> Iterator[Finding]:
     for lot_id, n in sorted(Counter(known).items()):
         if n > 1:
             yield Finding(f"lot id {lot_id!r} appears {n} times in the plan",
-                          where=f"{PLAN_FILE} $.budget.lots", expected="each lot id once",
-                          found=f"{n} times",
-                          hint="give each lot its own id; quantity says how many are rented")
+                          where=json_where(PLAN_FILE, "budget", "lots"),
+                          expected="each lot id once", found=f"{n} times",
+                          hint="give each lot its own id; quantity says how many are rented",
+                          code="budget-consistent.lot-id-repeated")
     for i, lot_id in enumerate(budget.lots):
         if lot_id not in known:
             yield Finding(
@@ -624,6 +645,7 @@ def _lot_ids(plan: Plan, budget: BudgetReport) -> Iterator[Finding]:
                 expected=f"one of {', '.join(map(repr, known))}",
                 found=repr(lot_id),
                 hint="list the ids of plan.json budget.lots that were actually rented",
+                code="budget-consistent.engaged-lot-unknown",
             )
         elif budget.lots.index(lot_id) != i:
             yield Finding(
@@ -632,6 +654,7 @@ def _lot_ids(plan: Plan, budget: BudgetReport) -> Iterator[Finding]:
                 expected="each engaged lot once",
                 found=f"also at $.budget.lots[{budget.lots.index(lot_id)}]",
                 hint="list each engaged lot once; its quantity says how many were rented",
+                code="budget-consistent.engaged-lot-twice",
             )
 
 
@@ -653,6 +676,7 @@ def _rental(budget: BudgetReport, lots: list[Lot]) -> Iterator[Finding]:
         found=stated.format(),
         hint="the rental is Σ price x quantity of the engaged lots; GPUs per lot never "
         "multiply a price, and expenses are listed apart",
+        code="budget-consistent.rental-total",
     )
 
 
@@ -811,6 +835,7 @@ def _accepted_count(budget: BudgetReport, count: Count, man: Manifest) -> Iterat
                                         if count.deliverables else ""),
         found=str(declared),
         hint=hint,
+        code="budget-consistent.accepted-deliverables",
     )
 
 
@@ -850,7 +875,8 @@ def _ratio(budget: BudgetReport, lots: list[Lot], accepted: int) -> Iterator[Fin
     yield Finding(problem, where=f"{_BUDGET}.cost_per_deliverable",
                   expected=_expected_ratio(budget, total, accepted),
                   found=stated.format() if stated is not None else "null",
-                  hint=_ratio_hint(budget))
+                  hint=_ratio_hint(budget),
+                  code="budget-consistent.cost-per-deliverable")
 
 
 def _zero_accepted(budget: BudgetReport, stated: Money | None, total: Money) -> Iterator[Finding]:
@@ -864,7 +890,8 @@ def _zero_accepted(budget: BudgetReport, stated: Money | None, total: Money) -> 
                       expected=f"null, {total.format()} engaged and a rejection_cause",
                       found=stated.format() if stated is not None else "null",
                       hint="with zero accepted deliverables the ratio is undefined: show the "
-                      "engaged cost and why nothing was accepted, never a zero cost")
+                      "engaged cost and why nothing was accepted, never a zero cost",
+                      code="budget-consistent.zero-accepted")
 
 
 def _expected_ratio(budget: BudgetReport, total: Money, accepted: int) -> str:

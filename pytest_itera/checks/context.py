@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pytest_itera.checks.model import Needs, Options, ReloadHook, Scope
     from pytest_itera.core.money import Catalogue
     from pytest_itera.files.scan import FileFacts, TempMatcher
-    from pytest_itera.files.tree import Entry
+    from pytest_itera.files.tree import Entry, PathRefusal
     from pytest_itera.reload import Reloader, ReloadResult
 
 T = TypeVar("T")
@@ -269,7 +269,7 @@ class Context:
             value: T = self._memo[key]
             return value
 
-    def inside(self, relpath: str) -> Path | str:
+    def inside(self, relpath: str) -> Path | PathRefusal:
         """``tree.resolve_inside`` (a file or a folder), without its lstat per component for
         a plain file.
 
@@ -292,7 +292,7 @@ class Context:
         """
         resolved = self.inside(relpath)
         if isinstance(resolved, str):
-            return resolved
+            return str(resolved)  # a plain reason: it travels in findings to xdist controllers
         entry = self.entry(relpath)
         if entry is None:
             return "is missing"
@@ -343,7 +343,7 @@ class Context:
             result = self._reload_hook(inside, relpath, claimed_format)
             if result is not None:
                 return result
-        return self.reloader().reload(inside, relpath, claimed_format)
+        return self.reloader().reload(inside, relpath)
 
     def reload_ahead(self, relpaths: Iterable[str]) -> None:
         """Let the built-in loader start on these checkpoints now, several at a time, while
@@ -505,4 +505,5 @@ def blocked_by_contract(campaign: Campaign, check: Check) -> Finding | None:
     return Finding(
         f"not evaluated: {files} did not load",
         hint="fix the problems reported by the 'manifest' item first",
+        code=f"{check.id}.not-evaluated",
     )

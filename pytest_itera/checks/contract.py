@@ -18,6 +18,7 @@ from pytest_itera.core.campaign import (
     Plan,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank, says_nothing
 
 MUST_ROLES = ("control", "data_check", "resume_check")
@@ -30,15 +31,17 @@ def manifest(ctx: Context, _target: str | None) -> Iterator[Finding]:
             error.message,
             where=error.where(),
             hint=_contract_hint(error.file, error.json_path),
+            code="manifest.invalid-document",
         )
     plan, man = ctx.campaign.plan, ctx.campaign.manifest
     if plan is not None and man is not None and plan.campaign != man.campaign:
         yield Finding(
             "plan.json and manifest.json name different campaigns",
-            where=f"{MANIFEST_FILE} $.campaign",
+            where=json_where(MANIFEST_FILE, "campaign"),
             expected=repr(plan.campaign),
             found=repr(man.campaign),
             hint="a manifest closes the campaign its plan opened: check the folder",
+            code="manifest.campaign-mismatch",
         )
 
 
@@ -56,23 +59,26 @@ def plan_frozen(ctx: Context, _target: str | None) -> Iterator[Finding]:
     if man.plan.path != PLAN_FILE:
         yield Finding(
             f"the manifest records the plan as {man.plan.path!r}",
-            where=f"{MANIFEST_FILE} $.plan.path",
+            where=json_where(MANIFEST_FILE, "plan", "path"),
             expected=repr(PLAN_FILE),
             found=repr(man.plan.path),
+            code="plan-frozen.plan-path",
         )
     facts = ctx.facts(PLAN_FILE)
     if facts.error is not None or facts.sha256 is None:
-        yield Finding(f"cannot hash {PLAN_FILE}: {facts.error}", where=PLAN_FILE)
+        yield Finding(f"cannot hash {PLAN_FILE}: {facts.error}", where=PLAN_FILE,
+                      code="plan-frozen.unreadable")
     else:
         if facts.sha256 != man.plan.sha256:
             yield Finding(
                 "plan.json changed after it was frozen (its sha256 differs from the manifest's "
                 "record)",
-                where=f"{MANIFEST_FILE} $.plan.sha256",
+                where=json_where(MANIFEST_FILE, "plan", "sha256"),
                 expected=man.plan.sha256,
                 found=facts.sha256,
                 hint="restore the plan as frozen; "
                 "record changes as deviations and decisions in the manifest",
+                code="plan-frozen.sha256",
             )
         yield from _pins(ctx, plan, facts.sha256)
         yield from _journal_pin(ctx, facts.sha256)
@@ -111,7 +117,8 @@ def _journal_pin(ctx: Context, sha256: str) -> Iterator[Finding]:
             f"its sha256{f' at {at}' if isinstance(at, str) else ''}, before any run",
             where=f"{JOURNAL_FILE}:1", expected=frozen, found=sha256,
             hint="restore the plan as frozen; record changes as deviations and decisions in "
-            "the manifest (R9: the initial plan is never rewritten)")
+            "the manifest (R9: the initial plan is never rewritten)",
+            code="plan-frozen.journal-sha256")
 
 
 def _pins(ctx: Context, plan: Plan, sha256: str) -> Iterator[Finding]:
@@ -124,6 +131,7 @@ def _pins(ctx: Context, plan: Plan, sha256: str) -> Iterator[Finding]:
                 where=PLAN_FILE,
                 expected=pinned,
                 found=sha256,
+                code="plan-frozen.pin-sha256",
             )
         return
     pins = ctx.options.plan_pins
@@ -137,6 +145,7 @@ def _pins(ctx: Context, plan: Plan, sha256: str) -> Iterator[Finding]:
             found=f"pins for {keys}",
             hint="pin the sha256 of the campaign's frozen plan.json in the ini file before the "
             "campaign starts (a campaign whose id changed is not the pinned one)",
+            code="plan-frozen.no-pin",
         )
     for pin in pins:
         if sha256 != pin.sha256:
@@ -147,6 +156,7 @@ def _pins(ctx: Context, plan: Plan, sha256: str) -> Iterator[Finding]:
                 found=sha256,
                 hint="restore the plan as frozen when the pin was written; a changed plan is "
                 "a new campaign with its own pin",
+                code="plan-frozen.pin-sha256",
             )
 
 
@@ -178,6 +188,7 @@ def _moments_before_freeze(plan: Plan, man: Manifest) -> Iterator[Finding]:
                 hint=f"stop rules are written before any run starts ({PLAN_FILE} $.frozen_at): "
                 "a plan frozen after the trials is not the plan they followed; freeze the plan "
                 "first",
+                code="plan-frozen.before-freeze",
             )
 
 
@@ -192,17 +203,19 @@ def expected_ids(ctx: Context, _target: str | None) -> Iterator[Finding]:
         if planned_run.id not in recorded:
             yield Finding(
                 f"planned run {planned_run.id} is unaccounted for",
-                where=f"{MANIFEST_FILE} $.runs",
+                where=json_where(MANIFEST_FILE, "runs"),
                 hint="record it as accepted, stopped, rejected or dropped (with the decision)",
+                code="expected-ids.unaccounted",
             )
     added = {rid for d in man.schedule.decisions for rid in d.adds}
     for i, run in enumerate(man.runs):
         if run.id not in planned and run.id not in added:
             yield Finding(
                 f"run {run.id} is not in the plan",
-                where=f"{MANIFEST_FILE} $.runs[{i}].id",
+                where=json_where(MANIFEST_FILE, "runs", i, "id"),
                 hint="a run added after freezing needs a decision that adds it "
                 "(schedule.decisions[].adds)",
+                code="expected-ids.unplanned",
             )
     yield from must_roles(plan)
     yield from _dangling_runs(man, recorded)
@@ -217,6 +230,7 @@ def _repeated(file: str, where: str, ids: list[str]) -> Iterator[Finding]:
                 f"run id {run_id} appears {count} times",
                 where=f"{file} {where}",
                 hint="each run has its own id; a new configuration gets a new id",
+                code="expected-ids.repeated",
             )
 
 
@@ -224,16 +238,18 @@ def must_roles(plan: Plan) -> Iterator[Finding]:
     if not any(r.role == "control" for r in plan.runs):
         yield Finding(
             "the plan has no control run",
-            where=f"{PLAN_FILE} $.runs",
+            where=json_where(PLAN_FILE, "runs"),
             hint="a campaign compares variants with a control",
+            code="expected-ids.no-control",
         )
     for role in MUST_ROLES:
         if not any(r.role == role and r.category == "must" for r in plan.runs):
             yield Finding(
                 f"the must category has no {role.replace('_', ' ')} run",
-                where=f"{PLAN_FILE} $.runs",
+                where=json_where(PLAN_FILE, "runs"),
                 expected=f"a run with role {role!r} and category 'must'",
                 hint="the control, the data check and the resume check are needed to conclude",
+                code="expected-ids.must-role-missing",
             )
 
 
@@ -247,7 +263,8 @@ def _dangling_runs(man: Manifest, recorded: set[str]) -> Iterator[Finding]:
             if record.run not in recorded:
                 yield Finding(
                     f"{field_name[:-1]} {record.path} belongs to unknown run {record.run}",
-                    where=f"{MANIFEST_FILE} $.{field_name}[{i}].run",
+                    where=json_where(MANIFEST_FILE, field_name, i, "run"),
+                    code="expected-ids.unknown-run",
                 )
 
 
@@ -255,7 +272,7 @@ def _outcome_records(plan: Plan, man: Manifest) -> Iterator[Finding]:
     """A dropped run names the decision that dropped it; a rejected run says why (R2, R9)."""
     decisions = {d.id: d for d in man.schedule.decisions}
     for i, run in enumerate(man.runs):
-        where = f"{MANIFEST_FILE} $.runs[{i}]"
+        where = json_where(MANIFEST_FILE, "runs", i)
         if run.outcome == "dropped":
             yield from _dropped(plan, run.id, run.decision, decisions, where)
         elif run.outcome == "rejected" and says_nothing(run.rejection):
@@ -263,6 +280,7 @@ def _outcome_records(plan: Plan, man: Manifest) -> Iterator[Finding]:
                 f"rejected run {run.id} does not say why",
                 where=f"{where}.rejection",
                 hint="record the cause of the rejection (it is shown with the cost)",
+                code="expected-ids.rejection-unexplained",
             )
 
 
@@ -279,6 +297,7 @@ def _dropped(
             where=f"{where}.decision",
             hint="a run is dropped at a decision point: record the decision "
             "(schedule.decisions, with drops) and name it here",
+            code="expected-ids.drop-without-decision",
         )
     elif decision not in decisions:
         yield Finding(
@@ -286,6 +305,7 @@ def _dropped(
             where=f"{where}.decision",
             expected=f"one of {sorted(decisions)}",
             hint="record the decision in manifest.json schedule.decisions",
+            code="expected-ids.drop-decision-unknown",
         )
     elif run_id not in decisions[decision].drops:
         yield Finding(
@@ -293,6 +313,7 @@ def _dropped(
             where=f"{where}.decision",
             found=f"drops {list(decisions[decision].drops)}",
             hint=f"list {run_id} in that decision's drops",
+            code="expected-ids.drop-decision-disagrees",
         )
     planned = plan.run(run_id)
     if planned is not None and planned.category == "must":
@@ -301,6 +322,7 @@ def _dropped(
             where=f"{where}.outcome",
             hint="only optional (useful or exploratory) runs are dropped at a decision "
             "point; without the must runs the question cannot be concluded",
+            code="expected-ids.must-dropped",
         )
 
 
@@ -311,8 +333,9 @@ def _decisions_agree(man: Manifest) -> Iterator[Finding]:
             if run is not None and run.outcome != "dropped":
                 yield Finding(
                     f"decision {decision.id} drops run {run_id}, recorded as {run.outcome}",
-                    where=f"{MANIFEST_FILE} $.schedule.decisions[{i}].drops",
+                    where=json_where(MANIFEST_FILE, "schedule", "decisions", i, "drops"),
                     hint="a dropped run has outcome 'dropped'; correct the run or the decision",
+                    code="expected-ids.drop-decision-disagrees",
                 )
 
 
@@ -331,8 +354,9 @@ def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
         if problem is not None:
             yield Finding(
                 f"the {label} {relpath} {problem}",
-                where=f"{MANIFEST_FILE} $.{field_name}",
+                where=json_where(MANIFEST_FILE, field_name),
                 hint=f"write the {label} into the campaign folder and list it in the manifest",
+                code="analysis-present.unusable",
             )
             continue
         if ctx.options.fast:
@@ -347,6 +371,7 @@ def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
                 f"the {label} {relpath} is a placeholder ({marker!r} on line {line})",
                 where=f"{relpath}:{line}",
                 hint=f"write the {label} itself before closing; a placeholder is not an output",
+                code="analysis-present.placeholder",
             )
         if plan is None:
             continue
@@ -416,6 +441,7 @@ def _analysis_names(plan: Plan, man: Manifest, relpath: str, text: str) -> Itera
             expected=f"every compared run named: {', '.join(compared)}",
             hint="say where and why each compared run (the control and each accepted variant) "
             "errs: which examples, which kinds of error",
+            code="analysis-present.runs-unnamed",
         )
 
 
@@ -439,6 +465,7 @@ def _reload_names(plan: Plan, man: Manifest, relpath: str, text: str) -> Iterato
             "or variant) named by its path in the campaign",
             hint="say how to reload each deliverable artifact: its path, its format and the "
             "call that loads it",
+            code="analysis-present.artifacts-unnamed",
         )
 
 

@@ -41,6 +41,7 @@ from pytest_itera.core.campaign import (
     StopRule,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank
 from pytest_itera.files import measurements
 from pytest_itera.files.measurements import Measurements, Series, Unreadable
@@ -272,7 +273,7 @@ def resume_verdict(ctx: Context, run_id: str) -> RuleVerdict:
 def _resume(ctx: Context, run_id: str) -> RuleVerdict:
     plan, man = ctx.documents()
     index, run = ctx.recorded(run_id)
-    where = f"{MANIFEST_FILE} $.runs[{index}].resumed_from"
+    where = json_where(MANIFEST_FILE, "runs", index, "resumed_from")
     origin = run.resumed_from
     if origin is None:
         return RuleVerdict(
@@ -379,7 +380,7 @@ def stop_rules_applied(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
     plan, man = ctx.documents()
     index, run = ctx.recorded(target)
-    where = f"{MANIFEST_FILE} $.runs[{index}]"
+    where = json_where(MANIFEST_FILE, "runs", index)
     if run.outcome == "accepted":
         yield from _accepted(ctx, plan, man, run, where)
     elif run.outcome == "stopped":
@@ -398,7 +399,8 @@ def _accepted(
         yield Finding(
             f"stop rule{'s' if len(measured) > 1 else ''} {ids} cannot be evaluated on "
             f"accepted run {run.id}: {found}" + _v1(man, "that its stop rules were applied"),
-            where=f"{where}.measurements", hint=_measurements_hint(run))
+            where=f"{where}.measurements", hint=_measurements_hint(run),
+            code="stop-rules-applied.no-measurements")
         rules = [r for r in rules if r not in measured]
     for rule in rules:
         verdict = evaluate(ctx, rule, run.id)
@@ -410,11 +412,13 @@ def _accepted(
                 "not accepted", found=f"outcome 'accepted' ({where}.outcome)",
                 hint="record it as stopped (outcome 'stopped', stop {rule, reason, step}): it "
                 "keeps its ID and stays an expense; a fixed configuration is a new run with a "
-                "new ID")
+                "new ID",
+                code="stop-rules-applied.accepted-triggers")
         elif verdict.status == "unproven":
             yield Finding(
                 f"stop rule {rule.id!r} ({rule.kind}) cannot be evaluated on accepted run "
-                f"{run.id}: {verdict.detail}", where=verdict.where or where, hint=verdict.hint)
+                f"{run.id}: {verdict.detail}", where=verdict.where or where, hint=verdict.hint,
+                code="stop-rules-applied.unproven")
 
 
 def _hooked(ctx: Context) -> bool:
@@ -432,11 +436,13 @@ def _stopped(ctx: Context, plan: Plan, run: RunRecord, where: str) -> Iterator[F
             f"stopped run {run.id} cites stop rule {rule.id!r} ({rule.kind}), but its evidence "
             f"does not trigger it: {verdict.detail}", where=f"{where}.stop.rule",
             hint="a stop cites the rule that its own measurements trigger; a run ended for "
-            "another cause is recorded as 'rejected' with that cause")
+            "another cause is recorded as 'rejected' with that cause",
+            code="stop-rules-applied.stop-not-triggered")
     elif verdict.status == "unproven":
         yield Finding(
             f"stop rule {rule.id!r} ({rule.kind}) cannot be checked on stopped run {run.id}: "
-            f"{verdict.detail}", where=verdict.where or where, hint=verdict.hint)
+            f"{verdict.detail}", where=verdict.where or where, hint=verdict.hint,
+            code="stop-rules-applied.unproven")
     elif verdict.status == "triggered" and rule.kind == "non_finite_loss":
         series = rule.parameters.get("series")
         if stop.step != verdict.step:
@@ -447,7 +453,8 @@ def _stopped(ctx: Context, plan: Plan, run: RunRecord, where: str) -> Iterator[F
                 where=f"{where}.stop.step", expected=str(verdict.step),
                 found=str(stop.step) if stop.step is not None else "no step",
                 hint="the stop step is the first step whose value is NaN or ±inf "
-                f"({verdict.where})")
+                f"({verdict.where})",
+                code="stop-rules-applied.stop-step")
 
 
 # ------------------------------------------------------------ measurements-agree
@@ -473,13 +480,14 @@ def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
     _, man = ctx.documents()
     index, run = ctx.recorded(target)
-    where = f"{MANIFEST_FILE} $.runs[{index}]"
+    where = json_where(MANIFEST_FILE, "runs", index)
     if run.measurements is None:
         yield Finding(
             f"run {run.id} reports metrics ({', '.join(sorted(run.metrics))}) but records no "
             "measurements file" + _v1(man, "its metrics"), where=f"{where}.measurements",
             expected="the run's measurements JSON Lines, whose metrics line the manifest copies",
-            hint=_measurements_hint(run))
+            hint=_measurements_hint(run),
+            code="measurements-agree.no-measurements")
         return
     owners = ctx.memo("evidence.measurements-owners", lambda: _measurements_owners(man))
     sharing = sorted(r for r in owners[run.measurements] if r != run.id)
@@ -487,7 +495,8 @@ def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
         yield Finding(
             f"run {run.id} shares its measurements file {run.measurements} with "
             f"{', '.join(sharing)}", where=f"{where}.measurements",
-            hint="each run's evidence is its own measurements file")
+            hint="each run's evidence is its own measurements file",
+            code="measurements-agree.shared-file")
     found = ctx.measurements(run.measurements)
     if isinstance(found, Unreadable):
         yield from _unreadable(run, found, where)
@@ -500,7 +509,8 @@ def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
             f"manifest's metrics ({', '.join(sorted(run.metrics))}) are not evidenced",
             where=found.path, expected='a line {"metrics": {...}} with the final metrics',
             hint="write the run's final metrics into its measurements (RunRecorder.set_metrics)"
-            "; the manifest copies them")
+            "; the manifest copies them",
+            code="measurements-agree.no-metrics-line")
         return
     for name, stated in sorted(run.metrics.items()):
         metric = found.metrics.get(name)
@@ -509,7 +519,8 @@ def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
                 f"run {run.id}'s metric {name!r} is not in its measurements {found.path}",
                 where=f"{where}.metrics.{name}",
                 found=f"the file's metrics: {sorted(found.metrics)}",
-                hint="report only metrics the run measured; the file is the evidence")
+                hint="report only metrics the run measured; the file is the evidence",
+                code="measurements-agree.metric-missing")
         elif not measurements.same_at_precision(stated, metric):
             yield Finding(
                 f"run {run.id}'s {name} is {show(stated)} in the manifest but "
@@ -519,7 +530,8 @@ def measurements_agree(ctx: Context, target: str | None) -> Iterator[Finding]:
                 + (f" (to the file's {metric.decimals} decimals)" if metric.decimals else ""),
                 found=show(stated),
                 hint="the measurements are the evidence and the manifest a copy: state the "
-                "file's value")
+                "file's value",
+                code="measurements-agree.metric-differs")
 
 
 def _metric_text(metric: measurements.Metric) -> str:
@@ -536,11 +548,13 @@ def _unreadable(run: RunRecord, found: Unreadable, where: str) -> Iterator[Findi
         message = (f"are not usable: {problem.message}" if problem.line is not None
                    else problem.message)
         yield Finding(f"the measurements {found.path} of run {run.id} {message}",
-                      where=problem.where(found.path), hint=hint)
+                      where=problem.where(found.path), hint=hint,
+                      code="measurements-agree.unreadable")
     rest = len(found.problems) - _SHOWN + found.more
     if rest > 0:
         yield Finding(f"... and {rest} more problem{'s' if rest > 1 else ''} in {found.path}",
-                      where=f"{where}.measurements")
+                      where=f"{where}.measurements",
+                      code="measurements-agree.more")
 
 
 # ----------------------------------------------------------------- role-evidence
@@ -558,7 +572,7 @@ def role_evidence(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
     plan, man = ctx.documents()
     index, run = ctx.recorded(target)
-    where = f"{MANIFEST_FILE} $.runs[{index}]"
+    where = json_where(MANIFEST_FILE, "runs", index)
     if _role(plan, run.id) == "resume_check":
         verdict = resume_verdict(ctx, run.id)
         if verdict.status == "triggered":
@@ -568,10 +582,12 @@ def role_evidence(ctx: Context, target: str | None) -> Iterator[Finding]:
                 expected="the resumed series equal the reference run's at the same steps, within "
                 f"checkpoint_policy.resume_tolerance ({plan.checkpoint_policy.resume_tolerance:g})",
                 hint="a usable resume restores the model, optimizer, progress, scheduler, RNG "
-                "and data position in a new process; find which part is missing or differs")
+                "and data position in a new process; find which part is missing or differs",
+                code="role-evidence.resume-not-reproduced")
         elif verdict.status == "unproven":
             yield Finding(f"resume check {run.id} does not prove a resume: {verdict.detail}",
-                          where=verdict.where or where, hint=verdict.hint)
+                          where=verdict.where or where, hint=verdict.hint,
+                          code="role-evidence.resume-unproven")
         yield from resume_resolution(ctx, run)
     else:
         yield from _data_check(ctx, plan, man, run, where)
@@ -632,7 +648,8 @@ def _data_check(
     if isinstance(found, str):
         yield Finding(f"data check {run.id} does not prove the data: {found}"
                       + _v1(man, "what the data check checked"),
-                      where=f"{where}.measurements", hint=_measurements_hint(run))
+                      where=f"{where}.measurements", hint=_measurements_hint(run),
+                      code="role-evidence.data-unproven")
         return
     planned = plan.run(run.id)
     named = planned.corpus if planned is not None else None
@@ -654,7 +671,8 @@ def _checked_corpus(run: RunRecord, found: Measurements, corpus: Corpus) -> Iter
             expected=f'a line {{"checked_input": {{"input": "{corpus.id}", "sha256": '
             f'"{corpus.sha256[:12]}…", "examples": {corpus.examples}}}}}',
             hint="the data check proves the data: record the digest and the example count it "
-            "measured on the frozen corpus")
+            "measured on the frozen corpus",
+            code="role-evidence.corpus-unchecked")
         return
     at = f"{found.path}:{record.line}"
     for key, planned in (("sha256", corpus.sha256), ("examples", corpus.examples)):
@@ -662,13 +680,15 @@ def _checked_corpus(run: RunRecord, found: Measurements, corpus: Corpus) -> Iter
         if value is None:
             yield Finding(f"data check {run.id}'s record of corpus {corpus.id} has no {key}",
                           where=at, expected=f"{key} {planned}",
-                          hint=f"record the {key} the data check measured")
+                          hint=f"record the {key} the data check measured",
+                          code="role-evidence.corpus-record-incomplete")
         elif value != planned:
             yield Finding(
                 f"data check {run.id} measured corpus {corpus.id} with {key} {value}, but the "
                 f"plan froze {planned}", where=at, expected=str(planned), found=str(value),
                 hint="the data check ran on another corpus than the frozen one: check the "
-                "data (truncated? re-exported?) before concluding")
+                "data (truncated? re-exported?) before concluding",
+                code="role-evidence.corpus-differs")
 
 
 def _checked_rule_input(
@@ -690,7 +710,8 @@ def _checked_rule_input(
             f"{rule.id!r} declares indispensable", where=found.path,
             expected=f"a checked_input line for {name!r} with "
             + ", ".join(k for k in ("examples", "bytes", "sha256") if k in p),
-            hint="the data check measures every input the plan declares, before training")
+            hint="the data check measures every input the plan declares, before training",
+            code="role-evidence.input-unchecked")
         return
     for key in ("examples", "bytes", "sha256"):
         if key not in p:
@@ -699,14 +720,16 @@ def _checked_rule_input(
         if value is None:
             yield Finding(f"data check {run.id}'s record of input {name!r} has no {key}, which "
                           f"stop rule {rule.id!r} declares", where=f"{found.path}:{record.line}",
-                          expected=f"{key} {p[key]}")
+                          expected=f"{key} {p[key]}",
+                          code="role-evidence.input-record-incomplete")
         elif value != p[key]:
             yield Finding(
                 f"data check {run.id} measured input {name!r} with {key} {value}; stop rule "
                 f"{rule.id!r} expects {p[key]}", where=f"{found.path}:{record.line}",
                 expected=str(p[key]), found=str(value),
                 hint="the input is truncated or is not the planned one: the rule stops the runs "
-                "that use it")
+                "that use it",
+                code="role-evidence.input-differs")
 
 
 def _recorded_elsewhere(
@@ -733,15 +756,17 @@ def rules_declared(ctx: Context, _target: str | None) -> Iterator[Finding]:
             yield _no_rules()
         else:
             yield Finding("not evaluated: plan.json did not load",
-                          hint="fix the problems reported by the 'manifest' item first")
+                          hint="fix the problems reported by the 'manifest' item first",
+                          code="rules-declared.not-evaluated")
         return
     if not plan.stop_rules:
         yield _no_rules()
     for rule_id, count in sorted(Counter(r.id for r in plan.stop_rules).items()):
         if count > 1:
             yield Finding(f"stop rule id {rule_id!r} appears {count} times",
-                          where=f"{PLAN_FILE} $.stop_rules",
-                          hint="a stopped run cites its rule by id: give each rule its own id")
+                          where=json_where(PLAN_FILE, "stop_rules"),
+                          hint="a stopped run cites its rule by id: give each rule its own id",
+                          code="rules-declared.repeated-id")
     for i, rule in enumerate(plan.stop_rules):
         yield from _rule_declaration(plan, i, rule)
     yield from _pilot_decision(plan)
@@ -749,19 +774,22 @@ def rules_declared(ctx: Context, _target: str | None) -> Iterator[Finding]:
 
 def _no_rules() -> Finding:
     return Finding(
-        "the plan declares no stop rule (stop_rules is empty)", where=f"{PLAN_FILE} $.stop_rules",
+        "the plan declares no stop rule (stop_rules is empty)",
+        where=json_where(PLAN_FILE, "stop_rules"),
         expected="at least one rule, written before any run starts: non-finite loss, quality "
         "under a threshold, a truncated input, no usable resume",
         hint='declare them in plan.json before the trials, e.g. {"id": "non-finite-loss", '
-        f'"kind": "non_finite_loss", "parameters": {{"series": "loss"}}}} ({CONTRACT})')
+        f'"kind": "non_finite_loss", "parameters": {{"series": "loss"}}}} ({CONTRACT})',
+        code="rules-declared.no-rules")
 
 
 def _rule_declaration(plan: Plan, i: int, rule: StopRule) -> Iterator[Finding]:
-    where = f"{PLAN_FILE} $.stop_rules[{i}]"
+    where = json_where(PLAN_FILE, "stop_rules", i)
     problem = rule_parameters_problem(rule)
     if problem is not None:
         detail, hint = _v1_rule(plan, rule, problem)
-        yield Finding(detail, where=f"{where}.parameters", hint=hint)
+        yield Finding(detail, where=f"{where}.parameters", hint=hint,
+                      code="rules-declared.parameters")
         return
     if rule.kind == "no_resume":
         target = str(rule.parameters["resume_check"])
@@ -771,7 +799,8 @@ def _rule_declaration(plan: Plan, i: int, rule: StopRule) -> Iterator[Finding]:
                 f"stop rule {rule.id!r} (no_resume) names {target!r}, which is not a planned "
                 "resume check", where=f"{where}.parameters.resume_check",
                 expected=f"one of {checks}" if checks else "a planned run with role resume_check",
-                found=repr(target))
+                found=repr(target),
+                code="rules-declared.unknown-resume-check")
 
 
 def _pilot_decision(plan: Plan) -> Iterator[Finding]:
@@ -788,11 +817,12 @@ def _pilot_decision(plan: Plan) -> Iterator[Finding]:
              f"({', '.join(sorted(pilot_steps))})")
     yield Finding(
         f"the plan has a pilot ({', '.join(pilots)}) but fixes no decision point after it",
-        where=f"{PLAN_FILE} $.decision.point", found=found,
+        where=json_where(PLAN_FILE, "decision", "point"), found=found,
         expected="decision.point (when the post-pilot decision is taken), or a schedule step "
         "of kind 'decision' after the pilot's steps (through 'after')",
         hint="after the pilot, decide: continue, drop an optional variant, or revise the "
-        "question; write that decision point into the plan before the trials")
+        "question; write that decision point into the plan before the trials",
+        code="rules-declared.no-decision-point")
 
 
 def _after_any(step_id: str, targets: set[str], steps: Mapping[str, Any]) -> bool:

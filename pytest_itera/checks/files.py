@@ -20,6 +20,7 @@ from pytest_itera.core.campaign import (
     FileRecord,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.portable import RENAME_HINT, collision_problem, collisions, path_problem
 from pytest_itera.files.tree import Entry
 
@@ -90,10 +91,11 @@ def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
         yield from _unlisted(ctx, target)
         return
     index, record = records[0]
-    where = f"{MANIFEST_FILE} $.files[{index}]"
+    where = json_where(MANIFEST_FILE, "files", index)
     if len(records) > 1:
         yield Finding(
-            f"{target} is listed {len(records)} times", where=where, hint="list each file once"
+            f"{target} is listed {len(records)} times", where=where, hint="list each file once",
+            code="files-intact.listed-twice"
         )
     yield from _unportable(ctx, record.path, f"{where}.path")
     yield from _listed_file(ctx, record, where)
@@ -104,19 +106,21 @@ def _unportable(ctx: Context, relpath: str, where: str) -> Iterator[Finding]:
     retrieved to other systems, where such a name escapes the folder or names another file."""
     problem = path_problem(relpath)
     if problem is not None:
-        yield Finding(f"listed file {relpath!r} {problem}", where=where, hint=RENAME_HINT)
+        yield Finding(f"listed file {relpath!r} {problem}", where=where, hint=RENAME_HINT,
+                      code="files-intact.unportable")
     others = ctx.memo("portable-collisions",
                       lambda: collisions(record.path for record in _listed(ctx))).get(relpath)
     if others:
         yield Finding(f"listed file {relpath!r} {collision_problem(others)}", where=where,
                       hint="give each file a name that differs by more than letter case or "
-                      "accents' encoding")
+                      "accents' encoding",
+                      code="files-intact.name-collision")
 
 
 def _unlisted(ctx: Context, relpath: str) -> Iterator[Finding]:
     entry = ctx.entry(relpath)
     if entry is not None and entry.error:
-        yield Finding(f"{relpath} {entry.error}", where=relpath)
+        yield Finding(f"{relpath} {entry.error}", where=relpath, code="files-intact.unreadable")
         return
     kind = "" if entry is None or entry.kind == "file" else f" ({_describe(entry.kind)})"
     yield Finding(
@@ -124,6 +128,7 @@ def _unlisted(ctx: Context, relpath: str) -> Iterator[Finding]:
         where=relpath,
         hint="list it in manifest.json files (pytest_itera.record.campaign does this), remove it, "
         "or add a pattern to the itera_ignore ini option",
+        code="files-intact.unlisted",
     )
 
 
@@ -133,6 +138,7 @@ def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Findi
             "manifest.json lists itself: its own sha256 cannot be recorded inside it",
             where=where,
             hint="remove the entry; manifest.json and plan.json are checked by their own items",
+            code="files-intact.lists-manifest",
         )
         return
     entry = ctx.entry(record.path)
@@ -144,9 +150,9 @@ def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Findi
             f"listed file {record.path!r}: {inside}",
             where=where,
             # The path is already relative: a link that leaves is fixed by copying its target.
-            hint="copy the file itself into the campaign folder"
-            if inside.startswith("symlink ") and inside.endswith(" leaves the campaign folder")
+            hint="copy the file itself into the campaign folder" if inside.kind == "link-leaves"
             else "list paths relative to the campaign folder, inside it",
+            code="files-intact.outside",
         )
         return
     if entry is None:
@@ -154,6 +160,7 @@ def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Findi
             f"listed file {record.path} is missing",
             where=where,
             hint="retrieve it before the rental ends, or correct the manifest",
+            code="files-intact.missing",
         )
         return
     if entry.kind == "symlink" and entry.escapes:
@@ -161,10 +168,12 @@ def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Findi
             f"{record.path} is a symlink to {entry.target!r}, which leaves the campaign folder",
             where=where,
             hint="copy the file itself into the campaign folder",
+            code="files-intact.outside",
         )
         return
     if entry.kind not in ("file", "symlink"):
-        yield Finding(f"{record.path} is {_describe(entry.kind)}", where=where)
+        yield Finding(f"{record.path} is {_describe(entry.kind)}", where=where,
+                      code="files-intact.not-a-file")
         return
     yield from _content(ctx, record, where, entry.size if entry.kind == "file" else None)
 
@@ -176,10 +185,10 @@ def _content(ctx: Context, record: FileRecord, where: str, size: int | None) -> 
         return
     facts = ctx.facts(record.path)
     if facts.error is not None:
-        moving = facts.error.startswith(("changed while being read", "was replaced", "was removed"))
         yield Finding(f"{record.path} cannot be read: {facts.error}", where=where,
                       hint="something is still writing into the campaign folder: let it "
-                      "finish, then run again" if moving else None)
+                      "finish, then run again" if facts.moving else None,
+                      code="files-intact.unreadable")
         return
     if facts.size != record.bytes:
         yield _size_finding(record, facts.size, where)
@@ -190,6 +199,7 @@ def _content(ctx: Context, record: FileRecord, where: str, size: int | None) -> 
             expected=record.sha256,
             found=facts.sha256,
             hint="the file changed or was corrupted in transfer: retrieve it again",
+            code="files-intact.sha256",
         )
 
 
@@ -200,6 +210,7 @@ def _size_finding(record: FileRecord, size: int, where: str) -> Finding:
         expected=f"{record.bytes} bytes",
         found=f"{size} bytes",
         hint="the file is truncated or changed: retrieve it again",
+        code="files-intact.size",
     )
 
 
@@ -220,6 +231,7 @@ def no_empty_files(ctx: Context, _target: str | None) -> Iterator[Finding]:
                 f"{entry.path} is empty{' (listed in the manifest)' if listed else ''}",
                 where=entry.path,
                 hint="an empty output is not a verified output: rerun the step that writes it",
+                code="no-empty-files.empty-file",
             )
     yield from _empty_dirs(ctx, entries)
 
@@ -234,6 +246,7 @@ def _empty_dirs(ctx: Context, entries: Sequence[Entry]) -> Iterator[Finding]:
                 f"directory {entry.path} is empty, and a run relies on it",
                 where=entry.path,
                 hint="its outputs were never written or not retrieved",
+                code="no-empty-files.empty-dir",
             )
 
 
@@ -267,12 +280,14 @@ def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
     facts = ctx.facts(target)
     if facts.error is not None:
-        yield Finding(f"{target} cannot be scanned: {facts.error}", where=target)
+        yield Finding(f"{target} cannot be scanned: {facts.error}", where=target,
+                      code="no-temp-paths.unreadable")
         return
     if facts.unscanned is not None:
         yield Finding(f"{target} was not fully scanned for temporary paths: {facts.unscanned}",
                       where=target, hint="a file this shape is not a torch.save checkpoint: "
-                      "save it with torch.save, or remove it from the campaign")
+                      "save it with torch.save, or remove it from the campaign",
+                      code="no-temp-paths.unscanned")
     hits = [h for h in facts.hits if campaign_relative(ctx, h.excerpt.strip("'\"` ")) is None]
     for hit in hits:
         inside = f" ({hit.where})" if hit.where else ""
@@ -281,6 +296,7 @@ def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
             where=f"{target}:{hit.line}:{hit.column}{inside}",
             hint="a temporary folder does not outlive the rental: record paths relative "
             "to the campaign folder and copy the file in",
+            code="no-temp-paths.temp-path",
         )
     unseen = facts.hit_count - len(facts.hits)
     if unseen > 0:
@@ -288,6 +304,7 @@ def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
             f"{'... and ' if hits else ''}{unseen} more possible temporary paths in {target}",
             where=target,
             hint="fix the paths above, then run again to see the rest",
+            code="no-temp-paths.more",
         )
 
 

@@ -45,7 +45,8 @@ from pytest_itera.checks.schedule import (
 )
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Plan, locate
-from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import Finding, recoded
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.core.money import Catalogue, Money, Offer, lot_options
 from pytest_itera.core.schedule import as_hours, hours_text
@@ -74,7 +75,7 @@ def journal_path(ctx: Context) -> Path | None:
 
 def plan_valid(ctx: Context, _target: str | None) -> Iterator[Finding]:
     """JSON, schema-valid, and a schedule that can be computed."""
-    yield from manifest(ctx, None)
+    yield from recoded(manifest(ctx, None), "plan-valid")
     plan = ctx.campaign.plan
     if plan is None:
         return
@@ -86,7 +87,8 @@ def plan_valid(ctx: Context, _target: str | None) -> Iterator[Finding]:
         if index is not None:
             path += [index, "after"]
         yield Finding(f"the schedule cannot be computed: {exc}", where=_where(ctx, path),
-                      hint="fix the steps' 'after' lists and their order on each resource")
+                      hint="fix the steps' 'after' lists and their order on each resource",
+                      code="plan-valid.schedule-not-computable")
 
 
 def _culprit(plan: Plan) -> int | None:
@@ -106,8 +108,7 @@ def _where(ctx: Context, path: list[str | int]) -> str:
     except (OSError, UnicodeDecodeError):
         line = column = None
     pos = f":{line}:{column}" if line is not None else ""
-    json_path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
-    return f"{file.name}{pos} {json_path}"
+    return json_where(f"{file.name}{pos}", *path)
 
 
 # ============================================================= plan-frozen-ready
@@ -121,11 +122,12 @@ def frozen_ready(ctx: Context, _target: str | None) -> Iterator[Finding]:
         yield Finding(
             f"{plan.format} cannot be closed with evidence: corpora, machine-readable stop "
             "rules and the run of each step are itera-plan/2",
-            where=f"{PLAN_FILE} $.format", expected="itera-plan/2", found=plan.format,
-            hint="write the plan with pytest_itera.record.campaign (docs/contract-v2.md)")
+            where=json_where(PLAN_FILE, "format"), expected="itera-plan/2", found=plan.format,
+            hint="write the plan with pytest_itera.record.campaign (docs/contract-v2.md)",
+            code="plan-frozen-ready.plan-v1")
     yield from _corpora(plan)
-    yield from must_roles(plan)
-    yield from rules_declared(ctx, None)
+    yield from recoded(must_roles(plan), "plan-frozen-ready")
+    yield from recoded(rules_declared(ctx, None), "plan-frozen-ready")
     yield from _decision_point(plan)
     yield from _checkpoint_policy(plan)
 
@@ -135,14 +137,16 @@ def _corpora(plan: Plan) -> Iterator[Finding]:
     for i, run in enumerate(plan.runs):
         if run.corpus is not None and run.corpus not in declared:
             yield Finding(f"run {run.id} works on corpus {run.corpus!r}, which the plan does "
-                          "not declare", where=f"{PLAN_FILE} $.runs[{i}].corpus",
+                          "not declare", where=json_where(PLAN_FILE, "runs", i, "corpus"),
                           expected=f"one of {declared}", found=repr(run.corpus),
-                          hint="declare every frozen corpus in corpora (id, path, sha256)")
+                          hint="declare every frozen corpus in corpora (id, path, sha256)",
+                          code="plan-frozen-ready.corpus-undeclared")
         elif run.corpus is None and len(declared) > 1 and run.role in ("control", "variant"):
             yield Finding(f"run {run.id} names no corpus, and the plan has {len(declared)}",
-                          where=f"{PLAN_FILE} $.runs[{i}].corpus",
+                          where=json_where(PLAN_FILE, "runs", i, "corpus"),
                           expected=f"one of {declared}", found="none",
-                          hint="a deliverable is one corpus: name the one the run predicts on")
+                          hint="a deliverable is one corpus: name the one the run predicts on",
+                          code="plan-frozen-ready.no-corpus")
 
 
 def _decision_point(plan: Plan) -> Iterator[Finding]:
@@ -151,25 +155,28 @@ def _decision_point(plan: Plan) -> Iterator[Finding]:
             s.kind == "decision" for s in plan.schedule.steps):
         return
     yield Finding(
-        "the plan fixes no decision point", where=f"{PLAN_FILE} $.decision.point",
+        "the plan fixes no decision point", where=json_where(PLAN_FILE, "decision", "point"),
         expected="decision.point, or a schedule step of kind 'decision' after the pilot",
         hint="decide after the pilot: continue, drop an optional variant or revise the "
-        "question; the budget is not an obligation to fill every hour")
+        "question; the budget is not an obligation to fill every hour",
+        code="plan-frozen-ready.no-decision-point")
 
 
 def _checkpoint_policy(plan: Plan) -> Iterator[Finding]:
     policy = plan.checkpoint_policy
-    where = f"{PLAN_FILE} $.checkpoint_policy"
+    where = json_where(PLAN_FILE, "checkpoint_policy")
     if not policy.resume_state:
         yield Finding("the checkpoint policy requires no resume state", where=f"{where}"
                       ".resume_state", expected="at least model, optimizer, progress",
                       hint="a resume needs more than weights: the optimizer state and the "
-                      "progress too, and per loop the scheduler, scaler, RNG and data position")
+                      "progress too, and per loop the scheduler, scaler, RNG and data position",
+                      code="plan-frozen-ready.no-resume-state")
     if policy.storage is None or is_blank(policy.storage):
         yield Finding("the checkpoint policy does not say where checkpoints live",
                       where=f"{where}.storage",
                       hint="state where the files are written and how they are retrieved "
-                      "before the rental period ends")
+                      "before the rental period ends",
+                      code="plan-frozen-ready.no-checkpoint-place")
 
 
 # ============================================================= plan-schedule-fits
@@ -177,7 +184,7 @@ def _checkpoint_policy(plan: Plan) -> Iterator[Finding]:
 
 def plan_schedule_fits(ctx: Context, target: str | None) -> Iterator[Finding]:
     """``schedule-fits`` on the plan alone: the same makespan, window and lot rules."""
-    yield from schedule_fits(ctx, target)
+    yield from recoded(schedule_fits(ctx, target), "plan-schedule-fits")
 
 
 # ================================================================== the journal
@@ -277,7 +284,7 @@ def plan_journal(ctx: Context, _target: str | None) -> Iterator[Finding]:
     if journal is None:
         return
     if isinstance(journal, str):
-        yield Finding(journal, where=JOURNAL_FILE)
+        yield Finding(journal, where=JOURNAL_FILE, code="plan-journal.unreadable")
         return
     if journal.torn is not None:
         yield Finding(
@@ -285,10 +292,12 @@ def plan_journal(ctx: Context, _target: str | None) -> Iterator[Finding]:
             f"forecast uses the {journal.lines} complete lines only",
             where=f"{JOURNAL_FILE}:{journal.torn}",
             hint="re-record the step whose line was cut (the recorder continues from its "
-            "journal); the plan gate never edits the campaign")
+            "journal); the plan gate never edits the campaign",
+            code="plan-journal.torn-line")
     for number, why in journal.unreadable:
         yield Finding(f"journal line {number} is not used: {why}",
-                      where=f"{JOURNAL_FILE}:{number}")
+                      where=f"{JOURNAL_FILE}:{number}",
+                      code="plan-journal.unused-line")
     plan = ctx.campaign.plan
     known = {s.id for s in plan.schedule.steps} if plan is not None else set()
     for step, number in sorted(journal.steps_at.items(), key=lambda kv: kv[1]):
@@ -296,7 +305,8 @@ def plan_journal(ctx: Context, _target: str | None) -> Iterator[Finding]:
             yield Finding(f"journal step {step!r} is not a step of the plan; the forecast "
                           "leaves it out", where=f"{JOURNAL_FILE}:{number}",
                           hint="the plan is frozen: record unplanned work under a planned "
-                          "step, or explain it at closure (schedule.deviations)")
+                          "step, or explain it at closure (schedule.deviations)",
+                          code="plan-journal.unknown-step")
 
 
 # ================================================================= plan-forecast
@@ -308,7 +318,8 @@ def plan_forecast(ctx: Context, _target: str | None) -> Iterator[Finding]:
     assert plan is not None  # guaranteed by Check.needs
     journal = journal_of(ctx)
     if not isinstance(journal, Journal):
-        yield Finding(f"no forecast: {journal or 'no journal'}", where=JOURNAL_FILE)
+        yield Finding(f"no forecast: {journal or 'no journal'}", where=JOURNAL_FILE,
+                      code="plan-forecast.no-forecast")
         return
     fc = sched.forecast(plan, journal.hours)
     reduction = reduction_for(plan, fc.steps, fc.timeline, keep=fc.started_runs)
@@ -319,8 +330,10 @@ def plan_forecast(ctx: Context, _target: str | None) -> Iterator[Finding]:
             f"{_h(fc.makespan - window)} more than the {_h(window)} window",
             where=JOURNAL_FILE, expected=f"at most {_h(window)}", found=_h(fc.makespan),
             hint=f"{protocol_advice(reduction) or 'reduce the protocol'}; or plan a longer "
-            "window. The plan stays as frozen: record the decision at the decision point")
-    yield from lot_findings(ctx, plan, fc.timeline, reduction, prefix="forecast: ")
+            "window. The plan stays as frozen: record the decision at the decision point",
+            code="plan-forecast.window")
+    yield from recoded(lot_findings(ctx, plan, fc.timeline, reduction, prefix="forecast: "),
+                       "plan-forecast")
 
 
 def forecast_basis(fc: sched.Forecast) -> str:

@@ -57,7 +57,8 @@ def stop_records(ctx: Context, target: str | None) -> Iterator[Finding]:
     if run.stop is None:
         yield Finding(f"stopped run {run.id} has no stop record", where=f"{where}.stop",
                       expected="{rule, reason, step or at}",
-                      hint="record the stop rule that fired, why, and at which step or time")
+                      hint="record the stop rule that fired, why, and at which step or time",
+                      code="stop-records.no-stop-record")
         return
     yield from _stop_fields(plan, run, where)
     yield from _stop_timing(plan, man, run, where)
@@ -72,11 +73,13 @@ def _not_stopped(run: RunRecord, where: str) -> Finding:
             f"run {run.id} was stopped by rule {run.stop.rule!r} but is counted as accepted",
             where=f"{where}.outcome", expected="'stopped'", found="'accepted'",
             hint="a stopped run keeps its ID and reason, is not an accepted deliverable, "
-            "and still counts as an expense: record its outcome as 'stopped'")
+            "and still counts as an expense: record its outcome as 'stopped'",
+            code="stop-records.stopped-but-accepted")
     return Finding(
         f"run {run.id} carries a stop record but its outcome is {run.outcome!r}",
         where=f"{where}.outcome", expected="'stopped'", found=repr(run.outcome),
-        hint="a run stopped by a rule has outcome 'stopped'; otherwise remove the stop record")
+        hint="a run stopped by a rule has outcome 'stopped'; otherwise remove the stop record",
+        code="stop-records.stop-record-on-unstopped")
 
 
 def _stop_fields(plan: Plan, run: RunRecord, where: str) -> Iterator[Finding]:
@@ -85,21 +88,25 @@ def _stop_fields(plan: Plan, run: RunRecord, where: str) -> Iterator[Finding]:
     if is_blank(run.stop.rule):
         yield Finding(f"stopped run {run.id} does not name the stop rule that fired",
                       where=f"{where}.stop.rule", expected=f"one of {declared}",
-                      hint="cite the id of a stop rule declared in plan.json")
+                      hint="cite the id of a stop rule declared in plan.json",
+                      code="stop-records.no-rule")
     elif run.stop.rule not in declared:
         yield Finding(f"stopped run {run.id} cites stop rule {run.stop.rule!r}, "
                       "which the plan does not declare",
                       where=f"{where}.stop.rule", expected=f"one of {declared}",
                       found=repr(run.stop.rule),
                       hint="stop rules are written in the plan before any run starts; a rule "
-                      "invented afterwards is not a stop rule: record the run as rejected instead")
+                      "invented afterwards is not a stop rule: record the run as rejected instead",
+                      code="stop-records.undeclared-rule")
     if says_nothing(run.stop.reason):
         yield Finding(f"stopped run {run.id} has no stop reason", where=f"{where}.stop.reason",
-                      hint="say what was observed (e.g. 'training loss was nan at step 14')")
+                      hint="say what was observed (e.g. 'training loss was nan at step 14')",
+                      code="stop-records.no-reason")
     if run.stop.step is None and run.stop.at is None:
         yield Finding(f"stopped run {run.id} does not say when it was stopped",
                       where=f"{where}.stop", expected="a step or an 'at' timestamp",
-                      hint="record the step (or the time) at which the rule fired")
+                      hint="record the step (or the time) at which the rule fired",
+                      code="stop-records.no-time")
 
 
 def _stop_timing(plan: Plan, man: Manifest, run: RunRecord, where: str) -> Iterator[Finding]:
@@ -113,11 +120,13 @@ def _stop_timing(plan: Plan, man: Manifest, run: RunRecord, where: str) -> Itera
             f"the plan was frozen at {plan.frozen_at.isoformat()}, run {first_id} started at "
             f"{first_at.isoformat()}",
             where=json_where(PLAN_FILE, "frozen_at"),
-            hint="stop rules are written before any run starts (see the plan-frozen item)")
+            hint="stop rules are written before any run starts (see the plan-frozen item)",
+            code="stop-records.rule-after-start")
     if run.stop.at is not None and run.started_at is not None and run.stop.at < run.started_at:
         yield Finding(f"run {run.id} was stopped before it started", where=f"{where}.stop.at",
                       expected=f"at or after {run.started_at.isoformat()}",
-                      found=run.stop.at.isoformat())
+                      found=run.stop.at.isoformat(),
+                      code="stop-records.stop-before-start")
 
 
 def _counted_as_accepted(man: Manifest, run: RunRecord, where: str) -> Iterator[Finding]:
@@ -125,12 +134,14 @@ def _counted_as_accepted(man: Manifest, run: RunRecord, where: str) -> Iterator[
         yield Finding(f"stopped run {run.id} is listed as meeting the threshold",
                       where=json_where(MANIFEST_FILE, "conclusion", "meets_threshold"),
                       hint="a stopped run is not an accepted deliverable: remove it from the "
-                      "conclusion (it stays an expense)")
+                      "conclusion (it stays an expense)",
+                      code="stop-records.meets-threshold")
     if run.deliverable is not None:
         yield Finding(f"stopped run {run.id} records a deliverable ({run.deliverable!r})",
                       where=f"{where}.deliverable",
                       hint="a stopped run delivers nothing (it stays an expense): "
-                      "remove its deliverable")
+                      "remove its deliverable",
+                      code="stop-records.deliverable")
 
 
 def stopped_delivers(man: Manifest, index: int, run: RunRecord) -> Iterator[Finding]:
@@ -189,27 +200,31 @@ def config_identity(ctx: Context, target: str | None) -> Iterator[Finding]:
                       expected="config: the path of the configuration it ran with",
                       hint="a run that used the machine ships its parameters, so that its "
                       "identity can be checked against the plan: record config (RunRecorder."
-                      "set_config)")
+                      "set_config)",
+                      code="config-identity.no-config")
         return
     actual, problem = _file_sha256(ctx, run.config)
     if actual is None:
         yield Finding(f"config {run.config} of run {run.id} {problem}", where=f"{where}.config",
-                      hint="ship the run's configuration inside the campaign folder")
+                      hint="ship the run's configuration inside the campaign folder",
+                      code="config-identity.unreadable")
         return
     if run.config_sha256 is not None and run.config_sha256 != actual:
         yield Finding(f"config {run.config} of run {run.id} changed after the run recorded it",
                       where=f"{where}.config_sha256", expected=run.config_sha256, found=actual,
-                      hint="restore the configuration the run used")
+                      hint="restore the configuration the run used",
+                      code="config-identity.sha256")
     planned = plan.run(run.id)
     if planned is not None and planned.config_sha256 != actual:
         pindex = plan.runs.index(planned)
         yield Finding(
             f"run {run.id} ran a configuration other than the one planned under its ID: "
             "a new configuration after a fix needs a new ID",
-            where=f"{where}.config ({PLAN_FILE} $.runs[{pindex}].config_sha256)",
+            where=f"{where}.config ({json_where(PLAN_FILE, 'runs', pindex, 'config_sha256')})",
             expected=planned.config_sha256, found=f"{actual} ({run.config})",
             hint="keep the planned config under the old ID (with its own outcome) and record "
-            "the changed one as a new run added by a decision (schedule.decisions[].adds)")
+            "the changed one as a new run added by a decision (schedule.decisions[].adds)",
+            code="config-identity.other-config")
 
 
 def _file_sha256(ctx: Context, relpath: str) -> tuple[str | None, str]:
@@ -266,13 +281,15 @@ def _load_corpus(ctx: Context, corpus: Corpus) -> CorpusIds:
     if actual is None:
         return CorpusIds({}, (Finding(f"the frozen corpus {corpus.path} {problem}",
                                       where=f"{where}.path",
-                                      hint="ship the corpus the plan froze inside the folder"),))
+                                      hint="ship the corpus the plan froze inside the folder",
+                                      code="predictions-cover-corpus.corpus-unreadable"),))
     if actual != corpus.sha256:
         return CorpusIds({}, (Finding(
             f"the corpus is frozen: {corpus.path} is not the corpus the plan froze "
             "(its sha256 differs); predictions were not compared",
             where=f"{where}.sha256", expected=corpus.sha256, found=actual,
-            hint="restore the frozen corpus; a changed corpus is a new campaign with a new plan"),))
+            hint="restore the frozen corpus; a changed corpus is a new campaign with a new plan",
+            code="predictions-cover-corpus.corpus-sha256"),))
     inside = ctx.regular_file(corpus.path)
     assert isinstance(inside, Path)
     try:
@@ -281,7 +298,8 @@ def _load_corpus(ctx: Context, corpus: Corpus) -> CorpusIds:
                       corpus.examples, f"{where}.examples", fields)
     except (OSError, UnreadableIds) as exc:
         return CorpusIds({}, (Finding(f"the frozen corpus {corpus.path} {_reason(exc)}",
-                                      where=f"{where}.path"),))
+                                      where=f"{where}.path",
+                                      code="predictions-cover-corpus.corpus-unreadable"),))
 
 
 def _index(records: Iterable[IdLine], relpath: str, examples: int, where: str,
@@ -308,15 +326,18 @@ def _index(records: Iterable[IdLine], relpath: str, examples: int, where: str,
     if counts[1]:
         notes.append(Finding(f"the frozen corpus has {_n(counts[1], 'record')} without a usable ID",
                              where=f"{relpath}:{broken[0][0]}",
-                             found=_more(_lines_text(broken), len(broken), counts[1])))
+                             found=_more(_lines_text(broken), len(broken), counts[1]),
+                             code="predictions-cover-corpus.corpus-ids-unusable"))
     if counts[0]:
         notes.append(Finding(f"the frozen corpus repeats IDs ({_n(counts[0], 'extra record')})",
                              where=f"{relpath}:{repeated[0][1]}",
-                             found=_more(_ids_text(repeated), len(repeated), counts[0])))
+                             found=_more(_ids_text(repeated), len(repeated), counts[0]),
+                             code="predictions-cover-corpus.corpus-ids-repeated"))
     if len(ids) != examples:
         notes.append(Finding(f"the frozen corpus holds {len(ids)} distinct IDs, the plan says "
                              f"{examples} examples", where=where,
-                             expected=str(examples), found=str(len(ids))))
+                             expected=str(examples), found=str(len(ids)),
+                             code="predictions-cover-corpus.corpus-size"))
     return CorpusIds(ids, (), tuple(notes), labels)
 
 
@@ -350,7 +371,8 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
     if run.predictions is None:
         yield Finding(f"accepted run {run.id} has no predictions", where=where,
                       hint="a compared run (control or variant) delivers its predictions on the "
-                      "frozen corpus (R1): write them and record the file")
+                      "frozen corpus (R1): write them and record the file",
+                      code="predictions-cover-corpus.no-predictions")
         return
     moved = _corpus_moved(plan, run, json_where(MANIFEST_FILE, "runs", index, "corpus"))
     if moved is not None:
@@ -364,14 +386,16 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
     yield from corpus.notes
     inside = ctx.regular_file(run.predictions)
     if isinstance(inside, str):
-        yield Finding(f"predictions {run.predictions} of run {run.id} {inside}", where=where)
+        yield Finding(f"predictions {run.predictions} of run {run.id} {inside}", where=where,
+                      code="predictions-cover-corpus.predictions-unreadable")
         return
     try:
         coverage = scoring.scan(ctx, plan, run.predictions, inside, frozen, corpus).coverage
     except (OSError, UnreadableIds) as exc:
         yield Finding(f"predictions {run.predictions} {_reason(exc)}", where=run.predictions,
                       hint=f"write JSON Lines objects or CSV rows with the {frozen.id_field!r}"
-                      " field of the corpus")
+                      " field of the corpus",
+                      code="predictions-cover-corpus.predictions-unreadable")
         return
     yield from _coverage_findings(coverage, run.predictions, len(corpus.ids), frozen.path)
 
@@ -390,7 +414,8 @@ def _corpus_moved(plan: Plan, run: RunRecord, where: str) -> Finding | None:
         f"predictions cover {run.corpus!r}", where=where,
         expected=repr(planned.corpus), found=repr(run.corpus),
         hint="a run keeps the frozen corpus it was planned on (R1): a run on another corpus "
-        "is another configuration, with its own ID in the plan (R5)")
+        "is another configuration, with its own ID in the plan (R5)",
+        code="predictions-cover-corpus.corpus-moved")
 
 
 def _coverage_findings(cov: Coverage, relpath: str, total: int, corpus: str) -> Iterator[Finding]:
@@ -399,23 +424,27 @@ def _coverage_findings(cov: Coverage, relpath: str, total: int, corpus: str) -> 
         yield Finding(f"predictions miss {_n(cov.missing, 'ID')} of the {total} corpus IDs",
                       where=relpath,
                       found=_more(", ".join(cov.missing_first), len(cov.missing_first),
-                                  cov.missing), hint=fix)
+                                  cov.missing), hint=fix,
+                      code="predictions-cover-corpus.missing-ids")
     if cov.duplicated:
         yield Finding(f"predictions repeat corpus IDs ({_n(cov.duplicated, 'extra line')})",
                       where=f"{relpath}:{cov.duplicated_first[0][1]}",
                       found=_more(_ids_text(cov.duplicated_first), len(cov.duplicated_first),
-                                 cov.duplicated), hint=fix)
+                                 cov.duplicated), hint=fix,
+                      code="predictions-cover-corpus.repeated-ids")
     if cov.unknown:
         yield Finding(f"predictions hold {_n(cov.unknown, 'ID')} not in the frozen corpus",
                       where=f"{relpath}:{cov.unknown_first[0][1]}",
                       found=_more(_ids_text(cov.unknown_first), len(cov.unknown_first),
-                                 cov.unknown), hint=fix)
+                                 cov.unknown), hint=fix,
+                      code="predictions-cover-corpus.unknown-ids")
     if cov.malformed:
         yield Finding(f"predictions have {_n(cov.malformed, 'malformed line')}",
                       where=f"{relpath}:{cov.malformed_first[0][0]}",
                       found=_more(_lines_text(cov.malformed_first), len(cov.malformed_first),
                                  cov.malformed),
-                      hint="each line is one JSON object (or CSV row) with the corpus ID field")
+                      hint="each line is one JSON object (or CSV row) with the corpus ID field",
+                      code="predictions-cover-corpus.malformed-lines")
 
 
 def _ids_text(items: Iterable[tuple[str, int]]) -> str:
@@ -512,7 +541,8 @@ def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iter
     if is_blank(text):
         yield Finding("the conclusion has no text", where=where,
                       hint="state the conclusion: the variants that meet the threshold, or the "
-                      "negative result (no variant meets it)")
+                      "negative result (no variant meets it)",
+                      code="conclusion-consistent.no-text")
         return
     variants = [r.id for r in plan.runs if r.role == "variant"]
     variants += [r.id for r in man.runs if plan.run(r.id) is None]
@@ -521,13 +551,15 @@ def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iter
         if _NONE_MEETS.search(text):
             yield Finding("the conclusion's text states a negative result, but it lists "
                           f"{', '.join(listed)} as meeting the threshold", where=where,
-                          hint="make the text and meets_threshold say the same thing")
+                          hint="make the text and meets_threshold say the same thing",
+                          code="conclusion-consistent.negative-but-listed")
         for run_id in listed:
             if not mentions(text, run_id):
                 yield Finding(f"the conclusion's text does not name {run_id}, which "
                               "meets_threshold lists", where=where, found=repr(_clip(text)),
                               hint=f"name {run_id} in the text with its measured "
-                              f"{plan.decision.metric}")
+                              f"{plan.decision.metric}",
+                              code="conclusion-consistent.listed-unnamed")
         return
     for run_id in variants:
         clause = claims_meeting(text, run_id)
@@ -536,12 +568,14 @@ def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iter
                           "meets_threshold is empty", where=where, found=repr(_clip(clause)),
                           hint="make the text and meets_threshold say the same thing: list the "
                           "variant if its measured metric meets the threshold, else say it "
-                          "does not")
+                          "does not",
+                          code="conclusion-consistent.named-unlisted")
     if variants and not states_negative(text):
         yield Finding("meets_threshold is empty, but the conclusion's text does not state the "
                       "negative result", where=where, found=repr(_clip(text)),
                       hint=f"say that no variant meets {_rule(plan)} (a negative result is a "
-                      "valid result and closes the campaign)")
+                      "valid result and closes the campaign)",
+                      code="conclusion-consistent.negative-unstated")
 
 
 def claims_failing(text: str, run_id: str) -> str | None:
@@ -649,14 +683,17 @@ def _listed_runs(
         run, planned = man.run(run_id), plan.run(run_id)
         if run is None:
             yield Finding(f"the conclusion lists {run_id}, which is not a run of the manifest",
-                          where=where)
+                          where=where,
+                          code="conclusion-consistent.unknown-run")
             continue
         if planned is not None and planned.role != "variant":
             yield Finding(f"the conclusion lists {run_id}, a {planned.role.replace('_', ' ')} "
-                          "run: only variants are compared with the threshold", where=where)
+                          "run: only variants are compared with the threshold", where=where,
+                          code="conclusion-consistent.not-a-variant")
         if run.outcome != "accepted":
             yield Finding(f"the conclusion lists {run_id}, whose outcome is {run.outcome!r}: "
-                          "only an accepted run can meet the threshold", where=where)
+                          "only an accepted run can meet the threshold", where=where,
+                          code="conclusion-consistent.not-accepted")
             continue
         measured = decision_metric(ctx, man, run, metric)
         if measured.value is None:
@@ -666,7 +703,8 @@ def _listed_runs(
                           f"{metric} is {_number(measured.value)}", where=where,
                           expected=_rule(plan), found=_shown(metric, measured),
                           hint="state the conclusion the measured metrics support; a negative "
-                          "result is a valid result")
+                          "result is a valid result",
+                          code="conclusion-consistent.below-threshold")
 
 
 def _unlisted_variants(
@@ -688,7 +726,8 @@ def _unlisted_variants(
                           where=json_where(MANIFEST_FILE, "conclusion", "meets_threshold"),
                           expected=_rule(plan), found=_shown(metric, measured),
                           hint=f"add {run.id} to meets_threshold: the conclusion states what "
-                          "the measured metrics show")
+                          "the measured metrics show",
+                          code="conclusion-consistent.unlisted-variant")
 
 
 def _no_metric(run: RunRecord, metric: str, measured: Measured) -> Finding:
@@ -696,7 +735,8 @@ def _no_metric(run: RunRecord, metric: str, measured: Measured) -> Finding:
                    "metric)", where=measured.source,
                    found=f"metrics {sorted(measured.names)}",
                    hint="record the decision metric of every accepted variant in its "
-                   "measurements (the manifest copies it)")
+                   "measurements (the manifest copies it)",
+                   code="conclusion-consistent.no-metric")
 
 
 CHECKS = (

@@ -31,13 +31,14 @@ from pytest_itera.core.campaign import (
     RunRecord,
 )
 from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.money import Catalogue, Money, Offer, lot_options, overflow_advice
 from pytest_itera.core.schedule import Timeline, as_hours, hours_text
 from pytest_itera.core.text import says_nothing
 
 ROUNDING = Decimal("0.01")  # hours: stated figures may be rounded to the hundredth
-_STEPS = f"{PLAN_FILE} $.schedule.steps"
-_ACTUAL = f"{MANIFEST_FILE} $.schedule"
+_STEPS = json_where(PLAN_FILE, "schedule", "steps")
+_ACTUAL = json_where(MANIFEST_FILE, "schedule")
 
 
 def _h(value: Decimal) -> str:
@@ -74,7 +75,8 @@ def schedule_fits(ctx: Context, _target: str | None) -> Iterator[Finding]:
         timeline = sched.makespan(steps)
     except sched.ScheduleError as exc:
         yield Finding(f"the schedule cannot be computed: {exc}", where=_STEPS,
-                      hint="fix the steps' 'after' lists and their order on each resource")
+                      hint="fix the steps' 'after' lists and their order on each resource",
+                      code="schedule-fits.not-computable")
         return
     yield from _run_overlaps(plan, timeline)
     yield from _stated_hours(plan.schedule, timeline)
@@ -106,6 +108,7 @@ def _missing_kinds(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
             found=", ".join(sorted({s.kind for s in steps})),
             hint="schedule the whole campaign, not only training: loading, validation, "
             "checkpoint save and restore, writing outputs and retrieving them take time too",
+            code="schedule-fits.missing-kind",
         )
 
 
@@ -119,6 +122,7 @@ def _unplanned_kinds(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
             expected="more than 0 h", found="0 h",
             hint=f"plan the real cost of {kind}: checkpoint save and restore, writing the "
             "outputs and retrieving them take time on the rented machine, a 0 h step is no plan",
+            code="schedule-fits.zero-hours-kind",
         )
 
 
@@ -140,6 +144,7 @@ def _order(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
             hint=f"add {_ids(gap.missing)} to the 'after' of {gap.retrieval!r} (directly or "
             "through a step it waits for): results are retrieved once the outputs and "
             "checkpoints exist, and ending later in time is not a dependency",
+            code="schedule-fits.retrieval-order",
         )
     for step_id in sched.restores_without_save(steps):
         index = next(i for i, s in enumerate(steps) if s.id == step_id)
@@ -150,6 +155,7 @@ def _order(steps: Sequence[sched.StepLike]) -> Iterator[Finding]:
             expected=f"after one of {_ids(saves)}", found=f"after {list(steps[index].after)}",
             hint="a restore reloads a saved checkpoint in a new process: add the save step "
             "to its 'after'",
+            code="schedule-fits.restore-order",
         )
 
 
@@ -162,7 +168,8 @@ def _unknown_lots(plan: Plan) -> Iterator[Finding]:
         index = next(i for i, s in enumerate(plan.schedule.steps) if s.id == step_id)
         yield Finding(f"step {step_id!r} runs on lot {lot!r}, which the budget does not have",
                       where=f"{_STEPS}[{index}].lot", expected=f"one of {', '.join(known)}",
-                      found=repr(lot), hint="name a lot of plan.json budget.lots")
+                      found=repr(lot), hint="name a lot of plan.json budget.lots",
+                      code="schedule-fits.unknown-lot")
 
 
 def _lotless_steps(plan: Plan) -> Iterator[Finding]:
@@ -177,6 +184,7 @@ def _lotless_steps(plan: Plan) -> Iterator[Finding]:
             expected=f"one of {_ids([lot.id for lot in lots])}", found="no lot",
             hint="name the lot whose machine runs the step; only 'human' and 'network' time "
             "is off the rented machines",
+            code="schedule-fits.lotless-step",
         )
 
 
@@ -191,6 +199,7 @@ def _step_runs(plan: Plan) -> Iterator[Finding]:
                 where=f"{_STEPS}[{i}].run",
                 expected=f"one of {_ids(planned)}", found=repr(step.run),
                 hint="name a run of plan.json runs (a run added later has no planned steps)",
+                code="schedule-fits.unknown-run",
             )
     anonymous = [(i, s) for i, s in enumerate(steps) if s.kind == "training" and s.run is None]
     if not anonymous:
@@ -203,6 +212,7 @@ def _step_runs(plan: Plan) -> Iterator[Finding]:
             expected="each training step's run (schedule.steps[].run)", found="no run",
             hint="re-close the campaign with itera-plan/2 and itera-manifest/2 "
             "(pytest_itera.record.campaign writes them), naming the run each training step serves",
+            code="schedule-fits.v1-runs-unproven",
         )
         return
     for i, step in anonymous:
@@ -212,6 +222,7 @@ def _step_runs(plan: Plan) -> Iterator[Finding]:
             expected=f"the planned run it trains: one of {_ids(planned)}", found="no run",
             hint="name the run each training step serves (steps[].run): the steps of one run "
             "are then never scheduled on two resources at once",
+            code="schedule-fits.training-without-run",
         )
 
 
@@ -247,6 +258,7 @@ def _capacity(plan: Plan, timeline: Timeline | None) -> Iterator[Finding]:
             hint="run the lot's steps on the GPUs it has (steps on one resource run one after "
             "another), or engage a lot with more GPUs (gpus_per_lot x quantity); two lots can "
             "host independent variants but never merge GPU memory",
+            code="schedule-fits.lot-capacity",
         )
 
 
@@ -271,12 +283,13 @@ def _engaged(plan: Plan, man: Manifest | None) -> Iterator[Finding]:
             yield Finding(
                 f"step {step.id!r} ran {_h(ran)} on {step.resource!r} of lot {lot!r}, which the "
                 "manifest does not engage",
-                where=f"{MANIFEST_FILE} $.budget.lots",
+                where=json_where(MANIFEST_FILE, "budget", "lots"),
                 expected=f"{lot!r} among the engaged lots",
                 found=", ".join(repr(x) for x in man.budget.lots) or "no lot engaged",
                 hint="a machine the campaign did not rent runs nothing: record the lot as "
                 f"engaged (and its price in the rental), or correct {PLAN_FILE} "
                 f"$.schedule.steps[{i}].lot",
+                code="schedule-fits.lot-not-engaged",
             )
 
 
@@ -302,6 +315,7 @@ def _run_overlaps(plan: Plan, timeline: Timeline) -> Iterator[Finding]:
             found=f"{_h(overlap.hours)} of overlap",
             hint=f"add {first.id!r} to the 'after' of {second.id!r}{then}: two lots can host "
             "independent variants but never shorten one run",
+            code="schedule-fits.run-overlap",
         )
 
 
@@ -317,11 +331,12 @@ def _checkpoint_interval(policy: CheckpointPolicy) -> Iterator[Finding]:
         f"a crash can lose {_h(sched.worst_case_loss_hours(policy))} of work "
         f"(interval {_h(as_hours(policy.interval_hours))}{save}), more than the tolerable "
         f"{_h(as_hours(policy.tolerable_loss_hours))}",
-        where=f"{PLAN_FILE} $.checkpoint_policy.interval_hours",
+        where=json_where(PLAN_FILE, "checkpoint_policy", "interval_hours"),
         expected=f"at most {_h(sched.max_save_interval(policy))}",
         found=_h(as_hours(policy.interval_hours)),
         hint="save more often (the interval follows from the tolerable loss and the save cost), "
         "or state a larger tolerable loss",
+        code="schedule-fits.checkpoint-interval",
     )
 
 
@@ -331,10 +346,11 @@ def _stated_hours(planned: PlannedSchedule, timeline: Timeline) -> Iterator[Find
         yield Finding(
             f"sequential_hours says {_h(_number(planned.sequential_hours))}, but the steps "
             f"take {_h(computed)} from the start of preparation to the last step's end",
-            where=f"{PLAN_FILE} $.schedule.sequential_hours",
+            where=json_where(PLAN_FILE, "schedule", "sequential_hours"),
             expected=_h(computed), found=_h(_number(planned.sequential_hours)),
             hint="steps on one resource run one after the other, independent steps overlap: "
             "state the computed makespan",
+            code="schedule-fits.sequential-hours",
         )
     free = sched.uncommitted_hours(planned.window_hours, timeline)
     stated = planned.uncommitted_hours
@@ -343,8 +359,9 @@ def _stated_hours(planned: PlannedSchedule, timeline: Timeline) -> Iterator[Find
             f"uncommitted_hours says {_h(_number(stated))}, but the "
             f"{_h(as_hours(planned.window_hours))} window minus the {_h(computed)} makespan "
             f"leaves {_h(free)}",
-            where=f"{PLAN_FILE} $.schedule.uncommitted_hours",
+            where=json_where(PLAN_FILE, "schedule", "uncommitted_hours"),
             expected=_h(free), found=_h(_number(stated)),
+            code="schedule-fits.uncommitted-hours",
         )
 
 
@@ -357,10 +374,11 @@ def _window(
         yield Finding(
             f"the schedule takes {_h(timeline.makespan)}, {_h(excess)} more than the "
             f"{_h(window)} window",
-            where=f"{PLAN_FILE} $.schedule.window_hours",
+            where=json_where(PLAN_FILE, "schedule", "window_hours"),
             expected=f"a makespan of at most {_h(window)}", found=_h(timeline.makespan),
             hint=f"{protocol_advice(reduction) or 'reduce the protocol (drop an optional variant)'}"
             "; or plan a longer window",
+            code="schedule-fits.window",
         )
     end = sched.retrieval_end(timeline)
     if end is not None and end > window:
@@ -369,6 +387,7 @@ def _window(
             where=_STEPS,
             hint="retrieve the outputs before the rental period ends: move retrieval earlier "
             "or shorten what precedes it",
+            code="schedule-fits.retrieval-after-window",
         )
 
 
@@ -415,6 +434,7 @@ def _overflow_finding(
         found=_h(span),
         hint="; or ".join(ways or ["rent a lot that covers the span, or reduce the protocol"])
         + "; two lots can host independent variants but never shorten one run",
+        code="schedule-fits.lot-overflow",
     )
 
 
@@ -522,6 +542,7 @@ def _reserved(plan: Plan, man: Manifest) -> Iterator[Finding]:
             expected=" or ".join(sorted({_h(window), _h(lots)})), found=_h(reserved),
             hint="record the time actually reserved: the window of the plan, or the duration "
             "of the lots engaged",
+            code="plan-vs-actual.reserved-hours",
         )
     observed = as_hours(man.schedule.observed_hours)
     if reserved and observed > reserved:
@@ -530,6 +551,7 @@ def _reserved(plan: Plan, man: Manifest) -> Iterator[Finding]:
             where=f"{_ACTUAL}.observed_hours",
             hint="work past the reservation was not covered by the rental: record the longer "
             "lot engaged, or correct the observed hours",
+            code="plan-vs-actual.observed-over-reserved",
         )
 
 
@@ -554,6 +576,7 @@ def _observed_lots(
             found=_h(over.span),
             hint="a lot is fixed-price for its duration: work past its end needs a longer or "
             "another lot, engaged and paid in the budget; or correct the observed hours",
+            code="plan-vs-actual.lot-duration",
         )
 
 
@@ -583,6 +606,7 @@ def _observed_total(
         expected=between, found=_h(stated),
         hint="observed_hours is the observed makespan (first start to last end, overlapping "
         "steps counted once), not the sum of the steps' hours",
+        code="plan-vs-actual.observed-hours",
     )
 
 
@@ -598,6 +622,7 @@ def _blank_explanations(actual: ActualSchedule) -> Iterator[Finding]:
                 where=f"{_ACTUAL}.deviations[{i}].explanation",
                 expected="a text that says why the step deviated", found=repr(dev.explanation),
                 hint="write what happened (an empty or whitespace-only text explains nothing)",
+                code="plan-vs-actual.blank-explanation",
             )
 
 
@@ -622,6 +647,7 @@ def _short_steps(
             expected="an explanation in schedule.deviations, whatever the tolerance",
             found="none" if short.step not in observed else _h(observed[short.step]),
             hint=fix,
+            code="plan-vs-actual.short-step",
         )
     return judged
 
@@ -636,6 +662,7 @@ def _step_coverage(
                 where=f"{_ACTUAL}.steps",
                 hint="explain the unplanned step in schedule.deviations (the plan is never "
                 "edited after freezing)",
+                code="plan-vs-actual.unplanned-step",
             )
 
 
@@ -653,6 +680,7 @@ def _deviations(
                 found=_h(dev.observed),
                 hint=f"add {{\"step\": \"{dev.step}\", \"explanation\": ...}} to "
                 f"schedule.deviations (plan.json $.schedule.steps[{index}] stays as frozen)",
+                code="plan-vs-actual.deviation-unexplained",
             )
 
 
@@ -673,7 +701,8 @@ def _stray_explanations(
         if plan_step(plan, dev.step) is None and dev.step not in observed:
             yield Finding(f"deviation explains step {dev.step!r}, which is neither planned "
                           "nor observed", where=f"{_ACTUAL}.deviations[{i}].step",
-                          hint="name a step of the plan or of schedule.steps")
+                          hint="name a step of the plan or of schedule.steps",
+                          code="plan-vs-actual.stray-explanation")
 
 
 # ----------------------------------------------------------------- decisions
@@ -685,7 +714,8 @@ def _decisions(plan: Plan, man: Manifest) -> Iterator[Finding]:
     for decision_id, n in sorted(Counter(ids).items()):
         if n > 1:
             yield Finding(f"decision id {decision_id!r} is recorded {n} times",
-                          where=f"{_ACTUAL}.decisions", hint="give each decision its own id")
+                          where=f"{_ACTUAL}.decisions", hint="give each decision its own id",
+                          code="plan-vs-actual.decision-repeated")
     for i, decision in enumerate(decisions):
         if says_nothing(decision.text):
             yield Finding(
@@ -694,6 +724,7 @@ def _decisions(plan: Plan, man: Manifest) -> Iterator[Finding]:
                 expected="what was decided and why", found=repr(decision.text),
                 hint="write the decision (continue, drop an optional variant, revise the "
                 "question) and what it rests on; an empty or whitespace-only text is missing",
+                code="plan-vs-actual.decision-blank",
             )
     planned = {r.id for r in plan.runs}
     for i, run in enumerate(man.runs):
@@ -710,9 +741,9 @@ def _pilot_end(plan: Plan, man: Manifest) -> tuple[str, datetime, str] | None:
         if planned is None or planned.role != "pilot":
             continue
         if run.ended_at is not None:
-            ends.append((run.ended_at, run.id, f"{MANIFEST_FILE} $.runs[{i}].ended_at"))
+            ends.append((run.ended_at, run.id, json_where(MANIFEST_FILE, "runs", i, "ended_at")))
         elif run.stop is not None and run.stop.at is not None:
-            ends.append((run.stop.at, run.id, f"{MANIFEST_FILE} $.runs[{i}].stop.at"))
+            ends.append((run.stop.at, run.id, json_where(MANIFEST_FILE, "runs", i, "stop", "at")))
     if not ends:
         return None
     moment, run_id, where = min(ends, key=lambda e: e[0])
@@ -734,6 +765,7 @@ def _after_the_pilot(plan: Plan, man: Manifest) -> Iterator[Finding]:
                 expected=f"at or after {end.isoformat()}", found=decision.at.isoformat(),
                 hint="the decision point comes after the pilot: a decision taken before its "
                 "end cannot rest on its result; record when the decision was really taken",
+                code="plan-vs-actual.decision-before-pilot",
             )
 
 
@@ -741,12 +773,13 @@ def _after_the_pilot(plan: Plan, man: Manifest) -> Iterator[Finding]:
 
 def _run_decision(i: int, run: RunRecord, added: bool, man: Manifest) -> Iterator[Finding]:
     decisions = man.schedule.decisions
-    where = f"{MANIFEST_FILE} $.runs[{i}]"
+    where = json_where(MANIFEST_FILE, "runs", i)
     if run.decision is not None and run.decision not in {d.id for d in decisions}:
         yield Finding(f"run {run.id} cites decision {run.decision!r}, which is not recorded",
                       where=f"{where}.decision",
                       expected=f"one of: {', '.join(d.id for d in decisions) or '(none recorded)'}",
-                      hint="record the decision in schedule.decisions (id, text, drops/adds)")
+                      hint="record the decision in schedule.decisions (id, text, drops/adds)",
+                      code="plan-vs-actual.decision-unknown")
         return
     for needed, verb, field_name in ((run.outcome == "dropped", "dropped", "drops"),
                                      (added, "added", "adds")):
@@ -760,6 +793,7 @@ def _run_decision(i: int, run: RunRecord, added: bool, man: Manifest) -> Iterato
                 where=where,
                 hint=f"record the decision in schedule.decisions with {field_name!r} naming "
                 f"{run.id}, and cite it in the run's 'decision'",
+                code="plan-vs-actual.no-decision",
             )
 
 
@@ -773,11 +807,13 @@ def _decision_targets(man: Manifest) -> Iterator[Finding]:
                 if run is None:
                     yield Finding(f"decision {decision.id!r} {field_name} run {run_id!r}, "
                                   "which the manifest does not record", where=where,
-                                  hint="record every run the decisions name in manifest runs")
+                                  hint="record every run the decisions name in manifest runs",
+                                  code="plan-vs-actual.decision-target")
                 elif field_name == "drops" and run.outcome != "dropped":
                     yield Finding(f"decision {decision.id!r} drops run {run_id}, but its "
                                   f"outcome is {run.outcome!r}", where=where,
-                                  expected="'dropped'", found=repr(run.outcome))
+                                  expected="'dropped'", found=repr(run.outcome),
+                                  code="plan-vs-actual.decision-drop-outcome")
 
 
 CHECKS = (

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,14 @@ def where(document: str, *path: str | int) -> str:
     "predictions")`` is ``"manifest.json $.runs[3].predictions"``."""
     steps = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)
     return f"{document} ${steps}"
+
+
+def recoded(findings: Iterable[Finding], check_id: str) -> Iterator[Finding]:
+    """Another check's findings reported by ``check_id`` (one home per rule: the plan gate
+    runs the closure's plan rules): the same kinds of problem, under its own id."""
+    for finding in findings:
+        kind = (finding.code or "").partition(".")[2]
+        yield replace(finding, code=f"{check_id}.{kind}") if kind else finding
 
 
 def default_code(finding: Finding, check_id: str) -> str:

@@ -140,6 +140,9 @@ class FileFacts:
     hit_count: int  # total
     error: str | None = None
     unscanned: str | None = None  # why part of the file was not scanned (a cap), None: all
+    # The error is that the file changed, was replaced or was removed while it was read:
+    # something is still writing into the folder (typed, so that no reader parses ``error``).
+    moving: bool = False
 
 
 class TempMatcher:
@@ -544,8 +547,10 @@ def scan_file(
     # The open file never changed, but the path may now name another file: one renamed over
     # it while it was read (an atomic save) would otherwise pass with the old file's digest.
     moved = _moved(path, st)
-    return facts if moved is None or facts.error else _failed(display, moved, size=facts.size,
-                                                               binary=facts.binary)
+    if moved is None or facts.error:
+        return facts
+    reason, moving = moved
+    return _failed(display, reason, size=facts.size, binary=facts.binary, moving=moving)
 
 
 def _scan_fd(
@@ -561,7 +566,7 @@ def _scan_fd(
     if not stat.S_ISREG(before.st_mode):
         return _failed(display, _not_regular(before.st_mode))
     if (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino):
-        return _failed(display, "was replaced during the scan")
+        return _failed(display, "was replaced during the scan", moving=True)
     # Ask for no more than the file holds (+1 to see growth): allocating a full chunk
     # for a 1 KiB file would triple the per-file cost.
     want = min(max(chunk, BINARY_SNIFF), before.st_size + 1)
@@ -579,7 +584,7 @@ def _scan_fd(
     # A growth after the short read, or any write during the stream, shows here.
     changed = _changed(fd, before, total)
     if changed is not None:
-        return _failed(display, changed, size=total, binary=sniff.binary)
+        return _failed(display, changed, size=total, binary=sniff.binary, moving=True)
     return FileFacts(display, total, digest, sniff.binary, tuple(hits), count,
                      unscanned=unscanned)
 
@@ -783,15 +788,17 @@ def _no_read(offset: int, size: int) -> bytes:
     raise AssertionError("records have no lines to count")  # pragma: no cover
 
 
-def _moved(path: Path | str, st: os.stat_result) -> str | None:
+def _moved(path: Path | str, st: os.stat_result) -> tuple[str, bool] | None:
+    """Why the path no longer names the file that was read, and whether it moved (False: it
+    could not be checked); None: it still does."""
     try:
         now = os.lstat(path)
     except FileNotFoundError:
-        return "was removed during the scan"
+        return "was removed during the scan", True
     except OSError as exc:
-        return f"could not be checked after the scan ({os_reason(exc)})"
+        return f"could not be checked after the scan ({os_reason(exc)})", False
     if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-        return "was replaced during the scan (another file now has its name)"
+        return "was replaced during the scan (another file now has its name)", True
     return None
 
 
@@ -805,8 +812,9 @@ def _changed(fd: int, before: os.stat_result, total: int) -> str | None:
     return None
 
 
-def _failed(display: str, error: str, *, size: int = 0, binary: bool = False) -> FileFacts:
-    return FileFacts(display, size, None, binary, (), 0, error)
+def _failed(display: str, error: str, *, size: int = 0, binary: bool = False,
+            moving: bool = False) -> FileFacts:
+    return FileFacts(display, size, None, binary, (), 0, error, moving=moving)
 
 
 def _open_reason(exc: OSError) -> str:

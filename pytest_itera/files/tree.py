@@ -162,7 +162,28 @@ def os_reason(exc: OSError) -> str:
     return str(exc)
 
 
-def resolve_inside(root: Path, relpath: str) -> Path | str:
+RefusalKind = Literal["written", "link-leaves", "link-loops"]
+
+
+class PathRefusal(str):
+    """Why a manifest path is refused: the one sentence itself (it compares and prints as
+    that text), and its ``kind`` typed, so that no reader parses the sentence: ``written``
+    (not a plain normalized relative path), ``link-leaves`` (a symlink component leaves the
+    folder: copy its target in), ``link-loops``."""
+
+    kind: RefusalKind
+
+    def __new__(cls, reason: str, kind: RefusalKind) -> PathRefusal:
+        refusal = super().__new__(cls, reason)
+        refusal.kind = kind
+        return refusal
+
+    def __getnewargs__(self) -> tuple[str, RefusalKind]:  # type: ignore[override]
+        """Copies and pickles keep the kind (a refusal travels inside findings' facts)."""
+        return str(self), self.kind
+
+
+def resolve_inside(root: Path, relpath: str) -> Path | PathRefusal:
     """The absolute real path for a manifest path, or a one-sentence reason it is refused.
 
     Accepted: a normalized relative POSIX path ("runs/x/last.pt") whose symlink
@@ -173,15 +194,15 @@ def resolve_inside(root: Path, relpath: str) -> Path | str:
     """
     reason = syntax_problem(relpath)
     if reason is not None:
-        return reason
+        return PathRefusal(reason, "written")
     base = os.path.abspath(root)
     real_root = os.path.realpath(base)
     parts = relpath.split("/")
     for depth in range(1, len(parts) + 1):
         prefix = "/".join(parts[:depth])
-        reason = _component_reason(os.path.join(base, prefix), real_root, prefix)
-        if reason is not None:
-            return reason
+        refused = _component_reason(os.path.join(base, prefix), real_root, prefix)
+        if refused is not None:
+            return refused
     return Path(os.path.realpath(os.path.join(base, relpath)))
 
 
@@ -207,7 +228,7 @@ def syntax_problem(relpath: str) -> str | None:
     return None
 
 
-def _component_reason(full: str, real_root: str, prefix: str) -> str | None:
+def _component_reason(full: str, real_root: str, prefix: str) -> PathRefusal | None:
     """Why the path component ``prefix`` is refused, if it is a symlink that leaves."""
     try:
         st = os.lstat(full)
@@ -224,10 +245,10 @@ def _component_reason(full: str, real_root: str, prefix: str) -> str | None:
     except FileNotFoundError:
         real = os.path.realpath(full)  # dangling: judge where it would point
     except OSError:
-        return f"symlink {prefix} -> {target} loops"
+        return PathRefusal(f"symlink {prefix} -> {target} loops", "link-loops")
     if is_within(real, real_root):
         return None
-    return f"symlink {prefix} -> {target} leaves the campaign folder"
+    return PathRefusal(f"symlink {prefix} -> {target} leaves the campaign folder", "link-leaves")
 
 
 # ----------------------------------------------------------------------------- tree digest

@@ -402,14 +402,13 @@ class Reloader:
                     return  # each reload() then asks again and reports what went wrong
                 self._ahead[resolved] = request["id"]
 
-    def reload(self, path: Path, display: str,
-               claimed_format: str | None = None) -> ReloadResult:
-        """Load ``path`` (file or folder) in the fresh interpreter and judge it."""
+    def reload(self, path: Path, display: str) -> ReloadResult:
+        """Load ``path`` (file or folder) in the fresh interpreter: what it holds, and why it
+        does not load. Whether that is what the manifest claims is the checks' judgement."""
         request = {"path": str(Path(path).resolve())}
-        return self._run(request, display, claimed_format)
+        return self._run(request, display)
 
-    def _run(self, request: dict[str, Any], display: str,
-             claimed_format: str | None) -> ReloadResult:
+    def _run(self, request: dict[str, Any], display: str) -> ReloadResult:
         started = time.monotonic()
         with self._lock:
             unusable = self._check_locked()
@@ -418,7 +417,7 @@ class Reloader:
             reply = self._ask(request)
         if "error" in reply:
             return _failure(display, reply["error"], time.monotonic() - started)
-        return _result(display, reply, claimed_format)
+        return _result(display, reply)
 
     def _request(self, request: dict[str, Any]) -> dict[str, Any]:
         self._next_id += 1
@@ -469,19 +468,14 @@ def _failure(display: str, reason: str, seconds: float) -> ReloadResult:
                         tensors=0, seconds=seconds)
 
 
-def _result(display: str, reply: dict[str, Any], claimed: str | None) -> ReloadResult:
+def _result(display: str, reply: dict[str, Any]) -> ReloadResult:
     ok = bool(reply["ok"])
-    fmt = reply.get("format")
     cause: str | None = None
     if not ok:
         where = f"{display}/{reply['file']}" if reply.get("file") else display
         cause = f"{where}: {reply['reason']}"
-    elif claimed is not None and fmt != claimed:
-        ok = False
-        cause = (f"{display}: the manifest declares format {claimed!r} but the content is "
-                 f"{fmt!r}")
     return ReloadResult(
-        path=display, ok=ok, format=fmt, cause=cause,
+        path=display, ok=ok, format=reply.get("format"), cause=cause,
         parts=tuple(p for p in PARTS if p in reply.get("parts", ())),
         missing_reasons=MappingProxyType(dict(reply.get("missing_reasons", {}))),
         nonfinite=tuple(reply.get("nonfinite", ())), tensors=int(reply.get("tensors", 0)),

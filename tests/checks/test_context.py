@@ -266,7 +266,8 @@ def test_a_check_needing_a_document_that_did_not_load_is_one_finding_not_a_run(
     blocked = check(probe, targets=listed, needs=needs)
     ctx = context(root, blocked)
     assert ctx.targets(blocked) == (None,)
-    expected = Finding(message, hint="fix the problems reported by the 'manifest' item first")
+    expected = Finding(message, hint="fix the problems reported by the 'manifest' item first",
+                       code="probe.not-evaluated")
     assert ctx.findings("probe") == (expected,)
     assert blocked_by_contract(ctx.campaign, blocked) == expected
     assert probe.calls == []
@@ -454,13 +455,14 @@ def test_entries_are_sorted_and_describe_links_without_following_them(
 
 class FakeReloader:
     def __init__(self) -> None:
-        self.reloads: list[tuple[Path, str, str | None]] = []
+        self.reloads: list[tuple[Path, str]] = []
         self.prefetched: list[list[Path]] = []
         self.closed = 0
 
-    def reload(self, path: Path, display: str, claimed: str | None) -> ReloadResult:
-        self.reloads.append((path, display, claimed))
-        return ReloadResult(path=display, ok=True, format=claimed, cause=None)
+    def reload(self, path: Path, display: str) -> ReloadResult:
+        """The built-in loader is never told the claim: it reports, the check judges."""
+        self.reloads.append((path, display))
+        return ReloadResult(path=display, ok=True, format=None, cause=None)
 
     def prefetch(self, paths: list[Path]) -> None:
         self.prefetched.append(list(paths))
@@ -518,8 +520,8 @@ def test_the_built_in_loader_is_made_once_on_first_use(root: Path) -> None:
     ctx.reload("runs/variant-a/weights.pt", "torch")
     assert made == [1]
     assert fake.reloads == [
-        (root / CONTROL_CKPT, CONTROL_CKPT, "torch"),
-        (root / "runs/variant-a/weights.pt", "runs/variant-a/weights.pt", "torch"),
+        (root / CONTROL_CKPT, CONTROL_CKPT),
+        (root / "runs/variant-a/weights.pt", "runs/variant-a/weights.pt"),
     ]
 
 

@@ -480,10 +480,10 @@ def test_json_report_stands_on_its_own(
         layers = set(found["sandbox"]) | {m.split(":")[0] for m in found["sandbox_missing"]}
         assert {"seccomp", "network_namespace", "rlimit_cpu"} <= layers
         assert found["holds_code"] == []
-    # Findings as fields, with a stable code (the check id when the check gives none).
+    # Findings as fields, with a stable code: <check id>.<kind of problem>.
     failing = next(c for c in data["checks"] if c["check"] == "no-empty-files")
     finding, = failing["findings"]
-    assert finding["code"] == "no-empty-files"
+    assert finding["code"] == "no-empty-files.empty-file"
     assert (finding["where"], finding["hint"]) == (
         "analysis.md", "an empty output is not a verified output: rerun the step that writes it")
     assert finding["message"] == "analysis.md is empty (listed in the manifest)"

@@ -33,7 +33,7 @@ def reloader() -> Iterator[Reloader]:
 
 
 def debug(r: Reloader, kind: str, path: Path) -> ReloadResult:
-    return r._run({"path": str(path), "debug": kind}, "runs/x.pt", None)
+    return r._run({"path": str(path), "debug": kind}, "runs/x.pt")
 
 
 def test_hang_times_out_and_the_next_checkpoint_still_loads(tmp_path: Path) -> None:

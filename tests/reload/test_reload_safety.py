@@ -91,7 +91,8 @@ def test_a_finding_that_holds_code_never_advises_loading_or_resaving(
                                 cause=f"{relpath}: {CODE}posix.system (os.system){WHY}",
                                 holds_code=("posix.system",))
 
-    (finding,) = _reload_findings(Ctx(), "evil.pt", None, "here")  # type: ignore[arg-type]
+    (finding,) = _reload_findings(Ctx(), "evil.pt", None, "here",  # type: ignore[arg-type]
+                                  "checkpoint-reloads")
     assert finding.hint is not None
     assert "treat it as hostile" in finding.hint
     for advice in ("save it again", "re-save with", "protocol", "retrieve it again"):
@@ -179,7 +180,7 @@ def test_corrupt_zip_fails(reloader: Reloader, tmp_path: Path) -> None:
 
 def test_json_claimed_as_checkpoint_fails(reloader: Reloader, tmp_path: Path) -> None:
     (tmp_path / "last.pt").write_text('{"loss": 0.1}')
-    res = reloader.reload(tmp_path / "last.pt", "last.pt", "torch")
+    res = reloader.reload(tmp_path / "last.pt", "last.pt")
     assert res.cause == ("last.pt: not a checkpoint: content is JSON/text, neither a torch.save "
                          "archive, a legacy torch pickle nor safetensors (starts with "
                          "b'{\"loss\": 0.1}')")

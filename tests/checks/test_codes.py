@@ -1,0 +1,119 @@
+"""Every finding of the built-in checks carries a stable code, ``<check-id>.<kind>``, for machines
+reading the JSON report: statically (every ``Finding(`` of the check families names one) and on
+broken campaigns (each finding in the report is coded under the check of its item)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest_itera.checks
+from pytest_itera.checks.model import FAMILIES
+from tests.factory import CampaignBuilder
+from tests.runner import Itera, only_xdist
+
+CHECKS_DIR = Path(pytest_itera.checks.__file__).parent
+KIND = r"[a-z0-9]+(?:-[a-z0-9]+)*"
+
+
+def _check_ids() -> set[str]:
+    import importlib
+
+    return {check.id for module in FAMILIES.values()
+            for check in importlib.import_module(module).CHECKS}
+
+
+def _finding_calls() -> list[tuple[str, ast.Call]]:
+    calls = []
+    for path in sorted(CHECKS_DIR.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id == "Finding":
+                calls.append((f"{path.name}:{node.lineno}", node))
+    return calls
+
+
+def test_every_finding_the_checks_build_names_its_code() -> None:
+    calls = _finding_calls()
+    assert len(calls) > 200  # the scan sees the families
+    uncoded = [at for at, call in calls if not any(k.arg == "code" for k in call.keywords)]
+    assert uncoded == []
+
+
+def test_literal_codes_are_a_check_id_and_a_kebab_kind() -> None:
+    ids = _check_ids() | {"waiver"}  # waivers.py: findings on the waivers file itself
+    literal = re.compile(rf"(?P<check>[a-z-]+?)\.{KIND}")
+    wrong = []
+    for at, call in _finding_calls():
+        code = next(k.value for k in call.keywords if k.arg == "code")
+        if isinstance(code, ast.Constant):
+            match = literal.fullmatch(str(code.value))
+            if match is None or match["check"] not in ids:
+                wrong.append(f"{at}: {code.value!r}")
+    assert wrong == []
+
+
+def _assert_coded(checks: list[dict[str, Any]]) -> set[str]:
+    """Each finding's code is ``<the item's check>.<kind>``; the codes seen."""
+    codes, wrong = set(), []
+    for item in checks:
+        for finding in item["findings"]:
+            code = finding["code"]
+            codes.add(code)
+            if not re.fullmatch(rf"{re.escape(item['check'])}\.{KIND}", code):
+                wrong.append(f"{item['nodeid']}: {code!r} ({finding['message']})")
+    assert wrong == []
+    return codes
+
+
+def _broken(builder: CampaignBuilder) -> None:
+    """A campaign that many checks refuse: an empty analysis, a file changed after closing,
+    an unlisted file, a metric that its measurements do not say, no stop rule."""
+    builder.files["analysis.md"] = b""
+    builder.plan["stop_rules"] = []
+    builder.run_record("control")["metrics"]["accuracy"] = 0.123
+    builder.write()
+    (builder.root / "stray.txt").write_text("not listed\n")
+    notes = builder.root / "RELOAD.md"
+    notes.write_bytes(notes.read_bytes() + b"changed after closing\n")
+    builder.seal()
+
+
+@only_xdist("absent")  # the codes are the findings' own data, whatever the process model
+def test_a_broken_campaign_reports_a_code_per_finding(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    _broken(campaign)
+    _, data = itera.reported(campaign.root)
+    codes = _assert_coded([c for report in data.get("campaigns", [data]) for c in
+                           report["checks"]])
+    assert {"analysis-present.unusable", "files-intact.unlisted", "files-intact.size",
+            "rules-declared.no-rules"} <= codes, sorted(codes)
+
+
+def test_the_plan_gate_codes_the_closure_rules_it_reuses_under_its_own_checks(
+    tmp_path: Path,
+) -> None:
+    """In-process: the JSON report of a plan gate carries its items, not their findings."""
+    from pytest_itera.checks import plan_gate
+    from pytest_itera.checks.context import Context, blocked_by_contract
+    from pytest_itera.checks.model import Options
+    from pytest_itera.core.campaign import load_campaign
+
+    builder = CampaignBuilder(tmp_path / "late")
+    builder.plan["schedule"]["window_hours"] = 1
+    builder.plan["runs"] = [r for r in builder.plan["runs"] if r["role"] != "control"]
+    builder.write()
+    (tmp_path / "late" / "manifest.json").unlink()
+    campaign = load_campaign(tmp_path / "late")
+    checks = {c.id: c for c in plan_gate.CHECKS}
+    ctx = Context(campaign, Options(), checks)
+    results = []
+    for check in plan_gate.CHECKS:
+        if check.targets is None and blocked_by_contract(campaign, check) is None:
+            findings = [{"code": f.code, "message": f.message} for f in check.run(ctx, None)]
+            results.append({"check": check.id, "nodeid": check.id, "findings": findings})
+    codes = _assert_coded(results)
+    assert {"plan-frozen-ready.no-control", "plan-schedule-fits.window"} <= codes, sorted(codes)
