@@ -204,10 +204,9 @@ def load_error(result: ReloadResult) -> str | None:
     weights are non-finite: judged apart, as its format against the claim)."""
     if result.ok:
         return None
-    cause = result.cause or f"{result.path}: not loaded (the loader gave no cause)"
-    if result.nonfinite and "non-finite" in cause:
+    if result.failure == "nonfinite":
         return None
-    return cause
+    return result.cause or f"{result.path}: not loaded (the loader gave no cause)"
 
 
 def _reload_findings(
@@ -223,7 +222,7 @@ def _reload_findings(
         yield Finding(f"does not reload in a fresh process with weights_only=True: {error}",
                       where=where,
                       hint=code_hint(result.holds_code) if result.holds_code
-                      else _load_hint(error),
+                      else _load_hint(result.failure),
                       code=f"{check}.no-reload")
     if not result.ok and result.nonfinite and not diverged_ok:
         yield _nonfinite_finding(result, where, check)
@@ -285,22 +284,22 @@ def code_hint(names: tuple[str, ...]) -> str:
     return CODE_HINT
 
 
-def _load_hint(cause: str) -> str:
-    if "weights_only" in cause:
-        return ("loading it needs weights_only=False, which runs code from the file: never do "
-                "that; save tensors and plain containers only (state_dict()s, numbers, "
-                "strings) or safetensors, from a trusted process")
-    if "timed out" in cause:
-        return ("raise --itera-timeout (ini itera_timeout) if the checkpoint is that large; "
-                "a load that never ends is a broken file")
-    if "--itera-python" in cause:
-        return "pass --itera-python with the training environment's Python (torch >= 2.10)"
-    if "not installed" in cause:
-        return "install it in the reload interpreter (--itera-python)"
-    if "memory" in cause:
-        return "the checkpoint needs more memory than the reload allows: check its size"
-    return ("the file is truncated, corrupt or not a checkpoint: retrieve it again, or save it "
-            "again from the run")
+_LOAD_HINTS = {
+    "weights-only": "loading it needs weights_only=False, which runs code from the file: never "
+                    "do that; save tensors and plain containers only (state_dict()s, numbers, "
+                    "strings) or safetensors, from a trusted process",
+    "timeout": "raise --itera-timeout (ini itera_timeout) if the checkpoint is that large; a "
+               "load that never ends is a broken file",
+    "interpreter": "pass --itera-python with the training environment's Python (torch >= 2.10)",
+    "missing-package": "install it in the reload interpreter (--itera-python)",
+    "memory": "the checkpoint needs more memory than the reload allows: check its size",
+}
+
+
+def _load_hint(failure: str | None) -> str:
+    """The fix line for a checkpoint that did not load, by the typed kind of its failure."""
+    return _LOAD_HINTS.get(failure or "", "the file is truncated, corrupt or not a checkpoint: "
+                           "retrieve it again, or save it again from the run")
 
 
 def _format_hint(found: str | None) -> str:

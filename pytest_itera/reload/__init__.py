@@ -30,7 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any, Literal
 
-from pytest_itera.reload.formats import DEFAULT_TIMEOUT, PARTS
+from pytest_itera.reload.formats import DEFAULT_TIMEOUT, FAILURES, PARTS
 from pytest_itera.reload.probe import MIN_TORCH, too_old
 
 __all__ = ["MIN_TORCH", "PARTS", "NonFiniteBuffer", "OptimizerFit", "OptimizerProblem",
@@ -137,6 +137,9 @@ class ReloadResult:
     # the model tensors (names, shapes, dtypes, checksums: equal for the same tensors in any
     # format), and the optimizer states judged against the model (None: no optimizer).
     step: int | None = None
+    # Why it did not load, as a kind (formats.FAILURES), None when it loaded: the checks pick
+    # their fix line from it, never from the words of ``cause``.
+    failure: str | None = None
     stored_steps: tuple[tuple[str, int], ...] = ()  # (key, step) of each step found
     model_shapes: Mapping[str, tuple[int, ...]] = field(
         default_factory=lambda: MappingProxyType({}), compare=False)
@@ -413,10 +416,10 @@ class Reloader:
         with self._lock:
             unusable = self._check_locked()
             if unusable is not None:
-                return _failure(display, unusable, time.monotonic() - started)
+                return _failure(display, unusable, time.monotonic() - started, "interpreter")
             reply = self._ask(request)
         if "error" in reply:
-            return _failure(display, reply["error"], time.monotonic() - started)
+            return _failure(display, reply["error"], time.monotonic() - started, "server")
         return _result(display, reply)
 
     def _request(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -462,10 +465,10 @@ def _stop_all(holder: list[_Server]) -> None:
     holder.clear()
 
 
-def _failure(display: str, reason: str, seconds: float) -> ReloadResult:
+def _failure(display: str, reason: str, seconds: float, failure: str) -> ReloadResult:
     return ReloadResult(path=display, ok=False, format=None, cause=f"{display}: {reason}",
                         parts=(), missing_reasons=MappingProxyType({}), nonfinite=(),
-                        tensors=0, seconds=seconds)
+                        tensors=0, seconds=seconds, failure=failure)
 
 
 def _result(display: str, reply: dict[str, Any]) -> ReloadResult:
@@ -486,7 +489,15 @@ def _result(display: str, reply: dict[str, Any]) -> ReloadResult:
         nan_values=int(reply.get("nan_values", 0)), inf_values=int(reply.get("inf_values", 0)),
         sandbox=_sandbox(reply.get("sandbox")),
         holds_code=tuple(str(g) for g in reply.get("holds_code") or ()),
+        failure=_failure_kind(reply.get("failure"), ok),
         **_content(reply))
+
+
+def _failure_kind(kind: object, ok: bool) -> str | None:
+    """The server's kind of failure (our own protocol: an unknown one is 'unreadable')."""
+    if ok:
+        return None
+    return kind if isinstance(kind, str) and kind in FAILURES else "unreadable"
 
 
 def _content(reply: dict[str, Any]) -> dict[str, Any]:

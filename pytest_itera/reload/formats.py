@@ -16,12 +16,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["BY_DESIGN", "DEFAULT_TIMEOUT", "FORMATS", "PARTS", "VARIANT", "Format", "Home",
-           "absent", "files", "hints", "key_parts", "keys", "render"]
+__all__ = ["BY_DESIGN", "DEFAULT_TIMEOUT", "FAILURES", "FORMATS", "PARTS", "VARIANT", "Format",
+           "Home", "absent", "files", "hints", "key_parts", "keys", "render"]
 
 # Seconds a reload may take by default (--itera-timeout): the client's, the server's and the
 # recorder's default, here because the server loads this file by path.
 DEFAULT_TIMEOUT = 120.0
+# Why a checkpoint did not load, as a kind (ReloadResult.failure) rather than a sentence to
+# parse: the loading child's (weights_only refused a pickle, the memory limit, the timeout, a
+# package the reload interpreter lacks, non-finite weights, anything else unreadable) and the
+# client's (an unusable --itera-python, a failed server).
+FAILURES = ("weights-only", "memory", "timeout", "missing-package", "nonfinite", "unreadable",
+            "interpreter", "server")
 
 # The resume parts, in the order every list of them follows (the schemas' enum too).
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")

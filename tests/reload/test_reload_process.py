@@ -41,9 +41,10 @@ def test_hang_times_out_and_the_next_checkpoint_still_loads(tmp_path: Path) -> N
     with Reloader(timeout=1.0) as r:
         hung = debug(r, "hang", path)
         after = r.reload(path, "w.pt")
-    assert (hung.ok, hung.cause) == (
-        False, "runs/x.pt: timed out after 1 s (the loading process was killed)")
+    assert (hung.ok, hung.cause, hung.failure) == (
+        False, "runs/x.pt: timed out after 1 s (the loading process was killed)", "timeout")
     assert after.ok, after.cause
+    assert after.failure is None
 
 
 def test_crash_gives_a_verdict_and_the_server_survives(reloader: Reloader,
@@ -53,6 +54,7 @@ def test_crash_gives_a_verdict_and_the_server_survives(reloader: Reloader,
     after = reloader.reload(path, "w.pt")
     assert crashed.cause == ("runs/x.pt: the loading process died from SIGABRT before giving "
                              "a verdict")
+    assert crashed.failure == "unreadable"
     assert after.ok
 
 
@@ -64,6 +66,7 @@ def test_memory_limit_stops_a_large_load(tmp_path: Path) -> None:
     assert res.cause is not None
     assert res.cause.startswith("big.pt: ")
     assert "memory" in res.cause
+    assert res.failure == "memory"  # typed: the fix line is chosen from it, not from the words
 
 
 def test_same_file_passes_with_the_default_limit(reloader: Reloader, tmp_path: Path) -> None:
@@ -120,6 +123,8 @@ def test_not_executable(tmp_path: Path) -> None:
     missing = str(tmp_path / "nope")
     with Reloader(missing) as r:
         assert r.check_interpreter() == f"--itera-python {missing}: not an executable file"
+        result = r.reload(checkpoints.state_dict_file(tmp_path), "w.pt")
+    assert (result.ok, result.failure) == (False, "interpreter")
 
 
 def test_server_environment_is_minimal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -65,6 +65,7 @@ def test_code_is_named_first_in_every_protocol_and_container(
     res = reloader.reload(path, "runs/evil.pt")
     assert res.cause == f"runs/evil.pt: {CODE}posix.system (os.system){WHY}"
     assert res.holds_code == ("posix.system",)
+    assert res.failure == "weights-only"
     assert not marker.exists()
 
 

@@ -15,10 +15,10 @@ from .file_formats import inspect_file
 from .finite import PAGE
 from .folder_formats import inspect_folder
 from .lifeline import die_with
-from .loading import explain, sniff
+from .loading import refused, sniff
 from .optimizer_fit import judge_optimizers
 from .siblings import formats, sandbox
-from .verdict import Findings, Refused, failed
+from .verdict import OUT_OF_MEMORY, Findings, Refused, failed
 
 
 def child_verdict(path: str) -> dict[str, Any]:
@@ -33,9 +33,9 @@ def child_verdict(path: str) -> dict[str, Any]:
     except Refused as exc:
         return found.verdict(exc)
     except MemoryError:
-        return found.verdict(Refused("ran out of memory under the reload memory limit"))
+        return found.verdict(Refused(OUT_OF_MEMORY, kind="memory"))
     except Exception as exc:  # a loader bug still yields one verdict with its cause
-        return found.verdict(Refused(explain(exc)))
+        return found.verdict(refused(exc))
 
 
 def vm_size() -> int:
@@ -236,7 +236,8 @@ class Child:
 
 def decode_child(raw: bytes, status: int | None, timeout: float) -> dict[str, Any]:
     if status is None:
-        return failed(f"timed out after {timeout:g} s (the loading process was killed)")
+        return failed(f"timed out after {timeout:g} s (the loading process was killed)",
+                      "timeout")
     if raw:
         try:
             reply: dict[str, Any] = json.loads(raw)
@@ -247,6 +248,7 @@ def decode_child(raw: bytes, status: int | None, timeout: float) -> dict[str, An
         sig = signal.Signals(os.WTERMSIG(status)).name
         hint = {"SIGKILL": " (out of memory?)",
                 "SIGXCPU": " (over its CPU time limit, the reload timeout)"}.get(sig, "")
-        return failed(f"the loading process died from {sig}{hint} before giving a verdict")
+        return failed(f"the loading process died from {sig}{hint} before giving a verdict",
+                      "memory" if sig == "SIGKILL" else "unreadable")
     return failed(f"the loading process exited with status {os.WEXITSTATUS(status)} "
-                  "without a verdict (out of memory under the reload memory limit?)")
+                  "without a verdict (out of memory under the reload memory limit?)", "memory")

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from .file_formats import inspect_torch_object
-from .loading import explain
+from .loading import explain, explained
 from .pickles import numpy_allowlist, py3_name
 from .verdict import WEIGHTS_ONLY_WHY, Findings, Refused
 
@@ -75,7 +75,8 @@ def dcp_bytes_entry(folder: str, info: Any) -> Any:
         try:
             return torch.load(data, weights_only=True, map_location="cpu")
         except Exception as exc:
-            raise Refused(explain(exc), info.relative_path) from exc
+            kind, sentence = explained(exc)
+            raise Refused(sentence, info.relative_path, kind=kind) from exc
 
 
 def inspect_dcp(found: Findings, folder: str, names: set[str]) -> None:

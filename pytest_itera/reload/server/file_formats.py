@@ -133,7 +133,7 @@ def inspect_safetensors(found: Findings, path: str, weights: bool) -> list[str]:
         from safetensors import safe_open
     except ImportError as exc:
         raise Refused("the safetensors package is not installed in the reload interpreter: "
-                      "pip install safetensors there") from exc
+                      "pip install safetensors there", kind="missing-package") from exc
     try:
         with safe_open(path, framework="pt", device="cpu") as fh:
             names = list(fh.keys())

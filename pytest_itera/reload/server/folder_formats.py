@@ -69,7 +69,7 @@ def load_member(found: Findings, folder: str, name: str, weights: bool) -> Any:
             found.member_keys[name] = [str(k) for k in obj]
         return obj
     except Refused as exc:
-        raise Refused(exc.reason, exc.file or name, exc.code) from exc
+        raise Refused(exc.reason, exc.file or name, exc.code, exc.kind) from exc
 
 
 def inspect_members(found: Findings, folder: str, names: set[str],

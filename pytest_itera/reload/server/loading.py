@@ -11,7 +11,7 @@ import torch
 
 from .archives import check_legacy_storages, check_torch_zip
 from .pickles import numpy_allowlist, py3_name, refuse_code
-from .verdict import WEIGHTS_ONLY_WHY, Refused
+from .verdict import OUT_OF_MEMORY, WEIGHTS_ONLY_WHY, Refused
 
 # Opcodes added by pickle protocols 4 and 5, by number (torch.save writes protocol 2).
 PROTOCOL_4_OPCODES = {0x95: "FRAME", 0x8C: "SHORT_BINUNICODE", 0x8D: "BINUNICODE8",
@@ -23,29 +23,43 @@ PROTOCOL_4_OPCODES = {0x95: "FRAME", 0x8C: "SHORT_BINUNICODE", 0x8D: "BINUNICODE
 
 def explain(exc: BaseException) -> str:
     """One sentence for a load failure; names the offending global of a refused pickle."""
+    return explained(exc)[1]
+
+
+def refused(exc: BaseException) -> Refused:
+    """The refusal of a load that raised ``exc``: its sentence and its typed kind."""
+    kind, sentence = explained(exc)
+    return Refused(sentence, kind=kind)
+
+
+def explained(exc: BaseException) -> tuple[str, str]:
+    """(kind, sentence) of a load failure: torch's words are read here, at the boundary
+    with torch, and travel on as a kind (verdict.FAILURES) the client never has to parse."""
     text = str(exc)
     bad = re.search(r"[Uu]nsupported (?:global: )?GLOBAL ([\w.]+)", text)
     if bad:
-        return (f"refused by weights_only=True: unsupported global {py3_name(bad.group(1))} "
-                f"{WEIGHTS_ONLY_WHY}")
+        return "weights-only", (f"refused by weights_only=True: unsupported global "
+                                f"{py3_name(bad.group(1))} {WEIGHTS_ONLY_WHY}")
     if "WeightsUnpickler error" in text:
         detail = text.split("WeightsUnpickler error:", 1)[1].strip().split("\n")[0]
         opcode = re.search(r"Unsupported operand (\d+)", detail)
         if opcode and int(opcode.group(1)) in PROTOCOL_4_OPCODES:
-            return (f"refused by weights_only=True: the pickle uses protocol 4/5 opcodes "
-                    f"({PROTOCOL_4_OPCODES[int(opcode.group(1))]}), which torch.load("
-                    "weights_only=True) cannot read: save with torch.save's default "
-                    "pickle_protocol")
-        return f"refused by weights_only=True: {detail.rstrip('.')}"
+            return "weights-only", (
+                f"refused by weights_only=True: the pickle uses protocol 4/5 opcodes "
+                f"({PROTOCOL_4_OPCODES[int(opcode.group(1))]}), which torch.load("
+                "weights_only=True) cannot read: save with torch.save's default "
+                "pickle_protocol")
+        return "weights-only", f"refused by weights_only=True: {detail.rstrip('.')}"
     if isinstance(exc, MemoryError) or "can't allocate memory" in text:
-        return "ran out of memory under the reload memory limit"
+        return "memory", OUT_OF_MEMORY
     if isinstance(exc, OSError) and exc.errno == 22:
-        return "unreadable torch archive (truncated or corrupt: invalid argument reading it)"
+        return "unreadable", ("unreadable torch archive (truncated or corrupt: invalid "
+                              "argument reading it)")
     zip_error = re.search(r"PytorchStreamReader failed ([^.\n]*)", text)
     if zip_error:
-        return f"corrupt or truncated torch archive ({zip_error.group(1)})"
+        return "unreadable", f"corrupt or truncated torch archive ({zip_error.group(1)})"
     first = text.strip().splitlines()[0][:200] if text.strip() else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return "unreadable", f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def sniff(path: str) -> str:
@@ -89,4 +103,4 @@ def torch_load(path: str, kind: str) -> Any:
                 return torch.load(path, weights_only=True, mmap=(kind == "zip"),
                                   map_location="cpu")
             except Exception as exc:  # every load failure becomes a verdict
-                raise Refused(explain(exc)) from exc
+                raise refused(exc) from exc

@@ -13,6 +13,8 @@ from .siblings import formats
 
 PARTS = formats.PARTS
 WEIGHTS_ONLY_WHY = "(loading it would import and call arbitrary code)"
+OUT_OF_MEMORY = "ran out of memory under the reload memory limit"
+FAILURES = formats.FAILURES  # the kinds of Refused.kind (ReloadResult.failure)
 
 
 class Refused(Exception):
@@ -20,11 +22,13 @@ class Refused(Exception):
     the pickled globals outside the allowlist when the file holds code."""
 
     def __init__(self, reason: str, file: str | None = None,
-                 code: tuple[str, ...] = ()) -> None:
+                 code: tuple[str, ...] = (), kind: str = "unreadable") -> None:
         super().__init__(reason)
+        assert kind in FAILURES, kind
         self.reason = reason
         self.file = file
         self.code = code
+        self.kind = "weights-only" if code else kind
 
 
 class Findings:
@@ -66,9 +70,10 @@ class Findings:
         if error is None and self.nonfinite:
             error = Refused(f"non-finite model weights in {len(self.nonfinite)} tensor(s) "
                             f"({nonfinite_values(self.nan_values, self.inf_values)}): "
-                            + ", ".join(self.nonfinite[:5]))
+                            + ", ".join(self.nonfinite[:5]), kind="nonfinite")
         return {"format": self.format, "ok": ok,
                 "reason": None if error is None else error.reason,
+                "failure": None if error is None else error.kind,
                 "file": None if error is None else error.file,
                 "holds_code": [] if error is None else list(error.code),
                 "parts": [p for p in PARTS if p in self.parts],
@@ -115,5 +120,5 @@ def human_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def failed(reason: str) -> dict[str, Any]:
-    return Findings(None).verdict(Refused(reason))
+def failed(reason: str, kind: str = "unreadable") -> dict[str, Any]:
+    return Findings(None).verdict(Refused(reason, kind=kind))
