@@ -27,7 +27,8 @@ and a fix:
   as an included one, recognised by label, source file or reference, or amount and a
   word of its label.
 - **Deliverables (R7).** A deliverable is a distinct corpus (by content: plan corpora
-  with the same sha256 are one) delivered by an accepted control or variant run that
+  with the same sha256, or the same example IDs and labels, are one; see
+  :mod:`pytest_itera.checks.corpora`) delivered by an accepted control or variant run that
   passed its own checks (``Context.run_failures``, predictions-cover-corpus included).
   The corpus a run delivers is its manifest ``runs[].corpus``, else the plan's corpus
   for it (:meth:`Plan.corpus_of`). A data check, pilot or resume check never delivers.
@@ -52,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.corpora import merge_same_content
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
@@ -682,6 +684,7 @@ class Count:
     # and how many distinct corpora (by content) their predictions cover per the plan.
     labels: tuple[str, ...] = ()
     named: int = 0
+    same_how: tuple[tuple[str, str], ...] = ()  # corpus id -> how it is one by content
 
     @property
     def accepted(self) -> int:
@@ -767,18 +770,19 @@ def count_accepted(ctx: Context, man: Manifest) -> Count:
             continue
         deliveries.append(Delivery(run.id, planned.role, corpus.id,
                                    contents[corpus.id].sha256))
+    deliveries, how = merge_same_content(ctx, plan, deliveries)
     per_content = deliverables_per_corpus(deliveries)
     corpus_of = {d.run: d.corpus for d in deliveries}
     names = []
     same: list[tuple[str, str]] = []
     for runs in per_content.values():
         ids = sorted({corpus_of[r] for r in runs})
-        canonical = contents[ids[0]].id
+        canonical = contents[min(ids, key=[c.id for c in plan.corpora].index)].id
         names.append(ids[0] if len(ids) == 1 else " = ".join(ids))
         same += [(i, canonical) for i in ids if i != canonical]
     counted = tuple(d.run for d in deliveries)
     return Count(tuple(sorted(names)), counted, tuple(excluded), tuple(same),
-                 tuple(sorted(labels)), len(named))
+                 tuple(sorted(labels)), len(named), tuple(sorted(how.items())))
 
 
 def _accepted_count(budget: BudgetReport, count: Count, man: Manifest) -> Iterator[Finding]:
@@ -820,7 +824,8 @@ def _diagnosis(declared: int, count: Count, man: Manifest | None) -> str:
         notes.append("not counted: " + "; ".join(e.describe() for e in count.excluded))
     if count.same_content:
         notes.append("one corpus under several ids (same content): " + ", ".join(
-            f"{copy!r} is {original!r}" for copy, original in count.same_content))
+            f"{copy!r} is {original!r}{dict(count.same_how).get(copy, '')}"
+            for copy, original in count.same_content))
     accepted_runs = -1 if man is None else sum(1 for r in man.runs if r.outcome == "accepted")
     if man is not None and declared > count.accepted and declared in (
             accepted_runs, len(count.counted_runs)):

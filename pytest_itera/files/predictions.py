@@ -33,10 +33,11 @@ class IdLine(NamedTuple):  # a tuple, not a dataclass: millions are made per fil
     line: int
     id: str | None
     problem: str | None = None
+    values: tuple[object, ...] = ()  # the ``fields`` asked for (None: absent), in order
 
 
 def read_ids(
-    path: Path, id_field: str, *, max_line: int = MAX_LINE_BYTES
+    path: Path, id_field: str, *, max_line: int = MAX_LINE_BYTES, fields: tuple[str, ...] = ()
 ) -> Iterator[IdLine]:
     """The IDs of a JSON Lines or CSV/TSV file, streamed, one record at a time.
 
@@ -47,13 +48,15 @@ def read_ids(
     has tabs and no commas). Integer IDs compare as their
     decimal text, so a CSV and a JSON file of the same corpus agree. A line
     over ``max_line`` bytes is reported and skipped without being held.
+    Each record also carries the values of ``fields`` (the metric recomputation's labels
+    and predictions: JSON values, CSV text; None where absent).
     Raises OSError or :class:`UnreadableIds`.
     """
     with _open_regular(path) as handle:
         head = handle.read(1 << 16).lstrip(codecs.BOM_UTF8).lstrip()
         handle.seek(0)
         if not head or head.startswith(b"{"):
-            yield from _jsonl_ids(jsonl.lines(handle, max_line), id_field)
+            yield from _jsonl_ids(jsonl.lines(handle, max_line), id_field, fields)
         elif head.startswith(b"["):
             raise UnreadableIds("is a JSON array; write one JSON object per line (JSON Lines)")
         elif b"\0" in head:
@@ -61,7 +64,8 @@ def read_ids(
         else:
             first = head.split(b"\n", 1)[0]
             tabbed = path.suffix.lower() == ".tsv" or (b"\t" in first and b"," not in first)
-            yield from _csv_ids(jsonl.lines(handle, max_line), id_field, "\t" if tabbed else ",")
+            yield from _csv_ids(jsonl.lines(handle, max_line), id_field, "	" if tabbed else ",",
+                                fields)
 
 
 def _open_regular(path: Path) -> BinaryIO:
@@ -72,7 +76,9 @@ def _open_regular(path: Path) -> BinaryIO:
         raise UnreadableIds(str(exc)) from None
 
 
-def _jsonl_ids(lines: Iterable[tuple[int, bytes | None]], id_field: str) -> Iterator[IdLine]:
+def _jsonl_ids(
+    lines: Iterable[tuple[int, bytes | None]], id_field: str, fields: tuple[str, ...] = ()
+) -> Iterator[IdLine]:
     for number, raw in lines:
         if raw is None:
             yield IdLine(number, None, "over the line length limit (skipped unread)")
@@ -93,6 +99,9 @@ def _jsonl_ids(lines: Iterable[tuple[int, bytes | None]], id_field: str) -> Iter
             yield IdLine(number, None, f"a JSON {type(record).__name__}, not an object")
         elif id_field not in record:
             yield IdLine(number, None, f"no {id_field!r} field")
+        elif fields:
+            found = _id_line(number, record[id_field], id_field)
+            yield found._replace(values=tuple(record.get(name) for name in fields))
         else:
             yield _id_line(number, record[id_field], id_field)
 
@@ -119,7 +128,8 @@ class _Numbered:
 
 
 def _csv_ids(
-    lines: Iterable[tuple[int, bytes | None]], id_field: str, delimiter: str
+    lines: Iterable[tuple[int, bytes | None]], id_field: str, delimiter: str,
+    fields: tuple[str, ...] = (),
 ) -> Iterator[IdLine]:
     source = _Numbered(lines)
     reader = csv.reader(source, delimiter=delimiter)
@@ -133,6 +143,7 @@ def _csv_ids(
     if id_field not in names:
         raise UnreadableIds(f"has no {id_field!r} column in its header {names[:10]}")
     column = names.index(id_field)
+    wanted = [names.index(name) if name in names else None for name in fields]
     while True:
         try:
             row = next(reader)
@@ -141,7 +152,11 @@ def _csv_ids(
         except csv.Error as exc:  # e.g. a field over the csv module's size limit
             yield IdLine(source.line, None, f"not CSV ({exc})")
             continue
-        if row:
+        if row and wanted:
+            found = _csv_row(source.line, row, column, id_field)
+            yield found._replace(values=tuple(
+                row[i] if i is not None and i < len(row) else None for i in wanted))
+        elif row:
             yield _csv_row(source.line, row, column, id_field)
 
 
