@@ -54,6 +54,7 @@ from typing import Any
 
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.corpora import merge_same_content
+from pytest_itera.checks.receipts import read_receipt, receipt_findings, rental_as_expense
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
@@ -335,7 +336,6 @@ def source_findings(ctx: Context, source: Source, where: str, what: str) -> Iter
         )
 
 
-_SOURCE_TEXT_MAX = 1 << 20  # a receipt or quote read as text: at most 1 MiB
 # An amount as documents write it: 1,234.56 / 1.234,56 / 1 234,56 / 12.00 / 12,5 / 12.
 # Not a part of a date, a time, a range or an identifier: "2026-12-03", "10:30", "INV-12".
 _AMOUNT = re.compile(r"(?<![\w.,/:-])\d{1,3}(?:[,.\u00a0\u202f ]\d{3})+(?:[.,]\d{1,2})?"
@@ -363,28 +363,16 @@ def _amounts(text: str) -> set[Decimal]:
 def amount_in_source(
     ctx: Context, source: Source, amount: Money, where: str, what: str
 ) -> Iterator[Finding]:
-    """A receipt or quote that is text states the amount recorded from it (R7: an expense is
-    what was paid, on the evidence of its source). A binary document (a PDF) cannot be read
-    here: the amount then rests on the record and its reference."""
+    """A receipt or quote states the amount recorded from it (R7: an expense is what was
+    paid, on the evidence of its source): its text, or a PDF's text layer
+    (:func:`pytest_itera.checks.receipts.read_receipt`). A document that cannot be read
+    says so through the receipt checks; the amount then rests on the record."""
     if source.file is None or _file_problem(ctx, source.file) is not None:
         return
-    resolved = ctx.regular_file(source.file)
-    if isinstance(resolved, str):
+    receipt = read_receipt(ctx, source.file)
+    if receipt is None or receipt.text is None:
         return
-    try:
-        with open(resolved, "rb") as fh:
-            data = fh.read(_SOURCE_TEXT_MAX + 1)
-    except OSError:
-        return
-    if len(data) > _SOURCE_TEXT_MAX or b"\0" in data[:8192]:
-        return
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return
-    if text.lstrip().startswith("%PDF") and "stream" in text:
-        return  # a real PDF: its text is compressed streams
-    stated = _amounts(text)
+    stated = _amounts(receipt.text)
     if amount.amount in stated:
         return
     yield Finding(
@@ -431,6 +419,8 @@ def expense_findings(ctx: Context) -> Iterator[Finding]:
         yield from _provenance(ctx, man, expense, where, what)
         yield from _made_up(expense, where, what)
         yield from _external_as_included(plan, man, expense, where, what)
+        yield from rental_as_expense(ctx, expense, where, what)
+        yield from receipt_findings(ctx, expense, where, what)
     for i, expense in enumerate(budget.external_expenses):
         # Kept apart from the rental, but still no invented tax rate or transfer cost (R7).
         yield from _made_up(expense, f"{_BUDGET}.external_expenses[{i}]",
