@@ -73,8 +73,8 @@ def hub_refs(ctx: Context, base: str) -> Iterator[tuple[str, str | None]]:
                 text = resolved.read_text("utf-8").strip()
             except (OSError, UnicodeDecodeError):
                 text = None
-        yield f"its hub cache ref {entry.path}", text if text and COMMIT_HEX.fullmatch(text) \
-            else None
+        if text and COMMIT_HEX.fullmatch(text):  # a ref that holds no commit proves nothing
+            yield f"its hub cache ref {entry.path}", text
 
 
 def unproven_revision(adapter: AdapterRecord, base: str, where: str,

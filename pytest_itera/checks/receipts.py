@@ -152,7 +152,7 @@ def receipt_findings(ctx: Context, expense: Expense, where: str,
         return
     provider = expense_provider(expense.label)
     issuer = receipt_issuer(receipt.text)
-    yield from _issuer(file, what, where, provider, issuer, expense.label)
+    yield from _issuer(file, what, where, provider, issuer, expense.label, receipt.text)
     yield from _addressed(file, what, where, plan, provider, issuer, receipt.text)
     yield from _dated(file, what, where, plan, man, receipt.text)
 
@@ -172,9 +172,11 @@ def receipt_issuer(text: str) -> str | None:
 
 
 def _issuer(file: str, what: str, where: str, provider: str | None, issuer: str | None,
-            label: str) -> Iterator[Finding]:
+            label: str, text: str) -> Iterator[Finding]:
     if provider is None or issuer is None or _names(provider, issuer) or _names(label, issuer):
         return
+    if _names(text, provider):
+        return  # a reseller's receipt naming the provider, or a label's category word
     yield Finding(
         f"{what}: its receipt {file} is issued by {issuer!r}, another provider than the "
         f"expense names ({provider!r})", where=f"{where}.source.file",

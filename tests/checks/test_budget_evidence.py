@@ -566,7 +566,8 @@ def test_two_amounts_of_one_receipt_are_two_lines(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     first = disk(campaign)
-    campaign.files[RECEIPT] = b"Invoice INV-2026-311\ndisk 2.00 USD\negress 1.00 USD\n"
+    campaign.files[RECEIPT] = b"Invoice INV-2026-311, 2026-11-21, campaign tiny-2026-11\n" \
+        b"disk 2.00 USD\negress 1.00 USD\n"
     include(campaign, first, {"label": "egress", "amount": "1.00", "source": {"file": RECEIPT}})
     itera.passes(campaign, CHECK)
 

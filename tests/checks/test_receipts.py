@@ -153,6 +153,14 @@ def test_a_receipt_issued_by_another_provider_is_refused(campaign: CampaignBuild
     ]
 
 
+def test_a_label_s_category_word_is_not_taken_for_another_provider(
+    campaign: CampaignBuilder,
+) -> None:
+    include(campaign, invoice().replace("bucket, 5 GB", "egress of the outputs, 5 GB"),
+            label="egress: the outputs to the bucket")
+    assert problems(campaign) == []
+
+
 def test_a_pdf_without_a_text_layer_cannot_be_read(campaign: CampaignBuilder) -> None:
     include(campaign, image_only_pdf(), path="receipts/scan.pdf")
     assert problems(campaign) == [
