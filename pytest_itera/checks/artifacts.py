@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pytest_itera.checks.bases import base_beside, hub_refs, unproven_revision
 from pytest_itera.checks.checkpoint_content import resume_content, run_weights
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.files import campaign_relative
@@ -667,6 +668,10 @@ def _identity(ctx: Context, record: AdapterRecord, where: str,
     if base is not None:
         yield from _shipped_base(ctx, record, base, where)
         return
+    beside = base_beside(ctx, record, _adapters(ctx))
+    if beside is not None:
+        yield from _base_beside(ctx, record, beside, where)
+        return
     if record.base_digest is not None:
         yield Finding(f"adapter {record.path} records a base_digest but no base_path: there is "
                       "no shipped base to verify it against", where=f"{where}.base_digest",
@@ -805,6 +810,9 @@ def _recorded_revision(ctx: Context, record: AdapterRecord, base: str,
                     hint="the shipped base is another model: ship the base the adapter was "
                     "trained on, or correct the manifest",
                     code="adapter-pinned.base-record-model")
+    recorded += hub_refs(ctx, base)
+    if not recorded and record.base_revision and COMMIT_HEX.fullmatch(record.base_revision):
+        yield unproven_revision(record, base, where, declared=record.base_path is not None)
     for source, revision in recorded:
         if revision != record.base_revision:
             yield Finding(
@@ -816,6 +824,32 @@ def _recorded_revision(ctx: Context, record: AdapterRecord, base: str,
                 "the shipped base was fetched at (or null for a base that is on no hub)",
                 code="adapter-pinned.base-revision-differs",
             )
+
+
+def _base_beside(ctx: Context, record: AdapterRecord, base: str,
+                 where: str) -> Iterator[Finding]:
+    """A base shipped next to the adapter without base_path is its base all the same: its
+    tree digest (when base_digest is recorded) and its revision record are compared."""
+    if record.base_digest is not None:
+        try:
+            actual: str | None = base_tree_digest(ctx, base)
+        except DigestRefused:
+            actual = None
+        if actual is not None and actual != record.base_digest:
+            yield Finding(
+                f"the files of base {base}, shipped beside adapter {record.path}, do not hash to "
+                "its base_digest (the manifest names no base_path, but a base shipped next to "
+                "an adapter is its base)", where=f"{where}.base_digest",
+                expected=record.base_digest, found=actual,
+                hint=f"record base_path {base!r} and the tree digest of the base the adapter "
+                "was trained on, and ship that base", code="adapter-pinned.base-digest")
+    for finding in _recorded_revision(ctx, record, base, where):
+        if finding.code == "adapter-pinned.revision-not-proven":
+            yield finding
+        else:
+            yield dataclasses.replace(finding, message=f"{finding.message} (it ships beside the "
+                                      "adapter: the manifest names no base_path, but a base "
+                                      "shipped next to an adapter is its base)")
 
 
 def _clip(text: str | None, limit: int = 80) -> str:

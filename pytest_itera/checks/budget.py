@@ -27,7 +27,8 @@ and a fix:
   as an included one, recognised by label, source file or reference, or amount and a
   word of its label.
 - **Deliverables (R7).** A deliverable is a distinct corpus (by content: plan corpora
-  with the same sha256 are one) delivered by an accepted control or variant run that
+  with the same sha256, or the same example IDs and labels, are one; see
+  :mod:`pytest_itera.checks.corpora`) delivered by an accepted control or variant run that
   passed its own checks (``Context.run_failures``, predictions-cover-corpus included).
   The corpus a run delivers is its manifest ``runs[].corpus``, else the plan's corpus
   for it (:meth:`Plan.corpus_of`). A data check, pilot or resume check never delivers.
@@ -52,6 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.corpora import merge_same_content
+from pytest_itera.checks.receipts import read_receipt, receipt_findings, rental_as_expense
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
@@ -345,7 +348,6 @@ def source_findings(ctx: Context, source: Source, where: str, what: str) -> Iter
         )
 
 
-_SOURCE_TEXT_MAX = 1 << 20  # a receipt or quote read as text: at most 1 MiB
 # An amount as documents write it: 1,234.56 / 1.234,56 / 1 234,56 / 12.00 / 12,5 / 12.
 # Not a part of a date, a time, a range or an identifier: "2026-12-03", "10:30", "INV-12".
 _AMOUNT = re.compile(r"(?<![\w.,/:-])\d{1,3}(?:[,.\u00a0\u202f ]\d{3})+(?:[.,]\d{1,2})?"
@@ -373,28 +375,16 @@ def _amounts(text: str) -> set[Decimal]:
 def amount_in_source(
     ctx: Context, source: Source, amount: Money, where: str, what: str
 ) -> Iterator[Finding]:
-    """A receipt or quote that is text states the amount recorded from it (R7: an expense is
-    what was paid, on the evidence of its source). A binary document (a PDF) cannot be read
-    here: the amount then rests on the record and its reference."""
+    """A receipt or quote states the amount recorded from it (R7: an expense is what was
+    paid, on the evidence of its source): its text, or a PDF's text layer
+    (:func:`pytest_itera.checks.receipts.read_receipt`). A document that cannot be read
+    says so through the receipt checks; the amount then rests on the record."""
     if source.file is None or _file_problem(ctx, source.file) is not None:
         return
-    resolved = ctx.regular_file(source.file)
-    if isinstance(resolved, str):
+    receipt = read_receipt(ctx, source.file)
+    if receipt is None or receipt.text is None:
         return
-    try:
-        with open(resolved, "rb") as fh:
-            data = fh.read(_SOURCE_TEXT_MAX + 1)
-    except OSError:
-        return
-    if len(data) > _SOURCE_TEXT_MAX or b"\0" in data[:8192]:
-        return
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return
-    if text.lstrip().startswith("%PDF") and "stream" in text:
-        return  # a real PDF: its text is compressed streams
-    stated = _amounts(text)
+    stated = _amounts(receipt.text)
     if amount.amount in stated:
         return
     yield Finding(
@@ -443,6 +433,8 @@ def expense_findings(ctx: Context) -> Iterator[Finding]:
         yield from _provenance(ctx, man, expense, where, what)
         yield from _made_up(expense, where, what)
         yield from _external_as_included(plan, man, expense, where, what)
+        yield from rental_as_expense(ctx, expense, where, what)
+        yield from receipt_findings(ctx, expense, where, what)
     for i, expense in enumerate(budget.external_expenses):
         # Kept apart from the rental, but still no invented tax rate or transfer cost (R7).
         yield from _made_up(expense, f"{_BUDGET}.external_expenses[{i}]",
@@ -706,6 +698,7 @@ class Count:
     # and how many distinct corpora (by content) their predictions cover per the plan.
     labels: tuple[str, ...] = ()
     named: int = 0
+    same_how: tuple[tuple[str, str], ...] = ()  # corpus id -> how it is one by content
 
     @property
     def accepted(self) -> int:
@@ -791,18 +784,19 @@ def count_accepted(ctx: Context, man: Manifest) -> Count:
             continue
         deliveries.append(Delivery(run.id, planned.role, corpus.id,
                                    contents[corpus.id].sha256))
+    deliveries, how = merge_same_content(ctx, plan, deliveries)
     per_content = deliverables_per_corpus(deliveries)
     corpus_of = {d.run: d.corpus for d in deliveries}
     names = []
     same: list[tuple[str, str]] = []
     for runs in per_content.values():
         ids = sorted({corpus_of[r] for r in runs})
-        canonical = contents[ids[0]].id
+        canonical = contents[min(ids, key=[c.id for c in plan.corpora].index)].id
         names.append(ids[0] if len(ids) == 1 else " = ".join(ids))
         same += [(i, canonical) for i in ids if i != canonical]
     counted = tuple(d.run for d in deliveries)
     return Count(tuple(sorted(names)), counted, tuple(excluded), tuple(same),
-                 tuple(sorted(labels)), len(named))
+                 tuple(sorted(labels)), len(named), tuple(sorted(how.items())))
 
 
 def _accepted_count(budget: BudgetReport, count: Count, man: Manifest) -> Iterator[Finding]:
@@ -845,7 +839,8 @@ def _diagnosis(declared: int, count: Count, man: Manifest | None) -> str:
         notes.append("not counted: " + "; ".join(e.describe() for e in count.excluded))
     if count.same_content:
         notes.append("one corpus under several ids (same content): " + ", ".join(
-            f"{copy!r} is {original!r}" for copy, original in count.same_content))
+            f"{copy!r} is {original!r}{dict(count.same_how).get(copy, '')}"
+            for copy, original in count.same_content))
     accepted_runs = -1 if man is None else sum(1 for r in man.runs if r.outcome == "accepted")
     if man is not None and declared > count.accepted and declared in (
             accepted_runs, len(count.counted_runs)):

@@ -7,6 +7,8 @@ without pytest-xdist, and that a run failing its own checks is no deliverable.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.factory import CampaignBuilder, expect, sha256
@@ -21,9 +23,11 @@ def budget(campaign: CampaignBuilder, **fields: object) -> None:
 
 
 def add_corpus(campaign: CampaignBuilder, corpus_id: str, data: bytes | None = None) -> None:
-    """A second frozen corpus: the same example IDs, other content (unless ``data`` says)."""
+    """A second frozen corpus: other example IDs, other content (unless ``data`` says). With
+    the same IDs it would be the same corpus by content (no label field is declared)."""
     if data is None:
-        data = campaign.files["corpus/corpus.jsonl"].replace(b"example", b"sample")
+        data = campaign.files["corpus/corpus.jsonl"].replace(b"example", b"sample").replace(
+            b'"ex-', b'"b-')
     path = f"corpus/{corpus_id}.jsonl"
     campaign.files[path] = data
     campaign.plan["corpora"].append({"id": corpus_id, "path": path, "sha256": sha256(data),
@@ -34,6 +38,10 @@ def deliver(campaign: CampaignBuilder, run_id: str, corpus_id: str) -> None:
     """``run_id`` is planned on, and its predictions cover, ``corpus_id``."""
     next(r for r in campaign.plan["runs"] if r["id"] == run_id)["corpus"] = corpus_id
     campaign.run_record(run_id)["corpus"] = corpus_id
+    corpus = next(c for c in campaign.plan["corpora"] if c["id"] == corpus_id)
+    ids = [json.loads(line)["id"] for line in campaign.files[corpus["path"]].splitlines()]
+    campaign.files[f"runs/{run_id}/predictions.jsonl"] = "".join(
+        json.dumps({"id": i, "prediction": "pos"}) + "\n" for i in ids).encode()
 
 
 def two_corpora(campaign: CampaignBuilder) -> None:
@@ -73,7 +81,8 @@ def test_predictions_of_the_same_bytes_under_another_corpus_id_are_the_planned_c
 def receipt(campaign: CampaignBuilder, path: str = RECEIPT, amount: str = "2.00") -> dict[str, str]:
     """A receipt file shipped and listed in the campaign, stating ``amount``; returns the
     source naming it."""
-    campaign.files[path] = f"%PDF-1.4 invoice INV-2026-311: {amount} USD\n".encode()
+    campaign.files[path] = (f"%PDF-1.4 invoice INV-2026-311: {amount} USD\n"
+                            "Buyer: campaign tiny-2026-11\nDate: 2026-11-21\n").encode()
     return {"file": path}
 
 

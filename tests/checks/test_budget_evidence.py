@@ -23,6 +23,7 @@ from tests.checks.test_budget_checks import (
     two_corpora,
 )
 from tests.factory import CampaignBuilder, expect, sha256
+from tests.pdfs import text_pdf
 from tests.runner import Itera
 
 
@@ -404,6 +405,9 @@ def test_an_included_expense_with_its_proof_passes(
     itera.passes(campaign, CHECK)
 
 
+ADDRESSED = ("Buyer: campaign tiny-2026-11", "Date: 2026-11-21")
+
+
 @pytest.mark.parametrize(
     ("text", "states"),
     [
@@ -412,16 +416,21 @@ def test_an_included_expense_with_its_proof_passes(
         pytest.param(b"Invoice INV-40715\nTotal: $1,212.00\n", False, id="another-amount"),
         pytest.param(b"Invoice INV-40715\nStorage, November: 1.20 USD\n", False,
                      id="a-tenth-of-it"),
-        pytest.param(b"%PDF-1.7\n1 0 obj<</Length 9/Filter/FlateDecode>>stream\nx\x9c\xcb\x00"
-                     b"\nendstream\n", True, id="a-real-pdf-is-not-read"),
+        pytest.param(text_pdf(*ADDRESSED, "Storage, November: 12.00 USD"), True,
+                     id="a-pdf-s-text-layer"),
+        pytest.param(text_pdf(*ADDRESSED, "Storage, November: 1.20 USD"), False,
+                     id="a-pdf-stating-another-amount"),
     ],
 )
 def test_a_text_receipt_states_the_amount_recorded_from_it(
     itera: Itera, campaign: CampaignBuilder, text: bytes, states: bool
 ) -> None:
-    """R7: an expense is what was paid, on the evidence of its receipt: a receipt that is text
-    must state the recorded amount (a binary PDF cannot be read here)."""
-    campaign.files["receipts/storage.txt"] = text
+    """R7: an expense is what was paid, on the evidence of its receipt: a receipt's text (a
+    PDF's text layer) must state the recorded amount. Each receipt names the campaign and is
+    dated in its window (tests/checks/test_receipts.py judges those)."""
+    addressed = "".join(f"{line}\n" for line in ADDRESSED).encode()
+    campaign.files["receipts/storage.txt"] = text if text.startswith(b"%PDF") else \
+        addressed + text
     include(campaign, {"label": "bucket storage", "amount": "12.00",
                        "source": {"file": "receipts/storage.txt"}})
     if states:
@@ -557,7 +566,8 @@ def test_two_amounts_of_one_receipt_are_two_lines(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     first = disk(campaign)
-    campaign.files[RECEIPT] = b"Invoice INV-2026-311\ndisk 2.00 USD\negress 1.00 USD\n"
+    campaign.files[RECEIPT] = b"Invoice INV-2026-311, 2026-11-21, campaign tiny-2026-11\n" \
+        b"disk 2.00 USD\negress 1.00 USD\n"
     include(campaign, first, {"label": "egress", "amount": "1.00", "source": {"file": RECEIPT}})
     itera.passes(campaign, CHECK)
 

@@ -1,0 +1,315 @@
+"""Receipts say what they prove (budget-consistent, R7): read, addressed, dated, issued by
+the provider the expense names, and never the rental again.
+
+- **Reading.** A receipt is read as UTF-8 text (at most 1 MiB), or, when it is a PDF, by its
+  text layer through pypdf (pure Python, maintained by the py-pdf organisation; the first
+  :data:`PDF_PAGES` pages, files up to :data:`PDF_MAX` bytes). A receipt that cannot be read
+  (a scan without a text layer, an encrypted PDF, another binary format) is a finding that
+  says so: what it proves cannot be checked.
+- **Addressed.** A text receipt names the campaign (the plan's ``campaign`` id) or the
+  provider the expense names. An expense names its provider in its label, written
+  ``"<provider>: <what was bought>"`` (as the example's ``"Northbridge Object Storage:
+  bucket …"``); a receipt's issuer named anywhere in the label counts too.
+- **Dated in the campaign's window.** One of the receipt's dates falls between the plan's
+  ``frozen_at`` and the manifest's ``closed_at``, give or take :data:`GRACE` (7 days: an
+  order placed the week before the plan was frozen, an invoice issued the week after the
+  closure). Dates are read as ISO ``2026-12-03`` (also ``/`` or ``.``), ``03/12/2026`` (day
+  or month first), ``3 December 2026``, ``December 3, 2026`` and French month names.
+- **Issued by the expense's provider.** The issuer (a ``Seller:``, ``Vendor:``,
+  ``Supplier:``, ``Issued by:``, ``From:``, ``Provider:``, ``Billed by:``, ``Vendeur :``,
+  ``Fournisseur :`` or ``Émetteur :`` line) is the provider the expense names (legal forms
+  such as Ltd, Inc, GmbH, SAS aside); another provider is refused.
+- **The rental is not an expense.** An included expense with the amount of an engaged lot
+  (its price, or price x quantity) and the lot's provider (the catalogue's, or the lot's
+  offer) in its label or its receipt, or whose receipt is the lot's own source file, is
+  the rental counted twice.
+"""
+
+from __future__ import annotations
+
+import calendar
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+from pytest_itera.checks.context import Context
+from pytest_itera.core.campaign import Expense, Lot, Manifest, Plan
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.money import Money, catalogue_offer
+
+GRACE = timedelta(days=7)
+TEXT_MAX = 1 << 20  # a receipt read as text: at most 1 MiB
+PDF_MAX = 32 << 20  # a PDF receipt: at most 32 MiB
+PDF_PAGES = 5  # a receipt's text is on its first pages
+_LEGAL = frozenset({"ltd", "limited", "inc", "llc", "llp", "plc", "gmbh", "ag", "sa", "sas",
+                    "sarl", "bv", "nv", "corp", "corporation", "co", "company", "srl", "oy"})
+_ISSUER = re.compile(
+    r"^[ \t]*(?:seller|vendor|supplier|issued[ \t]+by|issuer|from|provider|sold[ \t]+by|"
+    r"billed[ \t]+by|vendeur|fournisseur|[ée]metteur|prestataire)[ \t]*:[ \t]*(\S[^\n]*)$",
+    re.IGNORECASE | re.MULTILINE)
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS |= {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
+_MONTHS |= {name: i + 1 for i, name in enumerate((
+    "janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août", "septembre",
+    "octobre", "novembre", "décembre"))} | {"fevrier": 2, "aout": 8, "decembre": 12, "sept": 9}
+_MONTH = "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True))
+_ISO = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
+_NUMERIC = re.compile(r"(?<!\d)(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})(?!\d)")
+_DAY_MONTH = re.compile(rf"(?<!\w)(\d{{1,2}})(?:st|nd|rd|th|er)?\.?\s+({_MONTH})\.?,?\s+(\d{{4}})",
+                        re.IGNORECASE)
+_MONTH_DAY = re.compile(rf"(?<!\w)({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})",
+                        re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """A receipt's text, or why it cannot be read (``text`` None and ``problem`` set)."""
+
+    text: str | None
+    problem: str | None = None
+
+
+def read_receipt(ctx: Context, relpath: str) -> Receipt | None:
+    """The text of a listed receipt or quote (memoised), or None when the file itself is
+    refused (missing, outside, empty: the source check says so)."""
+    return ctx.memo(f"receipt:{relpath}", lambda: _read(ctx, relpath))
+
+
+def _read(ctx: Context, relpath: str) -> Receipt | None:
+    resolved = ctx.regular_file(relpath)
+    if isinstance(resolved, str):
+        return None
+    try:
+        with open(resolved, "rb") as fh:
+            head = fh.read(TEXT_MAX + 1)
+    except OSError as exc:
+        return Receipt(None, f"cannot be read ({exc.strerror})")
+    if not head:
+        return None
+    text = _as_text(head)
+    if head.lstrip().startswith(b"%PDF") and (text is None or "stream" in text):
+        return _pdf_text(Path(resolved))
+    if text is None:
+        return Receipt(None, "is neither text nor a PDF (a scanned image?)" if len(head) <= TEXT_MAX
+                       else "is over 1 MiB and not a PDF")
+    return Receipt(text)
+
+
+def _as_text(data: bytes) -> str | None:
+    if len(data) > TEXT_MAX or b"\0" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _pdf_text(path: Path) -> Receipt:
+    try:
+        from pypdf import PdfReader
+    except ImportError:
+        return Receipt(None, "is a PDF and pypdf, which reads its text, is not installed "
+                       "(pip install pypdf)")
+    try:
+        if path.stat().st_size > PDF_MAX:
+            return Receipt(None, f"is a PDF over {PDF_MAX >> 20} MiB")
+        reader = PdfReader(io.BytesIO(path.read_bytes()))
+        if reader.is_encrypted:
+            return Receipt(None, "is an encrypted PDF: its text cannot be read")
+        text = "\n".join(page.extract_text() or "" for page in reader.pages[:PDF_PAGES])
+    except Exception as exc:
+        return Receipt(None, f"is a PDF whose text cannot be read ({type(exc).__name__}: "
+                       f"{str(exc)[:80]})")
+    if not text.strip():
+        return Receipt(None, "is a PDF without a text layer (a scanned image?)")
+    return Receipt(text)
+
+
+# ------------------------------------------------------------- what a receipt proves
+
+
+def receipt_findings(ctx: Context, expense: Expense, where: str,
+                     what: str) -> Iterator[Finding]:
+    """An included expense's receipt is readable, addressed, dated, issued by its provider."""
+    plan, man = ctx.documents()
+    if expense.source is None or expense.source.file is None:
+        return
+    file = expense.source.file
+    receipt = read_receipt(ctx, file)
+    if receipt is None:
+        return
+    if receipt.text is None:
+        yield Finding(
+            f"{what}: its receipt {file} {receipt.problem}, so what it proves (amount, "
+            "campaign or provider, date) cannot be checked", where=f"{where}.source.file",
+            expected="a receipt whose text can be read (a text file, or a PDF with a text "
+            "layer)", found=receipt.problem, hint="ship the provider's receipt as text or as a "
+            "PDF with its text (the one the provider sends, not a scan)",
+            code="budget-consistent.receipt-unreadable")
+        return
+    provider = expense_provider(expense.label)
+    issuer = receipt_issuer(receipt.text)
+    yield from _issuer(file, what, where, provider, issuer, expense.label, receipt.text)
+    yield from _addressed(file, what, where, plan, provider, issuer, receipt.text)
+    yield from _dated(file, what, where, plan, man, receipt.text)
+
+
+def expense_provider(label: str) -> str | None:
+    """The provider an expense's label names: the part before ':' (or ' - ', ' — ')."""
+    head = re.split(r":| [-\u2013\u2014] ", label, maxsplit=1)
+    if len(head) < 2 or not head[0].strip() or len(head[0].split()) > 6:
+        return None
+    return head[0].strip()
+
+
+def receipt_issuer(text: str) -> str | None:
+    """Who issued the receipt, as its Seller/Vendor/From/... line says, or None."""
+    match = _ISSUER.search(text)
+    return match.group(1).strip() if match else None
+
+
+def _issuer(file: str, what: str, where: str, provider: str | None, issuer: str | None,
+            label: str, text: str) -> Iterator[Finding]:
+    if provider is None or issuer is None or _names(provider, issuer) or _names(label, issuer):
+        return
+    if _names(text, provider):
+        return  # a reseller's receipt naming the provider, or a label's category word
+    yield Finding(
+        f"{what}: its receipt {file} is issued by {issuer!r}, another provider than the "
+        f"expense names ({provider!r})", where=f"{where}.source.file",
+        expected=f"a receipt issued by {provider!r}", found=f"issued by {issuer!r}",
+        hint="attach the receipt of this expense, issued by the provider it was paid to (or "
+        "name that provider in the label)", code="budget-consistent.receipt-issuer")
+
+
+def _addressed(file: str, what: str, where: str, plan: Plan, provider: str | None,
+               issuer: str | None, text: str) -> Iterator[Finding]:
+    named = [n for n in (plan.campaign, provider) if n]
+    if any(_names(text, n) for n in named):
+        return
+    yield Finding(
+        f"{what}: its receipt {file} names neither the campaign {plan.campaign!r} nor "
+        + (f"the provider {provider!r}" if provider else
+           "a provider the expense names (its label names none: write '<provider>: <item>')")
+        + (f" (it is issued by {issuer!r})" if issuer else ""),
+        where=f"{where}.source.file",
+        expected=" or ".join(map(repr, named)) + " in the receipt",
+        found="neither" if not issuer else f"issued by {issuer!r}, addressed to neither",
+        hint="attach the receipt of this campaign's expense: it names the campaign (its id, "
+        "as the buyer's reference) or the provider the label names",
+        code="budget-consistent.receipt-addressee")
+
+
+def _dated(file: str, what: str, where: str, plan: Plan, man: Manifest,
+           text: str) -> Iterator[Finding]:
+    start = (plan.frozen_at - GRACE).date()
+    end = (man.closed_at + GRACE).date()
+    window = f"{plan.frozen_at.date()} (frozen_at) to {man.closed_at.date()} (closed_at), " \
+        f"give or take {GRACE.days} days"
+    dates = receipt_dates(text)
+    if any(start <= d <= end for d in dates):
+        return
+    shown = ", ".join(str(d) for d in dates[:4]) + (", …" if len(dates) > 4 else "")
+    yield Finding(
+        f"{what}: its receipt {file} " + (f"is dated {shown}, outside the campaign's window"
+                                          if dates else "carries no date"),
+        where=f"{where}.source.file", expected=f"a date from {window}",
+        found=shown or "no date",
+        hint="attach the receipt of what this campaign paid: it is dated between the plan's "
+        "freezing and the closure (an older or later receipt is another purchase)",
+        code="budget-consistent.receipt-date")
+
+
+def receipt_dates(text: str) -> list[date]:
+    """Every calendar date the text states (see the module), in order of appearance."""
+    found: list[tuple[int, date]] = []
+    for pattern, order in ((_ISO, "ymd"), (_NUMERIC, "dmy"), (_DAY_MONTH, "dMy"),
+                           (_MONTH_DAY, "Mdy")):
+        for match in pattern.finditer(text):
+            for day in _readings(match.groups(), order):
+                found.append((match.start(), day))
+    return [d for _, d in sorted(found)]
+
+
+def _readings(groups: tuple[str | None, ...], order: str) -> list[date]:
+    parts = dict(zip(order, groups, strict=True))
+    year = int(parts["y"] or 0)
+    if "M" in parts:
+        month_day = [(_MONTHS.get((parts["M"] or "").lower().rstrip(".")), int(parts["d"] or 0))]
+    elif order == "dmy":  # 03/12/2026: day first (Europe) or month first (US)
+        month_day = [(int(parts["m"] or 0), int(parts["d"] or 0)),
+                     (int(parts["d"] or 0), int(parts["m"] or 0))]
+    else:
+        month_day = [(int(parts["m"] or 0), int(parts["d"] or 0))]
+    out = []
+    for month, day in month_day:
+        try:
+            out.append(date(year, month or 0, day))
+        except ValueError:
+            continue
+    return out
+
+
+def _names(text: str, name: str) -> bool:
+    """Whether ``text`` names ``name`` (case, punctuation and legal forms ignored)."""
+    wanted = _words(name)
+    return bool(wanted) and f" {' '.join(wanted)} " in f" {' '.join(_words(text))} "
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.findall(r"\w+", text.casefold()) if w not in _LEGAL]
+
+
+# ------------------------------------------------------------- the rental, again
+
+
+def rental_as_expense(ctx: Context, expense: Expense, where: str,
+                      what: str) -> Iterator[Finding]:
+    """An included expense that is an engaged lot: the rental listed twice."""
+    plan, man = ctx.documents()
+    engaged = {lot.id: lot for lot in plan.budget.lots if lot.id in man.budget.lots}
+    for lot in engaged.values():
+        reason = _is_lot(ctx, expense, lot)
+        if reason is None:
+            continue
+        yield Finding(
+            f"{what} is the rental lot {lot.id!r} ({lot.offer}, {lot.price} x {lot.quantity} "
+            f"{man.budget.currency}): {reason}", where=where,
+            expected="the lot in budget.lots only (the rental_total holds it)",
+            found="listed again as an included expense",
+            hint="a rental lot is paid once, as the rental: remove it from included_expenses "
+            "(included expenses are what the campaign paid beside the lots)",
+            code="budget-consistent.rental-as-expense")
+        return
+
+
+def _is_lot(ctx: Context, expense: Expense, lot: Lot) -> str | None:
+    file = expense.source.file if expense.source is not None else None
+    if file is not None and lot.source is not None and lot.source.file == file:
+        return f"its receipt {file} is the lot's own source"
+    amount = Money(expense.amount, "XXX")
+    if amount not in (Money(lot.price, "XXX"), Money(lot.price, "XXX") * lot.quantity):
+        return None
+    receipt = read_receipt(ctx, file) if file is not None else None
+    text = receipt.text if receipt is not None else None
+    for name in _lot_provider(ctx, lot):
+        if _names(expense.label, name):
+            return f"the same amount ({expense.amount}) and provider ({name!r}, in its label)"
+        if text is not None and _names(text, name):
+            return f"the same amount ({expense.amount}), and its receipt {file} is {name!r}'s " \
+                "invoice for the lot"
+    return None
+
+
+def _lot_provider(ctx: Context, lot: Lot) -> list[str]:
+    """The names a lot's provider goes by: the catalogue's provider for a catalogue lot, and
+    the lot's offer name."""
+    names = [lot.offer]
+    catalogue = ctx.catalogue()
+    if not isinstance(catalogue, str) and catalogue_offer(
+            catalogue, lot.offer, lot.gpu, lot.days, quoted=lot.source is not None) is not None:
+        names.insert(0, catalogue.provider)
+    return names
