@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.factory import CampaignBuilder, expect, sha256
+from tests.factory import PREDICTED, CampaignBuilder, expect, sha256
 from tests.runner import Itera
 
 CHECK = "budget-consistent"
@@ -40,8 +40,11 @@ def deliver(campaign: CampaignBuilder, run_id: str, corpus_id: str) -> None:
     campaign.run_record(run_id)["corpus"] = corpus_id
     corpus = next(c for c in campaign.plan["corpora"] if c["id"] == corpus_id)
     ids = [json.loads(line)["id"] for line in campaign.files[corpus["path"]].splitlines()]
+    # The run's own predictions, in corpus order: its recorded metric still recomputes.
+    predicted = PREDICTED.get(run_id, ("pos",) * len(ids))
     campaign.files[f"runs/{run_id}/predictions.jsonl"] = "".join(
-        json.dumps({"id": i, "prediction": "pos"}) + "\n" for i in ids).encode()
+        json.dumps({"id": i, "prediction": p}) + "\n"
+        for i, p in zip(ids, predicted, strict=True)).encode()
 
 
 def two_corpora(campaign: CampaignBuilder) -> None:
@@ -401,7 +404,11 @@ def corrupt_variant_predictions(campaign: CampaignBuilder, declared: int = 2) ->
            cost_per_deliverable={1: "47.14", 2: "23.57"}[declared])
     campaign.write()
     path = campaign.root / "runs/variant-a/predictions.jsonl"
-    path.write_bytes(path.read_bytes().replace(b'"pos"', b'"neg"', 1))
+    # Other bytes of the same size, the same predictions (its metric still recomputes): only
+    # files-intact fails, on the sha256.
+    data = path.read_bytes()
+    assert b'"prediction": "pos"}' in data
+    path.write_bytes(data.replace(b'"prediction": "pos"}', b'"prediction":"pos" }', 1))
     campaign.seal()
 
 

@@ -47,7 +47,7 @@ def test_an_accepted_campaign_passes_the_gate(
 @pytest.mark.parametrize(
     ("args", "why"),
     [
-        (("-k", "manifest"), "campaign tiny-2026-11: INCOMPLETE — * of 68 checks ran"),
+        (("-k", "manifest"), "campaign tiny-2026-11: INCOMPLETE — * of 70 checks ran"),
         (("-p", "no:itera.budget", "-k", "not reloads and not resume"),
          "campaign tiny-2026-11: INCOMPLETE — *check families switched off: itera.budget"),
         (("--itera-fast",), "campaign tiny-2026-11: PLAUSIBLE (fast mode) — */* checks"),

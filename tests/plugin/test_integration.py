@@ -134,7 +134,7 @@ def test_accepted_and_rejected_in_every_xdist_mode(
     # budget-consistent fails too (it re-derives the count from the runs' checks).
     bad.assert_outcomes(passed=good.parseoutcomes()["passed"] - 1, failed=5)
     expect(bad, "campaign tiny-2026-11: REJECTED — 5 of * checks failed",
-           "  variant-a     variant       useful    accepted  14/15")
+           "  variant-a     variant       useful    accepted  15/16")
     bad.stdout.fnmatch_lines(["manifest.json $.runs: run variant-a records no seed",
                               "    fix:      add metrics.seed"])
 

@@ -369,7 +369,7 @@ def test_a_selection_reports_every_collected_item_and_an_incomplete_verdict(
                                 "--itera-report", "r.json")
     assert result.ret == pytest.ExitCode.OK
     document = json.loads((pytester.path / "r.json").read_text())
-    assert (document["verdict"], document["collected"]) == ("incomplete", 68)
+    assert (document["verdict"], document["collected"]) == ("incomplete", 70)
     assert [(c["nodeid"], c["outcome"]) for c in document["checks"]] == [
         ("out/manifest.json::manifest", "passed"),
         ("out/manifest.json::no-temp-paths[manifest.json]", "passed")]
@@ -421,9 +421,9 @@ def test_the_gate_line_says_why_a_selection_fails_it(
     campaign.write()
     result = pytester.runpytest(*LEAN, "--itera-campaign", "out", "-k", "manifest", GATE)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.assert_outcomes(passed=2, deselected=66)
+    result.assert_outcomes(passed=2, deselected=68)
     result.stdout.fnmatch_lines([
-        f"{GATE}: exit status 1: campaign tiny-2026-11: INCOMPLETE — 2 of 68 checks ran"])
+        f"{GATE}: exit status 1: campaign tiny-2026-11: INCOMPLETE — 2 of 70 checks ran"])
 
 
 def test_only_campaign_items_count_toward_a_campaign(
@@ -433,8 +433,8 @@ def test_only_campaign_items_count_toward_a_campaign(
     pytester.makepyfile(test_user="def test_plain():\n    assert False\n")
     result = pytester.runpytest(*LEAN, "--itera-campaign", "out", "test_user.py", "-k",
                                 "manifest or plain", "--itera-report", "r.json")
-    result.assert_outcomes(passed=2, failed=1, deselected=66)
+    result.assert_outcomes(passed=2, failed=1, deselected=68)
     document = json.loads((pytester.path / "r.json").read_text())
-    assert (document["collected"], len(document["checks"])) == (68, 2)
+    assert (document["collected"], len(document["checks"])) == (70, 2)
     assert {c["outcome"] for c in document["checks"]} == {"passed"}
 
