@@ -699,13 +699,21 @@ def _local_name(ctx: Context, name: str) -> bool:
     return ctx.entry(name.rstrip("/")) is not None or _name_in_campaign(ctx, name) is not None
 
 
+def _base_missing(ctx: Context, base: str, where: str) -> Finding | None:
+    """Why a shipped base cannot be read where base_path says (any manifest version)."""
+    problem = _locate(ctx, base, f"{where}.base_path", "shipped base", "adapter-pinned")
+    if problem is None:
+        return None
+    return Finding(problem.message, where=f"{where}.base_path", hint="ship the base the adapter "
+                   "was trained on, or record its hub id and 40-hex commit without base_path",
+                   code=problem.code)
+
+
 def _shipped_base(ctx: Context, record: AdapterRecord, base: str, where: str) -> Iterator[Finding]:
     """A shipped base (a folder) is identified by its tree digest and its recorded revision."""
-    problem = _locate(ctx, base, f"{where}.base_path", "shipped base", "adapter-pinned")
-    if problem is not None:
-        yield Finding(problem.message, where=f"{where}.base_path", hint="ship the base the adapter "
-                      "was trained on, or record its hub id and 40-hex commit without base_path",
-                      code=problem.code)
+    missing = _base_missing(ctx, base, where)
+    if missing is not None:
+        yield missing
         return
     if not (ctx.root / base).is_dir():
         yield Finding(
@@ -898,11 +906,9 @@ def _shipped_base_v1(ctx: Context, record: AdapterRecord, base: str,
                      where: str) -> Iterator[Finding]:
     """/1: a base shipped in the campaign is pinned by one file's sha256: verify it byte for
     byte, and say what that cannot prove."""
-    problem = _locate(ctx, base, f"{where}.base_path", "shipped base", "adapter-pinned")
-    if problem is not None:
-        yield Finding(problem.message, where=f"{where}.base_path", hint="ship the base the adapter "
-                      "was trained on, or record its hub id and 40-hex commit without base_path",
-                      code=problem.code)
+    missing = _base_missing(ctx, base, where)
+    if missing is not None:
+        yield missing
         return
     if not (ctx.root / base).is_file():
         yield Finding(f"shipped base {base} is a folder: base_revision pins one file's sha256",

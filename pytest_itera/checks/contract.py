@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
 
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.core.campaign import (
@@ -166,20 +165,9 @@ def _moments_before_freeze(plan: Plan, man: Manifest) -> Iterator[Finding]:
     A run's end or stop proves it ran even when its start is not recorded.
     """
     frozen = plan.frozen_at
-    moments: list[tuple[str, str, datetime | None]] = [
-        ("the manifest was closed", "$.closed_at", man.closed_at)]
-    for i, run in enumerate(man.runs):
-        moments += [
-            (f"run {run.id} started", f"$.runs[{i}].started_at", run.started_at),
-            (f"run {run.id} ended", f"$.runs[{i}].ended_at", run.ended_at),
-            (f"run {run.id} was stopped", f"$.runs[{i}].stop.at",
-             run.stop.at if run.stop is not None else None),
-        ]
-    for i, decision in enumerate(man.schedule.decisions):
-        moments.append((f"decision {decision.id!r} was taken",
-                        f"$.schedule.decisions[{i}].at", decision.at))
+    moments = [("the manifest was closed", "$.closed_at", man.closed_at), *man.moments()]
     for what, path, moment in moments:
-        if moment is not None and moment < frozen:
+        if moment < frozen:
             yield Finding(
                 f"{what} before the plan (and its stop rules) was frozen",
                 where=f"{MANIFEST_FILE} {path}",

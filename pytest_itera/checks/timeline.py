@@ -140,19 +140,7 @@ def ends_after_starts(man: Manifest) -> Iterator[Finding]:
 
 def closed_last(man: Manifest, saves: Saves) -> Iterator[Finding]:
     """``closed_at`` comes at or after every moment the campaign records."""
-    moments: list[tuple[str, str, datetime]] = []
-    for i, run in enumerate(man.runs):
-        where = f"{MANIFEST_FILE} $.runs[{i}]"
-        for what, field, moment in (("started", "started_at", run.started_at),
-                                    ("ended", "ended_at", run.ended_at),
-                                    ("was stopped", "stop.at",
-                                     run.stop.at if run.stop is not None else None)):
-            if moment is not None:
-                moments.append((f"run {run.id} {what}", f"{where}.{field}", moment))
-    for i, decision in enumerate(man.schedule.decisions):
-        if decision.at is not None:
-            moments.append((f"decision {decision.id!r} was taken",
-                            f"{MANIFEST_FILE} $.schedule.decisions[{i}].at", decision.at))
+    moments = [(what, f"{MANIFEST_FILE} {path}", moment) for what, path, moment in man.moments()]
     for save in saves.timed:
         moments.append((f"checkpoint {save.path} of run {save.run} was saved",
                         f"{JOURNAL_FILE}:{save.line}", save.at))

@@ -355,6 +355,24 @@ class Manifest:
         """1 or 2: the contract's version (``itera-manifest/N``)."""
         return format_version(self.format)
 
+    def moments(self) -> list[tuple[str, str, datetime]]:
+        """(what, JSON path, moment) of each moment the manifest records but its closure: the
+        runs' starts, ends and stops, and the decisions, in document order. The one list the
+        checks of time read (plan-frozen: none before the freeze; plan-vs-actual: none after
+        the closure)."""
+        found: list[tuple[str, str, datetime | None]] = []
+        for i, run in enumerate(self.runs):
+            found += [
+                (f"run {run.id} started", f"$.runs[{i}].started_at", run.started_at),
+                (f"run {run.id} ended", f"$.runs[{i}].ended_at", run.ended_at),
+                (f"run {run.id} was stopped", f"$.runs[{i}].stop.at",
+                 run.stop.at if run.stop is not None else None),
+            ]
+        for i, decision in enumerate(self.schedule.decisions):
+            found.append((f"decision {decision.id!r} was taken",
+                          f"$.schedule.decisions[{i}].at", decision.at))
+        return [(what, path, moment) for what, path, moment in found if moment is not None]
+
     def run(self, run_id: str) -> RunRecord | None:
         return self._runs_by_id.get(run_id)
 
