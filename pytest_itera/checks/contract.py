@@ -46,7 +46,7 @@ def manifest(ctx: Context, _target: str | None) -> Iterator[Finding]:
 
 def _contract_hint(file: str, json_path: str) -> str:
     if json_path == "$":
-        return f"write {file} with pytest_itera.record.campaign (see README: the campaign format)"
+        return f"write {file} with pytest_itera.record (see docs/campaign-format.md)"
     schema = f"pytest_itera/schemas/{file.split('.')[0]}.schema.json"
     return f"fix {file} at {json_path}; the schema is {schema}"
 
