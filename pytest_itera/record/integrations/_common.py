@@ -33,13 +33,17 @@ def campaign_relpath(rec: CampaignRecorder, path: str | Path, *, what: str) -> s
 
 
 def record_checkpoint(
-    rec: CampaignRecorder, relpath: str, *, run: str, format: str, claims: Iterable[str]
+    rec: CampaignRecorder, relpath: str, *, run: str, format: str, claims: Iterable[str],
+    step: int | None = None,
 ) -> bool:
-    """Add a resume checkpoint once (a script continued from its journal saves the same
-    checkpoint again: it is recorded already). Returns whether it was added now."""
+    """Add a resume checkpoint once; a later save of the same path (a file the tool
+    overwrites, or a script continued from its journal saving it again) is journaled as
+    one more save. Returns whether it was added now."""
     if any(c["path"] == relpath for c in rec.checkpoints):
+        rec.checkpoint_saved(relpath, run=run, step=step)
         return False
-    rec.add_checkpoint(relpath, run=run, format=format, kind="resume", claims=list(claims))
+    rec.add_checkpoint(relpath, run=run, format=format, kind="resume", claims=list(claims),
+                       step=step)
     return True
 
 

@@ -135,6 +135,7 @@ class IteraCallback(Callback):
             return
         if self.run.started_at is None:
             self.run.start()
+        self.rec.training_bases(self.run_id)  # the base it trains on, as it is now
         rewind_if_resumed(self.run, trainer.global_step)
 
     # ---- what it writes: ModelCheckpoint runs after the other callbacks, so each hook
@@ -151,14 +152,14 @@ class IteraCallback(Callback):
                     continue
                 self._seen.add(path)
                 if cb.save_top_k == -1:
-                    self._record(path)
+                    self._record(path, step=trainer.global_step)
                 else:
                     self._pending.append(path)
 
-    def _record(self, path: str) -> None:
+    def _record(self, path: str, step: int | None = None) -> None:
         relpath = campaign_relpath(self.rec, path, what="checkpoint")
         record_checkpoint(self.rec, relpath, run=self.run_id, format=FORMAT,
-                          claims=checkpoint_claims(Path(path)))
+                          claims=checkpoint_claims(Path(path)), step=step)
 
     def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                              batch: Any, batch_idx: int) -> None:
