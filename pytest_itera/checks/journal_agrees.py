@@ -138,6 +138,10 @@ def _take(facts: JournalFacts, event: Event) -> None:
         facts.bases.append(event)
 
 
+def _h(hours: Decimal) -> str:
+    return f"{format(hours.normalize(), 'f')} h"
+
+
 def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -361,16 +365,16 @@ def _step_hours(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
         step = observed.get(step_id)
         if step is None:
             yield Finding(
-                f"{JOURNAL_FILE} times step {step_id} ({hours} h), but the manifest's "
+                f"{JOURNAL_FILE} times step {step_id} ({_h(hours)}), but the manifest's "
                 "schedule has no such step", where=_at(line), code=f"{CHECK}.step-hours",
                 hint="write every timed step's observed hours in the manifest (close() does)")
             continue
         stated = Decimal(str(step.observed_hours))
         if abs(stated - hours) > _ROUNDING:
             yield Finding(
-                f"step {step_id} took {hours} h by {JOURNAL_FILE}, {stated} h by the manifest",
-                where=_at(line), code=f"{CHECK}.step-hours", expected=f"{hours} h",
-                found=f"{stated} h",
+                f"step {step_id} took {_h(hours)} by {JOURNAL_FILE}, {_h(stated)} by the "
+                "manifest", where=_at(line), code=f"{CHECK}.step-hours", expected=_h(hours),
+                found=_h(stated),
                 hint="write the hours the recorder timed (the journal's step events)")
 
 
