@@ -176,6 +176,11 @@ class CampaignRecorder:
         return tuple(self._checkpoints)
 
     @property
+    def saves(self) -> Mapping[str, Mapping[str, Any]]:
+        """Each checkpoint path's last journaled save (run, sha256 or tree_sha256, step, at)."""
+        return dict(self._saves)
+
+    @property
     def adapters(self) -> tuple[Mapping[str, Any], ...]:
         """The adapter records so far (what the manifest will list)."""
         return tuple(self._adapters)
