@@ -18,11 +18,11 @@ these rules reconcile the recorded moments with the observed hours and with one 
 - the interval between a run's consecutive checkpoint saves, as the journal times them
   (``checkpoint`` events with an ``at``; one event per save, so a file overwritten at each
   save appears once per save), is at most the plan's
-  ``checkpoint_policy.tolerable_loss_hours``. A journal that times no save is not judged on
-  it (the recorder journals which files are checkpoints, once each, not when each save
-  happened: one event per file would show an overwritten ``last.pt`` as one late save); a
-  journal that times some of a run's saves but not others cannot prove it, when the run
-  lasted longer than the tolerable loss.
+  ``checkpoint_policy.tolerable_loss_hours``. The recorder journals each save
+  (``CampaignRecorder.checkpoint_saved``) and each listing with its moment; a journal that
+  times no save (an older recorder's, which journaled each file once, when listed) is not
+  judged on it; a journal that times some of a run's saves but not others cannot prove it,
+  when the run lasted longer than the tolerable loss.
 """
 
 from __future__ import annotations
