@@ -31,12 +31,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from pytest_itera.checks.context import Context
-from pytest_itera.core.campaign import MANIFEST_FILE, Manifest
+from pytest_itera.core.campaign import MANIFEST_FILE, Manifest, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.journal import JOURNAL_FILE
@@ -182,16 +181,6 @@ def _file_sha256(man: Manifest) -> dict[str, str]:
     return {f.path: f.sha256 for f in man.files}
 
 
-def _moment(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else None
-
-
 def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
     for run_id, event in sorted(facts.started.items()):
         position = man.run_position(run_id)
@@ -203,7 +192,7 @@ def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 hint="record every run the journal started in the manifest (close() does)")
             continue
         recorded = man.runs[position].started_at
-        journaled = _moment(event.facts.get("at"))
+        journaled = aware_moment(event.facts.get("at"))
         if recorded is not None and journaled is not None and recorded != journaled:
             yield Finding(
                 f"run {run_id} started at {journaled.isoformat()} by {JOURNAL_FILE}, at "

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from pytest_itera.checks.context import Context
 from pytest_itera.core import schedule as sched
-from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Manifest, Plan
+from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Manifest, Plan, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.core.schedule import as_hours, hours_text
@@ -295,7 +295,7 @@ def read_saves(path: Path) -> Saves:
                 if at is None:
                     untimed.append((run, ckpt, number))
                     continue
-                moment = _moment(at)
+                moment = aware_moment(at)
                 if moment is None:
                     bad.append((number, f"checkpoint {ckpt}: 'at' {at!r} is not a timestamp "
                                 "with its zone"))
@@ -312,16 +312,6 @@ def _event(raw: bytes) -> Mapping[str, object] | None:
     except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _moment(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else None
 
 
 def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterator[Finding]:

@@ -302,6 +302,34 @@ def test_trainer_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -
     assert {"event": "rewind", "run": "control", "step": 2} in events
 
 
+def test_trainer_journals_its_saves_and_the_base_it_trains_on(tmp_path: Path) -> None:
+    """Issue 24, points 2 and 12: each checkpoint-N is journaled with its tree digest and
+    step; a base recorded with record_base is journaled (revision, tree digest) when
+    training starts."""
+    rec = _frozen(tmp_path / "campaign")
+    rec.write_bytes("runs/control/base/config.json", b"{}\n")
+    tree = rec.record_base("runs/control/base", model="tiny", revision="c" * 40)
+    trainer_fit(rec, "control", rec.path("runs/control/trainer"))
+    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    [trained] = [e for e in events if e["event"] == "training-base"]
+    assert (trained["run"], trained["revision"], trained["tree_sha256"]) == (
+        "control", "c" * 40, tree)
+    saves = [(e["path"], e["step"]) for e in events if e["event"] == "checkpoint"]
+    assert saves == [(f"runs/control/trainer/checkpoint-{n}", n) for n in (2, 4)]
+    assert all(len(e["tree_sha256"]) == 64 for e in events if e["event"] == "checkpoint")
+
+
+def test_lightning_journals_each_save_with_its_step(tmp_path: Path) -> None:
+    """Each .ckpt a ModelCheckpoint writes is journaled with the step it holds."""
+    rec = _frozen(tmp_path / "campaign")
+    dirpath = rec.path("runs/control/ckpt")
+    lightning_fit(rec, "control", dirpath)
+    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    saves = [(e["path"].rsplit("/", 1)[1], e.get("step")) for e in events
+             if e["event"] == "checkpoint"]
+    assert saves == [("epoch=0-step=4.ckpt", 4), ("epoch=1-step=8.ckpt", 8)]
+
+
 # ---------------------------------------------------------------------- Lightning
 
 
