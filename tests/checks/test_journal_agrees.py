@@ -18,8 +18,10 @@ from tests.factory import (
     RESUMED_AT,
     RUN_TIMES,
     CampaignBuilder,
+    expect_each,
     sha256,
 )
+from tests.runner import XDIST_MODES, Itera
 
 CHECK = "journal-agrees"
 BASE = "runs/variant-a/base"
@@ -251,3 +253,28 @@ def test_a_base_digest_the_journal_contradicts_is_refused(campaign: CampaignBuil
 def test_a_base_the_journal_agrees_with_passes(campaign: CampaignBuilder) -> None:
     adapter(campaign, base_path=BASE)
     assert problems(campaign, training_base(REVISION, "b" * 64)) == []
+
+
+# ============================================== through pytest, in the three xdist modes
+
+
+@pytest.mark.parametrize("xdist", XDIST_MODES)
+def test_the_journal_item_fails_in_every_xdist_mode(
+    itera: Itera, pytester: pytest.Pytester
+) -> None:
+    """A journaled step the checkpoint does not store (read by the reload child) and a
+    journaled metric the manifest contradicts: one item, the same message, any xdist mode."""
+    campaign = CampaignBuilder(pytester.path / "out")
+    events = honest(campaign)
+    events[7] = save(campaign, RESUME_CKPT, "resume-check", 4)
+    events[3]["values"] = {"accuracy": 0.5}
+    campaign.files[JOURNAL_FILE] = b"".join(json.dumps(e).encode() + b"\n" for e in events)
+    campaign.write()
+    result = itera("-rf", check=CHECK)
+    result.assert_outcomes(failed=1)
+    expect_each(
+        result,
+        "itera-journal.jsonl:4: run control's accuracy is 0.75 in the manifest, but "
+        "itera-journal.jsonl recorded 0.5 when the run measured it",
+        f"itera-journal.jsonl:8: checkpoint {RESUME_CKPT} stores step 2, but "
+        "itera-journal.jsonl records that it was saved at step 4")
