@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.journal_agrees import journal_agrees
+from pytest_itera.checks.journal_agrees import journal_agrees, journal_listed
 from pytest_itera.checks.stop_rules import (
     MEASURED_KINDS,
     RuleVerdict,
@@ -830,7 +830,7 @@ CHECKS = (
     Check("role-evidence", "the data check and the resume check prove their roles",
           role_evidence, scope="run", targets=role_targets, order=25),
     Check("journal-agrees", "every event of the recorder's journal agrees with the manifest "
-          "and the files", journal_agrees, order=26),
+          "and the files", journal_agrees, scope="file", targets=journal_listed, order=26),
 )
 
 

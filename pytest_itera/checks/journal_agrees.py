@@ -40,7 +40,7 @@ from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.journal import JOURNAL_FILE
 
-__all__ = ["JournalFacts", "journal_agrees", "read_journal_facts"]
+__all__ = ["JournalFacts", "journal_agrees", "journal_listed", "read_journal_facts"]
 
 CHECK = "journal-agrees"
 _MAX_LINE = 1024 * 1024  # an event is a few hundred bytes; a log line a few more
@@ -152,11 +152,16 @@ def _at(line: int) -> str:
 # ================================================================== the check
 
 
+def journal_listed(ctx: Context) -> list[str]:
+    """One item for the journal, only when the manifest lists it."""
+    man = ctx.campaign.manifest
+    listed = man is not None and any(f.path == JOURNAL_FILE for f in man.files)
+    return [JOURNAL_FILE] if listed else []
+
+
 def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
     """Every event of the listed journal agrees with the manifest and the files."""
     _, man = ctx.documents()
-    if not any(f.path == JOURNAL_FILE for f in man.files):
-        return
     path = ctx.regular_file(JOURNAL_FILE)
     if isinstance(path, str):
         return  # files-intact says what is wrong with a listed file
