@@ -39,6 +39,7 @@ from pytest_itera.core.campaign import MANIFEST_FILE, Manifest, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.journal import JOURNAL_FILE
+from pytest_itera.files import measurements
 
 __all__ = ["JournalFacts", "journal_agrees", "journal_listed", "read_journal_facts"]
 
@@ -173,7 +174,7 @@ def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
             hint="ship the journal as the recorder wrote it (a recorder continuing the "
             "campaign cuts a torn last line off and records that it did)")
     yield from _runs(man, facts)
-    yield from _metrics(man, facts)
+    yield from _metrics(ctx, man, facts)
     yield from _predictions(man, facts)
     yield from _checkpoints(ctx, man, facts)
     yield from _resumes(man, facts)
@@ -231,21 +232,39 @@ def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                     hint="write the stop the recorder journaled")
 
 
-def _metrics(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
+def _metrics(ctx: Context, man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
     for (run_id, name), (line, value) in sorted(facts.metrics.items()):
         position = man.run_position(run_id)
-        if position is None:
+        if position is None or not _number(value):
             continue
-        stated = man.runs[position].metrics.get(name)
-        if stated is None or stated == value:
-            continue  # a metric the manifest leaves out: measurements-agree judges the file
-        yield Finding(
-            f"run {run_id}'s {name} is {stated!r} in the manifest, but {JOURNAL_FILE} "
-            f"recorded {value!r} when the run measured it",
-            where=_at(line), code=f"{CHECK}.metric", expected=repr(value), found=repr(stated),
-            hint="write the value the run measured ("
-            f"{json_where(MANIFEST_FILE, 'runs', position, 'metrics', name)} and the "
-            "measurements file's metrics line)")
+        run = man.runs[position]
+        stated = run.metrics.get(name)
+        if stated is not None and stated != value:
+            yield _metric_differs(run_id, name, line, value, stated, json_where(
+                MANIFEST_FILE, "runs", position, "metrics", name), "the manifest")
+            continue
+        written = _file_metric(ctx, run.measurements, name)
+        if written is not None and not measurements.same_at_precision(value, written):
+            yield _metric_differs(run_id, name, line, value, written.value,
+                                  f"{run.measurements}:{written.line}", str(run.measurements))
+
+
+def _file_metric(ctx: Context, relpath: str | None, name: str) -> measurements.Metric | None:
+    if relpath is None:
+        return None
+    found = ctx.measurements(relpath)
+    if not isinstance(found, measurements.Measurements) or found.metrics is None:
+        return None  # measurements-agree says why the file cannot be read
+    return found.metrics.get(name)
+
+
+def _metric_differs(run_id: str, name: str, line: int, value: Any, stated: Any, where: str,
+                    document: str) -> Finding:
+    return Finding(
+        f"run {run_id}'s {name} is {stated!r} in {document}, but {JOURNAL_FILE} recorded "
+        f"{value!r} when the run measured it",
+        where=_at(line), code=f"{CHECK}.metric", expected=repr(value), found=repr(stated),
+        hint=f"write the value the run measured ({where}, and wherever else it is copied)")
 
 
 def _predictions(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:

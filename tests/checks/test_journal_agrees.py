@@ -99,6 +99,22 @@ def test_a_journaled_metric_the_manifest_contradicts_is_refused(
     assert found.where == f"{JOURNAL_FILE}:4"
 
 
+def test_a_journaled_metric_the_measurements_file_contradicts_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    events = [*honest(campaign), {"event": "metrics", "run": "control",
+                                  "values": {"steps": 40}}]
+    campaign.measurements["control"][-1]["metrics"]["steps"] = 41  # the manifest omits it
+    found = only(problems(campaign, *events), f"{CHECK}.metric").finding
+    assert found.message == ("run control's steps is 41 in "
+                             "runs/control/measurements.jsonl, but itera-journal.jsonl "
+                             "recorded 40 when the run measured it")
+    assert found.where == f"{JOURNAL_FILE}:11"
+    campaign.measurements["control"][-1]["metrics"]["steps"] = 40
+    campaign.files.pop("runs/control/measurements.jsonl")
+    assert problems(campaign, *events) == []
+
+
 def test_a_run_the_journal_stopped_is_not_accepted(campaign: CampaignBuilder) -> None:
     events = [*honest(campaign), {"event": "stopped", "run": "control", "rule": "nan",
                                   "reason": "loss NaN", "step": 3, "at": RUN_TIMES["control"][1]}]
