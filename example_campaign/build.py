@@ -196,10 +196,11 @@ class Build:
         kept = [RESUME_SOURCE] if run_id == "control" else []  # the early save, kept
 
         def save(step: int, data_state: dict[str, int]) -> None:
+            at = self.clock.during(step_id, step / trainer.total_steps)
             if step % every == 0 or step == trainer.total_steps:
-                self.save_checkpoint(trainer, last)
+                self.save_checkpoint(trainer, last, run_id, at)
             if f"runs/{run_id}/step-{step}.pt" in kept:
-                self.save_checkpoint(trainer, f"runs/{run_id}/step-{step}.pt")
+                self.save_checkpoint(trainer, f"runs/{run_id}/step-{step}.pt", run_id, at)
 
         stopped = train(trainer, features, labels, on_step=save)
         for step, loss in trainer.losses:
@@ -213,12 +214,15 @@ class Build:
                                     claims=RESUME_PARTS)
         return self.evaluate(run, trainer, step_id)
 
-    def save_checkpoint(self, trainer: Trainer, relpath: str) -> None:
+    def save_checkpoint(self, trainer: Trainer, relpath: str, run_id: str,
+                        at: datetime) -> None:
         save_resume_checkpoint(
             self.rec.path(relpath), model=trainer.model, optimizer=trainer.optimizer,
             scheduler=trainer.scheduler, step=trainer.step, epoch=trainer.epoch,
             data_state=trainer.data_state(),
         )
+        # every save is journaled (last.pt is overwritten): its content, step and moment
+        self.rec.checkpoint_saved(relpath, run=run_id, step=trainer.step, at=at)
 
     def stop_non_finite(self, run: RunRecorder, trainer: Trainer, stop: NonFinite,
                         step_id: str) -> None:
@@ -369,7 +373,7 @@ class Build:
         }
         self.rec.write_json("runs/resume-check/report.json", report)
         self.rec.add_checkpoint(RESUME_OUT, run="resume-check", format="torch", kind="resume",
-                                claims=RESUME_PARTS)
+                                claims=RESUME_PARTS, step=int(report["resumed_until_step"]))
         run.set_metrics(resumed_at_step=resumed_at, compared_steps=len(differences),
                         max_abs_loss_difference=largest)
         self.facts["resume"] = report

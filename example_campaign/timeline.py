@@ -37,6 +37,13 @@ class SimClock:
         self.current = self.start + timedelta(hours=start)
         return self.current
 
+    def during(self, step_id: str, fraction: float) -> datetime:
+        """The moment a begun step has done ``fraction`` of its planned work (a checkpoint
+        saved part-way through training is saved then)."""
+        start, _ = self._began[step_id]
+        hours = round(float(self.steps[step_id]["hours"]) * fraction, 4)
+        return self.start + timedelta(hours=start + hours)
+
     def finish(self, step_id: str, fraction: float = 1.0) -> datetime:
         """End a begun step that did ``fraction`` of its planned work."""
         start, wall = self._began.pop(step_id)

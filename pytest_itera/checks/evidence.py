@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.journal_agrees import journal_agrees, journal_listed
 from pytest_itera.checks.stop_rules import (
     MEASURED_KINDS,
     RuleVerdict,
@@ -858,6 +859,8 @@ CHECKS = (
           stop_rules_applied, scope="run", targets=stop_rules_targets, order=24),
     Check("role-evidence", "the data check and the resume check prove their roles",
           role_evidence, scope="run", targets=role_targets, order=25),
+    Check("journal-agrees", "every event of the recorder's journal agrees with the manifest "
+          "and the files", journal_agrees, scope="file", targets=journal_listed, order=26),
 )
 
 

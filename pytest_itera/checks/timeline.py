@@ -18,11 +18,11 @@ these rules reconcile the recorded moments with the observed hours and with one 
 - the interval between a run's consecutive checkpoint saves, as the journal times them
   (``checkpoint`` events with an ``at``; one event per save, so a file overwritten at each
   save appears once per save), is at most the plan's
-  ``checkpoint_policy.tolerable_loss_hours``. A journal that times no save is not judged on
-  it (the recorder journals which files are checkpoints, once each, not when each save
-  happened: one event per file would show an overwritten ``last.pt`` as one late save); a
-  journal that times some of a run's saves but not others cannot prove it, when the run
-  lasted longer than the tolerable loss.
+  ``checkpoint_policy.tolerable_loss_hours``. The recorder journals each save
+  (``CampaignRecorder.checkpoint_saved``) and each listing with its moment; a journal that
+  times no save (an older recorder's, which journaled each file once, when listed) is not
+  judged on it; a journal that times some of a run's saves but not others cannot prove it,
+  when the run lasted longer than the tolerable loss.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pathlib import Path
 
 from pytest_itera.checks.context import Context
 from pytest_itera.core import schedule as sched
-from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Manifest, Plan
+from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Manifest, Plan, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.core.schedule import as_hours, hours_text
@@ -283,7 +283,7 @@ def read_saves(path: Path) -> Saves:
                 if at is None:
                     untimed.append((run, ckpt, number))
                     continue
-                moment = _moment(at)
+                moment = aware_moment(at)
                 if moment is None:
                     bad.append((number, f"checkpoint {ckpt}: 'at' {at!r} is not a timestamp "
                                 "with its zone"))
@@ -300,16 +300,6 @@ def _event(raw: bytes) -> Mapping[str, object] | None:
     except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _moment(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else None
 
 
 def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterator[Finding]:

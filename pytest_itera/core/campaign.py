@@ -821,6 +821,18 @@ def _clip(value: Any) -> str:
     return text if len(text) < 80 else text[:77] + "…"
 
 
+def aware_moment(value: object) -> datetime | None:
+    """An ISO-8601 timestamp with its zone as a datetime; None for anything else (a
+    journal's ``at``, read by the checks)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
 def _timestamp_errors(file: str, raw: str, name: str, data: Any) -> list[ContractError]:
     """The schema checks a timestamp's shape; the calendar is checked here."""
     errors = []

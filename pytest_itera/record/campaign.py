@@ -127,6 +127,8 @@ class CampaignRecorder:
         self._runs: dict[str, RunRecorder] = {}
         self._checkpoints: list[dict[str, Any]] = []
         self._adapters: list[dict[str, Any]] = []
+        self._saves: dict[str, dict[str, Any]] = {}  # path -> its last journaled save
+        self._bases: dict[str, dict[str, str]] = {}  # folder -> model, revision (record_base)
         self._decisions: list[dict[str, Any]] = []
         self._written: set[str] = set()  # measurements files the recorder wrote
         self._steps = StepClock(self)
@@ -172,6 +174,11 @@ class CampaignRecorder:
     def checkpoints(self) -> tuple[Mapping[str, Any], ...]:
         """The checkpoint records so far (what the manifest will list)."""
         return tuple(self._checkpoints)
+
+    @property
+    def saves(self) -> Mapping[str, Mapping[str, Any]]:
+        """Each checkpoint path's last journaled save (run, sha256 or tree_sha256, step, at)."""
+        return dict(self._saves)
 
     @property
     def adapters(self) -> tuple[Mapping[str, Any], ...]:
@@ -368,6 +375,42 @@ class CampaignRecorder:
             raise RecordError(f"{field}: {relpath} is empty")
         return digest
 
+    def checkpoint_saved(
+        self,
+        relpath: str,
+        *,
+        run: str,
+        step: int | None = None,
+        at: datetime | str | None = None,
+    ) -> str:
+        """Journal one save of a checkpoint (call it after every save, a file overwritten at
+        each save included): its sha256 (a folder: its tree digest), the step it holds when
+        known, and the moment. The checks compare the last save of each file with the file
+        shipped, and time the interval between a run's saves. Returns the digest."""
+        self.planned_run(run)
+        save = self._save_facts(relpath, run, step, at)
+        self._event("checkpoint", **save)
+        self._saves[relpath] = save
+        return str(save.get("sha256") or save.get("tree_sha256"))
+
+    def _save_facts(self, relpath: str, run: str, step: int | None,
+                    at: datetime | str | None) -> dict[str, Any]:
+        target = self.root / check_relpath(relpath, field="checkpoints.path")
+        if not target.exists():
+            raise RecordError(f"checkpoint {relpath} does not exist in the campaign folder")
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int)
+                                 or step < 0):
+            raise RecordError(f"checkpoint {relpath}: step {step!r} is not a step")
+        save: dict[str, Any] = {"path": relpath, "run": run}
+        if target.is_dir():
+            save["tree_sha256"] = shipped_tree_digest(target)
+        else:
+            save["sha256"] = sha256_file(target)[0]
+        if step is not None:
+            save["step"] = step
+        save["at"] = self.now(at)
+        return save
+
     def add_checkpoint(
         self,
         relpath: str,
@@ -376,10 +419,11 @@ class CampaignRecorder:
         format: str,
         kind: Literal["resume", "weights"],
         claims: Iterable[str] = (),
+        step: int | None = None,
     ) -> None:
-        target = self.root / check_relpath(relpath, field="checkpoints.path")
-        if not target.exists():
-            raise RecordError(f"checkpoint {relpath} does not exist in the campaign folder")
+        """List a checkpoint in the manifest; the event journals its content (sha256), the
+        step it holds and the moment it was saved: the moment of its last journaled save
+        (:meth:`checkpoint_saved`) when the file still holds that save, else now."""
         self.planned_run(run)
         record: dict[str, Any] = {"path": relpath, "run": run, "format": format, "kind": kind}
         claims = list(claims)
@@ -387,8 +431,32 @@ class CampaignRecorder:
             record["claims"] = claims
         if any(c["path"] == relpath for c in self._checkpoints):
             raise RecordError(f"checkpoint {relpath} is already recorded")
-        self._event("checkpoint", **record)
+        save = self._save_facts(relpath, run, step, None)
+        last = self._saves.get(relpath)
+        if last is not None and last["run"] == run and all(
+                last.get(k) == save.get(k) for k in ("sha256", "tree_sha256")):
+            save["at"] = last["at"]  # the file holds that save: it was saved then
+            if step is None and "step" in last:
+                save["step"] = last["step"]
+        self._event("checkpoint", **record, **{k: v for k, v in save.items() if k not in record})
+        self._saves[relpath] = save
         self._checkpoints.append(record)
+
+    def _replay_checkpoint(self, facts: Mapping[str, Any]) -> None:
+        """A journaled checkpoint event: a listing (it has a format) or a save. The facts
+        are taken as journaled: the file may have been overwritten since."""
+        path, run = facts["path"], facts["run"]
+        self.planned_run(run)
+        if not (self.root / check_relpath(path, field="checkpoints.path")).exists():
+            raise RecordError(f"checkpoint {path} does not exist in the campaign folder")
+        if "format" in facts:
+            record = {k: facts[k] for k in ("path", "run", "format", "kind", "claims")
+                      if k in facts}
+            if any(c["path"] == path for c in self._checkpoints):
+                raise RecordError(f"checkpoint {path} is already recorded")
+            self._checkpoints.append(record)
+        self._saves[path] = {k: v for k, v in facts.items()
+                             if k in ("path", "run", "sha256", "tree_sha256", "step", "at")}
 
     def record_base(self, folder: str, *, model: str, revision: str) -> str:
         """Ship a base model in the campaign: write ``<folder>/itera-base.json`` with its name
@@ -400,7 +468,24 @@ class CampaignRecorder:
         if not (self.root / check_relpath(folder, field="base folder")).is_dir():
             raise RecordError(f"base {folder} is not a folder in the campaign")
         self.write_json(f"{folder}/{BASE_RECORD}", {"model": model, "revision": revision})
-        return shipped_tree_digest(self.root / folder)
+        digest = shipped_tree_digest(self.root / folder)
+        self._event("base", folder=folder, model=model, revision=revision, tree_sha256=digest)
+        self._bases[folder] = {"model": model, "revision": revision}
+        return digest
+
+    def _replay_base(self, facts: Mapping[str, Any]) -> None:
+        self._bases[facts["folder"]] = {"model": facts["model"], "revision": facts["revision"]}
+
+    def training_bases(self, run: str) -> None:
+        """Journal, as ``run``'s training starts, each base recorded with
+        :meth:`record_base`: its revision and its tree digest now (the integrations call it;
+        the checks compare them with the adapters' ``base_revision`` and ``base_digest``)."""
+        self.planned_run(run)
+        for folder, facts in sorted(self._bases.items()):
+            if (self.root / folder).is_dir():
+                self._event("training-base", run=run, folder=folder, model=facts["model"],
+                            revision=facts["revision"],
+                            tree_sha256=shipped_tree_digest(self.root / folder), at=self.now())
 
     def add_adapter(
         self,

@@ -37,6 +37,8 @@ class Journaled(Protocol):
     def add_checkpoint(self) -> Callable[..., None]: ...
     @property
     def add_adapter(self) -> Callable[..., None]: ...
+    def _replay_checkpoint(self, facts: Mapping[str, Any]) -> None: ...
+    def _replay_base(self, facts: Mapping[str, Any]) -> None: ...
 
 
 def replay(rec: Journaled, events: list[dict[str, Any]]) -> None:
@@ -106,6 +108,9 @@ _RUN_EVENTS: dict[str, Callable[[RunRecorder, dict[str, Any]], None]] = {
 _CAMPAIGN_EVENTS: dict[str, Callable[[Journaled, dict[str, Any]], None]] = {
     "decide": lambda rec, f: rec.decide(f["id"], f["text"], drops=f.get("drops", ()),
                                         adds=f.get("adds", ()), at=f["at"]),
-    "checkpoint": lambda rec, f: rec.add_checkpoint(f.pop("path"), **f),
+    # A listing (with its format) or, from itera-journal/1 recorders on, one save of it.
+    "checkpoint": lambda rec, f: rec._replay_checkpoint(f),
+    "base": lambda rec, f: rec._replay_base(f),
+    "training-base": lambda rec, f: None,  # evidence for the checks, no state
     "adapter": lambda rec, f: rec.add_adapter(f.pop("path"), **f),
 }

@@ -195,8 +195,8 @@ class RunRecorder:
     def set_predictions(self, relpath: str, *, corpus: str | None = None) -> None:
         """The run's predictions file and the plan corpus it covers (default: the corpus the
         plan gives the run, or the plan's only corpus)."""
-        self._campaign.file_sha256(relpath, field=f"runs[{self.id}].predictions")
-        self._campaign._event("predictions", run=self.id, path=relpath)
+        digest = self._campaign.file_sha256(relpath, field=f"runs[{self.id}].predictions")
+        self._campaign._event("predictions", run=self.id, path=relpath, sha256=digest)
         self.record["predictions"] = relpath
         corpus = corpus if corpus is not None else self._campaign.planned_corpus(self.id)
         if corpus is not None:

@@ -291,7 +291,7 @@ def test_the_plugin_accepts_the_documented_campaign_as_the_readme_shows(
     result = itera("--itera-require-accepted")
     assert result.ret == 0, result.stdout.str()
     shown = _readme_session()
-    assert "campaign tiny-2026-11: ACCEPTED — 72/72 checks" in shown
+    assert "campaign tiny-2026-11: ACCEPTED — 73/73 checks" in shown
     result.stdout.fnmatch_lines(shown)
 
 

@@ -114,9 +114,19 @@ def test_two_builds_are_identical_but_for_checkpoint_ids_and_wall_times(
     # torch.save writes a random serialization id; wall seconds are measured; the manifest
     # hashes both. Everything else, plan.json and predictions included, is byte-identical.
     assert all(p.endswith(".pt") for p in differing if p not in
-               ("manifest.json", "schedule/observed.json")), differing
+               ("manifest.json", "schedule/observed.json", "itera-journal.jsonl")), differing
     assert "plan.json" not in differing
     assert not [p for p in differing if p.endswith("predictions.jsonl")]
+    # The journal hashes each .pt save as it is written: only those sha256s differ.
+    lines = [first["itera-journal.jsonl"].read_text("utf-8").splitlines(),
+             again["itera-journal.jsonl"].read_text("utf-8").splitlines()]
+    assert len(lines[0]) == len(lines[1])
+    for one, other in zip(*lines, strict=True):
+        if one != other:
+            a, b = json.loads(one), json.loads(other)
+            assert a["event"] == "checkpoint", (one, other)
+            assert a["path"].endswith(".pt"), (one, other)
+            assert {**a, "sha256": ""} == {**b, "sha256": ""}
 
 
 def test_a_non_empty_output_folder_is_refused(tmp_path: Path) -> None:
@@ -596,3 +606,22 @@ def test_reload_instructions_cover_every_artifact(campaign: Campaign) -> None:
         assert adapter.base_digest in text
     assert "weights_only=True" in text
     assert "PeftModel.from_pretrained" in text
+
+
+def test_every_save_of_the_overwritten_last_pt_is_journaled_and_judged(root: Path) -> None:
+    """Issue 24, points 8 and 9: runs/control/last.pt is written every checkpoint_every_steps
+    steps; the journal holds each save (sha256, step, moment on the rental's timeline), the
+    last one is the file shipped, and the saves are within the tolerable loss."""
+    from pytest_itera.core.journal import JOURNAL_FILE
+    from pytest_itera.report.verify import builtin_checks, check_campaign
+
+    lines = (root / JOURNAL_FILE).read_text("utf-8").splitlines()
+    saves = [e for e in map(json.loads, lines)
+             if e["event"] == "checkpoint" and e["path"] == "runs/control/last.pt"]
+    assert [s["step"] for s in saves] == [105, 210, 315, 420, 420]  # 4 saves, then listed
+    assert saves[-1]["sha256"] == hashlib.sha256(
+        (root / "runs/control/last.pt").read_bytes()).hexdigest()
+    assert len({s["at"] for s in saves[:4]}) == 4
+    registry = {k: v for k, v in builtin_checks().items()
+                if k in ("plan-vs-actual", "journal-agrees")}
+    assert list(check_campaign(root, checks=registry).findings) == []

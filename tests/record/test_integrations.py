@@ -15,6 +15,7 @@ module-scoped fixtures, so the tools are imported before pytester snapshots sys.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -61,7 +62,8 @@ def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
 
 
 def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
-                  ckpt_path: str | None = None, save_top_k: int = -1) -> None:
+                  ckpt_path: str | None = None, save_top_k: int = -1,
+                  save_last: bool = False) -> None:
     """lightning.Trainer, 8 steps (two epochs of 4 batches), ModelCheckpoint every 4 steps
     into ``dirpath``, with the callback attached."""
     import lightning as L
@@ -73,7 +75,7 @@ def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
     rows: list[torch.Tensor] = list(torch.randn(8, 4))
     with quiet():
         checkpoints = ModelCheckpoint(dirpath=str(dirpath), every_n_train_steps=4,
-                                      save_top_k=save_top_k)
+                                      save_top_k=save_top_k, save_last=save_last)
         trainer = L.Trainer(max_steps=8, accelerator="cpu", devices=1, enable_progress_bar=False,
                             enable_model_summary=False, log_every_n_steps=1,
                             default_root_dir=str(dirpath.parent),
@@ -300,6 +302,47 @@ def test_trainer_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -
         f"runs/control/trainer/checkpoint-{n}" for n in (2, 4)]
     events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
     assert {"event": "rewind", "run": "control", "step": 2} in events
+
+
+def test_trainer_journals_its_saves_and_the_base_it_trains_on(tmp_path: Path) -> None:
+    """Issue 24, points 2 and 12: each checkpoint-N is journaled with its tree digest and
+    step; a base recorded with record_base is journaled (revision, tree digest) when
+    training starts."""
+    rec = _frozen(tmp_path / "campaign")
+    rec.write_bytes("runs/control/base/config.json", b"{}\n")
+    tree = rec.record_base("runs/control/base", model="tiny", revision="c" * 40)
+    trainer_fit(rec, "control", rec.path("runs/control/trainer"))
+    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    [trained] = [e for e in events if e["event"] == "training-base"]
+    assert (trained["run"], trained["revision"], trained["tree_sha256"]) == (
+        "control", "c" * 40, tree)
+    saves = [(e["path"], e["step"]) for e in events if e["event"] == "checkpoint"]
+    assert saves == [(f"runs/control/trainer/checkpoint-{n}", n) for n in (2, 4)]
+    assert all(len(e["tree_sha256"]) == 64 for e in events if e["event"] == "checkpoint")
+
+
+def test_lightning_journals_each_save_with_its_step(tmp_path: Path) -> None:
+    """Each .ckpt a ModelCheckpoint writes is journaled with the step it holds."""
+    rec = _frozen(tmp_path / "campaign")
+    dirpath = rec.path("runs/control/ckpt")
+    lightning_fit(rec, "control", dirpath)
+    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    saves = [(e["path"].rsplit("/", 1)[1], e.get("step")) for e in events
+             if e["event"] == "checkpoint"]
+    assert saves == [("epoch=0-step=4.ckpt", 4), ("epoch=1-step=8.ckpt", 8)]
+
+
+def test_lightning_journals_each_save_of_its_overwritten_last_ckpt(tmp_path: Path) -> None:
+    """save_last: last.ckpt is written again at each save; each save is journaled, and the
+    last journaled one is the file shipped."""
+    rec = _frozen(tmp_path / "campaign")
+    lightning_fit(rec, "control", rec.path("runs/control/ckpt"), save_last=True)
+    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    last = [e for e in events if e["event"] == "checkpoint"
+            and e["path"] == "runs/control/ckpt/last.ckpt"]
+    assert [e.get("step") for e in last] == [4, 8]
+    shipped = hashlib.sha256((rec.root / "runs/control/ckpt/last.ckpt").read_bytes())
+    assert last[-1]["sha256"] == shipped.hexdigest()
 
 
 # ---------------------------------------------------------------------- Lightning

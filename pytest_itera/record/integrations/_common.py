@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_itera.record.base import RecordError, check_relpath
+from pytest_itera.record.base import RecordError, check_relpath, sha256_file
 
 if TYPE_CHECKING:
     from pytest_itera.record.campaign import CampaignRecorder, RunRecorder
@@ -33,14 +33,29 @@ def campaign_relpath(rec: CampaignRecorder, path: str | Path, *, what: str) -> s
 
 
 def record_checkpoint(
-    rec: CampaignRecorder, relpath: str, *, run: str, format: str, claims: Iterable[str]
+    rec: CampaignRecorder, relpath: str, *, run: str, format: str, claims: Iterable[str],
+    step: int | None = None,
 ) -> bool:
-    """Add a resume checkpoint once (a script continued from its journal saves the same
-    checkpoint again: it is recorded already). Returns whether it was added now."""
-    if any(c["path"] == relpath for c in rec.checkpoints):
+    """Add a resume checkpoint once; a later save of the same path by the same run (a file
+    the tool overwrites) is journaled as one more save when its content changed. A file
+    another run listed (the checkpoint a run resumed from, which its tool reports again) is
+    not this run's save. Returns whether it was added now."""
+    listed = next((c for c in rec.checkpoints if c["path"] == relpath), None)
+    if listed is not None:
+        last = rec.saves.get(relpath)
+        if listed["run"] == run and (last is None or _changed(rec, relpath, last)):
+            rec.checkpoint_saved(relpath, run=run, step=step)
         return False
-    rec.add_checkpoint(relpath, run=run, format=format, kind="resume", claims=list(claims))
+    rec.add_checkpoint(relpath, run=run, format=format, kind="resume", claims=list(claims),
+                       step=step)
     return True
+
+
+def _changed(rec: CampaignRecorder, relpath: str, last: Mapping[str, Any]) -> bool:
+    target = rec.root / relpath
+    if target.is_dir():
+        return True  # a folder saved again under the same name: journal it
+    return "sha256" not in last or sha256_file(target)[0] != last["sha256"]
 
 
 def series_values(values: Mapping[str, Any], skip: Iterable[str] = ()) -> dict[str, float]:

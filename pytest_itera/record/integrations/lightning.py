@@ -114,7 +114,9 @@ class IteraCallback(Callback):
         self.run_id = run_id
         self.run = rec.run(run_id)
         self.series = series
-        self._seen: set[str] = set()  # absolute paths already handled
+        # absolute path -> (mtime_ns, size) when handled: a file written again (last.ckpt,
+        # overwritten at each save) is handled again, so each save is journaled
+        self._seen: dict[str, tuple[int, int]] = {}
         self._pending: list[str] = []  # written by a ModelCheckpoint that deletes: at the end
 
     # ---- where ModelCheckpoint writes
@@ -135,6 +137,7 @@ class IteraCallback(Callback):
             return
         if self.run.started_at is None:
             self.run.start()
+        self.rec.training_bases(self.run_id)  # the base it trains on, as it is now
         rewind_if_resumed(self.run, trainer.global_step)
 
     # ---- what it writes: ModelCheckpoint runs after the other callbacks, so each hook
@@ -147,18 +150,21 @@ class IteraCallback(Callback):
             written = [cb._last_checkpoint_saved, cb.last_model_path, cb.best_model_path,
                        *cb.best_k_models]
             for path in written:
-                if not path or path in self._seen or not Path(path).is_file():
+                if not path or not Path(path).is_file():
                     continue
-                self._seen.add(path)
+                stat = Path(path).stat()
+                if self._seen.get(path) == (stat.st_mtime_ns, stat.st_size):
+                    continue
+                self._seen[path] = (stat.st_mtime_ns, stat.st_size)
                 if cb.save_top_k == -1:
-                    self._record(path)
+                    self._record(path, step=trainer.global_step)
                 else:
                     self._pending.append(path)
 
-    def _record(self, path: str) -> None:
+    def _record(self, path: str, step: int | None = None) -> None:
         relpath = campaign_relpath(self.rec, path, what="checkpoint")
         record_checkpoint(self.rec, relpath, run=self.run_id, format=FORMAT,
-                          claims=checkpoint_claims(Path(path)))
+                          claims=checkpoint_claims(Path(path)), step=step)
 
     def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                              batch: Any, batch_idx: int) -> None:

@@ -114,6 +114,7 @@ class IteraCallback(TrainerCallback):
             return
         if self.run.started_at is None:
             self.run.start()
+        self.rec.training_bases(self.run_id)  # the base it trains on, as it is now
         rewind_if_resumed(self.run, state.global_step)
 
     # ---- what it saves
@@ -140,7 +141,9 @@ class IteraCallback(TrainerCallback):
         if not target.is_dir():
             return
         claims = checkpoint_claims(target, data_skip=not args.ignore_data_skip)
-        record_checkpoint(self.rec, folder, run=self.run_id, format=FORMAT, claims=claims)
+        number = folder.rpartition("checkpoint-")[2]
+        record_checkpoint(self.rec, folder, run=self.run_id, format=FORMAT, claims=claims,
+                          step=int(number) if number.isdigit() else None)
 
     # ---- what it logs
 

@@ -1,0 +1,443 @@
+"""journal-agrees: the recorder's journal is evidence too (R8, issue 24 points 2, 8, 12).
+
+Where the recorder's journal (``itera-journal.jsonl``) is listed in the manifest, every event
+it holds must agree with the manifest and the files: a contradiction names the journal line.
+
+- runs: a run's first ``run-start`` is its ``started_at``; its last outcome event
+  (``accepted``, ``stopped``, ``rejected``, or a ``decide`` that drops it) is its outcome (a
+  run the journal says was stopped is never accepted), with the stop's rule and step;
+- metrics: each value the journal records last for a run is the manifest's (and so, through
+  measurements-agree, the measurements file's);
+- predictions: the file a run's last ``predictions`` event names is the manifest's, with the
+  sha256 journaled;
+- checkpoints: the last save of a listed file has its sha256 (``files[].sha256``), its run is
+  the checkpoint's run, and the step it holds is the step the reload child reads
+  (``ReloadResult.step``) where both are known;
+- resume: a ``resumed_from`` is the last one journaled, and the checkpoint it names is, by
+  content, a save the journal records of the checkpoint's run at that step;
+- step timings: the hours journaled per step are the manifest's observed hours (to the
+  hundredth of an hour the manifest may round to);
+- decisions: each journaled decision is in the manifest with its text and drops;
+- bases: the revision and tree digest a ``base`` or ``training-base`` event records are the
+  ``base_revision`` and ``base_digest`` of the adapters on that base (a ``training-base``
+  also pins the adapters of its run that name no ``base_path``).
+
+The journal is streamed line by line (memory grows with the runs, files and saves, not with
+the logged points). A line that cannot be read is said, never skipped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from pytest_itera.checks.context import Context
+from pytest_itera.core.campaign import MANIFEST_FILE, Manifest, aware_moment
+from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import where as json_where
+from pytest_itera.core.journal import JOURNAL_FILE
+from pytest_itera.files import measurements
+
+__all__ = ["JournalFacts", "journal_agrees", "journal_listed", "read_journal_facts"]
+
+CHECK = "journal-agrees"
+_MAX_LINE = 1024 * 1024  # an event is a few hundred bytes; a log line a few more
+_ROUNDING = Decimal("0.01")  # the manifest's observed hours may be rounded to it
+_OUTCOMES = {"accepted": "accepted", "stopped": "stopped", "rejected": "rejected"}
+
+
+@dataclass
+class Event:
+    """One journaled fact and the line that holds it."""
+
+    line: int
+    facts: dict[str, Any]
+
+
+@dataclass
+class JournalFacts:
+    """What a streamed journal says, the last word of each kind (with its line)."""
+
+    unreadable: list[tuple[int, str]] = field(default_factory=list)
+    started: dict[str, Event] = field(default_factory=dict)  # the first run-start
+    outcome: dict[str, Event] = field(default_factory=dict)
+    metrics: dict[tuple[str, str], tuple[int, Any]] = field(default_factory=dict)
+    predictions: dict[str, Event] = field(default_factory=dict)
+    saves: dict[str, Event] = field(default_factory=dict)  # path -> its last save
+    by_content: dict[str, list[Event]] = field(default_factory=dict)  # sha256 -> saves
+    resumed: dict[str, Event] = field(default_factory=dict)
+    hours: dict[str, tuple[int, Decimal]] = field(default_factory=dict)  # step -> last line
+    decisions: list[Event] = field(default_factory=list)
+    bases: list[Event] = field(default_factory=list)
+
+
+def read_journal_facts(path: Any) -> JournalFacts:
+    """Stream the journal once; lines that cannot be read are kept as (line, why)."""
+    facts = JournalFacts()
+    try:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                why = _unreadable(raw)
+                event = None if why else _decode(raw)
+                if event is None:
+                    facts.unreadable.append((number, why or "not a journal event (one JSON "
+                                             "object with its 'event' per line)"))
+                    continue
+                _take(facts, Event(number, event))
+    except OSError as exc:
+        facts.unreadable.append((0, f"cannot be read: {exc.strerror or exc}"))
+    return facts
+
+
+def _unreadable(raw: bytes) -> str | None:
+    if len(raw) > _MAX_LINE:
+        return f"is {len(raw)} bytes, over the {_MAX_LINE}-byte limit of a journal line"
+    if not raw.endswith(b"\n"):
+        return "is torn (no newline: an interrupted write)"
+    return None
+
+
+def _decode(raw: bytes) -> dict[str, Any] | None:
+    try:
+        event = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
+
+
+def _take(facts: JournalFacts, event: Event) -> None:
+    kind, f = event.facts["event"], event.facts
+    run = f.get("run")
+    if kind == "run-start" and isinstance(run, str):
+        facts.started.setdefault(run, event)
+    elif kind in _OUTCOMES and isinstance(run, str):
+        facts.outcome[run] = event
+    elif kind == "metrics" and isinstance(run, str) and isinstance(f.get("values"), dict):
+        for name, value in f["values"].items():
+            facts.metrics[(run, name)] = (event.line, value)
+    elif kind == "predictions" and isinstance(run, str):
+        facts.predictions[run] = event
+    elif kind == "checkpoint" and isinstance(f.get("path"), str) and isinstance(run, str):
+        facts.saves[f["path"]] = event
+        if isinstance(f.get("sha256"), str):
+            facts.by_content.setdefault(f["sha256"], []).append(event)
+    elif kind == "resumed-from" and isinstance(run, str):
+        facts.resumed[run] = event
+    elif kind == "step" and isinstance(f.get("step"), str) and _number(f.get("hours")):
+        _, before = facts.hours.get(f["step"], (0, Decimal(0)))
+        facts.hours[f["step"]] = (event.line, before + Decimal(str(f["hours"])))
+    elif kind == "decide" and isinstance(f.get("id"), str):
+        facts.decisions.append(event)
+        for dropped in f.get("drops") or ():
+            if isinstance(dropped, str):
+                facts.outcome[dropped] = Event(event.line, {"event": "dropped"})
+    elif kind in ("base", "training-base") and isinstance(f.get("folder"), str):
+        facts.bases.append(event)
+
+
+def _h(hours: Decimal) -> str:
+    return f"{format(hours.normalize(), 'f')} h"
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _at(line: int) -> str:
+    return f"{JOURNAL_FILE}:{line}"
+
+
+# ================================================================== the check
+
+
+def journal_listed(ctx: Context) -> list[str]:
+    """One item for the journal, only when the manifest lists it."""
+    man = ctx.campaign.manifest
+    listed = man is not None and any(f.path == JOURNAL_FILE for f in man.files)
+    return [JOURNAL_FILE] if listed else []
+
+
+def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
+    """Every event of the listed journal agrees with the manifest and the files."""
+    _, man = ctx.documents()
+    path = ctx.regular_file(JOURNAL_FILE)
+    if isinstance(path, str):
+        return  # files-intact says what is wrong with a listed file
+    facts = ctx.memo("journal-agrees:facts", lambda: read_journal_facts(path))
+    for line, why in facts.unreadable:
+        yield Finding(
+            f"cannot compare {JOURNAL_FILE} line {line} with the manifest: it {why}",
+            where=_at(line), code=f"{CHECK}.unreadable",
+            hint="ship the journal as the recorder wrote it (a recorder continuing the "
+            "campaign cuts a torn last line off and records that it did)")
+    yield from _runs(man, facts)
+    yield from _metrics(ctx, man, facts)
+    yield from _predictions(man, facts)
+    yield from _checkpoints(ctx, man, facts)
+    yield from _resumes(man, facts)
+    yield from _step_hours(man, facts)
+    yield from _decisions(man, facts)
+    yield from _bases(man, facts)
+
+
+def _file_sha256(man: Manifest) -> dict[str, str]:
+    return {f.path: f.sha256 for f in man.files}
+
+
+def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
+    for run_id, event in sorted(facts.started.items()):
+        position = man.run_position(run_id)
+        if position is None:
+            yield Finding(
+                f"{JOURNAL_FILE} records that run {run_id} started, but the manifest has no "
+                f"run {run_id}", where=_at(event.line), code=f"{CHECK}.run-missing",
+                expected=f"run {run_id} in {MANIFEST_FILE} $.runs",
+                hint="record every run the journal started in the manifest (close() does)")
+            continue
+        recorded = man.runs[position].started_at
+        journaled = aware_moment(event.facts.get("at"))
+        if recorded is not None and journaled is not None and recorded != journaled:
+            yield Finding(
+                f"run {run_id} started at {journaled.isoformat()} by {JOURNAL_FILE}, at "
+                f"{recorded.isoformat()} by the manifest",
+                where=_at(event.line), code=f"{CHECK}.run-start",
+                expected=journaled.isoformat(), found=recorded.isoformat(),
+                hint="write the start the recorder journaled ("
+                f"{json_where(MANIFEST_FILE, 'runs', position, 'started_at')})")
+    for run_id, event in sorted(facts.outcome.items()):
+        position = man.run_position(run_id)
+        journaled = event.facts["event"]
+        if position is None:
+            continue
+        run = man.runs[position]
+        if run.outcome != journaled:
+            yield Finding(
+                f"{JOURNAL_FILE} records run {run_id} as {journaled} last, but the manifest "
+                f"records it {run.outcome}", where=_at(event.line),
+                code=f"{CHECK}.run-outcome", expected=journaled, found=run.outcome,
+                hint="a run's outcome is the last one the recorder journaled: a stopped run "
+                "is never accepted (start a new run ID for a new attempt)")
+        elif journaled == "stopped" and run.stop is not None:
+            rule, step = event.facts.get("rule"), event.facts.get("step")
+            if rule != run.stop.rule or (step is not None and step != run.stop.step):
+                yield Finding(
+                    f"{JOURNAL_FILE} records run {run_id} stopped by {rule!r} at step {step}, "
+                    f"the manifest by {run.stop.rule!r} at step {run.stop.step}",
+                    where=_at(event.line), code=f"{CHECK}.run-stop",
+                    expected=f"{rule!r} at step {step}",
+                    found=f"{run.stop.rule!r} at step {run.stop.step}",
+                    hint="write the stop the recorder journaled")
+
+
+def _metrics(ctx: Context, man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
+    for (run_id, name), (line, value) in sorted(facts.metrics.items()):
+        position = man.run_position(run_id)
+        if position is None or not _number(value):
+            continue
+        run = man.runs[position]
+        stated = run.metrics.get(name)
+        if stated is not None and stated != value:
+            yield _metric_differs(run_id, name, line, value, stated, json_where(
+                MANIFEST_FILE, "runs", position, "metrics", name), "the manifest")
+            continue
+        written = _file_metric(ctx, run.measurements, name)
+        if written is not None and not measurements.same_at_precision(value, written):
+            yield _metric_differs(run_id, name, line, value, written.value,
+                                  f"{run.measurements}:{written.line}", str(run.measurements))
+
+
+def _file_metric(ctx: Context, relpath: str | None, name: str) -> measurements.Metric | None:
+    if relpath is None:
+        return None
+    found = ctx.measurements(relpath)
+    if not isinstance(found, measurements.Measurements) or found.metrics is None:
+        return None  # measurements-agree says why the file cannot be read
+    return found.metrics.get(name)
+
+
+def _metric_differs(run_id: str, name: str, line: int, value: Any, stated: Any, where: str,
+                    document: str) -> Finding:
+    return Finding(
+        f"run {run_id}'s {name} is {stated!r} in {document}, but {JOURNAL_FILE} recorded "
+        f"{value!r} when the run measured it",
+        where=_at(line), code=f"{CHECK}.metric", expected=repr(value), found=repr(stated),
+        hint=f"write the value the run measured ({where}, and wherever else it is copied)")
+
+
+def _predictions(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
+    shipped = _file_sha256(man)
+    for run_id, event in sorted(facts.predictions.items()):
+        run = man.run(run_id)
+        journaled, digest = event.facts.get("path"), event.facts.get("sha256")
+        if run is None or run.predictions is None:
+            continue
+        if journaled != run.predictions:
+            yield Finding(
+                f"run {run_id}'s predictions are {run.predictions} in the manifest, "
+                f"{journaled} in {JOURNAL_FILE}", where=_at(event.line),
+                code=f"{CHECK}.predictions", expected=str(journaled), found=run.predictions,
+                hint="ship the predictions the run recorded")
+        elif isinstance(digest, str) and shipped.get(run.predictions, digest) != digest:
+            yield Finding(
+                f"the predictions {run.predictions} of run {run_id} are not the file the "
+                f"recorder journaled: sha256 {shipped[run.predictions]} shipped, {digest} "
+                "journaled", where=_at(event.line), code=f"{CHECK}.predictions",
+                expected=digest, found=shipped[run.predictions],
+                hint="ship the predictions the run wrote (and record any new file with "
+                "RunRecorder.set_predictions)")
+
+
+def _checkpoints(ctx: Context, man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
+    shipped = _file_sha256(man)
+    listed = {c.path: c for c in man.checkpoints}
+    for ckpt_path, event in sorted(facts.saves.items()):
+        digest, run = event.facts.get("sha256"), event.facts.get("run")
+        record = listed.get(ckpt_path)
+        if record is not None and record.run != run:
+            yield Finding(
+                f"checkpoint {ckpt_path} is run {record.run}'s in the manifest, but "
+                f"{JOURNAL_FILE} records its last save by run {run}",
+                where=_at(event.line), code=f"{CHECK}.checkpoint-run",
+                expected=str(run), found=record.run,
+                hint="list each checkpoint under the run that saved it")
+        if isinstance(digest, str) and ckpt_path in shipped and shipped[ckpt_path] != digest:
+            yield Finding(
+                f"checkpoint {ckpt_path} is not the file its last journaled save wrote: "
+                f"sha256 {shipped[ckpt_path]} shipped, {digest} saved",
+                where=_at(event.line), code=f"{CHECK}.checkpoint-sha256",
+                expected=digest, found=shipped[ckpt_path],
+                hint="ship the checkpoint as the run saved it; journal each save "
+                "(CampaignRecorder.checkpoint_saved) when a file is written again")
+            continue
+        step = event.facts.get("step")
+        if record is None or not isinstance(step, int) or ctx.options.fast:
+            continue
+        stored = ctx.reload(record.path, record.format).step
+        if stored is not None and stored != step:
+            yield Finding(
+                f"checkpoint {ckpt_path} stores step {stored}, but {JOURNAL_FILE} records "
+                f"that it was saved at step {step}",
+                where=_at(event.line), code=f"{CHECK}.checkpoint-step",
+                expected=str(step), found=str(stored),
+                hint="ship the checkpoint the run saved at that step")
+
+
+def _resumes(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
+    shipped = _file_sha256(man)
+    listed = {c.path: c for c in man.checkpoints}
+    journals_content = bool(facts.by_content)
+    for position, run in enumerate(man.runs):
+        resumed = run.resumed_from
+        if resumed is None:
+            continue
+        where = json_where(MANIFEST_FILE, "runs", position, "resumed_from")
+        event = facts.resumed.get(run.id)
+        if event is not None and (event.facts.get("checkpoint"), event.facts.get("step")) != (
+                resumed.checkpoint, resumed.step):
+            yield Finding(
+                f"run {run.id} resumed from {resumed.checkpoint} at step {resumed.step} by "
+                f"the manifest, from {event.facts.get('checkpoint')} at step "
+                f"{event.facts.get('step')} by {JOURNAL_FILE}", where=_at(event.line),
+                code=f"{CHECK}.resumed-from",
+                expected=f"{event.facts.get('checkpoint')} at step {event.facts.get('step')}",
+                found=f"{resumed.checkpoint} at step {resumed.step}",
+                hint="write the resume the recorder journaled")
+        source = listed.get(resumed.checkpoint)
+        digest = shipped.get(resumed.checkpoint)
+        if not journals_content or source is None or digest is None:
+            continue
+        saves = [e for e in facts.by_content.get(digest, ()) if e.facts.get("run") == source.run]
+        if not saves:
+            yield Finding(
+                f"the checkpoint {resumed.checkpoint} that run {run.id} resumed from is not a "
+                f"checkpoint of run {source.run}: {JOURNAL_FILE} records no save of run "
+                f"{source.run} with its content (sha256 {digest})", where=where,
+                code=f"{CHECK}.resume-source",
+                expected=f"a save of run {source.run} with sha256 {digest}",
+                found="none",
+                hint="resume from a checkpoint the reference run saved (the recorder journals "
+                "each save's sha256 and step: CampaignRecorder.checkpoint_saved)")
+            continue
+        steps = {int(e.facts["step"]) for e in saves if isinstance(e.facts.get("step"), int)}
+        if steps and resumed.step not in steps:
+            yield Finding(
+                f"run {run.id} resumed from {resumed.checkpoint} at step {resumed.step}, but "
+                f"run {source.run} saved that content at step "
+                f"{', '.join(str(s) for s in sorted(steps))}", where=where,
+                code=f"{CHECK}.resume-step", expected=", ".join(str(s) for s in sorted(steps)),
+                found=str(resumed.step),
+                hint="record the step the checkpoint was saved at (RunRecorder.resumed_from)")
+
+
+def _step_hours(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
+    observed = {s.id: s for s in man.schedule.steps}
+    for step_id, (line, hours) in sorted(facts.hours.items()):
+        step = observed.get(step_id)
+        if step is None:
+            yield Finding(
+                f"{JOURNAL_FILE} times step {step_id} ({_h(hours)}), but the manifest's "
+                "schedule has no such step", where=_at(line), code=f"{CHECK}.step-hours",
+                hint="write every timed step's observed hours in the manifest (close() does)")
+            continue
+        stated = Decimal(str(step.observed_hours))
+        if abs(stated - hours) > _ROUNDING:
+            yield Finding(
+                f"step {step_id} took {_h(hours)} by {JOURNAL_FILE}, {_h(stated)} by the "
+                "manifest", where=_at(line), code=f"{CHECK}.step-hours", expected=_h(hours),
+                found=_h(stated),
+                hint="write the hours the recorder timed (the journal's step events)")
+
+
+def _decisions(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
+    recorded = {d.id: d for d in man.schedule.decisions}
+    for event in facts.decisions:
+        decision_id = event.facts["id"]
+        decision = recorded.get(decision_id)
+        if decision is None:
+            yield Finding(
+                f"{JOURNAL_FILE} records decision {decision_id}, but the manifest does not",
+                where=_at(event.line), code=f"{CHECK}.decision",
+                hint="record every decision the journal holds in the manifest (close() does)")
+        elif decision.text != event.facts.get("text") or set(decision.drops) != set(
+                event.facts.get("drops") or ()):
+            yield Finding(
+                f"decision {decision_id} in the manifest is not the one {JOURNAL_FILE} records "
+                "(its text or the runs it drops differ)", where=_at(event.line),
+                code=f"{CHECK}.decision",
+                expected=f"{event.facts.get('text')!r}, drops {event.facts.get('drops') or []}",
+                found=f"{decision.text!r}, drops {list(decision.drops)}",
+                hint="a decision is written once, when it is taken: write it as journaled")
+
+
+def _bases(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
+    for event in facts.bases:
+        folder, run = event.facts["folder"], event.facts.get("run")
+        revision, digest = event.facts.get("revision"), event.facts.get("tree_sha256")
+        for index, adapter in enumerate(man.adapters):
+            on_base = adapter.base_path == folder
+            trained = event.facts["event"] == "training-base" and adapter.run == run \
+                and adapter.base_path is None
+            if not (on_base or trained):
+                continue
+            where = json_where(MANIFEST_FILE, "adapters", index)
+            if isinstance(revision, str) and adapter.base_revision != revision:
+                yield Finding(
+                    f"adapter {adapter.path} names base revision {adapter.base_revision}, but "
+                    f"{JOURNAL_FILE} records base {folder} at revision {revision}"
+                    + (f" when run {run} started training" if run else ""),
+                    where=_at(event.line), code=f"{CHECK}.base-revision",
+                    expected=revision, found=str(adapter.base_revision),
+                    hint=f"pin the adapter to the base it was trained on ({where}.base_revision)")
+            if on_base and isinstance(digest, str) and adapter.base_digest is not None \
+                    and adapter.base_digest != digest:
+                yield Finding(
+                    f"the base {folder} of adapter {adapter.path} is not the folder "
+                    f"{JOURNAL_FILE} recorded: tree digest {adapter.base_digest} in the "
+                    f"manifest, {digest} journaled", where=_at(event.line),
+                    code=f"{CHECK}.base-digest", expected=digest,
+                    found=adapter.base_digest,
+                    hint="ship the base the adapter was trained on, unchanged")
+

@@ -1,0 +1,296 @@
+"""Issue 24, point 8 (and the journal parts of points 2 and 12): the recorder's journal is
+evidence too. Each contradiction alone, on the factory's good /2 campaign with a listed
+journal that agrees with it, and its honest twin; judged in process (``check_campaign``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_itera.core.journal import JOURNAL_FILE
+from pytest_itera.report.verify import Problem, builtin_checks, check_campaign
+from tests.factory import (
+    CONTROL_CKPT,
+    RESUME_CKPT,
+    RESUMED_AT,
+    RUN_TIMES,
+    CampaignBuilder,
+    expect_each,
+    sha256,
+)
+from tests.runner import XDIST_MODES, Itera
+
+CHECK = "journal-agrees"
+BASE = "runs/variant-a/base"
+REVISION = "a" * 40
+
+
+def problems(campaign: CampaignBuilder, *events: dict[str, Any], raw: bytes = b"") -> list[
+        Problem]:
+    """Write the campaign with a listed journal of ``events`` (then ``raw`` bytes); the
+    findings of journal-agrees."""
+    campaign.files[JOURNAL_FILE] = b"".join(
+        json.dumps(e).encode() + b"\n" for e in events) + raw
+    campaign.write()
+    registry = {k: v for k, v in builtin_checks().items() if k == CHECK}
+    assert registry
+    return list(check_campaign(campaign.root, checks=registry).findings)
+
+
+def only(found: list[Problem], code: str) -> Problem:
+    assert len(found) == 1, "\n".join(p.render() for p in found)
+    assert found[0].finding.code == code
+    return found[0]
+
+
+def save(campaign: CampaignBuilder, path: str, run: str, step: int | None = None,
+         data: bytes | None = None, **extra: Any) -> dict[str, Any]:
+    """A checkpoint save as the recorder journals it (the file's bytes unless ``data``)."""
+    content = data if data is not None else campaign.files[path]
+    event: dict[str, Any] = {"event": "checkpoint", "path": path, "run": run,
+                             "sha256": sha256(content), "at": "2026-11-20T11:00:00Z", **extra}
+    if step is not None:
+        event["step"] = step
+    return event
+
+
+def honest(campaign: CampaignBuilder) -> list[dict[str, Any]]:
+    """A journal that agrees with the factory's campaign, one event of each kind."""
+    return [
+        {"event": "plan", "format": "itera-journal/1", "sha256": "0" * 64},
+        {"event": "run-start", "run": "control", "at": RUN_TIMES["control"][0]},
+        {"event": "metrics", "run": "control", "values": {"accuracy": 0.5}},
+        {"event": "metrics", "run": "control", "values": {"accuracy": 0.75}},
+        save(campaign, CONTROL_CKPT, "control", RESUMED_AT, data=b"an earlier save"),
+        save(campaign, CONTROL_CKPT, "control", RESUMED_AT, format="torch", kind="resume"),
+        {"event": "resumed-from", "run": "resume-check", "checkpoint": CONTROL_CKPT,
+         "step": RESUMED_AT},
+        save(campaign, RESUME_CKPT, "resume-check", RESUMED_AT),
+        {"event": "step", "step": "train-control", "hours": 14},
+        {"event": "accepted", "run": "control", "at": RUN_TIMES["control"][1]},
+    ]
+
+
+@pytest.fixture
+def campaign(tmp_path: Any) -> CampaignBuilder:
+    return CampaignBuilder(tmp_path / "out")
+
+
+def test_a_journal_that_agrees_passes(campaign: CampaignBuilder) -> None:
+    assert problems(campaign, *honest(campaign)) == []
+
+
+def test_an_old_journal_without_contents_passes(campaign: CampaignBuilder) -> None:
+    events = [{"event": "checkpoint", "path": CONTROL_CKPT, "run": "control",
+               "format": "torch", "kind": "resume"}]
+    assert problems(campaign, *events) == []
+
+
+def test_a_journaled_metric_the_manifest_contradicts_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.set_metric("control", "accuracy", 0.9)  # manifest and measurements agree
+    found = only(problems(campaign, *honest(campaign)), f"{CHECK}.metric").finding
+    assert found.message == ("run control's accuracy is 0.9 in the manifest, but "
+                             "itera-journal.jsonl recorded 0.75 when the run measured it")
+    assert found.where == f"{JOURNAL_FILE}:4"
+
+
+def test_a_journaled_metric_the_measurements_file_contradicts_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    events = [*honest(campaign), {"event": "metrics", "run": "control",
+                                  "values": {"steps": 40}}]
+    campaign.measurements["control"][-1]["metrics"]["steps"] = 41  # the manifest omits it
+    found = only(problems(campaign, *events), f"{CHECK}.metric").finding
+    assert found.message == ("run control's steps is 41 in "
+                             "runs/control/measurements.jsonl, but itera-journal.jsonl "
+                             "recorded 40 when the run measured it")
+    assert found.where == f"{JOURNAL_FILE}:11"
+    campaign.measurements["control"][-1]["metrics"]["steps"] = 40
+    campaign.files.pop("runs/control/measurements.jsonl")
+    assert problems(campaign, *events) == []
+
+
+def test_a_run_the_journal_stopped_is_not_accepted(campaign: CampaignBuilder) -> None:
+    events = [*honest(campaign), {"event": "stopped", "run": "control", "rule": "nan",
+                                  "reason": "loss NaN", "step": 3, "at": RUN_TIMES["control"][1]}]
+    found = only(problems(campaign, *events), f"{CHECK}.run-outcome").finding
+    assert found.message == ("itera-journal.jsonl records run control as stopped last, but "
+                             "the manifest records it accepted")
+    assert found.where == f"{JOURNAL_FILE}:11"
+
+
+def test_a_run_start_the_manifest_moved_is_refused(campaign: CampaignBuilder) -> None:
+    events = honest(campaign)
+    events[1]["at"] = "2026-11-20T09:00:00Z"
+    found = only(problems(campaign, *events), f"{CHECK}.run-start").finding
+    assert found.message == ("run control started at 2026-11-20T09:00:00+00:00 by "
+                             "itera-journal.jsonl, at 2026-11-20T10:00:00+00:00 by the manifest")
+
+
+def test_a_checkpoint_that_is_not_its_last_save_is_refused(campaign: CampaignBuilder) -> None:
+    events = honest(campaign)
+    events[5] = save(campaign, CONTROL_CKPT, "control", RESUMED_AT, data=b"another save")
+    found = problems(campaign, *events)
+    first = next(p for p in found if p.finding.code == f"{CHECK}.checkpoint-sha256").finding
+    assert first.message == (
+        f"checkpoint {CONTROL_CKPT} is not the file its last journaled save wrote: sha256 "
+        f"{sha256(campaign.files[CONTROL_CKPT])} shipped, {sha256(b'another save')} saved")
+    assert first.where == f"{JOURNAL_FILE}:6"
+    # the resume source is then no save of the control's either (identity by content)
+    source = only([p for p in found if p.finding.code != f"{CHECK}.checkpoint-sha256"],
+                  f"{CHECK}.resume-source").finding
+    assert source.message.startswith(
+        f"the checkpoint {CONTROL_CKPT} that run resume-check resumed from is not a "
+        "checkpoint of run control: itera-journal.jsonl records no save of run control with "
+        "its content")
+
+
+def test_a_journaled_step_the_checkpoint_does_not_store_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    events = honest(campaign)
+    events[7] = save(campaign, RESUME_CKPT, "resume-check", 4)
+    found = only(problems(campaign, *events), f"{CHECK}.checkpoint-step").finding
+    assert found.message == (f"checkpoint {RESUME_CKPT} stores step {RESUMED_AT}, but "
+                             "itera-journal.jsonl records that it was saved at step 4")
+    assert found.where == f"{JOURNAL_FILE}:8"
+
+
+def test_a_resume_from_another_runs_checkpoint_is_refused(campaign: CampaignBuilder) -> None:
+    events = honest(campaign)
+    events[4:6] = [save(campaign, CONTROL_CKPT, "variant-a", RESUMED_AT)]
+    campaign.manifest["checkpoints"][0]["run"] = "control"
+    found = [p.finding for p in problems(campaign, *events)]
+    assert {f.code for f in found} == {f"{CHECK}.checkpoint-run", f"{CHECK}.resume-source"}
+    source = next(f for f in found if f.code == f"{CHECK}.resume-source")
+    assert source.where == "manifest.json $.runs[2].resumed_from"
+    assert source.hint is not None
+    assert "checkpoint_saved" in source.hint
+
+
+def test_a_resume_step_the_reference_did_not_save_at_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    events = honest(campaign)
+    events[5] = save(campaign, CONTROL_CKPT, "control", 3, format="torch", kind="resume")
+    events[4] = save(campaign, CONTROL_CKPT, "control", 3, data=b"an earlier save")
+    found = [p.finding for p in problems(campaign, *events)]
+    step = next(f for f in found if f.code == f"{CHECK}.resume-step")
+    assert step.message == (f"run resume-check resumed from {CONTROL_CKPT} at step 2, but run "
+                            "control saved that content at step 3")
+
+
+def test_a_torn_line_is_said_not_skipped(campaign: CampaignBuilder) -> None:
+    found = only(problems(campaign, *honest(campaign), raw=b'{"event":"metr'),
+                 f"{CHECK}.unreadable").finding
+    assert found.message == ("cannot compare itera-journal.jsonl line 11 with the manifest: "
+                             "it is torn (no newline: an interrupted write)")
+    assert found.where == f"{JOURNAL_FILE}:11"
+
+
+def test_a_line_that_is_not_an_event_is_said(campaign: CampaignBuilder) -> None:
+    found = only(problems(campaign, *honest(campaign), raw=b"[1, 2]\n"),
+                 f"{CHECK}.unreadable").finding
+    assert "line 11" in found.message
+    assert "not a journal event" in found.message
+
+
+def test_predictions_that_are_not_the_journaled_file_are_refused(
+    campaign: CampaignBuilder
+) -> None:
+    path = "runs/control/predictions.jsonl"
+    event = {"event": "predictions", "run": "control", "path": path,
+             "sha256": sha256(b"other predictions")}
+    found = only(problems(campaign, event), f"{CHECK}.predictions").finding
+    assert found.message.startswith(f"the predictions {path} of run control are not the file "
+                                    "the recorder journaled")
+    honest_event = {**event, "sha256": sha256(campaign.files[path])}
+    campaign.files.pop(JOURNAL_FILE)
+    assert problems(campaign, honest_event) == []
+
+
+def test_step_hours_the_manifest_changed_are_refused(campaign: CampaignBuilder) -> None:
+    events = [{"event": "step", "step": "train-control", "hours": 10},
+              {"event": "step", "step": "train-control", "hours": 3}]
+    found = only(problems(campaign, *events), f"{CHECK}.step-hours").finding
+    assert found.message == ("step train-control took 13 h by itera-journal.jsonl, 14 h by "
+                             "the manifest")
+    assert found.where == f"{JOURNAL_FILE}:2"
+
+
+def test_a_decision_missing_from_the_manifest_is_refused(campaign: CampaignBuilder) -> None:
+    event = {"event": "decide", "id": "d1", "text": "drop it", "drops": [], "adds": [],
+             "at": "2026-11-20T10:00:00Z"}
+    found = only(problems(campaign, event), f"{CHECK}.decision").finding
+    assert found.message == ("itera-journal.jsonl records decision d1, but the manifest does "
+                             "not")
+
+
+def adapter(campaign: CampaignBuilder, *, base_path: str | None) -> None:
+    campaign.files[f"{BASE}/config.json"] = b"{}\n"
+    campaign.files["runs/variant-a/adapter/adapter_model.safetensors"] = b"x" * 8
+    record: dict[str, Any] = {"path": "runs/variant-a/adapter", "run": "variant-a",
+                              "base_model": "tiny", "base_revision": REVISION}
+    if base_path is not None:
+        record.update(base_path=base_path, base_digest="b" * 64)
+    campaign.manifest["adapters"] = [record]
+
+
+def training_base(revision: str, digest: str) -> dict[str, Any]:
+    return {"event": "training-base", "run": "variant-a", "folder": BASE, "model": "tiny",
+            "revision": revision, "tree_sha256": digest, "at": "2026-11-21T04:00:00Z"}
+
+
+def test_an_adapter_pinned_to_another_revision_than_its_training_base_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    adapter(campaign, base_path=None)  # base_path dropped, a made-up revision kept
+    found = only(problems(campaign, training_base("c" * 40, "b" * 64)),
+                 f"{CHECK}.base-revision").finding
+    assert found.message == (
+        f"adapter runs/variant-a/adapter names base revision {REVISION}, but "
+        f"itera-journal.jsonl records base {BASE} at revision {'c' * 40} when run variant-a "
+        "started training")
+
+
+def test_a_base_digest_the_journal_contradicts_is_refused(campaign: CampaignBuilder) -> None:
+    adapter(campaign, base_path=BASE)
+    found = only(problems(campaign, training_base(REVISION, "d" * 64)),
+                 f"{CHECK}.base-digest").finding
+    assert found.message.startswith(f"the base {BASE} of adapter runs/variant-a/adapter is "
+                                    "not the folder itera-journal.jsonl recorded")
+
+
+def test_a_base_the_journal_agrees_with_passes(campaign: CampaignBuilder) -> None:
+    adapter(campaign, base_path=BASE)
+    assert problems(campaign, training_base(REVISION, "b" * 64)) == []
+
+
+# ============================================== through pytest, in the three xdist modes
+
+
+@pytest.mark.parametrize("xdist", XDIST_MODES)
+def test_the_journal_item_fails_in_every_xdist_mode(
+    itera: Itera, pytester: pytest.Pytester
+) -> None:
+    """A journaled step the checkpoint does not store (read by the reload child) and a
+    journaled metric the manifest contradicts: one item, the same message, any xdist mode."""
+    campaign = CampaignBuilder(pytester.path / "out")
+    events = honest(campaign)
+    events[7] = save(campaign, RESUME_CKPT, "resume-check", 4)
+    events[3]["values"] = {"accuracy": 0.5}
+    campaign.files[JOURNAL_FILE] = b"".join(json.dumps(e).encode() + b"\n" for e in events)
+    campaign.write()
+    result = itera("-rf", check=CHECK)
+    result.assert_outcomes(failed=1)
+    expect_each(
+        result,
+        "itera-journal.jsonl:4: run control's accuracy is 0.75 in the manifest, but "
+        "itera-journal.jsonl recorded 0.5 when the run measured it",
+        f"itera-journal.jsonl:8: checkpoint {RESUME_CKPT} stores step 2, but "
+        "itera-journal.jsonl records that it was saved at step 4")
