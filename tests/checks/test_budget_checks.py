@@ -40,11 +40,12 @@ def deliver(campaign: CampaignBuilder, run_id: str, corpus_id: str) -> None:
     campaign.run_record(run_id)["corpus"] = corpus_id
     corpus = next(c for c in campaign.plan["corpora"] if c["id"] == corpus_id)
     ids = [json.loads(line)["id"] for line in campaign.files[corpus["path"]].splitlines()]
-    # The run's own predictions, in corpus order: its recorded metric still recomputes.
+    # The run's own prediction for each example (ex-3 or b-3: the third), in whatever order
+    # the corpus lists them: its recorded metric still recomputes.
     predicted = PREDICTED.get(run_id, ("pos",) * len(ids))
     campaign.files[f"runs/{run_id}/predictions.jsonl"] = "".join(
-        json.dumps({"id": i, "prediction": p}) + "\n"
-        for i, p in zip(ids, predicted, strict=True)).encode()
+        json.dumps({"id": i, "prediction": predicted[int(i.rsplit("-", 1)[1]) - 1]}) + "\n"
+        for i in ids).encode()
 
 
 def two_corpora(campaign: CampaignBuilder) -> None:

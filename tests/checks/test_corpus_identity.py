@@ -58,10 +58,9 @@ def test_a_reserialised_corpus_counted_as_a_second_deliverable_is_refused(
         "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
         "distinct corpus(es) were delivered by accepted control or variant runs that passed "
         "their checks in this session; one corpus under several ids (same content): "
-        "'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs; labels not "
-        "compared: the plan declares no label field (itera-plan/3: "
-        "decision.computation.label_field)); the declared number counts runs, but a corpus "
-        "replayed counts once",
+        "'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs and the same "
+        "'label' label per ID); the declared number counts runs, but a corpus replayed counts "
+        "once",
         "    expected: 1 (corpus-b = tiny-corpus)",
         "    found:    2",
     ]
