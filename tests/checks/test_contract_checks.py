@@ -33,7 +33,7 @@ def test_manifest_missing(itera: Itera, campaign: CampaignBuilder) -> None:
         result,
         "*manifest: 1 problem*",
         "manifest.json $: missing: a campaign folder has plan.json and manifest.json at its root",
-        "*fix:*pytest_itera.record.campaign*",
+        "*fix:      write manifest.json with pytest_itera.record (see docs/campaign-format.md)",
     )
     # checks that need the manifest fail, saying why, instead of vanishing
     expect(result, "*expected-ids: 1 problem*", "not evaluated: manifest.json did not load")
