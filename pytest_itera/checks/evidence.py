@@ -31,6 +31,7 @@ from pytest_itera.checks.stop_rules import (
     measured,
     rule_parameters_problem,
     show,
+    triggers,
 )
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -407,8 +408,7 @@ def _accepted(
         verdict = evaluate(ctx, rule, run.id)
         if verdict.status == "triggered":
             yield Finding(
-                f"accepted run {run.id} triggers stop rule {rule.id!r} ({rule.kind}): "
-                f"{verdict.detail}", where=verdict.where or where,
+                f"accepted {triggers(run.id, rule, verdict)}", where=verdict.where or where,
                 expected="a run whose own evidence triggers a declared stop rule is stopped, "
                 "not accepted", found=f"outcome 'accepted' ({where}.outcome)",
                 hint="record it as stopped (outcome 'stopped', stop {rule, reason, step}): it "

@@ -22,6 +22,7 @@ __all__ = [
     "measured",
     "rule_parameters_problem",
     "show",
+    "triggers",
 ]
 
 Status = Literal["triggered", "clear", "unproven", "not_evaluated"]
@@ -160,6 +161,12 @@ def _measured(
         if last is not None:
             return last[1], last[0], f"{found.path}:{last[2]}", f"{name} (last point)"
     return None
+
+
+def triggers(run_id: str, rule: StopRule, verdict: RuleVerdict) -> str:
+    """The sentence that ``run_id``'s own evidence triggers ``rule``: the stop-rules check's
+    finding on an accepted run and the recorder's refusal to accept it say it alike."""
+    return f"run {run_id} triggers stop rule {rule.id!r} ({rule.kind}): {verdict.detail}"
 
 
 def label(role: str | None) -> str:
