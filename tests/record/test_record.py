@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_itera.cli import plan_skeleton
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.files.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
 from pytest_itera.record.campaign import (
@@ -323,6 +324,28 @@ def test_a_corpus_that_is_not_the_planned_one_is_refused(tmp_path: Path) -> None
     with pytest.raises(RecordError, match=r"corpus\.jsonl in the folder does not have the sha256"):
         recorder.freeze_plan(make_plan())
     assert not (tmp_path / "plan.json").exists()
+
+
+def test_a_truncation_rule_left_at_the_drafts_600_examples_is_refused_at_freeze(
+    tmp_path: Path,
+) -> None:
+    """Met writing the guides: the script set the new-plan draft's corpus entry to its
+    corpus (2 examples) but left the corpus-truncated rule at the draft's 600; the plan was
+    frozen, and every check then failed a campaign that could never be accepted."""
+    plan = plan_skeleton("guide")
+    recorder = CampaignRecorder(tmp_path)
+    recorder.write_bytes("data/corpus.jsonl", CORPUS_2)
+    plan["corpora"][0].update(sha256=hashlib.sha256(CORPUS_2).hexdigest(), examples=2)
+    with pytest.raises(RecordError, match=re.escape(
+            "plan: stop rule 'corpus-truncated' (input_truncated) expects 600 examples of "
+            "corpus 'corpus-v1', but the plan's corpora[0] freezes 2: the frozen corpus would "
+            "trigger the rule; edit the rule's parameters.examples together with "
+            "corpora[0].examples (both 2, when the corpus entry is right)")):
+        recorder.freeze_plan(plan)
+    assert not (tmp_path / "plan.json").exists()
+    plan["stop_rules"][2]["parameters"]["examples"] = 2  # the way through
+    recorder.freeze_plan(plan)
+    assert (tmp_path / "plan.json").exists()
 
 
 def two_corpora(tmp_path: Path, **run_corpus: str) -> CampaignRecorder:
