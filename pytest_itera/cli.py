@@ -132,7 +132,6 @@ def _new_plan(folder: Path, campaign: str | None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(target, plan)
     print(f"wrote {target}: edit the question, corpora, runs and sha256 digests (zeros now), "
-          "and the corpus-truncated stop rule's examples with corpora[0].examples (600 now), "
           "then freeze it with CampaignRecorder.freeze_plan")
     return 0
 

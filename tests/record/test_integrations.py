@@ -65,9 +65,9 @@ def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
 
 def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
                   ckpt_path: str | None = None, save_top_k: int = -1,
-                  save_last: bool = False, warn: bool = False) -> None:
+                  save_last: bool = False) -> None:
     """lightning.Trainer, 8 steps (two epochs of 4 batches), ModelCheckpoint every 4 steps
-    into ``dirpath``, with the callback attached (its warnings heard with ``warn``)."""
+    into ``dirpath``, with the callback attached."""
     import lightning as L
     from lightning.pytorch.callbacks import ModelCheckpoint
 
@@ -75,7 +75,7 @@ def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
 
     torch.manual_seed(0)
     rows: list[torch.Tensor] = list(torch.randn(8, 4))
-    with contextlib.nullcontext() if warn else quiet():
+    with quiet():
         checkpoints = ModelCheckpoint(dirpath=str(dirpath), every_n_train_steps=4,
                                       save_top_k=save_top_k, save_last=save_last)
         trainer = L.Trainer(max_steps=8, accelerator="cpu", devices=1, enable_progress_bar=False,
@@ -349,7 +349,7 @@ def test_lightning_journals_each_save_with_its_step(tmp_path: Path) -> None:
 
 
 def test_lightning_continuing_its_own_checkpoint_records_no_resumed_from(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """After a crash the control fits again from its own step-4 file: a continuation, not a
     resume check's evidence; a resume check resumed from a file outside the campaign is told
@@ -361,13 +361,14 @@ def test_lightning_continuing_its_own_checkpoint_records_no_resumed_from(
     assert "resumed_from" not in rec.run("control").record
     outside = tmp_path / "elsewhere.ckpt"
     shutil.copyfile(dirpath / "epoch=0-step=4.ckpt", outside)
+    monkeypatch.setattr(sys.modules[__name__], "quiet", contextlib.nullcontext)  # heard
     with warnings.catch_warnings():  # Lightning's own warnings, re-emitted by pytest.warns
         warnings.simplefilter("ignore")
         with pytest.warns(UserWarning, match=r"run 'resume-check' resumed at step 4 from a "
                           r"file outside the campaign .*: record it with rec\.run\("
                           r"'resume-check'\)\.resumed_from\(<checkpoint path>, 4\)"):
             lightning_fit(rec, "resume-check", rec.path("runs/resume-check/ckpt"),
-                          ckpt_path=str(outside), warn=True)
+                          ckpt_path=str(outside))
     assert "resumed_from" not in rec.run("resume-check").record
 
 
