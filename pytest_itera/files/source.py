@@ -132,10 +132,9 @@ class S3Source:
         except Exception as exc:
             raise SourceError(f"{self.location.url}{key}: cannot be read ({_why(exc)})") from None
 
-    def copy(self, item: StoredObject, dest: Path) -> tuple[int, str]:
-        """Stream one object to ``dest`` (via a temporary name); its size and sha256."""
+    def copy(self, item: StoredObject, dest: Path, part: Path) -> tuple[int, str]:
+        """Stream one object to ``part``, then move it to ``dest``; its size and sha256."""
         digest, size = hashlib.sha256(), 0
-        part = dest.with_name(dest.name + ".itera-part")
         dest.parent.mkdir(parents=True, exist_ok=True)
         with part.open("wb") as out:
             for piece in self.chunks(item.key):
@@ -161,12 +160,21 @@ def stage(source: S3Source, dest: Path, cap: int) -> Staged:
         raise SourceError(f"{source.location.url}: its {_size(total)} exceed the local cache "
                           f"cap of {_size(cap)} (largest: {biggest}); raise the cap "
                           "(itera_store_cache_max) or accept the campaign from a local copy")
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    with ThreadPoolExecutor(max_workers=max(source.concurrency, 1)) as pool:
-        done = list(pool.map(lambda o: source.copy(o, dest.joinpath(*o.key.split("/"))),
-                             objects))
+    parts = dest.with_name(dest.name + ".itera-parts")  # beside the copy, never inside it
+    for folder in (dest, parts):
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+
+    def copy(numbered: tuple[int, StoredObject]) -> tuple[int, str]:
+        number, item = numbered
+        return source.copy(item, dest.joinpath(*item.key.split("/")), parts / str(number))
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(source.concurrency, 1)) as pool:
+            done = list(pool.map(copy, enumerate(objects)))
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
     return Staged(dest, {o.key: found for o, found in zip(objects, done, strict=True)})
 
 

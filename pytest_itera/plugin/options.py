@@ -138,6 +138,8 @@ class PinLine:
 
 
 settings_key = pytest.StashKey[Settings]()
+# s3:// campaigns: the local copy's root -> (the URL it was read from, how many objects).
+sources_key = pytest.StashKey[dict[Path, tuple[str, int]]]()
 # Campaigns loaded in this process, by root: see loaded_campaign().
 loaded_key = pytest.StashKey[dict[Path, "Campaign"]]()
 
@@ -399,9 +401,12 @@ def _staged(config: pytest.Config, url: str) -> Path:
         cache = Path(tempfile.mkdtemp(prefix="itera-store-"))
         config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
         dest = cache / location.bucket / (location.prefix or "_")
-        source.stage(store, dest, _bytes(config, INI_STORE_CACHE_MAX, DEFAULT_STORE_CACHE_MAX))
+        staged = source.stage(store, dest, _bytes(config, INI_STORE_CACHE_MAX,
+                                                  DEFAULT_STORE_CACHE_MAX))
     except source.SourceError as exc:
         raise pytest.UsageError(f"{CAMPAIGN}: {exc}") from None
+    sources = config.stash.setdefault(sources_key, {})
+    sources[Path(os.path.abspath(dest))] = (location.url, len(staged.objects))
     return dest
 
 

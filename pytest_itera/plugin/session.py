@@ -16,6 +16,7 @@ incomplete, expired or matches nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections import defaultdict
@@ -48,6 +49,7 @@ from pytest_itera.plugin.options import (
     SEAL_PASSWORD_ENV,
     Settings,
     loaded_campaign,
+    sources_key,
 )
 
 if TYPE_CHECKING:
@@ -254,7 +256,7 @@ class IteraSession:
 
         results = self.results.get(str(root), {}).values()
         campaign = loaded_campaign(self.config, root)
-        return report.build(
+        built = report.build(
             campaign,
             results,
             collected=self.collected.get(str(root), 0) + self.deselected.get(str(root), 0),
@@ -267,6 +269,8 @@ class IteraSession:
             provenance=provenance,
             digests=document_digests(root),
         )
+        source = self.config.stash.get(sources_key, {}).get(root)  # an s3:// campaign
+        return built if source is None else dataclasses.replace(built, root=source[0])
 
     def _switched_off(self) -> list[str]:
         from pytest_itera.checks.model import FAMILIES

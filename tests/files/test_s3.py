@@ -10,8 +10,11 @@ accepts and never answers is the hanging server. No address but 127.0.0.1 is eve
 from __future__ import annotations
 
 import http.client
+import json
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -88,12 +91,24 @@ def test_a_campaign_uploaded_to_s3_is_accepted_from_its_url(
         monkeypatch: pytest.MonkeyPatch) -> None:
     python_path_with_repo(monkeypatch)
     url = upload(s3, campaign.write())
-    result = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider")
+    shutil.rmtree(campaign.root)  # nothing local: the store alone holds the campaign
+    campaign.written_digest = None
+    result = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider",
+                                "--itera-report", "closure.json", "--itera-seal", "seal.json")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
-    assert "itera-test-secret" not in result.stdout.str()
     assert result.ret == 0
+    document = json.loads((pytester.path / "closure.json").read_text())
+    assert document["root"] == url  # not the local copy
+    everything = result.stdout.str() + (pytester.path / "closure.json").read_text()
+    assert "itera-test-secret" not in everything
+    assert "itera-test-key" not in everything
+    assert not list(Path(tempfile.gettempdir()).glob("itera-store-*/" + bucket_of(url)))
+    verified = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider",
+                                  "--itera-verify-seal", "seal.json")
+    assert verified.ret == 0, verified.stdout.str()
+    assert verified.parseoutcomes()["passed"] >= 1
 
 
 def test_a_missing_a_changed_and_a_truncated_object_are_rejected(
