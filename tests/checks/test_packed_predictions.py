@@ -18,15 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from pytest_itera.checks import Context, Options
-from pytest_itera.checks.metrics import CHECKS as METRIC_CHECKS
-from pytest_itera.checks.runs import CHECKS as RUN_CHECKS
-from pytest_itera.core.campaign import load_campaign
-from pytest_itera.core.findings import Finding
-from pytest_itera.report.verify import check_campaign
-from tests.checks.test_budget_checks import CHECK as BUDGET
-from tests.checks.test_budget_checks import budget
-from tests.checks.test_metrics import plan3
+from tests.checks.test_corpus_identity import deliver_a_copy
+from tests.checks.test_metrics import findings, plan3, rendered
 from tests.factory import CampaignBuilder, sha256
 
 JSONL = "runs/variant-a/predictions.jsonl"
@@ -58,19 +51,6 @@ def repack(campaign: CampaignBuilder, name: str, run_id: str = "variant-a",
     campaign.files[path] = PACK[name](plain) if data is None else data
     campaign.run_record(run_id)["predictions"] = path
     return path
-
-
-def findings(root: Path, check: str, target: str) -> tuple[Finding, ...]:
-    registry = {c.id: c for c in (*RUN_CHECKS, *METRIC_CHECKS)}
-    context = Context(load_campaign(root), Options(), registry)
-    try:
-        return context.findings(check, target)
-    finally:
-        context.close()
-
-
-def rendered(found: tuple[Finding, ...]) -> str:
-    return "\n".join(f.render() for f in found)
 
 
 @pytest.mark.parametrize("name", sorted(PACK))
@@ -149,12 +129,5 @@ def test_a_compressed_frozen_corpus_with_parquet_predictions(campaign: CampaignB
 
 def test_a_parquet_copy_of_the_corpus_is_the_same_deliverable(campaign: CampaignBuilder) -> None:
     data = parquet(campaign.files["corpus/corpus.jsonl"])
-    campaign.files["corpus/corpus-b.parquet"] = data
-    campaign.plan["corpora"].append({"id": "corpus-b", "path": "corpus/corpus-b.parquet",
-                                     "sha256": sha256(data), "id_field": "id", "examples": 4})
-    next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"] = "corpus-b"
-    campaign.run_record("variant-a")["corpus"] = "corpus-b"  # its predictions: the same IDs
-    budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    verdict = check_campaign(campaign.write())
-    problems = [p.finding.render() for p in verdict.findings if p.check == BUDGET]
+    problems = deliver_a_copy(campaign, "corpus/corpus-b.parquet", data)
     assert "'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs" in problems[0]
