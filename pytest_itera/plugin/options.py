@@ -140,6 +140,7 @@ class PinLine:
 settings_key = pytest.StashKey[Settings]()
 # s3:// campaigns: the local copy's root -> (the URL it was read from, how many objects).
 sources_key = pytest.StashKey[dict[Path, tuple[str, int]]]()
+STAGED_INPUT = "itera_staged"  # xdist workerinput: {URL as given: the controller's copy}
 # Campaigns loaded in this process, by root: see loaded_campaign().
 loaded_key = pytest.StashKey[dict[Path, "Campaign"]]()
 
@@ -391,9 +392,12 @@ def _staged(config: pytest.Config, url: str) -> Path:
 
     from pytest_itera.files import source
 
-    if getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput"):
-        raise pytest.UsageError(f"{CAMPAIGN}: {url}: not yet with pytest-xdist (-n): each "
-                                "worker would copy the campaign; run without -n")
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:  # an xdist worker reads the controller's copy (pytest_configure_node)
+        copied = worker.get(STAGED_INPUT, {}).get(url)
+        if copied is None:
+            raise pytest.UsageError(f"{CAMPAIGN}: {url}: the controller made no local copy")
+        return Path(copied)
     try:
         location = source.S3Location.parse(url)
         timeout = _positive(config, None, INI_STORE_TIMEOUT, default=DEFAULT_STORE_TIMEOUT)
@@ -406,7 +410,7 @@ def _staged(config: pytest.Config, url: str) -> Path:
     except source.SourceError as exc:
         raise pytest.UsageError(f"{CAMPAIGN}: {exc}") from None
     sources = config.stash.setdefault(sources_key, {})
-    sources[Path(os.path.abspath(dest))] = (location.url, len(staged.objects))
+    sources[Path(os.path.abspath(dest))] = (url, len(staged.objects))
     return dest
 
 

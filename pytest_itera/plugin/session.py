@@ -47,6 +47,7 @@ from pytest_itera.core.campaign import MANIFEST_FILE
 from pytest_itera.plugin.options import (
     REQUIRE_ACCEPTED,
     SEAL_PASSWORD_ENV,
+    STAGED_INPUT,
     Settings,
     loaded_campaign,
     sources_key,
@@ -171,6 +172,14 @@ class IteraSession:
         if previous is not None and previous.outcome == "failed":
             return  # a failing setup/call stays failed whatever teardown says
         self.results[str(root)][report.nodeid] = _result(report, props, outcome)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """An s3:// campaign is copied once, by the controller: each worker reads that copy
+        (the same folder, so the same node ids on every worker)."""
+        copies = self.config.stash.get(sources_key, {})
+        if copies:
+            node.workerinput[STAGED_INPUT] = {url: str(root) for root, (url, _) in copies.items()}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: object, error: object) -> None:

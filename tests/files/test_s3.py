@@ -125,18 +125,20 @@ def test_a_missing_a_changed_and_a_truncated_object_are_rejected(
     s3.put_object(Bucket=bucket, Key=f"{prefix}/{VARIANT_WEIGHTS}",
                   Body=weights[: len(weights) // 2])
     result = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider", "-k",
-                                "files-intact", "-rf")
+                                "files-intact", "-rf", "-n", "2")  # workers read one copy
     text = result.stdout.str()
     assert result.ret == 1, text
     half = len(weights) // 2
-    result.stdout.fnmatch_lines([
+    for line in [  # in any order: the workers report them as they finish
         "*manifest.json $.files[[]*]: listed file analysis.md is missing",
         "*manifest.json $.files[[]*].sha256: runs/control/predictions.jsonl does not have the "
         "sha256 "
         "recorded in the manifest",
         f"*manifest.json $.files[[]*].bytes: {VARIANT_WEIGHTS} is {half} bytes, the manifest "
         f"says {len(weights)}",
-        "campaign tiny-2026-11: REJECTED — 3 of * checks failed"])
+        "campaign tiny-2026-11: REJECTED — 3 of * checks failed",
+    ]:
+        result.stdout.fnmatch_lines([line])
     assert "itera-test-secret" not in text
 
 
