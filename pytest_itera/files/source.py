@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from obstore import GetOptions
     from obstore.store import ClientConfig
 
 __all__ = ["INSTALL", "S3Location", "S3Source", "SourceError", "Staged", "StoredObject",
            "is_remote", "stage"]
 
 INSTALL = "pip install 'pytest-itera[s3]'"
-CHUNK = 8 << 20  # bytes per streamed piece: memory per object being read
+CHUNK = 8 << 20  # bytes per ranged GET: the memory per object being read
 SCHEME = "s3://"
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]")
 
@@ -72,6 +73,7 @@ class S3Location:
 class StoredObject:
     key: str  # relative to the prefix, '/'-separated
     size: int
+    etag: str | None = None  # every piece is read If-Match this version
 
 
 @dataclass(frozen=True)
@@ -117,27 +119,41 @@ class S3Source:
                     key = str(meta["path"])
                     if key.endswith("/") and int(meta["size"]) == 0:
                         continue  # a console's folder marker
-                    found.append(StoredObject(key, int(meta["size"])))
+                    found.append(StoredObject(key, int(meta["size"]), meta.get("e_tag")))
         except Exception as exc:
             raise SourceError(f"{self.location.url}: cannot be listed ({_why(exc)})") from None
         _check_keys(self.location, [o.key for o in found])
         return sorted(found, key=lambda o: o.key)
 
-    def chunks(self, key: str) -> Iterator[bytes]:
-        """The object's bytes, streamed in pieces of at most about ``CHUNK`` bytes."""
-        try:
-            result = self._obstore.get(self._store, key)
-            for piece in result.stream(min_chunk_size=CHUNK):
-                yield bytes(piece)
-        except Exception as exc:
-            raise SourceError(f"{self.location.url}{key}: cannot be read ({_why(exc)})") from None
+    def chunks(self, item: StoredObject) -> Iterator[bytes]:
+        """The object's bytes in pieces of ``CHUNK`` bytes, one ranged GET each (so a request
+        timeout bounds a piece, not the whole object), each If-Match the listed version."""
+        from obstore.exceptions import PreconditionError
+
+        for start in range(0, item.size, CHUNK):
+            end = min(start + CHUNK, item.size)
+            options: GetOptions = {"range": (start, end)}
+            if item.etag:
+                options["if_match"] = item.etag
+            where = f"{self.location.url}{item.key}"
+            try:
+                piece = bytes(self._obstore.get(self._store, item.key, options=options).bytes())
+            except PreconditionError:
+                raise SourceError(f"{where}: changed while it was being copied (its ETag is no "
+                                  f"longer {item.etag})") from None
+            except Exception as exc:
+                raise SourceError(f"{where}: cannot be read at bytes {start}-{end - 1} "
+                                  f"({_why(exc)})") from None
+            if len(piece) != end - start:
+                raise SourceError(f"{where}: {len(piece)} bytes came for bytes {start}-{end - 1}")
+            yield piece
 
     def copy(self, item: StoredObject, dest: Path, part: Path) -> tuple[int, str]:
         """Stream one object to ``part``, then move it to ``dest``; its size and sha256."""
         digest, size = hashlib.sha256(), 0
         dest.parent.mkdir(parents=True, exist_ok=True)
         with part.open("wb") as out:
-            for piece in self.chunks(item.key):
+            for piece in self.chunks(item):
                 digest.update(piece)
                 size += len(piece)
                 out.write(piece)

@@ -207,10 +207,14 @@ class _Flaky(BaseHTTPRequestHandler):
     upstream: str = ""
     failures = 0
     seen = 0
+    hang_reads: threading.Event | None = None  # set: object reads hang until it is cleared
 
     def _any(self) -> None:
         cls = type(self)
         cls.seen += 1
+        if cls.hang_reads is not None and "list-type" not in self.path:
+            cls.hang_reads.wait(30)  # never answers while the test runs
+            return
         if cls.seen <= cls.failures:
             self.send_response(500)
             self.send_header("Content-Length", "0")
@@ -274,3 +278,40 @@ def test_a_hanging_server_is_a_bounded_clear_error(
             stage(store, tmp_path / "copy", 1 << 20)
         assert time.monotonic() - started < 15
     assert source.CHUNK <= 8 << 20
+
+
+def test_a_server_that_lists_then_hangs_on_reads_is_a_bounded_clear_error(
+        s3: Any, server: str, campaign: CampaignBuilder, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    url = upload(s3, campaign.write())
+    release = threading.Event()
+
+    class Hangs(_Flaky):
+        upstream, hang_reads = server, release
+
+    proxy = ThreadingHTTPServer((LOOPBACK, 0), Hangs)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        endpoint(monkeypatch, f"http://{LOOPBACK}:{proxy.server_address[1]}")
+        store = S3Source(S3Location.parse(url), timeout=0.5, retries=1)
+        started = time.monotonic()
+        with pytest.raises(SourceError, match=rf"^{url}[^ ]+: cannot be read at bytes 0-\d+ \("):
+            stage(store, tmp_path / "copy", 1 << 30)
+        assert time.monotonic() - started < 15
+    finally:
+        release.set()
+        proxy.shutdown()
+        proxy.server_close()
+
+
+def test_an_object_changed_after_the_listing_is_not_mixed_with_its_new_version(
+        s3: Any, tmp_path: Path) -> None:
+    bucket = f"itera-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="camp/runs/last.pt", Body=b"old" * 1000)
+    store = S3Source(S3Location.parse(f"s3://{bucket}/camp/"), timeout=5)
+    (listed,) = store.list()
+    s3.put_object(Bucket=bucket, Key="camp/runs/last.pt", Body=b"new" * 1000)
+    with pytest.raises(SourceError, match=rf"^s3://{bucket}/camp/runs/last.pt: changed while it "
+                       r"was being copied \(its ETag is no longer .+\)$"):
+        list(store.chunks(listed))
