@@ -117,11 +117,16 @@ class S3Source:
             for batch in self._obstore.list(self._store, chunk_size=1000):
                 for meta in batch:
                     key = str(meta["path"])
-                    if key.endswith("/") and int(meta["size"]) == 0:
+                    if (not key or key.endswith("/")) and int(meta["size"]) == 0:
                         continue  # a console's folder marker
                     found.append(StoredObject(key, int(meta["size"]), meta.get("e_tag")))
         except Exception as exc:
             raise SourceError(f"{self.location.url}: cannot be listed ({_why(exc)})") from None
+        # A console's "folder" is an empty object named like the folder (obstore drops the
+        # trailing '/'): an empty key with keys under it is that marker, not a file.
+        folders = {key.rsplit("/", 1)[0] for key in (o.key for o in found) if "/" in key}
+        folders |= {f.rsplit("/", i)[0] for f in list(folders) for i in range(f.count("/") + 1)}
+        found = [o for o in found if o.size or o.key not in folders]
         _check_keys(self.location, [o.key for o in found])
         return sorted(found, key=lambda o: o.key)
 

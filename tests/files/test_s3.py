@@ -315,3 +315,13 @@ def test_an_object_changed_after_the_listing_is_not_mixed_with_its_new_version(
     with pytest.raises(SourceError, match=rf"^s3://{bucket}/camp/runs/last.pt: changed while it "
                        r"was being copied \(its ETag is no longer .+\)$"):
         list(store.chunks(listed))
+
+
+def test_folder_markers_and_sibling_prefixes_are_not_the_campaign(s3: Any) -> None:
+    bucket = f"itera-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    for key, body in [("camp/", b""), ("camp/runs/", b""), ("camp/runs/last.pt", b"w"),
+                      ("camp/empty.txt", b""), ("camp2/other.json", b"{}"), ("campx", b"x")]:
+        s3.put_object(Bucket=bucket, Key=key, Body=body)
+    listed = S3Source(S3Location.parse(f"s3://{bucket}/camp"), timeout=5).list()
+    assert [(o.key, o.size) for o in listed] == [("empty.txt", 0), ("runs/last.pt", 1)]
