@@ -8,7 +8,8 @@
 window on one IteraGPU RTX 4090 3-day lot (47.14 USD), a control, a data check,
 a resume check, a pilot with a decision point after it, one variant, stop rules
 with machine-readable parameters and a checkpoint policy. Digests are zeros
-until you compute yours (``sha256sum``); the plan is frozen by the recorder.
+until you compute yours (``sha256sum``). It is a draft: it has no ``frozen_at`` until
+``CampaignRecorder.freeze_plan`` freezes it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_itera.core.campaign import PLAN_FILE, validate
-from pytest_itera.record.campaign import atomic_write_json, timestamp
+from pytest_itera.record.campaign import atomic_write_json
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 __all__ = ["main", "plan_skeleton"]
@@ -124,14 +125,14 @@ def _new_plan(folder: Path, campaign: str | None) -> int:
         print(f"{target} exists: a plan is never overwritten", file=sys.stderr)
         return 1
     plan = plan_skeleton(campaign or folder.resolve().name)
-    plan["frozen_at"] = timestamp()  # now; freeze_plan keeps it
     problems = validate("plan", plan)
     if problems:  # a bug of this module, not of the user's
         raise AssertionError("\n".join(problems))
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(target, plan)
-    print(f"wrote {target}: edit the question, corpora, runs and sha256 digests (zeros now), "
-          "then freeze it with CampaignRecorder.freeze_plan")
+    print(f"wrote {target}, a draft: edit the question, corpora, runs and sha256 digests "
+          "(zeros now), judge it with pytest --itera-plan, then freeze it with "
+          "CampaignRecorder.freeze_plan (which sets frozen_at)")
     return 0
 
 

@@ -113,7 +113,7 @@ def _stop_timing(plan: Plan, man: Manifest, run: RunRecord, where: str) -> Itera
     """The rule predates the first run (plan-frozen says so too), and the stop follows the start."""
     assert run.stop is not None
     started = [(r.started_at, r.id) for r in man.runs if r.started_at is not None]
-    if started and min(started)[0] < plan.frozen_at:
+    if started and plan.frozen_at is not None and min(started)[0] < plan.frozen_at:
         first_at, first_id = min(started)
         yield Finding(
             f"stop rule {run.stop.rule!r} of run {run.id} was declared after the runs began: "

@@ -206,11 +206,11 @@ class CampaignRecorder:
         refuse_temp_strings(data, PLAN_FILE)
         self._check_plan(data)
         target = self.root / PLAN_FILE
+        continued = self.plan_sha256 is not None  # already adopted from the journal
         if target.exists():
-            data = self._adopt_existing(target, plan, data)
+            data = self._adopt_existing(target, plan, data, draft=not continued)
         else:
             atomic_write_json(target, data)
-        continued = self.plan_sha256 is not None  # already adopted from the journal
         self.plan = data
         self.plan_sha256 = sha256_file(target)[0]
         if not continued:
@@ -245,17 +245,22 @@ class CampaignRecorder:
                 )
 
     def _adopt_existing(
-        self, target: Path, given: Mapping[str, Any], data: dict[str, Any]
+        self, target: Path, given: Mapping[str, Any], data: dict[str, Any], *, draft: bool
     ) -> dict[str, Any]:
+        """The plan in the folder when it is ``data``; a draft of it (no ``frozen_at``, as
+        ``new-plan`` writes it, and nothing journaled yet) is frozen now."""
         existing = json.loads(target.read_text("utf-8"))
         comparable = dict(existing)
-        if "frozen_at" not in given:
+        if "frozen_at" not in given or "frozen_at" not in existing:
             comparable["frozen_at"] = data["frozen_at"]
         if comparable != data:
             raise RecordError(
                 f"{target.name} is already frozen with different content; a plan is never edited "
                 "after freezing: record a decision, or start a new campaign with a new ID"
             )
+        if draft and "frozen_at" not in existing:
+            atomic_write_json(target, data)
+            return data
         existing_data: dict[str, Any] = existing
         return existing_data
 
