@@ -53,15 +53,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from pytest_itera.checks.artifacts import parts_problems
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     MANIFEST_FORMAT,
     PLAN_FILE,
     PLAN_FORMAT,
     PLAN_FORMATS,
+    CheckpointRecord,
     json_path,
     plan_from,
 )
+from pytest_itera.core.findings import render_all
 from pytest_itera.core.journal import JOURNAL_FILE, JOURNAL_FORMAT, Journal, TornLine
 from pytest_itera.core.text import is_blank, says_nothing
 from pytest_itera.record import close as closing
@@ -436,6 +439,8 @@ class CampaignRecorder:
             record["claims"] = claims
         if any(c["path"] == relpath for c in self._checkpoints):
             raise RecordError(f"checkpoint {relpath} is already recorded")
+        if kind == "resume" and claims:
+            self._refuse_uncovered(relpath, run, format, claims)
         save = self._save_facts(relpath, run, step, None)
         last = self._saves.get(relpath)
         if last is not None and last["run"] == run and all(
@@ -446,6 +451,17 @@ class CampaignRecorder:
         self._event("checkpoint", **record, **{k: v for k, v in save.items() if k not in record})
         self._saves[relpath] = save
         self._checkpoints.append(record)
+
+    def _refuse_uncovered(self, relpath: str, run: str, fmt: str, claims: list[str]) -> None:
+        """RecordError where ``resume-complete`` will fail a resume checkpoint holding the
+        parts it claims: they do not cover the run's resume state (the check's own rule)."""
+        record = CheckpointRecord(relpath, run, fmt, "resume", tuple(claims))
+        problems = parts_problems(self.plan_model, record, claims)
+        if problems:
+            raise RecordError(
+                f"checkpoint {relpath}: its parts do not cover the resume state the plan "
+                f"requires of run {run!r}, as the plugin would report (resume-complete):\n"
+                + render_all(problems))
 
     def _replay_checkpoint(self, facts: Mapping[str, Any]) -> None:
         """A journaled checkpoint event: a listing (it has a format) or a save. The facts
