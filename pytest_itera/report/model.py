@@ -12,6 +12,7 @@ from pytest_itera.checks.closure import FindingFacts, ReloadFacts, WaiverFacts
 from pytest_itera.core import money
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import Campaign, Manifest
+from pytest_itera.files.outputs import SUFFIXES, left_out_note, own_outputs
 
 REPORT_FORMAT = "itera-report/2"
 PARTIAL_NOTE = "only the checks named on the command line were collected"
@@ -89,6 +90,8 @@ class CampaignReport:
     meets_threshold: tuple[str, ...] = ()
     provenance: Mapping[str, Any] | None = None
     digests: Mapping[str, str | None] = field(default_factory=dict)
+    # Notes on the plugin's own outputs found inside the campaign, left out of the checks.
+    left_out: tuple[str, ...] = ()
 
     @property
     def reloads(self) -> tuple[ReloadFacts, ...]:
@@ -111,7 +114,8 @@ class CampaignReport:
     @property
     def all_notes(self) -> tuple[str, ...]:
         """The verdict's notes, then the plan-integrity note (what every report shows)."""
-        return (*self.notes, *((self.plan_integrity,) if self.plan_integrity else ()))
+        return (*self.notes, *((self.plan_integrity,) if self.plan_integrity else ()),
+                *self.left_out)
 
     @property
     def failed(self) -> int:
@@ -163,7 +167,23 @@ def build(
         **_objective(campaign),
         provenance=provenance,
         digests=dict(digests or {}),
+        left_out=_left_out(campaign),
     )
+
+
+def _left_out(campaign: Campaign) -> tuple[str, ...]:
+    """The notes on the plugin's own outputs inside the campaign (files.outputs), which the
+    file checks left out."""
+    from pytest_itera.files.tree import walk
+
+    root = campaign.root
+    if not root.is_dir():
+        return ()
+    man = campaign.manifest
+    listed = {f.path for f in man.files} if man is not None else set()
+    files = (e.path for e in walk(root) if e.kind == "file" and e.path.lower().endswith(SUFFIXES))
+    return tuple(left_out_note(path, what)
+                 for path, what in sorted(own_outputs(root, files, listed).items()))
 
 
 def _objective(campaign: Campaign) -> dict[str, Any]:
