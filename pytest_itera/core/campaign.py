@@ -351,6 +351,9 @@ class Manifest:
     conclusion: Conclusion
     budget: BudgetReport
     schedule: ActualSchedule
+    # A rehearsal (CampaignRecorder(..., rehearsal=True)): run on any machine at any speed;
+    # its observed hours are not judged against the plan, and it is REHEARSED, never ACCEPTED.
+    rehearsal: bool = False
 
     @property
     def version(self) -> int:

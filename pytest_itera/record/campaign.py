@@ -119,10 +119,14 @@ class CampaignRecorder:
     """Writes one campaign folder: ``plan.json`` first, ``manifest.json`` at closure.
 
     ``clock`` returns the current time (an aware datetime); pass a fixed or
-    simulated clock to make the folder reproducible.
+    simulated clock to make the folder reproducible. ``rehearsal=True`` rehearses the
+    campaign on any machine at any speed (a CPU run of the real script): the journal and the
+    manifest say so, the observed hours are recorded but not judged against the plan, and
+    every other check judges it as at closure; its verdict is REHEARSED, never ACCEPTED.
     """
 
-    def __init__(self, root: Path, *, clock: Clock | None = None) -> None:
+    def __init__(self, root: Path, *, clock: Clock | None = None,
+                 rehearsal: bool = False) -> None:
         self.root = Path(root)
         self._clock = clock or (lambda: datetime.now(UTC))
         self.plan: dict[str, Any] = {}
@@ -140,9 +144,23 @@ class CampaignRecorder:
         self.journal = Journal.open(self.root)
         #: A torn last journal line found when continuing (cut off, never replayed), or None.
         self.torn: TornLine | None = self.journal.torn
+        #: A rehearsal: the journal's first line and the manifest say so; its hours are not
+        #: judged against the plan, and its verdict is REHEARSED, never ACCEPTED.
+        self.rehearsal = self._rehearsal(rehearsal)
         if self.journal.events:
             replay(self, self.journal.events)
         self._closed = (self.root / MANIFEST_FILE).exists()
+
+    def _rehearsal(self, asked: bool) -> bool:
+        """A campaign continued is what its journal began: a rehearsal stays one, and a
+        campaign begun for real never becomes one."""
+        if not self.journal.events:
+            return asked
+        journaled = self.journal.events[0].get("rehearsal") is True
+        if asked and not journaled:
+            raise RecordError(f"{JOURNAL_FILE} began this campaign for real (line 1 is not a "
+                              "rehearsal): rehearse in another folder")
+        return journaled
 
     # ---- the journal
 
@@ -217,8 +235,9 @@ class CampaignRecorder:
         self.plan = data
         self.plan_sha256 = sha256_file(target)[0]
         if not continued:
+            rehearsing = {"rehearsal": True} if self.rehearsal else {}
             self._event("plan", format=JOURNAL_FORMAT, sha256=self.plan_sha256,
-                        at=self.now())
+                        at=self.now(), **rehearsing)
         return self.plan_sha256
 
     def _check_plan(self, data: Mapping[str, Any]) -> None:
@@ -649,6 +668,7 @@ class CampaignRecorder:
             "conclusion": dict(conclusion),
             "budget": dict(budget),
             "schedule": schedule,
+            **({"rehearsal": True} if self.rehearsal else {}),
         }
         validate("manifest", manifest, MANIFEST_FILE)
         refuse_temp_strings(manifest, MANIFEST_FILE)

@@ -72,6 +72,7 @@ class CampaignReport:
     campaign: str
     root: str
     # "accepted" | "accepted with waivers" | "rejected" | "plausible (fast mode)" | "incomplete"
+    # | "rehearsed" (a rehearsal whose checks all passed: never "accepted")
     verdict: str
     checks: tuple[CheckResult, ...]
     budget: dict[str, Any] | None
@@ -123,7 +124,7 @@ class CampaignReport:
 
     @property
     def ok(self) -> bool:
-        return self.verdict in (*ACCEPTING, "plausible (fast mode)")
+        return self.verdict in (*ACCEPTING, "plausible (fast mode)", REHEARSED)
 
 
 def build(
@@ -154,7 +155,8 @@ def build(
         campaign=campaign.id,
         root=str(campaign.root),
         verdict=verdict(checks, collected=collected, fast=fast,
-                        partial=partial or bool(switched_off)),
+                        partial=partial or bool(switched_off),
+                        rehearsal=campaign.manifest is not None and campaign.manifest.rehearsal),
         notes=notes,
         checks=checks,
         budget=budget_section(campaign),
@@ -204,8 +206,11 @@ def _objective(campaign: Campaign) -> dict[str, Any]:
 
 
 def verdict(
-    checks: Sequence[CheckResult], *, collected: int, fast: bool, partial: bool = False
+    checks: Sequence[CheckResult], *, collected: int, fast: bool, partial: bool = False,
+    rehearsal: bool = False,
 ) -> str:
+    """``rehearsal``: the manifest says the campaign is a rehearsal; every check passed
+    makes it "rehearsed", never "accepted"."""
     outcomes = {c.outcome for c in checks}
     if outcomes - {"passed", "skipped", "waived"}:
         return "rejected"
@@ -213,10 +218,14 @@ def verdict(
         return "incomplete"  # some checks deselected or not run: never "accepted"
     if fast:
         return "plausible (fast mode)"
+    if rehearsal:
+        return REHEARSED
     return "accepted with waivers" if "waived" in outcomes else "accepted"
 
 
-_WORST_FIRST = ("rejected", "incomplete", "plausible (fast mode)", "accepted with waivers")
+REHEARSED = "rehearsed"
+_WORST_FIRST = ("rejected", "incomplete", "plausible (fast mode)", REHEARSED,
+                "accepted with waivers")
 
 
 @dataclass(frozen=True)
