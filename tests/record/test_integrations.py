@@ -280,6 +280,18 @@ def test_trainer_save_total_limit_records_what_is_kept(tmp_path: Path) -> None:
     assert [s for s, _ in rec.run("control").series("loss")] == [1, 2, 3, 4]
 
 
+def test_trainer_that_saves_nothing_leaves_no_empty_folder(tmp_path: Path) -> None:
+    """save_strategy="no" (a pilot, say): the Trainer still creates output_dir and writes
+    nothing in it, an empty folder that no-empty-files rejects; the callback removes it when
+    training ends, and the run's losses are recorded."""
+    rec = _frozen(tmp_path / "campaign")
+    output = rec.path("runs/control/trainer")
+    trainer_fit(rec, "control", output, save_strategy="no")
+    assert not output.exists()
+    assert rec.checkpoints == ()
+    assert [s for s, _ in rec.run("control").series("loss")] == [1, 2, 3, 4]
+
+
 def test_trainer_claims_follow_the_files_written(tmp_path: Path) -> None:
     """save_only_model: the folders hold the weights and the trainer state only."""
     rec = _frozen(tmp_path / "campaign", ["model", "progress"])
