@@ -22,6 +22,7 @@ from pytest_itera.record.campaign import CampaignRecorder, RecordError
 from pytest_itera.report.verify import check_campaign
 from tests import recorded
 from tests.factory import expect
+from tests.plugin.test_report import validate_report
 from tests.record.test_record import CONFIG, CORPUS, make_plan
 from tests.runner import Itera
 
@@ -71,8 +72,10 @@ def test_a_rehearsal_is_rehearsed_never_accepted(rehearsed: Path, itera: Itera) 
     assert (first["event"], first["rehearsal"]) == ("plan", True)
     assert {s["id"]: s["observed_hours"] for s in manifest["schedule"]["steps"]}["setup"] \
         == 0.01  # recorded as they were
-    result = itera(campaign=str(rehearsed))
+    result, data = itera.reported(rehearsed)
     assert result.ret == 0  # every check passed
+    assert data["verdict"] == "rehearsed"
+    validate_report(data)  # "rehearsed" is in the JSON report's schema
     expect(result, "campaign tiny-2026-11: REHEARSED — */* checks (a rehearsal: its observed "
            "hours are not judged against the plan; a rehearsal is never ACCEPTED)")
     gate = itera("--itera-require-accepted", campaign=str(rehearsed))
