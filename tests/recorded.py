@@ -31,9 +31,10 @@ def timed(rec: CampaignRecorder, step_id: str) -> None:
     timer.end(at=T0 + timedelta(hours=step["hours"]))
 
 
-def record(root: Path, *, pause_at: int | None = None, check: bool = True) -> Closure:
+def record(root: Path, *, pause_at: int | None = None, check: bool = True,
+           rehearsal: bool = False) -> Closure:
     files = F.default_files_v2()
-    rec = CampaignRecorder(root)
+    rec = CampaignRecorder(root, rehearsal=rehearsal)
     if rec.plan_sha256 is None:
         for relpath, data in files.items():
             rec.write_bytes(relpath, data)
