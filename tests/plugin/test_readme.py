@@ -286,6 +286,11 @@ def _copy(example_campaign: Path, pytester: pytest.Pytester) -> None:
 README_COMMAND = "$ pytest --itera-campaign out --itera-require-accepted"
 
 
+# Why a documentation example runs in one xdist mode (tests/plugin/conftest.py).
+EXAMPLE = ("a documentation example: the summary, the hooks and the fixture it shows are checked "
+           "in every xdist mode by test_integration.py")
+
+
 def _readme_session() -> list[str]:
     """What the README's example shows that command printing (fnmatch patterns)."""
     block = next(b for b in _blocks("console") if b.path == README and README_COMMAND in b.text)
@@ -293,6 +298,7 @@ def _readme_session() -> list[str]:
     return lines[lines.index(README_COMMAND) + 1:]
 
 
+@pytest.mark.one_mode(EXAMPLE)
 def test_the_plugin_accepts_the_documented_campaign_as_the_readme_shows(
         example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
     _copy(example_campaign, pytester)
@@ -303,6 +309,7 @@ def test_the_plugin_accepts_the_documented_campaign_as_the_readme_shows(
     result.stdout.fnmatch_lines(shown)
 
 
+@pytest.mark.one_mode(EXAMPLE)
 def test_hooks_block_plugs_into_the_plugin(
         example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
     _copy(example_campaign, pytester)
@@ -317,6 +324,7 @@ def test_hooks_block_plugs_into_the_plugin(
                                  "FAILED out/manifest.json::seed-recorded*"])
 
 
+@pytest.mark.one_mode(EXAMPLE)
 def test_fixture_block_is_part_of_the_verdict(
         example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
     _copy(example_campaign, pytester)
