@@ -201,6 +201,11 @@ def close(rec: CampaignRecorder, *, check: bool) -> Closure:
     """The last steps, then the manifest: variant-a meets the threshold, the control not."""
     for step_id in ("validate", "write-outputs", "retrieve"):
         timed(rec, step_id)
+    return conclude(rec, check=check)
+
+
+def conclude(rec: CampaignRecorder, *, check: bool) -> Closure:
+    """The manifest (what a campaign reopened after its steps were timed closes with)."""
     return rec.close(
         analysis="analysis.md", reload_instructions="RELOAD.md",
         conclusion={"meets_threshold": ["variant-a"],

@@ -12,6 +12,7 @@ from pytest_itera.checks.closure import FindingFacts, ReloadFacts, WaiverFacts
 from pytest_itera.core import money
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import Campaign, Manifest
+from pytest_itera.core.journal import reopenings
 
 REPORT_FORMAT = "itera-report/2"
 PARTIAL_NOTE = "only the checks named on the command line were collected"
@@ -89,6 +90,16 @@ class CampaignReport:
     meets_threshold: tuple[str, ...] = ()
     provenance: Mapping[str, Any] | None = None
     digests: Mapping[str, str | None] = field(default_factory=dict)
+    # The reason of each reopening the recorder's journal records (rec.reopen), in order.
+    reopened: tuple[str, ...] = ()
+
+    @property
+    def reopened_text(self) -> str | None:
+        """"reopened once: <reason>" or "reopened N times: <reason>; ...", or None."""
+        if not self.reopened:
+            return None
+        times = "once" if len(self.reopened) == 1 else f"{len(self.reopened)} times"
+        return f"reopened {times}: {'; '.join(self.reopened)}"
 
     @property
     def reloads(self) -> tuple[ReloadFacts, ...]:
@@ -163,6 +174,7 @@ def build(
         **_objective(campaign),
         provenance=provenance,
         digests=dict(digests or {}),
+        reopened=reopenings(campaign.root),
     )
 
 
