@@ -5,6 +5,7 @@ campaign continued in a new process is ACCEPTED and its journal shows the interr
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -16,7 +17,16 @@ import pytest
 
 from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.record.campaign import CampaignRecorder, RecordError
+from pytest_itera.report.verify import check_campaign
 from tests import factory as F
+from tests.record.killed_tool import KILL_AT as TOOL_KILL_AT
+from tests.record.test_integrations import (
+    finish,
+    lightning_fit,
+    lightning_tools,
+    trainer_fit,
+    trainer_tools,
+)
 from tests.recorded import KILL_AT, STEP_3, record
 from tests.runner import REPO
 
@@ -110,3 +120,42 @@ def test_a_resumption_before_the_last_journaled_moment_is_refused(tmp_path: Path
                        r"2026-11-20T09:00:00\+00:00, before the last moment its journal "
                        r"records \(2026-11-20T10:00:00\+00:00\); give a later time"):
         CampaignRecorder(rec.root).step("train-control").start(at="2026-11-20T09:00:00Z")
+
+
+@pytest.mark.parametrize("tool", ["trainer", "lightning"])
+def test_a_tool_killed_mid_training_resumes_from_its_last_save_and_is_accepted(
+    tmp_path: Path, tool: str
+) -> None:
+    """The Trainer (resume_from_checkpoint) and Lightning (ckpt_path), killed after their
+    first checkpoint, resumed from the save the journal names, in a new process."""
+    root = tmp_path / "camp"
+    child = subprocess.run([sys.executable, "-m", "tests.record.killed_tool", str(root), tool],
+                           cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert child.returncode == -signal.SIGKILL, child.stderr[-3000:]
+    rec = CampaignRecorder(root)
+    [run] = rec.open_runs()
+    assert (run.id, run.last_step) == ("control", TOOL_KILL_AT[tool])
+    assert run.last_save is not None
+    save = run.last_save
+    assert [s.id for s in rec.open_steps()] == ["train-control"]
+
+    rec.step("train-control").start()  # resumed: the gap is journaled
+    if tool == "trainer":
+        assert (save["path"], save["step"]) == ("runs/control/trainer/checkpoint-2", 2)
+        trainer_fit(rec, "control", rec.path("runs/control/trainer"),
+                    resume=str(root / save["path"]))
+    else:
+        assert (save["path"], save["step"]) == ("runs/control/ckpt/epoch=0-step=4.ckpt", 4)
+        lightning_fit(rec, "control", rec.path("runs/control/ckpt"),
+                      ckpt_path=str(root / save["path"]))
+    rec.step("train-control").end()
+    finish(rec, trainer_tools if tool == "trainer" else lightning_tools)
+
+    verdict = check_campaign(root)
+    assert verdict.verdict == "accepted", "\n".join(p.render() for p in verdict.findings)
+    assert any("interrupted" in e for e in events(root))
+    rows = [json.loads(line) for line in
+            (root / "runs/control/measurements.jsonl").read_text().splitlines()]
+    steps = [r["step"] for r in rows if "step" in r]
+    assert steps == sorted(set(steps))  # the steps after the save were trained again, once
