@@ -84,9 +84,9 @@ def test_a_campaign_killed_anywhere_continues_and_is_accepted(
     assert [r["step"] for r in rows if "step" in r] == [1, 2, 3, 4]  # nothing lost
 
 
-def test_a_step_left_open_is_resumed_with_the_gap_journaled(tmp_path: Path) -> None:
-    """The hours: worked from the start to the last journaled moment, the gap to the
-    resumption is the interruption, then the step runs again."""
+def left_open(tmp_path: Path) -> CampaignRecorder:
+    """train-control started at 08:00, a checkpoint saved at 10:00 (its last journaled
+    moment), and the process about to die."""
     files = F.default_files_v2()
     rec = CampaignRecorder(tmp_path / "camp")
     for relpath, data in files.items():
@@ -94,6 +94,13 @@ def test_a_step_left_open_is_resumed_with_the_gap_journaled(tmp_path: Path) -> N
     rec.freeze_plan(F.default_plan_v2(files))
     rec.step("train-control").start(at="2026-11-20T08:00:00+00:00")
     rec.checkpoint_saved(F.CONTROL_CKPT, run="control", step=2, at="2026-11-20T10:00:00Z")
+    return rec
+
+
+def test_a_step_left_open_is_resumed_with_the_gap_journaled(tmp_path: Path) -> None:
+    """The hours: worked from the start to the last journaled moment, the gap to the
+    resumption is the interruption, then the step runs again."""
+    rec = left_open(tmp_path)
     with pytest.raises(RecordError, match=r"already running .* in this process"):
         rec.step("train-control").start()
     again = CampaignRecorder(rec.root)  # the first process died
@@ -109,13 +116,7 @@ def test_a_step_left_open_is_resumed_with_the_gap_journaled(tmp_path: Path) -> N
 
 
 def test_a_resumption_before_the_last_journaled_moment_is_refused(tmp_path: Path) -> None:
-    files = F.default_files_v2()
-    rec = CampaignRecorder(tmp_path / "camp")
-    for relpath, data in files.items():
-        rec.write_bytes(relpath, data)
-    rec.freeze_plan(F.default_plan_v2(files))
-    rec.step("train-control").start(at="2026-11-20T08:00:00+00:00")
-    rec.checkpoint_saved(F.CONTROL_CKPT, run="control", step=2, at="2026-11-20T10:00:00Z")
+    rec = left_open(tmp_path)
     with pytest.raises(RecordError, match=r"step 'train-control' resumes at "
                        r"2026-11-20T09:00:00\+00:00, before the last moment its journal "
                        r"records \(2026-11-20T10:00:00\+00:00\); give a later time"):
