@@ -213,7 +213,9 @@ class StepClock:
 
     def require_ended(self) -> None:
         if self.running:
-            raise RecordError(f"steps started and never ended: {', '.join(self.running)}; "
+            left = [f"{s} (left open by a process that died: ending it journals the gap)"
+                    if s in self.inherited else s for s in self.running]
+            raise RecordError(f"steps started and never ended: {', '.join(left)}; "
                               "end each (rec.step(id).end()) before closing")
 
 

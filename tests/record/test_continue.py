@@ -104,6 +104,9 @@ def test_a_step_left_open_is_resumed_with_the_gap_journaled(tmp_path: Path) -> N
     with pytest.raises(RecordError, match=r"already running .* in this process"):
         rec.step("train-control").start()
     again = CampaignRecorder(rec.root)  # the first process died
+    with pytest.raises(RecordError, match=r"steps started and never ended: train-control "
+                       r"\(left open by a process that died: ending it journals the gap\)"):
+        again.close(analysis="analysis.md", reload_instructions="RELOAD.md", conclusion={})
     again.step("train-control").start(at="2026-11-20T11:30:00+00:00")
     assert again.step("train-control").end(at="2026-11-20T12:00:00+00:00") == 0.5
     assert again.observed_hours["train-control"] == 2.5  # 2 h worked, then 0.5 h
