@@ -128,9 +128,9 @@ def train_the_control(rec: CampaignRecorder, kill: str | None, pause_at: int | N
 
 
 def record(root: Path, *, pause_at: int | None = None, check: bool = True,
-           kill: str | None = None) -> Closure:
+           rehearsal: bool = False, kill: str | None = None) -> Closure:
     files = F.default_files_v2()
-    rec = CampaignRecorder(root)
+    rec = CampaignRecorder(root, rehearsal=rehearsal)
     if rec.plan_sha256 is None:
         for relpath, data in files.items():
             rec.write_bytes(relpath, data)

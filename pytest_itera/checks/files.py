@@ -22,6 +22,7 @@ from pytest_itera.core.campaign import (
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.portable import RENAME_HINT, collision_problem, collisions, path_problem
+from pytest_itera.files.outputs import own_outputs
 from pytest_itera.files.tree import Entry
 
 CONTRACT_FILES = (PLAN_FILE, MANIFEST_FILE)
@@ -36,7 +37,18 @@ _NOT_A_FILE = {
 
 
 def ignored(ctx: Context, relpath: str) -> bool:
-    return any(fnmatchcase(relpath, pattern) for pattern in ctx.options.ignore)
+    """Left out of the file checks: an ``itera_ignore`` pattern, or the plugin's own output
+    (a closure report written inside the campaign: :func:`own_outputs_of`)."""
+    return (any(fnmatchcase(relpath, pattern) for pattern in ctx.options.ignore)
+            or relpath in own_outputs_of(ctx))
+
+
+def own_outputs_of(ctx: Context) -> dict[str, str]:
+    """The unlisted files that are the plugin's own outputs, recognised by their content
+    (:mod:`pytest_itera.files.outputs`): the next acceptance does not trip on them."""
+    return ctx.memo("own-outputs", lambda: own_outputs(
+        ctx.root, (e.path for e in ctx.entries() if e.kind == "file"),
+        {f.path for f in _listed(ctx)}))
 
 
 def _listed(ctx: Context) -> tuple[FileRecord, ...]:

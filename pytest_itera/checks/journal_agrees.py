@@ -18,6 +18,8 @@ it holds must agree with the manifest and the files: a contradiction names the j
 - step timings: the hours journaled per step are the manifest's observed hours (to the
   hundredth of an hour the manifest may round to);
 - decisions: each journaled decision is in the manifest with its text and drops;
+- rehearsal: a journal whose first line began a rehearsal goes with a manifest that says
+  ``"rehearsal": true`` (a rehearsal is never turned into an acceptance by editing it);
 - bases: the revision and tree digest a ``base`` or ``training-base`` event records are the
   ``base_revision`` and ``base_digest`` of the adapters on that base (a ``training-base``
   also pins the adapters of its run that name no ``base_path``);
@@ -76,6 +78,7 @@ class JournalFacts:
     hours: dict[str, tuple[int, Decimal]] = field(default_factory=dict)  # step -> last line
     decisions: list[Event] = field(default_factory=list)
     bases: list[Event] = field(default_factory=list)
+    rehearsal: Event | None = None  # the plan event of a rehearsal (its first line)
     closure: Event | None = None  # the last close or reopen event
 
 
@@ -116,7 +119,9 @@ def _decode(raw: bytes) -> dict[str, Any] | None:
 def _take(facts: JournalFacts, event: Event) -> None:
     kind, f = event.facts["event"], event.facts
     run = f.get("run")
-    if kind == "run-start" and isinstance(run, str):
+    if kind == "plan" and f.get("rehearsal") is True:
+        facts.rehearsal = event
+    elif kind == "run-start" and isinstance(run, str):
         facts.started.setdefault(run, event)
     elif kind in _OUTCOMES and isinstance(run, str):
         facts.outcome[run] = event
@@ -180,6 +185,13 @@ def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
             where=_at(line), code=f"{CHECK}.unreadable",
             hint="ship the journal as the recorder wrote it (a recorder continuing the "
             "campaign cuts a torn last line off and records that it did)")
+    if facts.rehearsal is not None and not man.rehearsal:
+        yield Finding(
+            f"{JOURNAL_FILE} began this campaign as a rehearsal, but the manifest does not say "
+            "so", where=_at(facts.rehearsal.line), code=f"{CHECK}.rehearsal",
+            expected=f"\"rehearsal\": true in {MANIFEST_FILE}", found="no rehearsal",
+            hint="a rehearsal is never accepted: run the campaign for real in a new folder "
+            "(CampaignRecorder without rehearsal=True)")
     yield from _runs(man, facts)
     yield from _metrics(ctx, man, facts)
     yield from _predictions(man, facts)

@@ -74,6 +74,7 @@ class Campaign(Protocol):
     root: Path
     plan: dict[str, Any]
     _clock: Clock
+    _replaying: bool  # True while the journal is replayed (nothing is judged or written again)
 
     @property
     def plan_model(self) -> Plan: ...

@@ -53,15 +53,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from pytest_itera.checks.artifacts import parts_problems
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     MANIFEST_FORMAT,
     PLAN_FILE,
     PLAN_FORMAT,
     PLAN_FORMATS,
+    CheckpointRecord,
     json_path,
     plan_from,
 )
+from pytest_itera.core.findings import render_all
 from pytest_itera.core.journal import (
     JOURNAL_FILE,
     JOURNAL_FORMAT,
@@ -125,10 +128,14 @@ class CampaignRecorder:
     """Writes one campaign folder: ``plan.json`` first, ``manifest.json`` at closure.
 
     ``clock`` returns the current time (an aware datetime); pass a fixed or
-    simulated clock to make the folder reproducible.
+    simulated clock to make the folder reproducible. ``rehearsal=True`` rehearses the
+    campaign on any machine at any speed (a CPU run of the real script): the journal and the
+    manifest say so, the observed hours are recorded but not judged against the plan, and
+    every other check judges it as at closure; its verdict is REHEARSED, never ACCEPTED.
     """
 
-    def __init__(self, root: Path, *, clock: Clock | None = None) -> None:
+    def __init__(self, root: Path, *, clock: Clock | None = None,
+                 rehearsal: bool = False) -> None:
         self.root = Path(root)
         self._clock = clock or (lambda: datetime.now(UTC))
         self.plan: dict[str, Any] = {}
@@ -152,6 +159,9 @@ class CampaignRecorder:
         self.journal = Journal.open(self.root)
         #: A torn last journal line found when continuing (cut off, never replayed), or None.
         self.torn: TornLine | None = self.journal.torn
+        #: A rehearsal: the journal's first line and the manifest say so; its hours are not
+        #: judged against the plan, and its verdict is REHEARSED, never ACCEPTED.
+        self.rehearsal = self._rehearsal(rehearsal)
         if self.journal.events:
             replay(self, self.journal.events)
         # Closed when the manifest is there and no reopening followed the last closure (a
@@ -180,6 +190,17 @@ class CampaignRecorder:
     def interruptions(self) -> tuple[Interruption, ...]:
         """Every interruption of a step the journal records (:meth:`open_steps`)."""
         return tuple(self._steps.interruptions)
+
+    def _rehearsal(self, asked: bool) -> bool:
+        """A campaign continued is what its journal began: a rehearsal stays one, and a
+        campaign begun for real never becomes one."""
+        if not self.journal.events:
+            return asked
+        journaled = self.journal.events[0].get("rehearsal") is True
+        if asked and not journaled:
+            raise RecordError(f"{JOURNAL_FILE} began this campaign for real (line 1 is not a "
+                              "rehearsal): rehearse in another folder")
+        return journaled
 
     # ---- the journal
 
@@ -265,16 +286,17 @@ class CampaignRecorder:
         refuse_temp_strings(data, PLAN_FILE)
         self._check_plan(data)
         target = self.root / PLAN_FILE
+        continued = self.plan_sha256 is not None  # already adopted from the journal
         if target.exists():
-            data = self._adopt_existing(target, plan, data)
+            data = self._adopt_existing(target, plan, data, draft=not continued)
         else:
             atomic_write_json(target, data)
-        continued = self.plan_sha256 is not None  # already adopted from the journal
         self.plan = data
         self.plan_sha256 = sha256_file(target)[0]
         if not continued:
+            rehearsing = {"rehearsal": True} if self.rehearsal else {}
             self._event("plan", format=JOURNAL_FORMAT, sha256=self.plan_sha256,
-                        at=self.now())
+                        at=self.now(), **rehearsing)
         return self.plan_sha256
 
     def _check_plan(self, data: Mapping[str, Any]) -> None:
@@ -304,17 +326,22 @@ class CampaignRecorder:
                 )
 
     def _adopt_existing(
-        self, target: Path, given: Mapping[str, Any], data: dict[str, Any]
+        self, target: Path, given: Mapping[str, Any], data: dict[str, Any], *, draft: bool
     ) -> dict[str, Any]:
+        """The plan in the folder when it is ``data``; a draft of it (no ``frozen_at``, as
+        ``new-plan`` writes it, and nothing journaled yet) is frozen now."""
         existing = json.loads(target.read_text("utf-8"))
         comparable = dict(existing)
-        if "frozen_at" not in given:
+        if "frozen_at" not in given or "frozen_at" not in existing:
             comparable["frozen_at"] = data["frozen_at"]
         if comparable != data:
             raise RecordError(
                 f"{target.name} is already frozen with different content; a plan is never edited "
                 "after freezing: record a decision, or start a new campaign with a new ID"
             )
+        if draft and "frozen_at" not in existing:
+            atomic_write_json(target, data)
+            return data
         existing_data: dict[str, Any] = existing
         return existing_data
 
@@ -490,6 +517,8 @@ class CampaignRecorder:
             record["claims"] = claims
         if any(c["path"] == relpath for c in self._checkpoints):
             raise RecordError(f"checkpoint {relpath} is already recorded")
+        if kind == "resume" and claims:
+            self._refuse_uncovered(relpath, run, format, claims)
         save = self._save_facts(relpath, run, step, None)
         last = self._saves.get(relpath)
         if last is not None and last["run"] == run and all(
@@ -500,6 +529,17 @@ class CampaignRecorder:
         self._event("checkpoint", **record, **{k: v for k, v in save.items() if k not in record})
         self._saves[relpath] = self._last_save[run] = save
         self._checkpoints.append(record)
+
+    def _refuse_uncovered(self, relpath: str, run: str, fmt: str, claims: list[str]) -> None:
+        """RecordError where ``resume-complete`` will fail a resume checkpoint holding the
+        parts it claims: they do not cover the run's resume state (the check's own rule)."""
+        record = CheckpointRecord(relpath, run, fmt, "resume", tuple(claims))
+        problems = parts_problems(self.plan_model, record, claims)
+        if problems:
+            raise RecordError(
+                f"checkpoint {relpath}: its parts do not cover the resume state the plan "
+                f"requires of run {run!r}, as the plugin would report (resume-complete):\n"
+                + render_all(problems))
 
     def _replay_checkpoint(self, facts: Mapping[str, Any]) -> None:
         """A journaled checkpoint event: a listing (it has a format) or a save. The facts
@@ -688,6 +728,7 @@ class CampaignRecorder:
             "conclusion": dict(conclusion),
             "budget": dict(budget),
             "schedule": schedule,
+            **({"rehearsal": True} if self.rehearsal else {}),
         }
         validate("manifest", manifest, MANIFEST_FILE)
         refuse_temp_strings(manifest, MANIFEST_FILE)

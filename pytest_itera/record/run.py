@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from pytest_itera.checks.budget import planned_elsewhere
+from pytest_itera.checks.runs import coverage_problems
 from pytest_itera.checks.stop_rules import (
     MEASURED_KINDS,
     RuleVerdict,
@@ -18,6 +19,7 @@ from pytest_itera.checks.stop_rules import (
     rule_parameters_problem,
 )
 from pytest_itera.core.campaign import StopRule
+from pytest_itera.core.findings import render_all
 from pytest_itera.core.text import says_nothing
 from pytest_itera.files.measurements import (
     Measurements,
@@ -32,6 +34,7 @@ from pytest_itera.record.base import (
     check_relpath,
     json_number,
     jsonl_text,
+    sha256_file,
 )
 
 __all__ = ["OpenRun", "RunRecorder"]
@@ -217,12 +220,13 @@ class RunRecorder:
         plan gives the run, or the plan's only corpus). Journaled with its sha256; called
         again (a campaign reopened to replace the predictions), with the sha256 it replaces."""
         digest = self._campaign.file_sha256(relpath, field=f"runs[{self.id}].predictions")
+        corpus = corpus if corpus is not None else self._campaign.planned_corpus(self.id)
+        self._refuse_incomplete_predictions(relpath, corpus)
         replaced = self._predictions_sha256
         facts = {"replaces": replaced} if replaced not in (None, digest) else {}
         self._campaign._event("predictions", run=self.id, path=relpath, sha256=digest, **facts)
         self._predictions_sha256 = digest
         self.record["predictions"] = relpath
-        corpus = corpus if corpus is not None else self._campaign.planned_corpus(self.id)
         if corpus is not None:
             self.set_corpus(corpus)
 
@@ -275,9 +279,29 @@ class RunRecorder:
         alias) names the corpus its predictions cover, when set_predictions did not."""
         named = corpus if corpus is not None else deliverable
         self._ending("accepted")
+        self._refuse_incomplete_predictions(self.record.get("predictions"),
+                                            named or self.record.get("corpus"))
         if named is not None:
             self.set_corpus(named)
         self._end("accepted", at)
+
+    def _refuse_incomplete_predictions(self, relpath: str | None, corpus_id: str | None) -> None:
+        """RecordError where ``predictions-cover-corpus`` will fail this run: predictions
+        that miss, repeat or add IDs of the frozen corpus they cover (judged by the check's
+        own rule, once the corpus is known and in the folder as the plan froze it). A
+        journal being replayed is not judged again: what it records was recorded."""
+        if relpath is None or corpus_id is None or self._campaign._replaying:
+            return  # no predictions yet, or their corpus is named later (accept(corpus=))
+        corpus = self._campaign.plan_model.corpus_by_id(corpus_id)
+        target = self._campaign.root / corpus.path if corpus is not None else None
+        if corpus is None or target is None or not target.is_file() \
+                or sha256_file(target)[0] != corpus.sha256:
+            return  # the check says what is wrong with the corpus itself
+        problems = coverage_problems(self._campaign.root, corpus, relpath)
+        if problems:
+            raise RecordError(f"run {self.id!r}: {relpath} is not a complete prediction of "
+                              f"the frozen corpus {corpus.id!r}, as the plugin would report "
+                              f"(predictions-cover-corpus):\n{render_all(problems)}")
 
     def stop(
         self, rule: str, reason: str, *, step: int | None = None, at: datetime | str | None = None

@@ -30,6 +30,9 @@ def verdict_line(report: CampaignReport) -> str:
     if report.verdict == "accepted with waivers":
         return (f"{head}: ACCEPTED WITH WAIVERS — {total - waived}/{total} checks passed, "
                 f"{waived} waived")
+    if report.verdict == "rehearsed":
+        return (f"{head}: REHEARSED — {total}/{total} checks (a rehearsal: its observed hours "
+                "are not judged against the plan; a rehearsal is never ACCEPTED)")
     label = "PLAUSIBLE (fast mode)" if report.fast else "ACCEPTED"
     return f"{head}: {label} — {total}/{total} checks"
 
@@ -48,6 +51,7 @@ def terminal_lines(report: CampaignReport) -> list[str]:
         lines.append("  schedule: " + clean(schedule_text(report.schedule)))
     if report.plan_integrity:
         lines.append("  note: " + clean(report.plan_integrity))
+    lines += ["  note: " + clean(note) for note in report.left_out]
     return lines
 
 

@@ -40,6 +40,18 @@ def test_manifest_missing(itera: Itera, campaign: CampaignBuilder) -> None:
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
+def test_a_draft_plan_is_never_accepted(itera: Itera, campaign: CampaignBuilder) -> None:
+    """frozen_at is optional in a draft, still required when a campaign is accepted."""
+    del campaign.plan["frozen_at"]
+    campaign.write()
+    result = itera(*only("manifest and not files and not temp"))
+    result.assert_outcomes(failed=1)
+    expect(result,
+           "plan.json $.frozen_at: plan.json is a draft: it has no frozen_at, so no one froze "
+           "it before the runs",
+           "*fix:      freeze the plan with CampaignRecorder.freeze_plan before the first run*")
+
+
 def test_plan_not_json(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     (campaign.root / "plan.json").write_text('{"format": "itera-plan/1",\n  "campaign": }\n')

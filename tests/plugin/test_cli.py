@@ -58,6 +58,8 @@ def test_new_plan_writes_a_plan_the_plan_gate_accepts(tmp_path: Path, itera: Ite
     assert done.returncode == 0, done.stderr
     plan = json.loads((tmp_path / "next/plan.json").read_text())
     assert validate("plan", plan) == []
+    assert "frozen_at" not in plan  # a draft: freeze_plan sets it
+    assert "CampaignRecorder.freeze_plan (which sets frozen_at)" in done.stdout
     assert plan["campaign"] == "next"
     assert plan["budget"]["lots"][0]["price"] == "47.14"
     assert plan["schedule"]["sequential_hours"] == 48
@@ -66,7 +68,8 @@ def test_new_plan_writes_a_plan_the_plan_gate_accepts(tmp_path: Path, itera: Ite
     assert all(r["parameters"] for r in plan["stop_rules"])
     gate = itera("--itera-plan", str(tmp_path / "next/plan.json"), campaign=None)
     gate.assert_outcomes(passed=3)
-    gate.stdout.fnmatch_lines(["*48 h from preparation to retrieval in the 72 h window*"])
+    gate.stdout.fnmatch_lines(["*48 h from preparation to retrieval in the 72 h window*",
+                               "  a draft (no frozen_at): CampaignRecorder.freeze_plan sets *"])
 
 
 def test_new_plan_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

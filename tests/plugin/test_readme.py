@@ -228,6 +228,13 @@ SNIPPETS: dict[str, str] = {
     "# conftest.py": "hooks",
     "# tests/test_acceptance.py — run: pytest --itera-campaign out tests/test_acceptance.py":
         "fixture",
+    # the guides' scripts: run, their campaigns accepted, by tests/record/test_guides.py
+    "# train_torch.py: a plain torch loop, recorded into out/ (run it beside draft/plan.json)":
+        "guide",
+    "# train_trainer.py: the Hugging Face Trainer, recorded into out/ (run it beside "
+    "draft/plan.json)": "guide",
+    "# train_lightning.py: Lightning, recorded into out/ (run it beside draft/plan.json)":
+        "guide",
     "# the way back: run beside out/, the campaign closed above": "way-back",
 }
 
@@ -242,7 +249,7 @@ def test_every_python_block_has_a_runner() -> None:
     unknown = [b.where for b in _blocks("python") if b.text.splitlines()[0] not in SNIPPETS]
     assert not unknown, f"python blocks no test runs: {unknown}; add them to SNIPPETS"
     assert set(SNIPPETS.values()) == {"values", "property", "recorder", "hooks", "fixture",
-                                      "way-back"}
+                                      "guide", "way-back"}
 
 
 @pytest.mark.parametrize(

@@ -617,3 +617,33 @@ def test_a_checkpoint_that_holds_code_is_named_in_the_report(
     found = next(r for r in data["reloads"] if r["path"] == "runs/variant-a/evil.pt")
     assert (found["ok"], found["holds_code"]) == (False, ["posix.system"])
     assert not marker.exists()
+
+
+@only_xdist("absent")  # the session's own outputs; the process model is not the point
+def test_a_report_written_inside_is_left_out_of_the_next_acceptance(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """Issue 26.6, as the user met it: accepted, the reports written inside the campaign
+    with --itera-report-inside; the next acceptance recognises them by their content, leaves
+    them out and says so, and is ACCEPTED again. A file that only looks like one is judged."""
+    campaign.write()
+    first = itera("--itera-report-inside", "--itera-report", "out/reports/closure.json",
+                  "--itera-report", "out/closure.md", "--itera-report", "out/closure.html")
+    assert first.ret == 0
+    again = itera("--itera-require-accepted")
+    assert again.ret == 0, again.stdout.str()
+    expect(again, "campaign tiny-2026-11: ACCEPTED — * checks",
+           "  note: not judged: closure.html, a closure report (HTML) that pytest-itera wrote "
+           "inside the campaign (not part of it; unlisted)",
+           "  note: not judged: closure.md, a closure report (Markdown) that pytest-itera "
+           "wrote inside the campaign (not part of it; unlisted)",
+           "  note: not judged: reports/closure.json, a closure report (itera-report/2) that "
+           "pytest-itera wrote inside the campaign (not part of it; unlisted)")
+    (campaign.root / "reports/other.json").write_text('{"format": "itera-report/x"}\n')
+    impostor = itera()
+    assert impostor.ret == pytest.ExitCode.TESTS_FAILED
+    expect(impostor, "reports/other.json: reports/other.json is in the campaign folder but "
+           "not listed in the manifest")
+    for rel in ("reports/closure.json", "reports/other.json", "closure.md", "closure.html"):
+        (campaign.root / rel).unlink()  # the folder as written (the fixture checks it)
+    (campaign.root / "reports").rmdir()

@@ -293,13 +293,46 @@ def test_trainer_save_total_limit_records_what_is_kept(tmp_path: Path) -> None:
     assert [s for s, _ in rec.run("control").series("loss")] == [1, 2, 3, 4]
 
 
+def test_trainer_that_saves_nothing_leaves_no_empty_folder(tmp_path: Path) -> None:
+    """save_strategy="no" (a pilot, say): the Trainer still creates output_dir and writes
+    nothing in it, an empty folder that no-empty-files rejects; the callback removes it when
+    training ends, and the run's losses are recorded."""
+    rec = _frozen(tmp_path / "campaign")
+    output = rec.path("runs/control/trainer")
+    trainer_fit(rec, "control", output, save_strategy="no")
+    assert not output.exists()
+    assert rec.checkpoints == ()
+    assert [s for s, _ in rec.run("control").series("loss")] == [1, 2, 3, 4]
+
+
 def test_trainer_claims_follow_the_files_written(tmp_path: Path) -> None:
     """save_only_model: the folders hold the weights and the trainer state only."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", ["model", "progress"])
     trainer_fit(rec, "control", rec.path("runs/control/trainer"), save_only_model=True,
                 ignore_data_skip=True)
     assert {c["path"]: c["claims"] for c in rec.checkpoints} == {
         f"runs/control/trainer/checkpoint-{n}": ["model", "progress"] for n in (2, 4)}
+
+
+def test_trainer_checkpoints_that_cannot_resume_are_refused_at_the_first_save(
+    tmp_path: Path,
+) -> None:
+    """Issue 26.3: under a plan requiring every resume part, save_only_model folders are
+    refused when the first is recorded, with resume-complete's words, not after closure."""
+    rec = _frozen(tmp_path / "campaign")
+    with pytest.raises(RecordError) as refused:
+        trainer_fit(rec, "control", rec.path("runs/control/trainer"), save_only_model=True,
+                    ignore_data_skip=True)
+    assert str(refused.value).startswith(
+        "checkpoint runs/control/trainer/checkpoint-2: its parts do not cover the resume state "
+        "the plan requires of run 'control', as the plugin would report (resume-complete):\n"
+        "plan.json $.checkpoint_policy.resume_state: resume checkpoint "
+        "runs/control/trainer/checkpoint-2 lacks optimizer, scheduler, rng, data, required by "
+        "the plan's checkpoint_policy.resume_state\n"
+        "    expected: model, optimizer, progress, scheduler, rng, data\n"
+        "    found:    model, progress\n"
+        "    fix:      save every required part (hf-trainer: optimizer in optimizer.pt;")
+    assert rec.checkpoints == ()
 
 
 def test_trainer_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -> None:
@@ -336,7 +369,7 @@ def test_trainer_journals_its_saves_and_the_base_it_trains_on(tmp_path: Path) ->
 
 def test_lightning_journals_each_save_with_its_step(tmp_path: Path) -> None:
     """Each .ckpt a ModelCheckpoint writes is journaled with the step it holds."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     dirpath = rec.path("runs/control/ckpt")
     lightning_fit(rec, "control", dirpath)
     events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
@@ -348,7 +381,7 @@ def test_lightning_journals_each_save_with_its_step(tmp_path: Path) -> None:
 def test_lightning_journals_each_save_of_its_overwritten_last_ckpt(tmp_path: Path) -> None:
     """save_last: last.ckpt is written again at each save; each save is journaled, and the
     last journaled one is the file shipped."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     lightning_fit(rec, "control", rec.path("runs/control/ckpt"), save_last=True)
     events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
     last = [e for e in events if e["event"] == "checkpoint"
@@ -377,6 +410,32 @@ def test_lightning_campaign_is_accepted(itera: Itera, lightning: Campaigns) -> N
     assert_accepted(itera, root)
 
 
+def test_lightning_under_a_plan_requiring_rng_is_refused_when_the_callback_is_created(
+    tmp_path: Path,
+) -> None:
+    """Issue 26.3: Lightning checkpoints store no RNG state by design; the callback says so
+    before any training, with resume-complete's words and what to do, not at closure. The
+    way through, a plan that gives the run what a .ckpt holds, is the ``lightning``
+    campaign (ACCEPTED: test_lightning_campaign_is_accepted)."""
+    from pytest_itera.record.integrations.lightning import IteraCallback
+
+    rec = _frozen(tmp_path / "campaign")  # resume_state: model ... rng, data
+    with pytest.raises(RecordError) as refused:
+        IteraCallback(rec, "control")
+    message = str(refused.value)
+    assert message.startswith(
+        "IteraCallback(rec, 'control'): refused before training, as the plugin would refuse "
+        "every .ckpt of the run at closure (resume-complete):\n"
+        "plan.json $.checkpoint_policy.resume_state: the Lightning checkpoints of run control "
+        "cannot hold rng, required by the plan's checkpoint_policy.resume_state: Lightning "
+        "checkpoints store no RNG state by design\n")
+    assert "What to do: before any run starts, freeze a new campaign whose plan gives run " \
+        "'control' a runs[].resume_state that a Lightning checkpoint holds" in message
+    assert rec.run("control").started_at is None
+    again = _frozen(tmp_path / "next", LIGHTNING_PARTS)  # the way through
+    assert IteraCallback(again, "control").run_id == "control"
+
+
 def test_lightning_checkpoint_deleted_after_closure(
     itera: Itera, lightning: Campaigns
 ) -> None:
@@ -387,7 +446,7 @@ def test_lightning_checkpoint_deleted_after_closure(
 
 
 def test_lightning_dirpath_outside_the_campaign_is_refused(tmp_path: Path) -> None:
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     with pytest.raises(RecordError, match=r"ModelCheckpoint\.dirpath '.*/elsewhere' is "
                                           r"outside the campaign folder"):
         lightning_fit(rec, "control", tmp_path / "elsewhere")
@@ -397,13 +456,13 @@ def test_lightning_dirpath_outside_the_campaign_is_refused(tmp_path: Path) -> No
 
 def test_lightning_save_top_k_records_what_is_kept(tmp_path: Path) -> None:
     """ModelCheckpoint(save_top_k=1) deletes the older file: only the kept one is recorded."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     lightning_fit(rec, "control", rec.path("runs/control/ckpt"), save_top_k=1)
     assert [c["path"] for c in rec.checkpoints] == ["runs/control/ckpt/epoch=1-step=8.ckpt"]
 
 
 def test_lightning_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -> None:
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     dirpath = rec.path("runs/control/ckpt")
     lightning_fit(rec, "control", dirpath)
     first = rec.run("control").series("loss")
@@ -428,13 +487,17 @@ def test_importing_the_integrations_imports_no_tool() -> None:
     assert out.strip() == "[]"
 
 
-def _frozen(root: Path) -> CampaignRecorder:
+def _frozen(root: Path, resume_state: Sequence[str] | None = None) -> CampaignRecorder:
+    """The factory's campaign, its plan frozen (requiring ``resume_state`` when given, else
+    every part)."""
     files = F.default_files_v2()
     rec = CampaignRecorder(root)
     for relpath, data in files.items():
         rec.write_bytes(relpath, data)
     plan = F.default_plan_v2(files)
     del plan["frozen_at"]
+    if resume_state is not None:
+        plan["checkpoint_policy"]["resume_state"] = list(resume_state)
     rec.freeze_plan(plan)
     return rec
 

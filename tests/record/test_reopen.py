@@ -19,7 +19,7 @@ from tests import factory as F
 from tests import recorded
 
 PREDICTIONS = "runs/variant-a/predictions.jsonl"
-REASON = "variant-a's predictions missed an example"
+REASON = "RELOAD.md left out variant-a's weights"
 
 
 def events(root: Path, kind: str) -> list[dict[str, Any]]:
@@ -33,12 +33,14 @@ def sha256(path: Path) -> str:
 
 @pytest.fixture
 def rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The recorded campaign closed with variant-a's predictions one example short."""
+    """The recorded campaign closed with reload instructions that leave out variant-a's
+    weights (the recorder cannot know: the checks reject it after closure)."""
     whole = F.default_files_v2
 
     def short() -> dict[str, bytes]:
         files = whole()
-        files[PREDICTIONS] = b"".join(files[PREDICTIONS].splitlines(keepends=True)[:-1])
+        files["RELOAD.md"] = b"".join(line for line in files["RELOAD.md"].splitlines(
+            keepends=True) if b"variant-a" not in line)
         return files
 
     monkeypatch.setattr(F, "default_files_v2", short)
@@ -49,7 +51,11 @@ def rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def repair(rec: CampaignRecorder) -> None:
-    rec.write_bytes(PREDICTIONS, F.default_files_v2()[PREDICTIONS])
+    """RELOAD.md as it should be; variant-a's predictions written again (the same rows in
+    another order: another file, the same verdict) and recorded again."""
+    rec.write_bytes("RELOAD.md", F.default_files_v2()["RELOAD.md"])
+    rows = F.default_files_v2()[PREDICTIONS].splitlines(keepends=True)
+    rec.write_bytes(PREDICTIONS, b"".join(reversed(rows)))
     rec.run("variant-a").set_predictions(PREDICTIONS)
 
 
@@ -68,7 +74,7 @@ def test_a_rejected_campaign_is_reopened_repaired_and_accepted(
     closed = recorded.conclude(rec, check=True)
 
     assert closed.verdict == "accepted", "\n".join(p.render() for p in closed.findings)
-    assert "  reopened once: variant-a's predictions missed an example" in (
+    assert f"  reopened once: {REASON}" in (
         capsys.readouterr().out.splitlines())
     [reopen] = events(rejected, "reopen")
     assert (reopen["reason"], reopen["manifest_sha256"]) == (REASON, old_manifest)
@@ -76,6 +82,7 @@ def test_a_rejected_campaign_is_reopened_repaired_and_accepted(
     assert events(rejected, "predictions")[-1]["replaces"] == old_predictions
     assert events(rejected, "predictions")[-1]["sha256"] == new_predictions
     changed = {e["path"]: e for e in events(rejected, "file")}
+    assert set(changed) == {"RELOAD.md", PREDICTIONS}
     assert changed[PREDICTIONS] == {"event": "file", "path": PREDICTIONS, "change": "replaced",
                                     "old_sha256": old_predictions, "sha256": new_predictions}
     assert [e["event"] for e in map(json.loads, (rejected / JOURNAL_FILE).read_text()

@@ -22,9 +22,10 @@
   resumes the same run from one of its checkpoints forgets the points logged after it.
 
 The output folder must be inside the campaign: the Trainer is refused at construction
-otherwise. With ``save_total_limit`` the Trainer deletes older checkpoints, so they are
-recorded when training ends, those still on disk; without it each is recorded (and
-journaled) as soon as it is saved. Only the main process records.
+otherwise; left empty when training ends (``save_strategy="no"``), it is removed. With
+``save_total_limit`` the Trainer deletes older checkpoints, so they are recorded when
+training ends, those still on disk; without it each is recorded (and journaled) as soon as
+it is saved. Only the main process records.
 """
 
 from __future__ import annotations
@@ -135,6 +136,17 @@ class IteraCallback(TrainerCallback):
         for folder in pending:
             if (self.rec.root / folder).is_dir():
                 self._record(folder, args)
+        if state.is_world_process_zero:
+            self._remove_if_empty(args)
+
+    def _remove_if_empty(self, args: TrainingArguments) -> None:
+        """A Trainer that saved nothing (``save_strategy="no"``) still creates its
+        output_dir: an empty folder in a run's outputs, which ``no-empty-files`` rejects.
+        Remove it (a later ``save_model`` creates it again)."""
+        relpath = self._output_dir(args)
+        folder = self.rec.root / relpath
+        if relpath != "." and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
     def _record(self, folder: str, args: TrainingArguments) -> None:
         target = self.rec.root / folder
