@@ -65,7 +65,13 @@ from pytest_itera.core.campaign import (
     plan_from,
 )
 from pytest_itera.core.findings import render_all
-from pytest_itera.core.journal import JOURNAL_FILE, JOURNAL_FORMAT, Journal, TornLine
+from pytest_itera.core.journal import (
+    JOURNAL_FILE,
+    JOURNAL_FORMAT,
+    Journal,
+    TornLine,
+    manifest_digest,
+)
 from pytest_itera.core.text import is_blank, says_nothing
 from pytest_itera.record import close as closing
 from pytest_itera.record import tally
@@ -89,8 +95,8 @@ from pytest_itera.record.base import (
 )
 from pytest_itera.record.close import Closure
 from pytest_itera.record.replay import JournalWarning, replay
-from pytest_itera.record.run import RunRecorder
-from pytest_itera.record.steps import StepClock, StepTimer
+from pytest_itera.record.run import OpenRun, RunRecorder
+from pytest_itera.record.steps import Interruption, OpenStep, StepClock, StepTimer
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
@@ -101,7 +107,10 @@ __all__ = [
     "BASE_RECORD",
     "CampaignRecorder",
     "Closure",
+    "Interruption",
     "JournalWarning",
+    "OpenRun",
+    "OpenStep",
     "RecordError",
     "RunRecorder",
     "StepTimer",
@@ -135,12 +144,18 @@ class CampaignRecorder:
         self._checkpoints: list[dict[str, Any]] = []
         self._adapters: list[dict[str, Any]] = []
         self._saves: dict[str, dict[str, Any]] = {}  # path -> its last journaled save
+        self._last_save: dict[str, dict[str, Any]] = {}  # run -> its last journaled save
         self._bases: dict[str, dict[str, str]] = {}  # folder -> model, revision (record_base)
         self._decisions: list[dict[str, Any]] = []
         self._written: set[str] = set()  # measurements files the recorder wrote
         self._steps = StepClock(self)
         self._closed = False
         self._replaying = False
+        #: The last closure record of the journal (line, facts) while it is not reopened.
+        self._closure: tuple[int, dict[str, Any]] | None = None
+        self._reopened = False  # the last closure record is a reopening
+        #: The reason of each reopening, in order (:meth:`reopen`).
+        self.reopenings: list[str] = []
         self.journal = Journal.open(self.root)
         #: A torn last journal line found when continuing (cut off, never replayed), or None.
         self.torn: TornLine | None = self.journal.torn
@@ -149,7 +164,32 @@ class CampaignRecorder:
         self.rehearsal = self._rehearsal(rehearsal)
         if self.journal.events:
             replay(self, self.journal.events)
-        self._closed = (self.root / MANIFEST_FILE).exists()
+        # Closed when the manifest is there and no reopening followed the last closure (a
+        # journal of an older recorder has no closure records: the manifest says it all).
+        self._closed = (self.root / MANIFEST_FILE).exists() and not self._reopened
+
+    # ---- continuing
+
+    def open_steps(self) -> tuple[OpenStep, ...]:
+        """The steps started and not ended. When continuing a campaign, a step a dead process
+        left open is ``inherited``: ``rec.step(id)`` (start or end) resumes it, journaling
+        the hours it worked up to the last moment the journal records and the interruption
+        since (docs/recorder.md, "Continue from anywhere")."""
+        return self._steps.open_steps()
+
+    def open_runs(self) -> tuple[OpenRun, ...]:
+        """The runs started and without an outcome, each with its last logged step and its
+        last journaled checkpoint save: where a continuing script resumes it (load that save,
+        ``run.rewind(save step)``, train on)."""
+        return tuple(
+            OpenRun(run.id, run.started_at, run.last_step, self._last_save.get(run.id))
+            for run in self._runs.values()
+            if run.started_at is not None and run.outcome is None)
+
+    @property
+    def interruptions(self) -> tuple[Interruption, ...]:
+        """Every interruption of a step the journal records (:meth:`open_steps`)."""
+        return tuple(self._steps.interruptions)
 
     def _rehearsal(self, asked: bool) -> bool:
         """A campaign continued is what its journal began: a rehearsal stays one, and a
@@ -168,11 +208,30 @@ class CampaignRecorder:
         """Append one event to the journal (nothing while replaying it)."""
         if self._replaying:
             return
+        self._refuse_closed("the campaign is closed: its manifest lists every file as it is")
+        self._append(name, facts)
+
+    def _refuse_closed(self, closed: str) -> None:
         if self._closed:
-            raise RecordError("the campaign is closed: its manifest lists every file as it is")
+            raise RecordError(f"{closed}; to change it, {_THE_WAY_BACK}")
+        if self._closure is not None:
+            line, facts_closed = self._closure
+            raise RecordError(
+                f"the campaign was closed ({JOURNAL_FILE} line {line}, closed_at "
+                f"{facts_closed.get('closed_at')}) but {MANIFEST_FILE} is not there (deleted, "
+                f"or the closure was interrupted); to change it, {_THE_WAY_BACK}")
+
+    def _append(self, name: str, facts: Mapping[str, Any]) -> None:
         event = {"event": name, **facts}
         refuse_temp_strings(event, JOURNAL_FILE)
         self.journal.append(event)
+
+    def _replay_closure(self, kind: str, line: int, facts: Mapping[str, Any]) -> None:
+        if kind == "close":
+            self._closure, self._reopened = (line, dict(facts)), False
+        else:
+            self._closure, self._reopened = None, True
+            self.reopenings.append(str(facts.get("reason")))
 
     def _adopt_plan(self, digest: str) -> None:
         target = self.root / PLAN_FILE
@@ -417,7 +476,7 @@ class CampaignRecorder:
         self.planned_run(run)
         save = self._save_facts(relpath, run, step, at)
         self._event("checkpoint", **save)
-        self._saves[relpath] = save
+        self._saves[relpath] = self._last_save[run] = save
         return str(save.get("sha256") or save.get("tree_sha256"))
 
     def _save_facts(self, relpath: str, run: str, step: int | None,
@@ -468,7 +527,7 @@ class CampaignRecorder:
             if step is None and "step" in last:
                 save["step"] = last["step"]
         self._event("checkpoint", **record, **{k: v for k, v in save.items() if k not in record})
-        self._saves[relpath] = save
+        self._saves[relpath] = self._last_save[run] = save
         self._checkpoints.append(record)
 
     def _refuse_uncovered(self, relpath: str, run: str, fmt: str, claims: list[str]) -> None:
@@ -495,8 +554,9 @@ class CampaignRecorder:
             if any(c["path"] == path for c in self._checkpoints):
                 raise RecordError(f"checkpoint {path} is already recorded")
             self._checkpoints.append(record)
-        self._saves[path] = {k: v for k, v in facts.items()
-                             if k in ("path", "run", "sha256", "tree_sha256", "step", "at")}
+        self._saves[path] = self._last_save[run] = {
+            k: v for k, v in facts.items()
+            if k in ("path", "run", "sha256", "tree_sha256", "step", "at")}
 
     def record_base(self, folder: str, *, model: str, revision: str) -> str:
         """Ship a base model in the campaign: write ``<folder>/itera-base.json`` with its name
@@ -636,8 +696,7 @@ class CampaignRecorder:
         ``check=False`` writes the manifest without running the checks.
         """
         self._require_plan()
-        if self._closed:
-            raise RecordError("the campaign is already closed")
+        self._refuse_closed("the campaign is already closed")
         self._steps.require_ended()
         self.file_sha256(analysis, field="analysis")
         self.file_sha256(reload_instructions, field="reload_instructions")
@@ -652,7 +711,8 @@ class CampaignRecorder:
         self._check_bases()
         schedule = self._schedule(
             schedule if schedule is not None
-            else closing.derived_schedule(plan, self._runs, self._steps.hours, explanations))
+            else closing.derived_schedule(plan, self._runs, self._steps.hours, explanations,
+                                          self._steps.interruptions))
         self._write_measurements()
         manifest = {
             "format": MANIFEST_FORMAT,
@@ -673,6 +733,7 @@ class CampaignRecorder:
         validate("manifest", manifest, MANIFEST_FILE)
         refuse_temp_strings(manifest, MANIFEST_FILE)
         target = self.root / MANIFEST_FILE
+        self._journal_closure(target, manifest)
         atomic_write_json(target, manifest)
         self._closed = True
         result = None
@@ -680,6 +741,47 @@ class CampaignRecorder:
             result = self.check()
             print("\n".join(result.lines()), file=out or sys.stdout)
         return Closure(target, result)
+
+    def _journal_closure(self, target: Path, manifest: dict[str, Any]) -> None:
+        """Journal what changed since the manifest a reopening replaces (each file replaced,
+        added or removed, with its sha256s), then the closure with the digest of the manifest
+        about to be written; the manifest's entry for the journal is then brought up to date
+        (it cannot be inside the digest: the journal holds it)."""
+        if self._reopened and target.is_file():
+            old = json.loads(target.read_text("utf-8"))
+            for change in closing.file_changes(old.get("files", ()), manifest["files"]):
+                self._event("file", **change)
+        self._event("close", manifest_digest=manifest_digest(manifest),
+                    closed_at=manifest["closed_at"], at=self.now())
+        self._closure, self._reopened = (len(self.journal.events), {
+            "closed_at": manifest["closed_at"]}), False
+        digest, size = sha256_file(self.journal.path)
+        manifest["files"] = [
+            {**f, "bytes": size, "sha256": digest} if f["path"] == JOURNAL_FILE else f
+            for f in manifest["files"]]
+
+    def reopen(self, *, reason: str, at: datetime | str | None = None) -> str | None:
+        """Reopen a closed campaign to repair it (after a REJECTED verdict, say): the journal
+        records the reopening with ``reason`` and the sha256 of the manifest it replaces
+        (returned; None when manifest.json was deleted). Replace or add files, record what
+        changed (``run.set_predictions`` again journals the new predictions with the sha256
+        they replace), then :meth:`close` again: it journals every file replaced, added or
+        removed (old and new sha256) and writes the new manifest. The reports say "reopened
+        once: <reason>" (docs/recorder.md, "The way back")."""
+        self._require_plan()
+        if says_nothing(reason):
+            raise RecordError("a reopening needs its reason (what the checks found, what will "
+                              "change): rec.reopen(reason=...)")
+        target = self.root / MANIFEST_FILE
+        if not self._closed and self._closure is None:
+            raise RecordError("the campaign is not closed: there is nothing to reopen; "
+                              "record what changed and close() it")
+        old = sha256_file(target)[0] if target.is_file() else None
+        self._append("reopen", {"reason": reason, "manifest_sha256": old,
+                                "at": self.now(at)})
+        self._closed, self._closure, self._reopened = False, None, True
+        self.reopenings.append(reason)
+        return old
 
     def check(
         self, *, python: str | None = None, timeout: float = DEFAULT_TIMEOUT
@@ -726,14 +828,30 @@ class CampaignRecorder:
             if not rows:
                 continue
             relpath = run.measurements_path
-            if relpath not in self._written and (self.root / relpath).exists():
-                raise RecordError(
-                    f"run {run.id!r}: {relpath} exists and was not written by the "
-                    "recorder; name the script's file with set_measurements"
-                )
+            self._writable(run.id, relpath, rows)
             self.write_jsonl(relpath, rows)
             self._written.add(relpath)
             run.record["measurements"] = relpath
+
+
+    def _writable(self, run_id: str, relpath: str, rows: list[dict[str, Any]]) -> None:
+        """A run's measurements file may be written unless the script wrote one there: this
+        process wrote it, a closure of this journal did (reopened since), or it already
+        holds what the journal says."""
+        target = self.root / relpath
+        if relpath in self._written or self._reopened or not target.exists() or (
+                target.read_bytes() == jsonl_text(rows).encode("utf-8")):
+            return
+        raise RecordError(
+            f"run {run_id!r}: {relpath} exists, does not hold what the journal records of "
+            "the run, and no closure in the journal wrote it: a file the script wrote itself "
+            "is named with set_measurements; if a closure of an older recorder wrote it and "
+            f"manifest.json was deleted to change the campaign, put the manifest back and "
+            f"{_THE_WAY_BACK}")
+
+
+_THE_WAY_BACK = ("reopen it: rec.reopen(reason=...), change the files, then close() "
+                 "again (docs/recorder.md, 'The way back')")
 
 
 def _float_money(plan: Mapping[str, Any]) -> dict[str, str]:

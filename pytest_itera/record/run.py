@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -36,7 +37,19 @@ from pytest_itera.record.base import (
     sha256_file,
 )
 
-__all__ = ["RunRecorder"]
+__all__ = ["OpenRun", "RunRecorder"]
+
+
+@dataclass(frozen=True)
+class OpenRun:
+    """A run started and without an outcome (what :meth:`CampaignRecorder.open_runs`
+    returns): where a script continuing the campaign picks it up."""
+
+    id: str
+    started_at: str
+    last_step: int | None  # the last step it logged (None: none)
+    # Its last journaled checkpoint save (path, run, sha256 or tree_sha256, step, at), or None.
+    last_save: Mapping[str, Any] | None
 
 
 class RunRecorder:
@@ -56,6 +69,7 @@ class RunRecorder:
         self._points: list[dict[str, Any]] = []
         self._inputs: list[dict[str, Any]] = []
         self._external_measurements = False  # set_measurements: the script wrote the file
+        self._predictions_sha256: str | None = None  # the last journaled predictions' sha256
 
     @property
     def outcome(self) -> Outcome | None:
@@ -71,6 +85,12 @@ class RunRecorder:
     def measurements_path(self) -> str:
         """Where the recorder writes this run's measurements file."""
         return f"runs/{self.id}/measurements.jsonl"
+
+    @property
+    def last_step(self) -> int | None:
+        """The last step logged (None before the first :meth:`log`)."""
+        step: int | None = self._points[-1]["step"] if self._points else None
+        return step
 
     @property
     def started_at(self) -> str | None:
@@ -197,12 +217,25 @@ class RunRecorder:
 
     def set_predictions(self, relpath: str, *, corpus: str | None = None) -> None:
         """The run's predictions file and the plan corpus it covers (default: the corpus the
-        plan gives the run, or the plan's only corpus)."""
+        plan gives the run, or the plan's only corpus). Journaled with its sha256; called
+        again (a campaign reopened to replace the predictions), with the sha256 it replaces."""
         digest = self._campaign.file_sha256(relpath, field=f"runs[{self.id}].predictions")
         corpus = corpus if corpus is not None else self._campaign.planned_corpus(self.id)
         self._refuse_incomplete_predictions(relpath, corpus)
-        self._campaign._event("predictions", run=self.id, path=relpath, sha256=digest)
+        replaced = self._predictions_sha256
+        facts = {"replaces": replaced} if replaced not in (None, digest) else {}
+        self._campaign._event("predictions", run=self.id, path=relpath, sha256=digest, **facts)
+        self._predictions_sha256 = digest
         self.record["predictions"] = relpath
+        if corpus is not None:
+            self.set_corpus(corpus)
+
+    def _replay_predictions(self, relpath: str, sha256: str | None) -> None:
+        """A journaled predictions event, taken as journaled: the file may have been
+        replaced since (a reopened campaign), or removed for a new one."""
+        self._predictions_sha256 = sha256
+        self.record["predictions"] = relpath
+        corpus = self.record.get("corpus") or self._campaign.planned_corpus(self.id)
         if corpus is not None:
             self.set_corpus(corpus)
 

@@ -81,6 +81,8 @@ def _html_campaign(report: CampaignReport) -> Iterator[str]:
     ) + "</dl>"
     yield f'<p class="verdict {css}">{_e(verdict_line(report))}</p>'
     yield f"<p>Folder: <code>{_e(report.root)}</code></p>"
+    if report.reopened_text:
+        yield f'<p class="note">{_e(report.reopened_text)}</p>'
     if report.plan_integrity:
         yield f'<p class="note">Note: {_e(report.plan_integrity)}</p>'
     for note in report.left_out:

@@ -66,6 +66,8 @@ def _markdown_campaign(report: CampaignReport, *, level: str) -> list[str]:
     lines += [f"- **{label}:** {_md(value)}" for label, value in objective_rows(report)] + [""]
     lines += [f"**{_md(verdict_line(report))}**", ""]
     lines += [f"Folder: {_md(report.root)}", ""]
+    if report.reopened_text:
+        lines += [f"Reopened: {_md(report.reopened_text)}", ""]
     if report.plan_integrity:
         lines += [f"Note: {_md(report.plan_integrity)}", ""]
     lines += [line for note in report.left_out for line in (f"Note: {_md(note)}", "")]

@@ -12,6 +12,7 @@ from pytest_itera.checks.closure import FindingFacts, ReloadFacts, WaiverFacts
 from pytest_itera.core import money
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import Campaign, Manifest
+from pytest_itera.core.journal import reopenings
 from pytest_itera.files.outputs import SUFFIXES, left_out_note, own_outputs
 
 REPORT_FORMAT = "itera-report/2"
@@ -93,6 +94,16 @@ class CampaignReport:
     digests: Mapping[str, str | None] = field(default_factory=dict)
     # Notes on the plugin's own outputs found inside the campaign, left out of the checks.
     left_out: tuple[str, ...] = ()
+    # The reason of each reopening the recorder's journal records (rec.reopen), in order.
+    reopened: tuple[str, ...] = ()
+
+    @property
+    def reopened_text(self) -> str | None:
+        """"reopened once: <reason>" or "reopened N times: <reason>; ...", or None."""
+        if not self.reopened:
+            return None
+        times = "once" if len(self.reopened) == 1 else f"{len(self.reopened)} times"
+        return f"reopened {times}: {'; '.join(self.reopened)}"
 
     @property
     def reloads(self) -> tuple[ReloadFacts, ...]:
@@ -169,6 +180,7 @@ def build(
         **_objective(campaign),
         provenance=provenance,
         digests=dict(digests or {}),
+        reopened=reopenings(campaign.root),
         left_out=_left_out(campaign),
     )
 

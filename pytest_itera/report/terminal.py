@@ -39,6 +39,8 @@ def verdict_line(report: CampaignReport) -> str:
 
 def terminal_lines(report: CampaignReport) -> list[str]:
     lines = [verdict_line(report)]
+    if report.reopened_text:
+        lines.append("  " + clean(report.reopened_text))
     lines += ["  " + clean(row) for row in _table(RUN_HEADER, run_cells(report.runs))]
     lines += [f"  acceptance test {clean(c.nodeid)}: {c.outcome}" for c in acceptance(report)]
     for waiver, nodeids in report.waivers:

@@ -238,6 +238,7 @@ SNIPPETS: dict[str, str] = {
     "draft/plan.json)": "guide",
     "# train_lightning.py: Lightning, recorded into out/ (run it beside draft/plan.json)":
         "guide",
+    "# the way back: run beside out/, the campaign closed above": "way-back",
 }
 
 
@@ -251,7 +252,7 @@ def test_every_python_block_has_a_runner() -> None:
     unknown = [b.where for b in _blocks("python") if b.text.splitlines()[0] not in SNIPPETS]
     assert not unknown, f"python blocks no test runs: {unknown}; add them to SNIPPETS"
     assert set(SNIPPETS.values()) == {"values", "property", "recorder", "hooks", "fixture",
-                                      "guide"}
+                                      "guide", "way-back"}
 
 
 @pytest.mark.parametrize(
@@ -280,6 +281,23 @@ def test_recorder_writes_the_documented_documents(example_campaign: Path) -> Non
     assert written == manifest, (
         "docs/campaign-format.md's manifest.json is not what its recorder script writes: paste "
         "the new one (tests/plugin/test_readme.py: record_example)")
+
+
+def test_the_way_back_block_repairs_the_documented_campaign(
+        example_campaign: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/recorder.md's way back, run on a copy of the documented campaign: reopened,
+    repaired, closed again and ACCEPTED, the journal and the summary saying so."""
+    shutil.copytree(example_campaign, tmp_path / "out")
+    block = _snippet("way-back")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        exec(compile(block.text, block.where, "exec"), {"__name__": "__readme__"})
+    assert "  reopened once: RELOAD.md left out the resume check's checkpoint" in (
+        capsys.readouterr().out.splitlines())
+    journal = [json.loads(line) for line in
+               (tmp_path / "out" / "itera-journal.jsonl").read_text().splitlines()]
+    [changed] = [e for e in journal if e["event"] == "file"]
+    assert (changed["path"], changed["change"]) == ("RELOAD.md", "replaced")
 
 
 def _copy(example_campaign: Path, pytester: pytest.Pytester) -> None:

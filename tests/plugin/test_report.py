@@ -204,6 +204,28 @@ def test_terminal_text_never_carries_control_characters(tmp_path: Path) -> None:
     assert "\\x1b[2J" in text
 
 
+def test_a_reopened_campaign_says_so_in_every_rendering(tmp_path: Path) -> None:
+    """Issue 26, point 2: the reopenings the journal records, under the verdict."""
+    builder = CampaignBuilder(tmp_path / "camp")
+    events = [{"event": "reopen", "reason": f"repair {n}", "manifest_sha256": None,
+               "at": "2026-11-21T10:00:00Z"} for n in (1, 2)]
+    builder.files["itera-journal.jsonl"] = b"".join(
+        json.dumps(e).encode() + b"\n" for e in events[:1])
+    builder.write()
+    built = report.build(load_campaign(builder.root), [], collected=1, fast=False)
+    assert built.reopened == ("repair 1",)
+    assert report.terminal_lines(built)[1] == "  reopened once: repair 1"
+    assert "Reopened: reopened once: repair 1" in report.render_markdown([built])
+    assert '<p class="note">reopened once: repair 1</p>' in report.render_html([built])
+    data = json.loads(report.render_json([built]))
+    assert data["reopened"] == ["repair 1"]
+    validate_report(data)
+    (builder.root / "itera-journal.jsonl").write_bytes(b"".join(
+        json.dumps(e).encode() + b"\n" for e in events))
+    again = report.build(load_campaign(builder.root), [], collected=1, fast=False)
+    assert again.reopened_text == "reopened 2 times: repair 1; repair 2"
+
+
 @pytest.mark.parametrize(
     ("verdicts", "overall"),
     [(("accepted", "accepted"), "accepted"), (("accepted", "incomplete"), "incomplete"),

@@ -46,7 +46,8 @@ LIGHTNING_PARTS = ["model", "optimizer", "progress", "scheduler"]  # no RNG stat
 
 
 def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
-                resume: str | None = None, **options: Any) -> None:
+                resume: str | None = None, callbacks: Sequence[Any] = (),
+                **options: Any) -> None:
     """transformers.Trainer, 4 steps, a checkpoint-N/ every 2, with the callback attached."""
     from transformers import Trainer, TrainingArguments
 
@@ -57,13 +58,13 @@ def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
                              disable_tqdm=True, seed=0, logging_steps=1, **options)
     with quiet():
         trainer = Trainer(model=bert(), args=args, train_dataset=Rows(),
-                          callbacks=[IteraCallback(rec, run_id)])
+                          callbacks=[IteraCallback(rec, run_id), *callbacks])
         trainer.train(resume_from_checkpoint=resume)
 
 
 def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
                   ckpt_path: str | None = None, save_top_k: int = -1,
-                  save_last: bool = False) -> None:
+                  save_last: bool = False, callbacks: Sequence[Any] = ()) -> None:
     """lightning.Trainer, 8 steps (two epochs of 4 batches), ModelCheckpoint every 4 steps
     into ``dirpath``, with the callback attached."""
     import lightning as L
@@ -79,7 +80,7 @@ def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
         trainer = L.Trainer(max_steps=8, accelerator="cpu", devices=1, enable_progress_bar=False,
                             enable_model_summary=False, log_every_n_steps=1,
                             default_root_dir=str(dirpath.parent),
-                            callbacks=[checkpoints, IteraCallback(rec, run_id)])
+                            callbacks=[checkpoints, IteraCallback(rec, run_id), *callbacks])
         data = torch.utils.data.DataLoader(rows, batch_size=2)  # type: ignore[var-annotated, arg-type]
         trainer.fit(tiny_lightning(), data, ckpt_path=ckpt_path)
 
@@ -121,6 +122,15 @@ lightning_tools: Tools = (lightning_control, lightning_resume)
 def record(root: Path, tools: Tools, resume_state: Sequence[str]) -> Closure:
     """The campaign of tests/recorded.py, with the control and the resume check trained by
     the tool; the factory's hand-made control checkpoints are not part of it."""
+    rec = begin(root, resume_state)
+    train_control, _ = tools  # the callbacks record checkpoints and series
+    train_control(rec)
+    timed(rec, "train-control")
+    return finish(rec, tools)
+
+
+def begin(root: Path, resume_state: Sequence[str]) -> CampaignRecorder:
+    """Everything before the control's training; the control started."""
     files = F.default_files_v2()
     del files[F.CONTROL_CKPT], files[F.RESUME_CKPT]
     rec = CampaignRecorder(root)
@@ -133,16 +143,19 @@ def record(root: Path, tools: Tools, resume_state: Sequence[str]) -> Closure:
     for step_id in ("prepare", "setup", "load-data"):
         timed(rec, step_id)
     check_the_corpus(rec, files)
-
-    train_control, train_resume = tools  # the callbacks record checkpoints and series
-    control, resume = rec.run("control"), rec.run("resume-check")
+    control = rec.run("control")
     control.start()
     control.set_config("configs/control.json")
-    train_control(rec)
+    return rec
+
+
+def finish(rec: CampaignRecorder, tools: Tools) -> Closure:
+    """Everything after the control's training: the resume check, the variant, closure."""
+    _, train_resume = tools
+    control, resume = rec.run("control"), rec.run("resume-check")
     control.set_metrics(**F.METRICS["control"])
     control.set_predictions("runs/control/predictions.jsonl")
-    for step_id in ("train-control", "save-ckpt"):
-        timed(rec, step_id)
+    timed(rec, "save-ckpt")
     control.accept()
     resume.start()  # one GPU: the resume check runs after the control (plan-vs-actual)
     resume.set_config("configs/resume-check.json")

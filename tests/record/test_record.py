@@ -484,7 +484,10 @@ def test_the_recorder_does_not_overwrite_a_measurements_file_it_did_not_write(
     rec: CampaignRecorder,
 ) -> None:
     rec.write_text("runs/control/measurements.jsonl", '{"step": 1, "loss": 1.0}\n')
-    with pytest.raises(RecordError, match="exists and was not written by the recorder"):
+    with pytest.raises(RecordError, match=r"exists, does not hold what the journal records "
+                       r"of the run, and no closure in the journal wrote it: a file the script "
+                       r"wrote itself is named with set_measurements; .* put the manifest back "
+                       r"and reopen it: rec\.reopen\(reason=\.\.\.\)"):
         finish(rec)
 
 
