@@ -579,8 +579,9 @@ def test_a_stopped_run_ships_its_diverged_weights_as_evidence(
         f"manifest.json $.checkpoints[3]: runs/control/diverged.pt holds non-finite model "
         f"weights: {counts}",
         "manifest.json $.checkpoints[4]: does not reload in a fresh process with "
-        "weights_only=True: runs/variant-a/module.pt: holds code: unpickling it would call "
-        "torch.nn.modules.*",
+        "weights_only=True: runs/variant-a/module.pt: a whole module: save "
+        "`model.state_dict()` instead (torch.save(model) pickles the module's class, so it "
+        "holds code: unpickling it would call torch.nn.modules.*",
         "    fix:      the file pickles whole torch.nn module objects (torch.save(model))*",
     )
     ctx = context_of(campaign.root)
