@@ -11,15 +11,23 @@ sees and the memoised evaluation itself (a check may consult another's findings)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from pytest_itera.checks.context import Check, Context, in_order
+from pytest_itera.checks.context import (
+    NOT_JUDGED,
+    Check,
+    Context,
+    blocked_by_contract,
+    folder_group,
+    in_order,
+)
 from pytest_itera.checks.model import Scope, item_name
 from pytest_itera.core.findings import Finding, render_all
 from pytest_itera.core.text import clean_block
 
-__all__ = ["FILES_IN_FULL", "Outcome", "evaluate", "in_order", "outcomes", "pairs"]
+__all__ = ["FILES_IN_FULL", "OWNS_FILES", "Outcome", "evaluate", "in_order", "outcomes", "pairs"]
 
 # A folder target's message: the findings of its first failing files in full, then every other
 # failing file by name (JUnit keeps only the message: each failing file is named in it).
@@ -38,6 +46,12 @@ class Outcome:
     # order, each with its findings, and how many files it stands for. None for any other.
     files: tuple[tuple[str, tuple[Finding, ...]], ...] | None = None
     of: int = 0
+    # One cause, one finding, on the check that owns it: a check that failed only because
+    # another did (the manifest did not load; a listed file it reads is missing) says so
+    # once, "not judged: <check> failed", and is not counted as a failure of its own when
+    # that item runs too. ``owners``: the items of those checks (their names).
+    not_judged: str | None = None
+    owners: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -96,7 +110,57 @@ def evaluate(context: Context, check: Check, target: str | None) -> Outcome:
         return Outcome(check.id, target, check.scope, findings,
                        context.failing_files(check.id, target),
                        len(context.members(check.id, target)))
-    return Outcome(check.id, target, check.scope, findings)
+    not_judged, owners = _not_judged(context, check, findings)
+    return Outcome(check.id, target, check.scope, findings, not_judged=not_judged,
+                   owners=owners)
+
+
+# The check that owns a listed file's absence (files-intact): the others that read the file
+# are not judged while it is missing.
+OWNS_FILES = "files-intact"
+_PATHS = re.compile(r"[^\s'\"(),;:]+")
+
+
+def _not_judged(context: Context, check: Check,
+                findings: tuple[Finding, ...]) -> tuple[str | None, tuple[str, ...]]:
+    """Why these findings are another check's cause, and that check's items; (None, ())
+    when they are this check's own."""
+    if not findings:
+        return None, ()
+    if blocked_by_contract(context.campaign, check) is not None:
+        return findings[0].message, ("manifest",)
+    if check.id == OWNS_FILES or OWNS_FILES not in context.checks:
+        return None, ()
+    missing = _missing_listed(context)
+    if not missing:
+        return None, ()
+    named: dict[str, None] = {}
+    for finding in findings:
+        text = " ".join(filter(None, (finding.where, finding.message, finding.found)))
+        paths = [p for p in _PATHS.findall(text) if p in missing]
+        if not paths:
+            return None, ()  # a finding of its own: the item fails
+        named.update(dict.fromkeys(paths))
+    first, *others = named
+    more = f" and {len(others)} more missing listed files" if others else ""
+    # Each file's own item, or its folder's when files-intact has one item per folder.
+    targets = context.memo("run.file-targets", lambda: frozenset(
+        context.targets(context.checks[OWNS_FILES])))
+    owners = {item_name(OWNS_FILES, p if p in targets else folder_group(p)): None
+              for p in named}
+    return (f"{NOT_JUDGED} {next(iter(owners))} failed ({first} is missing{more})",
+            tuple(owners))
+
+
+def _missing_listed(context: Context) -> frozenset[str]:
+    """The listed files that are absent from the folder (no read: the walk only)."""
+    def compute() -> frozenset[str]:
+        man = context.campaign.manifest
+        if man is None:
+            return frozenset()
+        return frozenset(f.path for f in man.files if context.entry(f.path) is None)
+
+    return context.memo("run.missing-listed", compute)
 
 
 def outcomes(context: Context, checks: Iterable[Check] | None = None) -> Iterator[Outcome]:

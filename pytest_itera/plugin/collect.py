@@ -182,6 +182,14 @@ class IteraManifest(ChecksFile):
     """The campaign's checks, one item per check and target."""
 
     _root_text: str
+    _selected: frozenset[str] | None = None
+
+    def selected_names(self) -> frozenset[str]:
+        """The names of this campaign's items that the session runs (after ``-k``/``-m``)."""
+        if self._selected is None:
+            self._selected = frozenset(
+                i.name for i in self.session.items if i.parent is self)
+        return self._selected
 
     def collect(self) -> list[IteraCheckItem]:
         settings = self.config.stash[settings_key]
@@ -219,12 +227,22 @@ class IteraCheckItem(CheckItem):
         if not outcome.failed:
             self._keep_evidence()
             return
+        if outcome.not_judged is not None and self._run_here(outcome.owners):
+            # One cause, one failure: the item that owns it fails; this one says so once.
+            # At the item's location, so that pytest's -rs summary folds them into one line.
+            raise pytest.skip.Exception(outcome.not_judged, _use_item_location=True)
         # A folder item's report lists every finding of every file (it stands for them).
         kept = outcome.findings if outcome.files is not None else \
             outcome.findings[:FINDINGS_KEPT]
         self.user_properties.append((FINDINGS_KEY, [
             plain(FindingFacts.of(f, self.check.id)) for f in kept]))
         raise CheckFailed(outcome)
+
+    def _run_here(self, names: tuple[str, ...]) -> bool:
+        """Whether an item of each of these names is selected in this session (else the
+        dependent item fails in its stead: a cause is never left unreported by ``-k``)."""
+        assert isinstance(self.parent, IteraManifest)
+        return bool(names) and set(names) <= self.parent.selected_names()
 
     def _keep_evidence(self) -> None:
         """What a passing item knows but does not fail on (a stopped run's diverged weights):

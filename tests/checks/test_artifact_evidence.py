@@ -497,7 +497,8 @@ def test_a_missing_base_revision_and_a_null_one_say_different_things(
     expect_each(
         result,
         "manifest.json:*:* $.adapters[1]: 'base_revision' is a required property",
-        "not evaluated: manifest.json did not load",
+        "SKIPPED [1] out/manifest.json:1: not judged: manifest failed (manifest.json did not "
+        "load)",
     )
     campaign.manifest["adapters"].pop()
     campaign.write()

@@ -558,14 +558,31 @@ def test_rules_declared_passes(itera: Itera, campaign: Campaign) -> None:
     itera(check="rules-declared").assert_outcomes(passed=1)
 
 
-@pytest.mark.parametrize("version", [1, 2])
-def test_no_stop_rule(itera: Itera, pytester: Pytester, version: int) -> None:
-    campaign = CampaignBuilder(pytester.path / "out", version=version)
+def test_no_stop_rule_in_a_v1_plan(itera: Itera, pytester: Pytester) -> None:
+    """itera-plan/1's schema lets the list be empty: the rule is rules-declared's."""
+    campaign = CampaignBuilder(pytester.path / "out", version=1)
     campaign.plan["stop_rules"] = []
     itera.fails(campaign, "rules-declared",
                 "plan.json $.stop_rules: the plan declares no stop rule (stop_rules is empty)",
                 "    expected: at least one rule, written before any run starts: non-finite loss, "
                 "quality under a threshold, a truncated input, no usable resume")
+
+
+def test_no_stop_rule_is_a_schema_error_of_the_manifest_item(
+    itera: Itera, pytester: Pytester
+) -> None:
+    """From itera-plan/2 the schema refuses an empty list: one cause, one failure (issue 26),
+    on the contract check; rules-declared is not judged, and says so once."""
+    campaign = CampaignBuilder(pytester.path / "out", version=2)
+    campaign.plan["stop_rules"] = []
+    campaign.write()
+    result = itera("-rA", "-k", "manifest and not files and not temp or rules-declared")
+    result.assert_outcomes(failed=1, skipped=1)
+    expect(result, "plan.json:*:* $.stop_rules: no stop rule: write the stop rules down before "
+           "the trials (non-finite loss, quality under a threshold, a truncated input, no usable "
+           "resume)",
+           "SKIPPED [1] out/manifest.json:1: not judged: manifest failed (plan.json did not load)",
+           "FAILED out/manifest.json::manifest")
 
 
 def _pilot(campaign: Campaign) -> None:
