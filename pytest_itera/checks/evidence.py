@@ -549,7 +549,7 @@ def _unreadable(run: RunRecord, found: Unreadable, where: str) -> Iterator[Findi
         message = (f"are not usable: {problem.message}" if problem.line is not None
                    else problem.message)
         yield Finding(f"the measurements {found.path} of run {run.id} {message}",
-                      where=problem.where(found.path), hint=hint,
+                      where=problem.where(found.path), hint=problem.fix or hint,
                       code="measurements-agree.unreadable")
     rest = len(found.problems) - _SHOWN + found.more
     if rest > 0:

@@ -26,8 +26,10 @@ from pytest_itera.checks.context import (
 from pytest_itera.checks.model import Scope, item_name
 from pytest_itera.core.findings import Finding, render_all
 from pytest_itera.core.text import clean_block
+from pytest_itera.files.measurements import Unreadable
 
-__all__ = ["FILES_IN_FULL", "OWNS_FILES", "Outcome", "evaluate", "in_order", "outcomes", "pairs"]
+__all__ = ["FILES_IN_FULL", "OWNS_FILES", "OWNS_MEASUREMENTS", "Outcome", "evaluate", "in_order",
+           "outcomes", "pairs"]
 
 # A folder target's message: the findings of its first failing files in full, then every other
 # failing file by name (JUnit keeps only the message: each failing file is named in it).
@@ -115,9 +117,11 @@ def evaluate(context: Context, check: Check, target: str | None) -> Outcome:
                    owners=owners)
 
 
-# The check that owns a listed file's absence (files-intact): the others that read the file
-# are not judged while it is missing.
+# The checks that own a cause others depend on: a listed file's absence (files-intact), a
+# run's measurements file that breaks the format (measurements-agree). The checks that read
+# the file are not judged while it is so.
 OWNS_FILES = "files-intact"
+OWNS_MEASUREMENTS = "measurements-agree"
 _PATHS = re.compile(r"[^\s'\"(),;:]+")
 
 
@@ -129,38 +133,52 @@ def _not_judged(context: Context, check: Check,
         return None, ()
     if blocked_by_contract(context.campaign, check) is not None:
         return findings[0].message, ("manifest",)
-    if check.id == OWNS_FILES or OWNS_FILES not in context.checks:
+    causes = _causes(context)
+    if not causes:
         return None, ()
-    missing = _missing_listed(context)
-    if not missing:
-        return None, ()
-    named: dict[str, None] = {}
+    named: dict[str, tuple[str, str]] = {}  # path -> (owner item, what is wrong with it)
     for finding in findings:
         text = " ".join(filter(None, (finding.where, finding.message, finding.found)))
-        paths = [p for p in _PATHS.findall(text) if p in missing]
+        paths = {p: causes[p] for p in _PATHS.findall(text)
+                 if p in causes and causes[p][0] != check.id}
         if not paths:
             return None, ()  # a finding of its own: the item fails
-        named.update(dict.fromkeys(paths))
-    first, *others = named
-    more = f" and {len(others)} more missing listed files" if others else ""
-    # Each file's own item, or its folder's when files-intact has one item per folder.
-    targets = context.memo("run.file-targets", lambda: frozenset(
-        context.targets(context.checks[OWNS_FILES])))
-    owners = {item_name(OWNS_FILES, p if p in targets else folder_group(p)): None
-              for p in named}
-    return (f"{NOT_JUDGED} {next(iter(owners))} failed ({first} is missing{more})",
-            tuple(owners))
+        named.update({p: (item_name(owner, target), why)
+                      for p, (owner, target, why) in paths.items()})
+    (first, (owner, why)), *others = named.items()
+    more = f" and {len(others)} more" if others else ""
+    return (f"{NOT_JUDGED} {owner} failed ({first} {why}{more})",
+            tuple(dict.fromkeys(o for o, _ in named.values())))
 
 
-def _missing_listed(context: Context) -> frozenset[str]:
-    """The listed files that are absent from the folder (no read: the walk only)."""
-    def compute() -> frozenset[str]:
+def _causes(context: Context) -> dict[str, tuple[str, str, str]]:
+    """Path -> (the check that owns what is wrong with it, its target, what): the listed
+    files absent from the folder (the walk only, no read), and the runs' measurements files
+    that are there but break the format (read once: the checks read them anyway)."""
+    def compute() -> dict[str, tuple[str, str, str]]:
         man = context.campaign.manifest
         if man is None:
-            return frozenset()
-        return frozenset(f.path for f in man.files if context.entry(f.path) is None)
+            return {}
+        out: dict[str, tuple[str, str, str]] = {}
+        if OWNS_FILES in context.checks:
+            # Each file's own item, or its folder's when files-intact has one per folder.
+            targets = frozenset(context.targets(context.checks[OWNS_FILES]))
+            for f in man.files:
+                if context.entry(f.path) is None:
+                    target = f.path if f.path in targets else folder_group(f.path)
+                    out[f.path] = (OWNS_FILES, target, "is missing")
+        if OWNS_MEASUREMENTS in context.checks:
+            targets = frozenset(context.targets(context.checks[OWNS_MEASUREMENTS]))
+            for run in man.runs:
+                path = run.measurements
+                if path is None or path in out or run.id not in targets \
+                        or context.entry(path) is None:
+                    continue
+                if isinstance(context.measurements(path), Unreadable):
+                    out.setdefault(path, (OWNS_MEASUREMENTS, run.id, "is not usable"))
+        return out
 
-    return context.memo("run.missing-listed", compute)
+    return context.memo("run.causes", compute)
 
 
 def outcomes(context: Context, checks: Iterable[Check] | None = None) -> Iterator[Outcome]:

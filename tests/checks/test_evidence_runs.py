@@ -784,3 +784,57 @@ def test_reader_is_bounded_and_never_raises(tmp_path: Path) -> None:
     refused = read_measurements(fifo, "fifo")
     assert isinstance(refused, Unreadable)
     assert refused.summary() == "fifo is not a regular file"
+
+
+# ====================================================== one cause, one finding (issue 26)
+
+DEPENDENTS = "measurements-agree or stop-rules-applied or role-evidence"
+
+
+def test_a_duplicated_step_is_one_finding_with_its_fix(itera: Itera, campaign: Campaign) -> None:
+    """A measurements file that logs step 2 twice broke three checks with a generic fix: the
+    check that reads the file owns it, says which line to remove; the runs' other checks that
+    read it are not judged, and say so once."""
+    rows = campaign.measurements["control"]
+    rows.insert(2, dict(rows[1]))  # step 2 again, on line 3
+    campaign.write()
+    result = itera("-rA", "-k", DEPENDENTS)
+    outcomes = result.parseoutcomes()
+    assert (outcomes["failed"], outcomes["skipped"]) == (1, 2), outcomes
+    expect(result,
+           "runs/control/measurements.jsonl:3: the measurements runs/control/measurements.jsonl "
+           "of run control are not usable: step 2 is logged twice (series 'loss'; the first is "
+           "on line 2)",
+           "    fix:      remove the duplicate step 2 (line 3): a series has one value per step; "
+           "a run resumed from an earlier checkpoint forgets the steps after it first "
+           "(pytest_itera.record's run.rewind(1))",
+           "SKIPPED [2] out/manifest.json:1: not judged: measurements-agree[control] failed "
+           "(runs/control/measurements.jsonl is not usable)",
+           "FAILED out/manifest.json::measurements-agree[control]")
+    # Alone, a dependent item still fails: -k never hides a cause.
+    expect(itera(check="stop-rules-applied"), "*its measurements cannot be read: "
+           "runs/control/measurements.jsonl:3: step 2 is logged twice*")
+
+
+def test_a_step_logged_once_per_line_is_judged_by_every_check(
+    itera: Itera, campaign: Campaign
+) -> None:
+    campaign.write()
+    result = itera("-k", DEPENDENTS)
+    assert result.parseoutcomes().get("skipped", 0) == 0
+    assert result.parseoutcomes().get("failed", 0) == 0
+
+
+def test_a_missing_measurements_file_is_files_intact_s_alone(
+    itera: Itera, campaign: Campaign
+) -> None:
+    campaign.write()
+    (campaign.root / "runs/control/measurements.jsonl").unlink()
+    campaign.seal()
+    result = itera("-rA", "-k", f"files-intact and control/measurements or {DEPENDENTS}")
+    outcomes = result.parseoutcomes()
+    assert (outcomes["failed"], outcomes["skipped"]) == (1, 3), outcomes
+    expect(result, "SKIPPED [3] out/manifest.json:1: not judged: "
+           "files-intact[runs/control/measurements.jsonl] failed "
+           "(runs/control/measurements.jsonl is missing)",
+           "FAILED out/manifest.json::files-intact[runs/control/measurements.jsonl]")
