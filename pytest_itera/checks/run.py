@@ -112,7 +112,7 @@ def evaluate(context: Context, check: Check, target: str | None) -> Outcome:
         return Outcome(check.id, target, check.scope, findings,
                        context.failing_files(check.id, target),
                        len(context.members(check.id, target)))
-    not_judged, owners = _not_judged(context, check, findings)
+    not_judged, owners = _not_judged(context, check, target, findings)
     return Outcome(check.id, target, check.scope, findings, not_judged=not_judged,
                    owners=owners)
 
@@ -122,13 +122,15 @@ def evaluate(context: Context, check: Check, target: str | None) -> Outcome:
 # the file are not judged while it is so.
 OWNS_FILES = "files-intact"
 OWNS_MEASUREMENTS = "measurements-agree"
-_PATHS = re.compile(r"[^\s'\"(),;:]+")
+_PATHS = re.compile(r"[^\s'\"(),;:?]+")
 
 
-def _not_judged(context: Context, check: Check,
-                findings: tuple[Finding, ...]) -> tuple[str | None, tuple[str, ...]]:
+def _not_judged(context: Context, check: Check, target: str | None,
+                findings: tuple[Finding, ...],
+                seen: frozenset[str] = frozenset()) -> tuple[str | None, tuple[str, ...]]:
     """Why these findings are another check's cause, and that check's items; (None, ())
-    when they are this check's own."""
+    when they are this check's own. An owner that is itself not judged hands on its own
+    cause (a file that moved with its folder: the folder's first file owns it)."""
     if not findings:
         return None, ()
     if blocked_by_contract(context.campaign, check) is not None:
@@ -137,14 +139,22 @@ def _not_judged(context: Context, check: Check,
     if not causes:
         return None, ()
     named: dict[str, tuple[str, str]] = {}  # path -> (owner item, what is wrong with it)
+    me = item_name(check.id, target)
     for finding in findings:
         text = " ".join(filter(None, (finding.where, finding.message, finding.found)))
         paths = {p: causes[p] for p in _PATHS.findall(text)
-                 if p in causes and causes[p][0] != check.id}
+                 if p in causes and item_name(*causes[p][:2]) != me}
         if not paths:
             return None, ()  # a finding of its own: the item fails
-        named.update({p: (item_name(owner, target), why)
-                      for p, (owner, target, why) in paths.items()})
+        for path, (owner, owned, why) in paths.items():
+            name = item_name(owner, owned)
+            if name in seen or name == me:
+                return None, ()  # a cycle: nobody else owns it
+            above = _not_judged(context, context.checks[owner], owned,
+                                context.findings(owner, owned), seen | {me})
+            if above[0] is not None:
+                return above
+            named[path] = (name, why)
     (first, (owner, why)), *others = named.items()
     more = f" and {len(others)} more" if others else ""
     return (f"{NOT_JUDGED} {owner} failed ({first} {why}{more})",
