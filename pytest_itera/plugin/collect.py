@@ -372,6 +372,59 @@ def selected_targets(
     return out
 
 
+def keyword_match(expression: str, names: Iterable[str], path: str | None = None) -> bool:
+    """``-k expression`` on an item known by ``names`` as pytest matches it (a
+    case-insensitive substring of a name), except that the folders of a file item's target
+    (``path``) match only a word with a slash in it: ``-k checkpoint`` selects the checkpoint
+    checks, not every file under ``checkpoint-500/``; ``-k checkpoint-500/`` asks for them
+    (docs/options.md, "Selecting items")."""
+    from _pytest.mark.expression import Expression
+
+    lowered = [n.lower() for n in names]
+    full = path.lower() if path is not None else None
+
+    def match(sub: str, /, **kwargs: str | int | bool | None) -> bool:
+        word = sub.lower()
+        return any(word in n for n in lowered) or (
+            full is not None and "/" in word and word in full)
+
+    return Expression.compile(expression).evaluate(match)
+
+
+def file_item_names(check_id: str, target: str) -> tuple[str, str | None]:
+    """(the name ``-k`` words match, the path only a word with a slash matches) of an item:
+    a file item is matched by its check and its file's own name."""
+    _, slash, base = target.rpartition("/")
+    if not slash:
+        return item_name(check_id, target), None
+    return item_name(check_id, base), target
+
+
+def deselect_by_folder(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After pytest's ``-k``: leave out the file items it kept only for a word of their
+    folder path (:func:`keyword_match`). pytest's own choice stands for every other item."""
+    expression = config.option.keyword
+    if not expression:
+        return
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        if isinstance(item, IteraCheckItem) and item.check.scope == "file" \
+                and item.target is not None and "/" in item.target:
+            own, path = file_item_names(item.check.id, item.target)
+            # The parents' names, as pytest's KeywordMatcher takes them (not the root's).
+            chain = [n.name for n in item.listchain()[1:-1] if not (
+                isinstance(n, pytest.Directory) and isinstance(n.parent, pytest.Session))]
+            names = [own, *chain, *item.listextrakeywords(), *(m.name for m in item.iter_markers())]
+            if not keyword_match(expression, names, path):
+                dropped.append(item)
+                continue
+        kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def is_worker(config: pytest.Config) -> bool:
     """This process is a pytest-xdist worker (it runs the items it is sent)."""
     return hasattr(config, "workerinput")
@@ -393,6 +446,26 @@ def read_ahead(session: pytest.Session) -> None:
                 item.parent.context.members(item.check.id, item.target))
     for manifest, targets in wanted.items():
         manifest.context.read_ahead(targets, min(4, _cpus()))
+
+
+def serial_advice(workers: int, cores: int) -> str | None:
+    """One line of advice when ``-n workers`` cannot be faster than a serial run: the checks
+    are CPU-bound (hashing, reloads), so workers beyond the cores, or on two cores or fewer
+    (where the reload server and the controller already take them), only compete."""
+    if workers < 2 or (workers <= cores and cores > 2):
+        return None
+    return (f"pytest-itera: -n {workers} on {cores} core{'s' if cores != 1 else ''}: the checks "
+            "are CPU-bound, so a serial run (without -n) is faster here")
+
+
+def print_serial_advice(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say so, once, on the controller of an xdist run that cannot pay off."""
+    workers = getattr(config.option, "numprocesses", None)
+    if not isinstance(workers, int) or is_worker(config) or config.option.collectonly:
+        return
+    line = serial_advice(workers, _cpus())
+    if line is not None:
+        terminalreporter.write_line(line, yellow=True)
 
 
 def _cpus() -> int:
