@@ -165,7 +165,7 @@ def test_unlisted_file(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.files["scratch/notes.txt"] = b"forgot to list me\n"
     campaign.unlisted.add("scratch/notes.txt")
     campaign.write()
-    result = itera("-k", "files-intact and scratch")
+    result = itera("-k", "files-intact and scratch/")  # a folder word selects with its slash
     result.assert_outcomes(failed=1)
     expect(
         result,
@@ -179,7 +179,7 @@ def test_dotfiles_are_not_skipped(itera: Itera, campaign: CampaignBuilder) -> No
     campaign.files[".hidden/state"] = b"x\n"
     campaign.unlisted.add(".hidden/state")
     campaign.write()
-    result = itera("-k", "files-intact and hidden")
+    result = itera("-k", "files-intact and .hidden/")
     result.assert_outcomes(failed=1)
 
 
