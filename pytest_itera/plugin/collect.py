@@ -393,9 +393,10 @@ def keyword_match(expression: str, names: Iterable[str], path: str | None = None
 
 def file_item_names(check_id: str, target: str) -> tuple[str, str | None]:
     """(the name ``-k`` words match, the path only a word with a slash matches) of an item:
-    a file item is matched by its check and its file's own name."""
+    a file item is matched by its check and its file's own name. A folder item (``dir/*``,
+    one item for a folder's files) is its folder's: matched by the whole path, as pytest does."""
     _, slash, base = target.rpartition("/")
-    if not slash:
+    if not slash or base == "*":
         return item_name(check_id, target), None
     return item_name(check_id, base), target
 
