@@ -134,7 +134,9 @@ def _not_judged(context: Context, check: Check, target: str | None,
     if not findings:
         return None, ()
     if blocked_by_contract(context.campaign, check) is not None:
-        return findings[0].message, ("manifest",)
+        # The contract check owns it; without one registered, the item says it itself.
+        return (findings[0].message, ("manifest",)) if "manifest" in context.checks \
+            else (None, ())
     causes = _causes(context)
     if not causes:
         return None, ()

@@ -416,3 +416,19 @@ def test_hostile_containers_fail_in_a_campaign(
     expect(result, head.format("*", "dup.pt") + "entry 'dup/data/0' appears twice in the zip "
            "directory (readers disagree on which copy counts)")
     expect(result, "PASSED out/manifest.json::checkpoint-reloads[runs/control/good.pt]")
+
+
+@pytest.mark.parametrize(("error", "sentence"), [
+    (NotImplementedError("compressed patched data (flag bit 5)"),
+     "torch.load could not read it: compressed patched data (flag bit 5) (NotImplementedError)"),
+    (ValueError(""), "torch.load could not read it (ValueError without a message)"),
+    (FileNotFoundError(2, "No such file or directory"),
+     "cannot be read: no such file or directory"),
+])
+def test_a_load_failure_nobody_foresaw_is_still_a_sentence(error: Exception,
+                                                           sentence: str) -> None:
+    """Issue 26: never a bare exception class as the finding ("NotImplementedError: ..."); the
+    class stays, in brackets, for a bug report."""
+    from pytest_itera.reload.server import loading
+
+    assert loading.explained(error) == ("unreadable", sentence)
