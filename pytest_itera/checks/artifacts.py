@@ -225,7 +225,8 @@ def _reload_findings(
         # Typed, not parsed: a file that holds code never gets a load or re-save hint.
         yield Finding(f"does not reload in a fresh process with weights_only=True: {error}",
                       where=where,
-                      hint=code_hint(result.holds_code) if result.holds_code
+                      hint=MODULE_OBJECTS_HINT if result.failure == "whole-module"
+                      else code_hint(result.holds_code) if result.holds_code
                       else _load_hint(result.failure),
                       code=f"{check}.no-reload")
     if not result.ok and result.nonfinite and not diverged_ok:

@@ -786,7 +786,7 @@ def _after_the_pilot(plan: Plan, man: Manifest) -> Iterator[Finding]:
         if decision.at is not None and decision.at < end:  # the schema requires a zone
             yield Finding(
                 f"decision {decision.id!r} is dated {decision.at.isoformat()}, before the pilot "
-                f"{run_id} ended ({end.isoformat()}, {where})",
+                f"run {run_id!r} ended ({end.isoformat()}, {where})",
                 where=f"{_ACTUAL}.decisions[{i}].at",
                 expected=f"at or after {end.isoformat()}", found=decision.at.isoformat(),
                 hint="the decision point comes after the pilot: a decision taken before its "

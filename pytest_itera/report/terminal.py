@@ -18,6 +18,8 @@ def verdict_line(report: CampaignReport) -> str:
     waived = report.count("waived")
     if report.verdict == "rejected":
         also = f", {waived} waived" if waived else ""
+        skipped = report.count("skipped")  # not judged: they depend on a failed check
+        also += f", {skipped} not judged" if skipped else ""
         return f"{head}: REJECTED — {report.failed} of {total} checks failed{also}"
     if report.verdict == "incomplete":
         skipped = report.count("skipped")

@@ -373,7 +373,8 @@ def test_whole_module_and_nan_weights(itera: Itera, small_tools: Campaigns) -> N
     assert_rejected(itera, small_tools["torch-broken"], {
         ("checkpoint-reloads", f"{C}/model.pt"): [
             "does not reload in a fresh process with weights_only=True",
-            "holds code: unpickling it would call torch.nn.modules.",
+            "a whole module: save `model.state_dict()` instead (torch.save(model) pickles "
+            "the module's class, so it holds code: unpickling it would call torch.nn.modules.",
             "deliver torch.save(model.state_dict(), ...) (plain tensors) instead"],
         ("checkpoint-reloads", f"{C}/diverged.tar"): [
             f"{C}/diverged.tar holds non-finite model weights: 1 NaN value in 1 tensor",
