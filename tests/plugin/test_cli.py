@@ -40,6 +40,7 @@ def new_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("new-plan") / "next"
     done = cli("new-plan", str(folder))
     assert done.returncode == 0, done.stderr
+    (folder.parent / "stdout.txt").write_text(done.stdout)  # beside the plan, not in it
     return folder
 
 
@@ -74,7 +75,8 @@ def test_new_plan_writes_a_plan_the_plan_gate_accepts(new_plan: Path, itera: Ite
     plan = json.loads((new_plan / "plan.json").read_text())
     assert validate("plan", plan) == []
     assert "frozen_at" not in plan  # a draft: freeze_plan sets it
-    assert "CampaignRecorder.freeze_plan (which sets frozen_at)" in done.stdout
+    said = (new_plan.parent / "stdout.txt").read_text()
+    assert "CampaignRecorder.freeze_plan (which sets frozen_at)" in said
     assert plan["campaign"] == "next"
     assert plan["budget"]["lots"][0]["price"] == "47.14"
     assert plan["schedule"]["sequential_hours"] == 48

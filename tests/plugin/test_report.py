@@ -22,7 +22,7 @@ from pytest_itera.checks import contract as contract_family
 from pytest_itera.checks import files as files_family
 from pytest_itera.core.campaign import load_campaign
 from tests.factory import CampaignBuilder, expect
-from tests.runner import BEFORE_WORKERS, SAME_REPORT, Itera
+from tests.runner import BEFORE_WORKERS, SAME_REPORT, Itera, only_xdist
 
 HOSTILE = "<script>alert(1)</script> see https://evil.example/x.png \x1b[2J"
 # Why a test of what a report says runs in one xdist mode (tests/plugin/conftest.py).
