@@ -1,14 +1,19 @@
 """``python -m pytest_itera``: check a campaign folder, or start a plan.
 
     python -m pytest_itera check DIR       # the plugin's verdict, without a pytest session
+    python -m pytest_itera rehearse DIR    # the verdict on a rehearsal (REHEARSED or not)
     python -m pytest_itera new-plan DIR    # DIR/plan.json: a complete itera-plan/3 to edit
 
-``check`` exits 0 only when the campaign is accepted (like ``pytest --itera-campaign``).
+``check`` exits 0 only when the campaign is accepted (like ``pytest --itera-campaign
+--itera-require-accepted``); ``rehearse`` only when it is REHEARSED: a rehearsal
+(``CampaignRecorder(..., rehearsal=True)``, run on any machine at any speed) whose every
+check passed, its observed hours not judged against the plan.
 ``new-plan`` writes the seed's example: 48 sequential hours inside a 72-hour
 window on one IteraGPU RTX 4090 3-day lot (47.14 USD), a control, a data check,
 a resume check, a pilot with a decision point after it, one variant, stop rules
 with machine-readable parameters and a checkpoint policy. Digests are zeros
-until you compute yours (``sha256sum``); the plan is frozen by the recorder.
+until you compute yours (``sha256sum``). It is a draft: it has no ``frozen_at`` until
+``CampaignRecorder.freeze_plan`` freezes it.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_itera.core.campaign import PLAN_FILE, validate
-from pytest_itera.record.campaign import atomic_write_json, timestamp
+from pytest_itera.record.campaign import atomic_write_json
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 __all__ = ["main", "plan_skeleton"]
@@ -125,18 +130,19 @@ def _new_plan(folder: Path, campaign: str | None) -> int:
         print(f"{target} exists: a plan is never overwritten", file=sys.stderr)
         return 1
     plan = plan_skeleton(campaign or folder.resolve().name)
-    plan["frozen_at"] = timestamp()  # now; freeze_plan keeps it
     problems = validate("plan", plan)
     if problems:  # a bug of this module, not of the user's
         raise AssertionError("\n".join(problems))
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(target, plan)
-    print(f"wrote {target}: edit the question, corpora, runs and sha256 digests (zeros now), "
-          "then freeze it with CampaignRecorder.freeze_plan")
+    print(f"wrote {target}, a draft: edit the question, corpora, runs and sha256 digests "
+          "(zeros now), and the corpus-truncated rule's examples with corpora[0].examples "
+          "(both 600 now), judge it with pytest --itera-plan, then freeze it with "
+          "CampaignRecorder.freeze_plan (which sets frozen_at)")
     return 0
 
 
-def _check(folder: Path, python: str | None, timeout: float) -> int:
+def _check(folder: Path, python: str | None, timeout: float, *, rehearsal: bool = False) -> int:
     from pytest_itera.report.verify import check_campaign
 
     if not folder.is_dir():
@@ -144,6 +150,13 @@ def _check(folder: Path, python: str | None, timeout: float) -> int:
         return 4
     result = check_campaign(folder, python=python, timeout=timeout)
     print("\n".join(result.lines()))
+    if rehearsal:
+        man = result.report
+        if result.verdict != "rehearsed" and result.verdict in ("accepted",
+                                                                "accepted with waivers"):
+            print(f"{man.campaign} is not a rehearsal: its manifest does not say "
+                  "\"rehearsal\": true (judge it with check)", file=sys.stderr)
+        return 0 if result.verdict == "rehearsed" else 1
     return 0 if result.accepted else 1
 
 
@@ -157,10 +170,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="interpreter for the fresh-process reloads (default: this one)")
     check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                        help="seconds per reload")
+    rehearse = sub.add_parser("rehearse", help="the verdict on a rehearsal: exits 0 when "
+                              "REHEARSED (every check passed, hours not judged)")
+    rehearse.add_argument("folder", type=Path)
+    rehearse.add_argument("--python", default=None,
+                          help="interpreter for the fresh-process reloads (default: this one)")
+    rehearse.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                          help="seconds per reload")
     new = sub.add_parser("new-plan", help="write a complete itera-plan/3 skeleton")
     new.add_argument("folder", type=Path)
     new.add_argument("--campaign", default=None, help="campaign id (default: the folder name)")
     args = parser.parse_args(argv)
-    if args.command == "check":
-        return _check(args.folder, args.python, args.timeout)
+    if args.command in ("check", "rehearse"):
+        return _check(args.folder, args.python, args.timeout,
+                      rehearsal=args.command == "rehearse")
     return _new_plan(args.folder, args.campaign)

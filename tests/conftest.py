@@ -13,6 +13,14 @@ from tests.runner import LEAN_ADDOPTS, Itera, python_path_with_repo
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "one_mode(why): a wiring test (tests/plugin) whose answer no xdist mode can change runs "
+        "once, xdist absent; why says so (ITERA_TESTS_XDIST=all runs it in the three modes)",
+    )
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _torch_lazy_modules_loaded_once() -> None:
     """Import torch's lazily imported compiler package before any test can.

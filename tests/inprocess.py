@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.evidence import not_evaluated
 from pytest_itera.checks.model import FAMILIES, Options, item_name
 from pytest_itera.core.campaign import MANIFEST_FILE, load_campaign
-from pytest_itera.plugin.collect import MARKER
+from pytest_itera.plugin.collect import MARKER, file_item_names, keyword_match
 from pytest_itera.reload import Reloader
 from pytest_itera.report import clean_block
 
@@ -49,6 +50,7 @@ class Outcome:
     name: str
     failure: str | None
     evidence: str | None
+    skipped: str | None = None  # not judged: the reason (another selected item failed)
 
 
 def registry() -> dict[str, Check]:
@@ -76,6 +78,16 @@ def selected(keyword: str | None, names: tuple[str, ...]) -> bool:
     return Expression.compile(keyword).evaluate(match)
 
 
+def by_folder(keyword: str | None, check: Check, target: str | None,
+              parents: tuple[str, ...]) -> bool:
+    """The plugin's own -k rule after pytest's (plugin.collect.deselect_by_folder): a file
+    item is not selected by a word of its folder path alone."""
+    if keyword is None or check.scope != "file" or target is None or "/" not in target:
+        return True
+    own, path = file_item_names(check.id, target)
+    return keyword_match(keyword, (own, *parents), path)
+
+
 def outcomes(root: Path, keyword: str | None,
              reloader: Callable[[], Reloader]) -> tuple[list[Outcome], int]:
     """The items of the campaign at ``root`` that ``-k keyword`` selects, run in the
@@ -88,8 +100,10 @@ def outcomes(root: Path, keyword: str | None,
         items = run.pairs(context)
         chosen = [(check, target) for check, target in items
                   if selected(keyword, (item_name(check.id, target), MANIFEST_NODE,
-                                        root.name, MARKER))]
-        return [_run(context, check, target) for check, target in chosen], \
+                                        root.name, MARKER))
+                  and by_folder(keyword, check, target, (MANIFEST_NODE, root.name, MARKER))]
+        names = {item_name(check.id, target) for check, target in chosen}
+        return [_run(context, check, target, names) for check, target in chosen], \
             len(items) - len(chosen)
     finally:
         context.close()
@@ -98,12 +112,15 @@ def outcomes(root: Path, keyword: str | None,
 MANIFEST_NODE = "itera"  # the manifest's node name (plugin.collect.IteraCampaign.collect)
 
 
-def _run(context: Context, check: Check, target: str | None) -> Outcome:
-    """What IteraCheckItem.runtest makes of one item: its failure text, or its evidence."""
+def _run(context: Context, check: Check, target: str | None, selected: set[str]) -> Outcome:
+    """What IteraCheckItem.runtest makes of one item: its failure text, or its evidence, or
+    why it is not judged (skipped: the item that owns its cause is selected too)."""
     outcome = run.evaluate(context, check, target)
     if not outcome.failed:
         notes = informational(context, check.id, target)
         return Outcome(outcome.name, None, clean_block("\n".join(notes)) if notes else None)
+    if outcome.not_judged is not None and outcome.owners and set(outcome.owners) <= selected:
+        return Outcome(outcome.name, None, None, skipped=outcome.not_judged)
     return Outcome(outcome.name, outcome.message, None)
 
 
@@ -115,13 +132,15 @@ def judge(root: Path, keyword: str | None, report: str | None,
     ran, deselected = outcomes(root, keyword, reloader)
     node = f"{root.name}/{MANIFEST_FILE}::"
     failed = [o for o in ran if o.failure is not None]
-    passed = [o for o in ran if o.failure is None]
+    skipped = [o for o in ran if o.skipped is not None]
+    passed = [o for o in ran if o.failure is None and o.skipped is None]
     lines = [_sep("=", "test session starts (in-process: tests/inprocess.py)"),
              f"collected {len(ran) + deselected} items"
              + (f" / {deselected} deselected / {len(ran)} selected" if deselected else ""), ""]
     if ran:
         lines += [f"{root.name}/{MANIFEST_FILE} "
-                  + "".join("." if o.failure is None else "F" for o in ran), ""]
+                  + "".join("F" if o.failure is not None else "s" if o.skipped is not None
+                            else "." for o in ran), ""]
     if failed:
         lines.append(_sep("=", "FAILURES"))
         for o in failed:
@@ -133,12 +152,16 @@ def judge(root: Path, keyword: str | None, report: str | None,
             if o.evidence is not None:
                 lines += [_sep("_", _head(o.name)), _sep("-", "Captured itera evidence call"),
                           *o.evidence.splitlines()]
+    # pytest folds the skips by location (the manifest, line 1: the items' own) and reason.
+    folded = Counter(o.skipped for o in skipped) if report == "-rA" else Counter[str | None]()
     shown = [*(f"PASSED {node}{o.name}" for o in passed if report == "-rA"),
+             *(f"SKIPPED [{n}] {root.name}/{MANIFEST_FILE}:1: {why}" for why, n in folded.items()),
              *(f"FAILED {node}{o.name}" for o in failed)]
     if shown:
         lines += [_sep("=", "short test summary info"), *shown]
     counts = [f"{n} {word}" for n, word in
-              ((len(failed), "failed"), (len(passed), "passed"), (deselected, "deselected")) if n]
+              ((len(failed), "failed"), (len(passed), "passed"), (len(skipped), "skipped"),
+               (deselected, "deselected")) if n]
     lines.append(_sep("=", f"{', '.join(counts) or 'no tests ran'} in "
                            f"{time.monotonic() - start:.2f}s"))
     status = (pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK if ran

@@ -4,18 +4,32 @@
 ``--pause-at`` the control's training prints ``paused`` after logging that step
 and waits to be killed (the SIGKILL test); run again on ROOT, it continues from
 the journal and finishes the campaign.
+
+With ``--kill step|save|fsync`` the control's training is timed by the real clock
+(``rec.step("train-control")``), journals a save of its step-2 checkpoint, and the
+process kills itself with SIGKILL at step 3: inside the step, in the middle of
+``torch.save`` of ``runs/control/step-3.pt``, or between the journal's write of the
+step-3 log line and its fsync. Continued (:func:`record` with the same ``kill``), it
+resumes the open step and the open run from its last journaled save (issue 26).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.record.campaign import CampaignRecorder, Closure
 from tests import factory as F
+
+if TYPE_CHECKING:
+    from _typeshed import HasFileno
 
 # Step timings on the rental's timeline: only their durations reach the manifest.
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
@@ -31,9 +45,92 @@ def timed(rec: CampaignRecorder, step_id: str) -> None:
     timer.end(at=T0 + timedelta(hours=step["hours"]))
 
 
-def record(root: Path, *, pause_at: int | None = None, check: bool = True) -> Closure:
+KILL_AT = 3  # the control's step where --kill kills the process
+STEP_3 = "runs/control/step-3.pt"
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no atexit: the machine is gone
+
+
+class Dying:
+    """A file a save writes into that kills the process once half of ``size`` is written."""
+
+    def __init__(self, path: Path, size: int) -> None:
+        self.handle, self.left = path.open("wb"), size // 2
+
+    def write(self, data: bytes) -> int:
+        if len(data) >= self.left:
+            self.handle.write(bytes(data)[: self.left])
+            self.handle.flush()
+            die()
+        self.left -= len(data)
+        return self.handle.write(data)
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+
+def save_step_3(rec: CampaignRecorder, *, kill: bool) -> None:
+    import io
+
+    import torch
+
+    state = {"step": KILL_AT, "weight": torch.arange(4096, dtype=torch.float32)}
+    if kill:
+        whole = io.BytesIO()
+        torch.save(state, whole)
+        torch.save(state, Dying(rec.path(STEP_3), len(whole.getvalue())))  # type: ignore[arg-type]
+    torch.save(state, rec.path(STEP_3))
+    rec.checkpoint_saved(STEP_3, run="control", step=KILL_AT)
+
+
+def die_before_fsync_of(text: str) -> None:
+    """Kill the process when the journal is fsynced after a line holding ``text``: the
+    line was written (os.write), its fsync never ran."""
+    real = os.fsync
+
+    def fsync(fd: int | HasFileno) -> None:
+        target = os.readlink(f"/proc/self/fd/{fd if isinstance(fd, int) else fd.fileno()}")
+        if target.endswith(JOURNAL_FILE) and Path(target).read_text("utf-8").splitlines()[
+                -1].startswith(text):
+            die()
+        real(fd)
+
+    os.fsync = fsync
+
+
+def train_the_control(rec: CampaignRecorder, kill: str | None, pause_at: int | None) -> None:
+    control = rec.run("control")
+    first = 1
+    if kill is not None:
+        rec.step("train-control").start()  # a step a dead process left open: resumed
+        for open_run in rec.open_runs():
+            if open_run.id == "control" and open_run.last_save is not None:
+                first = open_run.last_save["step"] + 1  # resumed from its last journaled save
+                control.rewind(first - 1)
+    for step, loss in enumerate(F.LOSSES["control"][first - 1:], first):
+        control.log(step, loss=loss)
+        if step == pause_at:
+            print("paused", flush=True)
+            time.sleep(600)  # killed here
+        if kill is None:
+            continue
+        if step == F.RESUMED_AT:
+            rec.checkpoint_saved(F.CONTROL_CKPT, run="control", step=step)
+        if step == KILL_AT:
+            dying = first == 1  # the first process dies here; its continuation does not
+            if dying and kill == "step":
+                die()
+            save_step_3(rec, kill=dying and kill == "save")
+    if kill is not None:
+        rec.step("train-control").end()
+
+
+def record(root: Path, *, pause_at: int | None = None, check: bool = True,
+           rehearsal: bool = False, kill: str | None = None) -> Closure:
     files = F.default_files_v2()
-    rec = CampaignRecorder(root)
+    rec = CampaignRecorder(root, rehearsal=rehearsal)
     if rec.plan_sha256 is None:
         for relpath, data in files.items():
             rec.write_bytes(relpath, data)
@@ -49,14 +146,11 @@ def record(root: Path, *, pause_at: int | None = None, check: bool = True) -> Cl
         control.start()
         control.set_config("configs/control.json")
     if control.outcome is None:
-        for step, loss in enumerate(F.LOSSES["control"], 1):
-            control.log(step, loss=loss)
-            if step == pause_at:
-                print("paused", flush=True)
-                time.sleep(600)  # killed here
+        train_the_control(rec, kill, pause_at)
         control.set_metrics(**F.METRICS["control"])
         control.set_predictions("runs/control/predictions.jsonl")
-        timed(rec, "train-control")
+        if kill is None:
+            timed(rec, "train-control")
         rec.add_checkpoint(F.CONTROL_CKPT, run="control", format="torch", kind="resume",
                            claims=["model", "optimizer", "progress", "scheduler", "rng", "data"])
         timed(rec, "save-ckpt")
@@ -107,6 +201,11 @@ def close(rec: CampaignRecorder, *, check: bool) -> Closure:
     """The last steps, then the manifest: variant-a meets the threshold, the control not."""
     for step_id in ("validate", "write-outputs", "retrieve"):
         timed(rec, step_id)
+    return conclude(rec, check=check)
+
+
+def conclude(rec: CampaignRecorder, *, check: bool) -> Closure:
+    """The manifest (what a campaign reopened after its steps were timed closes with)."""
     return rec.close(
         analysis="analysis.md", reload_instructions="RELOAD.md",
         conclusion={"meets_threshold": ["variant-a"],
@@ -119,7 +218,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("root", type=Path)
     parser.add_argument("--pause-at", type=int, default=None)
+    parser.add_argument("--kill", choices=("step", "save", "fsync"), default=None)
     args = parser.parse_args()
-    closed = record(args.root, pause_at=args.pause_at, check=False)
+    if args.kill == "fsync":
+        die_before_fsync_of(f'{{"event":"log","run":"control","step":{KILL_AT},')
+    closed = record(args.root, pause_at=args.pause_at, check=False, kill=args.kill)
     print(f"closed {closed.manifest}")
     sys.exit(0)

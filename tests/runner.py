@@ -4,6 +4,9 @@ Every test of the pytest wiring (tests/plugin/) runs three times, as pytest-mypy
 with xdist absent (``-p no:xdist``), installed but off (``-n 0``) and on (``-n 2``), so that
 what the plugin says is the same whether the checks run in one process or on workers
 (tests/plugin/test_xdist_modes.py also compares the JSON reports of the three, byte for byte).
+A wiring test whose answer no process model can change (what a report or a seal says, a usage
+error raised before any worker starts) runs once, xdist absent: ``@pytest.mark.one_mode(why)``
+(tests/plugin/conftest.py; ``ITERA_TESTS_XDIST=all`` runs it in the three modes as well).
 
 Elsewhere the xdist mode cannot change the answer: a test runs once, with xdist absent. A
 rule test (tests/checks/) asks only what the items say: its calls that need nothing but
@@ -34,9 +37,18 @@ XDIST_MODES = tuple(XDIST_ARGS)
 # What the tests' own session exports to the sessions they run (tests/conftest.py).
 LEAN_ADDOPTS = "-p no:hypothesispytest -p no:anyio"
 BACKEND_ENV = "ITERA_TESTS_BACKEND"  # "session" or "crosscheck"; unset: in-process
+# "all": the wiring's one_mode tests run in the three xdist modes too (tests/plugin/conftest.py).
+ALL_MODES_ENV = "ITERA_TESTS_XDIST"
 # Files of a pytester folder that a session would read and the in-process backend ignores.
 SESSION_FILES = ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg",
                  "pyproject.toml")
+
+
+# Reasons of one_mode tests (tests/plugin/conftest.py): a usage error, and what a report says.
+BEFORE_WORKERS = ("a usage error: pytest-itera reads its options as pytest starts, before any "
+                  "xdist worker exists")
+SAME_REPORT = ("what the JSON report says: tests/plugin/test_xdist_modes.py shows it "
+               "byte-identical in every xdist mode")
 
 
 def only_xdist(*modes: str) -> pytest.MarkDecorator:

@@ -25,6 +25,7 @@ import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import PurePosixPath
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_itera.checks.bases import base_beside, hub_refs, unproven_revision
@@ -35,10 +36,12 @@ from pytest_itera.core.campaign import (
     BASE_RECORD,
     COMMIT_HEX,
     MANIFEST_FILE,
+    PLAN_FILE,
     SHA256_HEX,
     AdapterRecord,
     Campaign,
     CheckpointRecord,
+    Plan,
     locate,
     parse_json,
 )
@@ -46,10 +49,10 @@ from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank
 from pytest_itera.files.tree import DigestRefused, os_reason, tree_digest_of
-from pytest_itera.reload import PARTS, formats
+from pytest_itera.reload import PARTS, ReloadResult, formats
 
 if TYPE_CHECKING:
-    from pytest_itera.reload import PartFault, ReloadResult
+    from pytest_itera.reload import PartFault
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_CONFIG_CAP = 1 << 20  # PEFT writes ~1 KiB; anything this big is not a config
@@ -222,7 +225,8 @@ def _reload_findings(
         # Typed, not parsed: a file that holds code never gets a load or re-save hint.
         yield Finding(f"does not reload in a fresh process with weights_only=True: {error}",
                       where=where,
-                      hint=code_hint(result.holds_code) if result.holds_code
+                      hint=MODULE_OBJECTS_HINT if result.failure == "whole-module"
+                      else code_hint(result.holds_code) if result.holds_code
                       else _load_hint(result.failure),
                       code=f"{check}.no-reload")
     if not result.ok and result.nonfinite and not diverged_ok:
@@ -347,11 +351,35 @@ def resume_complete(ctx: Context, target: str | None) -> Iterator[Finding]:
 
 def _required_by(ctx: Context, run_id: str) -> str:
     """Where the plan states the resume parts of a run's checkpoints."""
-    plan = ctx.campaign.plan
+    return _required_in(ctx.campaign.plan, run_id)
+
+
+def _required_in(plan: Plan | None, run_id: str) -> str:
     planned = plan.run(run_id) if plan is not None else None
     if planned is not None and planned.resume_state is not None:
         return f"the plan's resume_state for run {run_id}"
     return "the plan's checkpoint_policy.resume_state"
+
+
+def parts_problems(plan: Plan, record: CheckpointRecord, parts: Sequence[str], *,
+                   label: str | None = None) -> list[Finding]:
+    """``resume-complete``'s rule on a resume checkpoint of ``record``'s format said to hold
+    ``parts``: the required parts it lacks, and those its format cannot hold by design. The
+    recorder refuses at once with these findings (``add_checkpoint``: the parts it claims;
+    the Lightning callback at creation: every part a ``.ckpt`` can hold, ``label`` naming
+    them, as no file exists yet). The file's content is judged at closure."""
+    known = {fmt.name for fmt in formats.FORMATS}
+    absent = formats.absent(record.format) if record.format in known else {}
+    result = ReloadResult(record.path, True, record.format, None,
+                          parts=tuple(p for p in parts if p not in absent),
+                          missing_reasons=MappingProxyType(absent))
+    required = [p for p in PARTS if p in plan.resume_state_of(record.run)]
+    planned = plan.run(record.run)
+    where = (json_where(PLAN_FILE, "runs", plan.runs.index(planned), "resume_state")
+             if planned is not None and planned.resume_state is not None
+             else json_where(PLAN_FILE, "checkpoint_policy", "resume_state"))
+    return list(_missing_parts(record, result, required, where,
+                               _required_in(plan, record.run), label=label))
 
 
 # What restores each part, for the fix line of a part whose key holds no such state.
@@ -385,8 +413,9 @@ def _fault_finding(record: CheckpointRecord, fault: PartFault, where: str, expec
 
 def _missing_parts(
     record: CheckpointRecord, result: ReloadResult, required: list[str], where: str,
-    required_by: str,
+    required_by: str, *, label: str | None = None,
 ) -> Iterator[Finding]:
+    subject = label if label is not None else f"resume checkpoint {record.path}"
     missing = [p for p in required if p not in result.parts]
     expected = ", ".join(required)
     found = ", ".join(result.parts) or "no part"
@@ -402,7 +431,7 @@ def _missing_parts(
         only = (" (it holds model weights only: a state dict is not a resume checkpoint)"
                 if result.parts == ("model",) else "")
         yield Finding(
-            f"resume checkpoint {record.path} lacks {', '.join(lacking)}, required by "
+            f"{subject} lacks {', '.join(lacking)}, required by "
             f"{required_by}{only}",
             where=where, expected=expected, found=found,
             hint=_save_hint(result.format, lacking),
@@ -412,7 +441,7 @@ def _missing_parts(
         yield _fault_finding(record, fault, where, expected, found)
     for reason, parts in by_design.items():
         yield Finding(
-            f"resume checkpoint {record.path} cannot hold {', '.join(parts)}, required by "
+            f"{subject} cannot hold {', '.join(parts)}, required by "
             f"{required_by}: {reason}",
             where=where, expected=expected, found=found,
             hint=f"save {', '.join(parts)} in a format that holds it (e.g. a torch.save dict, "

@@ -355,10 +355,20 @@ _AMOUNT = re.compile(r"(?<![\w.,/:-])\d{1,3}(?:[,.\u00a0\u202f ]\d{3})+(?:[.,]\d
                      r"|(?<![\w.,/:-])\d+(?:[.,]\d{1,4})?(?![\w/:-]|[.,]\d)")
 
 
-def _amounts(text: str) -> set[Decimal]:
-    """Every amount a text states. The last '.' or ',' is the decimal mark when one, two or
-    four digits follow it; with three it may also group thousands (both readings kept)."""
-    out: set[Decimal] = set()
+# The unit written right after an amount ("5 GB", "0.20 USD", "20%"), or a currency sign
+# or code right before it ("$1,212.00", "USD 12.00"): shown with the amount in a finding.
+_UNIT_AFTER = re.compile(
+    r"[ \u00a0\u202f]?(%|[$\u20ac\u00a3]|[A-Z][A-Za-z]{0,3}\b"
+    r"|(?:h|hrs?|hours?|days?|months?|[kmgt]i?b)\b)")
+_UNIT_BEFORE = re.compile(r"(?:[$\u20ac\u00a3]|\b[A-Z]{3}[ \u00a0\u202f])$")
+
+
+def _amounts(text: str) -> dict[Decimal, str]:
+    """Every amount a text states, each with the words that state it (the number as written,
+    with its unit or currency: "5 GB", "0.20 USD"). The last '.' or ',' is the decimal mark
+    when one, two or four digits follow it; with three it may also group thousands (both
+    readings kept)."""
+    out: dict[Decimal, str] = {}
     for match in _AMOUNT.finditer(text):
         raw = re.sub(r"[\u00a0\u202f ]", "", match.group(0))
         head, sep, tail = raw.replace(",", ".").rpartition(".")
@@ -368,8 +378,20 @@ def _amounts(text: str) -> set[Decimal]:
             readings.append(f"{digits}.{tail}")
         elif sep:
             readings += [f"{digits}.{tail}", digits + tail]
-        out.update(Decimal(r) for r in readings if r)
+        shown = _as_written(text, match)
+        for reading in readings:
+            if reading:
+                out.setdefault(Decimal(reading), shown)
     return out
+
+
+def _as_written(text: str, match: re.Match[str]) -> str:
+    """An amount as the text writes it, with the unit after it or the currency before it."""
+    after = _UNIT_AFTER.match(text, match.end())
+    if after is not None:
+        return f"{match.group(0)} {after.group(1)}".replace(" %", "%")
+    before = _UNIT_BEFORE.search(text, max(0, match.start() - 4), match.start())
+    return f"{before.group(0)}{match.group(0)}" if before is not None else match.group(0)
 
 
 def amount_in_source(
@@ -390,7 +412,7 @@ def amount_in_source(
     yield Finding(
         f"{what}: its source file {source.file} does not state {amount.amount}",
         where=where, expected=f"{amount.amount}, as {source.file} states it",
-        found=", ".join(sorted({str(a) for a in stated}, key=len)[:6]) or "no amount",
+        found=", ".join(list(dict.fromkeys(stated.values()))[:6]) or "no amount",
         hint="record the amount the receipt or quote states (an expense is what was paid, a "
         "lot's price what was quoted), or name the document that states this one",
         code="budget-consistent.amount-not-in-source",

@@ -503,7 +503,11 @@ def blocked_by_contract(campaign: Campaign, check: Check) -> Finding | None:
         return None
     files = " and ".join(f"{name}.json" for name in missing)
     return Finding(
-        f"not evaluated: {files} did not load",
+        f"{NOT_JUDGED} manifest failed ({files} did not load)",
         hint="fix the problems reported by the 'manifest' item first",
         code=f"{check.id}.not-evaluated",
     )
+
+
+# How an item that depends on another check's failure says so, once (run.Outcome.not_judged).
+NOT_JUDGED = "not judged:"

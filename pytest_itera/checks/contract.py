@@ -33,6 +33,16 @@ def manifest(ctx: Context, _target: str | None) -> Iterator[Finding]:
             code="manifest.invalid-document",
         )
     plan, man = ctx.campaign.plan, ctx.campaign.manifest
+    if plan is not None and man is not None and plan.frozen_at is None:
+        yield Finding(
+            "plan.json is a draft: it has no frozen_at, so no one froze it before the runs",
+            where=json_where(PLAN_FILE, "frozen_at"),
+            expected="the moment the plan was frozen",
+            found="no frozen_at",
+            hint="freeze the plan with CampaignRecorder.freeze_plan before the first run (it "
+            "sets frozen_at and journals the plan's sha256)",
+            code="manifest.plan-draft",
+        )
     if plan is not None and man is not None and plan.campaign != man.campaign:
         yield Finding(
             "plan.json and manifest.json name different campaigns",
@@ -165,6 +175,8 @@ def _moments_before_freeze(plan: Plan, man: Manifest) -> Iterator[Finding]:
     A run's end or stop proves it ran even when its start is not recorded.
     """
     frozen = plan.frozen_at
+    if frozen is None:
+        return  # a draft: the manifest item says so
     moments = [("the manifest was closed", "$.closed_at", man.closed_at), *man.moments()]
     for what, path, moment in moments:
         if moment < frozen:

@@ -546,7 +546,7 @@ def _unreadable(run: RunRecord, found: Unreadable, where: str) -> Iterator[Findi
         message = (f"are not usable: {problem.message}" if problem.line is not None
                    else problem.message)
         yield Finding(f"the measurements {found.path} of run {run.id} {message}",
-                      where=problem.where(found.path), hint=hint,
+                      where=problem.where(found.path), hint=problem.fix or hint,
                       code="measurements-agree.unreadable")
     rest = len(found.problems) - _SHOWN + found.more
     if rest > 0:
@@ -748,15 +748,7 @@ def _recorded_elsewhere(
 def rules_declared(ctx: Context, _target: str | None) -> Iterator[Finding]:
     """Stop rules declared (machine-readable) before the trials; a decision after the pilot."""
     plan = ctx.campaign.plan
-    if plan is None:
-        data = ctx.campaign.plan_data
-        if isinstance(data, dict) and data.get("stop_rules") == []:
-            yield _no_rules()
-        else:
-            yield Finding("not evaluated: plan.json did not load",
-                          hint="fix the problems reported by the 'manifest' item first",
-                          code="rules-declared.not-evaluated")
-        return
+    assert plan is not None  # guaranteed by Check.needs: a schema error is manifest's alone
     if not plan.stop_rules:
         yield _no_rules()
     for rule_id, count in sorted(Counter(r.id for r in plan.stop_rules).items()):
@@ -849,7 +841,7 @@ def not_evaluated(plan: Plan) -> list[str]:
 
 CHECKS = (
     Check("rules-declared", "stop rules declared before the trials; a decision after the pilot",
-          rules_declared, needs=frozenset(), order=3),
+          rules_declared, needs=frozenset({"plan"}), order=3),
     Check("measurements-agree", "a run's metrics are the values of its measurements file",
           measurements_agree, scope="run", targets=measurements_targets, order=23),
     Check("stop-rules-applied", "every declared stop rule holds on every run's own evidence",

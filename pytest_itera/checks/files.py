@@ -22,6 +22,7 @@ from pytest_itera.core.campaign import (
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.portable import RENAME_HINT, collision_problem, collisions, path_problem
+from pytest_itera.files.outputs import own_outputs
 from pytest_itera.files.tree import Entry
 
 CONTRACT_FILES = (PLAN_FILE, MANIFEST_FILE)
@@ -36,7 +37,18 @@ _NOT_A_FILE = {
 
 
 def ignored(ctx: Context, relpath: str) -> bool:
-    return any(fnmatchcase(relpath, pattern) for pattern in ctx.options.ignore)
+    """Left out of the file checks: an ``itera_ignore`` pattern, or the plugin's own output
+    (a closure report written inside the campaign: :func:`own_outputs_of`)."""
+    return (any(fnmatchcase(relpath, pattern) for pattern in ctx.options.ignore)
+            or relpath in own_outputs_of(ctx))
+
+
+def own_outputs_of(ctx: Context) -> dict[str, str]:
+    """The unlisted files that are the plugin's own outputs, recognised by their content
+    (:mod:`pytest_itera.files.outputs`): the next acceptance does not trip on them."""
+    return ctx.memo("own-outputs", lambda: own_outputs(
+        ctx.root, (e.path for e in ctx.entries() if e.kind == "file"),
+        {f.path for f in _listed(ctx)}))
 
 
 def _listed(ctx: Context) -> tuple[FileRecord, ...]:
@@ -123,6 +135,16 @@ def _unlisted(ctx: Context, relpath: str) -> Iterator[Finding]:
         yield Finding(f"{relpath} {entry.error}", where=relpath, code="files-intact.unreadable")
         return
     kind = "" if entry is None or entry.kind == "file" else f" ({_describe(entry.kind)})"
+    renamed = {new: old for old, new in renames(ctx).items()}.get(relpath)
+    if renamed is not None:
+        moved = _folder_rename(ctx, renamed)
+        yield Finding(
+            f"{relpath} is in the campaign folder but not listed in the manifest: renamed "
+            f"from {renamed}? (the sha256 of that missing listed file)", where=relpath,
+            hint=f"rename {moved[1]} back to {moved[0]}" if moved else
+            f"move it back to {renamed}, or correct the manifest",
+            code="files-intact.unlisted")
+        return
     yield Finding(
         f"{relpath}{kind} is in the campaign folder but not listed in the manifest",
         where=relpath,
@@ -130,6 +152,85 @@ def _unlisted(ctx: Context, relpath: str) -> Iterator[Finding]:
         "or add a pattern to the itera_ignore ini option",
         code="files-intact.unlisted",
     )
+
+
+def _missing(ctx: Context, record: FileRecord, where: str) -> Finding:
+    """A listed file that is not there: where its bytes went, when another path has them."""
+    new = renames(ctx).get(record.path)
+    if new is None:
+        return Finding(f"listed file {record.path} is missing", where=where,
+                       hint="retrieve it before the rental ends, or correct the manifest",
+                       code="files-intact.missing")
+    moved = _folder_rename(ctx, record.path)
+    if moved is not None:
+        old, folder, count, first = moved
+        if first != record.path:  # one finding for the folder: on its first missing file
+            return Finding(
+                f"listed file {record.path} is missing: moved with {first} (the folder {old} "
+                f"renamed to {folder}?)", where=where,
+                hint=f"rename {folder} back to {old}", code="files-intact.missing")
+        return Finding(
+            f"listed file {record.path} is missing: the folder {old} renamed to {folder}? "
+            f"({count} of its missing listed files are there, same sha256: {new})",
+            where=where, hint=f"rename {folder} back to {old} (or list the files where they "
+            "are now, with the recorder)", code="files-intact.missing")
+    return Finding(
+        f"listed file {record.path} is missing: renamed to {new}? (same sha256)", where=where,
+        hint=f"move {new} back to {record.path}, or correct the manifest",
+        code="files-intact.missing")
+
+
+def renames(ctx: Context) -> dict[str, str]:
+    """Missing listed path -> another path of the folder with its recorded sha256 (and size):
+    an unlisted file, or a listed one that no longer has its own bytes. Only files of the
+    same size are hashed, and nothing with --itera-fast (which hashes nothing)."""
+
+    def compute() -> dict[str, str]:
+        listed = _listed(ctx)
+        missing = [r for r in listed if ctx.entry(r.path) is None]
+        if not missing or ctx.options.fast:
+            return {}
+        records = {r.path: r for r in listed}
+        sizes = {r.bytes for r in missing}
+        by_size: dict[int, list[str]] = {}
+        for entry in ctx.entries():
+            if entry.kind == "file" and entry.size in sizes and entry.path not in CONTRACT_FILES \
+                    and not ignored(ctx, entry.path):
+                own = records.get(entry.path)
+                if own is None or own.bytes != entry.size or own.sha256 != \
+                        ctx.facts(entry.path).sha256:
+                    by_size.setdefault(entry.size, []).append(entry.path)
+        out: dict[str, str] = {}
+        taken: set[str] = set()
+        for record in missing:
+            for path in by_size.get(record.bytes, ()):
+                if path not in taken and ctx.facts(path).sha256 == record.sha256:
+                    out[record.path] = path
+                    taken.add(path)
+                    break
+        return out
+
+    return ctx.memo("files.renames", compute)
+
+
+def _folder_rename(ctx: Context, missing: str) -> tuple[str, str, int, str] | None:
+    """(old folder, new folder, how many missing files moved so, the first of them) when the
+    missing file went with others of its folder to the same relative places under another
+    folder."""
+
+    def compute() -> dict[str, tuple[str, str, int, str]]:
+        pairs: dict[tuple[str, str], list[str]] = {}
+        for old, new in renames(ctx).items():
+            a, b = old.split("/"), new.split("/")
+            same = 0
+            while same < min(len(a), len(b)) - 1 and a[-1 - same] == b[-1 - same]:
+                same += 1
+            if same:
+                pairs.setdefault(("/".join(a[:-same]), "/".join(b[:-same])), []).append(old)
+        return {old: (folders[0], folders[1], len(moved), min(moved))
+                for folders, moved in pairs.items() if len(moved) > 1 for old in moved}
+
+    return ctx.memo("files.folder-renames", compute).get(missing)
 
 
 def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Finding]:
@@ -156,12 +257,7 @@ def _listed_file(ctx: Context, record: FileRecord, where: str) -> Iterator[Findi
         )
         return
     if entry is None:
-        yield Finding(
-            f"listed file {record.path} is missing",
-            where=where,
-            hint="retrieve it before the rental ends, or correct the manifest",
-            code="files-intact.missing",
-        )
+        yield _missing(ctx, record, where)
         return
     if entry.kind == "symlink" and entry.escapes:
         yield Finding(

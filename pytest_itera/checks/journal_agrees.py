@@ -18,9 +18,15 @@ it holds must agree with the manifest and the files: a contradiction names the j
 - step timings: the hours journaled per step are the manifest's observed hours (to the
   hundredth of an hour the manifest may round to);
 - decisions: each journaled decision is in the manifest with its text and drops;
+- rehearsal: a journal whose first line began a rehearsal goes with a manifest that says
+  ``"rehearsal": true`` (a rehearsal is never turned into an acceptance by editing it);
 - bases: the revision and tree digest a ``base`` or ``training-base`` event records are the
   ``base_revision`` and ``base_digest`` of the adapters on that base (a ``training-base``
-  also pins the adapters of its run that name no ``base_path``).
+  also pins the adapters of its run that name no ``base_path``);
+- closure: the manifest is the one the recorder wrote at its last ``close`` event (the
+  event's ``manifest_digest``, :func:`pytest_itera.core.journal.manifest_digest`): a manifest
+  edited or replaced without a ``reopen`` event, or a campaign reopened and not closed
+  again, is refused (the way back is ``rec.reopen(reason=...)``, docs/recorder.md).
 
 The journal is streamed line by line (memory grows with the runs, files and saves, not with
 the logged points). A line that cannot be read is said, never skipped silently.
@@ -38,7 +44,7 @@ from pytest_itera.checks.context import Context
 from pytest_itera.core.campaign import MANIFEST_FILE, Manifest, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
-from pytest_itera.core.journal import JOURNAL_FILE
+from pytest_itera.core.journal import JOURNAL_FILE, manifest_digest
 from pytest_itera.files import measurements
 
 __all__ = ["JournalFacts", "journal_agrees", "journal_listed", "read_journal_facts"]
@@ -72,6 +78,8 @@ class JournalFacts:
     hours: dict[str, tuple[int, Decimal]] = field(default_factory=dict)  # step -> last line
     decisions: list[Event] = field(default_factory=list)
     bases: list[Event] = field(default_factory=list)
+    rehearsal: Event | None = None  # the plan event of a rehearsal (its first line)
+    closure: Event | None = None  # the last close or reopen event
 
 
 def read_journal_facts(path: Any) -> JournalFacts:
@@ -111,7 +119,9 @@ def _decode(raw: bytes) -> dict[str, Any] | None:
 def _take(facts: JournalFacts, event: Event) -> None:
     kind, f = event.facts["event"], event.facts
     run = f.get("run")
-    if kind == "run-start" and isinstance(run, str):
+    if kind == "plan" and f.get("rehearsal") is True:
+        facts.rehearsal = event
+    elif kind == "run-start" and isinstance(run, str):
         facts.started.setdefault(run, event)
     elif kind in _OUTCOMES and isinstance(run, str):
         facts.outcome[run] = event
@@ -136,6 +146,8 @@ def _take(facts: JournalFacts, event: Event) -> None:
                 facts.outcome[dropped] = Event(event.line, {"event": "dropped"})
     elif kind in ("base", "training-base") and isinstance(f.get("folder"), str):
         facts.bases.append(event)
+    elif kind in ("close", "reopen"):
+        facts.closure = event
 
 
 def _h(hours: Decimal) -> str:
@@ -173,6 +185,13 @@ def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
             where=_at(line), code=f"{CHECK}.unreadable",
             hint="ship the journal as the recorder wrote it (a recorder continuing the "
             "campaign cuts a torn last line off and records that it did)")
+    if facts.rehearsal is not None and not man.rehearsal:
+        yield Finding(
+            f"{JOURNAL_FILE} began this campaign as a rehearsal, but the manifest does not say "
+            "so", where=_at(facts.rehearsal.line), code=f"{CHECK}.rehearsal",
+            expected=f"\"rehearsal\": true in {MANIFEST_FILE}", found="no rehearsal",
+            hint="a rehearsal is never accepted: run the campaign for real in a new folder "
+            "(CampaignRecorder without rehearsal=True)")
     yield from _runs(man, facts)
     yield from _metrics(ctx, man, facts)
     yield from _predictions(man, facts)
@@ -181,6 +200,43 @@ def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
     yield from _step_hours(man, facts)
     yield from _decisions(man, facts)
     yield from _bases(man, facts)
+    yield from _closure(ctx, facts)
+
+
+_WAY_BACK = ("a closed campaign changes only through a reopening that says why: "
+             "rec.reopen(reason=...), change the files, then close() again (docs/recorder.md, "
+             "'The way back')")
+
+
+def _closure(ctx: Context, facts: JournalFacts) -> Iterator[Finding]:
+    """The manifest is the one written at the journal's last closure, not reopened since."""
+    event = facts.closure
+    if event is None:
+        return  # a journal of an older recorder: it records no closure
+    if event.facts["event"] == "reopen":
+        yield Finding(
+            f"the campaign was reopened ({event.facts.get('reason')!r}) and not closed "
+            f"again: {MANIFEST_FILE} is the manifest that reopening replaces",
+            where=_at(event.line), code=f"{CHECK}.reopened",
+            hint="finish the repair and close() again: the recorder writes the new manifest")
+        return
+    found = ctx.memo("journal-agrees:manifest-digest", lambda: _manifest_digest(ctx))
+    written = event.facts.get("manifest_digest")
+    if isinstance(written, str) and found != written:
+        yield Finding(
+            f"{MANIFEST_FILE} is not the manifest the recorder wrote when it closed the "
+            f"campaign (closed_at {event.facts.get('closed_at')}): it was edited or "
+            "replaced without a reopen record", where=_at(event.line),
+            code=f"{CHECK}.manifest-replaced", expected=written, found=str(found),
+            hint=_WAY_BACK)
+
+
+def _manifest_digest(ctx: Context) -> str | None:
+    try:
+        data = json.loads((ctx.root / MANIFEST_FILE).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return manifest_digest(data) if isinstance(data, dict) else None
 
 
 def _file_sha256(man: Manifest) -> dict[str, str]:

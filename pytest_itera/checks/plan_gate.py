@@ -382,6 +382,9 @@ def summary_lines(label: str, plan: Plan, catalogue: Catalogue | str,
     lines = [f"plan {label} ({plan.campaign}): {_h(timeline.makespan)} from preparation to "
              f"retrieval in the {_h(window)} window: "
              + (f"{_h(free)} uncommitted" if free >= 0 else f"{_h(-free)} OVER the window")]
+    if plan.frozen_at is None:
+        lines.append("  a draft (no frozen_at): CampaignRecorder.freeze_plan sets it when it "
+                     "freezes the plan, before the first run")
     lines += _timeline_lines(timeline, window)
     for use in sched.lot_uses(plan.budget.lots, timeline):
         lot = next(lot for lot in plan.budget.lots if lot.id == use.lot)

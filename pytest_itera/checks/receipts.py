@@ -205,6 +205,8 @@ def _addressed(file: str, what: str, where: str, plan: Plan, provider: str | Non
 
 def _dated(file: str, what: str, where: str, plan: Plan, man: Manifest,
            text: str) -> Iterator[Finding]:
+    if plan.frozen_at is None:
+        return  # a draft: the manifest item says so
     start = (plan.frozen_at - GRACE).date()
     end = (man.closed_at + GRACE).date()
     window = f"{plan.frozen_at.date()} (frozen_at) to {man.closed_at.date()} (closed_at), " \

@@ -11,15 +11,25 @@ sees and the memoised evaluation itself (a check may consult another's findings)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from pytest_itera.checks.context import Check, Context, in_order
+from pytest_itera.checks.context import (
+    NOT_JUDGED,
+    Check,
+    Context,
+    blocked_by_contract,
+    folder_group,
+    in_order,
+)
 from pytest_itera.checks.model import Scope, item_name
 from pytest_itera.core.findings import Finding, render_all
 from pytest_itera.core.text import clean_block
+from pytest_itera.files.measurements import Unreadable
 
-__all__ = ["FILES_IN_FULL", "Outcome", "evaluate", "in_order", "outcomes", "pairs"]
+__all__ = ["FILES_IN_FULL", "OWNS_FILES", "OWNS_MEASUREMENTS", "Outcome", "evaluate", "in_order",
+           "outcomes", "pairs"]
 
 # A folder target's message: the findings of its first failing files in full, then every other
 # failing file by name (JUnit keeps only the message: each failing file is named in it).
@@ -38,6 +48,12 @@ class Outcome:
     # order, each with its findings, and how many files it stands for. None for any other.
     files: tuple[tuple[str, tuple[Finding, ...]], ...] | None = None
     of: int = 0
+    # One cause, one finding, on the check that owns it: a check that failed only because
+    # another did (the manifest did not load; a listed file it reads is missing) says so
+    # once, "not judged: <check> failed", and is not counted as a failure of its own when
+    # that item runs too. ``owners``: the items of those checks (their names).
+    not_judged: str | None = None
+    owners: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -96,7 +112,85 @@ def evaluate(context: Context, check: Check, target: str | None) -> Outcome:
         return Outcome(check.id, target, check.scope, findings,
                        context.failing_files(check.id, target),
                        len(context.members(check.id, target)))
-    return Outcome(check.id, target, check.scope, findings)
+    not_judged, owners = _not_judged(context, check, target, findings)
+    return Outcome(check.id, target, check.scope, findings, not_judged=not_judged,
+                   owners=owners)
+
+
+# The checks that own a cause others depend on: a listed file's absence (files-intact), a
+# run's measurements file that breaks the format (measurements-agree). The checks that read
+# the file are not judged while it is so.
+OWNS_FILES = "files-intact"
+OWNS_MEASUREMENTS = "measurements-agree"
+_PATHS = re.compile(r"[^\s'\"(),;:?]+")
+
+
+def _not_judged(context: Context, check: Check, target: str | None,
+                findings: tuple[Finding, ...],
+                seen: frozenset[str] = frozenset()) -> tuple[str | None, tuple[str, ...]]:
+    """Why these findings are another check's cause, and that check's items; (None, ())
+    when they are this check's own. An owner that is itself not judged hands on its own
+    cause (a file that moved with its folder: the folder's first file owns it)."""
+    if not findings:
+        return None, ()
+    if blocked_by_contract(context.campaign, check) is not None:
+        # The contract check owns it; without one registered, the item says it itself.
+        return (findings[0].message, ("manifest",)) if "manifest" in context.checks \
+            else (None, ())
+    causes = _causes(context)
+    if not causes:
+        return None, ()
+    named: dict[str, tuple[str, str]] = {}  # path -> (owner item, what is wrong with it)
+    me = item_name(check.id, target)
+    for finding in findings:
+        text = " ".join(filter(None, (finding.where, finding.message, finding.found)))
+        paths = {p: causes[p] for p in _PATHS.findall(text)
+                 if p in causes and item_name(*causes[p][:2]) != me}
+        if not paths:
+            return None, ()  # a finding of its own: the item fails
+        for path, (owner, owned, why) in paths.items():
+            name = item_name(owner, owned)
+            if name in seen or name == me:
+                return None, ()  # a cycle: nobody else owns it
+            above = _not_judged(context, context.checks[owner], owned,
+                                context.findings(owner, owned), seen | {me})
+            if above[0] is not None:
+                return above
+            named[path] = (name, why)
+    (first, (owner, why)), *others = named.items()
+    more = f" and {len(others)} more" if others else ""
+    return (f"{NOT_JUDGED} {owner} failed ({first} {why}{more})",
+            tuple(dict.fromkeys(o for o, _ in named.values())))
+
+
+def _causes(context: Context) -> dict[str, tuple[str, str, str]]:
+    """Path -> (the check that owns what is wrong with it, its target, what): the listed
+    files absent from the folder (the walk only, no read), and the runs' measurements files
+    that are there but break the format (read once: the checks read them anyway)."""
+    def compute() -> dict[str, tuple[str, str, str]]:
+        man = context.campaign.manifest
+        if man is None:
+            return {}
+        out: dict[str, tuple[str, str, str]] = {}
+        if OWNS_FILES in context.checks:
+            # Each file's own item, or its folder's when files-intact has one per folder.
+            targets = frozenset(context.targets(context.checks[OWNS_FILES]))
+            for f in man.files:
+                if context.entry(f.path) is None:
+                    target = f.path if f.path in targets else folder_group(f.path)
+                    out[f.path] = (OWNS_FILES, target, "is missing")
+        if OWNS_MEASUREMENTS in context.checks:
+            targets = frozenset(context.targets(context.checks[OWNS_MEASUREMENTS]))
+            for run in man.runs:
+                path = run.measurements
+                if path is None or path in out or run.id not in targets \
+                        or context.entry(path) is None:
+                    continue
+                if isinstance(context.measurements(path), Unreadable):
+                    out.setdefault(path, (OWNS_MEASUREMENTS, run.id, "is not usable"))
+        return out
+
+    return context.memo("run.causes", compute)
 
 
 def outcomes(context: Context, checks: Iterable[Check] | None = None) -> Iterator[Outcome]:

@@ -32,6 +32,7 @@ from pytest_itera.files.predictions import (
     Coverage,
     IdLine,
     UnreadableIds,
+    cover,
     keep_first,
     read_ids,
 )
@@ -113,7 +114,7 @@ def _stop_timing(plan: Plan, man: Manifest, run: RunRecord, where: str) -> Itera
     """The rule predates the first run (plan-frozen says so too), and the stop follows the start."""
     assert run.stop is not None
     started = [(r.started_at, r.id) for r in man.runs if r.started_at is not None]
-    if started and min(started)[0] < plan.frozen_at:
+    if started and plan.frozen_at is not None and min(started)[0] < plan.frozen_at:
         first_at, first_id = min(started)
         yield Finding(
             f"stop rule {run.stop.rule!r} of run {run.id} was declared after the runs began: "
@@ -398,6 +399,21 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
                       code="predictions-cover-corpus.predictions-unreadable")
         return
     yield from _coverage_findings(coverage, run.predictions, len(corpus.ids), frozen.path)
+
+
+def coverage_problems(root: Path, corpus: Corpus, relpath: str) -> list[Finding]:
+    """What ``predictions-cover-corpus`` says of the predictions file ``relpath`` against the
+    frozen ``corpus``, both in the folder ``root``: the recorder refuses them at once with
+    these findings. The corpus is read as the check reads it; a corpus that is not in the
+    folder, or cannot be read, is not compared here (the check says why at closure), nor is
+    an unreadable predictions file."""
+    try:
+        ids = _index(read_ids(root / corpus.path, corpus.id_field), corpus.path,
+                     corpus.examples, "").ids
+        coverage = cover(ids, read_ids(root / relpath, corpus.id_field))
+    except (OSError, UnreadableIds):
+        return []
+    return list(_coverage_findings(coverage, relpath, len(ids), corpus.path))
 
 
 def _corpus_moved(plan: Plan, run: RunRecord, where: str) -> Finding | None:

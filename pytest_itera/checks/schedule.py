@@ -32,6 +32,7 @@ from pytest_itera.core.campaign import (
 )
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
+from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.core.money import Catalogue, Money, Offer, lot_options, overflow_advice
 from pytest_itera.core.schedule import Timeline, as_hours, hours_text
 from pytest_itera.core.text import says_nothing
@@ -520,9 +521,12 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
     yield from _observed_total(plan, actual, observed)
     yield from _observed_lots(plan, man, observed)
     yield from _blank_explanations(actual)
-    short = yield from _short_steps(plan, observed, explained)
+    recorded = _by_recorder(man)
+    short = yield from _short_steps(plan, observed, explained, recorded=recorded,
+                                    rehearsal=man.rehearsal)
     yield from _step_coverage(plan, observed, explained)
-    yield from _deviations(ctx, plan, observed, explained | short)
+    if not man.rehearsal:  # a rehearsal's hours are the test machine's, not the rental's
+        yield from _deviations(ctx, plan, observed, explained | short, recorded=recorded)
     yield from _stray_explanations(plan, actual, observed)
     yield from _decisions(plan, man)
     yield from times_fit(ctx, plan, man, tolerance=_tolerance(ctx, plan), rounding=ROUNDING)
@@ -626,21 +630,41 @@ def _blank_explanations(actual: ActualSchedule) -> Iterator[Finding]:
             )
 
 
+def _by_recorder(man: Manifest) -> bool:
+    """The campaign was written by pytest_itera.record (its journal is listed): fix lines
+    name the recorder's argument, not the manifest field it writes."""
+    return any(f.path == JOURNAL_FILE for f in man.files)
+
+
+def _explain_fix(step: str, recorded: bool, why: str) -> str:
+    """Where to explain a step: the recorder's close(explanations=...), or the manifest."""
+    if recorded:
+        return (f"explain it when closing: rec.close(explanations={{\"{step}\": \"{why}\"}}) "
+                "(the recorder writes schedule.deviations)")
+    return f"add {{\"step\": \"{step}\", \"explanation\": ...}} to schedule.deviations ({why})"
+
+
 def _short_steps(
-    plan: Plan, observed: dict[str, Decimal], explained: set[str]
+    plan: Plan, observed: dict[str, Decimal], explained: set[str], *, recorded: bool = False,
+    rehearsal: bool = False,
 ) -> Generator[Finding, None, set[str]]:
     """A step that did not run, or ran less than half its hours, is explained whatever the
-    tolerance (R9). Returns the steps it judged, which the tolerance rule then leaves alone."""
+    tolerance (R9). Returns the steps it judged, which the tolerance rule then leaves alone.
+    A rehearsal's steps run at the test machine's speed: only a step with no observed hours
+    (it never ran) is judged there."""
     judged: set[str] = set()
     for short in sched.short_steps(plan.schedule.steps, observed):
         judged.add(short.step)
-        if short.step in explained:
+        if short.step in explained or (rehearsal and short.observed is not None):
             continue
         where = f"{_ACTUAL}.steps" if short.observed is None else f"{_ACTUAL}.deviations"
-        fix = ("record its observed hours (0 if it did not run) and explain it in "
-               "schedule.deviations" if short.observed is None else
-               f"add {{\"step\": \"{short.step}\", \"explanation\": ...}} to "
-               "schedule.deviations (what stopped it, and what was decided)")
+        if short.observed is None:
+            fix = (f"time it with rec.step({short.step!r}) (rec.step({short.step!r}, hours=0) "
+                   "if it did not run), then " + _explain_fix(short.step, True, "why")
+                   if recorded else "record its observed hours (0 if it did not run) and "
+                   "explain it in schedule.deviations")
+        else:
+            fix = _explain_fix(short.step, recorded, "what stopped it, and what was decided")
         yield Finding(
             f"{short.describe()} and no explanation",
             where=where,
@@ -667,7 +691,8 @@ def _step_coverage(
 
 
 def _deviations(
-    ctx: Context, plan: Plan, observed: dict[str, Decimal], explained: set[str]
+    ctx: Context, plan: Plan, observed: dict[str, Decimal], explained: set[str], *,
+    recorded: bool = False,
 ) -> Iterator[Finding]:
     tolerance = _tolerance(ctx, plan)
     for dev in sched.deviations(plan.schedule.steps, observed, tolerance):
@@ -678,8 +703,9 @@ def _deviations(
                 where=f"{_ACTUAL}.deviations",
                 expected=f"{_h(dev.planned)} ± {hours_text(tolerance * 100)} %",
                 found=_h(dev.observed),
-                hint=f"add {{\"step\": \"{dev.step}\", \"explanation\": ...}} to "
-                f"schedule.deviations (plan.json $.schedule.steps[{index}] stays as frozen)",
+                hint=(_explain_fix(dev.step, True, "why it took that long") if recorded
+                      else _explain_fix(dev.step, False, f"plan.json $.schedule.steps[{index}] "
+                                        "stays as frozen")),
                 code="plan-vs-actual.deviation-unexplained",
             )
 
@@ -760,7 +786,7 @@ def _after_the_pilot(plan: Plan, man: Manifest) -> Iterator[Finding]:
         if decision.at is not None and decision.at < end:  # the schema requires a zone
             yield Finding(
                 f"decision {decision.id!r} is dated {decision.at.isoformat()}, before the pilot "
-                f"{run_id} ended ({end.isoformat()}, {where})",
+                f"run {run_id!r} ended ({end.isoformat()}, {where})",
                 where=f"{_ACTUAL}.decisions[{i}].at",
                 expected=f"at or after {end.isoformat()}", found=decision.at.isoformat(),
                 hint="the decision point comes after the pilot: a decision taken before its "

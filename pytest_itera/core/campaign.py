@@ -166,7 +166,6 @@ class PlanBudget:
 class Plan:
     format: str
     campaign: str
-    frozen_at: datetime
     question: str
     decision: Decision
     runs: tuple[PlannedRun, ...]
@@ -174,6 +173,9 @@ class Plan:
     checkpoint_policy: CheckpointPolicy
     schedule: PlannedSchedule
     budget: PlanBudget
+    # None in a draft (``python -m pytest_itera new-plan``): CampaignRecorder.freeze_plan sets
+    # it; a campaign is never accepted without it (the ``manifest`` check).
+    frozen_at: datetime | None = None
     # /1 has one ``corpus``; /2 lists ``corpora``. Loading fills both: ``corpora`` is every
     # frozen corpus, ``corpus`` the first of them.
     corpus: Corpus = None  # type: ignore[assignment]  # set by load_campaign
@@ -349,6 +351,9 @@ class Manifest:
     conclusion: Conclusion
     budget: BudgetReport
     schedule: ActualSchedule
+    # A rehearsal (CampaignRecorder(..., rehearsal=True)): run on any machine at any speed;
+    # its observed hours are not judged against the plan, and it is REHEARSED, never ACCEPTED.
+    rehearsal: bool = False
 
     @property
     def version(self) -> int:

@@ -10,10 +10,17 @@ Each event is written with one ``os.write`` on a descriptor opened with
 its newline, or that is not JSON, is a torn write (the power went while the
 kernel wrote it): it is never used; :meth:`Journal.open` cuts it off and says so
 (``Journal.torn``), and the recorder records that it did.
+
+A closure is journaled too (``close``, just before ``manifest.json`` is written) with the
+:func:`manifest_digest` of the manifest it writes, and so is each reopening (``reopen``, with
+its reason and the sha256 of the manifest it replaces): a manifest replaced without a
+reopening is found (journal-agrees), and the reports say how often a campaign was reopened
+(:func:`reopenings`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -23,7 +30,15 @@ from typing import Any
 
 from pytest_itera.core.atomic import fsync_dir
 
-__all__ = ["JOURNAL_FILE", "JOURNAL_FORMAT", "Journal", "JournalError", "TornLine"]
+__all__ = [
+    "JOURNAL_FILE",
+    "JOURNAL_FORMAT",
+    "Journal",
+    "JournalError",
+    "TornLine",
+    "manifest_digest",
+    "reopenings",
+]
 
 JOURNAL_FILE = "itera-journal.jsonl"
 JOURNAL_FORMAT = "itera-journal/1"
@@ -116,3 +131,41 @@ def _event(raw: bytes) -> dict[str, Any] | None:
     except (UnicodeDecodeError, ValueError):
         return None
     return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
+
+
+def manifest_digest(manifest: Mapping[str, Any]) -> str | None:
+    """The digest a ``close`` event records of the manifest it precedes: the sha256 of the
+    manifest's canonical JSON (sorted keys, no spaces) with its ``files`` entry for the
+    journal left out (the journal holds the close event, so the manifest's record of the
+    journal cannot be inside it; files-intact holds that entry to the journal). None for a
+    manifest that is not JSON data."""
+    data = dict(manifest)
+    files = data.get("files")
+    if isinstance(files, list):
+        data["files"] = [f for f in files
+                         if not (isinstance(f, Mapping) and f.get("path") == JOURNAL_FILE)]
+    try:
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def reopenings(root: Path) -> tuple[str, ...]:
+    """The reason of each reopening the campaign's journal records, in order (none without a
+    journal); streamed, only the lines that name a reopening are parsed."""
+    path = Path(root) / JOURNAL_FILE
+    reasons: list[str] = []
+    try:
+        with path.open("rb") as handle:
+            for raw in handle:
+                if b'"reopen"' not in raw:
+                    continue
+                event = _event(raw.rstrip(b"\n"))
+                if event is not None and event["event"] == "reopen":
+                    reason = event.get("reason")
+                    reasons.append(reason if isinstance(reason, str) else "(no reason)")
+    except OSError:
+        return ()
+    return tuple(reasons)

@@ -9,12 +9,18 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
-__all__ = ["BLOCK", "READ_FLAGS", "NotRegular", "lines", "open_regular"]
+__all__ = ["BLOCK", "READ_FLAGS", "NotRegular", "Readable", "lines", "open_regular"]
 
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 BLOCK = 1 << 20
+
+
+class Readable(Protocol):
+    """What :func:`lines` reads: a file, or a decompressing stream over one."""
+
+    def read(self, size: int, /) -> bytes: ...
 
 
 class NotRegular(Exception):
@@ -35,7 +41,7 @@ def open_regular(path: Path) -> tuple[BinaryIO, int]:
         raise
 
 
-def lines(handle: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | None]]:
+def lines(handle: Readable, limit: int) -> Iterator[tuple[int, bytes | None]]:
     """(line number, bytes) per line; None for a line over ``limit``, which is skipped unread.
 
     Reads fixed-size blocks and splits them itself: iterating a file object would hold a

@@ -63,6 +63,7 @@ class Problem:
 
     line: int | None
     message: str
+    fix: str | None = None  # what to do about this one problem, when it is that precise
 
     def where(self, path: str) -> str:
         return path if self.line is None else f"{path}:{self.line}"
@@ -251,10 +252,10 @@ class _Reader:
         self.checked: list[CheckedInput] = []
         self.lines = 0
 
-    def problem(self, line: int | None, message: str) -> None:
+    def problem(self, line: int | None, message: str, fix: str | None = None) -> None:
         self.problem_count += 1
         if len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(Problem(line, message))
+            self.problems.append(Problem(line, message, fix))
 
     def read(self, handle: BinaryIO) -> Measurements | Unreadable:
         for number, raw in jsonl.lines(handle, MAX_LINE_BYTES):
@@ -383,6 +384,9 @@ class _Reader:
 
     def finish_series(self) -> dict[str, Series]:
         out: dict[str, Series] = {}
+        # (line, step, the first line of that step) -> the series it gives a second value:
+        # one problem per duplicated line, however many series it holds.
+        again: dict[tuple[int, int, int], list[str]] = {}
         for name, (steps, values, lines) in self.series.items():
             if name in self.unsorted:
                 order = sorted(range(len(steps)), key=lambda i: (steps[i], lines[i]))
@@ -391,9 +395,16 @@ class _Reader:
                 lines = array("q", (lines[i] for i in order))
                 for i in range(1, len(steps)):
                     if steps[i] == steps[i - 1]:
-                        self.problem(lines[i], f"series {name!r} has a second value for step "
-                                     f"{steps[i]} (the first is on line {lines[i - 1]})")
+                        again.setdefault((lines[i], steps[i], lines[i - 1]), []).append(name)
             out[name] = Series(name, steps, values, lines)
+        for (line, step, first), names in sorted(again.items()):
+            shown = ", ".join(map(repr, names))
+            self.problem(
+                line, f"step {step} is logged twice (series {shown}; the first is on line "
+                f"{first})",
+                fix=f"remove the duplicate step {step} (line {line}): a series has one value "
+                f"per step; a run resumed from an earlier checkpoint forgets the steps after "
+                f"it first (pytest_itera.record's run.rewind({step - 1}))")
         return out
 
 

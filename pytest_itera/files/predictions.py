@@ -1,8 +1,9 @@
 """Reading example IDs from predictions and corpus files, streamed, and comparing them.
 
 No pytest import, no check logic: ``predictions-cover-corpus`` and the data
-check's evidence read files through :func:`read_ids` (JSON Lines or CSV, lines
-capped at 16 MiB, never a whole file held) and compare with :func:`cover`.
+check's evidence read files through :func:`read_ids` (JSON Lines or CSV, plain or
+gzip/zstd-compressed, or Parquet; lines capped at 16 MiB, never a whole file held) and
+compare with :func:`cover`.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import codecs
 import csv
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, TypeVar
 
-from pytest_itera.files import jsonl
+from pytest_itera.files import jsonl, packed
 
 FIRST = 5  # examples shown per kind of problem
 MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is reported, skipped, never held
@@ -39,33 +41,89 @@ class IdLine(NamedTuple):  # a tuple, not a dataclass: millions are made per fil
 def read_ids(
     path: Path, id_field: str, *, max_line: int = MAX_LINE_BYTES, fields: tuple[str, ...] = ()
 ) -> Iterator[IdLine]:
-    """The IDs of a JSON Lines or CSV/TSV file, streamed, one record at a time.
+    """The IDs of a JSON Lines, CSV/TSV or Parquet file, streamed, one record at a time.
 
-    The format is decided by content: a first record starting with '{' is JSON
-    Lines; '[' (a JSON array cannot be streamed) and binary content (NUL bytes:
-    gzip, Parquet, Arrow) are refused; anything else is CSV with a header
-    naming ``id_field`` (tab-separated when the extension is .tsv or the header
-    has tabs and no commas). Integer IDs compare as their
+    The format is decided by content, never by the name: gzip (``1f 8b``) and zstd
+    (``28 b5 2f fd``) files are decompressed as they are read and judged by their plain
+    bytes; ``PAR1`` is Parquet, read a record batch at a time (the row number stands for
+    the line). Of plain bytes, a first record starting with '{' is JSON
+    Lines; '[' (a JSON array cannot be streamed) and other binary content (NUL bytes:
+    Arrow, a spreadsheet) are refused; anything else is CSV with a header
+    naming ``id_field`` (tab-separated when the name ends in .tsv, compressed or not, or the
+    header has tabs and no commas). Integer IDs compare as their
     decimal text, so a CSV and a JSON file of the same corpus agree. A line
     over ``max_line`` bytes is reported and skipped without being held.
     Each record also carries the values of ``fields`` (the metric recomputation's labels
-    and predictions: JSON values, CSV text; None where absent).
+    and predictions: JSON or Parquet values, CSV text; None where absent).
+    A corrupt or truncated compressed stream or Parquet file is :class:`UnreadableIds`
+    naming the offset, raised when the reading reaches it.
     Raises OSError or :class:`UnreadableIds`.
     """
-    with _open_regular(path) as handle:
-        head = handle.read(1 << 16).lstrip(codecs.BOM_UTF8).lstrip()
-        handle.seek(0)
-        if not head or head.startswith(b"{"):
-            yield from _jsonl_ids(jsonl.lines(handle, max_line), id_field, fields)
-        elif head.startswith(b"["):
-            raise UnreadableIds("is a JSON array; write one JSON object per line (JSON Lines)")
-        elif b"\0" in head:
-            raise UnreadableIds("is binary (compressed, Parquet, Arrow?); write JSON Lines or CSV")
+    try:
+        with _open_regular(path) as handle:
+            head = handle.read(1 << 16)
+            handle.seek(0)
+            kind = packed.packing(head)
+            if kind == "parquet":
+                yield from _parquet_ids(handle, _size(handle), id_field, fields)
+            elif kind is not None:
+                with packed.Decompressed(handle, kind, _size(handle)) as plain:
+                    inner = plain.peek(1 << 16)
+                    if packed.packing(inner) is not None:
+                        raise UnreadableIds(f"is {packed.packing(inner)} inside {kind}; "
+                                            "write the file packed once")
+                    yield from _text_ids(plain, inner, _plain_name(path), id_field, max_line,
+                                         fields)
+            else:
+                yield from _text_ids(handle, head, path.name, id_field, max_line, fields)
+    except (packed.Corrupt, packed.MissingColumn) as exc:
+        raise UnreadableIds(str(exc)) from None
+
+
+def _text_ids(
+    handle: jsonl.Readable, head: bytes, name: str, id_field: str,
+    max_line: int, fields: tuple[str, ...],
+) -> Iterator[IdLine]:
+    """JSON Lines or CSV/TSV, decided by the first bytes (see :func:`read_ids`)."""
+    head = head.lstrip(codecs.BOM_UTF8).lstrip()
+    if not head or head.startswith(b"{"):
+        yield from _jsonl_ids(jsonl.lines(handle, max_line), id_field, fields)
+    elif head.startswith(b"["):
+        raise UnreadableIds("is a JSON array; write one JSON object per line (JSON Lines)")
+    elif b"\0" in head:
+        raise UnreadableIds("is binary (Arrow, a spreadsheet?); write JSON Lines, CSV or "
+                            "Parquet, plain or compressed with gzip or zstd")
+    else:
+        first = head.split(b"\n", 1)[0]
+        tabbed = name.lower().endswith(".tsv") or (b"\t" in first and b"," not in first)
+        yield from _csv_ids(jsonl.lines(handle, max_line), id_field, "\t" if tabbed else ",",
+                            fields)
+
+
+def _parquet_ids(
+    handle: BinaryIO, size: int, id_field: str, fields: tuple[str, ...]
+) -> Iterator[IdLine]:
+    """Parquet rows as records: the row number (from 1) stands for the line."""
+    for number, (value, *values) in packed.parquet_rows(handle, size, (id_field, *fields)):
+        if value is None:
+            yield IdLine(number, None, f"no value in the {id_field!r} column")
+        elif fields:
+            yield _id_line(number, value, id_field)._replace(values=tuple(values))
         else:
-            first = head.split(b"\n", 1)[0]
-            tabbed = path.suffix.lower() == ".tsv" or (b"\t" in first and b"," not in first)
-            yield from _csv_ids(jsonl.lines(handle, max_line), id_field, "\t" if tabbed else ",",
-                                fields)
+            yield _id_line(number, value, id_field)
+
+
+def _size(handle: BinaryIO) -> int:
+    return os.fstat(handle.fileno()).st_size
+
+
+def _plain_name(path: Path) -> str:
+    """The name without its compression suffix: ``p.tsv.gz`` is a TSV."""
+    name = path.name
+    for suffix in (".gz", ".gzip", ".zst", ".zstd"):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def _open_regular(path: Path) -> BinaryIO:

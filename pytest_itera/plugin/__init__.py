@@ -122,6 +122,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         probe_before_workers(session)
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own -k (the mark plugin's)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    settings = config.stash.get(settings_key, None)
+    if settings is not None and settings.active:
+        from pytest_itera.plugin.collect import deselect_by_folder
+
+        deselect_by_folder(config, items)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     settings = session.config.stash.get(settings_key, None)
     if settings is not None and settings.active:
@@ -138,9 +147,10 @@ def pytest_terminal_summary(
 ) -> None:
     settings = config.stash.get(settings_key, None)
     if settings is not None and settings.active:
-        from pytest_itera.plugin.collect import print_not_evaluated
+        from pytest_itera.plugin.collect import print_not_evaluated, print_serial_advice
 
         print_not_evaluated(terminalreporter, config)
+        print_serial_advice(terminalreporter, config)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

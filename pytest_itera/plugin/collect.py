@@ -182,6 +182,14 @@ class IteraManifest(ChecksFile):
     """The campaign's checks, one item per check and target."""
 
     _root_text: str
+    _selected: frozenset[str] | None = None
+
+    def selected_names(self) -> frozenset[str]:
+        """The names of this campaign's items that the session runs (after ``-k``/``-m``)."""
+        if self._selected is None:
+            self._selected = frozenset(
+                i.name for i in self.session.items if i.parent is self)
+        return self._selected
 
     def collect(self) -> list[IteraCheckItem]:
         settings = self.config.stash[settings_key]
@@ -219,12 +227,22 @@ class IteraCheckItem(CheckItem):
         if not outcome.failed:
             self._keep_evidence()
             return
+        if outcome.not_judged is not None and self._run_here(outcome.owners):
+            # One cause, one failure: the item that owns it fails; this one says so once.
+            # At the item's location, so that pytest's -rs summary folds them into one line.
+            raise pytest.skip.Exception(outcome.not_judged, _use_item_location=True)
         # A folder item's report lists every finding of every file (it stands for them).
         kept = outcome.findings if outcome.files is not None else \
             outcome.findings[:FINDINGS_KEPT]
         self.user_properties.append((FINDINGS_KEY, [
             plain(FindingFacts.of(f, self.check.id)) for f in kept]))
         raise CheckFailed(outcome)
+
+    def _run_here(self, names: tuple[str, ...]) -> bool:
+        """Whether an item of each of these names is selected in this session (else the
+        dependent item fails in its stead: a cause is never left unreported by ``-k``)."""
+        assert isinstance(self.parent, IteraManifest)
+        return bool(names) and set(names) <= self.parent.selected_names()
 
     def _keep_evidence(self) -> None:
         """What a passing item knows but does not fail on (a stopped run's diverged weights):
@@ -354,6 +372,60 @@ def selected_targets(
     return out
 
 
+def keyword_match(expression: str, names: Iterable[str], path: str | None = None) -> bool:
+    """``-k expression`` on an item known by ``names`` as pytest matches it (a
+    case-insensitive substring of a name), except that the folders of a file item's target
+    (``path``) match only a word with a slash in it: ``-k checkpoint`` selects the checkpoint
+    checks, not every file under ``checkpoint-500/``; ``-k checkpoint-500/`` asks for them
+    (docs/options.md, "Selecting items")."""
+    from _pytest.mark.expression import Expression
+
+    lowered = [n.lower() for n in names]
+    full = path.lower() if path is not None else None
+
+    def match(sub: str, /, **kwargs: str | int | bool | None) -> bool:
+        word = sub.lower()
+        return any(word in n for n in lowered) or (
+            full is not None and "/" in word and word in full)
+
+    return Expression.compile(expression).evaluate(match)
+
+
+def file_item_names(check_id: str, target: str) -> tuple[str, str | None]:
+    """(the name ``-k`` words match, the path only a word with a slash matches) of an item:
+    a file item is matched by its check and its file's own name. A folder item (``dir/*``,
+    one item for a folder's files) is its folder's: matched by the whole path, as pytest does."""
+    _, slash, base = target.rpartition("/")
+    if not slash or base == "*":
+        return item_name(check_id, target), None
+    return item_name(check_id, base), target
+
+
+def deselect_by_folder(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After pytest's ``-k``: leave out the file items it kept only for a word of their
+    folder path (:func:`keyword_match`). pytest's own choice stands for every other item."""
+    expression = config.option.keyword
+    if not expression:
+        return
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        if isinstance(item, IteraCheckItem) and item.check.scope == "file" \
+                and item.target is not None and "/" in item.target:
+            own, path = file_item_names(item.check.id, item.target)
+            # The parents' names, as pytest's KeywordMatcher takes them (not the root's).
+            chain = [n.name for n in item.listchain()[1:-1] if not (
+                isinstance(n, pytest.Directory) and isinstance(n.parent, pytest.Session))]
+            names = [own, *chain, *item.listextrakeywords(), *(m.name for m in item.iter_markers())]
+            if not keyword_match(expression, names, path):
+                dropped.append(item)
+                continue
+        kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def is_worker(config: pytest.Config) -> bool:
     """This process is a pytest-xdist worker (it runs the items it is sent)."""
     return hasattr(config, "workerinput")
@@ -375,6 +447,26 @@ def read_ahead(session: pytest.Session) -> None:
                 item.parent.context.members(item.check.id, item.target))
     for manifest, targets in wanted.items():
         manifest.context.read_ahead(targets, min(4, _cpus()))
+
+
+def serial_advice(workers: int, cores: int) -> str | None:
+    """One line of advice when ``-n workers`` cannot be faster than a serial run: the checks
+    are CPU-bound (hashing, reloads), so workers beyond the cores, or on two cores or fewer
+    (where the reload server and the controller already take them), only compete."""
+    if workers < 2 or (workers <= cores and cores > 2):
+        return None
+    return (f"pytest-itera: -n {workers} on {cores} core{'s' if cores != 1 else ''}: the checks "
+            "are CPU-bound, so a serial run (without -n) is faster here")
+
+
+def print_serial_advice(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say so, once, on the controller of an xdist run that cannot pay off."""
+    workers = getattr(config.option, "numprocesses", None)
+    if not isinstance(workers, int) or is_worker(config) or config.option.collectonly:
+        return
+    line = serial_advice(workers, _cpus())
+    if line is not None:
+        terminalreporter.write_line(line, yellow=True)
 
 
 def _cpus() -> int:

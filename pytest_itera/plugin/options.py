@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shlex
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,10 @@ SEAL_PUBKEY = "--itera-seal-pubkey"
 SEAL_PASSWORD_ENV = "ITERA_SEAL_KEY_PASSWORD"  # an encrypted --itera-seal-key's password
 
 INI_CAMPAIGN = "itera_campaign"
+INI_STORE_CACHE_MAX = "itera_store_cache_max"  # an s3:// campaign's local copy: at most this
+INI_STORE_TIMEOUT = "itera_store_timeout"  # seconds per object-storage request
+DEFAULT_STORE_CACHE_MAX = 16 << 30
+DEFAULT_STORE_TIMEOUT = 30.0
 INI_PLAN = "itera_plan"
 INI_PYTHON = "itera_python"
 INI_TIMEOUT = "itera_timeout"
@@ -133,6 +138,9 @@ class PinLine:
 
 
 settings_key = pytest.StashKey[Settings]()
+# s3:// campaigns: the local copy's root -> (the URL it was read from, how many objects).
+sources_key = pytest.StashKey[dict[Path, tuple[str, int]]]()
+STAGED_INPUT = "itera_staged"  # xdist workerinput: {URL as given: the controller's copy}
 # Campaigns loaded in this process, by root: see loaded_campaign().
 loaded_key = pytest.StashKey[dict[Path, "Campaign"]]()
 
@@ -211,7 +219,15 @@ def addoption(parser: pytest.Parser) -> None:
     group.addoption(
         SEAL_PUBKEY, metavar="PEM", help="the public key a signed seal is verified with"
     )
-    parser.addini(INI_CAMPAIGN, "campaign folders to accept (like --itera-campaign)", "paths", [])
+    # linelist, not paths: an s3://bucket/prefix/ line is kept as written (folders are
+    # resolved against the ini file's folder below, as "paths" would).
+    parser.addini(INI_CAMPAIGN, "campaign folders or s3://bucket/prefix/ to accept (like "
+                  "--itera-campaign)", "linelist", [])
+    parser.addini(INI_STORE_CACHE_MAX, "an s3:// campaign is copied to a local cache outside "
+                  "it: at most this many bytes (suffixes K, M, G, T: powers of 1024)", "string",
+                  "16G")
+    parser.addini(INI_STORE_TIMEOUT, "seconds per object-storage request (retried 3 times)",
+                  "string", f"{DEFAULT_STORE_TIMEOUT:g}")
     group.addoption(
         PLAN, action="append", default=[], metavar="PATH",
         help="before renting: judge the plan PATH (a plan.json, or a campaign folder without a "
@@ -340,7 +356,10 @@ def _pin_lines(config: pytest.Config) -> tuple[PinLine, ...]:
 def _campaigns(config: pytest.Config) -> tuple[Path, ...]:
     given = [(p, config.invocation_params.dir / p) for p in config.getoption(CAMPAIGN)]
     if not given:  # the command line takes precedence over the ini file, as in pytest
-        given = [(str(p), Path(p)) for p in config.getini(INI_CAMPAIGN)]
+        base = config.inipath.parent if config.inipath is not None else config.rootpath
+        given = [(str(p), base / p) for p in config.getini(INI_CAMPAIGN)]
+    given = [(path, _staged(config, path) if path.startswith("s3://") else full)
+             for path, full in given]
     seen: dict[Path, str] = {}
     for path, full in given:
         resolved = Path(os.path.abspath(full))
@@ -364,6 +383,47 @@ def _campaigns(config: pytest.Config) -> tuple[Path, ...]:
             if a != b and a.is_relative_to(b):
                 raise pytest.UsageError(f"{CAMPAIGN}: {a} is inside another campaign, {b}")
     return tuple(roots)
+
+
+def _staged(config: pytest.Config, url: str) -> Path:
+    """An s3:// campaign, copied into a fresh local folder outside it (removed at the end of
+    the session); the checks then read that folder as any other. Usage errors say why not."""
+    import tempfile
+
+    from pytest_itera.files import source
+
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:  # an xdist worker reads the controller's copy (pytest_configure_node)
+        copied = worker.get(STAGED_INPUT, {}).get(url)
+        if copied is None:
+            raise pytest.UsageError(f"{CAMPAIGN}: {url}: the controller made no local copy")
+        return Path(copied)
+    try:
+        location = source.S3Location.parse(url)
+        timeout = _positive(config, None, INI_STORE_TIMEOUT, default=DEFAULT_STORE_TIMEOUT)
+        store = source.S3Source(location, timeout=timeout)
+        cache = Path(tempfile.mkdtemp(prefix="itera-store-"))
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+        dest = cache / location.bucket / (location.prefix or "_")
+        staged = source.stage(store, dest, _bytes(config, INI_STORE_CACHE_MAX,
+                                                  DEFAULT_STORE_CACHE_MAX))
+    except source.SourceError as exc:
+        raise pytest.UsageError(f"{CAMPAIGN}: {exc}") from None
+    sources = config.stash.setdefault(sources_key, {})
+    sources[Path(os.path.abspath(dest))] = (url, len(staged.objects))
+    return dest
+
+
+def _bytes(config: pytest.Config, ini: str, default: int) -> int:
+    raw = str(config.getini(ini)).strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(raw[-1:], 1)
+    number = raw[:-1] if scale > 1 else raw
+    if not raw:
+        return default
+    if not number.strip().isdigit() or int(number) == 0:
+        raise pytest.UsageError(f"{ini} = {shlex.quote(str(config.getini(ini)))}: not a "
+                                "positive size (e.g. 64G)")
+    return int(number) * scale
 
 
 def _plans(

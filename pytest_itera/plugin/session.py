@@ -16,6 +16,7 @@ incomplete, expired or matches nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections import defaultdict
@@ -46,8 +47,10 @@ from pytest_itera.core.campaign import MANIFEST_FILE
 from pytest_itera.plugin.options import (
     REQUIRE_ACCEPTED,
     SEAL_PASSWORD_ENV,
+    STAGED_INPUT,
     Settings,
     loaded_campaign,
+    sources_key,
 )
 
 if TYPE_CHECKING:
@@ -171,6 +174,14 @@ class IteraSession:
         self.results[str(root)][report.nodeid] = _result(report, props, outcome)
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """An s3:// campaign is copied once, by the controller: each worker reads that copy
+        (the same folder, so the same node ids on every worker)."""
+        copies = self.config.stash.get(sources_key, {})
+        if copies:
+            node.workerinput[STAGED_INPUT] = {url: str(root) for root, (url, _) in copies.items()}
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: object, error: object) -> None:
         """Selection happens on the workers; their counts come back in workeroutput (the
         user's acceptance tests are counted there only: their ids name no campaign)."""
@@ -254,7 +265,7 @@ class IteraSession:
 
         results = self.results.get(str(root), {}).values()
         campaign = loaded_campaign(self.config, root)
-        return report.build(
+        built = report.build(
             campaign,
             results,
             collected=self.collected.get(str(root), 0) + self.deselected.get(str(root), 0),
@@ -267,6 +278,8 @@ class IteraSession:
             provenance=provenance,
             digests=document_digests(root),
         )
+        source = self.config.stash.get(sources_key, {}).get(root)  # an s3:// campaign
+        return built if source is None else dataclasses.replace(built, root=source[0])
 
     def _switched_off(self) -> list[str]:
         from pytest_itera.checks.model import FAMILIES

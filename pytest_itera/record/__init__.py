@@ -22,14 +22,17 @@ from pytest_itera.record.campaign import CampaignRecorder
 from pytest_itera.record.close import Closure
 from pytest_itera.record.replay import JournalWarning
 from pytest_itera.record.resume import load_resume_checkpoint, save_resume_checkpoint
-from pytest_itera.record.run import RunRecorder
-from pytest_itera.record.steps import StepTimer
+from pytest_itera.record.run import OpenRun, RunRecorder
+from pytest_itera.record.steps import Interruption, OpenStep, StepTimer
 
 __all__ = [
     "BASE_RECORD",
     "CampaignRecorder",
     "Closure",
+    "Interruption",
     "JournalWarning",
+    "OpenRun",
+    "OpenStep",
     "RecordError",
     "RunRecorder",
     "StepTimer",

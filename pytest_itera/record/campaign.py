@@ -53,6 +53,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from pytest_itera.checks.artifacts import parts_problems
 from pytest_itera.checks.stop_rules import contradicts_corpus
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -60,10 +61,18 @@ from pytest_itera.core.campaign import (
     PLAN_FILE,
     PLAN_FORMAT,
     PLAN_FORMATS,
+    CheckpointRecord,
     json_path,
     plan_from,
 )
-from pytest_itera.core.journal import JOURNAL_FILE, JOURNAL_FORMAT, Journal, TornLine
+from pytest_itera.core.findings import render_all
+from pytest_itera.core.journal import (
+    JOURNAL_FILE,
+    JOURNAL_FORMAT,
+    Journal,
+    TornLine,
+    manifest_digest,
+)
 from pytest_itera.core.text import is_blank, says_nothing
 from pytest_itera.record import close as closing
 from pytest_itera.record import tally
@@ -87,8 +96,8 @@ from pytest_itera.record.base import (
 )
 from pytest_itera.record.close import Closure
 from pytest_itera.record.replay import JournalWarning, replay
-from pytest_itera.record.run import RunRecorder
-from pytest_itera.record.steps import StepClock, StepTimer
+from pytest_itera.record.run import OpenRun, RunRecorder
+from pytest_itera.record.steps import Interruption, OpenStep, StepClock, StepTimer
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
@@ -99,7 +108,10 @@ __all__ = [
     "BASE_RECORD",
     "CampaignRecorder",
     "Closure",
+    "Interruption",
     "JournalWarning",
+    "OpenRun",
+    "OpenStep",
     "RecordError",
     "RunRecorder",
     "StepTimer",
@@ -117,10 +129,14 @@ class CampaignRecorder:
     """Writes one campaign folder: ``plan.json`` first, ``manifest.json`` at closure.
 
     ``clock`` returns the current time (an aware datetime); pass a fixed or
-    simulated clock to make the folder reproducible.
+    simulated clock to make the folder reproducible. ``rehearsal=True`` rehearses the
+    campaign on any machine at any speed (a CPU run of the real script): the journal and the
+    manifest say so, the observed hours are recorded but not judged against the plan, and
+    every other check judges it as at closure; its verdict is REHEARSED, never ACCEPTED.
     """
 
-    def __init__(self, root: Path, *, clock: Clock | None = None) -> None:
+    def __init__(self, root: Path, *, clock: Clock | None = None,
+                 rehearsal: bool = False) -> None:
         self.root = Path(root)
         self._clock = clock or (lambda: datetime.now(UTC))
         self.plan: dict[str, Any] = {}
@@ -129,18 +145,63 @@ class CampaignRecorder:
         self._checkpoints: list[dict[str, Any]] = []
         self._adapters: list[dict[str, Any]] = []
         self._saves: dict[str, dict[str, Any]] = {}  # path -> its last journaled save
+        self._last_save: dict[str, dict[str, Any]] = {}  # run -> its last journaled save
         self._bases: dict[str, dict[str, str]] = {}  # folder -> model, revision (record_base)
         self._decisions: list[dict[str, Any]] = []
         self._written: set[str] = set()  # measurements files the recorder wrote
         self._steps = StepClock(self)
         self._closed = False
         self._replaying = False
+        #: The last closure record of the journal (line, facts) while it is not reopened.
+        self._closure: tuple[int, dict[str, Any]] | None = None
+        self._reopened = False  # the last closure record is a reopening
+        #: The reason of each reopening, in order (:meth:`reopen`).
+        self.reopenings: list[str] = []
         self.journal = Journal.open(self.root)
         #: A torn last journal line found when continuing (cut off, never replayed), or None.
         self.torn: TornLine | None = self.journal.torn
+        #: A rehearsal: the journal's first line and the manifest say so; its hours are not
+        #: judged against the plan, and its verdict is REHEARSED, never ACCEPTED.
+        self.rehearsal = self._rehearsal(rehearsal)
         if self.journal.events:
             replay(self, self.journal.events)
-        self._closed = (self.root / MANIFEST_FILE).exists()
+        # Closed when the manifest is there and no reopening followed the last closure (a
+        # journal of an older recorder has no closure records: the manifest says it all).
+        self._closed = (self.root / MANIFEST_FILE).exists() and not self._reopened
+
+    # ---- continuing
+
+    def open_steps(self) -> tuple[OpenStep, ...]:
+        """The steps started and not ended. When continuing a campaign, a step a dead process
+        left open is ``inherited``: ``rec.step(id)`` (start or end) resumes it, journaling
+        the hours it worked up to the last moment the journal records and the interruption
+        since (docs/recorder.md, "Continue from anywhere")."""
+        return self._steps.open_steps()
+
+    def open_runs(self) -> tuple[OpenRun, ...]:
+        """The runs started and without an outcome, each with its last logged step and its
+        last journaled checkpoint save: where a continuing script resumes it (load that save,
+        ``run.rewind(save step)``, train on)."""
+        return tuple(
+            OpenRun(run.id, run.started_at, run.last_step, self._last_save.get(run.id))
+            for run in self._runs.values()
+            if run.started_at is not None and run.outcome is None)
+
+    @property
+    def interruptions(self) -> tuple[Interruption, ...]:
+        """Every interruption of a step the journal records (:meth:`open_steps`)."""
+        return tuple(self._steps.interruptions)
+
+    def _rehearsal(self, asked: bool) -> bool:
+        """A campaign continued is what its journal began: a rehearsal stays one, and a
+        campaign begun for real never becomes one."""
+        if not self.journal.events:
+            return asked
+        journaled = self.journal.events[0].get("rehearsal") is True
+        if asked and not journaled:
+            raise RecordError(f"{JOURNAL_FILE} began this campaign for real (line 1 is not a "
+                              "rehearsal): rehearse in another folder")
+        return journaled
 
     # ---- the journal
 
@@ -148,11 +209,30 @@ class CampaignRecorder:
         """Append one event to the journal (nothing while replaying it)."""
         if self._replaying:
             return
+        self._refuse_closed("the campaign is closed: its manifest lists every file as it is")
+        self._append(name, facts)
+
+    def _refuse_closed(self, closed: str) -> None:
         if self._closed:
-            raise RecordError("the campaign is closed: its manifest lists every file as it is")
+            raise RecordError(f"{closed}; to change it, {_THE_WAY_BACK}")
+        if self._closure is not None:
+            line, facts_closed = self._closure
+            raise RecordError(
+                f"the campaign was closed ({JOURNAL_FILE} line {line}, closed_at "
+                f"{facts_closed.get('closed_at')}) but {MANIFEST_FILE} is not there (deleted, "
+                f"or the closure was interrupted); to change it, {_THE_WAY_BACK}")
+
+    def _append(self, name: str, facts: Mapping[str, Any]) -> None:
         event = {"event": name, **facts}
         refuse_temp_strings(event, JOURNAL_FILE)
         self.journal.append(event)
+
+    def _replay_closure(self, kind: str, line: int, facts: Mapping[str, Any]) -> None:
+        if kind == "close":
+            self._closure, self._reopened = (line, dict(facts)), False
+        else:
+            self._closure, self._reopened = None, True
+            self.reopenings.append(str(facts.get("reason")))
 
     def _adopt_plan(self, digest: str) -> None:
         target = self.root / PLAN_FILE
@@ -208,16 +288,17 @@ class CampaignRecorder:
         refuse_temp_strings(data, PLAN_FILE)
         self._check_plan(data)
         target = self.root / PLAN_FILE
+        continued = self.plan_sha256 is not None  # already adopted from the journal
         if target.exists():
-            data = self._adopt_existing(target, plan, data)
+            data = self._adopt_existing(target, plan, data, draft=not continued)
         else:
             atomic_write_json(target, data)
-        continued = self.plan_sha256 is not None  # already adopted from the journal
         self.plan = data
         self.plan_sha256 = sha256_file(target)[0]
         if not continued:
+            rehearsing = {"rehearsal": True} if self.rehearsal else {}
             self._event("plan", format=JOURNAL_FORMAT, sha256=self.plan_sha256,
-                        at=self.now())
+                        at=self.now(), **rehearsing)
         return self.plan_sha256
 
     def _check_plan(self, data: Mapping[str, Any]) -> None:
@@ -252,17 +333,22 @@ class CampaignRecorder:
                 raise RecordError(f"plan: {contradiction.detail}; {contradiction.fix}")
 
     def _adopt_existing(
-        self, target: Path, given: Mapping[str, Any], data: dict[str, Any]
+        self, target: Path, given: Mapping[str, Any], data: dict[str, Any], *, draft: bool
     ) -> dict[str, Any]:
+        """The plan in the folder when it is ``data``; a draft of it (no ``frozen_at``, as
+        ``new-plan`` writes it, and nothing journaled yet) is frozen now."""
         existing = json.loads(target.read_text("utf-8"))
         comparable = dict(existing)
-        if "frozen_at" not in given:
+        if "frozen_at" not in given or "frozen_at" not in existing:
             comparable["frozen_at"] = data["frozen_at"]
         if comparable != data:
             raise RecordError(
                 f"{target.name} is already frozen with different content; a plan is never edited "
                 "after freezing: record a decision, or start a new campaign with a new ID"
             )
+        if draft and "frozen_at" not in existing:
+            atomic_write_json(target, data)
+            return data
         existing_data: dict[str, Any] = existing
         return existing_data
 
@@ -397,7 +483,7 @@ class CampaignRecorder:
         self.planned_run(run)
         save = self._save_facts(relpath, run, step, at)
         self._event("checkpoint", **save)
-        self._saves[relpath] = save
+        self._saves[relpath] = self._last_save[run] = save
         return str(save.get("sha256") or save.get("tree_sha256"))
 
     def _save_facts(self, relpath: str, run: str, step: int | None,
@@ -438,6 +524,8 @@ class CampaignRecorder:
             record["claims"] = claims
         if any(c["path"] == relpath for c in self._checkpoints):
             raise RecordError(f"checkpoint {relpath} is already recorded")
+        if kind == "resume" and claims:
+            self._refuse_uncovered(relpath, run, format, claims)
         save = self._save_facts(relpath, run, step, None)
         last = self._saves.get(relpath)
         if last is not None and last["run"] == run and all(
@@ -446,8 +534,19 @@ class CampaignRecorder:
             if step is None and "step" in last:
                 save["step"] = last["step"]
         self._event("checkpoint", **record, **{k: v for k, v in save.items() if k not in record})
-        self._saves[relpath] = save
+        self._saves[relpath] = self._last_save[run] = save
         self._checkpoints.append(record)
+
+    def _refuse_uncovered(self, relpath: str, run: str, fmt: str, claims: list[str]) -> None:
+        """RecordError where ``resume-complete`` will fail a resume checkpoint holding the
+        parts it claims: they do not cover the run's resume state (the check's own rule)."""
+        record = CheckpointRecord(relpath, run, fmt, "resume", tuple(claims))
+        problems = parts_problems(self.plan_model, record, claims)
+        if problems:
+            raise RecordError(
+                f"checkpoint {relpath}: its parts do not cover the resume state the plan "
+                f"requires of run {run!r}, as the plugin would report (resume-complete):\n"
+                + render_all(problems))
 
     def _replay_checkpoint(self, facts: Mapping[str, Any]) -> None:
         """A journaled checkpoint event: a listing (it has a format) or a save. The facts
@@ -462,8 +561,9 @@ class CampaignRecorder:
             if any(c["path"] == path for c in self._checkpoints):
                 raise RecordError(f"checkpoint {path} is already recorded")
             self._checkpoints.append(record)
-        self._saves[path] = {k: v for k, v in facts.items()
-                             if k in ("path", "run", "sha256", "tree_sha256", "step", "at")}
+        self._saves[path] = self._last_save[run] = {
+            k: v for k, v in facts.items()
+            if k in ("path", "run", "sha256", "tree_sha256", "step", "at")}
 
     def record_base(self, folder: str, *, model: str, revision: str) -> str:
         """Ship a base model in the campaign: write ``<folder>/itera-base.json`` with its name
@@ -603,8 +703,7 @@ class CampaignRecorder:
         ``check=False`` writes the manifest without running the checks.
         """
         self._require_plan()
-        if self._closed:
-            raise RecordError("the campaign is already closed")
+        self._refuse_closed("the campaign is already closed")
         self._steps.require_ended()
         self.file_sha256(analysis, field="analysis")
         self.file_sha256(reload_instructions, field="reload_instructions")
@@ -619,7 +718,8 @@ class CampaignRecorder:
         self._check_bases()
         schedule = self._schedule(
             schedule if schedule is not None
-            else closing.derived_schedule(plan, self._runs, self._steps.hours, explanations))
+            else closing.derived_schedule(plan, self._runs, self._steps.hours, explanations,
+                                          self._steps.interruptions))
         self._write_measurements()
         manifest = {
             "format": MANIFEST_FORMAT,
@@ -635,10 +735,12 @@ class CampaignRecorder:
             "conclusion": dict(conclusion),
             "budget": dict(budget),
             "schedule": schedule,
+            **({"rehearsal": True} if self.rehearsal else {}),
         }
         validate("manifest", manifest, MANIFEST_FILE)
         refuse_temp_strings(manifest, MANIFEST_FILE)
         target = self.root / MANIFEST_FILE
+        self._journal_closure(target, manifest)
         atomic_write_json(target, manifest)
         self._closed = True
         result = None
@@ -646,6 +748,47 @@ class CampaignRecorder:
             result = self.check()
             print("\n".join(result.lines()), file=out or sys.stdout)
         return Closure(target, result)
+
+    def _journal_closure(self, target: Path, manifest: dict[str, Any]) -> None:
+        """Journal what changed since the manifest a reopening replaces (each file replaced,
+        added or removed, with its sha256s), then the closure with the digest of the manifest
+        about to be written; the manifest's entry for the journal is then brought up to date
+        (it cannot be inside the digest: the journal holds it)."""
+        if self._reopened and target.is_file():
+            old = json.loads(target.read_text("utf-8"))
+            for change in closing.file_changes(old.get("files", ()), manifest["files"]):
+                self._event("file", **change)
+        self._event("close", manifest_digest=manifest_digest(manifest),
+                    closed_at=manifest["closed_at"], at=self.now())
+        self._closure, self._reopened = (len(self.journal.events), {
+            "closed_at": manifest["closed_at"]}), False
+        digest, size = sha256_file(self.journal.path)
+        manifest["files"] = [
+            {**f, "bytes": size, "sha256": digest} if f["path"] == JOURNAL_FILE else f
+            for f in manifest["files"]]
+
+    def reopen(self, *, reason: str, at: datetime | str | None = None) -> str | None:
+        """Reopen a closed campaign to repair it (after a REJECTED verdict, say): the journal
+        records the reopening with ``reason`` and the sha256 of the manifest it replaces
+        (returned; None when manifest.json was deleted). Replace or add files, record what
+        changed (``run.set_predictions`` again journals the new predictions with the sha256
+        they replace), then :meth:`close` again: it journals every file replaced, added or
+        removed (old and new sha256) and writes the new manifest. The reports say "reopened
+        once: <reason>" (docs/recorder.md, "The way back")."""
+        self._require_plan()
+        if says_nothing(reason):
+            raise RecordError("a reopening needs its reason (what the checks found, what will "
+                              "change): rec.reopen(reason=...)")
+        target = self.root / MANIFEST_FILE
+        if not self._closed and self._closure is None:
+            raise RecordError("the campaign is not closed: there is nothing to reopen; "
+                              "record what changed and close() it")
+        old = sha256_file(target)[0] if target.is_file() else None
+        self._append("reopen", {"reason": reason, "manifest_sha256": old,
+                                "at": self.now(at)})
+        self._closed, self._closure, self._reopened = False, None, True
+        self.reopenings.append(reason)
+        return old
 
     def check(
         self, *, python: str | None = None, timeout: float = DEFAULT_TIMEOUT
@@ -692,14 +835,30 @@ class CampaignRecorder:
             if not rows:
                 continue
             relpath = run.measurements_path
-            if relpath not in self._written and (self.root / relpath).exists():
-                raise RecordError(
-                    f"run {run.id!r}: {relpath} exists and was not written by the "
-                    "recorder; name the script's file with set_measurements"
-                )
+            self._writable(run.id, relpath, rows)
             self.write_jsonl(relpath, rows)
             self._written.add(relpath)
             run.record["measurements"] = relpath
+
+
+    def _writable(self, run_id: str, relpath: str, rows: list[dict[str, Any]]) -> None:
+        """A run's measurements file may be written unless the script wrote one there: this
+        process wrote it, a closure of this journal did (reopened since), or it already
+        holds what the journal says."""
+        target = self.root / relpath
+        if relpath in self._written or self._reopened or not target.exists() or (
+                target.read_bytes() == jsonl_text(rows).encode("utf-8")):
+            return
+        raise RecordError(
+            f"run {run_id!r}: {relpath} exists, does not hold what the journal records of "
+            "the run, and no closure in the journal wrote it: a file the script wrote itself "
+            "is named with set_measurements; if a closure of an older recorder wrote it and "
+            f"manifest.json was deleted to change the campaign, put the manifest back and "
+            f"{_THE_WAY_BACK}")
+
+
+_THE_WAY_BACK = ("reopen it: rec.reopen(reason=...), change the files, then close() "
+                 "again (docs/recorder.md, 'The way back')")
 
 
 def _float_money(plan: Mapping[str, Any]) -> dict[str, str]:

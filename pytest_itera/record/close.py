@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_itera.core.campaign import PLAN_FILE
+from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.record import tally
 from pytest_itera.record.base import RecordError, sha256_file, walk_files
 from pytest_itera.record.run import RunRecorder
+from pytest_itera.record.steps import Interruption
 
 if TYPE_CHECKING:
     from pytest_itera.core.campaign import Plan
@@ -27,6 +29,7 @@ __all__ = [
     "check_run",
     "check_sources",
     "derived_schedule",
+    "file_changes",
     "included_expenses",
     "list_files",
     "outcomes",
@@ -69,7 +72,11 @@ def derived_schedule(
     runs: Mapping[str, RunRecorder],
     hours: Mapping[str, Decimal],
     explanations: Mapping[str, str] | None,
+    interruptions: Iterable[Interruption] = (),
 ) -> dict[str, Any]:
+    """The manifest's schedule from the step timings; each step interrupted (its process
+    died, the step resumed) says so in its deviation, with the hours of the gap, which are
+    not in its observed hours."""
     explained = dict(explanations or {})
     planned = {s.id for s in plan.schedule.steps}
     for step_id in explained:
@@ -86,6 +93,9 @@ def derived_schedule(
             observed.setdefault(step.id, Decimal(0))  # it did not run
         if step.id in tally.unexplained(plan, observed, explained):
             explained[step.id] = why
+    for gap in interruptions:
+        said = explained.get(gap.step)
+        explained[gap.step] = gap.describe() if said is None else f"{said}; {gap.describe()}"
     return tally.schedule_block(plan, observed, explained)
 
 
@@ -193,6 +203,28 @@ def check_metrics_line(root: Path, run: RunRecorder) -> None:
             f"manifest would say {run.record['metrics']!r}: the manifest is a "
             "copy of the measurements"
         )
+
+
+def file_changes(
+    before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """What a reopening changed, file by file, between the manifest it replaced and the new
+    listing: ``replaced`` (old and new sha256), ``added``, ``removed`` (the journal, which
+    always grows, is left out)."""
+    old = {f["path"]: f["sha256"] for f in before if isinstance(f, Mapping) and "path" in f}
+    new = {f["path"]: f["sha256"] for f in after}
+    changes: list[dict[str, Any]] = []
+    for path in sorted(old.keys() | new.keys()):
+        if path == JOURNAL_FILE or old.get(path) == new.get(path):
+            continue
+        if path not in new:
+            changes.append({"path": path, "change": "removed", "old_sha256": old[path]})
+        elif path not in old:
+            changes.append({"path": path, "change": "added", "sha256": new[path]})
+        else:
+            changes.append({"path": path, "change": "replaced", "old_sha256": old[path],
+                            "sha256": new[path]})
+    return changes
 
 
 def list_files(root: Path) -> list[dict[str, Any]]:

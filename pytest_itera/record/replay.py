@@ -13,7 +13,11 @@ from pytest_itera.record.base import RecordError, from_json_number
 from pytest_itera.record.run import RunRecorder
 from pytest_itera.record.steps import STEP_EVENTS, StepClock
 
-__all__ = ["JournalWarning", "Journaled", "replay"]
+__all__ = ["CLOSURE_EVENTS", "JournalWarning", "Journaled", "replay"]
+
+# A closure ({"event": "close", "manifest_digest": ..., "closed_at": ...}) and a reopening
+# ({"event": "reopen", "reason": ..., "manifest_sha256": ..., "at": ...}).
+CLOSURE_EVENTS = frozenset({"close", "reopen"})
 
 
 class JournalWarning(UserWarning):
@@ -39,6 +43,7 @@ class Journaled(Protocol):
     def add_adapter(self) -> Callable[..., None]: ...
     def _replay_checkpoint(self, facts: Mapping[str, Any]) -> None: ...
     def _replay_base(self, facts: Mapping[str, Any]) -> None: ...
+    def _replay_closure(self, kind: str, line: int, facts: Mapping[str, Any]) -> None: ...
 
 
 def replay(rec: Journaled, events: list[dict[str, Any]]) -> None:
@@ -47,25 +52,36 @@ def replay(rec: Journaled, events: list[dict[str, Any]]) -> None:
         raise RecordError(f"{JOURNAL_FILE} does not start with the frozen plan; it is not "
                           "this recorder's journal")
     rec._replaying = True
+    closed_at: int | None = None  # the line of a closure not reopened since
     try:
         for number, event in enumerate(events, 1):
-            try:
-                _apply(rec, event)
-            except (RecordError, KeyError, TypeError) as exc:
+            kind = event.get("event")
+            if closed_at is not None and kind != "reopen":
                 raise RecordError(
-                    f"{JOURNAL_FILE} line {number} ({event.get('event')!r}) cannot be "
+                    f"{JOURNAL_FILE} line {number} ({kind!r}) follows the closure of line "
+                    f"{closed_at} without a reopen record: the journal was edited")
+            try:
+                _apply(rec, event, number)
+            except (RecordError, KeyError, TypeError, ValueError) as exc:
+                raise RecordError(
+                    f"{JOURNAL_FILE} line {number} ({kind!r}) cannot be "
                     f"replayed: {exc}") from exc
+            rec._steps.seen(event.get("at"))  # the running steps were alive then
+            closed_at = number if kind == "close" else None if kind == "reopen" else closed_at
     finally:
         rec._replaying = False
+    rec._steps.inherit()  # a step still running was left open by a process that died
     if rec.torn is not None:  # the record says what was lost, and when it was found
         rec._event("torn", line=rec.torn.line, bytes=rec.torn.bytes, text=rec.torn.text)
         warnings.warn(rec.torn.describe(), JournalWarning, stacklevel=3)
 
 
-def _apply(rec: Journaled, event: Mapping[str, Any]) -> None:
+def _apply(rec: Journaled, event: Mapping[str, Any], line: int) -> None:
     """Replay one journal event through the public methods (their checks included)."""
     kind, facts = event["event"], {k: v for k, v in event.items() if k != "event"}
-    if kind == "plan":
+    if kind in CLOSURE_EVENTS:
+        rec._replay_closure(kind, line, facts)
+    elif kind == "plan":
         rec._adopt_plan(facts["sha256"])
     elif kind in STEP_EVENTS:
         rec._steps.apply(kind, facts)
@@ -73,7 +89,7 @@ def _apply(rec: Journaled, event: Mapping[str, Any]) -> None:
         _CAMPAIGN_EVENTS[kind](rec, facts)
     elif kind in _RUN_EVENTS:
         _RUN_EVENTS[kind](rec.run(facts.pop("run")), facts)
-    elif kind != "torn":
+    elif kind not in ("torn", "file"):  # a file changed after a reopening: evidence only
         raise RecordError(f"unknown event {kind!r}")
 
 
@@ -98,7 +114,7 @@ _RUN_EVENTS: dict[str, Callable[[RunRecorder, dict[str, Any]], None]] = {
     "input": lambda run, f: run.check_input(**f["checked"]),
     "metrics": lambda run, f: run.set_metrics(**f["values"]),
     "measurements": lambda run, f: run.set_measurements(f["path"]),
-    "predictions": lambda run, f: run.set_predictions(f["path"], corpus=run.record.get("corpus")),
+    "predictions": lambda run, f: run._replay_predictions(f["path"], f.get("sha256")),
     "corpus": lambda run, f: run.set_corpus(f["corpus"]),
     "resumed-from": lambda run, f: run.resumed_from(f["checkpoint"], f["step"]),
     "accepted": lambda run, f: run.accept(at=f["at"]),

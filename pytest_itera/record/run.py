@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pytest_itera.checks.budget import planned_elsewhere
+from pytest_itera.checks.runs import coverage_problems
 from pytest_itera.checks.stop_rules import (
     MEASURED_KINDS,
     RuleVerdict,
@@ -18,6 +20,7 @@ from pytest_itera.checks.stop_rules import (
     triggers,
 )
 from pytest_itera.core.campaign import StopRule
+from pytest_itera.core.findings import render_all
 from pytest_itera.core.text import says_nothing
 from pytest_itera.files.measurements import (
     Measurements,
@@ -32,9 +35,22 @@ from pytest_itera.record.base import (
     check_relpath,
     json_number,
     jsonl_text,
+    sha256_file,
 )
 
-__all__ = ["RunRecorder"]
+__all__ = ["OpenRun", "RunRecorder"]
+
+
+@dataclass(frozen=True)
+class OpenRun:
+    """A run started and without an outcome (what :meth:`CampaignRecorder.open_runs`
+    returns): where a script continuing the campaign picks it up."""
+
+    id: str
+    started_at: str
+    last_step: int | None  # the last step it logged (None: none)
+    # Its last journaled checkpoint save (path, run, sha256 or tree_sha256, step, at), or None.
+    last_save: Mapping[str, Any] | None
 
 
 class RunRecorder:
@@ -54,6 +70,7 @@ class RunRecorder:
         self._points: list[dict[str, Any]] = []
         self._inputs: list[dict[str, Any]] = []
         self._external_measurements = False  # set_measurements: the script wrote the file
+        self._predictions_sha256: str | None = None  # the last journaled predictions' sha256
 
     @property
     def outcome(self) -> Outcome | None:
@@ -69,6 +86,12 @@ class RunRecorder:
     def measurements_path(self) -> str:
         """Where the recorder writes this run's measurements file."""
         return f"runs/{self.id}/measurements.jsonl"
+
+    @property
+    def last_step(self) -> int | None:
+        """The last step logged (None before the first :meth:`log`)."""
+        step: int | None = self._points[-1]["step"] if self._points else None
+        return step
 
     @property
     def started_at(self) -> str | None:
@@ -195,11 +218,25 @@ class RunRecorder:
 
     def set_predictions(self, relpath: str, *, corpus: str | None = None) -> None:
         """The run's predictions file and the plan corpus it covers (default: the corpus the
-        plan gives the run, or the plan's only corpus)."""
+        plan gives the run, or the plan's only corpus). Journaled with its sha256; called
+        again (a campaign reopened to replace the predictions), with the sha256 it replaces."""
         digest = self._campaign.file_sha256(relpath, field=f"runs[{self.id}].predictions")
-        self._campaign._event("predictions", run=self.id, path=relpath, sha256=digest)
-        self.record["predictions"] = relpath
         corpus = corpus if corpus is not None else self._campaign.planned_corpus(self.id)
+        self._refuse_incomplete_predictions(relpath, corpus)
+        replaced = self._predictions_sha256
+        facts = {"replaces": replaced} if replaced not in (None, digest) else {}
+        self._campaign._event("predictions", run=self.id, path=relpath, sha256=digest, **facts)
+        self._predictions_sha256 = digest
+        self.record["predictions"] = relpath
+        if corpus is not None:
+            self.set_corpus(corpus)
+
+    def _replay_predictions(self, relpath: str, sha256: str | None) -> None:
+        """A journaled predictions event, taken as journaled: the file may have been
+        replaced since (a reopened campaign), or removed for a new one."""
+        self._predictions_sha256 = sha256
+        self.record["predictions"] = relpath
+        corpus = self.record.get("corpus") or self._campaign.planned_corpus(self.id)
         if corpus is not None:
             self.set_corpus(corpus)
 
@@ -243,10 +280,30 @@ class RunRecorder:
         alias) names the corpus its predictions cover, when set_predictions did not."""
         named = corpus if corpus is not None else deliverable
         self._ending("accepted")
+        self._refuse_incomplete_predictions(self.record.get("predictions"),
+                                            named or self.record.get("corpus"))
         if named is not None:
             self.set_corpus(named)
         self._refuse_triggered()
         self._end("accepted", at)
+
+    def _refuse_incomplete_predictions(self, relpath: str | None, corpus_id: str | None) -> None:
+        """RecordError where ``predictions-cover-corpus`` will fail this run: predictions
+        that miss, repeat or add IDs of the frozen corpus they cover (judged by the check's
+        own rule, once the corpus is known and in the folder as the plan froze it). A
+        journal being replayed is not judged again: what it records was recorded."""
+        if relpath is None or corpus_id is None or self._campaign._replaying:
+            return  # no predictions yet, or their corpus is named later (accept(corpus=))
+        corpus = self._campaign.plan_model.corpus_by_id(corpus_id)
+        target = self._campaign.root / corpus.path if corpus is not None else None
+        if corpus is None or target is None or not target.is_file() \
+                or sha256_file(target)[0] != corpus.sha256:
+            return  # the check says what is wrong with the corpus itself
+        problems = coverage_problems(self._campaign.root, corpus, relpath)
+        if problems:
+            raise RecordError(f"run {self.id!r}: {relpath} is not a complete prediction of "
+                              f"the frozen corpus {corpus.id!r}, as the plugin would report "
+                              f"(predictions-cover-corpus):\n{render_all(problems)}")
 
     def stop(
         self, rule: str, reason: str, *, step: int | None = None, at: datetime | str | None = None

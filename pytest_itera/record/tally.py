@@ -99,6 +99,8 @@ def schedule_block(
     """The manifest's actual schedule: observed hours per step (timed, or 0 h for a step
     that ``explanations`` says did not run), the engaged lots' hours as reserved, the
     observed makespan with the plan's dependencies, and one deviation per explanation."""
+    # As written: a step that ran is never written as 0 h ("did not run"), however short.
+    observed = {k: Decimal(str(_number(_ran(v)))) for k, v in observed.items()}
     steps = [s for s in plan.schedule.steps if s.id in observed]
     timeline = sched.makespan(sched.as_observed(plan.schedule.steps, observed))
     lots = [money.lot_hours(lot) for lot in plan.budget.lots]
@@ -126,6 +128,14 @@ def unexplained(
     need = [s.step for s in sched.short_steps(steps, observed)]
     need += [d.step for d in sched.deviations(steps, observed, tol)]
     return [s for s in dict.fromkeys(need) if s not in done]
+
+
+_LEAST = Decimal("0.0001")  # the least hours written (under a second: 0.36 s)
+
+
+def _ran(hours: Decimal) -> Decimal:
+    """Hours that ran, at least the least written (0 stays 0: it did not run)."""
+    return max(hours, _LEAST) if hours > 0 else hours
 
 
 def _number(value: Decimal) -> int | float:

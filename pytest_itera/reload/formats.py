@@ -24,10 +24,11 @@ __all__ = ["BY_DESIGN", "DEFAULT_TIMEOUT", "FAILURES", "FORMATS", "PARTS", "VARI
 DEFAULT_TIMEOUT = 120.0
 # Why a checkpoint did not load, as a kind (ReloadResult.failure) rather than a sentence to
 # parse: the loading child's (weights_only refused a pickle, the memory limit, the timeout, a
-# package the reload interpreter lacks, non-finite weights, anything else unreadable) and the
+# package the reload interpreter lacks, non-finite weights, anything else unreadable, a whole
+# nn.Module saved with torch.save(model): code, but a common mistake, not an attack) and the
 # client's (an unusable --itera-python, a failed server).
 FAILURES = ("weights-only", "memory", "timeout", "missing-package", "nonfinite", "unreadable",
-            "interpreter", "server")
+            "interpreter", "server", "whole-module")
 
 # The resume parts, in the order every list of them follows (the schemas' enum too).
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pytest_itera.core.text import clean, clean_block
+from pytest_itera.files.outputs import HTML_MARK
 from pytest_itera.report.model import CampaignReport, PlanReport, StepRow
 from pytest_itera.report.tables import number_text, objective_rows, provenance_rows, report_tables
 from pytest_itera.report.terminal import (
@@ -49,6 +50,7 @@ def render_html(reports: Sequence[CampaignReport], plans: Sequence[PlanReport] =
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8"/>',
+        HTML_MARK,  # recognised if written inside a campaign (files.outputs)
         f"<title>{_e(title)}</title>",
         f"<style>{_CSS}</style>",
         "</head>",
@@ -79,8 +81,12 @@ def _html_campaign(report: CampaignReport) -> Iterator[str]:
     ) + "</dl>"
     yield f'<p class="verdict {css}">{_e(verdict_line(report))}</p>'
     yield f"<p>Folder: <code>{_e(report.root)}</code></p>"
+    if report.reopened_text:
+        yield f'<p class="note">{_e(report.reopened_text)}</p>'
     if report.plan_integrity:
         yield f'<p class="note">Note: {_e(report.plan_integrity)}</p>'
+    for note in report.left_out:
+        yield f'<p class="note">Note: {_e(note)}</p>'
     if report.verdict == "rejected":
         yield from _html_failures(report)  # what to fix comes first
     for title, header, rows in report_tables(report, "runs"):

@@ -55,6 +55,7 @@ def _campaign_json(report: CampaignReport) -> dict[str, Any]:
         "fast": report.fast,
         "collected": report.collected,
         "notes": list(report.all_notes),
+        "reopened": list(report.reopened),
         "question": report.question,
         "decision_rule": report.decision_rule,
         "conclusion": None if report.conclusion is None else

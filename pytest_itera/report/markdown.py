@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from pytest_itera.core.text import clean, clean_block
+from pytest_itera.files.outputs import MARKDOWN_MARK
 from pytest_itera.report.model import CampaignReport, PlanReport, overall_verdict
 from pytest_itera.report.tables import objective_rows, provenance_rows, report_tables
 from pytest_itera.report.terminal import (
@@ -37,7 +38,7 @@ def _fence(text: str) -> list[str]:
 
 
 def render_markdown(reports: Sequence[CampaignReport], plans: Sequence[PlanReport] = ()) -> str:
-    lines: list[str] = []
+    lines: list[str] = [MARKDOWN_MARK]  # recognised if written inside a campaign (files.outputs)
     if len(reports) > 1:
         lines += [f"# Closure report: {overall_verdict(reports)}", ""]
     for report in reports:
@@ -65,8 +66,11 @@ def _markdown_campaign(report: CampaignReport, *, level: str) -> list[str]:
     lines += [f"- **{label}:** {_md(value)}" for label, value in objective_rows(report)] + [""]
     lines += [f"**{_md(verdict_line(report))}**", ""]
     lines += [f"Folder: {_md(report.root)}", ""]
+    if report.reopened_text:
+        lines += [f"Reopened: {_md(report.reopened_text)}", ""]
     if report.plan_integrity:
         lines += [f"Note: {_md(report.plan_integrity)}", ""]
+    lines += [line for note in report.left_out for line in (f"Note: {_md(note)}", "")]
     sub = level + "#"
     failures = [f"{sub} Failures", ""]
     failures += _markdown_failures(report) or ["None: every check that ran passed.", ""]

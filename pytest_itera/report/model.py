@@ -12,6 +12,8 @@ from pytest_itera.checks.closure import FindingFacts, ReloadFacts, WaiverFacts
 from pytest_itera.core import money
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import Campaign, Manifest
+from pytest_itera.core.journal import reopenings
+from pytest_itera.files.outputs import SUFFIXES, left_out_note, own_outputs
 
 REPORT_FORMAT = "itera-report/2"
 PARTIAL_NOTE = "only the checks named on the command line were collected"
@@ -71,6 +73,7 @@ class CampaignReport:
     campaign: str
     root: str
     # "accepted" | "accepted with waivers" | "rejected" | "plausible (fast mode)" | "incomplete"
+    # | "rehearsed" (a rehearsal whose checks all passed: never "accepted")
     verdict: str
     checks: tuple[CheckResult, ...]
     budget: dict[str, Any] | None
@@ -89,6 +92,18 @@ class CampaignReport:
     meets_threshold: tuple[str, ...] = ()
     provenance: Mapping[str, Any] | None = None
     digests: Mapping[str, str | None] = field(default_factory=dict)
+    # Notes on the plugin's own outputs found inside the campaign, left out of the checks.
+    left_out: tuple[str, ...] = ()
+    # The reason of each reopening the recorder's journal records (rec.reopen), in order.
+    reopened: tuple[str, ...] = ()
+
+    @property
+    def reopened_text(self) -> str | None:
+        """"reopened once: <reason>" or "reopened N times: <reason>; ...", or None."""
+        if not self.reopened:
+            return None
+        times = "once" if len(self.reopened) == 1 else f"{len(self.reopened)} times"
+        return f"reopened {times}: {'; '.join(self.reopened)}"
 
     @property
     def reloads(self) -> tuple[ReloadFacts, ...]:
@@ -111,7 +126,8 @@ class CampaignReport:
     @property
     def all_notes(self) -> tuple[str, ...]:
         """The verdict's notes, then the plan-integrity note (what every report shows)."""
-        return (*self.notes, *((self.plan_integrity,) if self.plan_integrity else ()))
+        return (*self.notes, *((self.plan_integrity,) if self.plan_integrity else ()),
+                *self.left_out)
 
     @property
     def failed(self) -> int:
@@ -119,7 +135,7 @@ class CampaignReport:
 
     @property
     def ok(self) -> bool:
-        return self.verdict in (*ACCEPTING, "plausible (fast mode)")
+        return self.verdict in (*ACCEPTING, "plausible (fast mode)", REHEARSED)
 
 
 def build(
@@ -150,7 +166,8 @@ def build(
         campaign=campaign.id,
         root=str(campaign.root),
         verdict=verdict(checks, collected=collected, fast=fast,
-                        partial=partial or bool(switched_off)),
+                        partial=partial or bool(switched_off),
+                        rehearsal=campaign.manifest is not None and campaign.manifest.rehearsal),
         notes=notes,
         checks=checks,
         budget=budget_section(campaign),
@@ -163,7 +180,24 @@ def build(
         **_objective(campaign),
         provenance=provenance,
         digests=dict(digests or {}),
+        reopened=reopenings(campaign.root),
+        left_out=_left_out(campaign),
     )
+
+
+def _left_out(campaign: Campaign) -> tuple[str, ...]:
+    """The notes on the plugin's own outputs inside the campaign (files.outputs), which the
+    file checks left out."""
+    from pytest_itera.files.tree import walk
+
+    root = campaign.root
+    if not root.is_dir():
+        return ()
+    man = campaign.manifest
+    listed = {f.path for f in man.files} if man is not None else set()
+    files = (e.path for e in walk(root) if e.kind == "file" and e.path.lower().endswith(SUFFIXES))
+    return tuple(left_out_note(path, what)
+                 for path, what in sorted(own_outputs(root, files, listed).items()))
 
 
 def _objective(campaign: Campaign) -> dict[str, Any]:
@@ -184,8 +218,11 @@ def _objective(campaign: Campaign) -> dict[str, Any]:
 
 
 def verdict(
-    checks: Sequence[CheckResult], *, collected: int, fast: bool, partial: bool = False
+    checks: Sequence[CheckResult], *, collected: int, fast: bool, partial: bool = False,
+    rehearsal: bool = False,
 ) -> str:
+    """``rehearsal``: the manifest says the campaign is a rehearsal; every check passed
+    makes it "rehearsed", never "accepted"."""
     outcomes = {c.outcome for c in checks}
     if outcomes - {"passed", "skipped", "waived"}:
         return "rejected"
@@ -193,10 +230,14 @@ def verdict(
         return "incomplete"  # some checks deselected or not run: never "accepted"
     if fast:
         return "plausible (fast mode)"
+    if rehearsal:
+        return REHEARSED
     return "accepted with waivers" if "waived" in outcomes else "accepted"
 
 
-_WORST_FIRST = ("rejected", "incomplete", "plausible (fast mode)", "accepted with waivers")
+REHEARSED = "rehearsed"
+_WORST_FIRST = ("rejected", "incomplete", "plausible (fast mode)", REHEARSED,
+                "accepted with waivers")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ def verdict_line(report: CampaignReport) -> str:
     waived = report.count("waived")
     if report.verdict == "rejected":
         also = f", {waived} waived" if waived else ""
+        skipped = report.count("skipped")  # not judged: they depend on a failed check
+        also += f", {skipped} not judged" if skipped else ""
         return f"{head}: REJECTED — {report.failed} of {total} checks failed{also}"
     if report.verdict == "incomplete":
         skipped = report.count("skipped")
@@ -30,12 +32,17 @@ def verdict_line(report: CampaignReport) -> str:
     if report.verdict == "accepted with waivers":
         return (f"{head}: ACCEPTED WITH WAIVERS — {total - waived}/{total} checks passed, "
                 f"{waived} waived")
+    if report.verdict == "rehearsed":
+        return (f"{head}: REHEARSED — {total}/{total} checks (a rehearsal: its observed hours "
+                "are not judged against the plan; a rehearsal is never ACCEPTED)")
     label = "PLAUSIBLE (fast mode)" if report.fast else "ACCEPTED"
     return f"{head}: {label} — {total}/{total} checks"
 
 
 def terminal_lines(report: CampaignReport) -> list[str]:
     lines = [verdict_line(report)]
+    if report.reopened_text:
+        lines.append("  " + clean(report.reopened_text))
     lines += ["  " + clean(row) for row in _table(RUN_HEADER, run_cells(report.runs))]
     lines += [f"  acceptance test {clean(c.nodeid)}: {c.outcome}" for c in acceptance(report)]
     for waiver, nodeids in report.waivers:
@@ -46,6 +53,7 @@ def terminal_lines(report: CampaignReport) -> list[str]:
         lines.append("  schedule: " + clean(schedule_text(report.schedule)))
     if report.plan_integrity:
         lines.append("  note: " + clean(report.plan_integrity))
+    lines += ["  note: " + clean(note) for note in report.left_out]
     return lines
 
 

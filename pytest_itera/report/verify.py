@@ -14,6 +14,7 @@ pytest-side settings, seen by ``pytest --itera-campaign``.
 from __future__ import annotations
 
 import importlib
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,10 @@ class Verdict:
             if result.outcome == "failed":
                 out += [f"FAILED {report.clean(result.nodeid)}", *(
                     "  " + line for line in result.message.splitlines())]
+        # The items that failed only because another did: each cause once, with how many.
+        not_judged = Counter(r.message for r in self.report.checks if r.outcome == "skipped")
+        out += [f"NOT JUDGED ({count}): {report.clean(reason)}"
+                for reason, count in not_judged.items()]
         return [*out, *report.terminal_lines(self.report)]
 
 
@@ -94,11 +99,15 @@ def check_campaign(
         found = list(outcomes(context))
     finally:
         context.close()
+    # Every item runs here: one that failed only because another did is "not judged" (the
+    # plugin's skip), and its cause is the other item's finding.
     results = [report.CheckResult(
-        o.check, o.target, "failed" if o.failed else "passed", o.message,
-        f"{root.name}/{MANIFEST_FILE}::{o.name}", o.scope,
-        findings=tuple(FindingFacts.of(f, o.check) for f in o.findings)) for o in found]
+        o.check, o.target, "skipped" if o.not_judged else "failed" if o.failed else "passed",
+        o.not_judged or o.message, f"{root.name}/{MANIFEST_FILE}::{o.name}", o.scope,
+        findings=() if o.not_judged else tuple(FindingFacts.of(f, o.check) for f in o.findings))
+        for o in found]
     built = report.build(campaign, results, collected=len(results), fast=False,
                          digests=document_digests(root))
-    problems = tuple(Problem(o.check, o.target, f.message, f) for o in found for f in o.findings)
+    problems = tuple(Problem(o.check, o.target, f.message, f) for o in found
+                     if not o.not_judged for f in o.findings)
     return Verdict(built.verdict, problems, built)

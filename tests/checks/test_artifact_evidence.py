@@ -497,7 +497,8 @@ def test_a_missing_base_revision_and_a_null_one_say_different_things(
     expect_each(
         result,
         "manifest.json:*:* $.adapters[1]: 'base_revision' is a required property",
-        "not evaluated: manifest.json did not load",
+        "SKIPPED [1] out/manifest.json:1: not judged: manifest failed (manifest.json did not "
+        "load)",
     )
     campaign.manifest["adapters"].pop()
     campaign.write()
@@ -579,8 +580,9 @@ def test_a_stopped_run_ships_its_diverged_weights_as_evidence(
         f"manifest.json $.checkpoints[3]: runs/control/diverged.pt holds non-finite model "
         f"weights: {counts}",
         "manifest.json $.checkpoints[4]: does not reload in a fresh process with "
-        "weights_only=True: runs/variant-a/module.pt: holds code: unpickling it would call "
-        "torch.nn.modules.*",
+        "weights_only=True: runs/variant-a/module.pt: a whole module: save "
+        "`model.state_dict()` instead (torch.save(model) pickles the module's class, so it "
+        "holds code: unpickling it would call torch.nn.modules.*",
         "    fix:      the file pickles whole torch.nn module objects (torch.save(model))*",
     )
     ctx = context_of(campaign.root)

@@ -442,6 +442,21 @@ def test_a_text_receipt_states_the_amount_recorded_from_it(
                     "state 12.00")
 
 
+def test_the_amounts_a_receipt_states_are_shown_with_their_units(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """Issue 26: "found: 5, 0.20" hid which number was the price; each amount keeps the unit or
+    currency the receipt writes with it."""
+    addressed = "".join(f"{line}\n" for line in ADDRESSED)
+    campaign.files["receipts/storage.txt"] = (
+        f"{addressed}Bucket storage: 5 GB for the month, 0.20 USD\n").encode()
+    include(campaign, {"label": "bucket storage", "amount": "12.00",
+                       "source": {"file": "receipts/storage.txt"}})
+    itera.fails(campaign, CHECK, "*its source file receipts/storage.txt does not state 12.00",
+                "    expected: 12.00, as receipts/storage.txt states it",
+                "    found:    5 GB, 0.20 USD")
+
+
 def test_a_lot_price_its_quote_does_not_state_is_refused(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:

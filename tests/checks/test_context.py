@@ -252,9 +252,10 @@ def test_a_campaign_scoped_check_has_one_target_none(root: Path) -> None:
 @pytest.mark.parametrize(
     ("broken", "needs", "message"),
     [
-        (("manifest.json",), frozenset({"manifest"}), "not evaluated: manifest.json did not load"),
+        (("manifest.json",), frozenset({"manifest"}),
+         "not judged: manifest failed (manifest.json did not load)"),
         (("plan.json", "manifest.json"), frozenset({"plan", "manifest"}),
-         "not evaluated: plan.json and manifest.json did not load"),
+         "not judged: manifest failed (plan.json and manifest.json did not load)"),
     ],
 )
 def test_a_check_needing_a_document_that_did_not_load_is_one_finding_not_a_run(

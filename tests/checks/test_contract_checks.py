@@ -35,9 +35,31 @@ def test_manifest_missing(itera: Itera, campaign: CampaignBuilder) -> None:
         "manifest.json $: missing: a campaign folder has plan.json and manifest.json at its root",
         "*fix:      write manifest.json with pytest_itera.record (see docs/campaign-format.md)",
     )
-    # checks that need the manifest fail, saying why, instead of vanishing
-    expect(result, "*expected-ids: 1 problem*", "not evaluated: manifest.json did not load")
+    # One cause, one failure: the checks that need the manifest do not vanish, and are not
+    # failures of their own; each says, once, whose failure it waits on.
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 1, outcomes
+    assert outcomes["skipped"] > 10, outcomes
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result = itera("-rA", "-k", "manifest or expected-ids")
+    result.assert_outcomes(failed=1, skipped=1)
+    expect(result, "SKIPPED [1] out/manifest.json:1: not judged: manifest failed (manifest.json "
+           "did not load)", "FAILED out/manifest.json::manifest")
+    # Alone, without the item that owns the cause, the dependent item fails saying why.
+    expect(itera(check="expected-ids"), "*expected-ids: 1 problem*",
+           "not judged: manifest failed (manifest.json did not load)")
+
+
+def test_a_draft_plan_is_never_accepted(itera: Itera, campaign: CampaignBuilder) -> None:
+    """frozen_at is optional in a draft, still required when a campaign is accepted."""
+    del campaign.plan["frozen_at"]
+    campaign.write()
+    result = itera(*only("manifest and not files and not temp"))
+    result.assert_outcomes(failed=1)
+    expect(result,
+           "plan.json $.frozen_at: plan.json is a draft: it has no frozen_at, so no one froze "
+           "it before the runs",
+           "*fix:      freeze the plan with CampaignRecorder.freeze_plan before the first run*")
 
 
 def test_plan_not_json(itera: Itera, campaign: CampaignBuilder) -> None:

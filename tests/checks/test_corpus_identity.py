@@ -66,15 +66,20 @@ def test_a_reserialised_corpus_counted_as_a_second_deliverable_is_refused(
     ]
 
 
-def test_a_csv_copy_of_a_jsonl_corpus_is_the_same_deliverable(campaign: CampaignBuilder) -> None:
-    data = _csv(ROWS)
-    campaign.files["corpus/corpus-b.csv"] = data
-    campaign.plan["corpora"].append({"id": "corpus-b", "path": "corpus/corpus-b.csv",
+def deliver_a_copy(campaign: CampaignBuilder, path: str, data: bytes) -> list[str]:
+    """variant-a delivers ``data`` (a copy of the corpus, as ``path``) as a second corpus,
+    counted as a second deliverable: budget-consistent's findings."""
+    campaign.files[path] = data
+    campaign.plan["corpora"].append({"id": "corpus-b", "path": path,
                                      "sha256": sha256(data), "id_field": "id", "examples": 4})
     next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"] = "corpus-b"
     campaign.run_record("variant-a")["corpus"] = "corpus-b"  # its predictions: the same IDs
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    problems = _budget_problems(campaign.write())
+    return _budget_problems(campaign.write())
+
+
+def test_a_csv_copy_of_a_jsonl_corpus_is_the_same_deliverable(campaign: CampaignBuilder) -> None:
+    problems = deliver_a_copy(campaign, "corpus/corpus-b.csv", _csv(ROWS))
     assert "'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs" in problems[0]
 
 

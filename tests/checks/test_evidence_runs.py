@@ -396,7 +396,7 @@ def test_malformed_measurements(itera: Itera, campaign: Campaign) -> None:
         b'{"note": "hello"}\n'
         b'{"step": 1, "loss": 0.7}\n')
     result = itera.fails(
-        campaign, "(measurements-agree or stop-rules-applied) and variant-a",
+        campaign, "measurements-agree and variant-a",
         "*measurements-agree?variant-a?: 6 problems*",
         f"{VARIANT_M}:2: the measurements {VARIANT_M} of run variant-a are not usable: not "
         "JSON (Expecting value)", "*",
@@ -408,8 +408,14 @@ def test_malformed_measurements(itera: Itera, campaign: Campaign) -> None:
         "has one set of final metrics", "*",
         "manifest.json $.runs[3].measurements: ... and 2 more problems in "
         f"{VARIANT_M}",
-        failed=2,
     )
+    # The stop rule cannot be evaluated on them: not judged beside measurements-agree (one
+    # cause, one failure), and saying why when selected alone.
+    both = itera("-rA", "-k", "(measurements-agree or stop-rules-applied) and variant-a")
+    both.assert_outcomes(failed=1, skipped=1)
+    expect(both, "SKIPPED [1] out/manifest.json:1: not judged: measurements-agree[variant-a] "
+           f"failed ({VARIANT_M} is not usable)")
+    result = itera(check="stop-rules-applied and variant-a")
     expect(result, "*: stop rule 'non-finite-loss' cannot be evaluated on accepted run variant-a: "
            f"its measurements cannot be read: {VARIANT_M}:2: not JSON (Expecting value) (+6 more "
            "problems)")
@@ -558,14 +564,31 @@ def test_rules_declared_passes(itera: Itera, campaign: Campaign) -> None:
     itera(check="rules-declared").assert_outcomes(passed=1)
 
 
-@pytest.mark.parametrize("version", [1, 2])
-def test_no_stop_rule(itera: Itera, pytester: Pytester, version: int) -> None:
-    campaign = CampaignBuilder(pytester.path / "out", version=version)
+def test_no_stop_rule_in_a_v1_plan(itera: Itera, pytester: Pytester) -> None:
+    """itera-plan/1's schema lets the list be empty: the rule is rules-declared's."""
+    campaign = CampaignBuilder(pytester.path / "out", version=1)
     campaign.plan["stop_rules"] = []
     itera.fails(campaign, "rules-declared",
                 "plan.json $.stop_rules: the plan declares no stop rule (stop_rules is empty)",
                 "    expected: at least one rule, written before any run starts: non-finite loss, "
                 "quality under a threshold, a truncated input, no usable resume")
+
+
+def test_no_stop_rule_is_a_schema_error_of_the_manifest_item(
+    itera: Itera, pytester: Pytester
+) -> None:
+    """From itera-plan/2 the schema refuses an empty list: one cause, one failure (issue 26),
+    on the contract check; rules-declared is not judged, and says so once."""
+    campaign = CampaignBuilder(pytester.path / "out", version=2)
+    campaign.plan["stop_rules"] = []
+    campaign.write()
+    result = itera("-rA", "-k", "manifest and not files and not temp or rules-declared")
+    result.assert_outcomes(failed=1, skipped=1)
+    expect(result, "plan.json:*:* $.stop_rules: no stop rule: write the stop rules down before "
+           "the trials (non-finite loss, quality under a threshold, a truncated input, no usable "
+           "resume)",
+           "SKIPPED [1] out/manifest.json:1: not judged: manifest failed (plan.json did not load)",
+           "FAILED out/manifest.json::manifest")
 
 
 def _pilot(campaign: Campaign) -> None:
@@ -767,3 +790,57 @@ def test_reader_is_bounded_and_never_raises(tmp_path: Path) -> None:
     refused = read_measurements(fifo, "fifo")
     assert isinstance(refused, Unreadable)
     assert refused.summary() == "fifo is not a regular file"
+
+
+# ====================================================== one cause, one finding (issue 26)
+
+DEPENDENTS = "measurements-agree or stop-rules-applied or role-evidence"
+
+
+def test_a_duplicated_step_is_one_finding_with_its_fix(itera: Itera, campaign: Campaign) -> None:
+    """A measurements file that logs step 2 twice broke three checks with a generic fix: the
+    check that reads the file owns it, says which line to remove; the runs' other checks that
+    read it are not judged, and say so once."""
+    rows = campaign.measurements["control"]
+    rows.insert(2, dict(rows[1]))  # step 2 again, on line 3
+    campaign.write()
+    result = itera("-rA", "-k", DEPENDENTS)
+    outcomes = result.parseoutcomes()
+    assert (outcomes["failed"], outcomes["skipped"]) == (1, 2), outcomes
+    expect(result,
+           "runs/control/measurements.jsonl:3: the measurements runs/control/measurements.jsonl "
+           "of run control are not usable: step 2 is logged twice (series 'loss'; the first is "
+           "on line 2)",
+           "    fix:      remove the duplicate step 2 (line 3): a series has one value per step; "
+           "a run resumed from an earlier checkpoint forgets the steps after it first "
+           "(pytest_itera.record's run.rewind(1))",
+           "SKIPPED [2] out/manifest.json:1: not judged: measurements-agree[control] failed "
+           "(runs/control/measurements.jsonl is not usable)",
+           "FAILED out/manifest.json::measurements-agree[control]")
+    # Alone, a dependent item still fails: -k never hides a cause.
+    expect(itera(check="stop-rules-applied"), "*its measurements cannot be read: "
+           "runs/control/measurements.jsonl:3: step 2 is logged twice*")
+
+
+def test_a_step_logged_once_per_line_is_judged_by_every_check(
+    itera: Itera, campaign: Campaign
+) -> None:
+    campaign.write()
+    result = itera("-k", DEPENDENTS)
+    assert result.parseoutcomes().get("skipped", 0) == 0
+    assert result.parseoutcomes().get("failed", 0) == 0
+
+
+def test_a_missing_measurements_file_is_files_intact_s_alone(
+    itera: Itera, campaign: Campaign
+) -> None:
+    campaign.write()
+    (campaign.root / "runs/control/measurements.jsonl").unlink()
+    campaign.seal()
+    result = itera("-rA", "-k", f"files-intact and control/measurements or {DEPENDENTS}")
+    outcomes = result.parseoutcomes()
+    assert (outcomes["failed"], outcomes["skipped"]) == (1, 3), outcomes
+    expect(result, "SKIPPED [3] out/manifest.json:1: not judged: "
+           "files-intact[runs/control/measurements.jsonl] failed "
+           "(runs/control/measurements.jsonl is missing)",
+           "FAILED out/manifest.json::files-intact[runs/control/measurements.jsonl]")

@@ -40,6 +40,58 @@ def test_listed_file_missing(itera: Itera, campaign: CampaignBuilder) -> None:
     )
 
 
+def test_a_missing_file_whose_bytes_are_elsewhere_says_renamed(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """Issue 26: the sha256 of a missing listed file under an unlisted path: "renamed to
+    ...?", and the unlisted copy is not a second failure."""
+    campaign.write()
+    (campaign.root / "runs/control/step-2.pt").rename(campaign.root / "runs/control/step-02.pt")
+    campaign.seal()
+    result = itera("-rA", "-k", "files-intact and step-")
+    result.assert_outcomes(failed=1, skipped=1)
+    expect(result,
+           "manifest.json $.files[*]: listed file runs/control/step-2.pt is missing: renamed to "
+           "runs/control/step-02.pt? (same sha256)",
+           "    fix:      move runs/control/step-02.pt back to runs/control/step-2.pt, or correct "
+           "the manifest",
+           "SKIPPED [1] out/manifest.json:1: not judged: files-intact[runs/control/step-2.pt] "
+           "failed (runs/control/step-2.pt is missing)")
+    # Another file's bytes are no rename: the plain finding (test_listed_file_missing too).
+    (campaign.root / "runs/control/step-02.pt").write_bytes(b"other bytes")
+    campaign.seal()
+    expect(itera("-k", "files-intact and step-2"),
+           "manifest.json $.files[*]: listed file runs/control/step-2.pt is missing")
+
+
+def test_a_renamed_folder_is_one_finding_with_one_hint(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """A renamed run folder broke 13 items, each for itself: now the folder's first missing
+    file says what happened and how to undo it; every other item waits on it, once."""
+    campaign.write()
+    (campaign.root / "runs/control").rename(campaign.root / "runs/control-old")
+    campaign.seal()
+    result = itera("-rA", "-k", "not temp")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 1, outcomes
+    expect(result,
+           "manifest.json $.files[*]: listed file runs/control/measurements.jsonl is missing: "
+           "the folder runs/control renamed to runs/control-old? (3 of its missing listed files "
+           "are there, same sha256: runs/control-old/measurements.jsonl)",
+           "    fix:      rename runs/control-old back to runs/control (or list the files where "
+           "they are now, with the recorder)",
+           f"SKIPPED [{outcomes['skipped']}] out/manifest.json:1: not judged: "
+           "files-intact[runs/control/measurements.jsonl] failed "
+           "(runs/control/measurements.jsonl is missing)",
+           "FAILED out/manifest.json::files-intact[runs/control/measurements.jsonl]")
+    assert outcomes["skipped"] >= 12, outcomes
+    # Renamed back, the campaign passes again.
+    (campaign.root / "runs/control-old").rename(campaign.root / "runs/control")
+    campaign.seal()
+    assert "failed" not in itera("-k", "not temp").parseoutcomes()
+
+
 def test_size_differs(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     with (campaign.root / "RELOAD.md").open("ab") as handle:
@@ -113,7 +165,7 @@ def test_unlisted_file(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.files["scratch/notes.txt"] = b"forgot to list me\n"
     campaign.unlisted.add("scratch/notes.txt")
     campaign.write()
-    result = itera("-k", "files-intact and scratch")
+    result = itera("-k", "files-intact and scratch/")  # a folder word selects with its slash
     result.assert_outcomes(failed=1)
     expect(
         result,
@@ -127,7 +179,7 @@ def test_dotfiles_are_not_skipped(itera: Itera, campaign: CampaignBuilder) -> No
     campaign.files[".hidden/state"] = b"x\n"
     campaign.unlisted.add(".hidden/state")
     campaign.write()
-    result = itera("-k", "files-intact and hidden")
+    result = itera("-k", "files-intact and .hidden/")
     result.assert_outcomes(failed=1)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.core.journal import JOURNAL_FILE
+from pytest_itera.core.journal import JOURNAL_FILE, manifest_digest
 from pytest_itera.report.verify import Problem, builtin_checks, check_campaign
 from tests.factory import (
     CONTROL_CKPT,
@@ -269,6 +269,71 @@ def test_a_base_digest_the_journal_contradicts_is_refused(campaign: CampaignBuil
 def test_a_base_the_journal_agrees_with_passes(campaign: CampaignBuilder) -> None:
     adapter(campaign, base_path=BASE)
     assert problems(campaign, training_base(REVISION, "b" * 64)) == []
+
+
+# ============================================== closures and reopenings (issue 26, point 2)
+
+
+def closed(campaign: CampaignBuilder, *events: dict[str, Any]) -> list[Problem]:
+    """``events`` then the close event the recorder journals for the manifest as written."""
+    problems(campaign, *events)  # writes the manifest
+    data = json.loads((campaign.root / "manifest.json").read_bytes())
+    close = {"event": "close", "manifest_digest": manifest_digest(data),
+             "closed_at": data["closed_at"], "at": data["closed_at"]}
+    return problems(campaign, *events, close)
+
+
+def test_the_manifest_written_at_the_last_closure_passes(campaign: CampaignBuilder) -> None:
+    assert closed(campaign, *honest(campaign)) == []
+
+
+def test_a_manifest_replaced_without_a_reopen_record_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    assert closed(campaign, *honest(campaign)) == []
+    journal = campaign.files[JOURNAL_FILE]
+    campaign.manifest["conclusion"]["text"] += " (edited after closure)"
+    campaign.write()
+    registry = {k: v for k, v in builtin_checks().items() if k == CHECK}
+    found = only(list(check_campaign(campaign.root, checks=registry).findings),
+                 f"{CHECK}.manifest-replaced").finding
+    assert campaign.files[JOURNAL_FILE] == journal
+    assert found.message.startswith(
+        "manifest.json is not the manifest the recorder wrote when it closed the campaign "
+        "(closed_at ")
+    assert found.message.endswith("): it was edited or replaced without a reopen record")
+    assert found.where == f"{JOURNAL_FILE}:{len(honest(campaign)) + 1}"
+    assert found.hint is not None
+    assert "rec.reopen(reason=...)" in found.hint
+    assert "'The way back'" in found.hint
+
+
+def test_a_campaign_reopened_and_not_closed_again_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    reopen = {"event": "reopen", "reason": "the predictions missed one example",
+              "manifest_sha256": "0" * 64, "at": "2026-11-21T10:00:00Z"}
+    found = only(problems(campaign, *honest(campaign), reopen), f"{CHECK}.reopened").finding
+    assert found.message == (
+        "the campaign was reopened ('the predictions missed one example') and not closed "
+        "again: manifest.json is the manifest that reopening replaces")
+
+
+def test_a_step_resumed_after_an_interruption_counts_its_worked_hours(
+    campaign: CampaignBuilder
+) -> None:
+    """A step whose process died: the journal's step events carry the hours worked (10 + 4
+    = the manifest's 14), the interruption's 3 h are shown and not counted."""
+    events: list[dict[str, Any]] = [
+        {"event": "step-start", "step": "train-control", "at": "2026-11-20T00:00:00+00:00"},
+        {"event": "step", "step": "train-control", "hours": 10,
+         "started_at": "2026-11-20T00:00:00+00:00", "at": "2026-11-20T10:00:00+00:00",
+         "interrupted": {"since": "2026-11-20T10:00:00+00:00",
+                         "until": "2026-11-20T13:00:00+00:00", "hours": 3}},
+        {"event": "step", "step": "train-control", "hours": 4,
+         "started_at": "2026-11-20T13:00:00+00:00", "at": "2026-11-20T17:00:00+00:00"},
+    ]
+    assert problems(campaign, *events) == []
 
 
 # ============================================== through pytest, in the three xdist modes

@@ -39,6 +39,21 @@ def test_the_seeds_48_hours_in_a_72_hour_window_pass_with_24_uncommitted(
     assert result.ret == 0
 
 
+def test_a_draft_without_frozen_at_is_judged_and_told_who_sets_it(
+    itera: Itera, pytester: pytest.Pytester,
+) -> None:
+    """new-plan writes a draft: the gate judges it (no "'frozen_at' is a required property"),
+    and says freeze_plan will set it."""
+    plan = seed_plan()
+    del plan["frozen_at"]
+    write(pytester.path / "out", plan)
+    result = itera.gate()
+    result.assert_outcomes(passed=3)
+    expect(result, "  a draft (no frozen_at): CampaignRecorder.freeze_plan sets it when it "
+           "freezes the plan, before the first run")
+    assert "required property" not in result.stdout.str()
+
+
 def test_grown_by_30_hours_it_overflows_the_3_day_lot_and_is_told_both_ways_out(
     itera: Itera, pytester: pytest.Pytester,
 ) -> None:
@@ -239,7 +254,7 @@ def test_a_truncation_rule_that_contradicts_its_corpus_entry_fails_plan_valid(
 ) -> None:
     """The new-plan draft with its corpus entry edited (48 examples) and its corpus-truncated
     rule left at 600: judged before renting, not after a campaign that cannot be accepted."""
-    plan = {**plan_skeleton("guide"), "frozen_at": "2026-01-05T08:00:00Z"}
+    plan = plan_skeleton("guide")  # a draft, as new-plan writes it
     plan["corpora"][0]["examples"] = 48
     write(pytester.path / "out", plan)
     result = itera.gate("-rf")

@@ -119,8 +119,13 @@ def test_a_plan_that_does_not_load_leaves_one_item_per_check_saying_why(
     for check in blocked:
         assert [t for c, t in pairs(ctx) if c is check] == [None]
         assert found[check.id] == (
-            f"{check.id}: 1 problem\nnot evaluated: plan.json did not load\n"
+            f"{check.id}: 1 problem\nnot judged: manifest failed (plan.json did not load)\n"
             "    fix:      fix the problems reported by the 'manifest' item first")
+        # One cause, one failure: the others say whose failure they wait on.
+        outcome = evaluate(ctx, check, None)
+        assert outcome.not_judged == "not judged: manifest failed (plan.json did not load)"
+        assert outcome.owners == ("manifest",)
+    assert evaluate(ctx, CHECKS["manifest"], None).not_judged is None
 
 
 def test_a_folder_target_fails_with_its_failing_files_of_all_it_stands_for(

@@ -449,11 +449,12 @@ def test_read_ids_over_block_boundaries(tmp_path: Path) -> None:
 
 
 def test_read_ids_refuses_binary_files(tmp_path: Path) -> None:
-    import gzip
-
-    path = tmp_path / "p.jsonl.gz"
-    path.write_bytes(gzip.compress(jsonl(list(CORPUS_IDS))))
-    with pytest.raises(UnreadableIds, match=r"is binary \(compressed, Parquet, Arrow\?\)"):
+    """Binary content that is neither compressed text nor Parquet (gzip, zstd and Parquet are
+    read: tests/files/test_packed.py)."""
+    path = tmp_path / "p.arrow"
+    path.write_bytes(b"ARROW1\0\0" + jsonl(list(CORPUS_IDS)))
+    with pytest.raises(UnreadableIds, match=r"is binary \(Arrow, a spreadsheet\?\); write JSON "
+                       r"Lines, CSV or Parquet, plain or compressed with gzip or zstd"):
         list(read_ids(path, "id"))
 
 

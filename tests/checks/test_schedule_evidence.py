@@ -417,7 +417,7 @@ def test_a_decision_before_the_pilot_ended_is_refused(
     itera.fails(
         campaign, PVA,
         "manifest.json $.schedule.decisions[0].at: decision 'after-pilot' is dated "
-        "2026-11-20T09:00:00+00:00, before the pilot pilot ended (2026-11-20T09:30:00+00:00, "
+        "2026-11-20T09:00:00+00:00, before the pilot run 'pilot' ended (2026-11-20T09:30:00+00:00, "
         "manifest.json $.runs[4].ended_at)",
         "    expected: at or after 2026-11-20T09:30:00+00:00",
     )
@@ -430,7 +430,7 @@ def test_a_decision_before_a_stopped_pilot_stopped_is_refused(
               stop={"rule": "non-finite-loss", "reason": "NaN", "at": "2026-11-20T09:10:00Z"})
     campaign.manifest["runs"][4].pop("ended_at")
     itera.fails(campaign, PVA, "*decision 'after-pilot' is dated 2026-11-20T09:00:00+00:00, "
-                "before the pilot pilot ended (2026-11-20T09:10:00+00:00, manifest.json "
+                "before the pilot run 'pilot' ended (2026-11-20T09:10:00+00:00, manifest.json "
                 "$.runs[4].stop.at)")
 
 

@@ -158,7 +158,7 @@ def test_odd_names_are_checked_and_shown_readably(
     campaign.files["notes/with space é.txt"] = b"ok\n"
     campaign.files["notes/line\nbreak.txt"] = b"ok\n"
     campaign.write()
-    result = run_clean(itera, "-k", "files-intact and notes", "-rA")
+    result = run_clean(itera, "-k", "files-intact and notes/", "-rA")
     result.assert_outcomes(passed=2)
     expect_each(  # two items: under xdist they finish in either order
         result,
@@ -173,7 +173,7 @@ def test_non_utf8_and_binary_files_among_text(
     campaign.files["logs/latin1.log"] = b"\xe9t\xe9 \xff\nsaved to /tmp/run7/out\n"
     campaign.files["logs/blob.bin"] = bytes(range(256)) * 64
     campaign.write()
-    result = run_clean(itera, "-k", "no-temp-paths and logs")
+    result = run_clean(itera, "-k", "no-temp-paths and logs/")
     result.assert_outcomes(passed=1, failed=1)
     expect(result, "logs/latin1.log:2:10: path into a temporary folder: /tmp/run7/out")
 

@@ -28,8 +28,26 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, check=False)
 
 
-def test_check_prints_the_plugins_summary(recorded: Path, itera: Itera) -> None:
-    done = cli("check", str(recorded))
+@pytest.fixture(scope="module")
+def checked(recorded: Path) -> subprocess.CompletedProcess[str]:
+    """``check`` on the recorded campaign, run once: the plugin says the same in every mode."""
+    return cli("check", str(recorded))
+
+
+@pytest.fixture(scope="module")
+def new_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``new-plan next`` run once (the three xdist modes gate its plan): the folder."""
+    folder = tmp_path_factory.mktemp("new-plan") / "next"
+    done = cli("new-plan", str(folder))
+    assert done.returncode == 0, done.stderr
+    (folder.parent / "stdout.txt").write_text(done.stdout)  # beside the plan, not in it
+    return folder
+
+
+def test_check_prints_the_plugins_summary(
+    recorded: Path, checked: subprocess.CompletedProcess[str], itera: Itera
+) -> None:
+    done = checked
     assert done.returncode == 0, done.stdout + done.stderr
     plugin = itera(campaign=str(recorded))
     summary = done.stdout.splitlines()
@@ -53,20 +71,22 @@ def test_check_of_a_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "not a folder" in capsys.readouterr().err
 
 
-def test_new_plan_writes_a_plan_the_plan_gate_accepts(tmp_path: Path, itera: Itera) -> None:
-    done = cli("new-plan", str(tmp_path / "next"))
-    assert done.returncode == 0, done.stderr
-    plan = json.loads((tmp_path / "next/plan.json").read_text())
+def test_new_plan_writes_a_plan_the_plan_gate_accepts(new_plan: Path, itera: Itera) -> None:
+    plan = json.loads((new_plan / "plan.json").read_text())
     assert validate("plan", plan) == []
+    assert "frozen_at" not in plan  # a draft: freeze_plan sets it
+    said = (new_plan.parent / "stdout.txt").read_text()
+    assert "CampaignRecorder.freeze_plan (which sets frozen_at)" in said
     assert plan["campaign"] == "next"
     assert plan["budget"]["lots"][0]["price"] == "47.14"
     assert plan["schedule"]["sequential_hours"] == 48
     assert {r["role"] for r in plan["runs"]} == {
         "control", "data_check", "resume_check", "pilot", "variant"}
     assert all(r["parameters"] for r in plan["stop_rules"])
-    gate = itera("--itera-plan", str(tmp_path / "next/plan.json"), campaign=None)
+    gate = itera("--itera-plan", str(new_plan / "plan.json"), campaign=None)
     gate.assert_outcomes(passed=3)
-    gate.stdout.fnmatch_lines(["*48 h from preparation to retrieval in the 72 h window*"])
+    gate.stdout.fnmatch_lines(["*48 h from preparation to retrieval in the 72 h window*",
+                               "  a draft (no frozen_at): CampaignRecorder.freeze_plan sets *"])
 
 
 def test_new_plan_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -378,3 +378,73 @@ def test_closing_a_context_lets_go_of_per_file_data(pytester: pytest.Pytester) -
     assert context._entries is None
     assert not context._memo
     assert context.facts("RELOAD.md").size == (pytester.path / "out/RELOAD.md").stat().st_size
+
+
+# ------------------------------------------------------------------ -k and folder words
+
+
+def selected(pytester: pytest.Pytester, keyword: str) -> list[str]:
+    """The names of the items ``-k keyword`` leaves selected (pytest's and the plugin's)."""
+    items, calls = pytester.inline_genitems(*LEAN, "--itera-campaign", "out", "-k", keyword)
+    dropped = {id(i) for call in calls.getcalls("pytest_deselected") for i in call.items}
+    return [item.nodeid.split("::", 1)[1] for item in items if id(item) not in dropped]
+
+
+def test_k_words_of_a_folder_path_do_not_select_its_file_items(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    """Issue 26: ``-k checkpoint`` selected every file under ``checkpoint-N/`` (113 items): a
+    file item is matched by its check and its file's own name; its folders only by a word
+    with a slash in it (docs/options.md, "Selecting items"). Node ids keep the whole path."""
+    for name in ("config.json", "trainer_state.json"):
+        campaign.files[f"runs/control/checkpoint-2/{name}"] = b"{}\n"
+    campaign.write()
+    chosen = selected(pytester, "checkpoint")
+    assert chosen, "the checkpoint checks"
+    assert all("checkpoint" in name.partition("[")[0] for name in chosen), chosen
+    # Asked for by its folder (a word with a slash), or by the file's own name.
+    assert selected(pytester, "files-intact and checkpoint-2/") == [
+        "files-intact[runs/control/checkpoint-2/config.json]",
+        "files-intact[runs/control/checkpoint-2/trainer_state.json]"]
+    assert selected(pytester, "files-intact and trainer_state") == [
+        "files-intact[runs/control/checkpoint-2/trainer_state.json]"]
+    # A checkpoint-scoped item is the checkpoint's: its path is its own name.
+    assert "checkpoint-reloads[runs/control/step-2.pt]" in selected(pytester, "step-2")
+
+
+# ------------------------------------------------------------------ -n advice
+
+
+@pytest.mark.parametrize(("workers", "cores", "advised"), [
+    (2, 2, True),  # two cores: the controller and the reload server already take them
+    (4, 3, True),  # more workers than cores
+    (2, 1, True),
+    (2, 8, False),
+    (8, 8, False),
+    (0, 1, False),  # -n 0: serial already
+    (1, 1, False),
+])
+def test_serial_advice_when_workers_cannot_pay_off(workers: int, cores: int,
+                                                   advised: bool) -> None:
+    from pytest_itera.plugin.collect import serial_advice
+
+    line = serial_advice(workers, cores)
+    assert (line is not None) == advised
+    if line is not None:
+        assert line == (f"pytest-itera: -n {workers} on {cores} core{'s' if cores > 1 else ''}: "
+                        "the checks are CPU-bound, so a serial run (without -n) is faster here")
+
+
+@only_xdist("on")  # the advice is about -n: only a distributed run can show it
+def test_an_xdist_run_on_two_cores_advises_a_serial_run(
+    itera: Itera, campaign: CampaignBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pytest_itera.plugin.collect as collect_module
+
+    campaign.write()
+    monkeypatch.setattr(collect_module, "_cpus", lambda: 2)  # the controller runs in-process
+    result = itera("-k", "no-empty-files")
+    result.stdout.fnmatch_lines(["pytest-itera: -n 2 on 2 cores: the checks are CPU-bound, "
+                                 "so a serial run (without -n) is faster here"])
+    monkeypatch.setattr(collect_module, "_cpus", lambda: 16)
+    itera("-k", "no-empty-files").stdout.no_fnmatch_line("*serial run*")

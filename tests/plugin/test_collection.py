@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.factory import CampaignBuilder, expect
-from tests.runner import Itera
+from tests.runner import BEFORE_WORKERS, SAME_REPORT, Itera
 
 
 def test_inert_without_the_option(itera: Itera, pytester: pytest.Pytester) -> None:
@@ -18,12 +18,17 @@ def test_inert_without_the_option(itera: Itera, pytester: pytest.Pytester) -> No
     result.stdout.no_fnmatch_line("*campaign*")
 
 
-def test_good_campaign_is_accepted(
+def test_good_campaign_is_accepted_and_its_conftest_never_imported(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
+    marker = pytester.path / "conftest-ran"
+    campaign.files["conftest.py"] = (
+        b"open('conftest-ran', 'w').write('ran')\n"  # cwd: pytester.path
+    )
     campaign.write()
     pytester.makepyfile(test_other="def test_not_collected(): pass")
     result = itera()
+    assert not marker.exists()
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()
     assert outcomes["passed"] > 10
@@ -84,6 +89,7 @@ def test_selection_by_keyword_and_marker(
         result.stdout.fnmatch_lines(["campaign tiny-2026-11: INCOMPLETE — * checks ran"])
 
 
+@pytest.mark.one_mode(BEFORE_WORKERS)
 def test_missing_dir_is_one_usage_error(itera: Itera) -> None:
     result = itera(campaign="nowhere")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -91,6 +97,7 @@ def test_missing_dir_is_one_usage_error(itera: Itera) -> None:
     assert errors == ["ERROR: --itera-campaign: nowhere: no such directory"]
 
 
+@pytest.mark.one_mode(BEFORE_WORKERS)
 def test_file_given_as_campaign_is_a_usage_error(itera: Itera, pytester: pytest.Pytester) -> None:
     pytester.makefile(".txt", notes="x")
     result = itera(campaign="notes.txt")
@@ -98,6 +105,7 @@ def test_file_given_as_campaign_is_a_usage_error(itera: Itera, pytester: pytest.
     result.stderr.fnmatch_lines(["*notes.txt: not a directory*"])
 
 
+@pytest.mark.one_mode(BEFORE_WORKERS)
 def test_folder_without_plan_or_manifest_is_a_usage_error(
     itera: Itera, pytester: pytest.Pytester
 ) -> None:
@@ -113,6 +121,7 @@ def test_folder_without_plan_or_manifest_is_a_usage_error(
     )
 
 
+@pytest.mark.one_mode(BEFORE_WORKERS)
 def test_bad_ini_value_is_a_usage_error(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -123,6 +132,7 @@ def test_bad_ini_value_is_a_usage_error(
     result.stderr.fnmatch_lines(["ERROR: itera_timeout = soon: not a number"])
 
 
+@pytest.mark.one_mode(BEFORE_WORKERS)
 def test_same_campaign_twice_is_a_usage_error(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
@@ -167,6 +177,7 @@ def test_campaign_outside_rootdir_has_readable_ids(
     assert full.ret == 0
 
 
+@pytest.mark.one_mode(SAME_REPORT)
 def test_json_report(itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
     campaign.files["analysis.md"] = b""
     campaign.write()
@@ -183,6 +194,7 @@ def test_json_report(itera: Itera, pytester: pytest.Pytester, campaign: Campaign
     assert report["schedule"]["window_hours"] == 72
 
 
+@pytest.mark.one_mode(BEFORE_WORKERS)
 def test_report_inside_campaign_is_refused(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
@@ -192,32 +204,7 @@ def test_report_inside_campaign_is_refused(
     result.stderr.fnmatch_lines(["*out/report.json is inside the campaign*--itera-report-inside*"])
 
 
-def test_conftest_inside_campaign_is_never_imported(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    marker = pytester.path / "conftest-ran"
-    campaign.files["conftest.py"] = (
-        b"open('conftest-ran', 'w').write('ran')\n"  # cwd: pytester.path
-    )
-    campaign.write()
-    result = itera()
-    assert not marker.exists()
-    assert result.ret == 0, result.stdout.str()
-
-
-def test_running_from_inside_the_campaign_writes_no_cache(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    campaign.write()
-    root = campaign.root
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        result = itera(campaign=".", subprocess=True, cache=True)
-    assert result.ret == 0, result.stdout.str()
-    assert not (root / ".pytest_cache").exists()
-
-
-def test_running_from_inside_never_imports_the_campaign_conftest(
+def test_running_from_inside_the_campaign_writes_no_cache_and_never_imports_its_conftest(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.files["conftest.py"] = b"open('conftest-ran', 'w').write('ran')\n"
@@ -226,5 +213,6 @@ def test_running_from_inside_never_imports_the_campaign_conftest(
         mp.chdir(campaign.root)
         result = itera(campaign=".", subprocess=True, cache=True)
     assert result.ret == 0, result.stdout.str()
+    assert not (campaign.root / ".pytest_cache").exists()
     assert not (campaign.root / "conftest-ran").exists()
     assert not (campaign.root / "__pycache__").exists()

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_itera.checks.model import FAMILIES
 from tests.factory import CampaignBuilder, expect, sha256
-from tests.runner import Itera
+from tests.runner import SAME_REPORT, Itera
 
 HOSTILE = "runs/resume-check/last.pt"
 
@@ -128,6 +128,8 @@ def test_no_hashes_same_size_different_bytes_passes(
            f"    found:    {sha256(path.read_bytes())}")
 
 
+@pytest.mark.one_mode("what a fast item says: the items run fast on the workers "
+                      "(test_no_hashes_same_size_different_bytes_passes, in every xdist mode)")
 def test_sizes_are_still_checked(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     with (campaign.root / "RELOAD.md").open("ab") as handle:
@@ -174,6 +176,8 @@ def test_the_full_look_reloads_what_fast_mode_skips(
     assert not (pytester.path / "pwned.txt").exists()
 
 
+@pytest.mark.one_mode(f"{SAME_REPORT}; test_verdict_is_plausible_never_accepted checks the "
+                      "fast verdict in every mode")
 def test_json_report_says_plausible(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:

@@ -22,9 +22,11 @@ from pytest_itera.checks import contract as contract_family
 from pytest_itera.checks import files as files_family
 from pytest_itera.core.campaign import load_campaign
 from tests.factory import CampaignBuilder, expect
-from tests.runner import Itera, only_xdist
+from tests.runner import BEFORE_WORKERS, SAME_REPORT, Itera, only_xdist
 
 HOSTILE = "<script>alert(1)</script> see https://evil.example/x.png \x1b[2J"
+# Why a test of what a report says runs in one xdist mode (tests/plugin/conftest.py).
+CONTENT = f"{SAME_REPORT}, and each format renders that one report model"
 
 
 
@@ -202,6 +204,28 @@ def test_terminal_text_never_carries_control_characters(tmp_path: Path) -> None:
     assert "\\x1b[2J" in text
 
 
+def test_a_reopened_campaign_says_so_in_every_rendering(tmp_path: Path) -> None:
+    """Issue 26, point 2: the reopenings the journal records, under the verdict."""
+    builder = CampaignBuilder(tmp_path / "camp")
+    events = [{"event": "reopen", "reason": f"repair {n}", "manifest_sha256": None,
+               "at": "2026-11-21T10:00:00Z"} for n in (1, 2)]
+    builder.files["itera-journal.jsonl"] = b"".join(
+        json.dumps(e).encode() + b"\n" for e in events[:1])
+    builder.write()
+    built = report.build(load_campaign(builder.root), [], collected=1, fast=False)
+    assert built.reopened == ("repair 1",)
+    assert report.terminal_lines(built)[1] == "  reopened once: repair 1"
+    assert "Reopened: reopened once: repair 1" in report.render_markdown([built])
+    assert '<p class="note">reopened once: repair 1</p>' in report.render_html([built])
+    data = json.loads(report.render_json([built]))
+    assert data["reopened"] == ["repair 1"]
+    validate_report(data)
+    (builder.root / "itera-journal.jsonl").write_bytes(b"".join(
+        json.dumps(e).encode() + b"\n" for e in events))
+    again = report.build(load_campaign(builder.root), [], collected=1, fast=False)
+    assert again.reopened_text == "reopened 2 times: repair 1; repair 2"
+
+
 @pytest.mark.parametrize(
     ("verdicts", "overall"),
     [(("accepted", "accepted"), "accepted"), (("accepted", "incomplete"), "incomplete"),
@@ -220,10 +244,11 @@ def test_terminal_summary_has_verdict_runs_budget_schedule(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = itera()
+    result = itera("--color=no")  # (--color=yes: test_summary_respects_color)
     assert result.ret == 0
     lines = summary(result)
     assert lines[1].startswith("campaign tiny-2026-11: ACCEPTED — ")
+    assert "\x1b[32m" not in lines[1]
     assert [re.sub(r"\d+/\d+$", "n/n", line) for line in lines[2:7]] == [
         "  run           role          category  status    checks passed",
         "  control       control       must      accepted  n/n",
@@ -258,14 +283,11 @@ def test_rejected_summary_counts_failures_and_the_runs_failing_items(
     assert passed == ran - 1
 
 
-@pytest.mark.parametrize("color", ["yes", "no"])
-def test_summary_respects_color(
-    itera: Itera, campaign: CampaignBuilder, color: str
-) -> None:
+def test_summary_respects_color(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
-    result = itera(f"--color={color}")
+    result = itera("--color=yes")  # (--color=no: test_terminal_summary_has_verdict_...)
     verdict = next(line for line in result.stdout.lines if "tiny-2026-11: ACCEPTED" in line)
-    assert ("\x1b[32m" in verdict) is (color == "yes"), repr(verdict)
+    assert "\x1b[32m" in verdict, repr(verdict)
 
 
 def test_every_format_is_written_and_announced(
@@ -297,6 +319,7 @@ def rejected_report(itera: Itera, campaign: CampaignBuilder) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.one_mode(CONTENT)
 def test_json_report_matches_its_schema(itera: Itera, campaign: CampaignBuilder) -> None:
     data = rejected_report(itera, campaign)
     assert data["verdict"] == "rejected"
@@ -323,6 +346,7 @@ def test_json_report_for_two_campaigns(
     assert [c["verdict"] for c in data["campaigns"]] == ["accepted", "rejected"]
 
 
+@pytest.mark.one_mode(CONTENT)
 def test_markdown_report(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -353,6 +377,7 @@ class _Collect(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
+@pytest.mark.one_mode(CONTENT)
 def test_html_report_is_self_contained_and_draws_every_step(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -388,6 +413,8 @@ def _assert_offline(text: str) -> None:
     assert not [attrs for _, attrs in parser.tags if "href" in attrs or "src" in attrs]
 
 
+@pytest.mark.one_mode("what the reports and the items' failure text say: workers send that text "
+                      "as written, and test_gate.py checks the terminal's hygiene in every mode")
 def test_hostile_campaign_text_is_escaped_everywhere(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -423,6 +450,7 @@ def test_report_that_cannot_be_written_fails_the_run(
     result.stdout.no_fnmatch_line("closure report: *")
 
 
+@pytest.mark.one_mode(BEFORE_WORKERS)
 def test_unknown_report_type_is_a_usage_error(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
@@ -439,6 +467,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.one_mode(CONTENT)
 def test_json_report_stands_on_its_own(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -518,6 +547,7 @@ def test_verdict_of_waived_and_skipped_items(outcomes: tuple[str, ...], expected
     assert report.verdict(checks, collected=len(checks), fast=False) == expected
 
 
+@pytest.mark.one_mode(CONTENT)
 def test_markdown_opens_with_the_objective_and_puts_failures_first_when_rejected(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -540,6 +570,7 @@ def test_markdown_opens_with_the_objective_and_puts_failures_first_when_rejected
     assert re.search(r"\| reload interpreter \| Python [\d.]+, torch [^,]+, numpy", good)
 
 
+@pytest.mark.one_mode(CONTENT)
 def test_timeline_bars_carry_visible_labels(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -556,26 +587,7 @@ def test_timeline_bars_carry_visible_labels(
     assert "".join(objective.itertext()).startswith("Question")
 
 
-@only_xdist("on")  # it compares the workers' report with one process's itself
-def test_same_json_report_with_and_without_xdist_but_for_when_and_how_fast(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    campaign.files["analysis.md"] = b""
-    campaign.write()
-    reports = []
-    for mode in ("on", "off"):
-        itera("--itera-report", f"{mode}.json", xdist=mode)
-        data = json.loads((pytester.path / f"{mode}.json").read_text())
-        validate_report(data)
-        assert data["provenance"]["reload_interpreter"]["probed"] is True
-        data["provenance"].update(created=None, command=None)
-        for found in data["reloads"]:
-            found["seconds"] = None
-        reports.append(data)
-    assert reports[0] == reports[1]
-    assert len(reports[0]["reloads"]) == 3
-
-
+@pytest.mark.one_mode(CONTENT)
 def test_a_checkpoint_that_holds_code_is_named_in_the_report(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, tmp_path: Path
 ) -> None:
@@ -595,3 +607,33 @@ def test_a_checkpoint_that_holds_code_is_named_in_the_report(
     found = next(r for r in data["reloads"] if r["path"] == "runs/variant-a/evil.pt")
     assert (found["ok"], found["holds_code"]) == (False, ["posix.system"])
     assert not marker.exists()
+
+
+@only_xdist("absent")  # the session's own outputs; the process model is not the point
+def test_a_report_written_inside_is_left_out_of_the_next_acceptance(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """Issue 26.6, as the user met it: accepted, the reports written inside the campaign
+    with --itera-report-inside; the next acceptance recognises them by their content, leaves
+    them out and says so, and is ACCEPTED again. A file that only looks like one is judged."""
+    campaign.write()
+    first = itera("--itera-report-inside", "--itera-report", "out/reports/closure.json",
+                  "--itera-report", "out/closure.md", "--itera-report", "out/closure.html")
+    assert first.ret == 0
+    again = itera("--itera-require-accepted")
+    assert again.ret == 0, again.stdout.str()
+    expect(again, "campaign tiny-2026-11: ACCEPTED — * checks",
+           "  note: not judged: closure.html, a closure report (HTML) that pytest-itera wrote "
+           "inside the campaign (not part of it; unlisted)",
+           "  note: not judged: closure.md, a closure report (Markdown) that pytest-itera "
+           "wrote inside the campaign (not part of it; unlisted)",
+           "  note: not judged: reports/closure.json, a closure report (itera-report/2) that "
+           "pytest-itera wrote inside the campaign (not part of it; unlisted)")
+    (campaign.root / "reports/other.json").write_text('{"format": "itera-report/x"}\n')
+    impostor = itera()
+    assert impostor.ret == pytest.ExitCode.TESTS_FAILED
+    expect(impostor, "reports/other.json: reports/other.json is in the campaign folder but "
+           "not listed in the manifest")
+    for rel in ("reports/closure.json", "reports/other.json", "closure.md", "closure.html"):
+        (campaign.root / rel).unlink()  # the folder as written (the fixture checks it)
+    (campaign.root / "reports").rmdir()

@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 
 from tests.factory import CampaignBuilder, expect
-from tests.runner import Itera, only_xdist
+from tests.runner import BEFORE_WORKERS, SAME_REPORT, Itera, only_xdist
 
 FOLDERS = ("extra/a", "extra/b", "extra/c")
 GROUPED = "[pytest]\nitera_group_files_above = 20\n"
+# Why a test of what a grouped item says runs in one xdist mode (tests/plugin/conftest.py).
+GROUPED_TEXT = ("what a folder's item says: test_same_items_with_and_without_xdist shows the "
+                "grouped items and their outcomes the same with xdist on")
 
 
 def add_files(campaign: CampaignBuilder) -> None:
@@ -73,6 +76,7 @@ def test_folder_item_passes(
     result.assert_outcomes(passed=3)
 
 
+@pytest.mark.one_mode(GROUPED_TEXT)
 def test_corrupted_file_fails_its_folder_item_naming_it(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -91,6 +95,7 @@ def test_corrupted_file_fails_its_folder_item_naming_it(
     assert {f["message"].split()[0] for f in failed[0]["findings"]} == {"extra/b/f07.txt"}
 
 
+@pytest.mark.one_mode(GROUPED_TEXT)
 def test_every_failing_file_is_named_and_reported(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -110,6 +115,7 @@ def test_every_failing_file_is_named_and_reported(
     assert all(path in text for path in broken)
 
 
+@pytest.mark.one_mode(GROUPED_TEXT)
 def test_a_long_list_names_the_first_files_in_full_then_the_rest(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -146,6 +152,7 @@ def test_same_items_with_and_without_xdist(
     assert ("out.manifest.json::files-intact[extra/a/*]", True) in ran["on"]
 
 
+@pytest.mark.one_mode(SAME_REPORT)
 def test_verdict_and_runs_table_are_the_ungrouped_runs(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -168,6 +175,7 @@ def test_verdict_and_runs_table_are_the_ungrouped_runs(
     assert ("control", "accepted", False) in outcomes["grouped"][1]
 
 
+@pytest.mark.one_mode(BEFORE_WORKERS)
 def test_threshold_must_be_a_whole_number(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:

@@ -13,7 +13,12 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from pytest_itera.report import seal
 from tests.factory import CampaignBuilder, expect
-from tests.runner import Itera
+from tests.runner import BEFORE_WORKERS, Itera
+
+# Why a test runs in one xdist mode (tests/plugin/conftest.py).
+CONTENT = ("what a seal holds and what verifying it says: the seal is made from the folder and "
+           "the written report, and test_a_signed_seal_verifies_and_names_each_changed_file "
+           "writes and verifies one in every xdist mode")
 
 
 def keypair(folder: Path, name: str) -> tuple[Path, Path]:
@@ -79,6 +84,7 @@ def test_a_signed_seal_verifies_and_names_each_changed_file(
            "campaign tiny-2026-11: SEAL BROKEN — seal-files (*closure.seal.json)")
 
 
+@pytest.mark.one_mode(CONTENT)
 def test_a_wrong_key_or_no_key_fails(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
 ) -> None:
@@ -96,6 +102,7 @@ def test_a_wrong_key_or_no_key_fails(
            "    fix:      pass --itera-seal-pubkey KEY.pub")
 
 
+@pytest.mark.one_mode(CONTENT)
 def test_an_edited_signed_seal_fails_its_signature(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
 ) -> None:
@@ -112,6 +119,7 @@ def test_an_edited_signed_seal_fails_its_signature(
     result.stdout.fnmatch_lines(["FAILED out/manifest.json::seal-signature*"])
 
 
+@pytest.mark.one_mode(CONTENT)
 def test_the_seal_is_model_signings_own_format(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
 ) -> None:
@@ -128,6 +136,7 @@ def test_the_seal_is_model_signings_own_format(
 # ------------------------------------------------------------------ unsigned
 
 
+@pytest.mark.one_mode(CONTENT)
 def test_a_digest_only_seal_is_an_in_toto_statement_over_every_file(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -156,6 +165,8 @@ def test_a_digest_only_seal_is_an_in_toto_statement_over_every_file(
 # ------------------------------------------------------------------ when not to seal
 
 
+@pytest.mark.one_mode("whether a seal is written follows the verdict alone, which "
+                      "test_report.py and test_integration.py check in every xdist mode")
 def test_no_seal_unless_accepted(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -172,6 +183,7 @@ def test_no_seal_unless_accepted(
     assert not (pytester.path / "s.json").exists()
 
 
+@pytest.mark.one_mode(BEFORE_WORKERS)
 @pytest.mark.parametrize(
     ("args", "error"),
     [(("--itera-report", "r.json", "--itera-seal", "out/s.json"),

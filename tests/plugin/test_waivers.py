@@ -11,7 +11,7 @@ import pytest
 from pytest_itera.checks import waivers
 from tests.factory import CampaignBuilder, expect, expect_each
 from tests.plugin.test_report import validate_report
-from tests.runner import Itera
+from tests.runner import BEFORE_WORKERS, Itera
 
 GATE = "--itera-require-accepted"
 TODAY = waivers.today()
@@ -138,6 +138,8 @@ def test_waivers_under_xdist(
     assert [w["nodeids"] for w in data["waivers"]] == [["out/manifest.json::no-empty-files"]]
 
 
+@pytest.mark.one_mode("what a waiver item says: test_waivers_under_xdist shows the waiver items "
+                      "judged on the workers in every xdist mode")
 def test_an_expired_waiver_waives_nothing_and_fails(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -157,6 +159,8 @@ def test_an_expired_waiver_waives_nothing_and_fails(
                 "FAILED out/manifest.json::waiver[1-no-empty-files]*")
 
 
+@pytest.mark.one_mode("what a waiver item says: test_waivers_under_xdist shows the waiver items "
+                      "judged on the workers in every xdist mode")
 def test_an_incomplete_or_unmatched_waiver_is_a_failing_item(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -173,6 +177,7 @@ def test_an_incomplete_or_unmatched_waiver_is_a_failing_item(
     result.stdout.fnmatch_lines(["FAILED out/manifest.json::no-empty-files*"])  # not waived
 
 
+@pytest.mark.one_mode(BEFORE_WORKERS)
 def test_the_waivers_file_must_stay_outside_the_campaign(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:

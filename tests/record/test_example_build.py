@@ -124,6 +124,9 @@ def test_two_builds_are_identical_but_for_checkpoint_ids_and_wall_times(
     for one, other in zip(*lines, strict=True):
         if one != other:
             a, b = json.loads(one), json.loads(other)
+            if a["event"] == "close":  # the digest of a manifest that hashes the .pt files
+                assert {**a, "manifest_digest": ""} == {**b, "manifest_digest": ""}
+                continue
             assert a["event"] == "checkpoint", (one, other)
             assert a["path"].endswith(".pt"), (one, other)
             assert {**a, "sha256": ""} == {**b, "sha256": ""}

@@ -48,7 +48,8 @@ LIGHTNING_PARTS = ["model", "optimizer", "progress", "scheduler"]  # no RNG stat
 
 
 def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
-                resume: str | None = None, **options: Any) -> None:
+                resume: str | None = None, callbacks: Sequence[Any] = (),
+                **options: Any) -> None:
     """transformers.Trainer, 4 steps, a checkpoint-N/ every 2, with the callback attached."""
     from transformers import Trainer, TrainingArguments
 
@@ -59,13 +60,13 @@ def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
                              disable_tqdm=True, seed=0, logging_steps=1, **options)
     with quiet():
         trainer = Trainer(model=bert(), args=args, train_dataset=Rows(),
-                          callbacks=[IteraCallback(rec, run_id)])
+                          callbacks=[IteraCallback(rec, run_id), *callbacks])
         trainer.train(resume_from_checkpoint=resume)
 
 
 def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
                   ckpt_path: str | None = None, save_top_k: int = -1,
-                  save_last: bool = False) -> None:
+                  save_last: bool = False, callbacks: Sequence[Any] = ()) -> None:
     """lightning.Trainer, 8 steps (two epochs of 4 batches), ModelCheckpoint every 4 steps
     into ``dirpath``, with the callback attached."""
     import lightning as L
@@ -81,7 +82,7 @@ def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
         trainer = L.Trainer(max_steps=8, accelerator="cpu", devices=1, enable_progress_bar=False,
                             enable_model_summary=False, log_every_n_steps=1,
                             default_root_dir=str(dirpath.parent),
-                            callbacks=[checkpoints, IteraCallback(rec, run_id)])
+                            callbacks=[checkpoints, IteraCallback(rec, run_id), *callbacks])
         data = torch.utils.data.DataLoader(rows, batch_size=2)  # type: ignore[var-annotated, arg-type]
         trainer.fit(tiny_lightning(), data, ckpt_path=ckpt_path)
 
@@ -123,6 +124,15 @@ lightning_tools: Tools = (lightning_control, lightning_resume)
 def record(root: Path, tools: Tools, resume_state: Sequence[str]) -> Closure:
     """The campaign of tests/recorded.py, with the control and the resume check trained by
     the tool; the factory's hand-made control checkpoints are not part of it."""
+    rec = begin(root, resume_state)
+    train_control, _ = tools  # the callbacks record checkpoints and series
+    train_control(rec)
+    timed(rec, "train-control")
+    return finish(rec, tools)
+
+
+def begin(root: Path, resume_state: Sequence[str]) -> CampaignRecorder:
+    """Everything before the control's training; the control started."""
     files = F.default_files_v2()
     del files[F.CONTROL_CKPT], files[F.RESUME_CKPT]
     rec = CampaignRecorder(root)
@@ -135,16 +145,19 @@ def record(root: Path, tools: Tools, resume_state: Sequence[str]) -> Closure:
     for step_id in ("prepare", "setup", "load-data"):
         timed(rec, step_id)
     check_the_corpus(rec, files)
-
-    train_control, train_resume = tools  # the callbacks record checkpoints and series
-    control, resume = rec.run("control"), rec.run("resume-check")
+    control = rec.run("control")
     control.start()
     control.set_config("configs/control.json")
-    train_control(rec)
+    return rec
+
+
+def finish(rec: CampaignRecorder, tools: Tools) -> Closure:
+    """Everything after the control's training: the resume check, the variant, closure."""
+    _, train_resume = tools
+    control, resume = rec.run("control"), rec.run("resume-check")
     control.set_metrics(**F.METRICS["control"])
     control.set_predictions("runs/control/predictions.jsonl")
-    for step_id in ("train-control", "save-ckpt"):
-        timed(rec, step_id)
+    timed(rec, "save-ckpt")
     control.accept()
     resume.start()  # one GPU: the resume check runs after the control (plan-vs-actual)
     resume.set_config("configs/resume-check.json")
@@ -197,8 +210,9 @@ def assert_accepted(itera: Itera, root: Path) -> None:
 
 def assert_missing(itera: Itera, root: Path, checkpoint: str,
                    removed: Sequence[str]) -> None:
-    """Exactly the deleted checkpoint's items fail: each of its files, its reload, its
-    resume parts; the campaign is REJECTED."""
+    """Exactly the deleted checkpoint's items do not pass: each of its files, its reload, its
+    resume parts; the campaign is REJECTED. A checkpoint that is one listed file has one cause,
+    its files-intact item: its reload and resume items are not judged (issue 26)."""
     result, report = itera.reported(root)
     failed = failures(report)
     expected = {("files-intact", path) for path in removed} | {
@@ -208,9 +222,14 @@ def assert_missing(itera: Itera, root: Path, checkpoint: str,
         assert path in failed["files-intact", path]
         assert "missing" in failed["files-intact", path]
     assert checkpoint in failed["checkpoint-reloads", checkpoint]
+    outcome = {(c["check"], c["target"]): c["outcome"] for c in report["checks"]}
+    one_file = removed == [checkpoint]
+    for check in ("checkpoint-reloads", "resume-complete"):
+        assert outcome[check, checkpoint] == ("skipped" if one_file else "failed")
+    really = sum(1 for key in expected if outcome[key] == "failed")
     assert report["verdict"] == "rejected"
-    expect(result, f"campaign tiny-2026-11: REJECTED — {len(expected)} of * checks failed",
-           f"FAILED *checkpoint-reloads[{checkpoint}]*")
+    expect(result, f"campaign tiny-2026-11: REJECTED — {really} of * checks failed*",
+           f"FAILED *{'files-intact' if one_file else 'checkpoint-reloads'}[{checkpoint}]*")
     assert result.ret == 1
 
 
@@ -297,11 +316,32 @@ def test_trainer_that_saves_nothing_leaves_no_empty_folder(tmp_path: Path) -> No
 
 def test_trainer_claims_follow_the_files_written(tmp_path: Path) -> None:
     """save_only_model: the folders hold the weights and the trainer state only."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", ["model", "progress"])
     trainer_fit(rec, "control", rec.path("runs/control/trainer"), save_only_model=True,
                 ignore_data_skip=True)
     assert {c["path"]: c["claims"] for c in rec.checkpoints} == {
         f"runs/control/trainer/checkpoint-{n}": ["model", "progress"] for n in (2, 4)}
+
+
+def test_trainer_checkpoints_that_cannot_resume_are_refused_at_the_first_save(
+    tmp_path: Path,
+) -> None:
+    """Issue 26.3: under a plan requiring every resume part, save_only_model folders are
+    refused when the first is recorded, with resume-complete's words, not after closure."""
+    rec = _frozen(tmp_path / "campaign")
+    with pytest.raises(RecordError) as refused:
+        trainer_fit(rec, "control", rec.path("runs/control/trainer"), save_only_model=True,
+                    ignore_data_skip=True)
+    assert str(refused.value).startswith(
+        "checkpoint runs/control/trainer/checkpoint-2: its parts do not cover the resume state "
+        "the plan requires of run 'control', as the plugin would report (resume-complete):\n"
+        "plan.json $.checkpoint_policy.resume_state: resume checkpoint "
+        "runs/control/trainer/checkpoint-2 lacks optimizer, scheduler, rng, data, required by "
+        "the plan's checkpoint_policy.resume_state\n"
+        "    expected: model, optimizer, progress, scheduler, rng, data\n"
+        "    found:    model, progress\n"
+        "    fix:      save every required part (hf-trainer: optimizer in optimizer.pt;")
+    assert rec.checkpoints == ()
 
 
 def test_trainer_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -> None:
@@ -339,7 +379,7 @@ def test_trainer_journals_its_saves_and_the_base_it_trains_on(tmp_path: Path) ->
 
 def test_lightning_journals_each_save_with_its_step(tmp_path: Path) -> None:
     """Each .ckpt a ModelCheckpoint writes is journaled with the step it holds."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     dirpath = rec.path("runs/control/ckpt")
     lightning_fit(rec, "control", dirpath)
     events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
@@ -354,7 +394,7 @@ def test_lightning_continuing_its_own_checkpoint_records_no_resumed_from(
     """After a crash the control fits again from its own step-4 file: a continuation, not a
     resume check's evidence; a resume check resumed from a file outside the campaign is told
     to record resumed_from itself (the checks fail a resume check without one)."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     dirpath = rec.path("runs/control/ckpt")
     lightning_fit(rec, "control", dirpath)
     lightning_fit(rec, "control", dirpath, ckpt_path=str(dirpath / "epoch=0-step=4.ckpt"))
@@ -375,7 +415,7 @@ def test_lightning_continuing_its_own_checkpoint_records_no_resumed_from(
 def test_lightning_journals_each_save_of_its_overwritten_last_ckpt(tmp_path: Path) -> None:
     """save_last: last.ckpt is written again at each save; each save is journaled, and the
     last journaled one is the file shipped."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     lightning_fit(rec, "control", rec.path("runs/control/ckpt"), save_last=True)
     events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
     last = [e for e in events if e["event"] == "checkpoint"
@@ -404,6 +444,32 @@ def test_lightning_campaign_is_accepted(itera: Itera, lightning: Campaigns) -> N
     assert_accepted(itera, root)
 
 
+def test_lightning_under_a_plan_requiring_rng_is_refused_when_the_callback_is_created(
+    tmp_path: Path,
+) -> None:
+    """Issue 26.3: Lightning checkpoints store no RNG state by design; the callback says so
+    before any training, with resume-complete's words and what to do, not at closure. The
+    way through, a plan that gives the run what a .ckpt holds, is the ``lightning``
+    campaign (ACCEPTED: test_lightning_campaign_is_accepted)."""
+    from pytest_itera.record.integrations.lightning import IteraCallback
+
+    rec = _frozen(tmp_path / "campaign")  # resume_state: model ... rng, data
+    with pytest.raises(RecordError) as refused:
+        IteraCallback(rec, "control")
+    message = str(refused.value)
+    assert message.startswith(
+        "IteraCallback(rec, 'control'): refused before training, as the plugin would refuse "
+        "every .ckpt of the run at closure (resume-complete):\n"
+        "plan.json $.checkpoint_policy.resume_state: the Lightning checkpoints of run control "
+        "cannot hold rng, required by the plan's checkpoint_policy.resume_state: Lightning "
+        "checkpoints store no RNG state by design\n")
+    assert "What to do: before any run starts, freeze a new campaign whose plan gives run " \
+        "'control' a runs[].resume_state that a Lightning checkpoint holds" in message
+    assert rec.run("control").started_at is None
+    again = _frozen(tmp_path / "next", LIGHTNING_PARTS)  # the way through
+    assert IteraCallback(again, "control").run_id == "control"
+
+
 def test_lightning_checkpoint_deleted_after_closure(
     itera: Itera, lightning: Campaigns
 ) -> None:
@@ -414,7 +480,7 @@ def test_lightning_checkpoint_deleted_after_closure(
 
 
 def test_lightning_dirpath_outside_the_campaign_is_refused(tmp_path: Path) -> None:
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     with pytest.raises(RecordError, match=r"ModelCheckpoint\.dirpath '.*/elsewhere' is "
                                           r"outside the campaign folder"):
         lightning_fit(rec, "control", tmp_path / "elsewhere")
@@ -424,13 +490,13 @@ def test_lightning_dirpath_outside_the_campaign_is_refused(tmp_path: Path) -> No
 
 def test_lightning_save_top_k_records_what_is_kept(tmp_path: Path) -> None:
     """ModelCheckpoint(save_top_k=1) deletes the older file: only the kept one is recorded."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     lightning_fit(rec, "control", rec.path("runs/control/ckpt"), save_top_k=1)
     assert [c["path"] for c in rec.checkpoints] == ["runs/control/ckpt/epoch=1-step=8.ckpt"]
 
 
 def test_lightning_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -> None:
-    rec = _frozen(tmp_path / "campaign")
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     dirpath = rec.path("runs/control/ckpt")
     lightning_fit(rec, "control", dirpath)
     first = rec.run("control").series("loss")
@@ -455,13 +521,17 @@ def test_importing_the_integrations_imports_no_tool() -> None:
     assert out.strip() == "[]"
 
 
-def _frozen(root: Path) -> CampaignRecorder:
+def _frozen(root: Path, resume_state: Sequence[str] | None = None) -> CampaignRecorder:
+    """The factory's campaign, its plan frozen (requiring ``resume_state`` when given, else
+    every part)."""
     files = F.default_files_v2()
     rec = CampaignRecorder(root)
     for relpath, data in files.items():
         rec.write_bytes(relpath, data)
     plan = F.default_plan_v2(files)
     del plan["frozen_at"]
+    if resume_state is not None:
+        plan["checkpoint_policy"]["resume_state"] = list(resume_state)
     rec.freeze_plan(plan)
     return rec
 

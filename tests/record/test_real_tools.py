@@ -346,6 +346,11 @@ def test_peft_adapter_pinned_to_a_branch(itera: Itera, small_tools: Campaigns) -
         ("adapter-pinned", f"{C}/adapter"): [
             f"the base revision of adapter {C}/adapter 'main' is a branch: it moves with "
             "every push"],
+        # The recorder refused the branch, so the adapter was written into the closed
+        # manifest by hand: the journal's closure says so (issue 26, point 2).
+        ("journal-agrees", "itera-journal.jsonl"): [
+            "manifest.json is not the manifest the recorder wrote when it closed the "
+            "campaign"],
     })
 
 
@@ -368,7 +373,8 @@ def test_whole_module_and_nan_weights(itera: Itera, small_tools: Campaigns) -> N
     assert_rejected(itera, small_tools["torch-broken"], {
         ("checkpoint-reloads", f"{C}/model.pt"): [
             "does not reload in a fresh process with weights_only=True",
-            "holds code: unpickling it would call torch.nn.modules.",
+            "a whole module: save `model.state_dict()` instead (torch.save(model) pickles "
+            "the module's class, so it holds code: unpickling it would call torch.nn.modules.",
             "deliver torch.save(model.state_dict(), ...) (plain tensors) instead"],
         ("checkpoint-reloads", f"{C}/diverged.tar"): [
             f"{C}/diverged.tar holds non-finite model weights: 1 NaN value in 1 tensor",

@@ -128,6 +128,21 @@ def test_the_same_plan_frozen_again_is_adopted(rec: CampaignRecorder) -> None:
     assert again.freeze_plan(make_plan()) == rec.plan_sha256
 
 
+def test_a_draft_in_the_folder_is_frozen_in_place(tmp_path: Path) -> None:
+    """new-plan writes a draft (no frozen_at) where the campaign will be: freeze_plan of the
+    edited draft sets frozen_at in that file, and the journal pins the frozen plan."""
+    root = tmp_path / "camp"
+    recorder = CampaignRecorder(root)
+    recorder.write_bytes("corpus.jsonl", CORPUS)
+    recorder.write_json("plan.json", make_plan(format="itera-plan/2"))  # the edited draft
+    draft = json.loads((root / "plan.json").read_text())
+    digest = recorder.freeze_plan(draft)
+    frozen = json.loads((root / "plan.json").read_text())
+    assert frozen == {**draft, "frozen_at": frozen["frozen_at"]}
+    assert digest == hashlib.sha256((root / "plan.json").read_bytes()).hexdigest()
+    assert CampaignRecorder(root).freeze_plan(draft) == digest  # continuing adopts it
+
+
 def test_schema_errors_are_listed_with_their_json_paths(tmp_path: Path) -> None:
     plan = make_plan(colour="blue")
     plan["budget"]["lots"][0]["price"] = 47.14
@@ -529,7 +544,10 @@ def test_the_recorder_does_not_overwrite_a_measurements_file_it_did_not_write(
     rec: CampaignRecorder,
 ) -> None:
     rec.write_text("runs/control/measurements.jsonl", '{"step": 1, "loss": 1.0}\n')
-    with pytest.raises(RecordError, match="exists and was not written by the recorder"):
+    with pytest.raises(RecordError, match=r"exists, does not hold what the journal records "
+                       r"of the run, and no closure in the journal wrote it: a file the script "
+                       r"wrote itself is named with set_measurements; .* put the manifest back "
+                       r"and reopen it: rec\.reopen\(reason=\.\.\.\)"):
         finish(rec)
 
 

@@ -236,6 +236,22 @@ def deflated(path: Path) -> str:
     return ""
 
 
+def flagged(bits: int) -> Callable[[Path], str]:
+    """Set general-purpose flag ``bits`` on data.pkl, in its local header and its directory
+    record (what a zip tool writes for an encrypted or patched entry)."""
+
+    def craft(path: Path) -> str:
+        raw = bytearray(path.read_bytes())
+        info = entry(path, "/data.pkl")
+        for at in (info.header_offset + 6, central_records(bytes(raw))[info.filename] + 8):
+            struct.pack_into("<H", raw, at, struct.unpack_from("<H", raw, at)[0] | bits)
+        path.write_bytes(bytes(raw))
+        return ""
+
+    craft.__name__ = f"flag_{bits:#x}"
+    return craft
+
+
 @pytest.mark.parametrize(("craft", "expected"), [
     (overlap_by_size, "entries 'z/data.pkl' (bytes 0-*) and 'z/.format_version' (bytes 248-*) "
      "overlap; torch.save never writes overlapping entries"),
@@ -249,6 +265,17 @@ def deflated(path: Path) -> str:
      "which copy counts)"),
     (deflated, "entry 'z/data/0' is compressed (zip method 8); torch.save writes stored entries "
      "only, and a memory-mapped reload would read the compressed bytes as data"),
+    # Issue 26: sentences naming the fault, never zipfile's bare NotImplementedError; an
+    # encrypted entry is said to be encrypted, not compressed.
+    (flagged(0x1), "entry 'z/data.pkl' is encrypted (flag bit 0), which torch.load cannot "
+     "read; torch.save never encrypts: save the checkpoint again with torch.save and ship "
+     "that file"),
+    (flagged(0x41), "entry 'z/data.pkl' is encrypted with strong encryption (flag bit 6), "
+     "which torch.load cannot read; torch.save never encrypts: *"),
+    (flagged(0x40), "entry 'z/data.pkl' is encrypted with strong encryption (flag bit 6), *"),
+    (flagged(0x20), "entry 'z/data.pkl' uses patched data (flag bit 5), which torch.load "
+     "cannot read; torch.save never writes it: save the checkpoint again with torch.save and "
+     "ship that file"),
 ])
 def test_hostile_zip_structure_is_refused(reloader: Reloader, good: Path, tmp_path: Path,
                                           craft: Callable[[Path], str], expected: str) -> None:
@@ -389,3 +416,19 @@ def test_hostile_containers_fail_in_a_campaign(
     expect(result, head.format("*", "dup.pt") + "entry 'dup/data/0' appears twice in the zip "
            "directory (readers disagree on which copy counts)")
     expect(result, "PASSED out/manifest.json::checkpoint-reloads[runs/control/good.pt]")
+
+
+@pytest.mark.parametrize(("error", "sentence"), [
+    (NotImplementedError("compressed patched data (flag bit 5)"),
+     "torch.load could not read it: compressed patched data (flag bit 5) (NotImplementedError)"),
+    (ValueError(""), "torch.load could not read it (ValueError without a message)"),
+    (FileNotFoundError(2, "No such file or directory"),
+     "cannot be read: no such file or directory"),
+])
+def test_a_load_failure_nobody_foresaw_is_still_a_sentence(error: Exception,
+                                                           sentence: str) -> None:
+    """Issue 26: never a bare exception class as the finding ("NotImplementedError: ..."); the
+    class stays, in brackets, for a bug report."""
+    from pytest_itera.reload.server import loading
+
+    assert loading.explained(error) == ("unreadable", sentence)

@@ -90,8 +90,7 @@ def _number(value: Any) -> float | None:
 
 def last_step(run: RunRecorder) -> int | None:
     """The last step the run logged (None when none)."""
-    points: list[dict[str, Any]] = getattr(run, "_points", [])
-    return points[-1]["step"] if points else None
+    return run.last_step
 
 
 def rewind_if_resumed(run: RunRecorder, step: int) -> None:

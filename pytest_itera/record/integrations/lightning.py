@@ -15,7 +15,8 @@
   (optimizer), ``lr_schedulers`` (scheduler), ``epoch`` / ``global_step`` (progress), the
   precision plugin's scaler state (scaler), the fit loop's ``combined_loader`` state (data).
   Lightning stores no RNG state, by design: a plan that needs ``rng`` of a Lightning run
-  cannot be met (give the run its own ``runs[].resume_state``);
+  cannot be met (give the run its own ``runs[].resume_state``), and the callback is refused
+  when it is created, before any training, with ``resume-complete``'s own words;
 - the training loss of each step (what ``training_step`` returns) is the point
   ``loss`` of the run's series at ``trainer.global_step``;
 - the run is started when training begins, unless the script started it; a fit that
@@ -110,12 +111,39 @@ def _loss(outputs: Any) -> Any:
     return outputs
 
 
+def _refuse_what_no_ckpt_holds(rec: CampaignRecorder, run_id: str) -> None:
+    """RecordError, before any training, when the plan requires of the run a resume part
+    that no Lightning checkpoint can hold (rng): ``resume-complete`` would fail every
+    ``.ckpt`` of the run at closure, with the same words."""
+    from pytest_itera.checks.artifacts import parts_problems
+    from pytest_itera.core.campaign import CheckpointRecord
+    from pytest_itera.core.findings import render_all
+    from pytest_itera.record.base import RecordError
+    from pytest_itera.reload import PARTS
+
+    record = CheckpointRecord(f"runs/{run_id}/*.ckpt", run_id, FORMAT, "resume")
+    problems = parts_problems(rec.plan_model, record, PARTS,
+                              label=f"the Lightning checkpoints of run {run_id}")
+    if problems:
+        raise RecordError(
+            f"IteraCallback(rec, {run_id!r}): refused before training, as the plugin would "
+            "refuse every .ckpt of the run at closure (resume-complete):\n"
+            f"{render_all(problems)}\n"
+            "What to do: before any run starts, freeze a new campaign whose plan gives run "
+            f"{run_id!r} a runs[].resume_state that a Lightning checkpoint holds (without "
+            "rng); or keep this plan and train the run without Lightning's checkpoints, "
+            "saving each resume checkpoint with pytest_itera.record.save_resume_checkpoint "
+            "(it holds every part) and listing it with rec.add_checkpoint(..., "
+            "kind=\"resume\")")
+
+
 class IteraCallback(Callback):
     """Records the ``.ckpt`` files of a Lightning fit, and its per-step training loss, into
     the run ``run_id`` of ``rec``."""
 
     def __init__(self, rec: CampaignRecorder, run_id: str, *, series: str = "loss") -> None:
         rec.planned_run(run_id)  # refused now when the run is not planned
+        _refuse_what_no_ckpt_holds(rec, run_id)
         self.rec = rec
         self.run_id = run_id
         self.run = rec.run(run_id)

@@ -57,11 +57,9 @@ def check_torch_zip(path: str) -> None:
 def entry_span(fh: IO[bytes], info: zipfile.ZipInfo, end: int) -> tuple[int, int, str]:
     """[local header, end of data) of one entry, checked to lie inside the file."""
     name = info.filename
-    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
-        how = ("encrypted" if info.flag_bits & 0x1
-               else f"compressed (zip method {info.compress_type})")
-        raise Refused(f"{ZIP_HOSTILE}: entry {name!r} is {how}; torch.save writes stored entries "
-                      "only, and a memory-mapped reload would read the compressed bytes as data")
+    fault = entry_fault(info)
+    if fault is not None:
+        raise Refused(f"{ZIP_HOSTILE}: entry {name!r} {fault}")
     if info.compress_size != info.file_size:
         raise Refused(f"{ZIP_HOSTILE}: stored entry {name!r} declares {info.compress_size} bytes "
                       f"in the archive for {info.file_size} bytes of data")
@@ -82,6 +80,24 @@ def entry_span(fh: IO[bytes], info: zipfile.ZipInfo, end: int) -> tuple[int, int
         raise Refused(f"{ZIP_HOSTILE}: entry {name!r} ({human_bytes(info.file_size)}) runs past "
                       f"the end of the data (byte {stop} > {end}): truncated or lying sizes")
     return start, stop, name
+
+
+def entry_fault(info: zipfile.ZipInfo) -> str | None:
+    """Why torch cannot read one zip entry as torch.save writes it (stored, not encrypted,
+    no patch data), as the end of a sentence; None for an entry torch.save could write."""
+    if info.flag_bits & 0x41:  # bit 0: encrypted; bit 6: strong encryption
+        strong = " with strong encryption (flag bit 6)" if info.flag_bits & 0x40 else \
+            " (flag bit 0)"
+        return (f"is encrypted{strong}, which torch.load cannot read; torch.save never "
+                "encrypts: save the checkpoint again with torch.save and ship that file")
+    if info.flag_bits & 0x20:
+        return ("uses patched data (flag bit 5), which torch.load cannot read; torch.save "
+                "never writes it: save the checkpoint again with torch.save and ship that file")
+    if info.compress_type != zipfile.ZIP_STORED:
+        return (f"is compressed (zip method {info.compress_type}); torch.save writes stored "
+                "entries only, and a memory-mapped reload would read the compressed bytes as "
+                "data")
+    return None
 
 
 def check_spans(spans: list[tuple[int, int, str]]) -> None:

@@ -55,11 +55,17 @@ def explained(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, OSError) and exc.errno == 22:
         return "unreadable", ("unreadable torch archive (truncated or corrupt: invalid "
                               "argument reading it)")
+    if isinstance(exc, OSError) and exc.strerror:
+        return "unreadable", f"cannot be read: {exc.strerror[:1].lower()}{exc.strerror[1:]}"
     zip_error = re.search(r"PytorchStreamReader failed ([^.\n]*)", text)
     if zip_error:
         return "unreadable", f"corrupt or truncated torch archive ({zip_error.group(1)})"
-    first = text.strip().splitlines()[0][:200] if text.strip() else ""
-    return "unreadable", f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    first = text.strip().splitlines()[0][:200].rstrip(".") if text.strip() else ""
+    # A sentence naming the fault, not a bare exception class (the class in brackets, for a
+    # bug report).
+    return "unreadable", (f"torch.load could not read it: {first} ({type(exc).__name__})"
+                          if first else f"torch.load could not read it ({type(exc).__name__} "
+                          "without a message)")
 
 
 def sniff(path: str) -> str:

@@ -163,12 +163,47 @@ def code_globals(path: str, kind: str) -> list[str]:
     return [g for g in dict.fromkeys(found) if g not in allowed]
 
 
+# Modules whose globals no torch.nn.Module's pickle calls: a file naming one is hostile,
+# whatever module state it also holds.
+NEVER_A_MODULE = frozenset({
+    "builtins", "__builtin__", "os", "posix", "nt", "subprocess", "sys", "socket", "shutil",
+    "importlib", "runpy", "pickle", "marshal", "types", "codecs", "operator", "functools",
+    "ctypes", "io", "pty", "webbrowser", "code", "pdb", "signal", "multiprocessing"})
+# How much of a legacy or raw pickle is searched for a module's state (its pickle comes first).
+MODULE_SCAN = 4 << 20
+
+
+def pickles_a_module(path: str, kind: str) -> bool:
+    """Whether the file pickles a whole torch.nn.Module (``torch.save(model)``): its pickle
+    holds a module's state, ``_parameters`` and ``_modules`` (read as bytes, not unpickled)."""
+    try:
+        if kind == "zip":
+            with zipfile.ZipFile(path) as zf:
+                pkl = next((i for i in zf.infolist()
+                            if i.filename.rpartition("/")[2] == "data.pkl"), None)
+                if pkl is None or pkl.file_size > PICKLE_CAP:
+                    return False
+                data = zf.read(pkl)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(MODULE_SCAN)
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError):
+        return False
+    return b"_parameters" in data and b"_modules" in data
+
+
 def refuse_code(path: str, kind: str) -> None:
     code = tuple(code_globals(path, kind))
     if code:
         shown = ", ".join(py3_name(g) if g.count(".") and " " not in g else g
                           for g in code[:5])
         more = f" and {len(code) - 5} more" if len(code) > 5 else ""
-        raise Refused(f"holds code: unpickling it would call {shown}{more}, outside the "
-                      f"weights-only allowlist {WEIGHTS_ONLY_WHY}; refused before any load",
-                      code=code)
+        said = (f"unpickling it would call {shown}{more}, outside the weights-only allowlist "
+                f"{WEIGHTS_ONLY_WHY}; refused before any load")
+        if not any(g.replace(" ", ".").split(".")[0] in NEVER_A_MODULE for g in code) \
+                and pickles_a_module(path, kind):
+            # The common mistake first, and what to do: the class is code, the weights are not.
+            raise Refused(f"a whole module: save `model.state_dict()` instead (torch.save(model) "
+                          f"pickles the module's class, so it holds code: {said})",
+                          code=code, kind="whole-module")
+        raise Refused(f"holds code: {said}", code=code)

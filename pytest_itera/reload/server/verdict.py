@@ -28,7 +28,7 @@ class Refused(Exception):
         self.reason = reason
         self.file = file
         self.code = code
-        self.kind = "weights-only" if code else kind
+        self.kind = "weights-only" if code and kind != "whole-module" else kind
 
 
 class Findings:

@@ -1,0 +1,92 @@
+"""The plugin's own outputs, recognised by their content: a closure report written into the
+campaign with ``--itera-report-inside`` (JSON, Markdown or HTML), or a seal copied in.
+
+They are about the campaign, not part of it: the checks leave out an *unlisted* file that is
+one of them (the next acceptance does not trip on the report of the last one), and the
+summary notes each file left out. A name is never enough: the file must carry its renderer's
+mark, and a listed file is always judged (the manifest vouches for it).
+
+- JSON report: a JSON object whose ``format`` is ``itera-report/N`` (the JSON schema's);
+- HTML report: the ``<meta name="generator" content="pytest-itera ...">`` tag in its head;
+- Markdown report: its first line, the comment :data:`MARKDOWN_MARK`;
+- seal: an in-toto statement whose predicate's ``itera`` record has the format
+  ``itera-seal/N``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Container, Iterable
+from pathlib import Path
+
+__all__ = ["GENERATOR", "HTML_MARK", "MARKDOWN_MARK", "SUFFIXES", "left_out_note", "own_output",
+           "own_outputs"]
+
+GENERATOR = "pytest-itera"
+# Written by pytest_itera.report's renderers; read here (the one home of the marks).
+HTML_MARK = f'<meta name="generator" content="{GENERATOR} closure report"/>'
+MARKDOWN_MARK = f"<!-- {GENERATOR} closure report -->"
+SUFFIXES = (".json", ".md", ".html")
+_HEAD = 4096
+_MAX_JSON = 64 * 1024 * 1024
+_REPORT = re.compile(r"itera-report/\d+")
+_SEAL = re.compile(r"itera-seal/\d+")
+
+
+def own_output(path: Path) -> str | None:
+    """What the plugin wrote at ``path`` ("a closure report (itera-report/2)", "a seal
+    (itera-seal/1)"), or None: not one of its outputs, or unreadable (then it is judged
+    like any file)."""
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        return None
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_HEAD)
+            if suffix == ".json":
+                if not head.lstrip().startswith(b"{") or path.stat().st_size > _MAX_JSON:
+                    return None
+                data = json.loads(head + fh.read())
+            else:
+                text = head.decode("utf-8", "replace")
+    except (OSError, ValueError, RecursionError):
+        return None
+    if suffix == ".md":
+        return "a closure report (Markdown)" if text.startswith(MARKDOWN_MARK + "\n") else None
+    if suffix == ".html":
+        head_part = text.split("</head>", 1)[0]
+        return "a closure report (HTML)" if HTML_MARK in head_part else None
+    return _json_output(data)
+
+
+def _json_output(data: object) -> str | None:
+    if not isinstance(data, dict):
+        return None
+    fmt = data.get("format")
+    if isinstance(fmt, str) and _REPORT.fullmatch(fmt) and "verdict" in data:
+        return f"a closure report ({fmt})"
+    predicate = data.get("predicate")
+    itera = predicate.get("itera") if isinstance(predicate, dict) else None
+    fmt = itera.get("format") if isinstance(itera, dict) else None
+    if isinstance(fmt, str) and _SEAL.fullmatch(fmt) and "_type" in data:
+        return f"a seal ({fmt})"
+    return None
+
+
+def own_outputs(root: Path, files: Iterable[str], listed: Container[str]) -> dict[str, str]:
+    """The plugin's own outputs among the regular ``files`` (relative paths) of the campaign
+    at ``root`` that the manifest does not list, by path: what each one is."""
+    found = {}
+    for relpath in files:
+        if relpath.lower().endswith(SUFFIXES) and relpath not in listed:
+            what = own_output(root / relpath)
+            if what is not None:
+                found[relpath] = what
+    return found
+
+
+def left_out_note(relpath: str, what: str) -> str:
+    """The summary's note for an own output the checks left out."""
+    return (f"not judged: {relpath}, {what} that pytest-itera wrote inside the campaign "
+            "(not part of it; unlisted)")

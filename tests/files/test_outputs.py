@@ -1,0 +1,45 @@
+"""The plugin's own outputs are recognised by their content, never by their name alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_itera.files.outputs import HTML_MARK, MARKDOWN_MARK, own_output, own_outputs
+
+
+@pytest.mark.parametrize(("name", "text", "what"), [
+    ("r.json", json.dumps({"format": "itera-report/2", "verdict": "accepted"}),
+     "a closure report (itera-report/2)"),
+    ("r.md", f"{MARKDOWN_MARK}\n# Campaign x: ACCEPTED\n", "a closure report (Markdown)"),
+    ("r.html", f"<!DOCTYPE html>\n<html><head>{HTML_MARK}</head><body></body></html>\n",
+     "a closure report (HTML)"),
+    ("closure.seal.json", json.dumps({"_type": "https://in-toto.io/Statement/v1",
+                                      "predicate": {"itera": {"format": "itera-seal/1"}}}),
+     "a seal (itera-seal/1)"),
+])
+def test_each_output_is_recognised_by_its_mark(tmp_path: Path, name: str, text: str,
+                                               what: str) -> None:
+    (tmp_path / name).write_text(text)
+    assert own_output(tmp_path / name) == what
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("r.json", json.dumps({"format": "itera-report/2"})),  # no verdict: not a report
+    ("r.json", "[1, 2]"),
+    ("r.json", "{not json"),
+    ("r.md", f"# Notes\n{MARKDOWN_MARK}\n"),  # the mark is the first line or nothing
+    ("r.html", f"<html><head></head><body>{HTML_MARK}</body></html>"),  # in the head only
+    ("r.txt", json.dumps({"format": "itera-report/2", "verdict": "accepted"})),
+])
+def test_a_look_alike_is_not_an_output(tmp_path: Path, name: str, text: str) -> None:
+    (tmp_path / name).write_text(text)
+    assert own_output(tmp_path / name) is None
+
+
+def test_a_listed_file_is_never_left_out(tmp_path: Path) -> None:
+    (tmp_path / "r.md").write_text(f"{MARKDOWN_MARK}\n")
+    assert own_outputs(tmp_path, ["r.md"], set()) == {"r.md": "a closure report (Markdown)"}
+    assert own_outputs(tmp_path, ["r.md"], {"r.md"}) == {}

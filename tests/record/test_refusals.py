@@ -1,0 +1,100 @@
+"""The recorder refuses at once what the run's own evidence already proves wrong, with the
+plugin's own words (issue 26, item 3): predictions that do not cover the frozen corpus
+exactly once, a Lightning callback under a plan that requires RNG state, a checkpoint whose
+parts do not cover the run's resume state. Each refusal, then the way through to ACCEPTED."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_itera.record.campaign import CampaignRecorder, RecordError
+from tests import factory as F
+from tests.record.test_record import CONFIG, corpus_entry, make_plan
+from tests.recorded import close, record, timed
+
+PREDICTIONS = "runs/variant-a/predictions.jsonl"
+
+
+def fifty(tmp_path: Path) -> CampaignRecorder:
+    """A plan whose frozen corpus has 50 examples."""
+    corpus = b"".join(b'{"id": "ex-%d"}\n' % i for i in range(1, 51))
+    rec = CampaignRecorder(tmp_path / "camp")
+    rec.write_bytes("corpus.jsonl", corpus)
+    rec.write_bytes("configs/control.json", CONFIG)
+    rec.freeze_plan(make_plan(corpora=[corpus_entry("c1", "corpus.jsonl", corpus)]))
+    run = rec.run("control")
+    run.start()
+    return rec
+
+
+def test_predictions_for_49_of_50_examples_are_refused_naming_the_missing_id(
+    tmp_path: Path,
+) -> None:
+    rec = fifty(tmp_path)
+    rows = [{"id": f"ex-{i}", "prediction": 1} for i in range(1, 51) if i != 37]
+    rec.write_jsonl("runs/control/predictions.jsonl", rows)
+    with pytest.raises(RecordError) as refused:
+        rec.run("control").set_predictions("runs/control/predictions.jsonl")
+    assert str(refused.value) == (
+        "run 'control': runs/control/predictions.jsonl is not a complete prediction of the "
+        "frozen corpus 'c1', as the plugin would report (predictions-cover-corpus):\n"
+        "runs/control/predictions.jsonl: predictions miss 1 ID of the 50 corpus IDs\n"
+        "    found:    ex-37\n"
+        "    fix:      predict every example of the frozen corpus corpus.jsonl exactly once")
+    assert "predictions" not in rec.run("control").record  # nothing recorded, nothing journaled
+    assert '"predictions"' not in (rec.root / "itera-journal.jsonl").read_text()
+    rec.write_jsonl("runs/control/predictions.jsonl",
+                    [{"id": f"ex-{i}", "prediction": 1} for i in range(1, 51)])
+    rec.run("control").set_predictions("runs/control/predictions.jsonl")
+    assert rec.run("control").record["corpus"] == "c1"
+
+
+def test_predictions_replaced_after_set_predictions_are_refused_at_accept(
+    tmp_path: Path,
+) -> None:
+    rec = fifty(tmp_path)
+    rows = [{"id": f"ex-{i}", "prediction": 1} for i in range(1, 51)]
+    rec.write_jsonl("runs/control/predictions.jsonl", rows)
+    run = rec.run("control")
+    run.set_predictions("runs/control/predictions.jsonl")
+    rec.write_jsonl("runs/control/predictions.jsonl", [*rows, rows[4]])  # ex-5 twice
+    with pytest.raises(RecordError, match=r"(?s)predictions repeat corpus IDs \(1 extra line\)"
+                                          r".*found:    ex-5 \(line 51\)"):
+        run.accept()
+    assert run.outcome is None
+    rec.write_jsonl("runs/control/predictions.jsonl", rows)
+    run.accept()
+    assert run.outcome == "accepted"
+
+
+def test_incomplete_predictions_refused_at_once_then_the_campaign_is_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """As the user met it: the variant's script writes predictions for all but one example.
+    The recorder refuses them when they are recorded, not after closure; the script writes
+    them all and records them again, and the campaign is ACCEPTED."""
+    files = F.default_files_v2()
+    complete = files[PREDICTIONS]
+    short = b"".join(complete.splitlines(keepends=True)[:-1])
+    monkeypatch.setattr(F, "default_files_v2", lambda: {**files, PREDICTIONS: short})
+    root = tmp_path / "camp"
+    with pytest.raises(RecordError, match=r"predictions miss 1 ID of the 4 corpus IDs"
+                                          r"\n    found:    ex-4\n"):
+        record(root, check=False)
+    rec = CampaignRecorder(root)  # the script again, continuing from the journal
+    rec.write_bytes(PREDICTIONS, complete)
+    variant = rec.run("variant-a")
+    variant.set_predictions(PREDICTIONS)
+    rec.add_checkpoint(F.VARIANT_WEIGHTS, run="variant-a", format="torch", kind="weights")
+    timed(rec, "train-variant-a")
+    variant.accept()
+    closure = close(rec, check=True)
+    assert closure.result is not None
+    assert closure.result.accepted, capsys.readouterr().out
+    journal = [json.loads(line)
+               for line in (root / "itera-journal.jsonl").read_text().splitlines()]
+    assert [e["path"] for e in journal if e["event"] == "predictions"
+            and e["run"] == "variant-a"] == [PREDICTIONS]  # the refused file left no record
