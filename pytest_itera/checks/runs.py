@@ -612,7 +612,8 @@ def _clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _meets(plan: Plan, value: float) -> bool:
+def meets(plan: Plan, value: float) -> bool:
+    """Does ``value`` of the decision metric meet the plan's threshold (in its direction)?"""
     threshold = plan.decision.threshold
     return value >= threshold if plan.decision.direction == "higher" else value <= threshold
 
@@ -698,7 +699,7 @@ def _listed_runs(
         measured = decision_metric(ctx, man, run, metric)
         if measured.value is None:
             yield _no_metric(run, metric, measured)
-        elif not _meets(plan, measured.value):
+        elif not meets(plan, measured.value):
             yield Finding(f"the conclusion lists {run_id} as meeting the threshold, but its "
                           f"{metric} is {_number(measured.value)}", where=where,
                           expected=_rule(plan), found=_shown(metric, measured),
@@ -720,7 +721,7 @@ def _unlisted_variants(
         measured = decision_metric(ctx, man, run, metric)
         if measured.value is None:
             yield _no_metric(run, metric, measured)
-        elif _meets(plan, measured.value):
+        elif meets(plan, measured.value):
             yield Finding(f"variant {run.id} meets the threshold but the conclusion does not "
                           "list it",
                           where=json_where(MANIFEST_FILE, "conclusion", "meets_threshold"),

@@ -525,7 +525,7 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
     yield from _deviations(ctx, plan, observed, explained | short)
     yield from _stray_explanations(plan, actual, observed)
     yield from _decisions(plan, man)
-    yield from times_fit(ctx, plan, man, tolerance=_tolerance(ctx, plan), rounding=ROUNDING)
+    yield from times_fit(ctx, plan, man, tolerance=deviation_tolerance(ctx, plan), rounding=ROUNDING)
 
 
 def _reserved(plan: Plan, man: Manifest) -> Iterator[Finding]:
@@ -669,7 +669,7 @@ def _step_coverage(
 def _deviations(
     ctx: Context, plan: Plan, observed: dict[str, Decimal], explained: set[str]
 ) -> Iterator[Finding]:
-    tolerance = _tolerance(ctx, plan)
+    tolerance = deviation_tolerance(ctx, plan)
     for dev in sched.deviations(plan.schedule.steps, observed, tolerance):
         if dev.step not in explained:
             index = plan_step(plan, dev.step)
@@ -684,7 +684,7 @@ def _deviations(
             )
 
 
-def _tolerance(ctx: Context, plan: Plan) -> Decimal:
+def deviation_tolerance(ctx: Context, plan: Plan) -> Decimal:
     """The plan's own tolerance wins over the ini option itera_deviation_tolerance.
 
     Either is bounded at 0.5 (:data:`pytest_itera.core.schedule.MAX_TOLERANCE`).

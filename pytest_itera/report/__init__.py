@@ -17,7 +17,8 @@ from pathlib import Path
 
 from pytest_itera.core.atomic import atomic_write_bytes
 from pytest_itera.core.text import clean, clean_block
-from pytest_itera.report.htmldoc import render_html, timeline_svg
+from pytest_itera.report.charts import timeline_svg
+from pytest_itera.report.htmldoc import render_html
 from pytest_itera.report.jsondoc import render_json, to_json
 from pytest_itera.report.markdown import render_markdown
 from pytest_itera.report.model import (
