@@ -525,7 +525,8 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
     yield from _deviations(ctx, plan, observed, explained | short)
     yield from _stray_explanations(plan, actual, observed)
     yield from _decisions(plan, man)
-    yield from times_fit(ctx, plan, man, tolerance=deviation_tolerance(ctx, plan), rounding=ROUNDING)
+    yield from times_fit(ctx, plan, man, tolerance=deviation_tolerance(ctx, plan),
+                         rounding=ROUNDING)
 
 
 def _reserved(plan: Plan, man: Manifest) -> Iterator[Finding]:

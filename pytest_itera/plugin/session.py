@@ -251,9 +251,14 @@ class IteraSession:
 
     def _campaign_report(self, root: Path, provenance: dict[str, Any]) -> report.CampaignReport:
         from pytest_itera.core.provenance import document_digests
+        from pytest_itera.plugin.collect import contexts_key, make_context
 
         results = self.results.get(str(root), {}).values()
         campaign = loaded_campaign(self.config, root)
+        # The collection's Context when this process collected (its reads are memoised); the
+        # pytest-xdist controller did not: a Context with the same options, no check in it.
+        context = self.config.stash.get(contexts_key, {}).get(root) or make_context(
+            root, self.settings, {}, self.config)
         return report.build(
             campaign,
             results,
@@ -266,6 +271,7 @@ class IteraSession:
             ),
             provenance=provenance,
             digests=document_digests(root),
+            context=context,
         )
 
     def _switched_off(self) -> list[str]:

@@ -126,12 +126,11 @@ def resume_charts(ev: Evidence, standalone: bool = False) -> list[Chart]:
     """The resume check's series drawn over its reference run's, the resume step marked."""
     out = []
     for r in ev.resume:
+        name = _resume_series(ev, r)
+        if name is None or r.step is None:
+            continue
         mine = {s.name: s for s in ev.series if s.run == r.run}
         theirs = {s.name: s for s in ev.series if s.run == r.reference}
-        shared = sorted(set(mine) & set(theirs), key=lambda n: (n != "loss", n))
-        if not shared or r.step is None:
-            continue
-        name = shared[0]
         caption = resume_text(r) + f"; drawn: {name} (thick orange: {r.reference}, blue: {r.run})"
         svg = series_chart([(theirs[name], "reference"), (mine[name], "series")],
                            [(r.step, f"resumed at step {r.step}")], caption, standalone)
@@ -350,3 +349,52 @@ def _legend(c: Canvas, y: float) -> None:
     for cls, text in items:
         c.rect(left, y - 9, 14, 10, cls)
         left += 18 + c.text(left + 18, y, text) + 16
+
+
+def charts_index(report: CampaignReport) -> list[dict[str, str]]:
+    """Each chart the HTML and Markdown reports draw: its name, caption and the part of the
+    JSON report it draws (a JSON pointer into this campaign's object)."""
+    ev = report.evidence
+    out = []
+    if results_chart(ev):
+        out.append({"name": "results", "caption": "the decision metric per run against the "
+                    "threshold", "draws": "/evidence/results"})
+    index = {(s.run, s.name): i for i, s in enumerate(ev.series)}
+    for i, r in enumerate(ev.resume):
+        name = _resume_series(ev, r)
+        if name is not None:
+            out.append({"name": f"resume-{_slug(r.run)}", "caption": resume_text(r),
+                        "draws": f"/evidence/resume/{i}"})
+    for s in ev.series[:MAX_CURVES]:
+        if s.points or s.non_finite:
+            out.append({"name": f"curve-{_slug(s.run)}-{_slug(s.name)}",
+                        "caption": f"{s.run}: {s.name} per step",
+                        "draws": f"/evidence/series/{index[(s.run, s.name)]}"})
+    if report.schedule is not None and any(st.resource for st in report.steps):
+        out.append({"name": "timeline", "caption": "planned vs actual steps per resource and lot",
+                    "draws": "/steps"})
+    return out
+
+
+def _resume_series(ev: Evidence, r: ResumeFacts) -> str | None:
+    """The series the resume chart draws: the loss when both runs have it, else the first
+    they share; None when they share none."""
+    mine = {s.name for s in ev.series if s.run == r.run}
+    theirs = {s.name for s in ev.series if s.run == r.reference}
+    shared = sorted(mine & theirs, key=lambda n: (n != "loss", n))
+    return shared[0] if shared and r.step is not None else None
+
+
+def report_charts(report: CampaignReport, standalone: bool = False) -> list[Chart]:
+    """Every chart of a campaign, in page order: results, resume, curves, timeline."""
+    ev = report.evidence
+    out = []
+    results = results_chart(ev, standalone)
+    if results:
+        out.append(Chart("results", f"{ev.decision.metric if ev.decision else ''} per run "
+                         "against the threshold (dashed line)", results))
+    out += resume_charts(ev, standalone) + curve_charts(ev, standalone)
+    if report.schedule is not None and any(st.resource for st in report.steps):
+        out.append(Chart("timeline", "planned (upper) vs actual (lower) steps per resource, "
+                         "and each lot's span", timeline_svg(report, standalone)))
+    return out

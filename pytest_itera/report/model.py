@@ -17,7 +17,7 @@ from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import Campaign, Manifest
 from pytest_itera.report.evidence import Evidence, gather
 
-REPORT_FORMAT = "itera-report/2"
+REPORT_FORMAT = "itera-report/3"
 PARTIAL_NOTE = "only the checks named on the command line were collected"
 PLAN_INTEGRITY_NOTE = (
     "plan integrity rests on the manifest's own record: no --itera-plan-sha256 or "
@@ -426,8 +426,8 @@ def schedule_section(campaign: Campaign) -> dict[str, Any] | None:
 
 
 def step_rows(campaign: Campaign, tolerance: Decimal | None = None) -> tuple[StepRow, ...]:
-    """``tolerance``: the deviation tolerance in force (``checks.schedule.deviation_tolerance``); None:
-    the default one."""
+    """``tolerance``: the deviation tolerance in force
+    (``checks.schedule.deviation_tolerance``); None: the default one."""
     plan, manifest = campaign.plan, campaign.manifest
     planned_tl, actual_tl, _ = _timelines(campaign)
     observed = sched.observed_hours(manifest.schedule.steps) if manifest else {}

@@ -443,7 +443,7 @@ def test_json_report_stands_on_its_own(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     data = rejected_report(itera, campaign)
-    assert data["format"] == "itera-report/2"
+    assert data["format"] == "itera-report/3"
     assert data["question"] == campaign.plan["question"]
     assert data["decision_rule"] == ("a variant meets the objective when accuracy >= 0.8 "
                                      "(higher is better)")
