@@ -416,12 +416,15 @@ def lot_findings(
             lot = next(lot for lot in lots if lot.id == use.lot)
             label = (f"lot {lot.id!r}: " if use.named
                      else "the machine steps (no step names a lot): ")
-            yield _overflow_finding(ctx, lot, use.span, prefix + label, reduction)
+            yield _overflow_finding(ctx, lot, use.span, prefix + label, reduction,
+                                    sched.off_lot_text(timeline, lot.id) if use.named else None)
 
 
 def _overflow_finding(
-    ctx: Context, lot: Lot, span: Decimal, prefix: str, reduction: sched.Reduction | None
+    ctx: Context, lot: Lot, span: Decimal, prefix: str, reduction: sched.Reduction | None,
+    off_lot: str | None = None,
 ) -> Finding:
+    """``off_lot``: the steps outside the lot's span (they count in the window, not here)."""
     offers = _offers_for(ctx, lot)
     advice = overflow_advice(span, lot, None if isinstance(offers, str) else offers)
     if isinstance(offers, str):
@@ -431,7 +434,7 @@ def _overflow_finding(
         f"{prefix}{advice}",
         where=f"{_STEPS} (lot {lot.id!r})",
         expected=f"at most {lot.days * 24} h on the lot",
-        found=_h(span),
+        found=_h(span) + (f"; {off_lot}" if off_lot else ""),
         hint="; or ".join(ways or ["rent a lot that covers the span, or reduce the protocol"])
         + "; two lots can host independent variants but never shorten one run",
         code="schedule-fits.lot-overflow",

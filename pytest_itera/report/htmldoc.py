@@ -40,7 +40,7 @@ th,td{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top
 pre{background:#f6f6f6;padding:.6em;overflow:auto;white-space:pre-wrap}
 dl.objective{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}
 dl.objective dt{font-weight:bold}dl.objective dd{margin:0}
-figure{margin:.5em 0 1em;max-width:540px}
+figure{margin:.5em 0 1em}.charts figure{max-width:480px}
 figcaption{font-size:.9em;color:#444}
 .charts{display:flex;flex-wrap:wrap;gap:0 1.5em}
 svg{max-width:100%;height:auto}

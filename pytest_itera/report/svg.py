@@ -25,6 +25,7 @@ CHAR_W = 0.62  # a monospace glyph's advance, in ems (DejaVu Sans Mono: 0.602)
 # The charts' styles: in the HTML page's <style>, and in each standalone .svg file.
 STYLE = """
 svg text{font-family:"DejaVu Sans Mono",monospace;fill:#222}
+svg rect.bar{stroke:#fff;stroke-width:.5}
 svg .planned{fill:#8fb3de}svg .actual{fill:#e6a157}svg .zero{fill:#b33}
 svg .deviation{stroke:#c00;stroke-width:2}svg .lot{fill:#d9d2ec}
 svg .uncommitted{fill:#e9f3e9}svg .window{stroke:#b00;stroke-width:2}
