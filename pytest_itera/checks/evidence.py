@@ -347,17 +347,24 @@ def _compare(
     """(points compared, the earliest divergence: name, step, value, reference, line)."""
     compared = 0
     first: tuple[str, int, float, float, int] | None = None
-    for name in sorted(mine.series):
-        reference = theirs.series.get(name)
-        if reference is None:
-            continue
-        for step, value, ref_value, line in aligned(mine.series[name], reference, after):
+    for name, series, reference in shared_series(mine, theirs):
+        for step, value, ref_value, line in aligned(series, reference, after):
             compared += 1
             if not _close(value, ref_value, tolerance):
                 if first is None or step < first[1]:
                     first = (name, step, value, ref_value, line)
                 break  # the rest of this series cannot diverge earlier
     return compared, first
+
+
+def shared_series(
+    mine: Measurements, theirs: Measurements
+) -> Iterator[tuple[str, Series, Series]]:
+    """(name, mine, theirs) for each series both files measure, by name."""
+    for name in sorted(mine.series):
+        reference = theirs.series.get(name)
+        if reference is not None:
+            yield name, mine.series[name], reference
 
 
 def aligned(

@@ -207,9 +207,9 @@ def timeline_svg(report: CampaignReport, standalone: bool = False) -> str:
         for (kind, steps), (lane_h, labels) in zip(lanes, placed, strict=True):
             for st in steps:
                 _bar(c, st, kind, lane_y, x)
-            for text, lx, track, tip in labels:
+            for text, lx, track, _ in labels:  # the bar carries the tooltip
                 ly = lane_y + _BAR - 3 if track < 0 else lane_y + _BAR + 10 + track * _TRACK
-                c.text(lx, ly, text, cls="label", size=9, tip=tip)
+                c.text(lx, ly, text, cls="label", size=9)
             lane_y += lane_h
         y += row_h
     for lot, (planned, actual, capacity) in lots.items():
@@ -327,7 +327,7 @@ def _lot_row(c: Canvas, lot: str, planned: tuple[float, float] | None,
         c.rect(x(a), y + dy, x(b) - x(a), _BAR, f"lot {kind}", tip)
         text = f"{kind} {b - a:g} h ({a:g} to {b:g} h){cap}"
         if x(b) - x(a) >= text_width(text, 9) + 4:
-            c.text(x(a) + 2, y + dy + _BAR - 3, text, cls="label", size=9, tip=tip)
+            c.text(x(a) + 2, y + dy + _BAR - 3, text, cls="lot-label", size=9)
         if capacity is not None and kind == "planned":
             c.line(x(a + capacity), y - 2, x(a + capacity), y + 2 * _BAR + 4, "window",
                    f"lot {lot} ends {capacity:g} h after its first step")

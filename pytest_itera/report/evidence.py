@@ -18,7 +18,12 @@ from dataclasses import dataclass, replace
 
 from pytest_itera.checks.budget import corpus_contents, delivered_corpus
 from pytest_itera.checks.context import Context
-from pytest_itera.checks.evidence import aligned, resume_reference, resume_verdict
+from pytest_itera.checks.evidence import (
+    aligned,
+    resume_reference,
+    resume_verdict,
+    shared_series,
+)
 from pytest_itera.checks.runs import decision_metric, meets
 from pytest_itera.checks.stop_rules import PREDICTING_ROLES
 from pytest_itera.files.measurements import Measurements, Series, Unreadable
@@ -215,11 +220,8 @@ def _largest_difference(mine: Measurements, theirs: Measurements,
                         after: int) -> tuple[int, tuple[float, str, int] | None]:
     """(points compared, (the largest finite |difference|, its series, its step))."""
     compared, worst = 0, None
-    for name in sorted(mine.series):
-        reference = theirs.series.get(name)
-        if reference is None:
-            continue
-        for step, value, ref_value, _ in aligned(mine.series[name], reference, after):
+    for name, series, reference in shared_series(mine, theirs):
+        for step, value, ref_value, _ in aligned(series, reference, after):
             compared += 1
             diff = abs(value - ref_value)
             if math.isfinite(diff) and (worst is None or diff > worst[0]):

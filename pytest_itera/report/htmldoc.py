@@ -88,11 +88,11 @@ def _html_plan(plan: PlanReport) -> Iterator[str]:
 def _html_campaign(report: CampaignReport) -> Iterator[str]:
     css = "ok" if report.ok else "bad"
     yield f"<section><h1>Campaign {_e(report.campaign)}</h1>"
-    yield f'<p class="verdict {css}">{_e(verdict_line(report))}</p>'
     yield '<dl class="objective">' + "".join(
         f"<dt>{_e(label)}</dt><dd>{_e(value)}</dd>" for label, value in objective_rows(report)
     ) + "</dl>"
-    yield from _html_results(report)
+    yield f'<p class="verdict {css}">{_e(verdict_line(report))}</p>'
+    yield from _html_results(report)  # right under the verdict: what it rests on
     yield f"<p>Folder: <code>{_e(report.root)}</code></p>"
     if report.plan_integrity:
         yield f'<p class="note">Note: {_e(report.plan_integrity)}</p>'

@@ -98,8 +98,8 @@ def _markdown_campaign(report: CampaignReport, *, level: str,
                        links: dict[str, tuple[str, str]]) -> list[str]:
     sub = level + "#"
     lines = [f"{level} Campaign {_md(report.campaign)}", ""]
-    lines += [f"**{_md(verdict_line(report))}**", ""]
     lines += [f"- **{label}:** {_md(value)}" for label, value in objective_rows(report)] + [""]
+    lines += [f"**{_md(verdict_line(report))}**", ""]
     table = results_table(report)
     if table is not None:
         lines += [f"{sub} {table[0]}", "", *_md_table(table[1], table[2]), ""]

@@ -98,6 +98,10 @@ def test_the_html_report_reads_in_chromium(browser: Any, tmp_path: Path, case: s
     assert [(texts[i], texts[j]) for i, j in _overlaps(boxes)] == []
 
     page.screenshot(path=str(tmp_path / f"report-{case}.png"), full_page=True)
+    page.emulate_media(media="print")  # printed: the verdict and the results still there
+    assert page.locator(".verdict").is_visible()
+    assert page.locator("table.results").is_visible()
+    page.pdf(path=str(tmp_path / f"report-{case}.pdf"))
     assert errors == []
     assert requests == [page_file.as_uri()]
     page.close()

@@ -71,7 +71,7 @@ def test_accepted_campaign_results_under_the_verdict(tmp_path: Path) -> None:
         ("control", 0.75, None, False), ("variant-a", 1.0, 0.25, True)]
     page = report.render_html([built_report])
     verdict, results = page.index('class="verdict'), page.index('id="results"')
-    assert verdict < page.index("Decision rule") < results < page.index("<h2>Runs</h2>")
+    assert page.index("Decision rule") < verdict < results < page.index("<h2>Runs</h2>")
     assert '<line class="threshold"' in page
     assert "meets accuracy &gt;= 0.8" in page
 
