@@ -19,6 +19,7 @@ from _pytest._code.code import TerminalRepr
 
 from pytest_itera.checks.closure import (
     EVIDENCE_KEY,
+    FACTS_KEY,
     FINDINGS_KEPT,
     FINDINGS_KEY,
     RELOADS_KEY,
@@ -218,6 +219,9 @@ class IteraCheckItem(CheckItem):
         if self.check.reloads and self.target is not None:
             self.user_properties.append(
                 (RELOADS_KEY, _reload_facts(self.parent.context, self.target)))
+        if self.check.facts is not None:
+            self.user_properties.append(
+                (FACTS_KEY, self.check.facts(self.parent.context, self.target)))
         if not outcome.failed:
             self._keep_evidence()
             return

@@ -31,6 +31,7 @@ from pytest_itera.checks.closure import (
     CAMPAIGN_KEY,
     CHECK_KEY,
     EVIDENCE_KEY,
+    FACTS_KEY,
     FINDINGS_KEY,
     PLAN_KEY,
     RELOADS_KEY,
@@ -432,6 +433,7 @@ def _result(
         findings=tuple(FindingFacts.from_plain(f) for f in _plain_list(props, FINDINGS_KEY)),
         reloads=tuple(ReloadFacts.from_plain(r) for r in _plain_list(props, RELOADS_KEY)),
         waiver=waiver,
+        facts=tuple(_plain_list(props, FACTS_KEY)),
     )
 
 

@@ -9,11 +9,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_itera.report.evidence import Evidence, ResumeFacts, SeriesFacts
+from pytest_itera.report.evidence import MAX_CURVES, Evidence, ResumeFacts, SeriesFacts
 from pytest_itera.report.model import CampaignReport, StepRow
 from pytest_itera.report.svg import Canvas, Scale, esc, short, text_width
-
-MAX_CURVES = 24  # series charts drawn; the JSON report carries every series
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ run's measurement series, the resume check over its reference run, and which run
 which corpus.
 
 No rule lives here: the values are the ones the checks judge, through their own functions
-(:func:`pytest_itera.checks.runs.decision_metric` and :func:`~pytest_itera.checks.runs.meets`
+(:func:`pytest_itera.checks.runs.judged_metrics` and :func:`~pytest_itera.checks.runs.meets`
 for ``conclusion-consistent``, :func:`pytest_itera.checks.evidence.resume_verdict` and
 :func:`~pytest_itera.checks.evidence.aligned` for ``role-evidence``,
 :func:`pytest_itera.checks.budget.delivered_corpus` for ``budget-consistent``). This module
@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from pytest_itera.checks.budget import corpus_contents, delivered_corpus
 from pytest_itera.checks.context import Context
@@ -24,7 +25,7 @@ from pytest_itera.checks.evidence import (
     resume_verdict,
     shared_series,
 )
-from pytest_itera.checks.runs import decision_metric, meets
+from pytest_itera.checks.runs import judged_metrics, meets
 from pytest_itera.checks.stop_rules import PREDICTING_ROLES
 from pytest_itera.files.measurements import Measurements, Series, Unreadable
 
@@ -32,6 +33,7 @@ from pytest_itera.files.measurements import Measurements, Series, Unreadable
 # lowest and highest point of each of MAX_POINTS // 2 buckets (a spike stays visible).
 MAX_POINTS = 400
 MAX_MARKERS = 50  # non-finite points drawn one by one; the count says how many in all
+MAX_CURVES = 24  # series read for the curves (the runs after them are not read)
 
 
 @dataclass(frozen=True)
@@ -104,30 +106,38 @@ class Evidence:
     not_delivering: tuple[tuple[str, str], ...] = ()  # (run, why it delivers nothing)
 
 
-def gather(ctx: Context, failing: dict[str, tuple[str, ...]]) -> Evidence:
+def gather(ctx: Context, failing: dict[str, tuple[str, ...]],
+           judged: Sequence[Any] | None = None) -> Evidence:
     """The evidence of ``ctx``'s campaign; ``failing``: run id -> its failed checks (the
-    report's runs table), which keep a run from delivering."""
+    report's runs table), which keep a run from delivering; ``judged``: the decision metrics
+    conclusion-consistent judged ({run, value, source}, travelled on its item's report), else
+    they are asked of ``ctx``."""
     plan, man = ctx.campaign.plan, ctx.campaign.manifest
     if plan is None or man is None:
         return Evidence()
     deliveries, not_delivering = _deliveries(ctx, failing)
     d = plan.decision
-    return Evidence(Decision(d.metric, d.direction, float(d.threshold)), _results(ctx),
-                    _series(ctx), _resumes(ctx), deliveries, not_delivering)
+    return Evidence(Decision(d.metric, d.direction, float(d.threshold)),
+                    _results(ctx, judged), _series(ctx), _resumes(ctx), deliveries,
+                    not_delivering)
 
 
-def _results(ctx: Context) -> tuple[ResultRow, ...]:
+def _results(ctx: Context, judged: Sequence[Any] | None) -> tuple[ResultRow, ...]:
     plan, man = ctx.documents()
-    metric = plan.decision.metric
+    if judged is None:
+        found = [(run.id, m.value, m.source) for run, m in judged_metrics(ctx)]
+    else:
+        found = [(str(j["run"]), j["value"], str(j["source"])) for j in judged
+                 if isinstance(j, dict)]
     rows: list[tuple[ResultRow, str | None]] = []
-    for planned in plan.runs:
-        run = man.run(planned.id)
-        if planned.role not in PREDICTING_ROLES or run is None:
+    for run_id, raw, source in found:
+        planned, run = plan.run(run_id), man.run(run_id)
+        if planned is None or run is None:
             continue
-        measured = decision_metric(ctx, man, run, metric)
-        value = None if measured.value is None else float(measured.value)
+        value = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) \
+            else None
         corpus = delivered_corpus(plan, run)
-        rows.append((ResultRow(run.id, planned.role, run.outcome, value, measured.source, None,
+        rows.append((ResultRow(run.id, planned.role, run.outcome, value, source, None,
                                None if value is None else meets(plan, value)),
                      None if isinstance(corpus, str) else corpus.id))
     # A variant is compared with the control on its corpus (the only control, else none).
@@ -154,9 +164,16 @@ def _measurements(ctx: Context, relpath: str | None) -> Measurements | None:
 
 
 def _series(ctx: Context) -> tuple[SeriesFacts, ...]:
+    """The series of the first runs, up to :data:`MAX_CURVES` series (a sweep's thousand runs
+    are not read for a chart), and always those of each resume check and its reference."""
     _, man = ctx.documents()
-    out = []
+    resume = {r.id for r in man.runs if r.resumed_from is not None}
+    resume |= {ref.id for r in man.runs if r.id in resume
+               if (ref := resume_reference(man, r)) is not None}
+    out: list[SeriesFacts] = []
     for run in man.runs:
+        if len(out) >= MAX_CURVES and run.id not in resume:
+            continue
         found = _measurements(ctx, run.measurements)
         if found is None:
             continue

@@ -11,6 +11,7 @@ from typing import Any
 from pytest_itera.checks.closure import FindingFacts, ReloadFacts, WaiverFacts
 from pytest_itera.checks.context import Context
 from pytest_itera.checks.model import Options
+from pytest_itera.checks.runs import CONCLUSION
 from pytest_itera.checks.schedule import deviation_tolerance
 from pytest_itera.core import money
 from pytest_itera.core import schedule as sched
@@ -40,6 +41,7 @@ class CheckResult:
     findings: tuple[FindingFacts, ...] = ()
     reloads: tuple[ReloadFacts, ...] = ()  # what the item's reloads found
     waiver: WaiverFacts | None = None  # why a failure was accepted (outcome "waived")
+    facts: tuple[Any, ...] = ()  # the values the check judged (Check.facts), plain data
 
 
 @dataclass(frozen=True)
@@ -209,14 +211,18 @@ def _build(
         **_objective(campaign),
         provenance=provenance,
         digests=dict(digests or {}),
-        evidence=_evidence(campaign, runs, context),
+        evidence=_evidence(campaign, runs, checks, context),
     )
 
 
-def _evidence(campaign: Campaign, runs: Sequence[RunRow], context: Context) -> Evidence:
+def _evidence(campaign: Campaign, runs: Sequence[RunRow], checks: Sequence[CheckResult],
+              context: Context) -> Evidence:
+    """``checks``: the results; conclusion-consistent's carries the decision metrics it judged
+    (a pytest-xdist controller then recomputes nothing)."""
     if campaign.plan is None or campaign.manifest is None:
         return Evidence()
-    return gather(context, {r.id: r.failing for r in runs})
+    judged = next((c.facts for c in checks if c.check == CONCLUSION and c.facts), None)
+    return gather(context, {r.id: r.failing for r in runs}, judged)
 
 
 def _objective(campaign: Campaign) -> dict[str, Any]:

@@ -92,13 +92,14 @@ def check_campaign(
                       reloader_factory=lambda: Reloader(python, timeout=timeout))
     try:
         found = list(outcomes(context))
+        results = [report.CheckResult(
+            o.check, o.target, "failed" if o.failed else "passed", o.message,
+            f"{root.name}/{MANIFEST_FILE}::{o.name}", o.scope,
+            findings=tuple(FindingFacts.of(f, o.check) for f in o.findings)) for o in found]
+        # The report's evidence reads what the checks read: memoised in this Context.
+        built = report.build(campaign, results, collected=len(results), fast=False,
+                             digests=document_digests(root), context=context)
     finally:
         context.close()
-    results = [report.CheckResult(
-        o.check, o.target, "failed" if o.failed else "passed", o.message,
-        f"{root.name}/{MANIFEST_FILE}::{o.name}", o.scope,
-        findings=tuple(FindingFacts.of(f, o.check) for f in o.findings)) for o in found]
-    built = report.build(campaign, results, collected=len(results), fast=False,
-                         digests=document_digests(root))
     problems = tuple(Problem(o.check, o.target, f.message, f) for o in found for f in o.findings)
     return Verdict(built.verdict, problems, built)
