@@ -81,17 +81,21 @@ def series_chart(lines: Sequence[tuple[SeriesFacts, str]], marks: Sequence[tuple
     left, width, top, height = 64.0, 440.0, 18.0 + 12 * len(marks), 150.0
     x = Scale(min(steps), max(steps), left, left + width)
     values = [v for _, v in points]
-    y = Scale(min(values, default=0.0), max(values, default=1.0), top + height, top + 6)
+    log = log_scale(values)
+    ys = [math.log10(v) for v in values] if log else values
+    y = Scale(min(ys, default=0.0), max(ys, default=1.0), top + height, top + 6)
     c = Canvas(left + width + 16, top + height + 30, "curve", title)
-    for tick in y.ticks(4):
+    ticks = [float(t) for t in range(math.ceil(y.lo), math.floor(y.hi) + 1)] if log else \
+        y.ticks(4)
+    for tick in ticks[:: max(1, len(ticks) // 5)]:
         c.line(left, y(tick), left + width, y(tick), "grid")
-        c.text(left - 4, y(tick) + 3, short(tick), anchor="end")
+        c.text(left - 4, y(tick) + 3, short(10 ** tick if log else tick), anchor="end")
     for tick in x.ticks(5):
         c.text(x(tick), top + height + 16, short(tick), anchor="middle")
     c.line(left, top + height, left + width, top + height, "axis")
     for s, cls in lines:
         if s.points:
-            c.polyline([(x(st), y(v)) for st, v in s.points], cls)
+            c.polyline([(x(st), y(math.log10(v) if log else v)) for st, v in s.points], cls)
         for st, text in s.non_finite:
             c.rect(x(st) - 3, top, 6, 6, "nonfinite", f"{s.run} {s.name} at step {st}: {text}")
     for i, (step, label) in enumerate(marks):
@@ -100,6 +104,12 @@ def series_chart(lines: Sequence[tuple[SeriesFacts, str]], marks: Sequence[tuple
         c.text(x(step), 12 + 12 * i, label, anchor=anchor)
     c.text(left + width / 2, top + height + 28, "step", anchor="middle")
     return c.render(standalone)
+
+
+def log_scale(values: Sequence[float]) -> bool:
+    """A series that spans more than three decades (a diverging loss) is drawn on a log
+    scale, when every value is positive."""
+    return bool(values) and min(values) > 0 and max(values) / min(values) > 1e3
 
 
 def curve_charts(ev: Evidence, standalone: bool = False) -> list[Chart]:
@@ -113,7 +123,9 @@ def curve_charts(ev: Evidence, standalone: bool = False) -> list[Chart]:
         bad = f"; {s.non_finite_count} non-finite point(s), red" if s.non_finite_count else ""
         thinned = f", thinned to {len(s.points)} for the chart" if len(s.points) < s.count - \
             s.non_finite_count else ""
-        caption = f"{s.run}: {s.name} per step ({s.count} points in {s.source}{thinned}){bad}"
+        scale = ", log scale" if log_scale([v for _, v in s.points]) else ""
+        caption = (f"{s.run}: {s.name} per step ({s.count} points in {s.source}{thinned}"
+                   f"{scale}){bad}")
         svg = series_chart([(s, "series")], marks, caption, standalone)
         if svg:
             out.append(Chart(f"curve-{_slug(s.run)}-{_slug(s.name)}", caption, svg))

@@ -85,3 +85,20 @@ def test_lots_and_the_window_are_drawn(tmp_path: Path) -> None:
     assert "uncommitted 24 h" in texts
     assert "lot rtx4090-3d" in texts
     assert "planned 44 h (4 to 48 h) of its 72 h" in texts
+
+
+def test_a_diverging_series_is_drawn_on_a_log_scale() -> None:
+    from pytest_itera.report.charts import curve_charts
+    from pytest_itera.report.evidence import Evidence, SeriesFacts
+
+    diverging = SeriesFacts("hot", "loss", "runs/hot/m.jsonl", 5,
+                            tuple((i, 10.0 ** (3 * i)) for i in range(4)), ((4, "Infinity"),),
+                            1, stop_step=4)
+    flat = SeriesFacts("cold", "loss", "runs/cold/m.jsonl", 2, ((1, 1.0), (2, 0.5)), (), 0)
+    hot, cold = curve_charts(Evidence(series=(diverging, flat)))
+    assert hot.caption == ("hot: loss per step (5 points in runs/hot/m.jsonl, log scale); "
+                           "1 non-finite point(s), red")
+    assert cold.caption == "cold: loss per step (2 points in runs/cold/m.jsonl)"
+    ticks = [t for t, _ in text_boxes(hot.svg)]
+    assert "1e+08" in ticks  # every other decade (at most 5 or so labels)
+    assert "stopped at step 4" in ticks
