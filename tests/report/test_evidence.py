@@ -16,7 +16,7 @@ import jsonschema
 from pytest_itera import report
 from pytest_itera.checks.context import Context
 from pytest_itera.checks.model import Options
-from pytest_itera.checks.runs import conclusion_consistent
+from pytest_itera.checks.runs import conclusion_consistent, judged_facts
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.report.charts import resume_text
 from pytest_itera.report.evidence import MAX_POINTS, ResultRow, thin
@@ -192,9 +192,15 @@ def test_markdown_links_its_charts_written_beside_it(tmp_path: Path) -> None:
 
 
 def test_report_of_a_campaign_is_built_and_rendered_quickly(tmp_path: Path) -> None:
+    """As the session builds it: conclusion-consistent's item brought the decision metrics it
+    judged (Check.facts), so the report scores nothing again."""
     campaign = load_campaign(CampaignBuilder(tmp_path / "camp").write())
+    facts = tuple(judged_facts(Context(campaign, Options(), {}), None))
+    judged = report.CheckResult("conclusion-consistent", None, "passed", "", "m::c", "campaign",
+                                facts=facts)
     start = time.perf_counter()
-    built_report = report.build(campaign, [], collected=0, fast=False)
+    built_report = report.build(campaign, [judged], collected=1, fast=False)
     for renderer in report.RENDERERS.values():
         renderer([built_report], [])
     assert time.perf_counter() - start < 1.0
+    assert [r.value for r in built_report.evidence.results] == [0.75, 1.0]
