@@ -9,10 +9,11 @@ outside the repository; removed afterwards unless --keep). Every file is read on
 timing: the page cache is WARM. Every scenario runs in each environment of --envs (issue
 29): "cache", a warm bytecode cache as an installed package has, and "nocache",
 PYTHONDONTWRITEBYTECODE=1 as this machine and many training images run (pytest then
-re-rewrites and compiles the plugin's modules in every process). Each command runs as a fresh process; the floors and
-pytest-itera runs are interleaved, --repeat times, and medians are reported. CPU is user+sys
-of the process and everything it waited for; peak RSS is the pytest process's own VmHWM
-(reported by a tiny probe plugin) and, for floors, wait4's ru_maxrss.
+re-rewrites and compiles the plugin's modules in every process). Each command runs as a
+fresh process; the floors and pytest-itera runs are interleaved, --repeat times, and
+medians are reported. CPU is user+sys of the process and everything it waited for; peak RSS
+is the pytest process's own VmHWM (reported by a tiny probe plugin) and, for floors,
+wait4's ru_maxrss.
 
 Scenarios (issue 8) and targets (ratio of medians, same run):
   (a) checkpoint-heavy: 3 runs x --gib GiB torch checkpoints, without the items that
