@@ -52,6 +52,26 @@ def test_the_server_starts_before_collection_when_checkpoints_are_listed(
     assert servers == {"sessionstart": [True], "runtestloop": [True]}
 
 
+BEFORE_CONFIGURE = """
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    Path("configure.json").write_text(json.dumps(_servers(config)))
+"""
+
+
+def test_a_whole_run_starts_the_server_before_pytest_configures(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """At pytest_cmdline_main (issue 29): torch's import gets the earliest head start."""
+    campaign.write()
+    result, servers = seen(itera, conftest=BEFORE_CONFIGURE)
+    assert result.ret == 0
+    assert json.loads((itera.pytester.path / "configure.json").read_text()) == [True]
+    assert servers == {"sessionstart": [True], "runtestloop": [True]}
+
+
 DESELECT_RELOADS = """
 def pytest_collection_modifyitems(config, items):
     kept = [i for i in items if "reload" not in i.name and "resume" not in i.name
