@@ -656,7 +656,9 @@ def scenario_f(args: argparse.Namespace, work: Path) -> list[Row]:
         rows.append(Row(
             f"(f) {args.small_files:,} small files, {items} items, {name}: extra wall", full,
             floor, None, f"{outcome(full)}; without the files {base.wall:.2f} s, "
-            f"{base.rss / MIB:.0f} MiB; floor = find | xargs openssl dgst -sha256",
+            f"{base.cpu:.2f} s CPU, {base.rss / MIB:.0f} MiB; extra CPU "
+            f"{full.cpu - base.cpu:.2f} s = {(full.cpu - base.cpu) / floor.cpu:.2f}x the floor's; "
+            "floor = find | xargs openssl dgst -sha256",
             (f"extra {extra:.2f} s = {ratio:.2f}x floor (target <= 3x); peak RSS "
              f"{full.rss / MIB:.0f} MiB (target < 300 MiB)", ratio <= 3 and rss_ok)))
     return rows
