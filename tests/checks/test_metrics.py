@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.metrics import CHECKS as METRIC_CHECKS
 from pytest_itera.checks.runs import CHECKS as RUN_CHECKS
+from pytest_itera.checks.scoring import accuracy
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.findings import Finding
 from tests.factory import CORPUS_IDS, CampaignBuilder, as_plan_2, sha256
@@ -309,3 +312,19 @@ def test_conclusion_text_with_a_colon_list_names_no_extra_claim(tmp_path: Path) 
         "variant-a meets the threshold (accuracy >= 0.8): variant-a 1.0; variant-b 0.5.")
     root = campaign.write()
     assert "variant-b" not in rendered(findings(root, "conclusion-consistent"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.tuples(st.integers(0, 5), st.integers(0, 5)),
+                       st.integers(1, 10**9), min_size=1))
+def test_accuracy_is_scikit_learns_to_the_bit(pairs: dict[tuple[int, int], int]) -> None:
+    """accuracy and exact_match skip importing scikit-learn: the counted quotient is its
+    accuracy_score of the same weighted pairs, bit for bit."""
+    import numpy as np
+    from sklearn.metrics import accuracy_score
+
+    keys = list(pairs)
+    truth = np.array([a for a, _ in keys], dtype=np.int64)
+    guess = np.array([b for _, b in keys], dtype=np.int64)
+    weights = np.array([pairs[k] for k in keys], dtype=np.float64)
+    assert accuracy(pairs) == float(accuracy_score(truth, guess, sample_weight=weights))
