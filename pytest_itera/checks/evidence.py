@@ -37,9 +37,11 @@ from pytest_itera.checks.stop_rules import (
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
+    CheckpointRecord,
     Corpus,
     Manifest,
     Plan,
+    ResumedFrom,
     RunRecord,
     StopRule,
 )
@@ -282,8 +284,7 @@ def _resume(ctx: Context, run_id: str) -> RuleVerdict:
             'run>", "step": N}, and the series the resumed run measured')
     listed = [c for c in man.checkpoints if c.kind == "resume" and c.run != run.id]
     others = ", ".join(c.path for c in listed) or "none listed"
-    record = next((c for c in man.checkpoints
-                   if c.path.rstrip("/") == origin.checkpoint.rstrip("/")), None)
+    record = resumed_checkpoint(man, origin)
     if record is None or record.kind != "resume" or record.run == run.id:
         why = ("which is not a checkpoint listed in the manifest" if record is None
                else "a weights checkpoint, which cannot resume training"
@@ -323,17 +324,29 @@ def _resume(ctx: Context, run_id: str) -> RuleVerdict:
                        f"{reference.id}'s within {tolerance:g}")
 
 
+def resumed_checkpoint(man: Manifest, origin: ResumedFrom) -> CheckpointRecord | None:
+    """The manifest's record of the checkpoint a resume check resumed from, or None."""
+    return next((c for c in man.checkpoints
+                 if c.path.rstrip("/") == origin.checkpoint.rstrip("/")), None)
+
+
+def resume_reference(man: Manifest, run: RunRecord) -> RunRecord | None:
+    """The run whose listed resume checkpoint ``run`` resumed from (its reference), or None
+    when the resume names no such checkpoint (:func:`resume_verdict` says why)."""
+    record = resumed_checkpoint(man, run.resumed_from) if run.resumed_from else None
+    if record is None or record.kind != "resume" or record.run == run.id:
+        return None
+    return man.run(record.run)
+
+
 def _compare(
     mine: Measurements, theirs: Measurements, after: int, tolerance: float
 ) -> tuple[int, tuple[str, int, float, float, int] | None]:
     """(points compared, the earliest divergence: name, step, value, reference, line)."""
     compared = 0
     first: tuple[str, int, float, float, int] | None = None
-    for name in sorted(mine.series):
-        reference = theirs.series.get(name)
-        if reference is None:
-            continue
-        for step, value, ref_value, line in _aligned(mine.series[name], reference, after):
+    for name, series, reference in shared_series(mine, theirs):
+        for step, value, ref_value, line in aligned(series, reference, after):
             compared += 1
             if not _close(value, ref_value, tolerance):
                 if first is None or step < first[1]:
@@ -342,7 +355,17 @@ def _compare(
     return compared, first
 
 
-def _aligned(
+def shared_series(
+    mine: Measurements, theirs: Measurements
+) -> Iterator[tuple[str, Series, Series]]:
+    """(name, mine, theirs) for each series both files measure, by name."""
+    for name in sorted(mine.series):
+        reference = theirs.series.get(name)
+        if reference is not None:
+            yield name, mine.series[name], reference
+
+
+def aligned(
     series: Series, reference: Series, after: int
 ) -> Iterator[tuple[int, float, float, int]]:
     """(step, value, reference value, line) for the steps after ``after`` both series hold."""
@@ -600,8 +623,7 @@ def resume_resolution(ctx: Context, run: RunRecord) -> Iterator[Finding]:
     origin = run.resumed_from
     if origin is None:
         return  # the resume verdict says so
-    record = next((c for c in man.checkpoints
-                   if c.path.rstrip("/") == origin.checkpoint.rstrip("/")), None)
+    record = resumed_checkpoint(man, origin)
     usable = record is not None and record.kind == "resume" and record.run != run.id
     reference = man.run(record.run) if usable and record is not None else None
     if reference is None:

@@ -392,6 +392,9 @@ def summary_lines(label: str, plan: Plan, catalogue: Catalogue | str,
                      f"{f' x {lot.quantity}' if lot.quantity > 1 else ''}): spans "
                      f"{_h(use.span)} of {use.capacity} h"
                      + ("" if use.excess <= 0 else f": {_h(use.excess)} OVER the lot"))
+        off = sched.off_lot_text(timeline, lot.id) if use.named else None
+        if off is not None:
+            lines.append(f"    {off}")
         options = [] if isinstance(catalogue, str) else lot_options(
             use.span, offers_for(plan, lot.gpu, catalogue))
         table = " | ".join(f"{o.offer.days}-day {o.price.format()} ({_h(o.idle_hours)} idle)"

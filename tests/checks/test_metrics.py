@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.metrics import CHECKS as METRIC_CHECKS
 from pytest_itera.checks.runs import CHECKS as RUN_CHECKS
+from pytest_itera.checks.scoring import accuracy
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.findings import Finding
 from tests.factory import CORPUS_IDS, CampaignBuilder, as_plan_2, sha256
@@ -361,3 +364,19 @@ def test_a_where_field_in_neither_the_corpus_nor_the_predictions_says_where_it_l
         'the computation (accuracy where {"split": "validation"})' in text, text
     assert "fix:      check the plan's where filter against the corpus's fields (or the " \
         "predictions' own, which a row carrying the field is filtered by)" in text, text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.tuples(st.integers(0, 5), st.integers(0, 5)),
+                       st.integers(1, 10**9), min_size=1))
+def test_accuracy_is_scikit_learns_to_the_bit(pairs: dict[tuple[int, int], int]) -> None:
+    """accuracy and exact_match skip importing scikit-learn: the counted quotient is its
+    accuracy_score of the same weighted pairs, bit for bit."""
+    import numpy as np
+    from sklearn.metrics import accuracy_score
+
+    keys = list(pairs)
+    truth = np.array([a for a, _ in keys], dtype=np.int64)
+    guess = np.array([b for _, b in keys], dtype=np.int64)
+    weights = np.array([pairs[k] for k in keys], dtype=np.float64)
+    assert accuracy(pairs) == float(accuracy_score(truth, guess, sample_weight=weights))

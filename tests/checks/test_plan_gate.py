@@ -271,3 +271,23 @@ def test_a_truncation_rule_that_contradicts_its_corpus_entry_fails_plan_valid(
     plan["stop_rules"][2]["parameters"]["examples"] = 48  # the way through
     write(pytester.path / "out", plan)
     itera.gate().assert_outcomes(passed=3)
+
+
+def test_the_summary_says_which_hours_run_off_the_lot(tmp_path: Path) -> None:
+    """78 h in the window but 74 h on the lot: the 4 h of preparation come before the lot."""
+    from pytest_itera.checks.plan_gate import summary_lines
+    from pytest_itera.core.campaign import load_campaign
+    from pytest_itera.core.money import example_catalogue
+    from tests.factory import CampaignBuilder
+
+    builder = CampaignBuilder(tmp_path / "camp")
+    next(s for s in builder.plan["schedule"]["steps"]
+         if s["id"] == "train-variant-a")["hours"] = 44
+    plan = load_campaign(builder.write()).plan
+    assert plan is not None
+    lines = summary_lines("plan.json", plan, example_catalogue())
+    at = lines.index("  lot rtx4090-3d (3 days, 47.14 USD): spans 74 h of 72 h: 2 h OVER the lot")
+    assert lines[0].endswith("78 h from preparation to retrieval in the 72 h window: 6 h OVER "
+                             "the window")
+    assert lines[at + 1] == ("    the lot runs from 4 h to 78 h of the 78 h schedule; off the "
+                             "lot: prepare, 4 h before it")
