@@ -28,9 +28,11 @@ from pytest_itera.checks.journal_agrees import journal_agrees, journal_listed
 from pytest_itera.checks.stop_rules import (
     MEASURED_KINDS,
     RuleVerdict,
+    input_corpus,
     measured,
     rule_parameters_problem,
     show,
+    triggers,
 )
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -173,14 +175,10 @@ def _measurements_hint(run: RunRecord) -> str:
 # -------------------------------------------------------------- input_truncated
 
 
-def _input_corpus(plan: Plan, name: str) -> Corpus | None:
-    return plan.corpus_by_id(name) or next((c for c in plan.corpora if c.path == name), None)
-
-
 def _truncated_on(ctx: Context, plan: Plan, rule: StopRule, run: RunRecord) -> RuleVerdict:
     """A truncated input concerns the data checks, and every run that consumes it."""
     name = str(rule.parameters["input"])
-    corpus = _input_corpus(plan, name)
+    corpus = input_corpus(plan, name)
     role = _role(plan, run.id)
     if corpus is not None and role != "data_check":
         recorded = plan.corpus_by_id(run.corpus) if run.corpus is not None else None
@@ -196,7 +194,7 @@ def input_verdict(ctx: Context, plan: Plan, rule: StopRule) -> RuleVerdict:
     _, man = ctx.documents()
     p = rule.parameters
     name = str(p["input"])
-    corpus = _input_corpus(plan, name)
+    corpus = input_corpus(plan, name)
     path = corpus.path if corpus is not None else name
     aliases = (name, path, corpus.id if corpus is not None else "")
     expected = {k: p[k] for k in ("examples", "bytes", "sha256") if k in p}
@@ -430,8 +428,7 @@ def _accepted(
         verdict = evaluate(ctx, rule, run.id)
         if verdict.status == "triggered":
             yield Finding(
-                f"accepted run {run.id} triggers stop rule {rule.id!r} ({rule.kind}): "
-                f"{verdict.detail}", where=verdict.where or where,
+                f"accepted {triggers(run.id, rule, verdict)}", where=verdict.where or where,
                 expected="a run whose own evidence triggers a declared stop rule is stopped, "
                 "not accepted", found=f"outcome 'accepted' ({where}.outcome)",
                 hint="record it as stopped (outcome 'stopped', stop {rule, reason, step}): it "
@@ -720,7 +717,7 @@ def _checked_rule_input(
 ) -> Iterator[Finding]:
     p = rule.parameters
     name = str(p["input"])
-    corpus = _input_corpus(plan, name)
+    corpus = input_corpus(plan, name)
     if corpus is not None and corpus not in corpora:
         return  # another data check's corpus
     aliases = (name, corpus.path if corpus else "", corpus.id if corpus else "")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_itera.cli import plan_skeleton
 from tests.factory import expect, expect_each, tree_digest
 from tests.plans import grown_by_30, seed_plan, step, write
 from tests.runner import Itera
@@ -246,6 +247,30 @@ def test_the_reports_carry_the_plan_its_verdict_and_its_schedule(
     assert "# Plan late/plan.json: NOT READY" in markdown
     assert "# Plan ready/plan.json: READY" in markdown
     assert "Plan late/plan.json</h1>" in (pytester.path / "r.html").read_text()
+
+
+def test_a_truncation_rule_that_contradicts_its_corpus_entry_fails_plan_valid(
+    itera: Itera, pytester: pytest.Pytester,
+) -> None:
+    """The new-plan draft with its corpus entry edited (48 examples) and its corpus-truncated
+    rule left at 600: judged before renting, not after a campaign that cannot be accepted."""
+    plan = plan_skeleton("guide")  # a draft, as new-plan writes it
+    plan["corpora"][0]["examples"] = 48
+    write(pytester.path / "out", plan)
+    result = itera.gate("-rf")
+    result.assert_outcomes(failed=1)  # the other items need a valid plan
+    expect(result,
+           "plan.json:*:* $.stop_rules[2].parameters.examples: stop rule 'corpus-truncated' "
+           "(input_truncated) expects 600 examples of corpus 'corpus-v1', but the plan's "
+           "corpora[0] freezes 48: the frozen corpus would trigger the rule",
+           "    expected: 48, the corpus entry's examples",
+           "    found:    600",
+           "    fix:      edit the rule's parameters.examples together with "
+           "corpora[0].examples (both 48, when the corpus entry is right)",
+           "FAILED out/plan.json::plan-valid*")
+    plan["stop_rules"][2]["parameters"]["examples"] = 48  # the way through
+    write(pytester.path / "out", plan)
+    itera.gate().assert_outcomes(passed=3)
 
 
 def test_the_summary_says_which_hours_run_off_the_lot(tmp_path: Path) -> None:
