@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = ["BY_DESIGN", "DEFAULT_TIMEOUT", "FAILURES", "FORMATS", "PARTS", "VARIANT", "Format",
-           "Home", "absent", "files", "hints", "key_parts", "keys", "render"]
+           "Home", "absent", "files", "folders", "hints", "key_parts", "keys", "render"]
 
 # Seconds a reload may take by default (--itera-timeout): the client's, the server's and the
 # recorder's default, here because the server loads this file by path.
@@ -46,13 +46,15 @@ class Home:
     backticks; only a format with a column needs one); ``keys``: the keys the server reads it
     from, in the order it judges them (a ``torch.save`` dict's top-level keys; Lightning's,
     dotted when nested); ``files``: regular expressions of the folder members it loads it
-    from; ``hint``: where a fix line says to save it; ``absent``: why the format cannot hold
-    it, by design.
+    from; ``folders``: regular expressions of the DCP sub-folders it loads it from
+    (accelerate's FSDP sharded state); ``hint``: where a fix line says to save it;
+    ``absent``: why the format cannot hold it, by design.
     """
 
     doc: str = ""
     keys: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
+    folders: tuple[str, ...] = ()
     hint: str | None = None
     absent: str | None = None
 
@@ -157,10 +159,15 @@ FORMATS: tuple[Format, ...] = (
                      hint="trainer_state.json with global_step"),
     })),
     Format("accelerate", "accelerate `save_state`", MappingProxyType({
-        "model": Home("`model*.safetensors`, `pytorch_model*.bin`",
-                      files=(r"(model|pytorch_model)(_\d+)?(-\d+-of-\d+)?\.(safetensors|bin)",),
+        "model": Home("`model*.safetensors`, `pytorch_model*.bin`; under FSDP "
+                      "`pytorch_model_fsdp*.bin` (full state dict) or the DCP folder "
+                      "`pytorch_model_fsdp_<i>/` (sharded)",
+                      files=(r"(model|pytorch_model)(_\d+)?(-\d+-of-\d+)?\.(safetensors|bin)",
+                             r"pytorch_model_fsdp(_\d+)?\.bin"),
+                      folders=(r"pytorch_model_fsdp_\d+",),
                       hint="model.safetensors"),
-        "optimizer": Home("`optimizer*.bin`", files=(r"optimizer(_\d+)?\.bin",),
+        "optimizer": Home("`optimizer*.bin`; under FSDP sharded, the DCP folder `optimizer_<i>/`",
+                          files=(r"optimizer(_\d+)?\.bin",), folders=(r"optimizer_\d+",),
                           hint="optimizer.bin"),
         "progress": Home("a registered object (`custom_checkpoint_<i>.pkl`) whose state has a "
                          "progress key; accelerate saves none by itself",
@@ -216,6 +223,12 @@ def files(name: str) -> tuple[tuple[str, str, bool], ...]:
     return (*((pattern, part, part == "model") for part, home in fmt.homes.items()
               for pattern in home.files),
             *((pattern, "", False) for pattern in fmt.members))
+
+
+def folders(name: str) -> tuple[tuple[str, str], ...]:
+    """(pattern, part) of a folder format's DCP sub-folders."""
+    return tuple((pattern, part) for part, home in _BY_NAME[name].homes.items()
+                 for pattern in home.folders)
 
 
 def absent(name: str) -> dict[str, str]:
