@@ -192,6 +192,32 @@ FORMATS: tuple[Format, ...] = (
     Format("dcp", "DCP folder", MappingProxyType({
         part: Home(_DCP_DOC.get(part, "same keys as torch"), keys=home.keys, hint=home.hint)
         for part, home in _TORCH.items()})),
+    # DeepSpeed ZeRO's save_checkpoint: global_step<N>/ (the `latest` tag file beside it).
+    # Its client state (save_checkpoint(client_state=...)) is read like a torch.save dict.
+    Format("deepspeed", "DeepSpeed ZeRO `global_stepN/`", MappingProxyType({
+        "model": Home("the module of `mp_rank_00_model_states.pt`; ZeRO-3: every rank's "
+                      "`zero_pp_rank_<rank>_mp_rank_00_model_states.pt` and its fp32 "
+                      "partitions, which together cover the model's param_shapes",
+                      keys=("module",),
+                      files=(r"(zero_pp_rank_\d+_)?mp_rank_\d+_model_states\.pt",),
+                      hint="save_checkpoint's mp_rank_00_model_states.pt"),
+        "optimizer": Home("every rank's `*zero_pp_rank_<rank>_mp_rank_00_optim_states.pt` "
+                          "(bf16_ too), its optimizer_state_dict",
+                          files=(r"(bf16_)?zero_pp_rank_\d+_mp_rank_\d+_optim_states\.pt",),
+                          hint="every rank's zero_pp_rank_<rank>_mp_rank_00_optim_states.pt"),
+        "progress": Home("{keys}; or a progress key of the client state",
+                         keys=("global_steps",), hint="global_steps (the engine saves it)"),
+        "scheduler": Home("{keys} (a scheduler given to deepspeed.initialize or its config)",
+                          keys=("lr_scheduler",),
+                          hint="an lr_scheduler given to deepspeed.initialize"),
+        "scaler": Home("the client state's scaler key (the optimizer states hold DeepSpeed's "
+                       "own loss scaler)", hint="a 'scaler' key in client_state"),
+        "rng": Home("`rng_state_<rank>.pth` beside the tag folder (the HF Trainer's), or an rng "
+                    "key of the client state", files=(r"rng_state(_\d+)?\.pth",),
+                    hint="an 'rng_state' key in client_state"),
+        "data": Home("{keys}, or a data key of the client state", keys=("data_sampler",),
+                     hint="a 'sampler' key in client_state"),
+    })),
     Format("safetensors", "safetensors / PEFT", _weights_only(
         Home("always (the file is weights)"),
         "a safetensors file holds a flat map of tensors only")),

@@ -3,9 +3,12 @@ accelerate's FSDP layout (2 CPU processes, gloo), every rank's file required."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
+from typing import Any
 
 import pytest
+import torch
 
 from pytest_itera.reload import Reloader
 from tests import checkpoints, sharded
@@ -74,3 +77,117 @@ def test_accelerate_fsdp_missing_rank_is_named(reloader: Reloader, fsdp: dict[st
     assert res.cause is not None
     assert res.cause.startswith(f"runs/c/acc/{sub}/__1_0.distcp: rank 1's data file is "
                                 "missing: .metadata places ")
+
+
+# ----------------------------------------------------------------------------- DeepSpeed
+
+# Made by DeepSpeed itself (2 ranks, CPU): see deepspeed_made/make.py.
+DEEPSPEED = Path(__file__).parent / "deepspeed_made"
+# What zero_to_fp32's reader rebuilds from each of them (the oracle, run by make.py).
+ORACLE_SHAPES = {"0.weight": (8, 4), "0.bias": (8,), "2.weight": (2, 8), "2.bias": (2,)}
+
+
+def deepspeed_copy(kind: str, tmp_path: Path) -> Path:
+    return checkpoints.copy_artifact(DEEPSPEED / kind, tmp_path)
+
+
+@pytest.mark.parametrize(("kind", "tensors"), [("zero2", 12), ("zero2-bf16", 12),
+                                               ("zero3", 16)])
+def test_deepspeed_checkpoint_passes(reloader: Reloader, kind: str, tensors: int) -> None:
+    res = reloader.reload(DEEPSPEED / kind, f"runs/c/{kind}")
+    assert res.ok, res.cause
+    assert (res.format, res.parts, res.tensors) == (
+        "deepspeed", ("model", "optimizer", "progress", "scheduler"), tensors)
+    assert res.step == 3
+    if kind != "zero3":  # zero_to_fp32 rebuilds these 4 weights, 58 values (make.py)
+        assert dict(res.model_shapes) == ORACLE_SHAPES
+
+
+def test_the_tag_folder_alone_is_a_deepspeed_checkpoint(reloader: Reloader) -> None:
+    res = reloader.reload(DEEPSPEED / "zero2" / "global_step3", "runs/c/global_step3")
+    assert (res.ok, res.format, res.parts) == (
+        True, "deepspeed", ("model", "optimizer", "progress", "scheduler"))
+
+
+@pytest.mark.parametrize(("kind", "name", "what"), [
+    ("zero2", "zero_pp_rank_1_mp_rank_00_optim_states.pt", "optimizer states"),
+    ("zero2-bf16", "bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt", "optimizer states"),
+    ("zero3", "zero_pp_rank_1_mp_rank_00_model_states.pt", "model states"),
+])
+def test_a_missing_deepspeed_rank_is_named(reloader: Reloader, tmp_path: Path, kind: str,
+                                           name: str, what: str) -> None:
+    folder = deepspeed_copy(kind, tmp_path)
+    (folder / "global_step3" / name).unlink()
+    res = reloader.reload(folder, "ds")
+    assert (res.ok, res.format) == (False, "deepspeed")
+    model_states = ("zero_pp_rank_0_mp_rank_00_model_states.pt" if kind == "zero3"
+                    else "mp_rank_00_model_states.pt")
+    assert res.cause == (f"ds/global_step3/{name}: rank 1's {what} file is missing: the "
+                         f"checkpoint was saved by 2 data-parallel rank(s) ({model_states}'s "
+                         "dp_world_size)")
+
+
+def test_a_truncated_deepspeed_rank_file_is_named(reloader: Reloader, tmp_path: Path) -> None:
+    folder = deepspeed_copy("zero2", tmp_path)
+    data = folder / "global_step3" / "zero_pp_rank_1_mp_rank_00_optim_states.pt"
+    data.write_bytes(data.read_bytes()[:2000])
+    res = reloader.reload(folder, "ds")
+    assert not res.ok
+    assert res.cause is not None
+    assert res.cause.startswith("ds/global_step3/zero_pp_rank_1_mp_rank_00_optim_states.pt: ")
+    assert "truncated" in res.cause
+
+
+def test_a_latest_tag_naming_no_folder_is_refused(reloader: Reloader, tmp_path: Path) -> None:
+    folder = deepspeed_copy("zero2", tmp_path)
+    (folder / "latest").write_text("global_step9")
+    res = reloader.reload(folder, "ds")
+    assert res.cause == "ds/latest: names the tag folder global_step9/, which is missing"
+
+
+class _DeepSpeedCode:
+    """Pickles as DeepSpeed's DynamicLossScaler class called with no argument (deepspeed
+    need not be installed: the global is written by name)."""
+
+
+class _NamingPickler(pickle._Pickler):  # the Python pickler: its save_global is overridable
+    def save_global(self, obj: Any, name: str | None = None) -> None:
+        if obj is _DeepSpeedCode:
+            name_line = b"deepspeed.runtime.fp16.loss_scaler\nDynamicLossScaler\n"
+            self.write(pickle.GLOBAL + name_line)  # type: ignore[attr-defined]
+            return
+        super().save_global(obj, name)  # type: ignore[misc]
+
+
+class _NamingPickle:
+    Pickler = _NamingPickler
+    Unpickler = pickle.Unpickler
+    __name__ = "pickle"
+
+
+def test_deepspeed_classes_are_stand_ins_and_other_deepspeed_code_is_refused(
+        reloader: Reloader, tmp_path: Path) -> None:
+    """Its LossScaler, ZeroStageEnum and fragment_address load as plain data (the passing
+    cases); any other global of DeepSpeed's is code, refused before any load."""
+    folder = deepspeed_copy("zero2", tmp_path)
+    states = folder / "global_step3" / "mp_rank_00_model_states.pt"
+    state = torch.load(states, weights_only=True)
+    state["scaler"] = checkpoints.Payload(_DeepSpeedCode)
+    torch.save(state, states, pickle_module=_NamingPickle)
+    res = reloader.reload(folder, "ds")
+    assert not res.ok
+    assert res.cause == (
+        "ds/global_step3/mp_rank_00_model_states.pt: holds code: unpickling it would call "
+        "deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler, outside the weights-only "
+        "allowlist (loading it would import and call arbitrary code); refused before any load")
+
+
+def test_nonfinite_deepspeed_weights_are_named(reloader: Reloader, tmp_path: Path) -> None:
+    folder = deepspeed_copy("zero2", tmp_path)
+    states = folder / "global_step3" / "mp_rank_00_model_states.pt"
+    state = torch.load(states, weights_only=True)
+    state["module"]["2.bias"][0] = float("nan")
+    torch.save(state, states)
+    res = reloader.reload(folder, "ds")
+    assert (res.ok, res.nonfinite) == (
+        False, ("global_step3/mp_rank_00_model_states.pt:module.2.bias",))

@@ -11,9 +11,10 @@ import signal
 import time
 from typing import Any
 
+from .deepspeed import inspect_deepspeed, is_deepspeed
 from .file_formats import inspect_file
 from .finite import PAGE
-from .folder_formats import inspect_folder
+from .folder_formats import files_of, inspect_folder
 from .lifeline import die_with
 from .loading import refused, sniff
 from .optimizer_fit import judge_optimizers
@@ -24,7 +25,10 @@ from .verdict import OUT_OF_MEMORY, Findings, Refused, failed
 def child_verdict(path: str) -> dict[str, Any]:
     found = Findings(None)
     try:
-        if os.path.isdir(path):
+        if os.path.isdir(path) and is_deepspeed(path, files_of(path)):
+            found.format = "deepspeed"
+            inspect_deepspeed(found, path, files_of(path))
+        elif os.path.isdir(path):
             inspect_folder(found, path)
         else:
             inspect_file(found, path)

@@ -12,7 +12,7 @@ from typing import Any
 from .dcp import inspect_dcp
 from .file_formats import inspect_safetensors
 from .finite import check
-from .loading import describe_unknown, sniff, torch_load
+from .loading import StandIns, describe_unknown, sniff, torch_load
 from .parts import inspect_dict, judge_part
 from .pickles import refuse_code
 from .siblings import formats
@@ -52,7 +52,8 @@ def folder_format(path: str, names: set[str]) -> str:
                   "or model weights)")
 
 
-def load_member(found: Findings, folder: str, name: str, weights: bool) -> Any:
+def load_member(found: Findings, folder: str, name: str, weights: bool,
+                stand_ins: StandIns = ()) -> Any:
     """Load one tensor file of a folder; failures name the file."""
     path = os.path.join(folder, name)
     try:
@@ -65,7 +66,7 @@ def load_member(found: Findings, folder: str, name: str, weights: bool) -> Any:
         if kind == "safetensors":
             found.member_keys[name] = inspect_safetensors(found, path, weights)
             return None
-        obj = torch_load(path, kind)
+        obj = torch_load(path, kind, stand_ins)
         check(found, obj, name, weights, mapped=(kind == "zip"))
         if isinstance(obj, dict):
             found.member_keys[name] = [str(k) for k in obj]
@@ -214,7 +215,7 @@ def inspect_dcp_subfolders(found: Findings, folder: str) -> None:
         if not any(re.fullmatch(pattern, sub) for pattern, _ in ACCELERATE_FOLDERS):
             continue
         path = os.path.join(folder, sub)
-        names = {n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))}
+        names = files_of(path)
         try:
             if ".metadata" not in names:
                 raise Refused("no .metadata: not the DCP folder accelerate's FSDP save writes")
@@ -267,8 +268,12 @@ def inspect_peft(found: Findings, folder: str, names: set[str]) -> None:
     found.missing_reasons.update(formats.absent("peft"))
 
 
+def files_of(path: str) -> set[str]:
+    return {n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))}
+
+
 def inspect_folder(found: Findings, path: str) -> None:
-    names = {n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))}
+    names = files_of(path)
     found.format = folder_format(path, names)
     handler = {"dcp": inspect_dcp, "peft": inspect_peft, "hf-trainer": inspect_hf_trainer,
                "accelerate": inspect_accelerate, "hf-model": inspect_hf_model}[found.format]
