@@ -1,0 +1,60 @@
+"""A campaign that ships DeepSpeed ZeRO and FSDP (accelerate) checkpoints: accepted when every
+rank's file is there, rejected naming the missing rank when not."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests import checkpoints, sharded
+from tests.factory import CampaignBuilder, expect, verdicts
+from tests.runner import Itera
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+DEEPSPEED = Path(__file__).parent.parent / "reload" / "deepspeed_made"
+CLAIMS = ["model", "optimizer", "progress"]
+
+
+@pytest.fixture(scope="module")
+def fsdp(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, bytes]]:
+    made = sharded.fsdp_checkpoints(tmp_path_factory.mktemp("fsdp"))
+    return {key: checkpoints.folder_bytes(path) for key, path in made.items()}
+
+
+def add(campaign: CampaignBuilder, files: dict[str, bytes], path: str, fmt: str,
+        claims: list[str], drop: str | None = None) -> None:
+    for rel, data in files.items():
+        if rel != drop:
+            campaign.files[f"{path}/{rel}"] = data
+    campaign.manifest["checkpoints"].append(
+        {"path": path, "run": "control", "format": fmt, "kind": "resume", "claims": claims})
+
+
+def test_sharded_checkpoints_pass_whole_and_fail_naming_a_missing_rank(
+        itera: Itera, campaign: CampaignBuilder, fsdp: dict[str, dict[str, bytes]]) -> None:
+    campaign.plan["checkpoint_policy"]["resume_state"] = CLAIMS
+    zero3 = checkpoints.folder_bytes(DEEPSPEED / "zero3")
+    lost = "global_step3/zero_pp_rank_1_mp_rank_00_optim_states.pt"
+    add(campaign, zero3, "runs/control/ds", "deepspeed", CLAIMS)
+    add(campaign, zero3, "runs/control/ds-lost", "deepspeed", CLAIMS, drop=lost)
+    add(campaign, fsdp["accelerate"], "runs/control/acc", "accelerate",
+        ["model", "optimizer"])
+    add(campaign, fsdp["dcp"], "runs/control/fsdp", "dcp", CLAIMS,
+        drop="__1_0.distcp")
+    campaign.write()
+    result = itera("-rA", "-k", "checkpoint-reloads and control")
+    mine = ("ds", "ds-lost", "acc", "fsdp")
+    assert {k: v for k, v in verdicts(result).items()
+            if k.removeprefix("checkpoint-reloads[runs/control/").rstrip("]") in mine} == {
+        "checkpoint-reloads[runs/control/ds]": "PASSED",
+        "checkpoint-reloads[runs/control/ds-lost]": "FAILED",
+        "checkpoint-reloads[runs/control/acc]": "PASSED",
+        "checkpoint-reloads[runs/control/fsdp]": "FAILED",
+    }
+    expect(result, "*runs/control/ds-lost/global_step3/zero_pp_rank_1_mp_rank_00_optim_states"
+           ".pt: rank 1's optimizer states file is missing: the checkpoint was saved by 2 "
+           "data-parallel rank(s) (zero_pp_rank_0_mp_rank_00_model_states.pt's dp_world_size)*")
+    expect(result, "*runs/control/fsdp/__1_0.distcp: rank 1's data file is missing: .metadata "
+           "places 38 entries in it*")
