@@ -37,7 +37,7 @@ def fsdp_checkpoints(folder: Path) -> dict[str, Path]:
     a child interpreter (spawn re-imports the main module: not pytest's)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])}
-    for attempt in range(2):  # gloo on a shared CPU box has aborted a rank once in a while
+    for _ in range(2):  # gloo on a shared CPU box has aborted a rank once in a while
         done = subprocess.run([sys.executable, "-m", "tests.sharded", str(folder)], env=env,
                               capture_output=True, text=True, timeout=600, check=False)
         if done.returncode == 0:
