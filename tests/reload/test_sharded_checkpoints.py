@@ -4,6 +4,7 @@ accelerate's FSDP layout (2 CPU processes, gloo), every rank's file required."""
 from __future__ import annotations
 
 import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,29 @@ def test_nonfinite_deepspeed_weights_are_named(reloader: Reloader, tmp_path: Pat
     res = reloader.reload(folder, "ds")
     assert (res.ok, res.nonfinite) == (
         False, ("global_step3/mp_rank_00_model_states.pt:module.2.bias",))
+
+
+@pytest.mark.parametrize(("kind", "master"), [("zero2", "single_partition_of_fp32_groups"),
+                                              ("zero3", "fp32_flat_groups")])
+def test_nonfinite_fp32_master_partitions_are_named(reloader: Reloader, tmp_path: Path,
+                                                    kind: str, master: str) -> None:
+    """The ranks' fp32 master weights (all ZeRO-3 has of the model): a NaN there is named."""
+    from pytest_itera.reload.server.deepspeed import STAND_INS
+
+    folder = deepspeed_copy(kind, tmp_path)
+    path = folder / "global_step3" / "zero_pp_rank_1_mp_rank_00_optim_states.pt"
+    with torch.serialization.safe_globals(list(STAND_INS)):
+        state = torch.load(path, weights_only=True)
+    target = state["optimizer_state_dict"][master][0].detach().numpy().tobytes()
+    with zipfile.ZipFile(path) as zf:
+        members = [(info, zf.read(info)) for info in zf.infolist()]
+    holders = [info.filename for info, data in members if target in data]
+    assert len(holders) == 1, holders
+    with zipfile.ZipFile(path, "w") as zf:  # the same archive, that one storage NaN
+        for info, data in members:
+            nan = torch.full((len(data) // 4,), float("nan")).numpy().tobytes()
+            zf.writestr(info, nan if info.filename in holders else data)
+    res = reloader.reload(folder, "ds")
+    assert (res.ok, res.nonfinite) == (False, (
+        f"global_step3/zero_pp_rank_1_mp_rank_00_optim_states.pt:optimizer_state_dict."
+        f"{master}.0",))

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .finite import check_weight, walk_tensors
+from .finite import check_weight, count_nonfinite, tensor_finite, walk_tensors
 from .folder_formats import files_of, inspect_members, load_member
 from .parts import inspect_dict, judge_part
 from .siblings import formats
@@ -125,7 +125,7 @@ def inspect_tag(found: Findings, folder: str, names: set[str], tag: str = "") ->
         for dp in range(world):
             name = f"{bf16}zero_pp_rank_{dp}_mp_rank_{mp:02d}_optim_states.pt"
             require(name, names, dp, world, models[0], "optimizer states")
-            held = inspect_optim(found, name, load(found, folder, name), world)
+            held = inspect_optim(found, name, load(found, folder, name, tag), world, tag)
             partitions += held if mp == 0 else 0
     for name, state in states.items():
         inspect_model_states(found, name, state, stage3)
@@ -159,7 +159,8 @@ def require(name: str, names: set[str], rank: int, world: int, source: str, what
                       f"{world} data-parallel rank(s) ({source}'s dp_world_size)", name)
 
 
-def inspect_optim(found: Findings, name: str, obj: dict[str, Any], world: int) -> int:
+def inspect_optim(found: Findings, name: str, obj: dict[str, Any], world: int,
+                  tag: str = "") -> int:
     """Judge one rank's optimizer states; the number of fp32 master values it holds."""
     osd = obj.get("optimizer_state_dict")
     if not isinstance(osd, dict):
@@ -171,9 +172,17 @@ def inspect_optim(found: Findings, name: str, obj: dict[str, Any], world: int) -
                       f"{world} data-parallel rank(s) of the model states", name)
     key = "base_optimizer_state" if "base_optimizer_state" in osd else "optimizer_state_dict"
     judge_part(found, "optimizer", osd.get(key), f"{name}:optimizer_state_dict.{key}")
-    flat = osd.get("single_partition_of_fp32_groups", osd.get("fp32_flat_groups", []))
-    return sum(t.numel() for t in flat if isinstance(t, torch.Tensor)) \
-        if isinstance(flat, list) else 0
+    master = "single_partition_of_fp32_groups" if key == "base_optimizer_state" else \
+        "fp32_flat_groups"
+    flat = osd.get(master, [])
+    flat = [t for t in flat if isinstance(t, torch.Tensor)] if isinstance(flat, list) else []
+    for index, tensor in enumerate(flat):  # the fp32 master weights: finite, or no resume
+        if not tensor_finite(tensor, True, []):
+            found.nonfinite.append(f"{tag}{name}:optimizer_state_dict.{master}.{index}")
+            nan, inf = count_nonfinite(tensor)
+            found.nan_values += nan
+            found.inf_values += inf
+    return sum(t.numel() for t in flat)
 
 
 def inspect_model_states(found: Findings, name: str, state: dict[str, Any],
