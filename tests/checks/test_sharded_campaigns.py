@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import checkpoints, sharded
+from tests import checkpoints
 from tests.factory import CampaignBuilder, expect, verdicts
 from tests.runner import Itera
 
@@ -17,10 +17,9 @@ DEEPSPEED = Path(__file__).parent.parent / "reload" / "deepspeed_made"
 CLAIMS = ["model", "optimizer", "progress"]
 
 
-@pytest.fixture(scope="module")
-def fsdp(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, bytes]]:
-    made = sharded.fsdp_checkpoints(tmp_path_factory.mktemp("fsdp"))
-    return {key: checkpoints.folder_bytes(path) for key, path in made.items()}
+@pytest.fixture
+def fsdp(fsdp_checkpoints: dict[str, Path]) -> dict[str, dict[str, bytes]]:
+    return {key: checkpoints.folder_bytes(path) for key, path in fsdp_checkpoints.items()}
 
 
 def add(campaign: CampaignBuilder, files: dict[str, bytes], path: str, fmt: str,

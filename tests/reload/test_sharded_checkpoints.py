@@ -12,13 +12,12 @@ import pytest
 import torch
 
 from pytest_itera.reload import Reloader
-from tests import checkpoints, sharded
+from tests import checkpoints
 
 
-@pytest.fixture(scope="session")
-def fsdp(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Written once per session: a 2-process run costs tens of seconds."""
-    return sharded.fsdp_checkpoints(tmp_path_factory.mktemp("fsdp"))
+@pytest.fixture
+def fsdp(fsdp_checkpoints: dict[str, Path]) -> dict[str, Path]:
+    return fsdp_checkpoints
 
 
 def private(fsdp: dict[str, Path], key: str, tmp_path: Path) -> Path:
