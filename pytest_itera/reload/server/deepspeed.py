@@ -171,7 +171,11 @@ def inspect_optim(found: Findings, name: str, obj: dict[str, Any], world: int,
         raise Refused(f"partition_count {osd.get('partition_count')!r} disagrees with the "
                       f"{world} data-parallel rank(s) of the model states", name)
     key = "base_optimizer_state" if "base_optimizer_state" in osd else "optimizer_state_dict"
-    judge_part(found, "optimizer", osd.get(key), f"{name}:optimizer_state_dict.{key}")
+    where = f"{tag}{name}:optimizer_state_dict.{key}"
+    judge_part(found, "optimizer", osd.get(key), where)
+    # ZeRO's optimizer steps flat partitions of the parameters, not the model's tensors: its
+    # fit is the partitions covering param_shapes (judge_model), not a match by shape.
+    found.optimizers = [(k, v) for k, v in found.optimizers if k != where]
     master = "single_partition_of_fp32_groups" if key == "base_optimizer_state" else \
         "fp32_flat_groups"
     flat = osd.get(master, [])
