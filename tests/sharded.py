@@ -33,7 +33,8 @@ def _free_port() -> int:
 
 
 def fsdp_checkpoints(folder: Path) -> dict[str, Path]:
-    """``{"dcp": ..., "accelerate": ...}`` written by 2 FSDP2 ranks (CPU, gloo), spawned by
+    """``{"dcp", "accelerate", "accelerate-full"}`` written by 2 FSDP2 ranks (CPU, gloo): DCP,
+    accelerate's sharded and full state-dict layouts; spawned by
     a child interpreter (spawn re-imports the main module: not pytest's)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])}
@@ -43,9 +44,11 @@ def fsdp_checkpoints(folder: Path) -> dict[str, Path]:
         if done.returncode == 0:
             break
         shutil.rmtree(folder / "dcp", ignore_errors=True)
-        shutil.rmtree(folder / "accelerate", ignore_errors=True)
+        for made in ("accelerate", "accelerate-full"):
+            shutil.rmtree(folder / made, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-6000:]
-    return {"dcp": folder / "dcp", "accelerate": folder / "accelerate"}
+    return {"dcp": folder / "dcp", "accelerate": folder / "accelerate",
+            "accelerate-full": folder / "accelerate-full"}
 
 
 def _rank(rank: int, folder: str, port: int) -> None:
@@ -99,14 +102,14 @@ def _accelerate_layout(rank: int, out: str, model: torch.nn.Module,
     )
 
     PartialState(cpu=True)  # accelerate's logging needs its state (MULTI_CPU here)
-    plugin = FullyShardedDataParallelPlugin(fsdp_version=2,
-                                            state_dict_type="SHARDED_STATE_DICT")
     accelerator = SimpleNamespace(num_processes=WORLD, process_index=rank,
                                   is_main_process=rank == 0)
-    save_fsdp_model(plugin, accelerator, model, out)
-    save_fsdp_optimizer(plugin, accelerator, opt, model, out)
-    save_accelerator_state(out, model_states=[], optimizers=[], schedulers=[sched],
-                           dataloaders=[], process_index=rank, step=2)
+    for kind, folder in (("SHARDED_STATE_DICT", out), ("FULL_STATE_DICT", f"{out}-full")):
+        plugin = FullyShardedDataParallelPlugin(fsdp_version=2, state_dict_type=kind)
+        save_fsdp_model(plugin, accelerator, model, folder)
+        save_fsdp_optimizer(plugin, accelerator, opt, model, folder)
+        save_accelerator_state(folder, model_states=[], optimizers=[], schedulers=[sched],
+                               dataloaders=[], process_index=rank, step=2)
 
 
 if __name__ == "__main__":

@@ -43,11 +43,15 @@ def test_sharded_checkpoints_pass_whole_and_fail_naming_a_missing_rank(
     add(campaign, zero3, "runs/control/ds-lost", "deepspeed", CLAIMS, drop=lost)
     add(campaign, fsdp["accelerate"], "runs/control/acc", "accelerate",
         ["model", "optimizer"])
+    add(campaign, fsdp["accelerate-full"], "runs/control/acc-full", "accelerate",
+        ["model", "optimizer"])
+    add(campaign, fsdp["dcp"], "runs/control/fsdp-whole", "dcp", CLAIMS)
     add(campaign, fsdp["dcp"], "runs/control/fsdp", "dcp", CLAIMS,
         drop="__1_0.distcp")
     campaign.write()
     result = itera("-rA", "-k", "(checkpoint-reloads or resume-complete) and control")
-    mine = {"ds": "PASSED", "ds2": "PASSED", "ds-lost": "FAILED", "acc": "PASSED", "fsdp": "FAILED"}
+    mine = {"ds": "PASSED", "ds2": "PASSED", "ds-lost": "FAILED", "acc": "PASSED",
+            "acc-full": "PASSED", "fsdp-whole": "PASSED", "fsdp": "FAILED"}
     assert {k: v for k, v in verdicts(result).items() if k.split("/")[-1].rstrip("]") in mine} \
         == {f"{check}[runs/control/{name}]": verdict for name, verdict in mine.items()
             for check in ("checkpoint-reloads", "resume-complete")}

@@ -67,6 +67,19 @@ def test_accelerate_fsdp_layout_passes(reloader: Reloader, fsdp: dict[str, Path]
     assert "subfolders are not inspected" not in res.notes
 
 
+def test_accelerate_fsdp_full_state_dict_layout_passes(reloader: Reloader,
+                                                       fsdp: dict[str, Path]) -> None:
+    """FULL_STATE_DICT: rank 0 writes pytorch_model_fsdp.bin and optimizer.bin."""
+    assert {p.name for p in fsdp["accelerate-full"].iterdir()} == {
+        "pytorch_model_fsdp.bin", "optimizer.bin", "scheduler.bin", "random_states_0.pkl",
+        "random_states_1.pkl"}
+    res = reloader.reload(fsdp["accelerate-full"], "runs/c/acc-full")
+    assert res.ok, res.cause
+    assert (res.format, res.parts) == ("accelerate", ("model", "optimizer", "scheduler", "rng"))
+    assert dict(res.model_shapes) == {"0.weight": (8, 4), "0.bias": (8,), "2.weight": (2, 8),
+                                      "2.bias": (2,)}
+
+
 @pytest.mark.parametrize("sub", ["pytorch_model_fsdp_0", "optimizer_0"])
 def test_accelerate_fsdp_missing_rank_is_named(reloader: Reloader, fsdp: dict[str, Path],
                                                tmp_path: Path, sub: str) -> None:
