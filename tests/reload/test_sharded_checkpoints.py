@@ -230,3 +230,37 @@ def test_nonfinite_fp32_master_partitions_are_named(reloader: Reloader, tmp_path
     assert (res.ok, res.nonfinite) == (False, (
         f"global_step3/zero_pp_rank_1_mp_rank_00_optim_states.pt:optimizer_state_dict."
         f"{master}.0",))
+
+
+def _without_zero(tmp_path: Path, stage: int) -> Path:
+    """The ZeRO-2 checkpoint made a stage-``stage`` one: no optimizer states files, the
+    optimizer (a real AdamW state of that model) in the model states, as the engine saves
+    it without ZeRO (written here: DeepSpeed is no test dependency)."""
+    folder = deepspeed_copy("zero2", tmp_path)
+    for path in (folder / "global_step3").glob("*optim_states.pt"):
+        path.unlink()
+    states = folder / "global_step3" / "mp_rank_00_model_states.pt"
+    state = torch.load(states, weights_only=True)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    model.load_state_dict(state["module"])
+    opt = torch.optim.AdamW(model.parameters())
+    model(torch.randn(2, 4)).pow(2).mean().backward()
+    opt.step()
+    state["optimizer"] = opt.state_dict()
+    state["ds_config"]["zero_optimization"]["stage"] = stage
+    torch.save(state, states)
+    return folder
+
+
+def test_without_zero_the_optimizer_is_in_the_model_states(reloader: Reloader,
+                                                           tmp_path: Path) -> None:
+    res = reloader.reload(_without_zero(tmp_path, 0), "ds")
+    assert (res.ok, res.format, res.parts) == (
+        True, "deepspeed", ("model", "optimizer", "progress", "scheduler"))
+
+
+def test_zero_optimizer_states_all_lost_are_named(reloader: Reloader, tmp_path: Path) -> None:
+    res = reloader.reload(_without_zero(tmp_path, 2), "ds")
+    assert res.cause == ("ds/global_step3/zero_pp_rank_0_mp_rank_00_optim_states.pt: rank 0's "
+                         "optimizer states file is missing: the checkpoint was saved by 2 "
+                         "data-parallel rank(s) (mp_rank_00_model_states.pt's dp_world_size)")

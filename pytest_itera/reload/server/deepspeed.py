@@ -108,28 +108,42 @@ def inspect_tag(found: Findings, folder: str, names: set[str], tag: str = "") ->
         raise Refused("no mp_rank_<mp>_model_states.pt: not a DeepSpeed checkpoint folder "
                       "(save_checkpoint writes one per model-parallel rank)")
     first = load(found, folder, models[0], tag)
-    world, mp_world = ranks(first, models[0], "dp_world_size"), ranks(first, models[0],
-                                                                       "mp_world_size")
-    stage3 = MODEL_STATES.fullmatch(models[0]).group(1) is not None  # type: ignore[union-attr]
-    bf16 = "bf16_" if any(n.startswith("bf16_") for n in optims) else ""
+    world = ranks(first, models[0], "dp_world_size")
+    mp_world = ranks(first, models[0], "mp_world_size")
+    stage3 = models[0].startswith("zero_pp_rank_")
     states = {models[0]: first}
     for mp in range(mp_world):
         for dp in range(world if stage3 else 1):
             name = f"zero_pp_rank_{dp}_mp_rank_{mp:02d}_model_states.pt" if stage3 else \
                 f"mp_rank_{mp:02d}_model_states.pt"
-            require(name, names, dp if stage3 else mp, world, models[0], "model states")
+            require(name, names, f"rank {dp}" if stage3 else f"model-parallel rank {mp}",
+                    world, models[0], "model states")
             if name not in states:
                 states[name] = load(found, folder, name, tag)
+    for name, state in states.items():
+        inspect_model_states(found, name, state, stage3)
+    if not optims and zero_stage(first) == 0:
+        # Without ZeRO the engine keeps the optimizer in the model states.
+        if first.get("optimizer") is not None:
+            judge_part(found, "optimizer", first["optimizer"], f"{tag}{models[0]}:optimizer")
+        return
+    bf16 = "bf16_" if any(n.startswith("bf16_") for n in optims) else ""
     partitions = 0
     for mp in range(mp_world):
         for dp in range(world):
             name = f"{bf16}zero_pp_rank_{dp}_mp_rank_{mp:02d}_optim_states.pt"
-            require(name, names, dp, world, models[0], "optimizer states")
+            require(name, names, f"rank {dp}", world, models[0], "optimizer states")
             held = inspect_optim(found, name, load(found, folder, name, tag), world, tag)
             partitions += held if mp == 0 else 0
-    for name, state in states.items():
-        inspect_model_states(found, name, state, stage3)
     judge_model(found, models[0], first, partitions, stage3)
+
+
+def zero_stage(state: dict[str, Any]) -> int:
+    """The ZeRO stage the model states' config names (0: no ZeRO, or none said)."""
+    config = state.get("ds_config")
+    zero = config.get("zero_optimization") if isinstance(config, dict) else None
+    stage = zero.get("stage") if isinstance(zero, dict) else None
+    return stage if isinstance(stage, int) else 0
 
 
 def load(found: Findings, folder: str, name: str, tag: str = "") -> dict[str, Any]:
@@ -153,9 +167,9 @@ def ranks(state: dict[str, Any], name: str, key: str) -> int:
     return count
 
 
-def require(name: str, names: set[str], rank: int, world: int, source: str, what: str) -> None:
+def require(name: str, names: set[str], rank: str, world: int, source: str, what: str) -> None:
     if name not in names:
-        raise Refused(f"rank {rank}'s {what} file is missing: the checkpoint was saved by "
+        raise Refused(f"{rank}'s {what} file is missing: the checkpoint was saved by "
                       f"{world} data-parallel rank(s) ({source}'s dp_world_size)", name)
 
 
