@@ -202,7 +202,8 @@ FORMATS: tuple[Format, ...] = (
                       files=(r"(zero_pp_rank_\d+_)?mp_rank_\d+_model_states\.pt",),
                       hint="save_checkpoint's mp_rank_00_model_states.pt"),
         "optimizer": Home("every rank's `*zero_pp_rank_<rank>_mp_rank_00_optim_states.pt` "
-                          "(bf16_ too), its optimizer_state_dict",
+                          "(bf16_ too), its optimizer_state_dict; without ZeRO, the model "
+                          "states' optimizer",
                           files=(r"(bf16_)?zero_pp_rank_\d+_mp_rank_\d+_optim_states\.pt",),
                           hint="every rank's zero_pp_rank_<rank>_mp_rank_00_optim_states.pt"),
         "progress": Home("{keys}; or a progress key of the client state",
