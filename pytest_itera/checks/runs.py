@@ -693,7 +693,10 @@ def judged_metrics(ctx: Context) -> list[tuple[RunRecord, Measured]]:
 
 
 def judged_facts(ctx: Context, _target: str | None) -> list[dict[str, Any]]:
-    """:func:`judged_metrics` as plain data (``Check.facts``): {run, value, source}."""
+    """:func:`judged_metrics` as plain data (``Check.facts``): {run, value, source}; none
+    when the plan or the manifest did not load (the check was not judged)."""
+    if ctx.campaign.plan is None or ctx.campaign.manifest is None:
+        return []
     return [{"run": run.id, "value": measured.value, "source": measured.source}
             for run, measured in judged_metrics(ctx)]
 

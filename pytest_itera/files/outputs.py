@@ -9,6 +9,8 @@ mark, and a listed file is always judged (the manifest vouches for it).
 - JSON report: a JSON object whose ``format`` is ``itera-report/N`` (the JSON schema's);
 - HTML report: the ``<meta name="generator" content="pytest-itera ...">`` tag in its head;
 - Markdown report: its first line, the comment :data:`MARKDOWN_MARK`;
+- a chart of the Markdown report (the ``.svg`` files beside it): its first line, the comment
+  :data:`SVG_MARK`;
 - seal: an in-toto statement whose predicate's ``itera`` record has the format
   ``itera-seal/N``.
 """
@@ -20,14 +22,15 @@ import re
 from collections.abc import Container, Iterable
 from pathlib import Path
 
-__all__ = ["GENERATOR", "HTML_MARK", "MARKDOWN_MARK", "SUFFIXES", "left_out_note", "own_output",
-           "own_outputs"]
+__all__ = ["GENERATOR", "HTML_MARK", "MARKDOWN_MARK", "SUFFIXES", "SVG_MARK", "left_out_note",
+           "own_output", "own_outputs"]
 
 GENERATOR = "pytest-itera"
 # Written by pytest_itera.report's renderers; read here (the one home of the marks).
 HTML_MARK = f'<meta name="generator" content="{GENERATOR} closure report"/>'
 MARKDOWN_MARK = f"<!-- {GENERATOR} closure report -->"
-SUFFIXES = (".json", ".md", ".html")
+SVG_MARK = f"<!-- {GENERATOR} closure report chart -->"
+SUFFIXES = (".json", ".md", ".html", ".svg")
 _HEAD = 4096
 _MAX_JSON = 64 * 1024 * 1024
 _REPORT = re.compile(r"itera-report/\d+")
@@ -54,6 +57,8 @@ def own_output(path: Path) -> str | None:
         return None
     if suffix == ".md":
         return "a closure report (Markdown)" if text.startswith(MARKDOWN_MARK + "\n") else None
+    if suffix == ".svg":
+        return "a closure report's chart (SVG)" if text.startswith(SVG_MARK + "\n") else None
     if suffix == ".html":
         head_part = text.split("</head>", 1)[0]
         return "a closure report (HTML)" if HTML_MARK in head_part else None

@@ -227,7 +227,7 @@ class IteraCheckItem(CheckItem):
         if self.check.reloads and self.target is not None:
             self.user_properties.append(
                 (RELOADS_KEY, _reload_facts(self.parent.context, self.target)))
-        if self.check.facts is not None:
+        if self.check.facts is not None and outcome.not_judged is None:
             self.user_properties.append(
                 (FACTS_KEY, self.check.facts(self.parent.context, self.target)))
         if not outcome.failed:
@@ -473,6 +473,8 @@ def print_serial_advice(terminalreporter: Any, config: pytest.Config) -> None:
     """Say so, once, on the controller of an xdist run that cannot pay off."""
     workers = getattr(config.option, "numprocesses", None)
     if not isinstance(workers, int) or is_worker(config) or config.option.collectonly:
+        return
+    if config.get_verbosity() < -1:  # -qq: the quietest output has no summary, no advice
         return
     line = serial_advice(workers, _cpus())
     if line is not None:

@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 
 from pytest_itera.core.text import clean
+from pytest_itera.files.outputs import SVG_MARK
 
 SVG_NS = "http" + "://www.w3.org/2000/svg"  # only in standalone .svg files
 CHAR_W = 0.62  # a monospace glyph's advance, in ems (DejaVu Sans Mono: 0.602)
@@ -107,8 +108,9 @@ class Canvas:
         w, h = num(self.width), num(self.height)
         head = f'<svg xmlns="{SVG_NS}" ' if standalone else "<svg "
         style = [f"<style>{STYLE}</style>"] if standalone else []
+        mark = [SVG_MARK] if standalone else []  # recognised inside a campaign (files.outputs)
         return "\n".join([
-            f'{head}class="{self.css}" role="img" '
+            *mark, f'{head}class="{self.css}" role="img" '
             f'width="{w}" height="{h}" viewBox="0 0 {w} {h}">',
             f"<title>{esc(self.title)}</title>", *style, *self.parts, "</svg>"])
 

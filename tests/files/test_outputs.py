@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.files.outputs import HTML_MARK, MARKDOWN_MARK, own_output, own_outputs
+from pytest_itera.files.outputs import HTML_MARK, MARKDOWN_MARK, SVG_MARK, own_output, own_outputs
+from pytest_itera.report.svg import Canvas
 
 
 @pytest.mark.parametrize(("name", "text", "what"), [
@@ -32,6 +33,7 @@ def test_each_output_is_recognised_by_its_mark(tmp_path: Path, name: str, text: 
     ("r.json", "{not json"),
     ("r.md", f"# Notes\n{MARKDOWN_MARK}\n"),  # the mark is the first line or nothing
     ("r.html", f"<html><head></head><body>{HTML_MARK}</body></html>"),  # in the head only
+    ("c.svg", f"<svg>{SVG_MARK}</svg>"),  # the chart's mark is its first line
     ("r.txt", json.dumps({"format": "itera-report/2", "verdict": "accepted"})),
 ])
 def test_a_look_alike_is_not_an_output(tmp_path: Path, name: str, text: str) -> None:
@@ -43,3 +45,12 @@ def test_a_listed_file_is_never_left_out(tmp_path: Path) -> None:
     (tmp_path / "r.md").write_text(f"{MARKDOWN_MARK}\n")
     assert own_outputs(tmp_path, ["r.md"], set()) == {"r.md": "a closure report (Markdown)"}
     assert own_outputs(tmp_path, ["r.md"], {"r.md"}) == {}
+
+
+def test_a_markdown_reports_chart_is_recognised(tmp_path: Path) -> None:
+    """The .svg files the Markdown report writes beside it carry the mark themselves."""
+    chart = Canvas(40, 20, "results", "a chart")
+    (tmp_path / "results.svg").write_text(chart.render(standalone=True))
+    assert own_output(tmp_path / "results.svg") == "a closure report's chart (SVG)"
+    (tmp_path / "inline.svg").write_text(chart.render())  # the HTML page's, not a file's
+    assert own_output(tmp_path / "inline.svg") is None

@@ -44,7 +44,9 @@ def itera_section(result: pytest.RunResult) -> list[str]:
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if "= pytest-itera =" in line)
     end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("="))
-    return [line for line in lines[start:end] if not line.startswith("closure report:")]
+    # The -n advice line is the xdist run's own (tests/plugin/test_collect.py checks it).
+    return [line for line in lines[start:end]
+            if not line.startswith(("closure report:", "pytest-itera: -n "))]
 
 
 # ------------------------------------------------------------------ JUnit
@@ -134,7 +136,7 @@ def test_accepted_and_rejected_in_every_xdist_mode(
     # budget-consistent fails too (it re-derives the count from the runs' checks).
     bad.assert_outcomes(passed=good.parseoutcomes()["passed"] - 1, failed=5)
     expect(bad, "campaign tiny-2026-11: REJECTED — 5 of * checks failed",
-           "  variant-a     variant       useful    accepted  15/16")
+           "  variant-a     variant       useful    failing (has-seed); recorded accepted  15/16")
     bad.stdout.fnmatch_lines(["manifest.json $.runs: run variant-a records no seed",
                               "    fix:      add metrics.seed"])
 

@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from importlib import metadata, resources
@@ -631,11 +632,13 @@ def test_a_report_written_inside_is_left_out_of_the_next_acceptance(
     again = itera("--itera-require-accepted")
     assert again.ret == 0, again.stdout.str()
     expect(again, "campaign tiny-2026-11: ACCEPTED — * checks",
+           "  note: not judged: closure.charts/results.svg, a closure report's chart (SVG) "
+           "that pytest-itera wrote inside the campaign (not part of it; unlisted)",
            "  note: not judged: closure.html, a closure report (HTML) that pytest-itera wrote "
            "inside the campaign (not part of it; unlisted)",
            "  note: not judged: closure.md, a closure report (Markdown) that pytest-itera "
            "wrote inside the campaign (not part of it; unlisted)",
-           "  note: not judged: reports/closure.json, a closure report (itera-report/2) that "
+           "  note: not judged: reports/closure.json, a closure report (itera-report/3) that "
            "pytest-itera wrote inside the campaign (not part of it; unlisted)")
     (campaign.root / "reports/other.json").write_text('{"format": "itera-report/x"}\n')
     impostor = itera()
@@ -645,3 +648,4 @@ def test_a_report_written_inside_is_left_out_of_the_next_acceptance(
     for rel in ("reports/closure.json", "reports/other.json", "closure.md", "closure.html"):
         (campaign.root / rel).unlink()  # the folder as written (the fixture checks it)
     (campaign.root / "reports").rmdir()
+    shutil.rmtree(campaign.root / "closure.charts")  # the Markdown report's charts

@@ -18,6 +18,7 @@ from pytest_itera.checks.context import Context
 from pytest_itera.checks.model import Options
 from pytest_itera.checks.runs import conclusion_consistent, judged_facts
 from pytest_itera.core.campaign import load_campaign
+from pytest_itera.files.outputs import SVG_MARK
 from pytest_itera.report.charts import resume_text
 from pytest_itera.report.evidence import MAX_POINTS, ResultRow, thin
 from pytest_itera.report.tables import deliverables_text
@@ -186,7 +187,7 @@ def test_markdown_links_its_charts_written_beside_it(tmp_path: Path) -> None:
     assert links
     assert all((path.parent / link).is_file() for link in links)
     svg = (path.parent / "closure.charts" / "results.svg").read_text()
-    assert svg.startswith('<svg xmlns="http')
+    assert svg.startswith(f'{SVG_MARK}\n<svg xmlns="http')  # recognised if written inside
     assert "<style>" in svg
     assert "| run | role | outcome | accuracy | Δ to control |" in text
 
