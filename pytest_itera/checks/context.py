@@ -100,6 +100,7 @@ class Context:
         self._close_reloader = close_reloader
         self._lock = threading.RLock()
         self._entries: tuple[Entry, ...] | None = None
+        self._candidates: tuple[str, ...] | None = None  # output_candidates, kept past close
         self._by_path: dict[str, Entry] = {}
         self._matcher: TempMatcher | None = None
         self._reloader: Reloader | None = None
@@ -144,8 +145,30 @@ class Context:
         return self._entries
 
     def entry(self, relpath: str) -> Entry | None:
+        if self._closed and self._entries is None:
+            # Asked after the items (the report's evidence): that one path, not a new walk
+            # of the whole folder, which close() let go of.
+            from pytest_itera.files.tree import entry_at
+
+            return entry_at(self.root, relpath)
         self.entries()
         return self._by_path.get(relpath)
+
+    def output_candidates(self) -> tuple[str, ...]:
+        """The regular files of the walk named like one of the plugin's own outputs
+        (``files.outputs.SUFFIXES``), kept past :meth:`close` (they are few): the report's
+        notes on those outputs need no second walk of the folder."""
+        if self._candidates is None:
+            from pytest_itera.files.outputs import SUFFIXES
+
+            entries = self._entries
+            if entries is None:
+                from pytest_itera.files.tree import walk
+
+                entries = walk(self.root)
+            self._candidates = tuple(e.path for e in entries
+                                     if e.kind == "file" and e.path.lower().endswith(SUFFIXES))
+        return self._candidates
 
     def matcher(self) -> TempMatcher:
         if self._matcher is None:
@@ -374,6 +397,8 @@ class Context:
         A later question is answered again from the folder."""
         self._closed = True  # reader threads drop what is still queued
         with self._lock:
+            if self._entries is not None:
+                self.output_candidates()
             self._facts = {}
             self._entries, self._by_path = None, {}
             self._memo = {}

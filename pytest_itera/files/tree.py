@@ -75,6 +75,28 @@ def walk(root: Path, *, limit: int = 1_000_000) -> tuple[Entry, ...]:
     return tuple(found)
 
 
+def entry_at(root: Path, relpath: str) -> Entry | None:
+    """The entry :func:`walk` would list for ``relpath``, without walking the whole folder
+    (None where the walk would list nothing): reached through real, listable directories
+    only, each component under the name the folder holds (one listing per folder above)."""
+    if syntax_problem(relpath) is not None or relpath == ROOT_PATH:
+        return None
+    base = os.path.abspath(root)
+    parts = relpath.split("/")
+    for depth, name in enumerate(parts):
+        names, error = _list_dir(os.path.join(base, *parts[:depth]))
+        if error is not None or name not in names:
+            return None
+        if depth < len(parts) - 1:
+            try:
+                st = os.lstat(os.path.join(base, *parts[: depth + 1]))
+            except OSError:
+                return None
+            if not stat.S_ISDIR(st.st_mode):
+                return None
+    return _visit(base, os.path.realpath(base), relpath)[0]
+
+
 def _path_key(entry: Entry) -> str:
     return entry.path
 
