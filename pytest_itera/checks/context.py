@@ -89,6 +89,7 @@ class Context:
         reload_hook: ReloadHook | None = None,
         close_reloader: bool = True,
         group_files_above: int | None = GROUP_FILES_ABOVE,
+        keep_digests: bool = False,
     ) -> None:
         self.campaign = campaign
         self.options = options
@@ -116,6 +117,9 @@ class Context:
         self._targets: dict[str, tuple[str, ...]] = {}
         self._memo: dict[str, Any] = {}
         self._group_above = group_files_above  # None: one item per file, always
+        # A seal will be written: each file's sha256 and fingerprint, kept past close.
+        self._keep_digests = keep_digests
+        self._digests: dict[str, tuple[str, tuple[int, int, int, int, int]]] = {}
         # (check id, group target) -> its files, sorted; only for checks that were grouped.
         self._members: dict[tuple[str, str], tuple[str, ...]] = {}
         # (check id, group target) -> (file, its findings) for each failing file, in order.
@@ -255,7 +259,25 @@ class Context:
             relpath,
             None if self.options.fast else self.matcher(),
             hash=not self.options.fast,
+            fingerprint=self._keep_digests,
         )
+
+    def verified_digests(self) -> dict[str, tuple[str, tuple[int, int, int, int, int]]]:
+        """Relative path -> (sha256, fingerprint) of each file this process hashed with a
+        fingerprint (``keep_digests``; see ``FileFacts.fingerprint``), also after
+        :meth:`close`: the seal reuses a digest whose file a new stat shows unchanged."""
+        with self._lock:
+            self._keep_facts()
+            return dict(self._digests)
+
+    def _keep_facts(self) -> None:
+        for relpath, known in self._facts.items():
+            if isinstance(known, Future):
+                if not known.done() or known.cancelled() or known.exception() is not None:
+                    continue
+                known = known.result()
+            if known.sha256 is not None and known.fingerprint is not None:
+                self._digests[relpath] = (known.sha256, known.fingerprint)
 
     def documents(self) -> tuple[Plan, Manifest]:
         """The plan and the manifest, for a check whose ``needs`` guarantee both."""
@@ -399,6 +421,8 @@ class Context:
         with self._lock:
             if self._entries is not None:
                 self.output_candidates()
+            if self._keep_digests:
+                self._keep_facts()
             self._facts = {}
             self._entries, self._by_path = None, {}
             self._memo = {}

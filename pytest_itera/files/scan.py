@@ -24,6 +24,7 @@ unpickled.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import errno
 import hashlib
 import os
@@ -32,6 +33,7 @@ import stat
 import struct
 import tempfile
 import threading
+import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable
@@ -143,6 +145,12 @@ class FileFacts:
     # The error is that the file changed, was replaced or was removed while it was read:
     # something is still writing into the folder (typed, so that no reader parses ``error``).
     moving: bool = False
+    # (st_dev, st_ino, size, mtime_ns, ctime_ns) of the file the digest is of, taken before
+    # its read (and size and mtime unchanged after it): where a later stat of the path gives
+    # the same, the bytes are the ones hashed (report.seal reuses the digest). None: not asked
+    # for, or the file changed within the file system's timestamp granularity of its read
+    # (a same-size write then might not move its ctime: "racy", never reused).
+    fingerprint: tuple[int, int, int, int, int] | None = None
 
 
 class TempMatcher:
@@ -518,6 +526,7 @@ def scan_file(
     hash: bool = True,
     chunk_size: int = 1 << 20,
     max_hits: int = 20,
+    fingerprint: bool = False,
 ) -> FileFacts:
     """Size, SHA-256 and temp-path hits of one regular file, in one streamed pass.
 
@@ -526,8 +535,10 @@ def scan_file(
     symlink is never followed, and every problem comes back as ``error``.
     Binary files are hashed, not text-scanned, except the records of known
     containers (torch.save zip ``data.pkl``, safetensors header, plain pickle);
-    see :class:`TempHit` for how their positions read.
+    see :class:`TempHit` for how their positions read. ``fingerprint``: also say which
+    file the digest is of (:attr:`FileFacts.fingerprint`).
     """
+    started = time.time_ns() if fingerprint else 0
     try:
         st = os.lstat(path)
     except OSError as exc:
@@ -548,6 +559,8 @@ def scan_file(
     # it while it was read (an atomic save) would otherwise pass with the old file's digest.
     moved = _moved(path, st)
     if moved is None or facts.error:
+        if fingerprint and facts.error is None and facts.sha256 is not None:
+            return dataclasses.replace(facts, fingerprint=_fingerprint(st, started))
         return facts
     reason, moving = moved
     return _failed(display, reason, size=facts.size, binary=facts.binary, moving=moving)
@@ -800,6 +813,20 @@ def _moved(path: Path | str, st: os.stat_result) -> tuple[str, bool] | None:
     if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
         return "was replaced during the scan (another file now has its name)", True
     return None
+
+
+# More than any file system's timestamp granularity (ext4, XFS: a clock tick; FAT: 2 s).
+RACY_NS: Final = 3_000_000_000
+
+
+def _fingerprint(st: os.stat_result, started: int) -> tuple[int, int, int, int, int] | None:
+    """The file's identity and times as read (``st``: its lstat before the open; a change
+    after it moves the ctime, which no user can set), or None when that ctime is within
+    :data:`RACY_NS` of the read's start: a write in the same timestamp tick could leave it
+    unchanged (git's "racy clean" files)."""
+    if st.st_ctime_ns >= started - RACY_NS:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _changed(fd: int, before: os.stat_result, total: int) -> str | None:
