@@ -254,12 +254,14 @@ class Context:
     def _scan(self, relpath: str) -> FileFacts:
         from pytest_itera.files.scan import scan_file
 
+        path = self._readable_path(relpath)
         return scan_file(
-            self._readable_path(relpath),
+            path,
             relpath,
             None if self.options.fast else self.matcher(),
             hash=not self.options.fast,
             fingerprint=self._keep_digests,
+            walked=isinstance(path, str),  # a regular file of the walk (_readable_path)
         )
 
     def verified_digests(self) -> dict[str, tuple[str, tuple[int, int, int, int, int]]]:

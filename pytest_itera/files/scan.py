@@ -527,30 +527,41 @@ def scan_file(
     chunk_size: int = 1 << 20,
     max_hits: int = 20,
     fingerprint: bool = False,
+    walked: bool = False,
 ) -> FileFacts:
     """Size, SHA-256 and temp-path hits of one regular file, in one streamed pass.
 
     ``matcher=None`` turns the scan off. Never raises for OS-level trouble and
-    never blocks: FIFOs, devices and sockets are refused before opening, a
+    never blocks: FIFOs, devices and sockets are refused before opening (``walked``: by
+    the walk's lstat; one swapped in since is opened non-blocking, never read), a
     symlink is never followed, and every problem comes back as ``error``.
     Binary files are hashed, not text-scanned, except the records of known
     containers (torch.save zip ``data.pkl``, safetensors header, plain pickle);
     see :class:`TempHit` for how their positions read. ``fingerprint``: also say which
-    file the digest is of (:attr:`FileFacts.fingerprint`).
+    file the digest is of (:attr:`FileFacts.fingerprint`). ``walked``: the caller's walk
+    of the folder has just lstat'ed ``path`` as a regular file (``tree.walk``), so it is
+    opened without another lstat (O_NOFOLLOW and O_NONBLOCK: a link is refused, a FIFO
+    swapped in since never blocks) and judged by its fstat (one syscall less per file:
+    issue 29, 100,000 small files).
     """
     started = time.time_ns() if fingerprint else 0
-    try:
-        st = os.lstat(path)
-    except OSError as exc:
-        return _failed(display, _open_reason(exc))
-    if not stat.S_ISREG(st.st_mode):
-        return _failed(display, _not_regular(st.st_mode))
+    st: os.stat_result | None = None
+    if not walked:
+        try:
+            st = os.lstat(path)
+        except OSError as exc:
+            return _failed(display, _open_reason(exc))
+        if not stat.S_ISREG(st.st_mode):
+            return _failed(display, _not_regular(st.st_mode))
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         return _failed(display, _open_reason(exc))
     try:
-        facts = _scan_fd(fd, st, display, matcher, hash, max(chunk_size, 1), max_hits)
+        before = None
+        if st is None:
+            st = before = os.fstat(fd)
+        facts = _scan_fd(fd, st, display, matcher, hash, max(chunk_size, 1), max_hits, before)
     except OSError as exc:
         return _failed(display, f"could not be read ({os_reason(exc)})")
     finally:
@@ -574,8 +585,10 @@ def _scan_fd(
     hash: bool,
     chunk: int,
     max_hits: int,
+    before: os.stat_result | None = None,
 ) -> FileFacts:
-    before = os.fstat(fd)
+    if before is None:
+        before = os.fstat(fd)
     if not stat.S_ISREG(before.st_mode):
         return _failed(display, _not_regular(before.st_mode))
     if (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino):
