@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -128,6 +129,11 @@ class Context:
     @property
     def root(self) -> Path:
         return self.campaign.root
+
+    @cached_property
+    def _root_slash(self) -> str:
+        """The root as a string ending in "/": a walked file's path is that + its relpath."""
+        return os.path.join(os.fspath(self.root), "")
 
     def catalogue(self) -> Catalogue | str:
         """The price catalogue lots are judged against, or why the one given cannot be used."""
@@ -361,7 +367,7 @@ class Context:
         a pathlib.Path per small file costs more than its hash)."""
         entry = self.entry(relpath)
         if entry is not None and entry.kind == "file":
-            return os.path.join(os.fspath(self.root), relpath)
+            return self._root_slash + relpath
         path = self.root / relpath
         if entry is not None and entry.kind == "symlink" and not entry.escapes:
             return Path(os.path.realpath(path))
