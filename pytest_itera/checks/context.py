@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -89,6 +90,7 @@ class Context:
         reload_hook: ReloadHook | None = None,
         close_reloader: bool = True,
         group_files_above: int | None = GROUP_FILES_ABOVE,
+        keep_digests: bool = False,
     ) -> None:
         self.campaign = campaign
         self.options = options
@@ -100,6 +102,7 @@ class Context:
         self._close_reloader = close_reloader
         self._lock = threading.RLock()
         self._entries: tuple[Entry, ...] | None = None
+        self._candidates: tuple[str, ...] | None = None  # output_candidates, kept past close
         self._by_path: dict[str, Entry] = {}
         self._matcher: TempMatcher | None = None
         self._reloader: Reloader | None = None
@@ -115,6 +118,9 @@ class Context:
         self._targets: dict[str, tuple[str, ...]] = {}
         self._memo: dict[str, Any] = {}
         self._group_above = group_files_above  # None: one item per file, always
+        # A seal will be written: each file's sha256 and fingerprint, kept past close.
+        self._keep_digests = keep_digests
+        self._digests: dict[str, tuple[str, tuple[int, int, int, int, int]]] = {}
         # (check id, group target) -> its files, sorted; only for checks that were grouped.
         self._members: dict[tuple[str, str], tuple[str, ...]] = {}
         # (check id, group target) -> (file, its findings) for each failing file, in order.
@@ -123,6 +129,11 @@ class Context:
     @property
     def root(self) -> Path:
         return self.campaign.root
+
+    @cached_property
+    def _root_slash(self) -> str:
+        """The root as a string ending in "/": a walked file's path is that + its relpath."""
+        return os.path.join(os.fspath(self.root), "")
 
     def catalogue(self) -> Catalogue | str:
         """The price catalogue lots are judged against, or why the one given cannot be used."""
@@ -144,8 +155,30 @@ class Context:
         return self._entries
 
     def entry(self, relpath: str) -> Entry | None:
+        if self._closed and self._entries is None:
+            # Asked after the items (the report's evidence): that one path, not a new walk
+            # of the whole folder, which close() let go of.
+            from pytest_itera.files.tree import entry_at
+
+            return entry_at(self.root, relpath)
         self.entries()
         return self._by_path.get(relpath)
+
+    def output_candidates(self) -> tuple[str, ...]:
+        """The regular files of the walk named like one of the plugin's own outputs
+        (``files.outputs.SUFFIXES``), kept past :meth:`close` (they are few): the report's
+        notes on those outputs need no second walk of the folder."""
+        if self._candidates is None:
+            from pytest_itera.files.outputs import SUFFIXES
+
+            entries = self._entries
+            if entries is None:
+                from pytest_itera.files.tree import walk
+
+                entries = walk(self.root)
+            self._candidates = tuple(e.path for e in entries
+                                     if e.kind == "file" and e.path.lower().endswith(SUFFIXES))
+        return self._candidates
 
     def matcher(self) -> TempMatcher:
         if self._matcher is None:
@@ -227,12 +260,32 @@ class Context:
     def _scan(self, relpath: str) -> FileFacts:
         from pytest_itera.files.scan import scan_file
 
+        path = self._readable_path(relpath)
         return scan_file(
-            self._readable_path(relpath),
+            path,
             relpath,
             None if self.options.fast else self.matcher(),
             hash=not self.options.fast,
+            fingerprint=self._keep_digests,
+            walked=isinstance(path, str),  # a regular file of the walk (_readable_path)
         )
+
+    def verified_digests(self) -> dict[str, tuple[str, tuple[int, int, int, int, int]]]:
+        """Relative path -> (sha256, fingerprint) of each file this process hashed with a
+        fingerprint (``keep_digests``; see ``FileFacts.fingerprint``), also after
+        :meth:`close`: the seal reuses a digest whose file a new stat shows unchanged."""
+        with self._lock:
+            self._keep_facts()
+            return dict(self._digests)
+
+    def _keep_facts(self) -> None:
+        for relpath, known in self._facts.items():
+            if isinstance(known, Future):
+                if not known.done() or known.cancelled() or known.exception() is not None:
+                    continue
+                known = known.result()
+            if known.sha256 is not None and known.fingerprint is not None:
+                self._digests[relpath] = (known.sha256, known.fingerprint)
 
     def documents(self) -> tuple[Plan, Manifest]:
         """The plan and the manifest, for a check whose ``needs`` guarantee both."""
@@ -314,7 +367,7 @@ class Context:
         a pathlib.Path per small file costs more than its hash)."""
         entry = self.entry(relpath)
         if entry is not None and entry.kind == "file":
-            return os.path.join(os.fspath(self.root), relpath)
+            return self._root_slash + relpath
         path = self.root / relpath
         if entry is not None and entry.kind == "symlink" and not entry.escapes:
             return Path(os.path.realpath(path))
@@ -374,6 +427,10 @@ class Context:
         A later question is answered again from the folder."""
         self._closed = True  # reader threads drop what is still queued
         with self._lock:
+            if self._entries is not None:
+                self.output_candidates()
+            if self._keep_digests:
+                self._keep_facts()
             self._facts = {}
             self._entries, self._by_path = None, {}
             self._memo = {}

@@ -39,7 +39,8 @@ _NOT_A_FILE = {
 def ignored(ctx: Context, relpath: str) -> bool:
     """Left out of the file checks: an ``itera_ignore`` pattern, or the plugin's own output
     (a closure report written inside the campaign: :func:`own_outputs_of`)."""
-    return (any(fnmatchcase(relpath, pattern) for pattern in ctx.options.ignore)
+    patterns = ctx.options.ignore
+    return ((bool(patterns) and any(fnmatchcase(relpath, pattern) for pattern in patterns))
             or relpath in own_outputs_of(ctx))
 
 
@@ -102,6 +103,8 @@ def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
     if not records:
         yield from _unlisted(ctx, target)
         return
+    if len(records) == 1 and _intact(ctx, records[0][1]):
+        return
     index, record = records[0]
     where = json_where(MANIFEST_FILE, "files", index)
     if len(records) > 1:
@@ -113,6 +116,26 @@ def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
     yield from _listed_file(ctx, record, where)
 
 
+def _intact(ctx: Context, record: FileRecord) -> bool:
+    """The common case at the cost of a few lookups (100,000 listed files, issue 29): a
+    regular file of the walk, read without error, with the size and sha256 recorded, under a
+    portable name that collides with no other. Everything else (and --itera-fast) takes the
+    path that says what is wrong, which judges the same file again from scratch."""
+    if ctx.options.fast or record.path == MANIFEST_FILE or path_problem(record.path) is not None:
+        return False
+    entry = ctx.entry(record.path)
+    if entry is None or entry.kind != "file" or record.path in _collisions(ctx):
+        return False
+    facts = ctx.facts(record.path)
+    return (facts.error is None and facts.size == record.bytes
+            and facts.sha256 is not None and facts.sha256 == record.sha256)
+
+
+def _collisions(ctx: Context) -> dict[str, tuple[str, ...]]:
+    return ctx.memo("portable-collisions",
+                    lambda: collisions(record.path for record in _listed(ctx)))
+
+
 def _unportable(ctx: Context, relpath: str, where: str) -> Iterator[Finding]:
     """The one portability rule (pytest_itera.core.portable) on a listed path: campaigns are
     retrieved to other systems, where such a name escapes the folder or names another file."""
@@ -120,8 +143,7 @@ def _unportable(ctx: Context, relpath: str, where: str) -> Iterator[Finding]:
     if problem is not None:
         yield Finding(f"listed file {relpath!r} {problem}", where=where, hint=RENAME_HINT,
                       code="files-intact.unportable")
-    others = ctx.memo("portable-collisions",
-                      lambda: collisions(record.path for record in _listed(ctx))).get(relpath)
+    others = _collisions(ctx).get(relpath)
     if others:
         yield Finding(f"listed file {relpath!r} {collision_problem(others)}", where=where,
                       hint="give each file a name that differs by more than letter case or "

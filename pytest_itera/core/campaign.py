@@ -398,14 +398,30 @@ class Manifest:
             return found
         # The target itself and each folder above it ("a/b/c" -> "a/b/c", "a/b", "a"; a
         # leading "/" gives ""): a record path P owns the target when P == target or
-        # target starts with P + "/" (P without its trailing "/").
-        slash = len(target)
-        while slash >= 0:
-            runs = by_ref.get(target[:slash])
-            if runs:
-                found |= runs
-            slash = target.rfind("/", 0, slash)
+        # target starts with P + "/" (P without its trailing "/"). The folders' part is
+        # computed once per folder (asked for every file of a 100,000-file campaign).
+        runs = by_ref.get(target)
+        if runs:
+            found |= runs
+        slash = target.rfind("/")
+        if slash >= 0:
+            found |= self._folder_owners(target[:slash])
         return found
+
+    def _folder_owners(self, folder: str) -> frozenset[str]:
+        """The runs whose checkpoint or adapter path is ``folder`` or a folder above it."""
+        cache = self._folder_owner_cache
+        known = cache.get(folder)
+        if known is None:
+            by_ref = self._owner_index[0]
+            slash = folder.rfind("/")
+            above = self._folder_owners(folder[:slash]) if slash >= 0 else frozenset()
+            known = cache[folder] = above | by_ref.get(folder, set())
+        return known
+
+    @cached_property
+    def _folder_owner_cache(self) -> dict[str, frozenset[str]]:
+        return {}
 
     @cached_property
     def _runs_by_id(self) -> dict[str, RunRecord]:

@@ -340,6 +340,8 @@ def make_context(
         else None,
         close_reloader=False,  # shared by every campaign of this process; closed at unconfigure
         group_files_above=settings.group_files_above,
+        # The seal reuses the digests the checks computed (report.seal.write).
+        keep_digests=settings.seal is not None,
     )
     # Also when -x stops the run before the manifest node is torn down: no read goes on.
     config.add_cleanup(context.close)

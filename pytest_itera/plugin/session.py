@@ -332,7 +332,8 @@ class IteraSession:
             self.sealed = seal.write(
                 root, path, self._seal_record(campaign_report, json_text),
                 key=self.settings.seal_key, password=os.environ.get(SEAL_PASSWORD_ENV),
-                expected=self._checked_digests(root, campaign_report))
+                expected=self._checked_digests(root, campaign_report),
+                known=self._hashed_here(root))
         except (seal.SealError, OSError) as exc:
             self.seal_error = f"{path}: {exc}"
             _fail(session, pytest.ExitCode.INTERNAL_ERROR)
@@ -348,6 +349,17 @@ class IteraSession:
             "plugin": (provenance.get("pytest_process") or {}).get("plugin"),
             "waivers": [{**plain(w), "nodeids": list(ids)} for w, ids in r.waivers],
         }
+
+    def _hashed_here(self, root: Path) -> dict[str, tuple[str, tuple[int, int, int, int, int]]]:
+        """The digests this process's checks computed, with each file's fingerprint, for the
+        seal to reuse. Under pytest-xdist the workers hashed and the controller did not:
+        their digests do not travel back, and the seal hashes every file itself."""
+        from pytest_itera.plugin.collect import contexts_key
+
+        context = self.config.stash.get(contexts_key, {}).get(root)
+        if context is None or context.root.resolve() != root.resolve():
+            return {}
+        return context.verified_digests()
 
     def _checked_digests(self, root: Path, r: report.CampaignReport) -> dict[str, str]:
         """What the checks verified: the manifest's record of each listed file and of the

@@ -17,7 +17,7 @@ from pytest_itera.core import money
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import Campaign, Manifest
 from pytest_itera.core.journal import reopenings
-from pytest_itera.files.outputs import SUFFIXES, left_out_note, own_outputs
+from pytest_itera.files.outputs import left_out_note, own_outputs
 from pytest_itera.report.evidence import Evidence, gather
 
 REPORT_FORMAT = "itera-report/3"
@@ -229,24 +229,21 @@ def _build(
         provenance=provenance,
         digests=dict(digests or {}),
         reopened=reopenings(campaign.root),
-        left_out=_left_out(campaign),
+        left_out=_left_out(campaign, context),
         evidence=_evidence(campaign, runs, checks, context),
     )
 
 
-def _left_out(campaign: Campaign) -> tuple[str, ...]:
+def _left_out(campaign: Campaign, context: Context) -> tuple[str, ...]:
     """The notes on the plugin's own outputs inside the campaign (files.outputs), which the
-    file checks left out."""
-    from pytest_itera.files.tree import walk
-
+    file checks left out (the candidates from the checks' walk: no second one)."""
     root = campaign.root
     if not root.is_dir():
         return ()
     man = campaign.manifest
     listed = {f.path for f in man.files} if man is not None else set()
-    files = (e.path for e in walk(root) if e.kind == "file" and e.path.lower().endswith(SUFFIXES))
-    return tuple(left_out_note(path, what)
-                 for path, what in sorted(own_outputs(root, files, listed).items()))
+    return tuple(left_out_note(path, what) for path, what in
+                 sorted(own_outputs(root, context.output_candidates(), listed).items()))
 
 
 def _evidence(campaign: Campaign, runs: Sequence[RunRow], checks: Sequence[CheckResult],

@@ -62,11 +62,66 @@ def _hashing_config() -> Any:
             .use_file_serialization(hashing_algorithm="sha256", allow_symlinks=True))
 
 
-def _manifest(root: Path) -> Any:
+# Relative path -> (sha256, fingerprint) of a file the checks hashed (Context.verified_digests;
+# the fingerprint is scan.FileFacts.fingerprint: st_dev, st_ino, size, mtime_ns, ctime_ns).
+Known = Mapping[str, tuple[str, tuple[int, int, int, int, int]]]
+
+
+def _manifest(root: Path, known: Known | None = None) -> Any:
+    """model-signing's manifest of every file of ``root``. ``known``: a file whose stat now
+    gives the fingerprint it had when the checks hashed it is not read again: its digest is
+    the checks' (any write since moves its ctime); every other file is hashed."""
     try:
-        return _hashing_config().hash(root)
+        if not known:
+            return _hashing_config().hash(root)
+        _library()
+        from model_signing._serialization import file as by_file
+
+        serializer = by_file.Serializer(_reusing_factory(root, known), allow_symlinks=True)
+        return serializer.serialize(Path(root), ignore_paths=[])
     except (OSError, ValueError) as exc:
         raise SealError(f"{root}: cannot hash the folder: {exc}") from None
+
+
+def _reusing_factory(root: Path, known: Known) -> Any:
+    """model-signing's file hasher factory (what ``_hashing_config`` configures: SHA-256, 1 MiB
+    chunks), answering with the checks' digest where the file is unchanged since."""
+    import os
+
+    from model_signing._hashing import hashing, io, memory
+
+    class Reused(io.FileHasher):
+        def __init__(self, digest: str) -> None:
+            self._digest = bytes.fromhex(digest)
+
+        def compute(self) -> Any:
+            return hashing.Digest("sha256", self._digest)
+
+        @property
+        def digest_name(self) -> str:
+            return "sha256"
+
+        @property
+        def digest_size(self) -> int:
+            return 32
+
+    def factory(path: Path) -> Any:
+        if path != Path():  # model-signing asks once with Path() for the digest's name
+            try:
+                found = known.get(path.relative_to(root).as_posix())
+            except ValueError:
+                found = None
+            if found is not None:
+                try:
+                    st = os.stat(path)  # followed, as model-signing reads it
+                except OSError:
+                    st = None
+                if st is not None and found[1] == (st.st_dev, st.st_ino, st.st_size,
+                                                   st.st_mtime_ns, st.st_ctime_ns):
+                    return Reused(found[0])
+        return io.SimpleFileHasher(path, memory.SHA256(), chunk_size=1 << 20)
+
+    return factory
 
 
 def digests_of(manifest: Any) -> dict[str, str]:
@@ -114,13 +169,15 @@ class Sealed:
 def write(
     root: Path, dest: Path, record: Mapping[str, Any], *, key: Path | None = None,
     password: str | None = None, expected: Mapping[str, str] | None = None,
+    known: Known | None = None,
 ) -> Sealed:
     """Hash every file of ``root`` and write the seal to ``dest`` (signed with ``key``).
 
     ``expected``: relative path -> the sha256 the checks verified; a file whose bytes differ
-    now changed after its checks ran, and nothing is sealed.
+    now changed after its checks ran, and nothing is sealed. ``known``: the checks' digests
+    with their files' fingerprints, reused for a file whose fingerprint is unchanged.
     """
-    manifest = _manifest(root)
+    manifest = _manifest(root, known)
     changed = _changed_since_checks(digests_of(manifest), expected or {})
     if changed:
         raise SealError(f"{', '.join(changed)}: changed after the checks ran; not sealed")

@@ -553,3 +553,26 @@ def test_close_closes_the_loader_only_when_it_is_the_contexts_own(
     assert fake.closed == closed
     ctx.reload("runs/variant-a/weights.pt", "torch")  # a later reload asks the factory again
     assert made == [1, 1]
+
+
+def test_after_close_one_path_is_answered_without_walking_the_folder_again(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = context(root)
+    walked = {e.path: e for e in ctx.entries()}
+    (root / "itera-report.json").write_text('{"format": "itera-report/3", "verdict": "x"}')
+    ctx.close()
+    import pytest_itera.files.tree as tree
+
+    def no_walk(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the folder was walked again after close")
+
+    monkeypatch.setattr(tree, "walk", no_walk)
+    assert ctx.entry("analysis.md") == walked["analysis.md"]
+    assert ctx.entry("runs") == walked["runs"]
+    assert ctx.entry("nope.txt") is None
+    assert ctx.regular_file("analysis.md") == root / "analysis.md"
+    # The own-output candidates are the checks' walk's (the report written later is not).
+    assert "itera-report.json" not in ctx.output_candidates()
+    assert set(ctx.output_candidates()) == {
+        p for p, e in walked.items() if e.kind == "file" and p.endswith((".json", ".md", ".html"))}

@@ -208,6 +208,10 @@ def test_a_checkpoint_folder_owns_every_file_under_it(tmp_path: Path) -> None:
     assert manifest.owners("file", "runs/variant-a/adapter/weights.bin") == {"variant-a"}
     assert manifest.owners("file", "runs/variant-a/adapter") == {"variant-a"}
     assert manifest.owners("file", "runs/variant-a/adapterX") == set()
+    # Folders' owners are computed once per folder: asked again, deeper, the answer holds.
+    assert manifest.owners("file", "runs/variant-a/adapter/sub/deeper.bin") == {"variant-a"}
+    assert manifest.owners("file", "runs/variant-a/adapter/weights.bin") == {"variant-a"}
+    assert manifest.owners("file", "runs/variant-a/adapterX/weights.bin") == set()
 
 
 def test_run_position_is_the_index_of_the_first_record(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.files.tree import Entry, resolve_inside, walk
+from pytest_itera.files.tree import Entry, entry_at, resolve_inside, walk
 
 
 def _write(path: Path, data: bytes = b"x") -> Path:
@@ -192,6 +192,19 @@ def test_walk_refuses_a_root_that_is_not_a_directory(tmp_path: Path) -> None:
 
 
 # resolve_inside ------------------------------------------------------------------------
+
+
+def test_entry_at_is_the_walks_entry_for_one_path(tmp_path: Path, campaign: Path) -> None:
+    (campaign / "link").symlink_to("runs")
+    (campaign / "out-link").symlink_to(tmp_path)
+    walked = _by_path(walk(campaign))
+    for relpath, entry in walked.items():
+        assert entry_at(campaign, relpath) == entry
+    # What the walk does not list: missing, through a link, unnormalised, another case.
+    for relpath in ("nope", "runs/nope", "link/b.json", "out-link/out/a.txt", "runs//b.json",
+                    "./a.txt", "runs/control/..", "A.txt", "a.txt/x", "", "."):
+        assert relpath not in walked
+        assert entry_at(campaign, relpath) is None
 
 
 def test_resolve_inside_accepts_plain_relative_paths(campaign: Path) -> None:
