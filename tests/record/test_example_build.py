@@ -133,12 +133,17 @@ def test_two_builds_are_identical_but_for_checkpoint_ids_and_wall_times(
 
 
 def test_a_non_empty_output_folder_is_refused(tmp_path: Path) -> None:
+    """In this process: the refusal comes before any training (a SystemExit whose message
+    Python prints to stderr, exit status 1), no new interpreter needed to see it."""
+    from example_campaign.__main__ import main
+
     out = tmp_path / "campaign"
     out.mkdir()
     (out / "old.txt").write_text("previous results\n")
-    done = build(out, "--start", START)
-    assert done.returncode != 0
-    assert "is not empty; a campaign folder is written once" in done.stderr
+    with pytest.raises(SystemExit) as refused:
+        main(["--out", str(out), "--start", START])
+    assert isinstance(refused.value.code, str)  # a message: exit status 1
+    assert "is not empty; a campaign folder is written once" in refused.value.code
     assert sorted(p.name for p in out.iterdir()) == ["old.txt"]
 
 
