@@ -115,7 +115,28 @@ def _moved_home(name: str) -> str | None:
     return None
 
 
+class _Plain(importlib.abc.MetaPathFinder):
+    """The package's own modules load as plain modules (the interpreter's path finder), ahead
+    of pytest's assertion-rewriting hook.
+
+    pytest marks every top-level package of an entry-point plugin's distribution for
+    rewriting. Its loader parses, rewrites and compiles each module, and caches only its own
+    pyc, which it cannot write under PYTHONDONTWRITEBYTECODE=1 (this machine, many training
+    images): the plugin was compiled again in every run, ~0.25 s of CPU from a source tree and
+    ~0.35 s for an installed package, whose bytecode pip compiled and pytest's loader ignores
+    (issue 29, benchmarks/RESULTS.md; PYTEST_DONT_REWRITE docstrings saved ~0.05 s: pytest
+    still parses and compiles). The package holds no test asserts, only invariants; the
+    user's test files and conftests are found and rewritten by pytest as before.
+    """
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if path is None or not name.startswith("pytest_itera."):
+            return None
+        return importlib.machinery.PathFinder.find_spec(name, path, target)
+
+
 if not any(isinstance(finder, _Moved) for finder in sys.meta_path):
     # First: a module below a moved package (pytest_itera.integrations.transformers) must be
     # the layered one, not a second copy the path finder would load from the same file.
-    sys.meta_path.insert(0, _Moved())
+    # Then the package's own modules, before pytest's rewriting hook (_Plain).
+    sys.meta_path[0:0] = [_Moved(), _Plain()]

@@ -91,7 +91,8 @@ def plan_skeleton(campaign: str = "my-campaign") -> dict[str, Any]:
              "parameters": {"metric": "validation_accuracy", "threshold": 0.5,
                             "direction": "higher", "split": "validation"}},
             {"id": "corpus-truncated", "kind": "input_truncated",
-             "parameters": {"input": "corpus-v1", "examples": 600}},
+             "parameters": {"input": "corpus-v1", "examples": 600},
+             "description": "examples is corpora[0].examples: edit both together"},
             {"id": "no-usable-resume", "kind": "no_resume",
              "parameters": {"resume_check": "resume-check"}},
         ],
@@ -135,7 +136,8 @@ def _new_plan(folder: Path, campaign: str | None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(target, plan)
     print(f"wrote {target}, a draft: edit the question, corpora, runs and sha256 digests "
-          "(zeros now), judge it with pytest --itera-plan, then freeze it with "
+          "(zeros now), and the corpus-truncated rule's examples with corpora[0].examples "
+          "(both 600 now), judge it with pytest --itera-plan, then freeze it with "
           "CampaignRecorder.freeze_plan (which sets frozen_at)")
     return 0
 

@@ -4,6 +4,7 @@ import importlib
 import os
 import pkgutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -59,6 +60,15 @@ def _lean_inner_sessions(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
         # After pytester's own set-up, which deletes PYTEST_ADDOPTS.
         request.getfixturevalue("pytester")
         monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_ADDOPTS)
+
+
+@pytest.fixture(scope="session")
+def fsdp_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """FSDP2 checkpoints of 2 CPU ranks (tests/sharded.py), written once per session: a
+    multi-process run costs tens of seconds.  Tests copy before damaging them."""
+    from tests import sharded
+
+    return sharded.fsdp_checkpoints(tmp_path_factory.mktemp("fsdp"))
 
 
 @pytest.fixture

@@ -51,6 +51,7 @@ CAMPAIGN_KEY, CHECK_KEY, TARGET_KEY, SCOPE_KEY = (
 FINDINGS_KEY, RELOADS_KEY, WAIVER_KEY = "itera_findings", "itera_reloads", "itera_waiver"
 EVIDENCE_KEY = "itera_evidence"  # what a passing item knows but does not fail on
 PLAN_KEY = "itera_plan"  # a plan-gate item's plan (it has no campaign verdict)
+FACTS_KEY = "itera_facts"  # the values a check judged (Check.facts), for the closure report
 
 
 def item_properties(root: str, check: str, target: str | None,

@@ -63,6 +63,10 @@ class Check:
     # read ahead, a few files at a time.
     reads: bool = False
     order: int = 50  # position in the item list (lower first), then id
+    # The values it judged, as plain data that travel on its item's report to the closure
+    # report (conclusion-consistent: each compared run's decision metric), so the report
+    # never recomputes them (a pytest-xdist controller would, from scratch).
+    facts: Callable[[Context, str | None], list[Any]] | None = None
 
 
 class Context:

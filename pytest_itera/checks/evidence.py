@@ -28,16 +28,20 @@ from pytest_itera.checks.journal_agrees import journal_agrees, journal_listed
 from pytest_itera.checks.stop_rules import (
     MEASURED_KINDS,
     RuleVerdict,
+    input_corpus,
     measured,
     rule_parameters_problem,
     show,
+    triggers,
 )
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
+    CheckpointRecord,
     Corpus,
     Manifest,
     Plan,
+    ResumedFrom,
     RunRecord,
     StopRule,
 )
@@ -171,14 +175,10 @@ def _measurements_hint(run: RunRecord) -> str:
 # -------------------------------------------------------------- input_truncated
 
 
-def _input_corpus(plan: Plan, name: str) -> Corpus | None:
-    return plan.corpus_by_id(name) or next((c for c in plan.corpora if c.path == name), None)
-
-
 def _truncated_on(ctx: Context, plan: Plan, rule: StopRule, run: RunRecord) -> RuleVerdict:
     """A truncated input concerns the data checks, and every run that consumes it."""
     name = str(rule.parameters["input"])
-    corpus = _input_corpus(plan, name)
+    corpus = input_corpus(plan, name)
     role = _role(plan, run.id)
     if corpus is not None and role != "data_check":
         recorded = plan.corpus_by_id(run.corpus) if run.corpus is not None else None
@@ -194,7 +194,7 @@ def input_verdict(ctx: Context, plan: Plan, rule: StopRule) -> RuleVerdict:
     _, man = ctx.documents()
     p = rule.parameters
     name = str(p["input"])
-    corpus = _input_corpus(plan, name)
+    corpus = input_corpus(plan, name)
     path = corpus.path if corpus is not None else name
     aliases = (name, path, corpus.id if corpus is not None else "")
     expected = {k: p[k] for k in ("examples", "bytes", "sha256") if k in p}
@@ -284,8 +284,7 @@ def _resume(ctx: Context, run_id: str) -> RuleVerdict:
             'run>", "step": N}, and the series the resumed run measured')
     listed = [c for c in man.checkpoints if c.kind == "resume" and c.run != run.id]
     others = ", ".join(c.path for c in listed) or "none listed"
-    record = next((c for c in man.checkpoints
-                   if c.path.rstrip("/") == origin.checkpoint.rstrip("/")), None)
+    record = resumed_checkpoint(man, origin)
     if record is None or record.kind != "resume" or record.run == run.id:
         why = ("which is not a checkpoint listed in the manifest" if record is None
                else "a weights checkpoint, which cannot resume training"
@@ -325,17 +324,29 @@ def _resume(ctx: Context, run_id: str) -> RuleVerdict:
                        f"{reference.id}'s within {tolerance:g}")
 
 
+def resumed_checkpoint(man: Manifest, origin: ResumedFrom) -> CheckpointRecord | None:
+    """The manifest's record of the checkpoint a resume check resumed from, or None."""
+    return next((c for c in man.checkpoints
+                 if c.path.rstrip("/") == origin.checkpoint.rstrip("/")), None)
+
+
+def resume_reference(man: Manifest, run: RunRecord) -> RunRecord | None:
+    """The run whose listed resume checkpoint ``run`` resumed from (its reference), or None
+    when the resume names no such checkpoint (:func:`resume_verdict` says why)."""
+    record = resumed_checkpoint(man, run.resumed_from) if run.resumed_from else None
+    if record is None or record.kind != "resume" or record.run == run.id:
+        return None
+    return man.run(record.run)
+
+
 def _compare(
     mine: Measurements, theirs: Measurements, after: int, tolerance: float
 ) -> tuple[int, tuple[str, int, float, float, int] | None]:
     """(points compared, the earliest divergence: name, step, value, reference, line)."""
     compared = 0
     first: tuple[str, int, float, float, int] | None = None
-    for name in sorted(mine.series):
-        reference = theirs.series.get(name)
-        if reference is None:
-            continue
-        for step, value, ref_value, line in _aligned(mine.series[name], reference, after):
+    for name, series, reference in shared_series(mine, theirs):
+        for step, value, ref_value, line in aligned(series, reference, after):
             compared += 1
             if not _close(value, ref_value, tolerance):
                 if first is None or step < first[1]:
@@ -344,7 +355,17 @@ def _compare(
     return compared, first
 
 
-def _aligned(
+def shared_series(
+    mine: Measurements, theirs: Measurements
+) -> Iterator[tuple[str, Series, Series]]:
+    """(name, mine, theirs) for each series both files measure, by name."""
+    for name in sorted(mine.series):
+        reference = theirs.series.get(name)
+        if reference is not None:
+            yield name, mine.series[name], reference
+
+
+def aligned(
     series: Series, reference: Series, after: int
 ) -> Iterator[tuple[int, float, float, int]]:
     """(step, value, reference value, line) for the steps after ``after`` both series hold."""
@@ -407,8 +428,7 @@ def _accepted(
         verdict = evaluate(ctx, rule, run.id)
         if verdict.status == "triggered":
             yield Finding(
-                f"accepted run {run.id} triggers stop rule {rule.id!r} ({rule.kind}): "
-                f"{verdict.detail}", where=verdict.where or where,
+                f"accepted {triggers(run.id, rule, verdict)}", where=verdict.where or where,
                 expected="a run whose own evidence triggers a declared stop rule is stopped, "
                 "not accepted", found=f"outcome 'accepted' ({where}.outcome)",
                 hint="record it as stopped (outcome 'stopped', stop {rule, reason, step}): it "
@@ -603,8 +623,7 @@ def resume_resolution(ctx: Context, run: RunRecord) -> Iterator[Finding]:
     origin = run.resumed_from
     if origin is None:
         return  # the resume verdict says so
-    record = next((c for c in man.checkpoints
-                   if c.path.rstrip("/") == origin.checkpoint.rstrip("/")), None)
+    record = resumed_checkpoint(man, origin)
     usable = record is not None and record.kind == "resume" and record.run != run.id
     reference = man.run(record.run) if usable and record is not None else None
     if reference is None:
@@ -698,7 +717,7 @@ def _checked_rule_input(
 ) -> Iterator[Finding]:
     p = rule.parameters
     name = str(p["input"])
-    corpus = _input_corpus(plan, name)
+    corpus = input_corpus(plan, name)
     if corpus is not None and corpus not in corpora:
         return  # another data check's corpus
     aliases = (name, corpus.path if corpus else "", corpus.id if corpus else "")

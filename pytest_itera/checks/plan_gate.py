@@ -4,8 +4,9 @@ the post-pilot decision point (R2-R6). Registered as the plugin ``itera.plan``.
 Its checks have scope ``plan``: they are collected for a plan given with ``--itera-plan``,
 never for a closed campaign. They reuse the closure's plan rules (one home per rule):
 
-- ``plan-valid``: JSON and schema-valid (``manifest``'s rule), and a computable schedule
-  (no dependency cycle), each problem with its JSON path and line:column;
+- ``plan-valid``: JSON and schema-valid (``manifest``'s rule), a computable schedule
+  (no dependency cycle), and no ``input_truncated`` rule contradicting its corpus entry
+  (the recorder's rule too), each problem with its JSON path and line:column;
 - ``plan-frozen-ready``: what the closure checks will need is declared (``itera-plan/2``,
   corpora, the must category, stop rules with evaluable parameters, a decision point after
   the pilot, a checkpoint policy that says where checkpoints live);
@@ -43,6 +44,7 @@ from pytest_itera.checks.schedule import (
     rounded,
     schedule_fits,
 )
+from pytest_itera.checks.stop_rules import contradicts_corpus
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Plan, locate
 from pytest_itera.core.findings import Finding, recoded
@@ -89,6 +91,13 @@ def plan_valid(ctx: Context, _target: str | None) -> Iterator[Finding]:
         yield Finding(f"the schedule cannot be computed: {exc}", where=_where(ctx, path),
                       hint="fix the steps' 'after' lists and their order on each resource",
                       code="plan-valid.schedule-not-computable")
+    for i, rule in enumerate(plan.stop_rules):
+        contradiction = contradicts_corpus(plan, rule)
+        if contradiction is not None:
+            c = contradiction
+            yield Finding(c.detail, where=_where(ctx, ["stop_rules", i, "parameters", c.key]),
+                          expected=f"{c.frozen}, the corpus entry's {c.key}", found=c.wanted,
+                          hint=c.fix, code="plan-valid.rule-contradicts-corpus")
 
 
 def _culprit(plan: Plan) -> int | None:
@@ -383,6 +392,9 @@ def summary_lines(label: str, plan: Plan, catalogue: Catalogue | str,
                      f"{f' x {lot.quantity}' if lot.quantity > 1 else ''}): spans "
                      f"{_h(use.span)} of {use.capacity} h"
                      + ("" if use.excess <= 0 else f": {_h(use.excess)} OVER the lot"))
+        off = sched.off_lot_text(timeline, lot.id) if use.named else None
+        if off is not None:
+            lines.append(f"    {off}")
         options = [] if isinstance(catalogue, str) else lot_options(
             use.span, offers_for(plan, lot.gpu, catalogue))
         table = " | ".join(f"{o.offer.days}-day {o.price.format()} ({_h(o.idle_hours)} idle)"

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pytest_itera.checks import scoring
 from pytest_itera.checks.context import Check, Context
@@ -480,6 +481,8 @@ def _more(text: str, shown: int, count: int) -> str:
 
 
 # ---------------------------------------------------- conclusion-consistent
+
+CONCLUSION = "conclusion-consistent"
 # The conclusion is judged on the measurements files' values (the manifest is a copy), and
 # its text both ways: an empty list states the negative result and claims no variant meets
 # the threshold; a non-empty list names each variant it lists.
@@ -628,7 +631,8 @@ def _clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _meets(plan: Plan, value: float) -> bool:
+def meets(plan: Plan, value: float) -> bool:
+    """Does ``value`` of the decision metric meet the plan's threshold (in its direction)?"""
     threshold = plan.decision.threshold
     return value >= threshold if plan.decision.direction == "higher" else value <= threshold
 
@@ -656,6 +660,11 @@ def decision_metric(ctx: Context, man: Manifest, run: RunRecord, metric: str) ->
         redone = recomputed(ctx, run, metric)
         if redone.value is not None:
             return Measured(redone.value, redone.source, (metric,))
+    return recorded_metric(ctx, man, run, metric)
+
+
+def recorded_metric(ctx: Context, man: Manifest, run: RunRecord, metric: str) -> Measured:
+    """The run's decision metric as its measurements file records it, else the manifest."""
     if run.measurements is not None:
         found = ctx.measurements(run.measurements)
         if isinstance(found, measurements.Measurements):
@@ -667,6 +676,26 @@ def decision_metric(ctx: Context, man: Manifest, run: RunRecord, metric: str) ->
     index = man.run_position(run.id)
     value = run.metrics.get(metric)
     return Measured(value, f"{MANIFEST_FILE} $.runs[{index}].metrics", tuple(sorted(run.metrics)))
+
+
+def judged_metrics(ctx: Context) -> list[tuple[RunRecord, Measured]]:
+    """Every planned control and variant run's decision metric: an accepted run's as this
+    check judges it (recomputed when the plan says how), the others' as recorded (they are
+    not compared with the threshold; a sweep's rejected runs are not scored again)."""
+    plan, man = ctx.documents()
+    out = []
+    for planned in plan.runs:
+        run = man.run(planned.id)
+        if planned.role in PREDICTING_ROLES and run is not None:
+            measure = decision_metric if run.outcome == "accepted" else recorded_metric
+            out.append((run, measure(ctx, man, run, plan.decision.metric)))
+    return out
+
+
+def judged_facts(ctx: Context, _target: str | None) -> list[dict[str, Any]]:
+    """:func:`judged_metrics` as plain data (``Check.facts``): {run, value, source}."""
+    return [{"run": run.id, "value": measured.value, "source": measured.source}
+            for run, measured in judged_metrics(ctx)]
 
 
 def run_corpus_ids(ctx: Context, run: RunRecord) -> tuple[Corpus, CorpusIds]:
@@ -714,7 +743,7 @@ def _listed_runs(
         measured = decision_metric(ctx, man, run, metric)
         if measured.value is None:
             yield _no_metric(run, metric, measured)
-        elif not _meets(plan, measured.value):
+        elif not meets(plan, measured.value):
             yield Finding(f"the conclusion lists {run_id} as meeting the threshold, but its "
                           f"{metric} is {_number(measured.value)}", where=where,
                           expected=_rule(plan), found=_shown(metric, measured),
@@ -736,7 +765,7 @@ def _unlisted_variants(
         measured = decision_metric(ctx, man, run, metric)
         if measured.value is None:
             yield _no_metric(run, metric, measured)
-        elif _meets(plan, measured.value):
+        elif meets(plan, measured.value):
             yield Finding(f"variant {run.id} meets the threshold but the conclusion does not "
                           "list it",
                           where=json_where(MANIFEST_FILE, "conclusion", "meets_threshold"),
@@ -762,9 +791,9 @@ CHECKS = (
           scope="run", targets=config_targets, order=21),
     Check("predictions-cover-corpus", "an accepted run predicts each frozen-corpus example once",
           predictions_cover_corpus, scope="run", targets=predictions_targets, order=22),
-    Check("conclusion-consistent",
+    Check(CONCLUSION,
           "the conclusion agrees with the measured metrics and the threshold, both ways",
-          conclusion_consistent, order=30),
+          conclusion_consistent, order=30, facts=judged_facts),
 )
 
 

@@ -417,12 +417,15 @@ def lot_findings(
             lot = next(lot for lot in lots if lot.id == use.lot)
             label = (f"lot {lot.id!r}: " if use.named
                      else "the machine steps (no step names a lot): ")
-            yield _overflow_finding(ctx, lot, use.span, prefix + label, reduction)
+            yield _overflow_finding(ctx, lot, use.span, prefix + label, reduction,
+                                    sched.off_lot_text(timeline, lot.id) if use.named else None)
 
 
 def _overflow_finding(
-    ctx: Context, lot: Lot, span: Decimal, prefix: str, reduction: sched.Reduction | None
+    ctx: Context, lot: Lot, span: Decimal, prefix: str, reduction: sched.Reduction | None,
+    off_lot: str | None = None,
 ) -> Finding:
+    """``off_lot``: the steps outside the lot's span (they count in the window, not here)."""
     offers = _offers_for(ctx, lot)
     advice = overflow_advice(span, lot, None if isinstance(offers, str) else offers)
     if isinstance(offers, str):
@@ -432,7 +435,7 @@ def _overflow_finding(
         f"{prefix}{advice}",
         where=f"{_STEPS} (lot {lot.id!r})",
         expected=f"at most {lot.days * 24} h on the lot",
-        found=_h(span),
+        found=_h(span) + (f"; {off_lot}" if off_lot else ""),
         hint="; or ".join(ways or ["rent a lot that covers the span, or reduce the protocol"])
         + "; two lots can host independent variants but never shorten one run",
         code="schedule-fits.lot-overflow",
@@ -529,7 +532,8 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
         yield from _deviations(ctx, plan, observed, explained | short, recorded=recorded)
     yield from _stray_explanations(plan, actual, observed)
     yield from _decisions(plan, man)
-    yield from times_fit(ctx, plan, man, tolerance=_tolerance(ctx, plan), rounding=ROUNDING)
+    yield from times_fit(ctx, plan, man, tolerance=deviation_tolerance(ctx, plan),
+                         rounding=ROUNDING)
 
 
 def _reserved(plan: Plan, man: Manifest) -> Iterator[Finding]:
@@ -694,7 +698,7 @@ def _deviations(
     ctx: Context, plan: Plan, observed: dict[str, Decimal], explained: set[str], *,
     recorded: bool = False,
 ) -> Iterator[Finding]:
-    tolerance = _tolerance(ctx, plan)
+    tolerance = deviation_tolerance(ctx, plan)
     for dev in sched.deviations(plan.schedule.steps, observed, tolerance):
         if dev.step not in explained:
             index = plan_step(plan, dev.step)
@@ -710,7 +714,7 @@ def _deviations(
             )
 
 
-def _tolerance(ctx: Context, plan: Plan) -> Decimal:
+def deviation_tolerance(ctx: Context, plan: Plan) -> Decimal:
     """The plan's own tolerance wins over the ini option itera_deviation_tolerance.
 
     Either is bounded at 0.5 (:data:`pytest_itera.core.schedule.MAX_TOLERANCE`).

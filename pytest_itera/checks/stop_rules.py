@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from pytest_itera.core.campaign import SHA256_HEX, StopRule
+from pytest_itera.core.campaign import SHA256_HEX, Corpus, Plan, StopRule
 from pytest_itera.core.text import is_blank
 from pytest_itera.files.measurements import Measurements
 
@@ -16,12 +16,16 @@ __all__ = [
     "MEASURED_KINDS",
     "PREDICTING_ROLES",
     "TRAINING_ROLES",
+    "Contradiction",
     "RuleVerdict",
     "Status",
+    "contradicts_corpus",
+    "input_corpus",
     "label",
     "measured",
     "rule_parameters_problem",
     "show",
+    "triggers",
 ]
 
 Status = Literal["triggered", "clear", "unproven", "not_evaluated"]
@@ -84,6 +88,51 @@ def rule_parameters_problem(rule: StopRule) -> str | None:
         return None
     if kind == "no_resume":
         return None if _text(p.get("resume_check")) else "no 'resume_check' (a run id)"
+    return None
+
+
+def input_corpus(plan: Plan, name: str) -> Corpus | None:
+    """The plan corpus an ``input_truncated`` rule's ``input`` names: its id, or its path."""
+    return plan.corpus_by_id(name) or next((c for c in plan.corpora if c.path == name), None)
+
+
+class Contradiction(NamedTuple):
+    """An ``input_truncated`` rule against its own plan's corpus entry: what it says, the
+    fix, the parameter (``examples`` or ``sha256``), the rule's value and the entry's."""
+
+    detail: str
+    fix: str
+    key: str
+    wanted: str
+    frozen: str
+
+
+def contradicts_corpus(plan: Plan, rule: StopRule) -> Contradiction | None:
+    """Where an ``input_truncated`` rule with usable parameters expects of a plan corpus
+    another example count or sha256 than the plan's own corpus entry freezes: such a rule
+    can never hold (the frozen corpus triggers it), so the plan is refused before it is
+    frozen or rented for (the recorder's freeze_plan, the plan gate's plan-valid)."""
+    if rule.kind != "input_truncated" or rule_parameters_problem(rule) is not None:
+        return None
+    corpus = input_corpus(plan, str(rule.parameters["input"]))
+    if corpus is None:
+        return None
+    index = plan.corpora.index(corpus)
+    for key in ("examples", "sha256"):
+        if key not in rule.parameters:
+            continue
+        wanted, frozen = rule.parameters[key], getattr(corpus, key)
+        if key == "sha256" and not SHA256_HEX.fullmatch(str(frozen)):
+            continue  # a draft's placeholder: the schema and the corpus checks say so
+        if wanted != frozen:
+            what = f"{wanted} examples" if key == "examples" else f"the sha256 {wanted}"
+            return Contradiction(
+                f"stop rule {rule.id!r} ({rule.kind}) expects {what} of corpus {corpus.id!r}, "
+                f"but the plan's corpora[{index}] freezes {frozen}: the frozen corpus would "
+                "trigger the rule",
+                f"edit the rule's parameters.{key} together with corpora[{index}].{key} "
+                f"(both {frozen}, when the corpus entry is right)",
+                key, str(wanted), str(frozen))
     return None
 
 
@@ -160,6 +209,12 @@ def _measured(
         if last is not None:
             return last[1], last[0], f"{found.path}:{last[2]}", f"{name} (last point)"
     return None
+
+
+def triggers(run_id: str, rule: StopRule, verdict: RuleVerdict) -> str:
+    """The sentence that ``run_id``'s own evidence triggers ``rule``: the stop-rules check's
+    finding on an accepted run and the recorder's refusal to accept it say it alike."""
+    return f"run {run_id} triggers stop rule {rule.id!r} ({rule.kind}): {verdict.detail}"
 
 
 def label(role: str | None) -> str:

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 
 __all__ = ["RENAME_HINT", "collision_key", "collision_problem", "collisions", "component_problem",
            "path_problem"]
@@ -48,6 +49,7 @@ def path_problem(relpath: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)  # a folder's name comes once per file below it (issue 29)
 def component_problem(name: str) -> str | None:
     """Why one path component is not portable, or None."""
     device = name.split(".")[0].rstrip(" :")

@@ -873,6 +873,27 @@ def lot_uses(lots: Sequence[LotLike], timeline: Timeline) -> list[LotUse]:
     return [LotUse(longest.id, longest.days, machine_span(timeline), named=False)]
 
 
+def off_lot_text(timeline: Timeline, lot: str) -> str | None:
+    """Where the lot's clock runs in the schedule and which steps run off it (preparation
+    before, retrieval after...): why the window and the lot overflow by different hours.
+    None when the lot is unused or runs the whole schedule."""
+    if lot not in timeline.lot_spans:
+        return None
+    start, end = timeline.lot_spans[lot]
+    if start <= 0 and end >= timeline.makespan:
+        return None
+    parts = []
+    for hours, slots, where in (
+            (start, [s for s in timeline.slots if s.end <= start and s.hours], "before"),
+            (timeline.makespan - end,
+             [s for s in timeline.slots if s.start >= end and s.hours], "after")):
+        if hours > 0:
+            names = ", ".join(s.id for s in slots)
+            parts.append(f"{names + ', ' if names else ''}{hours_text(hours)} h {where} it")
+    return (f"the lot runs from {hours_text(start)} h to {hours_text(end)} h of the "
+            f"{hours_text(timeline.makespan)} h schedule; off the lot: {' and '.join(parts)}")
+
+
 def fits(window: HoursLike, lots: Sequence[LotLike], timeline: Timeline) -> bool:
     """The makespan fits the window and every lot's span fits the lot."""
     if timeline.makespan > as_hours(window):

@@ -58,6 +58,10 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         # Like `-p no:cacheprovider`, which also blocks stepwise (it needs the cache).
         for name in ("cacheprovider", "stepwise", "pytest_stepwise"):
             config.pluginmanager.set_blocked(name)
+    if settings.active:
+        from pytest_itera.plugin.reloads import start_reloads_first
+
+        start_reloads_first(config)  # torch's import in the reload server: the longest step
 
 
 def pytest_configure(config: pytest.Config) -> None:

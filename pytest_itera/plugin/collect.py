@@ -19,6 +19,7 @@ from _pytest._code.code import TerminalRepr
 
 from pytest_itera.checks.closure import (
     EVIDENCE_KEY,
+    FACTS_KEY,
     FINDINGS_KEPT,
     FINDINGS_KEY,
     RELOADS_KEY,
@@ -197,6 +198,8 @@ class IteraManifest(ChecksFile):
         # The folder's walk and the targets: a few objects per listed file (gc_paused).
         with gc_paused():
             self.context = make_context(self.campaign_root, settings, checks, self.config)
+            # The closure report reuses its memoised reads (the evidence behind the verdict).
+            self.config.stash.setdefault(contexts_key, {})[self.campaign_root] = self.context
             # The items inherit the mark (`-m itera`) from here: pytest looks for marks on
             # every item several times per run, and an own mark is one more to walk each time.
             self.add_marker(MARKER)
@@ -224,6 +227,9 @@ class IteraCheckItem(CheckItem):
         if self.check.reloads and self.target is not None:
             self.user_properties.append(
                 (RELOADS_KEY, _reload_facts(self.parent.context, self.target)))
+        if self.check.facts is not None:
+            self.user_properties.append(
+                (FACTS_KEY, self.check.facts(self.parent.context, self.target)))
         if not outcome.failed:
             self._keep_evidence()
             return
@@ -298,6 +304,10 @@ def registered_checks(
     if fast:
         checks = {cid: c for cid, c in checks.items() if c.fast}
     return checks
+
+
+# Campaign root -> the Context its manifest node collected with (this process's).
+contexts_key = pytest.StashKey[dict[Path, Context]]()
 
 
 def make_context(

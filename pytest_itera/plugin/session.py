@@ -32,6 +32,7 @@ from pytest_itera.checks.closure import (
     CAMPAIGN_KEY,
     CHECK_KEY,
     EVIDENCE_KEY,
+    FACTS_KEY,
     FINDINGS_KEY,
     PLAN_KEY,
     RELOADS_KEY,
@@ -262,9 +263,14 @@ class IteraSession:
 
     def _campaign_report(self, root: Path, provenance: dict[str, Any]) -> report.CampaignReport:
         from pytest_itera.core.provenance import document_digests
+        from pytest_itera.plugin.collect import contexts_key, make_context
 
         results = self.results.get(str(root), {}).values()
         campaign = loaded_campaign(self.config, root)
+        # The collection's Context when this process collected (its reads are memoised); the
+        # pytest-xdist controller did not: a Context with the same options, no check in it.
+        context = self.config.stash.get(contexts_key, {}).get(root) or make_context(
+            root, self.settings, {}, self.config)
         built = report.build(
             campaign,
             results,
@@ -277,6 +283,7 @@ class IteraSession:
             ),
             provenance=provenance,
             digests=document_digests(root),
+            context=context,
         )
         source = self.config.stash.get(sources_key, {}).get(root)  # an s3:// campaign
         return built if source is None else dataclasses.replace(built, root=source[0])
@@ -439,6 +446,7 @@ def _result(
         findings=tuple(FindingFacts.from_plain(f) for f in _plain_list(props, FINDINGS_KEY)),
         reloads=tuple(ReloadFacts.from_plain(r) for r in _plain_list(props, RELOADS_KEY)),
         waiver=waiver,
+        facts=tuple(_plain_list(props, FACTS_KEY)),
     )
 
 

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pytest_itera.checks.artifacts import parts_problems
+from pytest_itera.checks.stop_rules import contradicts_corpus
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     MANIFEST_FORMAT,
@@ -272,7 +273,8 @@ class CampaignRecorder:
 
         ``format`` defaults to ``itera-plan/2`` and ``frozen_at`` to now. A plan
         already frozen in the folder is adopted when it is the same plan, refused
-        when it differs. A corpus already in the folder must have the plan's sha256.
+        when it differs. A corpus already in the folder must have the plan's sha256, and
+        an ``input_truncated`` rule the example count and sha256 of its corpus entry.
         """
         data = {"format": PLAN_FORMAT, **plan}
         if data["format"] not in PLAN_FORMATS:
@@ -324,6 +326,11 @@ class CampaignRecorder:
                 raise RecordError(
                     f"stop rule {rule['id']!r}: resume_check {check!r} is not a planned run"
                 )
+        typed = plan_from(data)
+        for stop_rule in typed.stop_rules:
+            contradiction = contradicts_corpus(typed, stop_rule)
+            if contradiction is not None:
+                raise RecordError(f"plan: {contradiction.detail}; {contradiction.fix}")
 
     def _adopt_existing(
         self, target: Path, given: Mapping[str, Any], data: dict[str, Any], *, draft: bool

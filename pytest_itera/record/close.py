@@ -145,7 +145,9 @@ def check_run(
             rule, verdict = triggered
             raise RecordError(
                 f"run {run.id!r} is accepted but {verdict.detail} (stop rule {rule.id!r}): "
-                "stop it with that rule (run.stop), it is not a deliverable"
+                "it is not a deliverable, and an accepted run cannot be stopped; record a "
+                "run's evidence before accept(), which refuses such a run: call "
+                f"run.stop(rule={rule.id!r}, reason=...) instead"
             )
         if (
             role in ("control", "variant")

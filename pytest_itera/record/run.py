@@ -17,6 +17,7 @@ from pytest_itera.checks.stop_rules import (
     RuleVerdict,
     measured,
     rule_parameters_problem,
+    triggers,
 )
 from pytest_itera.core.campaign import StopRule
 from pytest_itera.core.findings import render_all
@@ -283,6 +284,7 @@ class RunRecorder:
                                             named or self.record.get("corpus"))
         if named is not None:
             self.set_corpus(named)
+        self._refuse_triggered()
         self._end("accepted", at)
 
     def _refuse_incomplete_predictions(self, relpath: str | None, corpus_id: str | None) -> None:
@@ -430,6 +432,19 @@ class RunRecorder:
             if verdict is not None and verdict.status == "triggered":
                 return rule, verdict
         return None
+
+
+    def _refuse_triggered(self) -> None:
+        """RecordError where ``stop-rules-applied`` will fail this run once accepted: its own
+        evidence triggers a declared rule (judged by the check's own rule, with its words).
+        A journal being replayed is not judged again (close() still refuses such a run)."""
+        found = None if self._campaign._replaying else self.triggered()
+        if found is not None:
+            rule, verdict = found
+            raise RecordError(
+                f"{triggers(self.id, rule, verdict)}, as the plugin would report "
+                "(stop-rules-applied): a run whose own evidence triggers a declared stop rule "
+                f"is stopped, not accepted; call run.stop(rule={rule.id!r}, reason=...) instead")
 
 
 def _same_value(logged: Any, value: float) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = ["BY_DESIGN", "DEFAULT_TIMEOUT", "FAILURES", "FORMATS", "PARTS", "VARIANT", "Format",
-           "Home", "absent", "files", "hints", "key_parts", "keys", "render"]
+           "Home", "absent", "files", "folders", "hints", "key_parts", "keys", "render"]
 
 # Seconds a reload may take by default (--itera-timeout): the client's, the server's and the
 # recorder's default, here because the server loads this file by path.
@@ -47,13 +47,15 @@ class Home:
     backticks; only a format with a column needs one); ``keys``: the keys the server reads it
     from, in the order it judges them (a ``torch.save`` dict's top-level keys; Lightning's,
     dotted when nested); ``files``: regular expressions of the folder members it loads it
-    from; ``hint``: where a fix line says to save it; ``absent``: why the format cannot hold
-    it, by design.
+    from; ``folders``: regular expressions of the DCP sub-folders it loads it from
+    (accelerate's FSDP sharded state); ``hint``: where a fix line says to save it;
+    ``absent``: why the format cannot hold it, by design.
     """
 
     doc: str = ""
     keys: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
+    folders: tuple[str, ...] = ()
     hint: str | None = None
     absent: str | None = None
 
@@ -158,10 +160,15 @@ FORMATS: tuple[Format, ...] = (
                      hint="trainer_state.json with global_step"),
     })),
     Format("accelerate", "accelerate `save_state`", MappingProxyType({
-        "model": Home("`model*.safetensors`, `pytorch_model*.bin`",
-                      files=(r"(model|pytorch_model)(_\d+)?(-\d+-of-\d+)?\.(safetensors|bin)",),
+        "model": Home("`model*.safetensors`, `pytorch_model*.bin`; under FSDP "
+                      "`pytorch_model_fsdp*.bin` (full state dict) or the DCP folder "
+                      "`pytorch_model_fsdp_<i>/` (sharded)",
+                      files=(r"(model|pytorch_model)(_\d+)?(-\d+-of-\d+)?\.(safetensors|bin)",
+                             r"pytorch_model_fsdp(_\d+)?\.bin"),
+                      folders=(r"pytorch_model_fsdp_\d+",),
                       hint="model.safetensors"),
-        "optimizer": Home("`optimizer*.bin`", files=(r"optimizer(_\d+)?\.bin",),
+        "optimizer": Home("`optimizer*.bin`; under FSDP sharded, the DCP folder `optimizer_<i>/`",
+                          files=(r"optimizer(_\d+)?\.bin",), folders=(r"optimizer_\d+",),
                           hint="optimizer.bin"),
         "progress": Home("a registered object (`custom_checkpoint_<i>.pkl`) whose state has a "
                          "progress key; accelerate saves none by itself",
@@ -186,6 +193,33 @@ FORMATS: tuple[Format, ...] = (
     Format("dcp", "DCP folder", MappingProxyType({
         part: Home(_DCP_DOC.get(part, "same keys as torch"), keys=home.keys, hint=home.hint)
         for part, home in _TORCH.items()})),
+    # DeepSpeed ZeRO's save_checkpoint: global_step<N>/ (the `latest` tag file beside it).
+    # Its client state (save_checkpoint(client_state=...)) is read like a torch.save dict.
+    Format("deepspeed", "DeepSpeed ZeRO `global_stepN/`", MappingProxyType({
+        "model": Home("the module of `mp_rank_00_model_states.pt`; ZeRO-3: every rank's "
+                      "`zero_pp_rank_<rank>_mp_rank_00_model_states.pt` and its fp32 "
+                      "partitions, which together cover the model's param_shapes",
+                      keys=("module",),
+                      files=(r"(zero_pp_rank_\d+_)?mp_rank_\d+_model_states\.pt",),
+                      hint="save_checkpoint's mp_rank_00_model_states.pt"),
+        "optimizer": Home("every rank's `*zero_pp_rank_<rank>_mp_rank_00_optim_states.pt` "
+                          "(bf16_ too), its optimizer_state_dict; without ZeRO, the model "
+                          "states' optimizer",
+                          files=(r"(bf16_)?zero_pp_rank_\d+_mp_rank_\d+_optim_states\.pt",),
+                          hint="every rank's zero_pp_rank_<rank>_mp_rank_00_optim_states.pt"),
+        "progress": Home("{keys}; or a progress key of the client state",
+                         keys=("global_steps",), hint="global_steps (the engine saves it)"),
+        "scheduler": Home("{keys} (a scheduler given to deepspeed.initialize or its config)",
+                          keys=("lr_scheduler",),
+                          hint="an lr_scheduler given to deepspeed.initialize"),
+        "scaler": Home("the client state's scaler key (the optimizer states hold DeepSpeed's "
+                       "own loss scaler)", hint="a 'scaler' key in client_state"),
+        "rng": Home("`rng_state_<rank>.pth` beside the tag folder (the HF Trainer's), or an rng "
+                    "key of the client state", files=(r"rng_state(_\d+)?\.pth",),
+                    hint="an 'rng_state' key in client_state"),
+        "data": Home("{keys}, or a data key of the client state", keys=("data_sampler",),
+                     hint="a 'sampler' key in client_state"),
+    })),
     Format("safetensors", "safetensors / PEFT", _weights_only(
         Home("always (the file is weights)"),
         "a safetensors file holds a flat map of tensors only")),
@@ -217,6 +251,12 @@ def files(name: str) -> tuple[tuple[str, str, bool], ...]:
     return (*((pattern, part, part == "model") for part, home in fmt.homes.items()
               for pattern in home.files),
             *((pattern, "", False) for pattern in fmt.members))
+
+
+def folders(name: str) -> tuple[tuple[str, str], ...]:
+    """(pattern, part) of a folder format's DCP sub-folders."""
+    return tuple((pattern, part) for part, home in _BY_NAME[name].homes.items()
+                 for pattern in home.folders)
 
 
 def absent(name: str) -> dict[str, str]:

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from pytest_itera.core.atomic import atomic_write_bytes
 from pytest_itera.core.text import clean, clean_block
-from pytest_itera.report.htmldoc import render_html, timeline_svg
+from pytest_itera.report.charts import timeline_svg
+from pytest_itera.report.htmldoc import render_html
 from pytest_itera.report.jsondoc import render_json, to_json
-from pytest_itera.report.markdown import render_markdown
+from pytest_itera.report.markdown import markdown_charts, render_markdown
 from pytest_itera.report.model import (
     ACCEPTING,
     PARTIAL_NOTE,
@@ -52,12 +53,12 @@ from pytest_itera.report.terminal import (
 
 __all__ = [
     "ACCEPTING", "PARTIAL_NOTE", "PLAN_INTEGRITY_NOTE", "RENDERERS", "REPORT_FORMAT",
-    "SUFFIXES", "CampaignReport", "CheckResult", "PlanReport", "RunRow", "StepRow", "acceptance",
-    "budget_section", "budget_text", "build", "check_counts", "clean", "clean_block",
-    "objective_rows", "overall_verdict", "provenance_rows", "render_html", "render_json",
-    "render_markdown", "run_rows", "runs_of", "schedule_section", "schedule_text", "step_rows",
-    "terminal_lines", "timeline_svg", "to_json", "uncommitted_source_text", "verdict",
-    "verdict_line", "write", "write_atomic", "write_json",
+    "SUFFIXES", "CampaignReport", "CheckResult", "PlanReport", "RunRow", "StepRow",
+    "acceptance", "budget_section", "budget_text", "build", "check_counts", "clean",
+    "clean_block", "markdown_charts", "objective_rows", "overall_verdict", "provenance_rows",
+    "render_html", "render_json", "render_markdown", "run_rows", "runs_of", "schedule_section",
+    "schedule_text", "step_rows", "terminal_lines", "timeline_svg", "to_json",
+    "uncommitted_source_text", "verdict", "verdict_line", "write", "write_atomic", "write_json",
 ]
 
 # The report files --itera-report writes, by suffix: the one home of the suffixes
@@ -71,10 +72,20 @@ SUFFIXES = tuple(RENDERERS)
 def write(
     path: Path, reports: Sequence[CampaignReport], plans: Sequence[PlanReport] = ()
 ) -> None:
-    """Write the report in the format the path's extension names (.json, .md, .html)."""
+    """Write the report in the format the path's extension names (.json, .md, .html); a
+    Markdown report's charts go to the folder ``<name>.charts`` beside it, written first."""
     renderer = RENDERERS.get(path.suffix.lower())
     if renderer is None:
         raise ValueError(f"{path}: unknown report type; use a .json, .md or .html path")
+    if path.suffix.lower() == ".md":
+        folder = f"{path.stem}.charts"
+        charts = markdown_charts(reports)
+        if charts:
+            (path.parent / folder).mkdir(parents=True, exist_ok=True)
+        for name, svg in charts.items():
+            write_atomic(path.parent / folder / name, svg)
+        write_atomic(path, render_markdown(reports, plans, charts=folder if charts else None))
+        return
     write_atomic(path, renderer(reports, plans))
 
 

@@ -1,22 +1,34 @@
-"""The report as one self-contained HTML page with a timeline (SVG); campaign text escaped."""
+"""The report as one self-contained HTML page: the verdict, the results against the threshold,
+the curves and the schedule as inline SVG (:mod:`.charts`), every value escaped; no script,
+no external resource, printable."""
 
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pytest_itera.core.text import clean, clean_block
 from pytest_itera.files.outputs import HTML_MARK
-from pytest_itera.report.model import CampaignReport, PlanReport, StepRow
-from pytest_itera.report.tables import number_text, objective_rows, provenance_rows, report_tables
-from pytest_itera.report.terminal import (
-    budget_text,
-    hours_text,
-    schedule_text,
-    verdict_line,
+from pytest_itera.report.charts import (
+    Chart,
+    curve_charts,
+    results_chart,
+    resume_charts,
+    resume_text,
+    timeline_svg,
 )
+from pytest_itera.report.model import CampaignReport, PlanReport
+from pytest_itera.report.svg import STYLE
+from pytest_itera.report.tables import (
+    deliverables_text,
+    deviation_rows,
+    objective_rows,
+    provenance_rows,
+    report_tables,
+    results_table,
+)
+from pytest_itera.report.terminal import budget_text, schedule_text, verdict_line
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;color:#222;padding:0 1em}
@@ -27,13 +39,15 @@ th,td{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top
 .ok{background:#e3f6e3;color:#14501b}.bad{background:#fde4e1;color:#7a1a10}
 .panel{border:1px solid #ccc;border-radius:4px;padding:.6em 1em;margin:1em 0}
 pre{background:#f6f6f6;padding:.6em;overflow:auto;white-space:pre-wrap}
-svg text{font:11px system-ui,sans-serif}
-.planned{fill:#8fb3de}.actual{fill:#e6a157}.zero{fill:#b33}
-.uncommitted{fill:#e9f3e9}.window{stroke:#b00;stroke-width:2}
-svg text.label{font-size:9px;fill:#111}
 dl.objective{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}
 dl.objective dt{font-weight:bold}dl.objective dd{margin:0}
-""".strip()
+figure{margin:.5em 0 1em}.charts figure{max-width:480px}
+figcaption{font-size:.9em;color:#444}
+.charts{display:flex;flex-wrap:wrap;gap:0 1.5em}
+svg{max-width:100%;height:auto}
+@media print{body{margin:0;max-width:none;font-size:11px}section{break-after:page}
+figure,table,svg{break-inside:avoid}pre{white-space:pre-wrap}}
+""".strip() + "\n" + STYLE
 
 
 def _e(text: object) -> str:
@@ -80,6 +94,7 @@ def _html_campaign(report: CampaignReport) -> Iterator[str]:
         f"<dt>{_e(label)}</dt><dd>{_e(value)}</dd>" for label, value in objective_rows(report)
     ) + "</dl>"
     yield f'<p class="verdict {css}">{_e(verdict_line(report))}</p>'
+    yield from _html_results(report)  # right under the verdict: what it rests on
     yield f"<p>Folder: <code>{_e(report.root)}</code></p>"
     if report.reopened_text:
         yield f'<p class="note">{_e(report.reopened_text)}</p>'
@@ -92,12 +107,17 @@ def _html_campaign(report: CampaignReport) -> Iterator[str]:
     for title, header, rows in report_tables(report, "runs"):
         yield f"<h2>{_e(title)}</h2>"
         yield _html_table(header, rows)
+    yield from _html_curves(report)
     if report.budget is not None:
-        yield from _html_budget(report.budget)
+        yield from _html_budget(report)
     if report.schedule is not None:
         yield "<h2>Schedule</h2>"
         yield f"<p>{_e(schedule_text(report.schedule))}</p>"
         yield timeline_svg(report)
+        deviations = deviation_rows(report)
+        if deviations:
+            yield "<h3>Deviations above tolerance</h3>"
+            yield _html_table(("step", "planned h", "observed h", "explanation"), deviations)
     for title, header, rows in report_tables(report, "steps"):
         yield f"<h2>{_e(title)}</h2>"
         yield _html_table(header, rows)
@@ -106,6 +126,52 @@ def _html_campaign(report: CampaignReport) -> Iterator[str]:
     yield "<h2>Provenance</h2>"
     yield _html_table(("fact", "value"), provenance_rows(report))
     yield "</section>"
+
+
+def _html_results(report: CampaignReport) -> Iterator[str]:
+    """The decision metric of every compared run against the threshold: table, then chart."""
+    table = results_table(report)
+    if table is None:
+        return
+    title, header, rows = table
+    yield f'<h2 id="results">{_e(title)}</h2>'
+    yield _html_table(header, rows, css="results")
+    chart = results_chart(report.evidence)
+    if chart:
+        yield f"<figure>{chart}<figcaption>{_e(_results_caption(report))}</figcaption></figure>"
+
+
+def _results_caption(report: CampaignReport) -> str:
+    d = report.evidence.decision
+    assert d is not None
+    return (f"{d.metric} per run (green: meets the threshold, grey: does not); the dashed red "
+            f"line is the threshold {d.threshold:g}, {d.direction} is better")
+
+
+def _html_curves(report: CampaignReport) -> Iterator[str]:
+    ev = report.evidence
+    resumes = resume_charts(ev)
+    if ev.resume:
+        yield "<h2>Resume check</h2>"
+        yield from (f"<p>{_e(line)}</p>" for line in _resume_lines(report))
+        yield _figures(resumes)
+    curves = curve_charts(ev)
+    if curves:
+        yield "<h2>Curves</h2>"
+        more = len(ev.series) - len(curves)
+        if more > 0:
+            yield f"<p>{more} more series in the JSON report.</p>"
+        yield _figures(curves)
+
+
+def _resume_lines(report: CampaignReport) -> list[str]:
+    return [resume_text(r) for r in report.evidence.resume]
+
+
+def _figures(charts: Sequence[Chart]) -> str:
+    return '<div class="charts">' + "".join(
+        f'<figure id="{_e(c.name)}">{c.svg}<figcaption>{_e(c.caption)}</figcaption></figure>'
+        for c in charts) + "</div>"
 
 
 def _html_failures(report: CampaignReport) -> Iterator[str]:
@@ -121,16 +187,21 @@ def _html_failures(report: CampaignReport) -> Iterator[str]:
         yield f"<pre>{message}</pre>"
 
 
-def _html_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+def _html_table(header: Sequence[str], rows: Iterable[Sequence[object]], css: str = "") -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    cls = f' class="{css}"' if css else ""
+    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _html_budget(b: dict[str, Any]) -> Iterator[str]:
+def _html_budget(report: CampaignReport) -> Iterator[str]:
+    b: dict[str, Any] = report.budget or {}
     cur = b["currency"]
     yield '<div class="panel budget"><h2>Budget</h2>'
     yield f"<p>{_e(budget_text(b))}</p>"
+    delivered = deliverables_text(report)
+    if delivered:
+        yield f'<p class="deliverables">Deliverables: {_e(delivered)}</p>'
     if b["lot_details"]:
         yield _html_table(
             ("lot", "offer", "GPU", "GPUs per lot", "days", "price", "quantity"),
@@ -150,97 +221,3 @@ def _html_budget(b: dict[str, Any]) -> Iterator[str]:
     yield "</div>"
 
 
-# --------------------------------------------------------------- SVG
-
-_LABEL_W, _PLOT_W, _ROW_H, _BAR_H, _TOP = 150, 760, 34, 12, 44
-
-
-def timeline_svg(report: CampaignReport) -> str:
-    """Planned (upper) and actual (lower) bars per resource, the window edge, uncommitted time."""
-    s = report.schedule or {}
-    bars = [st for st in report.steps if st.resource is not None]
-    resources = list(dict.fromkeys(st.resource for st in bars if st.resource))
-    if not resources:
-        return f"<p>No timeline: {_e(s.get('schedule_problem') or 'no planned steps')}.</p>"
-    window = float(s.get("window_hours") or 0)
-    span = max([window, *(float(x) for st in bars for x in (st.planned_end, st.actual_end) if x)])
-    scale = _PLOT_W / (span or 1)
-    height = _TOP + _ROW_H * len(resources) + 44
-    width = _LABEL_W + _PLOT_W + 20
-    out = [f'<svg class="timeline" role="img" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}">',
-           "<title>Planned (upper bar) and actual (lower bar) steps per resource</title>"]
-    out += _svg_window(s, scale, height)
-    for i, res in enumerate(resources):
-        y = _TOP + i * _ROW_H
-        out.append(f'<text x="4" y="{y + _BAR_H + 4}">{_e(res)}</text>')
-        for st in (b for b in bars if b.resource == res):
-            out += _svg_bars(st, y, scale)
-    out += _svg_axis(span, scale, height - 20)
-    out += _svg_legend(height)
-    out.append("</svg>")
-    return "\n".join(out)
-
-
-def _x(hours: float, scale: float) -> str:
-    return f"{_LABEL_W + hours * scale:.2f}"
-
-
-def _svg_window(s: dict[str, Any], scale: float, height: int) -> list[str]:
-    """The uncommitted stretch (planned makespan to window) shaded, the window edge a red line."""
-    out = []
-    makespan, window = s.get("planned_makespan_hours"), s.get("window_hours")
-    bottom = height - 40
-    if makespan is not None and window is not None and window > makespan:
-        x, w = _x(makespan, scale), (window - makespan) * scale
-        label = f"uncommitted {hours_text(s.get('uncommitted_hours'))}"
-        out.append(f'<rect class="uncommitted" x="{x}" y="{_TOP - 4}" width="{w:.2f}" '
-                   f'height="{bottom - _TOP + 4}"><title>{_e(label)}</title></rect>')
-        out.append(f'<text x="{x}" y="{_TOP - 8}">{_e(label)}</text>')
-    if window is not None:
-        x = _x(window, scale)
-        out.append(f'<line class="window" x1="{x}" y1="{_TOP - 36}" x2="{x}" y2="{bottom}"/>')
-        out.append(f'<text x="{x}" y="{_TOP - 26}" text-anchor="end">'
-                   f"window edge {_e(hours_text(window))}</text>")
-    return out
-
-
-def _svg_legend(height: int) -> list[str]:
-    y = height - 12
-    return [
-        f'<rect class="planned" x="{_LABEL_W}" y="{y - 9}" width="14" height="10"/>',
-        f'<text x="{_LABEL_W + 18}" y="{y}">planned</text>',
-        f'<rect class="actual" x="{_LABEL_W + 80}" y="{y - 9}" width="14" height="10"/>',
-        f'<text x="{_LABEL_W + 98}" y="{y}">actual (observed hours, same dependency rules)</text>',
-    ]
-
-
-def _svg_bars(st: StepRow, y: int, scale: float) -> list[str]:
-    out = []
-    for kind, start, end, dy in (("planned", st.planned_start, st.planned_end, 0),
-                                 ("actual", st.actual_start, st.actual_end, _BAR_H + 2)):
-        if start is None or end is None:
-            continue
-        hours = end - start
-        css = kind if hours > 0 else f"{kind} zero"
-        width = max(hours * scale, 1.5)  # a step that took 0 h stays visible
-        out.append(
-            f'<rect class="bar {css}" data-step="{_e(st.id)}" x="{_x(start, scale)}" '
-            f'y="{y + dy}" width="{width:.2f}" height="{_BAR_H}">'
-            f"<title>{_e(kind)} {_e(st.id)}: {_e(number_text(start))} to {_e(number_text(end))} h "
-            f"({_e(hours_text(hours))})</title></rect>"
-        )
-        # Visible without hovering: the step and its hours, from the bar's start.
-        out.append(f'<text class="label" x="{_x(start, scale)}" dx="2" y="{y + dy + _BAR_H - 3}">'
-                   f"{_e(st.id)} {_e(hours_text(hours))}</text>")
-    return out
-
-
-def _svg_axis(span: float, scale: float, height: int) -> list[str]:
-    # At most 13 ticks whatever the hours (a hostile plan may state 1e12 h).
-    nice = (1, 2, 4, 6, 12, 24, 48, 96, 168, 336, 720)
-    step = next((t for t in nice if span / t <= 12), math.ceil(span / 12))
-    return [
-        f'<text x="{_x(t, scale)}" y="{height - 6}" text-anchor="middle">{t} h</text>'
-        for t in range(0, math.floor(span) + 1, step)
-    ]

@@ -1,13 +1,18 @@
-"""The report as a JSON document (format ``itera-report/2``, schemas/report.schema.json)."""
+"""The report as a JSON document (format ``itera-report/3``, schemas/report.schema.json): the
+data behind every chart of the HTML and Markdown reports is in it (``evidence``, ``steps``),
+and ``charts`` says which part each chart draws."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 from pytest_itera.checks.closure import plain
+from pytest_itera.report.charts import charts_index
+from pytest_itera.report.evidence import Evidence
 from pytest_itera.report.model import (
     REPORT_FORMAT,
     CampaignReport,
@@ -66,11 +71,34 @@ def _campaign_json(report: CampaignReport) -> dict[str, Any]:
         "waivers": [{**plain(w), "nodeids": list(ids)} for w, ids in report.waivers],
         "checks": [_check_json(c) for c in report.checks],
         "reloads": [plain(r) for r in report.reloads],
-        "runs": [asdict(r) for r in report.runs],
+        "runs": [{**asdict(r), "failing": list(r.failing)} for r in report.runs],
         "budget": report.budget,
         "schedule": report.schedule,
         "steps": [asdict(s) for s in report.steps],
+        "evidence": _evidence_json(report.evidence),
+        "charts": charts_index(report),
     }
+
+
+def _evidence_json(ev: Evidence) -> dict[str, Any]:
+    """Plain JSON: a non-finite value as the strings the measurements format uses."""
+    return {
+        "decision": asdict(ev.decision) if ev.decision is not None else None,
+        "results": [{**asdict(r), "value": _finite(r.value), "delta": _finite(r.delta)}
+                    for r in ev.results],
+        "series": [{**asdict(s), "points": [list(p) for p in s.points],
+                    "non_finite": [list(p) for p in s.non_finite]} for s in ev.series],
+        "resume": [{**asdict(r), "max_difference": _finite(r.max_difference),
+                    "max_at": list(r.max_at) if r.max_at else None} for r in ev.resume],
+        "deliveries": [{"corpus": d.corpus, "runs": list(d.runs)} for d in ev.deliveries],
+        "not_delivering": [{"run": run, "why": why} for run, why in ev.not_delivering],
+    }
+
+
+def _finite(value: float | None) -> float | str | None:
+    if value is None or math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 def _check_json(c: CheckResult) -> dict[str, Any]:

@@ -1,15 +1,25 @@
-"""The report as Markdown: campaign text escaped (no raw HTML, no table breaks)."""
+"""The report as Markdown: campaign text escaped (no raw HTML, no table breaks). Its charts are
+SVG files written next to it (:func:`markdown_charts`), linked as images."""
 
 from __future__ import annotations
 
 import html
 import re
 from collections.abc import Iterable, Sequence
+from urllib.parse import quote
 
 from pytest_itera.core.text import clean, clean_block
 from pytest_itera.files.outputs import MARKDOWN_MARK
+from pytest_itera.report.charts import report_charts, resume_text
 from pytest_itera.report.model import CampaignReport, PlanReport, overall_verdict
-from pytest_itera.report.tables import objective_rows, provenance_rows, report_tables
+from pytest_itera.report.tables import (
+    deliverables_text,
+    deviation_rows,
+    objective_rows,
+    provenance_rows,
+    report_tables,
+    results_table,
+)
 from pytest_itera.report.terminal import (
     budget_text,
     schedule_text,
@@ -37,12 +47,29 @@ def _fence(text: str) -> list[str]:
     return [f"{ticks}text", text, ticks]
 
 
-def render_markdown(reports: Sequence[CampaignReport], plans: Sequence[PlanReport] = ()) -> str:
+def chart_file(reports: Sequence[CampaignReport], index: int, name: str) -> str:
+    """The file name of a campaign's chart (prefixed by its position when several)."""
+    return f"{name}.svg" if len(reports) == 1 else f"{index + 1}-{name}.svg"
+
+
+def markdown_charts(reports: Sequence[CampaignReport]) -> dict[str, str]:
+    """File name -> standalone SVG, for the folder the Markdown report links to."""
+    return {chart_file(reports, i, c.name): c.svg for i, report in enumerate(reports)
+            for c in report_charts(report, standalone=True)}
+
+
+def render_markdown(reports: Sequence[CampaignReport], plans: Sequence[PlanReport] = (),
+                    charts: str | None = None) -> str:
+    """``charts``: the folder (relative to the report) holding :func:`markdown_charts`'s files,
+    linked as images; None: no chart links."""
     lines: list[str] = [MARKDOWN_MARK]  # recognised if written inside a campaign (files.outputs)
     if len(reports) > 1:
         lines += [f"# Closure report: {overall_verdict(reports)}", ""]
-    for report in reports:
-        lines += _markdown_campaign(report, level="##" if len(reports) > 1 else "#")
+    for i, report in enumerate(reports):
+        links = {c.name: (c.caption, f"{charts}/{chart_file(reports, i, c.name)}")
+                 for c in report_charts(report)} if charts is not None else {}
+        lines += _markdown_campaign(report, level="##" if len(reports) > 1 else "#",
+                                    links=links)
     for plan in plans:
         lines += _markdown_plan(plan)
     return "\n".join(lines).rstrip() + "\n"
@@ -61,32 +88,69 @@ def _markdown_plan(plan: PlanReport) -> list[str]:
     return lines
 
 
-def _markdown_campaign(report: CampaignReport, *, level: str) -> list[str]:
+def _image(links: dict[str, tuple[str, str]], name: str) -> list[str]:
+    if name not in links:
+        return []
+    caption, path = links[name]
+    return [f"![{_md(caption)}]({quote(path)})", ""]
+
+
+def _markdown_campaign(report: CampaignReport, *, level: str,
+                       links: dict[str, tuple[str, str]]) -> list[str]:
+    sub = level + "#"
     lines = [f"{level} Campaign {_md(report.campaign)}", ""]
     lines += [f"- **{label}:** {_md(value)}" for label, value in objective_rows(report)] + [""]
     lines += [f"**{_md(verdict_line(report))}**", ""]
+    table = results_table(report)
+    if table is not None:
+        lines += [f"{sub} {table[0]}", "", *_md_table(table[1], table[2]), ""]
+        lines += _image(links, "results")
     lines += [f"Folder: {_md(report.root)}", ""]
     if report.reopened_text:
         lines += [f"Reopened: {_md(report.reopened_text)}", ""]
     if report.plan_integrity:
         lines += [f"Note: {_md(report.plan_integrity)}", ""]
     lines += [line for note in report.left_out for line in (f"Note: {_md(note)}", "")]
-    sub = level + "#"
     failures = [f"{sub} Failures", ""]
     failures += _markdown_failures(report) or ["None: every check that ran passed.", ""]
     if report.verdict == "rejected":
         lines += failures  # what to fix comes first
     for title, header, rows in report_tables(report, "runs"):
         lines += [f"{sub} {title}", "", *_md_table(header, rows), ""]
+    lines += _markdown_curves(report, sub, links)
     if report.budget is not None:
         lines += [f"{sub} Budget", "", _md(budget_text(report.budget)), ""]
+        delivered = deliverables_text(report)
+        if delivered:
+            lines += [f"Deliverables: {_md(delivered)}", ""]
     if report.schedule is not None:
         lines += [f"{sub} Schedule", "", _md(schedule_text(report.schedule)), ""]
+        lines += _image(links, "timeline")
+        deviations = deviation_rows(report)
+        if deviations:
+            lines += [f"{sub}# Deviations above tolerance", "", *_md_table(
+                ("step", "planned h", "observed h", "explanation"), deviations), ""]
     for title, header, rows in report_tables(report, "steps"):
         lines += [f"{sub} {title}", "", *_md_table(header, rows), ""]
     if report.verdict != "rejected":
         lines += failures
     lines += [f"{sub} Provenance", "", *_md_table(("fact", "value"), provenance_rows(report)), ""]
+    return lines
+
+
+def _markdown_curves(report: CampaignReport, sub: str,
+                     links: dict[str, tuple[str, str]]) -> list[str]:
+    """The resume check's comparison, then the curves (linked charts)."""
+    lines: list[str] = []
+    if report.evidence.resume:
+        lines += [f"{sub} Resume check", ""]
+        for r in report.evidence.resume:
+            lines += [_md(resume_text(r)), ""]
+        lines += [line for name in links if name.startswith("resume-")
+                  for line in _image(links, name)]
+    curves = [name for name in links if name.startswith("curve-")]
+    if curves:
+        lines += [f"{sub} Curves", ""] + [line for name in curves for line in _image(links, name)]
     return lines
 
 

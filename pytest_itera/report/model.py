@@ -9,13 +9,18 @@ from decimal import Decimal
 from typing import Any
 
 from pytest_itera.checks.closure import FindingFacts, ReloadFacts, WaiverFacts
+from pytest_itera.checks.context import Context
+from pytest_itera.checks.model import Options
+from pytest_itera.checks.runs import CONCLUSION
+from pytest_itera.checks.schedule import deviation_tolerance
 from pytest_itera.core import money
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import Campaign, Manifest
 from pytest_itera.core.journal import reopenings
 from pytest_itera.files.outputs import SUFFIXES, left_out_note, own_outputs
+from pytest_itera.report.evidence import Evidence, gather
 
-REPORT_FORMAT = "itera-report/2"
+REPORT_FORMAT = "itera-report/3"
 PARTIAL_NOTE = "only the checks named on the command line were collected"
 PLAN_INTEGRITY_NOTE = (
     "plan integrity rests on the manifest's own record: no --itera-plan-sha256 or "
@@ -38,6 +43,7 @@ class CheckResult:
     findings: tuple[FindingFacts, ...] = ()
     reloads: tuple[ReloadFacts, ...] = ()  # what the item's reloads found
     waiver: WaiverFacts | None = None  # why a failure was accepted (outcome "waived")
+    facts: tuple[Any, ...] = ()  # the values the check judged (Check.facts), plain data
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,15 @@ class RunRow:
     status: str  # the manifest's outcome, or "not recorded"
     passed: int  # items owned by this run that passed
     total: int  # items owned by this run that ran
+    failing: tuple[str, ...] = ()  # the checks that failed on this run's items, first seen first
+
+    @property
+    def shown_status(self) -> str:
+        """The manifest's outcome, unless the run's own checks failed: a run recorded as
+        accepted whose checks fail is shown failing, with them."""
+        if not self.failing:
+            return self.status
+        return f"failing ({', '.join(self.failing)}); recorded {self.status}"
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,8 @@ class StepRow:
     actual_start: float | None = None
     actual_end: float | None = None
     explanation: str | None = None
+    lot: str | None = None  # the lot whose clock the step runs on (None: off the lots)
+    over_tolerance: bool = False  # observed hours differ from planned by more than tolerated
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,8 @@ class CampaignReport:
             return None
         times = "once" if len(self.reopened) == 1 else f"{len(self.reopened)} times"
         return f"reopened {times}: {'; '.join(self.reopened)}"
+    # The numbers behind the verdict: decision metrics, series, resume, deliveries.
+    evidence: Evidence = field(default_factory=Evidence)
 
     @property
     def reloads(self) -> tuple[ReloadFacts, ...]:
@@ -149,6 +168,7 @@ def build(
     plan_pinned: bool | None = None,
     provenance: Mapping[str, Any] | None = None,
     digests: Mapping[str, str | None] | None = None,
+    context: Context | None = None,
 ) -> CampaignReport:
     """``partial``: the user named node ids or files inside the campaign, so only some ran.
     ``switched_off``: built-in check families blocked with ``-p no:itera.<family>``; their
@@ -157,8 +177,35 @@ def build(
     (the report then notes that plan integrity rests on the manifest's own record); None when
     unknown (a library call).
     ``provenance``: when, how and with which versions the report was made; ``digests``: the
-    sha256 of plan.json and manifest.json (``pytest_itera.core.provenance``)."""
+    sha256 of plan.json and manifest.json (``pytest_itera.core.provenance``).
+    ``context``: the checks' Context of the campaign, whose memoised reads the evidence
+    reuses (the session's); None: a fresh one with default options."""
+    fresh = context is None
+    ctx = Context(campaign, Options(), {}) if context is None else context
+    try:
+        return _build(campaign, results, collected=collected, fast=fast, partial=partial,
+                      switched_off=switched_off, plan_pinned=plan_pinned,
+                      provenance=provenance, digests=digests, context=ctx)
+    finally:
+        if fresh:
+            ctx.close()
+
+
+def _build(
+    campaign: Campaign,
+    results: Iterable[CheckResult],
+    *,
+    collected: int,
+    fast: bool,
+    partial: bool,
+    switched_off: Sequence[str],
+    plan_pinned: bool | None,
+    provenance: Mapping[str, Any] | None,
+    digests: Mapping[str, str | None] | None,
+    context: Context,
+) -> CampaignReport:
     checks = tuple(sorted(results, key=lambda r: r.nodeid))
+    runs = run_rows(campaign, checks)
     notes: tuple[str, ...] = (PARTIAL_NOTE,) if partial else ()
     if switched_off:
         notes += (f"check families switched off: {', '.join(switched_off)}",)
@@ -174,14 +221,16 @@ def build(
         schedule=schedule_section(campaign),
         collected=collected,
         fast=fast,
-        runs=run_rows(campaign, checks),
-        steps=step_rows(campaign),
+        runs=runs,
+        steps=step_rows(campaign, deviation_tolerance(context, campaign.plan)
+                        if campaign.plan else None),
         plan_integrity=PLAN_INTEGRITY_NOTE if plan_pinned is False else None,
         **_objective(campaign),
         provenance=provenance,
         digests=dict(digests or {}),
         reopened=reopenings(campaign.root),
         left_out=_left_out(campaign),
+        evidence=_evidence(campaign, runs, checks, context),
     )
 
 
@@ -198,6 +247,16 @@ def _left_out(campaign: Campaign) -> tuple[str, ...]:
     files = (e.path for e in walk(root) if e.kind == "file" and e.path.lower().endswith(SUFFIXES))
     return tuple(left_out_note(path, what)
                  for path, what in sorted(own_outputs(root, files, listed).items()))
+
+
+def _evidence(campaign: Campaign, runs: Sequence[RunRow], checks: Sequence[CheckResult],
+              context: Context) -> Evidence:
+    """``checks``: the results; conclusion-consistent's carries the decision metrics it judged
+    (a pytest-xdist controller then recomputes nothing)."""
+    if campaign.plan is None or campaign.manifest is None:
+        return Evidence()
+    judged = next((c.facts for c in checks if c.check == CONCLUSION and c.facts), None)
+    return gather(context, {r.id: r.failing for r in runs}, judged)
 
 
 def _objective(campaign: Campaign) -> dict[str, Any]:
@@ -288,16 +347,21 @@ def run_rows(campaign: Campaign, results: Iterable[CheckResult]) -> tuple[RunRow
     known = set(ids)
     passed = dict.fromkeys(ids, 0)
     total = dict.fromkeys(ids, 0)
+    failing: dict[str, dict[str, None]] = {rid: {} for rid in ids}  # ordered, once each
     for result in results:
         if result.target is None or result.scope == "test":
             continue  # a campaign-level check, or a user's acceptance test: no run owns it
         for run in runs_of(manifest, result.scope, result.target) & known:
             total[run] += 1
             passed[run] += result.outcome == "passed"
-    return tuple(_run_row(campaign, rid, passed[rid], total[rid]) for rid in ids)
+            if result.outcome == "failed":
+                failing[run][result.check] = None
+    return tuple(_run_row(campaign, rid, passed[rid], total[rid], tuple(failing[rid]))
+                 for rid in ids)
 
 
-def _run_row(campaign: Campaign, run_id: str, passed: int, total: int) -> RunRow:
+def _run_row(campaign: Campaign, run_id: str, passed: int, total: int,
+             failing: tuple[str, ...]) -> RunRow:
     planned = campaign.plan.run(run_id) if campaign.plan else None
     recorded = campaign.manifest.run(run_id) if campaign.manifest else None
     return RunRow(
@@ -307,6 +371,7 @@ def _run_row(campaign: Campaign, run_id: str, passed: int, total: int) -> RunRow
         status=recorded.outcome if recorded else "not recorded",
         passed=passed,
         total=total,
+        failing=failing,
     )
 
 
@@ -407,10 +472,15 @@ def schedule_section(campaign: Campaign) -> dict[str, Any] | None:
     }
 
 
-def step_rows(campaign: Campaign) -> tuple[StepRow, ...]:
+def step_rows(campaign: Campaign, tolerance: Decimal | None = None) -> tuple[StepRow, ...]:
+    """``tolerance``: the deviation tolerance in force
+    (``checks.schedule.deviation_tolerance``); None: the default one."""
     plan, manifest = campaign.plan, campaign.manifest
     planned_tl, actual_tl, _ = _timelines(campaign)
     observed = sched.observed_hours(manifest.schedule.steps) if manifest else {}
+    deviating = {d.step for d in sched.deviations(
+        plan.schedule.steps if plan else (), observed,
+        sched.DEFAULT_TOLERANCE if tolerance is None else tolerance)}
     explained: dict[str, list[str]] = {}
     for dev in manifest.schedule.deviations if manifest else ():
         explained.setdefault(dev.step, []).append(dev.explanation)
@@ -424,6 +494,7 @@ def step_rows(campaign: Campaign) -> tuple[StepRow, ...]:
             _number(p.start) if p else None, _number(p.end) if p else None,
             _number(a.start) if a else None, _number(a.end) if a else None,
             "; ".join(explained.get(step.id, [])) or None,
+            step.lot, step.id in deviating,
         ))
     known = {r.id for r in rows}
     for step_id in sorted(set(observed) - known):

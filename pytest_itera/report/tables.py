@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_itera.checks.closure import ReloadFacts
+from pytest_itera.report.evidence import ResultRow, delivery_text
 from pytest_itera.report.model import CampaignReport, StepRow
 from pytest_itera.report.terminal import RUN_HEADER, acceptance, check_counts, run_cells
 
@@ -21,6 +22,45 @@ def objective_rows(report: CampaignReport) -> list[tuple[str, str]]:
 
 
 Table = tuple[str, tuple[str, ...], list[tuple[str, ...]]]
+
+
+def results_table(report: CampaignReport) -> Table | None:
+    """Every compared run's decision metric, its change from the control on its corpus and
+    whether it meets the threshold: the numbers ``conclusion-consistent`` judged."""
+    ev = report.evidence
+    if ev.decision is None or not ev.results:
+        return None
+    d = ev.decision
+    sign = ">=" if d.direction == "higher" else "<="
+    header = ("run", "role", "outcome", d.metric, "Δ to control",
+              f"meets {d.metric} {sign} {d.threshold:g}", "value from")
+    return ("Results", header, [_result_cells(r) for r in ev.results])
+
+
+def _result_cells(r: ResultRow) -> tuple[str, ...]:
+    value = "no value" if r.value is None else f"{r.value:.6g}"
+    delta = "-" if r.delta is None else f"{r.delta:+.6g}"
+    meets = "-" if r.meets is None else "yes" if r.meets else "no"
+    if r.role != "variant" and r.meets is not None:
+        meets += " (a control is not compared)"
+    elif r.outcome != "accepted" and r.meets is not None:
+        meets += f" (not counted: {r.outcome})"
+    return (r.run, r.role, r.outcome, value, delta, meets, r.source)
+
+
+def deliverables_text(report: CampaignReport) -> str | None:
+    """Which runs delivered which corpus: where the accepted count comes from."""
+    ev = report.evidence
+    if ev.decision is None:
+        return None
+    return delivery_text(ev.deliveries, ev.not_delivering)
+
+
+def deviation_rows(report: CampaignReport) -> list[tuple[str, ...]]:
+    """Steps whose observed hours differ from the plan beyond the tolerance, explained."""
+    return [(s.id, number_text(s.planned_hours), number_text(s.observed_hours),
+             s.explanation or "no explanation recorded")
+            for s in report.steps if s.over_tolerance]
 
 
 def report_tables(report: CampaignReport, part: str) -> list[Table]:

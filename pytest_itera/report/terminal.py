@@ -78,7 +78,8 @@ def check_counts(report: CampaignReport) -> list[tuple[str, int, int, int, int]]
 
 def run_cells(runs: Sequence[RunRow]) -> list[tuple[str, ...]]:
     return [
-        (r.id, r.role or "(unplanned)", r.category or "-", r.status, f"{r.passed}/{r.total}")
+        (r.id, r.role or "(unplanned)", r.category or "-", r.shown_status,
+         f"{r.passed}/{r.total}")
         for r in runs
     ]
 

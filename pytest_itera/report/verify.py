@@ -97,17 +97,18 @@ def check_campaign(
                       reloader_factory=lambda: Reloader(python, timeout=timeout))
     try:
         found = list(outcomes(context))
+        # Every item runs here: one that failed only because another did is "not judged" (the
+        # plugin's skip), and its cause is the other item's finding.
+        results = [report.CheckResult(
+            o.check, o.target, "skipped" if o.not_judged else "failed" if o.failed else "passed",
+            o.not_judged or o.message, f"{root.name}/{MANIFEST_FILE}::{o.name}", o.scope,
+            findings=() if o.not_judged else tuple(FindingFacts.of(f, o.check) for f in o.findings))
+            for o in found]
+        # The report's evidence reads what the checks read: memoised in this Context.
+        built = report.build(campaign, results, collected=len(results), fast=False,
+                             digests=document_digests(root), context=context)
     finally:
         context.close()
-    # Every item runs here: one that failed only because another did is "not judged" (the
-    # plugin's skip), and its cause is the other item's finding.
-    results = [report.CheckResult(
-        o.check, o.target, "skipped" if o.not_judged else "failed" if o.failed else "passed",
-        o.not_judged or o.message, f"{root.name}/{MANIFEST_FILE}::{o.name}", o.scope,
-        findings=() if o.not_judged else tuple(FindingFacts.of(f, o.check) for f in o.findings))
-        for o in found]
-    built = report.build(campaign, results, collected=len(results), fast=False,
-                         digests=document_digests(root))
     problems = tuple(Problem(o.check, o.target, f.message, f) for o in found
                      if not o.not_judged for f in o.findings)
     return Verdict(built.verdict, problems, built)

@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.metrics import CHECKS as METRIC_CHECKS
 from pytest_itera.checks.runs import CHECKS as RUN_CHECKS
+from pytest_itera.checks.scoring import accuracy
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.findings import Finding
 from tests.factory import CORPUS_IDS, CampaignBuilder, as_plan_2, sha256
@@ -309,3 +312,71 @@ def test_conclusion_text_with_a_colon_list_names_no_extra_claim(tmp_path: Path) 
         "variant-a meets the threshold (accuracy >= 0.8): variant-a 1.0; variant-b 0.5.")
     root = campaign.write()
     assert "variant-b" not in rendered(findings(root, "conclusion-consistent"))
+
+
+def _split_campaign(root: Path, *, corpus_split: bool) -> CampaignBuilder:
+    """The new-plan draft's filter, ``where {"split": "validation"}``, over predictions that
+    name each example and its prediction only (as a user writes them): the split is the
+    corpus's (the last two examples are validation), or nowhere."""
+    campaign = plan3(root)
+    splits = ["train", "train", "validation", "validation"]
+    corpus = _jsonl([{"id": i, "text": f"example {i}", "label": lab,
+                      **({"split": s} if corpus_split else {})}
+                     for i, lab, s in zip(CORPUS_IDS, CLASSES, splits, strict=True)])
+    campaign.files["corpus/corpus.jsonl"] = corpus
+    campaign.plan["corpora"][0]["sha256"] = sha256(corpus)
+    campaign.plan["decision"]["computation"]["where"] = {"split": "validation"}
+    for run_id, guess in PREDICTED.items():
+        campaign.files[f"runs/{run_id}/predictions.jsonl"] = _jsonl(
+            [{"id": i, "prediction": p} for i, p in zip(CORPUS_IDS, guess, strict=True)])
+        campaign.set_metric(run_id, "accuracy", oracle("accuracy", CLASSES[2:], guess[2:]))
+    return campaign
+
+
+def test_a_where_filter_reads_the_corpus_row_when_the_predictions_lack_the_field(
+    tmp_path: Path,
+) -> None:
+    """Met writing the guides: predictions without ``split`` were "not scored" although the
+    corpus gives every example its split; the filter now reads the example's corpus row."""
+    root = _split_campaign(tmp_path / "out", corpus_split=True).write()
+    for run_id in PREDICTED:
+        assert findings(root, "metrics-recomputed", run_id) == ()
+
+
+def test_a_row_that_carries_the_filtered_field_is_filtered_by_its_own_value(
+    tmp_path: Path,
+) -> None:
+    campaign = _split_campaign(tmp_path / "out", corpus_split=True)
+    campaign.files["runs/variant-a/predictions.jsonl"] = _jsonl(  # every row says validation
+        [{"id": i, "split": "validation", "prediction": p}
+         for i, p in zip(CORPUS_IDS, PREDICTED["variant-a"], strict=True)])
+    text = rendered(findings(campaign.write(), "metrics-recomputed", "variant-a"))
+    assert "run variant-a's accuracy is 0.5 at " in text, text
+    assert "but its predictions give 0.8" in text, text  # 3 of 4 rows, at 1 decimal
+
+
+def test_a_where_field_in_neither_the_corpus_nor_the_predictions_says_where_it_looked(
+    tmp_path: Path,
+) -> None:
+    root = _split_campaign(tmp_path / "out", corpus_split=False).write()
+    text = rendered(findings(root, "metrics-recomputed", "variant-a"))
+    assert 'cannot prove the metric: no row of runs/variant-a/predictions.jsonl is scored by ' \
+        'the computation (accuracy where {"split": "validation"})' in text, text
+    assert "fix:      check the plan's where filter against the corpus's fields (or the " \
+        "predictions' own, which a row carrying the field is filtered by)" in text, text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.tuples(st.integers(0, 5), st.integers(0, 5)),
+                       st.integers(1, 10**9), min_size=1))
+def test_accuracy_is_scikit_learns_to_the_bit(pairs: dict[tuple[int, int], int]) -> None:
+    """accuracy and exact_match skip importing scikit-learn: the counted quotient is its
+    accuracy_score of the same weighted pairs, bit for bit."""
+    import numpy as np
+    from sklearn.metrics import accuracy_score
+
+    keys = list(pairs)
+    truth = np.array([a for a, _ in keys], dtype=np.int64)
+    guess = np.array([b for _, b in keys], dtype=np.int64)
+    weights = np.array([pairs[k] for k in keys], dtype=np.float64)
+    assert accuracy(pairs) == float(accuracy_score(truth, guess, sample_weight=weights))

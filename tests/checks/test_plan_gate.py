@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_itera.cli import plan_skeleton
 from tests.factory import expect, expect_each, tree_digest
 from tests.plans import grown_by_30, seed_plan, step, write
 from tests.runner import Itera
@@ -246,3 +247,47 @@ def test_the_reports_carry_the_plan_its_verdict_and_its_schedule(
     assert "# Plan late/plan.json: NOT READY" in markdown
     assert "# Plan ready/plan.json: READY" in markdown
     assert "Plan late/plan.json</h1>" in (pytester.path / "r.html").read_text()
+
+
+def test_a_truncation_rule_that_contradicts_its_corpus_entry_fails_plan_valid(
+    itera: Itera, pytester: pytest.Pytester,
+) -> None:
+    """The new-plan draft with its corpus entry edited (48 examples) and its corpus-truncated
+    rule left at 600: judged before renting, not after a campaign that cannot be accepted."""
+    plan = plan_skeleton("guide")  # a draft, as new-plan writes it
+    plan["corpora"][0]["examples"] = 48
+    write(pytester.path / "out", plan)
+    result = itera.gate("-rf")
+    result.assert_outcomes(failed=1)  # the other items need a valid plan
+    expect(result,
+           "plan.json:*:* $.stop_rules[2].parameters.examples: stop rule 'corpus-truncated' "
+           "(input_truncated) expects 600 examples of corpus 'corpus-v1', but the plan's "
+           "corpora[0] freezes 48: the frozen corpus would trigger the rule",
+           "    expected: 48, the corpus entry's examples",
+           "    found:    600",
+           "    fix:      edit the rule's parameters.examples together with "
+           "corpora[0].examples (both 48, when the corpus entry is right)",
+           "FAILED out/plan.json::plan-valid*")
+    plan["stop_rules"][2]["parameters"]["examples"] = 48  # the way through
+    write(pytester.path / "out", plan)
+    itera.gate().assert_outcomes(passed=3)
+
+
+def test_the_summary_says_which_hours_run_off_the_lot(tmp_path: Path) -> None:
+    """78 h in the window but 74 h on the lot: the 4 h of preparation come before the lot."""
+    from pytest_itera.checks.plan_gate import summary_lines
+    from pytest_itera.core.campaign import load_campaign
+    from pytest_itera.core.money import example_catalogue
+    from tests.factory import CampaignBuilder
+
+    builder = CampaignBuilder(tmp_path / "camp")
+    next(s for s in builder.plan["schedule"]["steps"]
+         if s["id"] == "train-variant-a")["hours"] = 44
+    plan = load_campaign(builder.write()).plan
+    assert plan is not None
+    lines = summary_lines("plan.json", plan, example_catalogue())
+    at = lines.index("  lot rtx4090-3d (3 days, 47.14 USD): spans 74 h of 72 h: 2 h OVER the lot")
+    assert lines[0].endswith("78 h from preparation to retrieval in the 72 h window: 6 h OVER "
+                             "the window")
+    assert lines[at + 1] == ("    the lot runs from 4 h to 78 h of the 78 h schedule; off the "
+                             "lot: prepare, 4 h before it")

@@ -64,6 +64,24 @@ def test_78_hours_overflow_the_3_day_lot_by_6_and_point_at_the_7_day_lot(
     )
 
 
+def test_a_lot_overflow_says_which_hours_run_off_the_lot(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    """78 h over a 72 h window, 74 h on the lot: the 4 h of preparation run off the lot."""
+    step(campaign, "train-variant-a")["hours"] = 44
+    itera.fails(
+        campaign, FITS,
+        "plan.json $.schedule.window_hours: the schedule takes 78 h, 6 h more than the 72 h "
+        "window",
+        "*",
+        "plan.json $.schedule.steps (lot 'rtx4090-3d'): lot 'rtx4090-3d': 74 h exceeds the 3-day "
+        "lot (72 h) by 2 h: consider the 7-day lot (110.00 USD) or a reduced protocol",
+        "    expected: at most 72 h on the lot",
+        "    found:    74 h; the lot runs from 4 h to 78 h of the 78 h schedule; off the lot: "
+        "prepare, 4 h before it",
+    )
+
+
 def test_a_catalogue_from_the_hook_gives_the_advice(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:

@@ -80,15 +80,18 @@ def test_a_fix_line_names_a_place_for_each_part_a_format_can_hold() -> None:
 
 
 def test_the_documented_file_names_are_the_ones_the_server_loads() -> None:
-    """Each file name a cell shows (``<rank>``, ``*`` filled in) is a member the server loads
-    for that part."""
+    """Each file name a cell shows (``<rank>``, ``<i>``, ``*`` filled in) is a member the server
+    loads for that part; a name ending in ``/`` is a sub-folder it loads."""
     for fmt in formats.FORMATS:
         for part, home in fmt.homes.items():
             if not home.files or fmt.title is None:
                 continue
             for shown in re.findall(r"`([^`]+)`", home.doc):
-                name = shown.replace("<rank>", "0").replace(".*", ".safetensors").replace("*", "")
-                assert any(re.fullmatch(p, name) for p in home.files), (fmt.name, part, shown)
+                name = shown.replace("<rank>", "0").replace("<i>", "0").replace(
+                    ".*", ".safetensors").replace("*", "")
+                patterns = home.folders if name.endswith("/") else home.files
+                assert any(re.fullmatch(p, name.rstrip("/")) for p in patterns), (
+                    fmt.name, part, shown)
 
 
 def _documented_table(text: str) -> str:

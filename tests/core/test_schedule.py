@@ -84,6 +84,15 @@ def test_human_preparation_counts_in_the_window_but_not_in_the_lot() -> None:
     assert lot_overflows([THREE_DAYS], timeline) == []
     assert window_overflow(72, timeline) == Decimal(6)
     assert (timeline.human_hours, timeline.machine_hours) == (Decimal(30), Decimal(48))
+    assert sched.off_lot_text(timeline, "A") == (
+        "the lot runs from 30 h to 78 h of the 78 h schedule; off the lot: prep, 30 h before it")
+    assert sched.off_lot_text(timeline, "unused") is None
+
+
+def test_a_lot_that_runs_the_whole_schedule_has_no_off_lot_hours() -> None:
+    steps = [Step("setup", "setup", "gpu0", 4, lot="A"), Step("train", "training", "gpu0", 8,
+                                                              after=("setup",), lot="A")]
+    assert sched.off_lot_text(makespan(steps), "A") is None
 
 
 # -------------------------------------------------------------- scheduling

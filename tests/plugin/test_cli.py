@@ -77,6 +77,10 @@ def test_new_plan_writes_a_plan_the_plan_gate_accepts(new_plan: Path, itera: Ite
     assert "frozen_at" not in plan  # a draft: freeze_plan sets it
     said = (new_plan.parent / "stdout.txt").read_text()
     assert "CampaignRecorder.freeze_plan (which sets frozen_at)" in said
+    # a truncation rule is edited with its corpus entry (freeze_plan refuses them apart)
+    assert "the corpus-truncated rule's examples with corpora[0].examples" in said
+    [truncated] = [r for r in plan["stop_rules"] if r["kind"] == "input_truncated"]
+    assert truncated["description"] == "examples is corpora[0].examples: edit both together"
     assert plan["campaign"] == "next"
     assert plan["budget"]["lots"][0]["price"] == "47.14"
     assert plan["schedule"]["sequential_hours"] == 48

@@ -42,13 +42,24 @@ def seen(itera: Itera, *args: str,
     return result, json.loads(path.read_text()) if path.exists() else {}
 
 
-def test_the_server_starts_before_collection_when_checkpoints_are_listed(
+BEFORE_CONFIGURE = """
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    Path("configure.json").write_text(json.dumps(_servers(config)))
+"""
+
+
+def test_the_server_starts_before_configure_when_checkpoints_are_listed(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
+    """At pytest_cmdline_main (issue 29): torch's import gets the earliest head start."""
     campaign.write()
-    result, servers = seen(itera)
+    result, servers = seen(itera, conftest=BEFORE_CONFIGURE)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*ACCEPTED*"])
+    assert json.loads((itera.pytester.path / "configure.json").read_text()) == [True]
     assert servers == {"sessionstart": [True], "runtestloop": [True]}
 
 

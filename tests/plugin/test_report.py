@@ -300,6 +300,14 @@ def test_every_format_is_written_and_announced(
     for rel in ("r/x.json", "r/deep/x.md", "r/x.html"):
         assert (pytester.path / rel).stat().st_size > 500
         result.stdout.fnmatch_lines([f"closure report: {pytester.path / rel}"])
+    # The session's report carries the evidence (through the campaign's Context, also on the
+    # pytest-xdist controller): the recomputed decision metrics, the Markdown's chart files.
+    html_text = (pytester.path / "r/x.html").read_text()
+    assert 'id="results"' in html_text
+    assert "recomputed (accuracy) from runs/variant-a/predictions.jsonl" in html_text
+    md = (pytester.path / "r/deep/x.md").read_text()
+    assert "![accuracy per run against the threshold (dashed line)](x.charts/results.svg)" in md
+    assert (pytester.path / "r/deep/x.charts/results.svg").is_file()
     leftovers = [p.name for p in (pytester.path / "r").rglob("*") if p.name.startswith(".")]
     assert leftovers == []  # written through a temporary file, renamed into place
     # Readable as any file the user writes (not mkstemp's 0600): CI artifacts, a team folder.
@@ -387,7 +395,7 @@ def test_html_report_is_self_contained_and_draws_every_step(
     itera("--itera-report", "report.html")
     text = (pytester.path / "report.html").read_text()
     root = ET.fromstring(text.split("\n", 1)[1])  # well-formed (after the doctype)
-    svg = [e for e in root.iter() if e.tag == "svg"]
+    svg = [e for e in root.iter() if e.tag == "svg" and e.get("class") == "timeline"]
     assert len(svg) == 1
     bars = [e for e in svg[0].iter("rect") if "bar" in e.get("class", "").split()]
     planned = [e.get("data-step", "") for e in bars if "planned" in e.get("class", "")]
@@ -472,7 +480,7 @@ def test_json_report_stands_on_its_own(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     data = rejected_report(itera, campaign)
-    assert data["format"] == "itera-report/2"
+    assert data["format"] == "itera-report/3"
     assert data["question"] == campaign.plan["question"]
     assert data["decision_rule"] == ("a variant meets the objective when accuracy >= 0.8 "
                                      "(higher is better)")
@@ -578,7 +586,7 @@ def test_timeline_bars_carry_visible_labels(
     itera("--itera-report", "report.html", "-k", "manifest")
     text = (pytester.path / "report.html").read_text()
     root = ET.fromstring(text.split("\n", 1)[1])
-    svg = next(e for e in root.iter() if e.tag == "svg")
+    svg = next(e for e in root.iter() if e.tag == "svg" and e.get("class") == "timeline")
     labels = ["".join(e.itertext()) for e in svg.iter("text") if e.get("class") == "label"]
     bars = [e for e in svg.iter("rect") if "bar" in e.get("class", "").split()]
     assert len(labels) == len(bars) > 0

@@ -21,8 +21,10 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -163,7 +165,8 @@ def finish(rec: CampaignRecorder, tools: Tools) -> Closure:
     resume.set_config("configs/resume-check.json")
     resumed, step = train_resume(rec)
     timed(rec, "restore-ckpt")
-    resume.resumed_from(resumed, step)
+    # The callback recorded which checkpoint the tool resumed: the script does not say it.
+    assert resume.record["resumed_from"] == {"checkpoint": resumed, "step": step}
     resume.accept()
 
     train_the_variant(rec)
@@ -363,6 +366,7 @@ def test_trainer_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -
     first = rec.run("control").series("loss")
     trainer_fit(rec, "control", output, resume=str(output / "checkpoint-2"))
     assert rec.run("control").series("loss") == first
+    assert "resumed_from" not in rec.run("control").record  # its own checkpoint: no evidence
     assert [c["path"] for c in rec.checkpoints] == [
         f"runs/control/trainer/checkpoint-{n}" for n in (2, 4)]
     events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
@@ -395,6 +399,30 @@ def test_lightning_journals_each_save_with_its_step(tmp_path: Path) -> None:
     saves = [(e["path"].rsplit("/", 1)[1], e.get("step")) for e in events
              if e["event"] == "checkpoint"]
     assert saves == [("epoch=0-step=4.ckpt", 4), ("epoch=1-step=8.ckpt", 8)]
+
+
+def test_lightning_continuing_its_own_checkpoint_records_no_resumed_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a crash the control fits again from its own step-4 file: a continuation, not a
+    resume check's evidence; a resume check resumed from a file outside the campaign is told
+    to record resumed_from itself (the checks fail a resume check without one)."""
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
+    dirpath = rec.path("runs/control/ckpt")
+    lightning_fit(rec, "control", dirpath)
+    lightning_fit(rec, "control", dirpath, ckpt_path=str(dirpath / "epoch=0-step=4.ckpt"))
+    assert "resumed_from" not in rec.run("control").record
+    outside = tmp_path / "elsewhere.ckpt"
+    shutil.copyfile(dirpath / "epoch=0-step=4.ckpt", outside)
+    monkeypatch.setattr(sys.modules[__name__], "quiet", contextlib.nullcontext)  # heard
+    with warnings.catch_warnings():  # Lightning's own warnings, re-emitted by pytest.warns
+        warnings.simplefilter("ignore")
+        with pytest.warns(UserWarning, match=r"run 'resume-check' resumed at step 4 from a "
+                          r"file outside the campaign .*: record it with rec\.run\("
+                          r"'resume-check'\)\.resumed_from\(<checkpoint path>, 4\)"):
+            lightning_fit(rec, "resume-check", rec.path("runs/resume-check/ckpt"),
+                          ckpt_path=str(outside))
+    assert "resumed_from" not in rec.run("resume-check").record
 
 
 def test_lightning_journals_each_save_of_its_overwritten_last_ckpt(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_itera.cli import plan_skeleton
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.files.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
 from pytest_itera.record.campaign import (
@@ -24,6 +25,7 @@ from pytest_itera.record.campaign import (
     find_temp_path,
 )
 from pytest_itera.record.resume import save_resume_checkpoint
+from pytest_itera.record.run import RunRecorder
 from tests.runner import REPO
 
 CONFIG = b'{"lr": 0.1}\n'
@@ -339,6 +341,28 @@ def test_a_corpus_that_is_not_the_planned_one_is_refused(tmp_path: Path) -> None
     assert not (tmp_path / "plan.json").exists()
 
 
+def test_a_truncation_rule_left_at_the_drafts_600_examples_is_refused_at_freeze(
+    tmp_path: Path,
+) -> None:
+    """Met writing the guides: the script set the new-plan draft's corpus entry to its
+    corpus (2 examples) but left the corpus-truncated rule at the draft's 600; the plan was
+    frozen, and every check then failed a campaign that could never be accepted."""
+    plan = plan_skeleton("guide")
+    recorder = CampaignRecorder(tmp_path)
+    recorder.write_bytes("data/corpus.jsonl", CORPUS_2)
+    plan["corpora"][0].update(sha256=hashlib.sha256(CORPUS_2).hexdigest(), examples=2)
+    with pytest.raises(RecordError, match=re.escape(
+            "plan: stop rule 'corpus-truncated' (input_truncated) expects 600 examples of "
+            "corpus 'corpus-v1', but the plan's corpora[0] freezes 2: the frozen corpus would "
+            "trigger the rule; edit the rule's parameters.examples together with "
+            "corpora[0].examples (both 2, when the corpus entry is right)")):
+        recorder.freeze_plan(plan)
+    assert not (tmp_path / "plan.json").exists()
+    plan["stop_rules"][2]["parameters"]["examples"] = 2  # the way through
+    recorder.freeze_plan(plan)
+    assert (tmp_path / "plan.json").exists()
+
+
 def two_corpora(tmp_path: Path, **run_corpus: str) -> CampaignRecorder:
     recorder = CampaignRecorder(tmp_path / "camp")
     recorder.write_bytes("corpus.jsonl", CORPUS)
@@ -438,27 +462,63 @@ def test_a_stop_step_must_be_where_the_series_became_non_finite(rec: CampaignRec
         run.log(1, loss=0.1)
 
 
-@pytest.mark.parametrize(
-    ("evidence", "why"),
-    [({"loss": float("nan")}, r"its 'loss' series is NaN at step 1 \(stop rule "
-                              r"'non-finite-loss'\)"),
-     ({"validation_accuracy": 0.25}, r"its validation_accuracy is 0\.25, under the stop "
-                                     r"threshold 0\.5 \(stop rule 'quality-below'\)")],
-)
-def test_an_accepted_run_whose_evidence_triggers_a_rule_is_refused(
-    rec: CampaignRecorder, evidence: dict[str, float], why: str
+TRIGGERING = [
+    ({"loss": float("nan")}, "non-finite-loss",
+     r"its 'loss' series is NaN at step 1 \(stop rule 'non-finite-loss'\)",
+     r"run control triggers stop rule 'non-finite-loss' \(non_finite_loss\): its 'loss' "
+     r"series is NaN at step 1"),
+    ({"validation_accuracy": 0.25}, "quality-below",
+     r"its validation_accuracy is 0\.25, under the stop threshold 0\.5 \(stop rule "
+     r"'quality-below'\)",
+     r"run control triggers stop rule 'quality-below' \(quality_below\): its "
+     r"validation_accuracy is 0\.25, under the stop threshold 0\.5"),
+]
+
+
+def _evidence(run: RunRecorder, evidence: dict[str, float]) -> None:
+    if "loss" in evidence:
+        run.log(1, **evidence)
+    else:
+        run.set_metrics(**evidence)
+
+
+@pytest.mark.parametrize(("evidence", "rule", "at_close", "at_accept"), TRIGGERING)
+def test_accept_refuses_a_run_whose_evidence_triggers_a_rule_and_says_stop_it(
+    rec: CampaignRecorder, evidence: dict[str, float], rule: str, at_close: str, at_accept: str
+) -> None:
+    """Met writing the torch guide: accept() took the run, and close() then said "stop it
+    with that rule (run.stop)", impossible once accepted. accept() refuses it now, with the
+    plugin's words (stop-rules-applied), and names the call that is still possible."""
+    control = rec.run("control")
+    control.start()
+    _evidence(control, evidence)
+    with pytest.raises(RecordError, match=f"^{at_accept}, as the plugin would report "
+                       r"\(stop-rules-applied\): a run whose own evidence triggers a "
+                       r"declared stop rule is stopped, not accepted; call "
+                       rf"run\.stop\(rule='{rule}', reason=\.\.\.\) instead$"):
+        control.accept()
+    assert control.outcome is None
+    control.stop(rule=rule, reason="its evidence triggers the rule")
+    assert control.outcome == "stopped"
+    again = CampaignRecorder(rec.root)  # the journal replays the stop
+    assert again.run("control").outcome == "stopped"
+
+
+@pytest.mark.parametrize(("evidence", "rule", "at_close", "at_accept"), TRIGGERING)
+def test_evidence_recorded_after_accept_that_triggers_a_rule_is_refused_at_close(
+    rec: CampaignRecorder, evidence: dict[str, float], rule: str, at_close: str, at_accept: str
 ) -> None:
     control = rec.run("control")
     control.start()
-    if "loss" in evidence:
-        control.log(1, **evidence)
-    else:
-        control.set_metrics(**evidence)
     control.accept()
+    _evidence(control, evidence)
     rec.decide("after-pilot", "variant not needed", drops=["variant"])
     rec.write_text("analysis.md", "control\n")
     rec.write_text("RELOAD.md", "r\n")
-    with pytest.raises(RecordError, match=f"run 'control' is accepted but {why}: stop it"):
+    with pytest.raises(RecordError, match=f"run 'control' is accepted but {at_close}: it is "
+                       "not a deliverable, and an accepted run cannot be stopped; record a "
+                       r"run's evidence before accept\(\), which refuses such a run: call "
+                       rf"run\.stop\(rule='{rule}', reason=\.\.\.\) instead"):
         rec.close(**close_kwargs())
     assert not (rec.root / "manifest.json").exists()
 

@@ -77,7 +77,8 @@ CASES: dict[str, tuple[dict[str, Any], Callable[[RunRecorder], None], list[dict[
 
 
 def _record(root: Path, evidence: dict[str, Any], end: Callable[[RunRecorder], None]) -> str:
-    """Record the control with ``evidence``, end it, close: the recorder's refusal."""
+    """Record the control with ``evidence``, end it, close: the recorder's refusal, at the
+    end of the run (accept() refuses a run its evidence stops) or at close()."""
     rec = _recorder(root)
     control = rec.run("control")
     control.start()
@@ -85,7 +86,10 @@ def _record(root: Path, evidence: dict[str, Any], end: Callable[[RunRecorder], N
         control.log(step, **values)
     if "metrics" in evidence:
         control.set_metrics(**evidence["metrics"])
-    end(control)
+    try:
+        end(control)
+    except RecordError as exc:
+        return str(exc)
     rec.decide("after-pilot", "variant not needed", drops=["variant"])
     rec.write_text("analysis.md", "control\n")
     rec.write_text("RELOAD.md", "r\n")

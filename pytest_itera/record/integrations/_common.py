@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,3 +100,23 @@ def rewind_if_resumed(run: RunRecorder, step: int) -> None:
     if step > 0 and last is not None and last > step:
         run.rewind(step)
 
+
+def resumed_elsewhere(rec: CampaignRecorder, run: RunRecorder, relpath: str, step: int) -> None:
+    """The tool resumed ``run`` from ``relpath`` at ``step``: a checkpoint of another run
+    (what a resume check does) is recorded as the run's ``resumed_from``, unless the script
+    recorded one; a checkpoint of the run itself (a continuation after a crash) is not."""
+    if run.record.get("resumed_from") is not None:
+        return
+    listed = next((c for c in rec.checkpoints if c["path"] == relpath), None)
+    if listed is not None and listed["run"] == run.id:
+        return
+    run.resumed_from(relpath, step)
+
+
+def not_known(run: RunRecorder, step: int, why: str) -> None:
+    """A planned resume check resumed at ``step`` from a checkpoint the callback cannot name:
+    say how to record it (the checks fail a resume check without ``resumed_from``)."""
+    if run.record.get("resumed_from") is not None or step <= 0:
+        return
+    warnings.warn(f"run {run.id!r} resumed at step {step} from {why}: record it with "
+                  f"rec.run({run.id!r}).resumed_from(<checkpoint path>, {step})", stacklevel=3)

@@ -20,7 +20,10 @@
 - the training loss of each step (what ``training_step`` returns) is the point
   ``loss`` of the run's series at ``trainer.global_step``;
 - the run is started when training begins, unless the script started it; a fit that
-  resumes the same run from one of its checkpoints forgets the points logged after it.
+  resumes the same run from one of its checkpoints forgets the points logged after it;
+- ``fit(ckpt_path=...)`` from a file of the campaign that is not one of the run's own
+  checkpoints (the resume check's) is recorded as the run's ``resumed_from``: that file
+  (``trainer.ckpt_path``) at the step the fit restored.
 
 Every ``ModelCheckpoint.dirpath`` must be inside the campaign: fitting is refused otherwise.
 A ``ModelCheckpoint`` that keeps every file (``save_top_k=-1``) has each checkpoint recorded
@@ -39,9 +42,12 @@ from typing import TYPE_CHECKING, Any
 from lightning.pytorch import Callback
 from lightning.pytorch.callbacks import ModelCheckpoint
 
+from pytest_itera.record.base import RecordError
 from pytest_itera.record.integrations._common import (
     campaign_relpath,
+    not_known,
     record_checkpoint,
+    resumed_elsewhere,
     rewind_if_resumed,
     series_values,
 )
@@ -167,6 +173,26 @@ class IteraCallback(Callback):
             self.run.start()
         self.rec.training_bases(self.run_id)  # the base it trains on, as it is now
         rewind_if_resumed(self.run, trainer.global_step)
+        self._resumed(trainer)
+
+    def _resumed(self, trainer: pl.Trainer) -> None:
+        """``fit(ckpt_path=...)``: the file restored is ``trainer.ckpt_path`` (resolved from
+        "last" or "best"), recorded as the run's ``resumed_from`` when it is not one of the
+        run's own checkpoints (the resume check's evidence)."""
+        path, step = trainer.ckpt_path, int(trainer.global_step)
+        if not path or step <= 0:
+            return
+        try:
+            relpath = campaign_relpath(self.rec, path, what="ckpt_path")
+        except RecordError as exc:
+            if self.rec.planned_run(self.run_id).get("role") == "resume_check":
+                not_known(self.run, step, f"a file outside the campaign ({exc})")
+            return
+        own = [campaign_relpath(self.rec, cb.dirpath, what="ModelCheckpoint.dirpath")
+               for cb in self._checkpointers(trainer) if cb.dirpath is not None]
+        if any(relpath.startswith(f"{folder}/") for folder in own if folder != "."):
+            return  # the run continues from its own checkpoint (after a crash, say)
+        resumed_elsewhere(self.rec, self.run, relpath, step)
 
     # ---- what it writes: ModelCheckpoint runs after the other callbacks, so each hook
     # collects what it wrote since the previous one

@@ -19,7 +19,13 @@
   series at ``state.global_step`` (the end-of-training summary — runtime, throughput,
   average train loss — is not a series);
 - the run is started when training begins, unless the script started it; a Trainer that
-  resumes the same run from one of its checkpoints forgets the points logged after it.
+  resumes the same run from one of its checkpoints forgets the points logged after it;
+- ``train(resume_from_checkpoint=...)`` from another run's listed ``checkpoint-N/`` (the
+  resume check's) is recorded as the run's ``resumed_from`` (that folder, step N): the
+  Trainer does not tell callbacks the folder, so it is the listed one whose
+  ``trainer_state.json`` holds the state the Trainer resumed (step and log history); a
+  resume check resumed from a folder the callback cannot name gets a warning saying to
+  call ``resumed_from`` itself.
 
 The output folder must be inside the campaign: the Trainer is refused at construction
 otherwise; left empty when training ends (``save_strategy="no"``), it is removed. With
@@ -40,7 +46,9 @@ from transformers import TrainerCallback
 from pytest_itera.record.campaign import RecordError
 from pytest_itera.record.integrations._common import (
     campaign_relpath,
+    not_known,
     record_checkpoint,
+    resumed_elsewhere,
     rewind_if_resumed,
     series_values,
 )
@@ -86,6 +94,16 @@ def checkpoint_claims(folder: Path, *, data_skip: bool = True) -> list[str]:
     return [p for p in order if p in parts]
 
 
+def _holds(folder: Path, state: TrainerState) -> bool:
+    """Does ``folder``'s ``trainer_state.json`` hold ``state``'s step and log history?"""
+    try:
+        saved = json.loads((folder / "trainer_state.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (isinstance(saved, dict) and saved.get("global_step") == state.global_step
+            and saved.get("log_history") == state.log_history)
+
+
 class IteraCallback(TrainerCallback):
     """Records a Trainer's checkpoints and logs into the run ``run_id`` of ``rec``."""
 
@@ -117,6 +135,24 @@ class IteraCallback(TrainerCallback):
             self.run.start()
         self.rec.training_bases(self.run_id)  # the base it trains on, as it is now
         rewind_if_resumed(self.run, state.global_step)
+        self._resumed(state)
+
+    def _resumed(self, state: TrainerState) -> None:
+        """``train(resume_from_checkpoint=...)`` does not tell its callbacks which folder it
+        loaded, but the state they get is that folder's ``trainer_state.json`` (its global
+        step and log history): the listed checkpoint of another run holding that state is
+        the one resumed from, recorded as the run's ``resumed_from``."""
+        step = int(state.global_step)
+        if step <= 0 or self.run.record.get("resumed_from") is not None:
+            return
+        found = [c["path"] for c in self.rec.checkpoints
+                 if c["format"] == FORMAT and c["run"] != self.run_id
+                 and _holds(self.rec.root / c["path"], state)]
+        if len(found) == 1:
+            resumed_elsewhere(self.rec, self.run, found[0], step)
+        elif self.rec.planned_run(self.run_id).get("role") == "resume_check":
+            not_known(self.run, step, f"one of {', '.join(found)} (the same trainer state)"
+                      if found else "no listed checkpoint of another run")
 
     # ---- what it saves
 

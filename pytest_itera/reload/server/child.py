@@ -11,9 +11,10 @@ import signal
 import time
 from typing import Any
 
+from .deepspeed import inspect_deepspeed, is_deepspeed
 from .file_formats import inspect_file
 from .finite import PAGE
-from .folder_formats import inspect_folder
+from .folder_formats import files_of, inspect_folder
 from .lifeline import die_with
 from .loading import refused, sniff
 from .optimizer_fit import judge_optimizers
@@ -24,7 +25,10 @@ from .verdict import OUT_OF_MEMORY, Findings, Refused, failed
 def child_verdict(path: str) -> dict[str, Any]:
     found = Findings(None)
     try:
-        if os.path.isdir(path):
+        if os.path.isdir(path) and is_deepspeed(path, files_of(path)):
+            found.format = "deepspeed"
+            inspect_deepspeed(found, path, files_of(path))
+        elif os.path.isdir(path):
             inspect_folder(found, path)
         else:
             inspect_file(found, path)
@@ -50,11 +54,22 @@ def mapped_bytes(path: str) -> int:
     """Bytes the child maps from files (torch zips with mmap=True, safetensors): the address
     space they take is not memory the limit should count."""
     try:
-        paths = [e.path for e in os.scandir(path) if e.is_file()] if os.path.isdir(path) \
-            else [path]
+        paths = folder_files(path, 2) if os.path.isdir(path) else [path]
         return sum(os.path.getsize(p) for p in paths if sniff(p) in ("zip", "safetensors"))
     except OSError:
         return 0
+
+
+def folder_files(path: str, depth: int) -> list[str]:
+    """A folder's files and those of its sub-folders ``depth`` levels down (DeepSpeed's tag
+    folder, accelerate's FSDP sub-folders), without following links."""
+    found: list[str] = []
+    for entry in os.scandir(path):
+        if entry.is_file(follow_symlinks=False):
+            found.append(entry.path)
+        elif depth > 1 and entry.is_dir(follow_symlinks=False):
+            found += folder_files(entry.path, depth - 1)
+    return found
 
 
 def run_child(request: dict[str, Any], write_fd: int) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import re
 import warnings
 from typing import Any
 
@@ -62,6 +63,31 @@ def read_dcp_metadata(folder: str) -> Any:
     return meta
 
 
+RANK_FILE = re.compile(r"__(\d+)_\d+\.distcp")
+
+
+def check_dcp_files(folder: str, meta: Any, names: set[str]) -> None:
+    """Every data file ``.metadata`` places entries in is there and holds them: one rank's
+    ``__<rank>_<n>.distcp`` lost or cut short is named before DCP reads anything (DCP itself
+    would fail with an absolute path, or in the middle of a collective)."""
+    extent: dict[str, int] = {}
+    entries: dict[str, int] = {}
+    for info in (meta.storage_data or {}).values():
+        rel = info.relative_path
+        extent[rel] = max(extent.get(rel, 0), int(info.offset) + int(info.length))
+        entries[rel] = entries.get(rel, 0) + 1
+    for rel in sorted(extent):
+        rank = RANK_FILE.fullmatch(rel)
+        whose = f"rank {rank.group(1)}'s data file" if rank else "a data file"
+        if rel not in names:
+            raise Refused(f"{whose} is missing: .metadata places {entries[rel]} entr"
+                          f"{'y' if entries[rel] == 1 else 'ies'} in it", rel)
+        size = os.path.getsize(os.path.join(folder, rel))
+        if size < extent[rel]:
+            raise Refused(f"{whose} is truncated: .metadata places entries up to byte "
+                          f"{extent[rel]} in it, it holds {size}", rel)
+
+
 def dcp_bytes_entry(folder: str, info: Any) -> Any:
     """A BytesStorageMetadata value, read from its slice with weights_only=True ourselves
     (DCP's own planner would torch.load it with weights_only=False)."""
@@ -87,6 +113,7 @@ def inspect_dcp(found: Findings, folder: str, names: set[str]) -> None:
     import torch.distributed.checkpoint.metadata as md
 
     meta = read_dcp_metadata(folder)
+    check_dcp_files(folder, meta, names)
     template: dict[str, torch.Tensor] = {}
     paths: dict[str, tuple[Any, ...]] = {}
     for fqn, entry in meta.state_dict_metadata.items():

@@ -12,7 +12,7 @@ from typing import Any
 from .dcp import inspect_dcp
 from .file_formats import inspect_safetensors
 from .finite import check
-from .loading import describe_unknown, sniff, torch_load
+from .loading import StandIns, describe_unknown, sniff, torch_load
 from .parts import inspect_dict, judge_part
 from .pickles import refuse_code
 from .siblings import formats
@@ -21,6 +21,8 @@ from .verdict import Findings, Refused
 # Members of each folder format: (pattern, part, is model weights), reload/formats.py's table.
 HF_FILES = formats.files("hf-trainer")
 ACCELERATE_FILES = formats.files("accelerate")
+# accelerate's FSDP sharded state: DCP sub-folders (pytorch_model_fsdp_0/, optimizer_0/).
+ACCELERATE_FOLDERS = formats.folders("accelerate")
 HF_MODEL_FILES = formats.files("hf-model")
 PEFT_FILES = formats.files("peft")
 MODEL_WEIGHTS = HF_MODEL_FILES[0][0]
@@ -50,7 +52,8 @@ def folder_format(path: str, names: set[str]) -> str:
                   "or model weights)")
 
 
-def load_member(found: Findings, folder: str, name: str, weights: bool) -> Any:
+def load_member(found: Findings, folder: str, name: str, weights: bool,
+                stand_ins: StandIns = ()) -> Any:
     """Load one tensor file of a folder; failures name the file."""
     path = os.path.join(folder, name)
     try:
@@ -63,7 +66,7 @@ def load_member(found: Findings, folder: str, name: str, weights: bool) -> Any:
         if kind == "safetensors":
             found.member_keys[name] = inspect_safetensors(found, path, weights)
             return None
-        obj = torch_load(path, kind)
+        obj = torch_load(path, kind, stand_ins)
         check(found, obj, name, weights, mapped=(kind == "zip"))
         if isinstance(obj, dict):
             found.member_keys[name] = [str(k) for k in obj]
@@ -200,8 +203,31 @@ def inspect_hf_trainer(found: Findings, folder: str, names: set[str]) -> None:
         found.steps.append(("trainer_state.json:global_step", state["global_step"]))
 
 
+def subfolders(path: str) -> list[str]:
+    return sorted(n for n in os.listdir(path) if os.path.isdir(os.path.join(path, n)))
+
+
+def inspect_dcp_subfolders(found: Findings, folder: str) -> None:
+    """accelerate's FSDP sharded state: each DCP sub-folder is read like a DCP folder (its
+    ``{"model": ...}`` / ``{"optimizer": ...}`` state judged by content); failures name the
+    sub-folder's file."""
+    for sub in subfolders(folder):
+        if not any(re.fullmatch(pattern, sub) for pattern, _ in ACCELERATE_FOLDERS):
+            continue
+        path = os.path.join(folder, sub)
+        names = files_of(path)
+        try:
+            if ".metadata" not in names:
+                raise Refused("no .metadata: not the DCP folder accelerate's FSDP save writes")
+            inspect_dcp(found, path, names)
+        except Refused as exc:
+            raise Refused(exc.reason, f"{sub}/{exc.file}" if exc.file else sub, exc.code,
+                          exc.kind) from exc
+
+
 def inspect_accelerate(found: Findings, folder: str, names: set[str]) -> None:
     check_shards(folder, names)
+    inspect_dcp_subfolders(found, folder)
     loaded = inspect_members(found, folder, names, ACCELERATE_FILES)
     check_shard_contents(found, folder, names)
     for name, obj in loaded.items():
@@ -242,17 +268,23 @@ def inspect_peft(found: Findings, folder: str, names: set[str]) -> None:
     found.missing_reasons.update(formats.absent("peft"))
 
 
+def files_of(path: str) -> set[str]:
+    return {n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))}
+
+
 def inspect_folder(found: Findings, path: str) -> None:
-    names = {n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))}
+    names = files_of(path)
     found.format = folder_format(path, names)
     handler = {"dcp": inspect_dcp, "peft": inspect_peft, "hf-trainer": inspect_hf_trainer,
                "accelerate": inspect_accelerate, "hf-model": inspect_hf_model}[found.format]
-    subfolders = any(os.path.isdir(os.path.join(path, n)) for n in os.listdir(path))
-    if subfolders:
+    subs = set(subfolders(path))
+    if found.format == "accelerate":
+        subs -= {s for s in subs if any(re.fullmatch(p, s) for p, _ in ACCELERATE_FOLDERS)}
+    if subs:
         found.notes.append("subfolders are not inspected")
     handler(found, path, names)
     if found.format in ("hf-trainer", "accelerate") and "model" not in found.parts:
-        if not subfolders:  # DeepSpeed/FSDP keep the weights in sub-folders we do not inspect
+        if not subs:  # DeepSpeed/FSDP keep the weights in sub-folders we do not inspect
             raise Refused("holds no model weights (model.safetensors, pytorch_model.bin or "
                           "their shards): it cannot restore the model")
         found.notes.append("no model weights at the top of the folder")

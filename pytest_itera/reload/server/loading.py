@@ -94,17 +94,22 @@ def describe_unknown(path: str) -> str:
             f"torch pickle nor safetensors (starts with {head[:24]!r})")
 
 
-def torch_load(path: str, kind: str) -> Any:
+# A format's own pickled classes, admitted by name as plain-data stand-ins (never the
+# library's code): (stand-in, the dotted name the pickle spells).
+StandIns = tuple[tuple[Any, str], ...]
+
+
+def torch_load(path: str, kind: str, stand_ins: StandIns = ()) -> Any:
     """torch.load with weights_only=True, mmap where the format allows, on CPU; first, the
     globals its pickles would call (a file that holds code is said to, before all else)."""
-    refuse_code(path, kind)
+    refuse_code(path, kind, frozenset(name for _, name in stand_ins))
     if kind == "zip":
         check_torch_zip(path)
     elif kind == "legacy":
         check_legacy_storages(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with torch.serialization.safe_globals(numpy_allowlist()):
+        with torch.serialization.safe_globals([*numpy_allowlist(), *stand_ins]):
             try:
                 return torch.load(path, weights_only=True, mmap=(kind == "zip"),
                                   map_location="cpu")

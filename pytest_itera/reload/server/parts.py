@@ -36,7 +36,8 @@ CONTAINER_DEPTH = 2
 PROGRESS_KEYS = frozenset({"step", "steps", "epoch", "global_step", "iteration", "iter",
                            "steps_done", "batch", "batches_seen", "samples_seen",
                            "tokens_seen", "consumed_samples", "current_step"})
-SCHEDULER_KEYS = ("last_epoch", "_step_count", "last_step")
+# DeepSpeed's own LR schedules (deepspeed.runtime.lr_schedules) keep last_batch_iteration.
+SCHEDULER_KEYS = ("last_epoch", "_step_count", "last_step", "last_batch_iteration")
 SCALER_KEYS = ("scale", "loss_scale", "cur_scale")
 MT19937_WORDS = 624  # numpy's legacy state: 624 uint32 words
 PYTHON_RNG_WORDS = 625  # random.getstate()[1]: 624 words + the position
@@ -261,7 +262,8 @@ def judge_part(found: Findings, part: str, value: Any, key: str) -> bool:
 
 
 # Progress keys that count optimizer steps (an epoch, a sample or token count is no step).
-STEP_KEYS = ("global_step", "step", "steps", "iteration", "iter", "steps_done", "current_step")
+STEP_KEYS = ("global_step", "step", "steps", "iteration", "iter", "steps_done", "current_step",
+             "global_steps")  # DeepSpeed's engine
 
 
 def progress_step(value: Any, key: str) -> tuple[str, int] | None:

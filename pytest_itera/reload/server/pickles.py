@@ -135,9 +135,10 @@ def generic_stack_effect(stack: list[Any], op: Any) -> None:
     stack.extend(OPAQUE for _ in op.stack_after)
 
 
-def code_globals(path: str, kind: str) -> list[str]:
-    """Globals outside the allowlist in the pickles of a torch zip (data.pkl), a legacy
-    torch file or a raw pickle (each of its leading pickles), in file order, once each."""
+def code_globals(path: str, kind: str, also: frozenset[str] = frozenset()) -> list[str]:
+    """Globals outside the allowlist (and ``also``: a format's stand-ins) in the pickles of
+    a torch zip (data.pkl), a legacy torch file or a raw pickle (each of its leading
+    pickles), in file order, once each."""
     found: list[str] = []
     if kind == "zip":
         try:
@@ -159,7 +160,7 @@ def code_globals(path: str, kind: str) -> list[str]:
                     found += names
                 if not complete or fh.tell() > PICKLE_CAP:
                     break
-    allowed = allowed_globals()
+    allowed = allowed_globals() | also
     return [g for g in dict.fromkeys(found) if g not in allowed]
 
 
@@ -192,8 +193,8 @@ def pickles_a_module(path: str, kind: str) -> bool:
     return b"_parameters" in data and b"_modules" in data
 
 
-def refuse_code(path: str, kind: str) -> None:
-    code = tuple(code_globals(path, kind))
+def refuse_code(path: str, kind: str, also: frozenset[str] = frozenset()) -> None:
+    code = tuple(code_globals(path, kind, also))
     if code:
         shown = ", ".join(py3_name(g) if g.count(".") and " " not in g else g
                           for g in code[:5])

@@ -1,0 +1,107 @@
+"""The HTML report in a real browser: Debian's chromium, headless, driven by Playwright.
+
+What a reviewer sees: the verdict, the results table and the threshold line; the schedule's
+labels legible (no two overlap); nothing logged as an error; nothing fetched from anywhere
+(the page is one file). A screenshot of each page is kept under the test's tmp path.
+Skips, saying why, without chromium or Playwright, unless ITERA_REQUIRE_BROWSER is set
+(.ci/run sets it: CI never skips this test).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_itera import report
+from pytest_itera.report.verify import check_campaign
+from tests.factory import CampaignBuilder
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get("ITERA_REQUIRE_BROWSER"):
+        pytest.fail(f"{reason} (ITERA_REQUIRE_BROWSER is set: CI never skips this test)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_or_fail("playwright is not installed (the test extra has it)")
+    if not Path(CHROMIUM).is_file():
+        _skip_or_fail("no chromium: scripts/setup installs Debian's chromium as root")
+    with sync_playwright() as p:
+        # As root (CI containers) chromium refuses its sandbox; the page is our own file.
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def _overlaps(boxes: list[dict[str, float]]) -> list[tuple[int, int]]:
+    found = []
+    for i, a in enumerate(boxes):
+        for j in range(i + 1, len(boxes)):
+            b = boxes[j]
+            if (a["x"] + 0.5 < b["x"] + b["width"] and b["x"] + 0.5 < a["x"] + a["width"]
+                    and a["y"] + 0.5 < b["y"] + b["height"]
+                    and b["y"] + 0.5 < a["y"] + a["height"]):
+                found.append((i, j))
+    return found
+
+
+@pytest.mark.parametrize("case", ["accepted", "rejected"])
+def test_the_html_report_reads_in_chromium(browser: Any, tmp_path: Path, case: str) -> None:
+    builder = CampaignBuilder(tmp_path / "camp")
+    if case == "rejected":  # variant-a predicts like the control: below the threshold
+        builder.files["runs/variant-a/predictions.jsonl"] = \
+            builder.files["runs/control/predictions.jsonl"]
+    verdict = check_campaign(builder.write())
+    assert verdict.verdict == case
+    page_file = tmp_path / "report.html"
+    report.write(page_file, [verdict.report])
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url))
+    page.route("**/*", lambda route: route.continue_() if route.request.url == page_file.as_uri()
+               else route.abort())
+    page.goto(page_file.as_uri())
+
+    shown = page.locator(".verdict")
+    assert shown.is_visible()
+    assert case.upper() in shown.inner_text()
+    assert page.locator("table.results").is_visible()
+    assert "variant-a" in page.locator("table.results").inner_text()
+    threshold = page.locator("svg.results line.threshold")
+    threshold.scroll_into_view_if_needed()
+    box = threshold.bounding_box()
+    assert box is not None
+    assert box["height"] > 40  # across both rows of runs
+    assert page.evaluate("getComputedStyle(document.querySelector("
+                         "'svg.results line.threshold')).stroke") != "none"
+
+    labels = page.locator("svg.timeline text")
+    boxes = [b for b in (labels.nth(i).bounding_box() for i in range(labels.count())) if b]
+    assert len(boxes) > 20
+    texts = labels.all_inner_texts()
+    assert [(texts[i], texts[j]) for i, j in _overlaps(boxes)] == []
+
+    page.screenshot(path=str(tmp_path / f"report-{case}.png"), full_page=True)
+    page.emulate_media(media="print")  # printed: the verdict and the results still there
+    assert page.locator(".verdict").is_visible()
+    assert page.locator("table.results").is_visible()
+    page.pdf(path=str(tmp_path / f"report-{case}.pdf"))
+    assert errors == []
+    assert requests == [page_file.as_uri()]
+    page.close()
