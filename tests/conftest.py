@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.factory import CampaignBuilder, tree_digest
+from tests.factory import CampaignBuilder, built_example, tree_digest
 from tests.runner import LEAN_ADDOPTS, Itera, python_path_with_repo
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -99,3 +99,11 @@ def itera(pytester: pytest.Pytester, xdist: str, monkeypatch: pytest.MonkeyPatch
     """Runs pytest on the campaign at <pytester>/out in this test's xdist mode."""
     python_path_with_repo(monkeypatch)
     return Itera(pytester, xdist)
+
+
+@pytest.fixture(scope="session")
+def example_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example campaign, built once per session (per xdist worker) for every module
+    that reads it (tests/record/test_example_build.py, tests/checks/test_base_proof.py):
+    read it, or copy it before changing it (it holds no absolute path)."""
+    return built_example(tmp_path_factory.mktemp("example") / "campaign")

@@ -20,7 +20,10 @@ import functools
 import hashlib
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -455,3 +458,25 @@ def verdicts(result: object) -> dict[str, str]:
         if match:
             found[match.group(2)] = match.group(1)
     return found
+
+
+# The example campaign (example_campaign/), built as a user builds it, in a new interpreter.
+EXAMPLE_START = "2026-01-05T08:00:00Z"  # fixes every timestamp: two builds, one plan.json
+
+
+def build_example(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``python -m example_campaign --out OUT *extra``, run from ``out``'s parent."""
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "example_campaign", "--out", str(out), *extra],
+        cwd=out.parent, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )
+
+
+def built_example(out: Path) -> Path:
+    """The example campaign at ``out`` (``--start EXAMPLE_START``); its folder."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = build_example(out, "--start", EXAMPLE_START)
+    assert done.returncode == 0, done.stderr
+    return out

@@ -3,7 +3,9 @@
 ``python -m tests.recorded ROOT [--pause-at STEP]`` records it into ROOT; with
 ``--pause-at`` the control's training prints ``paused`` after logging that step
 and waits to be killed (the SIGKILL test); run again on ROOT, it continues from
-the journal and finishes the campaign.
+the journal and finishes the campaign. ``--files FOLDER`` takes the campaign's files from
+a folder the test wrote (:func:`write_files`), so that a child that kills itself before any
+torch.save needs no torch at all (making the checkpoints' bytes imports it: seconds a child).
 
 With ``--kill step|save|fsync`` the control's training is timed by the real clock
 (``rec.step("train-control")``), journals a save of its step-2 checkpoint, and the
@@ -127,9 +129,23 @@ def train_the_control(rec: CampaignRecorder, kill: str | None, pause_at: int | N
         rec.step("train-control").end()
 
 
+def write_files(folder: Path) -> Path:
+    """The campaign's files (``F.default_files_v2()``) under ``folder``, for ``--files``."""
+    for relpath, data in F.default_files_v2().items():
+        (folder / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relpath).write_bytes(data)
+    return folder
+
+
+def read_files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def record(root: Path, *, pause_at: int | None = None, check: bool = True,
-           rehearsal: bool = False, kill: str | None = None) -> Closure:
-    files = F.default_files_v2()
+           rehearsal: bool = False, kill: str | None = None,
+           files: dict[str, bytes] | None = None) -> Closure:
+    files = dict(files) if files is not None else F.default_files_v2()
     rec = CampaignRecorder(root, rehearsal=rehearsal)
     if rec.plan_sha256 is None:
         for relpath, data in files.items():
@@ -219,9 +235,11 @@ if __name__ == "__main__":
     parser.add_argument("root", type=Path)
     parser.add_argument("--pause-at", type=int, default=None)
     parser.add_argument("--kill", choices=("step", "save", "fsync"), default=None)
+    parser.add_argument("--files", type=Path, default=None)
     args = parser.parse_args()
     if args.kill == "fsync":
         die_before_fsync_of(f'{{"event":"log","run":"control","step":{KILL_AT},')
-    closed = record(args.root, pause_at=args.pause_at, check=False, kill=args.kill)
+    closed = record(args.root, pause_at=args.pause_at, check=False, kill=args.kill,
+                    files=None if args.files is None else read_files(args.files))
     print(f"closed {closed.manifest}")
     sys.exit(0)

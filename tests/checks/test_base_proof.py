@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,7 +23,6 @@ import pytest
 from pytest_itera.files.tree import tree_digest
 from pytest_itera.report.verify import Verdict, check_campaign
 
-REPO = Path(__file__).resolve().parents[2]
 CHECK = "adapter-pinned"
 ADAPTER = "runs/control/adapter"
 BASE = "runs/control/base"
@@ -35,12 +31,8 @@ WHERE = "manifest.json $.adapters[0]"
 
 
 @pytest.fixture(scope="module")
-def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("example") / "campaign"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    subprocess.run([sys.executable, "-m", "example_campaign", "--out", str(out)], check=True,
-                   env=env, cwd=REPO, capture_output=True, timeout=600)
-    return out
+def example(example_campaign: Path) -> Path:
+    return example_campaign  # tests/conftest.py: built once per session, read here
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 from pytest_itera.core.journal import JOURNAL_FILE, Journal, JournalError
 from pytest_itera.record.campaign import CampaignRecorder, JournalWarning, RecordError
 from tests import factory as F
-from tests.recorded import record
+from tests.recorded import record, write_files
 from tests.runner import REPO, Itera
 
 
@@ -43,7 +43,8 @@ def test_a_campaign_killed_mid_run_continues_from_its_journal_and_is_accepted(
     tmp_path: Path, itera: Itera
 ) -> None:
     root = tmp_path / "camp"
-    command = [sys.executable, "-m", "tests.recorded", str(root)]
+    files = write_files(tmp_path / "files")  # made here once: the children import no torch
+    command = [sys.executable, "-m", "tests.recorded", str(root), "--files", str(files)]
     child = subprocess.Popen([*command, "--pause-at", "3"], cwd=REPO,
                              stdout=subprocess.PIPE, text=True)
     try:

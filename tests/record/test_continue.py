@@ -27,7 +27,7 @@ from tests.record.test_integrations import (
     trainer_fit,
     trainer_tools,
 )
-from tests.recorded import KILL_AT, STEP_3, record
+from tests.recorded import KILL_AT, STEP_3, record, write_files
 from tests.runner import REPO
 
 
@@ -35,9 +35,16 @@ def events(root: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (root / JOURNAL_FILE).read_text().splitlines()]
 
 
-def killed(root: Path, where: str) -> list[dict[str, Any]]:
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The campaign's files, made once here: the children read them (no torch import)."""
+    return write_files(tmp_path_factory.mktemp("files"))
+
+
+def killed(root: Path, where: str, files: Path) -> list[dict[str, Any]]:
     """Run the recorded campaign in a child process that kills itself at ``where``."""
-    child = subprocess.run([sys.executable, "-m", "tests.recorded", str(root), "--kill", where],
+    child = subprocess.run([sys.executable, "-m", "tests.recorded", str(root), "--kill", where,
+                            "--files", str(files)],
                            cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     assert child.returncode == -signal.SIGKILL, child.stderr
     assert not (root / "manifest.json").exists()
@@ -46,10 +53,10 @@ def killed(root: Path, where: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("where", ["step", "save", "fsync"])
 def test_a_campaign_killed_anywhere_continues_and_is_accepted(
-    tmp_path: Path, where: str
+    tmp_path: Path, where: str, files: Path
 ) -> None:
     root = tmp_path / "camp"
-    before = killed(root, where)
+    before = killed(root, where, files)
     log_3 = {"event": "log", "run": "control", "step": KILL_AT, "values": {"loss": 0.6}}
     assert before[-1] == log_3  # fsync or not, the kernel had the whole line
     rec = CampaignRecorder(root)

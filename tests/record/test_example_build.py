@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import zipfile
 from decimal import Decimal
 from pathlib import Path
@@ -18,36 +17,20 @@ from typing import Any
 import pytest
 
 from pytest_itera.core.campaign import Campaign, load_campaign
-from tests.runner import REPO
+from tests.factory import EXAMPLE_START, built_example
 
-START = "2026-01-05T08:00:00Z"
 CONTRACT = ("plan.json", "manifest.json")
 
 
-def build(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "example_campaign", "--out", str(out), *extra],
-        cwd=out.parent, env=env, capture_output=True, text=True, timeout=180, check=False,
-    )
-
-
-def built(factory: pytest.TempPathFactory, name: str) -> Path:
-    out = factory.mktemp(name) / "campaign"
-    done = build(out, "--start", START)
-    assert done.returncode == 0, done.stderr
-    return out
-
-
 @pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return built(tmp_path_factory, "first")
+def root(example_campaign: Path) -> Path:
+    return example_campaign  # tests/conftest.py: one build per session
 
 
 @pytest.fixture(scope="module")
 def second(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A second build, only for the determinism test (one extra build per session)."""
-    return built(tmp_path_factory, "second")
+    return built_example(tmp_path_factory.mktemp("second") / "campaign")
 
 
 @pytest.fixture(scope="module")
@@ -133,12 +116,17 @@ def test_two_builds_are_identical_but_for_checkpoint_ids_and_wall_times(
 
 
 def test_a_non_empty_output_folder_is_refused(tmp_path: Path) -> None:
+    """In this process: the refusal comes before any training (a SystemExit whose message
+    Python prints to stderr, exit status 1), no new interpreter needed to see it."""
+    from example_campaign.__main__ import main
+
     out = tmp_path / "campaign"
     out.mkdir()
     (out / "old.txt").write_text("previous results\n")
-    done = build(out, "--start", START)
-    assert done.returncode != 0
-    assert "is not empty; a campaign folder is written once" in done.stderr
+    with pytest.raises(SystemExit) as refused:
+        main(["--out", str(out), "--start", EXAMPLE_START])
+    assert isinstance(refused.value.code, str)  # a message: exit status 1
+    assert "is not empty; a campaign folder is written once" in refused.value.code
     assert sorted(p.name for p in out.iterdir()) == ["old.txt"]
 
 

@@ -5,12 +5,14 @@ timings, no number computed by hand), except that the control is trained by the 
 ``IteraCallback(rec, "control")`` attached — its checkpoints and its loss series are what the
 tool saved and logged — and the resume check really resumes the control's checkpoint with
 the same tool and callback (its series must equal the control's after the resume step,
-exactly, on CPU). The plugin then judges the folder through pytester: ACCEPTED; and its
-failing twin (a checkpoint the callback recorded, deleted afterwards) is REJECTED by exactly
-the items that name the missing files.
+exactly, on CPU). The plugin then judges the folder through pytester: ACCEPTED; and, with a
+checkpoint the callback recorded deleted afterwards, REJECTED by exactly the items that name
+the missing files.
 
-Tiny models are built from configs in code (HF_HUB_OFFLINE=1); the campaigns are built in
-module-scoped fixtures, so the tools are imported before pytester snapshots sys.modules.
+Tiny models are built from configs in code (HF_HUB_OFFLINE=1); each tool's campaign is built
+once, in a module-scoped fixture (so the tools are imported before pytester snapshots
+sys.modules). A test that deletes a checkpoint moves it out of that campaign and back
+(:func:`deleted`), never a copy: a copy would move the absolute paths the tools recorded.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import shutil
 import subprocess
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ import torch
 
 from pytest_itera.record.campaign import CampaignRecorder, Closure, RecordError
 from tests import factory as F
-from tests.factory import expect
+from tests.factory import expect, tree_digest
 from tests.real_tools import Rows, bert, quiet, tiny_lightning
 from tests.recorded import check_the_corpus, close, timed, train_the_variant
 from tests.runner import Itera
@@ -177,15 +179,26 @@ def finish(rec: CampaignRecorder, tools: Tools) -> Closure:
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
     base = tmp_path_factory.mktemp("itera-trainer")
-    return {name: record(base / name, trainer_tools, TRAINER_PARTS).manifest.parent
-            for name in ("good", "deleted")}
+    return {"good": record(base / "good", trainer_tools, TRAINER_PARTS).manifest.parent}
 
 
 @pytest.fixture(scope="module")
 def lightning(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
     base = tmp_path_factory.mktemp("itera-lightning")
-    return {name: record(base / name, lightning_tools, LIGHTNING_PARTS).manifest.parent
-            for name in ("good", "deleted")}
+    return {"good": record(base / "good", lightning_tools, LIGHTNING_PARTS).manifest.parent}
+
+
+@contextlib.contextmanager
+def deleted(root: Path, relpath: str, aside: Path) -> Iterator[None]:
+    """The campaign at ``root`` without ``relpath`` (a file or a folder) for the block: moved
+    to ``aside`` and back, the module's campaign is left exactly as the other tests read it."""
+    before = tree_digest(root)
+    (root / relpath).rename(aside)
+    try:
+        yield
+    finally:
+        aside.rename(root / relpath)
+    assert tree_digest(root) == before
 
 
 # -------------------------------------------------------------------- the plugin
@@ -272,15 +285,15 @@ def test_trainer_campaign_is_accepted(itera: Itera, trainer: Campaigns) -> None:
 
 
 def test_trainer_checkpoint_deleted_after_closure(
-    itera: Itera, trainer: Campaigns
+    itera: Itera, trainer: Campaigns, tmp_path: Path
 ) -> None:
-    root, good = trainer["deleted"], trainer["good"]  # recorded alike
+    root = trainer["good"]
     checkpoint = "runs/control/trainer/checkpoint-4"
-    removed = sorted(p.relative_to(good).as_posix() for p in (good / checkpoint).rglob("*")
+    removed = sorted(p.relative_to(root).as_posix() for p in (root / checkpoint).rglob("*")
                      if p.is_file())
     assert f"{checkpoint}/optimizer.pt" in removed
-    shutil.rmtree(root / checkpoint, ignore_errors=True)  # once per module: one per xdist mode
-    assert_missing(itera, root, checkpoint, removed)
+    with deleted(root, checkpoint, tmp_path / "checkpoint-4"):
+        assert_missing(itera, root, checkpoint, removed)
 
 
 def test_trainer_output_dir_outside_the_campaign_is_refused(tmp_path: Path) -> None:
@@ -471,12 +484,12 @@ def test_lightning_under_a_plan_requiring_rng_is_refused_when_the_callback_is_cr
 
 
 def test_lightning_checkpoint_deleted_after_closure(
-    itera: Itera, lightning: Campaigns
+    itera: Itera, lightning: Campaigns, tmp_path: Path
 ) -> None:
-    root = lightning["deleted"]
+    root = lightning["good"]
     checkpoint = "runs/control/ckpt/epoch=1-step=8.ckpt"
-    (root / checkpoint).unlink(missing_ok=True)  # once per module: one per xdist mode
-    assert_missing(itera, root, checkpoint, [checkpoint])
+    with deleted(root, checkpoint, tmp_path / "last.ckpt"):
+        assert_missing(itera, root, checkpoint, [checkpoint])
 
 
 def test_lightning_dirpath_outside_the_campaign_is_refused(tmp_path: Path) -> None:
