@@ -96,7 +96,9 @@ def test_same_summary_and_json_report_with_and_without_xdist(
     # The control fails its custom has-seed check and passes every other of its own.
     row = next(line for line in section if line.startswith("  control       control  "))
     passed, total = map(int, row.split()[-1].split("/"))
-    assert (row.split()[3], passed) == ("accepted", total - 1)
+    # Shown failing, with the check that fails it, beside what the manifest records (issue 25).
+    assert "failing (has-seed); recorded accepted" in row, row
+    assert passed == total - 1, row
 
 
 def same_whatever_the_run(report: dict[str, Any]) -> dict[str, Any]:
