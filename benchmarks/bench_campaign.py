@@ -74,6 +74,7 @@ PY = sys.executable
 MIB = 1 << 20
 CHUNK = 1 << 20
 RSS_TARGET = 200 * MIB
+SMALL_FILES_RSS = 300 * MIB
 # (g), issue 29: the heavy campaign against the careful floor, per environment.
 HEAVY_TARGET = {"cache": 1.0, "nocache": 1.15}
 
@@ -334,6 +335,36 @@ def name_in_reload(root: Path, rels: Sequence[str]) -> None:
         for rel in rels:
             f.write(f"\n- `{rel}`: `torch.load(path, weights_only=True)`, a state_dict.\n")
     rehash(root, "RELOAD.md")
+
+
+# The example is a recorder's campaign: its manifest is never edited by hand (journal-agrees
+# refuses a manifest replaced without a reopening), so (g) adds its files the way a user would,
+# reopening it (in a child process: this one stays small, see make_checkpoints).
+REOPEN = """
+import json, sys
+from pathlib import Path
+from pytest_itera.record import CampaignRecorder
+root, big = Path(sys.argv[1]), sys.argv[2]
+man = json.loads((root / "manifest.json").read_text())
+rec = CampaignRecorder(root)
+rec.reopen(reason="bench (g): a heavy checkpoint and log added")
+saves = [json.loads(line) for line in (root / "itera-journal.jsonl").read_text().splitlines()]
+last = max(e["at"] for e in saves if e.get("event") == "checkpoint" and e.get("run") == "control")
+rec.checkpoint_saved(big, run="control", at=last)  # saved with the control's last save
+rec.add_checkpoint(big, run="control", format="torch", kind="weights")
+rec.write_text("RELOAD.md", rec.path("RELOAD.md").read_text()
+               + f"\\n- `{big}`: `torch.load(path, weights_only=True)`, a state_dict.\\n")
+schedule = {k: v for k, v in man["schedule"].items() if k != "decisions"}  # from the journal
+rec.close(analysis="analysis.md", reload_instructions="RELOAD.md", conclusion=man["conclusion"],
+          budget=man["budget"], schedule=schedule, closed_at=man["closed_at"], check=False)
+"""
+
+
+def reopen_with(camp: Path, big: str) -> None:
+    """Reopen the closed example, list ``big`` as the control's weights (its files written
+    beside it are journaled as added) and close it again with the same documents."""
+    subprocess.run([PY, "-c", REOPEN, str(camp), big], check=True, cwd=REPO,
+                   env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True)
 
 
 def hashlib_file(path: Path) -> str:
@@ -699,9 +730,7 @@ def scenario_g(args: argparse.Namespace, work: Path) -> list[Row]:
                 f.write(block)
 
     write_log(camp / log)
-    name_in_reload(camp, [big])
-    list_in_manifest(camp, [big, log],
-                     [{"path": big, "run": "control", "format": "torch", "kind": "weights"}])
+    reopen_with(camp, big)
     total = warm(camp)
     loads = checkpoint_files(camp)
 
@@ -767,7 +796,9 @@ def table(rows: list[Row]) -> list[str]:
         ours, floor = fmt(row.ours), fmt(row.floor)
         wall, cpu, net = row.ratio("wall"), row.ratio("cpu"), row.ratio("wall", net=True)
         target, result = verdicts(row)
-        rss_ok = row.ours is None or row.ours.rss <= RSS_TARGET or "Reloader" in row.scenario
+        # Issue 29 sets (f)'s own bound (300 MiB for 100,000 listed files); 200 MiB elsewhere.
+        bound = SMALL_FILES_RSS if "(f)" in row.scenario else RSS_TARGET
+        rss_ok = row.ours is None or row.ours.rss <= bound or "Reloader" in row.scenario
         if not rss_ok:
             result = (result + " " if result else "") + "RSS MISS"
         if row.ours is not None and not_accepted(row.ours):
