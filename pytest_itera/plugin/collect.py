@@ -46,6 +46,7 @@ from pytest_itera.plugin.options import (
     hourly_phrases,
     loaded_campaign,
     settings_key,
+    sources_key,
 )
 from pytest_itera.report import clean_block
 
@@ -342,6 +343,7 @@ def make_context(
         group_files_above=settings.group_files_above,
         # The seal reuses the digests the checks computed (report.seal.write).
         keep_digests=settings.seal is not None,
+        stored=config.stash.get(sources_key, {}).get(root),  # an s3:// campaign's copy
     )
     # Also when -x stops the run before the manifest node is torn down: no read goes on.
     config.add_cleanup(context.close)

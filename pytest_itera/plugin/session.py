@@ -180,7 +180,7 @@ class IteraSession:
         (the same folder, so the same node ids on every worker)."""
         copies = self.config.stash.get(sources_key, {})
         if copies:
-            node.workerinput[STAGED_INPUT] = {url: str(root) for root, (url, _) in copies.items()}
+            node.workerinput[STAGED_INPUT] = {s.url: str(root) for root, s in copies.items()}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: object, error: object) -> None:
@@ -286,7 +286,7 @@ class IteraSession:
             context=context,
         )
         source = self.config.stash.get(sources_key, {}).get(root)  # an s3:// campaign
-        return built if source is None else dataclasses.replace(built, root=source[0])
+        return built if source is None else dataclasses.replace(built, root=source.url)
 
     def _switched_off(self) -> list[str]:
         from pytest_itera.checks.model import FAMILIES
