@@ -120,6 +120,7 @@ class Staged:
     url: str
     cap: int
     objects: dict[str, Held]
+    checksums: bool = False  # --itera-store-checksums: the store's SHA-256 used where held
 
     # -- across processes: a pytest-xdist worker reads the controller's copy and this --
 
@@ -129,7 +130,7 @@ class Staged:
         return root.with_name(root.name + ".itera-store.json")
 
     def save(self) -> None:
-        doc = {"url": self.url, "cap": self.cap,
+        doc = {"url": self.url, "cap": self.cap, "checksums": self.checksums,
                "objects": {key: asdict(held) for key, held in self.objects.items()}}
         self.sidecar(self.root).write_text(json.dumps(doc), encoding="utf-8")
 
@@ -140,7 +141,7 @@ class Staged:
         for key, fields in doc["objects"].items():
             fp = fields.pop("fingerprint")
             objects[key] = Held(**fields, fingerprint=tuple(fp) if fp else None)
-        return cls(root, doc["url"], int(doc["cap"]), objects)
+        return cls(root, doc["url"], int(doc["cap"]), objects, bool(doc["checksums"]))
 
     # -- what the checks see ----------------------------------------------------------
 
@@ -301,22 +302,24 @@ class S3Source:
     def copy(self, item: StoredObject, dest: Path, part: Path, known: str | None = None) -> Held:
         """Stream one object to ``part``, then move it to ``dest``; its size and sha256
         (``known``: the store's, then the bytes are not hashed)."""
-        digest, size = hashlib.sha256(), 0
+        digest, size = None if known is not None else hashlib.sha256(), 0
         dest.parent.mkdir(parents=True, exist_ok=True)
         with part.open("wb") as out:
             for piece in self.chunks(item):
-                if known is None:
+                if digest is not None:
                     digest.update(piece)
                 size += len(piece)
                 out.write(piece)
         part.replace(dest)
         st = os.stat(dest)
         fingerprint = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        return Held(size, known or digest.hexdigest(), copied=True, by_store=known is not None,
+        sha256 = known if digest is None else digest.hexdigest()
+        return Held(size, sha256, copied=True, by_store=known is not None,
                     fingerprint=fingerprint)
 
 
-def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False) -> Staged:
+def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
+          spare: bool = True) -> Staged:
     """Copy the prefix into ``dest`` (created, emptied first), at most ``source.concurrency``
     objects at a time, each streamed once (its sha256 computed on the way).
 
@@ -326,7 +329,8 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False) ->
     written. An object that cannot be read after the retries is left out, with why: the
     checks judge it (:meth:`Staged.entries`). ``checksums``: an object whose store holds a
     full-object SHA-256 is not hashed, and a binary one the checks never read (not a
-    checkpoint, nothing to scan inside) is not downloaded at all. SourceError only when the
+    checkpoint, nothing to scan inside) is not downloaded at all (unless not ``spare``: a
+    seal covers the files of the copy). SourceError only when the
     prefix cannot be listed, or (no readable manifest) its bytes exceed ``cap``."""
     objects = {o.key: o for o in source.list()}
     parts = dest.with_name(dest.name + ".itera-parts")  # beside the copy, never inside it
@@ -335,7 +339,7 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False) ->
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
     held: dict[str, Held] = {}
-    sums = _Checksums(source) if checksums else None
+    sums = _Checksums(source, spare) if checksums else None
     try:
         for name in _DOCUMENTS:  # first: the manifest says which objects are checkpoints
             if name in objects:
@@ -349,7 +353,7 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False) ->
             held.update(done)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
-    return Staged(dest, source.location.url, cap, dict(sorted(held.items())))
+    return Staged(dest, source.location.url, cap, dict(sorted(held.items())), checksums)
 
 
 _DOCUMENTS = ("manifest.json", "plan.json")
@@ -397,7 +401,7 @@ def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action:
         known = sums.sha256(item) if sums is not None else None
         if action == "sniff":
             action = "copy"
-            if known is not None and item.size > SNIFF:
+            if known is not None and item.size > SNIFF and sums is not None and sums.spare:
                 head = source.head(item)
                 if not _read_by_checks(head):
                     return Held(item.size, known, by_store=True, binary=True)
@@ -451,7 +455,8 @@ class _Checksums:
     timeouts. None where the store holds none, only a composite one (multipart), or does
     not answer: then the bytes are hashed."""
 
-    def __init__(self, source: S3Source) -> None:
+    def __init__(self, source: S3Source, spare: bool) -> None:
+        self.spare = spare  # a binary file no check reads is not downloaded
         try:
             import boto3  # type: ignore[import-untyped]
             from botocore.config import Config  # type: ignore[import-untyped]

@@ -555,8 +555,12 @@ def node_id(session: pytest.Session, path: Path) -> str:
     """Node ids relative to the rootdir; outside it, the path as the user can type it.
 
     pytest's default would name an outside campaign's items plain
-    "manifest.json::..." (pytest #11245), ambiguous with two campaigns.
+    "manifest.json::..." (pytest #11245), ambiguous with two campaigns. An s3:// campaign's
+    by its URL: its local copy is the plugin's business (the same on every xdist worker).
     """
+    for root, staged in session.config.stash.get(sources_key, {}).items():
+        if path.is_relative_to(root):
+            return staged.url + path.relative_to(root).as_posix()
     if path.is_relative_to(session.config.rootpath):
         return path.relative_to(session.config.rootpath).as_posix()
     rel = os.path.relpath(path, session.config.invocation_params.dir)

@@ -420,7 +420,10 @@ def _staged(config: pytest.Config, url: str) -> Path:
             dest = Path(os.path.abspath(cache / location.bucket / (location.prefix or "_")))
             staged = source.stage(store, dest, _bytes(config, INI_STORE_CACHE_MAX,
                                                       DEFAULT_STORE_CACHE_MAX),
-                                  checksums=checksums)
+                                  checksums=checksums,
+                                  # a seal covers the copy's files: every one is downloaded
+                                  spare=not (config.getoption(SEAL)
+                                             or config.getoption(VERIFY_SEAL)))
         except source.SourceError as exc:
             raise pytest.UsageError(f"{CAMPAIGN}: {exc}") from None
         staged.save()  # for the workers, beside the copy

@@ -205,6 +205,9 @@ class IteraSession:
     def _root_of(self, nodeid: str) -> str | None:
         """The campaign a node id belongs to (ids are relative to the rootdir or the cwd)."""
         path = nodeid.split("::", 1)[0]
+        for root, staged in self.config.stash.get(sources_key, {}).items():
+            if path.rpartition("/")[0] + "/" == staged.url:  # an s3:// campaign's manifest
+                return str(root)
         bases = (self.config.rootpath, self.config.invocation_params.dir)
         folders = {Path(os.path.normpath(base / path)).parent for base in bases}
         return next((str(root) for root in self.settings.campaigns if root in folders), None)
@@ -286,7 +289,10 @@ class IteraSession:
             context=context,
         )
         source = self.config.stash.get(sources_key, {}).get(root)  # an s3:// campaign
-        return built if source is None else dataclasses.replace(built, root=source.url)
+        if source is None:
+            return built
+        return dataclasses.replace(built, root=source.url, store_verified=source.by_store()
+                                   if source.checksums else None)
 
     def _switched_off(self) -> list[str]:
         from pytest_itera.checks.model import FAMILIES

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
@@ -41,6 +42,7 @@ from tests.inprocess import registry
 from tests.runner import python_path_with_repo
 
 LOOPBACK = "127.0.0.1"
+COPIES = str(Path(tempfile.gettempdir()) / "itera-store-")  # where the local copies go
 
 
 @pytest.fixture(scope="module")
@@ -76,14 +78,17 @@ def endpoint(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", url)
 
 
-def upload(s3: Any, folder: Path, prefix: str = "closures/tiny") -> str:
-    """Every file of ``folder`` under a fresh bucket's ``prefix``; the campaign's s3:// URL."""
+def upload(s3: Any, folder: Path, prefix: str = "closures/tiny", *,
+           checksums: bool = False) -> str:
+    """Every file of ``folder`` under a fresh bucket's ``prefix`` (``checksums``: each with the
+    store's own SHA-256, a single-part upload); the campaign's s3:// URL."""
     bucket = f"itera-{uuid.uuid4().hex[:12]}"
     s3.create_bucket(Bucket=bucket)
+    extra = {"ChecksumAlgorithm": "SHA256"} if checksums else {}
     for path in sorted(folder.rglob("*")):
         if path.is_file():
             s3.put_object(Bucket=bucket, Key=f"{prefix}/{path.relative_to(folder).as_posix()}",
-                          Body=path.read_bytes())
+                          Body=path.read_bytes(), **extra)
     return f"s3://{bucket}/{prefix}/"
 
 
@@ -119,19 +124,32 @@ def judged(staged: source.Staged, reloader: Reloader, *names: str) -> dict[str, 
 def test_a_campaign_uploaded_to_s3_is_accepted_from_its_url(
         pytester: pytest.Pytester, campaign: CampaignBuilder, s3: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --itera-store-checksums: the store's SHA-256 of each object (uploaded with one)
+    verifies it, the seal records it, and the verification (bytes hashed) agrees."""
     python_path_with_repo(monkeypatch)
-    url = upload(s3, campaign.write())
+    url = upload(s3, campaign.write(), checksums=True)
     shutil.rmtree(campaign.root)  # nothing local: the store alone holds the campaign
     campaign.written_digest = None
-    result = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider",
-                                "--itera-report", "closure.json", "--itera-seal", "seal.json")
+    result = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider", "-v",
+                                "--itera-store-checksums", "--itera-report", "closure.json",
+                                "--itera-report", "closure.md", "--itera-seal", "seal.json")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
+    result.stdout.fnmatch_lines([
+        f"{url}manifest.json::files-intact[[]{VARIANT_WEIGHTS}[]] PASSED*",
+        "campaign tiny-2026-11: ACCEPTED — * checks",
+        "  note: 18 files verified by the store's own SHA-256 (--itera-store-checksums), not "
+        "by hashing their bytes: RELOAD.md, analysis.md, *"])
     assert result.ret == 0
     document = json.loads((pytester.path / "closure.json").read_text())
     assert document["root"] == url  # not the local copy
+    assert len(document["store_verified"]) == 18
+    assert VARIANT_WEIGHTS in document["store_verified"]
+    assert all(c["nodeid"].startswith(f"{url}manifest.json::") for c in document["checks"])
+    assert "18 files verified by the store's own SHA-256" in \
+        (pytester.path / "closure.md").read_text()
     everything = result.stdout.str() + (pytester.path / "closure.json").read_text()
+    assert COPIES not in everything  # the local copy is named nowhere
     assert "itera-test-secret" not in everything
     assert "itera-test-key" not in everything
     assert not list(Path(tempfile.gettempdir()).glob("itera-store-*/" + bucket_of(url)))
@@ -181,8 +199,10 @@ def test_a_missing_a_changed_a_truncated_and_an_unreadable_object_are_rejected(
         "exceed the local cache cap (itera_store_cache_max = 512 bytes); raise it, or accept "
         "the campaign from a local copy",
         "campaign tiny-2026-11: REJECTED — 7 of * checks failed",
+        f"FAILED {url}manifest.json::files-intact[[]RELOAD.md[]]",
     ]:
         result.stdout.fnmatch_lines([line])
+    assert COPIES not in text  # the controller's copy is named nowhere
     assert "itera-test-secret" not in text
 
 
@@ -275,6 +295,71 @@ def test_each_object_is_hashed_once_while_it_streams(
         assert context.facts("runs/control/predictions.jsonl").binary is False  # scanned
     finally:
         context.close()
+
+
+def test_the_stores_sha256_spares_hashing_and_downloading_and_is_named_when_it_differs(
+        s3: Any, campaign: CampaignBuilder, tmp_path: Path, reloader: Reloader,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    big, predictions = "runs/variant-a/embeddings.bin", "runs/control/predictions.jsonl"
+    campaign.files[big] = b"\0" + bytes(range(256)) * 400  # binary, nothing a check reads
+    root = campaign.write()
+    url = upload(s3, root, checksums=True)
+    changed = (root / predictions).read_bytes().replace(b"pos", b"neg", 1)
+    s3.put_object(Bucket=bucket_of(url), Key=f"closures/tiny/{predictions}", Body=changed,
+                  ChecksumAlgorithm="SHA256")
+    hashed: list[bytes] = []
+    real = hashlib.sha256
+
+    def counted(*data: bytes) -> Any:
+        hashed.extend(data or [b""])
+        return real(*data)
+
+    monkeypatch.setattr(source, "hashlib", SimpleNamespace(sha256=counted))  # this module's
+    staged = stage(S3Source(S3Location.parse(url), timeout=5), tmp_path / "c", 1 << 30,
+                   checksums=True)
+    assert hashed == []  # every object: the store's own SHA-256
+    assert all(h.by_store for h in staged.objects.values())
+    assert staged.by_store() == tuple(sorted(staged.objects))
+    assert not staged.objects[big].copied
+    assert not (staged.root / big).exists()  # spared: one ranged GET of its first bytes
+    assert (staged.root / VARIANT_WEIGHTS).is_file()  # a checkpoint: copied for its reload
+    found = judged(staged, reloader, f"files-intact[{big}]", f"no-temp-paths[{big}]",
+                   f"files-intact[{predictions}]", f"checkpoint-reloads[{VARIANT_WEIGHTS}]")
+    assert not found[f"files-intact[{big}]"].failed
+    assert not found[f"no-temp-paths[{big}]"].failed
+    assert not found[f"checkpoint-reloads[{VARIANT_WEIGHTS}]"].failed
+    (finding,) = found[f"files-intact[{predictions}]"].findings
+    assert finding.message == (
+        f"{predictions} does not have the sha256 recorded in the manifest (the sha256 is the "
+        "store's own SHA-256 of the object: --itera-store-checksums)")
+    assert finding.found == real(changed).hexdigest()
+
+
+def test_a_multipart_upload_and_an_object_without_a_checksum_are_hashed(
+        s3: Any, tmp_path: Path) -> None:
+    """A multipart object's checksum is of its parts (composite): never taken for the
+    object's SHA-256; an object the store holds no checksum of is hashed as it streams."""
+    bucket = f"itera-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    parts = [b"x" * (5 << 20), b"y"]
+    upload_id = s3.create_multipart_upload(Bucket=bucket, Key="camp/m.bin",
+                                           ChecksumAlgorithm="SHA256")["UploadId"]
+    done = [s3.upload_part(Bucket=bucket, Key="camp/m.bin", UploadId=upload_id,
+                           PartNumber=n, Body=body, ChecksumAlgorithm="SHA256")
+            for n, body in enumerate(parts, 1)]
+    s3.complete_multipart_upload(Bucket=bucket, Key="camp/m.bin", UploadId=upload_id,
+                                 MultipartUpload={"Parts": [
+                                     {"PartNumber": n, "ETag": d["ETag"],
+                                      "ChecksumSHA256": d["ChecksumSHA256"]}
+                                     for n, d in enumerate(done, 1)]})
+    s3.put_object(Bucket=bucket, Key="camp/plain.bin", Body=b"\0plain")
+    s3.put_object(Bucket=bucket, Key="camp/single.bin", Body=b"\0single",
+                  ChecksumAlgorithm="SHA256")
+    staged = stage(S3Source(S3Location.parse(f"s3://{bucket}/camp/"), timeout=5),
+                   tmp_path / "c", 1 << 30, checksums=True)
+    assert staged.objects["m.bin"].sha256 == hashlib.sha256(b"".join(parts)).hexdigest()
+    assert [k for k, h in staged.objects.items() if h.by_store] == ["single.bin"]
+    assert staged.objects["plain.bin"].sha256 == hashlib.sha256(b"\0plain").hexdigest()
 
 
 def test_without_a_readable_manifest_a_prefix_over_the_cap_is_refused(
