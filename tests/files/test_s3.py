@@ -22,11 +22,13 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
+import jsonschema
 import pytest
 from moto.server import ThreadedMotoServer
 
@@ -143,6 +145,8 @@ def test_a_campaign_uploaded_to_s3_is_accepted_from_its_url(
     assert result.ret == 0
     document = json.loads((pytester.path / "closure.json").read_text())
     assert document["root"] == url  # not the local copy
+    jsonschema.Draft202012Validator(json.loads(resources.files("pytest_itera.schemas").joinpath(
+        "report.schema.json").read_text())).validate(document)
     assert len(document["store_verified"]) == 18
     assert VARIANT_WEIGHTS in document["store_verified"]
     assert all(c["nodeid"].startswith(f"{url}manifest.json::") for c in document["checks"])
