@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -145,7 +146,7 @@ class Staged:
 
     # -- what the checks see ----------------------------------------------------------
 
-    @property
+    @cached_property
     def elsewhere(self) -> dict[str, Held]:
         """The objects with no local copy: unreadable, over the cap, or spared by the
         store's checksum."""
@@ -189,8 +190,7 @@ class Staged:
         bytes were left in the store by the cache cap. None: it is all here (or unreadable,
         which files-intact reports)."""
         prefix = path.strip("/") + "/"
-        left = [(k, h) for k, h in self.elsewhere.items()
-                if h.over_cap and (k == path.strip("/") or k.startswith(prefix))]
+        left = [(k, h) for k, h in self._over if k == path.strip("/") or k.startswith(prefix)]
         if not left:
             return None
         size = sum(h.size for _, h in left)
@@ -203,9 +203,13 @@ class Staged:
         return {key: f"could not be read from the store: {held.error}"
                 for key, held in self.objects.items() if held.error is not None}
 
+    @cached_property
+    def _over(self) -> tuple[tuple[str, Held], ...]:
+        return tuple((key, held) for key, held in self.objects.items() if held.over_cap)
+
     def left_out(self) -> list[str]:
         """The objects the cap left in the store."""
-        return [key for key, held in self.objects.items() if held.over_cap]
+        return [key for key, _ in self._over]
 
     def by_store(self) -> tuple[str, ...]:
         """The objects verified by the store's own SHA-256 (none of their bytes hashed)."""
@@ -344,6 +348,9 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
         for name in _DOCUMENTS:  # first: the manifest says which objects are checkpoints
             if name in objects:
                 held[name] = fetch(source, objects[name], dest, parts, "copy", sums)
+                if held[name].error is not None:  # nothing can be judged without it
+                    raise SourceError(f"{source.location.url}{name} could not be read from "
+                                      f"the store: {held[name].error}")
         units = _checkpoints(dest / _DOCUMENTS[0]) if held.get(_DOCUMENTS[0], _NONE).copied \
             else None
         plan = _plan(source.location, objects, held, units, cap)

@@ -417,13 +417,15 @@ class _Flaky(BaseHTTPRequestHandler):
     failures = 0
     seen = 0
     hang_reads: threading.Event | None = None  # set: object reads hang until it is cleared
+    hangs: tuple[str, ...] = ()  # only these keys' reads hang (none given: every object's)
     broken: tuple[str, ...] = ()  # keys (path ends) always answered 500
     short: tuple[str, ...] = ()  # keys whose reads come one byte short
 
     def _any(self) -> None:
         cls = type(self)
         cls.seen += 1
-        if cls.hang_reads is not None and "list-type" not in self.path:
+        if cls.hang_reads is not None and "list-type" not in self.path and \
+                self.path.split("?")[0].endswith(cls.hangs or ("",)):
             cls.hang_reads.wait(30)  # never answers while the test runs
             return
         if cls.seen <= cls.failures or self.path.split("?")[0].endswith(cls.broken or ("\0",)):
@@ -555,18 +557,30 @@ def test_a_server_that_lists_then_hangs_on_reads_gives_findings_in_bounded_time(
     url = upload(s3, campaign.write())
 
     class Hangs(_Flaky):
-        upstream, hang_reads = server, threading.Event()
+        upstream, hang_reads, hangs = server, threading.Event(), ("analysis.md", "RELOAD.md")
 
     with proxied(monkeypatch, Hangs):
-        store = S3Source(S3Location.parse(url), timeout=0.5, retries=1, concurrency=8)
+        store = S3Source(S3Location.parse(url), timeout=0.5, retries=1)
         started = time.monotonic()
         staged = stage(store, tmp_path / "copy", 1 << 30)
-        assert time.monotonic() - started < 30
+        assert time.monotonic() - started < 15
     held = staged.objects["analysis.md"]
     assert held.error == f"no answer within 0.5 s after 1 retries (bytes 0-{held.size - 1})"
     assert staged.trouble("analysis.md") == f"could not be read from the store ({url}" \
         f"analysis.md): {held.error}"
-    assert all(h.error and not h.copied for h in staged.objects.values())
+    assert [k for k, h in staged.objects.items() if not h.copied] == ["RELOAD.md",
+                                                                      "analysis.md"]
+
+    class HangsAll(_Flaky):  # the manifest too: nothing to judge, a usage error
+        upstream, hang_reads = server, threading.Event()
+
+    with proxied(monkeypatch, HangsAll):
+        started = time.monotonic()
+        with pytest.raises(SourceError, match=rf"^{url}manifest\.json could not be read from "
+                           r"the store: no answer within 0\.5 s after 1 retries \(bytes 0-\d+\)$"):
+            stage(S3Source(S3Location.parse(url), timeout=0.5, retries=1), tmp_path / "c2",
+                  1 << 30)
+        assert time.monotonic() - started < 15
 
 
 def test_an_object_changed_after_the_listing_is_not_mixed_with_its_new_version(
