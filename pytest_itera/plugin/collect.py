@@ -176,8 +176,23 @@ class CheckItem(CampaignNode, pytest.Item):
             return excinfo.value.outcome.message
         return super().repr_failure(excinfo, style)
 
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"[itera] {self.name}"
+    def reportinfo(self) -> tuple[Path | str, int, str]:
+        return self._url or self.path, 0, f"[itera] {self.name}"
+
+    @cached_property
+    def _url(self) -> str | None:
+        """An s3:// campaign's file by its URL (never the local copy's path): where a failure
+        and the -rs summary's not-judged items point (pytest's terminal shows it with one
+        '/' after 's3:', as any path it prints)."""
+        staged = self.config.stash.get(sources_key, {}).get(self.campaign_root)
+        return None if staged is None else f"{staged.url}{self.path.name}"
+
+    @cached_property
+    def location(self) -> tuple[str, int | None, str]:
+        """pytest's (path relative to the rootdir, line, name)."""
+        if self._url is None:
+            return super().location
+        return self._url, 0, f"[itera] {self.name}"
 
 
 class IteraManifest(ChecksFile):

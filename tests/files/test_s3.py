@@ -186,7 +186,8 @@ def test_a_missing_a_changed_a_truncated_and_an_unreadable_object_are_rejected(
 
     with proxied(monkeypatch, Broken):
         result = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider", "-k",
-                                    "files-intact or checkpoint-reloads", "-rf", "-n", "2")
+                                    "files-intact or checkpoint-reloads or no-temp-paths",
+                                    "-rfs", "-n", "2")
     text = result.stdout.str()
     assert result.ret == 1, text
     half = len(weights) // 2
@@ -202,8 +203,11 @@ def test_a_missing_a_changed_a_truncated_and_an_unreadable_object_are_rejected(
         f"*manifest.json $.checkpoints[[]0]: cannot prove {CONTROL_CKPT} reloads: its * KiB "
         "exceed the local cache cap (itera_store_cache_max = 512 bytes); raise it, or accept "
         "the campaign from a local copy",
-        "campaign tiny-2026-11: REJECTED — 7 of * checks failed",
+        "campaign tiny-2026-11: REJECTED — 7 of * checks failed, 4 not judged",
         f"FAILED {url}manifest.json::files-intact[[]RELOAD.md[]]",
+        f"SKIPPED [[]1[]] {url.replace('//', '/')}manifest.json:1: not judged: "
+        "files-intact[[]RELOAD.md[]] failed "
+        f"(RELOAD.md could not be read from the store: HTTP 500 after 3 retries (bytes 0-*))",
     ]:
         result.stdout.fnmatch_lines([line])
     assert COPIES not in text  # the controller's copy is named nowhere
