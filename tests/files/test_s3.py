@@ -171,7 +171,7 @@ def test_a_missing_a_changed_a_truncated_and_an_unreadable_object_are_rejected(
     its copy with the store's facts."""
     python_path_with_repo(monkeypatch)
     root = campaign.write()
-    url = upload(s3, root)
+    url = upload(s3, root, checksums=True)
     bucket, prefix = bucket_of(url), "closures/tiny"
     s3.delete_object(Bucket=bucket, Key=f"{prefix}/analysis.md")
     changed = (root / "runs/control/predictions.jsonl").read_bytes().replace(b"pos", b"neg", 1)
@@ -179,7 +179,7 @@ def test_a_missing_a_changed_a_truncated_and_an_unreadable_object_are_rejected(
     weights = (root / VARIANT_WEIGHTS).read_bytes()
     s3.put_object(Bucket=bucket, Key=f"{prefix}/{VARIANT_WEIGHTS}",
                   Body=weights[: len(weights) // 2])
-    pytester.makeini("[pytest]\nitera_store_cache_max = 512\n")
+    pytester.makeini("[pytest]\nitera_store_cache_max = 512\nitera_store_checksums = true\n")
 
     class Broken(_Flaky):
         upstream, broken = server, ("RELOAD.md",)
@@ -204,6 +204,9 @@ def test_a_missing_a_changed_a_truncated_and_an_unreadable_object_are_rejected(
         "exceed the local cache cap (itera_store_cache_max = 512 bytes); raise it, or accept "
         "the campaign from a local copy",
         "campaign tiny-2026-11: REJECTED — 7 of * checks failed, 4 not judged",
+        # the two objects replaced without a checksum were hashed; RELOAD.md was not read
+        "  note: 14 files verified by the store's own SHA-256 (--itera-store-checksums), not "
+        "by hashing their bytes: configs/control.json, *",
         f"FAILED {url}manifest.json::files-intact[[]RELOAD.md[]]",
         f"SKIPPED [[]1[]] {url.replace('//', '/')}manifest.json:1: not judged: "
         "files-intact[[]RELOAD.md[]] failed "
@@ -422,7 +425,7 @@ class _Flaky(BaseHTTPRequestHandler):
     seen = 0
     hang_reads: threading.Event | None = None  # set: object reads hang until it is cleared
     hangs: tuple[str, ...] = ()  # only these keys' reads hang (none given: every object's)
-    broken: tuple[str, ...] = ()  # keys (path ends) always answered 500
+    broken: tuple[str, ...] = ()  # keys (path ends) whose reads are always answered 500
     short: tuple[str, ...] = ()  # keys whose reads come one byte short
 
     def _any(self) -> None:
@@ -432,7 +435,8 @@ class _Flaky(BaseHTTPRequestHandler):
                 self.path.split("?")[0].endswith(cls.hangs or ("",)):
             cls.hang_reads.wait(30)  # never answers while the test runs
             return
-        if cls.seen <= cls.failures or self.path.split("?")[0].endswith(cls.broken or ("\0",)):
+        if cls.seen <= cls.failures or (self.command == "GET" and \
+                self.path.split("?")[0].endswith(cls.broken or ("\0",))):
             self.send_response(500)
             self.send_header("Content-Length", "0")
             self.end_headers()
