@@ -424,9 +424,13 @@ def _staged(config: pytest.Config, url: str) -> Path:
                                   # a seal covers the copy's files: every one is downloaded
                                   spare=not (config.getoption(SEAL)
                                              or config.getoption(VERIFY_SEAL)))
+            staged.save()  # for the workers, beside the copy
         except source.SourceError as exc:
             raise pytest.UsageError(f"{CAMPAIGN}: {exc}") from None
-        staged.save()  # for the workers, beside the copy
+        except OSError as exc:  # the local disk: full, read-only
+            raise pytest.UsageError(f"{CAMPAIGN}: {url}: the local copy cannot be written "
+                                    f"under {tempfile.gettempdir()} ({exc.strerror or exc})") \
+                from None
     config.stash.setdefault(sources_key, {})[staged.root] = staged
     return staged.root
 

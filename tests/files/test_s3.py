@@ -9,9 +9,11 @@ accepts and never answers is the hanging server. No address but 127.0.0.1 is eve
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import json
+import os
 import shutil
 import socket
 import sys
@@ -229,6 +231,20 @@ def test_an_s3_campaign_the_server_cannot_list_is_a_usage_error(
     result.stderr.fnmatch_lines(
         ["ERROR: --itera-campaign: s3://itera-no-such-bucket/x/: cannot be listed (*"])
     assert "itera-test-secret" not in result.stderr.str()
+    real = tempfile.mkdtemp
+
+    def full(*args: Any, prefix: str | None = None, **kwargs: Any) -> str:
+        if prefix == "itera-store-":  # the local copy's folder, on a full disk
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(*args, prefix=prefix, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", full)
+    result = pytester.runpytest("--itera-campaign", "s3://itera-no-such-bucket/x/",
+                                "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --itera-campaign: s3://itera-no-such-bucket/x/: the "
+                                 f"local copy cannot be written under {tempfile.gettempdir()} "
+                                 "(No space left on device)"])
 
 
 def test_a_checkpoint_over_the_cache_cap_is_hashed_but_never_proven_to_reload(
