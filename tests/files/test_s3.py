@@ -233,10 +233,11 @@ def test_an_s3_campaign_the_server_cannot_list_is_a_usage_error(
     assert "itera-test-secret" not in result.stderr.str()
     real = tempfile.mkdtemp
 
-    def full(*args: Any, prefix: str | None = None, **kwargs: Any) -> str:
+    def full(suffix: str | None = None, prefix: str | None = None,
+             dir: str | None = None) -> str:
         if prefix == "itera-store-":  # the local copy's folder, on a full disk
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(*args, prefix=prefix, **kwargs)
+        return real(suffix, prefix, dir)
 
     monkeypatch.setattr(tempfile, "mkdtemp", full)
     result = pytester.runpytest("--itera-campaign", "s3://itera-no-such-bucket/x/",
