@@ -3,7 +3,6 @@ options and shared, memoised work). No pytest import."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import queue
 import threading
@@ -275,15 +274,11 @@ class Context:
         if stored is not None:  # an object left in the store: what the store said of it
             return stored
         path = self._readable_path(relpath)
-        held = self.stored.digest(relpath) if self.stored is not None else None
-        if held is not None and not self.options.fast:  # hashed while it streamed: once
-            facts = scan_file(path, relpath, self.matcher(), hash=False,
-                              walked=isinstance(path, str))
-            if facts.error is not None:
-                return facts
-            return dataclasses.replace(facts, sha256=held.sha256, fingerprint=held.fingerprint
-                                       if self._keep_digests and facts.size == held.size
-                                       else None)
+        if self.stored is not None and self.stored.digest(relpath) and not self.options.fast:
+            # Hashed while it streamed: scanned here (text, records), never hashed again.
+            return self.stored.reused(scan_file(path, relpath, self.matcher(), hash=False,
+                                                walked=isinstance(path, str)),
+                                      keep=self._keep_digests)
         return scan_file(
             path,
             relpath,

@@ -175,7 +175,7 @@ class Staged:
         if held is None or held.copied:
             return None
         if held.error is not None:
-            return FileFacts(key, 0, None, False, (), 0, self.trouble(key))
+            return FileFacts(key, 0, None, False, (), 0, error=self.trouble(key))
         unscanned = (f"its {_size(held.size)} were not copied from the store "
                      f"({CAP_OPTION} = {_size(self.cap)})") if held.scannable else None
         return FileFacts(key, held.size, held.sha256, held.binary, (), 0, unscanned=unscanned)
@@ -184,6 +184,20 @@ class Staged:
         """A copied object whose sha256 was computed while it streamed (or is the store's)."""
         held = self.objects.get(key)
         return held if held is not None and held.copied and held.sha256 else None
+
+    def reused(self, facts: FileFacts, *, keep: bool) -> FileFacts:
+        """The scan of a copied object (``hash=False``) with the sha256 its copy computed,
+        and (``keep``: a seal is written) the copy's fingerprint, for report.seal's reuse."""
+        held = self.objects[facts.path]
+        if facts.error is not None or held.sha256 is None:
+            return facts
+        from pytest_itera.files.scan import FileFacts  # by keyword: whatever its kind of record
+
+        return FileFacts(path=facts.path, size=facts.size, sha256=held.sha256,
+                         binary=facts.binary, hits=facts.hits, hit_count=facts.hit_count,
+                         unscanned=facts.unscanned,
+                         fingerprint=held.fingerprint if keep and facts.size == held.size
+                         else None)
 
     def over_cap(self, path: str) -> str | None:
         """Why the checkpoint at ``path`` (a file or a folder) cannot be reloaded: some of its
