@@ -7,11 +7,14 @@ standard environment it reads (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
 line, and no message carries a credential. Plain HTTP is allowed only when the environment's
 endpoint itself is an ``http://`` URL.
 
-The checks read a local folder: :func:`stage` copies every object under the prefix into a
-folder outside the campaign (each object streamed to disk in bounded chunks, several at a
-time, its sha256 computed on the way), refusing up front a prefix whose bytes exceed the
-cache cap, and refusing keys the local equivalent would refuse: a ``.`` or ``..`` segment,
-an empty segment (a leading ``/``), and two keys that differ only by case.
+The checks read a local folder: :func:`stage` copies the objects under the prefix into a
+folder outside the campaign (each streamed to disk in bounded chunks, several at a time, its
+sha256 computed on the way, once), refusing keys the local equivalent would refuse: a ``.``
+or ``..`` segment, an empty segment (a leading ``/``), and two keys that differ only by case.
+What it could not or would not copy is not an error but a fact the checks judge
+(:class:`Staged`): an object the store did not give (its cause), a checkpoint over the cache
+cap (streamed for its size and sha256 only: its reload cannot be proven), a binary file no
+check reads whose SHA-256 the store holds (``--itera-store-checksums``: not downloaded).
 """
 
 from __future__ import annotations
