@@ -39,7 +39,7 @@ from pytest_itera.checks.context import Context
 from pytest_itera.checks.model import Options
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.files import scan, source
-from pytest_itera.files.source import S3Location, S3Source, SourceError, stage
+from pytest_itera.files.source import Held, S3Location, S3Source, SourceError, stage
 from pytest_itera.reload import Reloader
 from tests.factory import CONTROL_CKPT, RESUME_CKPT, VARIANT_WEIGHTS, CampaignBuilder
 from tests.inprocess import registry
@@ -351,6 +351,12 @@ def test_the_stores_sha256_spares_hashing_and_downloading_and_is_named_when_it_d
     assert not staged.objects[big].copied
     assert not (staged.root / big).exists()  # spared: one ranged GET of its first bytes
     assert (staged.root / VARIANT_WEIGHTS).is_file()  # a checkpoint: copied for its reload
+    over = stage(S3Source(S3Location.parse(url), timeout=5), tmp_path / "c1", 1, checksums=True)
+    assert hashed == []  # a checkpoint over the cap: its store SHA-256, none of its bytes
+    assert over.left_out() == [CONTROL_CKPT, RESUME_CKPT, VARIANT_WEIGHTS]
+    assert over.objects[VARIANT_WEIGHTS] == Held(
+        staged.objects[VARIANT_WEIGHTS].size, staged.objects[VARIANT_WEIGHTS].sha256,
+        by_store=True, over_cap=True, binary=True, scannable=True)
     found = judged(staged, reloader, f"files-intact[{big}]", f"no-temp-paths[{big}]",
                    f"files-intact[{predictions}]", f"checkpoint-reloads[{VARIANT_WEIGHTS}]")
     assert not found[f"files-intact[{big}]"].failed
