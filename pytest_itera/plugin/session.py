@@ -359,13 +359,18 @@ class IteraSession:
     def _hashed_here(self, root: Path) -> dict[str, tuple[str, tuple[int, int, int, int, int]]]:
         """The digests this process's checks computed, with each file's fingerprint, for the
         seal to reuse. Under pytest-xdist the workers hashed and the controller did not:
-        their digests do not travel back, and the seal hashes every file itself."""
+        their digests do not travel back, and the seal hashes every file itself (but an
+        s3:// campaign's copy, whose digests the controller computed while it copied)."""
         from pytest_itera.plugin.collect import contexts_key
 
+        staged = self.config.stash.get(sources_key, {}).get(root)
+        copied = {} if staged is None else {
+            key: (held.sha256, held.fingerprint) for key, held in staged.objects.items()
+            if held.copied and held.sha256 and held.fingerprint}
         context = self.config.stash.get(contexts_key, {}).get(root)
         if context is None or context.root.resolve() != root.resolve():
-            return {}
-        return context.verified_digests()
+            return copied
+        return {**copied, **context.verified_digests()}
 
     def _checked_digests(self, root: Path, r: report.CampaignReport) -> dict[str, str]:
         """What the checks verified: the manifest's record of each listed file and of the

@@ -41,6 +41,7 @@ from pytest_itera.core.campaign import load_campaign
 from pytest_itera.files import scan, source
 from pytest_itera.files.source import Held, S3Location, S3Source, SourceError, stage
 from pytest_itera.reload import Reloader
+from pytest_itera.report import seal
 from tests.factory import CONTROL_CKPT, RESUME_CKPT, VARIANT_WEIGHTS, CampaignBuilder
 from tests.inprocess import registry
 from tests.runner import python_path_with_repo
@@ -323,6 +324,15 @@ def test_each_object_is_hashed_once_while_it_streams(
         assert context.facts("runs/control/predictions.jsonl").binary is False  # scanned
     finally:
         context.close()
+    # The seal reuses the copy's digests by fingerprint (also under xdist, where the
+    # controller's checks hashed nothing): a digest it reuses is the one it was handed.
+    known = {key: (held.sha256 or "", held.fingerprint or (0, 0, 0, 0, 0))
+             for key, held in staged.objects.items()}
+    known[CONTROL_CKPT] = ("ab" * 32, known[CONTROL_CKPT][1])
+    sealed = seal.write(staged.root, tmp_path / "seal.json", {}, known=known)
+    resources = seal.read(sealed.path).resources()
+    assert resources[CONTROL_CKPT] == "ab" * 32
+    assert resources[VARIANT_WEIGHTS] == staged.objects[VARIANT_WEIGHTS].sha256
 
 
 def test_the_stores_sha256_spares_hashing_and_downloading_and_is_named_when_it_differs(
