@@ -186,6 +186,8 @@ def _locate(ctx: Context, relpath: str, where: str, what: str,
                        "record paths relative to the campaign folder, and keep the files "
                        "inside it",
                        code=f"{check}.outside")
+    if ctx.stored is not None and ctx.stored.over_cap(relpath) is not None:
+        return None  # in the store, over the cache cap: ctx.reload says it cannot be proven
     try:
         mode = os.lstat(inside).st_mode  # a real path: no link left to follow
     except FileNotFoundError:
@@ -221,6 +223,9 @@ def _reload_findings(
     checkpoint must still reload; see :func:`informational`)."""
     result = ctx.reload(relpath, claimed)
     error = load_error(result)
+    if result.failure == "not-copied":  # it may reload: that is not proven, so not passed
+        yield Finding(error or relpath, where=where, code=f"{check}.not-copied")
+        return
     if error is not None:
         # Typed, not parsed: a file that holds code never gets a load or re-save hint.
         yield Finding(f"does not reload in a fresh process with weights_only=True: {error}",

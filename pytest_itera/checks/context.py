@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pytest_itera.checks.model import Needs, Options, ReloadHook, Scope
     from pytest_itera.core.money import Catalogue
     from pytest_itera.files.scan import FileFacts, TempMatcher
+    from pytest_itera.files.source import Staged
     from pytest_itera.files.tree import Entry, PathRefusal
     from pytest_itera.reload import Reloader, ReloadResult
 
@@ -91,6 +92,7 @@ class Context:
         close_reloader: bool = True,
         group_files_above: int | None = GROUP_FILES_ABOVE,
         keep_digests: bool = False,
+        stored: Staged | None = None,
     ) -> None:
         self.campaign = campaign
         self.options = options
@@ -125,6 +127,10 @@ class Context:
         self._members: dict[tuple[str, str], tuple[str, ...]] = {}
         # (check id, group target) -> (file, its findings) for each failing file, in order.
         self._failing: dict[tuple[str, str], tuple[tuple[str, tuple[Finding, ...]], ...]] = {}
+        # An s3:// campaign (files.source): the root is its local copy; the objects left in
+        # the store (unreadable, over the cache cap, spared by the store's checksum) are
+        # entries all the same, and the sha256 streamed during the copy is not computed again.
+        self.stored = stored
 
     @property
     def root(self) -> Path:
@@ -148,9 +154,7 @@ class Context:
     def entries(self) -> tuple[Entry, ...]:
         """Every entry of the folder (lstat, sorted, links never followed)."""
         if self._entries is None:
-            from pytest_itera.files.tree import walk
-
-            self._entries = walk(self.root)
+            self._entries = self._walk()
             self._by_path = {e.path: e for e in self._entries}
         return self._entries
 
@@ -160,6 +164,8 @@ class Context:
             # of the whole folder, which close() let go of.
             from pytest_itera.files.tree import entry_at
 
+            if self.stored is not None and relpath in self.stored.elsewhere:
+                return next(e for e in self.stored.entries(()) if e.path == relpath)
             return entry_at(self.root, relpath)
         self.entries()
         return self._by_path.get(relpath)
@@ -173,12 +179,16 @@ class Context:
 
             entries = self._entries
             if entries is None:
-                from pytest_itera.files.tree import walk
-
-                entries = walk(self.root)
+                entries = self._walk()
             self._candidates = tuple(e.path for e in entries
                                      if e.kind == "file" and e.path.lower().endswith(SUFFIXES))
         return self._candidates
+
+    def _walk(self) -> tuple[Entry, ...]:
+        from pytest_itera.files.tree import walk
+
+        walked = walk(self.root)
+        return walked if self.stored is None else self.stored.entries(walked)
 
     def matcher(self) -> TempMatcher:
         if self._matcher is None:
@@ -260,7 +270,15 @@ class Context:
     def _scan(self, relpath: str) -> FileFacts:
         from pytest_itera.files.scan import scan_file
 
+        stored = self.stored.facts(relpath) if self.stored is not None else None
+        if stored is not None:  # an object left in the store: what the store said of it
+            return stored
         path = self._readable_path(relpath)
+        if self.stored is not None and self.stored.digest(relpath) and not self.options.fast:
+            # Hashed while it streamed: scanned here (text, records), never hashed again.
+            return self.stored.reused(scan_file(path, relpath, self.matcher(), hash=False,
+                                                walked=isinstance(path, str)),
+                                      keep=self._keep_digests)
         return scan_file(
             path,
             relpath,
@@ -396,6 +414,10 @@ class Context:
         if isinstance(inside, str):
             return ReloadResult(path=relpath, ok=False, format=None,
                                 cause=f"{relpath}: the path {inside}; not loaded")
+        left = self.stored.over_cap(relpath) if self.stored is not None else None
+        if left is not None:  # never proven, never passed: no loader sees part of it
+            return ReloadResult(path=relpath, ok=False, format=None, cause=left,
+                                failure="not-copied")
         if self._reload_hook is not None:
             result = self._reload_hook(inside, relpath, claimed_format)
             if result is not None:
@@ -409,7 +431,9 @@ class Context:
         ``pytest_itera_reload`` hook may answer instead."""
         if self._reload_hook is not None or self._reloader_factory is None:
             return
-        paths = [p for p in map(self.inside, relpaths) if not isinstance(p, str)]
+        stored = self.stored  # a checkpoint the cache cap left in the store: never loaded
+        here = [r for r in relpaths if stored is None or stored.over_cap(r) is None]
+        paths = [p for p in map(self.inside, here) if not isinstance(p, str)]
         if paths:
             self.reloader().prefetch(paths)
 

@@ -311,8 +311,11 @@ def _content(ctx: Context, record: FileRecord, where: str, size: int | None) -> 
     if facts.size != record.bytes:
         yield _size_finding(record, facts.size, where)
     if facts.sha256 is not None and facts.sha256 != record.sha256:
+        held = ctx.stored.objects.get(record.path) if ctx.stored is not None else None
+        by = " (the sha256 is the store's own SHA-256 of the object: --itera-store-checksums)" \
+            if held is not None and held.by_store else ""
         yield Finding(
-            f"{record.path} does not have the sha256 recorded in the manifest",
+            f"{record.path} does not have the sha256 recorded in the manifest{by}",
             where=f"{where}.sha256",
             expected=record.sha256,
             found=facts.sha256,

@@ -650,6 +650,8 @@ def _scan_stream(
     if matcher is not None and sniff.region is not None:
         scanner = _Scan(matcher, record=sniff.where is not None, max_hits=max_hits)
         feed = _region_feed(scanner, *sniff.region)
+    if hasher is None and scanner is None:  # nothing to do with the rest (its sha256 is known)
+        return os.fstat(fd).st_size, None, [], 0
     total = _pump(fd, first, hasher, feed, chunk, threaded=True)
     digest = None if hasher is None else hasher.hexdigest()
     if scanner is None:

@@ -7,36 +7,50 @@ standard environment it reads (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
 line, and no message carries a credential. Plain HTTP is allowed only when the environment's
 endpoint itself is an ``http://`` URL.
 
-The checks read a local folder: :func:`stage` copies every object under the prefix into a
-folder outside the campaign (each object streamed to disk in bounded chunks, several at a
-time, its sha256 computed on the way), refusing up front a prefix whose bytes exceed the
-cache cap, and refusing keys the local equivalent would refuse: a ``.`` or ``..`` segment,
-an empty segment (a leading ``/``), and two keys that differ only by case.
+The checks read a local folder: :func:`stage` copies the objects under the prefix into a
+folder outside the campaign (each streamed to disk in bounded chunks, several at a time, its
+sha256 computed on the way, once), refusing keys the local equivalent would refuse: a ``.``
+or ``..`` segment, an empty segment (a leading ``/``), and two keys that differ only by case.
+What it could not or would not copy is not an error but a fact the checks judge
+(:class:`Staged`): an object the store did not give (its cause), a checkpoint over the cache
+cap (streamed for its size and sha256 only: its reload cannot be proven), a binary file no
+check reads whose SHA-256 the store holds (``--itera-store-checksums``: not downloaded).
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import hashlib
+import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import timedelta
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from obstore import GetOptions
     from obstore.store import ClientConfig
 
-__all__ = ["INSTALL", "S3Location", "S3Source", "SourceError", "Staged", "StoredObject",
-           "is_remote", "stage"]
+    from pytest_itera.files.scan import FileFacts
+    from pytest_itera.files.tree import Entry
+
+__all__ = ["INSTALL", "Held", "S3Location", "S3Source", "SourceError", "Staged", "StoredObject",
+           "endpoint", "fetch", "is_remote", "stage"]
 
 INSTALL = "pip install 'pytest-itera[s3]'"
 CHUNK = 8 << 20  # bytes per ranged GET: the memory per object being read
+SNIFF = 64 << 10  # the first bytes read of an object the store's checksum may spare
 SCHEME = "s3://"
+CAP_OPTION = "itera_store_cache_max"
+CHANGED = "changed while it was being copied"
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]")
 
 
@@ -46,6 +60,12 @@ class SourceError(Exception):
 
 def is_remote(text: str) -> bool:
     return text.startswith(SCHEME)
+
+
+def endpoint() -> str:
+    """The endpoint of the standard environment ("" for AWS itself)."""
+    return (os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+            or os.environ.get("AWS_ENDPOINT") or "")
 
 
 @dataclass(frozen=True)
@@ -76,12 +96,141 @@ class StoredObject:
     etag: str | None = None  # every piece is read If-Match this version
 
 
+Fingerprint = tuple[int, int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the session knows of one object of the prefix, and where its bytes are."""
+
+    size: int
+    sha256: str | None = None  # hex; None: it could not be read
+    copied: bool = False  # a local copy is at the same relative path
+    error: str | None = None  # why it could not be read from the store (names its URL)
+    by_store: bool = False  # sha256 is the store's own ChecksumSHA256, no byte was hashed
+    over_cap: bool = False  # a checkpoint left in the store: the cache cap
+    binary: bool = True  # (not copied) a NUL in its first bytes
+    scannable: bool = False  # (not copied) a container the temp-path scan reads inside
+    # (st_dev, st_ino, size, mtime_ns, ctime_ns) of the copy as written (scan.FileFacts):
+    # the seal reuses the sha256 where a new stat of the copy gives the same.
+    fingerprint: Fingerprint | None = None
+
+
 @dataclass(frozen=True)
 class Staged:
-    """The local copy: where it is, and each object's size and sha256 as read from the store."""
+    """The local copy of one prefix, and what the store said of each of its objects."""
 
     root: Path
-    objects: dict[str, tuple[int, str]]
+    url: str
+    cap: int
+    objects: dict[str, Held]
+    checksums: bool = False  # --itera-store-checksums: the store's SHA-256 used where held
+
+    # -- across processes: a pytest-xdist worker reads the controller's copy and this --
+
+    @staticmethod
+    def sidecar(root: Path) -> Path:
+        """Beside the copy, never inside it."""
+        return root.with_name(root.name + ".itera-store.json")
+
+    def save(self) -> None:
+        doc = {"url": self.url, "cap": self.cap, "checksums": self.checksums,
+               "objects": {key: asdict(held) for key, held in self.objects.items()}}
+        self.sidecar(self.root).write_text(json.dumps(doc), encoding="utf-8")
+
+    @classmethod
+    def load(cls, root: Path) -> Staged:
+        doc = json.loads(cls.sidecar(root).read_text(encoding="utf-8"))
+        objects = {}
+        for key, fields in doc["objects"].items():
+            fp = fields.pop("fingerprint")
+            objects[key] = Held(**fields, fingerprint=tuple(fp) if fp else None)
+        return cls(root, doc["url"], int(doc["cap"]), objects, bool(doc["checksums"]))
+
+    # -- what the checks see ----------------------------------------------------------
+
+    @cached_property
+    def elsewhere(self) -> dict[str, Held]:
+        """The objects with no local copy: unreadable, over the cap, or spared by the
+        store's checksum."""
+        return {key: held for key, held in self.objects.items() if not held.copied}
+
+    def entries(self, walked: Iterable[Entry]) -> tuple[Entry, ...]:
+        """The walk of the copy, with one regular-file entry for each object that has no
+        local copy (an unreadable one carries why, as an unreadable local file would)."""
+        from pytest_itera.files.tree import Entry
+
+        mine = {e.path: e for e in walked}
+        for key, held in self.elsewhere.items():
+            if key not in mine:
+                mine[key] = Entry(key, "file", held.size, 0, error=held.error and self.trouble(key))
+        return tuple(sorted(mine.values(), key=lambda e: e.path))
+
+    def trouble(self, key: str) -> str:
+        """An unreadable object's words, naming its URL (Entry.error, FileFacts.error)."""
+        return f"could not be read from the store ({self.url}{key}): {self.objects[key].error}"
+
+    def facts(self, key: str) -> FileFacts | None:
+        """The facts of an object with no local copy, from the store (None: it has one)."""
+        from pytest_itera.files.scan import FileFacts
+
+        held = self.objects.get(key)
+        if held is None or held.copied:
+            return None
+        if held.error is not None:
+            return FileFacts(key, 0, None, False, (), 0, error=self.trouble(key))
+        unscanned = (f"its {_size(held.size)} were not copied from the store "
+                     f"({CAP_OPTION} = {_size(self.cap)})") if held.scannable else None
+        return FileFacts(key, held.size, held.sha256, held.binary, (), 0, unscanned=unscanned)
+
+    def digest(self, key: str) -> Held | None:
+        """A copied object whose sha256 was computed while it streamed (or is the store's)."""
+        held = self.objects.get(key)
+        return held if held is not None and held.copied and held.sha256 else None
+
+    def reused(self, facts: FileFacts, *, keep: bool) -> FileFacts:
+        """The scan of a copied object (``hash=False``) with the sha256 its copy computed,
+        and (``keep``: a seal is written) the copy's fingerprint, for report.seal's reuse."""
+        held = self.objects[facts.path]
+        if facts.error is not None or held.sha256 is None:
+            return facts
+        from pytest_itera.files.scan import FileFacts  # by keyword: whatever its kind of record
+
+        return FileFacts(path=facts.path, size=facts.size, sha256=held.sha256,
+                         binary=facts.binary, hits=facts.hits, hit_count=facts.hit_count,
+                         unscanned=facts.unscanned,
+                         fingerprint=held.fingerprint if keep and facts.size == held.size
+                         else None)
+
+    def over_cap(self, path: str) -> str | None:
+        """Why the checkpoint at ``path`` (a file or a folder) cannot be reloaded: some of its
+        bytes were left in the store by the cache cap. None: it is all here (or unreadable,
+        which files-intact reports)."""
+        prefix = path.strip("/") + "/"
+        left = [(k, h) for k, h in self._over if k == path.strip("/") or k.startswith(prefix)]
+        if not left:
+            return None
+        size = sum(h.size for _, h in left)
+        return (f"cannot prove {path} reloads: its {_size(size)} exceed the local cache cap "
+                f"({CAP_OPTION} = {_size(self.cap)}); raise it, or accept the campaign from a "
+                "local copy")
+
+    def unreadable(self) -> dict[str, str]:
+        """Object -> why it could not be read: the cause files-intact owns."""
+        return {key: f"could not be read from the store: {held.error}"
+                for key, held in self.objects.items() if held.error is not None}
+
+    @cached_property
+    def _over(self) -> tuple[tuple[str, Held], ...]:
+        return tuple((key, held) for key, held in self.objects.items() if held.over_cap)
+
+    def left_out(self) -> list[str]:
+        """The objects the cap left in the store."""
+        return [key for key, _ in self._over]
+
+    def by_store(self) -> tuple[str, ...]:
+        """The objects verified by the store's own SHA-256 (none of their bytes hashed)."""
+        return tuple(key for key, held in self.objects.items() if held.by_store)
 
 
 class S3Source:
@@ -96,13 +245,12 @@ class S3Source:
             raise SourceError(f"{location.url}: reading object storage needs obstore: "
                               f"{INSTALL}") from None
         self.location, self.concurrency, self._obstore = location, concurrency, obstore
-        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get(
-            "AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT") or ""
+        self.timeout, self.retries = timeout, retries
         client: ClientConfig = {
             "timeout": f"{max(int(timeout * 1000), 1)}ms",
             "connect_timeout": f"{max(int(min(timeout, 10.0) * 1000), 1)}ms",
         }
-        if endpoint.startswith("http://"):
+        if endpoint().startswith("http://"):
             client["allow_http"] = True
         self._store = S3Store(
             location.bucket, prefix=location.prefix or None, client_options=client,
@@ -130,73 +278,245 @@ class S3Source:
         _check_keys(self.location, [o.key for o in found])
         return sorted(found, key=lambda o: o.key)
 
-    def chunks(self, item: StoredObject) -> Iterator[bytes]:
-        """The object's bytes in pieces of ``CHUNK`` bytes, one ranged GET each (so a request
-        timeout bounds a piece, not the whole object), each If-Match the listed version."""
+    def chunks(self, item: StoredObject, size: int | None = None) -> Iterator[bytes]:
+        """The object's bytes (its first ``size`` only, if given) in pieces of ``CHUNK``
+        bytes, one ranged GET each (so a request timeout bounds a piece, not the whole
+        object), each If-Match the listed version. SourceError: the cause, in a finding's
+        words (the URL is the caller's to name)."""
         from obstore.exceptions import PreconditionError
 
-        for start in range(0, item.size, CHUNK):
+        for start in range(0, min(item.size, size if size is not None else item.size), CHUNK):
             end = min(start + CHUNK, item.size)
             options: GetOptions = {"range": (start, end)}
             if item.etag:
                 options["if_match"] = item.etag
-            where = f"{self.location.url}{item.key}"
             try:
                 piece = bytes(self._obstore.get(self._store, item.key, options=options).bytes())
             except PreconditionError:
-                raise SourceError(f"{where}: changed while it was being copied (its ETag is no "
-                                  f"longer {item.etag})") from None
+                raise SourceError(f"{CHANGED} (its ETag is no longer {item.etag})") from None
             except Exception as exc:
-                raise SourceError(f"{where}: cannot be read at bytes {start}-{end - 1} "
-                                  f"({_why(exc)})") from None
+                raise SourceError(f"{_cause(exc, self.timeout)} (bytes {start}-{end - 1})") \
+                    from None
             if len(piece) != end - start:
-                raise SourceError(f"{where}: {len(piece)} bytes came for bytes {start}-{end - 1}")
+                raise SourceError(f"a short read: {len(piece)} bytes came for bytes "
+                                  f"{start}-{end - 1}")
             yield piece
 
-    def copy(self, item: StoredObject, dest: Path, part: Path) -> tuple[int, str]:
-        """Stream one object to ``part``, then move it to ``dest``; its size and sha256."""
-        digest, size = hashlib.sha256(), 0
+    def head(self, item: StoredObject) -> bytes:
+        """The object's first bytes (one ranged GET): what a scan would sniff."""
+        return next(iter(self.chunks(StoredObject(item.key, min(item.size, SNIFF), item.etag))),
+                    b"")
+
+    def stream(self, item: StoredObject, known: str | None) -> Held:
+        """Its size and sha256 (``known``: the store's, then nothing is read), no copy."""
+        if known is not None:
+            return Held(item.size, known, by_store=True, binary=True,
+                        scannable=_read_by_checks(self.head(item)))
+        digest, size, first = hashlib.sha256(), 0, b""
+        for piece in self.chunks(item):
+            first = first or piece[:SNIFF]
+            digest.update(piece)
+            size += len(piece)
+        return Held(size, digest.hexdigest(), binary=b"\0" in first[:8192],
+                    scannable=_read_by_checks(first))
+
+    def copy(self, item: StoredObject, dest: Path, part: Path, known: str | None = None) -> Held:
+        """Stream one object to ``part``, then move it to ``dest``; its size and sha256
+        (``known``: the store's, then the bytes are not hashed)."""
+        digest, size = None if known is not None else hashlib.sha256(), 0
         dest.parent.mkdir(parents=True, exist_ok=True)
         with part.open("wb") as out:
             for piece in self.chunks(item):
-                digest.update(piece)
+                if digest is not None:
+                    digest.update(piece)
                 size += len(piece)
                 out.write(piece)
-        if size != item.size:
-            part.unlink()
-            raise SourceError(f"{self.location.url}{item.key}: {size} bytes were read, the "
-                              f"listing said {item.size} (the object changed during the copy)")
         part.replace(dest)
-        return size, digest.hexdigest()
+        st = os.stat(dest)
+        fingerprint = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        sha256 = known if digest is None else digest.hexdigest()
+        return Held(size, sha256, copied=True, by_store=known is not None,
+                    fingerprint=fingerprint)
 
 
-def stage(source: S3Source, dest: Path, cap: int) -> Staged:
-    """Copy every object under the prefix into ``dest`` (created, emptied first), at most
-    ``source.concurrency`` at a time; SourceError when the bytes exceed ``cap``."""
-    objects = source.list()
-    total = sum(o.size for o in objects)
-    if total > cap:
-        biggest = ", ".join(f"{o.key} ({_size(o.size)})"
-                            for o in sorted(objects, key=lambda o: -o.size)[:3])
-        raise SourceError(f"{source.location.url}: its {_size(total)} exceed the local cache "
-                          f"cap of {_size(cap)} (largest: {biggest}); raise the cap "
-                          "(itera_store_cache_max) or accept the campaign from a local copy")
+def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
+          spare: bool = True) -> Staged:
+    """Copy the prefix into ``dest`` (created, emptied first), at most ``source.concurrency``
+    objects at a time, each streamed once (its sha256 computed on the way).
+
+    Every object the checks read as text or data is copied; a checkpoint's bytes (the
+    manifest's ``checkpoints`` and ``adapters`` paths, a folder as one) count against ``cap``,
+    in path order: one that does not fit is streamed for its size and sha256 only, never
+    written. An object that cannot be read after the retries is left out, with why: the
+    checks judge it (:meth:`Staged.entries`). ``checksums``: an object whose store holds a
+    full-object SHA-256 is not hashed, and a binary one the checks never read (not a
+    checkpoint, nothing to scan inside) is not downloaded at all (unless not ``spare``: a
+    seal covers the files of the copy). SourceError only when the
+    prefix cannot be listed, or (no readable manifest) its bytes exceed ``cap``."""
+    objects = {o.key: o for o in source.list()}
     parts = dest.with_name(dest.name + ".itera-parts")  # beside the copy, never inside it
     for folder in (dest, parts):
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
-
-    def copy(numbered: tuple[int, StoredObject]) -> tuple[int, str]:
-        number, item = numbered
-        return source.copy(item, dest.joinpath(*item.key.split("/")), parts / str(number))
-
+    held: dict[str, Held] = {}
+    sums = _Checksums(source, spare) if checksums else None
     try:
+        for name in _DOCUMENTS:  # first: the manifest says which objects are checkpoints
+            if name in objects:
+                held[name] = fetch(source, objects[name], dest, parts, "copy", sums)
+                if held[name].error is not None:  # nothing can be judged without it
+                    raise SourceError(f"{source.location.url}{name} could not be read from "
+                                      f"the store: {held[name].error}")
+        units = _checkpoints(dest / _DOCUMENTS[0]) if held.get(_DOCUMENTS[0], _NONE).copied \
+            else None
+        plan = _plan(source.location, objects, held, units, cap)
         with ThreadPoolExecutor(max_workers=max(source.concurrency, 1)) as pool:
-            done = list(pool.map(copy, enumerate(objects)))
+            done = pool.map(lambda key: (key, fetch(source, objects[key], dest, parts,
+                                                     plan[key], sums)), plan)
+            held.update(done)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
-    return Staged(dest, {o.key: found for o, found in zip(objects, done, strict=True)})
+    return Staged(dest, source.location.url, cap, dict(sorted(held.items())), checksums)
+
+
+_DOCUMENTS = ("manifest.json", "plan.json")
+Action = Literal["copy", "hash", "sniff"]  # write it locally; only stream its sha256; HEAD it
+
+
+def _plan(location: S3Location, objects: dict[str, StoredObject], held: dict[str, Held],
+          units: list[str] | None, cap: int) -> dict[str, Action]:
+    """What to do with each object not fetched yet: the cap decides for the checkpoints."""
+    todo = [key for key in objects if key not in held]
+    if units is None:  # no manifest to say what a checkpoint is: every byte counts
+        total = sum(o.size for o in objects.values())
+        if total > cap:
+            biggest = ", ".join(f"{o.key} ({_size(o.size)})" for o in
+                                sorted(objects.values(), key=lambda o: -o.size)[:3])
+            raise SourceError(f"{location.url}: its {_size(total)} exceed the local cache "
+                              f"cap of {_size(cap)} (largest: {biggest}) and it has no readable "
+                              "manifest.json to tell its checkpoints from its evidence; raise "
+                              "the cap (itera_store_cache_max) or accept the campaign from a "
+                              "local copy")
+        return dict.fromkeys(todo, "copy")
+    plan: dict[str, Action] = dict.fromkeys(todo, "sniff")
+    used = 0
+    for unit in sorted(set(units)):
+        keys = [k for k in todo if k == unit or k.startswith(unit.rstrip("/") + "/")]
+        size = sum(objects[k].size for k in keys if plan[k] == "sniff")
+        fits = used + size <= cap
+        used += size if fits else 0
+        for key in keys:
+            if plan[key] == "sniff":
+                plan[key] = "copy" if fits else "hash"
+    return plan
+
+
+_NONE = Held(0)
+
+
+def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action: Action,
+           sums: _Checksums | None) -> Held:
+    """One object: copied, streamed for its sha256, or (``sniff``: not a checkpoint) copied
+    unless the store's checksum makes its bytes needless; its trouble as a finding's words."""
+    target = dest.joinpath(*item.key.split("/"))
+    target.parent.mkdir(parents=True, exist_ok=True)  # a folder checkpoint left out: still a folder
+    try:
+        known = sums.sha256(item) if sums is not None else None
+        if action == "sniff":
+            action = "copy"
+            if known is not None and item.size > SNIFF and sums is not None and sums.spare:
+                head = source.head(item)
+                if not _read_by_checks(head):
+                    return Held(item.size, known, by_store=True, binary=True)
+        if action == "hash":
+            return dataclasses.replace(source.stream(item, known), over_cap=True)
+        return source.copy(item, target, parts / uuid.uuid4().hex, known)
+    except SourceError as exc:
+        return Held(item.size, error=str(exc))
+
+
+def _read_by_checks(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is read by a check or the temp-path scan: text,
+    a compressed or Parquet data file, or a container the scan reads inside."""
+    from pytest_itera.files.packed import packing
+    from pytest_itera.files.scan import BINARY_SNIFF
+
+    if b"\0" not in head[:BINARY_SNIFF] or packing(head) is not None:
+        return True
+    return head[:4] == b"PK\x03\x04" or head[:1] == b"\x80" or _safetensors(head)
+
+
+def _safetensors(head: bytes) -> bool:
+    return len(head) >= 9 and head[8:9] == b"{"
+
+
+def _checkpoints(manifest: Path) -> list[str] | None:
+    """The checkpoint and adapter paths the manifest lists (files or folders), or None when
+    it cannot be read as a manifest (then nothing tells a checkpoint from evidence)."""
+    try:
+        doc = json.loads(manifest.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    paths: list[str] = []
+    for name in ("checkpoints", "adapters"):
+        records = doc.get(name) or []
+        if not isinstance(records, list):
+            return None
+        for record in records:
+            path = record.get("path") if isinstance(record, dict) else None
+            if isinstance(path, str) and path.strip("/"):
+                paths.append(path.strip("/"))
+    return paths
+
+
+class _Checksums:
+    """The store's own full-object SHA-256 of each object (S3 ``ChecksumSHA256``), through
+    boto3's ``head_object(ChecksumMode="ENABLED")``: obstore does not expose it. The same
+    standard environment (credentials, region, endpoint) as obstore; bounded retries and
+    timeouts. None where the store holds none, only a composite one (multipart), or does
+    not answer: then the bytes are hashed."""
+
+    def __init__(self, source: S3Source, spare: bool) -> None:
+        self.spare = spare  # a binary file no check reads is not downloaded
+        try:
+            import boto3  # type: ignore[import-untyped]
+            from botocore.config import Config  # type: ignore[import-untyped]
+        except ImportError:
+            raise SourceError(f"{source.location.url}: --itera-store-checksums needs boto3: "
+                              f"{INSTALL}") from None
+        self.location = source.location
+        config = Config(connect_timeout=min(source.timeout, 10.0), read_timeout=source.timeout,
+                        retries={"max_attempts": source.retries + 1, "mode": "standard"})
+        self._client = boto3.session.Session().client(
+            "s3", endpoint_url=endpoint() or None, config=config)
+
+    def sha256(self, item: StoredObject) -> str | None:
+        key = f"{self.location.prefix}/{item.key}" if self.location.prefix else item.key
+        options = {"IfMatch": item.etag} if item.etag else {}
+        try:
+            head = self._client.head_object(Bucket=self.location.bucket, Key=key,
+                                            ChecksumMode="ENABLED", **options)
+        except Exception as exc:
+            status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get(
+                "HTTPStatusCode")
+            if status == 412:
+                raise SourceError(f"{self.location.url}{item.key}: {CHANGED} (its ETag is no "
+                                  f"longer {item.etag})") from None
+            return None
+        value, kind = head.get("ChecksumSHA256"), head.get("ChecksumType")
+        etag = str(head.get("ETag") or "")
+        if not isinstance(value, str) or re.search(r"-\d+$", value) or kind == "COMPOSITE":
+            return None
+        if kind != "FULL_OBJECT" and re.search(r"-\d+\"?$", etag):
+            return None  # a multipart upload's checksum is of its parts unless said otherwise
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except ValueError:
+            return None
+        return raw.hex() if len(raw) == 32 else None
 
 
 def _check_keys(location: S3Location, keys: list[str]) -> None:
@@ -210,6 +530,20 @@ def _check_keys(location: S3Location, keys: list[str]) -> None:
         if other != key:
             raise SourceError(f"{location.url}: the keys {other!r} and {key!r} differ only by "
                               "case; a case-insensitive folder cannot hold both")
+
+
+def _cause(exc: BaseException, timeout: float) -> str:
+    """A read's failure in a finding's words: "HTTP 500 after 3 retries", "no answer within
+    30 s after 3 retries"; else the store's first line."""
+    text = str(exc)
+    retries = re.search(r"after (\d+) retr", text)
+    after = f" after {retries.group(1)} retries" if retries else ""
+    status = re.search(r"status(?: code)?:? (\d{3})\b", text)
+    if status:
+        return f"HTTP {status.group(1)}{after}"
+    if re.search(r"(?i)timed? ?out|deadline", text):
+        return f"no answer within {timeout:g} s{after}"
+    return _why(exc)
 
 
 def _why(exc: BaseException) -> str:

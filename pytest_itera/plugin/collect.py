@@ -46,6 +46,7 @@ from pytest_itera.plugin.options import (
     hourly_phrases,
     loaded_campaign,
     settings_key,
+    sources_key,
 )
 from pytest_itera.report import clean_block
 
@@ -175,8 +176,23 @@ class CheckItem(CampaignNode, pytest.Item):
             return excinfo.value.outcome.message
         return super().repr_failure(excinfo, style)
 
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"[itera] {self.name}"
+    def reportinfo(self) -> tuple[Path | str, int, str]:
+        return self._url or self.path, 0, f"[itera] {self.name}"
+
+    @cached_property
+    def _url(self) -> str | None:
+        """An s3:// campaign's file by its URL (never the local copy's path): where a failure
+        and the -rs summary's not-judged items point (pytest's terminal shows it with one
+        '/' after 's3:', as any path it prints)."""
+        staged = self.config.stash.get(sources_key, {}).get(self.campaign_root)
+        return None if staged is None else f"{staged.url}{self.path.name}"
+
+    @cached_property
+    def location(self) -> tuple[str, int | None, str]:
+        """pytest's (path relative to the rootdir, line, name)."""
+        if self._url is None:
+            return super().location
+        return self._url, 0, f"[itera] {self.name}"
 
 
 class IteraManifest(ChecksFile):
@@ -342,6 +358,7 @@ def make_context(
         group_files_above=settings.group_files_above,
         # The seal reuses the digests the checks computed (report.seal.write).
         keep_digests=settings.seal is not None,
+        stored=config.stash.get(sources_key, {}).get(root),  # an s3:// campaign's copy
     )
     # Also when -x stops the run before the manifest node is torn down: no read goes on.
     config.add_cleanup(context.close)
@@ -553,8 +570,12 @@ def node_id(session: pytest.Session, path: Path) -> str:
     """Node ids relative to the rootdir; outside it, the path as the user can type it.
 
     pytest's default would name an outside campaign's items plain
-    "manifest.json::..." (pytest #11245), ambiguous with two campaigns.
+    "manifest.json::..." (pytest #11245), ambiguous with two campaigns. An s3:// campaign's
+    by its URL: its local copy is the plugin's business (the same on every xdist worker).
     """
+    for root, staged in session.config.stash.get(sources_key, {}).items():
+        if path.is_relative_to(root):
+            return staged.url + path.relative_to(root).as_posix()
     if path.is_relative_to(session.config.rootpath):
         return path.relative_to(session.config.rootpath).as_posix()
     rel = os.path.relpath(path, session.config.invocation_params.dir)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pytest_itera.checks.waivers import Waiver
     from pytest_itera.core.campaign import Campaign
     from pytest_itera.core.money import Catalogue
+    from pytest_itera.files.source import Staged
 
 CAMPAIGN = "--itera-campaign"
 PLAN = "--itera-plan"  # the plan gate, before renting (issue 16)
@@ -38,11 +39,13 @@ SEAL = "--itera-seal"
 SEAL_KEY = "--itera-seal-key"
 VERIFY_SEAL = "--itera-verify-seal"
 SEAL_PUBKEY = "--itera-seal-pubkey"
+STORE_CHECKSUMS = "--itera-store-checksums"  # trust the store's full-object SHA-256
 SEAL_PASSWORD_ENV = "ITERA_SEAL_KEY_PASSWORD"  # an encrypted --itera-seal-key's password
 
 INI_CAMPAIGN = "itera_campaign"
 INI_STORE_CACHE_MAX = "itera_store_cache_max"  # an s3:// campaign's local copy: at most this
 INI_STORE_TIMEOUT = "itera_store_timeout"  # seconds per object-storage request
+INI_STORE_CHECKSUMS = "itera_store_checksums"
 DEFAULT_STORE_CACHE_MAX = 16 << 30
 DEFAULT_STORE_TIMEOUT = 30.0
 INI_PLAN = "itera_plan"
@@ -138,8 +141,9 @@ class PinLine:
 
 
 settings_key = pytest.StashKey[Settings]()
-# s3:// campaigns: the local copy's root -> (the URL it was read from, how many objects).
-sources_key = pytest.StashKey[dict[Path, tuple[str, int]]]()
+# s3:// campaigns: the local copy's root -> the copy and what the store said of each object
+# (the URL it was read from: Staged.url).
+sources_key = pytest.StashKey[dict[Path, "Staged"]]()
 STAGED_INPUT = "itera_staged"  # xdist workerinput: {URL as given: the controller's copy}
 # Campaigns loaded in this process, by root: see loaded_campaign().
 loaded_key = pytest.StashKey[dict[Path, "Campaign"]]()
@@ -228,6 +232,12 @@ def addoption(parser: pytest.Parser) -> None:
                   "16G")
     parser.addini(INI_STORE_TIMEOUT, "seconds per object-storage request (retried 3 times)",
                   "string", f"{DEFAULT_STORE_TIMEOUT:g}")
+    group.addoption(
+        STORE_CHECKSUMS, action="store_true", default=None,
+        help="an s3:// campaign: where the store holds an object's full-object SHA-256 "
+        "(ChecksumSHA256 of a single-part upload), use it instead of hashing the bytes; a "
+        "binary file no check reads is then not downloaded (needs boto3)")
+    parser.addini(INI_STORE_CHECKSUMS, f"like {STORE_CHECKSUMS}", "bool", False)
     group.addoption(
         PLAN, action="append", default=[], metavar="PATH",
         help="before renting: judge the plan PATH (a plan.json, or a campaign folder without a "
@@ -397,21 +407,32 @@ def _staged(config: pytest.Config, url: str) -> Path:
         copied = worker.get(STAGED_INPUT, {}).get(url)
         if copied is None:
             raise pytest.UsageError(f"{CAMPAIGN}: {url}: the controller made no local copy")
-        return Path(copied)
-    try:
-        location = source.S3Location.parse(url)
-        timeout = _positive(config, None, INI_STORE_TIMEOUT, default=DEFAULT_STORE_TIMEOUT)
-        store = source.S3Source(location, timeout=timeout)
-        cache = Path(tempfile.mkdtemp(prefix="itera-store-"))
-        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
-        dest = cache / location.bucket / (location.prefix or "_")
-        staged = source.stage(store, dest, _bytes(config, INI_STORE_CACHE_MAX,
-                                                  DEFAULT_STORE_CACHE_MAX))
-    except source.SourceError as exc:
-        raise pytest.UsageError(f"{CAMPAIGN}: {exc}") from None
-    sources = config.stash.setdefault(sources_key, {})
-    sources[Path(os.path.abspath(dest))] = (url, len(staged.objects))
-    return dest
+        staged = source.Staged.load(Path(copied))
+    else:
+        flag = config.getoption(STORE_CHECKSUMS)
+        checksums = bool(config.getini(INI_STORE_CHECKSUMS) if flag is None else flag)
+        try:
+            location = source.S3Location.parse(url)
+            timeout = _positive(config, None, INI_STORE_TIMEOUT, default=DEFAULT_STORE_TIMEOUT)
+            store = source.S3Source(location, timeout=timeout)
+            cache = Path(tempfile.mkdtemp(prefix="itera-store-"))
+            config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+            dest = Path(os.path.abspath(cache / location.bucket / (location.prefix or "_")))
+            staged = source.stage(store, dest, _bytes(config, INI_STORE_CACHE_MAX,
+                                                      DEFAULT_STORE_CACHE_MAX),
+                                  checksums=checksums,
+                                  # a seal covers the copy's files: every one is downloaded
+                                  spare=not (config.getoption(SEAL)
+                                             or config.getoption(VERIFY_SEAL)))
+            staged.save()  # for the workers, beside the copy
+        except source.SourceError as exc:
+            raise pytest.UsageError(f"{CAMPAIGN}: {exc}") from None
+        except OSError as exc:  # the local disk: full, read-only
+            raise pytest.UsageError(f"{CAMPAIGN}: {url}: the local copy cannot be written "
+                                    f"under {tempfile.gettempdir()} ({exc.strerror or exc})") \
+                from None
+    config.stash.setdefault(sources_key, {})[staged.root] = staged
+    return staged.root
 
 
 def _bytes(config: pytest.Config, ini: str, default: int) -> int:

@@ -180,7 +180,7 @@ class IteraSession:
         (the same folder, so the same node ids on every worker)."""
         copies = self.config.stash.get(sources_key, {})
         if copies:
-            node.workerinput[STAGED_INPUT] = {url: str(root) for root, (url, _) in copies.items()}
+            node.workerinput[STAGED_INPUT] = {s.url: str(root) for root, s in copies.items()}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: object, error: object) -> None:
@@ -205,6 +205,9 @@ class IteraSession:
     def _root_of(self, nodeid: str) -> str | None:
         """The campaign a node id belongs to (ids are relative to the rootdir or the cwd)."""
         path = nodeid.split("::", 1)[0]
+        for root, staged in self.config.stash.get(sources_key, {}).items():
+            if path.rpartition("/")[0] + "/" == staged.url:  # an s3:// campaign's manifest
+                return str(root)
         bases = (self.config.rootpath, self.config.invocation_params.dir)
         folders = {Path(os.path.normpath(base / path)).parent for base in bases}
         return next((str(root) for root in self.settings.campaigns if root in folders), None)
@@ -286,7 +289,10 @@ class IteraSession:
             context=context,
         )
         source = self.config.stash.get(sources_key, {}).get(root)  # an s3:// campaign
-        return built if source is None else dataclasses.replace(built, root=source[0])
+        if source is None:
+            return built
+        return dataclasses.replace(built, root=source.url, store_verified=source.by_store()
+                                   if source.checksums else None)
 
     def _switched_off(self) -> list[str]:
         from pytest_itera.checks.model import FAMILIES
@@ -353,13 +359,18 @@ class IteraSession:
     def _hashed_here(self, root: Path) -> dict[str, tuple[str, tuple[int, int, int, int, int]]]:
         """The digests this process's checks computed, with each file's fingerprint, for the
         seal to reuse. Under pytest-xdist the workers hashed and the controller did not:
-        their digests do not travel back, and the seal hashes every file itself."""
+        their digests do not travel back, and the seal hashes every file itself (but an
+        s3:// campaign's copy, whose digests the controller computed while it copied)."""
         from pytest_itera.plugin.collect import contexts_key
 
+        staged = self.config.stash.get(sources_key, {}).get(root)
+        copied = {} if staged is None else {
+            key: (held.sha256, held.fingerprint) for key, held in staged.objects.items()
+            if held.copied and held.sha256 and held.fingerprint}
         context = self.config.stash.get(contexts_key, {}).get(root)
         if context is None or context.root.resolve() != root.resolve():
-            return {}
-        return context.verified_digests()
+            return copied
+        return {**copied, **context.verified_digests()}
 
     def _checked_digests(self, root: Path, r: report.CampaignReport) -> dict[str, str]:
         """What the checks verified: the manifest's record of each listed file and of the

@@ -26,9 +26,10 @@ DEFAULT_TIMEOUT = 120.0
 # parse: the loading child's (weights_only refused a pickle, the memory limit, the timeout, a
 # package the reload interpreter lacks, non-finite weights, anything else unreadable, a whole
 # nn.Module saved with torch.save(model): code, but a common mistake, not an attack) and the
-# client's (an unusable --itera-python, a failed server).
+# client's (an unusable --itera-python, a failed server; an s3:// checkpoint the local cache
+# cap left in the store, never handed to a loader).
 FAILURES = ("weights-only", "memory", "timeout", "missing-package", "nonfinite", "unreadable",
-            "interpreter", "server", "whole-module")
+            "interpreter", "server", "whole-module", "not-copied")
 
 # The resume parts, in the order every list of them follows (the schemas' enum too).
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")

@@ -100,7 +100,7 @@ def _html_campaign(report: CampaignReport) -> Iterator[str]:
         yield f'<p class="note">{_e(report.reopened_text)}</p>'
     if report.plan_integrity:
         yield f'<p class="note">Note: {_e(report.plan_integrity)}</p>'
-    for note in report.left_out:
+    for note in report.file_notes:
         yield f'<p class="note">Note: {_e(note)}</p>'
     if report.verdict == "rejected":
         yield from _html_failures(report)  # what to fix comes first

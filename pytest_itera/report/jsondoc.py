@@ -52,7 +52,8 @@ def _plan_json(plan: PlanReport) -> dict[str, Any]:
 
 
 def _campaign_json(report: CampaignReport) -> dict[str, Any]:
-    return {
+    store = {} if report.store_verified is None else {"store_verified": list(report.store_verified)}
+    return {**store,
         "format": REPORT_FORMAT,
         "campaign": report.campaign,
         "root": report.root,

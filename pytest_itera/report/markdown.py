@@ -110,7 +110,7 @@ def _markdown_campaign(report: CampaignReport, *, level: str,
         lines += [f"Reopened: {_md(report.reopened_text)}", ""]
     if report.plan_integrity:
         lines += [f"Note: {_md(report.plan_integrity)}", ""]
-    lines += [line for note in report.left_out for line in (f"Note: {_md(note)}", "")]
+    lines += [line for note in report.file_notes for line in (f"Note: {_md(note)}", "")]
     failures = [f"{sub} Failures", ""]
     failures += _markdown_failures(report) or ["None: every check that ran passed.", ""]
     if report.verdict == "rejected":

@@ -21,6 +21,7 @@ from pytest_itera.files.outputs import left_out_note, own_outputs
 from pytest_itera.report.evidence import Evidence, gather
 
 REPORT_FORMAT = "itera-report/3"
+STORE_NAMED = 20  # files named in the store-checksum note (the JSON report lists them all)
 PARTIAL_NOTE = "only the checks named on the command line were collected"
 PLAN_INTEGRITY_NOTE = (
     "plan integrity rests on the manifest's own record: no --itera-plan-sha256 or "
@@ -113,6 +114,9 @@ class CampaignReport:
     left_out: tuple[str, ...] = ()
     # The reason of each reopening the recorder's journal records (rec.reopen), in order.
     reopened: tuple[str, ...] = ()
+    # An s3:// campaign read with --itera-store-checksums: the files verified by the store's
+    # own full-object SHA-256 (none of their bytes hashed here). None: not asked for.
+    store_verified: tuple[str, ...] | None = None
 
     @property
     def reopened_text(self) -> str | None:
@@ -146,7 +150,20 @@ class CampaignReport:
     def all_notes(self) -> tuple[str, ...]:
         """The verdict's notes, then the plan-integrity note (what every report shows)."""
         return (*self.notes, *((self.plan_integrity,) if self.plan_integrity else ()),
-                *self.left_out)
+                *self.file_notes)
+
+    @property
+    def file_notes(self) -> tuple[str, ...]:
+        """The notes on files: the plugin's own outputs left out of the checks, and those the
+        store's checksum verified (the first :data:`STORE_NAMED` named; all in the JSON)."""
+        verified = self.store_verified
+        if not verified:
+            return self.left_out
+        named = ", ".join(verified[:STORE_NAMED])
+        more = f" and {len(verified) - STORE_NAMED} more" if len(verified) > STORE_NAMED else ""
+        count = f"{len(verified)} file{'s' if len(verified) != 1 else ''}"
+        return (*self.left_out, f"{count} verified by the store's own SHA-256 "
+                f"(--itera-store-checksums), not by hashing their bytes: {named}{more}")
 
     @property
     def failed(self) -> int:

@@ -53,7 +53,7 @@ def terminal_lines(report: CampaignReport) -> list[str]:
         lines.append("  schedule: " + clean(schedule_text(report.schedule)))
     if report.plan_integrity:
         lines.append("  note: " + clean(report.plan_integrity))
-    lines += ["  note: " + clean(note) for note in report.left_out]
+    lines += ["  note: " + clean(note) for note in report.file_notes]
     return lines
 
 

@@ -9,8 +9,11 @@ accepts and never answers is the hanging server. No address but 127.0.0.1 is eve
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import http.client
 import json
+import os
 import shutil
 import socket
 import sys
@@ -19,20 +22,32 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
+import jsonschema
 import pytest
 from moto.server import ThreadedMotoServer
 
-from pytest_itera.files import source
-from pytest_itera.files.source import S3Location, S3Source, SourceError, stage
-from tests.factory import CONTROL_CKPT, VARIANT_WEIGHTS, CampaignBuilder
+from pytest_itera.checks import run
+from pytest_itera.checks.context import Context
+from pytest_itera.checks.model import Options
+from pytest_itera.core.campaign import load_campaign
+from pytest_itera.files import scan, source
+from pytest_itera.files.source import Held, S3Location, S3Source, SourceError, stage
+from pytest_itera.reload import Reloader
+from pytest_itera.report import seal
+from tests.factory import CONTROL_CKPT, RESUME_CKPT, VARIANT_WEIGHTS, CampaignBuilder
+from tests.inprocess import registry
 from tests.runner import python_path_with_repo
 
 LOOPBACK = "127.0.0.1"
+COPIES = str(Path(tempfile.gettempdir()) / "itera-store-")  # where the local copies go
 
 
 @pytest.fixture(scope="module")
@@ -68,19 +83,44 @@ def endpoint(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", url)
 
 
-def upload(s3: Any, folder: Path, prefix: str = "closures/tiny") -> str:
-    """Every file of ``folder`` under a fresh bucket's ``prefix``; the campaign's s3:// URL."""
+def upload(s3: Any, folder: Path, prefix: str = "closures/tiny", *,
+           checksums: bool = False) -> str:
+    """Every file of ``folder`` under a fresh bucket's ``prefix`` (``checksums``: each with the
+    store's own SHA-256, a single-part upload); the campaign's s3:// URL."""
     bucket = f"itera-{uuid.uuid4().hex[:12]}"
     s3.create_bucket(Bucket=bucket)
+    extra = {"ChecksumAlgorithm": "SHA256"} if checksums else {}
     for path in sorted(folder.rglob("*")):
         if path.is_file():
             s3.put_object(Bucket=bucket, Key=f"{prefix}/{path.relative_to(folder).as_posix()}",
-                          Body=path.read_bytes())
+                          Body=path.read_bytes(), **extra)
     return f"s3://{bucket}/{prefix}/"
 
 
 def bucket_of(url: str) -> str:
     return S3Location.parse(url).bucket
+
+
+@pytest.fixture(scope="module")
+def reloader() -> Iterator[Reloader]:
+    with Reloader(timeout=120.0) as shared:
+        yield shared
+
+
+def judged(staged: source.Staged, reloader: Reloader, *names: str) -> dict[str, run.Outcome]:
+    """The named items of the staged campaign, judged in this process by the plugin's engine
+    with the store's facts, as the plugin judges an s3:// campaign (the wiring: the
+    session tests above)."""
+    context = Context(load_campaign(staged.root), Options(), registry(),
+                      reloader_factory=lambda: reloader, close_reloader=False, stored=staged)
+    try:
+        found = {o.name: o for o in (run.evaluate(context, check, target)
+                                     for check, target in run.pairs(context)
+                                     if run.Outcome(check.id, target, check.scope).name in names)}
+    finally:
+        context.close()
+    assert sorted(found) == sorted(names)
+    return found
 
 
 # ------------------------------------------------------------ the real pytest session
@@ -89,19 +129,34 @@ def bucket_of(url: str) -> str:
 def test_a_campaign_uploaded_to_s3_is_accepted_from_its_url(
         pytester: pytest.Pytester, campaign: CampaignBuilder, s3: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --itera-store-checksums: the store's SHA-256 of each object (uploaded with one)
+    verifies it, the seal records it, and the verification (bytes hashed) agrees."""
     python_path_with_repo(monkeypatch)
-    url = upload(s3, campaign.write())
+    url = upload(s3, campaign.write(), checksums=True)
     shutil.rmtree(campaign.root)  # nothing local: the store alone holds the campaign
     campaign.written_digest = None
-    result = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider",
-                                "--itera-report", "closure.json", "--itera-seal", "seal.json")
+    result = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider", "-v",
+                                "--itera-store-checksums", "--itera-report", "closure.json",
+                                "--itera-report", "closure.md", "--itera-seal", "seal.json")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
+    result.stdout.fnmatch_lines([
+        f"{url}manifest.json::files-intact[[]{VARIANT_WEIGHTS}[]] PASSED*",
+        "campaign tiny-2026-11: ACCEPTED — * checks",
+        "  note: 18 files verified by the store's own SHA-256 (--itera-store-checksums), not "
+        "by hashing their bytes: RELOAD.md, analysis.md, *"])
     assert result.ret == 0
     document = json.loads((pytester.path / "closure.json").read_text())
     assert document["root"] == url  # not the local copy
+    jsonschema.Draft202012Validator(json.loads(resources.files("pytest_itera.schemas").joinpath(
+        "report.schema.json").read_text())).validate(document)
+    assert len(document["store_verified"]) == 18
+    assert VARIANT_WEIGHTS in document["store_verified"]
+    assert all(c["nodeid"].startswith(f"{url}manifest.json::") for c in document["checks"])
+    assert "18 files verified by the store's own SHA-256" in \
+        (pytester.path / "closure.md").read_text()
     everything = result.stdout.str() + (pytester.path / "closure.json").read_text()
+    assert COPIES not in everything  # the local copy is named nowhere
     assert "itera-test-secret" not in everything
     assert "itera-test-key" not in everything
     assert not list(Path(tempfile.gettempdir()).glob("itera-store-*/" + bucket_of(url)))
@@ -111,12 +166,15 @@ def test_a_campaign_uploaded_to_s3_is_accepted_from_its_url(
     assert verified.parseoutcomes()["passed"] >= 1
 
 
-def test_a_missing_a_changed_and_a_truncated_object_are_rejected(
-        pytester: pytest.Pytester, campaign: CampaignBuilder, s3: Any,
+def test_a_missing_a_changed_a_truncated_and_an_unreadable_object_are_rejected(
+        pytester: pytest.Pytester, campaign: CampaignBuilder, s3: Any, server: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under xdist: the controller stages (through a proxy that always answers 500 for
+    RELOAD.md; checkpoints over the ini's cache cap stay in the store), the workers judge
+    its copy with the store's facts."""
     python_path_with_repo(monkeypatch)
     root = campaign.write()
-    url = upload(s3, root)
+    url = upload(s3, root, checksums=True)
     bucket, prefix = bucket_of(url), "closures/tiny"
     s3.delete_object(Bucket=bucket, Key=f"{prefix}/analysis.md")
     changed = (root / "runs/control/predictions.jsonl").read_bytes().replace(b"pos", b"neg", 1)
@@ -124,8 +182,15 @@ def test_a_missing_a_changed_and_a_truncated_object_are_rejected(
     weights = (root / VARIANT_WEIGHTS).read_bytes()
     s3.put_object(Bucket=bucket, Key=f"{prefix}/{VARIANT_WEIGHTS}",
                   Body=weights[: len(weights) // 2])
-    result = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider", "-k",
-                                "files-intact", "-rf", "-n", "2")  # workers read one copy
+    pytester.makeini("[pytest]\nitera_store_cache_max = 512\nitera_store_checksums = true\n")
+
+    class Broken(_Flaky):
+        upstream, broken = server, ("RELOAD.md",)
+
+    with proxied(monkeypatch, Broken):
+        result = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider", "-k",
+                                    "files-intact or checkpoint-reloads or no-temp-paths",
+                                    "-rfs", "-n", "2")
     text = result.stdout.str()
     assert result.ret == 1, text
     half = len(weights) // 2
@@ -136,9 +201,22 @@ def test_a_missing_a_changed_and_a_truncated_object_are_rejected(
         "recorded in the manifest",
         f"*manifest.json $.files[[]*].bytes: {VARIANT_WEIGHTS} is {half} bytes, the manifest "
         f"says {len(weights)}",
-        "campaign tiny-2026-11: REJECTED — 3 of * checks failed",
+        f"*manifest.json $.files[[]*]: RELOAD.md cannot be read: could not be read from the "
+        f"store ({url}RELOAD.md): HTTP 500 after 3 retries (bytes 0-*)",
+        f"*manifest.json $.checkpoints[[]0]: cannot prove {CONTROL_CKPT} reloads: its * KiB "
+        "exceed the local cache cap (itera_store_cache_max = 512 bytes); raise it, or accept "
+        "the campaign from a local copy",
+        "campaign tiny-2026-11: REJECTED — 7 of * checks failed, 4 not judged",
+        # the two objects replaced without a checksum were hashed; RELOAD.md was not read
+        "  note: 14 files verified by the store's own SHA-256 (--itera-store-checksums), not "
+        "by hashing their bytes: configs/control.json, *",
+        f"FAILED {url}manifest.json::files-intact[[]RELOAD.md[]]",
+        f"SKIPPED [[]1[]] {url.replace('//', '/')}manifest.json:1: not judged: "
+        "files-intact[[]RELOAD.md[]] failed "
+        f"(RELOAD.md could not be read from the store: HTTP 500 after 3 retries (bytes 0-*))",
     ]:
         result.stdout.fnmatch_lines([line])
+    assert COPIES not in text  # the controller's copy is named nowhere
     assert "itera-test-secret" not in text
 
 
@@ -154,20 +232,191 @@ def test_an_s3_campaign_the_server_cannot_list_is_a_usage_error(
     result.stderr.fnmatch_lines(
         ["ERROR: --itera-campaign: s3://itera-no-such-bucket/x/: cannot be listed (*"])
     assert "itera-test-secret" not in result.stderr.str()
+    real = tempfile.mkdtemp
 
+    def full(suffix: str | None = None, prefix: str | None = None,
+             dir: str | None = None) -> str:
+        if prefix == "itera-store-":  # the local copy's folder, on a full disk
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(suffix, prefix, dir)
 
-def test_the_cache_cap_refuses_a_campaign_too_big_for_it(
-        pytester: pytest.Pytester, campaign: CampaignBuilder, s3: Any,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    python_path_with_repo(monkeypatch)
-    url = upload(s3, campaign.write())
-    pytester.makeini(f"[pytest]\nitera_campaign = {url}\nitera_store_cache_max = 4K\n")
-    result = pytester.runpytest("-p", "no:cacheprovider")  # the ini twin names the campaign
+    monkeypatch.setattr(tempfile, "mkdtemp", full)
+    result = pytester.runpytest("--itera-campaign", "s3://itera-no-such-bucket/x/",
+                                "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([
-        f"ERROR: --itera-campaign: {url}: its * KiB exceed the local cache cap of 4.0 KiB "
-        f"(largest: {CONTROL_CKPT} (*), *); raise the cap (itera_store_cache_max) or "
-        "accept the campaign from a local copy"])
+    result.stderr.fnmatch_lines([f"ERROR: --itera-campaign: s3://itera-no-such-bucket/x/: the "
+                                 f"local copy cannot be written under {tempfile.gettempdir()} "
+                                 "(No space left on device)"])
+
+
+def test_a_checkpoint_over_the_cache_cap_is_hashed_but_never_proven_to_reload(
+        s3: Any, campaign: CampaignBuilder, tmp_path: Path, reloader: Reloader) -> None:
+    root = campaign.write()
+    url = upload(s3, root)
+    weights = (root / VARIANT_WEIGHTS).stat().st_size
+    staged = stage(S3Source(S3Location.parse(url), timeout=5), tmp_path / "copy", 1)
+    for key in (CONTROL_CKPT, RESUME_CKPT, VARIANT_WEIGHTS):  # streamed, hashed, not copied
+        assert not (staged.root / key).exists(), key
+        assert staged.objects[key].sha256 == hashlib.sha256((root / key).read_bytes()).hexdigest()
+    assert (staged.root / "runs/control/predictions.jsonl").is_file()  # evidence: always
+    name = f"checkpoint-reloads[{VARIANT_WEIGHTS}]"
+    found = judged(staged, reloader, name, f"files-intact[{VARIANT_WEIGHTS}]",
+                   f"no-temp-paths[{VARIANT_WEIGHTS}]",
+                   "files-intact[runs/control/predictions.jsonl]")
+    assert not found[f"files-intact[{VARIANT_WEIGHTS}]"].failed  # its streamed sha256
+    assert not found["files-intact[runs/control/predictions.jsonl]"].failed
+    assert found[name].not_judged is None
+    assert found[name].message == (
+        f"{name}: 1 problem\nmanifest.json $.checkpoints[2]: cannot prove {VARIANT_WEIGHTS} "
+        f"reloads: its {weights / 1024:.1f} KiB exceed the local cache cap "
+        "(itera_store_cache_max = 1 bytes); raise it, or accept the campaign from a local copy")
+    assert [f.code for f in found[name].findings] == ["checkpoint-reloads.not-copied"]
+    scan = found[f"no-temp-paths[{VARIANT_WEIGHTS}]"]
+    assert scan.failed
+    assert scan.not_judged == (
+        f"not judged: {name} failed ({VARIANT_WEIGHTS} was left in the store (over "
+        "itera_store_cache_max))")
+
+
+def test_a_checkpoint_that_fits_the_cap_is_copied_and_reloads(
+        s3: Any, campaign: CampaignBuilder, tmp_path: Path, reloader: Reloader) -> None:
+    root = campaign.write()
+    url = upload(s3, root)
+    sizes = {key: (root / key).stat().st_size for key in (CONTROL_CKPT, RESUME_CKPT,
+                                                          VARIANT_WEIGHTS)}
+    cap = sizes[CONTROL_CKPT] + sizes[RESUME_CKPT]  # in path order: these two, not the third
+    staged = stage(S3Source(S3Location.parse(url), timeout=5), tmp_path / "copy", cap)
+    assert [k for k in sizes if (staged.root / k).is_file()] == [CONTROL_CKPT, RESUME_CKPT]
+    found = judged(staged, reloader, f"checkpoint-reloads[{CONTROL_CKPT}]",
+                   f"checkpoint-reloads[{VARIANT_WEIGHTS}]")
+    assert not found[f"checkpoint-reloads[{CONTROL_CKPT}]"].failed
+    assert found[f"checkpoint-reloads[{VARIANT_WEIGHTS}]"].failed
+
+
+def test_each_object_is_hashed_once_while_it_streams(
+        s3: Any, campaign: CampaignBuilder, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """files-intact (and the seal, by the copy's fingerprint) reuse the sha256 computed during
+    the copy: the scan of the copy reads text for temporary paths, and hashes nothing."""
+    root = campaign.write()
+    staged = stage(S3Source(S3Location.parse(upload(s3, root)), timeout=5), tmp_path / "c",
+                   1 << 30)
+    hashed: list[bool] = []
+    real = scan.scan_file
+
+    def spy(*args: Any, **kwargs: Any) -> scan.FileFacts:
+        hashed.append(kwargs.get("hash", True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scan, "scan_file", spy)
+    context = Context(load_campaign(staged.root), Options(), registry(), stored=staged,
+                      keep_digests=True)
+    try:
+        for key in staged.objects:
+            expected = hashlib.sha256((root / key).read_bytes()).hexdigest()
+            assert context.facts(key).sha256 == expected, key
+        assert len(hashed) == len(staged.objects)
+        assert not any(hashed)
+        st = (staged.root / CONTROL_CKPT).stat()
+        assert context.verified_digests()[CONTROL_CKPT] == (
+            staged.objects[CONTROL_CKPT].sha256,
+            (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        assert context.facts("runs/control/predictions.jsonl").binary is False  # scanned
+    finally:
+        context.close()
+    # The seal reuses the copy's digests by fingerprint (also under xdist, where the
+    # controller's checks hashed nothing): a digest it reuses is the one it was handed.
+    known = {key: (held.sha256 or "", held.fingerprint or (0, 0, 0, 0, 0))
+             for key, held in staged.objects.items()}
+    known[CONTROL_CKPT] = ("ab" * 32, known[CONTROL_CKPT][1])
+    sealed = seal.write(staged.root, tmp_path / "seal.json", {}, known=known)
+    resources = seal.read(sealed.path).resources()
+    assert resources[CONTROL_CKPT] == "ab" * 32
+    assert resources[VARIANT_WEIGHTS] == staged.objects[VARIANT_WEIGHTS].sha256
+
+
+def test_the_stores_sha256_spares_hashing_and_downloading_and_is_named_when_it_differs(
+        s3: Any, campaign: CampaignBuilder, tmp_path: Path, reloader: Reloader,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    big, predictions = "runs/variant-a/embeddings.bin", "runs/control/predictions.jsonl"
+    campaign.files[big] = b"\0" + bytes(range(256)) * 400  # binary, nothing a check reads
+    root = campaign.write()
+    url = upload(s3, root, checksums=True)
+    changed = (root / predictions).read_bytes().replace(b"pos", b"neg", 1)
+    s3.put_object(Bucket=bucket_of(url), Key=f"closures/tiny/{predictions}", Body=changed,
+                  ChecksumAlgorithm="SHA256")
+    hashed: list[bytes] = []
+    real = hashlib.sha256
+
+    def counted(*data: bytes) -> Any:
+        hashed.extend(data or [b""])
+        return real(*data)
+
+    monkeypatch.setattr(source, "hashlib", SimpleNamespace(sha256=counted))  # this module's
+    staged = stage(S3Source(S3Location.parse(url), timeout=5), tmp_path / "c", 1 << 30,
+                   checksums=True)
+    assert hashed == []  # every object: the store's own SHA-256
+    assert all(h.by_store for h in staged.objects.values())
+    assert staged.by_store() == tuple(sorted(staged.objects))
+    assert not staged.objects[big].copied
+    assert not (staged.root / big).exists()  # spared: one ranged GET of its first bytes
+    assert (staged.root / VARIANT_WEIGHTS).is_file()  # a checkpoint: copied for its reload
+    over = stage(S3Source(S3Location.parse(url), timeout=5), tmp_path / "c1", 1, checksums=True)
+    assert hashed == []  # a checkpoint over the cap: its store SHA-256, none of its bytes
+    assert over.left_out() == [CONTROL_CKPT, RESUME_CKPT, VARIANT_WEIGHTS]
+    assert over.objects[VARIANT_WEIGHTS] == Held(
+        staged.objects[VARIANT_WEIGHTS].size, staged.objects[VARIANT_WEIGHTS].sha256,
+        by_store=True, over_cap=True, binary=True, scannable=True)
+    found = judged(staged, reloader, f"files-intact[{big}]", f"no-temp-paths[{big}]",
+                   f"files-intact[{predictions}]", f"checkpoint-reloads[{VARIANT_WEIGHTS}]")
+    assert not found[f"files-intact[{big}]"].failed
+    assert not found[f"no-temp-paths[{big}]"].failed
+    assert not found[f"checkpoint-reloads[{VARIANT_WEIGHTS}]"].failed
+    (finding,) = found[f"files-intact[{predictions}]"].findings
+    assert finding.message == (
+        f"{predictions} does not have the sha256 recorded in the manifest (the sha256 is the "
+        "store's own SHA-256 of the object: --itera-store-checksums)")
+    assert finding.found == real(changed).hexdigest()
+
+
+def test_a_multipart_upload_and_an_object_without_a_checksum_are_hashed(
+        s3: Any, tmp_path: Path) -> None:
+    """A multipart object's checksum is of its parts (composite): never taken for the
+    object's SHA-256; an object the store holds no checksum of is hashed as it streams."""
+    bucket = f"itera-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    parts = [b"x" * (5 << 20), b"y"]
+    upload_id = s3.create_multipart_upload(Bucket=bucket, Key="camp/m.bin",
+                                           ChecksumAlgorithm="SHA256")["UploadId"]
+    done = [s3.upload_part(Bucket=bucket, Key="camp/m.bin", UploadId=upload_id,
+                           PartNumber=n, Body=body, ChecksumAlgorithm="SHA256")
+            for n, body in enumerate(parts, 1)]
+    s3.complete_multipart_upload(Bucket=bucket, Key="camp/m.bin", UploadId=upload_id,
+                                 MultipartUpload={"Parts": [
+                                     {"PartNumber": n, "ETag": d["ETag"],
+                                      "ChecksumSHA256": d["ChecksumSHA256"]}
+                                     for n, d in enumerate(done, 1)]})
+    s3.put_object(Bucket=bucket, Key="camp/plain.bin", Body=b"\0plain")
+    s3.put_object(Bucket=bucket, Key="camp/single.bin", Body=b"\0single",
+                  ChecksumAlgorithm="SHA256")
+    staged = stage(S3Source(S3Location.parse(f"s3://{bucket}/camp/"), timeout=5),
+                   tmp_path / "c", 1 << 30, checksums=True)
+    assert staged.objects["m.bin"].sha256 == hashlib.sha256(b"".join(parts)).hexdigest()
+    assert [k for k, h in staged.objects.items() if h.by_store] == ["single.bin"]
+    assert staged.objects["plain.bin"].sha256 == hashlib.sha256(b"\0plain").hexdigest()
+
+
+def test_without_a_readable_manifest_a_prefix_over_the_cap_is_refused(
+        s3: Any, tmp_path: Path) -> None:
+    bucket = f"itera-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="camp/manifest.json", Body=b"{not json")
+    s3.put_object(Bucket=bucket, Key="camp/runs/last.pt", Body=b"w" * 5000)
+    with pytest.raises(SourceError, match=rf"^s3://{bucket}/camp/: its 4\.9 KiB exceed the "
+                       r"local cache cap of 4\.0 KiB \(largest: runs/last\.pt \(4\.9 KiB\), "
+                       r"manifest\.json \(9 bytes\)\) and it has no readable manifest\.json"):
+        stage(S3Source(S3Location.parse(f"s3://{bucket}/camp/"), timeout=5), tmp_path / "c",
+              4096)
 
 
 @pytest.mark.parametrize(("keys", "message"), [
@@ -208,14 +457,19 @@ class _Flaky(BaseHTTPRequestHandler):
     failures = 0
     seen = 0
     hang_reads: threading.Event | None = None  # set: object reads hang until it is cleared
+    hangs: tuple[str, ...] = ()  # only these keys' reads hang (none given: every object's)
+    broken: tuple[str, ...] = ()  # keys (path ends) whose reads are always answered 500
+    short: tuple[str, ...] = ()  # keys whose reads come one byte short
 
     def _any(self) -> None:
         cls = type(self)
         cls.seen += 1
-        if cls.hang_reads is not None and "list-type" not in self.path:
+        if cls.hang_reads is not None and "list-type" not in self.path and \
+                self.path.split("?")[0].endswith(cls.hangs or ("",)):
             cls.hang_reads.wait(30)  # never answers while the test runs
             return
-        if cls.seen <= cls.failures:
+        if cls.seen <= cls.failures or (self.command == "GET" and \
+                self.path.split("?")[0].endswith(cls.broken or ("\0",))):
             self.send_response(500)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -227,6 +481,8 @@ class _Flaky(BaseHTTPRequestHandler):
         conn.request(self.command, self.path, body, dict(self.headers.items()))
         answer = conn.getresponse()
         data = answer.read()
+        if self.command == "GET" and self.path.split("?")[0].endswith(cls.short or ("\0",)):
+            data = data[:-1]
         self.send_response(answer.status)
         for name, value in answer.getheaders():
             if name.lower() not in ("content-length", "transfer-encoding", "connection"):
@@ -242,28 +498,84 @@ class _Flaky(BaseHTTPRequestHandler):
         pass
 
 
+@contextmanager
+def proxied(monkeypatch: pytest.MonkeyPatch, handler: type[_Flaky]) -> Iterator[None]:
+    """The environment's endpoint is ``handler``'s proxy for the duration."""
+    proxy = ThreadingHTTPServer((LOOPBACK, 0), handler)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        endpoint(monkeypatch, f"http://{LOOPBACK}:{proxy.server_address[1]}")
+        yield
+    finally:
+        if handler.hang_reads is not None:
+            handler.hang_reads.set()
+        proxy.shutdown()
+        proxy.server_close()
+
+
 def test_a_server_that_answers_500_then_recovers_is_read(
         s3: Any, server: str, campaign: CampaignBuilder, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     root = campaign.write()
     url = upload(s3, root)
+
     class Flaky(_Flaky):
         upstream, failures, seen = server, 2, 0
 
-    handler = Flaky
-    proxy = ThreadingHTTPServer((LOOPBACK, 0), handler)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    try:
-        endpoint(monkeypatch, f"http://{LOOPBACK}:{proxy.server_address[1]}")
+    with proxied(monkeypatch, Flaky):
         staged = stage(S3Source(S3Location.parse(url), timeout=5), tmp_path / "copy", 1 << 30)
-    finally:
-        proxy.shutdown()
-        proxy.server_close()
-    assert handler.seen > 2  # the 500s were answered, and retried
+    assert Flaky.seen > 2  # the 500s were answered, and retried
     local = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     assert sorted(staged.objects) == local
     for key in local:
+        assert staged.objects[key].copied, key
+        assert staged.objects[key].error is None, key
         assert (staged.root / key).read_bytes() == (root / key).read_bytes(), key
+
+
+def test_an_object_the_store_keeps_failing_is_a_files_intact_finding(
+        s3: Any, server: str, campaign: CampaignBuilder, tmp_path: Path, reloader: Reloader,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Persistent 500s on one object, a short read of another: both are left out of the
+    copy and judged; the items that read them are not judged (files-intact owns them)."""
+    url = upload(s3, campaign.write())
+    predictions = "runs/control/predictions.jsonl"
+    measurements = "runs/variant-a/measurements.jsonl"
+
+    class Broken(_Flaky):
+        upstream, broken, short = server, (predictions,), (measurements,)
+
+    with proxied(monkeypatch, Broken):
+        staged = stage(S3Source(S3Location.parse(url), timeout=5), tmp_path / "copy", 1 << 30)
+    assert staged.objects[predictions].error == "HTTP 500 after 3 retries (bytes 0-" \
+        f"{staged.objects[predictions].size - 1})"
+    size = staged.objects[measurements].size
+    assert staged.objects[measurements].error == \
+        f"a short read: {size - 1} bytes came for bytes 0-{size - 1}"
+    assert not (staged.root / predictions).exists()
+    found = judged(staged, reloader, f"files-intact[{predictions}]",
+                   f"files-intact[{measurements}]", "predictions-cover-corpus[control]",
+                   f"no-temp-paths[{predictions}]")
+    where = f"{url}{predictions}"
+    assert found[f"files-intact[{predictions}]"].message == (
+        f"files-intact[{predictions}]: 1 problem\nmanifest.json "
+        f"$.files[{_index(staged, predictions)}]: "
+        f"{predictions} cannot be read: could not be read from the store ({where}): HTTP 500 "
+        f"after 3 retries (bytes 0-{staged.objects[predictions].size - 1})")
+    assert [f.code for f in found[f"files-intact[{predictions}]"].findings] == \
+        ["files-intact.unreadable"]
+    assert f"could not be read from the store ({url}{measurements}): a short read" in \
+        found[f"files-intact[{measurements}]"].message
+    for name in ("predictions-cover-corpus[control]", f"no-temp-paths[{predictions}]"):
+        assert found[name].not_judged == (
+            f"not judged: files-intact[{predictions}] failed ({predictions} could not be read "
+            f"from the store: HTTP 500 after 3 retries (bytes 0-"
+            f"{staged.objects[predictions].size - 1}))"), name
+
+
+def _index(staged: source.Staged, path: str) -> int:
+    files = json.loads((staged.root / "manifest.json").read_text())["files"]
+    return next(i for i, f in enumerate(files) if f["path"] == path)
 
 
 def test_a_hanging_server_is_a_bounded_clear_error(
@@ -280,28 +592,36 @@ def test_a_hanging_server_is_a_bounded_clear_error(
     assert source.CHUNK <= 8 << 20
 
 
-def test_a_server_that_lists_then_hangs_on_reads_is_a_bounded_clear_error(
+def test_a_server_that_lists_then_hangs_on_reads_gives_findings_in_bounded_time(
         s3: Any, server: str, campaign: CampaignBuilder, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     url = upload(s3, campaign.write())
-    release = threading.Event()
 
     class Hangs(_Flaky):
-        upstream, hang_reads = server, release
+        upstream, hang_reads, hangs = server, threading.Event(), ("analysis.md", "RELOAD.md")
 
-    proxy = ThreadingHTTPServer((LOOPBACK, 0), Hangs)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    try:
-        endpoint(monkeypatch, f"http://{LOOPBACK}:{proxy.server_address[1]}")
+    with proxied(monkeypatch, Hangs):
         store = S3Source(S3Location.parse(url), timeout=0.5, retries=1)
         started = time.monotonic()
-        with pytest.raises(SourceError, match=rf"^{url}[^ ]+: cannot be read at bytes 0-\d+ \("):
-            stage(store, tmp_path / "copy", 1 << 30)
+        staged = stage(store, tmp_path / "copy", 1 << 30)
         assert time.monotonic() - started < 15
-    finally:
-        release.set()
-        proxy.shutdown()
-        proxy.server_close()
+    held = staged.objects["analysis.md"]
+    assert held.error == f"no answer within 0.5 s after 1 retries (bytes 0-{held.size - 1})"
+    assert staged.trouble("analysis.md") == f"could not be read from the store ({url}" \
+        f"analysis.md): {held.error}"
+    assert [k for k, h in staged.objects.items() if not h.copied] == ["RELOAD.md",
+                                                                      "analysis.md"]
+
+    class HangsAll(_Flaky):  # the manifest too: nothing to judge, a usage error
+        upstream, hang_reads = server, threading.Event()
+
+    with proxied(monkeypatch, HangsAll):
+        started = time.monotonic()
+        with pytest.raises(SourceError, match=rf"^{url}manifest\.json could not be read from "
+                           r"the store: no answer within 0\.5 s after 1 retries \(bytes 0-\d+\)$"):
+            stage(S3Source(S3Location.parse(url), timeout=0.5, retries=1), tmp_path / "c2",
+                  1 << 30)
+        assert time.monotonic() - started < 15
 
 
 def test_an_object_changed_after_the_listing_is_not_mixed_with_its_new_version(
@@ -312,9 +632,14 @@ def test_an_object_changed_after_the_listing_is_not_mixed_with_its_new_version(
     store = S3Source(S3Location.parse(f"s3://{bucket}/camp/"), timeout=5)
     (listed,) = store.list()
     s3.put_object(Bucket=bucket, Key="camp/runs/last.pt", Body=b"new" * 1000)
-    with pytest.raises(SourceError, match=rf"^s3://{bucket}/camp/runs/last.pt: changed while it "
-                       r"was being copied \(its ETag is no longer .+\)$"):
+    with pytest.raises(SourceError, match=r"^changed while it was being copied \(its ETag is "
+                       r"no longer .+\)$"):
         list(store.chunks(listed))
+    held = source.fetch(store, listed, tmp_path / "copy", tmp_path, "copy", None)
+    assert not held.copied
+    assert held.error is not None
+    assert held.error.startswith("changed while it was being copied (its ETag is no longer ")
+    assert not (tmp_path / "copy/runs/last.pt").exists()
 
 
 def test_folder_markers_and_sibling_prefixes_are_not_the_campaign(s3: Any) -> None:
