@@ -95,6 +95,47 @@ def test_an_optimizer_over_part_of_a_peft_models_adapter_is_not_proven(
     assert [p.kind for p in res.optimizer.problems] == ["unproven"]
 
 
+def _tied_gpt2() -> Any:
+    """A config-built GPT-2: its LM head is its token embedding (tied weights)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=8, n_layer=1, n_head=2,
+                                       n_positions=16))
+    assert model.lm_head.weight is model.transformer.wte.weight
+    return model
+
+
+def test_a_tied_weight_is_one_parameter_of_the_optimizer(
+        reloader: Reloader, tmp_path: Path) -> None:
+    """torch.save of a model with tied weights writes one storage under two names
+    (transformer.wte.weight and lm_head.weight: what transformers 4's Trainer wrote as
+    pytorch_model.bin, what a plain loop writes); the optimizer holds one state for it.
+    An optimizer missing a real parameter is still not proven."""
+    model = _tied_gpt2()
+    ids = torch.tensor([[1, 2, 3, 4]])
+    params = list(model.parameters())  # the tied weight once
+    for name, given in (("all.pt", params), ("one-short.pt", params[1:])):
+        opt = torch.optim.AdamW(given, lr=1e-3)
+        model(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+        path = tmp_path / name
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 1},
+                   path)
+        res = reloader.reload(path, name)
+        assert res.ok, res.cause
+        assert res.optimizer is not None
+        if name == "all.pt":
+            assert (res.optimizer.params, res.optimizer.problems) == (len(params), ())
+        else:
+            assert [p.detail for p in res.optimizer.problems] == [
+                f"has {len(params) - 1} parameter(s) for the model's {len(params)} "
+                "floating-point tensors: the other tensors are frozen parameters or buffers, "
+                "or the optimizer state is another model's (its parameters are numbered, not "
+                "named)"]
+    assert "lm_head.weight" in res.model_shapes  # both names are still the model's
+
+
 def test_a_momentum_buffer_of_another_shape_does_not_fit(
         reloader: Reloader, tmp_path: Path) -> None:
     torch.manual_seed(0)

@@ -121,16 +121,18 @@ def buffer_shape(key: str, param: Any, entry: Any,
     return next(iter(shapes.values()), None)
 
 
-def candidates(model: dict[str, tuple[list[int], str, int]]) -> dict[str, list[int]]:
-    """Model tensors that can be parameters: floating point, not a known buffer."""
+def candidates(model: dict[str, tuple[list[int], str, int]],
+               tied: dict[str, str]) -> dict[str, list[int]]:
+    """Model tensors that can be parameters: floating point, not a known buffer, not the
+    second name of a tied weight (one parameter, one optimizer state)."""
     return {name: shape for name, (shape, dtype, _) in model.items()
             if dtype.startswith(("float", "bfloat", "complex"))
-            and name.rpartition(".")[2] not in BUFFER_NAMES}
+            and name.rpartition(".")[2] not in BUFFER_NAMES and name not in tied}
 
 
 def fit_model(found: Findings, params: list[tuple[str, Any, list[int] | None]],
               problems: list[dict[str, str]]) -> None:
-    model = candidates(found.model)
+    model = candidates(found.model, found.tied)
     named = [p for p in params if isinstance(p[1], str)]
     if named and len(named) == len(params):
         fit_by_name(found, params, problems)
