@@ -231,7 +231,7 @@ def _reload_findings(
                       code=f"{check}.no-reload")
     if not result.ok and result.nonfinite and not diverged_ok:
         yield _nonfinite_finding(result, where, check)
-    if claimed is not None and not _agrees(claimed, result.format):
+    if claimed is not None and not _agrees(claimed, result.format, loaded=error is None):
         yield Finding(
             f"{relpath} holds {result.format!r} content, but the manifest declares format "
             f"{claimed!r}",
@@ -241,9 +241,12 @@ def _reload_findings(
         )
 
 
-def _agrees(claimed: str, found: str | None) -> bool:
-    """A Lightning .ckpt is a torch.save file: declaring it 'torch' is not wrong."""
-    return found is None or found == claimed or (claimed, found) == ("torch", "lightning")
+def _agrees(claimed: str, found: str | None, *, loaded: bool) -> bool:
+    """A Lightning .ckpt is a torch.save file: declaring it 'torch' is not wrong; and only its
+    loaded keys tell it from another torch.save file, so one that did not load is not said
+    to be plain 'torch'."""
+    return found is None or found == claimed or (claimed, found) == ("torch", "lightning") \
+        or (not loaded and (claimed, found) == ("lightning", "torch"))
 
 
 def nonfinite_counts(result: ReloadResult) -> str:
@@ -281,11 +284,21 @@ MODULE_OBJECTS_HINT = (
     "deliver torch.save(model.state_dict(), ...) (plain tensors) instead")
 
 
+PATH_OBJECTS_HINT = (
+    "save paths as strings: a pathlib.Path passed to Lightning's save_hyperparameters() (or "
+    "put in any torch.save dict) is pickled as an object; pass str(path), or "
+    "save_hyperparameters(ignore=[...]), and save the checkpoint again from the run; do not "
+    "load this file with weights_only=False to convert it")
+
+
 def code_hint(names: tuple[str, ...]) -> str:
     """What to do about a file whose pickles would call ``names``: torch's own nn module
-    classes are a whole-module save (a format mistake); anything else is hostile."""
+    classes are a whole-module save, pathlib paths a path saved as an object (format
+    mistakes); anything else is hostile."""
     if names and all(n.startswith("torch.nn.modules.") for n in names):
         return MODULE_OBJECTS_HINT
+    if names and all(n in formats.PATH_OBJECTS for n in names):
+        return PATH_OBJECTS_HINT
     return CODE_HINT
 
 

@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["BY_DESIGN", "DEFAULT_TIMEOUT", "FAILURES", "FORMATS", "PARTS", "VARIANT", "Format",
-           "Home", "absent", "files", "folders", "hints", "key_parts", "keys", "render"]
+__all__ = ["BY_DESIGN", "DEFAULT_TIMEOUT", "FAILURES", "FORMATS", "PARTS", "PATH_OBJECTS",
+           "VARIANT", "Format", "Home", "absent", "files", "folders", "hints", "key_parts", "keys",
+           "render"]
 
 # Seconds a reload may take by default (--itera-timeout): the client's, the server's and the
 # recorder's default, here because the server loads this file by path.
@@ -29,6 +30,14 @@ DEFAULT_TIMEOUT = 120.0
 # client's (an unusable --itera-python, a failed server).
 FAILURES = ("weights-only", "memory", "timeout", "missing-package", "nonfinite", "unreadable",
             "interpreter", "server", "whole-module")
+
+# pathlib's path classes, as a pickle names them (Python 3.13 defines them in pathlib._local):
+# a path saved as an object, not a string (Lightning's save_hyperparameters() of a Path
+# argument). Outside torch's weights-only allowlist, so such a file is refused like code; but
+# the fix is to save the path as a string, not to suspect an attack.
+PATH_OBJECTS = frozenset(f"{module}.{name}" for module in ("pathlib", "pathlib._local")
+                         for name in ("Path", "PosixPath", "WindowsPath", "PurePath",
+                                      "PurePosixPath", "PureWindowsPath"))
 
 # The resume parts, in the order every list of them follows (the schemas' enum too).
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
