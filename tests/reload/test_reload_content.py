@@ -219,6 +219,40 @@ def test_real_tools_optimizers_fit_their_models(reloader: Reloader, tmp_path: Pa
         assert (res.optimizer.problems, res.optimizer.nonfinite_buffers) == ((), 0), built
 
 
+@pytest.mark.parametrize("safe", [True, False], ids=["safetensors", "bin"])
+def test_accelerate_models_of_one_save_state_keep_their_own_names(
+        reloader: Reloader, tmp_path: Path, safe: bool) -> None:
+    """A GAN under accelerate: generator and discriminator are both nn.Sequential (the same
+    tensor names, other shapes); save_state writes model.safetensors and model_1.safetensors
+    (pytorch_model.bin, pytorch_model_1.bin), optimizer.bin and optimizer_1.bin. The second
+    model's tensors are its own (model_1.*), not the first one's overwritten: both optimizers
+    fit, and the generator's shapes are the generator's."""
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+
+    torch.manual_seed(0)
+    acc = Accelerator(cpu=True)
+    gen = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
+    disc = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    opt_g, opt_d = (torch.optim.Adam(m.parameters(), lr=1e-3) for m in (gen, disc))
+    gen, disc, opt_g, opt_d = acc.prepare(gen, disc, opt_g, opt_d)
+    acc.backward(disc(gen(torch.randn(3, 2))).mean())
+    opt_g.step()
+    opt_d.step()
+    acc.save_state(str(tmp_path / "acc"), safe_serialization=safe)
+    names = {p.name for p in (tmp_path / "acc").iterdir()}
+    assert {"optimizer.bin", "optimizer_1.bin"} <= names
+    assert {"model.safetensors", "model_1.safetensors"} <= names if safe else \
+        {"pytorch_model.bin", "pytorch_model_1.bin"} <= names
+    res = reloader.reload(tmp_path / "acc", "acc")
+    assert res.ok, res.cause
+    assert res.optimizer is not None
+    assert (res.optimizer.params, res.optimizer.problems) == (8, ())
+    assert dict(res.model_shapes) == {
+        "0.weight": (8, 2), "0.bias": (8,), "2.weight": (4, 8), "2.bias": (4,),
+        "model_1.0.weight": (8, 4), "model_1.0.bias": (8,), "model_1.2.weight": (1, 8),
+        "model_1.2.bias": (1,)}
+
+
 def test_a_dcp_optimizer_is_judged_too(reloader: Reloader, tmp_path: Path) -> None:
     from torch.distributed.checkpoint import state_dict_saver
 

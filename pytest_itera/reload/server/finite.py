@@ -121,19 +121,21 @@ def walk_tensors(obj: Any, prefix: str) -> Iterator[tuple[str, torch.Tensor]]:
             yield from walk_tensors(value, f"{prefix}.{i}" if prefix else str(i))
 
 
-def check(found: Findings, obj: Any, prefix: str, weights: bool, mapped: bool) -> None:
+def check(found: Findings, obj: Any, prefix: str, weights: bool, mapped: bool,
+          namespace: str = "") -> None:
     """Count tensors; for model weights, record the non-finite ones by name, and the tied
     ones (the same view of one storage under two names: ``obj`` is alive throughout, so an
-    address is never reused within it)."""
+    address is never reused within it). ``namespace`` prefixes the model's tensor names (a
+    folder's second model: its names are not the first one's)."""
     views: dict[tuple[Any, ...], str] = {}
     for rel, t in walk_tensors(obj, ""):
         found.tensors += 1
         if weights:
             name = f"{prefix}.{rel}" if prefix and rel else prefix or rel
-            check_weight(found, name, t, mapped, rel)
-            first = views.setdefault(view_of(t), rel)
-            if first != rel and t.numel():
-                found.tied[rel] = first
+            check_weight(found, name, t, mapped, namespace + rel)
+            first = views.setdefault(view_of(t), namespace + rel)
+            if first != namespace + rel and t.numel():
+                found.tied[namespace + rel] = first
 
 
 def view_of(t: torch.Tensor) -> tuple[Any, ...]:
