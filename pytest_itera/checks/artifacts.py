@@ -284,21 +284,24 @@ MODULE_OBJECTS_HINT = (
     "deliver torch.save(model.state_dict(), ...) (plain tensors) instead")
 
 
-PATH_OBJECTS_HINT = (
-    "save paths as strings: a pathlib.Path passed to Lightning's save_hyperparameters() (or "
-    "put in any torch.save dict) is pickled as an object; pass str(path), or "
-    "save_hyperparameters(ignore=[...]), and save the checkpoint again from the run; do not "
-    "load this file with weights_only=False to convert it")
+def data_objects_hint(names: tuple[str, ...]) -> str:
+    """The fix for standard-library data pickled as objects (formats.DATA_OBJECTS)."""
+    fixes = "; ".join(dict.fromkeys(formats.DATA_OBJECTS[n][1] for n in names))
+    return (f"save plain data instead ({fixes}): Lightning's save_hyperparameters() keeps its "
+            "arguments as given (or leave one out: save_hyperparameters(ignore=[...])); then "
+            "save the checkpoint again from the run; do not load this file with "
+            "weights_only=False to convert it")
 
 
 def code_hint(names: tuple[str, ...]) -> str:
     """What to do about a file whose pickles would call ``names``: torch's own nn module
-    classes are a whole-module save, pathlib paths a path saved as an object (format
-    mistakes); anything else is hostile."""
+    classes are a whole-module save, standard-library data objects (a pathlib path, an
+    argparse.Namespace) plain data saved as objects: format mistakes; anything else is
+    hostile."""
     if names and all(n.startswith("torch.nn.modules.") for n in names):
         return MODULE_OBJECTS_HINT
-    if names and all(n in formats.PATH_OBJECTS for n in names):
-        return PATH_OBJECTS_HINT
+    if names and all(n in formats.DATA_OBJECTS for n in names):
+        return data_objects_hint(names)
     return CODE_HINT
 
 

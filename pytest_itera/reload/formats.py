@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["BY_DESIGN", "DEFAULT_TIMEOUT", "FAILURES", "FORMATS", "PARTS", "PATH_OBJECTS",
+__all__ = ["BY_DESIGN", "DATA_OBJECTS", "DEFAULT_TIMEOUT", "FAILURES", "FORMATS", "PARTS",
            "VARIANT", "Format", "Home", "absent", "files", "folders", "hints", "key_parts", "keys",
            "render"]
 
@@ -31,13 +31,20 @@ DEFAULT_TIMEOUT = 120.0
 FAILURES = ("weights-only", "memory", "timeout", "missing-package", "nonfinite", "unreadable",
             "interpreter", "server", "whole-module")
 
-# pathlib's path classes, as a pickle names them (Python 3.13 defines them in pathlib._local):
-# a path saved as an object, not a string (Lightning's save_hyperparameters() of a Path
-# argument). Outside torch's weights-only allowlist, so such a file is refused like code; but
-# the fix is to save the path as a string, not to suspect an attack.
-PATH_OBJECTS = frozenset(f"{module}.{name}" for module in ("pathlib", "pathlib._local")
-                         for name in ("Path", "PosixPath", "WindowsPath", "PurePath",
-                                      "PurePosixPath", "PureWindowsPath"))
+# Standard-library data saved as Python objects rather than plain values, as a pickle names
+# their classes -> (what they are, how to save them instead): pathlib's paths (Python 3.13
+# defines them in pathlib._local; Lightning's save_hyperparameters() of a Path argument) and
+# parsed arguments (timm's checkpoints, scripts that save ``args``). Outside torch's
+# weights-only allowlist, so such a file is refused like code; but the fix is to save plain
+# data, not to suspect an attack. Never allowlisted: a pickled path's parts are separate
+# strings, which the temporary-path scan could not judge.
+_PATH = ("paths saved as objects, not strings", "save str(path)")
+DATA_OBJECTS: Mapping[str, tuple[str, str]] = MappingProxyType({
+    **{f"{module}.{name}": _PATH for module in ("pathlib", "pathlib._local")
+       for name in ("Path", "PosixPath", "WindowsPath", "PurePath", "PurePosixPath",
+                    "PureWindowsPath")},
+    "argparse.Namespace": ("parsed arguments saved as an object, not a dict",
+                           "save vars(args)")})
 
 # The resume parts, in the order every list of them follows (the schemas' enum too).
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")

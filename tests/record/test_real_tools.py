@@ -317,12 +317,12 @@ def test_lightning_hparams_holding_a_path_object(itera: Itera, lightning: Campai
         ("checkpoint-reloads", ckpt): [
             "does not reload in a fresh process with weights_only=True: ",
             ": pickles pathlib.PosixPath objects (paths saved as objects, not strings), outside "
-            "the weights-only allowlist: torch.load(weights_only=True) refuses it, as "
-            "Lightning's and torch's own reload do by default; refused before any load\n",
-            "    fix:      save paths as strings: a pathlib.Path passed to Lightning's "
-            "save_hyperparameters() (or put in any torch.save dict) is pickled as an object; "
-            "pass str(path), or save_hyperparameters(ignore=[...]), and save the checkpoint "
-            "again from the run; do not load this file with weights_only=False to convert it"],
+            "the weights-only allowlist: torch.load(weights_only=True) refuses it, as torch's "
+            "and Lightning's own reload do by default; refused before any load\n",
+            "    fix:      save plain data instead (save str(path)): Lightning's "
+            "save_hyperparameters() keeps its arguments as given (or leave one out: "
+            "save_hyperparameters(ignore=[...])); then save the checkpoint again from the run; "
+            "do not load this file with weights_only=False to convert it"],
         ("resume-complete", ckpt): ["it does not reload", "fix checkpoint-reloads["],
     })
     reloads = next(c for c in report["checks"] if c["check"] == "checkpoint-reloads"

@@ -161,6 +161,36 @@ def test_a_whole_module_says_so_first_with_the_state_dict_fix(
     assert reloader.reload(path, "runs/model.pt").ok
 
 
+def test_data_saved_as_objects_is_said_to_be_data_and_still_refused(
+    reloader: Reloader, tmp_path: Path
+) -> None:
+    """timm's checkpoints hold the training ``args`` (an argparse.Namespace), Lightning's the
+    hyperparameters as given (a pathlib.Path): torch.load(weights_only=True) refuses both,
+    so the file is refused, but as plain data saved as objects, with the fix; beside a
+    hostile call, it is hostile."""
+    import argparse
+
+    from pytest_itera.checks.artifacts import CODE_HINT, code_hint
+
+    path = tmp_path / "timm.pth.tar"
+    torch.save({"epoch": 1, "arch": "tiny", "state_dict": torch.nn.Linear(2, 2).state_dict(),
+                "args": argparse.Namespace(lr=0.1, data_dir=Path("/data/x"))}, path)
+    res = reloader.reload(path, "runs/timm.pth.tar")
+    assert (res.ok, res.failure) == (False, "weights-only")
+    assert res.holds_code == ("argparse.Namespace", "pathlib.PosixPath")
+    assert res.cause == (
+        "runs/timm.pth.tar: pickles argparse.Namespace, pathlib.PosixPath objects (parsed "
+        "arguments saved as an object, not a dict; paths saved as objects, not strings), "
+        "outside the weights-only allowlist: torch.load(weights_only=True) refuses it, as "
+        "torch's and Lightning's own reload do by default; refused before any load")
+    assert code_hint(res.holds_code) == (
+        "save plain data instead (save vars(args); save str(path)): Lightning's "
+        "save_hyperparameters() keeps its arguments as given (or leave one out: "
+        "save_hyperparameters(ignore=[...])); then save the checkpoint again from the run; do "
+        "not load this file with weights_only=False to convert it")
+    assert code_hint(("argparse.Namespace", "posix.system")) == CODE_HINT
+
+
 def test_module_state_beside_a_hostile_call_is_still_hostile(
     reloader: Reloader, tmp_path: Path
 ) -> None:
