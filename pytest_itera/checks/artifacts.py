@@ -326,7 +326,9 @@ def _load_hint(failure: str | None) -> str:
 def _format_hint(found: str | None) -> str:
     if found == "peft":
         return ("a PEFT adapter folder belongs in adapters (adapter-pinned reloads it); or list "
-                "its adapter_model.safetensors here with format 'safetensors'")
+                "its weights file here: adapter_model.safetensors with format 'safetensors', "
+                "adapter_model.bin (save_pretrained(safe_serialization=False)) with format "
+                "'torch'")
     return "correct the manifest's format: the content decides, not the file name"
 
 
