@@ -193,6 +193,33 @@ def test_named_parameters_prove_the_mapping_with_frozen_tensors(
         "has buffers of shape [5, 5] for parameter '2.weight' of shape [2, 8]"]
 
 
+@pytest.mark.parametrize("wrapper", ["module.", "_orig_mod.", "module._orig_mod."])
+def test_named_parameters_of_a_wrapper_prove_the_unwrapped_models_tensors(
+        reloader: Reloader, tmp_path: Path, wrapper: str) -> None:
+    """An optimizer built from a wrapper's named_parameters() (DDP's and DataParallel's
+    'module.', torch.compile's '_orig_mod.': the names they yield) saved beside the
+    unwrapped model's state dict (ddp.module.state_dict(), the usual save) names the same
+    tensors: proven, and a wrong shape under a wrapped name is still a mismatch. Names of
+    another scheme still prove nothing."""
+    model = checkpoints.tiny_model()
+    opt = _adamw(model, [(wrapper + n, p) for n, p in model.named_parameters()])
+    state = opt.state_dict()
+    assert state["param_groups"][0]["param_names"][0] == f"{wrapper}0.weight"
+    res = reloader.reload(_resume(tmp_path, model, state), "r.pt")
+    assert res.optimizer is not None
+    assert (res.optimizer.params, res.optimizer.problems) == (4, ())
+    state["state"][3]["exp_avg"] = torch.zeros(5)
+    state["state"][3]["exp_avg_sq"] = torch.zeros(5)
+    res = reloader.reload(_resume(tmp_path, model, state), "r.pt")
+    assert res.optimizer is not None
+    assert [p.detail for p in res.optimizer.problems] == [
+        "has buffers of shape [5] for parameter '2.bias' of shape [2]"]
+    other = _adamw(model, [(f"net.{n}", p) for n, p in model.named_parameters()])
+    res = reloader.reload(_resume(tmp_path, model, other.state_dict()), "r.pt")
+    assert res.optimizer is not None
+    assert [p.kind for p in res.optimizer.problems] == ["unproven"]
+
+
 def test_a_non_finite_adamw_buffer_is_named_and_counted(
         reloader: Reloader, tmp_path: Path) -> None:
     model = checkpoints.tiny_model()
