@@ -34,7 +34,8 @@ FAILURES = ("weights-only", "memory", "timeout", "missing-package", "nonfinite",
 # Standard-library data saved as Python objects rather than plain values, as a pickle names
 # their classes -> (what they are, how to save them instead): pathlib's paths (Python 3.13
 # defines them in pathlib._local; Lightning's save_hyperparameters() of a Path argument) and
-# parsed arguments (timm's checkpoints, scripts that save ``args``). Outside torch's
+# parsed arguments (timm's checkpoints, scripts that save ``args``), numpy scalars (a metric
+# from scikit-learn saved as is; numpy arrays are allowed, their scalars not). Outside torch's
 # weights-only allowlist, so such a file is refused like code; but the fix is to save plain
 # data, not to suspect an attack. Never allowlisted: a pickled path's parts are separate
 # strings, which the temporary-path scan could not judge.
@@ -44,7 +45,11 @@ DATA_OBJECTS: Mapping[str, tuple[str, str]] = MappingProxyType({
        for name in ("Path", "PosixPath", "WindowsPath", "PurePath", "PurePosixPath",
                     "PureWindowsPath")},
     "argparse.Namespace": ("parsed arguments saved as an object, not a dict",
-                           "save vars(args)")})
+                           "save vars(args)"),
+    # A metric from numpy or scikit-learn (np.float64) saved as is (numpy 2 / numpy 1).
+    **{f"{module}.multiarray.scalar": ("numpy scalars saved as objects, not numbers",
+                                       "save float(x) or int(x)")
+       for module in ("numpy._core", "numpy.core")}})
 
 # The resume parts, in the order every list of them follows (the schemas' enum too).
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")
