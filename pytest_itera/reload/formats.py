@@ -35,7 +35,8 @@ FAILURES = ("weights-only", "memory", "timeout", "missing-package", "nonfinite",
 # their classes -> (what they are, how to save them instead): pathlib's paths (Python 3.13
 # defines them in pathlib._local; Lightning's save_hyperparameters() of a Path argument) and
 # parsed arguments (timm's checkpoints, scripts that save ``args``), numpy scalars (a metric
-# from scikit-learn saved as is; numpy arrays are allowed, their scalars not). Outside torch's
+# from scikit-learn saved as is; numpy arrays are allowed, their scalars not), and the
+# standard library's defaultdict, frozenset, slice and datetime objects. Outside torch's
 # weights-only allowlist, so such a file is refused like code; but the fix is to save plain
 # data, not to suspect an attack. Never allowlisted: a pickled path's parts are separate
 # strings, which the temporary-path scan could not judge.
@@ -49,7 +50,17 @@ DATA_OBJECTS: Mapping[str, tuple[str, str]] = MappingProxyType({
     # A metric from numpy or scikit-learn (np.float64) saved as is (numpy 2 / numpy 1).
     **{f"{module}.multiarray.scalar": ("numpy scalars saved as objects, not numbers",
                                        "save float(x) or int(x)")
-       for module in ("numpy._core", "numpy.core")}})
+       for module in ("numpy._core", "numpy.core")},
+    # A loss history kept in a defaultdict(list): the class, and its factory by reference.
+    "collections.defaultdict": ("a defaultdict saved as an object, not a dict", "save dict(d)"),
+    **{f"builtins.{name}": ("a type saved by reference, as a defaultdict's factory",
+                            "save dict(d)")
+       for name in ("list", "dict", "int", "float", "str", "tuple", "set")},
+    "builtins.frozenset": ("a frozenset saved as an object, not a list", "save sorted(s)"),
+    "builtins.slice": ("a slice saved as an object, not numbers", "save (start, stop, step)"),
+    **{f"datetime.{name}": ("dates or times saved as objects, not strings",
+                            "save d.isoformat() or a number of seconds")
+       for name in ("datetime", "date", "time", "timedelta", "timezone")}})
 
 # The resume parts, in the order every list of them follows (the schemas' enum too).
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")

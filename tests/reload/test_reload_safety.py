@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import datetime
 import pickle
 from pathlib import Path
 
@@ -201,6 +203,21 @@ def test_data_saved_as_objects_is_said_to_be_data_and_still_refused(
         "any load")
     assert code_hint(res.holds_code).startswith("save plain data instead (save float(x) or "
                                                 "int(x)): ")
+    # A loss history in a defaultdict(list), a save time as a datetime: the same.
+    torch.save({"state_dict": torch.nn.Linear(2, 2).state_dict(),
+                "history": collections.defaultdict(list, {"loss": [0.5]}),
+                "saved_at": datetime.datetime(2026, 11, 20, 8, 0)}, path)
+    res = reloader.reload(path, "runs/timm.pth.tar")
+    assert res.holds_code == ("collections.defaultdict", "builtins.list", "datetime.datetime")
+    assert res.cause == (
+        "runs/timm.pth.tar: pickles collections.defaultdict, builtins.list, datetime.datetime "
+        "objects (a defaultdict saved as an object, not a dict; a type saved by reference, as a "
+        "defaultdict's factory; dates or times saved as objects, not strings), outside the "
+        "weights-only allowlist: torch.load(weights_only=True) refuses it, as torch's and "
+        "Lightning's own reload do by default; refused before any load")
+    assert code_hint(res.holds_code).startswith(
+        "save plain data instead (save dict(d); save d.isoformat() or a number of seconds): ")
+    assert code_hint(("builtins.list", "builtins.eval")) == CODE_HINT
 
 
 def test_module_state_beside_a_hostile_call_is_still_hostile(
