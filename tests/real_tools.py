@@ -103,13 +103,13 @@ class Rows(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
         return {"input_ids": torch.tensor([1, 2, 3, i + 4]), "labels": torch.tensor(i % 2)}
 
 
-def tiny_lightning(lr: float = 0.1, data_dir: str | None = None) -> Any:
+def tiny_lightning(lr: float = 0.1, data_dir: str | Path | None = None) -> Any:
     """A one-layer LightningModule: SGD with a StepLR, its loss logged as ``train_loss``, its
     arguments saved as hyperparameters (as users pass their dataset's cache folder)."""
     import lightning as L
 
     class Tiny(L.LightningModule):
-        def __init__(self, lr: float, data_dir: str | None) -> None:
+        def __init__(self, lr: float, data_dir: str | Path | None) -> None:
             super().__init__()
             self.save_hyperparameters()
             self.layer = torch.nn.Linear(4, 1)
@@ -150,7 +150,8 @@ def trainer_run(output_dir: Path, *, max_steps: int = 4, save_steps: int = 2,
     return output_dir
 
 
-def lightning_run(root_dir: Path, *, max_steps: int = 4, data_dir: str | None = None) -> Path:
+def lightning_run(root_dir: Path, *, max_steps: int = 4,
+                  data_dir: str | Path | None = None) -> Path:
     """lightning.Trainer with ``default_root_dir=root_dir``, its default logger and default
     ModelCheckpoint; returns the checkpoint it saved (``.../checkpoints/epoch=..-step=...ckpt``).
     ``data_dir`` is a hyperparameter (save_hyperparameters records it in hparams.yaml and
@@ -440,7 +441,7 @@ def trainer_tools(output_dir: Path | None = None, *, best: bool = False) -> Tool
     return tools
 
 
-def lightning_tools(data_dir: str | None = None) -> Tools:
+def lightning_tools(data_dir: str | Path | None = None) -> Tools:
     def tools(root: Path) -> Declared:
         ckpt = lightning_run(root / CONTROL / "lightning", data_dir=data_dir)
         declared = Declared()

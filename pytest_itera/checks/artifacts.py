@@ -236,7 +236,7 @@ def _reload_findings(
                       code=f"{check}.no-reload")
     if not result.ok and result.nonfinite and not diverged_ok:
         yield _nonfinite_finding(result, where, check)
-    if claimed is not None and not _agrees(claimed, result.format):
+    if claimed is not None and not _agrees(claimed, result.format, loaded=error is None):
         yield Finding(
             f"{relpath} holds {result.format!r} content, but the manifest declares format "
             f"{claimed!r}",
@@ -246,9 +246,12 @@ def _reload_findings(
         )
 
 
-def _agrees(claimed: str, found: str | None) -> bool:
-    """A Lightning .ckpt is a torch.save file: declaring it 'torch' is not wrong."""
-    return found is None or found == claimed or (claimed, found) == ("torch", "lightning")
+def _agrees(claimed: str, found: str | None, *, loaded: bool) -> bool:
+    """A Lightning .ckpt is a torch.save file: declaring it 'torch' is not wrong; and only its
+    loaded keys tell it from another torch.save file, so one that did not load is not said
+    to be plain 'torch'."""
+    return found is None or found == claimed or (claimed, found) == ("torch", "lightning") \
+        or (not loaded and (claimed, found) == ("lightning", "torch"))
 
 
 def nonfinite_counts(result: ReloadResult) -> str:
@@ -286,11 +289,24 @@ MODULE_OBJECTS_HINT = (
     "deliver torch.save(model.state_dict(), ...) (plain tensors) instead")
 
 
+def data_objects_hint(names: tuple[str, ...]) -> str:
+    """The fix for standard-library data pickled as objects (formats.DATA_OBJECTS)."""
+    fixes = "; ".join(dict.fromkeys(formats.DATA_OBJECTS[n][1] for n in names))
+    return (f"save plain data instead ({fixes}): Lightning's save_hyperparameters() keeps its "
+            "arguments as given (or leave one out: save_hyperparameters(ignore=[...])); then "
+            "save the checkpoint again from the run; do not load this file with "
+            "weights_only=False to convert it")
+
+
 def code_hint(names: tuple[str, ...]) -> str:
     """What to do about a file whose pickles would call ``names``: torch's own nn module
-    classes are a whole-module save (a format mistake); anything else is hostile."""
+    classes are a whole-module save, standard-library data objects (a pathlib path, an
+    argparse.Namespace) plain data saved as objects: format mistakes; anything else is
+    hostile."""
     if names and all(n.startswith("torch.nn.modules.") for n in names):
         return MODULE_OBJECTS_HINT
+    if names and all(n in formats.DATA_OBJECTS for n in names):
+        return data_objects_hint(names)
     return CODE_HINT
 
 
@@ -315,7 +331,9 @@ def _load_hint(failure: str | None) -> str:
 def _format_hint(found: str | None) -> str:
     if found == "peft":
         return ("a PEFT adapter folder belongs in adapters (adapter-pinned reloads it); or list "
-                "its adapter_model.safetensors here with format 'safetensors'")
+                "its weights file here: adapter_model.safetensors with format 'safetensors', "
+                "adapter_model.bin (save_pretrained(safe_serialization=False)) with format "
+                "'torch'")
     return "correct the manifest's format: the content decides, not the file name"
 
 

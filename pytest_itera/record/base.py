@@ -27,7 +27,13 @@ from pytest_itera.core.campaign import (
     validation_errors,
 )
 from pytest_itera.core.portable import RENAME_HINT, path_problem
-from pytest_itera.files.tree import DigestRefused, syntax_problem, tree_digest
+from pytest_itera.files.tree import (
+    DigestRefused,
+    PathRefusal,
+    resolve_inside,
+    syntax_problem,
+    tree_digest,
+)
 
 if TYPE_CHECKING:
     from pytest_itera.core.campaign import Plan
@@ -232,7 +238,11 @@ def shipped_tree_digest(folder: Path) -> str:
 def walk_files(
     root: Path, *, skip: tuple[str, ...] = (PLAN_FILE, MANIFEST_FILE)
 ) -> list[tuple[str, Path]]:
-    """Every regular file under ``root`` except ``skip`` (the two contract documents), sorted."""
+    """Every regular file under ``root`` except ``skip`` (the two contract documents), sorted;
+    a symbolic link to a regular file inside ``root`` is listed as a file of its own, with
+    its target's bytes (Lightning's ``ModelCheckpoint(save_last="link")`` writes
+    ``last.ckpt`` so): ``files-intact`` accepts such a link. A link that leaves the folder,
+    dangles or loops, or anything else that is not a regular file, is refused."""
     found = []
     for folder, dirs, names in os.walk(root):
         for name in [*dirs, *names]:
@@ -241,7 +251,26 @@ def walk_files(
             mode = full.lstat().st_mode
             if stat.S_ISDIR(mode) or relpath in skip:
                 continue
-            if not stat.S_ISREG(mode):
-                raise RecordError(f"{relpath} is not a regular file (links are refused)")
+            if stat.S_ISLNK(mode):
+                refusal = link_problem(root, relpath)
+                if refusal is not None:
+                    raise RecordError(f"{relpath} is a symbolic link that {refusal}: the "
+                                      "campaign must hold what it lists; copy the target "
+                                      "in its place")
+            elif not stat.S_ISREG(mode):
+                raise RecordError(f"{relpath} is not a regular file")
             found.append((relpath, full))
     return sorted(found)
+
+
+def link_problem(root: Path, relpath: str) -> str | None:
+    """Why the symbolic link ``relpath`` cannot be listed, in one clause, or None when it
+    resolves to a regular file inside ``root``."""
+    target = resolve_inside(root, relpath)
+    if isinstance(target, PathRefusal):
+        return "leaves the campaign folder" if target.kind == "link-leaves" else "loops"
+    try:
+        mode = target.lstat().st_mode
+    except OSError:
+        return "dangles (its target is missing)"
+    return None if stat.S_ISREG(mode) else "points to something that is not a regular file"

@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["BY_DESIGN", "DEFAULT_TIMEOUT", "FAILURES", "FORMATS", "PARTS", "VARIANT", "Format",
-           "Home", "absent", "files", "folders", "hints", "key_parts", "keys", "render"]
+__all__ = ["BY_DESIGN", "DATA_OBJECTS", "DEFAULT_TIMEOUT", "FAILURES", "FORMATS", "PARTS",
+           "VARIANT", "Format", "Home", "absent", "files", "folders", "hints", "key_parts", "keys",
+           "render"]
 
 # Seconds a reload may take by default (--itera-timeout): the client's, the server's and the
 # recorder's default, here because the server loads this file by path.
@@ -30,6 +31,37 @@ DEFAULT_TIMEOUT = 120.0
 # cap left in the store, never handed to a loader).
 FAILURES = ("weights-only", "memory", "timeout", "missing-package", "nonfinite", "unreadable",
             "interpreter", "server", "whole-module", "not-copied")
+
+# Standard-library data saved as Python objects rather than plain values, as a pickle names
+# their classes -> (what they are, how to save them instead): pathlib's paths (Python 3.13
+# defines them in pathlib._local; Lightning's save_hyperparameters() of a Path argument) and
+# parsed arguments (timm's checkpoints, scripts that save ``args``), numpy scalars (a metric
+# from scikit-learn saved as is; numpy arrays are allowed, their scalars not), and the
+# standard library's defaultdict, frozenset, slice and datetime objects. Outside torch's
+# weights-only allowlist, so such a file is refused like code; but the fix is to save plain
+# data, not to suspect an attack. Never allowlisted: a pickled path's parts are separate
+# strings, which the temporary-path scan could not judge.
+_PATH = ("paths saved as objects, not strings", "save str(path)")
+DATA_OBJECTS: Mapping[str, tuple[str, str]] = MappingProxyType({
+    **{f"{module}.{name}": _PATH for module in ("pathlib", "pathlib._local")
+       for name in ("Path", "PosixPath", "WindowsPath", "PurePath", "PurePosixPath",
+                    "PureWindowsPath")},
+    "argparse.Namespace": ("parsed arguments saved as an object, not a dict",
+                           "save vars(args)"),
+    # A metric from numpy or scikit-learn (np.float64) saved as is (numpy 2 / numpy 1).
+    **{f"{module}.multiarray.scalar": ("numpy scalars saved as objects, not numbers",
+                                       "save float(x) or int(x)")
+       for module in ("numpy._core", "numpy.core")},
+    # A loss history kept in a defaultdict(list): the class, and its factory by reference.
+    "collections.defaultdict": ("a defaultdict saved as an object, not a dict", "save dict(d)"),
+    **{f"builtins.{name}": ("a type saved by reference, as a defaultdict's factory",
+                            "save dict(d)")
+       for name in ("list", "dict", "int", "float", "str", "tuple", "set")},
+    "builtins.frozenset": ("a frozenset saved as an object, not a list", "save sorted(s)"),
+    "builtins.slice": ("a slice saved as an object, not numbers", "save (start, stop, step)"),
+    **{f"datetime.{name}": ("dates or times saved as objects, not strings",
+                            "save d.isoformat() or a number of seconds")
+       for name in ("datetime", "date", "time", "timedelta", "timezone")}})
 
 # The resume parts, in the order every list of them follows (the schemas' enum too).
 PARTS = ("model", "optimizer", "progress", "scheduler", "scaler", "rng", "data")

@@ -27,7 +27,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import torch
@@ -68,7 +68,7 @@ def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
 
 def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
                   ckpt_path: str | None = None, save_top_k: int = -1,
-                  save_last: bool = False, callbacks: Sequence[Any] = ()) -> None:
+                  save_last: bool | Literal["link"] = False, callbacks: Sequence[Any] = ()) -> None:
     """lightning.Trainer, 8 steps (two epochs of 4 batches), ModelCheckpoint every 4 steps
     into ``dirpath``, with the callback attached."""
     import lightning as L
@@ -436,6 +436,37 @@ def test_lightning_journals_each_save_of_its_overwritten_last_ckpt(tmp_path: Pat
     assert [e.get("step") for e in last] == [4, 8]
     shipped = hashlib.sha256((rec.root / "runs/control/ckpt/last.ckpt").read_bytes())
     assert last[-1]["sha256"] == shipped.hexdigest()
+
+
+def test_lightning_last_ckpt_written_as_a_link_is_listed_with_its_targets_bytes(
+        tmp_path: Path) -> None:
+    """ModelCheckpoint(save_last="link") writes last.ckpt as a symbolic link to the newest
+    checkpoint: inside the campaign, files-intact accepts it, so the recorder lists it (its
+    target's bytes); a link that leaves the folder is still refused, saying why."""
+    from pytest_itera.record.close import list_files
+
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
+    dirpath = rec.path("runs/control/ckpt")
+    lightning_fit(rec, "control", dirpath, save_last="link")
+    link = dirpath / "last.ckpt"
+    assert link.is_symlink()
+    assert os.readlink(link) == "epoch=1-step=8.ckpt"
+    listed = {f["path"]: f for f in list_files(rec.root)}
+    target = (dirpath / "epoch=1-step=8.ckpt").read_bytes()
+    assert listed["runs/control/ckpt/last.ckpt"] == {
+        "path": "runs/control/ckpt/last.ckpt", "bytes": len(target),
+        "sha256": hashlib.sha256(target).hexdigest()}
+    outside = tmp_path / "elsewhere.ckpt"
+    outside.write_bytes(target)
+    (dirpath / "copy.ckpt").symlink_to(outside)
+    with pytest.raises(RecordError, match=r"^runs/control/ckpt/copy\.ckpt is a symbolic link "
+                       r"that leaves the campaign folder: the campaign must hold what it "
+                       r"lists; copy the target in its place$"):
+        list_files(rec.root)
+    (dirpath / "copy.ckpt").unlink()
+    (dirpath / "gone.ckpt").symlink_to("epoch=9-step=99.ckpt")
+    with pytest.raises(RecordError, match=r"gone\.ckpt is a symbolic link that dangles"):
+        list_files(rec.root)
 
 
 # ---------------------------------------------------------------------- Lightning

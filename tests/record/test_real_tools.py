@@ -91,6 +91,9 @@ def lightning(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
         "sibling": _build(base, "sibling", rt.lightning_tools(data_dir=str(sibling)), parts),
         "dotdot": _build(base, "dotdot", rt.lightning_tools(data_dir=dotdot), parts),
         "modified": _build(base, "modified", rt.lightning_tools(), parts, _append_metrics_row),
+        # save_hyperparameters() of a pathlib.Path argument: pickled as an object.
+        "path-object": _build(base, "path-object",
+                              rt.lightning_tools(data_dir=Path("/data/tiny")), parts),
     }
 
 
@@ -301,6 +304,31 @@ def test_lightning_hparams_leaving_the_campaign_through_dotdot(
         ("no-temp-paths", hparams): ["path into a temporary folder: ", "dotdot-cache"],
         ("no-temp-paths", ckpt): ["path into a temporary folder: ", "dotdot-cache"],
     })
+
+
+def test_lightning_hparams_holding_a_path_object(itera: Itera, lightning: Campaigns) -> None:
+    """A Path hyperparameter is pickled as a pathlib.PosixPath object: torch.load(weights_only=
+    True) refuses the .ckpt (Lightning's own resume too), so it is not reloadable; the
+    message says it is a path saved as an object and how to save it, not that the file is
+    hostile, and no format disagreement is invented for a file that did not load."""
+    root = lightning["path-object"]
+    (ckpt,) = (p.relative_to(root).as_posix() for p in root.rglob("*.ckpt"))
+    report = assert_rejected(itera, root, {
+        ("checkpoint-reloads", ckpt): [
+            "does not reload in a fresh process with weights_only=True: ",
+            ": pickles pathlib.PosixPath objects (paths saved as objects, not strings), outside "
+            "the weights-only allowlist: torch.load(weights_only=True) refuses it, as torch's "
+            "and Lightning's own reload do by default; refused before any load\n",
+            "    fix:      save plain data instead (save str(path)): Lightning's "
+            "save_hyperparameters() keeps its arguments as given (or leave one out: "
+            "save_hyperparameters(ignore=[...])); then save the checkpoint again from the run; "
+            "do not load this file with weights_only=False to convert it"],
+        ("resume-complete", ckpt): ["it does not reload", "fix checkpoint-reloads["],
+    })
+    reloads = next(c for c in report["checks"] if c["check"] == "checkpoint-reloads"
+                   and c["target"] == ckpt)
+    assert reloads["message"].startswith(f"checkpoint-reloads[{ckpt}]: 1 problem\n")
+    assert "hostile" not in reloads["message"]
 
 
 def test_file_modified_after_the_manifest(itera: Itera, lightning: Campaigns) -> None:

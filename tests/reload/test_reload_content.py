@@ -95,6 +95,47 @@ def test_an_optimizer_over_part_of_a_peft_models_adapter_is_not_proven(
     assert [p.kind for p in res.optimizer.problems] == ["unproven"]
 
 
+def _tied_gpt2() -> Any:
+    """A config-built GPT-2: its LM head is its token embedding (tied weights)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=8, n_layer=1, n_head=2,
+                                       n_positions=16))
+    assert model.lm_head.weight is model.transformer.wte.weight
+    return model
+
+
+def test_a_tied_weight_is_one_parameter_of_the_optimizer(
+        reloader: Reloader, tmp_path: Path) -> None:
+    """torch.save of a model with tied weights writes one storage under two names
+    (transformer.wte.weight and lm_head.weight: what transformers 4's Trainer wrote as
+    pytorch_model.bin, what a plain loop writes); the optimizer holds one state for it.
+    An optimizer missing a real parameter is still not proven."""
+    model = _tied_gpt2()
+    ids = torch.tensor([[1, 2, 3, 4]])
+    params = list(model.parameters())  # the tied weight once
+    for name, given in (("all.pt", params), ("one-short.pt", params[1:])):
+        opt = torch.optim.AdamW(given, lr=1e-3)
+        model(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+        path = tmp_path / name
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 1},
+                   path)
+        res = reloader.reload(path, name)
+        assert res.ok, res.cause
+        assert res.optimizer is not None
+        if name == "all.pt":
+            assert (res.optimizer.params, res.optimizer.problems) == (len(params), ())
+        else:
+            assert [p.detail for p in res.optimizer.problems] == [
+                f"has {len(params) - 1} parameter(s) for the model's {len(params)} "
+                "floating-point tensors: the other tensors are frozen parameters or buffers, "
+                "or the optimizer state is another model's (its parameters are numbered, not "
+                "named)"]
+    assert "lm_head.weight" in res.model_shapes  # both names are still the model's
+
+
 def test_a_momentum_buffer_of_another_shape_does_not_fit(
         reloader: Reloader, tmp_path: Path) -> None:
     torch.manual_seed(0)
@@ -152,6 +193,33 @@ def test_named_parameters_prove_the_mapping_with_frozen_tensors(
         "has buffers of shape [5, 5] for parameter '2.weight' of shape [2, 8]"]
 
 
+@pytest.mark.parametrize("wrapper", ["module.", "_orig_mod.", "module._orig_mod."])
+def test_named_parameters_of_a_wrapper_prove_the_unwrapped_models_tensors(
+        reloader: Reloader, tmp_path: Path, wrapper: str) -> None:
+    """An optimizer built from a wrapper's named_parameters() (DDP's and DataParallel's
+    'module.', torch.compile's '_orig_mod.': the names they yield) saved beside the
+    unwrapped model's state dict (ddp.module.state_dict(), the usual save) names the same
+    tensors: proven, and a wrong shape under a wrapped name is still a mismatch. Names of
+    another scheme still prove nothing."""
+    model = checkpoints.tiny_model()
+    opt = _adamw(model, [(wrapper + n, p) for n, p in model.named_parameters()])
+    state = opt.state_dict()
+    assert state["param_groups"][0]["param_names"][0] == f"{wrapper}0.weight"
+    res = reloader.reload(_resume(tmp_path, model, state), "r.pt")
+    assert res.optimizer is not None
+    assert (res.optimizer.params, res.optimizer.problems) == (4, ())
+    state["state"][3]["exp_avg"] = torch.zeros(5)
+    state["state"][3]["exp_avg_sq"] = torch.zeros(5)
+    res = reloader.reload(_resume(tmp_path, model, state), "r.pt")
+    assert res.optimizer is not None
+    assert [p.detail for p in res.optimizer.problems] == [
+        "has buffers of shape [5] for parameter '2.bias' of shape [2]"]
+    other = _adamw(model, [(f"net.{n}", p) for n, p in model.named_parameters()])
+    res = reloader.reload(_resume(tmp_path, model, other.state_dict()), "r.pt")
+    assert res.optimizer is not None
+    assert [p.kind for p in res.optimizer.problems] == ["unproven"]
+
+
 def test_a_non_finite_adamw_buffer_is_named_and_counted(
         reloader: Reloader, tmp_path: Path) -> None:
     model = checkpoints.tiny_model()
@@ -176,6 +244,40 @@ def test_real_tools_optimizers_fit_their_models(reloader: Reloader, tmp_path: Pa
         assert res.optimizer is not None, built
         assert res.optimizer.params > 0
         assert (res.optimizer.problems, res.optimizer.nonfinite_buffers) == ((), 0), built
+
+
+@pytest.mark.parametrize("safe", [True, False], ids=["safetensors", "bin"])
+def test_accelerate_models_of_one_save_state_keep_their_own_names(
+        reloader: Reloader, tmp_path: Path, safe: bool) -> None:
+    """A GAN under accelerate: generator and discriminator are both nn.Sequential (the same
+    tensor names, other shapes); save_state writes model.safetensors and model_1.safetensors
+    (pytorch_model.bin, pytorch_model_1.bin), optimizer.bin and optimizer_1.bin. The second
+    model's tensors are its own (model_1.*), not the first one's overwritten: both optimizers
+    fit, and the generator's shapes are the generator's."""
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+
+    torch.manual_seed(0)
+    acc = Accelerator(cpu=True)
+    gen = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
+    disc = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    opt_g, opt_d = (torch.optim.Adam(m.parameters(), lr=1e-3) for m in (gen, disc))
+    gen, disc, opt_g, opt_d = acc.prepare(gen, disc, opt_g, opt_d)
+    acc.backward(disc(gen(torch.randn(3, 2))).mean())
+    opt_g.step()
+    opt_d.step()
+    acc.save_state(str(tmp_path / "acc"), safe_serialization=safe)
+    names = {p.name for p in (tmp_path / "acc").iterdir()}
+    assert {"optimizer.bin", "optimizer_1.bin"} <= names
+    assert {"model.safetensors", "model_1.safetensors"} <= names if safe else \
+        {"pytorch_model.bin", "pytorch_model_1.bin"} <= names
+    res = reloader.reload(tmp_path / "acc", "acc")
+    assert res.ok, res.cause
+    assert res.optimizer is not None
+    assert (res.optimizer.params, res.optimizer.problems) == (8, ())
+    assert dict(res.model_shapes) == {
+        "0.weight": (8, 2), "0.bias": (8,), "2.weight": (4, 8), "2.bias": (4,),
+        "model_1.0.weight": (8, 4), "model_1.0.bias": (8,), "model_1.2.weight": (1, 8),
+        "model_1.2.bias": (1,)}
 
 
 def test_a_dcp_optimizer_is_judged_too(reloader: Reloader, tmp_path: Path) -> None:

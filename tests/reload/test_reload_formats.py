@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -475,6 +476,45 @@ def test_peft_adapter_passes(reloader: Reloader, built: dict[str, Path]) -> None
     assert res.ok, res.cause
     assert (res.format, res.parts, res.tensors) == ("peft", ("model",), 2)
     assert res.missing_reasons["rng"] == "a PEFT adapter folder holds adapter weights only"
+
+
+def test_peft_adapter_saved_as_bin_and_the_format_fix_for_it(reloader: Reloader,
+                                                             tmp_path: Path) -> None:
+    """save_pretrained(safe_serialization=False) writes adapter_model.bin: the folder reloads
+    as a PEFT adapter; listed as a checkpoint, the fix line names both weights files and
+    their formats, and the .bin file itself reloads as 'torch'."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from pytest_itera.checks.artifacts import _reload_findings
+
+    torch.manual_seed(0)
+    base = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=8, n_layer=1, n_head=2,
+                                      n_positions=16))
+    with warnings.catch_warnings():  # PEFT's note on GPT-2's Conv1D layers
+        warnings.simplefilter("ignore")
+        model = get_peft_model(base, LoraConfig(r=2, target_modules=["c_attn"],
+                                                task_type="CAUSAL_LM"))
+        model.save_pretrained(str(tmp_path / "adapter"), safe_serialization=False)
+    assert (tmp_path / "adapter" / "adapter_model.bin").is_file()
+    res = reloader.reload(tmp_path / "adapter", "runs/c/adapter")
+    assert res.ok, res.cause
+    assert (res.format, res.parts) == ("peft", ("model",))
+
+    class Ctx:
+        def reload(self, relpath: str, claimed: str | None) -> ReloadResult:
+            return res
+
+    (finding,) = _reload_findings(Ctx(), "runs/c/adapter", "safetensors",  # type: ignore[arg-type]
+                                  "here", "checkpoint-reloads")
+    assert finding.message == ("runs/c/adapter holds 'peft' content, but the manifest declares "
+                               "format 'safetensors'")
+    assert finding.hint == (
+        "a PEFT adapter folder belongs in adapters (adapter-pinned reloads it); or list its "
+        "weights file here: adapter_model.safetensors with format 'safetensors', "
+        "adapter_model.bin (save_pretrained(safe_serialization=False)) with format 'torch'")
+    weights = reloader.reload(tmp_path / "adapter" / "adapter_model.bin", "adapter_model.bin")
+    assert (weights.ok, weights.format) == (True, "torch")
 
 
 def test_peft_without_weights_fails(reloader: Reloader, built: dict[str, Path],

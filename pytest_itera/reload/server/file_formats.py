@@ -126,8 +126,10 @@ def safetensors_refusal(exc: Exception) -> str:
     return f"safetensors could not load it: {explain(exc)}"
 
 
-def inspect_safetensors(found: Findings, path: str, weights: bool) -> list[str]:
-    """Check each tensor of a safetensors file; its tensor names."""
+def inspect_safetensors(found: Findings, path: str, weights: bool,
+                        namespace: str = "") -> list[str]:
+    """Check each tensor of a safetensors file (recorded as ``namespace`` + its name); its
+    tensor names."""
     safetensors_header(path)
     try:
         from safetensors import safe_open
@@ -141,7 +143,7 @@ def inspect_safetensors(found: Findings, path: str, weights: bool) -> list[str]:
                 t = fh.get_tensor(name)  # one tensor at a time: bounded memory
                 found.tensors += 1
                 if weights:
-                    check_weight(found, name, t, mapped=False)
+                    check_weight(found, name, t, mapped=False, rel=namespace + name)
                 del t
     except Refused:
         raise

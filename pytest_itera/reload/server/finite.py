@@ -121,13 +121,30 @@ def walk_tensors(obj: Any, prefix: str) -> Iterator[tuple[str, torch.Tensor]]:
             yield from walk_tensors(value, f"{prefix}.{i}" if prefix else str(i))
 
 
-def check(found: Findings, obj: Any, prefix: str, weights: bool, mapped: bool) -> None:
-    """Count tensors; for model weights, record the non-finite ones by name."""
+def check(found: Findings, obj: Any, prefix: str, weights: bool, mapped: bool,
+          namespace: str = "") -> None:
+    """Count tensors; for model weights, record the non-finite ones by name, and the tied
+    ones (the same view of one storage under two names: ``obj`` is alive throughout, so an
+    address is never reused within it). ``namespace`` prefixes the model's tensor names (a
+    folder's second model: its names are not the first one's)."""
+    views: dict[tuple[Any, ...], str] = {}
     for rel, t in walk_tensors(obj, ""):
         found.tensors += 1
         if weights:
             name = f"{prefix}.{rel}" if prefix and rel else prefix or rel
-            check_weight(found, name, t, mapped, rel)
+            check_weight(found, name, t, mapped, namespace + rel)
+            first = views.setdefault(view_of(t), namespace + rel)
+            if first != namespace + rel and t.numel():
+                found.tied[namespace + rel] = first
+
+
+def view_of(t: torch.Tensor) -> tuple[Any, ...]:
+    """What makes two tensors one: the same storage, offset, shape, stride and dtype."""
+    try:
+        return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape),
+                t.stride(), t.dtype)
+    except (RuntimeError, TypeError, NotImplementedError):  # sparse, nested: never tied
+        return (id(t),)
 
 
 def check_weight(found: Findings, name: str, t: torch.Tensor, mapped: bool,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .dcp import inspect_dcp
@@ -53,8 +54,9 @@ def folder_format(path: str, names: set[str]) -> str:
 
 
 def load_member(found: Findings, folder: str, name: str, weights: bool,
-                stand_ins: StandIns = ()) -> Any:
-    """Load one tensor file of a folder; failures name the file."""
+                stand_ins: StandIns = (), namespace: str = "") -> Any:
+    """Load one tensor file of a folder; failures name the file. ``namespace`` prefixes its
+    model tensors' names."""
     path = os.path.join(folder, name)
     try:
         kind = sniff(path)
@@ -64,10 +66,10 @@ def load_member(found: Findings, folder: str, name: str, weights: bool,
             refuse_code(path, kind)
             raise Refused(describe_unknown(path))
         if kind == "safetensors":
-            found.member_keys[name] = inspect_safetensors(found, path, weights)
+            found.member_keys[name] = inspect_safetensors(found, path, weights, namespace)
             return None
         obj = torch_load(path, kind, stand_ins)
-        check(found, obj, name, weights, mapped=(kind == "zip"))
+        check(found, obj, name, weights, mapped=(kind == "zip"), namespace=namespace)
         if isinstance(obj, dict):
             found.member_keys[name] = [str(k) for k in obj]
         return obj
@@ -76,7 +78,10 @@ def load_member(found: Findings, folder: str, name: str, weights: bool,
 
 
 def inspect_members(found: Findings, folder: str, names: set[str],
-                    table: tuple[tuple[str, str, bool], ...]) -> dict[str, Any]:
+                    table: tuple[tuple[str, str, bool], ...],
+                    namespace: Callable[[str], str] = lambda name: "") -> dict[str, Any]:
+    """Load the members ``table`` names; ``namespace(name)`` prefixes a member's model
+    tensor names."""
     loaded: dict[str, Any] = {}
     for name in sorted(names):
         if name in OPAQUE:
@@ -87,7 +92,8 @@ def inspect_members(found: Findings, folder: str, names: set[str],
         for pattern, part, weights in table:
             if re.fullmatch(pattern, name):
                 before = found.tensors
-                loaded[name] = load_member(found, folder, name, weights)
+                loaded[name] = load_member(found, folder, name, weights,
+                                           namespace=namespace(name) if weights else "")
                 if part == "model" and found.tensors > before:
                     found.parts.add(part)  # weights files of no tensors restore nothing
                 elif part and part != "model":
@@ -225,10 +231,24 @@ def inspect_dcp_subfolders(found: Findings, folder: str) -> None:
                           exc.kind) from exc
 
 
+# accelerate's i-th prepared model (i >= 1): model_<i>.safetensors, pytorch_model_<i>.bin, their
+# shards, pytorch_model_fsdp_<i>.bin.
+NTH_MODEL = re.compile(r"(?:model|pytorch_model|pytorch_model_fsdp)_(\d+)(?:-\d+-of-\d+)?"
+                       r"\.(?:safetensors|bin)")
+
+
+def accelerate_namespace(name: str) -> str:
+    """Each model of a save_state keeps its own tensor names: the second model's (a GAN's
+    discriminator beside its generator, both nn.Sequential) are ``model_1.<name>``, never
+    mistaken for the first model's tensors of the same name."""
+    nth = NTH_MODEL.fullmatch(name)
+    return f"model_{int(nth.group(1))}." if nth and int(nth.group(1)) else ""
+
+
 def inspect_accelerate(found: Findings, folder: str, names: set[str]) -> None:
     check_shards(folder, names)
     inspect_dcp_subfolders(found, folder)
-    loaded = inspect_members(found, folder, names, ACCELERATE_FILES)
+    loaded = inspect_members(found, folder, names, ACCELERATE_FILES, accelerate_namespace)
     check_shard_contents(found, folder, names)
     for name, obj in loaded.items():
         if any(re.fullmatch(p, name) for p in REGISTERED) and isinstance(obj, dict):

@@ -121,16 +121,18 @@ def buffer_shape(key: str, param: Any, entry: Any,
     return next(iter(shapes.values()), None)
 
 
-def candidates(model: dict[str, tuple[list[int], str, int]]) -> dict[str, list[int]]:
-    """Model tensors that can be parameters: floating point, not a known buffer."""
+def candidates(model: dict[str, tuple[list[int], str, int]],
+               tied: dict[str, str]) -> dict[str, list[int]]:
+    """Model tensors that can be parameters: floating point, not a known buffer, not the
+    second name of a tied weight (one parameter, one optimizer state)."""
     return {name: shape for name, (shape, dtype, _) in model.items()
             if dtype.startswith(("float", "bfloat", "complex"))
-            and name.rpartition(".")[2] not in BUFFER_NAMES}
+            and name.rpartition(".")[2] not in BUFFER_NAMES and name not in tied}
 
 
 def fit_model(found: Findings, params: list[tuple[str, Any, list[int] | None]],
               problems: list[dict[str, str]]) -> None:
-    model = candidates(found.model)
+    model = candidates(found.model, found.tied)
     named = [p for p in params if isinstance(p[1], str)]
     if named and len(named) == len(params):
         fit_by_name(found, params, problems)
@@ -175,9 +177,13 @@ def peft_trainable(model: dict[str, list[int]], params: list[tuple[str, Any, lis
 
 def fit_by_name(found: Findings, params: list[tuple[str, Any, list[int] | None]],
                 problems: list[dict[str, str]]) -> None:
-    """``param_names`` prove the mapping: each name is a model tensor of the buffers' shape
-    (unless no name is the model's: then the names follow another scheme, e.g. a wrapper's
-    ``module.`` prefix, and nothing is proven)."""
+    """``param_names`` prove the mapping: each name is a model tensor of the buffers' shape.
+    An optimizer built from a wrapper's ``named_parameters()`` (DDP's ``module.``,
+    torch.compile's ``_orig_mod.``) beside the unwrapped model's state dict, or the reverse,
+    names the same tensors: compared without the wrappers' components. Names of another
+    scheme prove nothing."""
+    if not any(name in found.model for _, name, _ in params):
+        params = unwrapped_names(found.model, params)
     if not any(name in found.model for _, name, _ in params):
         problem(problems, "unproven", params[0][0].rpartition(".state.")[0],
                 f"names its parameters ({shown_names(params)}) by names the model's state "
@@ -191,6 +197,29 @@ def fit_by_name(found: Findings, params: list[tuple[str, Any, list[int] | None]]
         elif shape is not None and shape != entry[0]:
             problem(problems, "mismatch", where,
                     f"has buffers of shape {shape} for parameter {name!r} of shape {entry[0]}")
+
+
+# What wrappers add to parameter names: DDP/DataParallel's and torch.compile's leading
+# ``module.`` / ``_orig_mod.``; FSDP's and activation checkpointing's wrapped-module components.
+LEADING_WRAPPERS = ("module.", "_orig_mod.")
+WRAPPER_COMPONENTS = frozenset({"_fsdp_wrapped_module", "_checkpoint_wrapped_module"})
+
+
+def unwrapped(name: str) -> str:
+    while name.startswith(LEADING_WRAPPERS):
+        name = name.partition(".")[2]
+    return ".".join(p for p in name.split(".") if p not in WRAPPER_COMPONENTS)
+
+
+def unwrapped_names(model: dict[str, Any], params: list[tuple[str, Any, list[int] | None]]
+                    ) -> list[tuple[str, Any, list[int] | None]]:
+    """``params`` named by the model's own names where they differ only by wrappers; as
+    they are when the unwrapped names would be ambiguous (two model tensors, one name)."""
+    by_unwrapped = {unwrapped(name): name for name in model}
+    if len(by_unwrapped) != len(model):
+        return params
+    return [(where, by_unwrapped.get(unwrapped(name), name), shape)
+            for where, name, shape in params]
 
 
 def shown_names(params: list[tuple[str, Any, list[int] | None]]) -> str:

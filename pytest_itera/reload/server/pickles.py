@@ -14,6 +14,7 @@ from typing import IO, Any
 
 import torch
 
+from .siblings import formats
 from .verdict import WEIGHTS_ONLY_WHY, Refused
 
 
@@ -195,6 +196,12 @@ def pickles_a_module(path: str, kind: str) -> bool:
 
 def refuse_code(path: str, kind: str, also: frozenset[str] = frozenset()) -> None:
     code = tuple(code_globals(path, kind, also))
+    if code and all(g in formats.DATA_OBJECTS for g in code):
+        what = "; ".join(dict.fromkeys(formats.DATA_OBJECTS[g][0] for g in code))
+        raise Refused(f"pickles {', '.join(code)} objects ({what}), outside the weights-only "
+                      "allowlist: torch.load(weights_only=True) refuses it, as torch's and "
+                      "Lightning's own reload do by default; refused before any load",
+                      code=code)
     if code:
         shown = ", ".join(py3_name(g) if g.count(".") and " " not in g else g
                           for g in code[:5])

@@ -52,6 +52,10 @@ class Findings:
         # ((key, step)); the optimizer states found ((key, value), judged at the end); the
         # tensor names of each folder member (shard indexes are checked against them).
         self.model: dict[str, tuple[list[int], str, int]] = {}
+        # Tied weights: a model tensor saved as the very view of another of the same file
+        # (one storage, two names: torch.save of a model whose LM head is its embedding)
+        # -> the first name. The optimizer holds one state for that parameter.
+        self.tied: dict[str, str] = {}
         self.steps: list[tuple[str, int]] = []
         self.optimizers: list[tuple[str, Any]] = []
         self.optimizer: dict[str, Any] | None = None
