@@ -19,6 +19,8 @@ the provider the expense names, and never the rental again.
   ``Supplier:``, ``Issued by:``, ``From:``, ``Provider:``, ``Billed by:``, ``Vendeur :``,
   ``Fournisseur :`` or ``Émetteur :`` line) is the provider the expense names (legal forms
   such as Ltd, Inc, GmbH, SAS aside); another provider is refused.
+- **Of its order.** An expense recording both a receipt file and an order reference has a
+  receipt that states that reference (case and punctuation ignored).
 - **The rental is not an expense.** An included expense with the amount of an engaged lot
   (its price, or price x quantity) and the lot's provider (the catalogue's, or the lot's
   offer) in its label or its receipt, or whose receipt is the lot's own source file, is
@@ -155,6 +157,22 @@ def receipt_findings(ctx: Context, expense: Expense, where: str,
     yield from _issuer(file, what, where, provider, issuer, expense.label, receipt.text)
     yield from _addressed(file, what, where, plan, provider, issuer, receipt.text)
     yield from _dated(file, what, where, plan, man, receipt.text)
+    yield from _referenced(file, what, where, expense.source.reference, receipt.text)
+
+
+def _referenced(file: str, what: str, where: str, reference: str | None,
+                text: str) -> Iterator[Finding]:
+    """An expense naming both a receipt file and an order reference: the receipt is the
+    document of that order, so it states the reference (case and punctuation ignored)."""
+    if reference is None or not _words(reference) or _names(text, reference):
+        return
+    yield Finding(
+        f"{what}: its receipt {file} does not state its source reference {reference!r}",
+        where=f"{where}.source.reference", expected=f"{reference!r} in {file}",
+        found="not stated",
+        hint="attach the receipt of the order the reference names (or record the reference "
+        "the receipt states): a receipt and a reference that disagree prove two purchases",
+        code="budget-consistent.receipt-reference")
 
 
 def expense_provider(label: str) -> str | None:
