@@ -6,7 +6,9 @@ its honest twin accepted. Judged in process on the factory's good /2 campaign.
 - R5: a stop comes at or before the run's recorded end (stop-records);
 - R2/R9: a dropped run never ran: its steps are observed at 0 h (plan-vs-actual);
 - R3/v3: times never run backwards: a run whose steps all follow another run's does not start
-  before that run ended, and a run saves checkpoints after it starts (plan-vs-actual);
+  before that run ended, a run saves checkpoints after it starts, and the runs of a lot were
+  recorded within its days (plan-vs-actual);
+- R4: rental time is never an expense priced as hours of a lot (budget-consistent);
 - R7/v3: a receipt states the amount in the budget's currency and the order reference the
   expense records (budget-consistent);
 - v3: a metric relative to the control compares the same examples: the where filter selects
@@ -148,6 +150,25 @@ def test_a_run_recorded_after_the_run_its_steps_follow_passes(
     assert problems(campaign, PVA) == []
 
 
+def test_runs_recorded_over_more_than_their_lots_days_are_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.manifest["closed_at"] = "2026-11-24T00:00:00Z"
+    times(campaign, "variant-a", "2026-11-23T08:00:00Z", "2026-11-23T22:00:00Z")
+    found = only(problems(campaign, PVA), "plan-vs-actual.lot-recorded-span").finding
+    assert found.message == (
+        "the runs on lot 'rtx4090-3d' were recorded over 84 h, from control's start at "
+        "2026-11-20T10:00:00+00:00 to variant-a's ended_at at 2026-11-23T22:00:00+00:00, "
+        "longer than the lot's 3 days (72 h) by 12 h")
+    assert found.where == "manifest.json $.runs[3].ended_at"
+
+
+def test_runs_recorded_within_their_lots_days_pass(campaign: CampaignBuilder) -> None:
+    campaign.manifest["closed_at"] = "2026-11-24T00:00:00Z"
+    times(campaign, "variant-a", "2026-11-22T20:00:00Z", "2026-11-23T10:00:00Z")
+    assert problems(campaign, PVA) == []
+
+
 def test_a_save_timed_before_its_run_started_is_refused(campaign: CampaignBuilder) -> None:
     journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-20T09:30:00Z"))
     found = only(problems(campaign, PVA), "plan-vs-actual.save-before-start").finding
@@ -167,15 +188,16 @@ def test_a_save_at_the_runs_start_passes(campaign: CampaignBuilder) -> None:
 # ======================================================== R7/v3: the receipt agrees
 
 
-def with_receipt(campaign: CampaignBuilder, text: str, reference: str | None = None) -> None:
+def with_receipt(campaign: CampaignBuilder, text: str, reference: str | None = None, *,
+                 label: str = "bucket storage", amount: str = "12.00") -> None:
     campaign.files["receipts/storage.txt"] = (
         "Buyer: campaign tiny-2026-11\nDate: 2026-11-21\n" + text).encode()
     source: dict[str, str] = {"file": "receipts/storage.txt"}
     if reference is not None:
         source["reference"] = reference
     campaign.manifest["budget"].update(
-        included_expenses=[{"label": "bucket storage", "amount": "12.00", "source": source}],
-        cost_per_deliverable="59.14")
+        included_expenses=[{"label": label, "amount": amount, "source": source}],
+        cost_per_deliverable=f"{47.14 + float(amount):.2f}")
 
 
 def test_a_receipt_in_another_currency_is_refused(itera: Itera, campaign: CampaignBuilder
@@ -255,3 +277,28 @@ def test_a_test_example_moved_to_train_in_one_runs_rows_is_refused(tmp_path: Pat
 def test_the_same_split_in_both_runs_rows_passes(tmp_path: Path) -> None:
     root = split_gain(tmp_path / "out", SPLITS)
     assert findings(root, "metrics-recomputed", "variant-a") == ()
+
+
+# ============================================== R4: no rental time billed by the hour
+
+
+def test_a_prorated_day_of_the_gpu_lot_as_an_expense_is_refused(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Seller: IteraGPU\nRTX 4090, one more day: 15.71 USD\n",
+                 label="IteraGPU: RTX 4090 extension, 1 day", amount="15.71")
+    itera.fails(campaign, "budget-consistent",
+                "manifest.json $.budget.included_expenses[0].amount: included expense "
+                "'IteraGPU: RTX 4090 extension, 1 day' (15.71 USD) is rental time of lot "
+                "'rtx4090-3d''s provider billed by the hour: 15.71 USD = 47.14 USD / 72 h x "
+                "24 h, a pro-rata of the 3-day lot (47.14 USD)",
+                "    expected: rental time as whole catalogue lots, engaged in budget.lots",
+                "    fix:      lots are fixed-price for their duration (R4)*")
+
+
+def test_another_gpu_purchase_from_the_provider_passes(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Seller: IteraGPU\nRTX 4090 image snapshot: 5.00 USD\n",
+                 label="IteraGPU: RTX 4090 image snapshot", amount="5.00")
+    itera.passes(campaign, "budget-consistent")
