@@ -11,6 +11,7 @@ its honest twin accepted. Judged in process on the factory's good /2 campaign.
 - R4: rental time is never an expense priced as hours of a lot (budget-consistent);
 - R7/v3: a receipt states the amount in the budget's currency and the order reference the
   expense records (budget-consistent);
+- R8: the reload instructions name files the folder holds (analysis-present);
 - v3: a metric relative to the control compares the same examples: the where filter selects
   the same IDs in both runs' predictions (metrics-recomputed).
 """
@@ -302,3 +303,27 @@ def test_another_gpu_purchase_from_the_provider_passes(
     with_receipt(campaign, "Seller: IteraGPU\nRTX 4090 image snapshot: 5.00 USD\n",
                  label="IteraGPU: RTX 4090 image snapshot", amount="5.00")
     itera.passes(campaign, "budget-consistent")
+
+
+# ============================================== R8: instructions name shipped files
+
+
+def test_reload_instructions_naming_a_file_not_shipped_are_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.files["RELOAD.md"] += (b"\nThe variant's final model: "
+                                    b"`torch.load('./runs/variant-a/final.pt')`.\n")
+    found = only(problems(campaign, "analysis-present"),
+                 "analysis-present.reload-path-missing").finding
+    assert found.message == ("the reload instructions RELOAD.md name 1 file(s) the campaign "
+                             "folder does not hold: runs/variant-a/final.pt (line 6)")
+    assert found.where == "RELOAD.md:6"
+
+
+def test_reload_instructions_naming_templates_urls_and_other_folders_pass(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.files["RELOAD.md"] += (
+        b"\nAny run: `runs/<run>/step-<N>.pt`; the base: https://hub.example/runs/x/model.pt;"
+        b" the model class: example_campaign/model.py; the copy: $OUT/runs/control/x.pt.\n")
+    assert problems(campaign, "analysis-present") == []
