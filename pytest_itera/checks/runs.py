@@ -422,22 +422,32 @@ def _predictions_owners(man: Manifest) -> dict[str, list[str]]:
 
 
 def _not_its_own(ctx: Context, run: RunRecord, where: str) -> Iterator[Finding]:
-    """A run's predictions are its own file (R1), as its measurements are: two runs naming
-    one predictions file deliver one run's work twice. (Two files with the same bytes are
-    not refused: two models may well predict every example alike.)"""
+    """A run's predictions are its own file (R1), as its measurements are."""
     assert run.predictions is not None
     _, man = ctx.documents()
     owners = ctx.memo("runs.predictions-owners", lambda: _predictions_owners(man))
-    sharing = sorted(r for r in owners.get(run.predictions, ()) if r != run.id)
-    if sharing:
-        yield Finding(
-            f"run {run.id} shares its predictions file {run.predictions} with "
-            f"{', '.join(sharing)}: they are not its own predictions",
-            where=where, expected=f"predictions that run {run.id}'s own model wrote",
-            found=f"the file {', '.join(sharing)} also records",
-            hint="each compared run delivers the predictions of its own model (R1), in its "
-            "own file: write them from the run's model, or record the run as rejected",
-            code="predictions-cover-corpus.shared-file")
+    found = shared_predictions(run.id, run.predictions, owners.get(run.predictions, ()), where)
+    if found is not None:
+        yield found
+
+
+def shared_predictions(run_id: str, relpath: str, recorded_by: Iterable[str],
+                       where: str) -> Finding | None:
+    """The finding when ``relpath``, the predictions of ``run_id``, is also another run's
+    (``recorded_by``: every run recording that file): two runs naming one predictions file
+    deliver one run's work twice. The recorder refuses it through this function. (Two files
+    with the same bytes are not refused: two models may well predict every example alike.)"""
+    sharing = sorted(r for r in set(recorded_by) if r != run_id)
+    if not sharing:
+        return None
+    return Finding(
+        f"run {run_id} shares its predictions file {relpath} with {', '.join(sharing)}: they "
+        "are not its own predictions",
+        where=where, expected=f"predictions that run {run_id}'s own model wrote",
+        found=f"the file {', '.join(sharing)} also records",
+        hint="each compared run delivers the predictions of its own model (R1), in its own "
+        "file: write them from the run's model, or record the run as rejected",
+        code="predictions-cover-corpus.shared-file")
 
 
 def coverage_problems(root: Path, corpus: Corpus, relpath: str) -> list[Finding]:
