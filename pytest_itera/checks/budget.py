@@ -227,8 +227,8 @@ def _lot_against(
     where = json_where(PLAN_FILE, "budget", "lots", i)
     if lot.source is not None:
         yield from source_findings(ctx, lot.source, f"{where}.source", f"lot {lot.id!r}")
-        yield from amount_in_source(ctx, lot.source, Money(lot.price, "XXX"), f"{where}.price",
-                                    f"lot {lot.id!r}")
+        yield from amount_in_source(ctx, lot.source, Money(lot.price, plan.budget.currency),
+                                    f"{where}.price", f"lot {lot.id!r}")
     match = catalogue_offer(catalogue, lot.offer, lot.gpu, lot.days, quoted=lot.source is not None)
     currency = plan.budget.currency
     price = Money(lot.price, currency)
@@ -408,6 +408,7 @@ def amount_in_source(
         return
     stated = _amounts(receipt.text)
     if amount.amount in stated:
+        yield from _currency_in_source(receipt.text, source.file, amount, where, what)
         return
     yield Finding(
         f"{what}: its source file {source.file} does not state {amount.amount}",
@@ -416,6 +417,44 @@ def amount_in_source(
         hint="record the amount the receipt or quote states (an expense is what was paid, a "
         "lot's price what was quoted), or name the document that states this one",
         code="budget-consistent.amount-not-in-source",
+    )
+
+
+_SIGNS = {"$": "USD", "\u20ac": "EUR", "\u00a3": "GBP"}
+
+
+def _currencies_of(text: str, amount: Decimal) -> list[str | None]:
+    """The currency written with each statement of ``amount`` in ``text`` (a sign or a
+    three-letter code right after or right before it), None where none is written."""
+    out: list[str | None] = []
+    for match in _AMOUNT.finditer(text):
+        if amount not in _amounts(match.group(0)):
+            continue
+        after = _UNIT_AFTER.match(text, match.end())
+        before = _UNIT_BEFORE.search(text, max(0, match.start() - 4), match.start())
+        units = [u.strip() for u in (after.group(1) if after else "",
+                                     before.group(0) if before else "")]
+        codes = [_SIGNS.get(u, u) for u in units if u in _SIGNS or re.fullmatch(r"[A-Z]{3}", u)]
+        out.append(codes[0] if codes else None)
+    return out
+
+
+def _currency_in_source(text: str, file: str, amount: Money, where: str,
+                        what: str) -> Iterator[Finding]:
+    """The document states the amount in the budget's currency: 1.20 EUR is not 1.20 USD.
+    An amount written without a currency anywhere is taken as the budget's."""
+    currencies = _currencies_of(text, amount.amount)
+    if not currencies or None in currencies or amount.currency in currencies:
+        return
+    shown = ", ".join(f"{amount.amount} {c}" for c in dict.fromkeys(currencies))
+    yield Finding(
+        f"{what}: its source file {file} states {shown}, not {amount.amount} "
+        f"{amount.currency} (the budget's currency)",
+        where=where, expected=f"{amount.amount} {amount.currency}", found=shown,
+        hint="record the amount in the budget's currency as the document states it (a "
+        "conversion is an estimate: ship the document that states the converted amount, "
+        "such as the card statement), or correct the currency",
+        code="budget-consistent.source-currency",
     )
 
 
@@ -478,7 +517,8 @@ def _provenance(
 ) -> Iterator[Finding]:
     if expense.source is not None:
         yield from source_findings(ctx, expense.source, f"{where}.source", what)
-        yield from amount_in_source(ctx, expense.source, Money(expense.amount, "XXX"),
+        yield from amount_in_source(ctx, expense.source,
+                                    Money(expense.amount, man.budget.currency),
                                     f"{where}.amount", what)
         return
     if man.version == 1:

@@ -379,6 +379,7 @@ def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
             yield from _analysis_names(plan, man, relpath, text)
         else:
             yield from _reload_names(plan, man, relpath, text)
+            yield from _reload_paths(ctx, relpath, text)
 
 
 # Placeholders, English and French. "anywhere": the phrase anywhere in the text; "line": a
@@ -466,6 +467,41 @@ def _reload_names(plan: Plan, man: Manifest, relpath: str, text: str) -> Iterato
             hint="say how to reload each deliverable artifact: its path, its format and the "
             "call that loads it",
             code="analysis-present.artifacts-unnamed",
+        )
+
+
+# A file path of the campaign as instructions write it: relative, with a folder and an
+# extension ("runs/control/last.pt"); not a part of a URL, a dotted module or a template
+# ("runs/<run>/last.pt").
+_PATH = re.compile(r"(?<![\w./:<>{}$*-])((?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,12})"
+                   r"(?![\w/<>{}*])")
+
+
+def _reload_paths(ctx: Context, relpath: str, text: str) -> Iterator[Finding]:
+    """Every file path of the campaign the reload instructions name is in the folder (R8: a
+    file that cannot be found cannot be reloaded). A path counts as the campaign's when its
+    first folder is one of the campaign's top-level folders; others (the training
+    machine's, a package's) are not judged."""
+    tops = {e.path for e in ctx.entries() if "/" not in e.path and e.kind == "dir"}
+    missing: list[tuple[str, int]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for match in _PATH.finditer(line):
+            path = match.group(1).removeprefix("./")
+            if path.split("/", 1)[0] in tops and ctx.entry(path) is None \
+                    and path not in (p for p, _ in missing):
+                missing.append((path, number))
+    if missing:
+        shown = ", ".join(f"{p} (line {n})" for p, n in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        yield Finding(
+            f"the reload instructions {relpath} name {len(missing)} file(s) the campaign "
+            f"folder does not hold: {shown}{more}",
+            where=f"{relpath}:{missing[0][1]}",
+            expected="paths of files shipped in the campaign folder",
+            found=shown + more,
+            hint="instructions point at the files shipped with them: correct the path, or "
+            "ship (and list) the file; a file that cannot be found is not a verified output",
+            code="analysis-present.reload-path-missing",
         )
 
 

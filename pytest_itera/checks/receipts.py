@@ -19,10 +19,14 @@ the provider the expense names, and never the rental again.
   ``Supplier:``, ``Issued by:``, ``From:``, ``Provider:``, ``Billed by:``, ``Vendeur :``,
   ``Fournisseur :`` or ``Émetteur :`` line) is the provider the expense names (legal forms
   such as Ltd, Inc, GmbH, SAS aside); another provider is refused.
+- **Of its order.** An expense recording both a receipt file and an order reference has a
+  receipt that states that reference (case and punctuation ignored).
 - **The rental is not an expense.** An included expense with the amount of an engaged lot
   (its price, or price x quantity) and the lot's provider (the catalogue's, or the lot's
   offer) in its label or its receipt, or whose receipt is the lot's own source file, is
-  the rental counted twice.
+  the rental counted twice; one naming the lot's provider and GPU whose amount is a
+  catalogue offer's price for other whole hours (47.14 / 72 h x 24 h = 15.71: "one more
+  day") is rental time billed by the hour.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from pathlib import Path
 from pytest_itera.checks.context import Context
 from pytest_itera.core.campaign import Expense, Lot, Manifest, Plan
 from pytest_itera.core.findings import Finding
-from pytest_itera.core.money import Money, catalogue_offer
+from pytest_itera.core.money import Money, catalogue_offer, prorata_reading
 
 GRACE = timedelta(days=7)
 TEXT_MAX = 1 << 20  # a receipt read as text: at most 1 MiB
@@ -155,6 +159,22 @@ def receipt_findings(ctx: Context, expense: Expense, where: str,
     yield from _issuer(file, what, where, provider, issuer, expense.label, receipt.text)
     yield from _addressed(file, what, where, plan, provider, issuer, receipt.text)
     yield from _dated(file, what, where, plan, man, receipt.text)
+    yield from _referenced(file, what, where, expense.source.reference, receipt.text)
+
+
+def _referenced(file: str, what: str, where: str, reference: str | None,
+                text: str) -> Iterator[Finding]:
+    """An expense naming both a receipt file and an order reference: the receipt is the
+    document of that order, so it states the reference (case and punctuation ignored)."""
+    if reference is None or not _words(reference) or _names(text, reference):
+        return
+    yield Finding(
+        f"{what}: its receipt {file} does not state its source reference {reference!r}",
+        where=f"{where}.source.reference", expected=f"{reference!r} in {file}",
+        found="not stated",
+        hint="attach the receipt of the order the reference names (or record the reference "
+        "the receipt states): a receipt and a reference that disagree prove two purchases",
+        code="budget-consistent.receipt-reference")
 
 
 def expense_provider(label: str) -> str | None:
@@ -286,6 +306,42 @@ def rental_as_expense(ctx: Context, expense: Expense, where: str,
             "(included expenses are what the campaign paid beside the lots)",
             code="budget-consistent.rental-as-expense")
         return
+    for lot in engaged.values():
+        reading = _rental_hours(ctx, expense, lot, man.budget.currency)
+        if reading is None:
+            continue
+        yield Finding(
+            f"{what} is rental time of lot {lot.id!r}'s provider billed by the hour: {reading}",
+            where=f"{where}.amount",
+            expected="rental time as whole catalogue lots, engaged in budget.lots",
+            found=f"{expense.amount} {man.budget.currency}, a pro-rata",
+            hint="lots are fixed-price for their duration (R4): more time is another lot (a "
+            "longer one, or a second), engaged and paid whole; never a prorated day or hour",
+            code="budget-consistent.expense-prorata")
+        return
+
+
+def _rental_hours(ctx: Context, expense: Expense, lot: Lot, currency: str) -> str | None:
+    """How an included expense naming a lot's provider and GPU is a pro-rata of a same-GPU
+    catalogue offer for whole hours ("15.71 USD = 47.14 USD / 72 h x 24 h, a pro-rata of
+    the 3-day lot (47.14 USD)"), or None."""
+    catalogue = ctx.catalogue()
+    if isinstance(catalogue, str):
+        return None
+    file = expense.source.file if expense.source is not None else None
+    receipt = read_receipt(ctx, file) if file is not None else None
+    texts = [expense.label, *([receipt.text] if receipt is not None and receipt.text else [])]
+    if not any(_names(t, lot.gpu) for t in texts) or not any(
+            _names(t, name) for t in texts for name in _lot_provider(ctx, lot)):
+        return None
+    offers = [o for o in catalogue.offers if _words(o.gpu) == _words(lot.gpu)]
+    price = Money(expense.amount, currency)
+    longest = max((o.hours for o in offers), default=0)
+    for hours in range(1, longest):
+        reading = prorata_reading(price, hours, offers)
+        if reading is not None:
+            return reading
+    return None
 
 
 def _is_lot(ctx: Context, expense: Expense, lot: Lot) -> str | None:

@@ -129,6 +129,15 @@ def _stop_timing(plan: Plan, man: Manifest, run: RunRecord, where: str) -> Itera
                       expected=f"at or after {run.started_at.isoformat()}",
                       found=run.stop.at.isoformat(),
                       code="stop-records.stop-before-start")
+    if run.stop.at is not None and run.ended_at is not None and run.stop.at > run.ended_at:
+        yield Finding(
+            f"run {run.id} was stopped at {run.stop.at.isoformat()}, after it ended at "
+            f"{run.ended_at.isoformat()}", where=f"{where}.stop.at",
+            expected=f"at or before {run.ended_at.isoformat()} (ended_at)",
+            found=run.stop.at.isoformat(),
+            hint="a run ends when its stop rule fires: record the moment the rule fired as "
+            "stop.at and the run's end at or after it (the recorder's stop() writes both)",
+            code="stop-records.stop-after-end")
 
 
 def _counted_as_accepted(man: Manifest, run: RunRecord, where: str) -> Iterator[Finding]:
@@ -376,6 +385,7 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
                       "frozen corpus (R1): write them and record the file",
                       code="predictions-cover-corpus.no-predictions")
         return
+    yield from _not_its_own(ctx, run, where)
     moved = _corpus_moved(plan, run, json_where(MANIFEST_FILE, "runs", index, "corpus"))
     if moved is not None:
         yield moved
@@ -400,6 +410,44 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
                       code="predictions-cover-corpus.predictions-unreadable")
         return
     yield from _coverage_findings(coverage, run.predictions, len(corpus.ids), frozen.path)
+
+
+def _predictions_owners(man: Manifest) -> dict[str, list[str]]:
+    """Predictions file -> the runs that record it (one pass, not one per run)."""
+    owners: dict[str, list[str]] = {}
+    for r in man.runs:
+        if r.predictions is not None:
+            owners.setdefault(r.predictions, []).append(r.id)
+    return owners
+
+
+def _not_its_own(ctx: Context, run: RunRecord, where: str) -> Iterator[Finding]:
+    """A run's predictions are its own file (R1), as its measurements are."""
+    assert run.predictions is not None
+    _, man = ctx.documents()
+    owners = ctx.memo("runs.predictions-owners", lambda: _predictions_owners(man))
+    found = shared_predictions(run.id, run.predictions, owners.get(run.predictions, ()), where)
+    if found is not None:
+        yield found
+
+
+def shared_predictions(run_id: str, relpath: str, recorded_by: Iterable[str],
+                       where: str) -> Finding | None:
+    """The finding when ``relpath``, the predictions of ``run_id``, is also another run's
+    (``recorded_by``: every run recording that file): two runs naming one predictions file
+    deliver one run's work twice. The recorder refuses it through this function. (Two files
+    with the same bytes are not refused: two models may well predict every example alike.)"""
+    sharing = sorted(r for r in set(recorded_by) if r != run_id)
+    if not sharing:
+        return None
+    return Finding(
+        f"run {run_id} shares its predictions file {relpath} with {', '.join(sharing)}: they "
+        "are not its own predictions",
+        where=where, expected=f"predictions that run {run_id}'s own model wrote",
+        found=f"the file {', '.join(sharing)} also records",
+        hint="each compared run delivers the predictions of its own model (R1), in its own "
+        "file: write them from the run's model, or record the run as rejected",
+        code="predictions-cover-corpus.shared-file")
 
 
 def coverage_problems(root: Path, corpus: Corpus, relpath: str) -> list[Finding]:

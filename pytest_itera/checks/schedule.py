@@ -532,6 +532,7 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
         yield from _deviations(ctx, plan, observed, explained | short, recorded=recorded)
     yield from _stray_explanations(plan, actual, observed)
     yield from _decisions(plan, man)
+    yield from _dropped_steps(plan, man, observed)
     yield from times_fit(ctx, plan, man, tolerance=deviation_tolerance(ctx, plan),
                          rounding=ROUNDING)
 
@@ -825,6 +826,31 @@ def _run_decision(i: int, run: RunRecord, added: bool, man: Manifest) -> Iterato
                 f"{run.id}, and cite it in the run's 'decision'",
                 code="plan-vs-actual.no-decision",
             )
+
+
+def _dropped_steps(plan: Plan, man: Manifest, observed: dict[str, Decimal]
+                   ) -> Iterator[Finding]:
+    """A dropped run never ran (R2): the planned steps that name it were observed at 0 h.
+    A run that ran and was then abandoned is stopped or rejected, with its cause."""
+    dropped = {r.id: (i, r) for i, r in enumerate(man.runs) if r.outcome == "dropped"}
+    for step in plan.schedule.steps:
+        hours = observed.get(step.id, Decimal(0))
+        if step.run not in dropped or hours <= 0:
+            continue
+        i, run = dropped[step.run]
+        at = next((k for k, s in enumerate(man.schedule.steps) if s.id == step.id), None)
+        yield Finding(
+            f"run {run.id} is dropped"
+            + (f" by decision {run.decision!r}" if run.decision else "")
+            + f", but step {step.id!r}, which the plan gives to it, was observed to take "
+            f"{_h(hours)}",
+            where=f"{_ACTUAL}.steps[{at}].observed_hours" if at is not None else _ACTUAL,
+            expected=f"0 h: a dropped run never ran ({MANIFEST_FILE} "
+            f"$.runs[{i}].outcome is 'dropped')", found=_h(hours),
+            hint="a run that started and was then abandoned is not dropped: record it as "
+            "stopped (by a declared stop rule) or rejected, with its reason; a run that never "
+            "ran has its steps observed at 0 h",
+            code="plan-vs-actual.dropped-step-ran")
 
 
 def _decision_targets(man: Manifest) -> Iterator[Finding]:

@@ -89,6 +89,8 @@ class Scored:
     no_label_first: list[tuple[str, int]] = field(default_factory=list)
     no_prediction: int = 0  # the row lacks the prediction (or it is not a number)
     no_prediction_first: list[tuple[int, str]] = field(default_factory=list)
+    # The corpus positions the computation's ``where`` filter selected (one byte each).
+    selected: bytearray = field(default_factory=bytearray)
 
 
 @dataclass
@@ -152,7 +154,7 @@ def _scan(plan: Plan, path: Path, id_field: str, view: CorpusView) -> Scan:
 
 def _job(name: str, comp: MetricComputation, fields: list[str], view: CorpusView) -> _Job:
     classes = comp.kind not in VALUE_KINDS
-    scored = Scored(classes)
+    scored = Scored(classes, selected=bytearray(len(view.ids)))
     where = tuple((fields.index(k), v, view.labels.get(k, ()))
                   for k, v in sorted((comp.where or {}).items()))
     return _Job(name, scored, view.labels.get(comp.label_field, ()),
@@ -184,6 +186,7 @@ def _tee(records: Iterable[IdLine], ids: Mapping[str, int], jobs: list[_Job],
                 if (found != want or type(found) is not type(want)) and not _equal(found, want):
                     break
             else:
+                job.scored.selected[position] = 1
                 _score(job, rec, position, codes, values)
 
 
@@ -311,8 +314,53 @@ def _recompute(ctx: Context, run: RunRecord, name: str, corpus_of: CorpusOf,
     theirs = _base(ctx, plan, other, name, comp, corpus_of, hook)
     if theirs.value is None:
         return Recomputed(None, mine.source, theirs.problems)
+    differ = _filters_differ(ctx, plan, run, other, name, comp, corpus_of)
+    if differ is not None:
+        return Recomputed(None, mine.source, (differ,))
     return Recomputed(mine.value - theirs.value,
                       f"{mine.source} minus {other.id}'s {theirs.source}")
+
+
+def _filters_differ(ctx: Context, plan: Plan, run: RunRecord, other: RunRecord, name: str,
+                    comp: MetricComputation, corpus_of: CorpusOf) -> Finding | None:
+    """A metric relative to another run compares the same examples: where the ``where``
+    filter reads a field the predictions carry (the corpus has none, or the rows override
+    it), both runs' rows select the same IDs, else the difference is of two other subsets
+    (a test example moved to "train" in one run's rows raises its test score)."""
+    if not comp.where or run.predictions is None or other.predictions is None:
+        return None
+    corpus, view = corpus_of(run)
+    theirs_corpus, _ = corpus_of(other)
+    if theirs_corpus.id != corpus.id:
+        return None  # other examples: the positions do not compare
+    mine_path, theirs_path = ctx.regular_file(run.predictions), ctx.regular_file(
+        other.predictions)
+    if isinstance(mine_path, str) or isinstance(theirs_path, str):
+        return None
+    mine = scan(ctx, plan, run.predictions, mine_path, corpus, view).scored[name].selected
+    theirs = scan(ctx, plan, other.predictions, theirs_path, corpus, view).scored[name].selected
+    if mine == theirs:
+        return None
+    names = list(view.ids)
+    only_mine = [names[i] for i in range(len(names)) if mine[i] and not theirs[i]]
+    only_theirs = [names[i] for i in range(len(names)) if theirs[i] and not mine[i]]
+    where = " and ".join(f"{k}={_text(v)}" for k, v in sorted(comp.where.items()))
+
+    def shown(ids: list[str]) -> str:
+        return ", ".join(ids[:FIRST]) + (f", ... ({len(ids) - FIRST} more)"
+                                        if len(ids) > FIRST else "")
+    parts = [f"{len(only_mine)} only in {run.id}'s ({shown(only_mine)})" if only_mine else "",
+             f"{len(only_theirs)} only in {other.id}'s ({shown(only_theirs)})"
+             if only_theirs else ""]
+    return Finding(
+        f"run {run.id}'s {name} is relative to {other.id}'s, but their predictions select "
+        f"other examples where {where}: " + "; ".join(p for p in parts if p),
+        where=run.predictions, code="metrics-recomputed.filter-differs",
+        expected=f"the same examples where {where} in {run.predictions} and "
+        f"{other.predictions}", found="; ".join(p for p in parts if p),
+        hint=f"a comparison scores both runs on the same examples: write each example's "
+        f"{', '.join(sorted(comp.where))} as the frozen corpus (or the data split it was "
+        "frozen with) gives it, in every run's predictions; better, freeze it in the corpus")
 
 
 def _reference(plan: Plan, run: RunRecord, relative_to: str) -> str | None:

@@ -10,6 +10,11 @@ these rules reconcile the recorded moments with the observed hours and with one 
 - two runs never overlap on one GPU resource (the GPU steps of ``itera-plan/2`` name their
   run and resource): runs may overlap only on different GPUs, and a lot provides at most
   ``gpus_per_lot x quantity`` of them (schedule-fits judges the lot's GPU count);
+- a run whose planned steps all come (through ``after``) after every step of another run
+  starts at or after that run's recorded end: times never run backwards across runs;
+- a checkpoint save the journal times comes at or after its run's recorded start;
+- the runs whose GPU steps name one lot were recorded within its days (first start to
+  last end);
 - a run's recorded span (start to end or stop) is at most the observed hours of the steps
   that name it, within the deviation tolerance plus the hundredth of an hour that stated
   hours may be rounded to (so a run of a few seconds is judged to 36 s, not to 10 % of
@@ -30,7 +35,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from itertools import pairwise
 from pathlib import Path
@@ -115,6 +120,9 @@ def times_fit(
     yield from closed_last(man, saves)
     ordered = [s for s in recorded if s.end >= s.start]
     yield from gpu_overlaps(plan, ordered)
+    yield from runs_in_step_order(plan, ordered, rounding)
+    yield from runs_within_lots(plan, ordered, rounding)
+    yield from saves_after_starts(ordered, saves)
     yield from span_fits_steps(plan, man, ordered, tolerance, rounding)
     yield from save_intervals(plan, ordered, saves)
 
@@ -210,6 +218,72 @@ def gpu_overlaps(plan: Plan, recorded: Sequence[Span]) -> Iterator[Finding]:
                       where=f"{MANIFEST_FILE} $.runs", code=f"{CHECK}.gpu-overlap")
 
 
+# ------------------------------------------------------- runs in the plan's order
+
+
+def runs_in_step_order(plan: Plan, recorded: Sequence[Span], rounding: Decimal
+                       ) -> Iterator[Finding]:
+    """A run whose every planned step comes (through ``after``) after every step of another
+    run starts at or after that run's recorded end, whatever their resources: the plan's
+    order is the order the work was done in, and times never run backwards across runs."""
+    ancestors = sched.ancestors(plan.schedule.steps)
+    steps: dict[str, list[str]] = {}
+    for step in plan.schedule.steps:
+        if step.run is not None:
+            steps.setdefault(step.run, []).append(step.id)
+    slack = timedelta(hours=float(rounding))
+    for later in recorded:
+        for earlier in recorded:
+            mine, theirs = steps.get(later.run), steps.get(earlier.run)
+            if later.run == earlier.run or not mine or not theirs \
+                    or not all(set(theirs) <= ancestors.get(s, frozenset()) for s in mine):
+                continue
+            if later.start + slack >= earlier.end:
+                continue
+            yield Finding(
+                f"run {later.run} started at {_at(later.start)}, "
+                f"{_h(_hours(later.start, earlier.end))} before run {earlier.run} ended "
+                f"({earlier.end_field} {_at(earlier.end)}), but the plan puts every step of "
+                f"{later.run} ({', '.join(repr(s) for s in mine)}) after every step of "
+                f"{earlier.run} ({', '.join(repr(s) for s in theirs)})",
+                where=f"{MANIFEST_FILE} $.runs[{later.index}].started_at",
+                expected=f"at or after {_at(earlier.end)}", found=_at(later.start),
+                hint="record when each run really started and ended; work done in another "
+                f"order than planned is a deviation: explain it in {MANIFEST_FILE} "
+                "$.schedule.deviations and keep the recorded times true (never reorder them)",
+                code=f"{CHECK}.run-order")
+
+
+def runs_within_lots(plan: Plan, recorded: Sequence[Span], rounding: Decimal
+                     ) -> Iterator[Finding]:
+    """The runs whose GPU steps all name one lot ran inside its duration: from the first
+    recorded start to the last recorded end is at most its days x 24 h (a lot is rented for
+    its days; its runs cannot start before it began nor end after it ended)."""
+    places = gpu_runs(plan)
+    for lot in plan.budget.lots:
+        on_it = [s for s in recorded if places.get(s.run)
+                 and all(place_lot == lot.id for _, place_lot in places[s.run])]
+        if not on_it:
+            continue
+        first = min(on_it, key=lambda s: (s.start, s.index))
+        last = max(on_it, key=lambda s: (s.end, -s.index))
+        span = _hours(first.start, last.end)
+        limit = Decimal(lot.days * 24)
+        if span <= limit + rounding:
+            continue
+        yield Finding(
+            f"the runs on lot {lot.id!r} were recorded over {_h(span)}, from {first.run}'s "
+            f"start at {_at(first.start)} to {last.run}'s {last.end_field} at "
+            f"{_at(last.end)}, longer than the lot's {lot.days} days ({_h(limit)}) by "
+            f"{_h(span - limit)}",
+            where=f"{MANIFEST_FILE} $.runs[{last.index}].{last.end_field}",
+            expected=f"at most {_h(limit)} from the first run's start to the last run's end",
+            found=_h(span),
+            hint="a lot is rented for its days: record the runs' real start and end, and "
+            "engage (and pay) the lot that covered the work past its end",
+            code=f"{CHECK}.lot-recorded-span")
+
+
 # ----------------------------------------------------------- span vs observed hours
 
 
@@ -300,6 +374,26 @@ def _event(raw: bytes) -> Mapping[str, object] | None:
     except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def saves_after_starts(recorded: Sequence[Span], saves: Saves) -> Iterator[Finding]:
+    """A run saves its checkpoints after it starts: a save the journal times before the
+    run's recorded start belongs to something else (another run, another campaign)."""
+    started = {s.run: s for s in recorded}
+    for save in saves.timed:
+        span = started.get(save.run)
+        if span is None or save.at >= span.start:
+            continue
+        yield Finding(
+            f"checkpoint {save.path} of run {save.run} was saved at {_at(save.at)}, "
+            f"{_h(_hours(save.at, span.start))} before the run started "
+            f"({_at(span.start)})",
+            where=f"{JOURNAL_FILE}:{save.line}",
+            expected=f"a save at or after {_at(span.start)} ({MANIFEST_FILE} "
+            f"$.runs[{span.index}].started_at)", found=_at(save.at),
+            hint="a checkpoint is saved by its own run while it runs: list the run that "
+            "really saved it, or record the run's real start",
+            code=f"{CHECK}.save-before-start")
 
 
 def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterator[Finding]:

@@ -382,6 +382,10 @@ class CampaignRecorder:
         self.planned_run(run_id)
         return self._runs.setdefault(run_id, RunRecorder(self, run_id))
 
+    def predictions_owners(self, relpath: str) -> list[str]:
+        """The runs recorded so far whose predictions are the file ``relpath``."""
+        return [rid for rid, run in self._runs.items() if run.record.get("predictions") == relpath]
+
     def decide(
         self,
         decision_id: str,

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from pytest_itera.checks.budget import planned_elsewhere
-from pytest_itera.checks.runs import coverage_problems
+from pytest_itera.checks.runs import coverage_problems, shared_predictions
 from pytest_itera.checks.stop_rules import (
     MEASURED_KINDS,
     RuleVerdict,
@@ -222,6 +222,7 @@ class RunRecorder:
         again (a campaign reopened to replace the predictions), with the sha256 it replaces."""
         digest = self._campaign.file_sha256(relpath, field=f"runs[{self.id}].predictions")
         corpus = corpus if corpus is not None else self._campaign.planned_corpus(self.id)
+        self._refuse_shared_predictions(relpath)
         self._refuse_incomplete_predictions(relpath, corpus)
         replaced = self._predictions_sha256
         facts = {"replaces": replaced} if replaced not in (None, digest) else {}
@@ -230,6 +231,16 @@ class RunRecorder:
         self.record["predictions"] = relpath
         if corpus is not None:
             self.set_corpus(corpus)
+
+    def _refuse_shared_predictions(self, relpath: str) -> None:
+        """RecordError where ``predictions-cover-corpus`` will fail this run: another run
+        already records this predictions file (the check's own rule)."""
+        problem = shared_predictions(self.id, relpath, self._campaign.predictions_owners(relpath),
+                                     f"runs[{self.id}].predictions")
+        if problem is not None:
+            raise RecordError(f"run {self.id!r}: {relpath} is another run's predictions, as "
+                              f"the plugin would report (predictions-cover-corpus):\n"
+                              f"{problem.render()}")
 
     def _replay_predictions(self, relpath: str, sha256: str | None) -> None:
         """A journaled predictions event, taken as journaled: the file may have been

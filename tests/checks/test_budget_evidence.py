@@ -412,7 +412,7 @@ ADDRESSED = ("Buyer: campaign tiny-2026-11", "Date: 2026-11-21")
     ("text", "states"),
     [
         pytest.param(b"Invoice INV-40715\nStorage, November: 12.00 USD\n", True, id="stated"),
-        pytest.param(b"Facture F-12\nStockage : 12,00 EUR TTC\n", True, id="decimal-comma"),
+        pytest.param(b"Facture F-12\nStockage : 12,00 USD TTC\n", True, id="decimal-comma"),
         pytest.param(b"Invoice INV-40715\nTotal: $1,212.00\n", False, id="another-amount"),
         pytest.param(b"Invoice INV-40715\nStorage, November: 1.20 USD\n", False,
                      id="a-tenth-of-it"),

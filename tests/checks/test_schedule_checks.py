@@ -429,7 +429,17 @@ def test_a_dropped_run_with_its_decision_passes(
     campaign.manifest["schedule"]["decisions"] = [
         {"id": "after-pilot", "text": "the control already saturates: drop variant-a",
          "drops": ["variant-a"]}]
+    never_ran(campaign, "train-variant-a")
     itera.passes(campaign, PVA)
+
+
+def never_ran(campaign: CampaignBuilder, step_id: str) -> None:
+    """The step of a dropped run observed at 0 h, explained (a dropped run never ran)."""
+    actual = campaign.manifest["schedule"]
+    hours = next(s for s in actual["steps"] if s["id"] == step_id)
+    actual["observed_hours"] -= hours["observed_hours"]
+    hours["observed_hours"] = 0
+    actual["deviations"].append({"step": step_id, "explanation": "dropped: it did not run"})
 
 
 def test_a_dropped_run_without_a_decision(

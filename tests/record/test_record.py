@@ -377,6 +377,30 @@ def two_corpora(tmp_path: Path, **run_corpus: str) -> CampaignRecorder:
     return recorder
 
 
+def test_a_run_naming_another_runs_predictions_file_is_refused(tmp_path: Path) -> None:
+    """predictions-cover-corpus.shared-file, refused at once by the check's own function."""
+    recorder = two_corpora(tmp_path, control="c1", variant="c1")
+    recorder.write_text("runs/control/predictions.jsonl", '{"id": "a"}\n')
+    control, variant = recorder.run("control"), recorder.run("variant")
+    for run in (control, variant):
+        run.start()
+    control.set_predictions("runs/control/predictions.jsonl")
+    with pytest.raises(RecordError) as refused:
+        variant.set_predictions("runs/control/predictions.jsonl")
+    assert str(refused.value) == (
+        "run 'variant': runs/control/predictions.jsonl is another run's predictions, as the "
+        "plugin would report (predictions-cover-corpus):\n"
+        "runs[variant].predictions: run variant shares its predictions file "
+        "runs/control/predictions.jsonl with control: they are not its own predictions\n"
+        "    expected: predictions that run variant's own model wrote\n"
+        "    found:    the file control also records\n"
+        "    fix:      each compared run delivers the predictions of its own model (R1), in "
+        "its own file: write them from the run's model, or record the run as rejected")
+    assert "predictions" not in variant.record
+    recorder.write_text("runs/variant/predictions.jsonl", '{"id": "a"}\n')  # the same bytes
+    variant.set_predictions("runs/variant/predictions.jsonl")  # its own file: recorded
+
+
 def test_predictions_name_the_corpus_they_cover(tmp_path: Path) -> None:
     recorder = two_corpora(tmp_path, variant="c2")
     recorder.write_text("runs/control/predictions.jsonl", '{"id": "a"}\n')

@@ -1,0 +1,329 @@
+"""Campaigns that break one rule and keep every hash and total consistent (the "onerule"
+audit): each break the checks accepted before, refused by the check that owns its rule, with
+its honest twin accepted. Judged in process on the factory's good /2 campaign.
+
+- R1: a compared run's predictions are its own file (predictions-cover-corpus);
+- R5: a stop comes at or before the run's recorded end (stop-records);
+- R2/R9: a dropped run never ran: its steps are observed at 0 h (plan-vs-actual);
+- R3/v3: times never run backwards: a run whose steps all follow another run's does not start
+  before that run ended, a run saves checkpoints after it starts, and the runs of a lot were
+  recorded within its days (plan-vs-actual);
+- R4: rental time is never an expense priced as hours of a lot (budget-consistent);
+- R7/v3: a receipt states the amount in the budget's currency and the order reference the
+  expense records (budget-consistent);
+- R8: the reload instructions name files the folder holds (analysis-present);
+- v3: a metric relative to the control compares the same examples: the where filter selects
+  the same IDs in both runs' predictions (metrics-recomputed).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.checks.test_metrics import findings, plan3, rendered
+from tests.checks.test_schedule_checks import drop_variant, never_ran
+from tests.checks.test_schedule_evidence import restate, step
+from tests.checks.test_times_fit import PVA, journal, only, problems, save, times
+from tests.factory import CORPUS_IDS, CampaignBuilder
+from tests.runner import Itera
+
+# ================================================================ R1: own predictions
+
+
+def test_a_variant_naming_the_controls_predictions_file_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.run_record("variant-a")["predictions"] = "runs/control/predictions.jsonl"
+    del campaign.files["runs/variant-a/predictions.jsonl"]
+    found = problems(campaign, "predictions-cover-corpus")
+    assert [(p.target, p.finding.code) for p in found] == [
+        ("control", "predictions-cover-corpus.shared-file"),
+        ("variant-a", "predictions-cover-corpus.shared-file")]
+    variant = found[1].finding
+    assert variant.message == ("run variant-a shares its predictions file "
+                               "runs/control/predictions.jsonl with control: they are not its "
+                               "own predictions")
+    assert variant.where == "manifest.json $.runs[3].predictions"
+    assert variant.hint is not None
+    assert "in its own file" in variant.hint
+
+
+def test_each_run_with_its_own_predictions_file_passes(campaign: CampaignBuilder) -> None:
+    # Two files with the same bytes are not refused: two models may predict alike.
+    campaign.files["runs/variant-a/predictions.jsonl"] = \
+        campaign.files["runs/control/predictions.jsonl"]
+    assert problems(campaign, "predictions-cover-corpus") == []
+
+
+# ============================================================ R5: stop within the run
+
+
+def stopped_at(campaign: CampaignBuilder, at: str) -> None:
+    record = campaign.run_record("variant-a")
+    record["outcome"] = "stopped"
+    record["stop"] = {"rule": "non-finite-loss", "reason": "training loss was nan at step 4",
+                      "step": 4, "at": at}
+    for key in ("predictions", "corpus"):
+        record.pop(key)
+    campaign.measurements["variant-a"][3]["loss"] = "NaN"
+    campaign.manifest["conclusion"] = {
+        "meets_threshold": [], "text": "Negative result: no variant meets the threshold."}
+
+
+def test_a_stop_after_the_run_ended_is_refused(campaign: CampaignBuilder) -> None:
+    stopped_at(campaign, "2026-11-21T19:30:00Z")  # variant-a ended at 18:00
+    found = only(problems(campaign, "stop-records"), "stop-records.stop-after-end").finding
+    assert found.message == ("run variant-a was stopped at 2026-11-21T19:30:00+00:00, after it "
+                             "ended at 2026-11-21T18:00:00+00:00")
+    assert found.where == "manifest.json $.runs[3].stop.at"
+    assert found.expected == "at or before 2026-11-21T18:00:00+00:00 (ended_at)"
+
+
+def test_a_stop_at_the_runs_end_passes(campaign: CampaignBuilder) -> None:
+    stopped_at(campaign, "2026-11-21T18:00:00Z")
+    assert problems(campaign, "stop-records") == []
+
+
+# ======================================================== R2/R9: a dropped run never ran
+
+
+def dropped(campaign: CampaignBuilder) -> None:
+    drop_variant(campaign, "after-pilot")
+    campaign.manifest["schedule"]["decisions"] = [
+        {"id": "after-pilot", "text": "the control already saturates: drop variant-a",
+         "drops": ["variant-a"]}]
+    campaign.manifest["conclusion"] = {
+        "meets_threshold": [], "text": "Negative result: no variant meets the threshold."}
+
+
+def test_a_dropped_run_whose_step_was_observed_is_refused(campaign: CampaignBuilder) -> None:
+    dropped(campaign)  # train-variant-a stays observed at its planned 14 h
+    found = only(problems(campaign, PVA), "plan-vs-actual.dropped-step-ran").finding
+    assert found.message == ("run variant-a is dropped by decision 'after-pilot', but step "
+                             "'train-variant-a', which the plan gives to it, was observed to "
+                             "take 14 h")
+    assert found.where == "manifest.json $.schedule.steps[4].observed_hours"
+    assert found.expected == ("0 h: a dropped run never ran (manifest.json $.runs[3].outcome "
+                              "is 'dropped')")
+    assert found.hint is not None
+    assert found.hint.startswith("a run that started and was then abandoned is not dropped")
+
+
+def test_a_dropped_run_whose_step_did_not_run_passes(campaign: CampaignBuilder) -> None:
+    dropped(campaign)
+    never_ran(campaign, "train-variant-a")
+    assert problems(campaign, PVA) == []
+
+
+# ================================================= R3/v3: times never run backwards
+
+
+def resume_on_gpu1(campaign: CampaignBuilder) -> None:
+    """The resume check's restore on a second GPU of the lot: only the order can be wrong."""
+    campaign.plan["budget"]["lots"][0]["gpus_per_lot"] = 2
+    step(campaign, "restore-ckpt")["resource"] = "gpu1"
+    restate(campaign)
+
+
+def test_a_run_recorded_before_the_run_its_steps_follow_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    resume_on_gpu1(campaign)  # restore-ckpt comes after save-ckpt, after train-control
+    times(campaign, "resume-check", "2026-11-20T20:00:00Z", "2026-11-20T21:00:00Z")
+    found = only(problems(campaign, PVA), "plan-vs-actual.run-order").finding
+    assert found.message == (
+        "run resume-check started at 2026-11-20T20:00:00+00:00, 5 h before run control ended "
+        "(ended_at 2026-11-21T01:00:00+00:00), but the plan puts every step of resume-check "
+        "('restore-ckpt') after every step of control ('train-control', 'save-ckpt')")
+    assert found.where == "manifest.json $.runs[2].started_at"
+    assert found.expected == "at or after 2026-11-21T01:00:00+00:00"
+
+
+def test_a_run_recorded_after_the_run_its_steps_follow_passes(
+    campaign: CampaignBuilder
+) -> None:
+    resume_on_gpu1(campaign)
+    times(campaign, "resume-check", "2026-11-21T01:00:00Z", "2026-11-21T02:00:00Z")
+    assert problems(campaign, PVA) == []
+
+
+def test_runs_recorded_over_more_than_their_lots_days_are_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.manifest["closed_at"] = "2026-11-24T00:00:00Z"
+    times(campaign, "variant-a", "2026-11-23T08:00:00Z", "2026-11-23T22:00:00Z")
+    found = only(problems(campaign, PVA), "plan-vs-actual.lot-recorded-span").finding
+    assert found.message == (
+        "the runs on lot 'rtx4090-3d' were recorded over 84 h, from control's start at "
+        "2026-11-20T10:00:00+00:00 to variant-a's ended_at at 2026-11-23T22:00:00+00:00, "
+        "longer than the lot's 3 days (72 h) by 12 h")
+    assert found.where == "manifest.json $.runs[3].ended_at"
+
+
+def test_runs_recorded_within_their_lots_days_pass(campaign: CampaignBuilder) -> None:
+    campaign.manifest["closed_at"] = "2026-11-24T00:00:00Z"
+    times(campaign, "variant-a", "2026-11-22T20:00:00Z", "2026-11-23T10:00:00Z")
+    assert problems(campaign, PVA) == []
+
+
+def test_a_save_timed_before_its_run_started_is_refused(campaign: CampaignBuilder) -> None:
+    journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-20T09:30:00Z"))
+    found = only(problems(campaign, PVA), "plan-vs-actual.save-before-start").finding
+    assert found.message == ("checkpoint runs/control/step-2.pt of run control was saved at "
+                             "2026-11-20T09:30:00+00:00, 0.5 h before the run started "
+                             "(2026-11-20T10:00:00+00:00)")
+    assert found.where == "itera-journal.jsonl:1"
+    assert found.expected == ("a save at or after 2026-11-20T10:00:00+00:00 (manifest.json "
+                              "$.runs[0].started_at)")
+
+
+def test_a_save_at_the_runs_start_passes(campaign: CampaignBuilder) -> None:
+    journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-20T10:00:00Z"))
+    assert problems(campaign, PVA) == []
+
+
+# ======================================================== R7/v3: the receipt agrees
+
+
+def with_receipt(campaign: CampaignBuilder, text: str, reference: str | None = None, *,
+                 label: str = "bucket storage", amount: str = "12.00") -> None:
+    campaign.files["receipts/storage.txt"] = (
+        "Buyer: campaign tiny-2026-11\nDate: 2026-11-21\n" + text).encode()
+    source: dict[str, str] = {"file": "receipts/storage.txt"}
+    if reference is not None:
+        source["reference"] = reference
+    campaign.manifest["budget"].update(
+        included_expenses=[{"label": label, "amount": amount, "source": source}],
+        cost_per_deliverable=f"{47.14 + float(amount):.2f}")
+
+
+def test_a_receipt_in_another_currency_is_refused(itera: Itera, campaign: CampaignBuilder
+                                                   ) -> None:
+    with_receipt(campaign, "Stockage : 12,00 EUR TTC\n")
+    itera.fails(campaign, "budget-consistent",
+                "manifest.json $.budget.included_expenses[0].amount: included expense 'bucket "
+                "storage' (12.00 USD): its source file receipts/storage.txt states 12.00 EUR, "
+                "not 12.00 USD (the budget's currency)",
+                "    expected: 12.00 USD", "    found:    12.00 EUR",
+                "    fix:      record the amount in the budget's currency as the document "
+                "states it*")
+
+
+@pytest.mark.parametrize("text", ["Storage: 12.00 USD\n", "Storage: $12.00\n",
+                                  "Storage: 12.00\n", "Paid 12.00 EUR = 12.00 USD\n"])
+def test_a_receipt_stating_the_amount_in_the_budgets_currency_passes(
+    itera: Itera, campaign: CampaignBuilder, text: str
+) -> None:
+    with_receipt(campaign, text)
+    itera.passes(campaign, "budget-consistent")
+
+
+def test_a_receipt_of_another_order_is_refused(itera: Itera, campaign: CampaignBuilder) -> None:
+    with_receipt(campaign, "Order reference: ORD-11111\nStorage: 12.00 USD\n", "ORD-88213")
+    itera.fails(campaign, "budget-consistent",
+                "manifest.json $.budget.included_expenses[0].source.reference: included expense "
+                "'bucket storage' (12.00 USD): its receipt receipts/storage.txt does not state "
+                "its source reference 'ORD-88213'",
+                "    expected: 'ORD-88213' in receipts/storage.txt",
+                "    fix:      attach the receipt of the order the reference names*")
+
+
+def test_a_receipt_of_its_order_passes(itera: Itera, campaign: CampaignBuilder) -> None:
+    with_receipt(campaign, "Order reference: ord 88213\nStorage: 12.00 USD\n", "ORD-88213")
+    itera.passes(campaign, "budget-consistent")
+
+
+# ================================================= v3: a comparison on the same examples
+
+
+SPLITS = ("train", "train", "test", "test")
+
+
+def split_gain(root: Path, variant_splits: tuple[str, ...]) -> Path:
+    """accuracy_gain where split=test, relative to the control; the corpus has no split:
+    each prediction row carries its example's."""
+    campaign = plan3(root, metric="accuracy_gain", relative_to="control")
+    campaign.plan["decision"]["computation"]["where"] = {"split": "test"}
+    for run_id, splits in (("control", SPLITS), ("variant-a", variant_splits)):
+        path = f"runs/{run_id}/predictions.jsonl"
+        rows = [json.loads(line) for line in campaign.files[path].splitlines()]
+        for row, split in zip(rows, splits, strict=True):
+            row["split"] = split
+        campaign.files[path] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    scored: dict[str, Any] = {}
+    for run_id, splits in (("control", SPLITS), ("variant-a", variant_splits)):
+        rows = [json.loads(line) for line in
+                campaign.files[f"runs/{run_id}/predictions.jsonl"].splitlines()]
+        test = [r for r, s in zip(rows, splits, strict=True) if s == "test"]
+        scored[run_id] = sum(r["label"] == r["prediction"] for r in test) / len(test)
+    campaign.set_metric("variant-a", "accuracy_gain",
+                        round(scored["variant-a"] - scored["control"], 4))
+    return campaign.write()
+
+
+def test_a_test_example_moved_to_train_in_one_runs_rows_is_refused(tmp_path: Path) -> None:
+    root = split_gain(tmp_path / "out", ("train", "train", "test", "train"))
+    found = findings(root, "metrics-recomputed", "variant-a")
+    assert [f.code for f in found] == ["metrics-recomputed.filter-differs"], rendered(found)
+    assert found[0].message == (
+        f"run variant-a's accuracy_gain is relative to control's, but their predictions select "
+        f"other examples where split=test: 1 only in control's ({CORPUS_IDS[3]})")
+    assert found[0].where == "runs/variant-a/predictions.jsonl"
+
+
+def test_the_same_split_in_both_runs_rows_passes(tmp_path: Path) -> None:
+    root = split_gain(tmp_path / "out", SPLITS)
+    assert findings(root, "metrics-recomputed", "variant-a") == ()
+
+
+# ============================================== R4: no rental time billed by the hour
+
+
+def test_a_prorated_day_of_the_gpu_lot_as_an_expense_is_refused(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Seller: IteraGPU\nRTX 4090, one more day: 15.71 USD\n",
+                 label="IteraGPU: RTX 4090 extension, 1 day", amount="15.71")
+    itera.fails(campaign, "budget-consistent",
+                "manifest.json $.budget.included_expenses[0].amount: included expense "
+                "'IteraGPU: RTX 4090 extension, 1 day' (15.71 USD) is rental time of lot "
+                "'rtx4090-3d''s provider billed by the hour: 15.71 USD = 47.14 USD / 72 h x "
+                "24 h, a pro-rata of the 3-day lot (47.14 USD)",
+                "    expected: rental time as whole catalogue lots, engaged in budget.lots",
+                "    fix:      lots are fixed-price for their duration (R4)*")
+
+
+def test_another_gpu_purchase_from_the_provider_passes(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Seller: IteraGPU\nRTX 4090 image snapshot: 5.00 USD\n",
+                 label="IteraGPU: RTX 4090 image snapshot", amount="5.00")
+    itera.passes(campaign, "budget-consistent")
+
+
+# ============================================== R8: instructions name shipped files
+
+
+def test_reload_instructions_naming_a_file_not_shipped_are_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.files["RELOAD.md"] += (b"\nThe variant's final model: "
+                                    b"`torch.load('./runs/variant-a/final.pt')`.\n")
+    found = only(problems(campaign, "analysis-present"),
+                 "analysis-present.reload-path-missing").finding
+    assert found.message == ("the reload instructions RELOAD.md name 1 file(s) the campaign "
+                             "folder does not hold: runs/variant-a/final.pt (line 6)")
+    assert found.where == "RELOAD.md:6"
+
+
+def test_reload_instructions_naming_templates_urls_and_other_folders_pass(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.files["RELOAD.md"] += (
+        b"\nAny run: `runs/<run>/step-<N>.pt`; the base: https://hub.example/runs/x/model.pt;"
+        b" the model class: example_campaign/model.py; the copy: $OUT/runs/control/x.pt.\n")
+    assert problems(campaign, "analysis-present") == []
