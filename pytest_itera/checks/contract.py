@@ -475,6 +475,10 @@ def _reload_names(plan: Plan, man: Manifest, relpath: str, text: str) -> Iterato
 # ("runs/<run>/last.pt").
 _PATH = re.compile(r"(?<![\w./:<>{}$*-])((?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,12})"
                    r"(?![\w/<>{}*])")
+# A path a command of the instructions writes ("--output runs/merged/model.onnx",
+# "-o runs/x.pt", "> runs/eval/out.jsonl"): an output of the reload, not a shipped file.
+_WRITTEN = re.compile(r"(?:(?<!\w)--?o(?:ut(?:put)?(?:[-_]\w+)?)?[ =]|>>?\s*)[`'\"]?$",
+                      re.IGNORECASE)
 
 
 def _reload_paths(ctx: Context, relpath: str, text: str) -> Iterator[Finding]:
@@ -487,6 +491,8 @@ def _reload_paths(ctx: Context, relpath: str, text: str) -> Iterator[Finding]:
     for number, line in enumerate(text.splitlines(), 1):
         for match in _PATH.finditer(line):
             path = match.group(1).removeprefix("./")
+            if _WRITTEN.search(line, 0, match.start()):
+                continue
             if path.split("/", 1)[0] in tops and ctx.entry(path) is None \
                     and path not in (p for p, _ in missing):
                 missing.append((path, number))

@@ -325,5 +325,7 @@ def test_reload_instructions_naming_templates_urls_and_other_folders_pass(
 ) -> None:
     campaign.files["RELOAD.md"] += (
         b"\nAny run: `runs/<run>/step-<N>.pt`; the base: https://hub.example/runs/x/model.pt;"
-        b" the model class: example_campaign/model.py; the copy: $OUT/runs/control/x.pt.\n")
+        b" the model class: example_campaign/model.py; the copy: $OUT/runs/control/x.pt.\n"
+        b"Export: `python export.py --output runs/control/model.onnx -o runs/x.pt`;"
+        b" `python score.py > runs/control/scores.jsonl`.\n")
     assert problems(campaign, "analysis-present") == []
