@@ -68,7 +68,8 @@ def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
 
 def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
                   ckpt_path: str | None = None, save_top_k: int = -1,
-                  save_last: bool | Literal["link"] = False, callbacks: Sequence[Any] = ()) -> None:
+                  save_last: bool | Literal["link"] = False, callbacks: Sequence[Any] = (),
+                  save_weights_only: bool = False) -> None:
     """lightning.Trainer, 8 steps (two epochs of 4 batches), ModelCheckpoint every 4 steps
     into ``dirpath``, with the callback attached."""
     import lightning as L
@@ -80,7 +81,8 @@ def lightning_fit(rec: CampaignRecorder, run_id: str, dirpath: Path, *,
     rows: list[torch.Tensor] = list(torch.randn(8, 4))
     with quiet():
         checkpoints = ModelCheckpoint(dirpath=str(dirpath), every_n_train_steps=4,
-                                      save_top_k=save_top_k, save_last=save_last)
+                                      save_top_k=save_top_k, save_last=save_last,
+                                      save_weights_only=save_weights_only)
         trainer = L.Trainer(max_steps=8, accelerator="cpu", devices=1, enable_progress_bar=False,
                             enable_model_summary=False, log_every_n_steps=1,
                             default_root_dir=str(dirpath.parent),
@@ -354,6 +356,12 @@ def test_trainer_checkpoints_that_cannot_resume_are_refused_at_the_first_save(
         "    expected: model, optimizer, progress, scheduler, rng, data\n"
         "    found:    model, progress\n"
         "    fix:      save every required part (hf-trainer: optimizer in optimizer.pt;")
+    # The checks' fix speaks of listing files; the callback lists them: the Trainer's setting.
+    assert str(refused.value).endswith(
+        "\nWhat to do here: TrainingArguments(save_only_model=True) writes the weights and the "
+        "trainer state alone: drop save_only_model, so that each checkpoint-N holds the "
+        "optimizer, scheduler and rng states too; or, before any run starts, freeze a plan "
+        "whose runs[].resume_state for this run asks only for what these folders hold")
     assert rec.checkpoints == ()
 
 
@@ -512,6 +520,26 @@ def test_lightning_under_a_plan_requiring_rng_is_refused_when_the_callback_is_cr
     assert rec.run("control").started_at is None
     again = _frozen(tmp_path / "next", LIGHTNING_PARTS)  # the way through
     assert IteraCallback(again, "control").run_id == "control"
+
+
+def test_lightning_weights_only_checkpoints_are_refused_with_the_callbacks_setting(
+    tmp_path: Path,
+) -> None:
+    """ModelCheckpoint(save_weights_only=True) under a plan requiring the optimizer: refused
+    at the first save with resume-complete's words, and the setting to change."""
+    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
+    with pytest.raises(RecordError) as refused:
+        lightning_fit(rec, "control", rec.path("runs/control/ckpt"), save_weights_only=True)
+    message = str(refused.value)
+    assert message.startswith("checkpoint runs/control/ckpt/epoch=0-step=4.ckpt: its parts do "
+                              "not cover the resume state the plan requires of run 'control'")
+    assert "lacks optimizer" in message
+    assert message.endswith(
+        "\nWhat to do here: ModelCheckpoint(save_weights_only=True) writes the weights alone: "
+        "drop save_weights_only, so that each .ckpt holds the optimizer, scheduler and loop "
+        "states too; or, before any run starts, freeze a plan whose runs[].resume_state for "
+        "this run asks only for what the file holds")
+    assert rec.checkpoints == ()
 
 
 def test_lightning_checkpoint_deleted_after_closure(

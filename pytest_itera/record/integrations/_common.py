@@ -35,20 +35,27 @@ def campaign_relpath(rec: CampaignRecorder, path: str | Path, *, what: str) -> s
 
 def record_checkpoint(
     rec: CampaignRecorder, relpath: str, *, run: str, format: str, claims: Iterable[str],
-    step: int | None = None,
+    step: int | None = None, advice: str | None = None,
 ) -> bool:
     """Add a resume checkpoint once; a later save of the same path by the same run (a file
     the tool overwrites) is journaled as one more save when its content changed. A file
     another run listed (the checkpoint a run resumed from, which its tool reports again) is
-    not this run's save. Returns whether it was added now."""
+    not this run's save. ``advice``: what to change in the tool's own settings, added to a
+    refusal (the checks' fix speaks of listing files, which the tool does itself). Returns
+    whether it was added now."""
     listed = next((c for c in rec.checkpoints if c["path"] == relpath), None)
     if listed is not None:
         last = rec.saves.get(relpath)
         if listed["run"] == run and (last is None or _changed(rec, relpath, last)):
             rec.checkpoint_saved(relpath, run=run, step=step)
         return False
-    rec.add_checkpoint(relpath, run=run, format=format, kind="resume", claims=list(claims),
-                       step=step)
+    try:
+        rec.add_checkpoint(relpath, run=run, format=format, kind="resume", claims=list(claims),
+                           step=step)
+    except RecordError as exc:
+        if advice is None:
+            raise
+        raise RecordError(f"{exc}\nWhat to do here: {advice}") from None
     return True
 
 

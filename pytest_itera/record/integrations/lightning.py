@@ -151,7 +151,8 @@ class IteraCallback(Callback):
         # absolute path -> (mtime_ns, size) when handled: a file written again (last.ckpt,
         # overwritten at each save) is handled again, so each save is journaled
         self._seen: dict[str, tuple[int, int]] = {}
-        self._pending: list[str] = []  # written by a ModelCheckpoint that deletes: at the end
+        # written by a ModelCheckpoint that deletes (path, weights only): recorded at the end
+        self._pending: list[tuple[str, bool]] = []
 
     # ---- where ModelCheckpoint writes
 
@@ -211,14 +212,20 @@ class IteraCallback(Callback):
                     continue
                 self._seen[path] = (stat.st_mtime_ns, stat.st_size)
                 if cb.save_top_k == -1:
-                    self._record(path, step=trainer.global_step)
+                    self._record(path, step=trainer.global_step,
+                                 weights_only=cb.save_weights_only)
                 else:
-                    self._pending.append(path)
+                    self._pending.append((path, cb.save_weights_only))
 
-    def _record(self, path: str, step: int | None = None) -> None:
+    def _record(self, path: str, step: int | None = None, *, weights_only: bool) -> None:
         relpath = campaign_relpath(self.rec, path, what="checkpoint")
+        advice = ("ModelCheckpoint(save_weights_only=True) writes the weights alone: drop "
+                  "save_weights_only, so that each .ckpt holds the optimizer, scheduler and "
+                  "loop states too; or, before any run starts, freeze a plan whose "
+                  "runs[].resume_state for this run asks only for what the file holds"
+                  ) if weights_only else None
         record_checkpoint(self.rec, relpath, run=self.run_id, format=FORMAT,
-                          claims=checkpoint_claims(Path(path)), step=step)
+                          claims=checkpoint_claims(Path(path)), step=step, advice=advice)
 
     def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                              batch: Any, batch_idx: int) -> None:
@@ -233,9 +240,9 @@ class IteraCallback(Callback):
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._collect(trainer)
         pending, self._pending = self._pending, []
-        for path in dict.fromkeys(pending):
+        for path, weights_only in dict.fromkeys(pending):
             if Path(path).is_file():  # not deleted by its ModelCheckpoint since
-                self._record(path)
+                self._record(path, weights_only=weights_only)
 
     # ---- what it logs
 

@@ -190,8 +190,13 @@ class IteraCallback(TrainerCallback):
             return
         claims = checkpoint_claims(target, data_skip=not args.ignore_data_skip)
         number = folder.rpartition("checkpoint-")[2]
+        advice = ("TrainingArguments(save_only_model=True) writes the weights and the "
+                  "trainer state alone: drop save_only_model, so that each checkpoint-N holds "
+                  "the optimizer, scheduler and rng states too; or, before any run starts, "
+                  "freeze a plan whose runs[].resume_state for this run asks only for what "
+                  "these folders hold") if args.save_only_model else None
         record_checkpoint(self.rec, folder, run=self.run_id, format=FORMAT, claims=claims,
-                          step=int(number) if number.isdigit() else None)
+                          step=int(number) if number.isdigit() else None, advice=advice)
 
     # ---- what it logs
 
