@@ -316,7 +316,8 @@ def test_close_refuses_a_plan_edited_on_disk(rec: CampaignRecorder) -> None:
 
 def test_close_refuses_symlinks(rec: CampaignRecorder) -> None:
     (rec.root / "link").symlink_to("/etc/hostname")
-    with pytest.raises(RecordError, match="link is not a regular file"):
+    with pytest.raises(RecordError, match="link is a symbolic link that leaves the campaign "
+                                          "folder: the campaign must hold what it lists"):
         finish(rec)
 
 
