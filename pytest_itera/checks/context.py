@@ -63,6 +63,10 @@ class Check:
     # Its target is a file whose bytes it needs (Context.facts): selected items' targets are
     # read ahead, a few files at a time.
     reads: bool = False
+    # A folder item's files that may fail, in one pass over them all (scope "file"): a cheap,
+    # conservative filter; every file it leaves out has no finding, the others go to ``run``
+    # (100,000 listed files, issue 29: no generator per passing file). None: all go to ``run``.
+    suspects: Callable[[Context, Sequence[str]], Iterable[str]] | None = None
     order: int = 50  # position in the item list (lower first), then id
     # The values it judged, as plain data that travel on its item's report to the closure
     # report (conclusion-consistent: each compared run's decision metric), so the report
@@ -213,12 +217,19 @@ class Context:
         never with --itera-fast (which hashes nothing)."""
         if self.options.fast or workers < 2:
             return
+        from pytest_itera.files.scan import SMALL_FILE
+
         self.entries()  # built here, before any reader thread looks at it
+        # Only large regular files of the walk: small files are mostly Python-level work (a
+        # reader thread would only contend with the items for the GIL). One lookup per path,
+        # no call: a run of 100,000 small files hands them all over (issue 29).
+        by_path = self._by_path
         with self._lock:
             todo: list[tuple[str, Future[FileFacts]]] = [
                 (r, Future())
                 for r in dict.fromkeys(relpaths)
-                if r not in self._facts and self._worth_reading_ahead(r)
+                if (e := by_path.get(r)) is not None and e.kind == "file"
+                and e.size >= SMALL_FILE and r not in self._facts
             ]
             if len(todo) < 2:
                 return  # nothing to overlap
@@ -234,15 +245,6 @@ class Context:
                 self._facts[relpath] = pending
                 self._readers.put((relpath, pending))
 
-    def _worth_reading_ahead(self, relpath: str) -> bool:
-        """A regular file of the walk, large enough that its read is mostly time without
-        the GIL (small files are mostly Python-level work: a reader thread would only
-        contend with the items for the GIL)."""
-        from pytest_itera.files.scan import SMALL_FILE
-
-        entry = self.entry(relpath)
-        return entry is not None and entry.kind == "file" and entry.size >= SMALL_FILE
-
     def _reader(self, jobs: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None]) -> None:
         while (job := jobs.get()) is not None:
             relpath, pending = job
@@ -257,11 +259,17 @@ class Context:
         except BaseException as exc:  # a bug, handed to whoever asks for these facts
             pending.set_exception(exc)
 
-    def _scan(self, relpath: str) -> FileFacts:
+    @cached_property
+    def _scan_file(self) -> Callable[..., FileFacts]:
+        """``files.scan.scan_file``, imported once: an import statement costs ~1 µs, once per
+        small file of a 100,000-file campaign (issue 29)."""
         from pytest_itera.files.scan import scan_file
 
+        return scan_file
+
+    def _scan(self, relpath: str) -> FileFacts:
         path = self._readable_path(relpath)
-        return scan_file(
+        return self._scan_file(
             path,
             relpath,
             None if self.options.fast else self.matcher(),
@@ -475,7 +483,10 @@ class Context:
         with self._lock:
             if key not in self._failing:
                 check = self.checks[check_id]
-                found = ((m, tuple(check.run(self, m))) for m in self.members(check_id, target))
+                members: Iterable[str] = self.members(check_id, target)
+                if check.suspects is not None:
+                    members = check.suspects(self, tuple(members))
+                found = ((m, tuple(check.run(self, m))) for m in members)
                 self._failing[key] = tuple((m, f) for m, f in found if f)
             return self._failing[key]
 

@@ -58,14 +58,24 @@ def _listed(ctx: Context) -> tuple[FileRecord, ...]:
 
 
 def _records(ctx: Context, relpath: str) -> list[tuple[int, FileRecord]]:
-    """(index in $.files, record) for a listed path, from an index built once per Context:
-    scanning the list for each item made a 1,000-run campaign quadratic (issue 8). The
-    first record of each path is kept bare, a list only for a path listed more than once
-    (a list per listed file costs ~90 bytes, with 100,000 of them)."""
+    """(index in $.files, record) for a listed path (:func:`_by_path`)."""
+    first, again = _by_path(ctx)
+    if relpath in again:
+        return again[relpath]
+    found = first.get(relpath)
+    return [] if found is None else [found]
 
-    Index = tuple[dict[str, tuple[int, FileRecord]], dict[str, list[tuple[int, FileRecord]]]]
 
-    def build() -> Index:
+_Index = tuple[dict[str, tuple[int, FileRecord]], dict[str, list[tuple[int, FileRecord]]]]
+
+
+def _by_path(ctx: Context) -> _Index:
+    """The listed paths' records, indexed once per Context: scanning the list for each item
+    made a 1,000-run campaign quadratic (issue 8). The first record of each path is kept
+    bare, a list only for a path listed more than once (a list per listed file costs ~90
+    bytes, with 100,000 of them)."""
+
+    def build() -> _Index:
         first: dict[str, tuple[int, FileRecord]] = {}
         again: dict[str, list[tuple[int, FileRecord]]] = {}
         for i, record in enumerate(_listed(ctx)):
@@ -76,11 +86,7 @@ def _records(ctx: Context, relpath: str) -> list[tuple[int, FileRecord]]:
                 again.setdefault(record.path, [seen]).append((i, record))
         return first, again
 
-    first, again = ctx.memo("files-by-path", build)
-    if relpath in again:
-        return again[relpath]
-    found = first.get(relpath)
-    return [] if found is None else [found]
+    return ctx.memo("files-by-path", build)
 
 
 # ------------------------------------------------------------ files-intact
@@ -103,7 +109,7 @@ def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
     if not records:
         yield from _unlisted(ctx, target)
         return
-    if len(records) == 1 and _intact(ctx, records[0][1]):
+    if len(records) == 1 and not ctx.options.fast and _intact(ctx, records[0][1]):
         return
     index, record = records[0]
     where = json_where(MANIFEST_FILE, "files", index)
@@ -116,19 +122,29 @@ def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
     yield from _listed_file(ctx, record, where)
 
 
+def intact_suspects(ctx: Context, members: Sequence[str]) -> Iterable[str]:
+    """The files of a folder item that :func:`files_intact` may fail, in one pass: all but
+    those listed once that :func:`_intact` passes (with --itera-fast, all of them)."""
+    if ctx.options.fast:
+        return members
+    first, again = _by_path(ctx)
+    return [m for m in members
+            if m in again or (found := first.get(m)) is None or not _intact(ctx, found[1])]
+
+
 def _intact(ctx: Context, record: FileRecord) -> bool:
     """The common case at the cost of a few lookups (100,000 listed files, issue 29): a
     regular file of the walk, read without error, with the size and sha256 recorded, under a
-    portable name that collides with no other. Everything else (and --itera-fast) takes the
-    path that says what is wrong, which judges the same file again from scratch."""
-    if ctx.options.fast or record.path == MANIFEST_FILE or path_problem(record.path) is not None:
+    portable name that collides with no other. Everything else takes the path that says
+    what is wrong, which judges the same file again from scratch (and so does
+    --itera-fast, which reads nothing: the callers ask for this only without it)."""
+    path = record.path
+    entry = ctx.entry(path)
+    if entry is None or entry.kind != "file" or path == MANIFEST_FILE \
+            or path in _collisions(ctx) or path_problem(path) is not None:
         return False
-    entry = ctx.entry(record.path)
-    if entry is None or entry.kind != "file" or record.path in _collisions(ctx):
-        return False
-    facts = ctx.facts(record.path)
-    return (facts.error is None and facts.size == record.bytes
-            and facts.sha256 is not None and facts.sha256 == record.sha256)
+    facts = ctx.facts(path)
+    return facts.error is None and facts.size == record.bytes and facts.sha256 == record.sha256
 
 
 def _collisions(ctx: Context) -> dict[str, tuple[str, ...]]:
@@ -394,6 +410,14 @@ def scan_targets(ctx: Context) -> Iterable[str]:
     ]
 
 
+def scan_suspects(ctx: Context, members: Sequence[str]) -> list[str]:
+    """The files of a folder item that :func:`no_temp_paths` may fail, in one pass: those
+    read with an error, not wholly scanned, or with a hit."""
+    facts = ctx.facts
+    return [m for m in members
+            if (f := facts(m)).error is not None or f.unscanned is not None or f.hit_count]
+
+
 def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
     facts = ctx.facts(target)
@@ -459,6 +483,7 @@ CHECKS = (
         files_intact,
         scope="file",
         targets=file_targets,
+        suspects=intact_suspects,
         needs=frozenset({"manifest"}),
         fast=True,
         order=10,
@@ -478,6 +503,7 @@ CHECKS = (
         no_temp_paths,
         scope="file",
         targets=scan_targets,
+        suspects=scan_suspects,
         needs=frozenset(),
         order=12,
         reads=True,
