@@ -542,8 +542,14 @@ class Context:
         members: dict[str, list[str]] = {}
         alone: list[str] = []
         owners: dict[str, set[str]] = {}
+        man = self.campaign.manifest
         for target in targets:
             group = folder_group(target)
+            if group != target and (man is None or not (man.names(target) or man.names(group))):
+                # Neither is named by a record: both belong to the runs of their folder (two
+                # lookups instead of two sets of owners per file; 100,000 files, issue 29).
+                members.setdefault(group, []).append(target)
+                continue
             if group not in owners:
                 owners[group] = self.runs_of(check, group)
             if group != target and self.runs_of(check, target) == owners[group]:

@@ -74,6 +74,8 @@ def component_problem(name: str) -> str | None:
 
 def collision_key(relpath: str) -> str:
     """The name a case-insensitive, normalising file system would see for ``relpath``."""
+    if relpath.isascii():  # the same, cheaper: ASCII is NFC, and casefolds as it lowers
+        return relpath.lower()
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", relpath).casefold())
 
 
