@@ -176,7 +176,9 @@ class Context:
             from pytest_itera.files.outputs import SUFFIXES
 
             entries = self._entries
-            if entries is None:
+            if entries is None and not self._closed:
+                entries = self.entries()  # the checks' walk, which they will need anyway
+            elif entries is None:
                 from pytest_itera.files.tree import walk
 
                 entries = walk(self.root)
@@ -543,9 +545,10 @@ class Context:
         alone: list[str] = []
         owners: dict[str, set[str]] = {}
         man = self.campaign.manifest
+        named = frozenset() if man is None else man.named
         for target in targets:
             group = folder_group(target)
-            if group != target and (man is None or not (man.names(target) or man.names(group))):
+            if group != target and target not in named and group not in named:
                 # Neither is named by a record: both belong to the runs of their folder (two
                 # lookups instead of two sets of owners per file; 100,000 files, issue 29).
                 members.setdefault(group, []).append(target)

@@ -47,16 +47,20 @@ def ignored(ctx: Context, relpath: str) -> bool:
 def judged_entries(ctx: Context) -> tuple[Entry, ...]:
     """The walk's entries that are not :func:`ignored`, in walk order: sifted once per
     Context for every file check (three passes over 100,000 files, issue 29)."""
-    return ctx.memo("files.judged", lambda: tuple(
-        e for e in ctx.entries() if not ignored(ctx, e.path)))
+
+    def compute() -> tuple[Entry, ...]:
+        if not ctx.options.ignore and not own_outputs_of(ctx):
+            return ctx.entries()  # nothing is ignored (the usual case): no pass at all
+        return tuple(e for e in ctx.entries() if not ignored(ctx, e.path))
+
+    return ctx.memo("files.judged", compute)
 
 
 def own_outputs_of(ctx: Context) -> dict[str, str]:
     """The unlisted files that are the plugin's own outputs, recognised by their content
     (:mod:`pytest_itera.files.outputs`): the next acceptance does not trip on them."""
     return ctx.memo("own-outputs", lambda: own_outputs(
-        ctx.root, (e.path for e in ctx.entries() if e.kind == "file"),
-        {f.path for f in _listed(ctx)}))
+        ctx.root, ctx.output_candidates(), _by_path(ctx)[0]))
 
 
 def _listed(ctx: Context) -> tuple[FileRecord, ...]:
@@ -110,11 +114,11 @@ def file_targets(ctx: Context) -> Iterable[str]:
 
 def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
+    if not intact_suspects(ctx, (target,)):
+        return
     records = _records(ctx, target)
     if not records:
         yield from _unlisted(ctx, target)
-        return
-    if len(records) == 1 and not ctx.options.fast and _intact(ctx, records[0][1]):
         return
     index, record = records[0]
     where = json_where(MANIFEST_FILE, "files", index)
@@ -127,29 +131,32 @@ def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
     yield from _listed_file(ctx, record, where)
 
 
-def intact_suspects(ctx: Context, members: Sequence[str]) -> Iterable[str]:
-    """The files of a folder item that :func:`files_intact` may fail, in one pass: all but
-    those listed once that :func:`_intact` passes (with --itera-fast, all of them)."""
+def intact_suspects(ctx: Context, members: Sequence[str]) -> Sequence[str]:
+    """The files :func:`files_intact` may fail (a folder item's, or one file), in one pass.
+
+    The common case is judged at the cost of a few lookups (100,000 listed files, issue
+    29): listed once, a regular file of the walk, read without error, with the size and
+    sha256 recorded, under a portable name that collides with no other. Every other file
+    is a suspect, judged again from scratch by the path that says what is wrong; so is
+    every file with --itera-fast, which reads nothing.
+    """
     if ctx.options.fast:
         return members
     first, again = _by_path(ctx)
-    return [m for m in members
-            if m in again or (found := first.get(m)) is None or not _intact(ctx, found[1])]
-
-
-def _intact(ctx: Context, record: FileRecord) -> bool:
-    """The common case at the cost of a few lookups (100,000 listed files, issue 29): a
-    regular file of the walk, read without error, with the size and sha256 recorded, under a
-    portable name that collides with no other. Everything else takes the path that says
-    what is wrong, which judges the same file again from scratch (and so does
-    --itera-fast, which reads nothing: the callers ask for this only without it)."""
-    path = record.path
-    entry = ctx.entry(path)
-    if entry is None or entry.kind != "file" or path == MANIFEST_FILE \
-            or path in _collisions(ctx) or path_problem(path) is not None:
-        return False
-    facts = ctx.facts(path)
-    return facts.error is None and facts.size == record.bytes and facts.sha256 == record.sha256
+    collide = _collisions(ctx)
+    entry, facts = ctx.entry, ctx.facts
+    suspects = []
+    for path in members:
+        found = first.get(path)
+        walked = entry(path)
+        if found is None or path in again or walked is None or walked.kind != "file" \
+                or path in collide or path == MANIFEST_FILE or path_problem(path) is not None:
+            suspects.append(path)
+            continue
+        read, record = facts(path), found[1]
+        if read.error is not None or read.size != record.bytes or read.sha256 != record.sha256:
+            suspects.append(path)
+    return suspects
 
 
 def _collisions(ctx: Context) -> dict[str, tuple[str, ...]]:

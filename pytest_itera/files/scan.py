@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 import ahocorasick_rs
 
@@ -485,35 +485,38 @@ def _region_feed(scanner: _Scan, lo: int, hi: int) -> Feed:
 # The pass over one file ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Sniff:
+class _Sniff(NamedTuple):  # one per file read: a tuple is built ~3x faster (issue 29)
     binary: bool
     region: tuple[int, int] | None  # the stream bytes to scan; None: nothing
     where: str | None  # None for text, else the record's name
     zip_records: bool  # a zip: scan its */data.pkl members after the pass
 
 
+_ZIP = _Sniff(True, None, None, True)
+_OPAQUE = _Sniff(True, None, None, False)  # binary, nothing in it to scan
+
+
 def _sniff(first: bytes, size: int) -> _Sniff:
-    if b"\0" not in first[:BINARY_SNIFF]:
+    if b"\0" not in (first if len(first) <= BINARY_SNIFF else first[:BINARY_SNIFF]):
         return _Sniff(False, (0, size), None, False)
-    if first[:4] == b"PK\x03\x04":
-        return _Sniff(True, None, None, True)
+    if first.startswith(b"PK\x03\x04"):
+        return _ZIP
     header = _safetensors_header(first, size)
     if header is not None:
         return _Sniff(True, header, "safetensors header", False)
-    if first[:1] == b"\x80" and size < RECORD_CAP:
+    if first.startswith(b"\x80") and size < RECORD_CAP:
         # Strings in a pickle are raw UTF-8, so a literal scan of its bytes finds them.
         return _Sniff(True, (0, size), "pickle record", False)
-    return _Sniff(True, None, None, False)
+    return _OPAQUE
 
 
 def _safetensors_header(first: bytes, size: int) -> tuple[int, int] | None:
     """The [start, end) of a safetensors JSON header: u64 little-endian length, then '{'.
     Any length the file holds: a large header is scanned in chunks like any stream."""
-    if len(first) < 10:
+    if len(first) < 10 or first[8] != 0x7B:  # "{" after the length
         return None
     length = int.from_bytes(first[:8], "little")
-    if not 2 <= length <= size - 8 or first[8:9] != b"{":
+    if not 2 <= length <= size - 8:
         return None
     return (8, 8 + length)
 
@@ -591,7 +594,7 @@ def _scan_fd(
         before = os.fstat(fd)
     if not stat.S_ISREG(before.st_mode):
         return _failed(display, _not_regular(before.st_mode))
-    if (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino):
+    if before is not st and (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino):
         return _failed(display, "was replaced during the scan", moving=True)
     # Ask for no more than the file holds (+1 to see growth): allocating a full chunk
     # for a 1 KiB file would triple the per-file cost.
