@@ -21,6 +21,7 @@ from pytest_itera.files.measurements import Problem as MeasurementProblem
 if TYPE_CHECKING:
     from pytest_itera.checks.model import Needs, Options, ReloadHook, Scope
     from pytest_itera.core.money import Catalogue
+    from pytest_itera.files.batch import Helper
     from pytest_itera.files.scan import FileFacts, TempMatcher
     from pytest_itera.files.tree import Entry, PathRefusal
     from pytest_itera.reload import Reloader, ReloadResult
@@ -116,6 +117,8 @@ class Context:
         self._readers: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None] | None = None
         self._reader_count = 0
         self._closed = False
+        self._helper: Helper | None = None  # small files read on the second core (read_ahead)
+        self._misses = 0  # facts asked for and not known yet, while a helper runs
         self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
         self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
         self._by_run: dict[str, list[tuple[str, str]]] | None = None
@@ -205,11 +208,28 @@ class Context:
         if known is None:
             with self._lock:
                 known = self._facts.get(relpath)
+                if known is None and self._helper is not None:
+                    known = self._helped(relpath)
                 if known is None:
                     # Read here, under the lock (the reader threads never take it for a
                     # read): no Future for a file no reader thread was handed.
                     known = self._facts[relpath] = self._scan(relpath)
         return known.result() if isinstance(known, Future) else known
+
+    def _helped(self, relpath: str) -> FileFacts | Future[FileFacts] | None:
+        """What the helper process has read so far (looked at every 32nd file asked for: a
+        look is a syscall), with this file's facts if they are among them. The first facts of
+        a file stand: once it sends one this process has read, the two have met, and it stops."""
+        assert self._helper is not None
+        self._misses += 1
+        if self._misses % 32 == 1:
+            for facts in self._helper.arrived():
+                if self._facts.setdefault(facts.path, facts) is not facts:
+                    self._helper.close()
+                    break
+            if not self._helper.running:
+                self._helper = None
+        return self._facts.get(relpath)
 
     def read_ahead(self, relpaths: Iterable[str], workers: int) -> None:
         """Start reading these files now, ``workers`` at a time, on background threads, in
@@ -227,12 +247,11 @@ class Context:
         # no call: a run of 100,000 small files hands them all over (issue 29).
         by_path = self._by_path
         with self._lock:
+            wanted = [r for r in dict.fromkeys(relpaths) if r not in self._facts
+                      and (e := by_path.get(r)) is not None and e.kind == "file"]
+            self._help_with([r for r in wanted if by_path[r].size < SMALL_FILE])
             todo: list[tuple[str, Future[FileFacts]]] = [
-                (r, Future())
-                for r in dict.fromkeys(relpaths)
-                if (e := by_path.get(r)) is not None and e.kind == "file"
-                and e.size >= SMALL_FILE and r not in self._facts
-            ]
+                (r, Future()) for r in wanted if by_path[r].size >= SMALL_FILE]
             if len(todo) < 2:
                 return  # nothing to overlap
             if self._readers is None:
@@ -246,6 +265,17 @@ class Context:
             for relpath, pending in todo:
                 self._facts[relpath] = pending
                 self._readers.put((relpath, pending))
+
+    def _help_with(self, small: list[str]) -> None:
+        """Many small files: a helper process reads them from the last (files.batch)."""
+        from pytest_itera.files.batch import HELPER_ABOVE, Helper
+
+        if len(small) > HELPER_ABOVE and self._helper is None and os.name == "posix":
+            try:
+                self._helper = Helper(self._root_slash, small, self.matcher().patterns,
+                                      fingerprint=self._keep_digests)
+            except OSError:  # no interpreter to start: this process reads them all
+                self._helper = None
 
     def _reader(self, jobs: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None]) -> None:
         while (job := jobs.get()) is not None:
@@ -444,6 +474,9 @@ class Context:
             self._facts = {}
             self._entries, self._by_path = None, {}
             self._memo = {}
+        if self._helper is not None:
+            self._helper.close()
+            self._helper = None
         if self._readers is not None:
             for _ in range(self._reader_count):
                 self._readers.put(None)
