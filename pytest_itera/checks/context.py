@@ -96,6 +96,7 @@ class Context:
         close_reloader: bool = True,
         group_files_above: int | None = GROUP_FILES_ABOVE,
         keep_digests: bool = False,
+        read_early: bool = False,
     ) -> None:
         self.campaign = campaign
         self.options = options
@@ -118,6 +119,9 @@ class Context:
         self._reader_count = 0
         self._closed = False
         self._helper: Helper | None = None  # small files read on the second core (read_ahead)
+        # A whole run reads every file of the walk: the helper starts as soon as the walk is
+        # done (the items are made meanwhile), not at read_ahead.
+        self._read_early = read_early
         self._misses = 0  # facts asked for and not known yet, while a helper runs
         self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
         self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
@@ -159,6 +163,11 @@ class Context:
 
             self._entries = walk(self.root)
             self._by_path = {e.path: e for e in self._entries}
+            if self._read_early:
+                from pytest_itera.files.scan import SMALL_FILE
+
+                self._help_with([e.path for e in self._entries
+                                 if e.kind == "file" and e.size < SMALL_FILE])
         return self._entries
 
     def entry(self, relpath: str) -> Entry | None:
@@ -270,7 +279,8 @@ class Context:
         """Many small files: a helper process reads them from the last (files.batch)."""
         from pytest_itera.files.batch import HELPER_ABOVE, Helper
 
-        if len(small) > HELPER_ABOVE and self._helper is None and os.name == "posix":
+        if len(small) > HELPER_ABOVE and self._helper is None and not self.options.fast \
+                and not self._closed and os.name == "posix":
             try:
                 self._helper = Helper(self._root_slash, small, self.matcher().patterns,
                                       fingerprint=self._keep_digests)

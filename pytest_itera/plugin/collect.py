@@ -342,6 +342,7 @@ def make_context(
         group_files_above=settings.group_files_above,
         # The seal reuses the digests the checks computed (report.seal.write).
         keep_digests=settings.seal is not None,
+        read_early=_reads_everything(config),
     )
     # Also when -x stops the run before the manifest node is torn down: no read goes on.
     config.add_cleanup(context.close)
@@ -436,6 +437,14 @@ def deselect_by_folder(config: pytest.Config, items: list[pytest.Item]) -> None:
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+def _reads_everything(config: pytest.Config) -> bool:
+    """A whole run, serial, with no ``-k`` or ``-m``: every file of the folder is read, so a
+    helper process may start reading small files as soon as the walk is done (issue 29)."""
+    option = config.option
+    return not (is_worker(config) or option.collectonly or option.keyword or option.markexpr
+                or getattr(option, "numprocesses", None) or _cpus() < 2)
 
 
 def is_worker(config: pytest.Config) -> bool:

@@ -630,3 +630,25 @@ def test_a_helper_that_cannot_start_leaves_the_reading_here(
     assert ctx._helper is None
     expected = hashlib.sha256(b"file 3\n").hexdigest()
     assert ctx.facts(names[3]).sha256 == expected
+
+
+def test_a_whole_run_starts_the_helper_once_the_walk_is_done(
+    root: Path, closing: list[Context], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_itera.files import batch
+
+    monkeypatch.setattr(batch, "HELPER_ABOVE", 10)
+    names = many_small_files(root, 30)
+    ctx = context(root, read_early=True)
+    closing.append(ctx)
+    assert ctx._helper is None
+    ctx.entries()
+    helper = ctx._helper
+    assert helper is not None
+    ctx.read_ahead(names, workers=2)
+    assert ctx._helper is helper  # one helper per Context
+    assert ctx.facts(names[29]).sha256 == hashlib.sha256(b"file 29\n").hexdigest()
+    fast = context(root, options=Options(fast=True), read_early=True)
+    closing.append(fast)
+    fast.entries()
+    assert fast._helper is None  # --itera-fast reads nothing
