@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import os
 import pickle
-import select
+import struct
 import subprocess
 import sys
+import threading
+from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Final
@@ -27,13 +29,16 @@ from pytest_itera.files.scan import FileFacts, TempMatcher, scan_file
 # Below this many small files a helper's start (~0.1 s of CPU) is not worth it.
 HELPER_ABOVE: Final = 10_000
 BATCH: Final = 500  # facts per message (one pickle each)
+_SIZE: Final = struct.Struct("<I")  # each message's length, before it
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class Helper:
     """A helper process reading ``files`` (relative paths under ``root_slash``, a folder path
-    ending in "/"), last first."""
+    ending in "/"), last first. A thread of this process drains its pipe as it writes (a
+    pipe holds ~64 KiB: unread, the helper would stop there); the facts are unpickled when
+    asked for (:meth:`arrived`)."""
 
     def __init__(self, root_slash: str, files: Sequence[str], patterns: tuple[str, ...],
                  *, fingerprint: bool) -> None:
@@ -42,27 +47,55 @@ class Helper:
         self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL)
-        assert self._proc.stdin is not None
-        assert self._proc.stdout is not None
-        self._out: IO[bytes] = self._proc.stdout
+        self._received: deque[bytes] = deque()  # what the drain thread read, not parsed yet
+        self._unparsed = b""
+        self._ended = threading.Event()
+        stdin, stdout = self._proc.stdin, self._proc.stdout
+        assert stdin is not None
+        assert stdout is not None
+        threading.Thread(target=self._drain, args=(stdout,), name="itera-helper-pipe",
+                         daemon=True).start()
         try:
-            pickle.dump((root_slash, list(files), patterns, fingerprint), self._proc.stdin)
-            self._proc.stdin.close()
-        except OSError:  # it died at once (no such interpreter, ...): the caller reads all
+            pickle.dump((root_slash, list(files), patterns, fingerprint), stdin)
+            stdin.close()
+        except OSError:  # it died at once: the caller reads everything itself
             self.close()
 
     @property
     def running(self) -> bool:
         return self._proc is not None
 
+    def _drain(self, pipe: IO[bytes]) -> None:
+        fd = pipe.fileno()
+        try:
+            while data := os.read(fd, 1 << 20):  # releases the GIL while it waits
+                self._received.append(data)  # atomic: no lock
+        except OSError:
+            pass
+        self._ended.set()
+
     def arrived(self) -> list[FileFacts]:
-        """The facts sent since the last call, without waiting (none once it has ended)."""
+        """The facts received since the last call, without waiting; once it has sent all it
+        will, it is reaped (:attr:`running` turns False)."""
+        if self._proc is None:
+            return []
+        ended = self._ended.is_set()  # before the take: nothing is appended after it
+        received, taken = self._received, [self._unparsed]
+        while received:
+            taken.append(received.popleft())
+        data = b"".join(taken)
         found: list[FileFacts] = []
-        while self._proc is not None and select.select([self._out], [], [], 0)[0]:
-            try:
-                found += map(FileFacts._make, pickle.load(self._out))
-            except (EOFError, OSError, pickle.UnpicklingError):
-                self.close()  # done, or broken: what it did not send is the caller's to read
+        at = 0
+        while at + _SIZE.size <= len(data):
+            (length,) = _SIZE.unpack_from(data, at)
+            if at + _SIZE.size + length > len(data):
+                break
+            start = at + _SIZE.size
+            found += map(FileFacts._make, pickle.loads(data[start:start + length]))
+            at = start + length
+        self._unparsed = data[at:]
+        if ended:
+            self.close()  # all sent (a part of a message left over: it broke off)
         return found
 
     def close(self) -> None:
@@ -72,12 +105,14 @@ class Helper:
             return
         if proc.poll() is None:
             proc.kill()
-        self._out.close()
         proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def serve() -> None:
-    """The helper's side: the request on stdin, the facts in batches on stdout."""
+    """The helper's side: the request on stdin, the facts in batches on stdout, each a
+    pickled list of plain tuples after its length."""
     root_slash, files, patterns, fingerprint = pickle.load(sys.stdin.buffer)
     matcher = TempMatcher(patterns)
     out = sys.stdout.buffer
@@ -85,7 +120,8 @@ def serve() -> None:
         for batch in _batches(files[::-1]):
             facts = [tuple(scan_file(root_slash + relpath, relpath, matcher,
                                      fingerprint=fingerprint, walked=True)) for relpath in batch]
-            pickle.dump(facts, out, protocol=pickle.HIGHEST_PROTOCOL)
+            message = pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
+            out.write(_SIZE.pack(len(message)) + message)
             out.flush()
     except BrokenPipeError:  # the caller read the rest itself and closed
         os._exit(0)
