@@ -439,12 +439,20 @@ def deselect_by_folder(config: pytest.Config, items: list[pytest.Item]) -> None:
         items[:] = kept
 
 
-def _reads_everything(config: pytest.Config) -> bool:
-    """A whole run, serial, with no ``-k`` or ``-m``: every file of the folder is read, so a
-    helper process may start reading small files as soon as the walk is done (issue 29)."""
+def whole_run(config: pytest.Config) -> bool:
+    """This process runs every item of the campaigns (no xdist, no selection of pytest's)."""
+    if is_worker(config) or getattr(config.option, "dist", "no") != "no":
+        return False
     option = config.option
-    return not (is_worker(config) or option.collectonly or option.keyword or option.markexpr
-                or getattr(option, "numprocesses", None) or _cpus() < 2)
+    return not (option.keyword or option.markexpr or getattr(option, "lf", False)
+                or getattr(option, "deselect", None) or any("::" in arg for arg in config.args))
+
+
+def _reads_everything(config: pytest.Config) -> bool:
+    """A whole run that runs its items (:func:`whole_run`, not --collect-only) on two cores or
+    more: every file of the folder is read, so a helper process may start reading the small
+    ones as soon as the walk is done (issue 29)."""
+    return whole_run(config) and not config.option.collectonly and _cpus() >= 2
 
 
 def is_worker(config: pytest.Config) -> bool:
