@@ -36,9 +36,9 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 class Helper:
     """A helper process reading ``files`` (relative paths under ``root_slash``, a folder path
-    ending in "/"), last first. A thread of this process drains its pipe as it writes (a
-    pipe holds ~64 KiB: unread, the helper would stop there); the facts are unpickled when
-    asked for (:meth:`arrived`)."""
+    ending in "/"), last first. A thread of this process sends the request and drains the
+    pipe as the helper writes (a pipe holds ~64 KiB: unread, the helper would stop there);
+    the facts are unpickled when asked for (:meth:`arrived`)."""
 
     def __init__(self, root_slash: str, files: Sequence[str], patterns: tuple[str, ...],
                  *, fingerprint: bool) -> None:
@@ -53,20 +53,24 @@ class Helper:
         stdin, stdout = self._proc.stdin, self._proc.stdout
         assert stdin is not None
         assert stdout is not None
-        threading.Thread(target=self._drain, args=(stdout,), name="itera-helper-pipe",
-                         daemon=True).start()
-        try:
-            pickle.dump((root_slash, list(files), patterns, fingerprint), stdin)
-            stdin.close()
-        except OSError:  # it died at once: the caller reads everything itself
-            self.close()
+        request = pickle.dumps((root_slash, list(files), patterns, fingerprint))
+        # Written by the thread: the pipe takes the request only as fast as the helper, which
+        # is still starting, reads it (~2 MB for 100,000 paths).
+        threading.Thread(target=self._talk, args=(request, stdin, stdout),
+                         name="itera-helper-pipe", daemon=True).start()
 
     @property
     def running(self) -> bool:
         return self._proc is not None
 
-    def _drain(self, pipe: IO[bytes]) -> None:
-        fd = pipe.fileno()
+    def _talk(self, request: bytes, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+        """Send the request, then drain the answers (a helper that died: an early end)."""
+        try:
+            stdin.write(request)
+            stdin.close()
+        except OSError:
+            pass
+        fd = stdout.fileno()
         try:
             while data := os.read(fd, 1 << 20):  # releases the GIL while it waits
                 self._received.append(data)  # atomic: no lock
