@@ -159,13 +159,16 @@ class Context:
     def entries(self) -> tuple[Entry, ...]:
         """Every entry of the folder (lstat, sorted, links never followed)."""
         if self._entries is None:
+            from pytest_itera.files.scan import SMALL_FILE
             from pytest_itera.files.tree import walk
 
+            man = self.campaign.manifest
+            if self._read_early and man is not None and self._may_help(
+                    sum(r.bytes < SMALL_FILE for r in man.files)):
+                self._helper = self._start_helper()  # its interpreter starts during the walk
             self._entries = walk(self.root)
             self._by_path = {e.path: e for e in self._entries}
             if self._read_early:
-                from pytest_itera.files.scan import SMALL_FILE
-
                 self._help_with([e.path for e in self._entries
                                  if e.kind == "file" and e.size < SMALL_FILE])
         return self._entries
@@ -276,16 +279,33 @@ class Context:
                 self._readers.put((relpath, pending))
 
     def _help_with(self, small: list[str]) -> None:
-        """Many small files: a helper process reads them from the last (files.batch)."""
-        from pytest_itera.files.batch import HELPER_ABOVE, Helper
+        """Many small files: a helper process reads them from the last (files.batch); one
+        helper per Context, started here unless it was before the walk."""
+        helper = self._helper
+        if helper is not None and helper.asked:
+            return
+        if not self._may_help(len(small)):
+            if helper is not None:
+                helper.close()
+            self._helper = None
+            return
+        self._helper = helper = helper or self._start_helper()
+        if helper is not None:
+            helper.read(self._root_slash, small)
 
-        if len(small) > HELPER_ABOVE and self._helper is None and not self.options.fast \
-                and not self._closed and os.name == "posix":
-            try:
-                self._helper = Helper(self._root_slash, small, self.matcher().patterns,
-                                      fingerprint=self._keep_digests)
-            except OSError:  # no interpreter to start: this process reads them all
-                self._helper = None
+    def _may_help(self, small: int) -> bool:
+        from pytest_itera.files.batch import HELPER_ABOVE
+
+        return small > HELPER_ABOVE and not self.options.fast and not self._closed \
+            and os.name == "posix"
+
+    def _start_helper(self) -> Helper | None:
+        from pytest_itera.files.batch import Helper
+
+        try:
+            return Helper(self.matcher().patterns, fingerprint=self._keep_digests)
+        except OSError:  # no interpreter to start: this process reads them all
+            return None
 
     def _reader(self, jobs: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None]) -> None:
         while (job := jobs.get()) is not None:

@@ -13,6 +13,7 @@ CPU (or fails to start) only leaves all the reading to the caller, as without it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import struct
@@ -40,22 +41,29 @@ class Helper:
     pipe as the helper writes (a pipe holds ~64 KiB: unread, the helper would stop there);
     the facts are unpickled when asked for (:meth:`arrived`)."""
 
-    def __init__(self, root_slash: str, files: Sequence[str], patterns: tuple[str, ...],
-                 *, fingerprint: bool) -> None:
+    def __init__(self, patterns: tuple[str, ...], *, fingerprint: bool) -> None:
+        """Start the helper (its interpreter starts while the caller walks the folder)."""
         code = (f"import sys; sys.path.insert(0, {_PACKAGE_ROOT!r}); "
                 "from pytest_itera.files.batch import serve; serve()")
         self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL)
+        self._patterns, self._fingerprint = patterns, fingerprint
         self._received: deque[bytes] = deque()  # what the drain thread read, not parsed yet
         self._unparsed = b""
         self._ended = threading.Event()
+        self.asked = False
+
+    def read(self, root_slash: str, files: Sequence[str]) -> None:
+        """Hand it the files: it reads them from the last."""
+        assert self._proc is not None
         stdin, stdout = self._proc.stdin, self._proc.stdout
         assert stdin is not None
         assert stdout is not None
-        request = pickle.dumps((root_slash, list(files), patterns, fingerprint))
+        self.asked = True
+        request = pickle.dumps((root_slash, list(files), self._patterns, self._fingerprint))
         # Written by the thread: the pipe takes the request only as fast as the helper, which
-        # is still starting, reads it (~2 MB for 100,000 paths).
+        # may still be starting, reads it (~2 MB for 100,000 paths).
         threading.Thread(target=self._talk, args=(request, stdin, stdout),
                          name="itera-helper-pipe", daemon=True).start()
 
@@ -64,24 +72,28 @@ class Helper:
         return self._proc is not None
 
     def _talk(self, request: bytes, stdin: IO[bytes], stdout: IO[bytes]) -> None:
-        """Send the request, then drain the answers (a helper that died: an early end)."""
+        """Send the request, then drain the answers to their end (a helper that died or was
+        stopped: an early end), and close both pipes."""
         try:
             stdin.write(request)
-            stdin.close()
         except OSError:
             pass
+        finally:
+            with contextlib.suppress(OSError):
+                stdin.close()
         fd = stdout.fileno()
         try:
             while data := os.read(fd, 1 << 20):  # releases the GIL while it waits
                 self._received.append(data)  # atomic: no lock
         except OSError:
             pass
+        stdout.close()
         self._ended.set()
 
     def arrived(self) -> list[FileFacts]:
         """The facts received since the last call, without waiting; once it has sent all it
         will, it is reaped (:attr:`running` turns False)."""
-        if self._proc is None:
+        if self._proc is None or not self.asked:
             return []
         ended = self._ended.is_set()  # before the take: nothing is appended after it
         received, taken = self._received, [self._unparsed]
@@ -110,8 +122,9 @@ class Helper:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None and not self.asked:
+                pipe.close()  # else the pipe thread closes stdin, and reads stdout to its end
 
 
 def serve() -> None:

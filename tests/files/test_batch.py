@@ -33,7 +33,9 @@ def everything(helper: Helper) -> list[FileFacts]:
 def test_the_helper_reads_each_file_as_the_caller_would_last_first(tmp_path: Path) -> None:
     names = small_files(tmp_path, 25)
     matcher = TempMatcher(DEFAULT_TEMP_PATTERNS)
-    helper = Helper(f"{tmp_path}/", names, matcher.patterns, fingerprint=False)
+    helper = Helper(matcher.patterns, fingerprint=False)
+    assert helper.arrived() == []  # nothing asked yet
+    helper.read(f"{tmp_path}/", names)
     try:
         sent = everything(helper)
     finally:
@@ -46,7 +48,12 @@ def test_the_helper_reads_each_file_as_the_caller_would_last_first(tmp_path: Pat
 
 def test_a_closed_helper_sends_nothing_more(tmp_path: Path) -> None:
     names = small_files(tmp_path, 5)
-    helper = Helper(f"{tmp_path}/", names, DEFAULT_TEMP_PATTERNS, fingerprint=False)
+    idle = Helper(DEFAULT_TEMP_PATTERNS, fingerprint=False)
+    idle.close()  # never asked
+    assert not idle.running
+    assert idle.arrived() == []
+    helper = Helper(DEFAULT_TEMP_PATTERNS, fingerprint=False)
+    helper.read(f"{tmp_path}/", names)
     helper.close()
     assert not helper.running
     assert helper.arrived() == []
