@@ -21,6 +21,7 @@ from pytest_itera.files.measurements import Problem as MeasurementProblem
 if TYPE_CHECKING:
     from pytest_itera.checks.model import Needs, Options, ReloadHook, Scope
     from pytest_itera.core.money import Catalogue
+    from pytest_itera.files.batch import Helper
     from pytest_itera.files.scan import FileFacts, TempMatcher
     from pytest_itera.files.source import Staged
     from pytest_itera.files.tree import Entry, PathRefusal
@@ -64,6 +65,10 @@ class Check:
     # Its target is a file whose bytes it needs (Context.facts): selected items' targets are
     # read ahead, a few files at a time.
     reads: bool = False
+    # A folder item's files that may fail, in one pass over them all (scope "file"): a cheap,
+    # conservative filter; every file it leaves out has no finding, the others go to ``run``
+    # (100,000 listed files, issue 29: no generator per passing file). None: all go to ``run``.
+    suspects: Callable[[Context, Sequence[str]], Iterable[str]] | None = None
     order: int = 50  # position in the item list (lower first), then id
     # The values it judged, as plain data that travel on its item's report to the closure
     # report (conclusion-consistent: each compared run's decision metric), so the report
@@ -93,6 +98,7 @@ class Context:
         group_files_above: int | None = GROUP_FILES_ABOVE,
         keep_digests: bool = False,
         stored: Staged | None = None,
+        read_early: bool = False,
     ) -> None:
         self.campaign = campaign
         self.options = options
@@ -114,6 +120,11 @@ class Context:
         self._readers: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None] | None = None
         self._reader_count = 0
         self._closed = False
+        self._helper: Helper | None = None  # small files read on the second core (read_ahead)
+        # A whole run reads every file of the walk: the helper starts as soon as the walk is
+        # done (the items are made meanwhile), not at read_ahead.
+        self._read_early = read_early
+        self._misses = 0  # facts asked for and not known yet, while a helper runs
         self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
         self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
         self._by_run: dict[str, list[tuple[str, str]]] | None = None
@@ -154,8 +165,17 @@ class Context:
     def entries(self) -> tuple[Entry, ...]:
         """Every entry of the folder (lstat, sorted, links never followed)."""
         if self._entries is None:
+            from pytest_itera.files.scan import SMALL_FILE
+
+            man = self.campaign.manifest
+            if self._read_early and man is not None and self._may_help(
+                    sum(r.bytes < SMALL_FILE for r in man.files)):
+                self._helper = self._start_helper()  # its interpreter starts during the walk
             self._entries = self._walk()
             self._by_path = {e.path: e for e in self._entries}
+            if self._read_early:
+                self._help_with([e.path for e in self._entries
+                                 if e.kind == "file" and e.size < SMALL_FILE])
         return self._entries
 
     def entry(self, relpath: str) -> Entry | None:
@@ -178,7 +198,9 @@ class Context:
             from pytest_itera.files.outputs import SUFFIXES
 
             entries = self._entries
-            if entries is None:
+            if entries is None and not self._closed:
+                entries = self.entries()  # the checks' walk, which they will need anyway
+            elif entries is None:
                 entries = self._walk()
             self._candidates = tuple(e.path for e in entries
                                      if e.kind == "file" and e.path.lower().endswith(SUFFIXES))
@@ -209,11 +231,28 @@ class Context:
         if known is None:
             with self._lock:
                 known = self._facts.get(relpath)
+                if known is None and self._helper is not None:
+                    known = self._helped(relpath)
                 if known is None:
                     # Read here, under the lock (the reader threads never take it for a
                     # read): no Future for a file no reader thread was handed.
                     known = self._facts[relpath] = self._scan(relpath)
         return known.result() if isinstance(known, Future) else known
+
+    def _helped(self, relpath: str) -> FileFacts | Future[FileFacts] | None:
+        """What the helper process has read so far (looked at every 32nd file asked for: a
+        look is a syscall), with this file's facts if they are among them. The first facts of
+        a file stand: once it sends one this process has read, the two have met, and it stops."""
+        assert self._helper is not None
+        self._misses += 1
+        if self._misses % 32 == 1:
+            for facts in self._helper.arrived():
+                if self._facts.setdefault(facts.path, facts) is not facts:
+                    self._helper.close()
+                    break
+            if not self._helper.running:
+                self._helper = None
+        return self._facts.get(relpath)
 
     def read_ahead(self, relpaths: Iterable[str], workers: int) -> None:
         """Start reading these files now, ``workers`` at a time, on background threads, in
@@ -223,13 +262,19 @@ class Context:
         never with --itera-fast (which hashes nothing)."""
         if self.options.fast or workers < 2:
             return
+        from pytest_itera.files.scan import SMALL_FILE
+
         self.entries()  # built here, before any reader thread looks at it
+        # Only large regular files of the walk: small files are mostly Python-level work (a
+        # reader thread would only contend with the items for the GIL). One lookup per path,
+        # no call: a run of 100,000 small files hands them all over (issue 29).
+        by_path = self._by_path
         with self._lock:
+            wanted = [r for r in dict.fromkeys(relpaths) if r not in self._facts
+                      and (e := by_path.get(r)) is not None and e.kind == "file"]
+            self._help_with([r for r in wanted if by_path[r].size < SMALL_FILE])
             todo: list[tuple[str, Future[FileFacts]]] = [
-                (r, Future())
-                for r in dict.fromkeys(relpaths)
-                if r not in self._facts and self._worth_reading_ahead(r)
-            ]
+                (r, Future()) for r in wanted if by_path[r].size >= SMALL_FILE]
             if len(todo) < 2:
                 return  # nothing to overlap
             if self._readers is None:
@@ -244,14 +289,36 @@ class Context:
                 self._facts[relpath] = pending
                 self._readers.put((relpath, pending))
 
-    def _worth_reading_ahead(self, relpath: str) -> bool:
-        """A regular file of the walk, large enough that its read is mostly time without
-        the GIL (small files are mostly Python-level work: a reader thread would only
-        contend with the items for the GIL)."""
-        from pytest_itera.files.scan import SMALL_FILE
+    def _help_with(self, small: list[str]) -> None:
+        """Many small files: a helper process reads them from the last (files.batch); one
+        helper per Context, started here unless it was before the walk."""
+        helper = self._helper
+        if helper is not None and helper.asked:
+            return
+        if not self._may_help(len(small)):
+            if helper is not None:
+                helper.close()
+            self._helper = None
+            return
+        self._helper = helper = helper or self._start_helper()
+        if helper is not None:
+            helper.read(self._root_slash, small)
 
-        entry = self.entry(relpath)
-        return entry is not None and entry.kind == "file" and entry.size >= SMALL_FILE
+    def _may_help(self, small: int) -> bool:
+        from pytest_itera.files.batch import HELPER_ABOVE
+
+        # Not for an s3:// campaign's copy: its digests came with the copy (never hashed
+        # again) and its objects left in the store are not in the folder to read.
+        return small > HELPER_ABOVE and not self.options.fast and not self._closed \
+            and os.name == "posix" and self.stored is None
+
+    def _start_helper(self) -> Helper | None:
+        from pytest_itera.files.batch import Helper
+
+        try:
+            return Helper(self.matcher().patterns, fingerprint=self._keep_digests)
+        except OSError:  # no interpreter to start: this process reads them all
+            return None
 
     def _reader(self, jobs: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None]) -> None:
         while (job := jobs.get()) is not None:
@@ -267,19 +334,26 @@ class Context:
         except BaseException as exc:  # a bug, handed to whoever asks for these facts
             pending.set_exception(exc)
 
-    def _scan(self, relpath: str) -> FileFacts:
+    @cached_property
+    def _scan_file(self) -> Callable[..., FileFacts]:
+        """``files.scan.scan_file``, imported once: an import statement costs ~1 µs, once per
+        small file of a 100,000-file campaign (issue 29)."""
         from pytest_itera.files.scan import scan_file
 
+        return scan_file
+
+    def _scan(self, relpath: str) -> FileFacts:
         stored = self.stored.facts(relpath) if self.stored is not None else None
         if stored is not None:  # an object left in the store: what the store said of it
             return stored
         path = self._readable_path(relpath)
         if self.stored is not None and self.stored.digest(relpath) and not self.options.fast:
             # Hashed while it streamed: scanned here (text, records), never hashed again.
-            return self.stored.reused(scan_file(path, relpath, self.matcher(), hash=False,
-                                                walked=isinstance(path, str)),
+            return self.stored.reused(self._scan_file(path, relpath, self.matcher(),
+                                                      hash=False,
+                                                      walked=isinstance(path, str)),
                                       keep=self._keep_digests)
-        return scan_file(
+        return self._scan_file(
             path,
             relpath,
             None if self.options.fast else self.matcher(),
@@ -458,6 +532,9 @@ class Context:
             self._facts = {}
             self._entries, self._by_path = None, {}
             self._memo = {}
+        if self._helper is not None:
+            self._helper.close()
+            self._helper = None
         if self._readers is not None:
             for _ in range(self._reader_count):
                 self._readers.put(None)
@@ -499,7 +576,10 @@ class Context:
         with self._lock:
             if key not in self._failing:
                 check = self.checks[check_id]
-                found = ((m, tuple(check.run(self, m))) for m in self.members(check_id, target))
+                members: Iterable[str] = self.members(check_id, target)
+                if check.suspects is not None:
+                    members = check.suspects(self, tuple(members))
+                found = ((m, tuple(check.run(self, m))) for m in members)
                 self._failing[key] = tuple((m, f) for m, f in found if f)
             return self._failing[key]
 
@@ -555,8 +635,15 @@ class Context:
         members: dict[str, list[str]] = {}
         alone: list[str] = []
         owners: dict[str, set[str]] = {}
+        man = self.campaign.manifest
+        named = frozenset() if man is None else man.named
         for target in targets:
             group = folder_group(target)
+            if group != target and target not in named and group not in named:
+                # Neither is named by a record: both belong to the runs of their folder (two
+                # lookups instead of two sets of owners per file; 100,000 files, issue 29).
+                members.setdefault(group, []).append(target)
+                continue
             if group not in owners:
                 owners[group] = self.runs_of(check, group)
             if group != target and self.runs_of(check, target) == owners[group]:

@@ -44,12 +44,23 @@ def ignored(ctx: Context, relpath: str) -> bool:
             or relpath in own_outputs_of(ctx))
 
 
+def judged_entries(ctx: Context) -> tuple[Entry, ...]:
+    """The walk's entries that are not :func:`ignored`, in walk order: sifted once per
+    Context for every file check (three passes over 100,000 files, issue 29)."""
+
+    def compute() -> tuple[Entry, ...]:
+        if not ctx.options.ignore and not own_outputs_of(ctx):
+            return ctx.entries()  # nothing is ignored (the usual case): no pass at all
+        return tuple(e for e in ctx.entries() if not ignored(ctx, e.path))
+
+    return ctx.memo("files.judged", compute)
+
+
 def own_outputs_of(ctx: Context) -> dict[str, str]:
     """The unlisted files that are the plugin's own outputs, recognised by their content
     (:mod:`pytest_itera.files.outputs`): the next acceptance does not trip on them."""
     return ctx.memo("own-outputs", lambda: own_outputs(
-        ctx.root, (e.path for e in ctx.entries() if e.kind == "file"),
-        {f.path for f in _listed(ctx)}))
+        ctx.root, ctx.output_candidates(), _by_path(ctx)[0]))
 
 
 def _listed(ctx: Context) -> tuple[FileRecord, ...]:
@@ -58,14 +69,24 @@ def _listed(ctx: Context) -> tuple[FileRecord, ...]:
 
 
 def _records(ctx: Context, relpath: str) -> list[tuple[int, FileRecord]]:
-    """(index in $.files, record) for a listed path, from an index built once per Context:
-    scanning the list for each item made a 1,000-run campaign quadratic (issue 8). The
-    first record of each path is kept bare, a list only for a path listed more than once
-    (a list per listed file costs ~90 bytes, with 100,000 of them)."""
+    """(index in $.files, record) for a listed path (:func:`_by_path`)."""
+    first, again = _by_path(ctx)
+    if relpath in again:
+        return again[relpath]
+    found = first.get(relpath)
+    return [] if found is None else [found]
 
-    Index = tuple[dict[str, tuple[int, FileRecord]], dict[str, list[tuple[int, FileRecord]]]]
 
-    def build() -> Index:
+_Index = tuple[dict[str, tuple[int, FileRecord]], dict[str, list[tuple[int, FileRecord]]]]
+
+
+def _by_path(ctx: Context) -> _Index:
+    """The listed paths' records, indexed once per Context: scanning the list for each item
+    made a 1,000-run campaign quadratic (issue 8). The first record of each path is kept
+    bare, a list only for a path listed more than once (a list per listed file costs ~90
+    bytes, with 100,000 of them)."""
+
+    def build() -> _Index:
         first: dict[str, tuple[int, FileRecord]] = {}
         again: dict[str, list[tuple[int, FileRecord]]] = {}
         for i, record in enumerate(_listed(ctx)):
@@ -76,11 +97,7 @@ def _records(ctx: Context, relpath: str) -> list[tuple[int, FileRecord]]:
                 again.setdefault(record.path, [seen]).append((i, record))
         return first, again
 
-    first, again = ctx.memo("files-by-path", build)
-    if relpath in again:
-        return again[relpath]
-    found = first.get(relpath)
-    return [] if found is None else [found]
+    return ctx.memo("files-by-path", build)
 
 
 # ------------------------------------------------------------ files-intact
@@ -89,21 +106,19 @@ def _records(ctx: Context, relpath: str) -> list[tuple[int, FileRecord]]:
 def file_targets(ctx: Context) -> Iterable[str]:
     present = (
         e.path
-        for e in ctx.entries()
-        if (e.kind != "dir" or e.error)
-        and e.path not in CONTRACT_FILES
-        and not ignored(ctx, e.path)
+        for e in judged_entries(ctx)
+        if (e.kind != "dir" or e.error) and e.path not in CONTRACT_FILES
     )
     return {*present, *(f.path for f in _listed(ctx))}
 
 
 def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
+    if not intact_suspects(ctx, (target,)):
+        return
     records = _records(ctx, target)
     if not records:
         yield from _unlisted(ctx, target)
-        return
-    if len(records) == 1 and _intact(ctx, records[0][1]):
         return
     index, record = records[0]
     where = json_where(MANIFEST_FILE, "files", index)
@@ -116,19 +131,32 @@ def files_intact(ctx: Context, target: str | None) -> Iterator[Finding]:
     yield from _listed_file(ctx, record, where)
 
 
-def _intact(ctx: Context, record: FileRecord) -> bool:
-    """The common case at the cost of a few lookups (100,000 listed files, issue 29): a
-    regular file of the walk, read without error, with the size and sha256 recorded, under a
-    portable name that collides with no other. Everything else (and --itera-fast) takes the
-    path that says what is wrong, which judges the same file again from scratch."""
-    if ctx.options.fast or record.path == MANIFEST_FILE or path_problem(record.path) is not None:
-        return False
-    entry = ctx.entry(record.path)
-    if entry is None or entry.kind != "file" or record.path in _collisions(ctx):
-        return False
-    facts = ctx.facts(record.path)
-    return (facts.error is None and facts.size == record.bytes
-            and facts.sha256 is not None and facts.sha256 == record.sha256)
+def intact_suspects(ctx: Context, members: Sequence[str]) -> Sequence[str]:
+    """The files :func:`files_intact` may fail (a folder item's, or one file), in one pass.
+
+    The common case is judged at the cost of a few lookups (100,000 listed files, issue
+    29): listed once, a regular file of the walk, read without error, with the size and
+    sha256 recorded, under a portable name that collides with no other. Every other file
+    is a suspect, judged again from scratch by the path that says what is wrong; so is
+    every file with --itera-fast, which reads nothing.
+    """
+    if ctx.options.fast:
+        return members
+    first, again = _by_path(ctx)
+    collide = _collisions(ctx)
+    entry, facts = ctx.entry, ctx.facts
+    suspects = []
+    for path in members:
+        found = first.get(path)
+        walked = entry(path)
+        if found is None or path in again or walked is None or walked.kind != "file" \
+                or path in collide or path == MANIFEST_FILE or path_problem(path) is not None:
+            suspects.append(path)
+            continue
+        read, record = facts(path), found[1]
+        if read.error is not None or read.size != record.bytes or read.sha256 != record.sha256:
+            suspects.append(path)
+    return suspects
 
 
 def _collisions(ctx: Context) -> dict[str, tuple[str, ...]]:
@@ -215,9 +243,8 @@ def renames(ctx: Context) -> dict[str, str]:
         records = {r.path: r for r in listed}
         sizes = {r.bytes for r in missing}
         by_size: dict[int, list[str]] = {}
-        for entry in ctx.entries():
-            if entry.kind == "file" and entry.size in sizes and entry.path not in CONTRACT_FILES \
-                    and not ignored(ctx, entry.path):
+        for entry in judged_entries(ctx):
+            if entry.kind == "file" and entry.size in sizes and entry.path not in CONTRACT_FILES:
                 own = records.get(entry.path)
                 if own is None or own.bytes != entry.size or own.sha256 != \
                         ctx.facts(entry.path).sha256:
@@ -344,7 +371,7 @@ def _describe(kind: str) -> str:
 
 def no_empty_files(ctx: Context, _target: str | None) -> Iterator[Finding]:
     """No empty regular file anywhere; no empty directory that a run relies on."""
-    entries = [e for e in ctx.entries() if not ignored(ctx, e.path)]
+    entries = judged_entries(ctx)
     for entry in entries:
         if entry.kind == "file" and entry.size == 0:
             listed = bool(_records(ctx, entry.path))
@@ -391,10 +418,17 @@ def _is_relied_on(path: str, relied: tuple[set[str], set[str]]) -> bool:
 def scan_targets(ctx: Context) -> Iterable[str]:
     return [
         e.path
-        for e in ctx.entries()
-        if (e.kind == "file" or (e.kind == "symlink" and not e.escapes))
-        and not ignored(ctx, e.path)
+        for e in judged_entries(ctx)
+        if e.kind == "file" or (e.kind == "symlink" and not e.escapes)
     ]
+
+
+def scan_suspects(ctx: Context, members: Sequence[str]) -> list[str]:
+    """The files of a folder item that :func:`no_temp_paths` may fail, in one pass: those
+    read with an error, not wholly scanned, or with a hit."""
+    facts = ctx.facts
+    return [m for m in members
+            if (f := facts(m)).error is not None or f.unscanned is not None or f.hit_count]
 
 
 def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
@@ -462,6 +496,7 @@ CHECKS = (
         files_intact,
         scope="file",
         targets=file_targets,
+        suspects=intact_suspects,
         needs=frozenset({"manifest"}),
         fast=True,
         order=10,
@@ -481,6 +516,7 @@ CHECKS = (
         no_temp_paths,
         scope="file",
         targets=scan_targets,
+        suspects=scan_suspects,
         needs=frozenset(),
         order=12,
         reads=True,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import defaultdict
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -74,15 +73,21 @@ def component_problem(name: str) -> str | None:
 
 def collision_key(relpath: str) -> str:
     """The name a case-insensitive, normalising file system would see for ``relpath``."""
+    if relpath.isascii():  # the same, cheaper: ASCII is NFC, and casefolds as it lowers
+        return relpath.lower()
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", relpath).casefold())
 
 
 def collisions(paths: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Each path that collides with another (differs only by case or Unicode normalisation,
     e.g. NFC 'é' and NFD 'e' + U+0301), mapped to the others it collides with, sorted."""
-    groups: dict[str, set[str]] = defaultdict(set)
+    first: dict[str, str] = {}
+    groups: dict[str, set[str]] = {}  # only keys two paths share: no set per path
     for path in paths:
-        groups[collision_key(path)].add(path)
+        key = collision_key(path)
+        seen = first.setdefault(key, path)
+        if seen != path:
+            groups.setdefault(key, {seen}).add(path)
     out: dict[str, tuple[str, ...]] = {}
     for group in groups.values():
         if len(group) > 1:

@@ -14,7 +14,9 @@ import re
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
+from stat import S_ISREG
 from typing import Literal
 
 EntryKind = Literal["file", "dir", "symlink", "fifo", "socket", "device", "other"]
@@ -73,7 +75,9 @@ def walk(root: Path, *, limit: int = 1_000_000) -> tuple[Entry, ...]:
         except OSError as exc:
             found.append(_vanished(rel, exc))
             continue
-        if stat.S_ISDIR(st.st_mode):
+        if S_ISREG(st.st_mode):  # most entries: no call to describe them
+            found.append(Entry(rel, "file", st.st_size, st.st_mtime_ns))
+        elif stat.S_ISDIR(st.st_mode):
             below, error = _scan_dir(child.path)
             found.append(Entry(rel, "dir", 0, st.st_mtime_ns, error=error))
             if below:
@@ -93,8 +97,7 @@ def _scan_dir(full: str) -> tuple[list[os.DirEntry[str]], str | None]:
         return [], os_reason(exc)
 
 
-def _name_key(entry: os.DirEntry[str]) -> str:
-    return entry.name
+_name_key = attrgetter("name")  # sort keys in C: 100,000 entries (issue 29)
 
 
 def _vanished(rel: str, exc: OSError) -> Entry:
@@ -124,8 +127,7 @@ def entry_at(root: Path, relpath: str) -> Entry | None:
     return _visit(base, os.path.realpath(base), relpath)[0]
 
 
-def _path_key(entry: Entry) -> str:
-    return entry.path
+_path_key = attrgetter("path")
 
 
 def _truncated(limit: int) -> Entry:

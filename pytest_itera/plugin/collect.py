@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -289,13 +289,18 @@ def _reload_facts(ctx: Context, target: str) -> list[dict[str, Any]]:
     asked: list[tuple[str, str | None]] = [
         (c.path, c.format) for c in man.checkpoints if c.path == target]
     asked += [(a.path, None) for a in man.adapters if a.path == target]
-    sizes = ctx.memo("itera.sizes", lambda: _folder_sizes(man.files))
+    refs = [r.path for r in man.checkpoints] + [a.path for a in man.adapters]
+    sizes = ctx.memo("itera.sizes", lambda: _folder_sizes(
+        man.files, {path.rstrip("/") for path in refs}))
     return [plain(ReloadFacts.of(ctx.reload(path, fmt), sizes.get(path.rstrip("/"), 0)))
             for path, fmt in dict.fromkeys(asked)]
 
 
-def _folder_sizes(files: Iterable[FileRecord]) -> dict[str, int]:
-    """Bytes per listed file and per folder above it (a checkpoint may be a folder)."""
+def _folder_sizes(files: Iterable[FileRecord], wanted: Set[str] | None = None) -> dict[str, int]:
+    """Bytes per listed file and per folder above it (a checkpoint may be a folder); with
+    ``wanted``, of those paths only: one prefix test per listed file (100,000 of them)."""
+    if wanted is not None:
+        return _sizes_of(files, wanted)
     sizes: dict[str, int] = {}
     for record in files:
         # The file's own key is its record's string (not a copy per listed file).
@@ -305,6 +310,20 @@ def _folder_sizes(files: Iterable[FileRecord]) -> dict[str, int]:
             if "/" not in key:
                 break
             key = key.rpartition("/")[0]
+    return sizes
+
+
+def _sizes_of(files: Iterable[FileRecord], wanted: Set[str]) -> dict[str, int]:
+    sizes = dict.fromkeys(wanted, 0)
+    prefixes = tuple(f"{path}/" for path in wanted)
+    for record in files:
+        path = record.path
+        if path in sizes:
+            sizes[path] += record.bytes
+        if path.startswith(prefixes):
+            for folder in wanted:
+                if path.startswith(f"{folder}/"):
+                    sizes[folder] += record.bytes
     return sizes
 
 
@@ -359,6 +378,7 @@ def make_context(
         # The seal reuses the digests the checks computed (report.seal.write).
         keep_digests=settings.seal is not None,
         stored=config.stash.get(sources_key, {}).get(root),  # an s3:// campaign's copy
+        read_early=_reads_everything(config),
     )
     # Also when -x stops the run before the manifest node is torn down: no read goes on.
     config.add_cleanup(context.close)
@@ -453,6 +473,22 @@ def deselect_by_folder(config: pytest.Config, items: list[pytest.Item]) -> None:
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+def whole_run(config: pytest.Config) -> bool:
+    """This process runs every item of the campaigns (no xdist, no selection of pytest's)."""
+    if is_worker(config) or getattr(config.option, "dist", "no") != "no":
+        return False
+    option = config.option
+    return not (option.keyword or option.markexpr or getattr(option, "lf", False)
+                or getattr(option, "deselect", None) or any("::" in arg for arg in config.args))
+
+
+def _reads_everything(config: pytest.Config) -> bool:
+    """A whole run that runs its items (:func:`whole_run`, not --collect-only) on two cores or
+    more: every file of the folder is read, so a helper process may start reading the small
+    ones as soon as the walk is done (issue 29)."""
+    return whole_run(config) and not config.option.collectonly and _cpus() >= 2
 
 
 def is_worker(config: pytest.Config) -> bool:

@@ -19,6 +19,7 @@ from pytest_itera.plugin.collect import (
     registered_checks,
     selected_targets,
     session_reloader,
+    whole_run,
 )
 from pytest_itera.plugin.options import loaded_campaign, settings_key
 from pytest_itera.report import clean
@@ -67,21 +68,12 @@ def start_reloads_first(config: pytest.Config) -> None:
     if (settings is None or not settings.active or settings.fast or option.collectonly
             or getattr(option, "help", False) or getattr(option, "version", 0)
             or settings.verify_seal is not None
-            or config.pluginmanager.is_blocked("itera.artifacts") or not _whole_run(config)):
+            or config.pluginmanager.is_blocked("itera.artifacts") or not whole_run(config)):
         return
     from pytest_itera.checks.artifacts import has_artifacts
 
     if any(has_artifacts(loaded_campaign(config, root)) for root in settings.campaigns):
         _start_and_probe(config)
-
-
-def _whole_run(config: pytest.Config) -> bool:
-    """This process runs every item of the campaigns (no xdist, no selection of pytest's)."""
-    if is_worker(config) or getattr(config.option, "dist", "no") != "no":
-        return False
-    option = config.option
-    return not (option.keyword or option.markexpr or getattr(option, "lf", False)
-                or getattr(option, "deselect", None) or any("::" in arg for arg in config.args))
 
 
 def _start_and_probe(config: pytest.Config) -> None:
@@ -102,7 +94,7 @@ def start_reloads_early(config: pytest.Config) -> None:
     ``pytest_collection_modifyitems``), if a selected item reloads; it also stops a server
     started here that a plugin's deselection made useless. Not on an xdist worker (it starts
     its server at its first reload) nor on the controller (it only probes)."""
-    if _early_probe_key in config.stash or not _whole_run(config):
+    if _early_probe_key in config.stash or not whole_run(config):
         return  # started at cmdline_main; or a selection: reload_ahead starts it if needed
     if _needs_reloads(config):
         _start_and_probe(config)

@@ -255,12 +255,13 @@ def _left_out(campaign: Campaign, context: Context) -> tuple[str, ...]:
     """The notes on the plugin's own outputs inside the campaign (files.outputs), which the
     file checks left out (the candidates from the checks' walk: no second one)."""
     root = campaign.root
-    if not root.is_dir():
+    candidates = context.output_candidates()
+    if not candidates or not root.is_dir():
         return ()
     man = campaign.manifest
     listed = {f.path for f in man.files} if man is not None else set()
     return tuple(left_out_note(path, what) for path, what in
-                 sorted(own_outputs(root, context.output_candidates(), listed).items()))
+                 sorted(own_outputs(root, candidates, listed).items()))
 
 
 def _evidence(campaign: Campaign, runs: Sequence[RunRow], checks: Sequence[CheckResult],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -576,3 +577,78 @@ def test_after_close_one_path_is_answered_without_walking_the_folder_again(
     assert "itera-report.json" not in ctx.output_candidates()
     assert set(ctx.output_candidates()) == {
         p for p, e in walked.items() if e.kind == "file" and p.endswith((".json", ".md", ".html"))}
+
+
+# ------------------------------------------------------------------ the helper process
+
+
+def many_small_files(root: Path, count: int) -> list[str]:
+    names = []
+    for i in range(count):
+        name = f"many/{i:03d}.txt"
+        (root / "many").mkdir(exist_ok=True)
+        (root / name).write_bytes(f"file {i}\n".encode() + (b"/tmp/x\n" if i == 7 else b""))
+        names.append(name)
+    return names
+
+
+def test_many_small_files_are_read_by_a_helper_process_too(
+    root: Path, closing: list[Context], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each file's facts are those this process reads (the first of the two stands), and
+    the helper is stopped with the Context."""
+    from pytest_itera.files import batch
+
+    monkeypatch.setattr(batch, "HELPER_ABOVE", 10)
+    names = many_small_files(root, 80)
+    ctx = context(root)
+    closing.append(ctx)
+    ctx.read_ahead(names, workers=2)
+    helper = ctx._helper
+    assert helper is not None
+    time.sleep(0.5)  # it reads some, from the last
+    reference = context(root)
+    closing.append(reference)
+    for name in names:
+        assert ctx.facts(name) == reference.facts(name)
+    assert ctx.facts(names[7]).hit_count == 1
+    ctx.close()
+    assert not helper.running
+
+
+def test_a_helper_that_cannot_start_leaves_the_reading_here(
+    root: Path, closing: list[Context], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_itera.files import batch
+
+    monkeypatch.setattr(batch, "HELPER_ABOVE", 10)
+    monkeypatch.setattr(sys, "executable", str(root / "no-such-python"))
+    names = many_small_files(root, 30)
+    ctx = context(root)
+    closing.append(ctx)
+    ctx.read_ahead(names, workers=2)
+    assert ctx._helper is None
+    expected = hashlib.sha256(b"file 3\n").hexdigest()
+    assert ctx.facts(names[3]).sha256 == expected
+
+
+def test_a_whole_run_starts_the_helper_once_the_walk_is_done(
+    root: Path, closing: list[Context], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_itera.files import batch
+
+    monkeypatch.setattr(batch, "HELPER_ABOVE", 10)
+    names = many_small_files(root, 30)
+    ctx = context(root, read_early=True)
+    closing.append(ctx)
+    assert ctx._helper is None
+    ctx.entries()
+    helper = ctx._helper
+    assert helper is not None
+    ctx.read_ahead(names, workers=2)
+    assert ctx._helper is helper  # one helper per Context
+    assert ctx.facts(names[29]).sha256 == hashlib.sha256(b"file 29\n").hexdigest()
+    fast = context(root, options=Options(fast=True), read_early=True)
+    closing.append(fast)
+    fast.entries()
+    assert fast._helper is None  # --itera-fast reads nothing

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +55,17 @@ def test_a_markdown_reports_chart_is_recognised(tmp_path: Path) -> None:
     assert own_output(tmp_path / "results.svg") == "a closure report's chart (SVG)"
     (tmp_path / "inline.svg").write_text(chart.render())  # the HTML page's, not a file's
     assert own_output(tmp_path / "inline.svg") is None
+
+
+@pytest.mark.parametrize("encode", [
+    lambda text: text.replace("/", "\\/").encode(),  # JSON may escape any "/"
+    lambda text: text.replace("i", "\\u0069").encode(),
+    lambda text: text.encode("utf-16-le"),  # json reads UTF-16 and UTF-32 too
+    lambda text: text.encode("utf-32-le"),
+])
+def test_a_report_spelled_otherwise_is_still_recognised(tmp_path: Path, encode: Any) -> None:
+    """Documents without our formats' names in their bytes are not parsed (a campaign's
+    10 MB manifest.json): those whose bytes could still spell them are."""
+    text = json.dumps({"format": "itera-report/2", "verdict": "accepted"})
+    (tmp_path / "r.json").write_bytes(encode(text))
+    assert own_output(tmp_path / "r.json") == "a closure report (itera-report/2)"
