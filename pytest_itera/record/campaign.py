@@ -62,6 +62,7 @@ from pytest_itera.core.campaign import (
     PLAN_FORMAT,
     PLAN_FORMATS,
     CheckpointRecord,
+    aware_moment,
     json_path,
     plan_from,
 )
@@ -506,7 +507,28 @@ class CampaignRecorder:
         if step is not None:
             save["step"] = step
         save["at"] = self.now(at)
+        self._refuse_save_before_start(relpath, run, save["at"])
         return save
+
+    def _refuse_save_before_start(self, relpath: str, run: str, at: str) -> None:
+        """RecordError where ``plan-vs-actual`` will refuse the save at closure: a checkpoint
+        is saved by its own run while it runs, after the run's start (the check's function)."""
+        from pytest_itera.checks.timeline import Save, Saves, Span, saves_after_starts
+
+        started = self._runs[run].started_at if run in self._runs else None
+        if started is None:
+            raise RecordError(
+                f"checkpoint {relpath}: run {run!r} has not started; a checkpoint is saved by "
+                f"its own run while it runs: call rec.run({run!r}).start() before the run's "
+                "first save (the plugin refuses a save timed before its run's start: "
+                "plan-vs-actual.save-before-start)")
+        start, moment = aware_moment(started), aware_moment(at)
+        if start is None or moment is None:
+            return  # the journal's own check says so
+        for finding in saves_after_starts([Span(run, 0, start, start, "ended_at")],
+                                          Saves((Save(run, relpath, moment, 0),))):
+            raise RecordError(f"{finding.message}, as the plugin would report "
+                              f"(plan-vs-actual.save-before-start); {finding.hint}")
 
     def add_checkpoint(
         self,

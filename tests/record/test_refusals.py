@@ -98,3 +98,31 @@ def test_incomplete_predictions_refused_at_once_then_the_campaign_is_accepted(
                for line in (root / "itera-journal.jsonl").read_text().splitlines()]
     assert [e["path"] for e in journal if e["event"] == "predictions"
             and e["run"] == "variant-a"] == [PREDICTIONS]  # the refused file left no record
+
+
+def test_a_save_before_its_run_started_is_refused_at_once(tmp_path: Path) -> None:
+    """plan-vs-actual.save-before-start, at the save: a run that has not started saved
+    nothing, and a save timed before its run's start is another run's (the check's words)."""
+    rec = fifty(tmp_path)  # control started now
+    rec.write_bytes("runs/variant/last.pt", b"not judged here")
+    with pytest.raises(RecordError) as refused:
+        rec.add_checkpoint("runs/variant/last.pt", run="variant", format="torch",
+                           kind="weights")
+    assert str(refused.value) == (
+        "checkpoint runs/variant/last.pt: run 'variant' has not started; a checkpoint is "
+        "saved by its own run while it runs: call rec.run('variant').start() before the "
+        "run's first save (the plugin refuses a save timed before its run's start: "
+        "plan-vs-actual.save-before-start)")
+    rec.run("variant").start(at="2026-11-20T10:05:00+00:00")
+    with pytest.raises(RecordError) as refused:
+        rec.checkpoint_saved("runs/variant/last.pt", run="variant",
+                             at="2026-11-20T10:02:00+00:00")
+    assert str(refused.value).startswith(
+        "checkpoint runs/variant/last.pt of run variant was saved at "
+        "2026-11-20T10:02:00+00:00, 0.05 h before the run started (2026-11-20T10:05:00+00:00), "
+        "as the plugin would report (plan-vs-actual.save-before-start); a checkpoint is saved "
+        "by its own run while it runs")
+    assert '"checkpoint"' not in (rec.root / "itera-journal.jsonl").read_text()
+    rec.add_checkpoint("runs/variant/last.pt", run="variant", format="torch",
+                       kind="weights")  # the way through: saved now, after its start
+    assert [c["path"] for c in rec.checkpoints] == ["runs/variant/last.pt"]
