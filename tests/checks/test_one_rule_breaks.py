@@ -11,6 +11,8 @@ its honest twin accepted. Judged in process on the factory's good /2 campaign.
 - R4: rental time is never an expense priced as hours of a lot (budget-consistent);
 - R7/v3: a receipt states the amount in the budget's currency and the order reference the
   expense records (budget-consistent);
+- R6: the resume check trained after resuming: its own checkpoint is not the one it resumed
+  from (bytes, model tensors) and stores a later step (resume-complete);
 - R8: the reload instructions name files the folder holds (analysis-present);
 - v3: a metric relative to the control compares the same examples: the where filter selects
   the same IDs in both runs' predictions (metrics-recomputed).
@@ -28,7 +30,14 @@ from tests.checks.test_metrics import findings, plan3, rendered
 from tests.checks.test_schedule_checks import drop_variant, never_ran
 from tests.checks.test_schedule_evidence import restate, step
 from tests.checks.test_times_fit import PVA, journal, only, problems, save, times
-from tests.factory import CORPUS_IDS, CampaignBuilder
+from tests.factory import (
+    CONTROL_CKPT,
+    CORPUS_IDS,
+    RESUME_CKPT,
+    RESUME_SAVED_AT,
+    RESUMED_AT,
+    CampaignBuilder,
+)
 from tests.runner import Itera
 
 # ================================================================ R1: own predictions
@@ -329,3 +338,74 @@ def test_reload_instructions_naming_templates_urls_and_other_folders_pass(
         b"Export: `python export.py --output runs/control/model.onnx -o runs/x.pt`;"
         b" `python score.py > runs/control/scores.jsonl`.\n")
     assert problems(campaign, "analysis-present") == []
+
+
+# ================================================== R6: the resume trained on
+
+
+def edited(campaign: CampaignBuilder, source: str, **progress: int) -> bytes:
+    """The torch checkpoint ``source`` of the campaign with its progress changed."""
+    import io
+
+    import torch
+
+    payload = torch.load(io.BytesIO(campaign.files[source]), weights_only=True)
+    payload["progress"].update(progress)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return buffer.getvalue()
+
+
+NEVER_TRAINED = "resume-complete.never-trained"
+
+
+def test_a_resume_checks_checkpoint_copied_from_the_one_it_resumed_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.files[RESUME_CKPT] = campaign.files[CONTROL_CKPT]
+    found = only(problems(campaign, "resume-complete"), NEVER_TRAINED)
+    assert found.target == RESUME_CKPT
+    assert found.finding.message == (
+        f"{RESUME_CKPT} of run resume-check is byte for byte {CONTROL_CKPT}, the checkpoint "
+        "it resumed from, and the run lists no later checkpoint: the resume never trained, "
+        "so it proves no resume")
+    assert found.finding.where == "manifest.json $.checkpoints[1]"
+    assert found.finding.expected == ("a checkpoint of run resume-check saved after training "
+                                      f"past step {RESUMED_AT} in the new process")
+    assert found.finding.hint is not None
+    assert found.finding.hint.startswith("resume the checkpoint in a new process, train on")
+
+
+def test_a_resume_checks_checkpoint_with_the_resumed_tensors_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    # Its step says it trained on; its model is the one it resumed, tensor for tensor.
+    campaign.files[RESUME_CKPT] = edited(campaign, CONTROL_CKPT, step=RESUME_SAVED_AT)
+    found = only(problems(campaign, "resume-complete"), NEVER_TRAINED).finding
+    assert found.message.startswith(
+        f"{RESUME_CKPT} of run resume-check holds the same model tensors (names, shapes, "
+        f"dtypes and checksums) as {CONTROL_CKPT}, the checkpoint it resumed from")
+    assert found.found == f"the model tensors of {CONTROL_CKPT}"
+
+
+def test_a_resume_checks_checkpoint_at_the_step_it_resumed_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.files[RESUME_CKPT] = edited(campaign, RESUME_CKPT, step=RESUMED_AT)
+    found = only(problems(campaign, "resume-complete"), NEVER_TRAINED).finding
+    assert found.message.startswith(
+        f"{RESUME_CKPT} of run resume-check stores step {RESUMED_AT}, not after step "
+        f"{RESUMED_AT} of {CONTROL_CKPT}, the checkpoint it resumed from")
+
+
+def test_a_resume_check_that_trained_on_passes_even_with_a_save_at_the_restore(
+    campaign: CampaignBuilder
+) -> None:
+    assert problems(campaign, "resume-complete") == []
+    # A save right after the restore is no fault while a later checkpoint trained on.
+    restored = "runs/resume-check/restored.pt"
+    campaign.files[restored] = campaign.files[CONTROL_CKPT]
+    campaign.manifest["checkpoints"].append(
+        {"path": restored, "run": "resume-check", "format": "torch", "kind": "resume",
+         "claims": ["model", "optimizer", "progress", "scheduler", "rng", "data"]})
+    assert problems(campaign, "resume-complete") == []
