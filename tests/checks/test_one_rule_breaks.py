@@ -3,7 +3,10 @@ audit): each break the checks accepted before, refused by the check that owns it
 its honest twin accepted. Judged in process on the factory's good /2 campaign.
 
 - R1: a compared run's predictions are its own file (predictions-cover-corpus);
-- R5: a stop comes at or before the run's recorded end (stop-records);
+- R5: a stop comes at or before the run's recorded end (stop-records); a stopped run logs
+  nothing after its stop step (stop-rules-applied);
+- R2/R9: the first decision is taken at the decision point, before the runs that follow it
+  start (plan-vs-actual);
 - R2/R9: a dropped run never ran: its steps are observed at 0 h (plan-vs-actual);
 - R3/v3: times never run backwards: a run whose steps all follow another run's does not start
   before that run ended, a run saves checkpoints after it starts, and the runs of a lot were
@@ -95,6 +98,61 @@ def test_a_stop_after_the_run_ended_is_refused(campaign: CampaignBuilder) -> Non
 def test_a_stop_at_the_runs_end_passes(campaign: CampaignBuilder) -> None:
     stopped_at(campaign, "2026-11-21T18:00:00Z")
     assert problems(campaign, "stop-records") == []
+
+
+def test_a_stopped_run_that_logged_past_its_stop_is_refused(campaign: CampaignBuilder) -> None:
+    stopped_at(campaign, "2026-11-21T18:00:00Z")
+    campaign.run_record("variant-a")["stop"]["step"] = 3  # NaN at step 3; step 4 logged too
+    campaign.measurements["variant-a"][2]["loss"] = "NaN"
+    found = only(problems(campaign, "stop-rules-applied"),
+                 "stop-rules-applied.after-stop").finding
+    assert found.message == ("stopped run variant-a logged 'loss' at 1 step(s) after its stop "
+                             "at step 3 (up to step 4): it went on training past the rule "
+                             "'non-finite-loss' that stopped it")
+    assert found.where == "runs/variant-a/measurements.jsonl:4"
+    assert found.expected == "no 'loss' point after step 3 (manifest.json $.runs[3].stop.step)"
+    assert found.hint is not None
+    assert found.hint.startswith("a run stops when its rule fires")
+
+
+def test_a_stopped_run_whose_log_ends_at_its_stop_passes(campaign: CampaignBuilder) -> None:
+    stopped_at(campaign, "2026-11-21T18:00:00Z")  # NaN at step 4, its last
+    assert problems(campaign, "stop-rules-applied") == []
+
+
+# ====================================== R2/R9: the decision at the decision point
+
+
+def decision_point(campaign: CampaignBuilder, decided_at: str) -> None:
+    """A decision step after the control's training, before the variant's, and its decision."""
+    campaign.plan["schedule"]["steps"].append(
+        {"id": "decide", "kind": "decision", "resource": "human", "hours": 1,
+         "after": ["train-control"]})
+    step(campaign, "train-variant-a")["after"] = ["train-control", "decide"]
+    restate(campaign)
+    campaign.manifest["schedule"]["decisions"] = [
+        {"id": "after-control", "text": "the control learns: the variant runs",
+         "at": decided_at}]
+
+
+def test_a_decision_taken_after_the_runs_it_precedes_started_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    decision_point(campaign, "2026-11-21T05:00:00Z")  # variant-a started at 04:00
+    found = only(problems(campaign, PVA), "plan-vs-actual.decision-after-point").finding
+    assert found.message == (
+        "run variant-a started at 2026-11-21T04:00:00+00:00, before the first decision, "
+        "'after-control', dated 2026-11-21T05:00:00+00:00; its step 'train-variant-a' comes "
+        "after the plan's decision point 'decide' (manifest.json $.runs[3].started_at)")
+    assert found.where == "manifest.json $.schedule.decisions[0].at"
+    assert found.expected == "a decision at or before 2026-11-21T04:00:00+00:00"
+    assert found.hint is not None
+    assert found.hint.startswith("decide at the decision point, before the runs that follow")
+
+
+def test_a_decision_taken_before_the_runs_it_precedes_passes(campaign: CampaignBuilder) -> None:
+    decision_point(campaign, "2026-11-21T04:00:00Z")
+    assert problems(campaign, PVA) == []
 
 
 # ======================================================== R2/R9: a dropped run never ran
