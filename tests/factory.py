@@ -73,6 +73,8 @@ RESUME_CKPT = "runs/resume-check/last.pt"
 VARIANT_WEIGHTS = "runs/variant-a/weights.pt"
 LOSSES = {"control": [1.0, 0.8, 0.6, 0.5], "variant-a": [1.0, 0.7, 0.5, 0.4]}
 RESUMED_AT = 2  # the resume check resumes the control's step-2 checkpoint
+# ... and trains on to the control's last step, where it saves its own checkpoint.
+RESUME_SAVED_AT = len(LOSSES["control"])
 # What each run's predictions give against the corpus labels (pos, neg, pos, neg): the /3
 # plan recomputes the decision metric from them (metrics-recomputed).
 METRICS = {"control": {"accuracy": 0.75}, "variant-a": {"accuracy": 1.0}}
@@ -89,8 +91,9 @@ RUN_TIMES = {
 
 
 @functools.cache
-def _checkpoint_bytes(kind: str) -> bytes:
-    """A real torch.save file of a tiny model: a complete resume checkpoint, or weights."""
+def _checkpoint_bytes(kind: str, step: int = RESUMED_AT) -> bytes:
+    """A real torch.save file of a tiny model: a complete resume checkpoint trained to
+    ``step`` (the resume check's own is trained past the control's it resumed), or weights."""
     import random
 
     import torch
@@ -101,16 +104,19 @@ def _checkpoint_bytes(kind: str) -> bytes:
         payload: Any = model.state_dict()
     else:
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        model(torch.ones(1, 4)).sum().backward()
-        opt.step()
         sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2)
+        for _ in range(step - 1):
+            opt.zero_grad()
+            model(torch.ones(1, 4)).sum().backward()
+            opt.step()
+            sched.step()
         payload = {
             "model": model.state_dict(),
             "optimizer": opt.state_dict(),
             "scheduler": sched.state_dict(),
-            "progress": {"step": RESUMED_AT, "epoch": 0},
+            "progress": {"step": step, "epoch": 0},
             "rng": {"torch": torch.get_rng_state(), "python": random.Random(0).getstate()},
-            "data": {"epoch": 0, "index": RESUMED_AT},
+            "data": {"epoch": 0, "index": step},
         }
     buffer = io.BytesIO()
     torch.save(payload, buffer)
@@ -148,7 +154,7 @@ def default_files_v2() -> dict[str, bytes]:
         files[f"runs/{run_id}/predictions.jsonl"] = _jsonl(
             [{"id": i, "prediction": p} for i, p in zip(CORPUS_IDS, predicted, strict=True)])
     files[CONTROL_CKPT] = _checkpoint_bytes("resume")
-    files[RESUME_CKPT] = _checkpoint_bytes("resume")
+    files[RESUME_CKPT] = _checkpoint_bytes("resume", RESUME_SAVED_AT)
     files[VARIANT_WEIGHTS] = _checkpoint_bytes("weights")
     files["analysis.md"] = (
         b"# Error analysis\n\nThe control confuses ex-3 (pos) with neg; variant-a gets ex-3 "

@@ -369,6 +369,11 @@ def record_campaign(root: Path, tools: Tools, *, resume_state: Sequence[str]) ->
             for step, loss in enumerate(LOSSES["control"][RESUMED_AT:], start=RESUMED_AT + 1):
                 run.log(step, loss=loss)
             run.resumed_from(CONTROL_CKPT, RESUMED_AT)
+        # The factory's checkpoints, each saved by its own run while it runs.
+        for ckpt in closing["checkpoints"]:
+            if ckpt["run"] == run_id:
+                rec.add_checkpoint(ckpt["path"], run=ckpt["run"], format=ckpt["format"],
+                                   kind=ckpt["kind"], claims=ckpt.get("claims", ()))
         run.accept()
     for ckpt in declared.checkpoints:
         rec.add_checkpoint(ckpt["path"], run="control", format=ckpt["format"],

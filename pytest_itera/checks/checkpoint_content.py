@@ -6,6 +6,8 @@ The reload child reports typed facts (``ReloadResult.step``, ``model_shapes``,
 * a resume checkpoint's optimizer fits its model and is finite (resume-complete);
 * the step a resume checkpoint stores is the step a ``resumed_from`` naming it records
   (resume-complete);
+* a resumed run's own resume checkpoints trained past the checkpoint it resumed from: not
+  its bytes, not its model tensors, a later step (resume-complete);
 * two deliverable runs never ship the same weights (same bytes, or the same tensors in
   other bytes); a run's checkpoints agree on the shapes of their common tensors, and hold
   the sizes their run's config states (artifacts-required).
@@ -17,7 +19,12 @@ import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from pytest_itera.core.campaign import MANIFEST_FILE, CheckpointRecord, parse_json
+from pytest_itera.core.campaign import (
+    MANIFEST_FILE,
+    CheckpointRecord,
+    ResumedFrom,
+    parse_json,
+)
 from pytest_itera.core.findings import Finding
 
 if TYPE_CHECKING:
@@ -44,6 +51,7 @@ def resume_content(ctx: Context, record: CheckpointRecord, result: ReloadResult,
     if result.optimizer is not None:
         yield from _optimizer_findings(record, result.optimizer, where)
     yield from _step_findings(ctx, record, result, where)
+    yield from _trained_past(ctx, record, result, where)
 
 
 def _optimizer_findings(record: CheckpointRecord, fit: OptimizerFit,
@@ -115,6 +123,64 @@ def _step_findings(ctx: Context, record: CheckpointRecord, result: ReloadResult,
                 expected=str(resumed.step), found=str(result.step),
                 hint="list the checkpoint the run actually resumed from, with the step that "
                 "checkpoint holds (CampaignRecorder: run.resumed_from(path, step))")
+
+
+def _trained_past(ctx: Context, record: CheckpointRecord, result: ReloadResult,
+                  where: str) -> Iterator[Finding]:
+    """A resumed run's own resume checkpoints hold training done after the resume: one of
+    them is not the checkpoint it resumed from (bytes or model tensors) and stores a later
+    step. A save right after the restore is no fault while a later one trained on."""
+    man = ctx.campaign.manifest
+    run = man.run(record.run) if man is not None else None
+    origin = run.resumed_from if run is not None else None
+    if man is None or origin is None:
+        return
+    source = next((c for c in man.checkpoints
+                   if c.path.rstrip("/") == origin.checkpoint.rstrip("/")), None)
+    if source is None or source.run == record.run or source.path == record.path:
+        return  # role-evidence says what the resumed_from is not
+    untrained = _untrained(ctx, record, result, source, origin)
+    if untrained is None:
+        return
+    for other in man.checkpoints:
+        if other.run == record.run and other.kind == "resume" and other.path != record.path \
+                and _present(ctx, other.path):
+            theirs = ctx.reload(other.path, other.format)
+            if theirs.ok and _untrained(ctx, other, theirs, source, origin) is None:
+                return
+    same, found = untrained
+    yield Finding(
+        f"{record.path} of run {record.run} {same} {source.path}, the checkpoint it resumed "
+        "from, and the run lists no later checkpoint: the resume never trained, so it "
+        "proves no resume",
+        where=where, code="resume-complete.never-trained",
+        expected=f"a checkpoint of run {record.run} saved after training past step "
+        f"{origin.step} in the new process", found=found,
+        hint="resume the checkpoint in a new process, train on, and save the resumed run's "
+        "own checkpoint (save_resume_checkpoint) at its later step")
+
+
+def _untrained(ctx: Context, record: CheckpointRecord, result: ReloadResult,
+               source: CheckpointRecord, origin: ResumedFrom) -> tuple[str, str] | None:
+    """How ``record`` is still the checkpoint the run resumed from, or None when it holds
+    training past it (or nothing says otherwise)."""
+    sha = _sha256(ctx, record)
+    if sha is not None and sha == _sha256(ctx, source):
+        return "is byte for byte", f"the bytes of {source.path}"
+    if result.model_digest is not None and _present(ctx, source.path) \
+            and ctx.reload(source.path, source.format).model_digest == result.model_digest:
+        return ("holds the same model tensors (names, shapes, dtypes and checksums) as",
+                f"the model tensors of {source.path}")
+    if result.step is not None and result.step <= origin.step:
+        return f"stores step {result.step}, not after step {origin.step} of", \
+            f"step {result.step}"
+    return None
+
+
+def _present(ctx: Context, relpath: str) -> bool:
+    """A regular file or a folder a loader may be handed (never a FIFO or a device)."""
+    path = ctx.root / relpath
+    return path.is_file() or path.is_dir()
 
 
 # ---------------------------------------------------------- artifacts-required

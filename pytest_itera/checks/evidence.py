@@ -442,6 +442,32 @@ def _accepted(
                 code="stop-rules-applied.unproven")
 
 
+def _past_the_stop(ctx: Context, run: RunRecord, where: str) -> Iterator[Finding]:
+    """A stopped run ends at its stop (R5): its measurements log no step after it."""
+    stop = run.stop
+    found = run_measurements(ctx, run)
+    if stop is None or stop.step is None or isinstance(found, str):
+        return  # stop-records asks for the step; the measurements are judged apart
+    for name in sorted(found.series):
+        series = found.series[name]
+        later = [(step, line) for step, _, line in series.points() if step > stop.step]
+        if not later:
+            continue
+        last = series.last()
+        assert last is not None
+        yield Finding(
+            f"stopped run {run.id} logged {name!r} at {len(later)} step(s) after its stop "
+            f"at step {stop.step} (up to step {last[0]}): it went on training past the rule "
+            f"{stop.rule!r} that stopped it",
+            where=f"{found.path}:{later[0][1]}",
+            expected=f"no {name!r} point after step {stop.step} ({where}.stop.step)",
+            found=f"steps {later[0][0]} to {last[0]}",
+            hint="a run stops when its rule fires: record the stop at the step it really "
+            "stopped, or, when it went on after a fix, give the new configuration a new run "
+            "ID (R5)",
+            code="stop-rules-applied.after-stop")
+
+
 def _hooked(ctx: Context) -> bool:
     return ctx.options.stop_rule_hook is not None
 
@@ -451,6 +477,7 @@ def _stopped(ctx: Context, plan: Plan, run: RunRecord, where: str) -> Iterator[F
     rule = next((r for r in plan.stop_rules if stop is not None and r.id == stop.rule), None)
     if stop is None or rule is None:
         return  # stop-records says the record or the rule is missing
+    yield from _past_the_stop(ctx, run, where)
     verdict = evaluate(ctx, rule, run.id)
     if verdict.status == "clear":
         yield Finding(

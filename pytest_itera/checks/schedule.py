@@ -29,6 +29,7 @@ from pytest_itera.core.campaign import (
     Plan,
     PlannedSchedule,
     RunRecord,
+    Step,
 )
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
@@ -762,6 +763,7 @@ def _decisions(plan: Plan, man: Manifest) -> Iterator[Finding]:
         yield from _run_decision(i, run, run.id not in planned, man)
     yield from _decision_targets(man)
     yield from _after_the_pilot(plan, man)
+    yield from _before_what_follows(plan, man)
 
 
 def _pilot_end(plan: Plan, man: Manifest) -> tuple[str, datetime, str] | None:
@@ -800,6 +802,56 @@ def _after_the_pilot(plan: Plan, man: Manifest) -> Iterator[Finding]:
             )
 
 
+
+
+def _before_what_follows(plan: Plan, man: Manifest) -> Iterator[Finding]:
+    """The decision is taken at the decision point (R2, R9): the plan's one step of kind
+    ``decision`` precedes, through ``after``, the steps of some runs; the first of those runs
+    to start does not start before the first decision recorded. Several decision steps, or
+    decisions without a moment: nothing here says which decision is whose."""
+    points = [s for s in plan.schedule.steps if s.kind == "decision"]
+    dated = [(d.at, i, d) for i, d in enumerate(man.schedule.decisions) if d.at is not None]
+    if len(points) != 1 or not dated or len(dated) != len(man.schedule.decisions):
+        return
+    point = points[0]
+    following = {s.id for s in _following(plan.schedule.steps, point.id)}
+    # The runs whose planned steps all come after the decision point, by their start.
+    starts = []
+    for index, run in enumerate(man.runs):
+        steps = [s.id for s in plan.schedule.steps if s.run == run.id]
+        if run.started_at is not None and steps and following.issuperset(steps):
+            starts.append((run.started_at, index, run, steps[0]))
+    if not starts:
+        return
+    started, index, run, step = min(starts, key=lambda s: (s[0], s[1]))
+    at, i, decision = min(dated, key=lambda d: (d[0], d[1]))
+    if at <= started:
+        return
+    yield Finding(
+        f"run {run.id} started at {started.isoformat()}, before the first decision, "
+        f"{decision.id!r}, dated {at.isoformat()}; its step {step!r} comes after the plan's "
+        f"decision point {point.id!r} "
+        f"({json_where(MANIFEST_FILE, 'runs', index, 'started_at')})",
+        where=f"{_ACTUAL}.decisions[{i}].at",
+        expected=f"a decision at or before {started.isoformat()}", found=at.isoformat(),
+        hint="decide at the decision point, before the runs that follow it start (continue, "
+        "drop an optional variant, revise the question), and record the decision when it is "
+        "taken (CampaignRecorder.decide)",
+        code="plan-vs-actual.decision-after-point",
+    )
+
+
+def _following(steps: Sequence[Step], first: str) -> list[Step]:
+    """The steps that come after step ``first`` through ``after``, transitively."""
+    later: set[str] = {first}
+    grew = True
+    while grew:
+        grew = False
+        for step in steps:
+            if step.id not in later and later.intersection(step.after):
+                later.add(step.id)
+                grew = True
+    return [s for s in steps if s.id in later and s.id != first]
 
 
 def _run_decision(i: int, run: RunRecord, added: bool, man: Manifest) -> Iterator[Finding]:

@@ -15,6 +15,7 @@ from pytest_itera.report.verify import Problem, builtin_checks, check_campaign
 from tests.factory import (
     CONTROL_CKPT,
     RESUME_CKPT,
+    RESUME_SAVED_AT,
     RESUMED_AT,
     RUN_TIMES,
     CampaignBuilder,
@@ -68,7 +69,7 @@ def honest(campaign: CampaignBuilder) -> list[dict[str, Any]]:
         save(campaign, CONTROL_CKPT, "control", RESUMED_AT, format="torch", kind="resume"),
         {"event": "resumed-from", "run": "resume-check", "checkpoint": CONTROL_CKPT,
          "step": RESUMED_AT},
-        save(campaign, RESUME_CKPT, "resume-check", RESUMED_AT),
+        save(campaign, RESUME_CKPT, "resume-check", RESUME_SAVED_AT),
         {"event": "step", "step": "train-control", "hours": 14},
         {"event": "accepted", "run": "control", "at": RUN_TIMES["control"][1]},
     ]
@@ -154,10 +155,10 @@ def test_a_journaled_step_the_checkpoint_does_not_store_is_refused(
     campaign: CampaignBuilder
 ) -> None:
     events = honest(campaign)
-    events[7] = save(campaign, RESUME_CKPT, "resume-check", 4)
+    events[7] = save(campaign, RESUME_CKPT, "resume-check", 3)
     found = only(problems(campaign, *events), f"{CHECK}.checkpoint-step").finding
-    assert found.message == (f"checkpoint {RESUME_CKPT} stores step {RESUMED_AT}, but "
-                             "itera-journal.jsonl records that it was saved at step 4")
+    assert found.message == (f"checkpoint {RESUME_CKPT} stores step {RESUME_SAVED_AT}, but "
+                             "itera-journal.jsonl records that it was saved at step 3")
     assert found.where == f"{JOURNAL_FILE}:8"
 
 
@@ -347,7 +348,7 @@ def test_the_journal_item_fails_in_every_xdist_mode(
     journaled metric the manifest contradicts: one item, the same message, any xdist mode."""
     campaign = CampaignBuilder(pytester.path / "out")
     events = honest(campaign)
-    events[7] = save(campaign, RESUME_CKPT, "resume-check", 4)
+    events[7] = save(campaign, RESUME_CKPT, "resume-check", 3)
     events[3]["values"] = {"accuracy": 0.5}
     campaign.files[JOURNAL_FILE] = b"".join(json.dumps(e).encode() + b"\n" for e in events)
     campaign.write()
@@ -357,5 +358,5 @@ def test_the_journal_item_fails_in_every_xdist_mode(
         result,
         "itera-journal.jsonl:4: run control's accuracy is 0.75 in the manifest, but "
         "itera-journal.jsonl recorded 0.5 when the run measured it",
-        f"itera-journal.jsonl:8: checkpoint {RESUME_CKPT} stores step 2, but "
-        "itera-journal.jsonl records that it was saved at step 4")
+        f"itera-journal.jsonl:8: checkpoint {RESUME_CKPT} stores step 4, but "
+        "itera-journal.jsonl records that it was saved at step 3")

@@ -3,7 +3,10 @@ audit): each break the checks accepted before, refused by the check that owns it
 its honest twin accepted. Judged in process on the factory's good /2 campaign.
 
 - R1: a compared run's predictions are its own file (predictions-cover-corpus);
-- R5: a stop comes at or before the run's recorded end (stop-records);
+- R5: a stop comes at or before the run's recorded end (stop-records); a stopped run logs
+  nothing after its stop step (stop-rules-applied);
+- R2/R9: the first decision is taken at the decision point, before the runs that follow it
+  start (plan-vs-actual);
 - R2/R9: a dropped run never ran: its steps are observed at 0 h (plan-vs-actual);
 - R3/v3: times never run backwards: a run whose steps all follow another run's does not start
   before that run ended, a run saves checkpoints after it starts, and the runs of a lot were
@@ -11,6 +14,8 @@ its honest twin accepted. Judged in process on the factory's good /2 campaign.
 - R4: rental time is never an expense priced as hours of a lot (budget-consistent);
 - R7/v3: a receipt states the amount in the budget's currency and the order reference the
   expense records (budget-consistent);
+- R6: the resume check trained after resuming: its own checkpoint is not the one it resumed
+  from (bytes, model tensors) and stores a later step (resume-complete);
 - R8: the reload instructions name files the folder holds (analysis-present);
 - v3: a metric relative to the control compares the same examples: the where filter selects
   the same IDs in both runs' predictions (metrics-recomputed).
@@ -28,7 +33,14 @@ from tests.checks.test_metrics import findings, plan3, rendered
 from tests.checks.test_schedule_checks import drop_variant, never_ran
 from tests.checks.test_schedule_evidence import restate, step
 from tests.checks.test_times_fit import PVA, journal, only, problems, save, times
-from tests.factory import CORPUS_IDS, CampaignBuilder
+from tests.factory import (
+    CONTROL_CKPT,
+    CORPUS_IDS,
+    RESUME_CKPT,
+    RESUME_SAVED_AT,
+    RESUMED_AT,
+    CampaignBuilder,
+)
 from tests.runner import Itera
 
 # ================================================================ R1: own predictions
@@ -86,6 +98,61 @@ def test_a_stop_after_the_run_ended_is_refused(campaign: CampaignBuilder) -> Non
 def test_a_stop_at_the_runs_end_passes(campaign: CampaignBuilder) -> None:
     stopped_at(campaign, "2026-11-21T18:00:00Z")
     assert problems(campaign, "stop-records") == []
+
+
+def test_a_stopped_run_that_logged_past_its_stop_is_refused(campaign: CampaignBuilder) -> None:
+    stopped_at(campaign, "2026-11-21T18:00:00Z")
+    campaign.run_record("variant-a")["stop"]["step"] = 3  # NaN at step 3; step 4 logged too
+    campaign.measurements["variant-a"][2]["loss"] = "NaN"
+    found = only(problems(campaign, "stop-rules-applied"),
+                 "stop-rules-applied.after-stop").finding
+    assert found.message == ("stopped run variant-a logged 'loss' at 1 step(s) after its stop "
+                             "at step 3 (up to step 4): it went on training past the rule "
+                             "'non-finite-loss' that stopped it")
+    assert found.where == "runs/variant-a/measurements.jsonl:4"
+    assert found.expected == "no 'loss' point after step 3 (manifest.json $.runs[3].stop.step)"
+    assert found.hint is not None
+    assert found.hint.startswith("a run stops when its rule fires")
+
+
+def test_a_stopped_run_whose_log_ends_at_its_stop_passes(campaign: CampaignBuilder) -> None:
+    stopped_at(campaign, "2026-11-21T18:00:00Z")  # NaN at step 4, its last
+    assert problems(campaign, "stop-rules-applied") == []
+
+
+# ====================================== R2/R9: the decision at the decision point
+
+
+def decision_point(campaign: CampaignBuilder, decided_at: str) -> None:
+    """A decision step after the control's training, before the variant's, and its decision."""
+    campaign.plan["schedule"]["steps"].append(
+        {"id": "decide", "kind": "decision", "resource": "human", "hours": 1,
+         "after": ["train-control"]})
+    step(campaign, "train-variant-a")["after"] = ["train-control", "decide"]
+    restate(campaign)
+    campaign.manifest["schedule"]["decisions"] = [
+        {"id": "after-control", "text": "the control learns: the variant runs",
+         "at": decided_at}]
+
+
+def test_a_decision_taken_after_the_runs_it_precedes_started_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    decision_point(campaign, "2026-11-21T05:00:00Z")  # variant-a started at 04:00
+    found = only(problems(campaign, PVA), "plan-vs-actual.decision-after-point").finding
+    assert found.message == (
+        "run variant-a started at 2026-11-21T04:00:00+00:00, before the first decision, "
+        "'after-control', dated 2026-11-21T05:00:00+00:00; its step 'train-variant-a' comes "
+        "after the plan's decision point 'decide' (manifest.json $.runs[3].started_at)")
+    assert found.where == "manifest.json $.schedule.decisions[0].at"
+    assert found.expected == "a decision at or before 2026-11-21T04:00:00+00:00"
+    assert found.hint is not None
+    assert found.hint.startswith("decide at the decision point, before the runs that follow")
+
+
+def test_a_decision_taken_before_the_runs_it_precedes_passes(campaign: CampaignBuilder) -> None:
+    decision_point(campaign, "2026-11-21T04:00:00Z")
+    assert problems(campaign, PVA) == []
 
 
 # ======================================================== R2/R9: a dropped run never ran
@@ -329,3 +396,74 @@ def test_reload_instructions_naming_templates_urls_and_other_folders_pass(
         b"Export: `python export.py --output runs/control/model.onnx -o runs/x.pt`;"
         b" `python score.py > runs/control/scores.jsonl`.\n")
     assert problems(campaign, "analysis-present") == []
+
+
+# ================================================== R6: the resume trained on
+
+
+def edited(campaign: CampaignBuilder, source: str, **progress: int) -> bytes:
+    """The torch checkpoint ``source`` of the campaign with its progress changed."""
+    import io
+
+    import torch
+
+    payload = torch.load(io.BytesIO(campaign.files[source]), weights_only=True)
+    payload["progress"].update(progress)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return buffer.getvalue()
+
+
+NEVER_TRAINED = "resume-complete.never-trained"
+
+
+def test_a_resume_checks_checkpoint_copied_from_the_one_it_resumed_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.files[RESUME_CKPT] = campaign.files[CONTROL_CKPT]
+    found = only(problems(campaign, "resume-complete"), NEVER_TRAINED)
+    assert found.target == RESUME_CKPT
+    assert found.finding.message == (
+        f"{RESUME_CKPT} of run resume-check is byte for byte {CONTROL_CKPT}, the checkpoint "
+        "it resumed from, and the run lists no later checkpoint: the resume never trained, "
+        "so it proves no resume")
+    assert found.finding.where == "manifest.json $.checkpoints[1]"
+    assert found.finding.expected == ("a checkpoint of run resume-check saved after training "
+                                      f"past step {RESUMED_AT} in the new process")
+    assert found.finding.hint is not None
+    assert found.finding.hint.startswith("resume the checkpoint in a new process, train on")
+
+
+def test_a_resume_checks_checkpoint_with_the_resumed_tensors_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    # Its step says it trained on; its model is the one it resumed, tensor for tensor.
+    campaign.files[RESUME_CKPT] = edited(campaign, CONTROL_CKPT, step=RESUME_SAVED_AT)
+    found = only(problems(campaign, "resume-complete"), NEVER_TRAINED).finding
+    assert found.message.startswith(
+        f"{RESUME_CKPT} of run resume-check holds the same model tensors (names, shapes, "
+        f"dtypes and checksums) as {CONTROL_CKPT}, the checkpoint it resumed from")
+    assert found.found == f"the model tensors of {CONTROL_CKPT}"
+
+
+def test_a_resume_checks_checkpoint_at_the_step_it_resumed_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.files[RESUME_CKPT] = edited(campaign, RESUME_CKPT, step=RESUMED_AT)
+    found = only(problems(campaign, "resume-complete"), NEVER_TRAINED).finding
+    assert found.message.startswith(
+        f"{RESUME_CKPT} of run resume-check stores step {RESUMED_AT}, not after step "
+        f"{RESUMED_AT} of {CONTROL_CKPT}, the checkpoint it resumed from")
+
+
+def test_a_resume_check_that_trained_on_passes_even_with_a_save_at_the_restore(
+    campaign: CampaignBuilder
+) -> None:
+    assert problems(campaign, "resume-complete") == []
+    # A save right after the restore is no fault while a later checkpoint trained on.
+    restored = "runs/resume-check/restored.pt"
+    campaign.files[restored] = campaign.files[CONTROL_CKPT]
+    campaign.manifest["checkpoints"].append(
+        {"path": restored, "run": "resume-check", "format": "torch", "kind": "resume",
+         "claims": ["model", "optimizer", "progress", "scheduler", "rng", "data"]})
+    assert problems(campaign, "resume-complete") == []
