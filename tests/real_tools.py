@@ -350,10 +350,6 @@ def record_campaign(root: Path, tools: Tools, *, resume_state: Sequence[str]) ->
     for run_id, _, _ in RUNS:  # one GPU: one run after another (plan-vs-actual)
         run = rec.run(run_id)
         run.start()
-        for ckpt in closing["checkpoints"]:  # the factory's, each saved by its run as it runs
-            if ckpt["run"] == run_id:
-                rec.add_checkpoint(ckpt["path"], run=run_id, format=ckpt["format"],
-                                   kind=ckpt["kind"], claims=ckpt.get("claims", ()))
         if run_id == "control":
             declared = tools(root)  # the trials run after the plan is frozen
         run.set_config(f"configs/{run_id}.json")
