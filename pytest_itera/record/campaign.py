@@ -48,12 +48,13 @@ import json
 import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pytest_itera.checks.artifacts import parts_problems
+from pytest_itera.checks.budget import states_amount
 from pytest_itera.checks.stop_rules import contradicts_corpus
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -669,7 +670,7 @@ class CampaignRecorder:
                 text = (self.root / file).read_text("utf-8")
             except UnicodeDecodeError:
                 text = None
-            if text is not None and amount not in text:
+            if text is not None and not _states(text, amount):
                 raise RecordError(
                     f"expense {label!r}: the receipt {file} does not show the "
                     f"amount {amount}; record the amount billed"
@@ -881,3 +882,11 @@ def _float_money(plan: Mapping[str, Any]) -> dict[str, str]:
                     f"a float (it would round); write \"{value}\"")
     return hints
 
+
+def _states(text: str, amount: str) -> bool:
+    """Whether a receipt's text shows ``amount`` as the budget check reads it ("12.50" is
+    shown by "12,50 \u20ac"); an amount that is not a decimal is left to the schema."""
+    try:
+        return states_amount(text, Decimal(amount))
+    except (InvalidOperation, ValueError):
+        return amount in text

@@ -643,6 +643,19 @@ def test_an_included_expense_carries_its_receipt_and_reference(rec: CampaignReco
     assert (included.source.file, included.source.reference) == ("receipts/inv-7.txt", "ORD-7")
 
 
+def test_a_french_receipt_shows_its_amount_as_it_writes_it(rec: CampaignRecorder) -> None:
+    """"12,50 €" shows 12.50: the recorder reads a receipt as budget-consistent does, so
+    it never refuses an amount the check finds (nor accepts one it does not)."""
+    rec.write_text("receipts/facture.txt", "FACTURE N° F-2026-1207\nFournisseur : Nuage Froid "
+                   "SAS\nStockage objet 500 Go   10,42 €\nTVA 20 %   2,08 €\n"
+                   "Total TTC   1\u202f012,50 €\n")
+    expense = rec.expense("Nuage Froid: stockage", "1012.50", file="receipts/facture.txt")
+    assert expense["amount"] == "1012.50"
+    assert rec.expense("Nuage Froid: TVA", "2.08", file="receipts/facture.txt")
+    with pytest.raises(RecordError, match=r"does not show the amount 12\.50"):
+        rec.expense("Nuage Froid: stockage", "12.50", file="receipts/facture.txt")
+
+
 def test_an_included_expense_without_a_source_does_not_pass_the_schema(
     rec: CampaignRecorder,
 ) -> None:
@@ -897,6 +910,29 @@ def test_close_derives_a_null_ratio_and_the_cause_when_nothing_is_delivered(
     schedule = json.loads(closed.read_text())["schedule"]
     assert schedule["reserved_hours"] == 72
     assert [d["step"] for d in schedule["deviations"]] == []  # no run on the step
+
+
+def test_two_lots_in_sequence_reserve_the_window_and_side_by_side_their_days() -> None:
+    """Lots whose planned steps follow one another reserve both their durations (the
+    window), lots side by side one lot's days: the recorder's reserved hours must hold the
+    observed makespan plan-vs-actual compares with them."""
+    from decimal import Decimal
+
+    from pytest_itera.core.campaign import plan_from
+    from pytest_itera.record import tally
+
+    lot = make_plan()["budget"]["lots"][0]
+    lots = [dict(lot, id="first"), dict(lot, id="second")]
+    steps = [{"id": "train", "kind": "training", "resource": "gpu0", "hours": 60, "lot": "first"},
+             {"id": "train-2", "kind": "training", "resource": "gpu0", "hours": 60,
+              "lot": "second", "after": ["train"]}]
+    schedule = {"window_hours": 144, "steps": steps}
+    in_turn = make_plan(schedule=schedule, budget={"currency": "USD", "lots": lots})
+    observed = {"train": Decimal(60), "train-2": Decimal(60)}
+    assert tally.schedule_block(plan_from(in_turn), observed, {})["reserved_hours"] == 144
+    steps[1] = dict(steps[1], resource="gpu1", after=[])
+    side = make_plan(schedule=schedule, budget={"currency": "USD", "lots": lots})
+    assert tally.schedule_block(plan_from(side), observed, {})["reserved_hours"] == 72
 
 
 def test_close_adds_the_included_expenses_to_the_engaged_total(rec: CampaignRecorder) -> None:
