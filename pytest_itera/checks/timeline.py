@@ -23,7 +23,9 @@ these rules reconcile the recorded moments with the observed hours and with one 
 - the interval between a run's consecutive checkpoint saves, as the journal times them
   (``checkpoint`` events with an ``at``; one event per save, so a file overwritten at each
   save appears once per save), is at most the plan's
-  ``checkpoint_policy.tolerable_loss_hours``. The recorder journals each save
+  ``checkpoint_policy.tolerable_loss_hours``, not counting the interruptions the journal
+  records between them (a step resumed after its process died: no work was at risk while
+  no process ran). The recorder journals each save
   (``CampaignRecorder.checkpoint_saved``) and each listing with its moment; a journal that
   times no save (an older recorder's, which journaled each file once, when listed) is not
   judged on it; a journal that times some of a run's saves but not others cannot prove it,
@@ -96,6 +98,15 @@ class Saves:
     timed: tuple[Save, ...] = ()
     untimed: tuple[tuple[str, str, int], ...] = ()  # (run, path, line)
     bad: tuple[tuple[int, str], ...] = ()  # (line, why)
+    # The interruptions the journal records (a step resumed after its process died): from
+    # the last moment it recorded to the resumption, no work was done, so none was at risk.
+    pauses: tuple[tuple[datetime, datetime], ...] = ()
+
+    def worked(self, start: datetime, end: datetime) -> Decimal:
+        """The hours from ``start`` to ``end`` less the interruptions within them."""
+        idle = sum((max(timedelta(0), min(end, until) - max(start, since))
+                    for since, until in self.pauses), timedelta(0))
+        return _hours(start, end - idle)
 
 
 def spans(man: Manifest) -> list[Span]:
@@ -342,12 +353,16 @@ def read_saves(path: Path) -> Saves:
     timed: list[Save] = []
     untimed: list[tuple[str, str, int]] = []
     bad: list[tuple[int, str]] = []
+    pauses: list[tuple[datetime, datetime]] = []
     try:
         with path.open("rb") as handle:
             for number, raw in enumerate(handle, 1):
-                if not raw.endswith(b"\n") or len(raw) > _MAX_JOURNAL_LINE \
-                        or b'"checkpoint"' not in raw:
-                    continue  # a torn last line, or another event
+                if not raw.endswith(b"\n") or len(raw) > _MAX_JOURNAL_LINE:
+                    continue  # a torn last line
+                if b'"interrupted"' in raw:
+                    pauses += _pause(_event(raw))
+                if b'"checkpoint"' not in raw:
+                    continue  # another event
                 event = _event(raw)
                 if event is None or event.get("event") != "checkpoint":
                     continue
@@ -365,7 +380,18 @@ def read_saves(path: Path) -> Saves:
                     timed.append(Save(run, ckpt, moment, number))
     except OSError:
         return Saves()
-    return Saves(tuple(timed), tuple(untimed), tuple(bad))
+    return Saves(tuple(timed), tuple(untimed), tuple(bad), tuple(pauses))
+
+
+def _pause(event: Mapping[str, object] | None) -> list[tuple[datetime, datetime]]:
+    """A step event's interruption (``since`` to ``until``), when it records one."""
+    gap = event.get("interrupted") if event is not None and event.get("event") == "step" \
+        else None
+    if not isinstance(gap, dict):
+        return []
+    since, until = aware_moment(gap.get("since")), aware_moment(gap.get("until"))
+    return [(since, until)] if since is not None and until is not None and since < until \
+        else []
 
 
 def _event(raw: bytes) -> Mapping[str, object] | None:
@@ -431,13 +457,15 @@ def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterat
     for run, timed in sorted(by_run.items()):
         ordered = sorted(timed, key=lambda s: (s.at, s.line))
         for before, after in pairwise(ordered):
-            gap = _hours(before.at, after.at)
+            gap = saves.worked(before.at, after.at)
             if gap <= tolerable:
                 continue
+            idle = _hours(before.at, after.at) - gap
             yield Finding(
                 f"run {run} saved {before.path} at {_at(before.at)} and its next checkpoint "
-                f"{after.path} at {_at(after.at)}: {_h(gap)} apart, more than the "
-                f"{_h(tolerable)} the plan tolerates losing",
+                f"{after.path} at {_at(after.at)}: {_h(gap)} apart"
+                + (f" (not counting {_h(idle)} of interruption)" if idle else "")
+                + f", more than the {_h(tolerable)} the plan tolerates losing",
                 where=f"{JOURNAL_FILE}:{after.line}",
                 expected=f"consecutive saves at most {_h(tolerable)} apart "
                 f"({PLAN_FILE} $.checkpoint_policy.tolerable_loss_hours)",
