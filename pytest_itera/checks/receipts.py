@@ -14,7 +14,8 @@ the provider the expense names, and never the rental again.
   ``frozen_at`` and the manifest's ``closed_at``, give or take :data:`GRACE` (7 days: an
   order placed the week before the plan was frozen, an invoice issued the week after the
   closure). Dates are read as ISO ``2026-12-03`` (also ``/`` or ``.``), ``03/12/2026`` (day
-  or month first), ``3 December 2026``, ``December 3, 2026`` and French month names.
+  or month first), ``3 December 2026`` (``03-Dec-2026`` too), ``December 3, 2026`` and French
+  month names and their abbreviations (``6 déc. 2026``).
 - **Issued by the expense's provider.** The issuer (a ``Seller:``, ``Vendor:``,
   ``Supplier:``, ``Issued by:``, ``From:``, ``Provider:``, ``Billed by:``, ``Vendeur :``,
   ``Fournisseur :`` or ``Émetteur :`` line) is the provider the expense names (legal forms
@@ -59,10 +60,13 @@ _MONTHS |= {name.lower(): i for i, name in enumerate(calendar.month_abbr) if nam
 _MONTHS |= {name: i + 1 for i, name in enumerate((
     "janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août", "septembre",
     "octobre", "novembre", "décembre"))} | {"fevrier": 2, "aout": 8, "decembre": 12, "sept": 9}
+# French abbreviations ("6 déc. 2026", "févr."), as French invoices print them.
+_MONTHS |= {"janv": 1, "févr": 2, "fevr": 2, "avr": 4, "juil": 7, "déc": 12}
 _MONTH = "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True))
 _ISO = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
 _NUMERIC = re.compile(r"(?<!\d)(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})(?!\d)")
-_DAY_MONTH = re.compile(rf"(?<!\w)(\d{{1,2}})(?:st|nd|rd|th|er)?\.?\s+({_MONTH})\.?,?\s+(\d{{4}})",
+_DAY_MONTH = re.compile(rf"(?<!\w)(\d{{1,2}})(?:st|nd|rd|th|er)?\.?(?:\s+|-)({_MONTH})"
+                        r"\.?,?(?:\s+|-)(\d{4})",
                         re.IGNORECASE)
 _MONTH_DAY = re.compile(rf"(?<!\w)({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})",
                         re.IGNORECASE)

@@ -198,6 +198,8 @@ def test_a_broken_pdf_cannot_be_read(campaign: CampaignBuilder) -> None:
         ("03/12/2026", [date(2026, 3, 12), date(2026, 12, 3)]),  # day or month first
         ("25/12/2026", [date(2026, 12, 25)]),
         ("INV-2026-311, 12.00 USD, 10:30", []),
+        ("Date : 6 déc. 2026, échéance 5 janv. 2027", [date(2026, 12, 6), date(2027, 1, 5)]),
+        ("Invoice date: 06-Dec-2026", [date(2026, 12, 6)]),
     ],
 )
 def test_receipt_dates(text: str, dates: list[date]) -> None:
