@@ -935,6 +935,40 @@ def test_two_lots_in_sequence_reserve_the_window_and_side_by_side_their_days() -
     assert tally.schedule_block(plan_from(side), observed, {})["reserved_hours"] == 72
 
 
+def test_a_rejected_runs_short_step_is_explained_by_its_rejection(tmp_path: Path) -> None:
+    """A run abandoned with its cause (rejected with a reason, as a stopped run with its
+    rule) explains its step's short hours; the campaign is not refused for them."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    rec = CampaignRecorder(tmp_path / "camp", clock=lambda: now)
+    rec.write_bytes("corpus.jsonl", CORPUS)
+    rec.write_bytes("configs/control.json", CONFIG)
+    steps = [{"id": "train", "kind": "training", "resource": "gpu0", "hours": 4,
+              "run": "variant"}]
+    rec.freeze_plan(make_plan(schedule={"window_hours": 72, "steps": steps}))
+    variant = rec.run("variant")
+    variant.start()
+    with rec.step("train"):
+        now += timedelta(hours=1)
+    variant.reject("its tokenizer was built from the wrong vocabulary")
+    schedule = json.loads(finish_rejected(rec).read_text())["schedule"]
+    assert schedule["deviations"] == [{"step": "train", "explanation": "variant was rejected: "
+                                       "its tokenizer was built from the wrong vocabulary"}]
+
+
+def finish_rejected(rec: CampaignRecorder) -> Path:
+    control = rec.run("control")
+    control.start()
+    control.set_config("configs/control.json")
+    control.accept()
+    rec.write_text("analysis.md", "errors\n")
+    rec.write_text("RELOAD.md", "nothing to reload\n")
+    rec.close(analysis="analysis.md", reload_instructions="RELOAD.md", check=False,
+              conclusion={"meets_threshold": [], "text": "Negative result."})
+    return rec.path("manifest.json")
+
+
 def test_close_adds_the_included_expenses_to_the_engaged_total(rec: CampaignRecorder) -> None:
     rec.write_text("receipts/r.txt", "Storage, one month: 1.20 USD\n")
     expense = rec.expense("storage", "1.20", file="receipts/r.txt")
