@@ -15,11 +15,12 @@ these rules reconcile the recorded moments with the observed hours and with one 
 - a checkpoint save the journal times comes at or after its run's recorded start;
 - the runs whose GPU steps name one lot were recorded within its days (first start to
   last end);
-- a run's recorded span (start to end or stop) is at most the observed hours of the steps
-  that name it, within the deviation tolerance plus the hundredth of an hour that stated
-  hours may be rounded to (so a run of a few seconds is judged to 36 s, not to 10 % of
-  its seconds); a shorter span is not a contradiction: a run's steps may be timed apart
-  from its recorded start and end (an adapter trained after another run);
+- a run's recorded span (start to end or stop), less the interruptions the journal records
+  within it, is at most the observed hours of the steps that name it, within the deviation
+  tolerance plus the hundredth of an hour that stated hours may be rounded to (so a run of
+  a few seconds is judged to 36 s, not to 10 % of its seconds); a shorter span is not a
+  contradiction: a run's steps may be timed apart from its recorded start and end (an
+  adapter trained after another run);
 - the interval between a run's consecutive checkpoint saves, as the journal times them
   (``checkpoint`` events with an ``at``; one event per save, so a file overwritten at each
   save appears once per save), is at most the plan's
@@ -134,7 +135,7 @@ def times_fit(
     yield from runs_in_step_order(plan, ordered, rounding)
     yield from runs_within_lots(plan, ordered, rounding)
     yield from saves_after_starts(ordered, saves)
-    yield from span_fits_steps(plan, man, ordered, tolerance, rounding)
+    yield from span_fits_steps(plan, man, ordered, tolerance, rounding, saves)
     yield from save_intervals(plan, ordered, saves)
 
 
@@ -299,9 +300,13 @@ def runs_within_lots(plan: Plan, recorded: Sequence[Span], rounding: Decimal
 
 
 def span_fits_steps(
-    plan: Plan, man: Manifest, recorded: Sequence[Span], tolerance: Decimal, rounding: Decimal
+    plan: Plan, man: Manifest, recorded: Sequence[Span], tolerance: Decimal, rounding: Decimal,
+    saves: Saves | None = None,
 ) -> Iterator[Finding]:
-    """A run's recorded span is at most its steps' observed hours (within the tolerance)."""
+    """A run's recorded span is at most its steps' observed hours (within the tolerance);
+    the interruptions the journal records within the span are not in either (a step's
+    observed hours never count them)."""
+    pauses = saves if saves is not None else Saves()
     try:
         observed = sched.observed_hours(man.schedule.steps)
     except (TypeError, ValueError):
@@ -316,17 +321,20 @@ def span_fits_steps(
             continue  # no step names the run (itera-plan/1): nothing to compare with
         total = sum((observed.get(s, Decimal(0)) for s in mine), Decimal(0))
         allowed = total * (1 + tolerance) + rounding
-        if span.hours <= allowed:
+        worked = pauses.worked(span.start, span.end)
+        if worked <= allowed:
             continue
         parts = ", ".join(f"{s!r} {_h(observed.get(s, Decimal(0)))}" for s in mine)
+        idle = span.hours - worked
         yield Finding(
-            f"run {span.run}'s recorded times span {_h(span.hours)} (started_at "
-            f"{_at(span.start)} to {span.end_field} {_at(span.end)}), but the steps that name "
-            f"it were observed to take {_h(total)} ({parts})",
+            f"run {span.run}'s recorded times span {_h(worked)} (started_at "
+            f"{_at(span.start)} to {span.end_field} {_at(span.end)}"
+            + (f", not counting {_h(idle)} of interruption" if idle else "")
+            + f"), but the steps that name it were observed to take {_h(total)} ({parts})",
             where=f"{MANIFEST_FILE} $.runs[{span.index}].{span.end_field}",
             expected=f"at most {_h(total)} + {hours_text(tolerance * 100)} % (the deviation "
             f"tolerance) + {_h(rounding)} (rounding): {_h(allowed.quantize(rounding))}",
-            found=_h(span.hours),
+            found=_h(worked),
             hint="the run's recorded start and end and its steps' observed hours must tell the "
             f"same story: record the steps' real observed hours in {MANIFEST_FILE} "
             "$.schedule.steps (explaining the deviation), or the run's real start and end",

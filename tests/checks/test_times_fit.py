@@ -243,6 +243,23 @@ def test_an_interruption_does_not_excuse_saves_too_far_apart(campaign: CampaignB
         "counting 0.5 h of interruption), more than the 2 h the plan tolerates losing")
 
 
+def test_a_run_span_less_its_interruption_fits_its_steps(campaign: CampaignBuilder) -> None:
+    """variant-a pre-empted for 2 h in the middle of its 14 h step: its recorded times span
+    16 h, of which 14 h of work, as its step's observed hours say (they never count the
+    interruption). The same span without the journaled interruption is refused."""
+    times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T20:00:00Z")
+    campaign.files[JOURNAL_FILE] = (json.dumps(interrupted(
+        "2026-11-21T09:00:00+00:00", "2026-11-21T11:00:00+00:00")) + "\n").encode()
+    assert problems(campaign, PVA) == []
+    campaign.files[JOURNAL_FILE] = (json.dumps(interrupted(
+        "2026-11-21T09:00:00+00:00", "2026-11-21T09:30:00+00:00")) + "\n").encode()
+    found = only(problems(campaign, PVA), "plan-vs-actual.run-span").finding
+    assert found.message == (
+        "run variant-a's recorded times span 15.5 h (started_at 2026-11-21T04:00:00+00:00 to "
+        "ended_at 2026-11-21T20:00:00+00:00, not counting 0.5 h of interruption), but the steps "
+        "that name it were observed to take 14 h ('train-variant-a' 14 h)")
+
+
 def test_a_journal_that_times_no_save_is_not_judged(campaign: CampaignBuilder) -> None:
     journal(campaign, save("control", "runs/control/step-2.pt", None),
             save("variant-a", "runs/variant-a/weights.pt", None))
