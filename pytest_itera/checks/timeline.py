@@ -99,14 +99,19 @@ class Saves:
     timed: tuple[Save, ...] = ()
     untimed: tuple[tuple[str, str, int], ...] = ()  # (run, path, line)
     bad: tuple[tuple[int, str], ...] = ()  # (line, why)
-    # The interruptions the journal records (a step resumed after its process died): from
-    # the last moment it recorded to the resumption, no work was done, so none was at risk.
+    # The interruptions the journal records (a step or a run resumed after its process
+    # died): from the last moment it recorded to the resumption, no work was done, so none
+    # was at risk.
     pauses: tuple[tuple[datetime, datetime], ...] = ()
 
     def worked(self, start: datetime, end: datetime) -> Decimal:
         """The hours from ``start`` to ``end`` less the interruptions within them."""
-        idle = sum((max(timedelta(0), min(end, until) - max(start, since))
-                    for since, until in self.pauses), timedelta(0))
+        idle, reached = timedelta(0), start
+        for since, until in sorted(self.pauses):  # overlapping records count once
+            since, until = max(since, reached), min(until, end)
+            if until > since:
+                idle += until - since
+                reached = until
         return _hours(start, end - idle)
 
 
@@ -392,9 +397,10 @@ def read_saves(path: Path) -> Saves:
 
 
 def _pause(event: Mapping[str, object] | None) -> list[tuple[datetime, datetime]]:
-    """A step event's interruption (``since`` to ``until``), when it records one."""
-    gap = event.get("interrupted") if event is not None and event.get("event") == "step" \
-        else None
+    """A step's interruption (``since`` to ``until``), or the time no process ran before
+    a continuation that found runs open (``resumed``), when the event records one."""
+    gap = event.get("interrupted") if event is not None \
+        and event.get("event") in ("step", "resumed") else None
     if not isinstance(gap, dict):
         return []
     since, until = aware_moment(gap.get("since")), aware_moment(gap.get("until"))

@@ -63,6 +63,7 @@ from pytest_itera.core.campaign import (
     PLAN_FORMAT,
     PLAN_FORMATS,
     CheckpointRecord,
+    aware_moment,
     json_path,
     plan_from,
 )
@@ -166,11 +167,31 @@ class CampaignRecorder:
         self.rehearsal = self._rehearsal(rehearsal)
         if self.journal.events:
             replay(self, self.journal.events)
+            self._journal_pause()
         # Closed when the manifest is there and no reopening followed the last closure (a
         # journal of an older recorder has no closure records: the manifest says it all).
         self._closed = (self.root / MANIFEST_FILE).exists() and not self._reopened
 
     # ---- continuing
+
+    def _journal_pause(self) -> None:
+        """Continuing a journal that leaves runs open outside any open step (a process died
+        between two steps of a run): journal the time no process ran, from the journal's last
+        moment to now, as an interruption of those runs (``resumed``), so that their recorded
+        span is not taken for work (plan-vs-actual.run-span). An open step journals its own
+        interruption when it resumes."""
+        runs = [r.id for r in self.open_runs()]
+        if not runs or self._steps.running or self._closure is not None:
+            return
+        moments = [moment for e in self.journal.events
+                   if (moment := aware_moment(e.get("at"))) is not None]
+        now = self._clock()
+        if not moments or now.tzinfo is None or now <= max(moments):
+            return
+        since = max(moments)
+        self._event("resumed", runs=runs, at=self.now(now),
+                    interrupted={"since": self.now(since), "until": self.now(now),
+                                 "hours": round((now - since).total_seconds() / 3600, 4)})
 
     def open_steps(self) -> tuple[OpenStep, ...]:
         """The steps started and not ended. When continuing a campaign, a step a dead process

@@ -260,6 +260,19 @@ def test_a_run_span_less_its_interruption_fits_its_steps(campaign: CampaignBuild
         "that name it were observed to take 14 h ('train-variant-a' 14 h)")
 
 
+def test_a_run_resumed_between_its_steps_is_judged_on_its_work(
+    campaign: CampaignBuilder
+) -> None:
+    """The recorder's ``resumed`` event (runs left open outside any step, continued later):
+    those hours are not the run's work either."""
+    times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T22:00:00Z")
+    resumed = {"event": "resumed", "runs": ["variant-a"], "at": "2026-11-21T22:00:00Z",
+               "interrupted": {"since": "2026-11-21T18:00:00Z", "until": "2026-11-21T22:00:00Z",
+                               "hours": 4.0}}
+    campaign.files[JOURNAL_FILE] = (json.dumps(resumed) + "\n").encode()
+    assert problems(campaign, PVA) == []
+
+
 def test_a_journal_that_times_no_save_is_not_judged(campaign: CampaignBuilder) -> None:
     journal(campaign, save("control", "runs/control/step-2.pt", None),
             save("variant-a", "runs/variant-a/weights.pt", None))

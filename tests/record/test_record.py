@@ -969,6 +969,40 @@ def finish_rejected(rec: CampaignRecorder) -> Path:
     return rec.path("manifest.json")
 
 
+def test_a_continuation_journals_the_time_no_process_ran_for_its_open_runs(
+    tmp_path: Path
+) -> None:
+    """The machine died between two steps of a run (no step open) and the script continued
+    6 h later: the continuing recorder journals those hours as the run's interruption, so
+    that its recorded span is not taken for work (plan-vs-actual.run-span)."""
+    from datetime import UTC, datetime, timedelta
+
+    from pytest_itera.checks.timeline import read_saves
+    from pytest_itera.core.journal import JOURNAL_FILE
+
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    root = tmp_path / "camp"
+    first = CampaignRecorder(root, clock=lambda: now)
+    first.write_bytes("corpus.jsonl", CORPUS)
+    first.write_bytes("configs/control.json", CONFIG)
+    first.freeze_plan(make_plan())
+    first.run("control").start()
+    with first.step("train"):
+        now += timedelta(hours=1)
+    now += timedelta(hours=6)  # the process died; a new one continues
+    second = CampaignRecorder(root, clock=lambda: now)
+    assert [r.id for r in second.open_runs()] == ["control"]
+    last = json.loads((root / JOURNAL_FILE).read_text().splitlines()[-1])
+    assert last == {"event": "resumed", "runs": ["control"], "at": "2026-12-01T07:00:00Z",
+                    "interrupted": {"since": "2026-12-01T01:00:00Z",
+                                    "until": "2026-12-01T07:00:00Z", "hours": 6.0}}
+    saves = read_saves(root / JOURNAL_FILE)
+    assert saves.worked(datetime(2026, 12, 1, tzinfo=UTC), now) == 1
+    journaled = (root / JOURNAL_FILE).read_text()
+    CampaignRecorder(root, clock=lambda: now)  # nothing more: no time passed since
+    assert (root / JOURNAL_FILE).read_text() == journaled
+
+
 def test_close_adds_the_included_expenses_to_the_engaged_total(rec: CampaignRecorder) -> None:
     rec.write_text("receipts/r.txt", "Storage, one month: 1.20 USD\n")
     expense = rec.expense("storage", "1.20", file="receipts/r.txt")
