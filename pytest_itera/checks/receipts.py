@@ -21,7 +21,8 @@ the provider the expense names, and never the rental again.
   ``Fournisseur :`` or ``Émetteur :`` line) is the provider the expense names (legal forms
   such as Ltd, Inc, GmbH, SAS aside); another provider is refused.
 - **Of its order.** An expense recording both a receipt file and an order reference has a
-  receipt that states that reference (case and punctuation ignored).
+  receipt that states that reference (case and punctuation ignored: ``F2026-1207`` is
+  stated by ``N° F-2026-1207``).
 - **The rental is not an expense.** An included expense with the amount of an engaged lot
   (its price, or price x quantity) and the lot's provider (the catalogue's, or the lot's
   offer) in its label or its receipt, or whose receipt is the lot's own source file, is
@@ -170,7 +171,7 @@ def _referenced(file: str, what: str, where: str, reference: str | None,
                 text: str) -> Iterator[Finding]:
     """An expense naming both a receipt file and an order reference: the receipt is the
     document of that order, so it states the reference (case and punctuation ignored)."""
-    if reference is None or not _words(reference) or _names(text, reference):
+    if reference is None or not _words(reference) or states_reference(text, reference):
         return
     yield Finding(
         f"{what}: its receipt {file} does not state its source reference {reference!r}",
@@ -179,6 +180,18 @@ def _referenced(file: str, what: str, where: str, reference: str | None,
         hint="attach the receipt of the order the reference names (or record the reference "
         "the receipt states): a receipt and a reference that disagree prove two purchases",
         code="budget-consistent.receipt-reference")
+
+
+def states_reference(text: str, reference: str) -> bool:
+    """Whether ``text`` states ``reference``, case and punctuation ignored: "F2026-1207",
+    "F-2026-1207" and "f 2026/1207" are one reference; its letters and digits stay whole
+    (the one inside "XF-2026-12070" is another)."""
+    chars = [c for c in reference.casefold() if c.isalnum()]
+    if not chars:
+        return False
+    between = r"(?:[^\w\n]|_){0,3}"
+    pattern = r"(?<![^\W_])" + between.join(map(re.escape, chars)) + r"(?![^\W_])"
+    return re.search(pattern, text.casefold()) is not None
 
 
 def expense_provider(label: str) -> str | None:
