@@ -1003,6 +1003,29 @@ def test_a_continuation_journals_the_time_no_process_ran_for_its_open_runs(
     assert (root / JOURNAL_FILE).read_text() == journaled
 
 
+def test_a_stopped_run_keeps_its_predictions_as_evidence_not_as_a_delivery(
+    rec: CampaignRecorder,
+) -> None:
+    """Predictions written before the stop rule fired (quality below the threshold is judged
+    on them): the file stays, the stopped run's record names no predictions and no corpus,
+    which stop-records would refuse ("a stopped run delivers nothing")."""
+    control = rec.run("control")
+    control.start()
+    rec.write_jsonl("runs/control/predictions.jsonl", [{"id": "a", "prediction": 1}])
+    control.set_predictions("runs/control/predictions.jsonl")
+    assert control.record["corpus"] == "c1"
+    control.log(1, loss=float("nan"))
+    control.stop("non-finite-loss", "loss was NaN at step 1")
+    assert "predictions" not in control.record
+    assert "corpus" not in control.record
+    assert rec.path("runs/control/predictions.jsonl").is_file()
+    with pytest.raises(RecordError, match="a stopped run delivers nothing"):
+        control.set_predictions("runs/control/predictions.jsonl")
+    continued = CampaignRecorder(rec.root).run("control")  # the journal says the same
+    assert continued.outcome == "stopped"
+    assert "predictions" not in continued.record
+
+
 def test_close_adds_the_included_expenses_to_the_engaged_total(rec: CampaignRecorder) -> None:
     rec.write_text("receipts/r.txt", "Storage, one month: 1.20 USD\n")
     expense = rec.expense("storage", "1.20", file="receipts/r.txt")
