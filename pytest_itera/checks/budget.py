@@ -385,6 +385,12 @@ def _amounts(text: str) -> dict[Decimal, str]:
     return out
 
 
+def states_amount(text: str, amount: Decimal) -> bool:
+    """Whether a document's text states ``amount`` as documents write it ("12,50 \u20ac",
+    "1 234.56", "USD 12.00"): the reading :func:`amount_in_source` judges a receipt by."""
+    return amount in _amounts(text)
+
+
 def _as_written(text: str, match: re.Match[str]) -> str:
     """An amount as the text writes it, with the unit after it or the currency before it."""
     after = _UNIT_AFTER.match(text, match.end())
@@ -406,14 +412,13 @@ def amount_in_source(
     receipt = read_receipt(ctx, source.file)
     if receipt is None or receipt.text is None:
         return
-    stated = _amounts(receipt.text)
-    if amount.amount in stated:
+    if states_amount(receipt.text, amount.amount):
         yield from _currency_in_source(receipt.text, source.file, amount, where, what)
         return
     yield Finding(
         f"{what}: its source file {source.file} does not state {amount.amount}",
         where=where, expected=f"{amount.amount}, as {source.file} states it",
-        found=", ".join(list(dict.fromkeys(stated.values()))[:6]) or "no amount",
+        found=", ".join(list(dict.fromkeys(_amounts(receipt.text).values()))[:6]) or "no amount",
         hint="record the amount the receipt or quote states (an expense is what was paid, a "
         "lot's price what was quoted), or name the document that states this one",
         code="budget-consistent.amount-not-in-source",

@@ -476,9 +476,30 @@ def _reload_names(plan: Plan, man: Manifest, relpath: str, text: str) -> Iterato
 _PATH = re.compile(r"(?<![\w./:<>{}$*-])((?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,12})"
                    r"(?![\w/<>{}*])")
 # A path a command of the instructions writes ("--output runs/merged/model.onnx",
-# "-o runs/x.pt", "> runs/eval/out.jsonl"): an output of the reload, not a shipped file.
-_WRITTEN = re.compile(r"(?:(?<!\w)--?o(?:ut(?:put)?(?:[-_]\w+)?)?[ =]|>>?\s*)[`'\"]?$",
+# "-o runs/x.pt", "> runs/eval/out.jsonl", "| tee runs/eval/log.txt", "torch.save(sd,
+# 'runs/x/fp32.pt')", "save_file(sd, 'runs/x.safetensors')"): an output of the reload, not
+# a shipped file.
+_WRITTEN = re.compile(r"(?:(?<!\w)--?o(?:ut(?:put)?(?:[-_]\w+)?)?[ =]|>>?\s*"
+                      r"|(?<![\w.-])tee(?:[ \t]+-a)?[ \t]+|\bsave(?:_file)?\([^\n]*,\s*)[`'\"]?$",
                       re.IGNORECASE)
+# A copy's destination, the last argument of "cp SRC DEST" (mv, rsync, ln, scp, install):
+# also written by the reload. The command's words before it: a shell prompt aside, the
+# command's name, then at least its source.
+_COPIES = frozenset({"cp", "mv", "rsync", "ln", "scp", "install"})
+_PROMPTS = frozenset({"$", "%", "#", ">"})
+_COMMAND_END = re.compile(r"[`'\"]?[ \t]*(?:$|&&|\|\||[;|)])")
+
+
+def _written(line: str, start: int, end: int) -> bool:
+    """Whether the path at ``line[start:end]`` is one a command of the line writes."""
+    if _WRITTEN.search(line, 0, start):
+        return True
+    words = re.split(r"&&|\|\||[;|]", line[:start])[-1].split()
+    while words and words[0] in _PROMPTS:
+        words.pop(0)
+    return (len(words) >= 2 and words[0].strip("`(") in _COPIES
+            and any(not w.startswith("-") for w in words[1:])
+            and _COMMAND_END.match(line, end) is not None)
 
 
 def _reload_paths(ctx: Context, relpath: str, text: str) -> Iterator[Finding]:
@@ -491,7 +512,7 @@ def _reload_paths(ctx: Context, relpath: str, text: str) -> Iterator[Finding]:
     for number, line in enumerate(text.splitlines(), 1):
         for match in _PATH.finditer(line):
             path = match.group(1).removeprefix("./")
-            if _WRITTEN.search(line, 0, match.start()):
+            if _written(line, match.start(), match.end()):
                 continue
             if path.split("/", 1)[0] in tops and ctx.entry(path) is None \
                     and path not in (p for p, _ in missing):

@@ -14,13 +14,15 @@ the provider the expense names, and never the rental again.
   ``frozen_at`` and the manifest's ``closed_at``, give or take :data:`GRACE` (7 days: an
   order placed the week before the plan was frozen, an invoice issued the week after the
   closure). Dates are read as ISO ``2026-12-03`` (also ``/`` or ``.``), ``03/12/2026`` (day
-  or month first), ``3 December 2026``, ``December 3, 2026`` and French month names.
+  or month first), ``3 December 2026`` (``03-Dec-2026`` too), ``December 3, 2026`` and French
+  month names and their abbreviations (``6 déc. 2026``).
 - **Issued by the expense's provider.** The issuer (a ``Seller:``, ``Vendor:``,
   ``Supplier:``, ``Issued by:``, ``From:``, ``Provider:``, ``Billed by:``, ``Vendeur :``,
   ``Fournisseur :`` or ``Émetteur :`` line) is the provider the expense names (legal forms
   such as Ltd, Inc, GmbH, SAS aside); another provider is refused.
 - **Of its order.** An expense recording both a receipt file and an order reference has a
-  receipt that states that reference (case and punctuation ignored).
+  receipt that states that reference (case and punctuation ignored: ``F2026-1207`` is
+  stated by ``N° F-2026-1207``).
 - **The rental is not an expense.** An included expense with the amount of an engaged lot
   (its price, or price x quantity) and the lot's provider (the catalogue's, or the lot's
   offer) in its label or its receipt, or whose receipt is the lot's own source file, is
@@ -59,10 +61,13 @@ _MONTHS |= {name.lower(): i for i, name in enumerate(calendar.month_abbr) if nam
 _MONTHS |= {name: i + 1 for i, name in enumerate((
     "janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août", "septembre",
     "octobre", "novembre", "décembre"))} | {"fevrier": 2, "aout": 8, "decembre": 12, "sept": 9}
+# French abbreviations ("6 déc. 2026", "févr."), as French invoices print them.
+_MONTHS |= {"janv": 1, "févr": 2, "fevr": 2, "avr": 4, "juil": 7, "déc": 12}
 _MONTH = "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True))
 _ISO = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
 _NUMERIC = re.compile(r"(?<!\d)(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})(?!\d)")
-_DAY_MONTH = re.compile(rf"(?<!\w)(\d{{1,2}})(?:st|nd|rd|th|er)?\.?\s+({_MONTH})\.?,?\s+(\d{{4}})",
+_DAY_MONTH = re.compile(rf"(?<!\w)(\d{{1,2}})(?:st|nd|rd|th|er)?\.?(?:\s+|-)({_MONTH})"
+                        r"\.?,?(?:\s+|-)(\d{4})",
                         re.IGNORECASE)
 _MONTH_DAY = re.compile(rf"(?<!\w)({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})",
                         re.IGNORECASE)
@@ -166,7 +171,7 @@ def _referenced(file: str, what: str, where: str, reference: str | None,
                 text: str) -> Iterator[Finding]:
     """An expense naming both a receipt file and an order reference: the receipt is the
     document of that order, so it states the reference (case and punctuation ignored)."""
-    if reference is None or not _words(reference) or _names(text, reference):
+    if reference is None or not _words(reference) or states_reference(text, reference):
         return
     yield Finding(
         f"{what}: its receipt {file} does not state its source reference {reference!r}",
@@ -175,6 +180,18 @@ def _referenced(file: str, what: str, where: str, reference: str | None,
         hint="attach the receipt of the order the reference names (or record the reference "
         "the receipt states): a receipt and a reference that disagree prove two purchases",
         code="budget-consistent.receipt-reference")
+
+
+def states_reference(text: str, reference: str) -> bool:
+    """Whether ``text`` states ``reference``, case and punctuation ignored: "F2026-1207",
+    "F-2026-1207" and "f 2026/1207" are one reference; its letters and digits stay whole
+    (the one inside "XF-2026-12070" is another)."""
+    chars = [c for c in reference.casefold() if c.isalnum()]
+    if not chars:
+        return False
+    between = r"(?:[^\w\n]|_){0,3}"
+    pattern = r"(?<![^\W_])" + between.join(map(re.escape, chars)) + r"(?![^\W_])"
+    return re.search(pattern, text.casefold()) is not None
 
 
 def expense_provider(label: str) -> str | None:

@@ -15,15 +15,18 @@ these rules reconcile the recorded moments with the observed hours and with one 
 - a checkpoint save the journal times comes at or after its run's recorded start;
 - the runs whose GPU steps name one lot were recorded within its days (first start to
   last end);
-- a run's recorded span (start to end or stop) is at most the observed hours of the steps
-  that name it, within the deviation tolerance plus the hundredth of an hour that stated
-  hours may be rounded to (so a run of a few seconds is judged to 36 s, not to 10 % of
-  its seconds); a shorter span is not a contradiction: a run's steps may be timed apart
-  from its recorded start and end (an adapter trained after another run);
+- a run's recorded span (start to end or stop), less the interruptions the journal records
+  within it, is at most the observed hours of the steps that name it, within the deviation
+  tolerance plus the hundredth of an hour that stated hours may be rounded to (so a run of
+  a few seconds is judged to 36 s, not to 10 % of its seconds); a shorter span is not a
+  contradiction: a run's steps may be timed apart from its recorded start and end (an
+  adapter trained after another run);
 - the interval between a run's consecutive checkpoint saves, as the journal times them
   (``checkpoint`` events with an ``at``; one event per save, so a file overwritten at each
   save appears once per save), is at most the plan's
-  ``checkpoint_policy.tolerable_loss_hours``. The recorder journals each save
+  ``checkpoint_policy.tolerable_loss_hours``, not counting the interruptions the journal
+  records between them (a step resumed after its process died: no work was at risk while
+  no process ran). The recorder journals each save
   (``CampaignRecorder.checkpoint_saved``) and each listing with its moment; a journal that
   times no save (an older recorder's, which journaled each file once, when listed) is not
   judged on it; a journal that times some of a run's saves but not others cannot prove it,
@@ -96,6 +99,20 @@ class Saves:
     timed: tuple[Save, ...] = ()
     untimed: tuple[tuple[str, str, int], ...] = ()  # (run, path, line)
     bad: tuple[tuple[int, str], ...] = ()  # (line, why)
+    # The interruptions the journal records (a step or a run resumed after its process
+    # died): from the last moment it recorded to the resumption, no work was done, so none
+    # was at risk.
+    pauses: tuple[tuple[datetime, datetime], ...] = ()
+
+    def worked(self, start: datetime, end: datetime) -> Decimal:
+        """The hours from ``start`` to ``end`` less the interruptions within them."""
+        idle, reached = timedelta(0), start
+        for since, until in sorted(self.pauses):  # overlapping records count once
+            since, until = max(since, reached), min(until, end)
+            if until > since:
+                idle += until - since
+                reached = until
+        return _hours(start, end - idle)
 
 
 def spans(man: Manifest) -> list[Span]:
@@ -123,7 +140,7 @@ def times_fit(
     yield from runs_in_step_order(plan, ordered, rounding)
     yield from runs_within_lots(plan, ordered, rounding)
     yield from saves_after_starts(ordered, saves)
-    yield from span_fits_steps(plan, man, ordered, tolerance, rounding)
+    yield from span_fits_steps(plan, man, ordered, tolerance, rounding, saves)
     yield from save_intervals(plan, ordered, saves)
 
 
@@ -288,9 +305,13 @@ def runs_within_lots(plan: Plan, recorded: Sequence[Span], rounding: Decimal
 
 
 def span_fits_steps(
-    plan: Plan, man: Manifest, recorded: Sequence[Span], tolerance: Decimal, rounding: Decimal
+    plan: Plan, man: Manifest, recorded: Sequence[Span], tolerance: Decimal, rounding: Decimal,
+    saves: Saves | None = None,
 ) -> Iterator[Finding]:
-    """A run's recorded span is at most its steps' observed hours (within the tolerance)."""
+    """A run's recorded span is at most its steps' observed hours (within the tolerance);
+    the interruptions the journal records within the span are not in either (a step's
+    observed hours never count them)."""
+    pauses = saves if saves is not None else Saves()
     try:
         observed = sched.observed_hours(man.schedule.steps)
     except (TypeError, ValueError):
@@ -305,17 +326,20 @@ def span_fits_steps(
             continue  # no step names the run (itera-plan/1): nothing to compare with
         total = sum((observed.get(s, Decimal(0)) for s in mine), Decimal(0))
         allowed = total * (1 + tolerance) + rounding
-        if span.hours <= allowed:
+        worked = pauses.worked(span.start, span.end)
+        if worked <= allowed:
             continue
         parts = ", ".join(f"{s!r} {_h(observed.get(s, Decimal(0)))}" for s in mine)
+        idle = span.hours - worked
         yield Finding(
-            f"run {span.run}'s recorded times span {_h(span.hours)} (started_at "
-            f"{_at(span.start)} to {span.end_field} {_at(span.end)}), but the steps that name "
-            f"it were observed to take {_h(total)} ({parts})",
+            f"run {span.run}'s recorded times span {_h(worked)} (started_at "
+            f"{_at(span.start)} to {span.end_field} {_at(span.end)}"
+            + (f", not counting {_h(idle)} of interruption" if idle else "")
+            + f"), but the steps that name it were observed to take {_h(total)} ({parts})",
             where=f"{MANIFEST_FILE} $.runs[{span.index}].{span.end_field}",
             expected=f"at most {_h(total)} + {hours_text(tolerance * 100)} % (the deviation "
             f"tolerance) + {_h(rounding)} (rounding): {_h(allowed.quantize(rounding))}",
-            found=_h(span.hours),
+            found=_h(worked),
             hint="the run's recorded start and end and its steps' observed hours must tell the "
             f"same story: record the steps' real observed hours in {MANIFEST_FILE} "
             "$.schedule.steps (explaining the deviation), or the run's real start and end",
@@ -342,12 +366,16 @@ def read_saves(path: Path) -> Saves:
     timed: list[Save] = []
     untimed: list[tuple[str, str, int]] = []
     bad: list[tuple[int, str]] = []
+    pauses: list[tuple[datetime, datetime]] = []
     try:
         with path.open("rb") as handle:
             for number, raw in enumerate(handle, 1):
-                if not raw.endswith(b"\n") or len(raw) > _MAX_JOURNAL_LINE \
-                        or b'"checkpoint"' not in raw:
-                    continue  # a torn last line, or another event
+                if not raw.endswith(b"\n") or len(raw) > _MAX_JOURNAL_LINE:
+                    continue  # a torn last line
+                if b'"interrupted"' in raw:
+                    pauses += _pause(_event(raw))
+                if b'"checkpoint"' not in raw:
+                    continue  # another event
                 event = _event(raw)
                 if event is None or event.get("event") != "checkpoint":
                     continue
@@ -365,7 +393,19 @@ def read_saves(path: Path) -> Saves:
                     timed.append(Save(run, ckpt, moment, number))
     except OSError:
         return Saves()
-    return Saves(tuple(timed), tuple(untimed), tuple(bad))
+    return Saves(tuple(timed), tuple(untimed), tuple(bad), tuple(pauses))
+
+
+def _pause(event: Mapping[str, object] | None) -> list[tuple[datetime, datetime]]:
+    """A step's interruption (``since`` to ``until``), or the time no process ran before
+    a continuation that found runs open (``resumed``), when the event records one."""
+    gap = event.get("interrupted") if event is not None \
+        and event.get("event") in ("step", "resumed") else None
+    if not isinstance(gap, dict):
+        return []
+    since, until = aware_moment(gap.get("since")), aware_moment(gap.get("until"))
+    return [(since, until)] if since is not None and until is not None and since < until \
+        else []
 
 
 def _event(raw: bytes) -> Mapping[str, object] | None:
@@ -431,13 +471,15 @@ def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterat
     for run, timed in sorted(by_run.items()):
         ordered = sorted(timed, key=lambda s: (s.at, s.line))
         for before, after in pairwise(ordered):
-            gap = _hours(before.at, after.at)
+            gap = saves.worked(before.at, after.at)
             if gap <= tolerable:
                 continue
+            idle = _hours(before.at, after.at) - gap
             yield Finding(
                 f"run {run} saved {before.path} at {_at(before.at)} and its next checkpoint "
-                f"{after.path} at {_at(after.at)}: {_h(gap)} apart, more than the "
-                f"{_h(tolerable)} the plan tolerates losing",
+                f"{after.path} at {_at(after.at)}: {_h(gap)} apart"
+                + (f" (not counting {_h(idle)} of interruption)" if idle else "")
+                + f", more than the {_h(tolerable)} the plan tolerates losing",
                 where=f"{JOURNAL_FILE}:{after.line}",
                 expected=f"consecutive saves at most {_h(tolerable)} apart "
                 f"({PLAN_FILE} $.checkpoint_policy.tolerable_loss_hours)",

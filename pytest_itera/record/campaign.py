@@ -48,12 +48,13 @@ import json
 import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pytest_itera.checks.artifacts import parts_problems
+from pytest_itera.checks.budget import states_amount
 from pytest_itera.checks.stop_rules import contradicts_corpus
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -166,11 +167,31 @@ class CampaignRecorder:
         self.rehearsal = self._rehearsal(rehearsal)
         if self.journal.events:
             replay(self, self.journal.events)
+            self._journal_pause()
         # Closed when the manifest is there and no reopening followed the last closure (a
         # journal of an older recorder has no closure records: the manifest says it all).
         self._closed = (self.root / MANIFEST_FILE).exists() and not self._reopened
 
     # ---- continuing
+
+    def _journal_pause(self) -> None:
+        """Continuing a journal that leaves runs open outside any open step (a process died
+        between two steps of a run): journal the time no process ran, from the journal's last
+        moment to now, as an interruption of those runs (``resumed``), so that their recorded
+        span is not taken for work (plan-vs-actual.run-span). An open step journals its own
+        interruption when it resumes."""
+        runs = [r.id for r in self.open_runs()]
+        if not runs or self._steps.running or self._closure is not None:
+            return
+        moments = [moment for e in self.journal.events
+                   if (moment := aware_moment(e.get("at"))) is not None]
+        now = self._clock()
+        if not moments or now.tzinfo is None or now <= max(moments):
+            return
+        since = max(moments)
+        self._event("resumed", runs=runs, at=self.now(now),
+                    interrupted={"since": self.now(since), "until": self.now(now),
+                                 "hours": round((now - since).total_seconds() / 3600, 4)})
 
     def open_steps(self) -> tuple[OpenStep, ...]:
         """The steps started and not ended. When continuing a campaign, a step a dead process
@@ -691,7 +712,7 @@ class CampaignRecorder:
                 text = (self.root / file).read_text("utf-8")
             except UnicodeDecodeError:
                 text = None
-            if text is not None and amount not in text:
+            if text is not None and not _states(text, amount):
                 raise RecordError(
                     f"expense {label!r}: the receipt {file} does not show the "
                     f"amount {amount}; record the amount billed"
@@ -903,3 +924,11 @@ def _float_money(plan: Mapping[str, Any]) -> dict[str, str]:
                     f"a float (it would round); write \"{value}\"")
     return hints
 
+
+def _states(text: str, amount: str) -> bool:
+    """Whether a receipt's text shows ``amount`` as the budget check reads it ("12.50" is
+    shown by "12,50 \u20ac"); an amount that is not a decimal is left to the schema."""
+    try:
+        return states_amount(text, Decimal(amount))
+    except (InvalidOperation, ValueError):
+        return amount in text

@@ -100,7 +100,8 @@ def derived_schedule(
 
 
 def _run_explains(run: RunRecorder | None) -> str | None:
-    """Why a stopped or dropped run's step took less than planned, from its record."""
+    """Why a stopped, rejected or dropped run's step took less than planned, from its
+    record (a run abandoned with its cause needs no other explanation)."""
     if run is None:
         return None
     record = run.record
@@ -110,6 +111,8 @@ def _run_explains(run: RunRecorder | None) -> str | None:
         stop = record["stop"]
         at = f" at step {stop['step']}" if "step" in stop else ""
         return f"{run.id} was stopped by {stop['rule']}{at}: {stop['reason']}"
+    if run.outcome == "rejected":
+        return f"{run.id} was rejected: {record['rejection']}"
     return None
 
 

@@ -220,6 +220,9 @@ class RunRecorder:
         """The run's predictions file and the plan corpus it covers (default: the corpus the
         plan gives the run, or the plan's only corpus). Journaled with its sha256; called
         again (a campaign reopened to replace the predictions), with the sha256 it replaces."""
+        if self.outcome == "stopped":
+            raise RecordError(f"run {self.id!r} was stopped: a stopped run delivers nothing "
+                              "(it stays an expense), so it records no predictions")
         digest = self._campaign.file_sha256(relpath, field=f"runs[{self.id}].predictions")
         corpus = corpus if corpus is not None else self._campaign.planned_corpus(self.id)
         self._refuse_shared_predictions(relpath)
@@ -322,7 +325,9 @@ class RunRecorder:
         """The run was stopped by ``rule``, a stop rule the plan declared before the runs.
 
         For a non-finite-loss rule whose series this run logged, ``step`` defaults to
-        (and must equal) the first step where the series is not finite."""
+        (and must equal) the first step where the series is not finite. Predictions recorded
+        before the stop stay in the folder as evidence; the run's record names none (a
+        stopped run delivers nothing: no predictions, no corpus)."""
         declared = [r["id"] for r in self._campaign.plan.get("stop_rules", [])]
         if rule not in declared:
             raise RecordError(
@@ -333,6 +338,10 @@ class RunRecorder:
             raise RecordError(f"run {self.id!r}: a stop needs a reason")
         step = self._stop_step(rule, step)
         when = self._end("stopped", at, rule=rule, reason=reason, step=step)
+        # A stopped run delivers nothing (stop-records.delivers): predictions it wrote before
+        # the rule fired stay in the folder as evidence, not as its delivery.
+        for delivery in ("predictions", "corpus"):
+            self.record.pop(delivery, None)
         stop: dict[str, Any] = {"rule": rule, "reason": reason, "at": when}
         if step is not None:
             stop["step"] = step

@@ -103,15 +103,28 @@ def schedule_block(
     observed = {k: Decimal(str(_number(_ran(v)))) for k, v in observed.items()}
     steps = [s for s in plan.schedule.steps if s.id in observed]
     timeline = sched.makespan(sched.as_observed(plan.schedule.steps, observed))
-    lots = [money.lot_hours(lot) for lot in plan.budget.lots]
     return {
-        "reserved_hours": max(lots, default=0) or _number(sched.as_hours(
-            plan.schedule.window_hours)),
+        "reserved_hours": _reserved(plan),
         "observed_hours": _number(timeline.makespan),
         "steps": [{"id": s.id, "observed_hours": _number(observed[s.id])} for s in steps],
         "deviations": [{"step": step, "explanation": text}
                        for step, text in explanations.items()],
     }
+
+
+def _reserved(plan: Plan) -> int | float:
+    """The time reserved: the engaged lots' hours when they run side by side, the plan's
+    window when its lots follow one another (one lot's planned steps all end before
+    another's begin: two 3-day lots in sequence reserve 144 h, not 72 h)."""
+    window = _number(sched.as_hours(plan.schedule.window_hours))
+    lots = [money.lot_hours(lot) for lot in plan.budget.lots]
+    try:
+        spans = list(sched.makespan(plan.schedule.steps).lot_spans.values())
+    except sched.ScheduleError:
+        spans = []  # schedule-fits reports the plan's schedule
+    if any(first[1] <= second[0] for first in spans for second in spans if first is not second):
+        return window
+    return max(lots, default=0) or window
 
 
 def unexplained(

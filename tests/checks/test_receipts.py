@@ -13,7 +13,12 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from pytest_itera.checks.receipts import expense_provider, receipt_dates, receipt_issuer
+from pytest_itera.checks.receipts import (
+    expense_provider,
+    receipt_dates,
+    receipt_issuer,
+    states_reference,
+)
 from pytest_itera.report.verify import check_campaign
 from tests.checks.test_budget_checks import CHECK, budget
 from tests.factory import CampaignBuilder
@@ -198,10 +203,28 @@ def test_a_broken_pdf_cannot_be_read(campaign: CampaignBuilder) -> None:
         ("03/12/2026", [date(2026, 3, 12), date(2026, 12, 3)]),  # day or month first
         ("25/12/2026", [date(2026, 12, 25)]),
         ("INV-2026-311, 12.00 USD, 10:30", []),
+        ("Date : 6 déc. 2026, échéance 5 janv. 2027", [date(2026, 12, 6), date(2027, 1, 5)]),
+        ("Invoice date: 06-Dec-2026", [date(2026, 12, 6)]),
     ],
 )
 def test_receipt_dates(text: str, dates: list[date]) -> None:
     assert receipt_dates(text) == dates
+
+
+@pytest.mark.parametrize(
+    ("text", "reference", "stated"),
+    [
+        ("FACTURE N° F-2026-1207", "F2026-1207", True),  # as the provider's dashboard shows it
+        ("Commande : cmd 88412", "CMD-88412", True),
+        ("Invoice INV/4471 (order PO-2026-093)", "po2026093", True),
+        ("Order reference: ORD-11111", "ORD-88213", False),
+        ("Invoice XF-2026-12070", "F-2026-1207", False),  # letters and digits stay whole
+    ],
+)
+def test_a_reference_is_stated_whatever_its_punctuation(
+    text: str, reference: str, stated: bool
+) -> None:
+    assert states_reference(text, reference) is stated
 
 
 def test_issuer_and_provider() -> None:

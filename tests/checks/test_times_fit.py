@@ -210,6 +210,69 @@ def test_saves_within_the_tolerable_loss_pass(campaign: CampaignBuilder) -> None
     assert problems(campaign, PVA) == []
 
 
+def interrupted(since: str, until: str) -> dict[str, Any]:
+    """A step resumed after its process died, as the recorder journals it."""
+    return {"event": "step", "step": "train-control", "hours": 1.0, "at": since,
+            "interrupted": {"since": since, "until": until, "hours": 1.5}}
+
+
+def test_an_interruption_between_two_saves_is_not_work_at_risk(
+    campaign: CampaignBuilder
+) -> None:
+    """Killed an hour after a save, resumed 1.5 h later from that save, saved again 2 h
+    after the resumption: 3.5 h apart on the clock, 2 h of work at risk (the tolerable
+    loss): a campaign resumed after an interruption is not refused for it."""
+    journal(campaign, save("control", "runs/control/last.pt", "2026-11-20T11:00:00Z"),
+            save("control", "runs/control/step-2.pt", "2026-11-20T14:30:00Z"))
+    events = campaign.files[JOURNAL_FILE].decode().splitlines(keepends=True)
+    events.insert(1, json.dumps(interrupted("2026-11-20T11:00:00+00:00",
+                                            "2026-11-20T12:30:00+00:00")) + "\n")
+    campaign.files[JOURNAL_FILE] = "".join(events).encode()
+    assert problems(campaign, PVA) == []
+
+
+def test_an_interruption_does_not_excuse_saves_too_far_apart(campaign: CampaignBuilder) -> None:
+    journal(campaign, save("control", "runs/control/last.pt", "2026-11-20T11:00:00Z"),
+            save("control", "runs/control/step-2.pt", "2026-11-20T14:30:00Z"))
+    campaign.files[JOURNAL_FILE] += (json.dumps(interrupted(
+        "2026-11-20T12:00:00+00:00", "2026-11-20T12:30:00+00:00")) + "\n").encode()
+    found = only(problems(campaign, PVA), "plan-vs-actual.save-interval").finding
+    assert found.message == (
+        "run control saved runs/control/last.pt at 2026-11-20T11:00:00+00:00 and its next "
+        "checkpoint runs/control/step-2.pt at 2026-11-20T14:30:00+00:00: 3 h apart (not "
+        "counting 0.5 h of interruption), more than the 2 h the plan tolerates losing")
+
+
+def test_a_run_span_less_its_interruption_fits_its_steps(campaign: CampaignBuilder) -> None:
+    """variant-a pre-empted for 2 h in the middle of its 14 h step: its recorded times span
+    16 h, of which 14 h of work, as its step's observed hours say (they never count the
+    interruption). The same span without the journaled interruption is refused."""
+    times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T20:00:00Z")
+    campaign.files[JOURNAL_FILE] = (json.dumps(interrupted(
+        "2026-11-21T09:00:00+00:00", "2026-11-21T11:00:00+00:00")) + "\n").encode()
+    assert problems(campaign, PVA) == []
+    campaign.files[JOURNAL_FILE] = (json.dumps(interrupted(
+        "2026-11-21T09:00:00+00:00", "2026-11-21T09:30:00+00:00")) + "\n").encode()
+    found = only(problems(campaign, PVA), "plan-vs-actual.run-span").finding
+    assert found.message == (
+        "run variant-a's recorded times span 15.5 h (started_at 2026-11-21T04:00:00+00:00 to "
+        "ended_at 2026-11-21T20:00:00+00:00, not counting 0.5 h of interruption), but the steps "
+        "that name it were observed to take 14 h ('train-variant-a' 14 h)")
+
+
+def test_a_run_resumed_between_its_steps_is_judged_on_its_work(
+    campaign: CampaignBuilder
+) -> None:
+    """The recorder's ``resumed`` event (runs left open outside any step, continued later):
+    those hours are not the run's work either."""
+    times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T22:00:00Z")
+    resumed = {"event": "resumed", "runs": ["variant-a"], "at": "2026-11-21T22:00:00Z",
+               "interrupted": {"since": "2026-11-21T18:00:00Z", "until": "2026-11-21T22:00:00Z",
+                               "hours": 4.0}}
+    campaign.files[JOURNAL_FILE] = (json.dumps(resumed) + "\n").encode()
+    assert problems(campaign, PVA) == []
+
+
 def test_a_journal_that_times_no_save_is_not_judged(campaign: CampaignBuilder) -> None:
     journal(campaign, save("control", "runs/control/step-2.pt", None),
             save("variant-a", "runs/variant-a/weights.pt", None))

@@ -644,6 +644,19 @@ def test_an_included_expense_carries_its_receipt_and_reference(rec: CampaignReco
     assert (included.source.file, included.source.reference) == ("receipts/inv-7.txt", "ORD-7")
 
 
+def test_a_french_receipt_shows_its_amount_as_it_writes_it(rec: CampaignRecorder) -> None:
+    """"12,50 €" shows 12.50: the recorder reads a receipt as budget-consistent does, so
+    it never refuses an amount the check finds (nor accepts one it does not)."""
+    rec.write_text("receipts/facture.txt", "FACTURE N° F-2026-1207\nFournisseur : Nuage Froid "
+                   "SAS\nStockage objet 500 Go   10,42 €\nTVA 20 %   2,08 €\n"
+                   "Total TTC   1\u202f012,50 €\n")
+    expense = rec.expense("Nuage Froid: stockage", "1012.50", file="receipts/facture.txt")
+    assert expense["amount"] == "1012.50"
+    assert rec.expense("Nuage Froid: TVA", "2.08", file="receipts/facture.txt")
+    with pytest.raises(RecordError, match=r"does not show the amount 12\.50"):
+        rec.expense("Nuage Froid: stockage", "12.50", file="receipts/facture.txt")
+
+
 def test_an_included_expense_without_a_source_does_not_pass_the_schema(
     rec: CampaignRecorder,
 ) -> None:
@@ -898,6 +911,120 @@ def test_close_derives_a_null_ratio_and_the_cause_when_nothing_is_delivered(
     schedule = json.loads(closed.read_text())["schedule"]
     assert schedule["reserved_hours"] == 72
     assert [d["step"] for d in schedule["deviations"]] == []  # no run on the step
+
+
+def test_two_lots_in_sequence_reserve_the_window_and_side_by_side_their_days() -> None:
+    """Lots whose planned steps follow one another reserve both their durations (the
+    window), lots side by side one lot's days: the recorder's reserved hours must hold the
+    observed makespan plan-vs-actual compares with them."""
+    from decimal import Decimal
+
+    from pytest_itera.core.campaign import plan_from
+    from pytest_itera.record import tally
+
+    lot = make_plan()["budget"]["lots"][0]
+    lots = [dict(lot, id="first"), dict(lot, id="second")]
+    steps = [{"id": "train", "kind": "training", "resource": "gpu0", "hours": 60, "lot": "first"},
+             {"id": "train-2", "kind": "training", "resource": "gpu0", "hours": 60,
+              "lot": "second", "after": ["train"]}]
+    schedule = {"window_hours": 144, "steps": steps}
+    in_turn = make_plan(schedule=schedule, budget={"currency": "USD", "lots": lots})
+    observed = {"train": Decimal(60), "train-2": Decimal(60)}
+    assert tally.schedule_block(plan_from(in_turn), observed, {})["reserved_hours"] == 144
+    steps[1] = dict(steps[1], resource="gpu1", after=[])
+    side = make_plan(schedule=schedule, budget={"currency": "USD", "lots": lots})
+    assert tally.schedule_block(plan_from(side), observed, {})["reserved_hours"] == 72
+
+
+def test_a_rejected_runs_short_step_is_explained_by_its_rejection(tmp_path: Path) -> None:
+    """A run abandoned with its cause (rejected with a reason, as a stopped run with its
+    rule) explains its step's short hours; the campaign is not refused for them."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    rec = CampaignRecorder(tmp_path / "camp", clock=lambda: now)
+    rec.write_bytes("corpus.jsonl", CORPUS)
+    rec.write_bytes("configs/control.json", CONFIG)
+    steps = [{"id": "train", "kind": "training", "resource": "gpu0", "hours": 4,
+              "run": "variant"}]
+    rec.freeze_plan(make_plan(schedule={"window_hours": 72, "steps": steps}))
+    variant = rec.run("variant")
+    variant.start()
+    with rec.step("train"):
+        now += timedelta(hours=1)
+    variant.reject("its tokenizer was built from the wrong vocabulary")
+    schedule = json.loads(finish_rejected(rec).read_text())["schedule"]
+    assert schedule["deviations"] == [{"step": "train", "explanation": "variant was rejected: "
+                                       "its tokenizer was built from the wrong vocabulary"}]
+
+
+def finish_rejected(rec: CampaignRecorder) -> Path:
+    control = rec.run("control")
+    control.start()
+    control.set_config("configs/control.json")
+    control.accept()
+    rec.write_text("analysis.md", "errors\n")
+    rec.write_text("RELOAD.md", "nothing to reload\n")
+    rec.close(analysis="analysis.md", reload_instructions="RELOAD.md", check=False,
+              conclusion={"meets_threshold": [], "text": "Negative result."})
+    return rec.path("manifest.json")
+
+
+def test_a_continuation_journals_the_time_no_process_ran_for_its_open_runs(
+    tmp_path: Path
+) -> None:
+    """The machine died between two steps of a run (no step open) and the script continued
+    6 h later: the continuing recorder journals those hours as the run's interruption, so
+    that its recorded span is not taken for work (plan-vs-actual.run-span)."""
+    from datetime import UTC, datetime, timedelta
+
+    from pytest_itera.checks.timeline import read_saves
+    from pytest_itera.core.journal import JOURNAL_FILE
+
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    root = tmp_path / "camp"
+    first = CampaignRecorder(root, clock=lambda: now)
+    first.write_bytes("corpus.jsonl", CORPUS)
+    first.write_bytes("configs/control.json", CONFIG)
+    first.freeze_plan(make_plan())
+    first.run("control").start()
+    with first.step("train"):
+        now += timedelta(hours=1)
+    now += timedelta(hours=6)  # the process died; a new one continues
+    second = CampaignRecorder(root, clock=lambda: now)
+    assert [r.id for r in second.open_runs()] == ["control"]
+    last = json.loads((root / JOURNAL_FILE).read_text().splitlines()[-1])
+    assert last == {"event": "resumed", "runs": ["control"], "at": "2026-12-01T07:00:00Z",
+                    "interrupted": {"since": "2026-12-01T01:00:00Z",
+                                    "until": "2026-12-01T07:00:00Z", "hours": 6.0}}
+    saves = read_saves(root / JOURNAL_FILE)
+    assert saves.worked(datetime(2026, 12, 1, tzinfo=UTC), now) == 1
+    journaled = (root / JOURNAL_FILE).read_text()
+    CampaignRecorder(root, clock=lambda: now)  # nothing more: no time passed since
+    assert (root / JOURNAL_FILE).read_text() == journaled
+
+
+def test_a_stopped_run_keeps_its_predictions_as_evidence_not_as_a_delivery(
+    rec: CampaignRecorder,
+) -> None:
+    """Predictions written before the stop rule fired (quality below the threshold is judged
+    on them): the file stays, the stopped run's record names no predictions and no corpus,
+    which stop-records would refuse ("a stopped run delivers nothing")."""
+    control = rec.run("control")
+    control.start()
+    rec.write_jsonl("runs/control/predictions.jsonl", [{"id": "a", "prediction": 1}])
+    control.set_predictions("runs/control/predictions.jsonl")
+    assert control.record["corpus"] == "c1"
+    control.log(1, loss=float("nan"))
+    control.stop("non-finite-loss", "loss was NaN at step 1")
+    assert "predictions" not in control.record
+    assert "corpus" not in control.record
+    assert rec.path("runs/control/predictions.jsonl").is_file()
+    with pytest.raises(RecordError, match="a stopped run delivers nothing"):
+        control.set_predictions("runs/control/predictions.jsonl")
+    continued = CampaignRecorder(rec.root).run("control")  # the journal says the same
+    assert continued.outcome == "stopped"
+    assert "predictions" not in continued.record
 
 
 def test_close_adds_the_included_expenses_to_the_engaged_total(rec: CampaignRecorder) -> None:
