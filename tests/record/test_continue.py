@@ -100,6 +100,7 @@ def left_open(tmp_path: Path) -> CampaignRecorder:
         rec.write_bytes(relpath, data)
     rec.freeze_plan(F.default_plan_v2(files))
     rec.step("train-control").start(at="2026-11-20T08:00:00+00:00")
+    rec.run("control").start(at="2026-11-20T08:00:00+00:00")
     rec.checkpoint_saved(F.CONTROL_CKPT, run="control", step=2, at="2026-11-20T10:00:00Z")
     return rec
 

@@ -38,6 +38,7 @@ def recorder(root: Path) -> CampaignRecorder:
     rec.write_bytes("corpus.jsonl", CORPUS)
     rec.write_bytes("configs/control.json", CONFIG)
     rec.freeze_plan(make_plan())
+    rec.run("control").start(at="2026-11-20T09:00:00Z")  # its saves follow its start
     return rec
 
 
@@ -63,6 +64,7 @@ def test_a_listing_of_a_file_changed_since_its_last_save_is_timed_now(tmp_path: 
     rec = CampaignRecorder(tmp_path / "camp", clock=lambda: _utc("2026-11-20T15:00:00Z"))
     rec.write_bytes("corpus.jsonl", CORPUS)
     rec.freeze_plan(make_plan())
+    rec.run("control").start(at="2026-11-20T09:00:00Z")
     rec.write_bytes("runs/control/last.pt", b"state 1")
     rec.checkpoint_saved("runs/control/last.pt", run="control", step=1,
                          at="2026-11-20T10:00:00Z")
