@@ -164,7 +164,8 @@ def _python_without(tmp_path: Path, package: str) -> str:
     script = tmp_path / f"python-without-{package}"
     blocker = tmp_path / f"block_{package}"
     blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(
+    # Not named sitecustomize: Debian's Python has its own, already imported at start-up.
+    (blocker / "itera_block.py").write_text(
         "import importlib.abc, sys\n"
         "class _Block(importlib.abc.MetaPathFinder):\n"
         "    def find_spec(self, name, path=None, target=None):\n"
@@ -177,7 +178,7 @@ def _python_without(tmp_path: Path, package: str) -> str:
     script.write_text(  # called as: python -I -B -u SCRIPT ARGS (the probe, the server)
         "#!/bin/sh\nshift 3\n"
         f"exec {sys.executable} -I -B -u -c 'import sys; sys.path.insert(0, \"{blocker}\"); "
-        "import sitecustomize, runpy; sys.argv = sys.argv[1:]; "
+        "import itera_block, runpy; sys.argv = sys.argv[1:]; "
         "runpy.run_path(sys.argv[0], run_name=\"__main__\")' \"$@\"\n"
     )
     script.chmod(0o755)

@@ -458,6 +458,49 @@ def test_dcp_hostile_metadata_fails(reloader: Reloader, built: dict[str, Path],
     assert not marker.exists()
 
 
+def _metadata_pickled_by_name(folder: Path, *, instead: object = None) -> None:
+    """Pickle the folder's .metadata again as Python 3.11.0-3.11.4 do: each enum member as
+    ``getattr(EnumClass, name)``; ``instead``: every member replaced by that (cls, name)."""
+    import enum
+    import io
+    import pickle
+
+    with (folder / ".metadata").open("rb") as fh:
+        meta = pickle.load(fh)  # our own test file: trusted
+
+    class ByName(pickle.Pickler):
+        def reducer_override(self, obj: object) -> object:
+            if isinstance(obj, enum.Enum):
+                return getattr, instead if instead is not None else (type(obj), obj.name)
+            return NotImplemented
+
+    out = io.BytesIO()
+    ByName(out, protocol=2).dump(meta)
+    assert b"getattr" in out.getvalue()
+    (folder / ".metadata").write_bytes(out.getvalue())
+
+
+def test_dcp_metadata_of_python_3_11_early_releases_passes(
+    reloader: Reloader, built: dict[str, Path], tmp_path: Path
+) -> None:
+    """Debian 12's Python 3.11.2 pickles DCP's _MEM_FORMAT_ENCODING member by name."""
+    folder = private(built, "dcp", tmp_path)
+    _metadata_pickled_by_name(folder)
+    res = reloader.reload(folder, "dcp")
+    assert res.ok, res.cause
+
+
+def test_dcp_metadata_getattr_on_anything_but_an_enum_fails(
+    reloader: Reloader, built: dict[str, Path], tmp_path: Path
+) -> None:
+    folder = private(built, "dcp", tmp_path)
+    _metadata_pickled_by_name(folder, instead=(torch.Size, "__subclasses__"))
+    res = reloader.reload(folder, "dcp")
+    assert res.cause == ("dcp/.metadata: calls builtins.getattr on type '__subclasses__', which "
+                         "is not a member of a DCP metadata enum (loading it would import and "
+                         "call arbitrary code)")
+
+
 def test_dcp_truncated_data_fails(reloader: Reloader, built: dict[str, Path],
                                   tmp_path: Path) -> None:
     folder = private(built, "dcp", tmp_path)

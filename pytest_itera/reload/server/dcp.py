@@ -8,6 +8,7 @@ back into the nested state the training code saved, and judged like a torch.save
 
 from __future__ import annotations
 
+import enum
 import io
 import os
 import pickle
@@ -39,10 +40,24 @@ class DcpMetadataUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if name in DCP_TYPES.get(module, ()):
             return super().find_class(module, name)
+        if module in ("builtins", "__builtin__") and name == "getattr":
+            return _enum_member  # Python 3.11.0-3.11.4 pickle an enum member so
         if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
             return getattr(torch, name)
         raise Refused(f"refers to {py3_name(f'{module}.{name}')}, which is not a DCP metadata type "
                       f"{WEIGHTS_ONLY_WHY}", ".metadata", code=(f"{module}.{name}",))
+
+
+def _enum_member(cls: Any, name: Any) -> Any:
+    """``getattr(cls, name)`` as Python 3.11.0-3.11.4 pickle an enum member (DCP's
+    ``_MEM_FORMAT_ENCODING``): admitted only as a member of an enum class this unpickler
+    admitted, never as an attribute lookup."""
+    if isinstance(cls, type) and issubclass(cls, enum.Enum) and isinstance(name, str) \
+            and name in cls.__members__:
+        return cls[name]
+    raise Refused(f"calls builtins.getattr on {type(cls).__name__} {name!r}, which is not a "
+                  f"member of a DCP metadata enum {WEIGHTS_ONLY_WHY}", ".metadata",
+                  code=("builtins.getattr",))
 
 
 def read_dcp_metadata(folder: str) -> Any:
