@@ -6,6 +6,7 @@ import json
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -458,7 +459,8 @@ def test_dcp_hostile_metadata_fails(reloader: Reloader, built: dict[str, Path],
     assert not marker.exists()
 
 
-def _metadata_pickled_by_name(folder: Path, *, instead: object = None) -> None:
+def _metadata_pickled_by_name(folder: Path, *,
+                              instead: tuple[object, str] | None = None) -> None:
     """Pickle the folder's .metadata again as Python 3.11.0-3.11.4 do: each enum member as
     ``getattr(EnumClass, name)``; ``instead``: every member replaced by that (cls, name)."""
     import enum
@@ -469,7 +471,7 @@ def _metadata_pickled_by_name(folder: Path, *, instead: object = None) -> None:
         meta = pickle.load(fh)  # our own test file: trusted
 
     class ByName(pickle.Pickler):
-        def reducer_override(self, obj: object) -> object:
+        def reducer_override(self, obj: object) -> Any:
             if isinstance(obj, enum.Enum):
                 return getattr, instead if instead is not None else (type(obj), obj.name)
             return NotImplemented
