@@ -508,6 +508,7 @@ class CampaignRecorder:
         shipped, and time the interval between a run's saves. Returns the digest."""
         self.planned_run(run)
         save = self._save_facts(relpath, run, step, at)
+        self._refuse_save_before_start(relpath, run, save["at"])
         self._event("checkpoint", **save)
         self._saves[relpath] = self._last_save[run] = save
         return str(save.get("sha256") or save.get("tree_sha256"))
@@ -528,7 +529,6 @@ class CampaignRecorder:
         if step is not None:
             save["step"] = step
         save["at"] = self.now(at)
-        self._refuse_save_before_start(relpath, run, save["at"])
         return save
 
     def _refuse_save_before_start(self, relpath: str, run: str, at: str) -> None:
@@ -580,6 +580,7 @@ class CampaignRecorder:
             save["at"] = last["at"]  # the file holds that save: it was saved then
             if step is None and "step" in last:
                 save["step"] = last["step"]
+        self._refuse_save_before_start(relpath, run, save["at"])
         self._event("checkpoint", **record, **{k: v for k, v in save.items() if k not in record})
         self._saves[relpath] = self._last_save[run] = save
         self._checkpoints.append(record)

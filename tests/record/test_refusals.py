@@ -126,3 +126,14 @@ def test_a_save_before_its_run_started_is_refused_at_once(tmp_path: Path) -> Non
     rec.add_checkpoint("runs/variant/last.pt", run="variant", format="torch",
                        kind="weights")  # the way through: saved now, after its start
     assert [c["path"] for c in rec.checkpoints] == ["runs/variant/last.pt"]
+
+
+def test_a_listing_of_the_last_journaled_save_is_timed_by_that_save(tmp_path: Path) -> None:
+    """add_checkpoint of a file that still holds its journaled save is that save (its time),
+    not a save now: a campaign recorded on another clock (the example's) is not refused."""
+    rec = fifty(tmp_path)
+    rec.run("variant").start(at="2030-01-01T10:00:00+00:00")  # after this machine's now
+    rec.write_bytes("runs/variant/last.pt", b"state 1")
+    rec.checkpoint_saved("runs/variant/last.pt", run="variant", at="2030-01-01T11:00:00+00:00")
+    rec.add_checkpoint("runs/variant/last.pt", run="variant", format="torch", kind="weights")
+    assert rec.saves["runs/variant/last.pt"]["at"] == "2030-01-01T11:00:00Z"
