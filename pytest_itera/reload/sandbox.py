@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
 import importlib.util
 import math
@@ -52,7 +51,9 @@ SECCOMP_MODULE_ENV = "ITERA_SECCOMP_MODULE"
 
 _LIBC: Any = None
 with contextlib.suppress(OSError):
-    _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    # The C library already loaded in this process (dlopen(NULL)): find_library would run
+    # `ldconfig -p` on the server's start-up path.
+    _LIBC = ctypes.CDLL(None, use_errno=True)
 
 _FILTER: Any = None  # the seccomp filter built by prepare(), loaded by each child
 _FILTER_MISSING = "not prepared"

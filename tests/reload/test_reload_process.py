@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import json
 import os
 import shutil
 import subprocess
@@ -200,6 +201,21 @@ def test_a_hung_child_does_not_hold_up_the_others(tmp_path: Path) -> None:
     assert (first["id"], first["ok"]) == (2, True)
     assert second["id"] == 1
     assert second["reason"] == "timed out after 3 s (the loading process was killed)"
+
+
+def test_the_largest_waiting_checkpoint_starts_first(tmp_path: Path) -> None:
+    """Queued checkpoints start largest first: a big one left for the end would load alone
+    while the other cores idle. Three requests in one write queue up together; with one job,
+    the big one, sent last, is answered first, then the small ones in the order they came."""
+    small = str(checkpoints.state_dict_file(tmp_path, "small.pt"))
+    big = str(checkpoints.big_legacy_file(tmp_path, 1))  # 1 MiB against the tiny model's KiB
+    with _raw_server(tmp_path / "home", jobs=1) as server:
+        assert server.proc.stdin is not None
+        server.proc.stdin.write("".join(json.dumps({"id": i, "path": p, "timeout": 30}) + "\n"
+                                        for i, p in ((1, small), (2, small), (3, big))).encode())
+        server.proc.stdin.flush()
+        replies = [server.read(30) for _ in range(3)]
+    assert [(r["id"], r["ok"]) for r in replies] == [(3, True), (1, True), (2, True)]
 
 
 def test_a_bad_request_line_gets_an_answer(tmp_path: Path) -> None:

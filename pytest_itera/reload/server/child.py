@@ -60,6 +60,16 @@ def mapped_bytes(path: str) -> int:
         return 0
 
 
+def weight(path: str) -> int:
+    """The bytes a checkpoint (file or folder) holds, 0 when unreadable: the server starts
+    the largest first."""
+    try:
+        paths = folder_files(path, 2) if os.path.isdir(path) else [path]
+        return sum(os.path.getsize(p) for p in paths)
+    except OSError:
+        return 0
+
+
 def folder_files(path: str, depth: int) -> list[str]:
     """A folder's files and those of its sub-folders ``depth`` levels down (DeepSpeed's tag
     folder, accelerate's FSDP sub-folders), without following links."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +14,9 @@ from .verdict import Findings, Refused
 CHUNK_ELEMENTS = 1 << 24  # finite check in 16 Mi-element chunks: bounded temporaries
 _LIBC: Any = None
 try:
-    _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    # The C library already loaded in this process (dlopen(NULL)): find_library would run
+    # `ldconfig -p` on the server's start-up path.
+    _LIBC = ctypes.CDLL(None, use_errno=True)
 except OSError:
     _LIBC = None
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import torch
 
-from .child import Child, child_verdict
+from .child import Child, child_verdict, weight
 from .loading import explain
 from .siblings import probe, sandbox
 from .verdict import failed
@@ -31,7 +31,9 @@ class Server:
         self.proto = proto
         self.jobs = max(1, jobs)
         self.inherited = (0, proto.fileno())
-        self.queue: list[dict[str, Any]] = []
+        # Waiting requests with their size: the largest starts first (a big checkpoint
+        # loading alone at the end would leave the other cores idle).
+        self.queue: list[tuple[int, dict[str, Any]]] = []
         self.running: dict[int, Child] = {}
         self.spare: Child | None = None
         self.pending = b""
@@ -90,12 +92,13 @@ class Server:
             if REFUSED is not None:  # never load with a bypassable weights_only
                 self.answer({**failed(REFUSED), "id": request.get("id")})
                 continue
-            self.queue.append(request)
+            self.queue.append((weight(request["path"]), request))
         return True
 
     def start_queued(self) -> None:
         while self.queue and len(self.running) < self.jobs:
-            request = self.queue.pop(0)
+            largest = max(range(len(self.queue)), key=lambda i: self.queue[i][0])
+            _, request = self.queue.pop(largest)  # the first of equals: arrival order
             started = time.monotonic()
             path = request["path"]
             if os.path.isdir(path) and os.path.exists(os.path.join(path, ".metadata")) \
