@@ -9,12 +9,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_itera.checks.model import FAMILIES
-from pytest_itera.plugin import hookspecs, options
+from pytest_itera.plugin import head_start
+
+# Before the imports below and the rest of pytest's start-up: torch's import in the reload
+# server is the longest step of a run, and the run waits for it (issue 29).
+head_start.begin()
+
+from pytest_itera.checks.model import FAMILIES  # noqa: E402
+from pytest_itera.plugin import hookspecs, options  # noqa: E402
 
 # The fixture and its parametrization are hook/fixture objects of this plugin module.
-from pytest_itera.plugin.fixtures import itera_campaign, pytest_generate_tests  # noqa: F401
-from pytest_itera.plugin.options import Settings, settings_key
+from pytest_itera.plugin.fixtures import itera_campaign, pytest_generate_tests  # noqa: E402, F401
+from pytest_itera.plugin.options import Settings, settings_key  # noqa: E402
 
 if TYPE_CHECKING:
     from pytest_itera.checks.context import Check
@@ -58,10 +64,13 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         # Like `-p no:cacheprovider`, which also blocks stepwise (it needs the cache).
         for name in ("cacheprovider", "stepwise", "pytest_stepwise"):
             config.pluginmanager.set_blocked(name)
-    if settings.active:
-        from pytest_itera.plugin.reloads import start_reloads_first
+    try:
+        if settings.active:
+            from pytest_itera.plugin.reloads import start_reloads_first
 
-        start_reloads_first(config)  # torch's import in the reload server: the longest step
+            start_reloads_first(config)  # torch's import in the reload server: the longest step
+    finally:
+        head_start.settle()  # a server started at import that the session did not take
 
 
 def pytest_configure(config: pytest.Config) -> None:

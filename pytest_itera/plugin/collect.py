@@ -40,6 +40,7 @@ from pytest_itera.core.campaign import (
     gc_paused,
 )
 from pytest_itera.core.findings import summary_line
+from pytest_itera.plugin import head_start
 from pytest_itera.plugin.options import (
     Settings,
     catalogue_in_force,
@@ -401,8 +402,10 @@ def session_reloader(config: pytest.Config) -> Reloader:
         # A whole run hands its checkpoints over at once (pytest_collection_finish): they
         # load a few at a time. An xdist worker asks for one at a time: the workers are the
         # parallelism there.
-        jobs = 1 if is_worker(config) else min(4, _cpus())
-        reloader = Reloader(settings.python, timeout=settings.timeout, jobs=jobs)
+        jobs = 1 if is_worker(config) else head_start.jobs()
+        # The server started at the plugin's import, when it is this one.
+        reloader = head_start.take(settings.python, jobs) or Reloader(settings.python, jobs=jobs)
+        reloader.timeout = settings.timeout
         config.stash[_reloader_key] = reloader
         config.add_cleanup(reloader.close)
     return reloader

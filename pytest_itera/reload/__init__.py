@@ -192,8 +192,10 @@ def _seccomp_module() -> str | None:
 class _Server:
     """One running server (or probe) process and its line protocol.
 
-    The first line it prints is its ``hello``; then one reply per request, each with the
-    request's id, in the order the server finishes them.
+    The first line it prints is the probe's (``probe.hello``: versions read without importing
+    torch); the server then imports torch and prints its ``hello``; then one reply per
+    request, each with the request's id, in the order the server finishes them. The probe
+    script prints the first line alone.
     """
 
     def __init__(self, python: str, home: str, script: Path = SERVER, jobs: int = 1) -> None:
@@ -203,17 +205,32 @@ class _Server:
         if threading.current_thread() is threading.main_thread():
             # The server then dies with this process (see server/lifeline.py).
             env["ITERA_CLIENT_PID"] = str(os.getpid())
+        # The bytecode cache this process reads, if it has one outside the sources (-I
+        # ignores PYTHONPYCACHEPREFIX): the server's modules are not compiled at each start.
+        cache = ["-X", f"pycache_prefix={sys.pycache_prefix}"] if sys.pycache_prefix else []
         self.proc = subprocess.Popen(
-            [python, "-I", "-B", "-u", str(script), str(jobs)], stdin=subprocess.PIPE,
+            [python, "-I", "-B", *cache, "-u", str(script), str(jobs)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.stderr, cwd=home, env=env)
         self.buffer = b""
+        self._first: dict[str, Any] | None = None
         self._hello: dict[str, Any] | None = None
+        self._start_lock = threading.Lock()  # the probe's thread and the main one both read
         self.replies: dict[int, dict[str, Any]] = {}
 
+    def first(self) -> dict[str, Any]:
+        """The first line: the probe's facts, for the server before it imports torch."""
+        with self._start_lock:
+            if self._first is None:
+                self._first = self.read(_START_TIMEOUT)
+            return self._first
+
     def hello(self) -> dict[str, Any]:
-        if self._hello is None:
-            self._hello = self.read(_START_TIMEOUT)
-        return self._hello
+        """The server's hello, once torch is imported (after :meth:`first`)."""
+        self.first()
+        with self._start_lock:
+            if self._hello is None:
+                self._hello = self.read(_START_TIMEOUT)
+            return self._hello
 
     def read(self, timeout: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -334,10 +351,15 @@ class Reloader:
         where = self.python
         if not _executable(where):
             return f"--itera-python {where}: not an executable file", None
+        with self._lock:
+            running = self._holder[0] if self._holder else None
         probe = None
         try:
-            probe = _Server(where, self._home, PROBE)
-            hello = probe.hello()
+            if running is not None:  # its first line is the probe's: no second process
+                hello = running.first()
+            else:
+                probe = _Server(where, self._home, PROBE)
+                hello = probe.first()
             return _judge_hello(hello, where), hello
         except (_ServerError, OSError) as exc:
             return f"--itera-python {where}: not a usable Python with torch (probe {exc})", None

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_itera.reload import SERVER
+from pytest_itera.reload import PROBE, SERVER
 from tests import checkpoints
 from tests.factory import CampaignBuilder, expect_each, sha256, verdicts
 from tests.runner import Itera, only_xdist
@@ -404,9 +404,15 @@ def test_unusable_interpreter_is_one_usage_error(
     python: str, reason: str,
 ) -> None:
     if python == "old-torch":
-        python = _fake_python(tmp_path, f"exec {sys.executable} -I -B -u -c 'import runpy, torch; "
-                              f"torch.__version__ = \"2.9.1\"; runpy.run_path(\"{SERVER}\", "
-                              "run_name=\"__main__\")'")
+        # A torch 2.9.1 as the server sees it: read from its files before the import (the
+        # probe's line, from the probe module the server loads by path), then imported.
+        python = _fake_python(tmp_path, f"exec {sys.executable} -I -B -u -c 'import runpy, sys, "
+                              "torch, importlib.util as u; torch.__version__ = \"2.9.1\"; "
+                              "s = u.spec_from_file_location(\"_itera_reload_probe\", "
+                              f"\"{PROBE}\"); "
+                              "m = sys.modules[s.name] = u.module_from_spec(s); "
+                              "s.loader.exec_module(m); m.torch_version = lambda: \"2.9.1\"; "
+                              f"runpy.run_path(\"{SERVER}\", run_name=\"__main__\")'")
     python = python.format(tmp=tmp_path)
     _small_campaign(campaign, cheap)
     result = itera("-rA", "--itera-python", python)

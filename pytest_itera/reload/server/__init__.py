@@ -8,8 +8,9 @@ relatively and the reload folder's standalone modules (``formats.py``, ``probe.p
 Only the standard library, torch and, when present, numpy and safetensors are imported.
 Never ``weights_only=False``, in any code path.
 
-Protocol (JSON lines): the server first writes a ``hello`` line (interpreter and library
-versions); then for each request line ``{"id", "path", "timeout", "memory_limit"}`` on stdin
+Protocol (JSON lines): the server first writes the probe's line (``probe.py``: the versions,
+read without importing torch), then, torch imported, a ``hello`` line (interpreter and
+library versions); then for each request line ``{"id", "path", "timeout", "memory_limit"}`` on stdin
 it gives the checkpoint to a forked child that loads it and writes one JSON verdict to a pipe,
 and the server answers one JSON line, with the request's id, on stdout.  Up to ``JOBS``
 (the first argument, default 1) children run at a time, so a client may send many requests

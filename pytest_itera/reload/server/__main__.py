@@ -2,13 +2,15 @@
 
 This folder is loaded as the package ``_itera_reload_server`` from its files: ``-I`` keeps it
 off sys.path and pytest-itera may not be installed in the reload interpreter.  The server
-then dies with its client before it imports torch (~1 s), and serves.
+then dies with its client, prints the probe's line (``probe.py``), imports torch (~1 s)
+and serves.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
 import sys
 
@@ -33,4 +35,8 @@ def load_package() -> None:
 if __name__ == "__main__":
     load_package()
     importlib.import_module(f"{PACKAGE}.lifeline").die_with_client()
+    # The probe's line first (versions read without importing torch): the client judges the
+    # interpreter from it while torch imports, with no probe process of its own.
+    facts = importlib.import_module(f"{PACKAGE}.siblings").probe.hello()
+    os.write(1, (json.dumps(facts) + "\n").encode())
     importlib.import_module(f"{PACKAGE}.serve").main()
