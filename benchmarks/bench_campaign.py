@@ -251,8 +251,11 @@ def warm(root: Path) -> int:
 
 
 def warm_bytecode(work: Path) -> None:
-    """Fill the bytecode cache (PYTHONPYCACHEPREFIX) before anything is timed: pytest with
-    the plugin active and inert, the Reloader and torch."""
+    """Fill the bytecode cache (PYTHONPYCACHEPREFIX) before anything is timed: every module of
+    the plugin compiled, as pip compiles an installed package (the reload server, run with
+    -B, never writes its own), then pytest with the plugin active and inert, the Reloader and
+    torch."""
+    run([PY, "-m", "compileall", "-q", str(REPO / "pytest_itera")], work)
     camp = base_campaign(work / "warm-camp")
     run(pytest_cmd(camp), work)
     bare_pytest(work)

@@ -3,8 +3,10 @@ options and shared, memoised work). No pytest import."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
@@ -74,6 +76,22 @@ class Check:
     # report (conclusion-consistent: each compared run's decision metric), so the report
     # never recomputes them (a pytest-xdist controller would, from scratch).
     facts: Callable[[Context, str | None], list[Any]] | None = None
+
+
+
+READER_NICENESS = 10
+
+
+def background_priority() -> None:
+    """A reader thread yields the CPU to the threads and processes the run waits for: the
+    reload server's torch import (the longest step of a run, on the other core) and the items.
+    With a core free it reads as fast as before; the items still wait for what it reads
+    (issue 29). Linux only: there a thread has a niceness of its own, set by its id."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            me = threading.get_native_id()
+            nice = os.getpriority(os.PRIO_PROCESS, me)  # the process's, inherited
+            os.setpriority(os.PRIO_PROCESS, me, min(19, nice + READER_NICENESS))
 
 
 class Context:
@@ -321,6 +339,7 @@ class Context:
             return None
 
     def _reader(self, jobs: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None]) -> None:
+        background_priority()
         while (job := jobs.get()) is not None:
             relpath, pending = job
             if self._closed:

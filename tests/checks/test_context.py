@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from pytest_itera.checks import Check, Context, Options
-from pytest_itera.checks.context import GROUP_FILES_ABOVE, blocked_by_contract, folder_group
+from pytest_itera.checks.context import (
+    GROUP_FILES_ABOVE,
+    READER_NICENESS,
+    blocked_by_contract,
+    folder_group,
+)
 from pytest_itera.core.campaign import Campaign, load_campaign
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.money import example_catalogue
@@ -161,6 +166,13 @@ def test_read_ahead_reads_large_files_on_reader_threads(
     for i, name in enumerate(names):
         expected = hashlib.sha256(bytes([i]) * (SMALL_FILE + 1)).hexdigest()
         assert ctx.facts(name).sha256 == expected
+    if sys.platform.startswith("linux"):
+        # The readers yield the CPU to the reload server's import and the items (issue 29):
+        # a niceness of their own, ten above the process's; the calling thread keeps its own.
+        base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        assert {os.getpriority(os.PRIO_PROCESS, t.native_id or 0) for t in started} == \
+            {min(19, base + READER_NICENESS)}
+        assert os.getpriority(os.PRIO_PROCESS, 0) == base
     ctx.close()
     for thread in started:
         thread.join(timeout=10)
