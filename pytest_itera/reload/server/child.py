@@ -247,10 +247,12 @@ class Child:
         return reply
 
     def dismiss(self) -> None:
-        """End a spare that will get no request."""
+        """End a spare that will get no request, at once: it holds nothing but its warm-up
+        (the server's own tiny checkpoint), and a server that ends must not wait for it."""
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
         os.close(self.request_w)
         os.close(self.verdict_r)
-        os.waitpid(self.pid, 0)
 
     def abandon(self) -> None:
         """End a child whose verdict nobody will read."""
