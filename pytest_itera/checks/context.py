@@ -8,7 +8,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import cached_property
@@ -144,6 +144,9 @@ class Context:
         self._read_early = read_early
         self._misses = 0  # facts asked for and not known yet, while a helper runs
         self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
+        # Findings to compute while a verdict handed over ahead is awaited (work_while_waiting).
+        self._idle: Iterator[tuple[str, str | None]] | None = None
+        self._idling = False
         self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
         self._by_run: dict[str, list[tuple[str, str]]] | None = None
         self._targets: dict[str, tuple[str, ...]] = {}
@@ -515,7 +518,30 @@ class Context:
             result = self._reload_hook(inside, relpath, claimed_format)
             if result is not None:
                 return result
-        return self.reloader().reload(inside, relpath)
+        reloader = self.reloader()
+        self._work_until(lambda: reloader.ready(inside))
+        return reloader.reload(inside, relpath)
+
+    def work_while_waiting(self, pairs: Iterable[tuple[str, str | None]]) -> None:
+        """While a checkpoint's verdict, handed over ahead (:meth:`reload_ahead`), is not in,
+        compute these (check id, target) findings, in order: the later items' that reload
+        nothing. pytest runs items one at a time; those would otherwise run only after the
+        reload items that wait for the server's torch import (issue 29). Each is computed
+        once either way (:meth:`findings`), so an item's outcome is the same."""
+        self._idle = iter(list(pairs))
+
+    def _work_until(self, ready: Callable[[], bool]) -> None:
+        if self._idle is None or self._idling:
+            return  # nothing to do, or a check computed meanwhile asked for a reload itself
+        self._idling = True
+        try:
+            while not ready() and (pair := next(self._idle, None)) is not None:
+                if pair[0] in self.checks:
+                    # A check that fails to compute is left to its item, which says why.
+                    with contextlib.suppress(Exception):
+                        self.findings(*pair)
+        finally:
+            self._idling = False
 
     def reload_ahead(self, relpaths: Iterable[str]) -> None:
         """Let the built-in loader start on these checkpoints now, several at a time, while

@@ -411,6 +411,19 @@ def session_reloader(config: pytest.Config) -> Reloader:
     return reloader
 
 
+def selected_pairs(
+    session: pytest.Session, wanted: Callable[[Check], bool]
+) -> dict[IteraManifest, list[tuple[str, str | None]]]:
+    """Per campaign, the (check id, target) of the selected items whose check is ``wanted``,
+    in item order."""
+    out: dict[IteraManifest, list[tuple[str, str | None]]] = {}
+    for item in session.items:
+        if isinstance(item, IteraCheckItem) and wanted(item.check):
+            assert isinstance(item.parent, IteraManifest)
+            out.setdefault(item.parent, []).append((item.check.id, item.target))
+    return out
+
+
 def selected_targets(
     session: pytest.Session, wanted: Callable[[Check], bool]
 ) -> dict[IteraManifest, list[str | None]]:

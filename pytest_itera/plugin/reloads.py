@@ -17,6 +17,7 @@ import pytest
 from pytest_itera.plugin.collect import (
     is_worker,
     registered_checks,
+    selected_pairs,
     selected_targets,
     session_reloader,
     whole_run,
@@ -124,6 +125,9 @@ def reload_ahead(session: pytest.Session) -> None:
         ctx = manifest.context
         ctx.reload_ahead(t for t in dict.fromkeys(targets)
                          if t is not None and located(ctx, t))
+    # While an item waits for a verdict, the later items that reload nothing are judged.
+    for manifest, pairs in selected_pairs(session, lambda c: not c.reloads).items():
+        manifest.context.work_while_waiting(pairs)
 
 
 def _probe(config: pytest.Config) -> None:

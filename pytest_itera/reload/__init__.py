@@ -232,6 +232,35 @@ class _Server:
                 self._hello = self.read(_START_TIMEOUT)
             return self._hello
 
+    def has_reply(self, request_id: int) -> bool:
+        """Whether the reply to ``request_id`` is in, taking what the server has written
+        without waiting (the lines before it filed as :meth:`first`, :meth:`hello` and
+        replies would be). A server that died or is being read by another thread: False,
+        and :meth:`wait` then says what happened."""
+        if not self._start_lock.acquire(blocking=False):
+            return False
+        try:
+            assert self.proc.stdout is not None
+            fd = self.proc.stdout.fileno()
+            while select.select([fd], [], [], 0)[0]:
+                data = os.read(fd, 1 << 16)
+                if not data:
+                    break
+                self.buffer += data
+            while b"\n" in self.buffer:
+                line = self._line()
+                if self._first is None:
+                    self._first = line
+                elif self._hello is None:
+                    self._hello = line
+                elif isinstance(line.get("id"), int):
+                    self.replies[line["id"]] = line
+        except (_ServerError, OSError):
+            return False
+        finally:
+            self._start_lock.release()
+        return request_id in self.replies
+
     def read(self, timeout: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
@@ -244,6 +273,10 @@ class _Server:
             if not data:
                 raise _ServerError(self.died())
             self.buffer += data
+        return self._line()
+
+    def _line(self) -> dict[str, Any]:
+        """The buffer's first line, as the protocol's JSON object."""
         line, self.buffer = self.buffer.split(b"\n", 1)
         try:
             reply: dict[str, Any] = json.loads(line)
@@ -426,6 +459,14 @@ class Reloader:
                     self._ahead.clear()
                     return  # each reload() then asks again and reports what went wrong
                 self._ahead[resolved] = request["id"]
+
+    def ready(self, path: Path) -> bool:
+        """Whether :meth:`reload` of ``path`` would answer without waiting: its verdict is
+        in, or it was not handed over ahead (asking is what starts it)."""
+        with self._lock:
+            request_id = self._ahead.get(str(Path(path).resolve()))
+            server = self._holder[0] if self._holder else None
+        return request_id is None or server is None or server.has_reply(request_id)
 
     def reload(self, path: Path, display: str) -> ReloadResult:
         """Load ``path`` (file or folder) in the fresh interpreter: what it holds, and why it

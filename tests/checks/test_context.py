@@ -28,7 +28,7 @@ from pytest_itera.core.campaign import Campaign, load_campaign
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.money import example_catalogue
 from pytest_itera.files.scan import SMALL_FILE
-from pytest_itera.reload import ReloadResult
+from pytest_itera.reload import Reloader, ReloadResult
 from tests.factory import CONTROL_CKPT, CampaignBuilder
 
 if TYPE_CHECKING:
@@ -553,6 +553,35 @@ def test_without_a_loader_a_reload_is_a_plugin_error(root: Path) -> None:
     ctx.reload_ahead([CONTROL_CKPT])  # nothing to prefetch with: quietly nothing
     with pytest.raises(RuntimeError, match="no reloader configured"):
         ctx.reload(CONTROL_CKPT, "torch")
+
+
+def test_while_a_verdict_is_awaited_the_later_checks_are_judged(root: Path) -> None:
+    """A verdict handed over ahead waits for the server's torch import (~1 s, a real server
+    here): meanwhile the pairs given are computed, in order, once each. A check that fails
+    to compute is left to its item, which raises as before; a reload not handed over ahead
+    starts at once, with no work first."""
+    run = Recorder()
+
+    def boom(ctx: Context, target: str | None) -> list[Finding]:
+        raise RuntimeError("a plugin bug")
+
+    probe, broken = check(run, targets=listed), check(cast("Recorder", boom), id="boom")
+    with Reloader(jobs=1) as reloader:
+        ctx = context(root, probe, broken, reloader_factory=lambda: reloader,
+                      close_reloader=False)
+        pairs: list[tuple[str, str | None]] = [("boom", None)]
+        pairs += [("probe", target) for target in listed(ctx)]
+        ctx.reload_ahead([CONTROL_CKPT])
+        ctx.work_while_waiting(pairs)
+        assert ctx.reload(CONTROL_CKPT, "torch").ok
+        assert run.calls == [target for _, target in pairs[1:]]
+        assert all(ctx.findings("probe", target) == () for _, target in pairs[1:])
+        assert len(run.calls) == len(pairs) - 1  # the items ask again: computed once
+        with pytest.raises(RuntimeError, match="a plugin bug"):
+            ctx.findings("boom", None)
+        ctx.work_while_waiting([("probe", "another")])
+        assert ctx.reload("runs/variant-a/weights.pt", "torch").ok  # not ahead: no work first
+        assert "another" not in run.calls
 
 
 @pytest.mark.parametrize(("close_reloader", "closed"), [(True, 1), (False, 0)])

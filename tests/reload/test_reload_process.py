@@ -203,6 +203,24 @@ def test_a_hung_child_does_not_hold_up_the_others(tmp_path: Path) -> None:
     assert second["reason"] == "timed out after 3 s (the loading process was killed)"
 
 
+def test_ready_says_whether_a_verdict_handed_over_ahead_is_in(tmp_path: Path) -> None:
+    """Without waiting: while the server imports torch a prefetched checkpoint is not ready,
+    then it is and reload() answers from the reply already read; one never handed over is
+    always ready (asking is what starts it)."""
+    path = checkpoints.state_dict_file(tmp_path)
+    other = checkpoints.state_dict_file(tmp_path, "other.pt")
+    with Reloader(timeout=60) as r:
+        assert r.ready(path)
+        r.prefetch([path])
+        assert not r.ready(path)  # torch takes about a second to import
+        deadline = time.monotonic() + 60
+        while not r.ready(path):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert r.reload(path, "weights.pt").ok
+        assert r.ready(other)
+
+
 def test_the_largest_waiting_checkpoint_starts_first(tmp_path: Path) -> None:
     """Queued checkpoints start largest first: a big one left for the end would load alone
     while the other cores idle. Three requests in one write queue up together; with one job,
