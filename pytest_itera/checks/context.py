@@ -520,6 +520,9 @@ class Context:
                 return result
         reloader = self.reloader()
         self._work_until(lambda: reloader.ready(inside))
+        done = self._reloads.get((relpath, claimed_format))
+        if done is not None:  # a check judged meanwhile asked for it too
+            return done
         return reloader.reload(inside, relpath)
 
     def work_while_waiting(self, pairs: Iterable[tuple[str, str | None]]) -> None:
