@@ -1,5 +1,6 @@
-"""The reload server's head start (plugin/head_start.py): what the command line alone tells.
-Its sessions, in a new interpreter each, are in test_reload_start.py."""
+"""The reload server's head start (plugin/head_start.py): what the command line alone tells,
+and sessions in a new interpreter each (the plugin is imported once per process): the server
+started at import is the one the items use, or it is stopped."""
 
 from __future__ import annotations
 
