@@ -499,7 +499,7 @@ def lightning_tools(data_dir: str | Path | None = None) -> Tools:
         ckpt = lightning_run(root / CONTROL / "lightning", data_dir=data_dir)
         declared = Declared()
         declared.checkpoint(ckpt.relative_to(root).as_posix(), "lightning",
-                            claims=TUTORIAL_PARTS)  # no scheduler configured
+                            claims=LIGHTNING_PARTS)
         return declared
 
     return tools

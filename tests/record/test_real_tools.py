@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from pytest_itera.record import RecordError
 from tests import real_tools as rt
@@ -453,3 +454,35 @@ def test_frozen_parameters_need_a_named_optimizer(tmp_path: Path) -> None:
                                               resume_state=rt.TUTORIAL_PARTS))
     assert named.findings == (), [p.render() for p in named.findings]
     assert named.verdict == "accepted"
+
+
+def test_a_numpy_metric_in_a_torch_checkpoint_is_refused_as_data_not_code(
+        tmp_path: Path) -> None:
+    """A hand-written loop saves its best accuracy as numpy returned it (np.float64) beside
+    the tutorial's keys: torch.load(weights_only=True) refuses the file, so the plugin does;
+    the fix says to save a number, and speaks of no Lightning hyperparameters (the file is
+    not Lightning's). Judged in-process."""
+    import numpy as np
+
+    from pytest_itera.report.verify import check_campaign
+
+    def tools(root: Path) -> rt.Declared:
+        path = rt.tutorial_checkpoint(root / C / "checkpoint.tar")
+        ckpt = torch.load(path, weights_only=True)
+        torch.save({**ckpt, "best_acc": np.float64(0.75)}, path)
+        declared = rt.Declared()
+        declared.checkpoint(f"{C}/checkpoint.tar", "torch", claims=rt.TUTORIAL_PARTS)
+        return declared
+
+    verdict = check_campaign(rt.record_campaign(tmp_path / "numpy", tools,
+                                                resume_state=rt.TUTORIAL_PARTS))
+    said = {(p.check, p.target): p.finding for p in verdict.findings}
+    target = f"{C}/checkpoint.tar"
+    assert set(said) == {("checkpoint-reloads", target), ("resume-complete", target)}
+    reload = said["checkpoint-reloads", target]
+    assert "pickles numpy._core.multiarray.scalar objects (numpy scalars saved as objects, " \
+        "not numbers)" in reload.message
+    assert reload.hint == ("save plain data instead (save float(x) or int(x)): then save the "
+                           "checkpoint again from the run; do not load this file with "
+                           "weights_only=False to convert it")
+    assert verdict.verdict == "rejected"
