@@ -271,6 +271,57 @@ def peft_run(adapter_dir: Path, *, revision: str | None = COMMIT,
     return adapter_dir
 
 
+def trainable(model: torch.nn.Module, *, named: bool) -> list[Any]:
+    """The parameters that train (``requires_grad``), as most scripts give them to the
+    optimizer; ``named``: as ``(name, parameter)`` pairs, so that torch saves their names."""
+    return [(n, p) if named else p for n, p in model.named_parameters() if p.requires_grad]
+
+
+def frozen_trainer_run(output_dir: Path, *, named: bool) -> Path:
+    """The Trainer fine-tuning BERT with its embeddings frozen, two steps, one checkpoint-2;
+    the optimizer the Trainer builds itself (numbered parameters), or, ``named``, one the user
+    builds from named parameters and passes as ``Trainer(optimizers=(opt, None))``."""
+    from transformers import Trainer, TrainingArguments
+
+    model = bert()
+    model.bert.embeddings.requires_grad_(False)
+    opt = torch.optim.AdamW(trainable(model, named=True), lr=5e-5) if named else None
+    args = TrainingArguments(output_dir=str(output_dir), max_steps=2, save_steps=2,
+                             per_device_train_batch_size=4, report_to="none", use_cpu=True,
+                             disable_tqdm=True, seed=0)
+    with quiet():
+        Trainer(model=model, args=args, train_dataset=Rows(), optimizers=(opt, None)).train()
+    return output_dir / "checkpoint-2"
+
+
+def frozen_lightning_run(root_dir: Path, *, named: bool) -> Path:
+    """Lightning training a head on a frozen backbone (transfer learning), two steps; its
+    optimizer built from the trainable parameters, numbered or ``named``. Returns the .ckpt."""
+    import lightning as L
+
+    class Head(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.backbone = torch.nn.Linear(4, 8).requires_grad_(False)
+            self.head = torch.nn.Linear(8, 1)
+
+        def training_step(self, batch: torch.Tensor, index: int) -> torch.Tensor:
+            loss: torch.Tensor = self.head(self.backbone(batch)).pow(2).mean()
+            return loss
+
+        def configure_optimizers(self) -> Any:
+            return torch.optim.AdamW(trainable(self, named=named), lr=1e-3)
+
+    torch.manual_seed(0)
+    rows: list[torch.Tensor] = list(torch.randn(8, 4))
+    with quiet():
+        trainer = L.Trainer(max_steps=2, accelerator="cpu", devices=1, enable_progress_bar=False,
+                            enable_model_summary=False, default_root_dir=str(root_dir))
+        data = torch.utils.data.DataLoader(rows, batch_size=2)  # type: ignore[var-annotated, arg-type]
+        trainer.fit(Head(), data)
+    return Path(trainer.checkpoint_callback.best_model_path)  # type: ignore[union-attr]
+
+
 def tutorial_checkpoint(path: Path, *, nan: bool = False) -> Path:
     """The PyTorch tutorial's "general checkpoint" for inference and/or resuming training:
     ``{'epoch', 'model_state_dict', 'optimizer_state_dict', 'loss'}``."""
@@ -510,6 +561,24 @@ def torch_tools(*, nan: bool = False, whole_module: bool = False) -> Tools:
         if whole_module:
             whole_module_checkpoint(root / CONTROL / "model.pt")
             declared.checkpoint(f"{CONTROL}/model.pt", "torch", kind="weights")
+        return declared
+
+    return tools
+
+
+def frozen_tools(*, named: bool) -> Tools:
+    """A Trainer and a Lightning run that fine-tune part of their model (the rest frozen):
+    their resume checkpoints' optimizers hold fewer parameters than the models have tensors,
+    numbered or ``named``."""
+
+    def tools(root: Path) -> Declared:
+        declared = Declared()
+        folder = frozen_trainer_run(root / CONTROL / "trainer", named=named)
+        declared.checkpoint(folder.relative_to(root).as_posix(), "hf-trainer",
+                            claims=TRAINER_PARTS)
+        ckpt = frozen_lightning_run(root / CONTROL / "lightning", named=named)
+        declared.checkpoint(ckpt.relative_to(root).as_posix(), "lightning",
+                            claims=TUTORIAL_PARTS)  # no scheduler configured
         return declared
 
     return tools

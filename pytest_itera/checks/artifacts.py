@@ -231,7 +231,7 @@ def _reload_findings(
         yield Finding(f"does not reload in a fresh process with weights_only=True: {error}",
                       where=where,
                       hint=MODULE_OBJECTS_HINT if result.failure == "whole-module"
-                      else code_hint(result.holds_code) if result.holds_code
+                      else code_hint(result.holds_code, claimed) if result.holds_code
                       else _load_hint(result.failure),
                       code=f"{check}.no-reload")
     if not result.ok and result.nonfinite and not diverged_ok:
@@ -289,24 +289,27 @@ MODULE_OBJECTS_HINT = (
     "deliver torch.save(model.state_dict(), ...) (plain tensors) instead")
 
 
-def data_objects_hint(names: tuple[str, ...]) -> str:
-    """The fix for standard-library data pickled as objects (formats.DATA_OBJECTS)."""
+def data_objects_hint(names: tuple[str, ...], fmt: str | None = None) -> str:
+    """The fix for standard-library data pickled as objects (formats.DATA_OBJECTS); the
+    word on Lightning's hyperparameters only where the file may be Lightning's (``fmt``:
+    the format the manifest declares, None when unknown)."""
     fixes = "; ".join(dict.fromkeys(formats.DATA_OBJECTS[n][1] for n in names))
-    return (f"save plain data instead ({fixes}): Lightning's save_hyperparameters() keeps its "
-            "arguments as given (or leave one out: save_hyperparameters(ignore=[...])); then "
-            "save the checkpoint again from the run; do not load this file with "
-            "weights_only=False to convert it")
+    lightning = ("Lightning's save_hyperparameters() keeps its arguments as given (or leave "
+                 "one out: save_hyperparameters(ignore=[...])); " if fmt in (None, "lightning")
+                 else "")
+    return (f"save plain data instead ({fixes}): {lightning}then save the checkpoint again "
+            "from the run; do not load this file with weights_only=False to convert it")
 
 
-def code_hint(names: tuple[str, ...]) -> str:
+def code_hint(names: tuple[str, ...], fmt: str | None = None) -> str:
     """What to do about a file whose pickles would call ``names``: torch's own nn module
     classes are a whole-module save, standard-library data objects (a pathlib path, an
     argparse.Namespace) plain data saved as objects: format mistakes; anything else is
-    hostile."""
+    hostile. ``fmt``: the format the manifest declares."""
     if names and all(n.startswith("torch.nn.modules.") for n in names):
         return MODULE_OBJECTS_HINT
     if names and all(n in formats.DATA_OBJECTS for n in names):
-        return data_objects_hint(names)
+        return data_objects_hint(names, fmt)
     return CODE_HINT
 
 

@@ -69,9 +69,7 @@ def _optimizer_findings(record: CheckpointRecord, fit: OptimizerFit,
                 f"cannot prove that the optimizer state of resume checkpoint {record.path} "
                 f"fits its model: {problem.key} {problem.detail}",
                 where=where, code="resume-complete.optimizer-unproven",
-                hint="build the optimizer from model.named_parameters() (torch >= 2.6 then "
-                "saves param_names, which prove which tensor each state belongs to), or give "
-                "it every parameter of the model")
+                hint=_NAMED_HINTS.get(record.format, _NAMED_HINT))
     if fit.nonfinite_buffers:
         counted = " and ".join(f"{n} {what}" for n, what in
                                ((fit.nan_values, "NaN"), (fit.inf_values, "inf")) if n)
@@ -86,6 +84,25 @@ def _optimizer_findings(record: CheckpointRecord, fit: OptimizerFit,
             expected="finite optimizer buffers", found=names,
             hint="resume from the last checkpoint whose optimizer state is finite, or record "
             "the run as stopped by its non-finite rule")
+
+
+_NAMED_HINT = ("build the optimizer from model.named_parameters() (torch >= 2.6 then saves "
+               "param_names, which prove which tensor each state belongs to), or give it every "
+               "parameter of the model")
+_TRAINABLE = "[(n, p) for n, p in {}named_parameters() if p.requires_grad]"
+# Where the tools build the optimizer themselves: how to give it named parameters there (a
+# frozen backbone or embedding leaves it fewer parameters than the model has tensors).
+_NAMED_HINTS = {
+    "hf-trainer": "the Trainer builds its optimizer from numbered parameters: build it "
+                  "yourself from named ones, Trainer(..., optimizers=(torch.optim.AdamW("
+                  f"{_TRAINABLE.format('model.')}, lr=...), None)) (torch >= 2.6 then saves "
+                  "param_names, which prove which tensor each state belongs to), and train "
+                  "the run again",
+    "lightning": "return from configure_optimizers() an optimizer built from named "
+                 f"parameters, e.g. torch.optim.AdamW({_TRAINABLE.format('self.')}) "
+                 "(torch >= 2.6 then saves param_names, which prove which tensor each state "
+                 "belongs to), and train the run again",
+}
 
 
 def _values(nan: int, inf: int) -> str:

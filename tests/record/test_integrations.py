@@ -51,8 +51,9 @@ LIGHTNING_PARTS = ["model", "optimizer", "progress", "scheduler"]  # no RNG stat
 
 def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
                 resume: str | None = None, callbacks: Sequence[Any] = (),
-                **options: Any) -> None:
-    """transformers.Trainer, 4 steps, a checkpoint-N/ every 2, with the callback attached."""
+                evaluate: bool = False, **options: Any) -> None:
+    """transformers.Trainer, 4 steps, a checkpoint-N/ every 2, with the callback attached;
+    ``evaluate``: with an evaluation set (for ``eval_strategy``)."""
     from transformers import Trainer, TrainingArguments
 
     from pytest_itera.record.integrations.transformers import IteraCallback
@@ -62,6 +63,7 @@ def trainer_fit(rec: CampaignRecorder, run_id: str, output_dir: Path, *,
                              disable_tqdm=True, seed=0, logging_steps=1, **options)
     with quiet():
         trainer = Trainer(model=bert(), args=args, train_dataset=Rows(),
+                          eval_dataset=Rows() if evaluate else None,
                           callbacks=[IteraCallback(rec, run_id), *callbacks])
         trainer.train(resume_from_checkpoint=resume)
 
@@ -223,6 +225,15 @@ def assert_accepted(itera: Itera, root: Path) -> None:
     assert result.ret == 0
 
 
+def assert_accepted_in_process(root: Path) -> None:
+    """The plugin's checks run in this process (reloads in a fresh one): ACCEPTED."""
+    from pytest_itera.report.verify import check_campaign
+
+    verdict = check_campaign(root)
+    assert verdict.findings == (), "\n".join(p.render() for p in verdict.findings)
+    assert verdict.verdict == "accepted"
+
+
 def assert_missing(itera: Itera, root: Path, checkpoint: str,
                    removed: Sequence[str]) -> None:
     """Exactly the deleted checkpoint's items do not pass: each of its files, its reload, its
@@ -315,6 +326,34 @@ def test_trainer_save_total_limit_records_what_is_kept(tmp_path: Path) -> None:
     assert not (rec.root / "runs/control/trainer/checkpoint-2").exists()
     assert [c["path"] for c in rec.checkpoints] == ["runs/control/trainer/checkpoint-4"]
     assert [s for s, _ in rec.run("control").series("loss")] == [1, 2, 3, 4]
+
+
+def test_trainer_evaluating_with_gradient_accumulation_is_accepted(tmp_path: Path) -> None:
+    """Evaluation at each save and gradient accumulation, resumed by the resume check: the
+    evaluation's wall-clock (eval_runtime, eval_*_per_second) is no series (a resumed run
+    cannot repeat it), its eval_loss is, and matches the control's; ACCEPTED."""
+    options: dict[str, Any] = {"gradient_accumulation_steps": 2, "eval_strategy": "steps",
+                               "eval_steps": 2,
+               "evaluate": True}
+
+    def control(rec: CampaignRecorder) -> None:
+        trainer_fit(rec, "control", rec.path("runs/control/trainer"), **options)
+
+    def resume(rec: CampaignRecorder) -> tuple[str, int]:
+        resumed = "runs/control/trainer/checkpoint-2"
+        trainer_fit(rec, "resume-check", rec.path("runs/resume-check/trainer"),
+                    resume=str(rec.root / resumed), **options)
+        return resumed, 2
+
+    root = record(tmp_path / "campaign", (control, resume), TRAINER_PARTS).manifest.parent
+    rows = recorded(root)["measurements"]
+    names = {name for row in rows["control"] for name in row}
+    assert {"loss", "eval_loss"} <= names
+    assert not {n for n in names if n.endswith(("_runtime", "_per_second"))}, names
+    resumed = {r["step"]: r["eval_loss"] for r in rows["resume-check"] if "eval_loss" in r}
+    assert resumed == {r["step"]: r["eval_loss"] for r in rows["control"]
+                       if "eval_loss" in r and r["step"] > 2}
+    assert_accepted_in_process(root)
 
 
 def test_trainer_that_saves_nothing_leaves_no_empty_folder(tmp_path: Path) -> None:
@@ -540,6 +579,31 @@ def test_lightning_weights_only_checkpoints_are_refused_with_the_callbacks_setti
         "states too; or, before any run starts, freeze a plan whose runs[].resume_state for "
         "this run asks only for what the file holds")
     assert rec.checkpoints == ()
+
+
+def test_lightning_weights_only_checkpoints_beside_full_ones_are_weights(
+    tmp_path: Path,
+) -> None:
+    """A second ModelCheckpoint(save_weights_only=True), keeping the best two by loss, beside
+    the one writing full checkpoints: its files are the weights to deliver, recorded as
+    weights checkpoints, not refused as resume checkpoints lacking the optimizer; the
+    campaign is ACCEPTED."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    def control(rec: CampaignRecorder) -> None:
+        best = ModelCheckpoint(dirpath=str(rec.path("runs/control/best")), filename="best-{step}",
+                               every_n_train_steps=2, save_top_k=2, monitor="train_loss",
+                               save_weights_only=True)
+        lightning_fit(rec, "control", rec.path("runs/control/ckpt"), callbacks=[best])
+
+    root = record(tmp_path / "campaign", (control, lightning_resume), LIGHTNING_PARTS)
+    kinds = {c["path"]: (c["kind"], c.get("claims")) for c in recorded(root.manifest.parent)[
+        "checkpoints"] if c["run"] == "control"}
+    assert kinds == {
+        "runs/control/ckpt/epoch=0-step=4.ckpt": ("resume", LIGHTNING_PARTS),
+        "runs/control/ckpt/epoch=1-step=8.ckpt": ("resume", LIGHTNING_PARTS),
+        **{f"runs/control/best/best-step={n}.ckpt": ("weights", None) for n in (6, 8)}}
+    assert_accepted_in_process(root.manifest.parent)
 
 
 def test_lightning_checkpoint_deleted_after_closure(

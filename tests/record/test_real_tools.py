@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from pytest_itera.record import RecordError
 from tests import real_tools as rt
@@ -413,3 +414,75 @@ def test_whole_module_and_nan_weights(itera: Itera, small_tools: Campaigns) -> N
             "2.weight"],
     })
 
+
+
+# ------------------------------------------------- part of the model fine-tuned
+
+
+def test_frozen_parameters_need_a_named_optimizer(tmp_path: Path) -> None:
+    """A Trainer with frozen embeddings and Lightning on a frozen backbone: their optimizers
+    hold fewer parameters than the models have tensors. Numbered (as the Trainer builds its
+    own, as most configure_optimizers do), that cannot be told from another model's state:
+    refused, each saying how to build it with that tool from named parameters; built so,
+    the names prove the fit and the campaign is ACCEPTED. Judged in-process."""
+    from pytest_itera.report.verify import check_campaign
+
+    numbered = check_campaign(rt.record_campaign(tmp_path / "numbered", rt.frozen_tools(
+        named=False), resume_state=rt.TUTORIAL_PARTS))
+    said = {(p.check, p.target): p.finding for p in numbered.findings}
+    (ckpt,) = (t for _, t in said if t and t.endswith(".ckpt"))
+    assert set(said) == {("resume-complete", f"{C}/trainer/checkpoint-2"),
+                         ("resume-complete", ckpt)}, [p.render() for p in numbered.findings]
+    trainer, lightning = said["resume-complete", f"{C}/trainer/checkpoint-2"], \
+        said["resume-complete", ckpt]
+    assert trainer.message.startswith(
+        f"cannot prove that the optimizer state of resume checkpoint {C}/trainer/checkpoint-2 "
+        "fits its model: optimizer.pt has 20 parameter(s) for the model's 25 floating-point "
+        "tensors: the other tensors are frozen parameters or buffers")
+    assert trainer.hint == (
+        "the Trainer builds its optimizer from numbered parameters: build it yourself from "
+        "named ones, Trainer(..., optimizers=(torch.optim.AdamW([(n, p) for n, p in "
+        "model.named_parameters() if p.requires_grad], lr=...), None)) (torch >= 2.6 then "
+        "saves param_names, which prove which tensor each state belongs to), and train the "
+        "run again")
+    assert "optimizer_states.0 has 2 parameter(s) for the model's 4" in lightning.message
+    assert str(lightning.hint).startswith(
+        "return from configure_optimizers() an optimizer built from named parameters, e.g. "
+        "torch.optim.AdamW([(n, p) for n, p in self.named_parameters() if p.requires_grad])")
+    assert numbered.verdict == "rejected"
+    named = check_campaign(rt.record_campaign(tmp_path / "named", rt.frozen_tools(named=True),
+                                              resume_state=rt.TUTORIAL_PARTS))
+    assert named.findings == (), [p.render() for p in named.findings]
+    assert named.verdict == "accepted"
+
+
+def test_a_numpy_metric_in_a_torch_checkpoint_is_refused_as_data_not_code(
+        tmp_path: Path) -> None:
+    """A hand-written loop saves its best accuracy as numpy returned it (np.float64) beside
+    the tutorial's keys: torch.load(weights_only=True) refuses the file, so the plugin does;
+    the fix says to save a number, and speaks of no Lightning hyperparameters (the file is
+    not Lightning's). Judged in-process."""
+    import numpy as np
+
+    from pytest_itera.report.verify import check_campaign
+
+    def tools(root: Path) -> rt.Declared:
+        path = rt.tutorial_checkpoint(root / C / "checkpoint.tar")
+        ckpt = torch.load(path, weights_only=True)
+        torch.save({**ckpt, "best_acc": np.float64(0.75)}, path)
+        declared = rt.Declared()
+        declared.checkpoint(f"{C}/checkpoint.tar", "torch", claims=rt.TUTORIAL_PARTS)
+        return declared
+
+    verdict = check_campaign(rt.record_campaign(tmp_path / "numpy", tools,
+                                                resume_state=rt.TUTORIAL_PARTS))
+    said = {(p.check, p.target): p.finding for p in verdict.findings}
+    target = f"{C}/checkpoint.tar"
+    assert set(said) == {("checkpoint-reloads", target), ("resume-complete", target)}
+    reload = said["checkpoint-reloads", target]
+    assert "pickles numpy._core.multiarray.scalar objects (numpy scalars saved as objects, " \
+        "not numbers)" in reload.message
+    assert reload.hint == ("save plain data instead (save float(x) or int(x)): then save the "
+                           "checkpoint again from the run; do not load this file with "
+                           "weights_only=False to convert it")
+    assert verdict.verdict == "rejected"

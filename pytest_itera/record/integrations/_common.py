@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_itera.record.base import RecordError, check_relpath, sha256_file
 
@@ -36,9 +36,11 @@ def campaign_relpath(rec: CampaignRecorder, path: str | Path, *, what: str) -> s
 def record_checkpoint(
     rec: CampaignRecorder, relpath: str, *, run: str, format: str, claims: Iterable[str],
     step: int | None = None, advice: str | None = None,
+    kind: Literal["resume", "weights"] = "resume",
 ) -> bool:
-    """Add a resume checkpoint once; a later save of the same path by the same run (a file
-    the tool overwrites) is journaled as one more save when its content changed. A file
+    """Add a checkpoint (a resume one unless ``kind`` says weights: then without claims)
+    once; a later save of the same path by the same run (a file the tool overwrites) is
+    journaled as one more save when its content changed. A file
     another run listed (the checkpoint a run resumed from, which its tool reports again) is
     not this run's save. ``advice``: what to change in the tool's own settings, added to a
     refusal (the checks' fix speaks of listing files, which the tool does itself). Returns
@@ -50,8 +52,8 @@ def record_checkpoint(
             rec.checkpoint_saved(relpath, run=run, step=step)
         return False
     try:
-        rec.add_checkpoint(relpath, run=run, format=format, kind="resume", claims=list(claims),
-                           step=step)
+        rec.add_checkpoint(relpath, run=run, format=format, kind=kind,
+                           claims=list(claims) if kind == "resume" else (), step=step)
     except RecordError as exc:
         if advice is None:
             raise

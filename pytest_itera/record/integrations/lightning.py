@@ -13,7 +13,9 @@
   ``lightning``) whose claims are the parts its real keys hold, read with
   ``torch.load(weights_only=True, mmap=True)``: ``state_dict`` (model), ``optimizer_states``
   (optimizer), ``lr_schedulers`` (scheduler), ``epoch`` / ``global_step`` (progress), the
-  precision plugin's scaler state (scaler), the fit loop's ``combined_loader`` state (data).
+  precision plugin's scaler state (scaler), the fit loop's ``combined_loader`` state (data);
+  beside a ``ModelCheckpoint`` that writes full checkpoints, the files of a
+  ``save_weights_only=True`` one (the best weights to deliver, say) are weights checkpoints;
   Lightning stores no RNG state, by design: a plan that needs ``rng`` of a Lightning run
   cannot be met (give the run its own ``runs[].resume_state``), and the callback is refused
   when it is created, before any training, with ``resume-complete``'s own words;
@@ -37,7 +39,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from lightning.pytorch import Callback
 from lightning.pytorch.callbacks import ModelCheckpoint
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = ["IteraCallback", "checkpoint_claims"]
 
 FORMAT = "lightning"
+Kind = Literal["resume", "weights"]
 _SCALER_KEYS = ("MixedPrecision", "native_amp_scaling_state")
 
 
@@ -151,8 +154,9 @@ class IteraCallback(Callback):
         # absolute path -> (mtime_ns, size) when handled: a file written again (last.ckpt,
         # overwritten at each save) is handled again, so each save is journaled
         self._seen: dict[str, tuple[int, int]] = {}
-        # written by a ModelCheckpoint that deletes (path, weights only): recorded at the end
-        self._pending: list[tuple[str, bool]] = []
+        # written by a ModelCheckpoint that deletes (path, weights only, kind): recorded at
+        # the end
+        self._pending: list[tuple[str, bool, Kind]] = []
 
     # ---- where ModelCheckpoint writes
 
@@ -201,7 +205,12 @@ class IteraCallback(Callback):
     def _collect(self, trainer: pl.Trainer) -> None:
         if not trainer.is_global_zero:
             return
-        for cb in self._checkpointers(trainer):
+        checkpointers = self._checkpointers(trainer)
+        # Beside a ModelCheckpoint that writes full checkpoints, a save_weights_only one
+        # writes the weights to deliver (the best model, say), not a resume checkpoint.
+        resumable = any(not cb.save_weights_only for cb in checkpointers)
+        for cb in checkpointers:
+            kind: Kind = "weights" if cb.save_weights_only and resumable else "resume"
             written = [cb._last_checkpoint_saved, cb.last_model_path, cb.best_model_path,
                        *cb.best_k_models]
             for path in written:
@@ -213,11 +222,12 @@ class IteraCallback(Callback):
                 self._seen[path] = (stat.st_mtime_ns, stat.st_size)
                 if cb.save_top_k == -1:
                     self._record(path, step=trainer.global_step,
-                                 weights_only=cb.save_weights_only)
+                                 weights_only=cb.save_weights_only, kind=kind)
                 else:
-                    self._pending.append((path, cb.save_weights_only))
+                    self._pending.append((path, cb.save_weights_only, kind))
 
-    def _record(self, path: str, step: int | None = None, *, weights_only: bool) -> None:
+    def _record(self, path: str, step: int | None = None, *, weights_only: bool,
+                kind: Kind = "resume") -> None:
         relpath = campaign_relpath(self.rec, path, what="checkpoint")
         advice = ("ModelCheckpoint(save_weights_only=True) writes the weights alone: drop "
                   "save_weights_only, so that each .ckpt holds the optimizer, scheduler and "
@@ -225,7 +235,8 @@ class IteraCallback(Callback):
                   "runs[].resume_state for this run asks only for what the file holds"
                   ) if weights_only else None
         record_checkpoint(self.rec, relpath, run=self.run_id, format=FORMAT,
-                          claims=checkpoint_claims(Path(path)), step=step, advice=advice)
+                          claims=checkpoint_claims(Path(path)), step=step, advice=advice,
+                          kind=kind)
 
     def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                              batch: Any, batch_idx: int) -> None:
@@ -240,9 +251,9 @@ class IteraCallback(Callback):
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._collect(trainer)
         pending, self._pending = self._pending, []
-        for path, weights_only in dict.fromkeys(pending):
+        for path, weights_only, kind in dict.fromkeys(pending):
             if Path(path).is_file():  # not deleted by its ModelCheckpoint since
-                self._record(path, weights_only=weights_only)
+                self._record(path, weights_only=weights_only, kind=kind)
 
     # ---- what it logs
 

@@ -17,7 +17,8 @@
   since the Trainer replays its sampler to that step, unless ``ignore_data_skip``);
 - every log (loss, learning rate, grad norm, evaluation metrics) is a point of the run's
   series at ``state.global_step`` (the end-of-training summary — runtime, throughput,
-  average train loss — is not a series);
+  average train loss — is not a series, nor is an evaluation's wall-clock: its
+  ``eval_runtime`` and ``eval_*_per_second``);
 - the run is started when training begins, unless the script started it; a Trainer that
   resumes the same run from one of its checkpoints forgets the points logged after it;
 - ``train(resume_from_checkpoint=...)`` from another run's listed ``checkpoint-N/`` (the
@@ -64,6 +65,11 @@ FORMAT = "hf-trainer"
 # What Trainer.train() logs once at the end: a summary of the call, not a series.
 SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second",
                           "total_flos", "train_loss"})
+# What the Trainer's speed_metrics add to every evaluation's log (eval_runtime,
+# eval_samples_per_second, ...): the machine's wall-clock, not the run's; a resumed run can
+# never repeat it, so as a series it would fail every resume check that evaluates.
+TIMING_SUFFIXES = ("_runtime", "_samples_per_second", "_steps_per_second",
+                   "_tokens_per_second", "_model_preparation_time")
 _MODEL = re.compile(r"(model|pytorch_model|adapter_model)(-\d+-of-\d+)?\.(safetensors|bin)")
 _RNG = re.compile(r"rng_state(_\d+)?\.pth")
 _FILES = {"optimizer.pt": "optimizer", "scheduler.pt": "scheduler", "scaler.pt": "scaler"}
@@ -204,6 +210,7 @@ class IteraCallback(TrainerCallback):
                logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         if not state.is_world_process_zero or not logs:
             return
-        values = series_values(logs, skip=SUMMARY_KEYS)
+        timings = {key for key in logs if key.endswith(TIMING_SUFFIXES)}
+        values = series_values(logs, skip=SUMMARY_KEYS | timings)
         if values:
             self.run.log(int(state.global_step), **values)
