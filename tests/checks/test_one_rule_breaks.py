@@ -19,6 +19,11 @@ its honest twin accepted. Judged in process on the factory's good /2 campaign.
 - R8: the reload instructions name files the folder holds (analysis-present);
 - v3: a metric relative to the control compares the same examples: the where filter selects
   the same IDs in both runs' predictions (metrics-recomputed).
+
+Round three (audit3):
+
+- R2/R9/v3: a run ends, and a decision is taken, when the recorder's journal says: a pilot's
+  end moved before the decision it informs, journal kept, is refused (journal-agrees).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from typing import Any
 
 import pytest
 
+from tests.checks.test_journal_agrees import honest
+from tests.checks.test_journal_agrees import problems as journaled
 from tests.checks.test_metrics import findings, plan3, rendered
 from tests.checks.test_schedule_checks import drop_variant, never_ran
 from tests.checks.test_schedule_evidence import restate, step
@@ -467,3 +474,48 @@ def test_a_resume_check_that_trained_on_passes_even_with_a_save_at_the_restore(
         {"path": restored, "run": "resume-check", "format": "torch", "kind": "resume",
          "claims": ["model", "optimizer", "progress", "scheduler", "rng", "data"]})
     assert problems(campaign, "resume-complete") == []
+
+
+# ========================== R2/R9/v3: the journal's moments are the manifest's (audit3)
+
+
+def test_a_run_end_moved_from_the_journaled_outcome_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    # The journal accepted control at 01:00; the manifest ends it at 00:00, so that what
+    # followed it (a decision, the next run) seems to come after its end.
+    campaign.run_record("control")["ended_at"] = "2026-11-21T00:00:00Z"
+    found = only(journaled(campaign, *honest(campaign)), "journal-agrees.run-end").finding
+    assert found.message == ("run control ended at 2026-11-21T01:00:00+00:00 by "
+                             "itera-journal.jsonl (its accepted event), at "
+                             "2026-11-21T00:00:00+00:00 by the manifest")
+    assert found.where == "itera-journal.jsonl:10"
+    assert found.hint is not None
+    assert found.hint.startswith("write the end the recorder journaled (manifest.json "
+                                 "$.runs[0].ended_at)")
+
+
+def decided(campaign: CampaignBuilder, journaled_at: str) -> list[dict[str, Any]]:
+    campaign.manifest["schedule"]["decisions"] = [
+        {"id": "after-control", "text": "the control learns: the variant runs",
+         "at": "2026-11-21T04:00:00Z"}]
+    return [*honest(campaign), {"event": "decide", "id": "after-control",
+                                "text": "the control learns: the variant runs", "drops": [],
+                                "adds": [], "at": journaled_at}]
+
+
+def test_a_decision_moment_moved_from_the_journal_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    found = only(journaled(campaign, *decided(campaign, "2026-11-21T05:00:00Z")),
+                 "journal-agrees.decision-at").finding
+    assert found.message == ("decision after-control was taken at 2026-11-21T05:00:00+00:00 "
+                             "by itera-journal.jsonl, at 2026-11-21T04:00:00+00:00 by the "
+                             "manifest")
+    assert found.where == "itera-journal.jsonl:11"
+
+
+def test_run_ends_and_decisions_at_their_journaled_moments_pass(
+    campaign: CampaignBuilder
+) -> None:
+    assert journaled(campaign, *decided(campaign, "2026-11-21T04:00:00Z")) == []
