@@ -22,6 +22,7 @@ its honest twin accepted. Judged in process on the factory's good /2 campaign.
 
 Round three (audit3):
 
+- R5/v3: a stopped run's checkpoint stores no step after its stop (stop-rules-applied);
 - R2/R9/v3: a run ends, and a decision is taken, when the recorder's journal says: a pilot's
   end moved before the decision it informs, journal kept, is refused (journal-agrees).
 """
@@ -519,3 +520,36 @@ def test_run_ends_and_decisions_at_their_journaled_moments_pass(
     campaign: CampaignBuilder
 ) -> None:
     assert journaled(campaign, *decided(campaign, "2026-11-21T04:00:00Z")) == []
+
+
+# ======================== R5/v3: a stopped run's evidence checkpoint is at its stop (audit3)
+
+
+def evidence_checkpoint(campaign: CampaignBuilder, step: int) -> None:
+    """variant-a stopped at step 4, shipping one checkpoint that stores ``step``."""
+    stopped_at(campaign, "2026-11-21T18:00:00Z")
+    path = "runs/variant-a/last.pt"
+    campaign.files[path] = edited(campaign, CONTROL_CKPT, step=step)
+    campaign.manifest["checkpoints"].append(
+        {"path": path, "run": "variant-a", "format": "torch", "kind": "weights"})
+
+
+def test_a_stopped_runs_checkpoint_saved_past_its_stop_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    # Its measurements end at the stop; its model trained on to step 40.
+    evidence_checkpoint(campaign, 40)
+    found = only(problems(campaign, "stop-rules-applied"),
+                 "stop-rules-applied.checkpoint-after-stop").finding
+    assert found.message == ("stopped run variant-a's checkpoint runs/variant-a/last.pt "
+                             "stores step 40, after its stop at step 4: the model went on "
+                             "training past the rule 'non-finite-loss' that stopped it")
+    assert found.where == "manifest.json $.checkpoints[3]"
+    assert found.expected == "a step at or before 4 (manifest.json $.runs[3].stop.step)"
+    assert found.hint is not None
+    assert found.hint.startswith("a run stops when its rule fires: ship the checkpoint")
+
+
+def test_a_stopped_runs_checkpoint_at_its_stop_passes(campaign: CampaignBuilder) -> None:
+    evidence_checkpoint(campaign, 4)
+    assert problems(campaign, "stop-rules-applied") == []
