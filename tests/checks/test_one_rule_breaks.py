@@ -23,6 +23,12 @@ its honest twin accepted. Judged in process on the factory's good /2 campaign.
 Round three (audit3):
 
 - R5/v3: a stopped run's checkpoint stores no step after its stop (stop-rules-applied);
+- v3: the numbers the conclusion and the analysis quote for a run are its measured metrics
+  (conclusion-consistent, analysis-present);
+- R3/v3: a run saves a checkpoint on its GPU: not while another run is recorded on that GPU
+  (plan-vs-actual);
+- R7/v3: a receipt is dated by its own date line, not by another date it prints, and is
+  not addressed to another campaign (budget-consistent);
 - R2/R9/v3: a run ends, and a decision is taken, when the recorder's journal says: a pilot's
   end moved before the decision it informs, journal kept, is refused (journal-agrees).
 """
@@ -553,3 +559,138 @@ def test_a_stopped_runs_checkpoint_saved_past_its_stop_is_refused(
 def test_a_stopped_runs_checkpoint_at_its_stop_passes(campaign: CampaignBuilder) -> None:
     evidence_checkpoint(campaign, 4)
     assert problems(campaign, "stop-rules-applied") == []
+
+
+# ============ v3: the conclusion and the analysis quote the measured values (audit3)
+
+
+def test_a_conclusion_quoting_a_value_no_metric_holds_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    # Measurements, manifest and predictions say variant-a 1.0; the text quotes 0.95.
+    campaign.manifest["conclusion"]["text"] = (
+        "variant-a 0.95 meets the 0.8 accuracy threshold; control's 0.75 does not.")
+    found = only(problems(campaign, "conclusion-consistent"),
+                 "conclusion-consistent.quoted-value").finding
+    assert found.message == ("the conclusion's text quotes 0.95 for variant-a, a value none "
+                             "of its measured metrics holds")
+    assert found.where == "manifest.json $.conclusion.text"
+    assert found.expected == ("one of variant-a's metrics (runs/variant-a/measurements.jsonl): "
+                              "accuracy 1")
+    assert found.hint is not None
+    assert found.hint.startswith("quote the values the measurements hold")
+
+
+def test_a_conclusion_quoting_the_measured_values_passes(campaign: CampaignBuilder) -> None:
+    campaign.manifest["conclusion"]["text"] = (
+        "variant-a 1.00 meets the 0.8 accuracy threshold; control's 75.0% does not "
+        "(variant-a at 0.5 h more).")
+    assert problems(campaign, "conclusion-consistent") == []
+
+
+TABLE = "| run | accuracy | loss |\n| --- | --- | --- |\n| control | 0.75 | 0.9 |\n"
+
+
+def test_an_analysis_table_quoting_a_value_no_metric_holds_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.files["analysis.md"] += (TABLE + "| variant-a | 0.97 | 0.1 |\n").encode()
+    found = only(problems(campaign, "analysis-present"),
+                 "analysis-present.quoted-value").finding
+    assert found.message == ("the error analysis analysis.md quotes 0.97 for variant-a under "
+                             "'accuracy' (line 7), a value none of its measured metrics holds")
+    assert found.where == "analysis.md:7"
+    assert found.hint is not None
+    assert found.hint.startswith("write the analysis from the measurements")
+
+
+def test_an_analysis_quoting_the_measured_values_passes(campaign: CampaignBuilder) -> None:
+    # A column that names no metric (loss) is not judged; nor is a number with a unit.
+    campaign.files["analysis.md"] += (TABLE + "| variant-a | 1.0 | 0.1 |\n\nvariant-a 1.000 "
+                                      "on the corpus, control 0.7500; variant-a 2.5 h.\n"
+                                      ).encode()
+    assert problems(campaign, "analysis-present") == []
+
+
+# ================================ R7/v3: a receipt is dated by its date line (audit3)
+
+
+def test_a_receipt_issued_a_year_before_with_a_later_print_date_is_refused(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Storage: 12.00 USD\nPrinted 2026-11-21.\n")
+    receipt = "receipts/storage.txt"
+    campaign.files[receipt] = campaign.files[receipt].replace(b"Date: 2026-11-21",
+                                                              b"Date: 2025-11-21")
+    itera.fails(campaign, "budget-consistent",
+                "manifest.json $.budget.included_expenses[0].source.file: included expense "
+                "'bucket storage' (12.00 USD): its receipt receipts/storage.txt is dated "
+                "2025-11-21 (its issue date, line 2), outside the campaign's window",
+                "    expected: a date from 2026-11-20 (frozen_at) to 2026-11-22 (closed_at), "
+                "give or take 7 days",
+                "    found:    2025-11-21",
+                "    fix:      attach the receipt of what this campaign paid*")
+
+
+def test_a_receipt_dated_in_the_window_whatever_else_it_prints_passes(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Storage: 12.00 USD\nCustomer since 2019-03-02.\n")
+    itera.passes(campaign, "budget-consistent")
+
+
+# ======================== R3/v3: a save is never timed inside another run on its GPU (audit3)
+
+
+def test_a_save_timed_while_another_run_held_the_gpu_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    # variant-a ran on gpu0 from 04:00 to 18:00; the journal times a control save at 10:00.
+    journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-21T10:00:00Z"))
+    found = only(problems(campaign, PVA), "plan-vs-actual.save-during-run").finding
+    assert found.message == ("checkpoint runs/control/step-2.pt of run control was saved at "
+                             "2026-11-21T10:00:00+00:00, while run variant-a ran on the same "
+                             "GPU ('gpu0') from 2026-11-21T04:00:00+00:00 to "
+                             "2026-11-21T18:00:00+00:00")
+    assert found.where == "itera-journal.jsonl:1"
+    assert found.expected == ("a save outside variant-a's recorded span (manifest.json "
+                              "$.runs[3].started_at to ended_at): one GPU trains one run at "
+                              "a time")
+    assert found.hint is not None
+    assert found.hint.startswith("record when each run really started and ended")
+
+
+def test_a_save_at_the_boundary_of_another_run_passes(campaign: CampaignBuilder) -> None:
+    # An artifact of a run trained after it ended (an adapter) is saved between two runs.
+    journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-21T04:00:00Z"))
+    assert problems(campaign, PVA) == []
+
+
+def test_a_receipt_addressed_to_another_campaign_is_refused(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    # Issued by the provider the label names (which alone would address it), but bought by
+    # another campaign.
+    with_receipt(campaign, "Seller: Northbridge\nStorage: 12.00 USD\n",
+                 label="Northbridge: bucket storage")
+    receipt = "receipts/storage.txt"
+    campaign.files[receipt] = campaign.files[receipt].replace(
+        b"Buyer: campaign tiny-2026-11", b"Buyer: campaign tiny-2025-03")
+    itera.fails(campaign, "budget-consistent",
+                "manifest.json $.budget.included_expenses[0].source.file: included expense "
+                "'Northbridge: bucket storage' (12.00 USD): its receipt receipts/storage.txt is "
+                "addressed to campaign 'tiny-2025-03', not 'tiny-2026-11'",
+                "    expected: campaign 'tiny-2026-11' (or no campaign) as the buyer",
+                "    found:    campaign 'tiny-2025-03'",
+                "    fix:      attach the receipt of this campaign's expense*")
+
+
+def test_a_receipt_of_the_provider_naming_no_campaign_passes(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Seller: Northbridge\nCampaign folder storage: 12.00 USD\n",
+                 label="Northbridge: bucket storage")
+    receipt = "receipts/storage.txt"
+    campaign.files[receipt] = campaign.files[receipt].replace(
+        b"Buyer: campaign tiny-2026-11\n", b"")
+    itera.passes(campaign, "budget-consistent")
