@@ -27,8 +27,9 @@ Round three (audit3):
   (conclusion-consistent, analysis-present);
 - R3/v3: a run saves a checkpoint on its GPU: not while another run is recorded on that GPU
   (plan-vs-actual);
-- R7/v3: a receipt is dated by its own date line, not by another date it prints, and is
-  not addressed to another campaign (budget-consistent);
+- R7/v3: a receipt is dated by its own date line, not by another date it prints, is not
+  addressed to another campaign, and states the amount as what was bought, not only as its
+  tax (budget-consistent);
 - R2/R9/v3: a run ends, and a decision is taken, when the recorder's journal says: a pilot's
   end moved before the decision it informs, journal kept, is refused (journal-agrees).
 """
@@ -693,4 +694,32 @@ def test_a_receipt_of_the_provider_naming_no_campaign_passes(
     receipt = "receipts/storage.txt"
     campaign.files[receipt] = campaign.files[receipt].replace(
         b"Buyer: campaign tiny-2026-11\n", b"")
+    itera.passes(campaign, "budget-consistent")
+
+
+def test_an_expense_recording_only_the_tax_line_of_its_receipt_is_refused(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Storage: 10.00 USD\nVAT 20%: 2.00 USD\nTotal paid: 12.00 USD\n",
+                 amount="2.00")
+    itera.fails(campaign, "budget-consistent",
+                "manifest.json $.budget.included_expenses[0].amount: included expense 'bucket "
+                "storage' (2.00 USD): its source file receipts/storage.txt states 2.00 only as "
+                "a tax (line 4: 'VAT 20%: 2.00 USD'), not as what was bought",
+                "    expected: the amount billed for the item the label names",
+                "    found:    VAT 20%: 2.00 USD; Total paid: 12.00 USD",
+                "    fix:      record the amount the receipt bills for the item*")
+
+
+@pytest.mark.parametrize(("text", "label", "amount"), [
+    ("Storage: 10.00 USD\nVAT 20%: 2.00 USD\nTotal paid: 12.00 USD\n", "bucket storage",
+     "12.00"),
+    ("Storage: 10.00 USD\nVAT 20%: 2.00 USD\nTotal paid: 12.00 USD\n", "VAT on storage",
+     "2.00"),
+    ("Storage, total incl. VAT: 12.00 USD\n", "bucket storage", "12.00"),
+])
+def test_an_expense_recording_what_its_receipt_bills_passes(
+    itera: Itera, campaign: CampaignBuilder, text: str, label: str, amount: str
+) -> None:
+    with_receipt(campaign, text, label=label, amount=amount)
     itera.passes(campaign, "budget-consistent")
