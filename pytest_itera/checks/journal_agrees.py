@@ -256,16 +256,8 @@ def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 expected=f"run {run_id} in {MANIFEST_FILE} $.runs",
                 hint="record every run the journal started in the manifest (close() does)")
             continue
-        recorded = man.runs[position].started_at
-        journaled = aware_moment(event.facts.get("at"))
-        if recorded is not None and journaled is not None and recorded != journaled:
-            yield Finding(
-                f"run {run_id} started at {journaled.isoformat()} by {JOURNAL_FILE}, at "
-                f"{recorded.isoformat()} by the manifest",
-                where=_at(event.line), code=f"{CHECK}.run-start",
-                expected=journaled.isoformat(), found=recorded.isoformat(),
-                hint="write the start the recorder journaled ("
-                f"{json_where(MANIFEST_FILE, 'runs', position, 'started_at')})")
+        yield from _run_moment(run_id, position, man.runs[position].started_at, event,
+                               "started_at")
     for run_id, event in sorted(facts.outcome.items()):
         position = man.run_position(run_id)
         journaled = event.facts["event"]
@@ -280,7 +272,7 @@ def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 hint="a run's outcome is the last one the recorder journaled: a stopped run "
                 "is never accepted (start a new run ID for a new attempt)")
             continue
-        yield from _run_end(run_id, position, run.ended_at, event)
+        yield from _run_moment(run_id, position, run.ended_at, event, "ended_at")
         if journaled == "stopped" and run.stop is not None:
             rule, step = event.facts.get("rule"), event.facts.get("step")
             if rule != run.stop.rule or (step is not None and step != run.stop.step):
@@ -452,21 +444,25 @@ def _step_hours(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 hint="write the hours the recorder timed (the journal's step events)")
 
 
-def _run_end(run_id: str, position: int, recorded: datetime | None,
-             event: Event) -> Iterator[Finding]:
-    """The recorder writes a run's ``ended_at`` with its outcome event: the two moments are
-    one (a dropped run's ``decide`` carries no end)."""
+def _run_moment(run_id: str, position: int, recorded: datetime | None, event: Event,
+                field: str) -> Iterator[Finding]:
+    """A run's ``started_at`` is its first ``run-start`` event's moment, and its ``ended_at``
+    its outcome event's: the recorder writes both at once (a dropped run's ``decide`` carries
+    no end)."""
     journaled = aware_moment(event.facts.get("at"))
     if recorded is None or journaled is None or recorded == journaled:
         return
+    start = field == "started_at"
+    told = "" if start else f" (its {event.facts['event']} event)"
     yield Finding(
-        f"run {run_id} ended at {journaled.isoformat()} by {JOURNAL_FILE} (its "
-        f"{event.facts['event']} event), at {recorded.isoformat()} by the manifest",
-        where=_at(event.line), code=f"{CHECK}.run-end",
+        f"run {run_id} {'started' if start else 'ended'} at {journaled.isoformat()} by "
+        f"{JOURNAL_FILE}{told}, at {recorded.isoformat()} by the manifest",
+        where=_at(event.line), code=f"{CHECK}.run-{'start' if start else 'end'}",
         expected=journaled.isoformat(), found=recorded.isoformat(),
-        hint="write the end the recorder journaled ("
-        f"{json_where(MANIFEST_FILE, 'runs', position, 'ended_at')}): what followed the run "
-        "(a decision, the next run) is judged on it")
+        hint=f"write the {'start' if start else 'end'} the recorder journaled ("
+        f"{json_where(MANIFEST_FILE, 'runs', position, field)})"
+        + ("" if start else ": what followed the run (a decision, the next run) is judged on "
+           "it"))
 
 
 def _decisions(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:

@@ -229,7 +229,8 @@ def _addressed(file: str, what: str, where: str, plan: Plan, provider: str | Non
                issuer: str | None, text: str) -> Iterator[Finding]:
     named = [n for n in (plan.campaign, provider) if n]
     other = addressed_campaign(text)
-    if other is not None and not _names(text, plan.campaign):
+    if other is not None and not _names(text, plan.campaign) \
+            and provider is not None and _names(text, provider):
         yield Finding(
             f"{what}: its receipt {file} is addressed to campaign {other!r}, not "
             f"{plan.campaign!r}", where=f"{where}.source.file",
@@ -282,7 +283,8 @@ def _dated(file: str, what: str, where: str, plan: Plan, man: Manifest,
         return
     shown = ", ".join(str(d) for d in dates[:4]) + (", …" if len(dates) > 4 else "")
     lines = ", ".join(str(n) for n, _ in labelled[:4])
-    dated = f"is dated {shown}" + (f" (its issue date, line {lines})" if labelled else "")
+    told = labelled and set(dates) != set(receipt_dates(text))  # other dates it prints
+    dated = f"is dated {shown}" + (f" (its issue date, line {lines})" if told else "")
     yield Finding(
         f"{what}: its receipt {file} " + (f"{dated}, outside the campaign's window"
                                           if dates else "carries no date"),
