@@ -414,6 +414,7 @@ def amount_in_source(
         return
     if states_amount(receipt.text, amount.amount):
         yield from _currency_in_source(receipt.text, source.file, amount, where, what)
+        yield from _only_as_tax(receipt.text, source.file, amount, where, what)
         return
     yield Finding(
         f"{what}: its source file {source.file} does not state {amount.amount}",
@@ -422,6 +423,35 @@ def amount_in_source(
         hint="record the amount the receipt or quote states (an expense is what was paid, a "
         "lot's price what was quoted), or name the document that states this one",
         code="budget-consistent.amount-not-in-source",
+    )
+
+
+# A tax line of a receipt ("VAT 20%: 1.20 USD", "TVA : 1,20 \u20ac", "Sales tax 1.20").
+_TAX_LINE = re.compile(r"\b(?:VAT|TVA|GST|HST|IVA|MwSt|USt|tax|taxe|taxes)\b", re.I)
+# A line of a total or an amount billed, tax included ("Total incl. VAT", "Total TTC").
+_WITH_TAX = re.compile(r"\s*(?:total|amount|montant)\b|.*\b(?:incl\w*|including|TTC)\b",
+                       re.I)
+
+
+def _only_as_tax(text: str, file: str, amount: Money, where: str,
+                 what: str) -> Iterator[Finding]:
+    """An expense whose label names no tax records an amount its receipt states only on a
+    tax line: the tax of a purchase is not the purchase."""
+    rows = text.splitlines()
+    lines = [(n, line) for n, line in enumerate(rows, 1) if states_amount(line, amount.amount)]
+    if not lines or _TAX_LINE.search(what) or not all(
+            _TAX_LINE.search(t) and not _WITH_TAX.search(t) for _, t in lines):
+        return
+    totals = [line.strip() for line in rows if _WITH_TAX.match(line)]
+    yield Finding(
+        f"{what}: its source file {file} states {amount.amount} only as a tax (line "
+        f"{', '.join(str(n) for n, _ in lines)}: {lines[0][1].strip()!r}), not as what was "
+        "bought",
+        where=where, expected="the amount billed for the item the label names",
+        found=lines[0][1].strip() + (f"; {'; '.join(totals[:3])}" if totals else ""),
+        hint="record the amount the receipt bills for the item (with its tax, or the tax as "
+        "an expense of its own whose label names it)",
+        code="budget-consistent.amount-is-tax",
     )
 
 

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.runs import misquotes, shown_values
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
@@ -377,9 +378,27 @@ def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
             continue
         if field_name == "analysis":
             yield from _analysis_names(plan, man, relpath, text)
+            yield from _analysis_quotes(ctx, man, relpath, text)
         else:
             yield from _reload_names(plan, man, relpath, text)
             yield from _reload_paths(ctx, relpath, text)
+
+
+def _analysis_quotes(ctx: Context, man: Manifest, relpath: str, text: str
+                     ) -> Iterator[Finding]:
+    """Each number the analysis quotes for a run (after its id, or in a table row it heads,
+    under a column naming a metric) is one of the run's measured metrics (v3)."""
+    for quote, values in misquotes(ctx, man, text):
+        column = f" under {quote.metric!r}" if quote.metric is not None else ""
+        yield Finding(
+            f"the error analysis {relpath} quotes {quote.written} for {quote.run}{column} "
+            f"(line {quote.line}), a value none of its measured metrics holds",
+            where=f"{relpath}:{quote.line}",
+            expected=f"one of {quote.run}'s metrics: {shown_values(values)}",
+            found=quote.written,
+            hint="write the analysis from the measurements (they are the evidence): quote the "
+            "values they hold, at the precision written",
+            code="analysis-present.quoted-value")
 
 
 # Placeholders, English and French. "anywhere": the phrase anywhere in the text; "line": a

@@ -468,6 +468,31 @@ def _past_the_stop(ctx: Context, run: RunRecord, where: str) -> Iterator[Finding
             code="stop-rules-applied.after-stop")
 
 
+def _saved_past_the_stop(ctx: Context, run: RunRecord, where: str) -> Iterator[Finding]:
+    """A stopped run's checkpoint (its evidence) stores no step after its stop (R5, v3): the
+    measurements may end at the stop while the model trained on."""
+    stop, man = run.stop, ctx.campaign.manifest
+    if stop is None or stop.step is None or man is None or ctx.options.fast:
+        return
+    for index, record in enumerate(man.checkpoints):
+        if record.run != run.id:
+            continue
+        stored = ctx.reload(record.path, record.format).step
+        if stored is None or stored <= stop.step:
+            continue
+        yield Finding(
+            f"stopped run {run.id}'s checkpoint {record.path} stores step {stored}, after its "
+            f"stop at step {stop.step}: the model went on training past the rule "
+            f"{stop.rule!r} that stopped it",
+            where=json_where(MANIFEST_FILE, "checkpoints", index),
+            expected=f"a step at or before {stop.step} ({where}.stop.step)",
+            found=f"step {stored} (the step its progress stores)",
+            hint="a run stops when its rule fires: ship the checkpoint it saved at or before "
+            "its stop, or, when it went on after a fix, give the new configuration a new run "
+            "ID (R5)",
+            code="stop-rules-applied.checkpoint-after-stop")
+
+
 def _hooked(ctx: Context) -> bool:
     return ctx.options.stop_rule_hook is not None
 
@@ -478,6 +503,7 @@ def _stopped(ctx: Context, plan: Plan, run: RunRecord, where: str) -> Iterator[F
     if stop is None or rule is None:
         return  # stop-records says the record or the rule is missing
     yield from _past_the_stop(ctx, run, where)
+    yield from _saved_past_the_stop(ctx, run, where)
     verdict = evaluate(ctx, rule, run.id)
     if verdict.status == "clear":
         yield Finding(

@@ -5,7 +5,9 @@ it holds must agree with the manifest and the files: a contradiction names the j
 
 - runs: a run's first ``run-start`` is its ``started_at``; its last outcome event
   (``accepted``, ``stopped``, ``rejected``, or a ``decide`` that drops it) is its outcome (a
-  run the journal says was stopped is never accepted), with the stop's rule and step;
+  run the journal says was stopped is never accepted), with the stop's rule and step, and
+  that event's ``at`` is its ``ended_at`` (the recorder writes both at once: a run's end
+  moved in the manifest moves what is judged after it, a decision or the next run);
 - metrics: each value the journal records last for a run is the manifest's (and so, through
   measurements-agree, the measurements file's);
 - predictions: the file a run's last ``predictions`` event names is the manifest's, with the
@@ -17,7 +19,7 @@ it holds must agree with the manifest and the files: a contradiction names the j
   content, a save the journal records of the checkpoint's run at that step;
 - step timings: the hours journaled per step are the manifest's observed hours (to the
   hundredth of an hour the manifest may round to);
-- decisions: each journaled decision is in the manifest with its text and drops;
+- decisions: each journaled decision is in the manifest with its text, drops and moment;
 - rehearsal: a journal whose first line began a rehearsal goes with a manifest that says
   ``"rehearsal": true`` (a rehearsal is never turned into an acceptance by editing it);
 - bases: the revision and tree digest a ``base`` or ``training-base`` event records are the
@@ -37,6 +39,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -253,16 +256,8 @@ def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 expected=f"run {run_id} in {MANIFEST_FILE} $.runs",
                 hint="record every run the journal started in the manifest (close() does)")
             continue
-        recorded = man.runs[position].started_at
-        journaled = aware_moment(event.facts.get("at"))
-        if recorded is not None and journaled is not None and recorded != journaled:
-            yield Finding(
-                f"run {run_id} started at {journaled.isoformat()} by {JOURNAL_FILE}, at "
-                f"{recorded.isoformat()} by the manifest",
-                where=_at(event.line), code=f"{CHECK}.run-start",
-                expected=journaled.isoformat(), found=recorded.isoformat(),
-                hint="write the start the recorder journaled ("
-                f"{json_where(MANIFEST_FILE, 'runs', position, 'started_at')})")
+        yield from _run_moment(run_id, position, man.runs[position].started_at, event,
+                               "started_at")
     for run_id, event in sorted(facts.outcome.items()):
         position = man.run_position(run_id)
         journaled = event.facts["event"]
@@ -276,7 +271,9 @@ def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 code=f"{CHECK}.run-outcome", expected=journaled, found=run.outcome,
                 hint="a run's outcome is the last one the recorder journaled: a stopped run "
                 "is never accepted (start a new run ID for a new attempt)")
-        elif journaled == "stopped" and run.stop is not None:
+            continue
+        yield from _run_moment(run_id, position, run.ended_at, event, "ended_at")
+        if journaled == "stopped" and run.stop is not None:
             rule, step = event.facts.get("rule"), event.facts.get("step")
             if rule != run.stop.rule or (step is not None and step != run.stop.step):
                 yield Finding(
@@ -447,6 +444,27 @@ def _step_hours(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 hint="write the hours the recorder timed (the journal's step events)")
 
 
+def _run_moment(run_id: str, position: int, recorded: datetime | None, event: Event,
+                field: str) -> Iterator[Finding]:
+    """A run's ``started_at`` is its first ``run-start`` event's moment, and its ``ended_at``
+    its outcome event's: the recorder writes both at once (a dropped run's ``decide`` carries
+    no end)."""
+    journaled = aware_moment(event.facts.get("at"))
+    if recorded is None or journaled is None or recorded == journaled:
+        return
+    start = field == "started_at"
+    told = "" if start else f" (its {event.facts['event']} event)"
+    yield Finding(
+        f"run {run_id} {'started' if start else 'ended'} at {journaled.isoformat()} by "
+        f"{JOURNAL_FILE}{told}, at {recorded.isoformat()} by the manifest",
+        where=_at(event.line), code=f"{CHECK}.run-{'start' if start else 'end'}",
+        expected=journaled.isoformat(), found=recorded.isoformat(),
+        hint=f"write the {'start' if start else 'end'} the recorder journaled ("
+        f"{json_where(MANIFEST_FILE, 'runs', position, field)})"
+        + ("" if start else ": what followed the run (a decision, the next run) is judged on "
+           "it"))
+
+
 def _decisions(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
     recorded = {d.id: d for d in man.schedule.decisions}
     for event in facts.decisions:
@@ -466,6 +484,17 @@ def _decisions(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 expected=f"{event.facts.get('text')!r}, drops {event.facts.get('drops') or []}",
                 found=f"{decision.text!r}, drops {list(decision.drops)}",
                 hint="a decision is written once, when it is taken: write it as journaled")
+            continue
+        journaled = aware_moment(event.facts.get("at"))
+        if decision is not None and decision.at is not None and journaled is not None \
+                and decision.at != journaled:
+            yield Finding(
+                f"decision {decision_id} was taken at {journaled.isoformat()} by "
+                f"{JOURNAL_FILE}, at {decision.at.isoformat()} by the manifest",
+                where=_at(event.line), code=f"{CHECK}.decision-at",
+                expected=journaled.isoformat(), found=decision.at.isoformat(),
+                hint="a decision is written once, when it is taken: write the moment the "
+                "recorder journaled")
 
 
 def _bases(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:

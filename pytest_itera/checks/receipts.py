@@ -7,11 +7,14 @@ the provider the expense names, and never the rental again.
   (a scan without a text layer, an encrypted PDF, another binary format) is a finding that
   says so: what it proves cannot be checked.
 - **Addressed.** A text receipt names the campaign (the plan's ``campaign`` id) or the
-  provider the expense names. An expense names its provider in its label, written
+  provider the expense names, and a buyer line naming another campaign ("Buyer: campaign
+  rings-2025") is that campaign's receipt. An expense names its provider in its label, written
   ``"<provider>: <what was bought>"`` (as the example's ``"Northbridge Object Storage:
   bucket …"``); a receipt's issuer named anywhere in the label counts too.
-- **Dated in the campaign's window.** One of the receipt's dates falls between the plan's
-  ``frozen_at`` and the manifest's ``closed_at``, give or take :data:`GRACE` (7 days: an
+- **Dated in the campaign's window.** The receipt's date (its ``Date:``, ``Invoice date:``,
+  ``Issued on:``, ``Date de facture :`` … lines; without one, any date it states) falls
+  between the plan's ``frozen_at`` and the manifest's ``closed_at``, give or take
+  :data:`GRACE` (7 days: an
   order placed the week before the plan was frozen, an invoice issued the week after the
   closure). Dates are read as ISO ``2026-12-03`` (also ``/`` or ``.``), ``03/12/2026`` (day
   or month first), ``3 December 2026`` (``03-Dec-2026`` too), ``December 3, 2026`` and French
@@ -225,6 +228,18 @@ def _issuer(file: str, what: str, where: str, provider: str | None, issuer: str 
 def _addressed(file: str, what: str, where: str, plan: Plan, provider: str | None,
                issuer: str | None, text: str) -> Iterator[Finding]:
     named = [n for n in (plan.campaign, provider) if n]
+    other = addressed_campaign(text)
+    if other is not None and not _names(text, plan.campaign) \
+            and provider is not None and _names(text, provider):
+        yield Finding(
+            f"{what}: its receipt {file} is addressed to campaign {other!r}, not "
+            f"{plan.campaign!r}", where=f"{where}.source.file",
+            expected=f"campaign {plan.campaign!r} (or no campaign) as the buyer",
+            found=f"campaign {other!r}",
+            hint="attach the receipt of this campaign's expense; another campaign's receipt "
+            "is another campaign's cost",
+            code="budget-consistent.receipt-other-campaign")
+        return
     if any(_names(text, n) for n in named):
         return
     yield Finding(
@@ -240,6 +255,20 @@ def _addressed(file: str, what: str, where: str, plan: Plan, provider: str | Non
         code="budget-consistent.receipt-addressee")
 
 
+# The buyer's line of a receipt that names a campaign: "Buyer: campaign rings-2026",
+# "Campaign: rings-2026", "Client : campagne rings-2026".
+_CAMPAIGN_LINE = re.compile(
+    r"^[ \t]*(?:(?:buyer|client|customer|bill(?:ed)?[ \t]+to|project|projet|acheteur)[ \t]*:"
+    r"[ \t]*(?:campaign|campagne)[ \t]*:?|(?:campaign|campagne)[ \t]*:)[ \t]*([\w][\w.-]*)",
+    re.IGNORECASE | re.MULTILINE)
+
+
+def addressed_campaign(text: str) -> str | None:
+    """The campaign id a receipt's buyer line names, or None."""
+    hit = _CAMPAIGN_LINE.search(text)
+    return hit.group(1).rstrip(".") if hit is not None else None
+
+
 def _dated(file: str, what: str, where: str, plan: Plan, man: Manifest,
            text: str) -> Iterator[Finding]:
     if plan.frozen_at is None:
@@ -248,18 +277,41 @@ def _dated(file: str, what: str, where: str, plan: Plan, man: Manifest,
     end = (man.closed_at + GRACE).date()
     window = f"{plan.frozen_at.date()} (frozen_at) to {man.closed_at.date()} (closed_at), " \
         f"give or take {GRACE.days} days"
-    dates = receipt_dates(text)
+    labelled = issue_dates(text)
+    dates = [d for _, d in labelled] or receipt_dates(text)
     if any(start <= d <= end for d in dates):
         return
     shown = ", ".join(str(d) for d in dates[:4]) + (", …" if len(dates) > 4 else "")
+    lines = ", ".join(str(n) for n, _ in labelled[:4])
+    told = labelled and set(dates) != set(receipt_dates(text))  # other dates it prints
+    dated = f"is dated {shown}" + (f" (its issue date, line {lines})" if told else "")
     yield Finding(
-        f"{what}: its receipt {file} " + (f"is dated {shown}, outside the campaign's window"
+        f"{what}: its receipt {file} " + (f"{dated}, outside the campaign's window"
                                           if dates else "carries no date"),
         where=f"{where}.source.file", expected=f"a date from {window}",
         found=shown or "no date",
         hint="attach the receipt of what this campaign paid: it is dated between the plan's "
         "freezing and the closure (an older or later receipt is another purchase)",
         code="budget-consistent.receipt-date")
+
+
+# A line that states the receipt's own date: "Date:", "Invoice date:", "Date of issue:",
+# "Issued on:", "Date de facture :", "Date d'émission :" (its other dates, a print or a
+# service date, do not date it).
+_ISSUE_LINE = re.compile(
+    r"^\s*(?:(?:invoice|receipt|issue|billing)\s+date|date(?:\s+of\s+issue)?|"
+    r"issued(?:\s+on)?|date\s+de\s+(?:la\s+)?facture|date\s+d['\u2019]\u00e9mission)"
+    r"\s*:", re.I)
+
+
+def issue_dates(text: str) -> list[tuple[int, date]]:
+    """The dates the receipt's own date lines state, with their line numbers: when it has
+    such lines, they date it (another date it mentions, printed or served, does not)."""
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if _ISSUE_LINE.match(line):
+            out += [(number, d) for d in receipt_dates(line)]
+    return out
 
 
 def receipt_dates(text: str) -> list[date]:

@@ -600,6 +600,22 @@ def conclusion_consistent(ctx: Context, _target: str | None) -> Iterator[Finding
     yield from _listed_runs(ctx, plan, man, listed)
     yield from _unlisted_variants(ctx, plan, man, listed)
     yield from _conclusion_text(plan, man, listed)
+    yield from _conclusion_quotes(ctx, man)
+
+
+def _conclusion_quotes(ctx: Context, man: Manifest) -> Iterator[Finding]:
+    """Each number the text quotes for a run is one of the run's measured metrics (v3)."""
+    for quote, values in misquotes(ctx, man, man.conclusion.text):
+        run = man.run(quote.run)
+        source = run.measurements if run is not None and run.measurements else MANIFEST_FILE
+        yield Finding(
+            f"the conclusion's text quotes {quote.written} for {quote.run}, a value none of "
+            f"its measured metrics holds", where=json_where(MANIFEST_FILE, "conclusion", "text"),
+            expected=f"one of {quote.run}'s metrics ({source}): {shown_values(values)}",
+            found=quote.written,
+            hint="quote the values the measurements hold (at the precision written), or drop "
+            "the number",
+            code="conclusion-consistent.quoted-value")
 
 
 def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iterator[Finding]:
@@ -673,6 +689,104 @@ def _claims_beyond_list(text: str, variants: list[str], listed: tuple[str, ...],
                           "but meets_threshold lists it", where=where, found=repr(_clip(clause)),
                           code="conclusion-consistent.text-denies",
                           hint="make the text and meets_threshold say the same thing")
+
+
+# A number quoted for a run: the run's id (its possessive), an optional "is", "at", "of", ":"
+# or "=", then a decimal number (a percentage too). A number followed by a unit is no metric.
+_QUOTED_NUMBER = (r"(?:['\u2019]s)?\s*(?:[:=]\s*|is\s+|at\s+|of\s+)?\(?"
+                  r"([+\-\u2212]?\d+\.\d+)(?!\d)(\s*%)?")
+_UNIT = re.compile(r"\s*(?:h|hours?|min|minutes?|s|sec|seconds?|days?|steps?|epochs?|[KMGT]i?B|"
+                   r"USD|EUR|GBP|x|\$|\u20ac)(?!\w)", re.I)
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A number a text quotes for a run, and where (1-based line)."""
+
+    run: str
+    written: str
+    line: int
+    metric: str | None = None  # the column's metric name, in a table
+
+
+def run_metric_values(ctx: Context, run: RunRecord) -> dict[str, float]:
+    """The run's numeric metrics: its measurements file's, then the manifest's copy."""
+    values: dict[str, float] = {}
+    if run.measurements is not None:
+        found = ctx.measurements(run.measurements)
+        if isinstance(found, measurements.Measurements):
+            for name, entry in (found.metrics or {}).items():
+                if isinstance(entry.value, (int, float)) and not isinstance(entry.value, bool):
+                    values[name] = float(entry.value)
+    for name, value in run.metrics.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            values.setdefault(name, float(value))
+    return values
+
+
+def quoted_numbers(text: str, run_ids: Sequence[str]) -> list[Quote]:
+    """Decimal numbers ``text`` quotes right after a run's id ("variant-a 0.8558",
+    "control's 0.8654"), and, in a Markdown table whose first cell is a run's id, each
+    decimal cell under a header (the header kept to match it with a metric's name)."""
+    out: list[Quote] = []
+    ordered = sorted(run_ids, key=len, reverse=True)
+    header: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        cells = [c.strip().strip("`*_ ") for c in line.strip().strip("|").split("|")] \
+            if line.lstrip().startswith("|") else []
+        if cells and all(re.fullmatch(r":?-{3,}:?", c) for c in cells if c):
+            continue  # the separator under a header
+        if cells and cells[0] not in run_ids:
+            header = cells
+            continue
+        if cells:
+            for column, cell in enumerate(cells[1:], 1):
+                hit = re.fullmatch(r"([+\-\u2212]?\d+\.\d+)(\s*%)?", cell)
+                if hit is not None and column < len(header):
+                    out.append(Quote(cells[0], cell, number, header[column]))
+            continue
+        for run_id in ordered:
+            pattern = rf"(?<![\w-]){re.escape(run_id)}(?![\w-]){_QUOTED_NUMBER}"
+            for hit in re.finditer(pattern, line):
+                if _UNIT.match(line, hit.end()):
+                    continue
+                out.append(Quote(run_id, hit.group(1) + (hit.group(2) or ""), number))
+    return out
+
+
+def misquoted(quote: Quote, values: Mapping[str, float]) -> bool:
+    """Does the quoted number differ, at the precision written, from every metric of the run
+    it names (in a table, from the metrics whose name holds the column's words)? A number
+    that cannot be matched with a metric is not judged."""
+    if quote.metric is not None:
+        words = [w for w in re.split(r"[^a-z0-9]+", quote.metric.lower()) if w]
+        values = {k: v for k, v in values.items()
+                  if words and all(w in k.lower().split("_") for w in words)}
+    if not values:
+        return False
+    written = quote.written.replace("\u2212", "-").rstrip("% ")
+    decimals = len(written.split(".")[1])
+    value = float(written)
+    if quote.written.endswith("%"):
+        value, decimals = value / 100, decimals + 2
+    return all(abs(v - value) > 10 ** -decimals + 1e-12 for v in values.values())
+
+
+def misquotes(ctx: Context, man: Manifest, text: str) -> list[tuple[Quote, dict[str, float]]]:
+    """The numbers ``text`` quotes for a run that none of the run's measured metrics hold."""
+    runs = {r.id: r for r in man.runs}
+    out = []
+    for quote in quoted_numbers(text, list(runs)):
+        values = run_metric_values(ctx, runs[quote.run])
+        if misquoted(quote, values):
+            out.append((quote, values))
+    return out
+
+
+def shown_values(values: Mapping[str, float]) -> str:
+    """The run's metrics, as a finding shows them."""
+    shown = ", ".join(f"{k} {v:g}" for k, v in sorted(values.items()))
+    return _clip(shown, 200)
 
 
 def _clip(text: str, limit: int = 160) -> str:

@@ -13,6 +13,8 @@ these rules reconcile the recorded moments with the observed hours and with one 
 - a run whose planned steps all come (through ``after``) after every step of another run
   starts at or after that run's recorded end: times never run backwards across runs;
 - a checkpoint save the journal times comes at or after its run's recorded start;
+- a checkpoint save the journal times lies outside the recorded span of every other run
+  on its GPU(s): a run saves on its GPU, and one GPU trains one run at a time;
 - the runs whose GPU steps name one lot were recorded within its days (first start to
   last end);
 - a run's recorded span (start to end or stop), less the interruptions the journal records
@@ -140,6 +142,7 @@ def times_fit(
     yield from runs_in_step_order(plan, ordered, rounding)
     yield from runs_within_lots(plan, ordered, rounding)
     yield from saves_after_starts(ordered, saves)
+    yield from saves_during_other_runs(plan, ordered, saves)
     yield from span_fits_steps(plan, man, ordered, tolerance, rounding, saves)
     yield from save_intervals(plan, ordered, saves)
 
@@ -434,6 +437,42 @@ def saves_after_starts(recorded: Sequence[Span], saves: Saves) -> Iterator[Findi
             hint="a checkpoint is saved by its own run while it runs: list the run that "
             "really saved it, or record the run's real start",
             code=f"{CHECK}.save-before-start")
+
+
+def saves_during_other_runs(plan: Plan, recorded: Sequence[Span],
+                            saves: Saves) -> Iterator[Finding]:
+    """A run that saves a checkpoint is on its GPU: a save the journal times strictly inside
+    another run's recorded span, where every GPU of the saving run is one the other run's
+    steps name, puts two runs on one GPU at once."""
+    places = gpu_runs(plan)
+    shown = 0
+    for save in saves.timed:
+        mine = set(places.get(save.run, ()))
+        if not mine:
+            continue
+        other = next((s for s in recorded if s.run != save.run and s.start < save.at < s.end
+                      and mine <= set(places.get(s.run, ()))), None)
+        if other is None:
+            continue
+        shown += 1
+        if shown > _SHOWN:
+            continue
+        resources = ", ".join(repr(r) for r, _ in sorted(mine, key=lambda p: p[0]))
+        yield Finding(
+            f"checkpoint {save.path} of run {save.run} was saved at {_at(save.at)}, while run "
+            f"{other.run} ran on the same GPU ({resources}) from {_at(other.start)} to "
+            f"{_at(other.end)}",
+            where=f"{JOURNAL_FILE}:{save.line}",
+            expected=f"a save outside {other.run}'s recorded span ({MANIFEST_FILE} "
+            f"$.runs[{other.index}].started_at to {other.end_field}): one GPU trains one run "
+            "at a time", found=_at(save.at),
+            hint="record when each run really started and ended, and list each checkpoint "
+            "under the run that saved it; runs that trained at the same time name different "
+            f"GPUs in {PLAN_FILE} $.schedule.steps[].resource",
+            code=f"{CHECK}.save-during-run")
+    if shown > _SHOWN:
+        yield Finding(f"... and {shown - _SHOWN} more checkpoint saves timed during another "
+                      "run on the same GPU", where=JOURNAL_FILE, code=f"{CHECK}.save-during-run")
 
 
 def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterator[Finding]:

@@ -19,6 +19,19 @@ its honest twin accepted. Judged in process on the factory's good /2 campaign.
 - R8: the reload instructions name files the folder holds (analysis-present);
 - v3: a metric relative to the control compares the same examples: the where filter selects
   the same IDs in both runs' predictions (metrics-recomputed).
+
+Round three (audit3):
+
+- R5/v3: a stopped run's checkpoint stores no step after its stop (stop-rules-applied);
+- v3: the numbers the conclusion and the analysis quote for a run are its measured metrics
+  (conclusion-consistent, analysis-present);
+- R3/v3: a run saves a checkpoint on its GPU: not while another run is recorded on that GPU
+  (plan-vs-actual);
+- R7/v3: a receipt is dated by its own date line, not by another date it prints, is not
+  addressed to another campaign, and states the amount as what was bought, not only as its
+  tax (budget-consistent);
+- R2/R9/v3: a run ends, and a decision is taken, when the recorder's journal says: a pilot's
+  end moved before the decision it informs, journal kept, is refused (journal-agrees).
 """
 
 from __future__ import annotations
@@ -29,6 +42,8 @@ from typing import Any
 
 import pytest
 
+from tests.checks.test_journal_agrees import honest
+from tests.checks.test_journal_agrees import problems as journaled
 from tests.checks.test_metrics import findings, plan3, rendered
 from tests.checks.test_schedule_checks import drop_variant, never_ran
 from tests.checks.test_schedule_evidence import restate, step
@@ -467,3 +482,244 @@ def test_a_resume_check_that_trained_on_passes_even_with_a_save_at_the_restore(
         {"path": restored, "run": "resume-check", "format": "torch", "kind": "resume",
          "claims": ["model", "optimizer", "progress", "scheduler", "rng", "data"]})
     assert problems(campaign, "resume-complete") == []
+
+
+# ========================== R2/R9/v3: the journal's moments are the manifest's (audit3)
+
+
+def test_a_run_end_moved_from_the_journaled_outcome_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    # The journal accepted control at 01:00; the manifest ends it at 00:00, so that what
+    # followed it (a decision, the next run) seems to come after its end.
+    campaign.run_record("control")["ended_at"] = "2026-11-21T00:00:00Z"
+    found = only(journaled(campaign, *honest(campaign)), "journal-agrees.run-end").finding
+    assert found.message == ("run control ended at 2026-11-21T01:00:00+00:00 by "
+                             "itera-journal.jsonl (its accepted event), at "
+                             "2026-11-21T00:00:00+00:00 by the manifest")
+    assert found.where == "itera-journal.jsonl:10"
+    assert found.hint is not None
+    assert found.hint.startswith("write the end the recorder journaled (manifest.json "
+                                 "$.runs[0].ended_at)")
+
+
+def decided(campaign: CampaignBuilder, journaled_at: str) -> list[dict[str, Any]]:
+    campaign.manifest["schedule"]["decisions"] = [
+        {"id": "after-control", "text": "the control learns: the variant runs",
+         "at": "2026-11-21T04:00:00Z"}]
+    return [*honest(campaign), {"event": "decide", "id": "after-control",
+                                "text": "the control learns: the variant runs", "drops": [],
+                                "adds": [], "at": journaled_at}]
+
+
+def test_a_decision_moment_moved_from_the_journal_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    found = only(journaled(campaign, *decided(campaign, "2026-11-21T05:00:00Z")),
+                 "journal-agrees.decision-at").finding
+    assert found.message == ("decision after-control was taken at 2026-11-21T05:00:00+00:00 "
+                             "by itera-journal.jsonl, at 2026-11-21T04:00:00+00:00 by the "
+                             "manifest")
+    assert found.where == "itera-journal.jsonl:11"
+
+
+def test_run_ends_and_decisions_at_their_journaled_moments_pass(
+    campaign: CampaignBuilder
+) -> None:
+    assert journaled(campaign, *decided(campaign, "2026-11-21T04:00:00Z")) == []
+
+
+# ======================== R5/v3: a stopped run's evidence checkpoint is at its stop (audit3)
+
+
+def evidence_checkpoint(campaign: CampaignBuilder, step: int) -> None:
+    """variant-a stopped at step 4, shipping one checkpoint that stores ``step``."""
+    stopped_at(campaign, "2026-11-21T18:00:00Z")
+    path = "runs/variant-a/last.pt"
+    campaign.files[path] = edited(campaign, CONTROL_CKPT, step=step)
+    campaign.manifest["checkpoints"].append(
+        {"path": path, "run": "variant-a", "format": "torch", "kind": "weights"})
+
+
+def test_a_stopped_runs_checkpoint_saved_past_its_stop_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    # Its measurements end at the stop; its model trained on to step 40.
+    evidence_checkpoint(campaign, 40)
+    found = only(problems(campaign, "stop-rules-applied"),
+                 "stop-rules-applied.checkpoint-after-stop").finding
+    assert found.message == ("stopped run variant-a's checkpoint runs/variant-a/last.pt "
+                             "stores step 40, after its stop at step 4: the model went on "
+                             "training past the rule 'non-finite-loss' that stopped it")
+    assert found.where == "manifest.json $.checkpoints[3]"
+    assert found.expected == "a step at or before 4 (manifest.json $.runs[3].stop.step)"
+    assert found.hint is not None
+    assert found.hint.startswith("a run stops when its rule fires: ship the checkpoint")
+
+
+def test_a_stopped_runs_checkpoint_at_its_stop_passes(campaign: CampaignBuilder) -> None:
+    evidence_checkpoint(campaign, 4)
+    assert problems(campaign, "stop-rules-applied") == []
+
+
+# ============ v3: the conclusion and the analysis quote the measured values (audit3)
+
+
+def test_a_conclusion_quoting_a_value_no_metric_holds_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    # Measurements, manifest and predictions say variant-a 1.0; the text quotes 0.95.
+    campaign.manifest["conclusion"]["text"] = (
+        "variant-a 0.95 meets the 0.8 accuracy threshold; control's 0.75 does not.")
+    found = only(problems(campaign, "conclusion-consistent"),
+                 "conclusion-consistent.quoted-value").finding
+    assert found.message == ("the conclusion's text quotes 0.95 for variant-a, a value none "
+                             "of its measured metrics holds")
+    assert found.where == "manifest.json $.conclusion.text"
+    assert found.expected == ("one of variant-a's metrics (runs/variant-a/measurements.jsonl): "
+                              "accuracy 1")
+    assert found.hint is not None
+    assert found.hint.startswith("quote the values the measurements hold")
+
+
+def test_a_conclusion_quoting_the_measured_values_passes(campaign: CampaignBuilder) -> None:
+    campaign.manifest["conclusion"]["text"] = (
+        "variant-a 1.00 meets the 0.8 accuracy threshold; control's 75.0% does not "
+        "(variant-a at 0.5 h more).")
+    assert problems(campaign, "conclusion-consistent") == []
+
+
+TABLE = "| run | accuracy | loss |\n| --- | --- | --- |\n| control | 0.75 | 0.9 |\n"
+
+
+def test_an_analysis_table_quoting_a_value_no_metric_holds_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    campaign.files["analysis.md"] += (TABLE + "| variant-a | 0.97 | 0.1 |\n").encode()
+    found = only(problems(campaign, "analysis-present"),
+                 "analysis-present.quoted-value").finding
+    assert found.message == ("the error analysis analysis.md quotes 0.97 for variant-a under "
+                             "'accuracy' (line 7), a value none of its measured metrics holds")
+    assert found.where == "analysis.md:7"
+    assert found.hint is not None
+    assert found.hint.startswith("write the analysis from the measurements")
+
+
+def test_an_analysis_quoting_the_measured_values_passes(campaign: CampaignBuilder) -> None:
+    # A column that names no metric (loss) is not judged; nor is a number with a unit.
+    campaign.files["analysis.md"] += (TABLE + "| variant-a | 1.0 | 0.1 |\n\nvariant-a 1.000 "
+                                      "on the corpus, control 0.7500; variant-a 2.5 h.\n"
+                                      ).encode()
+    assert problems(campaign, "analysis-present") == []
+
+
+# ================================ R7/v3: a receipt is dated by its date line (audit3)
+
+
+def test_a_receipt_issued_a_year_before_with_a_later_print_date_is_refused(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Storage: 12.00 USD\nPrinted 2026-11-21.\n")
+    receipt = "receipts/storage.txt"
+    campaign.files[receipt] = campaign.files[receipt].replace(b"Date: 2026-11-21",
+                                                              b"Date: 2025-11-21")
+    itera.fails(campaign, "budget-consistent",
+                "manifest.json $.budget.included_expenses[0].source.file: included expense "
+                "'bucket storage' (12.00 USD): its receipt receipts/storage.txt is dated "
+                "2025-11-21 (its issue date, line 2), outside the campaign's window",
+                "    expected: a date from 2026-11-20 (frozen_at) to 2026-11-22 (closed_at), "
+                "give or take 7 days",
+                "    found:    2025-11-21",
+                "    fix:      attach the receipt of what this campaign paid*")
+
+
+def test_a_receipt_dated_in_the_window_whatever_else_it_prints_passes(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Storage: 12.00 USD\nCustomer since 2019-03-02.\n")
+    itera.passes(campaign, "budget-consistent")
+
+
+# ======================== R3/v3: a save is never timed inside another run on its GPU (audit3)
+
+
+def test_a_save_timed_while_another_run_held_the_gpu_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    # variant-a ran on gpu0 from 04:00 to 18:00; the journal times a control save at 10:00.
+    journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-21T10:00:00Z"))
+    found = only(problems(campaign, PVA), "plan-vs-actual.save-during-run").finding
+    assert found.message == ("checkpoint runs/control/step-2.pt of run control was saved at "
+                             "2026-11-21T10:00:00+00:00, while run variant-a ran on the same "
+                             "GPU ('gpu0') from 2026-11-21T04:00:00+00:00 to "
+                             "2026-11-21T18:00:00+00:00")
+    assert found.where == "itera-journal.jsonl:1"
+    assert found.expected == ("a save outside variant-a's recorded span (manifest.json "
+                              "$.runs[3].started_at to ended_at): one GPU trains one run at "
+                              "a time")
+    assert found.hint is not None
+    assert found.hint.startswith("record when each run really started and ended")
+
+
+def test_a_save_at_the_boundary_of_another_run_passes(campaign: CampaignBuilder) -> None:
+    # An artifact of a run trained after it ended (an adapter) is saved between two runs.
+    journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-21T04:00:00Z"))
+    assert problems(campaign, PVA) == []
+
+
+def test_a_receipt_addressed_to_another_campaign_is_refused(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    # Issued by the provider the label names (which alone would address it), but bought by
+    # another campaign.
+    with_receipt(campaign, "Seller: Northbridge\nStorage: 12.00 USD\n",
+                 label="Northbridge: bucket storage")
+    receipt = "receipts/storage.txt"
+    campaign.files[receipt] = campaign.files[receipt].replace(
+        b"Buyer: campaign tiny-2026-11", b"Buyer: campaign tiny-2025-03")
+    itera.fails(campaign, "budget-consistent",
+                "manifest.json $.budget.included_expenses[0].source.file: included expense "
+                "'Northbridge: bucket storage' (12.00 USD): its receipt receipts/storage.txt is "
+                "addressed to campaign 'tiny-2025-03', not 'tiny-2026-11'",
+                "    expected: campaign 'tiny-2026-11' (or no campaign) as the buyer",
+                "    found:    campaign 'tiny-2025-03'",
+                "    fix:      attach the receipt of this campaign's expense*")
+
+
+def test_a_receipt_of_the_provider_naming_no_campaign_passes(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Seller: Northbridge\nCampaign folder storage: 12.00 USD\n",
+                 label="Northbridge: bucket storage")
+    receipt = "receipts/storage.txt"
+    campaign.files[receipt] = campaign.files[receipt].replace(
+        b"Buyer: campaign tiny-2026-11\n", b"")
+    itera.passes(campaign, "budget-consistent")
+
+
+def test_an_expense_recording_only_the_tax_line_of_its_receipt_is_refused(
+    itera: Itera, campaign: CampaignBuilder
+) -> None:
+    with_receipt(campaign, "Storage: 10.00 USD\nVAT 20%: 2.00 USD\nTotal paid: 12.00 USD\n",
+                 amount="2.00")
+    itera.fails(campaign, "budget-consistent",
+                "manifest.json $.budget.included_expenses[0].amount: included expense 'bucket "
+                "storage' (2.00 USD): its source file receipts/storage.txt states 2.00 only as "
+                "a tax (line 4: 'VAT 20%: 2.00 USD'), not as what was bought",
+                "    expected: the amount billed for the item the label names",
+                "    found:    VAT 20%: 2.00 USD; Total paid: 12.00 USD",
+                "    fix:      record the amount the receipt bills for the item*")
+
+
+@pytest.mark.parametrize(("text", "label", "amount"), [
+    ("Storage: 10.00 USD\nVAT 20%: 2.00 USD\nTotal paid: 12.00 USD\n", "bucket storage",
+     "12.00"),
+    ("Storage: 10.00 USD\nVAT 20%: 2.00 USD\nTotal paid: 12.00 USD\n", "VAT on storage",
+     "2.00"),
+    ("Storage, total incl. VAT: 12.00 USD\n", "bucket storage", "12.00"),
+])
+def test_an_expense_recording_what_its_receipt_bills_passes(
+    itera: Itera, campaign: CampaignBuilder, text: str, label: str, amount: str
+) -> None:
+    with_receipt(campaign, text, label=label, amount=amount)
+    itera.passes(campaign, "budget-consistent")
