@@ -697,6 +697,15 @@ _QUOTED_NUMBER = (r"(?:['\u2019]s)?\s*(?:[:=]\s*|is\s+|at\s+|of\s+)?\(?"
                   r"([+\-\u2212]?\d+\.\d+)(?!\d)(\s*%)?")
 _UNIT = re.compile(r"\s*(?:h|hours?|min|minutes?|s|sec|seconds?|days?|steps?|epochs?|[KMGT]i?B|"
                    r"USD|EUR|GBP|x|\$|\u20ac)(?!\w)", re.I)
+# Nor is a number the next word says is something else: a difference or a ratio between runs
+# ("variant-a 0.05 higher than control"), or a setting of the run ("control-noisy 0.1 noise",
+# "variant-a 0.5 dropout"): an honest text writes these, and no metric holds them.
+_NOT_A_VALUE = re.compile(
+    r"\s*(?:higher|lower|better|worse|more|less|above|below|over|under|ahead|behind|up|down|"
+    r"points?|pts|pp|percentage|times|fold|faster|slower|gain|drop|improvement|difference|"
+    r"delta|margin|dropout|lr|learning|rate|noise|decay|momentum|temperature|warmup|beta\d?|"
+    r"alpha|lambda|eps|epsilon|sigma|std|scale|ratio|threshold|weight|clip|smoothing|"
+    r"probability|mask|masking)(?![\w-])", re.I)
 
 
 @dataclass(frozen=True)
@@ -726,8 +735,9 @@ def run_metric_values(ctx: Context, run: RunRecord) -> dict[str, float]:
 
 def quoted_numbers(text: str, run_ids: Sequence[str]) -> list[Quote]:
     """Decimal numbers ``text`` quotes right after a run's id ("variant-a 0.8558",
-    "control's 0.8654"), and, in a Markdown table whose first cell is a run's id, each
-    decimal cell under a header (the header kept to match it with a metric's name)."""
+    "control's 0.8654"; not one with a unit, a difference, a ratio or a setting after it),
+    and, in a Markdown table whose first cell is a run's id, each decimal cell under a header
+    (the header kept to match it with a metric's name)."""
     out: list[Quote] = []
     ordered = sorted(run_ids, key=len, reverse=True)
     header: list[str] = []
@@ -748,7 +758,7 @@ def quoted_numbers(text: str, run_ids: Sequence[str]) -> list[Quote]:
         for run_id in ordered:
             pattern = rf"(?<![\w-]){re.escape(run_id)}(?![\w-]){_QUOTED_NUMBER}"
             for hit in re.finditer(pattern, line):
-                if _UNIT.match(line, hit.end()):
+                if _UNIT.match(line, hit.end()) or _NOT_A_VALUE.match(line, hit.end()):
                     continue
                 out.append(Quote(run_id, hit.group(1) + (hit.group(2) or ""), number))
     return out

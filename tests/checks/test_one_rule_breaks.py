@@ -589,6 +589,21 @@ def test_a_conclusion_quoting_the_measured_values_passes(campaign: CampaignBuild
     assert problems(campaign, "conclusion-consistent") == []
 
 
+@pytest.mark.parametrize("text", [
+    "variant-a 0.25 higher than control meets the accuracy threshold; control does not.",
+    "variant-a 1.3 times control's accuracy meets the threshold; control does not.",
+    "variant-a 0.5 dropout meets the accuracy threshold; control does not.",
+    "control: 0.1 noise, 0.75 accuracy, under the threshold; variant-a meets it.",
+])
+def test_a_difference_a_ratio_or_a_setting_after_a_run_is_no_quoted_value(
+    campaign: CampaignBuilder, text: str
+) -> None:
+    """An honest text writes numbers beside a run that no metric holds: only a value the run
+    is said to have is judged against its measurements."""
+    campaign.manifest["conclusion"]["text"] = text
+    assert problems(campaign, "conclusion-consistent") == []
+
+
 TABLE = "| run | accuracy | loss |\n| --- | --- | --- |\n| control | 0.75 | 0.9 |\n"
 
 
