@@ -550,6 +550,31 @@ class CampaignRecorder:
                                           Saves((Save(run, relpath, moment, 0),))):
             raise RecordError(f"{finding.message}, as the plugin would report "
                               f"(plan-vs-actual.save-before-start); {finding.hint}")
+        self._refuse_save_during_other_run(relpath, run, moment)
+
+    def _refuse_save_during_other_run(self, relpath: str, run: str, moment: datetime) -> None:
+        """RecordError where ``plan-vs-actual`` will refuse the save at closure: one GPU
+        trains one run at a time, so a run saves outside the span of every other run that
+        names its GPU (the check's function). Judged on the runs that have ended: a span
+        still open ends when its run says so."""
+        from pytest_itera.checks.timeline import Save, Saves, Span, saves_during_other_runs
+
+        ended: list[Span] = []
+        for index, (other_id, other) in enumerate(self._runs.items()):
+            stop = other.record.get("stop")
+            end_text = other.record.get("ended_at") or (
+                stop.get("at") if isinstance(stop, dict) else None)
+            start = aware_moment(other.started_at) if other.started_at else None
+            end = aware_moment(end_text) if isinstance(end_text, str) else None
+            if other_id != run and start is not None and end is not None:
+                field = "ended_at" if other.record.get("ended_at") else "stop.at"
+                ended.append(Span(other_id, index, start, end, field))
+        if not ended:
+            return
+        for finding in saves_during_other_runs(self.plan_model, ended,
+                                               Saves((Save(run, relpath, moment, 0),))):
+            raise RecordError(f"{finding.message}, as the plugin would report "
+                              f"(plan-vs-actual.save-during-run); {finding.hint}")
 
     def add_checkpoint(
         self,

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_itera.record.campaign import CampaignRecorder, RecordError
 from tests import factory as F
-from tests.record.test_record import CONFIG, corpus_entry, make_plan
+from tests.record.test_record import CONFIG, CORPUS, corpus_entry, make_plan
 from tests.recorded import close, record, timed
 
 PREDICTIONS = "runs/variant-a/predictions.jsonl"
@@ -126,6 +126,36 @@ def test_a_save_before_its_run_started_is_refused_at_once(tmp_path: Path) -> Non
     rec.add_checkpoint("runs/variant/last.pt", run="variant", format="torch",
                        kind="weights")  # the way through: saved now, after its start
     assert [c["path"] for c in rec.checkpoints] == ["runs/variant/last.pt"]
+
+
+def test_a_save_inside_another_runs_span_on_its_gpu_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    """plan-vs-actual.save-during-run, at the save: both runs train on gpu0, one at a time;
+    a save timed while the control ran there is not the variant's (the check's words). A
+    save after the control's end is."""
+    steps = [{"id": "train-control", "kind": "training", "resource": "gpu0", "hours": 1,
+              "run": "control"},
+             {"id": "train-variant", "kind": "training", "resource": "gpu0", "hours": 1,
+              "run": "variant", "after": ["train-control"]}]
+    rec = CampaignRecorder(tmp_path / "camp")
+    rec.write_bytes("corpus.jsonl", CORPUS)
+    rec.write_bytes("configs/control.json", CONFIG)
+    rec.freeze_plan(make_plan(schedule={"window_hours": 72, "steps": steps}))
+    rec.run("control").start(at="2026-11-20T10:00:00+00:00")
+    rec.run("control").reject("it diverged", at="2026-11-20T11:00:00+00:00")
+    rec.run("variant").start(at="2026-11-20T09:00:00+00:00")  # misrecorded: before control
+    rec.write_bytes("runs/variant/last.pt", b"not judged here")
+    with pytest.raises(RecordError) as refused:
+        rec.checkpoint_saved("runs/variant/last.pt", run="variant",
+                             at="2026-11-20T10:30:00+00:00")
+    assert str(refused.value).startswith(
+        "checkpoint runs/variant/last.pt of run variant was saved at 2026-11-20T10:30:00+00:00, "
+        "while run control ran on the same GPU ('gpu0') from 2026-11-20T10:00:00+00:00 to "
+        "2026-11-20T11:00:00+00:00, as the plugin would report (plan-vs-actual.save-during-run); "
+        "record when each run really started and ended")
+    assert '"checkpoint"' not in (rec.root / "itera-journal.jsonl").read_text()
+    rec.checkpoint_saved("runs/variant/last.pt", run="variant", at="2026-11-20T11:30:00+00:00")
 
 
 def test_a_listing_of_the_last_journaled_save_is_timed_by_that_save(tmp_path: Path) -> None:
