@@ -144,7 +144,8 @@ def test_an_expired_waiver_waives_nothing_and_fails(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     empty_analysis(campaign)
-    yesterday = TODAY - timedelta(days=1)
+    today = waivers.today()  # now, not at import: a suite that runs across midnight
+    yesterday = today - timedelta(days=1)
     (pytester.path / "waivers.toml").write_text(
         toml_waiver("no-empty-files", "*", expires=yesterday)
         + toml_waiver("analysis-present", "*"))
@@ -154,7 +155,7 @@ def test_an_expired_waiver_waives_nothing_and_fails(
     assert (outcomes["failed"], outcomes["xfailed"]) == (2, 1)  # the item and its waiver
     expect(result, f"*waivers.toml waivers[0]: waiver #1 (no-empty-files '*') expired on "
            f"{yesterday}: it waives nothing",
-           f"    expected: an expiry date on or after {TODAY}")
+           f"    expected: an expiry date on or after {today}")
     expect_each(result, "FAILED out/manifest.json::no-empty-files*",  # in the order they finish
                 "FAILED out/manifest.json::waiver[1-no-empty-files]*")
 
