@@ -119,14 +119,18 @@ class Saves:
 
 def spans(man: Manifest) -> list[Span]:
     """The runs whose start and end are both recorded, in the manifest's order."""
-    out = []
-    for i, run in enumerate(man.runs):
-        end, field = run.ended_at, "ended_at"
-        if end is None and run.stop is not None and run.stop.at is not None:
-            end, field = run.stop.at, "stop.at"
-        if run.started_at is not None and end is not None:
-            out.append(Span(run.id, i, run.started_at, end, field))
-    return out
+    found = (span(run.id, i, run.started_at, run.ended_at,
+                  run.stop.at if run.stop is not None else None)
+             for i, run in enumerate(man.runs))
+    return [s for s in found if s is not None]
+
+
+def span(run: str, index: int, started: datetime | None, ended: datetime | None,
+         stopped: datetime | None) -> Span | None:
+    """A run's recorded life (the checks' and the recorder's): from its start to its end,
+    ``ended_at``, else its stop's moment; None until both are recorded."""
+    end, field = (ended, "ended_at") if ended is not None else (stopped, "stop.at")
+    return None if started is None or end is None else Span(run, index, started, end, field)
 
 
 def times_fit(

@@ -429,12 +429,8 @@ def selected_targets(
 ) -> dict[IteraManifest, list[str | None]]:
     """Per campaign, the targets of the selected items whose check is ``wanted``, in item
     order (None for a campaign-scoped check)."""
-    out: dict[IteraManifest, list[str | None]] = {}
-    for item in session.items:
-        if isinstance(item, IteraCheckItem) and wanted(item.check):
-            assert isinstance(item.parent, IteraManifest)
-            out.setdefault(item.parent, []).append(item.target)
-    return out
+    return {manifest: [target for _, target in pairs]
+            for manifest, pairs in selected_pairs(session, wanted).items()}
 
 
 def keyword_match(expression: str, names: Iterable[str], path: str | None = None) -> bool:
@@ -504,7 +500,7 @@ def _reads_everything(config: pytest.Config) -> bool:
     """A whole run that runs its items (:func:`whole_run`, not --collect-only) on two cores or
     more: every file of the folder is read, so a helper process may start reading the small
     ones as soon as the walk is done (issue 29)."""
-    return whole_run(config) and not config.option.collectonly and _cpus() >= 2
+    return whole_run(config) and not config.option.collectonly and head_start.cpus() >= 2
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -527,7 +523,7 @@ def read_ahead(session: pytest.Session) -> None:
             wanted.setdefault(item.parent, []).extend(
                 item.parent.context.members(item.check.id, item.target))
     for manifest, targets in wanted.items():
-        manifest.context.read_ahead(targets, min(4, _cpus()))
+        manifest.context.read_ahead(targets, head_start.jobs())
 
 
 def serial_advice(workers: int, cores: int) -> str | None:
@@ -547,14 +543,10 @@ def print_serial_advice(terminalreporter: Any, config: pytest.Config) -> None:
         return
     if config.get_verbosity() < -1:  # -qq: the quietest output has no summary, no advice
         return
-    line = serial_advice(workers, _cpus())
+    line = serial_advice(workers, head_start.cpus())
     if line is not None:
         terminalreporter.write_line(line, yellow=True)
 
-
-def _cpus() -> int:
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _stop_rule_hook(config: pytest.Config) -> StopRuleHook | None:

@@ -80,11 +80,16 @@ def begin(args: Sequence[str] | None = None) -> None:
     _started = reloader
 
 
-def jobs() -> int:
-    """Children loading at a time in a whole run: one per core, at most four."""
+def cpus() -> int:
+    """The cores this process may run on."""
     affinity = getattr(os, "sched_getaffinity", None)
-    cpus = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
-    return min(4, cpus)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def jobs() -> int:
+    """Checkpoints loading, or large files read, at a time in a whole run: one per core, at
+    most four."""
+    return min(4, cpus())
 
 
 def take(python: str | None, jobs: int) -> Reloader | None:

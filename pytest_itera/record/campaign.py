@@ -557,18 +557,16 @@ class CampaignRecorder:
         trains one run at a time, so a run saves outside the span of every other run that
         names its GPU (the check's function). Judged on the runs that have ended: a span
         still open ends when its run says so."""
-        from pytest_itera.checks.timeline import Save, Saves, Span, saves_during_other_runs
+        from pytest_itera.checks.timeline import Save, Saves, saves_during_other_runs, span
 
-        ended: list[Span] = []
+        ended = []
         for index, (other_id, other) in enumerate(self._runs.items()):
             stop = other.record.get("stop")
-            end_text = other.record.get("ended_at") or (
-                stop.get("at") if isinstance(stop, dict) else None)
-            start = aware_moment(other.started_at) if other.started_at else None
-            end = aware_moment(end_text) if isinstance(end_text, str) else None
-            if other_id != run and start is not None and end is not None:
-                field = "ended_at" if other.record.get("ended_at") else "stop.at"
-                ended.append(Span(other_id, index, start, end, field))
+            life = span(other_id, index, aware_moment(other.started_at),
+                        aware_moment(other.record.get("ended_at")),
+                        aware_moment(stop.get("at")) if isinstance(stop, dict) else None)
+            if other_id != run and life is not None:
+                ended.append(life)
         if not ended:
             return
         for finding in saves_during_other_runs(self.plan_model, ended,

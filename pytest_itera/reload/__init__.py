@@ -248,18 +248,21 @@ class _Server:
                     break
                 self.buffer += data
             while b"\n" in self.buffer:
-                line = self._line()
-                if self._first is None:
-                    self._first = line
-                elif self._hello is None:
-                    self._hello = line
-                elif isinstance(line.get("id"), int):
-                    self.replies[line["id"]] = line
+                self._file(self._line())
         except (_ServerError, OSError):
             return False
         finally:
             self._start_lock.release()
         return request_id in self.replies
+
+    def _file(self, line: dict[str, Any]) -> None:
+        """A line read in its place: the probe's, the hello, else a reply by its id."""
+        if self._first is None:
+            self._first = line
+        elif self._hello is None:
+            self._hello = line
+        elif isinstance(line.get("id"), int):
+            self.replies[line["id"]] = line
 
     def read(self, timeout: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -310,9 +313,7 @@ class _Server:
         server itself is stuck."""
         self.hello()
         while request_id not in self.replies:
-            reply = self.read(timeout)
-            if isinstance(reply.get("id"), int):
-                self.replies[reply["id"]] = reply
+            self._file(self.read(timeout))
         return self.replies.pop(request_id)
 
     def stop(self) -> None:

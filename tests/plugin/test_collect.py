@@ -439,12 +439,12 @@ def test_serial_advice_when_workers_cannot_pay_off(workers: int, cores: int,
 def test_an_xdist_run_on_two_cores_advises_a_serial_run(
     itera: Itera, campaign: CampaignBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pytest_itera.plugin.collect as collect_module
+    from pytest_itera.plugin import head_start
 
     campaign.write()
-    monkeypatch.setattr(collect_module, "_cpus", lambda: 2)  # the controller runs in-process
+    monkeypatch.setattr(head_start, "cpus", lambda: 2)  # the controller runs in-process
     result = itera("-k", "no-empty-files")
     result.stdout.fnmatch_lines(["pytest-itera: -n 2 on 2 cores: the checks are CPU-bound, "
                                  "so a serial run (without -n) is faster here"])
-    monkeypatch.setattr(collect_module, "_cpus", lambda: 16)
+    monkeypatch.setattr(head_start, "cpus", lambda: 16)
     itera("-k", "no-empty-files").stdout.no_fnmatch_line("*serial run*")

@@ -54,8 +54,8 @@ def mapped_bytes(path: str) -> int:
     """Bytes the child maps from files (torch zips with mmap=True, safetensors): the address
     space they take is not memory the limit should count."""
     try:
-        paths = folder_files(path, 2) if os.path.isdir(path) else [path]
-        return sum(os.path.getsize(p) for p in paths if sniff(p) in ("zip", "safetensors"))
+        return sum(os.path.getsize(p) for p in checkpoint_files(path)
+                   if sniff(p) in ("zip", "safetensors"))
     except OSError:
         return 0
 
@@ -64,10 +64,14 @@ def weight(path: str) -> int:
     """The bytes a checkpoint (file or folder) holds, 0 when unreadable: the server starts
     the largest first."""
     try:
-        paths = folder_files(path, 2) if os.path.isdir(path) else [path]
-        return sum(os.path.getsize(p) for p in paths)
+        return sum(os.path.getsize(p) for p in checkpoint_files(path))
     except OSError:
         return 0
+
+
+def checkpoint_files(path: str) -> list[str]:
+    """A checkpoint file itself, or a folder's files two levels down (:func:`folder_files`)."""
+    return folder_files(path, 2) if os.path.isdir(path) else [path]
 
 
 def folder_files(path: str, depth: int) -> list[str]:
