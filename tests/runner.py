@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,7 @@ class Itera:
                  subprocess: bool = False) -> pytest.RunResult:
         line = self.args(*args, check=check, campaign=campaign, xdist=xdist, cache=cache)
         if subprocess:
-            return self.pytester.runpytest_subprocess(*line)
+            return run_pytest_command(*line, basetemp=self.pytester.path / "runpytest-0")
         asked = self.in_process(args, check=check, campaign=campaign, xdist=xdist, cache=cache)
         backend = os.environ.get(BACKEND_ENV, "")
         if asked is None or backend == "session" or self.reloader is None:
@@ -175,6 +176,24 @@ class Itera:
         result.assert_outcomes(passed=passed, failed=failed)
         expect(result, *lines)
         return result
+
+
+def run_pytest_command(*args: str, basetemp: Path | None = None,
+                       cwd: Path | None = None) -> pytest.RunResult:
+    """``pytest ARGS`` in a new interpreter, in the current folder (or ``cwd``), as a user
+    types it: `python -P -m pytest` has the `pytest` command's sys.path (pytester's
+    runpytest_subprocess puts the current folder on PYTHONPATH, and a judged folder on
+    sys.path is refused)."""
+    import subprocess
+    import time
+
+    line = [sys.executable, "-P", "-m", "pytest",
+            *((f"--basetemp={basetemp}",) if basetemp is not None else ()), *args]
+    start = time.monotonic()
+    done = subprocess.run(line, cwd=cwd, capture_output=True, text=True, timeout=600,
+                          check=False, stdin=subprocess.DEVNULL)
+    return pytest.RunResult(done.returncode, done.stdout.splitlines(),
+                            done.stderr.splitlines(), time.monotonic() - start)
 
 
 def python_path_with_repo(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ from pytest_itera.plugin import head_start
 head_start.begin()
 
 from pytest_itera.checks.model import FAMILIES  # noqa: E402
-from pytest_itera.plugin import hookspecs, options  # noqa: E402
+from pytest_itera.plugin import guard, hookspecs, options  # noqa: E402
 
 # The fixture and its parametrization are hook/fixture objects of this plugin module.
 from pytest_itera.plugin.fixtures import itera_campaign, pytest_generate_tests  # noqa: E402, F401
@@ -36,12 +36,17 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
-    """Run from inside a campaign, pytest would import the campaign's conftest.py at start-up.
+    """The folder under judgment never steers its judge (docs/safety.md).
 
-    A campaign's files are data: when pytest's first conftest anchors (the test
-    paths given, else the current folder) lie inside a campaign, conftest files
-    are not loaded for this run, as with ``--noconftest``.
+    pytest has read its configuration file before any plugin runs: one inside a judged
+    folder is refused here, before its settings are used; so is a module of the folder that
+    was imported (a ``-p`` plugin). Run from inside a campaign, pytest would import the
+    campaign's conftest.py at start-up: when pytest's first conftest anchors (the test paths
+    given, else the current folder) lie inside a campaign, conftest files are not loaded for
+    this run, as with ``--noconftest``.
     """
+    guard.refuse_planted_code(early_config)  # first: the gravest, code of the folder has run
+    guard.refuse_campaign_config(early_config)
     namespace = early_config.known_args_namespace
     given = [*(getattr(namespace, "itera_campaign", None) or []),
              *(getattr(namespace, "itera_plan", None) or [])]

@@ -17,6 +17,7 @@ from pytest_itera.checks.context import GROUP_FILES_ABOVE
 from pytest_itera.checks.model import PlanPin
 from pytest_itera.core import schedule
 from pytest_itera.core.schedule import DEFAULT_TOLERANCE
+from pytest_itera.plugin.guard import inside
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
@@ -293,8 +294,18 @@ def build_settings(config: pytest.Config) -> Settings:
     plans, plan_folders = _plans(config, campaigns)
     reports = _reports(config)
     report_inside = bool(config.getoption(FORCE_REPORT))
+    judged = (*campaigns, *plan_folders)
     if campaigns or plans:
+        _refuse_inside(INI_CATALOGUE, str(config.getini(INI_CATALOGUE)).strip(),
+                       _ini_catalogue_path(config), judged, what="a price list the campaign "
+                       "supplied would decide what its lots may cost")
         ini_catalogue(config)  # a bad itera_catalogue file is a usage error before any item
+    python = _python(config)
+    if python is not None and (campaigns or plans):
+        where = python if os.sep in python else shutil.which(python)
+        _refuse_inside(PYTHON if config.getoption(PYTHON) else INI_PYTHON, python,
+                       Path(where) if where else None, judged,
+                       what="an interpreter the campaign supplied would run its code")
     for report in reports:
         root = folder_holding(report, (*campaigns, *plan_folders))
         if root is not None and not report_inside:
@@ -307,7 +318,7 @@ def build_settings(config: pytest.Config) -> Settings:
         plans=plans,
         plan_folders=plan_folders,
         reports=reports,
-        python=_python(config),
+        python=python,
         timeout=_positive(config, TIMEOUT, INI_TIMEOUT, default=DEFAULT_TIMEOUT),
         fast=bool(config.getoption(FAST)),
         plan_sha256=_sha256(config.getoption(PLAN_SHA256)),
@@ -547,14 +558,23 @@ def ini_catalogue(config: pytest.Config) -> Catalogue | None:
 
     raw = str(config.getini(INI_CATALOGUE)).strip()
     catalogue = None
-    if raw:
-        base = config.inipath.parent if config.inipath is not None else config.rootpath
+    path = _ini_catalogue_path(config)
+    if path is not None:
         try:
-            catalogue = load_catalogue(base / Path(raw).expanduser())
+            catalogue = load_catalogue(path)
         except CatalogueError as exc:
             raise pytest.UsageError(f"{INI_CATALOGUE} = {shlex.quote(raw)}: {exc}") from None
     config.stash[_catalogue_key] = catalogue
     return catalogue
+
+
+def _ini_catalogue_path(config: pytest.Config) -> Path | None:
+    """``itera_catalogue``'s file, relative to the ini file's folder (else the rootdir)."""
+    raw = str(config.getini(INI_CATALOGUE)).strip()
+    if not raw:
+        return None
+    base = config.inipath.parent if config.inipath is not None else config.rootpath
+    return base / Path(raw).expanduser()
 
 
 def catalogue_in_force(config: pytest.Config) -> Catalogue | str | None:
@@ -626,14 +646,14 @@ def _outside(
     return path
 
 
-def _refuse_inside(option: str, raw: str, path: Path, campaigns: tuple[Path, ...]) -> None:
-    real = Path(os.path.realpath(path))
-    for root in campaigns:
-        if real.is_relative_to(os.path.realpath(root)):
-            raise pytest.UsageError(
-                f"{option}: {raw} is inside the campaign {root}: keep it outside (a campaign "
-                "cannot vouch for itself)"
-            )
+def _refuse_inside(option: str, raw: str, path: Path | None, campaigns: tuple[Path, ...], *,
+                   what: str = "a campaign cannot vouch for itself") -> None:
+    """A usage error when ``path`` lies in a judged folder, as named or with links resolved."""
+    root = inside(path, campaigns) if path is not None else None
+    if root is not None:
+        raise pytest.UsageError(
+            f"{option}: {raw} is inside the campaign {root}: keep it outside ({what})"
+        )
 
 
 def _waivers_file(config: pytest.Config, campaigns: tuple[Path, ...]) -> Path | None:

@@ -288,6 +288,7 @@ class IteraSession:
             digests=document_digests(root),
             context=context,
         )
+        built = dataclasses.replace(built, settings=self._settings_in_force(root))
         source = self.config.stash.get(sources_key, {}).get(root)  # an s3:// campaign
         if source is None:
             return built
@@ -303,13 +304,25 @@ class IteraSession:
 
     def _selected_inside(self, root: Path) -> bool:
         """Node ids (or paths) inside the campaign were given: only those were collected."""
+        return bool(self._args_inside(root))
+
+    def _args_inside(self, root: Path) -> list[str]:
+        """The node ids (or paths) given inside the campaign at ``root``."""
         here = self.config.invocation_params.dir
+        inside = []
         for arg in self.config.args:
             path = Path(os.path.normpath(here / arg.split("::", 1)[0]))
             whole = path in (root, root / MANIFEST_FILE) and "::" not in arg
             if path.is_relative_to(root) and not whole:
-                return True
-        return False
+                inside.append(arg)
+        return inside
+
+    def _settings_in_force(self, root: Path) -> tuple[report.SettingFacts, ...]:
+        """What was given that changes what runs or how it is judged, and from where."""
+        from pytest_itera.plugin import origins
+
+        return (*origins.selection(self.config, self._args_inside(root)),
+                *origins.in_force(self.config, self._switched_off()))
 
     def _gate(self, session: pytest.Session) -> None:
         """--itera-require-accepted: exit non-zero, saying why, unless every campaign is

@@ -102,6 +102,8 @@ def _html_campaign(report: CampaignReport) -> Iterator[str]:
         yield f'<p class="note">Note: {_e(report.plan_integrity)}</p>'
     for note in report.file_notes:
         yield f'<p class="note">Note: {_e(note)}</p>'
+    if report.settings_note:
+        yield f'<p class="note">Note: {_e(report.settings_note)}</p>'
     if report.verdict == "rejected":
         yield from _html_failures(report)  # what to fix comes first
     for title, header, rows in report_tables(report, "runs"):

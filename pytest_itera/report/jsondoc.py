@@ -61,6 +61,7 @@ def _campaign_json(report: CampaignReport) -> dict[str, Any]:
         "fast": report.fast,
         "collected": report.collected,
         "notes": list(report.all_notes),
+        "settings": [asdict(setting) for setting in report.settings],
         "reopened": list(report.reopened),
         "question": report.question,
         "decision_rule": report.decision_rule,

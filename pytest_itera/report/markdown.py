@@ -111,6 +111,8 @@ def _markdown_campaign(report: CampaignReport, *, level: str,
     if report.plan_integrity:
         lines += [f"Note: {_md(report.plan_integrity)}", ""]
     lines += [line for note in report.file_notes for line in (f"Note: {_md(note)}", "")]
+    if report.settings_note:
+        lines += [f"Note: {_md(report.settings_note)}", ""]
     failures = [f"{sub} Failures", ""]
     failures += _markdown_failures(report) or ["None: every check that ran passed.", ""]
     if report.verdict == "rejected":

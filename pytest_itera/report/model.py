@@ -87,6 +87,17 @@ class StepRow:
 
 
 @dataclass(frozen=True)
+class SettingFacts:
+    """A setting in force for the run, as written, and where it came from (the command line,
+    PYTEST_ADDOPTS, an ini file's addopts or key); ``selects``: it chooses what runs (``-k``,
+    ``-m``, node ids, ``--itera-fast``, a family switched off) rather than how it is judged."""
+
+    setting: str
+    source: str
+    selects: bool = False
+
+
+@dataclass(frozen=True)
 class CampaignReport:
     campaign: str
     root: str
@@ -117,6 +128,27 @@ class CampaignReport:
     # An s3:// campaign read with --itera-store-checksums: the files verified by the store's
     # own full-object SHA-256 (none of their bytes hashed here). None: not asked for.
     store_verified: tuple[str, ...] | None = None
+    # The settings given for the run that change what runs or how it is judged, with their
+    # sources (pytest_itera.plugin.origins); () from a library call.
+    settings: tuple[SettingFacts, ...] = ()
+
+    @property
+    def settings_note(self) -> str | None:
+        """"settings in force: <setting> (<source>); ..." or None."""
+        if not self.settings:
+            return None
+        return "settings in force: " + "; ".join(f"{s.setting} ({s.source})"
+                                                 for s in self.settings)
+
+    @property
+    def steered(self) -> str | None:
+        """What chose the items or the mode without being typed on the command line, or
+        None: said on the verdict line, since a configuration file can make a run look
+        complete or fast by choice of no one present."""
+        off = [s for s in self.settings if s.selects and s.source != "command line"]
+        if not off:
+            return None
+        return "; ".join(f"{s.setting} from {s.source}" for s in off) + ", not the command line"
 
     @property
     def reopened_text(self) -> str | None:
@@ -150,7 +182,7 @@ class CampaignReport:
     def all_notes(self) -> tuple[str, ...]:
         """The verdict's notes, then the plan-integrity note (what every report shows)."""
         return (*self.notes, *((self.plan_integrity,) if self.plan_integrity else ()),
-                *self.file_notes)
+                *self.file_notes, *((self.settings_note,) if self.settings_note else ()))
 
     @property
     def file_notes(self) -> tuple[str, ...]:

@@ -13,6 +13,13 @@ from pytest_itera.report.model import CampaignReport, CheckResult, RunRow
 
 
 def verdict_line(report: CampaignReport) -> str:
+    """The verdict in one line; a selection or mode that the command line did not give is
+    said on it (``report.steered``)."""
+    line = _verdict_line(report)
+    return f"{line} ({clean(report.steered)})" if report.steered else line
+
+
+def _verdict_line(report: CampaignReport) -> str:
     total = len(report.checks)
     head = f"campaign {clean(report.campaign)}"
     waived = report.count("waived")
@@ -54,6 +61,8 @@ def terminal_lines(report: CampaignReport) -> list[str]:
     if report.plan_integrity:
         lines.append("  note: " + clean(report.plan_integrity))
     lines += ["  note: " + clean(note) for note in report.file_notes]
+    if report.settings_note:
+        lines.append("  " + clean(report.settings_note))
     return lines
 
 
