@@ -539,11 +539,13 @@ def plan_vs_actual(ctx: Context, _target: str | None) -> Iterator[Finding]:
 
 
 def _reserved(plan: Plan, man: Manifest) -> Iterator[Finding]:
-    """Reserved time is the plan's window or the engaged lots' duration; observed fits in it."""
+    """Reserved time is the plan's window or the hours the engaged lots reserve (the union of
+    their windows, :func:`pytest_itera.core.schedule.reserved_hours`: an overlap counted
+    once, a gap between two lots not reserved); observed fits in it."""
     reserved = as_hours(man.schedule.reserved_hours)
     window = as_hours(plan.schedule.window_hours)
     engaged = [lot for lot in plan.budget.lots if lot.id in man.budget.lots]
-    lots = Decimal(max((lot.days * 24 for lot in engaged), default=0))
+    lots = sched.reserved_hours(engaged, plan.schedule.steps)
     if reserved not in (window, lots):
         yield Finding(
             f"reserved_hours is {_h(reserved)}: neither the plan's {_h(window)} window nor "

@@ -407,6 +407,47 @@ def lot_overflows(lots: Iterable[LotLike], timeline: Timeline) -> list[LotOverfl
     ]
 
 
+def lot_windows(
+    lots: Iterable[LotLike], timeline: Timeline | None
+) -> list[tuple[Decimal, Decimal]]:
+    """Each lot's reservation, ``[start, start + days * 24)``: its clock starts with the first
+    of its steps in ``timeline`` and runs for its days. A lot that no step names (the plan's
+    only lot, steps naming none), and every lot without a timeline, starts with the
+    schedule, at 0."""
+    spans = timeline.lot_spans if timeline is not None else {}
+    windows = []
+    for lot in lots:
+        start = spans.get(lot.id, (Decimal(0), Decimal(0)))[0]
+        windows.append((start, start + lot_hours(lot)))
+    return windows
+
+
+def union_hours(windows: Iterable[tuple[Decimal, Decimal]]) -> Decimal:
+    """The measure of the union of ``[start, end)`` windows: an overlap counted once, a gap
+    between two windows not at all."""
+    total, reach = Decimal(0), None
+    for start, end in sorted(windows):
+        if reach is not None and start < reach:
+            start = reach  # the part before ``reach`` is counted already
+        if end > start:
+            total += end - start
+        reach = end if reach is None else max(reach, end)
+    return total
+
+
+def reserved_hours(lots: Sequence[LotLike], steps: Iterable[StepLike]) -> Decimal:
+    """The hours ``lots`` reserve for the schedule of ``steps`` (R4, R9): the union of their
+    windows (:func:`lot_windows`). Lots side by side reserve one lot's days; two 3-day lots
+    overlapping by 3 h reserve 141 h, never one lot's 72 h; two in turn with an 8 h gap
+    between them 144 h, the gap not reserved. 0 without lots; a schedule that cannot be
+    computed (schedule-fits reports it) puts every lot at 0."""
+    try:
+        timeline: Timeline | None = makespan(steps)
+    except ScheduleError:
+        timeline = None
+    return union_hours(lot_windows(lots, timeline))
+
+
 def unknown_lots(steps: Iterable[StepLike], lots: Iterable[LotLike]) -> list[tuple[str, str]]:
     """(step id, lot id) for each step naming a lot the budget does not have."""
     known = {lot.id for lot in lots}

@@ -97,7 +97,7 @@ def schedule_block(
     explanations: Mapping[str, str],
 ) -> dict[str, Any]:
     """The manifest's actual schedule: observed hours per step (timed, or 0 h for a step
-    that ``explanations`` says did not run), the engaged lots' hours as reserved, the
+    that ``explanations`` says did not run), the hours the lots reserve (their windows' union), the
     observed makespan with the plan's dependencies, and one deviation per explanation."""
     # As written: a step that ran is never written as 0 h ("did not run"), however short.
     observed = {k: Decimal(str(_number(_ran(v)))) for k, v in observed.items()}
@@ -113,18 +113,13 @@ def schedule_block(
 
 
 def _reserved(plan: Plan) -> int | float:
-    """The time reserved: the engaged lots' hours when they run side by side, the plan's
-    window when its lots follow one another (one lot's planned steps all end before
-    another's begin: two 3-day lots in sequence reserve 144 h, not 72 h)."""
+    """The time reserved: the hours the plan's lots reserve for its schedule
+    (:func:`pytest_itera.core.schedule.reserved_hours`, the figure plan-vs-actual accepts:
+    lots that overlap count the overlap once, never as one lot's 72 h; a gap between two
+    lots is not reserved), the plan's window without lots."""
     window = _number(sched.as_hours(plan.schedule.window_hours))
-    lots = [money.lot_hours(lot) for lot in plan.budget.lots]
-    try:
-        spans = list(sched.makespan(plan.schedule.steps).lot_spans.values())
-    except sched.ScheduleError:
-        spans = []  # schedule-fits reports the plan's schedule
-    if any(first[1] <= second[0] for first in spans for second in spans if first is not second):
-        return window
-    return max(lots, default=0) or window
+    lots = sched.reserved_hours(plan.budget.lots, plan.schedule.steps)
+    return _number(lots) if lots else window
 
 
 def unexplained(

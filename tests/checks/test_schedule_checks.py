@@ -287,6 +287,34 @@ def test_observed_work_inside_the_lot_in_a_longer_window_passes(
     itera.passes(campaign, PVA)
 
 
+def reserved_findings(campaign: CampaignBuilder, reserved: float) -> list[str]:
+    """The factory's campaign with a second 3-day lot engaged, taken when train-control ends
+    (22 h) for 6 h of training on gpu1, in a 96 h window; its reserved-hours findings."""
+    first = campaign.plan["budget"]["lots"][0]
+    campaign.plan["budget"]["lots"].append(dict(first, id="second"))
+    campaign.plan["schedule"].update(window_hours=96, uncommitted_hours=48)
+    campaign.plan["schedule"]["steps"].append(
+        {"id": "train-extra", "kind": "training", "resource": "gpu1", "hours": 6,
+         "after": ["train-control"], "lot": "second"})
+    campaign.manifest["budget"]["lots"].append("second")
+    campaign.manifest["schedule"]["steps"].append({"id": "train-extra", "observed_hours": 6})
+    campaign.manifest["schedule"]["reserved_hours"] = reserved
+    ctx = Context(load_campaign(campaign.write()), Options(), {c.id: c for c in CHECKS})
+    return [f.render().splitlines()[0] for f in ctx.findings(PVA)
+            if f.code in ("plan-vs-actual.reserved-hours",
+                          "plan-vs-actual.observed-over-reserved")]
+
+
+def test_overlapping_lots_reserve_the_union_of_their_windows(tmp_path: Path) -> None:
+    """The first lot runs from setup (4 h) to 76 h, the second from 22 h to 94 h: together
+    90 h (72 + 72 - 54 overlapping), never one lot's 72 h."""
+    assert reserved_findings(CampaignBuilder(tmp_path / "union"), 90) == []
+    assert reserved_findings(CampaignBuilder(tmp_path / "window"), 96) == []
+    assert reserved_findings(CampaignBuilder(tmp_path / "one-lot"), 72) == [
+        "manifest.json $.schedule.reserved_hours: reserved_hours is 72 h: neither the plan's "
+        "96 h window nor the engaged lots' 90 h"]
+
+
 def add_overlapping_human_step(campaign: CampaignBuilder) -> None:
     """A human drafts the analysis while gpu0 trains: 52 h of work in a 48 h makespan."""
     campaign.plan["schedule"]["steps"].append(

@@ -173,6 +173,25 @@ def test_adding_a_step_never_shrinks_the_makespan(steps: list[Step], data: st.Da
     assert makespan([*steps, extra]).makespan >= makespan(steps).makespan
 
 
+@given(its.lots(max_size=3),
+       its.step_lists(lot_ids=("lot-0", "lot-1", "lot-2"), max_hours=120))
+def test_reserved_hours_lie_between_the_longest_lot_and_the_sum(
+    lots: list[Lot], steps: list[Step]
+) -> None:
+    """The lots' union never exceeds the sum of their hours nor falls below the longest;
+    it is the sum when no two windows overlap, and the sum less the overlap for two."""
+    reserved = sched.reserved_hours(lots, steps)
+    hours = [Decimal(lot_hours(lot)) for lot in lots]
+    assert max(hours) <= reserved <= sum(hours)
+    windows = sched.lot_windows(lots, makespan(steps))
+    overlaps = [max(Decimal(0), min(a[1], b[1]) - max(a[0], b[0]))
+                for i, a in enumerate(windows) for b in windows[i + 1:]]
+    if not any(overlaps):
+        assert reserved == sum(hours)
+    if len(windows) == 2:
+        assert reserved == sum(hours) - overlaps[0]
+
+
 # --------------------------------------------------------------------- plans
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 
 import pytest
@@ -141,6 +142,67 @@ def test_lot_span_runs_from_first_start_to_last_end() -> None:
     assert timeline.lot_spans["L"] == (Decimal(5), Decimal(36))
     assert timeline.lot_hours("L") == Decimal(31)  # the rental runs while the human decides
     assert timeline.lot_hours("unused") == Decimal(0)
+
+
+def hours(windows: list[tuple[int, int]]) -> list[tuple[Decimal, Decimal]]:
+    return [(Decimal(a), Decimal(b)) for a, b in windows]
+
+
+def two_lots(second_after: str | None, second_hours: float = 60) -> list[Step]:
+    """Lot A trains 60 h then evaluates 10 h; lot B trains after ``second_after``."""
+    return [
+        Step("train", "training", "gpu0", 60, lot="A"),
+        Step("eval", "validation", "gpu0", 10, after=("train",), lot="A"),
+        Step("read", "evaluation", "human", 18, after=("eval",)),
+        Step("train-2", "training", "gpu1", second_hours,
+             after=(second_after,) if second_after else (), lot="B"),
+    ]
+
+
+def test_lots_reserve_the_union_of_their_windows() -> None:
+    """A lot's window runs from its first step for its days: side by side, two 3-day lots
+    reserve 72 h; the second taken at 60 h, 12 h before the first ends, 132 h; taken at
+    88 h, 16 h after the first ended, 144 h: the gap is not reserved."""
+    lots = [THREE_DAYS, dataclasses.replace(THREE_DAYS, id="B")]
+    side = makespan(two_lots(None))
+    assert sched.lot_windows(lots, side) == hours([(0, 72), (0, 72)])
+    assert sched.reserved_hours(lots, two_lots(None)) == 72
+    overlap = makespan(two_lots("train"))
+    assert sched.lot_windows(lots, overlap) == hours([(0, 72), (60, 132)])
+    assert sched.reserved_hours(lots, two_lots("train")) == 132
+    gap = makespan(two_lots("read"))
+    assert sched.lot_windows(lots, gap) == hours([(0, 72), (88, 160)])
+    assert sched.reserved_hours(lots, two_lots("read")) == 144
+    assert sched.reserved_hours([THREE_DAYS], two_lots("read")) == 72
+    assert sched.reserved_hours([], two_lots("read")) == 0
+
+
+def test_a_lot_no_step_names_and_an_unschedulable_plan_start_at_0() -> None:
+    lots = [THREE_DAYS, dataclasses.replace(THREE_DAYS, id="B", days=7)]
+    unnamed = [Step("train", "training", "gpu0", 10)]
+    assert sched.reserved_hours(lots, unnamed) == 168
+    cycle = [Step("a", "setup", "gpu0", 1, after=("b",), lot="B"),
+             Step("b", "setup", "gpu0", 1, after=("a",), lot="A")]
+    assert sched.reserved_hours(lots, cycle) == 168
+
+
+@pytest.mark.parametrize(
+    ("windows", "union"),
+    [
+        ([], 0),
+        ([(0, 72)], 72),
+        ([(0, 72), (0, 72)], 72),
+        ([(67, 139), (0, 72)], 139),
+        ([(0, 72), (72, 144)], 144),
+        ([(0, 72), (80, 152)], 144),
+        ([(0, 168), (24, 96), (100, 172)], 172),
+        ([(5, 5), (0, 2)], 2),
+    ],
+)
+def test_union_hours_count_an_overlap_once_and_a_gap_not_at_all(
+    windows: list[tuple[int, int]], union: int
+) -> None:
+    assert sched.union_hours(hours(windows)) == union
 
 
 def test_float_hours_are_exact_decimals() -> None:
