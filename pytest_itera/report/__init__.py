@@ -25,6 +25,8 @@ from pytest_itera.report.model import (
     ACCEPTING,
     PARTIAL_NOTE,
     PLAN_INTEGRITY_NOTE,
+    PLAYED,
+    REHEARSED,
     REPORT_FORMAT,
     CampaignReport,
     CheckResult,
@@ -52,7 +54,8 @@ from pytest_itera.report.terminal import (
 )
 
 __all__ = [
-    "ACCEPTING", "PARTIAL_NOTE", "PLAN_INTEGRITY_NOTE", "RENDERERS", "REPORT_FORMAT",
+    "ACCEPTING", "PARTIAL_NOTE", "PLAN_INTEGRITY_NOTE", "PLAYED", "REHEARSED", "RENDERERS",
+    "REPORT_FORMAT",
     "SUFFIXES", "CampaignReport", "CheckResult", "PlanReport", "RunRow", "StepRow",
     "acceptance", "budget_section", "budget_text", "build", "check_counts", "clean",
     "clean_block", "markdown_charts", "objective_rows", "overall_verdict", "provenance_rows",

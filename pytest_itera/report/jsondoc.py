@@ -62,6 +62,7 @@ def _campaign_json(report: CampaignReport) -> dict[str, Any]:
         "collected": report.collected,
         "notes": list(report.all_notes),
         "reopened": list(report.reopened),
+        "played_clock": report.played_clock,
         "question": report.question,
         "decision_rule": report.decision_rule,
         "conclusion": None if report.conclusion is None else
