@@ -31,6 +31,8 @@ from pytest_itera.record.campaign import CampaignRecorder, Closure
 from tests import factory as F
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from _typeshed import HasFileno
 
 # Step timings on the rental's timeline: only their durations reach the manifest.
@@ -144,9 +146,11 @@ def read_files(folder: Path) -> dict[str, bytes]:
 
 def record(root: Path, *, pause_at: int | None = None, check: bool = True,
            rehearsal: bool = False, kill: str | None = None,
-           files: dict[str, bytes] | None = None) -> Closure:
+           files: dict[str, bytes] | None = None,
+           clock: Callable[[], datetime] | None = None) -> Closure:
+    """``clock``: a played clock (the campaign's verdict is then PLAYED CLOCK)."""
     files = dict(files) if files is not None else F.default_files_v2()
-    rec = CampaignRecorder(root, rehearsal=rehearsal)
+    rec = CampaignRecorder(root, rehearsal=rehearsal, clock=clock)
     if rec.plan_sha256 is None:
         for relpath, data in files.items():
             rec.write_bytes(relpath, data)

@@ -22,6 +22,8 @@ it holds must agree with the manifest and the files: a contradiction names the j
 - decisions: each journaled decision is in the manifest with its text, drops and moment;
 - rehearsal: a journal whose first line began a rehearsal goes with a manifest that says
   ``"rehearsal": true`` (a rehearsal is never turned into an acceptance by editing it);
+- clock: a journal that says ``"clock": "played"`` goes with a manifest that says so too
+  (the journal's mark decides the verdict either way: PLAYED CLOCK, never ACCEPTED);
 - bases: the revision and tree digest a ``base`` or ``training-base`` event records are the
   ``base_revision`` and ``base_digest`` of the adapters on that base (a ``training-base``
   also pins the adapters of its run that name no ``base_path``);
@@ -47,7 +49,7 @@ from pytest_itera.checks.context import Context
 from pytest_itera.core.campaign import MANIFEST_FILE, Manifest, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
-from pytest_itera.core.journal import JOURNAL_FILE, manifest_digest
+from pytest_itera.core.journal import JOURNAL_FILE, PLAYED_CLOCK, manifest_digest
 from pytest_itera.files import measurements
 
 __all__ = ["JournalFacts", "journal_agrees", "journal_listed", "read_journal_facts"]
@@ -82,6 +84,7 @@ class JournalFacts:
     decisions: list[Event] = field(default_factory=list)
     bases: list[Event] = field(default_factory=list)
     rehearsal: Event | None = None  # the plan event of a rehearsal (its first line)
+    played: Event | None = None  # the first event that says "clock": "played"
     closure: Event | None = None  # the last close or reopen event
 
 
@@ -122,6 +125,8 @@ def _decode(raw: bytes) -> dict[str, Any] | None:
 def _take(facts: JournalFacts, event: Event) -> None:
     kind, f = event.facts["event"], event.facts
     run = f.get("run")
+    if f.get("clock") == PLAYED_CLOCK and facts.played is None:
+        facts.played = event
     if kind == "plan" and f.get("rehearsal") is True:
         facts.rehearsal = event
     elif kind == "run-start" and isinstance(run, str):
@@ -195,6 +200,14 @@ def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
             expected=f"\"rehearsal\": true in {MANIFEST_FILE}", found="no rehearsal",
             hint="a rehearsal is never accepted: run the campaign for real in a new folder "
             "(CampaignRecorder without rehearsal=True)")
+    if facts.played is not None and not man.played_clock:
+        yield Finding(
+            f"{JOURNAL_FILE} records this campaign on a played clock (an injected clock=), "
+            "but the manifest does not say so", where=_at(facts.played.line),
+            code=f"{CHECK}.clock", expected=f"\"clock\": \"played\" in {MANIFEST_FILE}",
+            found="no clock" if man.clock is None else f"\"clock\": {man.clock!r}",
+            hint="hours a played clock gave were never measured: record the campaign on the "
+            "real clock (CampaignRecorder without clock=) in a new folder")
     yield from _runs(man, facts)
     yield from _metrics(ctx, man, facts)
     yield from _predictions(man, facts)

@@ -354,6 +354,15 @@ class Manifest:
     # A rehearsal (CampaignRecorder(..., rehearsal=True)): run on any machine at any speed;
     # its observed hours are not judged against the plan, and it is REHEARSED, never ACCEPTED.
     rehearsal: bool = False
+    # The clock the recorder read: "real" (measured) or "played" (an injected clock=: the
+    # observed hours were not measured, and the verdict is PLAYED CLOCK, never ACCEPTED).
+    # None: the manifest does not say (hand-written, or an older recorder).
+    clock: str | None = None
+
+    @property
+    def played_clock(self) -> bool:
+        """The manifest says its campaign was recorded on a played clock."""
+        return self.clock == "played"
 
     @property
     def version(self) -> int:

@@ -16,6 +16,14 @@ A closure is journaled too (``close``, just before ``manifest.json`` is written)
 its reason and the sha256 of the manifest it replaces): a manifest replaced without a
 reopening is found (journal-agrees), and the reports say how often a campaign was reopened
 (:func:`reopenings`).
+
+The clock is evidence: the journal's first line (the ``plan`` event) says which clock the
+recorder read, ``"clock": "real"`` (``datetime.now(UTC)``, the default) or ``"clock":
+"played"`` (a ``clock=`` callable the script injected: the guides' played clock, a test's
+fixed clock); a process that continues a real-clock journal on a played clock journals a
+``clock`` event before its first event. A campaign any line of whose journal says
+``"played"`` was recorded on a played clock (:func:`played_clock_line`): its observed hours
+were not measured.
 """
 
 from __future__ import annotations
@@ -33,15 +41,20 @@ from pytest_itera.core.atomic import fsync_dir
 __all__ = [
     "JOURNAL_FILE",
     "JOURNAL_FORMAT",
+    "PLAYED_CLOCK",
+    "REAL_CLOCK",
     "Journal",
     "JournalError",
     "TornLine",
     "manifest_digest",
+    "played_clock_line",
     "reopenings",
 ]
 
 JOURNAL_FILE = "itera-journal.jsonl"
 JOURNAL_FORMAT = "itera-journal/1"
+REAL_CLOCK = "real"  # the recorder read datetime.now(UTC): the hours were measured
+PLAYED_CLOCK = "played"  # the script injected clock=: the hours were not measured
 
 
 class JournalError(ValueError):
@@ -169,3 +182,21 @@ def reopenings(root: Path) -> tuple[str, ...]:
     except OSError:
         return ()
     return tuple(reasons)
+
+
+def played_clock_line(root: Path) -> int | None:
+    """The first line of the campaign's journal that says it was recorded on a played clock
+    (``"clock": "played"``), or None (a real clock, or no journal); streamed, only the lines
+    that name a clock are parsed."""
+    path = Path(root) / JOURNAL_FILE
+    try:
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                if b'"clock"' not in raw:
+                    continue
+                event = _event(raw.rstrip(b"\n"))
+                if event is not None and event.get("clock") == PLAYED_CLOCK:
+                    return number
+    except OSError:
+        return None
+    return None

@@ -35,6 +35,7 @@ FAST = "--itera-fast"
 PLAN_SHA256 = "--itera-plan-sha256"
 FORCE_REPORT = "--itera-report-inside"
 REQUIRE_ACCEPTED = "--itera-require-accepted"
+ACCEPT_PLAYED_CLOCK = "--itera-accept-played-clock"
 WAIVERS = "--itera-waivers"
 SEAL = "--itera-seal"
 SEAL_KEY = "--itera-seal-key"
@@ -87,6 +88,9 @@ class Settings:
     plan_pins: tuple[PinLine, ...] = ()
     # The gate (issue 17): exit 0 only when every verdict is accepted (with waivers or not).
     require_accepted: bool = False
+    # --itera-accept-played-clock (command line only): the gate and the seal also take a
+    # campaign whose verdict is PLAYED CLOCK (a demo's, a test's), which says so.
+    accept_played_clock: bool = False
     # Above this many files, the per-file checks get one item per folder (issue 19).
     group_files_above: int = GROUP_FILES_ABOVE
     waivers_file: Path | None = None
@@ -204,6 +208,13 @@ def addoption(parser: pytest.Parser) -> None:
         default=None,
         help="exit 0 only when every campaign is ACCEPTED (or ACCEPTED WITH WAIVERS): "
         "incomplete, plausible and rejected runs fail, saying why",
+    )
+    group.addoption(
+        ACCEPT_PLAYED_CLOCK,
+        action="store_true",
+        help="with --itera-require-accepted or --itera-seal, also take a campaign whose "
+        "verdict is PLAYED CLOCK (every check passed, its hours played by an injected clock=, "
+        "not measured): for a demo or a test of the script, never for a rental",
     )
     group.addoption(
         WAIVERS, metavar="FILE", help="reviewer-approved waivers (.toml or .json), outside the "
@@ -613,6 +624,7 @@ def _gate(
     waivers_file = _waivers_file(config, campaigns)
     gate: dict[str, Any] = {
         "require_accepted": bool(config.getini(INI_REQUIRE_ACCEPTED) if flag is None else flag),
+        "accept_played_clock": bool(config.getoption(ACCEPT_PLAYED_CLOCK)),
         "waivers_file": waivers_file,
         "waivers": _waivers(waivers_file) if waivers_file is not None else (),
         "seal": _outside(config, SEAL, campaigns, must_exist=False),

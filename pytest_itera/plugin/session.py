@@ -324,10 +324,17 @@ class IteraSession:
         return (*origins.selection(self.config, self._args_inside(root)),
                 *origins.in_force(self.config, self._switched_off()))
 
+    @property
+    def _accepting(self) -> tuple[str, ...]:
+        """The verdicts the gate and the seal take: PLAYED CLOCK too only when the command
+        line says --itera-accept-played-clock (the verdict line still says PLAYED CLOCK)."""
+        played = (report.PLAYED,) if self.settings.accept_played_clock else ()
+        return (*report.ACCEPTING, *played)
+
     def _gate(self, session: pytest.Session) -> None:
         """--itera-require-accepted: exit non-zero, saying why, unless every campaign is
         accepted (with waivers or not)."""
-        refused = [r for r in self.reports if r.verdict not in report.ACCEPTING]
+        refused = [r for r in self.reports if r.verdict not in self._accepting]
         if not self.settings.require_accepted or not refused:
             return
         status = _fail(session, pytest.ExitCode.TESTS_FAILED)
@@ -340,7 +347,7 @@ class IteraSession:
 
         path, campaign_report = self.settings.seal, self.reports[0]
         assert path is not None
-        if campaign_report.verdict not in report.ACCEPTING:
+        if campaign_report.verdict not in self._accepting:
             self.seal_error = (f"{path}: not written: the verdict is "
                                f"{campaign_report.verdict.upper()}; only an accepted campaign "
                                "is sealed")
@@ -443,7 +450,7 @@ def _seal_line(campaign: report.CampaignReport, path: Path) -> str:
     from pytest_itera.report.seal import SealError, read
 
     head = f"campaign {report.clean(campaign.campaign)}"
-    if campaign.verdict not in report.ACCEPTING:
+    if campaign.verdict not in (*report.ACCEPTING, report.PLAYED):  # the clock is no seal check
         broken = ", ".join(c.check for c in campaign.checks if c.outcome == "failed")
         return f"{head}: SEAL BROKEN — {broken or 'not every seal check ran'} ({path})"
     try:

@@ -71,6 +71,8 @@ from pytest_itera.core.findings import render_all
 from pytest_itera.core.journal import (
     JOURNAL_FILE,
     JOURNAL_FORMAT,
+    PLAYED_CLOCK,
+    REAL_CLOCK,
     Journal,
     TornLine,
     manifest_digest,
@@ -130,8 +132,11 @@ __all__ = [
 class CampaignRecorder:
     """Writes one campaign folder: ``plan.json`` first, ``manifest.json`` at closure.
 
-    ``clock`` returns the current time (an aware datetime); pass a fixed or
-    simulated clock to make the folder reproducible. ``rehearsal=True`` rehearses the
+    ``clock`` returns the current time (an aware datetime). Left out, the recorder reads the
+    real clock (``datetime.now(UTC)``) and the observed hours are measured. Given, it is a
+    *played clock* (a fixed or simulated one, to make a folder reproducible or to play the
+    planned hours on a CPU): the journal and the manifest say ``"clock": "played"`` and the
+    verdict is PLAYED CLOCK, never ACCEPTED. ``rehearsal=True`` rehearses the
     campaign on any machine at any speed (a CPU run of the real script): the journal and the
     manifest say so, the observed hours are recorded but not judged against the plan, and
     every other check judges it as at closure; its verdict is REHEARSED, never ACCEPTED.
@@ -141,6 +146,7 @@ class CampaignRecorder:
                  rehearsal: bool = False) -> None:
         self.root = Path(root)
         self._clock = clock or (lambda: datetime.now(UTC))
+        played_here = clock is not None  # this process reads a played clock
         self.plan: dict[str, Any] = {}
         self.plan_sha256: str | None = None
         self._runs: dict[str, RunRecorder] = {}
@@ -165,6 +171,12 @@ class CampaignRecorder:
         #: A rehearsal: the journal's first line and the manifest say so; its hours are not
         #: judged against the plan, and its verdict is REHEARSED, never ACCEPTED.
         self.rehearsal = self._rehearsal(rehearsal)
+        journal_played = any(e.get("clock") == PLAYED_CLOCK for e in self.journal.events)
+        #: The campaign is recorded on a played clock (``clock=`` given, in this process or
+        #: in one its journal records): its observed hours were not measured.
+        self.played_clock = played_here or journal_played
+        #: A played clock continuing a real-clock journal: journaled before its first event.
+        self._clock_unjournaled = played_here and bool(self.journal.events) and not journal_played
         if self.journal.events:
             replay(self, self.journal.events)
             self._journal_pause()
@@ -183,12 +195,10 @@ class CampaignRecorder:
         runs = [r.id for r in self.open_runs()]
         if not runs or self._steps.running or self._closure is not None:
             return
-        moments = [moment for e in self.journal.events
-                   if (moment := aware_moment(e.get("at"))) is not None]
+        since = self.last_moment()
         now = self._clock()
-        if not moments or now.tzinfo is None or now <= max(moments):
+        if since is None or now.tzinfo is None or now <= since:
             return
-        since = max(moments)
         self._event("resumed", runs=runs, at=self.now(now),
                     interrupted={"since": self.now(since), "until": self.now(now),
                                  "hours": round((now - since).total_seconds() / 3600, 4)})
@@ -245,6 +255,9 @@ class CampaignRecorder:
                 f"or the closure was interrupted); to change it, {_THE_WAY_BACK}")
 
     def _append(self, name: str, facts: Mapping[str, Any]) -> None:
+        if self._clock_unjournaled:
+            self._clock_unjournaled = False
+            self._append("clock", {"clock": PLAYED_CLOCK, "at": self.now()})
         event = {"event": name, **facts}
         refuse_temp_strings(event, JOURNAL_FILE)
         self.journal.append(event)
@@ -320,7 +333,8 @@ class CampaignRecorder:
         if not continued:
             rehearsing = {"rehearsal": True} if self.rehearsal else {}
             self._event("plan", format=JOURNAL_FORMAT, sha256=self.plan_sha256,
-                        at=self.now(), **rehearsing)
+                        at=self.now(), **rehearsing,
+                        clock=PLAYED_CLOCK if self.played_clock else REAL_CLOCK)
         return self.plan_sha256
 
     def _check_plan(self, data: Mapping[str, Any]) -> None:
@@ -457,8 +471,25 @@ class CampaignRecorder:
 
     @property
     def observed_hours(self) -> Mapping[str, Decimal]:
-        """Observed hours per step so far (the steps timed and ended)."""
+        """Observed hours per step so far: the steps timed and ended, and the hours a step
+        resumed after its process died worked before (it is still running). To skip the
+        steps a dead process finished, ask :attr:`finished_steps`."""
         return dict(self._steps.hours)
+
+    @property
+    def finished_steps(self) -> Mapping[str, Decimal]:
+        """The steps the journal closed (timed and ended), with their observed hours: what a
+        script that continues a campaign skips (``if "setup" not in rec.finished_steps:``).
+        Timing one of them again is refused."""
+        return self._steps.finished()
+
+    def last_moment(self) -> datetime | None:
+        """The last moment the journal records (any event's time), or None when it records
+        none. A played clock that continues a campaign starts there: a step left open
+        resumes no earlier, and the time since is an interruption, never work."""
+        moments = [moment for e in self.journal.events
+                   if (moment := aware_moment(e.get("at"))) is not None]
+        return max(moments, default=None)
 
     # ---- files
 
@@ -807,6 +838,7 @@ class CampaignRecorder:
             "budget": dict(budget),
             "schedule": schedule,
             **({"rehearsal": True} if self.rehearsal else {}),
+            **({"clock": PLAYED_CLOCK} if self.played_clock else {}),
         }
         validate("manifest", manifest, MANIFEST_FILE)
         refuse_temp_strings(manifest, MANIFEST_FILE)

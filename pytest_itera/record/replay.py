@@ -89,8 +89,8 @@ def _apply(rec: Journaled, event: Mapping[str, Any], line: int) -> None:
         _CAMPAIGN_EVENTS[kind](rec, facts)
     elif kind in _RUN_EVENTS:
         _RUN_EVENTS[kind](rec.run(facts.pop("run")), facts)
-    elif kind not in ("torn", "file", "resumed"):  # evidence only: a file changed after a
-        # reopening, the time no process ran before a continuation
+    elif kind not in ("torn", "file", "resumed", "clock"):  # evidence only: a file changed
+        # after a reopening, the time no process ran before a continuation, a played clock
         raise RecordError(f"unknown event {kind!r}")
 
 

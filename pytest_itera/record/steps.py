@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.record.base import Campaign, RecordError
 
 __all__ = ["STEP_EVENTS", "Interruption", "OpenStep", "StepClock", "StepTimer"]
@@ -92,6 +93,7 @@ class StepClock:
 
     def timer(self, step_id: str, hours: float | None) -> StepTimer:
         self._planned(step_id)
+        self._refuse_retimed(step_id)
         if hours is not None:
             self.add(step_id, _hours_value(step_id, hours))
         return StepTimer(self, step_id)
@@ -103,8 +105,27 @@ class StepClock:
             raise RecordError(f"step {step_id!r} is not in the plan (steps: {', '.join(steps)}); "
                               "the plan is never edited: time the planned step it belongs to")
 
+    def finished(self) -> dict[str, Decimal]:
+        """The steps the journal closed (timed and not running), with their hours."""
+        return {s: h for s, h in self.hours.items() if s not in self.running}
+
+    def _refuse_retimed(self, step_id: str) -> None:
+        """A step is timed once: a second timing would add to the hours the journal closed
+        (and fail plan-vs-actual at closure, far from its cause). Replaying a journal of an
+        older recorder that timed a step twice is not refused."""
+        if self._campaign._replaying or step_id not in self.finished():
+            return
+        raise RecordError(
+            f"step {step_id!r} is already timed: {JOURNAL_FILE} closed it with "
+            f"{_hours_text(self.hours[step_id])} of observed hours; timing it again would add "
+            f"to them. A script that continues a campaign skips the steps the journal "
+            f"finished: `if {step_id!r} not in rec.finished_steps: ...` (rec.finished_steps: "
+            "each closed step and its hours)")
+
     def start(self, step_id: str, at: datetime | str | None) -> None:
         self._planned(step_id)
+        if step_id not in self.running:
+            self._refuse_retimed(step_id)
         moment = self._moment(at)
         if step_id in self.inherited:
             self._resume(step_id, moment)
@@ -128,7 +149,9 @@ class StepClock:
         if moment < seen:
             raise RecordError(
                 f"step {step_id!r} resumes at {moment.isoformat()}, before the last moment "
-                f"its journal records ({seen.isoformat()}); give a later time")
+                f"its journal records ({seen.isoformat()}); give a later time: "
+                "rec.last_moment() is the last moment the journal records (a played clock "
+                "that continues a campaign starts there)")
         worked = _span(step_id, began, seen)
         gap = _span(step_id, seen, moment)
         self._campaign._event(

@@ -25,6 +25,8 @@ from pytest_itera.report.model import (
     ACCEPTING,
     PARTIAL_NOTE,
     PLAN_INTEGRITY_NOTE,
+    PLAYED,
+    REHEARSED,
     REPORT_FORMAT,
     CampaignReport,
     CheckResult,
@@ -53,8 +55,9 @@ from pytest_itera.report.terminal import (
 )
 
 __all__ = [
-    "ACCEPTING", "PARTIAL_NOTE", "PLAN_INTEGRITY_NOTE", "RENDERERS", "REPORT_FORMAT",
-    "SUFFIXES", "CampaignReport", "CheckResult", "PlanReport", "RunRow", "SettingFacts", "StepRow",
+    "ACCEPTING", "PARTIAL_NOTE", "PLAN_INTEGRITY_NOTE", "PLAYED", "REHEARSED", "RENDERERS",
+    "REPORT_FORMAT", "SUFFIXES", "CampaignReport", "CheckResult", "PlanReport", "RunRow",
+    "SettingFacts", "StepRow",
     "acceptance", "budget_section", "budget_text", "build", "check_counts", "clean",
     "clean_block", "markdown_charts", "objective_rows", "overall_verdict", "provenance_rows",
     "render_html", "render_json", "render_markdown", "run_rows", "runs_of", "schedule_section",

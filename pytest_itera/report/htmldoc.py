@@ -98,6 +98,8 @@ def _html_campaign(report: CampaignReport) -> Iterator[str]:
     yield f"<p>Folder: <code>{_e(report.root)}</code></p>"
     if report.reopened_text:
         yield f'<p class="note">{_e(report.reopened_text)}</p>'
+    if report.played_clock_text:
+        yield f'<p class="note">{_e(report.played_clock_text)}</p>'
     if report.plan_integrity:
         yield f'<p class="note">Note: {_e(report.plan_integrity)}</p>'
     for note in report.file_notes:

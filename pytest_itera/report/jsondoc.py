@@ -63,6 +63,7 @@ def _campaign_json(report: CampaignReport) -> dict[str, Any]:
         "notes": list(report.all_notes),
         "settings": [asdict(setting) for setting in report.settings],
         "reopened": list(report.reopened),
+        "played_clock": report.played_clock,
         "question": report.question,
         "decision_rule": report.decision_rule,
         "conclusion": None if report.conclusion is None else

@@ -108,6 +108,8 @@ def _markdown_campaign(report: CampaignReport, *, level: str,
     lines += [f"Folder: {_md(report.root)}", ""]
     if report.reopened_text:
         lines += [f"Reopened: {_md(report.reopened_text)}", ""]
+    if report.played_clock_text:
+        lines += [f"Clock: {_md(report.played_clock_text)}", ""]
     if report.plan_integrity:
         lines += [f"Note: {_md(report.plan_integrity)}", ""]
     lines += [line for note in report.file_notes for line in (f"Note: {_md(note)}", "")]

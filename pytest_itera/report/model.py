@@ -15,8 +15,8 @@ from pytest_itera.checks.runs import CONCLUSION
 from pytest_itera.checks.schedule import deviation_tolerance
 from pytest_itera.core import money
 from pytest_itera.core import schedule as sched
-from pytest_itera.core.campaign import Campaign, Manifest
-from pytest_itera.core.journal import reopenings
+from pytest_itera.core.campaign import MANIFEST_FILE, Campaign, Manifest
+from pytest_itera.core.journal import JOURNAL_FILE, played_clock_line, reopenings
 from pytest_itera.files.outputs import left_out_note, own_outputs
 from pytest_itera.report.evidence import Evidence, gather
 
@@ -103,6 +103,7 @@ class CampaignReport:
     root: str
     # "accepted" | "accepted with waivers" | "rejected" | "plausible (fast mode)" | "incomplete"
     # | "rehearsed" (a rehearsal whose checks all passed: never "accepted")
+    # | "played clock" (recorded on an injected clock=, every check passed: never "accepted")
     verdict: str
     checks: tuple[CheckResult, ...]
     budget: dict[str, Any] | None
@@ -125,6 +126,9 @@ class CampaignReport:
     left_out: tuple[str, ...] = ()
     # The reason of each reopening the recorder's journal records (rec.reopen), in order.
     reopened: tuple[str, ...] = ()
+    # The campaign was recorded on a played clock (an injected clock=): what says so, e.g.
+    # "itera-journal.jsonl line 1" or "manifest.json"; None: the real clock, or unknown.
+    played_clock: str | None = None
     # An s3:// campaign read with --itera-store-checksums: the files verified by the store's
     # own full-object SHA-256 (none of their bytes hashed here). None: not asked for.
     store_verified: tuple[str, ...] | None = None
@@ -157,6 +161,15 @@ class CampaignReport:
             return None
         times = "once" if len(self.reopened) == 1 else f"{len(self.reopened)} times"
         return f"reopened {times}: {'; '.join(self.reopened)}"
+    @property
+    def played_clock_text(self) -> str | None:
+        """What every report says under the verdict of a campaign recorded on a played
+        clock, whatever the verdict; None on the real clock."""
+        if self.played_clock is None:
+            return None
+        return (f"played clock: the observed hours were played, not measured (the recorder "
+                f"read an injected clock=, {self.played_clock}); on the real clock, leave "
+                "clock= out")
     # The numbers behind the verdict: decision metrics, series, resume, deliveries.
     evidence: Evidence = field(default_factory=Evidence)
 
@@ -203,7 +216,7 @@ class CampaignReport:
 
     @property
     def ok(self) -> bool:
-        return self.verdict in (*ACCEPTING, "plausible (fast mode)", REHEARSED)
+        return self.verdict in (*ACCEPTING, "plausible (fast mode)", REHEARSED, PLAYED)
 
 
 def build(
@@ -258,12 +271,15 @@ def _build(
     notes: tuple[str, ...] = (PARTIAL_NOTE,) if partial else ()
     if switched_off:
         notes += (f"check families switched off: {', '.join(switched_off)}",)
+    played = played_clock(campaign)
     return CampaignReport(
         campaign=campaign.id,
         root=str(campaign.root),
         verdict=verdict(checks, collected=collected, fast=fast,
                         partial=partial or bool(switched_off),
-                        rehearsal=campaign.manifest is not None and campaign.manifest.rehearsal),
+                        rehearsal=campaign.manifest is not None and campaign.manifest.rehearsal,
+                        played_clock=played is not None),
+        played_clock=played,
         notes=notes,
         checks=checks,
         budget=budget_section(campaign),
@@ -281,6 +297,19 @@ def _build(
         left_out=_left_out(campaign, context),
         evidence=_evidence(campaign, runs, checks, context),
     )
+
+
+def played_clock(campaign: Campaign) -> str | None:
+    """What says the campaign was recorded on a played clock: its journal (a line that says
+    ``"clock": "played"``, whether or not the manifest lists the journal) or its manifest
+    (``"clock": "played"``); None when neither does (the real clock, or a hand-written
+    campaign, judged as before). Either decides: deleting one mark leaves the other."""
+    line = played_clock_line(campaign.root)
+    if line is not None:
+        return f"{JOURNAL_FILE} line {line}"
+    if campaign.manifest is not None and campaign.manifest.played_clock:
+        return f"{MANIFEST_FILE} \"clock\": \"played\""
+    return None
 
 
 def _left_out(campaign: Campaign, context: Context) -> tuple[str, ...]:
@@ -325,10 +354,12 @@ def _objective(campaign: Campaign) -> dict[str, Any]:
 
 def verdict(
     checks: Sequence[CheckResult], *, collected: int, fast: bool, partial: bool = False,
-    rehearsal: bool = False,
+    rehearsal: bool = False, played_clock: bool = False,
 ) -> str:
     """``rehearsal``: the manifest says the campaign is a rehearsal; every check passed
-    makes it "rehearsed", never "accepted"."""
+    makes it "rehearsed", never "accepted". ``played_clock``: it was recorded on a played
+    (injected) clock; every check passed makes it "played clock", never "accepted" (a
+    rehearsal on a played clock is "rehearsed": its hours are not judged either way)."""
     outcomes = {c.outcome for c in checks}
     if outcomes - {"passed", "skipped", "waived"}:
         return "rejected"
@@ -338,11 +369,14 @@ def verdict(
         return "plausible (fast mode)"
     if rehearsal:
         return REHEARSED
+    if played_clock:
+        return PLAYED
     return "accepted with waivers" if "waived" in outcomes else "accepted"
 
 
 REHEARSED = "rehearsed"
-_WORST_FIRST = ("rejected", "incomplete", "plausible (fast mode)", REHEARSED,
+PLAYED = "played clock"  # every check passed on hours a played clock gave: never "accepted"
+_WORST_FIRST = ("rejected", "incomplete", "plausible (fast mode)", REHEARSED, PLAYED,
                 "accepted with waivers")
 
 

@@ -42,6 +42,10 @@ def _verdict_line(report: CampaignReport) -> str:
     if report.verdict == "rehearsed":
         return (f"{head}: REHEARSED — {total}/{total} checks (a rehearsal: its observed hours "
                 "are not judged against the plan; a rehearsal is never ACCEPTED)")
+    if report.verdict == "played clock":
+        return (f"{head}: PLAYED CLOCK — {total}/{total} checks passed on a played clock: the "
+                "observed hours were not measured; a campaign on a played clock is never "
+                "ACCEPTED")
     label = "PLAUSIBLE (fast mode)" if report.fast else "ACCEPTED"
     return f"{head}: {label} — {total}/{total} checks"
 
@@ -50,6 +54,8 @@ def terminal_lines(report: CampaignReport) -> list[str]:
     lines = [verdict_line(report)]
     if report.reopened_text:
         lines.append("  " + clean(report.reopened_text))
+    if report.played_clock_text:
+        lines.append("  " + clean(report.played_clock_text))
     lines += ["  " + clean(row) for row in _table(RUN_HEADER, run_cells(report.runs))]
     lines += [f"  acceptance test {clean(c.nodeid)}: {c.outcome}" for c in acceptance(report)]
     for waiver, nodeids in report.waivers:

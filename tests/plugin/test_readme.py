@@ -9,8 +9,8 @@ check. Blocks that show output or shell commands are marked as such (``text``, `
 plugin prints.
 
 The example campaign is the docs' own (docs/campaign-format.md, docs/recorder.md): its recorder
-script, run beside its plan.json, must write exactly its plan.json and manifest.json, and the
-plugin must ACCEPT that folder.
+script, run beside its plan.json, must write exactly its plan.json and manifest.json, and every
+check must pass on that folder (PLAYED CLOCK: its hours are played).
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ SNIPPETS: dict[str, str] = {
     "# conftest.py": "hooks",
     "# tests/test_acceptance.py — run: pytest --itera-campaign out tests/test_acceptance.py":
         "fixture",
-    # the guides' scripts: run, their campaigns accepted, by tests/record/test_guides.py
+    # the guides' scripts: run, their campaigns judged, by tests/record/test_guides.py
     "# train_torch.py: a plain torch loop, recorded into out/ (run it beside draft/plan.json)":
         "guide",
     "# train_trainer.py: the Hugging Face Trainer, recorded into out/ (run it beside "
@@ -239,6 +239,8 @@ SNIPPETS: dict[str, str] = {
     "# train_lightning.py: Lightning, recorded into out/ (run it beside draft/plan.json)":
         "guide",
     "# the way back: run beside out/, the campaign closed above": "way-back",
+    "# continue.py: killed and continued, on a played clock and on the real clock (beside "
+    "draft/plan.json)": "continue",
 }
 
 
@@ -252,7 +254,7 @@ def test_every_python_block_has_a_runner() -> None:
     unknown = [b.where for b in _blocks("python") if b.text.splitlines()[0] not in SNIPPETS]
     assert not unknown, f"python blocks no test runs: {unknown}; add them to SNIPPETS"
     assert set(SNIPPETS.values()) == {"values", "property", "recorder", "hooks", "fixture",
-                                      "guide", "way-back"}
+                                      "guide", "way-back", "continue"}
 
 
 @pytest.mark.parametrize(
@@ -286,7 +288,8 @@ def test_recorder_writes_the_documented_documents(example_campaign: Path) -> Non
 def test_the_way_back_block_repairs_the_documented_campaign(
         example_campaign: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """docs/recorder.md's way back, run on a copy of the documented campaign: reopened,
-    repaired, closed again and ACCEPTED, the journal and the summary saying so."""
+    repaired, closed again and PLAYED CLOCK (all checks pass), the journal and the summary
+    saying so."""
     shutil.copytree(example_campaign, tmp_path / "out")
     block = _snippet("way-back")
     with pytest.MonkeyPatch.context() as mp:
@@ -300,11 +303,21 @@ def test_the_way_back_block_repairs_the_documented_campaign(
     assert (changed["path"], changed["change"]) == ("RELOAD.md", "replaced")
 
 
+def test_the_continue_block_continues_a_killed_script(tmp_path: Path) -> None:
+    """docs/recorder.md's kill-and-continue script, beside the docs' plan: on a played clock
+    and on the real clock, its own asserts are the test."""
+    record_example(_snippet("continue"), tmp_path)
+    journal = (tmp_path / "played" / "itera-journal.jsonl").read_text().splitlines()
+    assert json.loads(journal[0])["clock"] == "played"
+    real = (tmp_path / "real" / "itera-journal.jsonl").read_text().splitlines()
+    assert json.loads(real[0])["clock"] == "real"
+
+
 def _copy(example_campaign: Path, pytester: pytest.Pytester) -> None:
     shutil.copytree(example_campaign, pytester.path / "out")
 
 
-README_COMMAND = "$ pytest --itera-campaign out --itera-require-accepted"
+README_COMMAND = "$ pytest --itera-campaign out"
 
 
 # Why a documentation example runs in one xdist mode (tests/plugin/conftest.py).
@@ -323,11 +336,13 @@ def _readme_session() -> list[str]:
 def test_the_plugin_accepts_the_documented_campaign_as_the_readme_shows(
         example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
     _copy(example_campaign, pytester)
-    result = itera("--itera-require-accepted")
+    result = itera()
     assert result.ret == 0, result.stdout.str()
     shown = _readme_session()
-    assert "campaign tiny-2026-11: ACCEPTED — 73/73 checks" in shown
+    assert shown[1].startswith("campaign tiny-2026-11: PLAYED CLOCK — 73/73 checks passed")
     result.stdout.fnmatch_lines(shown)
+    # its hours were played: the gate refuses it
+    assert itera("--itera-require-accepted").ret == pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.mark.one_mode(EXAMPLE)
@@ -350,9 +365,9 @@ def test_fixture_block_is_part_of_the_verdict(
         example_campaign: Path, itera: Itera, pytester: pytest.Pytester) -> None:
     _copy(example_campaign, pytester)
     pytester.makepyfile(**{"tests/test_acceptance": _snippet("fixture").text})
-    result = itera("tests/test_acceptance.py", "--itera-require-accepted")
+    result = itera("tests/test_acceptance.py")
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["campaign tiny-2026-11: ACCEPTED — * checks"])
+    result.stdout.fnmatch_lines(["campaign tiny-2026-11: PLAYED CLOCK — * checks passed *"])
 
 
 # ---------------------------------------------------------------- commands

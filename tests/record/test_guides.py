@@ -2,10 +2,12 @@
 
 Each guide is a complete script (its one ```python block) and the commands around it (its
 ```console block): ``python -m pytest_itera new-plan draft --campaign <name>``, the script
-beside draft/, then ``pytest --itera-campaign out --itera-require-accepted``. Each script runs
-once per module, in-process, in a folder of its own; its ``closure`` (close() ran the checks in
-the process, with the reloads in a fresh one) must be ACCEPTED and must print what the guide
-shows that command printing. One guide's folder is also judged by a real pytest session.
+beside draft/, then ``pytest --itera-campaign out``. Each script runs
+once per module, in-process, in a folder of its own, on its played clock (``PLAYED_CLOCK =
+True``: seconds of CPU play the planned hours); its ``closure`` (close() ran the checks in the
+process, with the reloads in a fresh one) must be PLAYED CLOCK (every check passed, never
+ACCEPTED: the hours were not measured) and must print what the guide shows that command
+printing. One guide's folder is also judged by a real pytest session.
 
 The shown counts of checks (``95/95``) are compared as ``*``: a check added to the plugin must
 not break the guides; the verdict, the runs, their roles and statuses, the budget and the
@@ -29,7 +31,7 @@ from pytest_itera.cli import main as itera_cli
 from tests.runner import REPO, Itera
 
 GUIDES = ("torch", "trainer", "lightning")
-PYTEST_COMMAND = "$ pytest --itera-campaign out --itera-require-accepted"
+PYTEST_COMMAND = "$ pytest --itera-campaign out"
 
 
 def guide(name: str) -> Path:
@@ -99,10 +101,11 @@ def test_each_guide_is_one_script_and_the_commands_that_run_it(name: str) -> Non
 
 
 @pytest.mark.parametrize("name", GUIDES)
-def test_the_guide_closes_its_campaign_accepted(
+def test_the_guide_closes_its_campaign_on_its_played_clock(
         name: str, ran: dict[str, dict[str, Any]]) -> None:
     closure = ran[name]["closure"]
-    assert closure.verdict == "accepted", "\n".join(p.render() for p in closure.findings)
+    assert closure.verdict == "played clock", "\n".join(p.render() for p in closure.findings)
+    assert not closure.accepted  # the hours were played: never ACCEPTED
     assert closure.findings == ()
     # What close() printed is what the guide shows the pytest command printing.
     header, *summary = shown(name)
@@ -144,10 +147,12 @@ def test_the_lightning_guide_closes_on_a_negative_result(
         "lightning", "resume")
 
 
-def test_pytest_accepts_the_torch_guide_as_it_shows(
+def test_pytest_judges_the_torch_guide_as_it_shows(
         ran: dict[str, dict[str, Any]], itera: Itera, pytester: pytest.Pytester) -> None:
-    """One real pytest session, on the torch guide's folder (the cheapest to reload)."""
+    """One real pytest session, on the torch guide's folder (the cheapest to reload): every
+    check passes, the verdict says the clock was played, and the gate refuses it."""
     shutil.copytree(ran["torch"]["out"], pytester.path / "out")
-    result = itera("--itera-require-accepted")
+    result = itera()
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(shown("torch"), consecutive=True)
+    assert itera("--itera-require-accepted").ret == pytest.ExitCode.TESTS_FAILED

@@ -4,7 +4,8 @@ Each tool (transformers Trainer, Lightning, accelerate, torch.distributed.checkp
 plain torch.save) writes its complete, unmodified output where a user points it, inside a
 campaign folder under pytest's temporary folder (so the absolute paths the tools record are
 paths into /tmp: into the campaign itself, which is fine). tests/real_tools.py then records
-the campaign with pytest_itera.record.CampaignRecorder. Good campaigns must be ACCEPTED;
+the campaign with pytest_itera.record.CampaignRecorder. Good campaigns must pass every check
+(their verdict is PLAYED CLOCK: tests/real_tools.py records on a simulated clock);
 subtly broken ones (damaged after the manifest was written, or recorded honestly but with a
 real defect) must fail exactly the items that name their defect, with the right message.
 
@@ -148,10 +149,12 @@ def failures(report: dict[str, Any]) -> dict[tuple[str, str | None], dict[str, A
 
 
 def assert_accepted(itera: Itera, root: Path) -> None:
+    """Every check passes. The campaign is recorded on tests/real_tools.py's simulated clock,
+    a played clock: its verdict is PLAYED CLOCK, the one a real clock would make ACCEPTED."""
     result, report = itera.reported(root)
     assert failures(report) == {}, json.dumps(list(failures(report).values()), indent=1)
-    assert report["verdict"] == "accepted"
-    expect(result, "campaign tiny-2026-11: ACCEPTED — * checks")
+    assert report["verdict"] == "played clock"
+    expect(result, "campaign tiny-2026-11: PLAYED CLOCK — * checks passed on a played clock*")
     assert result.ret == 0
 
 
@@ -453,7 +456,7 @@ def test_frozen_parameters_need_a_named_optimizer(tmp_path: Path) -> None:
     named = check_campaign(rt.record_campaign(tmp_path / "named", rt.frozen_tools(named=True),
                                               resume_state=rt.TUTORIAL_PARTS))
     assert named.findings == (), [p.render() for p in named.findings]
-    assert named.verdict == "accepted"
+    assert named.verdict == "played clock"  # every check passed, on a simulated clock
 
 
 def test_a_numpy_metric_in_a_torch_checkpoint_is_refused_as_data_not_code(
