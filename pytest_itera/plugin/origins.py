@@ -99,6 +99,8 @@ def in_force(config: pytest.Config, switched_off: Sequence[str]) -> list[Origin]
     found = []
     if config.getoption(o.FAST):
         found.append(Origin(o.FAST, option_source(config, o.FAST), True))
+    if config.getoption(o.ACCEPT_PLAYED_CLOCK):
+        found.append(Origin(o.ACCEPT_PLAYED_CLOCK, option_source(config, o.ACCEPT_PLAYED_CLOCK)))
     found += [Origin(f"-p no:{name}", _plugin_source(config, name), True)
               for name in switched_off]
     pairs: tuple[tuple[str, str, object], ...] = ((o.PYTHON, o.INI_PYTHON, ""),
