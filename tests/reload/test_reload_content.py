@@ -399,3 +399,24 @@ def test_the_same_tensors_have_one_digest_in_any_format(
     assert digests["other.pt"] != digests["bare.pt"]
     assert dict(found["dict.pt"].model_shapes) == {
         "0.weight": (8, 4), "0.bias": (8,), "2.weight": (2, 8), "2.bias": (2,)}
+
+
+def test_a_chained_schedulers_state_is_a_scheduler(reloader: Reloader, tmp_path: Path) -> None:
+    """torch's ChainedScheduler saves no last_epoch of its own: its sub-schedulers' states
+    and its _last_lr. That restores it (ChainedScheduler.load_state_dict)."""
+    model = checkpoints.tiny_model()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.ChainedScheduler([
+        torch.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=3),
+        torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)])
+    model(torch.randn(3, 4)).pow(2).mean().backward()
+    opt.step()
+    sched.step()
+    assert "last_epoch" not in sched.state_dict()
+    path = tmp_path / "resume.pt"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                "scheduler": sched.state_dict()}, path)
+    res = reloader.reload(path, "resume.pt")
+    assert res.ok, res.cause
+    assert "scheduler" in res.parts
+    assert res.fault("scheduler") is None
