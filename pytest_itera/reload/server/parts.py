@@ -269,6 +269,9 @@ def judge_part(found: Findings, part: str, value: Any, key: str) -> bool:
             found.steps.append(step)
     elif part == "optimizer":
         found.optimizers.append((key, value))  # judged against the model at the end
+        found.rated_optimizers.append((key, value))
+    elif part == "scheduler":
+        found.schedulers.append((key, value))
     return True
 
 
