@@ -4,6 +4,8 @@ The reload child reports typed facts (``ReloadResult.step``, ``model_shapes``,
 ``model_digest``, ``optimizer``); here they are compared with what the manifest says:
 
 * a resume checkpoint's optimizer fits its model and is finite (resume-complete);
+* a resume checkpoint agrees with itself: its optimizer's per-group ``lr`` (``initial_lr``)
+  is its LR scheduler's ``_last_lr`` (``base_lrs``), exactly (resume-complete);
 * the step a resume checkpoint stores is the step a ``resumed_from`` naming it records
   (resume-complete);
 * a resumed run's own resume checkpoints trained past the checkpoint it resumed from: not
@@ -15,7 +17,9 @@ The reload child reports typed facts (``ReloadResult.step``, ``model_shapes``,
 
 from __future__ import annotations
 
+import math
 import os
+import struct
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -29,7 +33,7 @@ from pytest_itera.core.findings import Finding
 
 if TYPE_CHECKING:
     from pytest_itera.checks.context import Context
-    from pytest_itera.reload import OptimizerFit, ReloadResult
+    from pytest_itera.reload import OptimizerFit, OptimizerRates, Rate, ReloadResult, SchedulerRates
 
 __all__ = ["STATED_SIZES", "resume_content", "run_weights"]
 
@@ -50,6 +54,7 @@ def resume_content(ctx: Context, record: CheckpointRecord, result: ReloadResult,
     the one every ``resumed_from`` naming it records."""
     if result.optimizer is not None:
         yield from _optimizer_findings(record, result.optimizer, where)
+    yield from _rate_findings(record, result, where)
     yield from _step_findings(ctx, record, result, where)
     yield from _trained_past(ctx, record, result, where)
 
@@ -103,6 +108,96 @@ _NAMED_HINTS = {
                  "(torch >= 2.6 then saves param_names, which prove which tensor each state "
                  "belongs to), and train the run again",
 }
+
+
+# The pairs of lists that must be equal, group by group: (the optimizer group's key, the
+# scheduler state's list, how the message names each).
+_RATE_PAIRS = (("lr", "last_lr", "_last_lr", "lr", "last lr"),
+               ("initial_lr", "base_lrs", "base_lrs", "initial_lr", "base lr"))
+_SHOWN_GROUPS = 4
+
+
+def rate_disagreements(optimizer: OptimizerRates, scheduler: SchedulerRates) -> list[str]:
+    """The one home of the rule: an optimizer state and the LR scheduler state that drives
+    it agree when each group's ``lr`` is the scheduler's ``_last_lr`` for that group and its
+    ``initial_lr`` the scheduler's ``base_lrs``, exactly (a scheduler's step writes the one
+    float into both). A list the scheduler does not store (ReduceLROnPlateau has no
+    ``base_lrs``), a group without the number, or lists of other lengths are not judged.
+    Each disagreement, in words."""
+    groups = len(optimizer.lr)
+    said = []
+    for mine, theirs, field, own_name, their_name in _RATE_PAIRS:
+        ours = getattr(optimizer, mine)
+        stored = getattr(scheduler, theirs)
+        if stored is None or len(stored) != len(ours):
+            continue
+        for index, (a, b) in enumerate(zip(ours, stored, strict=True)):
+            if a is not None and b is not None and not same_rate(a, b):
+                said.append(
+                    f"in parameter group {index} (of {groups}) the optimizer's {own_name} is "
+                    f"{_rate(a)} ({optimizer.key} param_groups[{index}]['{mine}']) but the LR "
+                    f"scheduler's {their_name} is {_rate(b)} ({scheduler.key} "
+                    f"{field}[{index}])")
+    return said
+
+
+def same_rate(a: Rate, b: Rate) -> bool:
+    """Equal as stored: the same float, or one side a tensor holding the other's float in
+    its dtype (a CyclicLR's float base_lrs beside a tensor lr's float32 initial_lr)."""
+    if a.value == b.value or (math.isnan(a.value) and math.isnan(b.value)):
+        return True
+    return _as_stored(a.value, b.dtype) == b.value or _as_stored(b.value, a.dtype) == a.value
+
+
+def _as_stored(value: float, dtype: str | None) -> float | None:
+    """``value`` as a tensor of ``dtype`` holds it (torch rounds to nearest, ties to even);
+    None for a dtype it is not rounded to."""
+    try:
+        if dtype in (None, "float64", "double"):
+            return value
+        if dtype in ("float32", "float"):
+            return float(struct.unpack("<f", struct.pack("<f", value))[0])
+        if dtype in ("float16", "half"):
+            return float(struct.unpack("<e", struct.pack("<e", value))[0])
+        if dtype == "bfloat16":
+            bits = struct.unpack("<I", struct.pack("<f", value))[0]
+            bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+            return float(struct.unpack("<f", struct.pack("<I", bits))[0])
+    except (OverflowError, struct.error):
+        return None
+    return None
+
+
+def _rate(rate: Rate) -> str:
+    return repr(rate.value) if rate.dtype is None else f"{rate.value!r} (a {rate.dtype} tensor)"
+
+
+def _rate_findings(record: CheckpointRecord, result: ReloadResult,
+                   where: str) -> Iterator[Finding]:
+    """A resume checkpoint that disagrees with itself is refused: its optimizer and its LR
+    scheduler were saved at different steps (or a group's lr set by hand beside the
+    scheduler), and a resume would restore neither as the run had them. Judged where it
+    holds one optimizer state and one scheduler state: with several, which scheduler drives
+    which optimizer is not in the file."""
+    if len(result.optimizer_rates) != 1 or len(result.scheduler_rates) != 1:
+        return
+    optimizer, scheduler = result.optimizer_rates[0], result.scheduler_rates[0]
+    said = rate_disagreements(optimizer, scheduler)
+    if not said:
+        return
+    more = len(said) - _SHOWN_GROUPS
+    yield Finding(
+        f"resume checkpoint {record.path} cannot resume as saved: its optimizer and its LR "
+        f"scheduler disagree: {'; '.join(said[:_SHOWN_GROUPS])}"
+        f"{f' (and {more} more)' if more > 0 else ''}",
+        where=where, code="resume-complete.lr-disagrees",
+        expected=f"each parameter group's lr in {optimizer.key} equal to {scheduler.key} "
+        "_last_lr, and its initial_lr to base_lrs",
+        found=said[0],
+        hint="save the optimizer and the LR scheduler state at the same step, after "
+        "scheduler.step(): optimizer.state_dict() and scheduler.state_dict() taken together "
+        "(pytest_itera.record.save_resume_checkpoint does); do not set a group's lr by hand "
+        "beside a scheduler")
 
 
 def _values(nan: int, inf: int) -> str:

@@ -34,7 +34,8 @@ from pytest_itera.reload.formats import DEFAULT_TIMEOUT, FAILURES, PARTS
 from pytest_itera.reload.probe import MIN_TORCH, too_old
 
 __all__ = ["MIN_TORCH", "PARTS", "NonFiniteBuffer", "OptimizerFit", "OptimizerProblem",
-           "PartFault", "ReloadResult", "Reloader", "Sandbox"]
+           "OptimizerRates", "PartFault", "Rate", "ReloadResult", "Reloader", "Sandbox",
+           "SchedulerRates"]
 
 SERVER = Path(__file__).with_name("server") / "__main__.py"  # a folder, run by path
 PROBE = Path(__file__).with_name("probe.py")
@@ -94,6 +95,39 @@ class OptimizerFit:
 
 
 @dataclass(frozen=True)
+class Rate:
+    """A learning rate as the checkpoint stores it: a Python number (``dtype`` None) or a
+    one-element floating tensor (``dtype`` ``"float32"``, ...) whose value is ``value``."""
+
+    value: float
+    dtype: str | None = None
+
+
+@dataclass(frozen=True)
+class OptimizerRates:
+    """The learning rates of one optimizer state, per parameter group, in group order:
+    ``lr`` and ``initial_lr`` (None where a group holds no number there, e.g. no scheduler
+    ever set its ``initial_lr``). ``key`` is where (``"optimizer"``, ``"optimizer.pt"``,
+    ``"optimizer_states.0"``)."""
+
+    key: str
+    lr: tuple[Rate | None, ...] = ()
+    initial_lr: tuple[Rate | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class SchedulerRates:
+    """The learning rates one LR scheduler state stores: its ``_last_lr`` and ``base_lrs``,
+    one per parameter group (None: the state has no such list, e.g. ReduceLROnPlateau's
+    ``base_lrs``, DeepSpeed's own schedules). ``key`` is where (``"scheduler"``,
+    ``"scheduler.pt"``, ``"lr_schedulers.0"``)."""
+
+    key: str
+    last_lr: tuple[Rate | None, ...] | None = None
+    base_lrs: tuple[Rate | None, ...] | None = None
+
+
+@dataclass(frozen=True)
 class Sandbox:
     """The sandbox of the process that loaded a checkpoint (see ``sandbox.py``).
 
@@ -145,6 +179,10 @@ class ReloadResult:
         default_factory=lambda: MappingProxyType({}), compare=False)
     model_digest: str | None = None
     optimizer: OptimizerFit | None = None
+    # The learning rates each optimizer state and each LR scheduler state stores, as stored
+    # (whether they agree is resume-complete's rule).
+    optimizer_rates: tuple[OptimizerRates, ...] = ()
+    scheduler_rates: tuple[SchedulerRates, ...] = ()
 
     def fault(self, part: str) -> PartFault | None:
         """Why ``part`` is not counted although its key is there, or None."""
@@ -580,7 +618,35 @@ def _content(reply: dict[str, Any]) -> dict[str, Any]:
             str(k): tuple(int(d) for d in v) for k, v in shapes.items()
             if isinstance(v, list)} if isinstance(shapes, dict) else {}),
         "model_digest": digest if isinstance(digest, str) else None,
-        "optimizer": _optimizer(reply.get("optimizer"))}
+        "optimizer": _optimizer(reply.get("optimizer")),
+        "optimizer_rates": tuple(
+            OptimizerRates(key=str(o.get("key", "")), lr=_rates(o.get("lr")) or (),
+                           initial_lr=_rates(o.get("initial_lr")) or ())
+            for o in _dicts(reply.get("optimizer_rates"))),
+        "scheduler_rates": tuple(
+            SchedulerRates(key=str(o.get("key", "")), last_lr=_rates(o.get("last_lr")),
+                           base_lrs=_rates(o.get("base_lrs")))
+            for o in _dicts(reply.get("scheduler_rates")))}
+
+
+def _dicts(raw: Any) -> list[dict[str, Any]]:
+    return [item for item in raw if isinstance(item, dict)] if isinstance(raw, list) else []
+
+
+def _rates(raw: Any) -> tuple[Rate | None, ...] | None:
+    """A list of rates (our own protocol: an item that is not one is None, no list None)."""
+    if not isinstance(raw, list):
+        return None
+    return tuple(_rate(item) for item in raw)
+
+
+def _rate(raw: Any) -> Rate | None:
+    if not isinstance(raw, dict):
+        return None
+    value, dtype = raw.get("value"), raw.get("dtype")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return Rate(value=float(value), dtype=dtype if isinstance(dtype, str) else None)
 
 
 def _optimizer(raw: Any) -> OptimizerFit | None:

@@ -16,6 +16,7 @@ its passing twin.
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -24,8 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
+from pytest_itera.core.campaign import MANIFEST_FILE
 from pytest_itera.report.verify import Problem, check_campaign
 from tests.factory import CONTROL_CKPT, RESUMED_AT, VARIANT_WEIGHTS, CampaignBuilder, sha256
 
@@ -153,6 +156,108 @@ def test_a_non_finite_optimizer_state_cannot_resume(tmp_path: Path) -> None:
         f"resume checkpoint {CONTROL_CKPT} holds a non-finite optimizer state: 1 inf value(s) "
         "in 1 buffer(s): optimizer.state.0.momentum_buffer (1 inf); a resumed step would turn "
         "the weights non-finite")
+
+
+# ------------------------------------------------- the optimizer agrees with its scheduler
+
+S = torch.optim.lr_scheduler
+SCHEDULERS: dict[str, Callable[[torch.optim.Optimizer], Any]] = {
+    "StepLR": lambda o: S.StepLR(o, step_size=2, gamma=0.5),
+    "OneCycleLR": lambda o: S.OneCycleLR(o, max_lr=[0.3, 0.1], total_steps=10),
+    "SequentialLR": lambda o: S.SequentialLR(
+        o, [S.LinearLR(o, start_factor=0.2, total_iters=2), S.CosineAnnealingLR(o, T_max=5)],
+        milestones=[2]),
+    "ReduceLROnPlateau": lambda o: S.ReduceLROnPlateau(o, patience=0),
+}
+
+
+def _two_groups(ckpt: dict[str, Any], scheduler: Callable[[torch.optim.Optimizer], Any],
+                edit: Callable[[torch.optim.Optimizer], None] | None = None,
+                scheduler_at: int = 3) -> None:
+    """The control's optimizer and scheduler again, over two parameter groups (the weight,
+    and the bias at a lower lr), trained 3 steps; the scheduler's state taken after
+    ``scheduler_at`` of them, then ``edit`` changes the optimizer."""
+    model = torch.nn.Linear(4, 2)
+    model.load_state_dict(ckpt["model"])
+    groups: list[dict[str, Any]] = [{"params": [model.weight]},
+                                    {"params": [model.bias], "lr": 0.05}]
+    opt = torch.optim.SGD(groups, lr=0.1, momentum=0.9)
+    sched = scheduler(opt)
+    for step in range(1, 4):
+        opt.zero_grad()
+        model(torch.ones(1, 4)).sum().backward()
+        opt.step()
+        sched.step(1.0) if isinstance(sched, S.ReduceLROnPlateau) else sched.step()
+        if step == scheduler_at:
+            ckpt["scheduler"] = copy.deepcopy(sched.state_dict())
+    if edit is not None:
+        edit(opt)
+    ckpt["optimizer"] = opt.state_dict()
+
+
+def test_an_optimizer_lr_edited_after_the_scheduler_saved_cannot_resume(tmp_path: Path) -> None:
+    def halve_group_1(opt: torch.optim.Optimizer) -> None:
+        opt.param_groups[1]["lr"] /= 2
+
+    def change(ckpt: dict[str, Any]) -> None:
+        _two_groups(ckpt, SCHEDULERS["StepLR"], halve_group_1)
+
+    problem = _only(tmp_path, change, "resume-complete.lr-disagrees")
+    assert problem.check == "resume-complete"
+    assert problem.finding.message == (
+        f"resume checkpoint {CONTROL_CKPT} cannot resume as saved: its optimizer and its LR "
+        "scheduler disagree: in parameter group 1 (of 2) the optimizer's lr is 0.0125 "
+        "(optimizer param_groups[1]['lr']) but the LR scheduler's last lr is 0.025 "
+        "(scheduler _last_lr[1])")
+    assert problem.finding.where == f"{MANIFEST_FILE} $.checkpoints[0]"
+    assert problem.finding.hint == (
+        "save the optimizer and the LR scheduler state at the same step, after "
+        "scheduler.step(): optimizer.state_dict() and scheduler.state_dict() taken together "
+        "(pytest_itera.record.save_resume_checkpoint does); do not set a group's lr by hand "
+        "beside a scheduler")
+
+
+def test_a_scheduler_saved_a_step_before_the_optimizer_cannot_resume(tmp_path: Path) -> None:
+    """A OneCycleLR state of step 2 beside the optimizer of step 3: both groups disagree;
+    a base lr written by hand too."""
+    def change(ckpt: dict[str, Any]) -> None:
+        _two_groups(ckpt, SCHEDULERS["OneCycleLR"], scheduler_at=2)
+        ckpt["scheduler"]["base_lrs"][0] = 0.5
+
+    problem = _only(tmp_path, change, "resume-complete.lr-disagrees")
+    said = problem.finding.message.split("disagree: ", 1)[1].split("; ")
+    assert [s.split(" the optimizer's ")[1].split(" is ")[0] for s in said] == [
+        "lr", "lr", "initial_lr"]
+    assert [s.split(" (of 2)")[0] for s in said] == [
+        "in parameter group 0", "in parameter group 1", "in parameter group 0"]
+    assert said[2] == ("in parameter group 0 (of 2) the optimizer's initial_lr is 0.012 "
+                       "(optimizer param_groups[0]['initial_lr']) but the LR scheduler's base "
+                       "lr is 0.5 (scheduler base_lrs[0])")
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_a_real_scheduler_saved_with_its_optimizer_resumes(tmp_path: Path, name: str) -> None:
+    assert _codes(_changed_control(tmp_path, lambda c: _two_groups(c, SCHEDULERS[name]))) == []
+
+
+def test_the_recorders_own_resume_save_resumes(tmp_path: Path) -> None:
+    from pytest_itera.record.resume import save_resume_checkpoint
+
+    b = CampaignBuilder(tmp_path / "out")
+    model = torch.nn.Linear(4, 2)
+    model.load_state_dict(_control(b)["model"])
+    groups: list[dict[str, Any]] = [{"params": [model.weight]},
+                                    {"params": [model.bias], "lr": 3e-4}]
+    opt = torch.optim.AdamW(groups, lr=1e-3)
+    sched = S.CosineAnnealingLR(opt, T_max=4)
+    for _ in range(RESUMED_AT):
+        model(torch.ones(1, 4)).sum().backward()
+        opt.step()
+        sched.step()
+    save_resume_checkpoint(tmp_path / "step-2.pt", model=model, optimizer=opt, scheduler=sched,
+                           step=RESUMED_AT, data_state={"epoch": 0, "index": RESUMED_AT})
+    b.files[CONTROL_CKPT] = (tmp_path / "step-2.pt").read_bytes()
+    assert _codes(b.write()) == []
 
 
 # ------------------------------------------------------------------ whose weights

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_itera.reload import OptimizerProblem, Reloader
+from pytest_itera.checks.checkpoint_content import rate_disagreements
+from pytest_itera.reload import OptimizerProblem, Rate, Reloader
 from tests import checkpoints
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -399,3 +400,168 @@ def test_the_same_tensors_have_one_digest_in_any_format(
     assert digests["other.pt"] != digests["bare.pt"]
     assert dict(found["dict.pt"].model_shapes) == {
         "0.weight": (8, 4), "0.bias": (8,), "2.weight": (2, 8), "2.bias": (2,)}
+
+
+def test_a_chained_schedulers_state_is_a_scheduler(reloader: Reloader, tmp_path: Path) -> None:
+    """torch's ChainedScheduler saves no last_epoch of its own: its sub-schedulers' states
+    and its _last_lr. That restores it (ChainedScheduler.load_state_dict)."""
+    model = checkpoints.tiny_model()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.ChainedScheduler([
+        torch.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=3),
+        torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)])
+    model(torch.randn(3, 4)).pow(2).mean().backward()
+    opt.step()
+    sched.step()
+    assert "last_epoch" not in sched.state_dict()
+    path = tmp_path / "resume.pt"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                "scheduler": sched.state_dict()}, path)
+    res = reloader.reload(path, "resume.pt")
+    assert res.ok, res.cause
+    assert "scheduler" in res.parts
+    assert res.fault("scheduler") is None
+
+
+# ------------------------------------------- the learning rates it stores (issue 35, part 7)
+
+S = torch.optim.lr_scheduler
+
+# Real torch schedulers on an optimizer of two parameter groups (lr 0.1 and 0.03).
+SCHEDULERS: dict[str, Any] = {
+    "StepLR": lambda o: S.StepLR(o, step_size=2, gamma=0.5),
+    "CosineAnnealingLR": lambda o: S.CosineAnnealingLR(o, T_max=7),
+    "LambdaLR": lambda o: S.LambdaLR(o, lambda epoch: 0.9 ** epoch),
+    "OneCycleLR": lambda o: S.OneCycleLR(o, max_lr=[0.3, 0.1], total_steps=20),
+    "LinearLR": lambda o: S.LinearLR(o, start_factor=0.2, total_iters=5),
+    "SequentialLR": lambda o: S.SequentialLR(
+        o, [S.LinearLR(o, start_factor=0.2, total_iters=3), S.ExponentialLR(o, gamma=0.9)],
+        milestones=[3]),
+    "ChainedScheduler": lambda o: S.ChainedScheduler(
+        [S.ConstantLR(o, factor=0.5, total_iters=3), S.ExponentialLR(o, gamma=0.9)]),
+    "ReduceLROnPlateau": lambda o: S.ReduceLROnPlateau(o, patience=0),
+    "CyclicLR": lambda o: S.CyclicLR(o, 0.01, 0.1, step_size_up=3),
+}
+# What each scheduler's state_dict() stores besides _last_lr: base_lrs, or not.
+NO_BASE_LRS = {"SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"}
+
+
+def _two_groups(lr: float | torch.Tensor = 0.1) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    model = checkpoints.tiny_model()
+    assert isinstance(model, torch.nn.Sequential)
+    groups: list[dict[str, Any]] = [{"params": model[0].parameters()},
+                                    {"params": model[2].parameters(), "lr": 0.03}]
+    return model, torch.optim.SGD(groups, lr=lr, momentum=0.9)
+
+
+def _steps(model: torch.nn.Module, opt: torch.optim.Optimizer, sched: Any, n: int = 5) -> None:
+    for _ in range(n):
+        opt.zero_grad()
+        model(torch.randn(3, 4)).pow(2).mean().backward()
+        opt.step()
+        sched.step(1.0) if isinstance(sched, S.ReduceLROnPlateau) else sched.step()
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_a_real_scheduler_and_its_optimizer_store_the_same_rates(
+        reloader: Reloader, tmp_path: Path, name: str) -> None:
+    """A scheduler's step writes one float into the group's lr and its _last_lr (and the
+    group's initial_lr is its base_lrs): equal exactly, in the reload's report too."""
+    model, opt = _two_groups()
+    sched = SCHEDULERS[name](opt)
+    _steps(model, opt, sched, 4)
+    path = tmp_path / "resume.pt"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                "scheduler": sched.state_dict(), "progress": {"step": 4}}, path)
+    res = reloader.reload(path, "resume.pt")
+    assert res.ok, res.cause
+    assert "scheduler" in res.parts  # a ChainedScheduler's state too (no last_epoch of its own)
+    [rates] = res.optimizer_rates
+    [stored] = res.scheduler_rates
+    assert (rates.key, stored.key) == ("optimizer", "scheduler")
+    assert rates.lr == stored.last_lr == tuple(
+        Rate(g["lr"]) for g in opt.param_groups)
+    assert rates.lr != (Rate(0.1), Rate(0.03))  # it scheduled something
+    if name in NO_BASE_LRS:
+        assert stored.base_lrs is None  # not judged: the state has none
+    else:
+        assert rates.initial_lr == stored.base_lrs
+    assert rate_disagreements(rates, stored) == []
+
+
+def test_a_tensor_lr_is_reported_with_its_dtype(reloader: Reloader, tmp_path: Path) -> None:
+    """A tensor lr (a compiled, capturable optimizer's): its value and dtype. CyclicLR keeps
+    its float base_lrs beside the float32 initial_lr of the group: equal as stored."""
+    model, opt = _two_groups(lr=torch.tensor(0.1))
+    sched = S.CyclicLR(opt, 0.01, 0.1, step_size_up=3)
+    _steps(model, opt, sched)
+    path = tmp_path / "resume.pt"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                "scheduler": sched.state_dict()}, path)
+    res = reloader.reload(path, "resume.pt")
+    [rates], [stored] = res.optimizer_rates, res.scheduler_rates
+    assert rates.lr[0] == Rate(float(opt.param_groups[0]["lr"]), "float32")
+    assert rates.lr[1] == Rate(opt.param_groups[1]["lr"])
+    assert rates.initial_lr[0] == Rate(float(torch.tensor(0.01)), "float32")
+    assert stored.base_lrs == (Rate(0.01), Rate(0.01))
+    assert rate_disagreements(rates, stored) == []
+
+
+def test_an_lr_edited_after_the_scheduler_was_saved_disagrees(
+        reloader: Reloader, tmp_path: Path) -> None:
+    model, opt = _two_groups()
+    sched = S.StepLR(opt, step_size=2, gamma=0.5)
+    _steps(model, opt, sched)
+    saved = sched.state_dict()
+    opt.param_groups[1]["lr"] = 0.001  # after the scheduler's state was taken
+    path = tmp_path / "resume.pt"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                "scheduler": saved}, path)
+    res = reloader.reload(path, "resume.pt")
+    assert res.ok, res.cause  # it loads: the checks refuse it (resume-complete)
+    [rates], [stored] = res.optimizer_rates, res.scheduler_rates
+    assert rate_disagreements(rates, stored) == [
+        "in parameter group 1 (of 2) the optimizer's lr is 0.001 (optimizer "
+        "param_groups[1]['lr']) but the LR scheduler's last lr is 0.0075 (scheduler "
+        "_last_lr[1])"]
+
+
+def test_the_rates_of_each_tools_checkpoint(reloader: Reloader, tmp_path: Path) -> None:
+    """Lightning's optimizer_states / lr_schedulers, the Trainer's optimizer.pt /
+    scheduler.pt, accelerate's optimizer.bin / scheduler.bin, a DCP folder's nested state:
+    one optimizer and one scheduler each, saved together, that agree."""
+    model, opt = _two_groups()
+    sched = S.CosineAnnealingLR(opt, T_max=7)
+    _steps(model, opt, sched)
+    from torch.distributed.checkpoint import state_dict_saver
+    with checkpoints._quiet():
+        state_dict_saver.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                               "scheduler": sched.state_dict(), "train_state": {"step": 5}},
+                              checkpoint_id=str(tmp_path / "dcp"))
+    built = {checkpoints.lightning_checkpoint(tmp_path / "pl"): (
+                 "optimizer_states.0", "lr_schedulers.0"),
+             checkpoints.hf_trainer_checkpoint(tmp_path): ("optimizer.pt", "scheduler.pt"),
+             checkpoints.accelerate_checkpoint(tmp_path): ("optimizer.bin", "scheduler.bin"),
+             tmp_path / "dcp": ("optimizer", "scheduler")}
+    for path, keys in built.items():
+        res = reloader.reload(path, path.name)
+        assert res.ok, res.cause
+        [rates], [stored] = res.optimizer_rates, res.scheduler_rates
+        assert (rates.key, stored.key) == keys
+        assert rates.lr, path
+        assert rates.lr == stored.last_lr, path
+        assert rates.initial_lr == stored.base_lrs, path
+        assert rate_disagreements(rates, stored) == [], path
+    dcp = reloader.reload(tmp_path / "dcp", "dcp")
+    assert dcp.optimizer_rates[0].lr == tuple(Rate(g["lr"]) for g in opt.param_groups)
+    # The Trainer's optimizer.pt with a group's lr set by hand: the files are named.
+    trainer = tmp_path / "hf" / "checkpoint-2"
+    state = torch.load(trainer / "optimizer.pt", weights_only=True)
+    state["param_groups"][0]["lr"] = 1e-4
+    torch.save(state, trainer / "optimizer.pt")
+    res = reloader.reload(trainer, "checkpoint-2")
+    [rates], [stored] = res.optimizer_rates, res.scheduler_rates
+    assert rate_disagreements(rates, stored) == [
+        "in parameter group 0 (of 2) the optimizer's lr is 0.0001 (optimizer.pt "
+        "param_groups[0]['lr']) but the LR scheduler's last lr is 0.0 (scheduler.pt "
+        "_last_lr[0])"]

@@ -18,6 +18,7 @@ from .folder_formats import files_of, inspect_folder
 from .lifeline import die_with
 from .loading import refused, sniff
 from .optimizer_fit import judge_optimizers
+from .rates import report_rates
 from .siblings import formats, sandbox
 from .verdict import OUT_OF_MEMORY, Findings, Refused, failed
 
@@ -33,6 +34,7 @@ def child_verdict(path: str) -> dict[str, Any]:
         else:
             inspect_file(found, path)
         judge_optimizers(found)
+        report_rates(found)
         return found.verdict(None)
     except Refused as exc:
         return found.verdict(exc)

@@ -161,8 +161,19 @@ def optimizer_problem(value: Any) -> str | None:
             "'param_groups')")
 
 
+def one_scheduler(value: Any) -> bool:
+    """An LR scheduler's own state_dict(): an integer ``last_epoch`` (``_step_count``, ...);
+    a ChainedScheduler's holds none, only its ``_schedulers``' states and ``_last_lr``."""
+    if not isinstance(value, dict):
+        return False
+    if any(isinstance(value.get(k), int) for k in SCHEDULER_KEYS):
+        return True
+    inner = value.get("_schedulers")
+    return isinstance(inner, list) and bool(inner) and all(one_scheduler(s) for s in inner)
+
+
 def scheduler_problem(value: Any) -> str | None:
-    if isinstance(value, dict) and any(isinstance(value.get(k), int) for k in SCHEDULER_KEYS):
+    if one_scheduler(value):
         return None
     items = value if isinstance(value, (list, tuple)) else (
         list(value.values()) if isinstance(value, dict) and value and all(
@@ -258,6 +269,9 @@ def judge_part(found: Findings, part: str, value: Any, key: str) -> bool:
             found.steps.append(step)
     elif part == "optimizer":
         found.optimizers.append((key, value))  # judged against the model at the end
+        found.rated_optimizers.append((key, value))
+    elif part == "scheduler":
+        found.schedulers.append((key, value))
     return True
 
 

@@ -15,6 +15,7 @@ PARTS = formats.PARTS
 WEIGHTS_ONLY_WHY = "(loading it would import and call arbitrary code)"
 OUT_OF_MEMORY = "ran out of memory under the reload memory limit"
 FAILURES = formats.FAILURES  # the kinds of Refused.kind (ReloadResult.failure)
+MAX_RATED = 64  # optimizer / scheduler states whose learning rates are reported
 
 
 class Refused(Exception):
@@ -59,6 +60,12 @@ class Findings:
         self.steps: list[tuple[str, int]] = []
         self.optimizers: list[tuple[str, Any]] = []
         self.optimizer: dict[str, Any] | None = None
+        # Every optimizer and LR scheduler part counted ((key, value)), and the learning
+        # rates they store, as stored (rates.py; the checks compare them).
+        self.rated_optimizers: list[tuple[str, Any]] = []
+        self.schedulers: list[tuple[str, Any]] = []
+        self.optimizer_rates: list[dict[str, Any]] = []
+        self.scheduler_rates: list[dict[str, Any]] = []
         self.member_keys: dict[str, list[str]] = {}
 
     def fault(self, part: str, kind: str, key: str, detail: str) -> None:
@@ -90,12 +97,15 @@ class Findings:
     def content(self) -> dict[str, Any]:
         """The typed facts of what the checkpoint holds: its progress step (None when it
         stores none, or two that disagree), its model tensors' shapes and content digest,
-        and the optimizer's fit to the model."""
+        the optimizer's fit to the model, and the learning rates the optimizers and the LR
+        schedulers store."""
         steps = {step for _, step in self.steps}
         return {"step": steps.pop() if len(steps) == 1 else None,
                 "steps": [[key, step] for key, step in self.steps[:10]],
                 "model_shapes": {name: shape for name, (shape, _, _) in self.model.items()},
-                "model_digest": model_digest(self.model), "optimizer": self.optimizer}
+                "model_digest": model_digest(self.model), "optimizer": self.optimizer,
+                "optimizer_rates": self.optimizer_rates[:MAX_RATED],
+                "scheduler_rates": self.scheduler_rates[:MAX_RATED]}
 
 
 def model_digest(model: dict[str, tuple[list[int], str, int]]) -> str | None:
