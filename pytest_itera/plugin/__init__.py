@@ -83,6 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = config.stash.get(settings_key, None)
     if settings is None or not settings.active:
         return
+    guard.refuse_planted_code(config)  # again: a conftest.py or plugin loaded since the start
     import importlib
 
     if settings.verify_seal is not None:
