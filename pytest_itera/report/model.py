@@ -195,7 +195,7 @@ class CampaignReport:
     def all_notes(self) -> tuple[str, ...]:
         """The verdict's notes, then the plan-integrity note (what every report shows)."""
         return (*self.notes, *((self.plan_integrity,) if self.plan_integrity else ()),
-                *self.file_notes, *((self.settings_note,) if self.settings_note else ()))
+                *self.file_notes)
 
     @property
     def file_notes(self) -> tuple[str, ...]:

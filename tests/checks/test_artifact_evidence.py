@@ -92,8 +92,12 @@ def _parts_by_content(folder: Path) -> dict[str, Path]:
             **good, "rng_state": {**_real_rng(), "torch": torch.get_rng_state()[:8]}}),
         "empty-optimizer.pt": _save(folder, "empty-optimizer.pt",
                                     {**good, "optimizer_state_dict": {}}),
-        "sgd.pt": _save(folder, "sgd.pt", {**good, "model_state_dict": stateless.state_dict(),
-                                           "optimizer_state_dict": sgd.state_dict()}),
+        # With its own scheduler: the good one's (stepped once) would disagree with a fresh
+        # SGD's lr (resume-complete.lr-disagrees).
+        "sgd.pt": _save(folder, "sgd.pt", {
+            **good, "model_state_dict": stateless.state_dict(),
+            "scheduler": torch.optim.lr_scheduler.StepLR(sgd, step_size=1).state_dict(),
+            "optimizer_state_dict": sgd.state_dict()}),
         # A disabled GradScaler saves {}; a scheduler's config is not its state.
         "hollow.pt": _save(folder, "hollow.pt", {
             **good, "scheduler": {"step_size": 1},
