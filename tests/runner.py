@@ -178,8 +178,8 @@ class Itera:
         return result
 
 
-def run_pytest_command(*args: str, basetemp: Path | None = None,
-                       cwd: Path | None = None) -> pytest.RunResult:
+def run_pytest_command(*args: str, basetemp: Path | None = None, cwd: Path | None = None,
+                       env: dict[str, str] | None = None) -> pytest.RunResult:
     """``pytest ARGS`` in a new interpreter, in the current folder (or ``cwd``), as a user
     types it: `python -P -m pytest` has the `pytest` command's sys.path (pytester's
     runpytest_subprocess puts the current folder on PYTHONPATH, and a judged folder on
@@ -191,7 +191,8 @@ def run_pytest_command(*args: str, basetemp: Path | None = None,
             *((f"--basetemp={basetemp}",) if basetemp is not None else ()), *args]
     start = time.monotonic()
     done = subprocess.run(line, cwd=cwd, capture_output=True, text=True, timeout=600,
-                          check=False, stdin=subprocess.DEVNULL)
+                          check=False, stdin=subprocess.DEVNULL,
+                          env={**os.environ, **(env or {})})
     return pytest.RunResult(done.returncode, done.stdout.splitlines(),
                             done.stderr.splitlines(), time.monotonic() - start)
 

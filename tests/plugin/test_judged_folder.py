@@ -121,12 +121,14 @@ def test_a_plugin_of_the_campaign_that_pytest_imported_first_is_named(
 ) -> None:
     """pytest imports the -p plugins its configuration names (on its pythonpath) before it
     loads any plugin: no plugin can stop that import (docs/safety.md). The run is refused,
-    naming the module that ran, and no verdict is given."""
+    naming the module that ran, and no verdict is given. (pytest would also write the
+    plugin's bytecode beside it, into the folder: this run keeps none, so that the fixture's
+    tree comparison still proves the plugin itself wrote nothing; docs/safety.md.)"""
     campaign.files["pytest.ini"] = b"[pytest]\npythonpath = .\naddopts = -p planted_plugin\n"
     campaign.files["planted_plugin.py"] = b"PLANTED = True\n"
     campaign.write()
     result = run_pytest_command("--itera-campaign", "out", "-p", "no:cacheprovider",
-                                cwd=pytester.path)
+                                cwd=pytester.path, env={"PYTHONDONTWRITEBYTECODE": "1"})
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*code from the folder under judgment was imported into "
                                  "this pytest process before pytest-itera was loaded: "
