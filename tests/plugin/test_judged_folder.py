@@ -42,11 +42,11 @@ def plant(campaign: CampaignBuilder, config: str | None, marker: Path, extra: st
     which writes ``marker``; None: the interpreter only."""
     if config is not None:
         campaign.files[config] = (CONFIGS[config] + extra).encode()
-    # The marker is named from the script's own place (a literal /tmp path would fail
-    # no-temp-paths): out/tools/python -> <marker's folder>/<marker's name>.
+    # No literal path in it (a checkout under /tmp would fail no-temp-paths): the marker is
+    # named from the script's own place, out/tools/python -> <marker's folder>/<its name>.
     assert marker.parent == campaign.root.parent
     campaign.files["tools/python"] = (f'#!/bin/sh\necho ran > "$(dirname "$0")/../../'
-                                      f'{marker.name}"\nexec {sys.executable} "$@"\n').encode()
+                                      f'{marker.name}"\nexec python3 "$@"\n').encode()
     campaign.write()
     (campaign.root / "tools/python").chmod(0o755 | stat.S_IRUSR)
 
