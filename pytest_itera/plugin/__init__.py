@@ -45,8 +45,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
     given, else the current folder) lie inside a campaign, conftest files are not loaded for
     this run, as with ``--noconftest``.
     """
-    guard.refuse_planted_code(early_config)  # first: the gravest, code of the folder has run
-    guard.refuse_campaign_config(early_config)
+    judged = guard.judged_folders(early_config)
+    guard.refuse_planted_code(early_config, judged)  # first: the gravest, code of it has run
+    guard.refuse_campaign_config(early_config, judged)
     namespace = early_config.known_args_namespace
     given = [*(getattr(namespace, "itera_campaign", None) or []),
              *(getattr(namespace, "itera_plan", None) or [])]
@@ -83,7 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = config.stash.get(settings_key, None)
     if settings is None or not settings.active:
         return
-    guard.refuse_planted_code(config)  # again: a conftest.py or plugin loaded since the start
+    # Again: a conftest.py or plugin loaded since the start.
+    guard.refuse_planted_code(config, settings.folders)
     import importlib
 
     if settings.verify_seal is not None:

@@ -20,10 +20,6 @@ from pathlib import Path
 
 import pytest
 
-# The files pytest reads its settings from (a pyproject.toml only with a [tool.pytest] table).
-CONFIG_NAMES = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml",
-                "tox.ini", "setup.cfg")
-
 
 def inside(path: Path | str, folders: Iterable[Path]) -> Path | None:
     """The judged folder that ``path`` lies in, as named or once its links are resolved."""
@@ -83,9 +79,9 @@ def holds_settings(path: Path) -> bool:
     return isinstance(tool, dict) and "pytest" in tool
 
 
-def refuse_campaign_config(config: pytest.Config) -> None:
-    """A usage error when pytest's configuration file lies inside a judged folder."""
-    folders = judged_folders(config)
+def refuse_campaign_config(config: pytest.Config, folders: dict[Path, str]) -> None:
+    """A usage error when pytest's configuration file lies inside one of ``folders``
+    (:func:`judged_folders`)."""
     inipath = config.inipath
     if inipath is None or not folders:
         return
@@ -100,12 +96,12 @@ def refuse_campaign_config(config: pytest.Config) -> None:
     )
 
 
-def refuse_planted_code(config: pytest.Config) -> None:
+def refuse_planted_code(config: pytest.Config, folders: Iterable[Path]) -> None:
     """A usage error when a module of a judged folder was imported into this process (a
     ``-p`` plugin, a module shadowing a library's), or when ``sys.path`` lists a judged folder
     (``python -m`` run from inside one puts it first: the next import of a library could take
     the folder's file of that name instead)."""
-    folders = judged_folders(config)
+    folders = tuple(folders)
     if not folders:
         return
     # Module files are compared as named (no realpath per module: this runs at every start);
