@@ -22,6 +22,7 @@ from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 from pytest_itera.report.model import SettingFacts as Origin
 
 COMMAND_LINE = "command line"
+BY_CODE = "a plugin or conftest.py"  # set by code, not by an argument
 
 
 def _sources(config: pytest.Config) -> list[tuple[str, list[str]]]:
@@ -52,22 +53,29 @@ def option_source(config: pytest.Config, *flags: str) -> str:
     for source, tokens in _sources(config):
         if any(_has(tokens, flag) for flag in flags):
             return source
-    return "a plugin or conftest.py"  # set by code, not by an argument
+    return BY_CODE
+
+
+def _values(tokens: Sequence[str], short: str, long: str | None = None) -> list[str]:
+    """The values given to an option in ``tokens``: ``-o VALUE``, ``-oVALUE``,
+    ``--long VALUE``, ``--long=VALUE``."""
+    found = []
+    for i, token in enumerate(tokens):
+        if token in (short, long) and i + 1 < len(tokens):
+            found.append(tokens[i + 1])
+        elif long is not None and token.startswith(long + "="):
+            found.append(token.removeprefix(long + "="))
+        elif token.startswith(short) and len(token) > 2 and not token.startswith("--"):
+            found.append(token[2:])
+    return found
 
 
 def ini_source(config: pytest.Config, key: str) -> str:
     """The source of an ini key's value: an ``-o key=...`` override, else the ini file."""
     for source, tokens in _sources(config):
-        for i, token in enumerate(tokens):
-            value = None
-            if token in ("-o", "--override-ini") and i + 1 < len(tokens):
-                value = tokens[i + 1]
-            elif token.startswith("--override-ini="):
-                value = token.removeprefix("--override-ini=")
-            elif token.startswith("-o") and len(token) > 2:
-                value = token[2:]
-            if value is not None and value.partition("=")[0].strip() == key:
-                return f"-o {key}=... ({source})"
+        if any(v.partition("=")[0].strip() == key
+               for v in _values(tokens, "-o", "--override-ini")):
+            return f"-o {key}=... ({source})"
     return str(config.inipath) if config.inipath is not None else "an ini file"
 
 
@@ -76,8 +84,7 @@ def arg_source(config: pytest.Config, arg: str) -> str:
     for source, tokens in _sources(config):
         if arg in tokens:
             return source
-    return "testpaths" if config.args_source == pytest.Config.ArgsSource.TESTPATHS else (
-        "a plugin or conftest.py")
+    return "testpaths" if config.args_source == pytest.Config.ArgsSource.TESTPATHS else BY_CODE
 
 
 def selection(config: pytest.Config, inside: Sequence[str]) -> list[Origin]:
@@ -133,9 +140,6 @@ def _ini_text(value: object) -> str:
 
 def _plugin_source(config: pytest.Config, name: str) -> str:
     for source, tokens in _sources(config):
-        for i, token in enumerate(tokens):
-            given = tokens[i + 1] if token == "-p" and i + 1 < len(tokens) else (
-                token[2:] if token.startswith("-p") else None)
-            if given is not None and given.strip() == f"no:{name}":
-                return source
-    return "a plugin or conftest.py"
+        if any(v.strip() == f"no:{name}" for v in _values(tokens, "-p")):
+            return source
+    return BY_CODE

@@ -252,3 +252,18 @@ def test_code_planted_in_the_campaign_is_found_by_its_module_file(tmp_path: Path
     assert holds_settings(toml)
     toml.write_text("not toml = = \n")
     assert not holds_settings(toml)
+
+
+def test_an_override_and_a_family_switched_off_name_their_sources(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    campaign.write()
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-pno:itera.budget")
+    result = pytester.runpytest("--itera-campaign", "out", "-o", "itera_ignore=notes/*",
+                                "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([
+        "campaign *: INCOMPLETE — * (-p no:itera.budget from PYTEST_ADDOPTS, not the command "
+        "line)",
+        "  settings in force: -p no:itera.budget (PYTEST_ADDOPTS); itera_ignore = notes/* "
+        "(-o itera_ignore=... (command line))",
+    ])
