@@ -49,7 +49,7 @@ from pytest_itera.checks.context import Context
 from pytest_itera.core.campaign import MANIFEST_FILE, Manifest, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
-from pytest_itera.core.journal import JOURNAL_FILE, PLAYED_CLOCK, manifest_digest
+from pytest_itera.core.journal import JOURNAL_FILE, is_played, manifest_digest
 from pytest_itera.files import measurements
 
 __all__ = ["JournalFacts", "journal_agrees", "journal_listed", "read_journal_facts"]
@@ -125,7 +125,7 @@ def _decode(raw: bytes) -> dict[str, Any] | None:
 def _take(facts: JournalFacts, event: Event) -> None:
     kind, f = event.facts["event"], event.facts
     run = f.get("run")
-    if f.get("clock") == PLAYED_CLOCK and facts.played is None:
+    if is_played(f) and facts.played is None:
         facts.played = event
     if kind == "plan" and f.get("rehearsal") is True:
         facts.rehearsal = event

@@ -46,6 +46,7 @@ __all__ = [
     "Journal",
     "JournalError",
     "TornLine",
+    "is_played",
     "manifest_digest",
     "played_clock_line",
     "reopenings",
@@ -184,6 +185,11 @@ def reopenings(root: Path) -> tuple[str, ...]:
     return tuple(reasons)
 
 
+def is_played(event: Mapping[str, Any]) -> bool:
+    """Whether a journal event says its campaign was recorded on a played clock."""
+    return event.get("clock") == PLAYED_CLOCK
+
+
 def played_clock_line(root: Path) -> int | None:
     """The first line of the campaign's journal that says it was recorded on a played clock
     (``"clock": "played"``), or None (a real clock, or no journal); streamed, only the lines
@@ -195,7 +201,7 @@ def played_clock_line(root: Path) -> int | None:
                 if b'"clock"' not in raw:
                     continue
                 event = _event(raw.rstrip(b"\n"))
-                if event is not None and event.get("clock") == PLAYED_CLOCK:
+                if event is not None and is_played(event):
                     return number
     except OSError:
         return None

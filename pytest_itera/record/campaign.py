@@ -75,6 +75,7 @@ from pytest_itera.core.journal import (
     REAL_CLOCK,
     Journal,
     TornLine,
+    is_played,
     manifest_digest,
 )
 from pytest_itera.core.text import is_blank, says_nothing
@@ -171,7 +172,7 @@ class CampaignRecorder:
         #: A rehearsal: the journal's first line and the manifest say so; its hours are not
         #: judged against the plan, and its verdict is REHEARSED, never ACCEPTED.
         self.rehearsal = self._rehearsal(rehearsal)
-        journal_played = any(e.get("clock") == PLAYED_CLOCK for e in self.journal.events)
+        journal_played = any(is_played(e) for e in self.journal.events)
         #: The campaign is recorded on a played clock (``clock=`` given, in this process or
         #: in one its journal records): its observed hours were not measured.
         self.played_clock = played_here or journal_played
