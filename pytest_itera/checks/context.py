@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_itera.core.campaign import Campaign, Manifest, Plan, RunRecord
-from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import Finding, split
 from pytest_itera.files.measurements import Measurements, Unreadable, read_measurements
 from pytest_itera.files.measurements import Problem as MeasurementProblem
 
@@ -148,6 +148,8 @@ class Context:
         self._idle: Iterator[tuple[str, str | None]] | None = None
         self._idling = False
         self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
+        # The advisories beside them (readings of human text that do not decide).
+        self._advisories: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
         self._by_run: dict[str, list[tuple[str, str]]] | None = None
         self._targets: dict[str, tuple[str, ...]] = {}
         self._memo: dict[str, Any] = {}
@@ -593,12 +595,22 @@ class Context:
     # -- verdicts -----------------------------------------------------------------
 
     def findings(self, check_id: str, target: str | None = None) -> tuple[Finding, ...]:
-        """The findings of one check for one target, computed once."""
+        """The findings of one check for one target that decide (computed once): its
+        advisories are :meth:`advisories`' (under --itera-strict-text they decide too)."""
         key = (check_id, target)
         with self._lock:
             if key not in self._findings:
-                self._findings[key] = tuple(self._evaluate(self.checks[check_id], target))
+                found = self._evaluate(self.checks[check_id], target)
+                self._findings[key], advised = split(found, strict_text=self.options.strict_text)
+                # A group target's were kept by failing_files, file by file.
+                self._advisories[key] = self._advisories.get(key, ()) + advised
             return self._findings[key]
+
+    def advisories(self, check_id: str, target: str | None = None) -> tuple[Finding, ...]:
+        """The readings of human text one check made on one target that advise and do not
+        decide (empty under --itera-strict-text: they are findings then)."""
+        self.findings(check_id, target)
+        return self._advisories.get((check_id, target), ())
 
     def _evaluate(self, check: Check, target: str | None) -> Iterable[Finding]:
         blocked = blocked_by_contract(self.campaign, check)
@@ -627,8 +639,10 @@ class Context:
                 members: Iterable[str] = self.members(check_id, target)
                 if check.suspects is not None:
                     members = check.suspects(self, tuple(members))
-                found = ((m, tuple(check.run(self, m))) for m in members)
-                self._failing[key] = tuple((m, f) for m, f in found if f)
+                found = [(m, split(check.run(self, m), strict_text=self.options.strict_text))
+                         for m in members]
+                self._failing[key] = tuple((m, f) for m, (f, _) in found if f)
+                self._advisories[key] = tuple(a for _, (_, advised) in found for a in advised)
             return self._failing[key]
 
     def run_failures(self, run_id: str) -> list[tuple[str, str]]:

@@ -87,6 +87,8 @@ class Options:
     hourly_phrases: tuple[str, ...] = ()  # users' extra phrases of hourly billing (literal)
     stop_rule_hook: StopRuleHook | None = None  # pytest_itera_stop_rule implementations
     metric_hook: MetricHook | None = None  # pytest_itera_metric implementations
+    # --itera-strict-text: the readings of human text (advisory findings) decide too.
+    strict_text: bool = False
 
 
 def item_name(check_id: str, target: str | None) -> str:

@@ -55,6 +55,9 @@ class Outcome:
     # that item runs too. ``owners``: the items of those checks (their names).
     not_judged: str | None = None
     owners: tuple[str, ...] = ()
+    # The readings of human text that advise and do not decide (--itera-strict-text: none,
+    # they are findings).
+    advisories: tuple[Finding, ...] = ()
 
     @property
     def name(self) -> str:
@@ -109,13 +112,14 @@ def evaluate(context: Context, check: Check, target: str | None) -> Outcome:
     """One check on one target (computed once per Context: :meth:`Context.findings`)."""
     context.targets(check)  # listed first (memoised): a folder target exists once they are
     findings = context.findings(check.id, target)
+    advisories = context.advisories(check.id, target)
     if target is not None and context.grouped(check.id, target):
         return Outcome(check.id, target, check.scope, findings,
                        context.failing_files(check.id, target),
-                       len(context.members(check.id, target)))
+                       len(context.members(check.id, target)), advisories=advisories)
     not_judged, owners = _not_judged(context, check, target, findings)
     return Outcome(check.id, target, check.scope, findings, not_judged=not_judged,
-                   owners=owners)
+                   owners=owners, advisories=advisories)
 
 
 # The checks that own a cause others depend on: a listed file's absence (files-intact), a

@@ -18,6 +18,9 @@ class Finding:
     # A stable identifier of the kind of problem ("files-intact.sha256"), for machines reading
     # the JSON report; None: the report uses the check id (default_code).
     code: str | None = None
+    # A reading of human text (a sentence, a receipt's words, a label): it advises and does
+    # not decide -- shown under the verdict, failing only under --itera-strict-text.
+    advisory: bool = False
 
     def render(self) -> str:
         head = f"{self.where}: {self.message}" if self.where else self.message
@@ -49,6 +52,16 @@ def recoded(findings: Iterable[Finding], check_id: str) -> Iterator[Finding]:
 def default_code(finding: Finding, check_id: str) -> str:
     """The finding's own code, else the id of the check that found it."""
     return finding.code or check_id
+
+
+def split(findings: Iterable[Finding], *, strict_text: bool = False
+          ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+    """(the findings that decide, the advisories): under ``strict_text`` every finding
+    decides and there are no advisories."""
+    items = tuple(findings)
+    if strict_text:
+        return items, ()
+    return (tuple(f for f in items if not f.advisory), tuple(f for f in items if f.advisory))
 
 
 def render_all(findings: Iterable[Finding], *, limit: int = 50) -> str:

@@ -366,6 +366,7 @@ def make_context(
         hourly_phrases=hourly_phrases(config),
         stop_rule_hook=_stop_rule_hook(config),
         metric_hook=_metric_hook(config),
+        strict_text=settings.strict_text,
     )
     context = Context(
         campaign,

@@ -37,6 +37,7 @@ FORCE_REPORT = "--itera-report-inside"
 REQUIRE_ACCEPTED = "--itera-require-accepted"
 ACCEPT_PLAYED_CLOCK = "--itera-accept-played-clock"
 WAIVERS = "--itera-waivers"
+STRICT_TEXT = "--itera-strict-text"  # the readings of human text decide too
 SEAL = "--itera-seal"
 SEAL_KEY = "--itera-seal-key"
 VERIFY_SEAL = "--itera-verify-seal"
@@ -60,6 +61,7 @@ INI_CATALOGUE = "itera_catalogue"
 INI_PLAN_SHA256 = "itera_plan_sha256"
 INI_REQUIRE_ACCEPTED = "itera_require_accepted"
 INI_WAIVERS = "itera_waivers"
+INI_STRICT_TEXT = "itera_strict_text"
 INI_GROUP_FILES_ABOVE = "itera_group_files_above"
 MAX_TOLERANCE = float(schedule.MAX_TOLERANCE)
 
@@ -95,6 +97,8 @@ class Settings:
     group_files_above: int = GROUP_FILES_ABOVE
     waivers_file: Path | None = None
     waivers: tuple[Waiver, ...] = ()
+    # --itera-strict-text: the readings of human text (advisories) fail their items too.
+    strict_text: bool = False
     seal: Path | None = None  # write the closure seal there when accepted
     seal_key: Path | None = None  # sign it (ECDSA PEM); None: digest-only
     verify_seal: Path | None = None  # re-check the folder against this seal, nothing else
@@ -217,6 +221,11 @@ def addoption(parser: pytest.Parser) -> None:
         "not measured): for a demo or a test of the script, never for a rental",
     )
     group.addoption(
+        STRICT_TEXT, action="store_true", default=None,
+        help="the readings of human text (conclusions, receipts' words, labels, reload "
+        "instructions) fail their items instead of advising under the verdict",
+    )
+    group.addoption(
         WAIVERS, metavar="FILE", help="reviewer-approved waivers (.toml or .json), outside the "
         "campaign: each names a check, a target pattern, a reason, an approver, an expiry date"
     )
@@ -289,6 +298,7 @@ def addoption(parser: pytest.Parser) -> None:
         INI_REQUIRE_ACCEPTED, "exit 0 only when every campaign is accepted (like "
         f"{REQUIRE_ACCEPTED})", "bool", False,
     )
+    parser.addini(INI_STRICT_TEXT, f"like {STRICT_TEXT}", "bool", False)
     parser.addini(
         INI_WAIVERS, f"waivers file (like {WAIVERS}), relative to the ini file", "string", ""
     )
@@ -339,8 +349,15 @@ def build_settings(config: pytest.Config) -> Settings:
         report_inside=report_inside,
         plan_pins=_pin_lines(config),
         group_files_above=_group_files_above(config),
+        strict_text=_flag(config, STRICT_TEXT, INI_STRICT_TEXT),
         **_gate(config, campaigns, reports),
     )
+
+
+def _flag(config: pytest.Config, option: str, ini: str) -> bool:
+    """A switch given on the command line, else its ini twin."""
+    given = config.getoption(option)
+    return bool(config.getini(ini) if given is None else given)
 
 
 def _group_files_above(config: pytest.Config) -> int:

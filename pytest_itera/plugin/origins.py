@@ -114,7 +114,8 @@ def in_force(config: pytest.Config, switched_off: Sequence[str]) -> list[Origin]
                                (o.TIMEOUT, o.INI_TIMEOUT, f"{DEFAULT_TIMEOUT:g}"),
                                (o.WAIVERS, o.INI_WAIVERS, ""),
                                (o.PLAN_SHA256, o.INI_PLAN_SHA256, []),
-                               (o.REQUIRE_ACCEPTED, o.INI_REQUIRE_ACCEPTED, False))
+                               (o.REQUIRE_ACCEPTED, o.INI_REQUIRE_ACCEPTED, False),
+                               (o.STRICT_TEXT, o.INI_STRICT_TEXT, False))
     for flag, key, default in pairs:
         value = config.getoption(flag)
         if value not in (None, False, ""):
