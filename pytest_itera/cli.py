@@ -142,13 +142,14 @@ def _new_plan(folder: Path, campaign: str | None) -> int:
     return 0
 
 
-def _check(folder: Path, python: str | None, timeout: float, *, rehearsal: bool = False) -> int:
+def _check(folder: Path, python: str | None, timeout: float, *, rehearsal: bool = False,
+           strict_text: bool = False) -> int:
     from pytest_itera.report.verify import check_campaign
 
     if not folder.is_dir():
         print(f"{folder}: not a folder", file=sys.stderr)
         return 4
-    result = check_campaign(folder, python=python, timeout=timeout)
+    result = check_campaign(folder, python=python, timeout=timeout, strict_text=strict_text)
     print("\n".join(result.lines()))
     if rehearsal:
         man = result.report
@@ -170,6 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="interpreter for the fresh-process reloads (default: this one)")
     check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                        help="seconds per reload")
+    check.add_argument("--strict-text", action="store_true",
+                       help="the readings of human text decide too (as --itera-strict-text)")
     rehearse = sub.add_parser("rehearse", help="the verdict on a rehearsal: exits 0 when "
                               "REHEARSED (every check passed, hours not judged)")
     rehearse.add_argument("folder", type=Path)
@@ -183,5 +186,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command in ("check", "rehearse"):
         return _check(args.folder, args.python, args.timeout,
-                      rehearsal=args.command == "rehearse")
+                      rehearsal=args.command == "rehearse",
+                      strict_text=getattr(args, "strict_text", False))
     return _new_plan(args.folder, args.campaign)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCEPTANCE",
+    "ADVISORIES_KEY",
     "CAMPAIGN_KEY",
     "CHECK_KEY",
     "EVIDENCE_KEY",
@@ -52,6 +53,7 @@ FINDINGS_KEY, RELOADS_KEY, WAIVER_KEY = "itera_findings", "itera_reloads", "iter
 EVIDENCE_KEY = "itera_evidence"  # what a passing item knows but does not fail on
 PLAN_KEY = "itera_plan"  # a plan-gate item's plan (it has no campaign verdict)
 FACTS_KEY = "itera_facts"  # the values a check judged (Check.facts), for the closure report
+ADVISORIES_KEY = "itera_advisories"  # the readings of human text that advise, not decide
 
 
 def item_properties(root: str, check: str, target: str | None,
@@ -86,16 +88,28 @@ class FindingFacts:
     expected: str | None = None
     found: str | None = None
     hint: str | None = None
+    # A reading of human text: shown under the verdict, deciding only under strict text.
+    advisory: bool = False
+    # A waiver (--itera-waivers) accepted this finding: its item fails only on the others.
+    waived: bool = False
 
     @classmethod
-    def of(cls, finding: Finding, check_id: str) -> FindingFacts:
+    def of(cls, finding: Finding, check_id: str, *, waived: bool = False) -> FindingFacts:
         return cls(default_code(finding, check_id), finding.message, finding.where,
-                   finding.expected, finding.found, finding.hint)
+                   finding.expected, finding.found, finding.hint, finding.advisory, waived)
 
     @classmethod
     def from_plain(cls, data: Mapping[str, Any]) -> FindingFacts:
-        return cls(str(data.get("code", "")), str(data.get("message", "")),
-                   *(_text(data.get(k)) for k in ("where", "expected", "found", "hint")))
+        where, expected, found, hint = (_text(data.get(k))
+                                        for k in ("where", "expected", "found", "hint"))
+        return cls(str(data.get("code", "")), str(data.get("message", "")), where, expected,
+                   found, hint, advisory=data.get("advisory") is True,
+                   waived=data.get("waived") is True)
+
+    def line(self) -> str:
+        """One line: "<code>: <where>: <message>"."""
+        where = f"{self.where}: " if self.where else ""
+        return f"{self.code}: {where}{self.message}"
 
 
 @dataclass(frozen=True)
@@ -151,15 +165,17 @@ class WaiverFacts:
     check: str | None = None  # the waiver's check id and target pattern, as written
     target: str | None = None
     file: str | None = None
+    code: str | None = None  # the finding codes it waives (fnmatch); None: every finding
 
     @classmethod
     def from_plain(cls, data: Mapping[str, Any]) -> WaiverFacts:
         return cls(str(data.get("source", "")), str(data.get("reason") or ""),
                    *(_text(data.get(k)) for k in ("approved_by", "expires", "check", "target",
-                                                    "file")))
+                                                    "file", "code")))
 
     def text(self) -> str:
         """``waived by M. Reviewer until 2027-01-31: the reason`` / ``xfail: the reason``."""
         if self.source == "xfail":
             return f"xfail: {self.reason}"
-        return f"waived by {self.approved_by} until {self.expires}: {self.reason}"
+        codes = f" (findings {self.code})" if self.code is not None else ""
+        return f"waived{codes} by {self.approved_by} until {self.expires}: {self.reason}"

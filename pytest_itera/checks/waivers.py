@@ -6,12 +6,19 @@ A waivers file (TOML or JSON) lives in the CI repository, never inside a campaig
     check = "no-temp-paths"                # a check id ("acceptance-test" for a test using
                                            # the itera_campaign fixture)
     target = "runs/control/train.log"      # fnmatch pattern; "*" also matches a campaign-level item
+    code = "no-temp-paths.*"               # optional: the findings it waives, by code (fnmatch);
+                                           # without it, every finding of the items it matches
     reason = "the log quotes /tmp in a stack trace; no output depends on it"
     approved_by = "M. Reviewer"
     expires = 2027-01-31                   # a date; the waiver holds through that day (UTC)
     campaign = "rings-*"                   # optional: the campaign ids it applies to
 
 (JSON: ``{"waivers": [{"check": ..., "expires": "2027-01-31", ...}]}``.)
+
+With a ``code``, a waiver accepts only the findings whose code matches: an item whose every
+finding is waived is waived; one with other findings still fails on those (the JSON report
+marks each finding ``waived`` or not). So one doubtful reading (``budget-consistent.receipt-
+date``) is waived without waiving the other rules of its check.
 
 A waiver applies only when it is complete and not expired. An incomplete or expired waiver,
 or one that matches no collected item of a campaign it applies to, is itself a failing item
@@ -34,7 +41,7 @@ from pytest_itera.core.text import is_blank
 __all__ = ["CHECK_ID", "FIELDS", "Waiver", "WaiversError", "findings", "load", "today"]
 
 CHECK_ID = "waiver"  # the id of the items that judge the waivers themselves
-FIELDS = ("check", "target", "reason", "approved_by", "expires", "campaign")
+FIELDS = ("check", "target", "reason", "approved_by", "expires", "campaign", "code")
 _REQUIRED = {"check": "check id", "target": "target pattern", "reason": "reason",
              "approved_by": "approver (approved_by)", "expires": "expiry date (expires)"}
 
@@ -61,6 +68,7 @@ class Waiver:
     campaign: str | None = None
     problems: tuple[str, ...] = ()
     source: str = ""  # the file it comes from, as given
+    code: str | None = None  # fnmatch over finding codes; None: every finding of its items
 
     @property
     def label(self) -> str:
@@ -80,16 +88,21 @@ class Waiver:
         """Its check id, and its pattern over the target ("" for a campaign-level item)."""
         return check == self.check and fnmatch.fnmatchcase(target or "", self.target)
 
+    def waives(self, code: str) -> bool:
+        """Whether it accepts a finding of this code (of an item it :meth:`matches`)."""
+        return self.code is None or fnmatch.fnmatchcase(code, self.code)
+
     def as_facts(self) -> dict[str, Any]:
         """Plain data for reports and test-report user properties (crosses xdist)."""
         return {"source": "waivers file", "file": self.source, "index": self.index,
                 "check": self.check, "target": self.target, "reason": self.reason,
                 "approved_by": self.approved_by,
                 "expires": self.expires.isoformat() if self.expires else None,
-                "campaign": self.campaign}
+                "campaign": self.campaign, "code": self.code}
 
     def xfail_reason(self) -> str:
-        return (f"waived by {self.approved_by} until {self.expires} "
+        codes = f" (findings {self.code})" if self.code is not None else ""
+        return (f"waived{codes} by {self.approved_by} until {self.expires} "
                 f"({self.source} #{self.index}): {self.reason}")
 
 
@@ -142,9 +155,12 @@ def _waiver(index: int, entry: Any, source: str) -> Waiver:
         elif isinstance(entry[key], str) and is_blank(entry[key]):
             problems.append(f"has a blank {key}")
     expires = _date(entry.get("expires"), problems)
+    code = texts["code"]
+    if code is not None and is_blank(code):
+        problems.append("has a blank code (leave it out to waive every finding of its items)")
     return Waiver(index, texts["check"] or "", texts["target"] or "", texts["reason"],
                   texts["approved_by"], expires, texts["campaign"] or None,
-                  tuple(problems), source)
+                  tuple(problems), source, code)
 
 
 def _text(value: Any, key: str, problems: list[str]) -> str | None:
@@ -190,9 +206,10 @@ def findings(waiver: Waiver, *, on: date, campaign: str, matched: int) -> list[F
             hint="fix what it waived, or have a reviewer approve it again with a new date",
             code="waiver.expired"))
     if matched == 0 and waiver.check:
+        codes = f", code {waiver.code!r}" if waiver.code is not None else ""
         out.append(Finding(
             f"waiver #{waiver.index} matches no item of campaign {campaign}: check "
-            f"{waiver.check!r}, target {waiver.target!r}", where=where,
+            f"{waiver.check!r}, target {waiver.target!r}{codes}", where=where,
             hint="remove it, or correct its check id or target pattern (fnmatch; '*' for a "
             "campaign-level check)", code="waiver.unmatched"))
     return out

@@ -6,6 +6,7 @@ is :mod:`pytest_itera.plugin.reloads`'s to decide."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
@@ -18,11 +19,13 @@ import pytest
 from _pytest._code.code import TerminalRepr
 
 from pytest_itera.checks.closure import (
+    ADVISORIES_KEY,
     EVIDENCE_KEY,
     FACTS_KEY,
     FINDINGS_KEPT,
     FINDINGS_KEY,
     RELOADS_KEY,
+    WAIVER_KEY,
     FindingFacts,
     ReloadFacts,
     item_properties,
@@ -39,7 +42,7 @@ from pytest_itera.core.campaign import (
     StopRule,
     gc_paused,
 )
-from pytest_itera.core.findings import summary_line
+from pytest_itera.core.findings import Finding, default_code, render_all, summary_line
 from pytest_itera.plugin import head_start
 from pytest_itera.plugin.options import (
     Settings,
@@ -53,6 +56,7 @@ from pytest_itera.report import clean_block
 
 if TYPE_CHECKING:
     from pytest_itera.checks.stop_rules import RuleVerdict
+    from pytest_itera.checks.waivers import Waiver
     from pytest_itera.files.measurements import Measurements, Unreadable
     from pytest_itera.reload import Reloader, ReloadResult
 
@@ -60,11 +64,17 @@ MARKER = "itera"
 
 
 class CheckFailed(Exception):
-    """A check found problems in the campaign (not a plugin bug): its failed outcome."""
+    """A check found problems in the campaign (not a plugin bug): its failed outcome, and
+    what a waiver by finding code accepted of it (``note``)."""
 
-    def __init__(self, outcome: Outcome) -> None:
+    def __init__(self, outcome: Outcome, note: str = "") -> None:
         super().__init__(summary_line(outcome.findings))
         self.outcome = outcome
+        self.note = note
+
+    @property
+    def message(self) -> str:
+        return f"{self.outcome.message}\n{self.note}" if self.note else self.outcome.message
 
 
 _hook_cache_key = pytest.StashKey[dict[Path, pluggy.HookRelay]]()
@@ -174,7 +184,7 @@ class CheckItem(CampaignNode, pytest.Item):
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
         if isinstance(excinfo.value, CheckFailed):
-            return excinfo.value.outcome.message
+            return excinfo.value.message
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Path | str, int, str]:
@@ -234,6 +244,8 @@ class IteraCheckItem(CheckItem):
 
     def __init__(self, *, check: Check, target: str | None, **kwargs: Any) -> None:
         super().__init__(check=check, target=target, **kwargs)
+        # The waivers with a code that match this item (the session sets them at collection).
+        self.code_waivers: list[Waiver] = []
         root = getattr(self.parent, "_root_text", None) or str(self.campaign_root)
         self.user_properties += item_properties(root, check.id, target, check.scope)
 
@@ -247,6 +259,8 @@ class IteraCheckItem(CheckItem):
         if self.check.facts is not None and outcome.not_judged is None:
             self.user_properties.append(
                 (FACTS_KEY, self.check.facts(self.parent.context, self.target)))
+        if outcome.advisories:
+            self._keep_advisories(outcome.advisories)
         if not outcome.failed:
             self._keep_evidence()
             return
@@ -254,12 +268,37 @@ class IteraCheckItem(CheckItem):
             # One cause, one failure: the item that owns it fails; this one says so once.
             # At the item's location, so that pytest's -rs summary folds them into one line.
             raise pytest.skip.Exception(outcome.not_judged, _use_item_location=True)
+        waived = self._waived(outcome.findings)
         # A folder item's report lists every finding of every file (it stands for them).
         kept = outcome.findings if outcome.files is not None else \
             outcome.findings[:FINDINGS_KEPT]
         self.user_properties.append((FINDINGS_KEY, [
-            plain(FindingFacts.of(f, self.check.id)) for f in kept]))
-        raise CheckFailed(outcome)
+            plain(FindingFacts.of(f, self.check.id, waived=f in waived)) for f in kept]))
+        if not waived:
+            raise CheckFailed(outcome)
+        waiver = waived[outcome.findings[0]] if len(waived) == len(outcome.findings) else None
+        if waiver is not None:  # every finding accepted: the item is waived
+            self.add_marker(pytest.mark.xfail(reason=waiver.xfail_reason(), strict=False))
+            self.user_properties.append((WAIVER_KEY, waiver.as_facts()))
+            raise CheckFailed(outcome, _waived_note(waived))
+        raise CheckFailed(_without(outcome, waived), _waived_note(waived))
+
+    def _waived(self, findings: Sequence[Finding]) -> dict[Finding, Waiver]:
+        """The findings a waiver by code accepts, each with the first such waiver."""
+        out: dict[Finding, Waiver] = {}
+        for finding in findings:
+            code = default_code(finding, self.check.id)
+            found = next((w for w in self.code_waivers if w.waives(code)), None)
+            if found is not None:
+                out[finding] = found
+        return out
+
+    def _keep_advisories(self, advisories: Sequence[Finding]) -> None:
+        """The readings of text that advised: on the report (the closure report's note
+        under the verdict) and as a section of the item's report (-rA)."""
+        self.user_properties.append((ADVISORIES_KEY, [
+            plain(FindingFacts.of(a, self.check.id)) for a in advisories[:FINDINGS_KEPT]]))
+        self.add_report_section("call", "itera advisories", clean_block(render_all(advisories)))
 
     def _run_here(self, names: tuple[str, ...]) -> bool:
         """Whether an item of each of these names is selected in this session (else the
@@ -277,6 +316,26 @@ class IteraCheckItem(CheckItem):
         if notes:
             self.user_properties.append((EVIDENCE_KEY, list(notes)))
             self.add_report_section("call", "itera evidence", clean_block("\n".join(notes)))
+
+
+def _without(outcome: Outcome, waived: Mapping[Finding, Waiver]) -> Outcome:
+    """The outcome without the findings a waiver accepted (a folder item's files too)."""
+    files = None if outcome.files is None else tuple(
+        (path, kept) for path, found in outcome.files
+        if (kept := tuple(f for f in found if f not in waived)))
+    return dataclasses.replace(
+        outcome, findings=tuple(f for f in outcome.findings if f not in waived), files=files)
+
+
+def _waived_note(waived: Mapping[Finding, Waiver]) -> str:
+    """What the waivers by code accepted of an item's findings."""
+    by: dict[Waiver, list[str]] = {}
+    for finding, waiver in waived.items():
+        by.setdefault(waiver, []).append(finding.code or "")
+    return "\n".join(
+        f"waived: {len(codes)} finding{'s' if len(codes) != 1 else ''} "
+        f"({', '.join(sorted(set(filter(None, codes))))}) — {waiver.xfail_reason()}"
+        for waiver, codes in by.items())
 
 
 def _reload_facts(ctx: Context, target: str) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ from pytest_itera import report
 from pytest_itera.checks import waivers as waiving
 from pytest_itera.checks.closure import (
     ACCEPTANCE,
+    ADVISORIES_KEY,
     CAMPAIGN_KEY,
     CHECK_KEY,
     EVIDENCE_KEY,
@@ -110,10 +111,15 @@ class IteraSession:
     def _waive(self, item: pytest.Item, root: str, check: str, target: str) -> None:
         if not self.settings.waivers:
             return
+        from pytest_itera.plugin.collect import IteraCheckItem
+
         campaign_id = self._campaign_id(root)
         for waiver in self.settings.waivers:
             if waiver.applies(self.today) and waiver.for_campaign(campaign_id) and \
                     waiver.matches(check, target):
+                if waiver.code is not None and isinstance(item, IteraCheckItem):
+                    item.code_waivers.append(waiver)  # judged finding by finding, when it runs
+                    continue
                 item.add_marker(pytest.mark.xfail(reason=waiver.xfail_reason(), strict=False))
                 item.user_properties.append((WAIVER_KEY, waiver.as_facts()))
                 return
@@ -487,6 +493,8 @@ def _result(
     return report.CheckResult(
         check, target, outcome, message, rep.nodeid, scope,
         findings=tuple(FindingFacts.from_plain(f) for f in _plain_list(props, FINDINGS_KEY)),
+        advisories=tuple(FindingFacts.from_plain(f)
+                         for f in _plain_list(props, ADVISORIES_KEY)),
         reloads=tuple(ReloadFacts.from_plain(r) for r in _plain_list(props, RELOADS_KEY)),
         waiver=waiver,
         facts=tuple(_plain_list(props, FACTS_KEY)),

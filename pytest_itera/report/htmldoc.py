@@ -94,6 +94,8 @@ def _html_campaign(report: CampaignReport) -> Iterator[str]:
         f"<dt>{_e(label)}</dt><dd>{_e(value)}</dd>" for label, value in objective_rows(report)
     ) + "</dl>"
     yield f'<p class="verdict {css}">{_e(verdict_line(report))}</p>'
+    if report.advisories_note:
+        yield f'<p class="note advisories">{_e(report.advisories_note)}</p>'
     yield from _html_results(report)  # right under the verdict: what it rests on
     yield f"<p>Folder: <code>{_e(report.root)}</code></p>"
     if report.reopened_text:

@@ -72,6 +72,8 @@ def _campaign_json(report: CampaignReport) -> dict[str, Any]:
         "plan_sha256": report.digests.get("plan_sha256"),
         "manifest_sha256": report.digests.get("manifest_sha256"),
         "waivers": [{**plain(w), "nodeids": list(ids)} for w, ids in report.waivers],
+        "advisories": [{"nodeid": c.nodeid, "check": c.check, "target": c.target, **plain(a)}
+                       for c, a in report.advisories],
         "checks": [_check_json(c) for c in report.checks],
         "reloads": [plain(r) for r in report.reloads],
         "runs": [{**asdict(r), "failing": list(r.failing)} for r in report.runs],
@@ -107,6 +109,7 @@ def _finite(value: float | None) -> float | str | None:
 def _check_json(c: CheckResult) -> dict[str, Any]:
     return {"check": c.check, "target": c.target, "outcome": c.outcome, "message": c.message,
             "nodeid": c.nodeid, "scope": c.scope, "findings": [plain(f) for f in c.findings],
+            "advisories": [plain(a) for a in c.advisories],
             "waiver": plain(c.waiver) if c.waiver is not None else None}
 
 

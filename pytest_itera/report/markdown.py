@@ -101,6 +101,8 @@ def _markdown_campaign(report: CampaignReport, *, level: str,
     lines = [f"{level} Campaign {_md(report.campaign)}", ""]
     lines += [f"- **{label}:** {_md(value)}" for label, value in objective_rows(report)] + [""]
     lines += [f"**{_md(verdict_line(report))}**", ""]
+    if report.advisories_note:
+        lines += [f"Advisories: {_md(report.advisories_note)}", ""]
     table = results_table(report)
     if table is not None:
         lines += [f"{sub} {table[0]}", "", *_md_table(table[1], table[2]), ""]

@@ -21,6 +21,7 @@ from pytest_itera.files.outputs import left_out_note, own_outputs
 from pytest_itera.report.evidence import Evidence, gather
 
 REPORT_FORMAT = "itera-report/3"
+ADVISORIES_NAMED = 5  # advisories named on the verdict's note; all of them in the JSON
 STORE_NAMED = 20  # files named in the store-checksum note (the JSON report lists them all)
 PARTIAL_NOTE = "only the checks named on the command line were collected"
 PLAN_INTEGRITY_NOTE = (
@@ -45,6 +46,8 @@ class CheckResult:
     reloads: tuple[ReloadFacts, ...] = ()  # what the item's reloads found
     waiver: WaiverFacts | None = None  # why a failure was accepted (outcome "waived")
     facts: tuple[Any, ...] = ()  # the values the check judged (Check.facts), plain data
+    # The readings of human text this item made that advise and do not decide.
+    advisories: tuple[FindingFacts, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,26 @@ class CampaignReport:
 
     def count(self, outcome: str) -> int:
         return sum(1 for c in self.checks if c.outcome == outcome)
+
+    @property
+    def advisories(self) -> tuple[tuple[CheckResult, FindingFacts], ...]:
+        """Each reading of human text that advised and did not decide, with its item."""
+        return tuple((c, a) for c in self.checks for a in c.advisories)
+
+    @property
+    def advisories_note(self) -> str | None:
+        """"2 advisories (readings of text, not deciding; --itera-strict-text makes them
+        decide): <code> in <item>: <message>; ..." or None (the first ADVISORIES_NAMED)."""
+        found = self.advisories
+        if not found:
+            return None
+        shown = [f"{a.code} in {c.check}{f'[{c.target}]' if c.target else ''}: {a.message}"
+                 for c, a in found[:ADVISORIES_NAMED]]
+        more = f"; and {len(found) - ADVISORIES_NAMED} more" if len(found) > ADVISORIES_NAMED \
+            else ""
+        count = f"{len(found)} advisor{'ies' if len(found) != 1 else 'y'}"
+        return (f"{count} (readings of text, not deciding; --itera-strict-text makes them "
+                f"decide): " + "; ".join(shown) + more)
 
     @property
     def all_notes(self) -> tuple[str, ...]:

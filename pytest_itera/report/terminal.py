@@ -52,6 +52,8 @@ def _verdict_line(report: CampaignReport) -> str:
 
 def terminal_lines(report: CampaignReport) -> list[str]:
     lines = [verdict_line(report)]
+    if report.advisories_note:
+        lines.append("  " + clean(report.advisories_note))
     if report.reopened_text:
         lines.append("  " + clean(report.reopened_text))
     if report.played_clock_text:

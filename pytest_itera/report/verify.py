@@ -52,6 +52,8 @@ class Verdict:
     verdict: str  # report.verdict: "accepted", "rejected", "incomplete"
     findings: tuple[Problem, ...]
     report: report.CampaignReport
+    # The readings of human text that advised and did not decide (none under strict text).
+    advisories: tuple[Problem, ...] = ()
 
     @property
     def accepted(self) -> bool:
@@ -84,16 +86,18 @@ def builtin_checks() -> dict[str, Check]:
 
 def check_campaign(
     root: Path, *, python: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-    checks: Mapping[str, Check] | None = None,
+    checks: Mapping[str, Check] | None = None, strict_text: bool = False,
 ) -> Verdict:
-    """Evaluate every check on every target of the folder ``root``."""
+    """Evaluate every check on every target of the folder ``root`` (``strict_text``: the
+    readings of human text decide too, as under ``--itera-strict-text``)."""
     from pytest_itera.core.provenance import document_digests
     from pytest_itera.reload import Reloader
 
     root = Path(root)
     campaign = load_campaign(root)
     registry = dict(checks) if checks is not None else builtin_checks()
-    context = Context(campaign, Options(python=python, timeout=timeout), registry,
+    options = Options(python=python, timeout=timeout, strict_text=strict_text)
+    context = Context(campaign, options, registry,
                       reloader_factory=lambda: Reloader(python, timeout=timeout))
     try:
         found = list(outcomes(context))
@@ -102,7 +106,8 @@ def check_campaign(
         results = [report.CheckResult(
             o.check, o.target, "skipped" if o.not_judged else "failed" if o.failed else "passed",
             o.not_judged or o.message, f"{root.name}/{MANIFEST_FILE}::{o.name}", o.scope,
-            findings=() if o.not_judged else tuple(FindingFacts.of(f, o.check) for f in o.findings))
+            findings=() if o.not_judged else tuple(FindingFacts.of(f, o.check) for f in o.findings),
+            advisories=tuple(FindingFacts.of(a, o.check) for a in o.advisories))
             for o in found]
         # The report's evidence reads what the checks read: memoised in this Context.
         built = report.build(campaign, results, collected=len(results), fast=False,
@@ -111,4 +116,5 @@ def check_campaign(
         context.close()
     problems = tuple(Problem(o.check, o.target, f.message, f) for o in found
                      if not o.not_judged for f in o.findings)
-    return Verdict(built.verdict, problems, built)
+    advised = tuple(Problem(o.check, o.target, a.message, a) for o in found for a in o.advisories)
+    return Verdict(built.verdict, problems, built, advised)
