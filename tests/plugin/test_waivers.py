@@ -61,7 +61,7 @@ def test_an_incomplete_waiver_is_kept_with_its_problems(tmp_path: Path) -> None:
     waiver, = waivers.load(path)
     assert waiver.problems == (
         "has an unknown field 'aproved_by' (known: check, target, reason, approved_by, "
-        "expires, campaign)",
+        "expires, campaign, code)",
         "has no reason", "has a blank approved_by", "has no expiry date (expires)",
     )
     assert not waiver.applies(TODAY)
@@ -235,7 +235,7 @@ def test_an_xfail_is_a_waiver_only_with_a_reason(
         assert item["outcome"] == "waived"
         assert item["waiver"] == {"source": "xfail", "reason": "the analysis ships in a later lot",
                                   "approved_by": None, "expires": None, "check": None,
-                                  "target": None, "file": None}
+                                  "target": None, "file": None, "code": None}
         return
     assert item["outcome"] == "failed"  # no reason: no waiver, the failure stands
     assert item["message"].startswith("an xfail without a reason waives nothing")
