@@ -239,6 +239,33 @@ def test_findings_are_computed_once_per_check_and_target(root: Path) -> None:
     assert probe.calls == ["analysis.md", "RELOAD.md"]
 
 
+def advising(ctx: Context, target: str | None) -> list[Finding]:
+    """One reading of text (advisory) on every target, and one exact rule on the first log."""
+    return [Finding(f"{target}: the words read as a quote", code="probe.words", advisory=True),
+            *([Finding(f"{target} is bad", code="probe.rule")] if target == "logs/a.log" else [])]
+
+
+@pytest.mark.parametrize("above", [None, 2], ids=["per file", "per folder"])
+def test_an_advisory_is_kept_apart_from_what_decides_unless_text_is_strict(
+    root: Path, above: int | None
+) -> None:
+    logs = with_logs(root)
+    probe = Check("probe", "a probe", advising, scope="file", targets=lambda ctx: logs)
+    ctx = context(root, probe, group_files_above=above)
+    target = "logs/a.log" if above is None else "logs/*"
+    assert target in ctx.targets(probe)  # listed first, as the engine does
+    assert [f.code for f in ctx.findings("probe", target)] == ["probe.rule"]
+    assert [f.code for f in ctx.advisories("probe", target)] == \
+        ["probe.words"] * (1 if above is None else len(logs))
+    if above is None:
+        assert ctx.findings("probe", "logs/b.log") == ()  # an advisory alone passes
+        assert [f.code for f in ctx.advisories("probe", "logs/b.log")] == ["probe.words"]
+    strict = context(root, probe, options=Options(strict_text=True), group_files_above=above)
+    strict.targets(probe)
+    assert "probe.words" in {f.code for f in strict.findings("probe", target)}
+    assert strict.advisories("probe", target) == ()
+
+
 def test_targets_are_sorted_unique_and_listed_once(root: Path) -> None:
     asked: list[int] = []
 
