@@ -140,6 +140,9 @@ def _program(words: list[str]) -> tuple[str, list[str]]:
 
 _PYTHON = re.compile(r"python\d[\d.]*")
 _WINDOW = 2000  # how far back a call's parenthesis is looked for
+# A line is read up to here: commands and sentences are short, and a minified blob would
+# cost quadratic time.
+_MAX_LINE = 2000
 
 
 def _enclosing_call(line: str, start: int) -> str | None:
@@ -224,7 +227,8 @@ def _produced(text: str, exists: Collection[str]) -> tuple[set[str], set[str]]:
     """(the files, the folders) the commands of ``text`` write or create, anywhere in it."""
     files: set[str] = set()
     folders: set[str] = set()
-    for line in text.splitlines():
+    for whole in text.splitlines():
+        line = whole[:_MAX_LINE]
         for match in _TOKEN.finditer(line):
             path = match.group(1).removeprefix("./")
             if "/" in path and _writes(line, match.start(1), match.end(1), exists):
@@ -290,7 +294,8 @@ def _follow(words: list[str], block: _Block, exists: Collection[str]) -> None:
 def _mentions(text: str, exists: Collection[str]) -> Iterator[tuple[str, int, str, _Block]]:
     """(path, line, role, the session's state there) of every campaign-like path named."""
     block, fenced = _Block(), False
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, whole in enumerate(text.splitlines(), 1):
+        line = whole[:_MAX_LINE]
         if _FENCE.match(line):
             fenced, block = not fenced, _Block()
             continue
