@@ -1,7 +1,7 @@
 """Budget check: budget-consistent (R4, R7), on the evidence the folder holds.
 
-Registered as the plugin ``itera.budget``. The arithmetic and the tables (hourly
-phrases, estimate markers, offer matching, deliverables per corpus) live in
+Registered as the plugin ``itera.budget``. The arithmetic and the tables (estimate
+markers, offer matching, deliverables per corpus) live in
 :mod:`pytest_itera.core.money`; this module reads the campaign and words the findings.
 
 What it checks, each finding with what, where (file and JSON path), expected/found
@@ -17,7 +17,9 @@ and a fix:
   file listed in the campaign, or a reference), never a computed price.
 - **Hourly billing (R4)**, in every string of both budgets (offers, GPU names, expense
   labels, source references) and, in the rest of both documents (notes, explanations,
-  decisions, conclusion), in every sentence that also states an amount.
+  decisions, conclusion), in every sentence that also states an amount: a reading of
+  words (:mod:`pytest_itera.checks.prose.hourly`), an advisory. A lot priced by the hour
+  is refused from its structure: its price against its offer's, its hours.
 - **Rental and ratio (R7).** Σ price x quantity of the engaged lots; GPUs per lot never
   multiply; external expenses never in the rental; the cost per deliverable.
 - **Expenses (R7).** Every included expense has a source (a receipt file listed in the
@@ -54,6 +56,7 @@ from typing import Any
 
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.corpora import merge_same_content
+from pytest_itera.checks.prose.hourly import HOURLY_PHRASES, HourlyMatcher, Phrase
 from pytest_itera.checks.receipts import read_receipt, receipt_findings, rental_as_expense
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -71,13 +74,10 @@ from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.money import (
     DELIVERING_ROLES,
-    HOURLY_PHRASES,
     Catalogue,
     Delivery,
-    HourlyMatcher,
     Marker,
     Money,
-    Phrase,
     amount_markers,
     catalogue_offer,
     cost_per_deliverable,
@@ -144,7 +144,9 @@ def hourly_findings(ctx: Context) -> Iterator[Finding]:
 def hourly_billing_in(
     plan_data: Any, manifest_data: Any, matcher: HourlyMatcher | None = None
 ) -> Iterator[Finding]:
-    """Every text of the two documents (parsed JSON) that bills by the hour."""
+    """Every text of the two documents (parsed JSON) that writes a rate per hour: a reading
+    of words, so an advisory. What decides is structure: the lot against its catalogue offer
+    and its hours (lot_findings), an expense against a catalogue lot (expense-prorata)."""
     matcher = matcher or HourlyMatcher()
     for file, data in ((PLAN_FILE, plan_data), (MANIFEST_FILE, manifest_data)):
         for path, text, prose in _texts(data, "$", in_budget=False):
@@ -160,6 +162,7 @@ def hourly_billing_in(
                 "price and days as its offer states them, never a rate per hour or hours x "
                 "a rate",
                 code="budget-consistent.hourly-billing",
+                advisory=True,
             )
 
 

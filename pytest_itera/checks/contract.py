@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.prose.placeholders import placeholder_lines, placeholder_only
+from pytest_itera.checks.prose.reload_paths import MissingPath, missing_paths
 from pytest_itera.checks.runs import misquotes, shown_values
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -365,15 +366,7 @@ def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
         text = _read_text(ctx, relpath)
         if text is None:
             continue  # unreadable: files-intact reports it
-        placeholder = find_placeholder(text)
-        if placeholder is not None:
-            marker, line = placeholder
-            yield Finding(
-                f"the {label} {relpath} is a placeholder ({marker!r} on line {line})",
-                where=f"{relpath}:{line}",
-                hint=f"write the {label} itself before closing; a placeholder is not an output",
-                code="analysis-present.placeholder",
-            )
+        yield from placeholder_findings(label, relpath, text)
         if plan is None:
             continue
         if field_name == "analysis":
@@ -401,37 +394,32 @@ def _analysis_quotes(ctx: Context, man: Manifest, relpath: str, text: str
             code="analysis-present.quoted-value")
 
 
-# Placeholders, English and French. "anywhere": the phrase anywhere in the text; "line": a
-# line made of the phrase alone (bullets, headings marks and punctuation aside), since
-# "en cours" or "pending" are ordinary words inside a sentence.
-PLACEHOLDERS: tuple[tuple[str, str], ...] = (
-    (r"\b(?:TODO|TBD|TBC|TBA|FIXME)\b", "anywhere"),  # as written: capitals
-    (r"(?i)\blorem ipsum\b", "anywhere"),
-    (r"(?i)\bto be (?:written|completed|filled in)\b", "anywhere"),
-    (r"(?i)\b(?:coming soon|work in progress|insert (?:the )?(?:analysis|text) here|"
-     r"write (?:the )?(?:analysis|instructions) here)\b", "anywhere"),
-    (r"(?i)(?<!\w)[àa] (?:compl[ée]ter|r[ée]diger|remplir)(?!\w)", "anywhere"),
-    (r"(?i)\ben cours de r[ée]daction\b", "anywhere"),
-    (r"(?i)(?:todo|tbd|wip|pending|draft|placeholder|fill in|en cours|en attente|brouillon|"
-     r"[àa] (?:venir|faire|d[ée]finir)|…|\?+)", "line"),
-)
-_PLACEHOLDER_RES = tuple((re.compile(p), scope) for p, scope in PLACEHOLDERS)
-_DECORATION = " \t#*_>`~-+=|:.;,!()[]{}\"'"
 _MAX_TEXT = 4 * 1024 * 1024
 
 
-def find_placeholder(text: str) -> tuple[str, int] | None:
-    """(the placeholder, its line) when ``text`` holds one, else None."""
-    for number, line in enumerate(text.splitlines(), 1):
-        bare = line.strip(_DECORATION)
-        for pattern, scope in _PLACEHOLDER_RES:
-            if scope == "anywhere":
-                hit = pattern.search(line)
-                if hit is not None:
-                    return hit.group(0), number
-            elif bare and pattern.fullmatch(bare):
-                return bare, number
-    return None
+def placeholder_findings(label: str, relpath: str, text: str) -> Iterator[Finding]:
+    """A text that is nothing but a placeholder decides (it is no output, like an empty
+    file); a placeholder inside a real text ("# TODO pin torch" in a snippet) advises."""
+    only = placeholder_only(text)
+    if only is not None:
+        yield Finding(
+            f"the {label} {relpath} is a placeholder ({only.marker!r} on line {only.line})",
+            where=f"{relpath}:{only.line}",
+            hint=f"write the {label} itself before closing; a placeholder is not an output",
+            code="analysis-present.placeholder",
+        )
+        return
+    lines = placeholder_lines(text)
+    if lines:
+        shown = ", ".join(f"{p.marker!r} (line {p.line})" for p in lines[:5])
+        more = f" and {len(lines) - 5} more" if len(lines) > 5 else ""
+        yield Finding(
+            f"the {label} {relpath} holds {len(lines)} placeholder line(s): {shown}{more}",
+            where=f"{relpath}:{lines[0].line}", found=shown + more,
+            hint=f"finish the {label} before closing, or reword the line if it is not a "
+            "placeholder (a reading of words: it fails only under --itera-strict-text)",
+            code="analysis-present.placeholder-line", advisory=True,
+        )
 
 
 def _read_text(ctx: Context, relpath: str) -> str | None:
@@ -489,66 +477,54 @@ def _reload_names(plan: Plan, man: Manifest, relpath: str, text: str) -> Iterato
         )
 
 
-# A file path of the campaign as instructions write it: relative, with a folder and an
-# extension ("runs/control/last.pt"); not a part of a URL, a dotted module or a template
-# ("runs/<run>/last.pt").
-_PATH = re.compile(r"(?<![\w./:<>{}$*-])((?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,12})"
-                   r"(?![\w/<>{}*])")
-# A path a command of the instructions writes ("--output runs/merged/model.onnx",
-# "-o runs/x.pt", "> runs/eval/out.jsonl", "| tee runs/eval/log.txt", "torch.save(sd,
-# 'runs/x/fp32.pt')", "save_file(sd, 'runs/x.safetensors')"): an output of the reload, not
-# a shipped file.
-_WRITTEN = re.compile(r"(?:(?<!\w)--?o(?:ut(?:put)?(?:[-_]\w+)?)?[ =]|>>?\s*"
-                      r"|(?<![\w.-])tee(?:[ \t]+-a)?[ \t]+|\bsave(?:_file)?\([^\n]*,\s*)[`'\"]?$",
-                      re.IGNORECASE)
-# A copy's destination, the last argument of "cp SRC DEST" (mv, rsync, ln, scp, install):
-# also written by the reload. The command's words before it: a shell prompt aside, the
-# command's name, then at least its source.
-_COPIES = frozenset({"cp", "mv", "rsync", "ln", "scp", "install"})
-_PROMPTS = frozenset({"$", "%", "#", ">"})
-_COMMAND_END = re.compile(r"[`'\"]?[ \t]*(?:$|&&|\|\||[;|)])")
-
-
-def _written(line: str, start: int, end: int) -> bool:
-    """Whether the path at ``line[start:end]`` is one a command of the line writes."""
-    if _WRITTEN.search(line, 0, start):
-        return True
-    words = re.split(r"&&|\|\||[;|]", line[:start])[-1].split()
-    while words and words[0] in _PROMPTS:
-        words.pop(0)
-    return (len(words) >= 2 and words[0].strip("`(") in _COPIES
-            and any(not w.startswith("-") for w in words[1:])
-            and _COMMAND_END.match(line, end) is not None)
-
-
 def _reload_paths(ctx: Context, relpath: str, text: str) -> Iterator[Finding]:
-    """Every file path of the campaign the reload instructions name is in the folder (R8: a
-    file that cannot be found cannot be reloaded). A path counts as the campaign's when its
-    first folder is one of the campaign's top-level folders; others (the training
-    machine's, a package's) are not judged."""
-    tops = {e.path for e in ctx.entries() if "/" not in e.path and e.kind == "dir"}
-    missing: list[tuple[str, int]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        for match in _PATH.finditer(line):
-            path = match.group(1).removeprefix("./")
-            if _written(line, match.start(), match.end()):
-                continue
-            if path.split("/", 1)[0] in tops and ctx.entry(path) is None \
-                    and path not in (p for p, _ in missing):
-                missing.append((path, number))
-    if missing:
-        shown = ", ".join(f"{p} (line {n})" for p, n in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    """Every file of the campaign the reload instructions read is in the folder (R8: a file
+    that cannot be found cannot be reloaded). A path counts as the campaign's when its first
+    folder is one of the campaign's top-level folders; others (the training machine's, a
+    package's) are not judged. A file the instructions read (a loader's argument, an input
+    flag's value, a copy's source) decides; one they only mention advises; one their
+    commands write (an output, a positional argument after the input) is not judged."""
+    entries = ctx.entries()
+    exists = frozenset(e.path for e in entries)
+    tops = frozenset(e.path for e in entries if "/" not in e.path and e.kind == "dir")
+    yield from reload_path_findings(relpath, text, exists, tops)
+
+
+def reload_path_findings(relpath: str, text: str, exists: Collection[str],
+                         tops: Collection[str]) -> Iterator[Finding]:
+    """:func:`_reload_paths` on the facts of a folder: its paths (files and folders) and its
+    top-level folders."""
+    missing = missing_paths(text, exists, tops)
+    read = [m for m in missing if m.decides]
+    mentioned = [m for m in missing if not m.decides]
+    if read:
+        shown, more = _shown(read)
         yield Finding(
-            f"the reload instructions {relpath} name {len(missing)} file(s) the campaign "
+            f"the reload instructions {relpath} name {len(read)} file(s) the campaign "
             f"folder does not hold: {shown}{more}",
-            where=f"{relpath}:{missing[0][1]}",
+            where=f"{relpath}:{read[0].line}",
             expected="paths of files shipped in the campaign folder",
             found=shown + more,
             hint="instructions point at the files shipped with them: correct the path, or "
             "ship (and list) the file; a file that cannot be found is not a verified output",
             code="analysis-present.reload-path-missing",
         )
+    if mentioned:
+        shown, more = _shown(mentioned)
+        yield Finding(
+            f"the reload instructions {relpath} mention {len(mentioned)} path(s) the "
+            f"campaign folder does not hold: {shown}{more}",
+            where=f"{relpath}:{mentioned[0].line}", found=shown + more,
+            hint="if the reload reads these files, ship them or correct the path; an output "
+            "of the reload can be named as one (--output, >, torch.save); a reading of the "
+            "instructions' words: it fails only under --itera-strict-text",
+            code="analysis-present.reload-path", advisory=True,
+        )
+
+
+def _shown(missing: Sequence[MissingPath]) -> tuple[str, str]:
+    shown = ", ".join(f"{m.path} (line {m.line})" for m in missing[:5])
+    return shown, f" and {len(missing) - 5} more" if len(missing) > 5 else ""
 
 
 def _text_problem(ctx: Context, relpath: str) -> str | None:

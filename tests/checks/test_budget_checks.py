@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from tests.checks.prose.judging import advises_then_fails
 from tests.factory import PREDICTED, CampaignBuilder, expect, sha256
 from tests.runner import Itera
 
@@ -340,14 +341,19 @@ def test_an_external_expense_listed_as_included(
 def test_hourly_billing_is_refused(
     itera: Itera, campaign: CampaignBuilder, where: str, text: str
 ) -> None:
+    """A rate per hour written in words advises; under --itera-strict-text it decides."""
     if where == "plan":
         campaign.plan["budget"]["lots"][0]["offer"] = text
         path = "plan.json $.budget.lots[0].offer"
     else:
         budget(campaign, external_expenses=[{"label": text, "amount": "3.00"}])
         path = "manifest.json $.budget.external_expenses[0].label"
-    itera.fails(campaign, CHECK, f"{path}: hourly billing: {text!r} states a rate per hour*",
-                "    fix:      lots are fixed-price for their whole duration (R4)*")
+    found = advises_then_fails(campaign, CHECK, "budget-consistent.hourly-billing")
+    assert found.render().startswith(f"{path}: hourly billing: {text!r} states a rate per hour")
+    assert "    fix:      lots are fixed-price for their whole duration (R4)" in found.render()
+    result = itera("--itera-strict-text", check=CHECK)
+    result.assert_outcomes(failed=1)
+    expect(result, f"{path}: hourly billing: {text!r} states a rate per hour*")
 
 
 def test_currencies_disagree(itera: Itera, campaign: CampaignBuilder) -> None:

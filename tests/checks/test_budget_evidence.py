@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_itera.checks.model import Options
+from tests.checks.prose.judging import advises_then_fails, judged
 from tests.checks.test_budget_checks import (
     CHECK,
     RECEIPT,
@@ -334,8 +336,9 @@ def test_hourly_billing_is_found_in_every_money_bearing_text(
         conclude(campaign, text)
     else:
         campaign.manifest["schedule"]["deviations"] = [{"step": "setup", "explanation": text}]
-    itera.fails(campaign, CHECK, f"{where}: hourly billing: {text!r} states a rate per hour*",
-                "    fix:      lots are fixed-price for their whole duration (R4)*")
+    found = advises_then_fails(campaign, CHECK, "budget-consistent.hourly-billing")
+    assert found.render().startswith(f"{where}: hourly billing: {text!r} states a rate per hour")
+    assert "    fix:      lots are fixed-price for their whole duration (R4)" in found.render()
 
 
 @pytest.mark.parametrize(
@@ -359,13 +362,18 @@ PHRASES_HOOK = "def pytest_itera_hourly_phrases(config):\n    return ['la hora']
 def test_users_add_hourly_phrases_through_the_hook(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
+    """The users' phrases are readings too: they advise, and decide under strict text."""
     pytester.makeconftest(PHRASES_HOOK)
     budget(campaign, external_expenses=[{"label": "soporte, 20 USD la hora", "amount": "40.00"}])
-    itera.fails(
-        campaign, CHECK,
-        "manifest.json $.budget.external_expenses[0].label: hourly billing: 'soporte, 20 USD "
-        "la hora' states a rate per hour ('la hora')",
-    )
+    itera.passes(campaign, CHECK)
+    result = itera("--itera-strict-text", check=CHECK)
+    result.assert_outcomes(failed=1)
+    expect(result,
+           "manifest.json $.budget.external_expenses[0].label: hourly billing: 'soporte, 20 USD "
+           "la hora' states a rate per hour ('la hora')")
+    found = advises_then_fails(campaign, CHECK, "budget-consistent.hourly-billing",
+                               Options(hourly_phrases=("la hora",)))
+    assert found.found == "'la hora'"
 
 
 def test_without_the_hook_the_users_phrase_is_not_looked_for(
@@ -373,6 +381,7 @@ def test_without_the_hook_the_users_phrase_is_not_looked_for(
 ) -> None:
     budget(campaign, external_expenses=[{"label": "soporte, 20 USD la hora", "amount": "40.00"}])
     itera.passes(campaign, CHECK)
+    assert judged(campaign, CHECK, strict=True).deciding == ()
 
 
 # ====================================================================== expenses (R7)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_itera.files.measurements import Measurements, Unreadable, read_measurements
+from tests.checks.prose.judging import advises_then_fails
 from tests.factory import (
     CONTROL_CKPT,
     RESUME_CKPT,
@@ -667,15 +668,34 @@ def test_v1_free_form_rule_parameters(itera: Itera, pytester: Pytester) -> None:
     ("# Error analysis\n\ncontrol and variant-a: lorem ipsum dolor sit amet.\n", "lorem ipsum",
      3),
     ("# Error analysis\n\n- control: to be written\n- variant-a: TBD\n", "to be written", 3),
-    ("# Analyse\n\n*en cours*\n\ncontrol, variant-a\n", "en cours", 3),
-], ids=["todo", "fr", "lorem", "to-be-written", "en-cours"])
+    ("# Fehleranalyse\n\nNoch zu schreiben.\n", "Noch zu schreiben", 3),
+    ("# Análisis de errores\n\n- control: por completar\n- variant-a: pendiente\n",
+     "por completar", 3),
+], ids=["todo", "fr", "lorem", "to-be-written", "de", "es"])
 def test_analysis_is_a_placeholder(
     itera: Itera, campaign: Campaign, text: str, marker: str, line: int
 ) -> None:
+    """A text that says nothing but a placeholder is no analysis: that decides."""
     campaign.files["analysis.md"] = text.encode()
     itera.fails(campaign, "analysis-present",
                 f"analysis.md:{line}: the error analysis analysis.md is a placeholder "
                 f"({marker!r} on line {line})")
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("# Analyse\n\n*en cours*\n\ncontrol, variant-a\n", 3),
+    ("# Error analysis\n\n| run | errors |\n|---|---|\n| control | ex-3 |\n"
+     "| variant-a | TBD |\n", 6),
+], ids=["en-cours", "table-cell"])
+def test_a_placeholder_inside_a_text_advises(
+    itera: Itera, campaign: Campaign, text: str, line: int
+) -> None:
+    """A placeholder among words is a reading: an advisory by default, a failure under
+    --itera-strict-text."""
+    campaign.files["analysis.md"] = text.encode()
+    found = advises_then_fails(campaign, "analysis-present", "analysis-present.placeholder-line")
+    assert found.where == f"analysis.md:{line}"
+    itera(check="analysis-present").assert_outcomes(passed=1)
 
 
 def test_analysis_in_french_with_ordinary_words(itera: Itera, campaign: Campaign) -> None:
