@@ -61,8 +61,10 @@ def pytest_itera_temp_patterns(config: pytest.Config) -> Sequence[str]:
 def pytest_itera_hourly_phrases(config: pytest.Config) -> Sequence[str]:
     """Return extra literal phrases (any case) that bill by the hour.
 
-    They are looked for with the built-in table (``pytest_itera.core.money.HOURLY_PHRASES``)
-    in every money-bearing text of plan.json and manifest.json. Sample::
+    They are looked for with the built-in table (``pytest_itera.checks.prose.hourly.
+    HOURLY_PHRASES``) in every money-bearing text of plan.json and manifest.json; like the
+    built-in ones, a phrase found is an advisory (``budget-consistent.hourly-billing``),
+    deciding only under ``--itera-strict-text``. Sample::
 
         def pytest_itera_hourly_phrases(config):
             return ["la hora", "stündlich"]
