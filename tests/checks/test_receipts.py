@@ -45,9 +45,27 @@ def include(campaign: CampaignBuilder, receipt: str | bytes, label: str = STORAG
            cost_per_deliverable=f"{total:.2f}")
 
 
-def problems(campaign: CampaignBuilder) -> list[str]:
-    verdict = check_campaign(campaign.write())
+def problems(campaign: CampaignBuilder, *, strict_text: bool = False) -> list[str]:
+    verdict = check_campaign(campaign.write(), strict_text=strict_text)
     return [p.finding.render() for p in verdict.findings if p.check == CHECK]
+
+
+def advisories(campaign: CampaignBuilder) -> list[str]:
+    """The readings of the receipt's text that advise (and fail nothing by default)."""
+    verdict = check_campaign(campaign.write())
+    assert [p.finding.render() for p in verdict.findings if p.check == CHECK] == []
+    return [p.finding.render() for p in verdict.advisories if p.check == CHECK]
+
+
+def advises(campaign: CampaignBuilder, code: str) -> list[str]:
+    """A prose reading's finding: an advisory with ``code`` by default, the same failure
+    under strict text; its rendered lines."""
+    verdict = check_campaign(campaign.write())
+    assert [p.finding.render() for p in verdict.findings if p.check == CHECK] == []
+    advised = [p.finding for p in verdict.advisories if p.check == CHECK]
+    assert [f.code for f in advised] == [code]
+    assert problems(campaign, strict_text=True) == [advised[0].render()]
+    return [advised[0].render()]
 
 
 def test_a_receipt_that_names_dates_and_issues_what_it_proves_passes(
@@ -111,7 +129,7 @@ def test_another_purchase_from_the_gpu_provider_is_an_expense(campaign: Campaign
 def test_a_receipt_addressed_to_another_campaign_is_refused(campaign: CampaignBuilder) -> None:
     receipt = invoice(buyer="campaign rings-2025-03", seller="Coldvault")
     include(campaign, receipt, label="object storage for the outputs")
-    assert problems(campaign) == [
+    assert advises(campaign, "budget-consistent.receipt-addressee") == [
         f"{WHERE}.source.file: included expense 'object storage for the outputs' (1.20 USD): "
         f"its receipt {RECEIPT} names neither the campaign 'tiny-2026-11' nor a provider the "
         "expense names (its label names none: write '<provider>: <item>') (it is issued by "
@@ -119,7 +137,8 @@ def test_a_receipt_addressed_to_another_campaign_is_refused(campaign: CampaignBu
         "    expected: 'tiny-2026-11' in the receipt\n"
         "    found:    issued by 'Coldvault', addressed to neither\n"
         "    fix:      attach the receipt of this campaign's expense: it names the campaign (its "
-        "id, as the buyer's reference) or the provider the label names",
+        "id, as the buyer's reference) or the provider the label names; record "
+        "source.issued_by (the issuer as the receipt writes it) to decide",
     ]
 
 
@@ -127,34 +146,36 @@ def test_a_receipt_dated_20_months_before_the_rental_is_refused(
     campaign: CampaignBuilder,
 ) -> None:
     include(campaign, invoice(dated="2025-03-20"))
-    assert problems(campaign) == [
+    assert advises(campaign, "budget-consistent.receipt-date") == [
         f"{WHERE}.source.file: included expense '{STORAGE}' (1.20 USD): its receipt {RECEIPT} "
         "is dated 2025-03-20, outside the campaign's window\n"
         "    expected: a date from 2026-11-20 (frozen_at) to 2026-11-22 (closed_at), give or "
         "take 7 days\n"
         "    found:    2025-03-20\n"
         "    fix:      attach the receipt of what this campaign paid: it is dated between the "
-        "plan's freezing and the closure (an older or later receipt is another purchase)",
+        "plan's freezing and the closure (an older or later receipt is another purchase); "
+        "record source.issued_on to decide",
     ]
 
 
-def test_a_receipt_without_a_date_says_it_lacks_one(campaign: CampaignBuilder) -> None:
+def test_a_receipt_without_a_date_says_it_cannot_prove_one(campaign: CampaignBuilder) -> None:
     include(campaign, invoice().replace("Date: 2026-11-21\n", ""))
-    assert problems(campaign)[0].startswith(
-        f"{WHERE}.source.file: included expense '{STORAGE}' (1.20 USD): its receipt {RECEIPT} "
-        "carries no date\n")
+    assert advises(campaign, "budget-consistent.receipt-date")[0].startswith(
+        f"{WHERE}.source.file: included expense '{STORAGE}' (1.20 USD): cannot prove the "
+        f"receipt's date from its text ({RECEIPT}); record issued_on\n")
 
 
 def test_a_receipt_issued_by_another_provider_is_refused(campaign: CampaignBuilder) -> None:
     include(campaign, invoice(seller="Coldvault Storage Ltd"))
-    assert problems(campaign) == [
+    assert advises(campaign, "budget-consistent.receipt-issuer") == [
         f"{WHERE}.source.file: included expense '{STORAGE}' (1.20 USD): its receipt {RECEIPT} "
         "is issued by 'Coldvault Storage Ltd', another provider than the expense names "
         "('Northbridge Object Storage')\n"
         "    expected: a receipt issued by 'Northbridge Object Storage'\n"
         "    found:    issued by 'Coldvault Storage Ltd'\n"
         "    fix:      attach the receipt of this expense, issued by the provider it was paid "
-        "to (or name that provider in the label)",
+        "to (or name that provider in the label); record source.issued_by (the issuer as the "
+        "receipt writes it) to decide",
     ]
 
 
