@@ -389,7 +389,8 @@ def advised_then_strict(itera: Itera, campaign: CampaignBuilder, *lines: str) ->
     itera.passes(campaign, CHECK)
     advised = [p.finding for p in check_campaign(campaign.write()).advisories
                if p.check == CHECK]
-    assert advised and {f.code for f in advised} == {"budget-consistent.label-marker"}
+    assert advised
+    assert {f.code for f in advised} == {"budget-consistent.label-marker"}
     failed = [p.finding.render() for p in check_campaign(campaign.write(), strict_text=True)
               .findings if p.check == CHECK]
     assert failed == [f.render() for f in advised]

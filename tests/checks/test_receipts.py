@@ -9,16 +9,13 @@ a passing twin, judged in-process (pytest_itera.report.verify.check_campaign).
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime
 
 import pytest
 
-from pytest_itera.checks.receipts import (
-    expense_provider,
-    receipt_dates,
-    receipt_issuer,
-    states_reference,
-)
+from pytest_itera.checks.prose.receipts import expense_provider, receipt_dates, receipt_issuer
+from pytest_itera.checks.receipts import states_reference
 from pytest_itera.report.verify import check_campaign
 from tests.checks.test_budget_checks import CHECK, budget
 from tests.factory import CampaignBuilder
@@ -36,12 +33,15 @@ def invoice(seller: str = "Northbridge Object Storage", buyer: str = "campaign t
 
 
 def include(campaign: CampaignBuilder, receipt: str | bytes, label: str = STORAGE,
-            amount: str = "1.20", path: str = RECEIPT) -> None:
-    """One included expense with its receipt file, and a consistent cost per deliverable."""
+            amount: str = "1.20", path: str = RECEIPT, **facts: str) -> None:
+    """One included expense with its receipt file (and the receipt's recorded ``facts``:
+    issued_on, issued_by, amount_as_written, reference; ``kind``), and a consistent cost
+    per deliverable."""
     campaign.files[path] = receipt.encode() if isinstance(receipt, str) else receipt
     total = 47.14 + float(amount)
-    budget(campaign, included_expenses=[{"label": label, "amount": amount,
-                                         "source": {"file": path}}],
+    kind = {"kind": facts.pop("kind")} if "kind" in facts else {}
+    budget(campaign, included_expenses=[{"label": label, "amount": amount, **kind,
+                                         "source": {"file": path, **facts}}],
            cost_per_deliverable=f"{total:.2f}")
 
 
@@ -263,3 +263,121 @@ def test_the_example_receipt_proves_its_expense() -> None:
     text = receipt_text(STORAGE_INVOICE, datetime(2026, 12, 3, 10, 35, 49, tzinfo=UTC))
     assert receipt_issuer(text) == STORAGE_INVOICE.seller
     assert receipt_dates(text) == [date(2026, 12, 3)]
+
+
+# ------------------------------------------------------------- the receipt's recorded facts
+
+GERMAN = ("Amazon Web Services EMEA SARL\nRechnung Nr. 40715\nRechnungsdatum: 21. November "
+          "2026\nKunde: Kampagne tiny-2026-11\nS3-Bucket, 5 GB\nGesamtbetrag: 1,20 USD "
+          "(1.20)\n")
+CHINESE = ("发票 40715\n开票日期\uff1a2026年11月21日\n销售方\uff1a北桥对象存储\n合计\uff1a1.20 "
+           "USD\n")  # full-width colons, as printed
+
+
+def _manifest_with(campaign: CampaignBuilder, **source: str) -> list[str]:
+    from pytest_itera.core.campaign import validate
+
+    include(campaign, invoice(), **source)
+    root = campaign.write()
+    return validate("manifest", json.loads((root / "manifest.json").read_text()))
+
+
+@pytest.mark.parametrize(
+    ("facts", "field"),
+    [
+        ({"issued_on": "3 Dec 2026"}, "issued_on"),
+        ({"issued_on": ""}, "issued_on"),
+        ({"issued_by": " "}, "issued_by"),
+        ({"amount_as_written": ""}, "amount_as_written"),
+        ({"kind": "guess"}, "kind"),
+    ],
+)
+def test_the_schema_refuses_a_malformed_fact(campaign: CampaignBuilder, facts: dict[str, str],
+                                             field: str) -> None:
+    problems = _manifest_with(campaign, **facts)
+    assert problems
+    assert all(field in p for p in problems), problems
+
+
+def test_the_schema_takes_the_facts(campaign: CampaignBuilder) -> None:
+    assert _manifest_with(campaign, issued_on="2026-11-21", issued_by="Northbridge",
+                          amount_as_written="1.20 USD", kind="paid") == []
+
+
+@pytest.mark.parametrize(
+    ("facts", "line"),
+    [
+        pytest.param({"issued_by": "Coldvault Storage Ltd"},
+                     f"{WHERE}.source.issued_by: included expense '{STORAGE}' (1.20 USD): its "
+                     f"receipt {RECEIPT} does not state its source.issued_by 'Coldvault Storage "
+                     "Ltd'", id="issued-by"),
+        pytest.param({"amount_as_written": "1,20 €"},
+                     f"{WHERE}.source.amount_as_written: included expense '{STORAGE}' (1.20 "
+                     f"USD): its receipt {RECEIPT} does not state its source.amount_as_written "
+                     "'1,20 €'", id="amount-as-written"),
+        pytest.param({"reference": "ORD-11111"},
+                     f"{WHERE}.source.reference: included expense '{STORAGE}' (1.20 USD): its "
+                     f"receipt {RECEIPT} does not state its source reference 'ORD-11111'",
+                     id="reference"),
+        pytest.param({"issued_on": "2025-03-20"},
+                     f"{WHERE}.source.issued_on: included expense '{STORAGE}' (1.20 USD): its "
+                     "receipt is issued on 2025-03-20 (source.issued_on), outside the "
+                     "campaign's window", id="issued-on"),
+        pytest.param({"issued_on": "2026-02-30"},
+                     f"{WHERE}.source.issued_on: included expense '{STORAGE}' (1.20 USD): its "
+                     "source.issued_on '2026-02-30' is not a calendar date", id="not-a-date"),
+    ],
+)
+def test_a_recorded_fact_the_receipt_does_not_bear_out_fails(
+    campaign: CampaignBuilder, facts: dict[str, str], line: str
+) -> None:
+    include(campaign, invoice(), **facts)
+    found = problems(campaign)
+    assert [f.splitlines()[0] for f in found] == [line]
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        pytest.param({"issued_by": "northbridge   OBJECT storage"}, id="issued-by"),
+        pytest.param({"amount_as_written": "1.20 usd"}, id="amount-as-written"),
+        pytest.param({"reference": "ORD 88213"}, id="reference"),
+        pytest.param({"issued_on": "2026-11-21"}, id="issued-on"),
+    ],
+)
+def test_a_recorded_fact_the_receipt_bears_out_passes(
+    campaign: CampaignBuilder, facts: dict[str, str]
+) -> None:
+    include(campaign, invoice(), **facts)
+    assert problems(campaign, strict_text=True) == []
+
+
+def test_a_recorded_fact_replaces_its_reading(campaign: CampaignBuilder) -> None:
+    """issued_on and issued_by recorded: the date and issuer lines are not read (a receipt
+    dated 2025 by its text passes on its recorded date; the facts themselves decide)."""
+    include(campaign, invoice(dated="2025-03-20", seller="Coldvault"),
+            issued_on="2026-11-21", issued_by="Coldvault")
+    assert advisories(campaign) == []
+
+
+@pytest.mark.parametrize(
+    ("receipt", "facts"),
+    [
+        pytest.param(GERMAN, {"issued_by": "Amazon Web Services EMEA SARL"}, id="german"),
+        pytest.param(CHINESE, {"issued_on": "2026-11-21", "issued_by": "北桥对象存储"},
+                     id="chinese-with-its-iso-date"),
+    ],
+)
+def test_a_receipt_in_any_language_passes_on_its_facts(
+    campaign: CampaignBuilder, receipt: str, facts: dict[str, str]
+) -> None:
+    include(campaign, receipt, label="AWS: S3 bucket", **facts)
+    assert problems(campaign, strict_text=True) == []
+
+
+def test_a_pdf_without_a_text_layer_cannot_prove_its_facts(campaign: CampaignBuilder) -> None:
+    include(campaign, image_only_pdf(), path="receipts/scan.pdf", issued_on="2026-11-21",
+            issued_by="Northbridge Object Storage")
+    found = problems(campaign)
+    assert len(found) == 1
+    assert "is a PDF without a text layer (a scanned image?), so what it proves" in found[0]
