@@ -400,7 +400,8 @@ def _as_written(text: str, match: re.Match[str]) -> str:
 
 
 def amount_in_source(
-    ctx: Context, source: Source, amount: Money, where: str, what: str
+    ctx: Context, source: Source, amount: Money, where: str, what: str,
+    kind: str | None = None,
 ) -> Iterator[Finding]:
     """A receipt or quote states the amount recorded from it (R7: an expense is what was
     paid, on the evidence of its source): its text, or a PDF's text layer
@@ -413,7 +414,8 @@ def amount_in_source(
         return
     if states_amount(receipt.text, amount.amount):
         yield from _currency_in_source(receipt.text, source.file, amount, where, what)
-        yield from _only_as_tax(receipt.text, source.file, amount, where, what)
+        if kind != "tax":  # an expense recorded as a tax is its receipt's tax line
+            yield from _only_as_tax(receipt.text, source.file, amount, where, what)
         return
     yield Finding(
         f"{what}: its source file {source.file} does not state {amount.amount}",
@@ -553,7 +555,7 @@ def _provenance(
         yield from source_findings(ctx, expense.source, f"{where}.source", what)
         yield from amount_in_source(ctx, expense.source,
                                     Money(expense.amount, man.budget.currency),
-                                    f"{where}.amount", what)
+                                    f"{where}.amount", what, expense.kind)
         return
     if man.version == 1:
         message = f"itera-manifest/1 cannot prove that {what} was paid: it records no source"

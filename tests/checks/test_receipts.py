@@ -226,6 +226,11 @@ def test_a_broken_pdf_cannot_be_read(campaign: CampaignBuilder) -> None:
         ("INV-2026-311, 12.00 USD, 10:30", []),
         ("Date : 6 déc. 2026, échéance 5 janv. 2027", [date(2026, 12, 6), date(2027, 1, 5)]),
         ("Invoice date: 06-Dec-2026", [date(2026, 12, 6)]),
+        ("Rechnungsdatum: 3. Dezember 2026", [date(2026, 12, 3)]),
+        ("Fecha: 3 de diciembre de 2026", [date(2026, 12, 3)]),
+        ("2026年12月3日", [date(2026, 12, 3)]),
+        ("03 Dec 26", [date(2026, 12, 3)]),
+        ("Datum: 21. Nov. 2026, fällig 5. Jan. 2027", [date(2026, 11, 21), date(2027, 1, 5)]),
     ],
 )
 def test_receipt_dates(text: str, dates: list[date]) -> None:
@@ -381,3 +386,22 @@ def test_a_pdf_without_a_text_layer_cannot_prove_its_facts(campaign: CampaignBui
     found = problems(campaign)
     assert len(found) == 1
     assert "is a PDF without a text layer (a scanned image?), so what it proves" in found[0]
+
+
+def test_a_provider_named_by_its_initials_is_its_issuer(campaign: CampaignBuilder) -> None:
+    include(campaign, invoice(seller="Amazon Web Services EMEA SARL", buyer="Jane Doe"),
+            label="AWS: S3 bucket")
+    assert advisories(campaign) == []
+
+
+def test_another_company_s_letterhead_invoice_is_read_as_its_issuer_s(
+    campaign: CampaignBuilder,
+) -> None:
+    """No Seller line: the letterhead names the issuer, another company than the label's."""
+    letter = ("Coldvault Storage Ltd\n12 Harbour Street, Leith\n\nINVOICE 40715\n"
+              "Date: 2026-11-21\nBuyer: campaign tiny-2026-11\nTotal paid: 1.20 USD\n")
+    include(campaign, letter)
+    assert advises(campaign, "budget-consistent.receipt-issuer")[0].startswith(
+        f"{WHERE}.source.file: included expense '{STORAGE}' (1.20 USD): its receipt {RECEIPT} "
+        "is headed by 'Coldvault Storage Ltd', another provider than the expense names "
+        "('Northbridge Object Storage')")
