@@ -57,6 +57,7 @@ from typing import Any
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.corpora import merge_same_content
 from pytest_itera.checks.prose.hourly import HOURLY_PHRASES, HourlyMatcher, Phrase
+from pytest_itera.checks.prose.labels import KINDS, amount_markers, marker_text
 from pytest_itera.checks.receipts import read_receipt, receipt_findings, rental_as_expense
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -76,9 +77,7 @@ from pytest_itera.core.money import (
     DELIVERING_ROLES,
     Catalogue,
     Delivery,
-    Marker,
     Money,
-    amount_markers,
     catalogue_offer,
     cost_per_deliverable,
     deliverables_per_corpus,
@@ -404,7 +403,8 @@ def _as_written(text: str, match: re.Match[str]) -> str:
 
 
 def amount_in_source(
-    ctx: Context, source: Source, amount: Money, where: str, what: str
+    ctx: Context, source: Source, amount: Money, where: str, what: str,
+    kind: str | None = None,
 ) -> Iterator[Finding]:
     """A receipt or quote states the amount recorded from it (R7: an expense is what was
     paid, on the evidence of its source): its text, or a PDF's text layer
@@ -417,7 +417,8 @@ def amount_in_source(
         return
     if states_amount(receipt.text, amount.amount):
         yield from _currency_in_source(receipt.text, source.file, amount, where, what)
-        yield from _only_as_tax(receipt.text, source.file, amount, where, what)
+        if kind != "tax":  # an expense recorded as a tax is its receipt's tax line
+            yield from _only_as_tax(receipt.text, source.file, amount, where, what)
         return
     yield Finding(
         f"{what}: its source file {source.file} does not state {amount.amount}",
@@ -557,7 +558,7 @@ def _provenance(
         yield from source_findings(ctx, expense.source, f"{where}.source", what)
         yield from amount_in_source(ctx, expense.source,
                                     Money(expense.amount, man.budget.currency),
-                                    f"{where}.amount", what)
+                                    f"{where}.amount", what, expense.kind)
         return
     if man.version == 1:
         message = f"itera-manifest/1 cannot prove that {what} was paid: it records no source"
@@ -573,32 +574,51 @@ def _provenance(
 
 
 def _made_up(expense: Expense, where: str, what: str) -> Iterator[Finding]:
+    """An amount that was not paid as such: the expense's ``kind`` decides; without one,
+    the label's reading advises (prose.labels, code ``label-marker``)."""
     reference = expense.source.reference if expense.source is not None else None
     has_file = expense.source is not None and expense.source.file is not None
+    if expense.kind is not None:
+        rule = KINDS.get(expense.kind)
+        if rule == "refused":
+            yield _refused(what, where, f"its kind is {expense.kind!r}", repr(expense.kind),
+                           _KIND[expense.kind], code="budget-consistent.expense-made-up")
+        elif rule == "needs-receipt" and not has_file:
+            yield _no_receipt(what, where, _KIND[expense.kind], f"kind {expense.kind!r}",
+                              reference, code="budget-consistent.expense-no-receipt")
+        return
     for marker in amount_markers(expense.label, reference):
-        found = _marker_text(marker, expense.label, reference)
+        found = marker_text(marker, expense.label, reference)
         if not marker.needs_receipt:
-            yield Finding(
-                f"{what} is declared {_KIND[marker.kind]} ({found!r}): an expense included is "
-                "an amount that was paid",
-                where=where, expected="the amount paid, as its receipt states it",
-                found=repr(found),
-                hint="list only what was paid, with its receipt or order; an estimated or "
-                "computed amount is not an expense (no invented tax rate or transfer cost)",
-                code="budget-consistent.expense-made-up",
-            )
+            yield _refused(what, where, repr(found), repr(found), _KIND[marker.kind],
+                           code="budget-consistent.label-marker", advisory=True)
         elif not has_file:
-            yield Finding(
-                f"{what} is {_KIND[marker.kind]} ({found!r}) without its receipt file",
-                where=f"{where}.source",
-                expected="source.file: the provider's invoice or receipt that states this "
-                "amount, listed in the campaign",
-                found=f"reference {reference!r}" if reference else "no source",
-                hint="attach the invoice that states it; the campaign never computes a tax, a "
-                "percentage or a transfer cost ('n'inventez ni taux de taxe ni coût de "
-                "transfert non fourni')",
-                code="budget-consistent.expense-no-receipt",
-            )
+            yield _no_receipt(what, where, _KIND[marker.kind], repr(found), reference,
+                              code="budget-consistent.label-marker", advisory=True)
+
+
+def _refused(what: str, where: str, why: str, found: str, declared: str, *, code: str,
+             advisory: bool = False) -> Finding:
+    return Finding(
+        f"{what} is declared {declared} ({why}): an expense included is an amount that was "
+        "paid", where=where, expected="the amount paid, as its receipt states it", found=found,
+        hint="list only what was paid, with its receipt or order; an estimated or computed "
+        "amount is not an expense (no invented tax rate or transfer cost)"
+        + ("; if the label only describes a paid amount, record kind 'paid'" if advisory
+           else ""),
+        code=code, advisory=advisory)
+
+
+def _no_receipt(what: str, where: str, declared: str, found: str, reference: str | None, *,
+                code: str, advisory: bool = False) -> Finding:
+    return Finding(
+        f"{what} is {declared} ({found}) without its receipt file", where=f"{where}.source",
+        expected="source.file: the provider's invoice or receipt that states this amount, "
+        "listed in the campaign",
+        found=f"reference {reference!r}" if reference else "no source",
+        hint="attach the invoice that states it; the campaign never computes a tax, a "
+        "percentage or a transfer cost ('n'inventez ni taux de taxe ni coût de transfert non "
+        "fourni')", code=code, advisory=advisory)
 
 
 _KIND = {
@@ -607,15 +627,9 @@ _KIND = {
     "rate": "computed from a rate",
     "tax": "a tax",
     "transfer": "a transfer cost",
+    "refund": "a refund",
+    "credit": "a credit",
 }
-
-
-def _marker_text(marker: Marker, *texts: str | None) -> str:
-    for text in texts:
-        match = marker.pattern.search(text) if text else None
-        if match is not None:
-            return match.group(0)
-    return marker.name
 
 
 def _external_as_included(

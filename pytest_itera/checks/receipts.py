@@ -36,7 +36,6 @@ the provider the expense names, and never the rental again.
 
 from __future__ import annotations
 
-import calendar
 import io
 import re
 from collections.abc import Iterator
@@ -45,7 +44,18 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from pytest_itera.checks.context import Context
-from pytest_itera.core.campaign import Expense, Lot, Manifest, Plan
+from pytest_itera.checks.prose.receipts import (
+    addressed_campaign,
+    expense_provider,
+    issue_dates,
+    letterhead,
+    names,
+    receipt_dates,
+    receipt_issuer,
+    same_provider,
+    words,
+)
+from pytest_itera.core.campaign import Expense, Lot, Manifest, Plan, Source
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.money import Money, catalogue_offer, prorata_reading
 
@@ -53,27 +63,6 @@ GRACE = timedelta(days=7)
 TEXT_MAX = 1 << 20  # a receipt read as text: at most 1 MiB
 PDF_MAX = 32 << 20  # a PDF receipt: at most 32 MiB
 PDF_PAGES = 5  # a receipt's text is on its first pages
-_LEGAL = frozenset({"ltd", "limited", "inc", "llc", "llp", "plc", "gmbh", "ag", "sa", "sas",
-                    "sarl", "bv", "nv", "corp", "corporation", "co", "company", "srl", "oy"})
-_ISSUER = re.compile(
-    r"^[ \t]*(?:seller|vendor|supplier|issued[ \t]+by|issuer|from|provider|sold[ \t]+by|"
-    r"billed[ \t]+by|vendeur|fournisseur|[ée]metteur|prestataire)[ \t]*:[ \t]*(\S[^\n]*)$",
-    re.IGNORECASE | re.MULTILINE)
-_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
-_MONTHS |= {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
-_MONTHS |= {name: i + 1 for i, name in enumerate((
-    "janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août", "septembre",
-    "octobre", "novembre", "décembre"))} | {"fevrier": 2, "aout": 8, "decembre": 12, "sept": 9}
-# French abbreviations ("6 déc. 2026", "févr."), as French invoices print them.
-_MONTHS |= {"janv": 1, "févr": 2, "fevr": 2, "avr": 4, "juil": 7, "déc": 12}
-_MONTH = "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True))
-_ISO = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
-_NUMERIC = re.compile(r"(?<!\d)(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})(?!\d)")
-_DAY_MONTH = re.compile(rf"(?<!\w)(\d{{1,2}})(?:st|nd|rd|th|er)?\.?(?:\s+|-)({_MONTH})"
-                        r"\.?,?(?:\s+|-)(\d{4})",
-                        re.IGNORECASE)
-_MONTH_DAY = re.compile(rf"(?<!\w)({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})",
-                        re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -145,11 +134,17 @@ def _pdf_text(path: Path) -> Receipt:
 
 def receipt_findings(ctx: Context, expense: Expense, where: str,
                      what: str) -> Iterator[Finding]:
-    """An included expense's receipt is readable, addressed, dated, issued by its provider."""
+    """An included expense's receipt is readable and states the facts its source records
+    (deciding); what its text is read to say (issuer, addressee, date) advises, each
+    reading skipped when the matching structured field is recorded."""
     plan, man = ctx.documents()
-    if expense.source is None or expense.source.file is None:
+    source = expense.source
+    if source is None:
         return
-    file = expense.source.file
+    yield from _issued_on(plan, man, source, where, what)
+    if source.file is None:
+        return
+    file = source.file
     receipt = read_receipt(ctx, file)
     if receipt is None:
         return
@@ -162,19 +157,84 @@ def receipt_findings(ctx: Context, expense: Expense, where: str,
             "PDF with its text (the one the provider sends, not a scan)",
             code="budget-consistent.receipt-unreadable")
         return
+    text = receipt.text
+    yield from _stated(file, what, where, source, text)
+    yield from _referenced(file, what, where, source.reference, text)
     provider = expense_provider(expense.label)
-    issuer = receipt_issuer(receipt.text)
-    yield from _issuer(file, what, where, provider, issuer, expense.label, receipt.text)
-    yield from _addressed(file, what, where, plan, provider, issuer, receipt.text)
-    yield from _dated(file, what, where, plan, man, receipt.text)
-    yield from _referenced(file, what, where, expense.source.reference, receipt.text)
+    issuer = receipt_issuer(text)
+    if source.issued_by is None:
+        yield from _issuer(file, what, where, provider, issuer, expense.label, text)
+    yield from _addressed(file, what, where, plan, provider, issuer, text,
+                          issued_by=source.issued_by)
+    if source.issued_on is None:
+        yield from _dated(file, what, where, plan, man, text)
+
+
+# The structured facts a receipt source records: each occurs in the receipt's text.
+_STATED = (("issued_by", "issued-by", "the issuer"),
+           ("amount_as_written", "amount-as-written", "the amount as written"))
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _stated(file: str, what: str, where: str, source: Source,
+            text: str) -> Iterator[Finding]:
+    flat = _flat(text)
+    for field, kind, name in _STATED:
+        value = getattr(source, field)
+        if value is None or _flat(value) in flat:
+            continue
+        yield Finding(
+            f"{what}: its receipt {file} does not state its source.{field} {value!r}",
+            where=f"{where}.source.{field}", expected=f"{value!r} in {file} ({name}, "
+            "whitespace and case aside)", found="not stated",
+            hint=f"record {name} exactly as the receipt writes it, or attach the receipt "
+            "that states it", code=f"budget-consistent.receipt-{kind}")
+
+
+def _window(plan: Plan, man: Manifest) -> tuple[date, date, str] | None:
+    if plan.frozen_at is None:
+        return None  # a draft: the manifest item says so
+    start = (plan.frozen_at - GRACE).date()
+    end = (man.closed_at + GRACE).date()
+    return start, end, f"{plan.frozen_at.date()} (frozen_at) to {man.closed_at.date()} " \
+        f"(closed_at), give or take {GRACE.days} days"
+
+
+def _issued_on(plan: Plan, man: Manifest, source: Source, where: str,
+               what: str) -> Iterator[Finding]:
+    """The recorded ``issued_on`` (ISO) falls in the campaign's window: it decides, in
+    whatever language the receipt is written."""
+    if source.issued_on is None:
+        return
+    window = _window(plan, man)
+    try:
+        issued = date.fromisoformat(source.issued_on)
+    except ValueError:
+        yield Finding(
+            f"{what}: its source.issued_on {source.issued_on!r} is not a calendar date",
+            where=f"{where}.source.issued_on", expected="an ISO date (2026-12-03)",
+            found=repr(source.issued_on), hint="record the receipt's date as YYYY-MM-DD",
+            code="budget-consistent.receipt-issued-on")
+        return
+    if window is None or window[0] <= issued <= window[1]:
+        return
+    yield Finding(
+        f"{what}: its receipt is issued on {issued} (source.issued_on), outside the "
+        "campaign's window", where=f"{where}.source.issued_on",
+        expected=f"a date from {window[2]}", found=str(issued),
+        hint="attach the receipt of what this campaign paid: it is dated between the plan's "
+        "freezing and the closure (an older or later receipt is another purchase)",
+        code="budget-consistent.receipt-issued-on")
 
 
 def _referenced(file: str, what: str, where: str, reference: str | None,
                 text: str) -> Iterator[Finding]:
     """An expense naming both a receipt file and an order reference: the receipt is the
     document of that order, so it states the reference (case and punctuation ignored)."""
-    if reference is None or not _words(reference) or states_reference(text, reference):
+    if reference is None or not words(reference) or states_reference(text, reference):
         return
     yield Finding(
         f"{what}: its receipt {file} does not state its source reference {reference!r}",
@@ -197,50 +257,54 @@ def states_reference(text: str, reference: str) -> bool:
     return re.search(pattern, text.casefold()) is not None
 
 
-def expense_provider(label: str) -> str | None:
-    """The provider an expense's label names: the part before ':' (or ' - ', ' — ')."""
-    head = re.split(r":| [-\u2013\u2014] ", label, maxsplit=1)
-    if len(head) < 2 or not head[0].strip() or len(head[0].split()) > 6:
-        return None
-    return head[0].strip()
-
-
-def receipt_issuer(text: str) -> str | None:
-    """Who issued the receipt, as its Seller/Vendor/From/... line says, or None."""
-    match = _ISSUER.search(text)
-    return match.group(1).strip() if match else None
+_RECORD = "; record source.issued_by (the issuer as the receipt writes it) to decide"
 
 
 def _issuer(file: str, what: str, where: str, provider: str | None, issuer: str | None,
             label: str, text: str) -> Iterator[Finding]:
-    if provider is None or issuer is None or _names(provider, issuer) or _names(label, issuer):
+    """Advisory: the issuer line (or, without one, the letterhead) names another company
+    than the label's provider."""
+    headed = issuer if issuer is not None else letterhead(text)
+    if provider is None or headed is None or same_provider(provider, headed) \
+            or names(label, headed):
         return
-    if _names(text, provider):
+    if issuer is not None and names(text, provider):
         return  # a reseller's receipt naming the provider, or a label's category word
+    if issuer is None and (names(text, provider) or same_provider(provider, text)):
+        return  # the letterhead is a logo line; the provider is named below it
+    line = "issued by" if issuer is not None else "headed by"
     yield Finding(
-        f"{what}: its receipt {file} is issued by {issuer!r}, another provider than the "
+        f"{what}: its receipt {file} is {line} {headed!r}, another provider than the "
         f"expense names ({provider!r})", where=f"{where}.source.file",
-        expected=f"a receipt issued by {provider!r}", found=f"issued by {issuer!r}",
+        expected=f"a receipt issued by {provider!r}", found=f"{line} {headed!r}",
         hint="attach the receipt of this expense, issued by the provider it was paid to (or "
-        "name that provider in the label)", code="budget-consistent.receipt-issuer")
+        "name that provider in the label)" + _RECORD,
+        code="budget-consistent.receipt-issuer", advisory=True)
 
 
 def _addressed(file: str, what: str, where: str, plan: Plan, provider: str | None,
-               issuer: str | None, text: str) -> Iterator[Finding]:
-    named = [n for n in (plan.campaign, provider) if n]
+               issuer: str | None, text: str, *, issued_by: str | None) -> Iterator[Finding]:
+    """Advisory: the receipt's buyer line names another campaign, or the receipt names
+    neither the campaign nor the label's provider (not read when issued_by is recorded)."""
     other = addressed_campaign(text)
-    if other is not None and not _names(text, plan.campaign) \
-            and provider is not None and _names(text, provider):
+    if other is not None and not names(text, plan.campaign) \
+            and any(p is not None and names(text, p) for p in (provider, issued_by)):
         yield Finding(
             f"{what}: its receipt {file} is addressed to campaign {other!r}, not "
             f"{plan.campaign!r}", where=f"{where}.source.file",
             expected=f"campaign {plan.campaign!r} (or no campaign) as the buyer",
             found=f"campaign {other!r}",
             hint="attach the receipt of this campaign's expense; another campaign's receipt "
-            "is another campaign's cost",
-            code="budget-consistent.receipt-other-campaign")
+            "is another campaign's cost", code="budget-consistent.receipt-other-campaign",
+            advisory=True)
         return
-    if any(_names(text, n) for n in named):
+    if issued_by is not None:
+        return
+    named = [n for n in (plan.campaign, provider) if n]
+    if any(names(text, n) for n in named) or (
+            provider is not None and same_provider(provider, text)):
+        return
+    if provider is not None and issuer is not None and same_provider(provider, issuer):
         return
     yield Finding(
         f"{what}: its receipt {file} names neither the campaign {plan.campaign!r} nor "
@@ -251,107 +315,40 @@ def _addressed(file: str, what: str, where: str, plan: Plan, provider: str | Non
         expected=" or ".join(map(repr, named)) + " in the receipt",
         found="neither" if not issuer else f"issued by {issuer!r}, addressed to neither",
         hint="attach the receipt of this campaign's expense: it names the campaign (its id, "
-        "as the buyer's reference) or the provider the label names",
-        code="budget-consistent.receipt-addressee")
-
-
-# The buyer's line of a receipt that names a campaign: "Buyer: campaign rings-2026",
-# "Campaign: rings-2026", "Client : campagne rings-2026".
-_CAMPAIGN_LINE = re.compile(
-    r"^[ \t]*(?:(?:buyer|client|customer|bill(?:ed)?[ \t]+to|project|projet|acheteur)[ \t]*:"
-    r"[ \t]*(?:campaign|campagne)[ \t]*:?|(?:campaign|campagne)[ \t]*:)[ \t]*([\w][\w.-]*)",
-    re.IGNORECASE | re.MULTILINE)
-
-
-def addressed_campaign(text: str) -> str | None:
-    """The campaign id a receipt's buyer line names, or None."""
-    hit = _CAMPAIGN_LINE.search(text)
-    return hit.group(1).rstrip(".") if hit is not None else None
+        "as the buyer's reference) or the provider the label names" + _RECORD,
+        code="budget-consistent.receipt-addressee", advisory=True)
 
 
 def _dated(file: str, what: str, where: str, plan: Plan, man: Manifest,
            text: str) -> Iterator[Finding]:
-    if plan.frozen_at is None:
-        return  # a draft: the manifest item says so
-    start = (plan.frozen_at - GRACE).date()
-    end = (man.closed_at + GRACE).date()
-    window = f"{plan.frozen_at.date()} (frozen_at) to {man.closed_at.date()} (closed_at), " \
-        f"give or take {GRACE.days} days"
+    """Advisory: the date the text is read to state falls outside the window, or no date
+    can be read."""
+    window = _window(plan, man)
+    if window is None:
+        return
+    start, end, span = window
     labelled = issue_dates(text)
     dates = [d for _, d in labelled] or receipt_dates(text)
     if any(start <= d <= end for d in dates):
+        return
+    if not dates:
+        yield Finding(
+            f"{what}: cannot prove the receipt's date from its text ({file}); record "
+            "issued_on", where=f"{where}.source.file", expected=f"a date from {span}",
+            found="no date read", hint="record source.issued_on, the receipt's date as "
+            "YYYY-MM-DD (it is judged against the window in whatever language the receipt "
+            "is written)", code="budget-consistent.receipt-date", advisory=True)
         return
     shown = ", ".join(str(d) for d in dates[:4]) + (", …" if len(dates) > 4 else "")
     lines = ", ".join(str(n) for n, _ in labelled[:4])
     told = labelled and set(dates) != set(receipt_dates(text))  # other dates it prints
     dated = f"is dated {shown}" + (f" (its issue date, line {lines})" if told else "")
     yield Finding(
-        f"{what}: its receipt {file} " + (f"{dated}, outside the campaign's window"
-                                          if dates else "carries no date"),
-        where=f"{where}.source.file", expected=f"a date from {window}",
-        found=shown or "no date",
+        f"{what}: its receipt {file} {dated}, outside the campaign's window",
+        where=f"{where}.source.file", expected=f"a date from {span}", found=shown,
         hint="attach the receipt of what this campaign paid: it is dated between the plan's "
-        "freezing and the closure (an older or later receipt is another purchase)",
-        code="budget-consistent.receipt-date")
-
-
-# A line that states the receipt's own date: "Date:", "Invoice date:", "Date of issue:",
-# "Issued on:", "Date de facture :", "Date d'émission :" (its other dates, a print or a
-# service date, do not date it).
-_ISSUE_LINE = re.compile(
-    r"^\s*(?:(?:invoice|receipt|issue|billing)\s+date|date(?:\s+of\s+issue)?|"
-    r"issued(?:\s+on)?|date\s+de\s+(?:la\s+)?facture|date\s+d['\u2019]\u00e9mission)"
-    r"\s*:", re.I)
-
-
-def issue_dates(text: str) -> list[tuple[int, date]]:
-    """The dates the receipt's own date lines state, with their line numbers: when it has
-    such lines, they date it (another date it mentions, printed or served, does not)."""
-    out = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if _ISSUE_LINE.match(line):
-            out += [(number, d) for d in receipt_dates(line)]
-    return out
-
-
-def receipt_dates(text: str) -> list[date]:
-    """Every calendar date the text states (see the module), in order of appearance."""
-    found: list[tuple[int, date]] = []
-    for pattern, order in ((_ISO, "ymd"), (_NUMERIC, "dmy"), (_DAY_MONTH, "dMy"),
-                           (_MONTH_DAY, "Mdy")):
-        for match in pattern.finditer(text):
-            for day in _readings(match.groups(), order):
-                found.append((match.start(), day))
-    return [d for _, d in sorted(found)]
-
-
-def _readings(groups: tuple[str | None, ...], order: str) -> list[date]:
-    parts = dict(zip(order, groups, strict=True))
-    year = int(parts["y"] or 0)
-    if "M" in parts:
-        month_day = [(_MONTHS.get((parts["M"] or "").lower().rstrip(".")), int(parts["d"] or 0))]
-    elif order == "dmy":  # 03/12/2026: day first (Europe) or month first (US)
-        month_day = [(int(parts["m"] or 0), int(parts["d"] or 0)),
-                     (int(parts["d"] or 0), int(parts["m"] or 0))]
-    else:
-        month_day = [(int(parts["m"] or 0), int(parts["d"] or 0))]
-    out = []
-    for month, day in month_day:
-        try:
-            out.append(date(year, month or 0, day))
-        except ValueError:
-            continue
-    return out
-
-
-def _names(text: str, name: str) -> bool:
-    """Whether ``text`` names ``name`` (case, punctuation and legal forms ignored)."""
-    wanted = _words(name)
-    return bool(wanted) and f" {' '.join(wanted)} " in f" {' '.join(_words(text))} "
-
-
-def _words(text: str) -> list[str]:
-    return [w for w in re.findall(r"\w+", text.casefold()) if w not in _LEGAL]
+        "freezing and the closure (an older or later receipt is another purchase); record "
+        "source.issued_on to decide", code="budget-consistent.receipt-date", advisory=True)
 
 
 # ------------------------------------------------------------- the rental, again
@@ -400,10 +397,10 @@ def _rental_hours(ctx: Context, expense: Expense, lot: Lot, currency: str) -> st
     file = expense.source.file if expense.source is not None else None
     receipt = read_receipt(ctx, file) if file is not None else None
     texts = [expense.label, *([receipt.text] if receipt is not None and receipt.text else [])]
-    if not any(_names(t, lot.gpu) for t in texts) or not any(
-            _names(t, name) for t in texts for name in _lot_provider(ctx, lot)):
+    if not any(names(t, lot.gpu) for t in texts) or not any(
+            names(t, name) for t in texts for name in _lot_provider(ctx, lot)):
         return None
-    offers = [o for o in catalogue.offers if _words(o.gpu) == _words(lot.gpu)]
+    offers = [o for o in catalogue.offers if words(o.gpu) == words(lot.gpu)]
     price = Money(expense.amount, currency)
     longest = max((o.hours for o in offers), default=0)
     for hours in range(1, longest):
@@ -423,9 +420,9 @@ def _is_lot(ctx: Context, expense: Expense, lot: Lot) -> str | None:
     receipt = read_receipt(ctx, file) if file is not None else None
     text = receipt.text if receipt is not None else None
     for name in _lot_provider(ctx, lot):
-        if _names(expense.label, name):
+        if names(expense.label, name):
             return f"the same amount ({expense.amount}) and provider ({name!r}, in its label)"
-        if text is not None and _names(text, name):
+        if text is not None and names(text, name):
             return f"the same amount ({expense.amount}), and its receipt {file} is {name!r}'s " \
                 "invoice for the lot"
     return None

@@ -134,6 +134,10 @@ class Source:
 
     file: str | None = None
     reference: str | None = None
+    # A receipt's facts as recorded (an included expense's source; each occurs in its text).
+    issued_on: str | None = None  # ISO date, judged against the campaign's window
+    issued_by: str | None = None
+    amount_as_written: str | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,7 @@ class Expense:
     label: str
     amount: str  # decimal string, see pytest_itera.core.money
     source: Source | None = None  # /2: required for an included expense
+    kind: str | None = None  # paid | tax | transfer | rate | estimate | derived | refund | credit
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from functools import cached_property
 from pathlib import Path
@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pytest_itera.checks.artifacts import parts_problems
 from pytest_itera.checks.budget import states_amount
+from pytest_itera.checks.prose.labels import KINDS
 from pytest_itera.checks.stop_rules import contradicts_corpus
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -745,11 +746,18 @@ class CampaignRecorder:
         return shipped_tree_digest(folder)
 
     def expense(
-        self, label: str, amount: str, *, file: str | None = None, reference: str | None = None
+        self, label: str, amount: str, *, file: str | None = None, reference: str | None = None,
+        kind: str | None = None, issued_on: str | date | None = None,
+        issued_by: str | None = None, amount_as_written: str | None = None,
     ) -> dict[str, Any]:
         """An included expense for ``close(budget=...)``: the amount as billed, with its
         provenance (a receipt/invoice file in the campaign and/or an order reference).
-        A text receipt must show the amount."""
+        A text receipt must show the amount.
+
+        The structured facts decide where the receipt's text would otherwise be read:
+        ``kind`` (paid, tax, transfer, rate; estimate, derived, refund and credit are not
+        amounts paid), ``issued_on`` (the receipt's date, ISO), ``issued_by`` and
+        ``amount_as_written`` (each as the receipt writes it: a text receipt must state it)."""
         if not isinstance(amount, str):
             raise RecordError(
                 f"expense {label!r}: the amount {amount!r} is a {type(amount).__name__}; money "
@@ -761,7 +769,21 @@ class CampaignRecorder:
                 f"expense {label!r}: give its receipt file or its order reference; "
                 "an amount without provenance is an estimate"
             )
+        if kind is not None and kind not in KINDS:
+            raise RecordError(f"expense {label!r}: kind {kind!r} is not one of "
+                              f"{', '.join(KINDS)}")
+        if isinstance(issued_on, date):
+            issued_on = issued_on.isoformat()
+        if issued_on is not None:
+            try:
+                date.fromisoformat(issued_on)
+            except ValueError:
+                raise RecordError(f"expense {label!r}: issued_on {issued_on!r} is not an ISO "
+                                  "date (YYYY-MM-DD)") from None
+        facts = {"issued_by": issued_by, "amount_as_written": amount_as_written}
         expense: dict[str, Any] = {"label": label, "amount": amount, "source": {}}
+        if kind is not None:
+            expense["kind"] = kind
         if file is not None:
             self.file_sha256(file, field=f"expense {label!r} source.file")
             try:
@@ -773,9 +795,18 @@ class CampaignRecorder:
                     f"expense {label!r}: the receipt {file} does not show the "
                     f"amount {amount}; record the amount billed"
                 )
+            flat = " ".join(text.split()).casefold() if text is not None else None
+            for name, value in facts.items():
+                if value is not None and flat is not None \
+                        and " ".join(value.split()).casefold() not in flat:
+                    raise RecordError(f"expense {label!r}: the receipt {file} does not state "
+                                      f"its {name} {value!r}; record it as the receipt writes it")
             expense["source"]["file"] = file
         if reference is not None:
             expense["source"]["reference"] = reference
+        if issued_on is not None:
+            expense["source"]["issued_on"] = issued_on
+        expense["source"] |= {k: v for k, v in facts.items() if v is not None}
         return expense
 
     # ---- closure

@@ -12,15 +12,14 @@ from typing import Any
 
 import pytest
 
+from pytest_itera.checks.prose.labels import AMOUNT_MARKERS, amount_markers
 from pytest_itera.core.campaign import Expense, Lot
 from pytest_itera.core.money import (
-    AMOUNT_MARKERS,
     Catalogue,
     CatalogueError,
     Delivery,
     Money,
     Offer,
-    amount_markers,
     catalogue_offer,
     cost_per_deliverable,
     deliverables_per_corpus,
@@ -289,6 +288,7 @@ NOT_MADE_UP = [
     "extra disk for the rental", "2 x 1 TB disk", "object storage, November",
     "https://billing.example/~acct/INV-311", "syntax support", "taxi to the datacenter",
     "INV-2026-311", "PO-77", "annotation by the lab",
+    "Northbridge: 2 TB x 1 month", "IteraGPU: 1 GPU x 3 days extension",
 ]
 
 

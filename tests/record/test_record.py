@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -622,6 +623,28 @@ def test_a_no_resume_rule_must_name_a_planned_run(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------- expenses
+
+
+def test_an_included_expense_records_its_receipt_s_facts_and_kind(
+    rec: CampaignRecorder,
+) -> None:
+    """kind, issued_on, issued_by and amount_as_written: structured facts, each text one
+    stated by the receipt (whitespace and case aside)."""
+    rec.write_text("receipts/r-9.txt", "Amazon Web Services EMEA SARL\nRechnungsdatum: "
+                   "3. Dezember 2026\nGesamt: 1,20 USD (1.20)\n")
+    expense = rec.expense("AWS: S3 bucket", "1.20", file="receipts/r-9.txt", kind="paid",
+                          issued_on=date(2026, 12, 3), issued_by="amazon web services  EMEA SARL",
+                          amount_as_written="1,20 USD")
+    assert expense == {"label": "AWS: S3 bucket", "amount": "1.20", "kind": "paid",
+                       "source": {"file": "receipts/r-9.txt", "issued_on": "2026-12-03",
+                                  "issued_by": "amazon web services  EMEA SARL",
+                                  "amount_as_written": "1,20 USD"}}
+    with pytest.raises(RecordError, match="does not state its issued_by 'Coldvault'"):
+        rec.expense("AWS: S3", "1.20", file="receipts/r-9.txt", issued_by="Coldvault")
+    with pytest.raises(RecordError, match="issued_on '2026-12-33' is not an ISO date"):
+        rec.expense("AWS: S3", "1.20", file="receipts/r-9.txt", issued_on="2026-12-33")
+    with pytest.raises(RecordError, match="kind 'guess' is not one of paid, tax"):
+        rec.expense("AWS: S3", "1.20", file="receipts/r-9.txt", kind="guess")
 
 
 def test_an_included_expense_carries_its_receipt_and_reference(rec: CampaignRecorder) -> None:
