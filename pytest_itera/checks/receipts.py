@@ -6,23 +6,22 @@ the provider the expense names, and never the rental again.
   :data:`PDF_PAGES` pages, files up to :data:`PDF_MAX` bytes). A receipt that cannot be read
   (a scan without a text layer, an encrypted PDF, another binary format) is a finding that
   says so: what it proves cannot be checked.
-- **Addressed.** A text receipt names the campaign (the plan's ``campaign`` id) or the
-  provider the expense names, and a buyer line naming another campaign ("Buyer: campaign
-  rings-2025") is that campaign's receipt. An expense names its provider in its label, written
-  ``"<provider>: <what was bought>"`` (as the example's ``"Northbridge Object Storage:
-  bucket …"``); a receipt's issuer named anywhere in the label counts too.
-- **Dated in the campaign's window.** The receipt's date (its ``Date:``, ``Invoice date:``,
-  ``Issued on:``, ``Date de facture :`` … lines; without one, any date it states) falls
-  between the plan's ``frozen_at`` and the manifest's ``closed_at``, give or take
-  :data:`GRACE` (7 days: an
-  order placed the week before the plan was frozen, an invoice issued the week after the
-  closure). Dates are read as ISO ``2026-12-03`` (also ``/`` or ``.``), ``03/12/2026`` (day
-  or month first), ``3 December 2026`` (``03-Dec-2026`` too), ``December 3, 2026`` and French
-  month names and their abbreviations (``6 déc. 2026``).
-- **Issued by the expense's provider.** The issuer (a ``Seller:``, ``Vendor:``,
-  ``Supplier:``, ``Issued by:``, ``From:``, ``Provider:``, ``Billed by:``, ``Vendeur :``,
-  ``Fournisseur :`` or ``Émetteur :`` line) is the provider the expense names (legal forms
-  such as Ltd, Inc, GmbH, SAS aside); another provider is refused.
+- **Its recorded facts decide.** A receipt source may record ``issued_on`` (the receipt's
+  ISO date), ``issued_by`` and ``amount_as_written`` (as the receipt writes them). Each text
+  fact occurs in the receipt's text (whitespace and case aside), else a failing finding names
+  the field, the value and the file (``receipt-issued-by``, ``receipt-amount-as-written``);
+  ``issued_on`` falls between the plan's ``frozen_at`` and the manifest's ``closed_at``,
+  give or take :data:`GRACE` (7 days), in whatever language the receipt is written
+  (``receipt-issued-on``).
+- **Its text advises** (checks/prose/receipts.py; advisories, failing only under
+  ``--itera-strict-text``), each reading skipped where its fact is recorded: the issuer (a
+  ``Seller:``/``Vendeur :``/``Verkäufer:``/``Vendedor:`` … line, else the letterhead) is the
+  provider the label names (``receipt-issuer``; "AWS" is "Amazon Web Services EMEA SARL");
+  the receipt names the campaign or that provider (``receipt-addressee``) and no other
+  campaign as its buyer (``receipt-other-campaign``); the date its text states (EN, FR, DE,
+  ES month names, numeric and ISO dates, ``2026年12月3日``) is in the window, and a receipt
+  whose date cannot be read says "cannot prove the receipt's date from its text; record
+  issued_on" (``receipt-date``).
 - **Of its order.** An expense recording both a receipt file and an order reference has a
   receipt that states that reference (case and punctuation ignored: ``F2026-1207`` is
   stated by ``N° F-2026-1207``).
