@@ -178,6 +178,19 @@ class Itera:
         return result
 
 
+    def advises(self, campaign: CampaignBuilder, check: str, *lines: str,
+                passed: int = 0) -> pytest.RunResult:
+        """Write ``campaign``: a reading of words advises — the items ``-k check`` selects
+        pass by default — and decides under --itera-strict-text: one fails, saying
+        ``lines`` (see ``expect``). The strict run's result."""
+        campaign.write()
+        self(check=check).assert_outcomes(passed=passed + 1)
+        result = self("--itera-strict-text", check=check)
+        result.assert_outcomes(passed=passed, failed=1)
+        expect(result, *lines)
+        return result
+
+
 def run_pytest_command(*args: str, basetemp: Path | None = None, cwd: Path | None = None,
                        env: dict[str, str] | None = None) -> pytest.RunResult:
     """``pytest ARGS`` in a new interpreter, in the current folder (or ``cwd``), as a user

@@ -7,8 +7,17 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.prose.placeholders import placeholder_lines, placeholder_only
+from pytest_itera.checks.prose.quotes import (
+    equal as quotes_equal,
+)
+from pytest_itera.checks.prose.quotes import (
+    exact_misquotes,
+    loose_misquotes,
+    shown_values,
+)
 from pytest_itera.checks.prose.reload_paths import MissingPath, missing_paths
-from pytest_itera.checks.runs import misquotes, shown_values
+from pytest_itera.checks.runs import quoted_values
+from pytest_itera.core import metrics_table
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
@@ -379,19 +388,92 @@ def analysis_present(ctx: Context, _target: str | None) -> Iterator[Finding]:
 
 def _analysis_quotes(ctx: Context, man: Manifest, relpath: str, text: str
                      ) -> Iterator[Finding]:
-    """Each number the analysis quotes for a run (after its id, or in a table row it heads,
-    under a column naming a metric) is one of the run's measured metrics (v3)."""
-    for quote, values in misquotes(ctx, man, text):
+    """The analysis's ``itera-metrics`` table holds the runs' measured values, and a number
+    quoted for a run's metric named in its clause is that metric's value (both decide); a
+    number after a run's id, or in a table row it heads, is one of its metrics (advises)."""
+    values = quoted_values(ctx, man)
+    yield from _metrics_tables(man, relpath, text, values)
+    plan = ctx.documents()[0]
+    exact = exact_misquotes(text, values, ignore=(plan.decision.threshold,))
+    for quote, value in exact:
+        yield Finding(
+            f"the error analysis {relpath} quotes {quote.written} for {quote.run}'s "
+            f"{quote.metric} (line {quote.line}), which is {value:g}",
+            where=f"{relpath}:{quote.line}",
+            expected=f"{quote.run}'s {quote.metric} {value:g}", found=quote.written,
+            hint="write the analysis from the measurements (they are the evidence): quote the "
+            "values they hold, at the precision written",
+            code="analysis-present.quoted-value")
+    judged = {(q.run, q.line, q.written) for q, _ in exact}
+    for quote, held in loose_misquotes(_without_tables(text), values):
+        if (quote.run, quote.line, quote.written) in judged:
+            continue
         column = f" under {quote.metric!r}" if quote.metric is not None else ""
         yield Finding(
             f"the error analysis {relpath} quotes {quote.written} for {quote.run}{column} "
             f"(line {quote.line}), a value none of its measured metrics holds",
             where=f"{relpath}:{quote.line}",
-            expected=f"one of {quote.run}'s metrics: {shown_values(values)}",
+            expected=f"one of {quote.run}'s metrics: {shown_values(held)}",
             found=quote.written,
             hint="write the analysis from the measurements (they are the evidence): quote the "
-            "values they hold, at the precision written",
-            code="analysis-present.quoted-value")
+            "values they hold, at the precision written; a number for a step, a split or a "
+            "subset is no misquote (a reading of words: it fails only under "
+            "--itera-strict-text)",
+            code="analysis-present.quoted-value", advisory=True)
+
+
+def _without_tables(text: str) -> str:
+    """``text`` with its itera-metrics tables blanked (line numbers kept): they are judged
+    exactly, not read again."""
+    lines = text.splitlines()
+    for table in metrics_table.parse(text):
+        for row in table.rows:
+            lines[row.line - 1] = ""
+    return "\n".join(lines)
+
+
+def _metrics_tables(man: Manifest, relpath: str, text: str,
+                    values: dict[str, dict[str, float]]) -> Iterator[Finding]:
+    """Each row of an ``itera-metrics`` table: a run of the manifest, one of its metrics, and
+    that metric's value at the precision written."""
+    for table in metrics_table.parse(text):
+        for number, problem in table.problems:
+            yield Finding(f"the error analysis {relpath}'s itera-metrics table: {problem} "
+                          f"(line {number})", where=f"{relpath}:{number}",
+                          hint="write the table as rec.close() does: | run | metric | value |",
+                          code="analysis-present.metrics-table")
+        for row in table.rows:
+            where = f"{relpath}:{row.line}"
+            held = values.get(row.run)
+            if held is None:
+                yield Finding(f"the error analysis {relpath}'s itera-metrics table names run "
+                              f"{row.run!r} (line {row.line}), which the manifest does not "
+                              "record", where=where, expected=", ".join(values) or "no run",
+                              code="analysis-present.metrics-table",
+                              hint="a row per recorded run: its id as the manifest writes it")
+                continue
+            if row.metric not in held:
+                yield Finding(f"the error analysis {relpath}'s itera-metrics table gives "
+                              f"{row.run}'s {row.metric!r} (line {row.line}), a metric its "
+                              "measurements do not hold", where=where,
+                              expected=shown_values(held) or "no metric",
+                              code="analysis-present.metrics-table",
+                              hint="a row per measured metric, named as the measurements "
+                              "name it")
+                continue
+            value = held[row.metric]
+            try:
+                equal = quotes_equal(row.value, value)
+            except ValueError:
+                equal = False
+            if not equal:
+                yield Finding(f"the error analysis {relpath}'s itera-metrics table gives "
+                              f"{row.run}'s {row.metric} as {row.value} (line {row.line}), "
+                              f"which is {value:g}", where=where,
+                              expected=f"{value:g}", found=row.value,
+                              code="analysis-present.metrics-table",
+                              hint="let rec.close() write the table from the measurements, or "
+                              "copy their values at the precision written")
 
 
 _MAX_TEXT = 4 * 1024 * 1024

@@ -14,7 +14,6 @@ whole predictions file.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,13 @@ from typing import Any
 
 from pytest_itera.checks import scoring
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.prose import conclusion as conclusion_prose
+from pytest_itera.checks.prose.quotes import (
+    exact_misquotes,
+    loose_misquotes,
+    mentions,
+    shown_values,
+)
 from pytest_itera.checks.stop_rules import PREDICTING_ROLES
 from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Corpus, Manifest, Plan, RunRecord
 from pytest_itera.core.findings import Finding
@@ -531,65 +537,12 @@ def _more(text: str, shown: int, count: int) -> str:
 # ---------------------------------------------------- conclusion-consistent
 
 CONCLUSION = "conclusion-consistent"
-# The conclusion is judged on the measurements files' values (the manifest is a copy), and
-# its text both ways: an empty list states the negative result and claims no variant meets
-# the threshold; a non-empty list names each variant it lists.
+# The conclusion is judged on the measured values (recomputed where the plan says how):
+# meets_threshold decides. Its text is read two ways: exactly (a sentence naming one run
+# alone as meeting the threshold, a number quoted for a run's metric named in its clause)
+# and loosely, by the word tables of checks/prose/conclusion.py, which advise.
 
-_CLAUSE = re.compile(
-    r"[.!?:](?=\s|$)|[;\n]|\b(?:but|however|whereas|although|though|while|yet|except|"
-    r"mais|cependant|toutefois|alors que|tandis que|bien que|sauf)\b", re.I)
-_NEGATION = re.compile(
-    r"\b(?:no|not|none|neither|nor|never|nothing|without|fails?|failed|failing|short|below|"
-    r"under|beneath|miss(?:es|ed)?|cannot|insufficient|lacks?|aucun|aucune|pas|jamais|ni|sous|"
-    r"inf[ée]rieure?s?|[ée]choue\w*|manque\w*)\b|n[\u2019']t\b|\bn[\u2019'](?=\w)", re.I)
-_MEET = re.compile(r"\b(?:meets?|met|meeting|satisf(?:y|ies|ied)|satisfait|atteint|"
-                   r"atteignent)\b", re.I)
-_ACHIEVE = re.compile(
-    r"\b(?:reach(?:es|ed)?|exceed(?:s|ed)?|pass(?:es|ed)?|beats?|beaten|clears?|cleared|"
-    r"achieves?|achieved|surpass(?:es|ed)?|tops?|above|d[ée]pass\w*|franchi\w*)\b", re.I)
-_THRESHOLD = re.compile(r"\b(?:threshold|target|bar|criterion|seuil|objectif|cible|"
-                        r"crit[eè]re)\b", re.I)
-_VARIANT_WORD = re.compile(r"\bvariant(?:e)?s?\b", re.I)
-_NEGATIVE_RESULT = re.compile(
-    r"\bnegative\s+(?:result|outcome|finding|answer|conclusion)\b|"
-    r"\b(?:result|outcome|answer|conclusion)\s+is\s+negative\b|r[ée]sultat\s+n[ée]gatif|"
-    r"\bn[ée]gatif\b", re.I)
-# Says that no variant at all meets it: contradicts a non-empty meets_threshold.
-_NONE_MEETS = re.compile(
-    r"\bnegative\s+result\b|r[ée]sultat\s+n[ée]gatif|"
-    r"\bno\s+(?!other\b)(?:\w+\s+)?variants?\s+(?:\w+\s+)?(?:meets?|met|reach\w*|pass\w*|"
-    r"beats?|exceeds?|clears?|achieves?)\b|\bnone\s+of\s+the\s+variants\b|"
-    r"\bneither\s+variant\b|\baucune\s+(?:des\s+)?variantes?\b", re.I)
-
-
-def mentions(text: str, run_id: str) -> bool:
-    """Does ``text`` name the run ``run_id`` (as a whole word; any case for ids of 4+ chars)?"""
-    pattern = rf"(?<![\w-]){re.escape(run_id)}(?![\w-])"
-    flags = re.I if len(run_id) >= 4 else 0
-    return re.search(pattern, text, flags) is not None
-
-
-def _clauses(text: str) -> list[str]:
-    return [c.strip() for c in _CLAUSE.split(text) if c and c.strip()]
-
-
-def states_negative(text: str) -> bool:
-    """The text says the threshold is not met (a negative result), in English or French."""
-    if _NEGATIVE_RESULT.search(text):
-        return True
-    return any(_NEGATION.search(c) and (_MEET.search(c) or _ACHIEVE.search(c)
-                                        or _THRESHOLD.search(c) or _VARIANT_WORD.search(c))
-               for c in _clauses(text))
-
-
-def claims_meeting(text: str, run_id: str) -> str | None:
-    """The clause that says ``run_id`` meets the threshold (no negation in it), or None."""
-    for clause in _clauses(text):
-        if not mentions(clause, run_id) or _NEGATION.search(clause):
-            continue
-        if _MEET.search(clause) or (_ACHIEVE.search(clause) and _THRESHOLD.search(clause)):
-            return clause
-    return None
+_ADVISES = " (a reading of words: it fails only under --itera-strict-text)"
 
 
 def conclusion_consistent(ctx: Context, _target: str | None) -> Iterator[Finding]:
@@ -600,22 +553,58 @@ def conclusion_consistent(ctx: Context, _target: str | None) -> Iterator[Finding
     yield from _listed_runs(ctx, plan, man, listed)
     yield from _unlisted_variants(ctx, plan, man, listed)
     yield from _conclusion_text(plan, man, listed)
-    yield from _conclusion_quotes(ctx, man)
+    yield from _conclusion_quotes(ctx, plan, man)
 
 
-def _conclusion_quotes(ctx: Context, man: Manifest) -> Iterator[Finding]:
-    """Each number the text quotes for a run is one of the run's measured metrics (v3)."""
-    for quote, values in misquotes(ctx, man, man.conclusion.text):
-        run = man.run(quote.run)
-        source = run.measurements if run is not None and run.measurements else MANIFEST_FILE
+def threshold_of(plan: Plan) -> conclusion_prose.Threshold:
+    return conclusion_prose.Threshold(plan.decision.threshold,
+                                      plan.decision.direction == "higher")
+
+
+def _conclusion_quotes(ctx: Context, plan: Plan, man: Manifest) -> Iterator[Finding]:
+    """A number quoted for a run's metric named in its clause is that metric's value
+    (decides); a number right after a run's id is one of its metrics (advises)."""
+    text = man.conclusion.text
+    values = quoted_values(ctx, man)
+    where = json_where(MANIFEST_FILE, "conclusion", "text")
+    exact = exact_misquotes(text, values, ignore=(plan.decision.threshold,))
+    for quote, value in exact:
+        assert quote.metric is not None
         yield Finding(
-            f"the conclusion's text quotes {quote.written} for {quote.run}, a value none of "
-            f"its measured metrics holds", where=json_where(MANIFEST_FILE, "conclusion", "text"),
-            expected=f"one of {quote.run}'s metrics ({source}): {shown_values(values)}",
+            f"the conclusion's text quotes {quote.written} for {quote.run}'s {quote.metric}, "
+            f"which is {value:g}", where=where,
+            expected=f"{quote.run}'s {quote.metric} {value:g} ({_source(man, quote.run)})",
             found=quote.written,
             hint="quote the values the measurements hold (at the precision written), or drop "
-            "the number",
-            code="conclusion-consistent.quoted-value")
+            "the number", code="conclusion-consistent.quoted-value")
+    judged = {(q.run, q.written) for q, _ in exact}
+    for quote, held in loose_misquotes(text, values):
+        if (quote.run, quote.written) in judged:
+            continue
+        yield Finding(
+            f"the conclusion's text quotes {quote.written} for {quote.run}, a value none of "
+            f"its measured metrics holds", where=where,
+            expected=f"one of {quote.run}'s metrics ({_source(man, quote.run)}): "
+            f"{shown_values(held)}", found=quote.written,
+            hint="quote the values the measurements hold (at the precision written), or drop "
+            "the number; a number for a step, a split or a subset is no misquote" + _ADVISES,
+            code="conclusion-consistent.quoted-value", advisory=True)
+
+
+def _source(man: Manifest, run_id: str) -> str:
+    run = man.run(run_id)
+    return run.measurements if run is not None and run.measurements else MANIFEST_FILE
+
+
+def quoted_values(ctx: Context, man: Manifest) -> dict[str, dict[str, float]]:
+    """{run: {metric: value}} a text may quote: each run's measured metrics, the decision
+    metric as the check judges it (recomputed where the plan says how)."""
+    values = {run.id: run_metric_values(ctx, run) for run in man.runs}
+    metric = ctx.documents()[0].decision.metric
+    for run, measured in judged_metrics(ctx):
+        if measured.value is not None and math.isfinite(measured.value):
+            values.setdefault(run.id, {})[metric] = measured.value
+    return values
 
 
 def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iterator[Finding]:
@@ -627,95 +616,52 @@ def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iter
                       "negative result (no variant meets it)",
                       code="conclusion-consistent.no-text")
         return
+    threshold = threshold_of(plan)
     variants = [r.id for r in plan.runs if r.role == "variant"]
     variants += [r.id for r in man.runs if plan.run(r.id) is None]
+    runs = list(dict.fromkeys([*(r.id for r in plan.runs), *(r.id for r in man.runs)]))
+    only = f"meets_threshold lists only {', '.join(listed)}" if listed \
+        else "meets_threshold is empty"
+    for run_id in variants:
+        if run_id in listed:
+            continue
+        plain = conclusion_prose.plainly_meets(text, run_id, runs, threshold)
+        clause = plain or conclusion_prose.claims_meeting(text, run_id, threshold)
+        if clause is not None:
+            yield Finding(f"the conclusion's text names {run_id} as meeting the threshold, but "
+                          f"{only}", where=where, found=repr(_clip(clause)),
+                          hint="make the text and meets_threshold say the same thing: list the "
+                          "variant if its measured metric meets the threshold, else say it "
+                          "does not" + ("" if plain else _ADVISES),
+                          code="conclusion-consistent.named-unlisted", advisory=plain is None)
     if listed:
-        yield from _claims_beyond_list(text, variants, listed, where)
-        if _NONE_MEETS.search(text):
+        if conclusion_prose.says_none_meets(text):
             yield Finding("the conclusion's text states a negative result, but it lists "
                           f"{', '.join(listed)} as meeting the threshold", where=where,
-                          hint="make the text and meets_threshold say the same thing",
-                          code="conclusion-consistent.negative-but-listed")
+                          hint="make the text and meets_threshold say the same thing" + _ADVISES,
+                          code="conclusion-consistent.negative-but-listed", advisory=True)
         for run_id in listed:
             if not mentions(text, run_id):
                 yield Finding(f"the conclusion's text does not name {run_id}, which "
                               "meets_threshold lists", where=where, found=repr(_clip(text)),
                               hint=f"name {run_id} in the text with its measured "
-                              f"{plan.decision.metric}",
-                              code="conclusion-consistent.listed-unnamed")
+                              f"{plan.decision.metric}" + _ADVISES,
+                              code="conclusion-consistent.listed-unnamed", advisory=True)
+                continue
+            clause = conclusion_prose.claims_failing(text, run_id, threshold)
+            if clause is not None:
+                yield Finding(f"the conclusion's text says {run_id} does not meet the "
+                              "threshold, but meets_threshold lists it", where=where,
+                              found=repr(_clip(clause)), code="conclusion-consistent.text-denies",
+                              hint="make the text and meets_threshold say the same thing"
+                              + _ADVISES, advisory=True)
         return
-    for run_id in variants:
-        clause = claims_meeting(text, run_id)
-        if clause is not None:
-            yield Finding(f"the conclusion's text names {run_id} as meeting the threshold, but "
-                          "meets_threshold is empty", where=where, found=repr(_clip(clause)),
-                          hint="make the text and meets_threshold say the same thing: list the "
-                          "variant if its measured metric meets the threshold, else say it "
-                          "does not",
-                          code="conclusion-consistent.named-unlisted")
-    if variants and not states_negative(text):
+    if variants and not conclusion_prose.states_negative(text, threshold):
         yield Finding("meets_threshold is empty, but the conclusion's text does not state the "
                       "negative result", where=where, found=repr(_clip(text)),
                       hint=f"say that no variant meets {_rule(plan)} (a negative result is a "
-                      "valid result and closes the campaign)",
-                      code="conclusion-consistent.negative-unstated")
-
-
-def claims_failing(text: str, run_id: str) -> str | None:
-    """The clause that says ``run_id`` does not meet the threshold, or None."""
-    for clause in _clauses(text):
-        if mentions(clause, run_id) and _NEGATION.search(clause) and (
-                _MEET.search(clause) or _ACHIEVE.search(clause) or _THRESHOLD.search(clause)):
-            return clause
-    return None
-
-
-def _claims_beyond_list(text: str, variants: list[str], listed: tuple[str, ...],
-                        where: str) -> Iterator[Finding]:
-    """A non-empty list: the text claims no other variant meets it, and fails none it lists."""
-    for run_id in variants:
-        clause = claims_meeting(text, run_id) if run_id not in listed else None
-        if clause is not None:
-            yield Finding(f"the conclusion's text names {run_id} as meeting the threshold, but "
-                          f"meets_threshold lists only {', '.join(listed)}", where=where,
-                          found=repr(_clip(clause)), code="conclusion-consistent.text-claims",
-                          hint="make the text and meets_threshold say the same thing: list the "
-                          "variant if its measured metric meets the threshold, else say it "
-                          "does not")
-    for run_id in listed:
-        clause = claims_failing(text, run_id)
-        if clause is not None:
-            yield Finding(f"the conclusion's text says {run_id} does not meet the threshold, "
-                          "but meets_threshold lists it", where=where, found=repr(_clip(clause)),
-                          code="conclusion-consistent.text-denies",
-                          hint="make the text and meets_threshold say the same thing")
-
-
-# A number quoted for a run: the run's id (its possessive), an optional "is", "at", "of", ":"
-# or "=", then a decimal number (a percentage too). A number followed by a unit is no metric.
-_QUOTED_NUMBER = (r"(?:['\u2019]s)?\s*(?:[:=]\s*|is\s+|at\s+|of\s+)?\(?"
-                  r"([+\-\u2212]?\d+\.\d+)(?!\d)(\s*%)?")
-_UNIT = re.compile(r"\s*(?:h|hours?|min|minutes?|s|sec|seconds?|days?|steps?|epochs?|[KMGT]i?B|"
-                   r"USD|EUR|GBP|x|\$|\u20ac)(?!\w)", re.I)
-# Nor is a number the next word says is something else: a difference or a ratio between runs
-# ("variant-a 0.05 higher than control"), or a setting of the run ("control-noisy 0.1 noise",
-# "variant-a 0.5 dropout"): an honest text writes these, and no metric holds them.
-_NOT_A_VALUE = re.compile(
-    r"\s*(?:higher|lower|better|worse|more|less|above|below|over|under|ahead|behind|up|down|"
-    r"points?|pts|pp|percentage|times|fold|faster|slower|gain|drop|improvement|difference|"
-    r"delta|margin|dropout|lr|learning|rate|noise|decay|momentum|temperature|warmup|beta\d?|"
-    r"alpha|lambda|eps|epsilon|sigma|std|scale|ratio|threshold|weight|clip|smoothing|"
-    r"probability|mask|masking)(?![\w-])", re.I)
-
-
-@dataclass(frozen=True)
-class Quote:
-    """A number a text quotes for a run, and where (1-based line)."""
-
-    run: str
-    written: str
-    line: int
-    metric: str | None = None  # the column's metric name, in a table
+                      "valid result and closes the campaign)" + _ADVISES,
+                      code="conclusion-consistent.negative-unstated", advisory=True)
 
 
 def run_metric_values(ctx: Context, run: RunRecord) -> dict[str, float]:
@@ -731,72 +677,6 @@ def run_metric_values(ctx: Context, run: RunRecord) -> dict[str, float]:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             values.setdefault(name, float(value))
     return values
-
-
-def quoted_numbers(text: str, run_ids: Sequence[str]) -> list[Quote]:
-    """Decimal numbers ``text`` quotes right after a run's id ("variant-a 0.8558",
-    "control's 0.8654"; not one with a unit, a difference, a ratio or a setting after it),
-    and, in a Markdown table whose first cell is a run's id, each decimal cell under a header
-    (the header kept to match it with a metric's name)."""
-    out: list[Quote] = []
-    ordered = sorted(run_ids, key=len, reverse=True)
-    header: list[str] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        cells = [c.strip().strip("`*_ ") for c in line.strip().strip("|").split("|")] \
-            if line.lstrip().startswith("|") else []
-        if cells and all(re.fullmatch(r":?-{3,}:?", c) for c in cells if c):
-            continue  # the separator under a header
-        if cells and cells[0] not in run_ids:
-            header = cells
-            continue
-        if cells:
-            for column, cell in enumerate(cells[1:], 1):
-                hit = re.fullmatch(r"([+\-\u2212]?\d+\.\d+)(\s*%)?", cell)
-                if hit is not None and column < len(header):
-                    out.append(Quote(cells[0], cell, number, header[column]))
-            continue
-        for run_id in ordered:
-            pattern = rf"(?<![\w-]){re.escape(run_id)}(?![\w-]){_QUOTED_NUMBER}"
-            for hit in re.finditer(pattern, line):
-                if _UNIT.match(line, hit.end()) or _NOT_A_VALUE.match(line, hit.end()):
-                    continue
-                out.append(Quote(run_id, hit.group(1) + (hit.group(2) or ""), number))
-    return out
-
-
-def misquoted(quote: Quote, values: Mapping[str, float]) -> bool:
-    """Does the quoted number differ, at the precision written, from every metric of the run
-    it names (in a table, from the metrics whose name holds the column's words)? A number
-    that cannot be matched with a metric is not judged."""
-    if quote.metric is not None:
-        words = [w for w in re.split(r"[^a-z0-9]+", quote.metric.lower()) if w]
-        values = {k: v for k, v in values.items()
-                  if words and all(w in k.lower().split("_") for w in words)}
-    if not values:
-        return False
-    written = quote.written.replace("\u2212", "-").rstrip("% ")
-    decimals = len(written.split(".")[1])
-    value = float(written)
-    if quote.written.endswith("%"):
-        value, decimals = value / 100, decimals + 2
-    return all(abs(v - value) > 10 ** -decimals + 1e-12 for v in values.values())
-
-
-def misquotes(ctx: Context, man: Manifest, text: str) -> list[tuple[Quote, dict[str, float]]]:
-    """The numbers ``text`` quotes for a run that none of the run's measured metrics hold."""
-    runs = {r.id: r for r in man.runs}
-    out = []
-    for quote in quoted_numbers(text, list(runs)):
-        values = run_metric_values(ctx, runs[quote.run])
-        if misquoted(quote, values):
-            out.append((quote, values))
-    return out
-
-
-def shown_values(values: Mapping[str, float]) -> str:
-    """The run's metrics, as a finding shows them."""
-    shown = ", ".join(f"{k} {v:g}" for k, v in sorted(values.items()))
-    return _clip(shown, 200)
 
 
 def _clip(text: str, limit: int = 160) -> str:

@@ -285,23 +285,27 @@ DENIED = "the conclusion's text says variant-a does not meet the threshold, but 
     "meets_threshold lists it"
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("variant-a meets the 0.8 accuracy threshold; variant-b meets it too.", EXTRA_CLAIM),
+@pytest.mark.parametrize(("text", "message", "exact"), [
+    ("variant-a meets the 0.8 accuracy threshold; variant-b meets it too.", EXTRA_CLAIM, True),
     ("variant-a meets the threshold; variant-b beats the control and passes the threshold.",
-     EXTRA_CLAIM),
-    ("variant-a atteint le seuil; variant-b atteint aussi le seuil.", EXTRA_CLAIM),
-    ("variant-a is listed; but variant-a does not reach the threshold.", DENIED),
-    ("variant-a est retenue; variant-a n'atteint pas le seuil.", DENIED),
+     EXTRA_CLAIM, False),
+    ("variant-a atteint le seuil; variant-b atteint aussi le seuil.", EXTRA_CLAIM, True),
+    ("variant-a is listed; but variant-a does not reach the threshold.", DENIED, False),
+    ("variant-a est retenue; variant-a n'atteint pas le seuil.", DENIED, False),
 ])
 def test_conclusion_text_claims_what_the_list_does_not(
-    tmp_path: Path, text: str, message: str
+    tmp_path: Path, text: str, message: str, exact: bool
 ) -> None:
+    """A sentence naming one unlisted run alone as meeting the threshold decides; the other
+    readings of the words advise, and decide under strict text."""
     campaign = CampaignBuilder(tmp_path / "out")
     campaign.plan["runs"].append({**campaign.plan["runs"][3], "id": "variant-b"})
     campaign.manifest["conclusion"]["text"] = text
     root = campaign.write()
     found = rendered(findings(root, "conclusion-consistent"))
-    assert f"manifest.json $.conclusion.text: {message}" in found, found
+    assert (f"manifest.json $.conclusion.text: {message}" in found) is exact, found
+    strict = rendered(findings(root, "conclusion-consistent", options=Options(strict_text=True)))
+    assert f"manifest.json $.conclusion.text: {message}" in strict, strict
 
 
 def test_conclusion_text_with_a_colon_list_names_no_extra_claim(tmp_path: Path) -> None:

@@ -573,11 +573,12 @@ def test_a_conclusion_quoting_a_value_no_metric_holds_is_refused(
         "variant-a 0.95 meets the 0.8 accuracy threshold; control's 0.75 does not.")
     found = only(problems(campaign, "conclusion-consistent"),
                  "conclusion-consistent.quoted-value").finding
-    assert found.message == ("the conclusion's text quotes 0.95 for variant-a, a value none "
-                             "of its measured metrics holds")
+    # The clause names the run, its metric and a number: an exact reading, it decides.
+    assert not found.advisory
+    assert found.message == ("the conclusion's text quotes 0.95 for variant-a's accuracy, "
+                             "which is 1")
     assert found.where == "manifest.json $.conclusion.text"
-    assert found.expected == ("one of variant-a's metrics (runs/variant-a/measurements.jsonl): "
-                              "accuracy 1")
+    assert found.expected == ("variant-a's accuracy 1 (runs/variant-a/measurements.jsonl)")
     assert found.hint is not None
     assert found.hint.startswith("quote the values the measurements hold")
 
@@ -607,17 +608,65 @@ def test_a_difference_a_ratio_or_a_setting_after_a_run_is_no_quoted_value(
 TABLE = "| run | accuracy | loss |\n| --- | --- | --- |\n| control | 0.75 | 0.9 |\n"
 
 
-def test_an_analysis_table_quoting_a_value_no_metric_holds_is_refused(
+def test_an_analysis_table_quoting_a_value_no_metric_holds_advises(
     campaign: CampaignBuilder
 ) -> None:
+    """A free table's column is a reading of words (its header may be a split, a step): it
+    advises, and refuses under strict text."""
+    from tests.checks.prose.judging import advises_then_fails
+
     campaign.files["analysis.md"] += (TABLE + "| variant-a | 0.97 | 0.1 |\n").encode()
-    found = only(problems(campaign, "analysis-present"),
-                 "analysis-present.quoted-value").finding
+    found = advises_then_fails(campaign, "analysis-present", "analysis-present.quoted-value")
     assert found.message == ("the error analysis analysis.md quotes 0.97 for variant-a under "
                              "'accuracy' (line 7), a value none of its measured metrics holds")
     assert found.where == "analysis.md:7"
     assert found.hint is not None
     assert found.hint.startswith("write the analysis from the measurements")
+
+
+METRICS_TABLE = ("<!-- itera-metrics -->\n| run | metric | value |\n| --- | --- | --- |\n"
+                 "| control | accuracy | 0.75 |\n| variant-a | accuracy | {value} |\n"
+                 "<!-- /itera-metrics -->\n")
+
+
+def test_an_itera_metrics_table_quoting_another_value_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    """The itera-metrics table is structured: each row is judged exactly, by default."""
+    campaign.files["analysis.md"] += METRICS_TABLE.format(value="0.97").encode()
+    found = only(problems(campaign, "analysis-present"),
+                 "analysis-present.metrics-table").finding
+    assert found.message == ("the error analysis analysis.md's itera-metrics table gives "
+                             "variant-a's accuracy as 0.97 (line 8), which is 1")
+    assert found.where == "analysis.md:8"
+    assert (found.expected, found.found) == ("1", "0.97")
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ("| variant-z | accuracy | 1 |", " names run 'variant-z' (line 8), which the manifest does "
+     "not record"),
+    ("| variant-a | f1 | 1 |", " gives variant-a's 'f1' (line 8), a metric its measurements do "
+     "not hold"),
+    ("| variant-a | accuracy |", ": a row of 2 cells, not run | metric | value (line 8)"),
+    ("| variant-a | accuracy | high |", " gives variant-a's accuracy as high (line 8), which "
+     "is 1"),
+])
+def test_an_itera_metrics_table_row_that_is_no_measurement_is_refused(
+    campaign: CampaignBuilder, row: str, message: str
+) -> None:
+    table = METRICS_TABLE.replace("| variant-a | accuracy | {value} |", row)
+    campaign.files["analysis.md"] += table.encode()
+    found = only(problems(campaign, "analysis-present"),
+                 "analysis-present.metrics-table").finding
+    assert found.message == f"the error analysis analysis.md's itera-metrics table{message}"
+
+
+@pytest.mark.parametrize("value", ["1", "1.0", "1.000", "100 %", "1e0"])
+def test_an_itera_metrics_table_with_the_measured_values_passes(
+    campaign: CampaignBuilder, value: str
+) -> None:
+    campaign.files["analysis.md"] += METRICS_TABLE.format(value=value).encode()
+    assert problems(campaign, "analysis-present") == []
 
 
 def test_an_analysis_quoting_the_measured_values_passes(campaign: CampaignBuilder) -> None:
