@@ -816,7 +816,7 @@ class CampaignRecorder:
         *,
         analysis: str,
         reload_instructions: str,
-        conclusion: Mapping[str, Any],
+        conclusion: Mapping[str, Any] | None = None,
         expenses: Iterable[Mapping[str, Any]] | None = None,
         explanations: Mapping[str, str] | None = None,
         closed_at: datetime | str | None = None,
@@ -824,6 +824,8 @@ class CampaignRecorder:
         schedule: Mapping[str, Any] | None = None,
         check: bool = True,
         out: TextIO | None = None,
+        language: str = "en",
+        metrics_table: bool = True,
     ) -> Closure:
         """Write the measurements files, then ``manifest.json``: every file hashed, every
         planned run accounted for with its evidence, the budget and the schedule computed
@@ -835,6 +837,13 @@ class CampaignRecorder:
         of stopped and dropped runs are explained from their records). ``budget`` /
         ``schedule`` replace the computed blocks (the checks then judge them as given).
         ``check=False`` writes the manifest without running the checks.
+
+        ``conclusion``: ``{"meets_threshold": [...], "text": ...}``; either may be left out:
+        the list is then computed from the recorded decision metrics (the accepted variants
+        that meet the threshold), the text rendered from the list, in ``language`` ("en", or
+        "fr"), so that no reading of words judges it. ``metrics_table``: a Markdown or text
+        analysis gets its ``itera-metrics`` table (run, metric, value as recorded), written
+        before hashing and replaced at each closure; the checks judge it row by row.
         """
         self._require_plan()
         self._refuse_closed("the campaign is already closed")
@@ -842,6 +851,10 @@ class CampaignRecorder:
         self.file_sha256(analysis, field="analysis")
         self.file_sha256(reload_instructions, field="reload_instructions")
         runs = closing.run_records(self.plan, self._runs, self._check_run)
+        conclusion = closing.conclusion_block(self.plan, self._runs.values(), conclusion,
+                                              language)
+        if metrics_table:
+            self._write_metrics_table(analysis)
         plan = closing.plan_model(self.root)
         if budget is None:
             budget = tally.budget_block(
@@ -883,6 +896,23 @@ class CampaignRecorder:
             result = self.check()
             print("\n".join(result.lines()), file=out or sys.stdout)
         return Closure(target, result)
+
+    def _write_metrics_table(self, analysis: str) -> None:
+        """The analysis (a Markdown or text file in UTF-8) with the runs' itera-metrics table;
+        another kind of file is left as it is."""
+        if not analysis.lower().endswith(closing.TABLE_SUFFIXES):
+            return
+        target = self.root / analysis
+        try:
+            text = target.read_text("utf-8")
+        except UnicodeDecodeError:
+            return
+        rows = closing.metrics_rows(self._runs.values())
+        if not rows:
+            return
+        updated = closing.with_metrics_table(text, rows)
+        if updated != text:
+            atomic_write_text(target, updated)
 
     def _journal_closure(self, target: Path, manifest: dict[str, Any]) -> None:
         """Journal what changed since the manifest a reopening replaces (each file replaced,

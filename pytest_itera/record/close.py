@@ -28,13 +28,16 @@ __all__ = [
     "check_metrics_line",
     "check_run",
     "check_sources",
+    "conclusion_block",
     "derived_schedule",
     "file_changes",
     "included_expenses",
     "list_files",
+    "metrics_rows",
     "outcomes",
     "plan_model",
     "run_records",
+    "with_metrics_table",
 ]
 
 
@@ -271,3 +274,88 @@ class Closure:
 
     def __repr__(self) -> str:
         return f"Closure({str(self.manifest)!r}, verdict={self.verdict!r})"
+
+
+# ------------------------------------------------ the conclusion and the metrics table
+
+LANGUAGES = ("en", "fr")
+TABLE_SUFFIXES = (".md", ".markdown", ".txt")
+
+
+def _numbers(runs: Iterable[RunRecorder]) -> list[tuple[RunRecorder, dict[str, float]]]:
+    out = []
+    for run in runs:
+        metrics = {k: float(v) for k, v in (run.record.get("metrics") or {}).items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        out.append((run, metrics))
+    return out
+
+
+def _shown(value: float) -> str:
+    """A value as the conclusion writes it: always with its decimals (a whole number is a
+    count to a reader of text), at the precision the record holds."""
+    text = format(value, ".10g")
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+def conclusion_block(plan: Mapping[str, Any], runs: Iterable[RunRecorder],
+                     given: Mapping[str, Any] | None, language: str) -> dict[str, Any]:
+    """The manifest's conclusion: ``given`` as written; its ``meets_threshold`` computed
+    when absent (the accepted variants whose recorded decision metric meets the threshold,
+    in the plan's direction) and its ``text`` rendered from the list when absent."""
+    if language not in LANGUAGES:
+        raise RecordError(f"close(language={language!r}): the conclusion is rendered in "
+                          f"{' or '.join(LANGUAGES)}; give conclusion['text'] for another")
+    decision = plan["decision"]
+    metric, threshold = decision["metric"], float(decision["threshold"])
+    higher = decision.get("direction", "higher") == "higher"
+    roles = {r["id"]: r.get("role") for r in plan["runs"]}
+    compared = [(run, values[metric]) for run, values in _numbers(runs)
+                if run.outcome == "accepted" and roles.get(run.id) == "variant"
+                and metric in values]
+    block = dict(given or {})
+    if "meets_threshold" not in block:
+        block["meets_threshold"] = [run.id for run, value in compared
+                                    if (value >= threshold if higher else value <= threshold)]
+    if block.get("text") is None:
+        block["text"] = _sentence(list(block["meets_threshold"]), compared, metric,
+                                  threshold, higher, language)
+    return block
+
+
+def _sentence(listed: list[str], compared: list[tuple[RunRecorder, float]], metric: str,
+              threshold: float, higher: bool, language: str) -> str:
+    rule = f"{metric} {'>=' if higher else '<='} {_shown(threshold)}"
+    values = {run.id: value for run, value in compared}
+    others = [run.id for run, _ in compared if run.id not in listed]
+    fr = language == "fr"
+    parts = []
+    if listed:
+        names = (" et " if fr else " and ").join(listed)
+        verb = ("atteint" if len(listed) == 1 else "atteignent") if fr else (
+            "meets" if len(listed) == 1 else "meet")
+        shown = ", ".join(f"{r} {_shown(values[r])}" if len(listed) > 1 else _shown(values[r])
+                          for r in listed if r in values)
+        parts.append(f"{names} {verb} {'le seuil' if fr else 'the threshold'} ({rule})"
+                     + (f" : {metric} {shown}" if fr else f": {metric} {shown}") * bool(shown))
+    else:
+        parts.append("Résultat négatif : aucune variante n'atteint le seuil" if fr
+                     else "Negative result: no variant meets the threshold")
+        parts[-1] += f" ({rule})"
+    for run_id in others:
+        parts.append(f"{run_id} n'atteint pas le seuil ({metric} {_shown(values[run_id])})" if fr
+                     else f"{run_id} does not meet it ({metric} {_shown(values[run_id])})")
+    return ". ".join(parts) + "."
+
+
+def metrics_rows(runs: Iterable[RunRecorder]) -> list[tuple[str, str, float]]:
+    """(run, metric, value) for every numeric metric the runs recorded, in record order."""
+    return [(run.id, name, value) for run, values in _numbers(runs)
+            for name, value in values.items()]
+
+
+def with_metrics_table(text: str, rows: list[tuple[str, str, float]]) -> str:
+    """The analysis ``text`` with its itera-metrics table (re)written from ``rows``."""
+    from pytest_itera.core import metrics_table
+
+    return metrics_table.replace_in(text, metrics_table.render(rows))
