@@ -781,9 +781,40 @@ def test_an_expense_recording_only_the_tax_line_of_its_receipt_is_refused(
                 "    fix:      record the amount the receipt bills for the item*")
 
 
+def test_an_expense_recorded_as_paid_that_is_its_receipts_vat_line_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    """Recorded with its kind, the label is not read: "paid", and the receipt states the amount
+    only on its MwSt line (an acronym, in any language the receipt is written)."""
+    with_receipt(campaign, "Speicher: 10,00 USD\nMwSt 20 %: 2,00 USD\nGesamt: 12,00 USD\n",
+                 label="Mehrwertsteuer-freier Speicher", amount="2.00")
+    campaign.manifest["budget"]["included_expenses"][0]["kind"] = "paid"
+    from tests.checks.prose.judging import judged
+
+    found = judged(campaign, "budget-consistent")
+    assert found.codes() == (["budget-consistent.amount-is-tax"], [])
+    assert found.deciding[0].found == "MwSt 20 %: 2,00 USD; Gesamt: 12,00 USD"
+
+
+def test_a_line_only_the_word_tax_names_advises(campaign: CampaignBuilder) -> None:
+    """"Tax" is a word a receipt may write for other things ("tax-exempt storage"): reading it
+    advises, and decides under strict text."""
+    from tests.checks.prose.judging import advises_then_fails
+
+    with_receipt(campaign, "Storage: 10.00 USD\nSales tax: 2.00 USD\nTotal paid: 12.00 USD\n",
+                 amount="2.00")
+    found = advises_then_fails(campaign, "budget-consistent", "budget-consistent.amount-is-tax")
+    assert found.message.endswith("states 2.00 only as a tax (line 4: 'Sales tax: 2.00 USD'), "
+                                  "not as what was bought")
+
+
 @pytest.mark.parametrize(("text", "label", "amount"), [
     ("Storage: 10.00 USD\nVAT 20%: 2.00 USD\nTotal paid: 12.00 USD\n", "bucket storage",
      "12.00"),
+    ("Speicher: 10,00 USD\nMwSt 20 %: 2,00 USD\nGesamt: 12,00 USD\n", "Mehrwertsteuer Speicher",
+     "2.00"),
+    ("Almacenamiento: 10,00 USD\nIVA 20 %: 2,00 USD\nTotal: 12,00 USD\n", "IVA del almacenamiento",
+     "2.00"),
     ("Storage: 10.00 USD\nVAT 20%: 2.00 USD\nTotal paid: 12.00 USD\n", "VAT on storage",
      "2.00"),
     ("Storage, total incl. VAT: 12.00 USD\n", "bucket storage", "12.00"),

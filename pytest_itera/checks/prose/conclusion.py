@@ -136,10 +136,14 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 
+_COLON = re.compile(r"\s?:(?=\s|$)|\uff1a")
+
+
 def clauses(text: str) -> list[str]:
-    """The sentences cut again at contrast words ("but", "mais", "aber", "pero", "但"…)."""
-    return [c.strip() for s in sentences(text) for c in _CONTRAST_SPLIT.split(s)
-            if c and c.strip()]
+    """The sentences cut again at a colon (a head, then its list) and at contrast words
+    ("but", "mais", "aber", "pero", "但"…)."""
+    return [c.strip() for s in sentences(text) for part in _COLON.split(s)
+            for c in _CONTRAST_SPLIT.split(part) if c and c.strip()]
 
 
 def _tokens(clause: str) -> list[str]:
