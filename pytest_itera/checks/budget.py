@@ -433,8 +433,8 @@ def amount_in_source(
 # A tax line of a receipt: by its acronym ("VAT 20%: 1.20 USD", "TVA : 1,20 \u20ac", "MwSt"),
 # which receipts write as a label in every language, or by the word ("Sales tax 1.20",
 # "Steuer", "impuesto", "税"), a reading of words.
-_TAX_ACRONYM = re.compile(r"\b(?:VAT|TVA|GST|HST|PST|QST|IVA|MwSt|USt|BTW|IGIC)\b|增值税|消费税|消費税",
-                          re.I)
+_TAX_ACRONYM = re.compile(
+    r"\b(?:VAT|TVA|GST|HST|PST|QST|IVA|MwSt|USt|BTW|IGIC)\b|增值税|消费税|消費税", re.I)
 _TAX_WORD = re.compile(r"\b(?:tax|taxes|taxe|\w*steuer\w*|impuestos?|imposta|imposto)\b|税",
                        re.I)
 # A line of a total or an amount billed, tax included ("Total incl. VAT", "Total TTC").

@@ -520,7 +520,7 @@ def _read_text(ctx: Context, relpath: str) -> str | None:
 
 
 def _analysis_names(plan: Plan, man: Manifest, relpath: str, text: str) -> Iterator[Finding]:
-    from pytest_itera.checks.runs import mentions
+    from pytest_itera.checks.prose.quotes import mentions
 
     compared = [r.id for r in man.runs if r.outcome == "accepted" and _compared(plan, r.id)]
     missing = [run_id for run_id in compared if not mentions(text, run_id)]

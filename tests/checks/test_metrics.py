@@ -286,7 +286,9 @@ DENIED = "the conclusion's text says variant-a does not meet the threshold, but 
 
 
 @pytest.mark.parametrize(("text", "message", "exact"), [
-    ("variant-a meets the 0.8 accuracy threshold; variant-b meets it too.", EXTRA_CLAIM, True),
+    ("variant-a meets the 0.8 accuracy threshold; variant-b meets the threshold too.",
+     EXTRA_CLAIM, True),
+    ("variant-a meets the 0.8 accuracy threshold; variant-b meets it too.", EXTRA_CLAIM, False),
     ("variant-a meets the threshold; variant-b beats the control and passes the threshold.",
      EXTRA_CLAIM, False),
     ("variant-a atteint le seuil; variant-b atteint aussi le seuil.", EXTRA_CLAIM, True),

@@ -62,6 +62,9 @@ _THRESHOLD = (r"thresholds?|targets?|bar|criteri(?:on|a)|cut-?off|goal|"
               r"seuils?|objectifs?|cibles?|crit[eè]res?|barre|"
               r"schwell\w*|grenzwert\w*|zielwert\w*|ziel|kriteri\w*|"
               r"umbral\w*|objetivos?|meta|criterios?|l[íi]mite")
+# The words plainly_meets takes for the decision's threshold: not "target" or "goal" (a step
+# target, a budget goal are ones too).
+_EXACT_THRESHOLD = (r"thresholds?|bar|cut-?off|seuils?|schwell\w*|grenzwert\w*|umbral\w*")
 _NEGATION = (r"no|not|none|neither|nor|never|nothing|without|cannot|can't|doesn't|don't|"
              r"didn't|isn't|wasn't|won't|fails?|failed|failing|"
              r"ne|n|pas|aucune?|jamais|ni|sans|"
@@ -112,6 +115,25 @@ _ZH_NEGATION = re.compile(r"未|没有|没|不|无|非")
 _ZH_HEDGE = re.compile(r"如果|若|可能|也许|或许|是否|应该|预计|希望")
 _ZH_CONTRAST = re.compile(r"但是|但|然而|而|虽然|尽管|除了|不过")
 
+_PRONOUN = re.compile(
+    r"\b(?:meets?|met|satisf\w*|reach\w*|exceed\w*|pass\w*|clears?|beats?)\s+it\b|"
+    r"\bl['\u2019](?:atteint|atteignent|d[ée]pass\w*|franchi\w*|satisfai\w*)|"
+    r"\b(?:lo|la)\s+(?:alcanza|supera|cumple|satisface)\w*|"
+    r"\b(?:erreicht|erreichen|[üu]bertrifft|[üu]berschreitet|erf[üu]llt)\s+(?:sie|ihn|es)\b",
+    re.I)
+# A target that is no threshold: of steps, of a budget, of a deadline ("its step target",
+# "训练目标步数").
+_OTHER_TARGET = re.compile(
+    r"\b(?:steps?|budget|time|training|deadline|cost|token|epoch|data)\s+(?:targets?|goals?)\b|"
+    r"\b(?:targets?|goals?)\s+(?:of|for)\s+(?:\d+\s+)?(?:steps?|epochs?|tokens?|hours?)\b|"
+    r"目标步数|训练目标|预算目标|objectif\s+(?:de\s+)?(?:budget|temps|pas)|"
+    r"(?:Schritt|Budget|Zeit)ziel\w*|objetivo\s+de\s+(?:pasos|presupuesto|tiempo)", re.I)
+
+
+def _unthreshold(text: str) -> str:
+    return _OTHER_TARGET.sub(" ", text)
+
+
 _WORD = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*", re.U)
 _SENTENCE = re.compile(r"[.!?](?=\s|$)|[;\n\u3002\uff01\uff1f\uff1b]")
 _ZH_UP = re.compile(r"高于|超过|超出|以上")
@@ -123,6 +145,16 @@ def _words(pattern: str) -> re.Pattern[str]:
 
 
 _MEET_W, _ACHIEVE_W, _THRESHOLD_W = _words(_MEET), _words(_ACHIEVE), _words(_THRESHOLD)
+_EXACT_THRESHOLD_W = _words(_EXACT_THRESHOLD)
+_ZH_EXACT_THRESHOLD = re.compile(r"阈值|门槛")
+# "Out of reach", "hors d'atteinte": a denial in a phrase.
+_DENIAL_PHRASE = re.compile(
+    r"\bout\s+of\s+reach\b|\bhors\s+d['\u2019]atteinte\b|\bau[ßs]er\s+reichweite\b|"
+    r"\bunerreich\w*|\bfuera\s+de\s+(?:su\s+)?alcance\b|\bfalls\s+short\b|"
+    r"\bnot\s+(?:quite\s+)?there\b|可望而不可及", re.I)
+# "0.75 < 0.8", "1.00 ≥ 0.8": a comparison written with its sign.
+_COMPARED = re.compile(r"([+\-\u2212]?\d+(?:[.,]\d+)?)\s*(<=|>=|≤|≥|<|>)\s*"
+                       r"([+\-\u2212]?\d+(?:[.,]\d+)?)")
 _UP_W, _DOWN_W = _words(_UP), _words(_DOWN)
 _NEGATION_W, _SHORT_W, _HEDGE_W = _words(_NEGATION), _words(_SHORT), _words(_HEDGE)
 _CONTRAST_SPLIT = re.compile(rf"\b(?:{_CONTRAST})\b|{_ZH_CONTRAST.pattern}", re.I)
@@ -190,7 +222,15 @@ def _threshold_named(clause: str) -> bool:
 def _numbers_deny(clause: str, threshold: Threshold | None) -> bool | None:
     """A clause with a threshold word, the threshold's number and one other: does that other
     number fail the threshold (True), meet it (False)? None when it does not say."""
-    if threshold is None or not _threshold_named(clause):
+    if threshold is None:
+        return None
+    for left, _sign, right in _COMPARED.findall(clause):
+        a, b = (float(x.replace(",", ".").replace("\u2212", "-")) for x in (left, right))
+        if abs(b - threshold.value) < 1e-9 and abs(a - threshold.value) >= 1e-9:
+            return not threshold.met_by(a)
+        if abs(a - threshold.value) < 1e-9 and abs(b - threshold.value) >= 1e-9:
+            return not threshold.met_by(b)
+    if not _threshold_named(clause):
         return None
     values = [v for _, v in numbers_in(clause)]
     if not any(abs(v - threshold.value) < 1e-9 for v in values):
@@ -210,27 +250,36 @@ def _zh_denies(clause: str, threshold: Threshold | None) -> bool:
 
 def _denies(clause: str, threshold: Threshold | None = None) -> bool:
     """The clause says the threshold is not met."""
+    clause = _unthreshold(clause)
     if _zh_denies(clause, threshold):
         return True
     cleaned = _NOT_NEGATING.sub(" ", clause)
     words = _tokens(cleaned)
     if _governed(words, threshold):
         return True
-    failing = _toward(threshold)[1]
-    if (_has(_SHORT_W, words) or _has(failing, words)) and _has(_THRESHOLD_W, words):
+    if _DENIAL_PHRASE.search(cleaned):
         return True
+    failing = _toward(threshold)[1]
+    shorts = [i for i, w in enumerate(words) if _is(_SHORT_W, w) or _is(failing, w)]
+    marks = [i for i, w in enumerate(words) if _is(_THRESHOLD_W, w)]
+    if any(0 < t - i <= _WINDOW for i in shorts for t in marks):
+        return True  # "below the 0.8 threshold", "shy of the bar"
+    if any(0 < i - t <= 2 for i in shorts for t in marks):
+        return True  # "the threshold is missed", "le seuil manqué"
     return _numbers_deny(clause, threshold) is True
 
 
 def _meets(clause: str, threshold: Threshold | None = None) -> bool:
-    """The clause says something meets the threshold (whatever negation it holds)."""
+    """The clause says something meets the threshold (whatever negation it holds): a
+    "meets"/"reaches"/"above" word with a threshold word, or with "it" standing for one
+    ("meets it", "l'atteint", "erreicht ihn", "lo supera")."""
+    clause = _unthreshold(clause)
     if _ZH_MEET.search(clause) and _ZH_THRESHOLD.search(clause):
         return True
     words = _tokens(clause)
-    if _has(_MEET_W, words):
-        return True
-    if _has(_THRESHOLD_W, words) and (_has(_ACHIEVE_W, words)
-                                      or _has(_toward(threshold)[0], words)):
+    verb = _has(_MEET_W, words) or _has(_ACHIEVE_W, words) \
+        or _has(_toward(threshold)[0], words)
+    if verb and (_has(_THRESHOLD_W, words) or _PRONOUN.search(clause)):
         return True
     return _numbers_deny(clause, threshold) is False
 
@@ -268,22 +317,29 @@ def claims_failing(text: str, run_id: str, threshold: Threshold | None = None) -
 def plainly_meets(text: str, run_id: str, runs: Iterable[str],
                   threshold: Threshold | None = None) -> str | None:
     """Exact: the sentence that names ``run_id`` and no other run, says "meets" ("reaches",
-    "above"… with a threshold word) and holds no negation, "below"-word, contrast, hedge or
-    question; None when no sentence says it so plainly."""
+    "above"…) with the word "threshold" ("bar", "seuil", "Schwelle", "umbral", "阈值"), and
+    holds no negation, "below"-word, contrast, hedge, question or negative result; None when
+    no sentence says it so plainly."""
     others = [r for r in runs if r != run_id]
     for sentence in sentences(text):
         if not mentions(sentence, run_id) or any(mentions(sentence, r) for r in others):
             continue
+        if _NEGATIVE_RESULT.search(sentence) or says_none_meets(sentence):
+            continue  # the sentence also says no variant meets it: not plain
+        sentence = _unthreshold(sentence)
         if "?" in sentence or "\uff1f" in sentence or _CONTRAST_SPLIT.search(sentence):
             continue
-        if _ZH_MEET.search(sentence) and _ZH_THRESHOLD.search(sentence):
+        if _ZH_MEET.search(sentence) and _ZH_EXACT_THRESHOLD.search(sentence):
             if not (_ZH_NEGATION.search(sentence) or _ZH_HEDGE.search(sentence)
                     or _zh_denies(sentence, threshold)):
                 return sentence
             continue
         words = _tokens(sentence)
-        if not (_has(_MEET_W, words) or (_has(_THRESHOLD_W, words) and (
-                _has(_ACHIEVE_W, words) or _has(_toward(threshold)[0], words)))):
+        if not (_has(_EXACT_THRESHOLD_W, words) and (
+                _has(_MEET_W, words) or _has(_ACHIEVE_W, words)
+                or _has(_toward(threshold)[0], words))):
+            continue
+        if _DENIAL_PHRASE.search(sentence):
             continue
         failing = _toward(threshold)[1]
         if any(_is(_NEGATION_W, w) or _is(_SHORT_W, w) or _is(_HEDGE_W, w) or _is(failing, w)

@@ -63,6 +63,23 @@ _NOT_ITS_VALUE = re.compile(
     r"rate|noise|decay|momentum|temperature|warmup|beta\d?|alpha|lambda|eps|epsilon|sigma|"
     r"std|scale|ratio|weight|clip|smoothing|probability|mask|masking|points?\s+de|Punkte?|"
     r"puntos?|de\s+plus|de\s+moins|mehr|weniger|m[áa]s|menos)(?![\w-])", re.I)
+# What makes a number a value at a step, on a split or a subset, or one end of a range
+# ("0.50 at step 1", "0.98 on the train split", "0.70-0.75", "0.70 to 0.75"): not the run's
+# metric as measured.
+_QUALIFIED = re.compile(
+    r"\s*\)?\s*(?:[-\u2013\u2014]\s*\d|(?:to|à|bis|a|au|hasta)\s+\d|"
+    r"\(?\s*(?:at|after|by|on|in|for|à|au|après|sur|pour|bei|nach|auf|für|im|en|tras|sobre|"
+    r"para|在)\s+(?:the\s+|l['\u2019]|le\s+|la\s+|dem\s+|der\s+|el\s+)?"
+    r"(?:steps?|epochs?|iterations?|batch\w*|train\w*|val\w*|dev\b|subset|split|fold|"
+    r"[ée]tapes?|[ée]poques?|entra[îi]nement|Schritt\w*|Epoche\w*|Training\w*|"
+    r"pasos?|[ée]pocas?|entrenamiento|第))", re.I)
+# A word before a metric's name that makes it another measure ("train accuracy",
+# "validation accuracy", "step accuracy"): the clause does not quote the metric.
+_OTHER_MEASURE = re.compile(
+    r"(?:train\w*|val\w*|dev|step|epoch|batch|subset|per-\w+|best|peak|max\w*|min\w*|"
+    r"entra[îi]nement|Trainings?|entrenamiento)[\s_-]*$", re.I)
+_STEP_COLUMN = re.compile(r"(?:steps?|epochs?|iterations?|split|subset|fold|phase|"
+                          r"[ée]tapes?|[ée]poques?|Schritt|Epoche|paso|[ée]poca|步|轮)", re.I)
 _QUOTED_NUMBER = (r"(?:['\u2019]s)?\s*(?:[:=]\s*|is\s+|at\s+|of\s+)?\(?"
                   r"([+\-\u2212]?\d+\.\d+)(?!\d)(\s*%)?")
 _CLAUSE = re.compile(r"[.!?](?=\s|$)|[;\n\u3002\uff01\uff1f\uff1b]")
@@ -102,7 +119,7 @@ def equal(written: str, value: float) -> bool:
         quoted = float(written.replace("\u2212", "-"))
         return abs(value - quoted) <= abs(quoted) * 1e-9 + 1e-12
     quoted, decimals = _value(written.strip())
-    return abs(value - quoted) <= 10 ** -decimals + 1e-12
+    return abs(value - quoted) <= 10.0 ** -decimals + 1e-12
 
 
 def misquoted(quote: Quote, values: Mapping[str, float]) -> bool:
@@ -151,7 +168,7 @@ def _near_after(clause: str, end: int) -> re.Match[str] | None:
     hit = _NUMBER.search(clause, end)
     if hit is None or not _LINK.match(clause[end:hit.start()]):
         return None
-    if _THRESHOLD_AFTER.match(clause, hit.end()):
+    if _THRESHOLD_AFTER.match(clause, hit.end()) or _QUALIFIED.match(clause, hit.end()):
         return None
     return hit
 
@@ -178,6 +195,8 @@ def exact_misquotes(text: str, values: Mapping[str, Mapping[str, float]],
             found = _metric_pattern(metric).search(clause)
             if found is None or any(equal(w, value) for w in numbers):
                 continue
+            if _OTHER_MEASURE.search(clause[:found.start()]):
+                continue  # "train accuracy": another measure than the metric
             run_at = re.search(rf"(?<![\w-]){re.escape(run)}(?![\w-])", clause,
                                re.I if len(run) >= 4 else 0)
             for anchor in (found.end(), run_at.end() if run_at else None):
@@ -207,6 +226,8 @@ def loose_quotes(text: str, run_ids: Sequence[str]) -> list[Quote]:
         if cells and cells[0] not in run_ids:
             header = cells
             continue
+        if cells and any(_STEP_COLUMN.fullmatch(h) for h in header):
+            continue  # a row per step or split: its values are not the run's measured ones
         if cells:
             for column, cell in enumerate(cells[1:], 1):
                 hit = re.fullmatch(r"([+\-\u2212]?\d+\.\d+)(\s*%)?", cell)
@@ -216,7 +237,8 @@ def loose_quotes(text: str, run_ids: Sequence[str]) -> list[Quote]:
         for run_id in ordered:
             pattern = rf"(?<![\w-]){re.escape(run_id)}(?![\w-]){_QUOTED_NUMBER}"
             for hit in re.finditer(pattern, line):
-                if _UNIT.match(line, hit.end()) or _NOT_A_VALUE.match(line, hit.end()):
+                if _UNIT.match(line, hit.end()) or _NOT_A_VALUE.match(line, hit.end()) \
+                        or _QUALIFIED.match(line, hit.end()):
                     continue
                 out.append(Quote(run_id, hit.group(1) + (hit.group(2) or ""), number))
     return out
