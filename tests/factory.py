@@ -486,3 +486,14 @@ def built_example(out: Path) -> Path:
     done = build_example(out, "--start", EXAMPLE_START)
     assert done.returncode == 0, done.stderr
     return out
+
+
+def unchained(event: dict[str, Any]) -> dict[str, Any]:
+    """A journal event without its chain field (``prev``): what the test compares."""
+    return {k: v for k, v in event.items() if k != "prev"}
+
+
+def journal_events(path: Path) -> list[dict[str, Any]]:
+    """The events of the journal at ``path`` (a file, or a campaign folder), unchained."""
+    path = path / "itera-journal.jsonl" if path.is_dir() else path
+    return [unchained(json.loads(line)) for line in path.read_text("utf-8").splitlines()]

@@ -30,7 +30,13 @@ it holds must agree with the manifest and the files: a contradiction names the j
 - closure: the manifest is the one the recorder wrote at its last ``close`` event (the
   event's ``manifest_digest``, :func:`pytest_itera.core.journal.manifest_digest`): a manifest
   edited or replaced without a ``reopen`` event, or a campaign reopened and not closed
-  again, is refused (the way back is ``rec.reopen(reason=...)``, docs/recorder.md).
+  again, is refused (the way back is ``rec.reopen(reason=...)``, docs/recorder.md);
+- the chain: each line's ``prev`` is the sha256 of the line before it (the first line's, of
+  ``plan.json``): a line removed, inserted or rewritten breaks it at the line after it; each
+  ``--itera-journal-pin LINE:DIGEST`` is the digest of that line (a journal rewritten whole,
+  chained again, differs from a pin taken before);
+- a plan that says ``"recorded": true`` (the recorder freezes it so) commits the campaign to
+  its journal: a journal missing, unchained or cut short of its closure is refused.
 
 The journal is streamed line by line (memory grows with the runs, files and saves, not with
 the logged points). A line that cannot be read is said, never skipped silently.
@@ -39,7 +45,7 @@ the logged points). A line that cannot be read is said, never skipped silently.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -49,7 +55,7 @@ from pytest_itera.checks.context import Context
 from pytest_itera.core.campaign import MANIFEST_FILE, Manifest, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
-from pytest_itera.core.journal import JOURNAL_FILE, is_played, manifest_digest
+from pytest_itera.core.journal import JOURNAL_FILE, is_played, line_digest, manifest_digest
 from pytest_itera.files import measurements
 
 __all__ = ["JournalFacts", "journal_agrees", "journal_listed", "read_journal_facts"]
@@ -86,16 +92,29 @@ class JournalFacts:
     rehearsal: Event | None = None  # the plan event of a rehearsal (its first line)
     played: Event | None = None  # the first event that says "clock": "played"
     closure: Event | None = None  # the last close or reopen event
+    lines: int = 0
+    chained: bool = False  # the first line carries its prev: the recorder chained it
+    first_prev: str | None = None
+    broken: tuple[int, str] | None = None  # the first line that does not chain, and why
+    pinned: dict[int, str] = field(default_factory=dict)  # line -> its digest, for the pins
 
 
-def read_journal_facts(path: Any) -> JournalFacts:
-    """Stream the journal once; lines that cannot be read are kept as (line, why)."""
+def read_journal_facts(path: Any, pins: Iterable[int] = ()) -> JournalFacts:
+    """Stream the journal once; lines that cannot be read are kept as (line, why); the chain
+    is followed, and the digests of the ``pins``' lines kept."""
     facts = JournalFacts()
+    wanted, previous = set(pins), None
     try:
         with open(path, "rb") as handle:
             for number, raw in enumerate(handle, 1):
+                facts.lines = number
+                digest = line_digest(raw)
+                if number in wanted:
+                    facts.pinned[number] = digest
                 why = _unreadable(raw)
                 event = None if why else _decode(raw)
+                _chain(facts, number, event, previous)
+                previous = digest
                 if event is None:
                     facts.unreadable.append((number, why or "not a journal event (one JSON "
                                              "object with its 'event' per line)"))
@@ -104,6 +123,22 @@ def read_journal_facts(path: Any) -> JournalFacts:
     except OSError as exc:
         facts.unreadable.append((0, f"cannot be read: {exc.strerror or exc}"))
     return facts
+
+
+def _chain(facts: JournalFacts, number: int, event: dict[str, Any] | None,
+           previous: str | None) -> None:
+    """Follow the chain: a line's prev is the digest of the line before it."""
+    prev = event.get("prev") if event is not None else None
+    if number == 1:
+        facts.chained = isinstance(prev, str)
+        facts.first_prev = prev if isinstance(prev, str) else None
+        return
+    if facts.broken is not None or not facts.chained:
+        return
+    if prev != previous:
+        facts.broken = (number, "it carries no prev" if prev is None else
+                        f"its prev {str(prev)[:16]}… is not the digest of line {number - 1} "
+                        f"({str(previous)[:16]}…)")
 
 
 def _unreadable(raw: bytes) -> str | None:
@@ -174,19 +209,28 @@ def _at(line: int) -> str:
 
 
 def journal_listed(ctx: Context) -> list[str]:
-    """One item for the journal, only when the manifest lists it."""
-    man = ctx.campaign.manifest
+    """One item for the journal, when the manifest lists it or the plan says the campaign is
+    recorded (then a journal left out is refused), or when a pin asks for it."""
+    man, plan = ctx.campaign.manifest, ctx.campaign.plan
     listed = man is not None and any(f.path == JOURNAL_FILE for f in man.files)
-    return [JOURNAL_FILE] if listed else []
+    recorded = man is not None and plan is not None and plan.recorded
+    return [JOURNAL_FILE] if listed or recorded or ctx.options.journal_pins else []
 
 
 def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
     """Every event of the listed journal agrees with the manifest and the files."""
-    _, man = ctx.documents()
+    plan, man = ctx.documents()
+    listed = any(f.path == JOURNAL_FILE for f in man.files)
+    if not listed:
+        yield from _no_journal(plan.recorded, bool(ctx.options.journal_pins))
+        return
     path = ctx.regular_file(JOURNAL_FILE)
     if isinstance(path, str):
         return  # files-intact says what is wrong with a listed file
-    facts = ctx.memo("journal-agrees:facts", lambda: read_journal_facts(path))
+    pins = ctx.options.journal_pins
+    facts = ctx.memo("journal-agrees:facts",
+                     lambda: read_journal_facts(path, [line for line, _ in pins]))
+    yield from _chain_findings(ctx, plan.recorded, facts)
     for line, why in facts.unreadable:
         yield Finding(
             f"cannot compare {JOURNAL_FILE} line {line} with the manifest: it {why}",
@@ -217,6 +261,68 @@ def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
     yield from _decisions(man, facts)
     yield from _bases(man, facts)
     yield from _closure(ctx, facts)
+
+
+def _no_journal(recorded: bool, pinned: bool) -> Iterator[Finding]:
+    if recorded:
+        yield Finding(
+            f"the plan says the campaign is recorded (\"recorded\": true, frozen with it); its "
+            f"journal {JOURNAL_FILE} is missing from the manifest", where=MANIFEST_FILE,
+            code=f"{CHECK}.missing", expected=f"{JOURNAL_FILE} listed in {MANIFEST_FILE}",
+            found="no journal",
+            hint="ship the journal the recorder wrote: every rule that reads it (saves at their "
+            "times, metrics as recorded, decisions) needs it")
+    elif pinned:
+        yield Finding(
+            f"a journal pin was given, but the manifest lists no {JOURNAL_FILE}",
+            where=MANIFEST_FILE, code=f"{CHECK}.pin", found="no journal",
+            hint="ship the journal the pin was taken of, or drop --itera-journal-pin")
+
+
+def _chain_findings(ctx: Context, recorded: bool, facts: JournalFacts) -> Iterator[Finding]:
+    """The chain holds from the plan to the last line, the pins are its lines', and a
+    recorded campaign's journal is chained and closed."""
+    plan_sha256 = ctx.campaign.manifest.plan.sha256 if ctx.campaign.manifest else None
+    if facts.chained and facts.first_prev != plan_sha256:
+        yield Finding(
+            f"{JOURNAL_FILE} line 1 does not chain to the plan: its prev is not plan.json's "
+            "sha256", where=_at(1), code=f"{CHECK}.chain", expected=str(plan_sha256),
+            found=str(facts.first_prev),
+            hint="the journal begins with the plan it froze: ship that journal, unedited")
+    if facts.broken is not None:
+        line, why = facts.broken
+        yield Finding(
+            f"{JOURNAL_FILE} line {line} does not chain: {why} — a line before it was "
+            "removed, inserted or rewritten", where=_at(line), code=f"{CHECK}.chain",
+            hint="ship the journal as the recorder wrote it; a repair goes through "
+            "rec.reopen(reason=...), which journals it")
+    for line, digest in ctx.options.journal_pins:
+        if line > facts.lines:
+            yield Finding(
+                f"the journal pin {line}:{digest[:16]}… names line {line}, but {JOURNAL_FILE} "
+                f"has {facts.lines} lines", where=_at(facts.lines), code=f"{CHECK}.pin",
+                expected=f"line {line}", found=f"{facts.lines} lines",
+                hint="the journal was cut short of the pinned line, or the pin is another "
+                "campaign's")
+        elif facts.pinned.get(line) != digest:
+            yield Finding(
+                f"{JOURNAL_FILE} line {line} is not the line the pin {line}:{digest[:16]}… was "
+                "taken of: the journal up to there was rewritten (or the pin is another "
+                "campaign's)", where=_at(line), code=f"{CHECK}.pin", expected=digest,
+                found=str(facts.pinned.get(line)),
+                hint="ship the journal the pin proves; a pin is printed by rec.pin() and at "
+                "each decision and closure")
+    if recorded and not facts.chained:
+        yield Finding(
+            f"the plan says the campaign is recorded; its journal {JOURNAL_FILE} is not "
+            "chained (line 1 carries no prev)", where=_at(1), code=f"{CHECK}.unchained",
+            hint="ship the journal the recorder wrote (each line chained to the one before)")
+    if recorded and facts.closure is None:
+        yield Finding(
+            f"the plan says the campaign is recorded; its journal {JOURNAL_FILE} ends at line "
+            f"{facts.lines} without the closure", where=_at(facts.lines),
+            code=f"{CHECK}.not-closed",
+            hint="ship the whole journal: its last line is the close() that wrote the manifest")
 
 
 _WAY_BACK = ("a closed campaign changes only through a reopening that says why: "

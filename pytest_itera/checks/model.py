@@ -89,6 +89,9 @@ class Options:
     metric_hook: MetricHook | None = None  # pytest_itera_metric implementations
     # --itera-strict-text: the readings of human text (advisory findings) decide too.
     strict_text: bool = False
+    # --itera-journal-pin LINE:DIGEST (ini itera_journal_pins): the journal's line LINE has
+    # the sha256 DIGEST (it chains back to the plan: the journal up to there is proven).
+    journal_pins: tuple[tuple[int, str], ...] = ()
 
 
 def item_name(check_id: str, target: str | None) -> str:

@@ -181,6 +181,9 @@ class Plan:
     # None in a draft (``python -m pytest_itera new-plan``): CampaignRecorder.freeze_plan sets
     # it; a campaign is never accepted without it (the ``manifest`` check).
     frozen_at: datetime | None = None
+    # The recorder freezes plans with "recorded": true: the campaign commits to its journal
+    # (journal-agrees refuses it missing, unchained or cut short of its closure).
+    recorded: bool = False
     # /1 has one ``corpus``; /2 lists ``corpora``. Loading fills both: ``corpora`` is every
     # frozen corpus, ``corpus`` the first of them.
     corpus: Corpus = None  # type: ignore[assignment]  # set by load_campaign

@@ -17,6 +17,15 @@ its reason and the sha256 of the manifest it replaces): a manifest replaced with
 reopening is found (journal-agrees), and the reports say how often a campaign was reopened
 (:func:`reopenings`).
 
+The journal is a hash chain: each event carries ``prev``, the sha256 of the line before it
+(:func:`line_digest`: the line's bytes, without its newline); the first, the sha256 of
+``plan.json``. A line removed, inserted or rewritten breaks the chain at the line after it
+(journal-agrees names it); a journal rewritten whole and chained again is caught by a pin,
+``<line>:<digest>`` (:meth:`Journal.pin`): the digest of that line commits to every line
+before it, and a pin written elsewhere (a CI log, the provider's order note) proves the
+journal up to there (``--itera-journal-pin``). Journals of older recorders carry no ``prev``:
+they are read as before and said to be unchained.
+
 The clock is evidence: the journal's first line (the ``plan`` event) says which clock the
 recorder read, ``"clock": "real"`` (``datetime.now(UTC)``, the default) or ``"clock":
 "played"`` (a ``clock=`` callable the script injected: the guides' played clock, a test's
@@ -47,6 +56,7 @@ __all__ = [
     "JournalError",
     "TornLine",
     "is_played",
+    "line_digest",
     "manifest_digest",
     "played_clock_line",
     "reopenings",
@@ -75,13 +85,27 @@ class TornLine:
                 f"{self.text!r}): an interrupted write; it was cut off and not replayed")
 
 
+def line_digest(raw: bytes) -> str:
+    """The sha256 of one journal line (its bytes, without the newline): the next line's
+    ``prev``, and a pin's digest."""
+    return hashlib.sha256(raw.rstrip(b"\n")).hexdigest()
+
+
 class Journal:
     """One campaign's journal file: read once when opened, then appended to."""
 
-    def __init__(self, path: Path, events: list[dict[str, Any]], torn: TornLine | None) -> None:
+    def __init__(self, path: Path, events: list[dict[str, Any]], torn: TornLine | None,
+                 head: str | None = None) -> None:
         self.path = path
         self.events = events
         self.torn = torn
+        self.head = head  # the digest of the last line: the next event's prev
+        self.chain_start: str | None = None  # the first event's prev (the plan's sha256)
+
+    def pin(self) -> str | None:
+        """``<line>:<digest>`` of the last line (None for an empty journal): it proves every
+        line up to it."""
+        return f"{len(self.events)}:{self.head}" if self.events and self.head else None
 
     @classmethod
     def open(cls, root: Path) -> Journal:
@@ -93,11 +117,15 @@ class Journal:
         events, good, torn = _parse(data)
         if torn is not None:
             os.truncate(path, good)  # the next append must not continue a broken line
-        return cls(path, events, torn)
+        last = data[:good].rstrip(b"\n").rsplit(b"\n", 1)[-1] if good else None
+        return cls(path, events, torn, line_digest(last) if last is not None else None)
 
     def append(self, event: Mapping[str, Any]) -> None:
-        """Write ``event`` as one line, atomically appended and fsynced."""
-        line = (json.dumps(dict(event), allow_nan=False, ensure_ascii=False,
+        """Write ``event`` as one line, chained to the last (``prev``), atomically appended
+        and fsynced."""
+        prev = self.head if self.events else self.chain_start
+        chained = {**dict(event), "prev": prev} if prev is not None else dict(event)
+        line = (json.dumps(chained, allow_nan=False, ensure_ascii=False,
                            separators=(",", ":")) + "\n").encode("utf-8")
         created = not self.path.exists()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -111,7 +139,8 @@ class Journal:
             os.close(fd)
         if created:
             fsync_dir(self.path.parent)
-        self.events.append(dict(event))
+        self.events.append(chained)
+        self.head = line_digest(line)
 
 
 def _parse(data: bytes) -> tuple[list[dict[str, Any]], int, TornLine | None]:

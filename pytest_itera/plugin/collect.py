@@ -426,6 +426,7 @@ def make_context(
         stop_rule_hook=_stop_rule_hook(config),
         metric_hook=_metric_hook(config),
         strict_text=settings.strict_text,
+        journal_pins=settings.journal_pins,
     )
     context = Context(
         campaign,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shlex
 import shutil
 from collections.abc import Iterable
@@ -38,6 +39,7 @@ REQUIRE_ACCEPTED = "--itera-require-accepted"
 ACCEPT_PLAYED_CLOCK = "--itera-accept-played-clock"
 WAIVERS = "--itera-waivers"
 STRICT_TEXT = "--itera-strict-text"  # the readings of human text decide too
+JOURNAL_PIN = "--itera-journal-pin"  # LINE:DIGEST of the journal, proven elsewhere
 SEAL = "--itera-seal"
 SEAL_KEY = "--itera-seal-key"
 VERIFY_SEAL = "--itera-verify-seal"
@@ -62,6 +64,7 @@ INI_PLAN_SHA256 = "itera_plan_sha256"
 INI_REQUIRE_ACCEPTED = "itera_require_accepted"
 INI_WAIVERS = "itera_waivers"
 INI_STRICT_TEXT = "itera_strict_text"
+INI_JOURNAL_PINS = "itera_journal_pins"
 INI_GROUP_FILES_ABOVE = "itera_group_files_above"
 MAX_TOLERANCE = float(schedule.MAX_TOLERANCE)
 
@@ -99,6 +102,7 @@ class Settings:
     waivers: tuple[Waiver, ...] = ()
     # --itera-strict-text: the readings of human text (advisories) fail their items too.
     strict_text: bool = False
+    journal_pins: tuple[tuple[int, str], ...] = ()  # --itera-journal-pin / itera_journal_pins
     seal: Path | None = None  # write the closure seal there when accepted
     seal_key: Path | None = None  # sign it (ECDSA PEM); None: digest-only
     verify_seal: Path | None = None  # re-check the folder against this seal, nothing else
@@ -226,6 +230,11 @@ def addoption(parser: pytest.Parser) -> None:
         "instructions) fail their items instead of advising under the verdict",
     )
     group.addoption(
+        JOURNAL_PIN, action="append", default=None, metavar="LINE:DIGEST",
+        help="the journal's line LINE has this sha256 (as rec.pin() and each decision and "
+        "closure print it): the journal up to there is proven; repeatable",
+    )
+    group.addoption(
         WAIVERS, metavar="FILE", help="reviewer-approved waivers (.toml or .json), outside the "
         "campaign: each names a check, a target pattern, a reason, an approver, an expiry date"
     )
@@ -299,6 +308,8 @@ def addoption(parser: pytest.Parser) -> None:
         f"{REQUIRE_ACCEPTED})", "bool", False,
     )
     parser.addini(INI_STRICT_TEXT, f"like {STRICT_TEXT}", "bool", False)
+    parser.addini(INI_JOURNAL_PINS, f"journal pins, one LINE:DIGEST per line (like "
+                  f"{JOURNAL_PIN})", "linelist", [])
     parser.addini(
         INI_WAIVERS, f"waivers file (like {WAIVERS}), relative to the ini file", "string", ""
     )
@@ -350,8 +361,30 @@ def build_settings(config: pytest.Config) -> Settings:
         plan_pins=_pin_lines(config),
         group_files_above=_group_files_above(config),
         strict_text=_flag(config, STRICT_TEXT, INI_STRICT_TEXT),
+        journal_pins=_journal_pins(config),
         **_gate(config, campaigns, reports),
     )
+
+
+_JOURNAL_PIN = re.compile(r"([1-9][0-9]*):([0-9a-f]{64})")
+
+
+def _journal_pins(config: pytest.Config) -> tuple[tuple[int, str], ...]:
+    """The journal pins: the command line's, else the ini lines (as pytest does)."""
+    given = config.getoption(JOURNAL_PIN)
+    source = JOURNAL_PIN if given else INI_JOURNAL_PINS
+    lines = [str(v).strip() for v in (given or config.getini(INI_JOURNAL_PINS))]
+    pins = []
+    for text in lines:
+        if not text or text.startswith("#"):
+            continue
+        found = _JOURNAL_PIN.fullmatch(text.lower())
+        if found is None:
+            raise pytest.UsageError(
+                f"{source}: {text!r} is not LINE:DIGEST (a line number, a colon and the "
+                "64 hex digits of its sha256, as rec.pin() prints it)")
+        pins.append((int(found.group(1)), found.group(2)))
+    return tuple(pins)
 
 
 def _flag(config: pytest.Config, option: str, ini: str) -> bool:

@@ -115,11 +115,13 @@ def in_force(config: pytest.Config, switched_off: Sequence[str]) -> list[Origin]
                                (o.WAIVERS, o.INI_WAIVERS, ""),
                                (o.PLAN_SHA256, o.INI_PLAN_SHA256, []),
                                (o.REQUIRE_ACCEPTED, o.INI_REQUIRE_ACCEPTED, False),
-                               (o.STRICT_TEXT, o.INI_STRICT_TEXT, False))
+                               (o.STRICT_TEXT, o.INI_STRICT_TEXT, False),
+                               (o.JOURNAL_PIN, o.INI_JOURNAL_PINS, []))
     for flag, key, default in pairs:
         value = config.getoption(flag)
         if value not in (None, False, ""):
-            shown = "" if value is True else f" {value}"
+            shown = "" if value is True else (
+                f" {' '.join(map(str, value))}" if isinstance(value, list) else f" {value}")
             found.append(Origin(f"{flag}{shown}", option_source(config, flag)))
         elif config.getini(key) != default:
             found.append(Origin(f"{key} = {_ini_text(config.getini(key))}",

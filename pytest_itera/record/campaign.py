@@ -45,6 +45,7 @@ this package and must not pay for torch.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
@@ -109,6 +110,8 @@ from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 if TYPE_CHECKING:
     from pytest_itera.core.campaign import Plan
     from pytest_itera.report.verify import Verdict
+
+_LOG = logging.getLogger("pytest_itera.record")
 
 __all__ = [
     "BASE_RECORD",
@@ -321,6 +324,7 @@ class CampaignRecorder:
                 "the frozen corpora under 'corpora' (docs/contract-v2.md)"
             )
         data.setdefault("frozen_at", self.now())
+        data.setdefault("recorded", True)  # the plan commits to its journal
         validate("plan", data, PLAN_FILE, hints=_float_money(data))
         refuse_temp_strings(data, PLAN_FILE)
         self._check_plan(data)
@@ -334,6 +338,7 @@ class CampaignRecorder:
         self.plan_sha256 = sha256_file(target)[0]
         if not continued:
             rehearsing = {"rehearsal": True} if self.rehearsal else {}
+            self.journal.chain_start = self.plan_sha256  # the chain starts at the plan
             self._event("plan", format=JOURNAL_FORMAT, sha256=self.plan_sha256,
                         at=self.now(), **rehearsing,
                         clock=PLAYED_CLOCK if self.played_clock else REAL_CLOCK)
@@ -379,6 +384,11 @@ class CampaignRecorder:
         comparable = dict(existing)
         if "frozen_at" not in given or "frozen_at" not in existing:
             comparable["frozen_at"] = data["frozen_at"]
+        if "recorded" not in given and "recorded" not in existing:
+            if draft and "frozen_at" not in existing:
+                comparable["recorded"] = data["recorded"]  # a draft, frozen now: recorded
+            else:
+                data.pop("recorded", None)  # frozen before plans said so: adopted as it is
         if comparable != data:
             raise RecordError(
                 f"{target.name} is already frozen with different content; a plan is never edited "
@@ -444,6 +454,10 @@ class CampaignRecorder:
         decision: dict[str, Any] = {"id": decision_id, "at": self.now(at), "text": text}
         self._event("decide", id=decision_id, text=text, drops=drops, adds=adds,
                     at=decision["at"])
+        if not self._replaying:
+            _LOG.info("decision %s journaled; journal pin %s (write it where the campaign "
+                      "cannot rewrite it: --itera-journal-pin proves the journal up to here)",
+                      decision_id, self.pin())
         for run_id in drops:
             self.run(run_id)._drop(decision_id)
         if drops:
@@ -894,8 +908,9 @@ class CampaignRecorder:
         result = None
         if check:
             result = self.check()
-            print("\n".join(result.lines()), file=out or sys.stdout)
-        return Closure(target, result)
+            print("\n".join([*result.lines(), f"  journal pin: {self.pin()} (--itera-journal-pin "
+                             "proves the journal up to the closure)"]), file=out or sys.stdout)
+        return Closure(target, result, self.pin())
 
     def _write_metrics_table(self, analysis: str) -> None:
         """The analysis (a Markdown or text file in UTF-8) with the runs' itera-metrics table;
@@ -931,6 +946,14 @@ class CampaignRecorder:
         manifest["files"] = [
             {**f, "bytes": size, "sha256": digest} if f["path"] == JOURNAL_FILE else f
             for f in manifest["files"]]
+
+    def pin(self) -> str | None:
+        """``<line>:<digest>`` of the journal's last line (None before the plan is frozen).
+        Write it where the campaign cannot rewrite it — the CI log, a notebook, the
+        provider's order note: ``pytest --itera-journal-pin LINE:DIGEST`` then refuses a
+        journal rewritten up to that line, even one chained again. close() prints it, and each
+        decision logs it (logger ``pytest_itera.record``)."""
+        return self.journal.pin()
 
     def reopen(self, *, reason: str, at: datetime | str | None = None) -> str | None:
         """Reopen a closed campaign to repair it (after a REJECTED verdict, say): the journal

@@ -250,9 +250,10 @@ class Closure:
     the checks gave (None with ``check=False``). Path methods (``read_text``, ``parent``,
     ``name``) reach the manifest's path, as when close() returned it."""
 
-    def __init__(self, manifest: Path, result: Verdict | None) -> None:
+    def __init__(self, manifest: Path, result: Verdict | None, pin: str | None = None) -> None:
         self.manifest = manifest
         self.result = result
+        self.pin = pin  # the journal's pin at the closure (CampaignRecorder.pin)
 
     @property
     def verdict(self) -> str | None:

@@ -78,7 +78,7 @@ def replay(rec: Journaled, events: list[dict[str, Any]]) -> None:
 
 def _apply(rec: Journaled, event: Mapping[str, Any], line: int) -> None:
     """Replay one journal event through the public methods (their checks included)."""
-    kind, facts = event["event"], {k: v for k, v in event.items() if k != "event"}
+    kind, facts = event["event"], {k: v for k, v in event.items() if k not in ("event", "prev")}
     if kind in CLOSURE_EVENTS:
         rec._replay_closure(kind, line, facts)
     elif kind == "plan":

@@ -87,6 +87,7 @@ def builtin_checks() -> dict[str, Check]:
 def check_campaign(
     root: Path, *, python: str | None = None, timeout: float = DEFAULT_TIMEOUT,
     checks: Mapping[str, Check] | None = None, strict_text: bool = False,
+    journal_pins: tuple[tuple[int, str], ...] = (),
 ) -> Verdict:
     """Evaluate every check on every target of the folder ``root`` (``strict_text``: the
     readings of human text decide too, as under ``--itera-strict-text``)."""
@@ -96,7 +97,8 @@ def check_campaign(
     root = Path(root)
     campaign = load_campaign(root)
     registry = dict(checks) if checks is not None else builtin_checks()
-    options = Options(python=python, timeout=timeout, strict_text=strict_text)
+    options = Options(python=python, timeout=timeout, strict_text=strict_text,
+                      journal_pins=journal_pins)
     context = Context(campaign, options, registry,
                       reloader_factory=lambda: Reloader(python, timeout=timeout))
     try:

@@ -14,12 +14,13 @@ import pytest
 from pytest_itera.core.journal import JOURNAL_FILE, Journal, JournalError
 from pytest_itera.record.campaign import CampaignRecorder, JournalWarning, RecordError
 from tests import factory as F
+from tests.factory import journal_events
 from tests.recorded import record, write_files
 from tests.runner import REPO, Itera
 
 
 def events(root: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in (root / JOURNAL_FILE).read_text().splitlines()]
+    return journal_events(root / JOURNAL_FILE)
 
 
 def started(tmp_path: Path) -> CampaignRecorder:

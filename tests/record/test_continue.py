@@ -19,6 +19,7 @@ from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.record.campaign import CampaignRecorder, RecordError
 from pytest_itera.report.verify import check_campaign
 from tests import factory as F
+from tests.factory import journal_events
 from tests.record.killed_tool import KILL_AT as TOOL_KILL_AT
 from tests.record.test_integrations import (
     finish,
@@ -32,7 +33,7 @@ from tests.runner import REPO
 
 
 def events(root: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (root / JOURNAL_FILE).read_text().splitlines()]
+    return journal_events(root / JOURNAL_FILE)
 
 
 @pytest.fixture(scope="module")

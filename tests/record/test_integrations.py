@@ -34,7 +34,7 @@ import torch
 
 from pytest_itera.record.campaign import CampaignRecorder, Closure, RecordError
 from tests import factory as F
-from tests.factory import expect, tree_digest
+from tests.factory import expect, journal_events, tree_digest
 from tests.real_tools import Rows, bert, quiet, tiny_lightning
 from tests.recorded import check_the_corpus, close, timed, train_the_variant
 from tests.runner import Itera
@@ -416,7 +416,7 @@ def test_trainer_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -
     assert "resumed_from" not in rec.run("control").record  # its own checkpoint: no evidence
     assert [c["path"] for c in rec.checkpoints] == [
         f"runs/control/trainer/checkpoint-{n}" for n in (2, 4)]
-    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    events = journal_events(rec.journal.path)
     assert {"event": "rewind", "run": "control", "step": 2} in events
 
 
@@ -428,7 +428,7 @@ def test_trainer_journals_its_saves_and_the_base_it_trains_on(tmp_path: Path) ->
     rec.write_bytes("runs/control/base/config.json", b"{}\n")
     tree = rec.record_base("runs/control/base", model="tiny", revision="c" * 40)
     trainer_fit(rec, "control", rec.path("runs/control/trainer"))
-    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    events = journal_events(rec.journal.path)
     [trained] = [e for e in events if e["event"] == "training-base"]
     assert (trained["run"], trained["revision"], trained["tree_sha256"]) == (
         "control", "c" * 40, tree)
@@ -442,7 +442,7 @@ def test_lightning_journals_each_save_with_its_step(tmp_path: Path) -> None:
     rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     dirpath = rec.path("runs/control/ckpt")
     lightning_fit(rec, "control", dirpath)
-    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    events = journal_events(rec.journal.path)
     saves = [(e["path"].rsplit("/", 1)[1], e.get("step")) for e in events
              if e["event"] == "checkpoint"]
     assert saves == [("epoch=0-step=4.ckpt", 4), ("epoch=1-step=8.ckpt", 8)]
@@ -477,7 +477,7 @@ def test_lightning_journals_each_save_of_its_overwritten_last_ckpt(tmp_path: Pat
     last journaled one is the file shipped."""
     rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
     lightning_fit(rec, "control", rec.path("runs/control/ckpt"), save_last=True)
-    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    events = journal_events(rec.journal.path)
     last = [e for e in events if e["event"] == "checkpoint"
             and e["path"] == "runs/control/ckpt/last.ckpt"]
     assert [e.get("step") for e in last] == [4, 8]
@@ -641,7 +641,7 @@ def test_lightning_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path)
     # Lightning does not overwrite: the step-8 file it writes again is a new version.
     assert [c["path"] for c in rec.checkpoints] == [
         f"runs/control/ckpt/epoch={e}-step={s}.ckpt" for e, s in ((0, 4), (1, 8), (1, "8-v1"))]
-    events = [json.loads(line) for line in rec.journal.path.read_text().splitlines()]
+    events = journal_events(rec.journal.path)
     assert {"event": "rewind", "run": "control", "step": 4} in events
 
 

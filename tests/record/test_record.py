@@ -27,6 +27,7 @@ from pytest_itera.record.campaign import (
 )
 from pytest_itera.record.resume import save_resume_checkpoint
 from pytest_itera.record.run import RunRecorder
+from tests.factory import unchained
 from tests.runner import REPO
 
 CONFIG = b'{"lr": 0.1}\n'
@@ -139,7 +140,7 @@ def test_a_draft_in_the_folder_is_frozen_in_place(tmp_path: Path) -> None:
     draft = json.loads((root / "plan.json").read_text())
     digest = recorder.freeze_plan(draft)
     frozen = json.loads((root / "plan.json").read_text())
-    assert frozen == {**draft, "frozen_at": frozen["frozen_at"]}
+    assert frozen == {**draft, "frozen_at": frozen["frozen_at"], "recorded": True}
     assert digest == hashlib.sha256((root / "plan.json").read_bytes()).hexdigest()
     assert CampaignRecorder(root).freeze_plan(draft) == digest  # continuing adopts it
 
@@ -1100,7 +1101,7 @@ def test_a_continuation_journals_the_time_no_process_ran_for_its_open_runs(
     now += timedelta(hours=6)  # the process died; a new one continues
     second = CampaignRecorder(root, clock=lambda: now)
     assert [r.id for r in second.open_runs()] == ["control"]
-    last = json.loads((root / JOURNAL_FILE).read_text().splitlines()[-1])
+    last = unchained(json.loads((root / JOURNAL_FILE).read_text().splitlines()[-1]))
     assert last == {"event": "resumed", "runs": ["control"], "at": "2026-12-01T07:00:00Z",
                     "interrupted": {"since": "2026-12-01T01:00:00Z",
                                     "until": "2026-12-01T07:00:00Z", "hours": 6.0}}

@@ -17,6 +17,7 @@ from pytest_itera.record.campaign import CampaignRecorder, RecordError
 from pytest_itera.report.verify import check_campaign
 from tests import factory as F
 from tests import recorded
+from tests.factory import unchained
 
 PREDICTIONS = "runs/variant-a/predictions.jsonl"
 REASON = "RELOAD.md left out variant-a's weights"
@@ -24,7 +25,8 @@ REASON = "RELOAD.md left out variant-a's weights"
 
 def events(root: Path, kind: str) -> list[dict[str, Any]]:
     lines = (root / JOURNAL_FILE).read_text("utf-8").splitlines()
-    return [e for e in map(json.loads, lines) if e["event"] == kind]
+    return [e for e in map(lambda line: unchained(json.loads(line)), lines)
+            if e["event"] == kind]
 
 
 def sha256(path: Path) -> str:
