@@ -3,6 +3,7 @@ and its verdict (no pytest import, no rendering)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
@@ -24,6 +25,14 @@ REPORT_FORMAT = "itera-report/3"
 ADVISORIES_NAMED = 5  # advisories named on the verdict's note; all of them in the JSON
 STORE_NAMED = 20  # files named in the store-checksum note (the JSON report lists them all)
 PARTIAL_NOTE = "only the checks named on the command line were collected"
+NO_JOURNAL_NOTE = (
+    "no journal: the recorder's evidence was not available (the rules that read it — saves "
+    "at their times, metrics as recorded, decisions, the closure — were not applied)"
+)
+UNCHAINED_NOTE = (
+    "the journal is unchained (an older recorder): a line removed or rewritten cannot be told "
+    "from the journal itself"
+)
 PLAN_INTEGRITY_NOTE = (
     "plan integrity rests on the manifest's own record: no --itera-plan-sha256 or "
     "itera_plan_sha256 pin was given for this campaign"
@@ -294,6 +303,7 @@ def _build(
     notes: tuple[str, ...] = (PARTIAL_NOTE,) if partial else ()
     if switched_off:
         notes += (f"check families switched off: {', '.join(switched_off)}",)
+    notes += _journal_note(campaign)
     played = played_clock(campaign)
     return CampaignReport(
         campaign=campaign.id,
@@ -320,6 +330,24 @@ def _build(
         left_out=_left_out(campaign, context),
         evidence=_evidence(campaign, runs, checks, context),
     )
+
+
+def _journal_note(campaign: Campaign) -> tuple[str, ...]:
+    """What the summary says of a journal it could not lean on: none listed (a hand-written
+    campaign, unless its plan says it is recorded: then journal-agrees refuses it), or one
+    whose first line carries no chain."""
+    man, plan = campaign.manifest, campaign.plan
+    if man is None:
+        return ()
+    if not any(f.path == JOURNAL_FILE for f in man.files):
+        return () if plan is not None and plan.recorded else (NO_JOURNAL_NOTE,)
+    try:
+        with (campaign.root / JOURNAL_FILE).open("rb") as handle:
+            first = handle.readline(1 << 20)
+        chained = isinstance(json.loads(first).get("prev"), str)
+    except (OSError, ValueError, AttributeError):
+        return ()  # journal-agrees says what is wrong with it
+    return () if chained else (UNCHAINED_NOTE,)
 
 
 def played_clock(campaign: Campaign) -> str | None:

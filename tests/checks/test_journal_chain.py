@@ -190,3 +190,23 @@ def test_a_continued_journal_keeps_its_chain(tmp_path: Path) -> None:
     journal = (root / JOURNAL_FILE).read_bytes().splitlines(keepends=True)
     for before, line in pairwise(journal):
         assert json.loads(line)["prev"] == line_digest(before)
+
+
+def test_the_summary_says_when_no_journal_could_be_leaned_on(tmp_path: Path) -> None:
+    """A hand-written campaign (no journal, no recorded plan) is judged, and its report says
+    the recorder's evidence was not there; an older recorder's journal is said unchained; a
+    chained one needs no note."""
+    from pytest_itera import report
+    from pytest_itera.core.campaign import load_campaign
+    from pytest_itera.report.model import NO_JOURNAL_NOTE, UNCHAINED_NOTE
+    from tests.factory import CampaignBuilder
+
+    def notes(root: Path) -> tuple[str, ...]:
+        return report.build(load_campaign(root), [], collected=0, fast=False).notes
+
+    assert NO_JOURNAL_NOTE in notes(CampaignBuilder(tmp_path / "hand").write())
+    older = CampaignBuilder(tmp_path / "older")
+    older.files[JOURNAL_FILE] = b'{"event":"plan","sha256":"x"}\n'
+    assert UNCHAINED_NOTE in notes(older.write())
+    rec, _ = recorded(tmp_path / "rec")
+    assert not {NO_JOURNAL_NOTE, UNCHAINED_NOTE} & set(notes(rec.root))
