@@ -12,26 +12,19 @@ from pathlib import Path
 from pytest_itera.core.journal import JOURNAL_FILE, line_digest
 from pytest_itera.record import CampaignRecorder
 from pytest_itera.report.verify import Problem, builtin_checks, check_campaign
-from tests.record.test_record import CONFIG, CORPUS, close_kwargs, make_plan
+from tests.record.test_record import CONFIG, CORPUS, finish, make_plan
 
 
 def recorded(tmp_path: Path) -> tuple[CampaignRecorder, str]:
-    """A campaign the recorder wrote and closed; the pin close() printed."""
+    """A campaign the recorder wrote and closed (tests/record/test_record.py's), and its pin."""
     rec = CampaignRecorder(tmp_path / "camp")
     rec.write_bytes("corpus.jsonl", CORPUS)
     rec.write_bytes("configs/control.json", CONFIG)
     rec.freeze_plan(make_plan())
-    control = rec.run("control")
-    control.start()
-    control.set_config("configs/control.json")
-    control.set_metrics(accuracy=0.9)
-    control.accept()
-    rec.decide("after-pilot", "variant not needed", drops=["variant"])
-    rec.write_text("analysis.md", "errors\n")
-    rec.write_text("RELOAD.md", "torch.load(..., weights_only=True)\n")
-    closure = rec.close(**close_kwargs())
-    assert closure.pin is not None
-    return rec, closure.pin
+    finish(rec)
+    pin = rec.pin()
+    assert pin is not None
+    return rec, pin
 
 
 def lines(rec: CampaignRecorder) -> list[bytes]:
