@@ -127,6 +127,8 @@ class CampaignReport:
     steps: tuple[StepRow, ...] = ()
     # A note, never a failure: no pin outside the campaign vouches for plan.json.
     plan_integrity: str | None = None
+    # A note, never a failure: no journal was there to lean on, or an unchained one.
+    journal_note: str | None = None
     # What makes the report stand on its own (see pytest_itera.core.provenance).
     question: str | None = None
     decision_rule: str | None = None
@@ -231,15 +233,17 @@ class CampaignReport:
 
     @property
     def file_notes(self) -> tuple[str, ...]:
-        """The notes on files: the plugin's own outputs left out of the checks, and those the
-        store's checksum verified (the first :data:`STORE_NAMED` named; all in the JSON)."""
+        """The notes on files: the journal's (none, or unchained), the plugin's own outputs
+        left out of the checks, and those the store's checksum verified (the first
+        :data:`STORE_NAMED` named; all in the JSON)."""
+        journal = (self.journal_note,) if self.journal_note else ()
         verified = self.store_verified
         if not verified:
-            return self.left_out
+            return (*journal, *self.left_out)
         named = ", ".join(verified[:STORE_NAMED])
         more = f" and {len(verified) - STORE_NAMED} more" if len(verified) > STORE_NAMED else ""
         count = f"{len(verified)} file{'s' if len(verified) != 1 else ''}"
-        return (*self.left_out, f"{count} verified by the store's own SHA-256 "
+        return (*journal, *self.left_out, f"{count} verified by the store's own SHA-256 "
                 f"(--itera-store-checksums), not by hashing their bytes: {named}{more}")
 
     @property
@@ -303,7 +307,6 @@ def _build(
     notes: tuple[str, ...] = (PARTIAL_NOTE,) if partial else ()
     if switched_off:
         notes += (f"check families switched off: {', '.join(switched_off)}",)
-    notes += _journal_note(campaign)
     played = played_clock(campaign)
     return CampaignReport(
         campaign=campaign.id,
@@ -323,6 +326,7 @@ def _build(
         steps=step_rows(campaign, deviation_tolerance(context, campaign.plan)
                         if campaign.plan else None),
         plan_integrity=PLAN_INTEGRITY_NOTE if plan_pinned is False else None,
+        journal_note=_journal_note(campaign),
         **_objective(campaign),
         provenance=provenance,
         digests=dict(digests or {}),
@@ -332,22 +336,22 @@ def _build(
     )
 
 
-def _journal_note(campaign: Campaign) -> tuple[str, ...]:
+def _journal_note(campaign: Campaign) -> str | None:
     """What the summary says of a journal it could not lean on: none listed (a hand-written
     campaign, unless its plan says it is recorded: then journal-agrees refuses it), or one
     whose first line carries no chain."""
     man, plan = campaign.manifest, campaign.plan
     if man is None:
-        return ()
+        return None
     if not any(f.path == JOURNAL_FILE for f in man.files):
-        return () if plan is not None and plan.recorded else (NO_JOURNAL_NOTE,)
+        return None if plan is not None and plan.recorded else NO_JOURNAL_NOTE
     try:
         with (campaign.root / JOURNAL_FILE).open("rb") as handle:
             first = handle.readline(1 << 20)
         chained = isinstance(json.loads(first).get("prev"), str)
     except (OSError, ValueError, AttributeError):
-        return ()  # journal-agrees says what is wrong with it
-    return () if chained else (UNCHAINED_NOTE,)
+        return None  # journal-agrees says what is wrong with it
+    return None if chained else UNCHAINED_NOTE
 
 
 def played_clock(campaign: Campaign) -> str | None:

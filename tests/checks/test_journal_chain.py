@@ -195,7 +195,7 @@ def test_the_summary_says_when_no_journal_could_be_leaned_on(tmp_path: Path) -> 
     from tests.factory import CampaignBuilder
 
     def notes(root: Path) -> tuple[str, ...]:
-        return report.build(load_campaign(root), [], collected=0, fast=False).notes
+        return report.build(load_campaign(root), [], collected=0, fast=False).all_notes
 
     assert NO_JOURNAL_NOTE in notes(CampaignBuilder(tmp_path / "hand").write())
     older = CampaignBuilder(tmp_path / "older")

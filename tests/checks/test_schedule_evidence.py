@@ -648,5 +648,6 @@ def test_with_a_pin_no_report_carries_the_note(
                    "--itera-report", "r.json", "--itera-report", "r.md", check=FROZEN)
     result.assert_outcomes(passed=1)
     assert "plan integrity rests" not in summary(result)
-    assert json.loads((pytester.path / "r.json").read_text())["notes"] == []
+    notes = json.loads((pytester.path / "r.json").read_text())["notes"]
+    assert not [note for note in notes if "plan integrity" in note], notes
     assert "plan integrity rests" not in (pytester.path / "r.md").read_text()

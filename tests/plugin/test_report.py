@@ -120,6 +120,12 @@ def test_unplanned_and_unrecorded_runs_are_rows(tmp_path: Path) -> None:
     assert any(re.match(r"  surprise +\(unplanned\) +- +accepted +0/0$", line) for line in table)
 
 
+def summary_line(built: report.CampaignReport, start: str) -> str:
+    """The summary's one line that starts with ``start`` (the notes follow it, if any)."""
+    [line] = [line for line in report.terminal_lines(built) if line.startswith(start)]
+    return line
+
+
 def test_zero_accepted_budget_says_undefined_with_cause(tmp_path: Path) -> None:
     builder = CampaignBuilder(tmp_path / "camp")
     builder.manifest["budget"].update(
@@ -128,7 +134,7 @@ def test_zero_accepted_budget_says_undefined_with_cause(tmp_path: Path) -> None:
     )
     builder.write()
     built = report.build(load_campaign(builder.root), [], collected=1, fast=False)
-    assert report.terminal_lines(built)[-2] == (
+    assert summary_line(built, "  budget:") == (
         "  budget: 47.14 USD engaged (lots: rtx4090-3d (3 d, 47.14 USD)); 0 accepted corpora; "
         "cost per corpus undefined: 0 accepted — cause no variant passed its checks"
     )
@@ -157,7 +163,7 @@ def test_uncommitted_hours_are_computed_and_a_wrong_statement_is_shown(tmp_path:
     assert built.schedule is not None
     assert built.schedule["uncommitted_hours"] == 24
     assert built.schedule["uncommitted_source"] == "computed"
-    assert report.terminal_lines(built)[-1] == (
+    assert summary_line(built, "  schedule:") == (
         "  schedule: window 72 h, reserved 72 h, observed 48 h, uncommitted 24 h "
         "(computed: 72 h window - 48 h planned makespan; the plan states 20 h)"
     )
@@ -168,7 +174,7 @@ def test_unschedulable_plan_falls_back_to_the_stated_hours_and_says_why(tmp_path
     builder.plan["schedule"]["steps"][0]["after"] = ["retrieve"]  # a cycle through every step
     builder.write()
     built = report.build(load_campaign(builder.root), [], collected=1, fast=False)
-    line = report.terminal_lines(built)[-1]
+    line = summary_line(built, "  schedule:")
     assert line.startswith("  schedule: window 72 h, reserved 72 h, observed 48 h, "
                            "uncommitted 24 h (as stated in plan.json, not computed: "
                            "the plan's steps cannot be scheduled: dependency cycle:")
