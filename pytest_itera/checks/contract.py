@@ -6,15 +6,10 @@ from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.prose import ADVISES
 from pytest_itera.checks.prose.placeholders import placeholder_lines, placeholder_only
-from pytest_itera.checks.prose.quotes import (
-    equal as quotes_equal,
-)
-from pytest_itera.checks.prose.quotes import (
-    exact_misquotes,
-    loose_misquotes,
-    shown_values,
-)
+from pytest_itera.checks.prose.quotes import equal as quotes_equal
+from pytest_itera.checks.prose.quotes import exact_misquotes, loose_misquotes, shown_values
 from pytest_itera.checks.prose.reload_paths import MissingPath, missing_paths
 from pytest_itera.checks.runs import quoted_values
 from pytest_itera.core import metrics_table
@@ -392,7 +387,8 @@ def _analysis_quotes(ctx: Context, man: Manifest, relpath: str, text: str
     quoted for a run's metric named in its clause is that metric's value (both decide); a
     number after a run's id, or in a table row it heads, is one of its metrics (advises)."""
     values = quoted_values(ctx, man)
-    yield from _metrics_tables(man, relpath, text, values)
+    tables = metrics_table.parse(text)
+    yield from _metrics_tables(tables, relpath, values)
     plan = ctx.documents()[0]
     exact = exact_misquotes(text, values, ignore=(plan.decision.threshold,))
     for quote, value in exact:
@@ -405,7 +401,7 @@ def _analysis_quotes(ctx: Context, man: Manifest, relpath: str, text: str
             "values they hold, at the precision written",
             code="analysis-present.quoted-value")
     judged = {(q.run, q.line, q.written) for q, _ in exact}
-    for quote, held in loose_misquotes(_without_tables(text), values):
+    for quote, held in loose_misquotes(_without_tables(text, tables), values):
         if (quote.run, quote.line, quote.written) in judged:
             continue
         column = f" under {quote.metric!r}" if quote.metric is not None else ""
@@ -417,26 +413,25 @@ def _analysis_quotes(ctx: Context, man: Manifest, relpath: str, text: str
             found=quote.written,
             hint="write the analysis from the measurements (they are the evidence): quote the "
             "values they hold, at the precision written; a number for a step, a split or a "
-            "subset is no misquote (a reading of words: it fails only under "
-            "--itera-strict-text)",
+            "subset is no misquote" + ADVISES,
             code="analysis-present.quoted-value", advisory=True)
 
 
-def _without_tables(text: str) -> str:
-    """``text`` with its itera-metrics tables blanked (line numbers kept): they are judged
-    exactly, not read again."""
+def _without_tables(text: str, tables: list[metrics_table.Table]) -> str:
+    """``text`` with its itera-metrics tables' rows blanked (line numbers kept): they are
+    judged exactly, not read again."""
     lines = text.splitlines()
-    for table in metrics_table.parse(text):
+    for table in tables:
         for row in table.rows:
             lines[row.line - 1] = ""
     return "\n".join(lines)
 
 
-def _metrics_tables(man: Manifest, relpath: str, text: str,
+def _metrics_tables(tables: list[metrics_table.Table], relpath: str,
                     values: dict[str, dict[str, float]]) -> Iterator[Finding]:
     """Each row of an ``itera-metrics`` table: a run of the manifest, one of its metrics, and
     that metric's value at the precision written."""
-    for table in metrics_table.parse(text):
+    for table in tables:
         for number, problem in table.problems:
             yield Finding(f"the error analysis {relpath}'s itera-metrics table: {problem} "
                           f"(line {number})", where=f"{relpath}:{number}",
@@ -499,7 +494,7 @@ def placeholder_findings(label: str, relpath: str, text: str) -> Iterator[Findin
             f"the {label} {relpath} holds {len(lines)} placeholder line(s): {shown}{more}",
             where=f"{relpath}:{lines[0].line}", found=shown + more,
             hint=f"finish the {label} before closing, or reword the line if it is not a "
-            "placeholder (a reading of words: it fails only under --itera-strict-text)",
+            "placeholder" + ADVISES,
             code="analysis-present.placeholder-line", advisory=True,
         )
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from pytest_itera.checks import scoring
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.prose import ADVISES
 from pytest_itera.checks.prose import conclusion as conclusion_prose
 from pytest_itera.checks.prose.quotes import (
     exact_misquotes,
@@ -542,8 +543,6 @@ CONCLUSION = "conclusion-consistent"
 # alone as meeting the threshold, a number quoted for a run's metric named in its clause)
 # and loosely, by the word tables of checks/prose/conclusion.py, which advise.
 
-_ADVISES = " (a reading of words: it fails only under --itera-strict-text)"
-
 
 def conclusion_consistent(ctx: Context, _target: str | None) -> Iterator[Finding]:
     """meets_threshold is exactly the accepted variants whose measured metric meets the
@@ -587,7 +586,7 @@ def _conclusion_quotes(ctx: Context, plan: Plan, man: Manifest) -> Iterator[Find
             expected=f"one of {quote.run}'s metrics ({_source(man, quote.run)}): "
             f"{shown_values(held)}", found=quote.written,
             hint="quote the values the measurements hold (at the precision written), or drop "
-            "the number; a number for a step, a split or a subset is no misquote" + _ADVISES,
+            "the number; a number for a step, a split or a subset is no misquote" + ADVISES,
             code="conclusion-consistent.quoted-value", advisory=True)
 
 
@@ -632,20 +631,20 @@ def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iter
                           f"{only}", where=where, found=repr(_clip(clause)),
                           hint="make the text and meets_threshold say the same thing: list the "
                           "variant if its measured metric meets the threshold, else say it "
-                          "does not" + ("" if plain else _ADVISES),
+                          "does not" + ("" if plain else ADVISES),
                           code="conclusion-consistent.named-unlisted", advisory=plain is None)
     if listed:
         if conclusion_prose.says_none_meets(text):
             yield Finding("the conclusion's text states a negative result, but it lists "
                           f"{', '.join(listed)} as meeting the threshold", where=where,
-                          hint="make the text and meets_threshold say the same thing" + _ADVISES,
+                          hint="make the text and meets_threshold say the same thing" + ADVISES,
                           code="conclusion-consistent.negative-but-listed", advisory=True)
         for run_id in listed:
             if not mentions(text, run_id):
                 yield Finding(f"the conclusion's text does not name {run_id}, which "
                               "meets_threshold lists", where=where, found=repr(_clip(text)),
                               hint=f"name {run_id} in the text with its measured "
-                              f"{plan.decision.metric}" + _ADVISES,
+                              f"{plan.decision.metric}" + ADVISES,
                               code="conclusion-consistent.listed-unnamed", advisory=True)
                 continue
             clause = conclusion_prose.claims_failing(text, run_id, threshold)
@@ -654,13 +653,13 @@ def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iter
                               "threshold, but meets_threshold lists it", where=where,
                               found=repr(_clip(clause)), code="conclusion-consistent.text-denies",
                               hint="make the text and meets_threshold say the same thing"
-                              + _ADVISES, advisory=True)
+                              + ADVISES, advisory=True)
         return
     if variants and not conclusion_prose.states_negative(text, threshold):
         yield Finding("meets_threshold is empty, but the conclusion's text does not state the "
                       "negative result", where=where, found=repr(_clip(text)),
                       hint=f"say that no variant meets {_rule(plan)} (a negative result is a "
-                      "valid result and closes the campaign)" + _ADVISES,
+                      "valid result and closes the campaign)" + ADVISES,
                       code="conclusion-consistent.negative-unstated", advisory=True)
 
 

@@ -10,3 +10,6 @@ beside the text (a receipt's ``issued_on``, an expense's ``kind``, the conclusio
 Readings are plain functions over text and facts: no Context, no file access (the family
 checks read the files and call them).
 """
+
+# What an advisory's hint ends with: how much its reading weighs.
+ADVISES = " (a reading of words: it fails only under --itera-strict-text)"
