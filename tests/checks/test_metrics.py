@@ -289,6 +289,9 @@ DENIED = "the conclusion's text says variant-a does not meet the threshold, but 
     ("variant-a meets the 0.8 accuracy threshold; variant-b meets the threshold too.",
      EXTRA_CLAIM, True),
     ("variant-a meets the 0.8 accuracy threshold; variant-b meets it too.", EXTRA_CLAIM, False),
+    # A question is no statement: the exact reading does not take it, the loose one advises.
+    ("variant-a meets the 0.8 accuracy threshold. Does variant-b meet the threshold too?",
+     EXTRA_CLAIM, False),
     ("variant-a meets the threshold; variant-b beats the control and passes the threshold.",
      EXTRA_CLAIM, False),
     ("variant-a atteint le seuil; variant-b atteint aussi le seuil.", EXTRA_CLAIM, True),

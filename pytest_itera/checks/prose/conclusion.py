@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pytest_itera.checks.prose.quotes import mentions, numbers_in
+from pytest_itera.checks.prose.quotes import SENTENCE_END, mentions, numbers_in
 
 __all__ = ["Threshold", "claims_failing", "claims_meeting", "clauses", "plainly_meets",
            "says_none_meets", "sentences", "states_negative"]
@@ -135,7 +135,6 @@ def _unthreshold(text: str) -> str:
 
 
 _WORD = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*", re.U)
-_SENTENCE = re.compile(r"[.!?](?=\s|$)|[;\n\u3002\uff01\uff1f\uff1b]")
 _ZH_UP = re.compile(r"高于|超过|超出|以上")
 _ZH_DOWN = re.compile(r"低于|以下|不足")
 
@@ -162,10 +161,21 @@ _WINDOW = 4
 _HIGHER = Threshold(0.0, True)
 
 
+def _ended(text: str) -> list[tuple[str, str]]:
+    """Each sentence of the text (cut at :data:`SENTENCE_END`) and the mark that ends it ("" at
+    the end of the text)."""
+    out, start = [], 0
+    for end in SENTENCE_END.finditer(text):
+        out.append((text[start:end.start()].strip(), end.group(0)))
+        start = end.end()
+    out.append((text[start:].strip(), ""))
+    return [(sentence, mark) for sentence, mark in out if sentence]
+
+
 def sentences(text: str) -> list[str]:
     """The text cut at sentence ends ("." before a space, "!", "?", ";", a line end, and their
     Chinese forms); a decimal point is no end."""
-    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+    return [sentence for sentence, _ in _ended(text)]
 
 
 _COLON = re.compile(r"\s?:(?=\s|$)|\uff1a")
@@ -321,13 +331,15 @@ def plainly_meets(text: str, run_id: str, runs: Iterable[str],
     holds no negation, "below"-word, contrast, hedge, question or negative result; None when
     no sentence says it so plainly."""
     others = [r for r in runs if r != run_id]
-    for sentence in sentences(text):
+    for sentence, mark in _ended(text):
         if not mentions(sentence, run_id) or any(mentions(sentence, r) for r in others):
             continue
+        if mark in ("?", "\uff1f"):
+            continue  # a question is no statement
         if _NEGATIVE_RESULT.search(sentence) or says_none_meets(sentence):
             continue  # the sentence also says no variant meets it: not plain
         sentence = _unthreshold(sentence)
-        if "?" in sentence or "\uff1f" in sentence or _CONTRAST_SPLIT.search(sentence):
+        if _CONTRAST_SPLIT.search(sentence):
             continue
         if _ZH_MEET.search(sentence) and _ZH_EXACT_THRESHOLD.search(sentence):
             if not (_ZH_NEGATION.search(sentence) or _ZH_HEDGE.search(sentence)

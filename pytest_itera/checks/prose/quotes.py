@@ -49,20 +49,17 @@ _UNIT = re.compile(r"\s*(?:h|hours?|min|minutes?|s|sec|seconds?|days?|steps?|epo
 # Nor is a number the next word says is something else: a difference or a ratio between runs
 # ("variant-a 0.05 higher than control"), or a setting of the run ("control-noisy 0.1 noise",
 # "variant-a 0.5 dropout"): an honest text writes these, and no metric holds them.
+_SETTING = (r"higher|lower|better|worse|more|less|ahead|behind|points?|pts|pp|percentage|"
+            r"times|fold|faster|slower|gain|drop|improvement|difference|delta|margin|dropout|"
+            r"lr|learning|rate|noise|decay|momentum|temperature|warmup|beta\d?|alpha|lambda|"
+            r"eps|epsilon|sigma|std|scale|ratio|weight|clip|smoothing|probability|mask|masking")
 _NOT_A_VALUE = re.compile(
-    r"\s*(?:higher|lower|better|worse|more|less|above|below|over|under|ahead|behind|up|down|"
-    r"points?|pts|pp|percentage|times|fold|faster|slower|gain|drop|improvement|difference|"
-    r"delta|margin|dropout|lr|learning|rate|noise|decay|momentum|temperature|warmup|beta\d?|"
-    r"alpha|lambda|eps|epsilon|sigma|std|scale|ratio|threshold|weight|clip|smoothing|"
-    r"probability|mask|masking)(?![\w-])", re.I)
+    rf"\s*(?:{_SETTING}|above|below|over|under|up|down|threshold)(?![\w-])", re.I)
 # What a number beside a run is when it is no value of its own: a difference, a ratio, a
 # setting ("0.05 higher", "1.3 times", "0.5 dropout"), whatever the direction words.
 _NOT_ITS_VALUE = re.compile(
-    r"\s*(?:higher|lower|better|worse|more|less|ahead|behind|points?|pts|pp|percentage|times|"
-    r"fold|faster|slower|gain|drop|improvement|difference|delta|margin|dropout|lr|learning|"
-    r"rate|noise|decay|momentum|temperature|warmup|beta\d?|alpha|lambda|eps|epsilon|sigma|"
-    r"std|scale|ratio|weight|clip|smoothing|probability|mask|masking|points?\s+de|Punkte?|"
-    r"puntos?|de\s+plus|de\s+moins|mehr|weniger|m[áa]s|menos)(?![\w-])", re.I)
+    rf"\s*(?:{_SETTING}|points?\s+de|Punkte?|puntos?|de\s+plus|de\s+moins|mehr|weniger|"
+    r"m[áa]s|menos)(?![\w-])", re.I)
 # What makes a number a value at a step, on a split or a subset, or one end of a range
 # ("0.50 at step 1", "0.98 on the train split", "0.70-0.75", "0.70 to 0.75"): not the run's
 # metric as measured.
@@ -82,7 +79,9 @@ _STEP_COLUMN = re.compile(r"(?:steps?|epochs?|iterations?|split|subset|fold|phas
                           r"[ée]tapes?|[ée]poques?|Schritt|Epoche|paso|[ée]poca|步|轮)", re.I)
 _QUOTED_NUMBER = (r"(?:['\u2019]s)?\s*(?:[:=]\s*|is\s+|at\s+|of\s+)?\(?"
                   r"([+\-\u2212]?\d+\.\d+)(?!\d)(\s*%)?")
-_CLAUSE = re.compile(r"[.!?](?=\s|$)|[;\n\u3002\uff01\uff1f\uff1b]")
+# Where a sentence ends: ".", "!" or "?" before a space (a decimal point is none), ";", a line
+# end, and their Chinese forms. The conclusion's readings cut sentences at the same marks.
+SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[;\n\u3002\uff01\uff1f\uff1b]")
 
 
 def _value(written: str) -> tuple[float, int]:
@@ -144,7 +143,7 @@ def _metric_pattern(name: str) -> re.Pattern[str]:
 def _clauses(text: str) -> list[tuple[int, str]]:
     out = []
     for number, line in enumerate(text.splitlines() or [text], 1):
-        out += [(number, c) for c in _CLAUSE.split(line) if c and c.strip()]
+        out += [(number, c) for c in SENTENCE_END.split(line) if c and c.strip()]
     return out
 
 
