@@ -684,8 +684,7 @@ def _clip(text: str, limit: int = 160) -> str:
 
 def meets(plan: Plan, value: float) -> bool:
     """Does ``value`` of the decision metric meet the plan's threshold (in its direction)?"""
-    threshold = plan.decision.threshold
-    return value >= threshold if plan.decision.direction == "higher" else value <= threshold
+    return plan.decision.meets(value)
 
 
 def _rule(plan: Plan) -> str:

@@ -69,6 +69,11 @@ class Decision:
     point: str | None = None
     computation: MetricComputation | None = None  # /3 (required there)
 
+    def meets(self, value: float) -> bool:
+        """Does ``value`` of the decision metric meet the threshold, in its direction (equal
+        meets it)? The one rule the checks and the recorder's conclusion both apply."""
+        return value >= self.threshold if self.direction == "higher" else value <= self.threshold
+
 
 @dataclass(frozen=True)
 class Corpus:

@@ -865,11 +865,10 @@ class CampaignRecorder:
         self.file_sha256(analysis, field="analysis")
         self.file_sha256(reload_instructions, field="reload_instructions")
         runs = closing.run_records(self.plan, self._runs, self._check_run)
-        conclusion = closing.conclusion_block(self.plan, self._runs.values(), conclusion,
-                                              language)
+        plan = closing.plan_model(self.root)
+        conclusion = closing.conclusion_block(plan, self._runs.values(), conclusion, language)
         if metrics_table:
             self._write_metrics_table(analysis)
-        plan = closing.plan_model(self.root)
         if budget is None:
             budget = tally.budget_block(
                 plan, closing.outcomes(self._runs.values()), closing.included_expenses(expenses))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from pytest_itera.record.run import RunRecorder
 from pytest_itera.record.steps import Interruption
 
 if TYPE_CHECKING:
-    from pytest_itera.core.campaign import Plan
+    from pytest_itera.core.campaign import Decision, Plan
     from pytest_itera.report.verify import Problem, Verdict
 
 __all__ = [
@@ -279,7 +280,6 @@ class Closure:
 
 # ------------------------------------------------ the conclusion and the metrics table
 
-LANGUAGES = ("en", "fr")
 TABLE_SUFFIXES = (".md", ".markdown", ".txt")
 
 
@@ -299,53 +299,66 @@ def _shown(value: float) -> str:
     return text if any(c in text for c in ".en") else text + ".0"
 
 
-def conclusion_block(plan: Mapping[str, Any], runs: Iterable[RunRecorder],
+def conclusion_block(plan: Plan, runs: Iterable[RunRecorder],
                      given: Mapping[str, Any] | None, language: str) -> dict[str, Any]:
     """The manifest's conclusion: ``given`` as written; its ``meets_threshold`` computed
-    when absent (the accepted variants whose recorded decision metric meets the threshold,
-    in the plan's direction) and its ``text`` rendered from the list when absent."""
-    if language not in LANGUAGES:
+    when absent (the accepted variants whose recorded decision metric meets the threshold:
+    ``Decision.meets``, as the checks judge it) and its ``text`` rendered from the list when
+    absent."""
+    if language not in SENTENCES:
         raise RecordError(f"close(language={language!r}): the conclusion is rendered in "
-                          f"{' or '.join(LANGUAGES)}; give conclusion['text'] for another")
-    decision = plan["decision"]
-    metric, threshold = decision["metric"], float(decision["threshold"])
-    higher = decision.get("direction", "higher") == "higher"
-    roles = {r["id"]: r.get("role") for r in plan["runs"]}
-    compared = [(run, values[metric]) for run, values in _numbers(runs)
-                if run.outcome == "accepted" and roles.get(run.id) == "variant"
-                and metric in values]
+                          f"{' or '.join(SENTENCES)}; give conclusion['text'] for another")
+    decision = plan.decision
+    compared = [(run, values[decision.metric]) for run, values in _numbers(runs)
+                if run.outcome == "accepted" and (planned := plan.run(run.id)) is not None
+                and planned.role == "variant" and decision.metric in values]
     block = dict(given or {})
     if "meets_threshold" not in block:
-        block["meets_threshold"] = [run.id for run, value in compared
-                                    if (value >= threshold if higher else value <= threshold)]
+        block["meets_threshold"] = [run.id for run, value in compared if decision.meets(value)]
     if block.get("text") is None:
-        block["text"] = _sentence(list(block["meets_threshold"]), compared, metric,
-                                  threshold, higher, language)
+        block["text"] = _sentence(list(block["meets_threshold"]), compared, decision,
+                                  SENTENCES[language])
     return block
 
 
-def _sentence(listed: list[str], compared: list[tuple[RunRecorder, float]], metric: str,
-              threshold: float, higher: bool, language: str) -> str:
-    rule = f"{metric} {'>=' if higher else '<='} {_shown(threshold)}"
+@dataclass(frozen=True)
+class _Sentences:
+    """How the conclusion is written in one language."""
+
+    meets: str  # "{runs} {verb} the threshold ({rule})"
+    verbs: tuple[str, str]  # one run, several
+    joined: str  # between the runs' names
+    values: str  # before the listed runs' values
+    negative: str  # "... ({rule})"
+    fails: str  # "{run} ... ({metric} {value})"
+
+
+SENTENCES = {
+    "en": _Sentences("{runs} {verb} the threshold ({rule})", ("meets", "meet"), " and ", ": ",
+                     "Negative result: no variant meets the threshold ({rule})",
+                     "{run} does not meet it ({metric} {value})"),
+    "fr": _Sentences("{runs} {verb} le seuil ({rule})", ("atteint", "atteignent"), " et ", " : ",
+                     "Résultat négatif : aucune variante n'atteint le seuil ({rule})",
+                     "{run} n'atteint pas le seuil ({metric} {value})"),
+}
+
+
+def _sentence(listed: list[str], compared: list[tuple[RunRecorder, float]],
+              decision: Decision, words: _Sentences) -> str:
+    metric = decision.metric
+    rule = f"{metric} {'>=' if decision.direction == 'higher' else '<='} " \
+        f"{_shown(decision.threshold)}"
     values = {run.id: value for run, value in compared}
-    others = [run.id for run, _ in compared if run.id not in listed]
-    fr = language == "fr"
-    parts = []
     if listed:
-        names = (" et " if fr else " and ").join(listed)
-        verb = ("atteint" if len(listed) == 1 else "atteignent") if fr else (
-            "meets" if len(listed) == 1 else "meet")
+        head = words.meets.format(runs=words.joined.join(listed), rule=rule,
+                                  verb=words.verbs[len(listed) > 1])
         shown = ", ".join(f"{r} {_shown(values[r])}" if len(listed) > 1 else _shown(values[r])
                           for r in listed if r in values)
-        parts.append(f"{names} {verb} {'le seuil' if fr else 'the threshold'} ({rule})"
-                     + (f" : {metric} {shown}" if fr else f": {metric} {shown}") * bool(shown))
+        parts = [head + (f"{words.values}{metric} {shown}" if shown else "")]
     else:
-        parts.append("Résultat négatif : aucune variante n'atteint le seuil" if fr
-                     else "Negative result: no variant meets the threshold")
-        parts[-1] += f" ({rule})"
-    for run_id in others:
-        parts.append(f"{run_id} n'atteint pas le seuil ({metric} {_shown(values[run_id])})" if fr
-                     else f"{run_id} does not meet it ({metric} {_shown(values[run_id])})")
+        parts = [words.negative.format(rule=rule)]
+    parts += [words.fails.format(run=run.id, metric=metric, value=_shown(value))
+              for run, value in compared if run.id not in listed]
     return ". ".join(parts) + "."
 
 
