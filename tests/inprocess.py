@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from _pytest.mark.expression import Expression
 
-from pytest_itera.checks import run
+from pytest_itera.checks import engine as run
 from pytest_itera.checks.artifacts import informational
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.evidence import not_evaluated
@@ -91,7 +91,7 @@ def by_folder(keyword: str | None, check: Check, target: str | None,
 def outcomes(root: Path, keyword: str | None,
              reloader: Callable[[], Reloader]) -> tuple[list[Outcome], int]:
     """The items of the campaign at ``root`` that ``-k keyword`` selects, run in the
-    plugin's order by the plugin's engine (:mod:`pytest_itera.checks.run`), and how many it
+    plugin's order by the plugin's engine (:mod:`pytest_itera.checks.engine`), and how many it
     deselects."""
     checks = registry()
     context = Context(load_campaign(root), Options(), checks, reloader_factory=reloader,

@@ -1,15 +1,16 @@
 """The checks: plain functions over a loaded campaign that return findings (no pytest import).
 
 A check is a plain function over a loaded campaign that returns findings.
-Built-in families (``checks/files.py``, ``checks/contract.py``, ...) and
+Built-in families (``checks/files/``, ``checks/contract/``, ...) and
 users' conftest.py files contribute checks the same way, through the
 ``pytest_itera_checks`` hook; the pytest layer turns each (check, target)
-into one item, and :mod:`pytest_itera.checks.run` is the one engine that runs them.
+into one item, and :mod:`pytest_itera.checks.engine` is the one engine that runs them.
 
 - ``model``: what a check is (:class:`Check`, :class:`Options`, the hook types);
 - ``context``: what a check sees (:class:`Context`, one per campaign);
-- ``run``: the engine, one (check, target) at a time or a whole folder;
-- one module per family, and the facts a report carries (``closure``), waivers.
+- ``engine``: the engine, one (check, target) at a time or a whole folder;
+- one package per family (its checks), ``common`` for what two families share, and the
+  facts a report carries (``closure``), waivers.
 """
 
 from __future__ import annotations

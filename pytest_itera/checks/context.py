@@ -13,6 +13,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_itera.core.campaign import Campaign, Manifest, Plan, RunRecord
@@ -21,7 +22,7 @@ from pytest_itera.files.measurements import Measurements, Unreadable, read_measu
 from pytest_itera.files.measurements import Problem as MeasurementProblem
 
 if TYPE_CHECKING:
-    from pytest_itera.checks.model import Needs, Options, ReloadHook, Scope
+    from pytest_itera.checks.model import Kind, Needs, Options, ReloadHook, Scope
     from pytest_itera.core.money import Catalogue
     from pytest_itera.files.batch import Helper
     from pytest_itera.files.scan import FileFacts, TempMatcher
@@ -76,6 +77,9 @@ class Check:
     # report (conclusion-consistent: each compared run's decision metric), so the report
     # never recomputes them (a pytest-xdist controller would, from scratch).
     facts: Callable[[Context, str | None], list[Any]] | None = None
+    # The kinds of finding it reports (code -> Kind: the rule, the fix), declared by its
+    # module as KINDS; every finding it builds names one (tests/checks/test_codes.py).
+    kinds: Mapping[str, Kind] = MappingProxyType({})
 
 
 

@@ -1,7 +1,7 @@
 """What a check is: the types every check family, the engine and the wiring share (no pytest).
 
 A check is a plain function over a loaded campaign that returns findings.
-Built-in families (``checks/files.py``, ``checks/contract.py``, ...) and
+Built-in families (``checks/files/``, ``checks/contract/``, ...) and
 users' conftest.py files contribute checks the same way, through the
 ``pytest_itera_checks`` hook; the pytest layer turns each (check, target)
 into one item.
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from pytest_itera.reload import ReloadResult
 
 __all__ = [
-    "FAMILIES", "MetricHook", "Needs", "Options", "PlanPin", "ReloadHook", "Scope", "StopRuleHook",
+    "FAMILIES", "Kind", "MetricHook", "Needs", "Options", "PlanPin", "ReloadHook", "Scope",
+    "StopRuleHook",
     "item_name",
 ]
 
@@ -41,7 +42,7 @@ FAMILIES = {
     "itera.evidence": "pytest_itera.checks.evidence",
     "itera.budget": "pytest_itera.checks.budget",
     "itera.schedule": "pytest_itera.checks.schedule",
-    "itera.plan": "pytest_itera.checks.plan_gate",
+    "itera.plan": "pytest_itera.checks.plan",
 }
 
 # "plan": an item of the plan gate (--itera-plan), never collected for a closed campaign.
@@ -55,6 +56,20 @@ MetricHook = Callable[[str], "Callable[[Sequence[tuple[Any, Any]]], float] | Non
 StopRuleHook = Callable[
     ["StopRule", "RunRecord", "Measurements | Unreadable | None", Campaign], "RuleVerdict | None"
 ]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of finding a check reports, the meaning of its code (``files-intact.sha256``):
+    the rule it breaks, in one line, and the fix. Each check module declares its ``KINDS``
+    (code -> Kind) and hands them to its :class:`Check`; a finding names one of them, and
+    docs/checks.md lists them under their check (rendered by ``python -m
+    pytest_itera.checks.kinds``, guarded by a test)."""
+
+    rule: str
+    fix: str
+    # A reading of human text: its findings advise and decide only under --itera-strict-text.
+    advisory: bool = False
 
 
 @dataclass(frozen=True)

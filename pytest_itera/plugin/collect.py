@@ -1,6 +1,6 @@
 """Collection: a campaign folder becomes items ``<dir>/manifest.json::<check>[<target>]``.
 
-One item per pair of the engine (:mod:`pytest_itera.checks.run`), which also evaluates it and
+One item per pair of the engine (:mod:`pytest_itera.checks.engine`), which also evaluates it and
 writes its failure text; the items share the campaign's Context. When the reload server starts
 is :mod:`pytest_itera.plugin.reloads`'s to decide."""
 
@@ -32,8 +32,8 @@ from pytest_itera.checks.closure import (
     plain,
 )
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.engine import Outcome, evaluate, pairs
 from pytest_itera.checks.model import MetricHook, Options, ReloadHook, StopRuleHook, item_name
-from pytest_itera.checks.run import Outcome, evaluate, pairs
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     Campaign,

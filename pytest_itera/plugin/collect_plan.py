@@ -17,15 +17,15 @@ import pytest
 
 from pytest_itera.checks.closure import CHECK_KEY, PLAN_KEY, TARGET_KEY
 from pytest_itera.checks.context import Check
+from pytest_itera.checks.engine import evaluate, pairs
 from pytest_itera.checks.model import item_name
-from pytest_itera.checks.plan_gate import (
+from pytest_itera.checks.plan import (
     JOURNAL_PATH,
     PLAN_PATH,
     journal_beside,
     read_journal,
     summary_lines,
 )
-from pytest_itera.checks.run import evaluate, pairs
 from pytest_itera.core.campaign import PLAN_FILE, load_plan
 from pytest_itera.plugin.collect import (
     MARKER,

@@ -581,7 +581,7 @@ class CampaignRecorder:
     def _refuse_save_before_start(self, relpath: str, run: str, at: str) -> None:
         """RecordError where ``plan-vs-actual`` will refuse the save at closure: a checkpoint
         is saved by its own run while it runs, after the run's start (the check's function)."""
-        from pytest_itera.checks.timeline import Save, Saves, Span, saves_after_starts
+        from pytest_itera.checks.schedule.timeline import Save, Saves, Span, saves_after_starts
 
         started = self._runs[run].started_at if run in self._runs else None
         if started is None:
@@ -604,7 +604,7 @@ class CampaignRecorder:
         trains one run at a time, so a run saves outside the span of every other run that
         names its GPU (the check's function). Judged on the runs that have ended: a span
         still open ends when its run says so."""
-        from pytest_itera.checks.timeline import Save, Saves, saves_during_other_runs, span
+        from pytest_itera.checks.schedule.timeline import Save, Saves, saves_during_other_runs, span
 
         ended = []
         for index, (other_id, other) in enumerate(self._runs.items()):

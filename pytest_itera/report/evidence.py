@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_itera.checks.budget import corpus_contents, delivered_corpus
+from pytest_itera.checks.common.measured import judged_metrics, meets
 from pytest_itera.checks.context import Context
 from pytest_itera.checks.evidence import (
     aligned,
@@ -25,7 +26,6 @@ from pytest_itera.checks.evidence import (
     resume_verdict,
     shared_series,
 )
-from pytest_itera.checks.runs import judged_metrics, meets
 from pytest_itera.checks.stop_rules import PREDICTING_ROLES
 from pytest_itera.files.measurements import Measurements, Series, Unreadable
 

@@ -1,7 +1,7 @@
 """The plugin's checks, run in-process on one folder: no pytest session needed.
 
 ``rec.check()``, ``close()`` and ``python -m pytest_itera check DIR`` use this:
-the plugin's engine (:mod:`pytest_itera.checks.run`: the same pairs, order and
+the plugin's engine (:mod:`pytest_itera.checks.engine`: the same pairs, order and
 failure texts as its items) over a :class:`~pytest_itera.checks.Context` of the
 folder, with reloads in a fresh process (:class:`pytest_itera.reload.Reloader`);
 the summary comes from :mod:`pytest_itera.report`, so it reads as the plugin's.
@@ -22,8 +22,8 @@ from pathlib import Path
 from pytest_itera import report
 from pytest_itera.checks.closure import FindingFacts
 from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.engine import outcomes
 from pytest_itera.checks.model import FAMILIES, Options, item_name
-from pytest_itera.checks.run import outcomes
 from pytest_itera.core.campaign import MANIFEST_FILE, load_campaign
 from pytest_itera.core.findings import Finding
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT

@@ -27,11 +27,11 @@ def _check_ids() -> set[str]:
 
 def _finding_calls() -> list[tuple[str, ast.Call]]:
     calls = []
-    for path in sorted(CHECKS_DIR.glob("*.py")):
+    for path in sorted(CHECKS_DIR.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                     and node.func.id == "Finding":
-                calls.append((f"{path.name}:{node.lineno}", node))
+                calls.append((f"{path.relative_to(CHECKS_DIR)}:{node.lineno}", node))
     return calls
 
 
@@ -99,7 +99,7 @@ def test_the_plan_gate_codes_the_closure_rules_it_reuses_under_its_own_checks(
     tmp_path: Path,
 ) -> None:
     """In-process: the JSON report of a plan gate carries its items, not their findings."""
-    from pytest_itera.checks import plan_gate
+    from pytest_itera.checks import plan as plan_gate
     from pytest_itera.checks.context import Context, blocked_by_contract
     from pytest_itera.checks.model import Options
     from pytest_itera.core.campaign import load_campaign

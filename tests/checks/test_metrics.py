@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_itera.checks import Context, Options
+from pytest_itera.checks.common.scoring import accuracy
 from pytest_itera.checks.metrics import CHECKS as METRIC_CHECKS
 from pytest_itera.checks.runs import CHECKS as RUN_CHECKS
-from pytest_itera.checks.scoring import accuracy
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.findings import Finding
 from tests.factory import CORPUS_IDS, CampaignBuilder, as_plan_2, sha256

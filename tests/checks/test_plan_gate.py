@@ -210,7 +210,7 @@ def test_usage_errors(itera: Itera, pytester: pytest.Pytester, setup: str, messa
 
 
 def test_campaign_checks_never_see_the_plan_gates(itera: Itera, pytester: pytest.Pytester) -> None:
-    from pytest_itera.checks.plan_gate import CHECKS
+    from pytest_itera.checks.plan import CHECKS
 
     assert {c.scope for c in CHECKS} == {"plan"}
     write(pytester.path / "out", seed_plan())
@@ -275,7 +275,7 @@ def test_a_truncation_rule_that_contradicts_its_corpus_entry_fails_plan_valid(
 
 def test_the_summary_says_which_hours_run_off_the_lot(tmp_path: Path) -> None:
     """78 h in the window but 74 h on the lot: the 4 h of preparation come before the lot."""
-    from pytest_itera.checks.plan_gate import summary_lines
+    from pytest_itera.checks.plan import summary_lines
     from pytest_itera.core.campaign import load_campaign
     from pytest_itera.core.money import example_catalogue
     from tests.factory import CampaignBuilder

@@ -14,8 +14,8 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from pytest_itera.checks.budget.receipts import states_reference
 from pytest_itera.checks.prose.receipts import expense_provider, receipt_dates, receipt_issuer
-from pytest_itera.checks.receipts import states_reference
 from pytest_itera.report.verify import check_campaign
 from tests.checks.test_budget_checks import CHECK, budget
 from tests.factory import CampaignBuilder

@@ -1,4 +1,4 @@
-"""checks/run.py, the one engine: which (check, target) pairs a folder has and in what order,
+"""checks/engine.py, the one engine: which (check, target) pairs a folder has and in what order,
 what each evaluates to, and the one failure text. In-process on real campaign folders
 (CampaignBuilder), then the same broken campaign through ``check_campaign`` and through a
 pytest session: the same failing pairs with the same messages.
@@ -14,7 +14,7 @@ import pytest
 from pytest_itera.checks import Check, Context, Options, contract, item_name
 from pytest_itera.checks import files as file_checks
 from pytest_itera.checks.context import blocked_by_contract
-from pytest_itera.checks.run import FILES_IN_FULL, Outcome, evaluate, in_order, outcomes, pairs
+from pytest_itera.checks.engine import FILES_IN_FULL, Outcome, evaluate, in_order, outcomes, pairs
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.findings import Finding
 from pytest_itera.report.verify import check_campaign

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from pytest_itera.checks import Context, Options
-from pytest_itera.checks.runs import CHECKS, corpus_ids
+from pytest_itera.checks.common.corpus_ids import corpus_ids
+from pytest_itera.checks.runs import CHECKS
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.files.predictions import IdLine, UnreadableIds, cover, read_ids
 from tests.factory import CORPUS_IDS, CampaignBuilder, as_plan_2, expect, sha256

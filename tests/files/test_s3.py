@@ -34,7 +34,7 @@ import jsonschema
 import pytest
 from moto.server import ThreadedMotoServer
 
-from pytest_itera.checks import run
+from pytest_itera.checks import engine as run
 from pytest_itera.checks.context import Context
 from pytest_itera.checks.model import Options
 from pytest_itera.core.campaign import load_campaign

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_itera.checks import Check, Context, item_name
 from pytest_itera.checks.closure import CAMPAIGN_KEY, CHECK_KEY, SCOPE_KEY, TARGET_KEY
-from pytest_itera.checks.run import Outcome
+from pytest_itera.checks.engine import Outcome
 from pytest_itera.core.campaign import FileRecord
 from pytest_itera.core.findings import Finding
 from pytest_itera.plugin.collect import (

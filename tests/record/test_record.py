@@ -1086,7 +1086,7 @@ def test_a_continuation_journals_the_time_no_process_ran_for_its_open_runs(
     that its recorded span is not taken for work (plan-vs-actual.run-span)."""
     from datetime import UTC, datetime, timedelta
 
-    from pytest_itera.checks.timeline import read_saves
+    from pytest_itera.checks.schedule.timeline import read_saves
     from pytest_itera.core.journal import JOURNAL_FILE
 
     now = datetime(2026, 12, 1, tzinfo=UTC)

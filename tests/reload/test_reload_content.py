@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_itera.checks.checkpoint_content import rate_disagreements
+from pytest_itera.checks.artifacts.checkpoint_content import rate_disagreements
 from pytest_itera.reload import OptimizerProblem, Rate, Reloader
 from tests import checkpoints
 

@@ -3,7 +3,7 @@ and ``initial_lr``, each LR scheduler state's ``_last_lr`` and ``base_lrs``.
 
 Reported as numbers (a Python float, or a one-element tensor's value and dtype), never
 compared here: whether an optimizer and a scheduler agree is ``resume-complete``'s rule
-(``pytest_itera.checks.checkpoint_content``).
+(``pytest_itera.checks.artifacts.checkpoint_content``).
 """
 
 from __future__ import annotations

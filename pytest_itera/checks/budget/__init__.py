@@ -30,7 +30,7 @@ and a fix:
   word of its label.
 - **Deliverables (R7).** A deliverable is a distinct corpus (by content: plan corpora
   with the same sha256, or the same example IDs and labels, are one; see
-  :mod:`pytest_itera.checks.corpora`) delivered by an accepted control or variant run that
+  :mod:`pytest_itera.checks.budget.corpora`) delivered by an accepted control or variant run that
   passed its own checks (``Context.run_failures``, predictions-cover-corpus included).
   The corpus a run delivers is its manifest ``runs[].corpus``, else the plan's corpus
   for it (:meth:`Plan.corpus_of`). A data check, pilot or resume check never delivers.
@@ -54,11 +54,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from pytest_itera.checks.budget.corpora import merge_same_content
+from pytest_itera.checks.budget.receipts import read_receipt, receipt_findings, rental_as_expense
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.corpora import merge_same_content
 from pytest_itera.checks.prose.hourly import HOURLY_PHRASES, HourlyMatcher, Phrase
 from pytest_itera.checks.prose.labels import KINDS, amount_markers, marker_text
-from pytest_itera.checks.receipts import read_receipt, receipt_findings, rental_as_expense
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
@@ -408,7 +408,7 @@ def amount_in_source(
 ) -> Iterator[Finding]:
     """A receipt or quote states the amount recorded from it (R7: an expense is what was
     paid, on the evidence of its source): its text, or a PDF's text layer
-    (:func:`pytest_itera.checks.receipts.read_receipt`). A document that cannot be read
+    (:func:`pytest_itera.checks.budget.receipts.read_receipt`). A document that cannot be read
     says so through the receipt checks; the amount then rests on the record."""
     if source.file is None or _file_problem(ctx, source.file) is not None:
         return

@@ -1,7 +1,7 @@
 """metrics-recomputed: a run's metrics are what its predictions give, not what was copied.
 
 An ``itera-plan/3`` says how each metric is computed from a run's predictions and its
-frozen corpus (checks/scoring.py does it); the value is compared with the measurements
+frozen corpus (checks/common/scoring.py does it); the value is compared with the measurements
 file's metrics line and the manifest at the precision each writes. Predictions whose
 label column disagrees with the corpus's label are refused here too (the score would be
 taken against labels the run rewrote). Registered as the plugin ``itera.metrics``.
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 
+from pytest_itera.checks.common.measured import recomputed, run_corpus_ids
+from pytest_itera.checks.common.scoring import scan
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.runs import recomputed, run_corpus_ids
-from pytest_itera.checks.scoring import scan
 from pytest_itera.checks.stop_rules import PREDICTING_ROLES
 from pytest_itera.core.campaign import MANIFEST_FILE, RunRecord
 from pytest_itera.core.findings import Finding

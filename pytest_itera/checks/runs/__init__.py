@@ -14,12 +14,29 @@ whole predictions file.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_itera.checks import scoring
+from pytest_itera.checks.common import scoring
+from pytest_itera.checks.common.corpus_ids import (
+    corpus_ids,
+    counted,
+    file_sha256,
+    ids_text,
+    index_lines,
+    lines_text,
+    more,
+    reason,
+    run_corpus,
+)
+from pytest_itera.checks.common.measured import (
+    Measured,
+    decision_metric,
+    judged_metrics,
+    meets,
+    quoted_values,
+)
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.prose import ADVISES
 from pytest_itera.checks.prose import conclusion as conclusion_prose
@@ -34,14 +51,10 @@ from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Corpus, Manifes
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank, says_nothing
-from pytest_itera.files import measurements
 from pytest_itera.files.predictions import (
-    FIRST,
     Coverage,
-    IdLine,
     UnreadableIds,
     cover,
-    keep_first,
     read_ids,
 )
 
@@ -221,7 +234,7 @@ def config_identity(ctx: Context, target: str | None) -> Iterator[Finding]:
                       "set_config)",
                       code="config-identity.no-config")
         return
-    actual, problem = _file_sha256(ctx, run.config)
+    actual, problem = file_sha256(ctx, run.config)
     if actual is None:
         yield Finding(f"config {run.config} of run {run.id} {problem}", where=f"{where}.config",
                       hint="ship the run's configuration inside the campaign folder",
@@ -245,124 +258,7 @@ def config_identity(ctx: Context, target: str | None) -> Iterator[Finding]:
             code="config-identity.other-config")
 
 
-def _file_sha256(ctx: Context, relpath: str) -> tuple[str | None, str]:
-    """The sha256 of a file inside the folder (Context.facts: read once), or why there is none."""
-    inside = ctx.regular_file(relpath)
-    if isinstance(inside, str):
-        return None, inside
-    facts = ctx.facts(relpath)
-    if facts.error is not None or facts.sha256 is None:
-        return None, f"cannot be read: {facts.error}"
-    return facts.sha256, ""
-
-
 # -------------------------------------------------- the frozen corpus
-
-
-@dataclass(frozen=True)
-class CorpusIds:
-    """The frozen corpus's IDs, or why predictions cannot be compared with it."""
-
-    ids: Mapping[str, int]
-    blocking: tuple[Finding, ...] = ()  # the corpus is missing, edited or unreadable
-    notes: tuple[Finding, ...] = ()  # the corpus is usable but not what the plan says
-    # /3: the label fields the metric computations read -> value per ID position
-    labels: Mapping[str, Sequence[object]] = field(default_factory=dict)
-
-
-def corpus_ids(ctx: Context, corpus: Corpus | None = None) -> CorpusIds:
-    """A frozen corpus (default: the plan's first), read once per Context (every run's item
-    on that corpus shares it)."""
-    plan, _ = ctx.documents()
-    chosen = corpus if corpus is not None else plan.corpus
-    return ctx.memo(f"corpus-ids:{chosen.id}", lambda: _load_corpus(ctx, chosen))
-
-
-def _corpus_path(plan: Plan, corpus: Corpus) -> str:
-    """The corpus's JSON path in plan.json: ``$.corpus`` (/1) or ``$.corpora[i]`` (/2)."""
-    if plan.version < 2:
-        return "$.corpus"
-    return f"$.corpora[{plan.corpora.index(corpus)}]"
-
-
-def run_corpus(plan: Plan, run: RunRecord) -> Corpus:
-    """The corpus a run's predictions are compared with: the one the manifest records, else
-    the plan's for that run, else the plan's first."""
-    recorded = plan.corpus_by_id(run.corpus) if run.corpus is not None else None
-    return recorded or plan.corpus_of(run.id) or plan.corpus
-
-
-def _load_corpus(ctx: Context, corpus: Corpus) -> CorpusIds:
-    plan, _ = ctx.documents()
-    where = f"{PLAN_FILE} {_corpus_path(plan, corpus)}"
-    actual, problem = _file_sha256(ctx, corpus.path)
-    if actual is None:
-        return CorpusIds({}, (Finding(f"the frozen corpus {corpus.path} {problem}",
-                                      where=f"{where}.path",
-                                      hint="ship the corpus the plan froze inside the folder",
-                                      code="predictions-cover-corpus.corpus-unreadable"),))
-    if actual != corpus.sha256:
-        return CorpusIds({}, (Finding(
-            f"the corpus is frozen: {corpus.path} is not the corpus the plan froze "
-            "(its sha256 differs); predictions were not compared",
-            where=f"{where}.sha256", expected=corpus.sha256, found=actual,
-            hint="restore the frozen corpus; a changed corpus is a new campaign with a new plan",
-            code="predictions-cover-corpus.corpus-sha256"),))
-    inside = ctx.regular_file(corpus.path)
-    assert isinstance(inside, Path)
-    try:
-        fields = scoring.corpus_fields(plan)
-        return _index(read_ids(inside, corpus.id_field, fields=fields), corpus.path,
-                      corpus.examples, f"{where}.examples", fields)
-    except (OSError, UnreadableIds) as exc:
-        return CorpusIds({}, (Finding(f"the frozen corpus {corpus.path} {_reason(exc)}",
-                                      where=f"{where}.path",
-                                      code="predictions-cover-corpus.corpus-unreadable"),))
-
-
-def _index(records: Iterable[IdLine], relpath: str, examples: int, where: str,
-           fields: tuple[str, ...] = ()) -> CorpusIds:
-    ids: dict[str, int] = {}
-    labels: dict[str, list[object]] = {name: [] for name in fields}
-    canon: dict[object, object] = {}
-    repeated: list[tuple[str, int]] = []
-    broken: list[tuple[int, str]] = []
-    counts = [0, 0]  # repeated, broken
-    for rec in records:
-        if rec.id is None:
-            counts[1] += 1
-            keep_first(broken, (rec.line, rec.problem or "no ID"), FIRST)
-        elif rec.id in ids:
-            counts[0] += 1
-            keep_first(repeated, (rec.id, rec.line), FIRST)
-        else:
-            ids[rec.id] = len(ids)
-            for name, value in zip(fields, rec.values, strict=True):  # one object per label
-                labels[name].append(canon.setdefault((type(value), value), value)
-                                    if isinstance(value, str | int | float) else value)
-    notes = []
-    if counts[1]:
-        notes.append(Finding(f"the frozen corpus has {_n(counts[1], 'record')} without a usable ID",
-                             where=f"{relpath}:{broken[0][0]}",
-                             found=_more(_lines_text(broken), len(broken), counts[1]),
-                             code="predictions-cover-corpus.corpus-ids-unusable"))
-    if counts[0]:
-        notes.append(Finding(f"the frozen corpus repeats IDs ({_n(counts[0], 'extra record')})",
-                             where=f"{relpath}:{repeated[0][1]}",
-                             found=_more(_ids_text(repeated), len(repeated), counts[0]),
-                             code="predictions-cover-corpus.corpus-ids-repeated"))
-    if len(ids) != examples:
-        notes.append(Finding(f"the frozen corpus holds {len(ids)} distinct IDs, the plan says "
-                             f"{examples} examples", where=where,
-                             expected=str(examples), found=str(len(ids)),
-                             code="predictions-cover-corpus.corpus-size"))
-    return CorpusIds(ids, (), tuple(notes), labels)
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, OSError):
-        return f"cannot be read ({exc.strerror or exc})"
-    return str(exc)
 
 
 # ------------------------------------------------- predictions-cover-corpus
@@ -411,7 +307,7 @@ def predictions_cover_corpus(ctx: Context, target: str | None) -> Iterator[Findi
     try:
         coverage = scoring.scan(ctx, plan, run.predictions, inside, frozen, corpus).coverage
     except (OSError, UnreadableIds) as exc:
-        yield Finding(f"predictions {run.predictions} {_reason(exc)}", where=run.predictions,
+        yield Finding(f"predictions {run.predictions} {reason(exc)}", where=run.predictions,
                       hint=f"write JSON Lines objects or CSV rows with the {frozen.id_field!r}"
                       " field of the corpus",
                       code="predictions-cover-corpus.predictions-unreadable")
@@ -464,7 +360,7 @@ def coverage_problems(root: Path, corpus: Corpus, relpath: str) -> list[Finding]
     folder, or cannot be read, is not compared here (the check says why at closure), nor is
     an unreadable predictions file."""
     try:
-        ids = _index(read_ids(root / corpus.path, corpus.id_field), corpus.path,
+        ids = index_lines(read_ids(root / corpus.path, corpus.id_field), corpus.path,
                      corpus.examples, "").ids
         coverage = cover(ids, read_ids(root / relpath, corpus.id_field))
     except (OSError, UnreadableIds):
@@ -493,46 +389,30 @@ def _corpus_moved(plan: Plan, run: RunRecord, where: str) -> Finding | None:
 def _coverage_findings(cov: Coverage, relpath: str, total: int, corpus: str) -> Iterator[Finding]:
     fix = f"predict every example of the frozen corpus {corpus} exactly once"
     if cov.missing:
-        yield Finding(f"predictions miss {_n(cov.missing, 'ID')} of the {total} corpus IDs",
+        yield Finding(f"predictions miss {counted(cov.missing, 'ID')} of the {total} corpus IDs",
                       where=relpath,
-                      found=_more(", ".join(cov.missing_first), len(cov.missing_first),
+                      found=more(", ".join(cov.missing_first), len(cov.missing_first),
                                   cov.missing), hint=fix,
                       code="predictions-cover-corpus.missing-ids")
     if cov.duplicated:
-        yield Finding(f"predictions repeat corpus IDs ({_n(cov.duplicated, 'extra line')})",
+        yield Finding(f"predictions repeat corpus IDs ({counted(cov.duplicated, 'extra line')})",
                       where=f"{relpath}:{cov.duplicated_first[0][1]}",
-                      found=_more(_ids_text(cov.duplicated_first), len(cov.duplicated_first),
+                      found=more(ids_text(cov.duplicated_first), len(cov.duplicated_first),
                                  cov.duplicated), hint=fix,
                       code="predictions-cover-corpus.repeated-ids")
     if cov.unknown:
-        yield Finding(f"predictions hold {_n(cov.unknown, 'ID')} not in the frozen corpus",
+        yield Finding(f"predictions hold {counted(cov.unknown, 'ID')} not in the frozen corpus",
                       where=f"{relpath}:{cov.unknown_first[0][1]}",
-                      found=_more(_ids_text(cov.unknown_first), len(cov.unknown_first),
+                      found=more(ids_text(cov.unknown_first), len(cov.unknown_first),
                                  cov.unknown), hint=fix,
                       code="predictions-cover-corpus.unknown-ids")
     if cov.malformed:
-        yield Finding(f"predictions have {_n(cov.malformed, 'malformed line')}",
+        yield Finding(f"predictions have {counted(cov.malformed, 'malformed line')}",
                       where=f"{relpath}:{cov.malformed_first[0][0]}",
-                      found=_more(_lines_text(cov.malformed_first), len(cov.malformed_first),
+                      found=more(lines_text(cov.malformed_first), len(cov.malformed_first),
                                  cov.malformed),
                       hint="each line is one JSON object (or CSV row) with the corpus ID field",
                       code="predictions-cover-corpus.malformed-lines")
-
-
-def _ids_text(items: Iterable[tuple[str, int]]) -> str:
-    return ", ".join(f"{item_id} (line {line})" for item_id, line in items)
-
-
-def _lines_text(items: Iterable[tuple[int, str]]) -> str:
-    return "; ".join(f"line {line}: {problem}" for line, problem in items)
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def _more(text: str, shown: int, count: int) -> str:
-    return text if count <= shown else f"{text}, ... ({count - shown} more)"
 
 
 # ---------------------------------------------------- conclusion-consistent
@@ -595,17 +475,6 @@ def _source(man: Manifest, run_id: str) -> str:
     return run.measurements if run is not None and run.measurements else MANIFEST_FILE
 
 
-def quoted_values(ctx: Context, man: Manifest) -> dict[str, dict[str, float]]:
-    """{run: {metric: value}} a text may quote: each run's measured metrics, the decision
-    metric as the check judges it (recomputed where the plan says how)."""
-    values = {run.id: run_metric_values(ctx, run) for run in man.runs}
-    metric = ctx.documents()[0].decision.metric
-    for run, measured in judged_metrics(ctx):
-        if measured.value is not None and math.isfinite(measured.value):
-            values.setdefault(run.id, {})[metric] = measured.value
-    return values
-
-
 def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iterator[Finding]:
     text = man.conclusion.text
     where = json_where(MANIFEST_FILE, "conclusion", "text")
@@ -663,83 +532,13 @@ def _conclusion_text(plan: Plan, man: Manifest, listed: tuple[str, ...]) -> Iter
                       code="conclusion-consistent.negative-unstated", advisory=True)
 
 
-def run_metric_values(ctx: Context, run: RunRecord) -> dict[str, float]:
-    """The run's numeric metrics: its measurements file's, then the manifest's copy."""
-    values: dict[str, float] = {}
-    if run.measurements is not None:
-        found = ctx.measurements(run.measurements)
-        if isinstance(found, measurements.Measurements):
-            for name, entry in (found.metrics or {}).items():
-                if isinstance(entry.value, (int, float)) and not isinstance(entry.value, bool):
-                    values[name] = float(entry.value)
-    for name, value in run.metrics.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            values.setdefault(name, float(value))
-    return values
-
-
 def _clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def meets(plan: Plan, value: float) -> bool:
-    """Does ``value`` of the decision metric meet the plan's threshold (in its direction)?"""
-    return plan.decision.meets(value)
 
 
 def _rule(plan: Plan) -> str:
     sign = ">=" if plan.decision.direction == "higher" else "<="
     return f"{plan.decision.metric} {sign} {plan.decision.threshold}"
-
-
-@dataclass(frozen=True)
-class Measured:
-    """A run's decision metric as the evidence has it (its measurements file, else the
-    manifest when the run records no readable file: measurements-agree reports that)."""
-
-    value: float | None
-    source: str  # "runs/v/measurements.jsonl:5", or the manifest's JSON path
-    names: tuple[str, ...]  # the metrics the source holds (for "has no metric")
-
-
-def decision_metric(ctx: Context, man: Manifest, run: RunRecord, metric: str) -> Measured:
-    """/3: the value the run's predictions give when the plan says how to compute it (the
-    metrics-recomputed item says why when they cannot); else the measurements file's."""
-    plan = ctx.documents()[0]
-    if plan.version >= 3 and metric in plan.computations():
-        redone = recomputed(ctx, run, metric)
-        if redone.value is not None:
-            return Measured(redone.value, redone.source, (metric,))
-    return recorded_metric(ctx, man, run, metric)
-
-
-def recorded_metric(ctx: Context, man: Manifest, run: RunRecord, metric: str) -> Measured:
-    """The run's decision metric as its measurements file records it, else the manifest."""
-    if run.measurements is not None:
-        found = ctx.measurements(run.measurements)
-        if isinstance(found, measurements.Measurements):
-            held = found.metrics or {}
-            entry = held.get(metric)
-            if entry is None or isinstance(entry.value, str):
-                return Measured(None, f"{found.path}", tuple(sorted(held)))
-            return Measured(float(entry.value), f"{found.path}:{entry.line}", tuple(held))
-    index = man.run_position(run.id)
-    value = run.metrics.get(metric)
-    return Measured(value, f"{MANIFEST_FILE} $.runs[{index}].metrics", tuple(sorted(run.metrics)))
-
-
-def judged_metrics(ctx: Context) -> list[tuple[RunRecord, Measured]]:
-    """Every planned control and variant run's decision metric: an accepted run's as this
-    check judges it (recomputed when the plan says how), the others' as recorded (they are
-    not compared with the threshold; a sweep's rejected runs are not scored again)."""
-    plan, man = ctx.documents()
-    out = []
-    for planned in plan.runs:
-        run = man.run(planned.id)
-        if planned.role in PREDICTING_ROLES and run is not None:
-            measure = decision_metric if run.outcome == "accepted" else recorded_metric
-            out.append((run, measure(ctx, man, run, plan.decision.metric)))
-    return out
 
 
 def judged_facts(ctx: Context, _target: str | None) -> list[dict[str, Any]]:
@@ -749,18 +548,6 @@ def judged_facts(ctx: Context, _target: str | None) -> list[dict[str, Any]]:
         return []
     return [{"run": run.id, "value": measured.value, "source": measured.source}
             for run, measured in judged_metrics(ctx)]
-
-
-def run_corpus_ids(ctx: Context, run: RunRecord) -> tuple[Corpus, CorpusIds]:
-    """The corpus a run's predictions cover, and its IDs (and labels) as read."""
-    frozen = run_corpus(ctx.documents()[0], run)
-    return frozen, corpus_ids(ctx, frozen)
-
-
-def recomputed(ctx: Context, run: RunRecord, metric: str) -> scoring.Recomputed:
-    """A metric the /3 plan says how to compute, as ``run``'s predictions give it."""
-    return scoring.recompute(ctx, run, metric, lambda r: run_corpus_ids(ctx, r),
-                             ctx.options.metric_hook)
 
 
 def _shown(metric: str, measured: Measured) -> str:

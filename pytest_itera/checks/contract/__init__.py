@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
+from pytest_itera.checks.common.documents import manifest, must_roles
+from pytest_itera.checks.common.measured import quoted_values
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.prose import ADVISES
 from pytest_itera.checks.prose.placeholders import placeholder_lines, placeholder_only
 from pytest_itera.checks.prose.quotes import equal as quotes_equal
 from pytest_itera.checks.prose.quotes import exact_misquotes, loose_misquotes, shown_values
 from pytest_itera.checks.prose.reload_paths import MissingPath, missing_paths
-from pytest_itera.checks.runs import quoted_values
 from pytest_itera.core import metrics_table
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -25,46 +26,6 @@ from pytest_itera.core.campaign import (
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank, says_nothing
-
-MUST_ROLES = ("control", "data_check", "resume_check")
-
-
-def manifest(ctx: Context, _target: str | None) -> Iterator[Finding]:
-    """Both documents present, JSON, schema-valid, and about the same campaign."""
-    for error in ctx.campaign.errors:
-        yield Finding(
-            error.message,
-            where=error.where(),
-            hint=_contract_hint(error.file, error.json_path),
-            code="manifest.invalid-document",
-        )
-    plan, man = ctx.campaign.plan, ctx.campaign.manifest
-    if plan is not None and man is not None and plan.frozen_at is None:
-        yield Finding(
-            "plan.json is a draft: it has no frozen_at, so no one froze it before the runs",
-            where=json_where(PLAN_FILE, "frozen_at"),
-            expected="the moment the plan was frozen",
-            found="no frozen_at",
-            hint="freeze the plan with CampaignRecorder.freeze_plan before the first run (it "
-            "sets frozen_at and journals the plan's sha256)",
-            code="manifest.plan-draft",
-        )
-    if plan is not None and man is not None and plan.campaign != man.campaign:
-        yield Finding(
-            "plan.json and manifest.json name different campaigns",
-            where=json_where(MANIFEST_FILE, "campaign"),
-            expected=repr(plan.campaign),
-            found=repr(man.campaign),
-            hint="a manifest closes the campaign its plan opened: check the folder",
-            code="manifest.campaign-mismatch",
-        )
-
-
-def _contract_hint(file: str, json_path: str) -> str:
-    if json_path == "$":
-        return f"write {file} with pytest_itera.record (see docs/campaign-format.md)"
-    schema = f"pytest_itera/schemas/{file.split('.')[0]}.schema.json"
-    return f"fix {file} at {json_path}; the schema is {schema}"
 
 
 def plan_frozen(ctx: Context, _target: str | None) -> Iterator[Finding]:
@@ -237,25 +198,6 @@ def _repeated(file: str, where: str, ids: list[str]) -> Iterator[Finding]:
                 where=f"{file} {where}",
                 hint="each run has its own id; a new configuration gets a new id",
                 code="expected-ids.repeated",
-            )
-
-
-def must_roles(plan: Plan) -> Iterator[Finding]:
-    if not any(r.role == "control" for r in plan.runs):
-        yield Finding(
-            "the plan has no control run",
-            where=json_where(PLAN_FILE, "runs"),
-            hint="a campaign compares variants with a control",
-            code="expected-ids.no-control",
-        )
-    for role in MUST_ROLES:
-        if not any(r.role == role and r.category == "must" for r in plan.runs):
-            yield Finding(
-                f"the must category has no {role.replace('_', ' ')} run",
-                where=json_where(PLAN_FILE, "runs"),
-                expected=f"a run with role {role!r} and category 'must'",
-                hint="the control, the data check and the resume check are needed to conclude",
-                code="expected-ids.must-role-missing",
             )
 
 

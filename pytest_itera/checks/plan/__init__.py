@@ -33,17 +33,17 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
-from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.contract import manifest, must_roles
-from pytest_itera.checks.evidence import rules_declared
-from pytest_itera.checks.model import Needs
-from pytest_itera.checks.schedule import (
+from pytest_itera.checks.common.documents import manifest, must_roles
+from pytest_itera.checks.common.rules_declared import rules_declared
+from pytest_itera.checks.common.schedule_fits import (
     lot_findings,
     protocol_advice,
     reduction_for,
     rounded,
     schedule_fits,
 )
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.model import Needs
 from pytest_itera.checks.stop_rules import contradicts_corpus
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Plan, locate

@@ -28,10 +28,10 @@ from pathlib import PurePosixPath
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_itera.checks.bases import base_beside, hub_refs, unproven_revision
-from pytest_itera.checks.checkpoint_content import resume_content, run_weights
+from pytest_itera.checks.artifacts.bases import base_beside, hub_refs, unproven_revision
+from pytest_itera.checks.artifacts.checkpoint_content import resume_content, run_weights
+from pytest_itera.checks.common.paths import campaign_relative
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.files import campaign_relative
 from pytest_itera.core.campaign import (
     BASE_RECORD,
     COMMIT_HEX,
