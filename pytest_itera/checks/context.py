@@ -10,10 +10,9 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_itera.core.campaign import Campaign, Manifest, Plan, RunRecord
@@ -79,7 +78,7 @@ class Check:
     facts: Callable[[Context, str | None], list[Any]] | None = None
     # The kinds of finding it reports (code -> Kind: the rule, the fix), declared by its
     # module as KINDS; every finding it builds names one (tests/checks/test_codes.py).
-    kinds: Mapping[str, Kind] = MappingProxyType({})
+    kinds: Mapping[str, Kind] = field(default_factory=dict)
 
 
 
