@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pytest_itera.checks.artifacts import parts_problems
 from pytest_itera.checks.budget import states_amount
-from pytest_itera.checks.prose.labels import KINDS
+from pytest_itera.checks.prose.labels import EXPENSE_KINDS
 from pytest_itera.checks.stop_rules import contradicts_corpus
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -783,9 +783,9 @@ class CampaignRecorder:
                 f"expense {label!r}: give its receipt file or its order reference; "
                 "an amount without provenance is an estimate"
             )
-        if kind is not None and kind not in KINDS:
+        if kind is not None and kind not in EXPENSE_KINDS:
             raise RecordError(f"expense {label!r}: kind {kind!r} is not one of "
-                              f"{', '.join(KINDS)}")
+                              f"{', '.join(EXPENSE_KINDS)}")
         if isinstance(issued_on, date):
             issued_on = issued_on.isoformat()
         if issued_on is not None:

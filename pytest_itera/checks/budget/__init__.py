@@ -58,7 +58,7 @@ from pytest_itera.checks.budget.corpora import merge_same_content
 from pytest_itera.checks.budget.receipts import read_receipt, receipt_findings, rental_as_expense
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.prose.hourly import HOURLY_PHRASES, HourlyMatcher, Phrase
-from pytest_itera.checks.prose.labels import KINDS, amount_markers, marker_text
+from pytest_itera.checks.prose.labels import EXPENSE_KINDS, amount_markers, marker_text
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     PLAN_FILE,
@@ -595,7 +595,7 @@ def _made_up(expense: Expense, where: str, what: str) -> Iterator[Finding]:
     reference = expense.source.reference if expense.source is not None else None
     has_file = expense.source is not None and expense.source.file is not None
     if expense.kind is not None:
-        rule = KINDS.get(expense.kind)
+        rule = EXPENSE_KINDS.get(expense.kind)
         if rule == "refused":
             yield _refused(what, where, f"its kind is {expense.kind!r}", repr(expense.kind),
                            _KIND[expense.kind], code="budget-consistent.expense-made-up")

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pytest_itera.core.campaign import Corpus, MetricComputation, Plan, RunRecord
 
 __all__ = [
-    "CLASS_KINDS", "KINDS", "VALUE_KINDS", "CorpusView", "Recomputed", "Scan", "accuracy",
+    "CLASS_KINDS", "METRIC_KINDS", "VALUE_KINDS", "CorpusView", "Recomputed", "Scan", "accuracy",
     "corpus_fields",
     "recompute", "scan",
 ]
@@ -50,7 +50,7 @@ CLASS_KINDS: dict[str, tuple[str, str | None]] = {
 }
 VALUE_KINDS = {"mae": "mean_absolute_error", "mse": "mean_squared_error",
                "rmse": "root_mean_squared_error"}
-KINDS = (*CLASS_KINDS, *VALUE_KINDS)
+METRIC_KINDS = (*CLASS_KINDS, *VALUE_KINDS)
 
 
 class CorpusView(Protocol):
@@ -439,13 +439,14 @@ def _unscored(found: Scored, comp: MetricComputation, corpus: Corpus,
 
 def _computed(found: Scored, comp: MetricComputation, values: list[object],
               hook: MetricHook | None, source: str) -> Recomputed:
-    if comp.kind in KINDS:
+    if comp.kind in METRIC_KINDS:
         return Recomputed(_sklearn(found, comp.kind), source)
     function = hook(comp.kind) if hook is not None else None
     if function is None:
         return Recomputed(None, source, (Finding(
             f"cannot prove the metric: {comp.kind!r} is not a built-in metric kind and no "
-            "pytest_itera_metric hook computes it", where="plan.json", expected=", ".join(KINDS),
+            "pytest_itera_metric hook computes it", where="plan.json",
+            expected=", ".join(METRIC_KINDS),
             code="metrics-recomputed.unknown-kind",
             hint="use a built-in kind, or implement pytest_itera_metric(name, config) in a "
             "conftest.py"),))

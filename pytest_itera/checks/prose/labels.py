@@ -1,6 +1,6 @@
 """Reading an expense's label (and its source reference): does it say the amount was not
 paid as such? It advises (budget-consistent's ``label-marker``); an expense's ``kind``
-(:data:`KINDS`) decides instead, when recorded.
+(:data:`EXPENSE_KINDS`) decides instead, when recorded.
 
 The table, :data:`AMOUNT_MARKERS`, knows English and French words (and signs: ``~``,
 ``%``, ``x``). Each row says how a label declares an amount that is not one that was paid:
@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 # An expense's structured kind and what the check makes of it (budget-consistent, R7).
-KINDS: dict[str, str] = {
+EXPENSE_KINDS: dict[str, str] = {
     "paid": "paid",  # an amount that was paid: its receipt states it
     "tax": "needs-receipt",  # a tax, stated by the invoice that bills it
     "transfer": "needs-receipt",  # a transfer cost (egress), stated by its invoice
@@ -44,7 +44,7 @@ class Marker:
     @property
     def needs_receipt(self) -> bool:
         """True: accepted with a receipt file; False: refused whatever the source."""
-        return KINDS[self.kind] == "needs-receipt"
+        return EXPENSE_KINDS[self.kind] == "needs-receipt"
 
 
 def _marker(name: str, kind: str, regex: str) -> Marker:
