@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pytest_itera.checks.reading import FileReader
 from pytest_itera.core.campaign import Campaign, Manifest, Plan, RunRecord
 from pytest_itera.core.findings import Finding, split
 from pytest_itera.files.measurements import Measurements, Unreadable, read_measurements
@@ -23,7 +21,6 @@ from pytest_itera.files.measurements import Problem as MeasurementProblem
 if TYPE_CHECKING:
     from pytest_itera.checks.model import Kind, Needs, Options, ReloadHook, Scope
     from pytest_itera.core.money import Catalogue
-    from pytest_itera.files.batch import Helper
     from pytest_itera.files.scan import FileFacts, TempMatcher
     from pytest_itera.files.source import Staged
     from pytest_itera.files.tree import Entry, PathRefusal
@@ -82,21 +79,6 @@ class Check:
 
 
 
-READER_NICENESS = 10
-
-
-def background_priority() -> None:
-    """A reader thread yields the CPU to the threads and processes the run waits for: the
-    reload server's torch import (the longest step of a run, on the other core) and the items.
-    With a core free it reads as fast as before; the items still wait for what it reads
-    (issue 29). Linux only: there a thread has a niceness of its own, set by its id."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError):
-            me = threading.get_native_id()
-            nice = os.getpriority(os.PRIO_PROCESS, me)  # the process's, inherited
-            os.setpriority(os.PRIO_PROCESS, me, min(19, nice + READER_NICENESS))
-
-
 class Context:
     """What checks see: the campaign, the options and shared, memoised work.
 
@@ -132,20 +114,13 @@ class Context:
         self._lock = threading.RLock()
         self._entries: tuple[Entry, ...] | None = None
         self._candidates: tuple[str, ...] | None = None  # output_candidates, kept past close
-        self._by_path: dict[str, Entry] = {}
+        self.by_path: dict[str, Entry] = {}
         self._matcher: TempMatcher | None = None
         self._reloader: Reloader | None = None
         # A file's facts; a Future only for a file handed to the reader threads (read_ahead):
         # a Future and its lock per small file cost ~1.4 KiB each (issue 19).
-        self._facts: dict[str, FileFacts | Future[FileFacts]] = {}
-        self._readers: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None] | None = None
-        self._reader_count = 0
         self._closed = False
-        self._helper: Helper | None = None  # small files read on the second core (read_ahead)
-        # A whole run reads every file of the walk: the helper starts as soon as the walk is
-        # done (the items are made meanwhile), not at read_ahead.
-        self._read_early = read_early
-        self._misses = 0  # facts asked for and not known yet, while a helper runs
+        self.reader = FileReader(self, keep_digests=keep_digests, read_early=read_early)
         self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
         # Findings to compute while a verdict handed over ahead is awaited (work_while_waiting).
         self._idle: Iterator[tuple[str, str | None]] | None = None
@@ -157,9 +132,6 @@ class Context:
         self._targets: dict[str, tuple[str, ...]] = {}
         self._memo: dict[str, Any] = {}
         self._group_above = group_files_above  # None: one item per file, always
-        # A seal will be written: each file's sha256 and fingerprint, kept past close.
-        self._keep_digests = keep_digests
-        self._digests: dict[str, tuple[str, tuple[int, int, int, int, int]]] = {}
         # (check id, group target) -> its files, sorted; only for checks that were grouped.
         self._members: dict[tuple[str, str], tuple[str, ...]] = {}
         # (check id, group target) -> (file, its findings) for each failing file, in order.
@@ -174,7 +146,7 @@ class Context:
         return self.campaign.root
 
     @cached_property
-    def _root_slash(self) -> str:
+    def root_slash(self) -> str:
         """The root as a string ending in "/": a walked file's path is that + its relpath."""
         return os.path.join(os.fspath(self.root), "")
 
@@ -194,14 +166,13 @@ class Context:
             from pytest_itera.files.scan import SMALL_FILE
 
             man = self.campaign.manifest
-            if self._read_early and man is not None and self._may_help(
-                    sum(r.bytes < SMALL_FILE for r in man.files)):
-                self._helper = self._start_helper()  # its interpreter starts during the walk
+            if man is not None:  # the helper's interpreter starts during the walk
+                self.reader.start_early(sum(r.bytes < SMALL_FILE for r in man.files))
             self._entries = self._walk()
-            self._by_path = {e.path: e for e in self._entries}
-            if self._read_early:
-                self._help_with([e.path for e in self._entries
-                                 if e.kind == "file" and e.size < SMALL_FILE])
+            self.by_path = {e.path: e for e in self._entries}
+            if self.reader.read_early:
+                self.reader.help_with([e.path for e in self._entries
+                                       if e.kind == "file" and e.size < SMALL_FILE])
         return self._entries
 
     def entry(self, relpath: str) -> Entry | None:
@@ -214,7 +185,7 @@ class Context:
                 return next(e for e in self.stored.entries(()) if e.path == relpath)
             return entry_at(self.root, relpath)
         self.entries()
-        return self._by_path.get(relpath)
+        return self.by_path.get(relpath)
 
     def output_candidates(self) -> tuple[str, ...]:
         """The regular files of the walk named like one of the plugin's own outputs
@@ -251,160 +222,18 @@ class Context:
         return self._matcher
 
     def facts(self, relpath: str) -> FileFacts:
-        """Size, sha256 and temp-path hits of one file, from a single streamed read: here,
-        or on a reader thread if :meth:`read_ahead` got to it first; once per process."""
-        known = self._facts.get(relpath)  # once known, no lock (a dict read is atomic)
-        if known is None:
-            with self._lock:
-                known = self._facts.get(relpath)
-                if known is None and self._helper is not None:
-                    known = self._helped(relpath)
-                if known is None:
-                    # Read here, under the lock (the reader threads never take it for a
-                    # read): no Future for a file no reader thread was handed.
-                    known = self._facts[relpath] = self._scan(relpath)
-        return known.result() if isinstance(known, Future) else known
-
-    def _helped(self, relpath: str) -> FileFacts | Future[FileFacts] | None:
-        """What the helper process has read so far (looked at every 32nd file asked for: a
-        look is a syscall), with this file's facts if they are among them. The first facts of
-        a file stand: once it sends one this process has read, the two have met, and it stops."""
-        assert self._helper is not None
-        self._misses += 1
-        if self._misses % 32 == 1:
-            for facts in self._helper.arrived():
-                if self._facts.setdefault(facts.path, facts) is not facts:
-                    self._helper.close()
-                    break
-            if not self._helper.running:
-                self._helper = None
-        return self._facts.get(relpath)
+        """Size, sha256 and temp-path hits of one file, from a single streamed read, once per
+        process (:class:`~pytest_itera.checks.reading.FileReader`)."""
+        return self.reader.facts(relpath)
 
     def read_ahead(self, relpaths: Iterable[str], workers: int) -> None:
-        """Start reading these files now, ``workers`` at a time, on background threads, in
-        the order given, while the items run: os.read, SHA-256 and the scan release the
-        GIL, so a campaign of many large files is read at the speed of several cores.
-        :meth:`facts` then waits for each.  Only large regular files of the folder's walk,
-        never with --itera-fast (which hashes nothing)."""
-        if self.options.fast or workers < 2:
-            return
-        from pytest_itera.files.scan import SMALL_FILE
-
-        self.entries()  # built here, before any reader thread looks at it
-        # Only large regular files of the walk: small files are mostly Python-level work (a
-        # reader thread would only contend with the items for the GIL). One lookup per path,
-        # no call: a run of 100,000 small files hands them all over (issue 29).
-        by_path = self._by_path
-        with self._lock:
-            wanted = [r for r in dict.fromkeys(relpaths) if r not in self._facts
-                      and (e := by_path.get(r)) is not None and e.kind == "file"]
-            self._help_with([r for r in wanted if by_path[r].size < SMALL_FILE])
-            todo: list[tuple[str, Future[FileFacts]]] = [
-                (r, Future()) for r in wanted if by_path[r].size >= SMALL_FILE]
-            if len(todo) < 2:
-                return  # nothing to overlap
-            if self._readers is None:
-                self.matcher()  # compiled once, here, not by two readers at a time
-                self._readers = queue.SimpleQueue()
-                self._reader_count = workers
-                for n in range(workers):
-                    # Daemons: an interrupted run must not wait for a large file's last byte.
-                    threading.Thread(target=self._reader, args=(self._readers,),
-                                     name=f"itera-read-{n}", daemon=True).start()
-            for relpath, pending in todo:
-                self._facts[relpath] = pending
-                self._readers.put((relpath, pending))
-
-    def _help_with(self, small: list[str]) -> None:
-        """Many small files: a helper process reads them from the last (files.batch); one
-        helper per Context, started here unless it was before the walk."""
-        helper = self._helper
-        if helper is not None and helper.asked:
-            return
-        if not self._may_help(len(small)):
-            if helper is not None:
-                helper.close()
-            self._helper = None
-            return
-        self._helper = helper = helper or self._start_helper()
-        if helper is not None:
-            helper.read(self._root_slash, small)
-
-    def _may_help(self, small: int) -> bool:
-        from pytest_itera.files.batch import HELPER_ABOVE
-
-        # Not for an s3:// campaign's copy: its digests came with the copy (never hashed
-        # again) and its objects left in the store are not in the folder to read.
-        return small > HELPER_ABOVE and not self.options.fast and not self._closed \
-            and os.name == "posix" and self.stored is None
-
-    def _start_helper(self) -> Helper | None:
-        from pytest_itera.files.batch import Helper
-
-        try:
-            return Helper(self.matcher().patterns, fingerprint=self._keep_digests)
-        except OSError:  # no interpreter to start: this process reads them all
-            return None
-
-    def _reader(self, jobs: queue.SimpleQueue[tuple[str, Future[FileFacts]] | None]) -> None:
-        background_priority()
-        while (job := jobs.get()) is not None:
-            relpath, pending = job
-            if self._closed:
-                pending.cancel()
-            elif pending.set_running_or_notify_cancel():
-                self._fill(relpath, pending)
-
-    def _fill(self, relpath: str, pending: Future[FileFacts]) -> None:
-        try:
-            pending.set_result(self._scan(relpath))
-        except BaseException as exc:  # a bug, handed to whoever asks for these facts
-            pending.set_exception(exc)
-
-    @cached_property
-    def _scan_file(self) -> Callable[..., FileFacts]:
-        """``files.scan.scan_file``, imported once: an import statement costs ~1 µs, once per
-        small file of a 100,000-file campaign (issue 29)."""
-        from pytest_itera.files.scan import scan_file
-
-        return scan_file
-
-    def _scan(self, relpath: str) -> FileFacts:
-        stored = self.stored.facts(relpath) if self.stored is not None else None
-        if stored is not None:  # an object left in the store: what the store said of it
-            return stored
-        path = self._readable_path(relpath)
-        if self.stored is not None and self.stored.digest(relpath) and not self.options.fast:
-            # Hashed while it streamed: scanned here (text, records), never hashed again.
-            return self.stored.reused(self._scan_file(path, relpath, self.matcher(),
-                                                      hash=False,
-                                                      walked=isinstance(path, str)),
-                                      keep=self._keep_digests)
-        return self._scan_file(
-            path,
-            relpath,
-            None if self.options.fast else self.matcher(),
-            hash=not self.options.fast,
-            fingerprint=self._keep_digests,
-            walked=isinstance(path, str),  # a regular file of the walk (_readable_path)
-        )
+        """Start reading these files now, on background threads (``FileReader.read_ahead``)."""
+        self.reader.read_ahead(relpaths, workers)
 
     def verified_digests(self) -> dict[str, tuple[str, tuple[int, int, int, int, int]]]:
-        """Relative path -> (sha256, fingerprint) of each file this process hashed with a
-        fingerprint (``keep_digests``; see ``FileFacts.fingerprint``), also after
-        :meth:`close`: the seal reuses a digest whose file a new stat shows unchanged."""
-        with self._lock:
-            self._keep_facts()
-            return dict(self._digests)
-
-    def _keep_facts(self) -> None:
-        for relpath, known in self._facts.items():
-            if isinstance(known, Future):
-                if not known.done() or known.cancelled() or known.exception() is not None:
-                    continue
-                known = known.result()
-            if known.sha256 is not None and known.fingerprint is not None:
-                self._digests[relpath] = (known.sha256, known.fingerprint)
+        """Relative path -> (sha256, fingerprint) of each file hashed with a fingerprint, also
+        after :meth:`close`: the seal reuses a digest whose file a new stat shows unchanged."""
+        return self.reader.verified_digests()
 
     def documents(self) -> tuple[Plan, Manifest]:
         """The plan and the manifest, for a check whose ``needs`` guarantee both."""
@@ -480,13 +309,13 @@ class Context:
             return f"is a {entry.kind}, not a regular file"
         return resolved
 
-    def _readable_path(self, relpath: str) -> Path | str:
+    def readable_path(self, relpath: str) -> Path | str:
         """A link that stays inside the folder is read through; any other path as is (a
         regular file of the walk as a plain string: its name is already normalised, and
         a pathlib.Path per small file costs more than its hash)."""
         entry = self.entry(relpath)
         if entry is not None and entry.kind == "file":
-            return self._root_slash + relpath
+            return self.root_slash + relpath
         path = self.root / relpath
         if entry is not None and entry.kind == "symlink" and not entry.escapes:
             return Path(os.path.realpath(path))
@@ -576,21 +405,13 @@ class Context:
         kept per file (facts, walk entries, memoised values: a few objects per listed file,
         which the last garbage collections of the process would otherwise walk through).
         A later question is answered again from the folder."""
-        self._closed = True  # reader threads drop what is still queued
+        self._closed = True
+        self.reader.close()
         with self._lock:
             if self._entries is not None:
                 self.output_candidates()
-            if self._keep_digests:
-                self._keep_facts()
-            self._facts = {}
-            self._entries, self._by_path = None, {}
+            self._entries, self.by_path = None, {}
             self._memo = {}
-        if self._helper is not None:
-            self._helper.close()
-            self._helper = None
-        if self._readers is not None:
-            for _ in range(self._reader_count):
-                self._readers.put(None)
         if self._reloader is not None and self._close_reloader:
             self._reloader.close()
         self._reloader = None

@@ -5,11 +5,15 @@ broken campaigns (each finding in the report is coded under the check of its ite
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import pytest_itera.checks
+from pytest_itera.checks.kinds import GENERIC, builtin_checks, module_of, render
 from pytest_itera.checks.model import FAMILIES
 from tests.factory import CampaignBuilder
 from tests.runner import Itera, only_xdist
@@ -19,10 +23,16 @@ KIND = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 
 
 def _check_ids() -> set[str]:
-    import importlib
+    return {check.id for check in builtin_checks()}
 
-    return {check.id for module in FAMILIES.values()
-            for check in importlib.import_module(module).CHECKS}
+
+def _declared() -> dict[str, set[str]]:
+    """Check id -> the codes it declares (its KINDS), and the generic ones every check has."""
+    return {check.id: {*check.kinds, *(f"{check.id}.{kind}" for kind in GENERIC)}
+            for check in builtin_checks()}
+
+
+DECLARED = _declared()
 
 
 def _finding_calls() -> list[tuple[str, ast.Call]]:
@@ -64,6 +74,8 @@ def _assert_coded(checks: list[dict[str, Any]]) -> set[str]:
             codes.add(code)
             if not re.fullmatch(rf"{re.escape(item['check'])}\.{KIND}", code):
                 wrong.append(f"{item['nodeid']}: {code!r} ({finding['message']})")
+            elif item["check"] in DECLARED and code not in DECLARED[item["check"]]:
+                wrong.append(f"{item['nodeid']}: {code!r} is not one of its check's KINDS")
     assert wrong == []
     return codes
 
@@ -119,3 +131,54 @@ def test_the_plan_gate_codes_the_closure_rules_it_reuses_under_its_own_checks(
             results.append({"check": check.id, "nodeid": check.id, "findings": findings})
     codes = _assert_coded(results)
     assert {"plan-frozen-ready.no-control", "plan-schedule-fits.window"} <= codes, sorted(codes)
+
+
+def test_every_literal_code_is_a_kind_its_check_declares() -> None:
+    declared = set().union(*DECLARED.values())
+    undeclared = []
+    for at, call in _finding_calls():
+        code = next(k.value for k in call.keywords if k.arg == "code")
+        if isinstance(code, ast.Constant) and str(code.value).partition(".")[0] != "waiver" \
+                and code.value not in declared:
+            undeclared.append(f"{at}: {code.value!r}")
+    assert undeclared == []
+
+
+def test_every_kind_is_its_checks_own_with_a_rule_and_a_fix() -> None:
+    wrong = []
+    for check in builtin_checks():
+        assert check.kinds, f"{check.id} declares no KINDS"
+        for code, kind in check.kinds.items():
+            if not re.fullmatch(rf"{re.escape(check.id)}\.{KIND}", code):
+                wrong.append(f"{check.id}: {code!r} is not <check-id>.<kind>")
+            if not kind.rule.strip() or not kind.fix.strip() or "\n" in kind.rule:
+                wrong.append(f"{code}: a rule in one line and a fix")
+    assert wrong == []
+
+
+def test_each_check_id_is_its_own_module_in_its_familys_package() -> None:
+    wrong = []
+    for family, module in FAMILIES.items():
+        for check in importlib.import_module(module).CHECKS:
+            expected = f"{module}.{check.id.replace('-', '_')}"
+            if module_of(check) != expected:
+                wrong.append(f"{family}: {check.id} is in {module_of(check)}, not {expected}")
+    assert wrong == []
+
+
+DOCS = Path(__file__).parents[2] / "docs"
+
+
+@pytest.mark.parametrize("page", ["checks.md", "plan-gate.md"])
+def test_the_documented_kinds_are_the_rendered_ones(page: str) -> None:
+    text = (DOCS / page).read_text("utf-8")
+    assert render(text) == text, (
+        f"docs/{page}: run `python -m pytest_itera.checks.kinds docs/{page}`")
+
+
+def test_each_check_has_its_section_and_its_kinds_block_once() -> None:
+    text = "".join((DOCS / page).read_text("utf-8") for page in ("checks.md", "plan-gate.md"))
+    wrong = [check.id for check in builtin_checks()
+             if text.count(f"## `{check.id}`\n") != 1
+             or text.count(f"<!-- kinds: {check.id} -->") != 1]
+    assert wrong == []

@@ -20,10 +20,10 @@ import pytest
 from pytest_itera.checks import Check, Context, Options
 from pytest_itera.checks.context import (
     GROUP_FILES_ABOVE,
-    READER_NICENESS,
     blocked_by_contract,
     folder_group,
 )
+from pytest_itera.checks.reading import READER_NICENESS
 from pytest_itera.core.campaign import Campaign, load_campaign
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.money import example_catalogue
@@ -672,7 +672,7 @@ def test_many_small_files_are_read_by_a_helper_process_too(
     ctx = context(root)
     closing.append(ctx)
     ctx.read_ahead(names, workers=2)
-    helper = ctx._helper
+    helper = ctx.reader._helper
     assert helper is not None
     time.sleep(0.5)  # it reads some, from the last
     reference = context(root)
@@ -695,7 +695,7 @@ def test_a_helper_that_cannot_start_leaves_the_reading_here(
     ctx = context(root)
     closing.append(ctx)
     ctx.read_ahead(names, workers=2)
-    assert ctx._helper is None
+    assert ctx.reader._helper is None
     expected = hashlib.sha256(b"file 3\n").hexdigest()
     assert ctx.facts(names[3]).sha256 == expected
 
@@ -709,14 +709,14 @@ def test_a_whole_run_starts_the_helper_once_the_walk_is_done(
     names = many_small_files(root, 30)
     ctx = context(root, read_early=True)
     closing.append(ctx)
-    assert ctx._helper is None
+    assert ctx.reader._helper is None
     ctx.entries()
-    helper = ctx._helper
+    helper = ctx.reader._helper
     assert helper is not None
     ctx.read_ahead(names, workers=2)
-    assert ctx._helper is helper  # one helper per Context
+    assert ctx.reader._helper is helper  # one helper per Context
     assert ctx.facts(names[29]).sha256 == hashlib.sha256(b"file 29\n").hexdigest()
     fast = context(root, options=Options(fast=True), read_early=True)
     closing.append(fast)
     fast.entries()
-    assert fast._helper is None  # --itera-fast reads nothing
+    assert fast.reader._helper is None  # --itera-fast reads nothing

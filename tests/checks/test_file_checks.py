@@ -354,8 +354,8 @@ def test_read_ahead_gives_the_facts_of_an_inline_read(campaign: CampaignBuilder)
     every = [e.path for e in Context(load_campaign(campaign.root), Options(), checks).entries()]
     ahead = Context(load_campaign(campaign.root), Options(), checks)
     ahead.read_ahead(every, workers=3)
-    assert "runs/control/pipe" not in ahead._facts
-    assert "runs/control/out-link" not in ahead._facts
+    assert "runs/control/pipe" not in ahead.reader._facts
+    assert "runs/control/out-link" not in ahead.reader._facts
     inline = Context(load_campaign(campaign.root), Options(), checks)
     for relpath in [*files, *campaign.files]:
         assert ahead.facts(relpath) == inline.facts(relpath), relpath
@@ -373,10 +373,10 @@ def test_close_drops_the_reads_still_queued(campaign: CampaignBuilder) -> None:
     campaign.write()
     ctx = Context(load_campaign(campaign.root), Options(), {c.id: c for c in FILE_CHECKS})
     ctx.read_ahead(sorted(campaign.files), workers=2)
-    handed = [f for f in ctx._facts.values() if isinstance(f, Future)]
+    handed = [f for f in ctx.reader._facts.values() if isinstance(f, Future)]
     assert len(handed) == 12
     ctx.close()  # also lets go of the per-file facts: the futures are checked as handed out
-    assert not ctx._facts
+    assert not ctx.reader._facts
     deadline = time.monotonic() + 30
     while not all(f.done() for f in handed) and time.monotonic() < deadline:
         time.sleep(0.01)

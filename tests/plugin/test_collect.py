@@ -374,7 +374,7 @@ def test_closing_a_context_lets_go_of_per_file_data(pytester: pytest.Pytester) -
     assert context.facts("RELOAD.md").error is None
     assert context.entry("RELOAD.md") is not None
     context.close()
-    assert not context._facts
+    assert not context.reader._facts
     assert context._entries is None
     assert not context._memo
     assert context.facts("RELOAD.md").size == (pytester.path / "out/RELOAD.md").stat().st_size
