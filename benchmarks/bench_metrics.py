@@ -67,6 +67,7 @@ def write_campaign(root: Path, lines: int, version: int) -> Path:
 def measure(root: Path, mode: str) -> None:
     """In a fresh process: the run's checks, wall time and peak RSS as one JSON line."""
     from pytest_itera.checks import Context, Options
+    from pytest_itera.checks.engine import judge
     from pytest_itera.checks.metrics import CHECKS as METRICS
     from pytest_itera.checks.runs import CHECKS as RUNS
     from pytest_itera.core.campaign import load_campaign
@@ -76,7 +77,8 @@ def measure(root: Path, mode: str) -> None:
     campaign = load_campaign(root)
     start = time.perf_counter()
     context = Context(campaign, Options(), registry)
-    found = [f for check in wanted for f in context.findings(check, "variant-a")]
+    verdicts = judge(context)
+    found = [f for check in wanted for f in verdicts.findings(check, "variant-a")]
     wall = time.perf_counter() - start
     context.close()
     rss = peak_rss_mib()

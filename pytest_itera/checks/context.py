@@ -1,20 +1,19 @@
 """What a check is and what it sees: :class:`Check`, and :class:`Context` (the campaign, the
-options and shared, memoised work). No pytest import."""
+options and the facts derived from them, each once). No pytest import."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_itera.checks.reading import FileReader
 from pytest_itera.core.campaign import Campaign, Manifest, Plan, RunRecord
-from pytest_itera.core.findings import Finding, split
+from pytest_itera.core.findings import Finding
 from pytest_itera.files.measurements import Measurements, Unreadable, read_measurements
 from pytest_itera.files.measurements import Problem as MeasurementProblem
 
@@ -79,13 +78,27 @@ class Check:
 
 
 
-class Context:
-    """What checks see: the campaign, the options and shared, memoised work.
+class Verdicts(Protocol):
+    """What a check may ask of the other checks' verdicts on its campaign (the engine's)."""
 
-    One Context per campaign per process. Every file is read at most once
-    per process (``facts``); each check/target is evaluated at most once
-    (``findings``), so a check may consult another check's verdict (the
-    budget counts runs that passed their own checks) without redoing work.
+    def findings(self, check_id: str, target: str | None = None) -> tuple[Finding, ...]: ...
+
+    def run_failures(self, run_id: str) -> list[tuple[str, str]]: ...
+
+    def targets(self, check: Check) -> Sequence[str | None]: ...
+
+
+def _idle(ready: Callable[[], bool]) -> None:
+    """Nothing to do while a reload is awaited (no engine is judging ahead)."""
+
+
+class Context:
+    """What checks see: the campaign, the options and the facts derived from them.
+
+    One Context per campaign per process. Every file is read at most once per process
+    (``facts``, by its :class:`~pytest_itera.checks.reading.FileReader`), every derived fact
+    computed once (``memo``); the verdicts of the checks are the engine's
+    (``engine.judge``), which a check may consult through :attr:`verdicts`.
     """
 
     def __init__(
@@ -122,20 +135,12 @@ class Context:
         self._closed = False
         self.reader = FileReader(self, keep_digests=keep_digests, read_early=read_early)
         self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
-        # Findings to compute while a verdict handed over ahead is awaited (work_while_waiting).
-        self._idle: Iterator[tuple[str, str | None]] | None = None
-        self._idling = False
-        self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
-        # The advisories beside them (readings of human text that do not decide).
-        self._advisories: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
-        self._by_run: dict[str, list[tuple[str, str]]] | None = None
-        self._targets: dict[str, tuple[str, ...]] = {}
         self._memo: dict[str, Any] = {}
-        self._group_above = group_files_above  # None: one item per file, always
-        # (check id, group target) -> its files, sorted; only for checks that were grouped.
-        self._members: dict[tuple[str, str], tuple[str, ...]] = {}
-        # (check id, group target) -> (file, its findings) for each failing file, in order.
-        self._failing: dict[tuple[str, str], tuple[tuple[str, tuple[Finding, ...]], ...]] = {}
+        self.group_above = group_files_above  # None: one item per file, always
+        # The engine's verdicts on this campaign (engine.judge), which a check may consult.
+        self.engine: Verdicts | None = None
+        # What the engine does while a reload handed over ahead is awaited (engine.Judge).
+        self.while_waiting: Callable[[Callable[[], bool]], None] = _idle
         # An s3:// campaign (files.source): the root is its local copy; the objects left in
         # the store (unreadable, over the cache cap, spared by the store's checksum) are
         # entries all the same, and the sha256 streamed during the copy is not computed again.
@@ -144,6 +149,19 @@ class Context:
     @property
     def root(self) -> Path:
         return self.campaign.root
+
+    @property
+    def verdicts(self) -> Verdicts:
+        """Other checks' verdicts on this campaign (the budget counts the runs that passed
+        their own checks), as the engine computes them once (:func:`engine.judge`)."""
+        if self.engine is None:
+            raise RuntimeError("this check consults other checks' verdicts: judge the campaign "
+                               "through pytest_itera.checks.engine (judge, evaluate, outcomes)")
+        return self.engine
+
+    @verdicts.setter
+    def verdicts(self, verdicts: Verdicts) -> None:
+        self.engine = verdicts
 
     @cached_property
     def root_slash(self) -> str:
@@ -353,32 +371,11 @@ class Context:
             if result is not None:
                 return result
         reloader = self.reloader()
-        self._work_until(lambda: reloader.ready(inside))
+        self.while_waiting(lambda: reloader.ready(inside))
         done = self._reloads.get((relpath, claimed_format))
         if done is not None:  # a check judged meanwhile asked for it too
             return done
         return reloader.reload(inside, relpath)
-
-    def work_while_waiting(self, pairs: Iterable[tuple[str, str | None]]) -> None:
-        """While a checkpoint's verdict, handed over ahead (:meth:`reload_ahead`), is not in,
-        compute these (check id, target) findings, in order: the later items' that reload
-        nothing. pytest runs items one at a time; those would otherwise run only after the
-        reload items that wait for the server's torch import (issue 29). Each is computed
-        once either way (:meth:`findings`), so an item's outcome is the same."""
-        self._idle = iter(list(pairs))
-
-    def _work_until(self, ready: Callable[[], bool]) -> None:
-        if self._idle is None or self._idling:
-            return  # nothing to do, or a check computed meanwhile asked for a reload itself
-        self._idling = True
-        try:
-            while not ready() and (pair := next(self._idle, None)) is not None:
-                if pair[0] in self.checks:
-                    # A check that fails to compute is left to its item, which says why.
-                    with contextlib.suppress(Exception):
-                        self.findings(*pair)
-        finally:
-            self._idling = False
 
     def reload_ahead(self, relpaths: Iterable[str]) -> None:
         """Let the built-in loader start on these checkpoints now, several at a time, while
@@ -415,134 +412,6 @@ class Context:
         if self._reloader is not None and self._close_reloader:
             self._reloader.close()
         self._reloader = None
-
-    # -- verdicts -----------------------------------------------------------------
-
-    def findings(self, check_id: str, target: str | None = None) -> tuple[Finding, ...]:
-        """The findings of one check for one target that decide (computed once): its
-        advisories are :meth:`advisories`' (under --itera-strict-text they decide too)."""
-        key = (check_id, target)
-        with self._lock:
-            if key not in self._findings:
-                found = self._evaluate(self.checks[check_id], target)
-                self._findings[key], advised = split(found, strict_text=self.options.strict_text)
-                # A group target's were kept by failing_files, file by file.
-                self._advisories[key] = self._advisories.get(key, ()) + advised
-            return self._findings[key]
-
-    def advisories(self, check_id: str, target: str | None = None) -> tuple[Finding, ...]:
-        """The readings of human text one check made on one target that advise and do not
-        decide (empty under --itera-strict-text: they are findings then)."""
-        self.findings(check_id, target)
-        return self._advisories.get((check_id, target), ())
-
-    def _evaluate(self, check: Check, target: str | None) -> Iterable[Finding]:
-        blocked = blocked_by_contract(self.campaign, check)
-        if blocked is not None:
-            return (blocked,)
-        if target is not None and (check.id, target) in self._members:
-            return [f for _, found in self.failing_files(check.id, target) for f in found]
-        return check.run(self, target)
-
-    def members(self, check_id: str, target: str) -> tuple[str, ...]:
-        """The files a target stands for: a group target's files, else the target itself."""
-        return self._members.get((check_id, target), (target,))
-
-    def grouped(self, check_id: str, target: str | None) -> bool:
-        return target is not None and (check_id, target) in self._members
-
-    def failing_files(
-        self, check_id: str, target: str
-    ) -> tuple[tuple[str, tuple[Finding, ...]], ...]:
-        """A group target's failing files, each with its findings, in file order (computed
-        once; the findings of the files that pass are not kept)."""
-        key = (check_id, target)
-        with self._lock:
-            if key not in self._failing:
-                check = self.checks[check_id]
-                members: Iterable[str] = self.members(check_id, target)
-                if check.suspects is not None:
-                    members = check.suspects(self, tuple(members))
-                found = [(m, split(check.run(self, m), strict_text=self.options.strict_text))
-                         for m in members]
-                self._failing[key] = tuple((m, f) for m, (f, _) in found if f)
-                self._advisories[key] = tuple(a for _, (_, advised) in found for a in advised)
-            return self._failing[key]
-
-    def run_failures(self, run_id: str) -> list[tuple[str, str]]:
-        """(check, target) pairs that fail for one run's own targets.
-
-        A run passed its checks when this is empty. Evaluated here, with the
-        same pure functions the items run, so the verdict is the same with or
-        without pytest-xdist and whatever ``-k`` selected.
-        """
-        return [(c, t) for c, t in self._run_targets().get(run_id, ()) if self.findings(c, t)]
-
-    def _run_targets(self) -> dict[str, list[tuple[str, str]]]:
-        """Run id -> its (check, target) pairs, indexed once per Context."""
-        with self._lock:
-            if self._by_run is None:
-                self._by_run = {}
-                for check in in_order(self.checks.values()):
-                    if check.scope == "campaign" or check.targets is None:
-                        continue
-                    for target in self.targets(check):
-                        if target is None:
-                            continue
-                        for run_id in self.runs_of(check, target):
-                            self._by_run.setdefault(run_id, []).append((check.id, target))
-            return self._by_run
-
-    def runs_of(self, check: Check, target: str) -> set[str]:
-        """The runs a target belongs to (see ``Manifest.owners``)."""
-        man = self.campaign.manifest
-        return set() if man is None else man.owners(check.scope, target)
-
-    def targets(self, check: Check) -> Sequence[str | None]:
-        """The item targets of a check, sorted; [None] for a campaign-scoped check."""
-        if check.targets is None or blocked_by_contract(self.campaign, check) is not None:
-            # A check whose targets cannot be listed still gets one item, which
-            # fails saying why: a broken manifest never silently drops checks.
-            return (None,)
-        with self._lock:
-            if check.id not in self._targets:
-                targets = sorted(set(check.targets(self)))
-                above = self._group_above
-                if check.scope == "file" and above is not None and len(targets) > above:
-                    targets = self._group(check, targets)
-                self._targets[check.id] = tuple(targets)
-            return self._targets[check.id]
-
-    def _group(self, check: Check, targets: list[str]) -> list[str]:
-        """One target per folder (``folder_group``) for the files that belong to exactly the
-        runs their folder does; a file a run names itself (its predictions, config,
-        measurements, a checkpoint file) keeps its own target, so a group belongs to the runs
-        of every file it holds and the runs table and ``run_failures`` stay exact."""
-        members: dict[str, list[str]] = {}
-        alone: list[str] = []
-        owners: dict[str, set[str]] = {}
-        man = self.campaign.manifest
-        named = frozenset() if man is None else man.named
-        for target in targets:
-            group = folder_group(target)
-            if group != target and target not in named and group not in named:
-                # Neither is named by a record: both belong to the runs of their folder (two
-                # lookups instead of two sets of owners per file; 100,000 files, issue 29).
-                members.setdefault(group, []).append(target)
-                continue
-            if group not in owners:
-                owners[group] = self.runs_of(check, group)
-            if group != target and self.runs_of(check, target) == owners[group]:
-                members.setdefault(group, []).append(target)
-            else:
-                alone.append(target)
-        clash = set(alone) & members.keys()  # a file literally named "<folder>/*"
-        for group in sorted(members):
-            if group in clash:
-                alone += members.pop(group)
-            else:
-                self._members[(check.id, group)] = tuple(members[group])
-        return sorted({*alone, *members})
 
 
 def in_order(checks: Iterable[Check]) -> list[Check]:

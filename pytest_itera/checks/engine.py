@@ -5,14 +5,16 @@ Every front end goes through here: the plugin's items (one per pair, ``plugin/co
 the plan gate's items (``plugin/collect_plan.py``) and the in-process verdict
 (``report/verify.py``: ``rec.check()``, ``close()``, ``python -m pytest_itera check``). So
 the pairs, their order and their messages are the same whichever runs them. What a check
-sees and the memoised evaluation itself (a check may consult another's findings) are the
-:class:`~pytest_itera.checks.context.Context`'s.
+sees is the :class:`~pytest_itera.checks.context.Context` (the campaign's facts); each
+check/target's findings, computed once, and the targets grouped by folder are the engine's
+(:class:`Judge`, one per Context: :func:`judge`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator
+import contextlib
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from pytest_itera.checks.context import (
@@ -24,7 +26,7 @@ from pytest_itera.checks.context import (
     in_order,
 )
 from pytest_itera.checks.model import Scope, item_name
-from pytest_itera.core.findings import Finding, render_all
+from pytest_itera.core.findings import Finding, render_all, split
 from pytest_itera.core.text import clean_block
 from pytest_itera.files.measurements import Unreadable
 from pytest_itera.files.source import CAP_OPTION
@@ -94,6 +96,187 @@ def _in_files(files: tuple[tuple[str, tuple[Finding, ...]], ...], of: int) -> st
     return "\n".join(lines)
 
 
+class Judge:
+    """The engine's verdicts on one campaign (one per :class:`Context`, :func:`judge`): each
+    check/target is evaluated at most once, so a check may consult another check's verdict
+    (the budget counts runs that passed their own checks) without redoing work; a per-file
+    check's targets are listed and grouped by folder here (``group_files_above``)."""
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.checks = context.checks
+        self._lock = threading.RLock()
+        # Findings to compute while a verdict handed over ahead is awaited (work_while_waiting).
+        self._idle: Iterator[tuple[str, str | None]] | None = None
+        self._idling = False
+        self._findings: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
+        # The advisories beside them (readings of human text that do not decide).
+        self._advisories: dict[tuple[str, str | None], tuple[Finding, ...]] = {}
+        self._by_run: dict[str, list[tuple[str, str]]] | None = None
+        self._targets: dict[str, tuple[str, ...]] = {}
+        # (check id, group target) -> its files, sorted; only for checks that were grouped.
+        self._members: dict[tuple[str, str], tuple[str, ...]] = {}
+        # (check id, group target) -> (file, its findings) for each failing file, in order.
+        self._failing: dict[tuple[str, str], tuple[tuple[str, tuple[Finding, ...]], ...]] = {}
+        context.verdicts = self
+        context.while_waiting = self.work_until
+
+    def work_while_waiting(self, pairs: Iterable[tuple[str, str | None]]) -> None:
+        """While a checkpoint's verdict, handed over ahead (:meth:`Context.reload_ahead`), is
+        not in, compute these (check id, target) findings, in order: the later items' that reload
+        nothing. pytest runs items one at a time; those would otherwise run only after the
+        reload items that wait for the server's torch import (issue 29). Each is computed
+        once either way (:meth:`findings`), so an item's outcome is the same."""
+        self._idle = iter(list(pairs))
+
+    def work_until(self, ready: Callable[[], bool]) -> None:
+        if self._idle is None or self._idling:
+            return  # nothing to do, or a check computed meanwhile asked for a reload itself
+        self._idling = True
+        try:
+            while not ready() and (pair := next(self._idle, None)) is not None:
+                if pair[0] in self.checks:
+                    # A check that fails to compute is left to its item, which says why.
+                    with contextlib.suppress(Exception):
+                        self.findings(*pair)
+        finally:
+            self._idling = False
+
+    def findings(self, check_id: str, target: str | None = None) -> tuple[Finding, ...]:
+        """The findings of one check for one target that decide (computed once): its
+        advisories are :meth:`advisories`' (under --itera-strict-text they decide too)."""
+        key = (check_id, target)
+        with self._lock:
+            if key not in self._findings:
+                found = self._evaluate(self.checks[check_id], target)
+                strict = self.context.options.strict_text
+                self._findings[key], advised = split(found, strict_text=strict)
+                # A group target's were kept by failing_files, file by file.
+                self._advisories[key] = self._advisories.get(key, ()) + advised
+            return self._findings[key]
+
+    def advisories(self, check_id: str, target: str | None = None) -> tuple[Finding, ...]:
+        """The readings of human text one check made on one target that advise and do not
+        decide (empty under --itera-strict-text: they are findings then)."""
+        self.findings(check_id, target)
+        return self._advisories.get((check_id, target), ())
+
+    def _evaluate(self, check: Check, target: str | None) -> Iterable[Finding]:
+        blocked = blocked_by_contract(self.context.campaign, check)
+        if blocked is not None:
+            return (blocked,)
+        if target is not None and (check.id, target) in self._members:
+            return [f for _, found in self.failing_files(check.id, target) for f in found]
+        return check.run(self.context, target)
+
+    def members(self, check_id: str, target: str) -> tuple[str, ...]:
+        """The files a target stands for: a group target's files, else the target itself."""
+        return self._members.get((check_id, target), (target,))
+
+    def grouped(self, check_id: str, target: str | None) -> bool:
+        return target is not None and (check_id, target) in self._members
+
+    def failing_files(
+        self, check_id: str, target: str
+    ) -> tuple[tuple[str, tuple[Finding, ...]], ...]:
+        """A group target's failing files, each with its findings, in file order (computed
+        once; the findings of the files that pass are not kept)."""
+        key = (check_id, target)
+        with self._lock:
+            if key not in self._failing:
+                check = self.checks[check_id]
+                members: Iterable[str] = self.members(check_id, target)
+                if check.suspects is not None:
+                    members = check.suspects(self.context, tuple(members))
+                strict = self.context.options.strict_text
+                found = [(m, split(check.run(self.context, m), strict_text=strict))
+                         for m in members]
+                self._failing[key] = tuple((m, f) for m, (f, _) in found if f)
+                self._advisories[key] = tuple(a for _, (_, advised) in found for a in advised)
+            return self._failing[key]
+
+    def run_failures(self, run_id: str) -> list[tuple[str, str]]:
+        """(check, target) pairs that fail for one run's own targets.
+
+        A run passed its checks when this is empty. Evaluated here, with the
+        same pure functions the items run, so the verdict is the same with or
+        without pytest-xdist and whatever ``-k`` selected.
+        """
+        return [(c, t) for c, t in self._run_targets().get(run_id, ()) if self.findings(c, t)]
+
+    def _run_targets(self) -> dict[str, list[tuple[str, str]]]:
+        """Run id -> its (check, target) pairs, indexed once per Context."""
+        with self._lock:
+            if self._by_run is None:
+                self._by_run = {}
+                for check in in_order(self.checks.values()):
+                    if check.scope == "campaign" or check.targets is None:
+                        continue
+                    for target in self.targets(check):
+                        if target is None:
+                            continue
+                        for run_id in self.runs_of(check, target):
+                            self._by_run.setdefault(run_id, []).append((check.id, target))
+            return self._by_run
+
+    def runs_of(self, check: Check, target: str) -> set[str]:
+        """The runs a target belongs to (see ``Manifest.owners``)."""
+        man = self.context.campaign.manifest
+        return set() if man is None else man.owners(check.scope, target)
+
+    def targets(self, check: Check) -> Sequence[str | None]:
+        """The item targets of a check, sorted; [None] for a campaign-scoped check."""
+        if check.targets is None or blocked_by_contract(self.context.campaign, check) is not None:
+            # A check whose targets cannot be listed still gets one item, which
+            # fails saying why: a broken manifest never silently drops checks.
+            return (None,)
+        with self._lock:
+            if check.id not in self._targets:
+                targets = sorted(set(check.targets(self.context)))
+                above = self.context.group_above
+                if check.scope == "file" and above is not None and len(targets) > above:
+                    targets = self._group(check, targets)
+                self._targets[check.id] = tuple(targets)
+            return self._targets[check.id]
+
+    def _group(self, check: Check, targets: list[str]) -> list[str]:
+        """One target per folder (``folder_group``) for the files that belong to exactly the
+        runs their folder does; a file a run names itself (its predictions, config,
+        measurements, a checkpoint file) keeps its own target, so a group belongs to the runs
+        of every file it holds and the runs table and ``run_failures`` stay exact."""
+        members: dict[str, list[str]] = {}
+        alone: list[str] = []
+        owners: dict[str, set[str]] = {}
+        man = self.context.campaign.manifest
+        named = frozenset() if man is None else man.named
+        for target in targets:
+            group = folder_group(target)
+            if group != target and target not in named and group not in named:
+                # Neither is named by a record: both belong to the runs of their folder (two
+                # lookups instead of two sets of owners per file; 100,000 files, issue 29).
+                members.setdefault(group, []).append(target)
+                continue
+            if group not in owners:
+                owners[group] = self.runs_of(check, group)
+            if group != target and self.runs_of(check, target) == owners[group]:
+                members.setdefault(group, []).append(target)
+            else:
+                alone.append(target)
+        clash = set(alone) & members.keys()  # a file literally named "<folder>/*"
+        for group in sorted(members):
+            if group in clash:
+                alone += members.pop(group)
+            else:
+                self._members[(check.id, group)] = tuple(members[group])
+        return sorted({*alone, *members})
+
+
+def judge(context: Context) -> Judge:
+    """The engine's verdicts on a Context, made on first use."""
+    found = context.engine
+    return found if isinstance(found, Judge) else Judge(context)
+
+
 def pairs(
     context: Context, checks: Iterable[Check] | None = None
 ) -> list[tuple[Check, str | None]]:
@@ -105,18 +288,20 @@ def pairs(
     "plan": those judge a plan before renting, ``--itera-plan``)."""
     chosen = checks if checks is not None else (
         c for c in context.checks.values() if c.scope != "plan")
-    return [(check, target) for check in in_order(chosen) for target in context.targets(check)]
+    verdicts = judge(context)
+    return [(check, target) for check in in_order(chosen) for target in verdicts.targets(check)]
 
 
 def evaluate(context: Context, check: Check, target: str | None) -> Outcome:
     """One check on one target (computed once per Context: :meth:`Context.findings`)."""
-    context.targets(check)  # listed first (memoised): a folder target exists once they are
-    findings = context.findings(check.id, target)
-    advisories = context.advisories(check.id, target)
-    if target is not None and context.grouped(check.id, target):
+    verdicts = judge(context)
+    verdicts.targets(check)  # listed first (memoised): a folder target exists once they are
+    findings = verdicts.findings(check.id, target)
+    advisories = verdicts.advisories(check.id, target)
+    if target is not None and verdicts.grouped(check.id, target):
         return Outcome(check.id, target, check.scope, findings,
-                       context.failing_files(check.id, target),
-                       len(context.members(check.id, target)), advisories=advisories)
+                       verdicts.failing_files(check.id, target),
+                       len(verdicts.members(check.id, target)), advisories=advisories)
     not_judged, owners = _not_judged(context, check, target, findings)
     return Outcome(check.id, target, check.scope, findings, not_judged=not_judged,
                    owners=owners, advisories=advisories)
@@ -128,7 +313,6 @@ def evaluate(context: Context, check: Check, target: str | None) -> Outcome:
 OWNS_FILES = "files-intact"
 OWNS_MEASUREMENTS = "measurements-agree"
 OWNS_RELOADS, OWNS_ADAPTERS = "checkpoint-reloads", "adapter-pinned"
-_PATHS = re.compile(r"[^\s'\"(),;:?]+")
 
 
 def _not_judged(context: Context, check: Check, target: str | None,
@@ -152,8 +336,7 @@ def _not_judged(context: Context, check: Check, target: str | None,
     named: dict[str, tuple[str, str]] = {}  # path -> (owner item, what is wrong with it)
     me = item_name(check.id, target)
     for finding in findings:
-        text = " ".join(filter(None, (finding.where, finding.message, finding.found)))
-        paths = {p: causes[p] for p in _PATHS.findall(text)
+        paths = {p: causes[p] for p in finding.about()
                  if p in causes and item_name(*causes[p][:2]) != me}
         if not paths:
             return None, ()  # a finding of its own: the item fails
@@ -162,7 +345,7 @@ def _not_judged(context: Context, check: Check, target: str | None,
             if name in seen or name == me:
                 return None, ()  # a cycle: nobody else owns it
             above = _not_judged(context, context.checks[owner], owned,
-                                context.findings(owner, owned), seen | {me})
+                                judge(context).findings(owner, owned), seen | {me})
             if above[0] is not None:
                 return above
             named[path] = (name, why)
@@ -183,7 +366,7 @@ def _causes(context: Context) -> dict[str, tuple[str, str, str]]:
         out: dict[str, tuple[str, str, str]] = {}
         if OWNS_FILES in context.checks:
             # Each file's own item, or its folder's when files-intact has one per folder.
-            targets = frozenset(context.targets(context.checks[OWNS_FILES]))
+            targets = frozenset(judge(context).targets(context.checks[OWNS_FILES]))
             # An s3:// object the store would not give is absent from the copy too: its words.
             unreadable = context.stored.unreadable() if context.stored is not None else {}
             for f in man.files:
@@ -194,7 +377,7 @@ def _causes(context: Context) -> dict[str, tuple[str, str, str]]:
         if context.stored is not None:
             out.update(_left_in_store(context))
         if OWNS_MEASUREMENTS in context.checks:
-            targets = frozenset(context.targets(context.checks[OWNS_MEASUREMENTS]))
+            targets = frozenset(judge(context).targets(context.checks[OWNS_MEASUREMENTS]))
             for run in man.runs:
                 path = run.measurements
                 if path is None or path in out or run.id not in targets \

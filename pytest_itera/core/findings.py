@@ -21,6 +21,20 @@ class Finding:
     # A reading of human text (a sentence, a receipt's words, a label): it advises and does
     # not decide -- shown under the verdict, failing only under --itera-strict-text.
     advisory: bool = False
+    # The campaign files it is about (relative paths), where ``where`` does not say it (a
+    # finding placed in manifest.json about the file a record names): the engine hands a
+    # finding about a file another check owns to that check ("not judged"), never by
+    # reading the message.
+    subjects: tuple[str, ...] = ()
+
+    def about(self) -> tuple[str, ...]:
+        """The files it is about: its subjects, else the file its ``where`` places it in."""
+        if self.subjects:
+            return self.subjects
+        if self.where is None:
+            return ()
+        place = self.where.split(" ", 1)[0]
+        return (place.split(":", 1)[0],)
 
     def render(self) -> str:
         head = f"{self.where}: {self.message}" if self.where else self.message

@@ -32,7 +32,7 @@ from pytest_itera.checks.closure import (
     plain,
 )
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.engine import Outcome, evaluate, pairs
+from pytest_itera.checks.engine import Outcome, evaluate, judge, pairs
 from pytest_itera.checks.model import MetricHook, Options, ReloadHook, StopRuleHook, item_name
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -582,7 +582,7 @@ def read_ahead(session: pytest.Session) -> None:
             assert isinstance(item.parent, IteraManifest)
             # A folder item reads its files.
             wanted.setdefault(item.parent, []).extend(
-                item.parent.context.members(item.check.id, item.target))
+                judge(item.parent.context).members(item.check.id, item.target))
     for manifest, targets in wanted.items():
         manifest.context.read_ahead(targets, head_start.jobs())
 

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_itera.checks.closure import CHECK_KEY, PLAN_KEY, TARGET_KEY
 from pytest_itera.checks.context import Check
-from pytest_itera.checks.engine import evaluate, pairs
+from pytest_itera.checks.engine import evaluate, judge, pairs
 from pytest_itera.checks.model import item_name
 from pytest_itera.checks.plan import (
     JOURNAL_PATH,
@@ -78,7 +78,7 @@ class IteraPlan(ChecksFile):
         self.context.memo(JOURNAL_PATH, lambda: journal_beside(self.path))
         self.add_marker(MARKER)
         # A plan that did not load, or cannot be scheduled: one item, which says why.
-        only_valid = VALID in checks and bool(self.context.findings(VALID))
+        only_valid = VALID in checks and bool(judge(self.context).findings(VALID))
         chosen = [c for c in checks.values() if not only_valid or c.id == VALID]
         for check, target in pairs(self.context, chosen):
             yield IteraPlanItem.from_parent(

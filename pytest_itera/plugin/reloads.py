@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_itera.checks.engine import judge
 from pytest_itera.plugin.collect import (
     is_worker,
     registered_checks,
@@ -127,7 +128,7 @@ def reload_ahead(session: pytest.Session) -> None:
                          if t is not None and located(ctx, t))
     # While an item waits for a verdict, the later items that reload nothing are judged.
     for manifest, pairs in selected_pairs(session, lambda c: not c.reloads).items():
-        manifest.context.work_while_waiting(pairs)
+        judge(manifest.context).work_while_waiting(pairs)
 
 
 def _probe(config: pytest.Config) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_itera.checks.engine import judge
 from pytest_itera.checks.model import Options
 from tests.checks.prose.judging import advises_then_fails, judged
 from tests.checks.test_budget_checks import (
@@ -871,7 +872,7 @@ def budget_alone(root: Path) -> list[str]:
     checks = {c.id: c for c in (*budget_checks.CHECKS, *run_checks.CHECKS) if c.id in wanted}
     ctx = Context(load_campaign(root), Options(), checks)
     try:
-        return [f.render() for f in ctx.findings(CHECK)]
+        return [f.render() for f in judge(ctx).findings(CHECK)]
     finally:
         ctx.close()
 

@@ -23,6 +23,7 @@ from pytest_itera.checks.context import (
     blocked_by_contract,
     folder_group,
 )
+from pytest_itera.checks.engine import judge
 from pytest_itera.checks.reading import READER_NICENESS
 from pytest_itera.core.campaign import Campaign, load_campaign
 from pytest_itera.core.findings import Finding
@@ -232,10 +233,10 @@ def test_the_default_catalogue_is_the_shipped_one_loaded_once(root: Path) -> Non
 def test_findings_are_computed_once_per_check_and_target(root: Path) -> None:
     probe = Recorder(bad={"analysis.md"})
     ctx = context(root, check(probe, targets=listed))
-    first = ctx.findings("probe", "analysis.md")
+    first = judge(ctx).findings("probe", "analysis.md")
     assert first == (Finding("analysis.md is bad", where="analysis.md"),)
-    assert ctx.findings("probe", "analysis.md") is first
-    assert ctx.findings("probe", "RELOAD.md") == ()
+    assert judge(ctx).findings("probe", "analysis.md") is first
+    assert judge(ctx).findings("probe", "RELOAD.md") == ()
     assert probe.calls == ["analysis.md", "RELOAD.md"]
 
 
@@ -253,17 +254,17 @@ def test_an_advisory_is_kept_apart_from_what_decides_unless_text_is_strict(
     probe = Check("probe", "a probe", advising, scope="file", targets=lambda ctx: logs)
     ctx = context(root, probe, group_files_above=above)
     target = "logs/a.log" if above is None else "logs/*"
-    assert target in ctx.targets(probe)  # listed first, as the engine does
-    assert [f.code for f in ctx.findings("probe", target)] == ["probe.rule"]
-    assert [f.code for f in ctx.advisories("probe", target)] == \
+    assert target in judge(ctx).targets(probe)  # listed first, as the engine does
+    assert [f.code for f in judge(ctx).findings("probe", target)] == ["probe.rule"]
+    assert [f.code for f in judge(ctx).advisories("probe", target)] == \
         ["probe.words"] * (1 if above is None else len(logs))
     if above is None:
-        assert ctx.findings("probe", "logs/b.log") == ()  # an advisory alone passes
-        assert [f.code for f in ctx.advisories("probe", "logs/b.log")] == ["probe.words"]
+        assert judge(ctx).findings("probe", "logs/b.log") == ()  # an advisory alone passes
+        assert [f.code for f in judge(ctx).advisories("probe", "logs/b.log")] == ["probe.words"]
     strict = context(root, probe, options=Options(strict_text=True), group_files_above=above)
-    strict.targets(probe)
-    assert "probe.words" in {f.code for f in strict.findings("probe", target)}
-    assert strict.advisories("probe", target) == ()
+    judge(strict).targets(probe)
+    assert "probe.words" in {f.code for f in judge(strict).findings("probe", target)}
+    assert judge(strict).advisories("probe", target) == ()
 
 
 def test_targets_are_sorted_unique_and_listed_once(root: Path) -> None:
@@ -275,8 +276,8 @@ def test_targets_are_sorted_unique_and_listed_once(root: Path) -> None:
 
     probe = check(Recorder(), targets=targets)
     ctx = context(root, probe)
-    assert ctx.targets(probe) == ("a", "b", "c")
-    assert ctx.targets(probe) == ("a", "b", "c")
+    assert judge(ctx).targets(probe) == ("a", "b", "c")
+    assert judge(ctx).targets(probe) == ("a", "b", "c")
     assert asked == [1]
 
 
@@ -284,8 +285,8 @@ def test_a_campaign_scoped_check_has_one_target_none(root: Path) -> None:
     probe = Recorder()
     whole = check(probe, scope="campaign")
     ctx = context(root, whole)
-    assert ctx.targets(whole) == (None,)
-    assert ctx.findings("probe") == ()
+    assert judge(ctx).targets(whole) == (None,)
+    assert judge(ctx).findings("probe") == ()
     assert probe.calls == [None]
 
 
@@ -306,10 +307,10 @@ def test_a_check_needing_a_document_that_did_not_load_is_one_finding_not_a_run(
     probe = Recorder()
     blocked = check(probe, targets=listed, needs=needs)
     ctx = context(root, blocked)
-    assert ctx.targets(blocked) == (None,)
+    assert judge(ctx).targets(blocked) == (None,)
     expected = Finding(message, hint="fix the problems reported by the 'manifest' item first",
                        code="probe.not-evaluated")
-    assert ctx.findings("probe") == (expected,)
+    assert judge(ctx).findings("probe") == (expected,)
     assert blocked_by_contract(ctx.campaign, blocked) == expected
     assert probe.calls == []
 
@@ -320,7 +321,7 @@ def test_a_check_that_needs_nothing_runs_on_a_broken_campaign(root: Path) -> Non
     free = check(probe, scope="campaign", needs=frozenset())
     ctx = context(root, free)
     assert blocked_by_contract(ctx.campaign, free) is None
-    assert ctx.findings("probe") == ()
+    assert judge(ctx).findings("probe") == ()
     assert probe.calls == [None]
 
 
@@ -347,7 +348,7 @@ def test_above_the_threshold_files_group_by_folder_unless_a_run_names_them(root:
     logs = with_logs(root)
     probe = check(Recorder(), targets=lambda ctx: [*listed(ctx), *logs])
     ctx = context(root, probe, group_files_above=3)
-    assert ctx.targets(probe) == (
+    assert judge(ctx).targets(probe) == (
         "*",  # RELOAD.md and analysis.md: no run names them
         "configs/control.json", "configs/data-check.json", "configs/resume-check.json",
         "configs/variant-a.json",  # each names its run: kept alone
@@ -357,12 +358,12 @@ def test_above_the_threshold_files_group_by_folder_unless_a_run_names_them(root:
         "runs/resume-check/measurements.jsonl", "runs/variant-a/measurements.jsonl",
         "runs/variant-a/predictions.jsonl", "runs/variant-a/weights.pt",
     )
-    assert ctx.members("probe", "*") == ("RELOAD.md", "analysis.md")
-    assert ctx.members("probe", "logs/*") == tuple(logs)
-    assert ctx.members("probe", "configs/control.json") == ("configs/control.json",)
-    assert ctx.grouped("probe", "logs/*")
-    assert not ctx.grouped("probe", "configs/control.json")
-    assert not ctx.grouped("probe", None)
+    assert judge(ctx).members("probe", "*") == ("RELOAD.md", "analysis.md")
+    assert judge(ctx).members("probe", "logs/*") == tuple(logs)
+    assert judge(ctx).members("probe", "configs/control.json") == ("configs/control.json",)
+    assert judge(ctx).grouped("probe", "logs/*")
+    assert not judge(ctx).grouped("probe", "configs/control.json")
+    assert not judge(ctx).grouped("probe", None)
 
 
 @pytest.mark.parametrize(
@@ -376,17 +377,18 @@ def test_targets_stay_one_per_file_unless_a_file_check_exceeds_the_threshold(
     probe = check(Recorder(), scope=scope, targets=lambda ctx: [*listed(ctx), *logs])
     ctx = context(root, probe, group_files_above=above)
     assert len(listed(ctx)) + len(logs) == 19
-    assert ctx.targets(probe) == tuple(sorted([*listed(ctx), *logs]))
+    assert judge(ctx).targets(probe) == tuple(sorted([*listed(ctx), *logs]))
 
 
 def test_a_group_fails_with_its_failing_files_only(root: Path) -> None:
     logs = with_logs(root)
     probe = Recorder(bad={"logs/a.log", "logs/c.log"})
     ctx = context(root, check(probe, targets=lambda ctx: logs), group_files_above=2)
-    assert ctx.targets(ctx.checks["probe"]) == ("logs/*",)
+    assert judge(ctx).targets(ctx.checks["probe"]) == ("logs/*",)
     a, c = (Finding(f"{p} is bad", where=p) for p in ("logs/a.log", "logs/c.log"))
-    assert ctx.failing_files("probe", "logs/*") == (("logs/a.log", (a,)), ("logs/c.log", (c,)))
-    assert ctx.findings("probe", "logs/*") == (a, c)
+    failing = (("logs/a.log", (a,)), ("logs/c.log", (c,)))
+    assert judge(ctx).failing_files("probe", "logs/*") == failing
+    assert judge(ctx).findings("probe", "logs/*") == (a, c)
     assert sorted(c or "" for c in probe.calls) == logs  # each file checked once
 
 
@@ -394,9 +396,9 @@ def test_a_file_named_like_its_group_keeps_every_file_of_that_folder_alone(root:
     names = ["notes/*", "notes/a.md", "notes/b.md", "notes/c.md"]
     probe = check(Recorder(), targets=lambda ctx: names)
     ctx = context(root, probe, group_files_above=2)
-    assert ctx.targets(probe) == tuple(names)
-    assert not ctx.grouped("probe", "notes/*")
-    assert ctx.members("probe", "notes/*") == ("notes/*",)
+    assert judge(ctx).targets(probe) == tuple(names)
+    assert not judge(ctx).grouped("probe", "notes/*")
+    assert judge(ctx).members("probe", "notes/*") == ("notes/*",)
 
 
 # ------------------------------------------------------------------ runs
@@ -409,12 +411,12 @@ def test_run_failures_are_the_failing_targets_a_run_owns(root: Path) -> None:
                  targets=lambda ctx: ["control", "data-check", "variant-a"])
     whole = check(Recorder(), id="whole", scope="campaign")
     ctx = context(root, files, runs, whole)
-    assert ctx.run_failures("control") == [
+    assert judge(ctx).run_failures("control") == [
         ("files", "runs/control/predictions.jsonl"), ("runs", "control")]
-    assert ctx.run_failures("variant-a") == [("runs", "variant-a")]
-    assert ctx.run_failures("data-check") == []
-    assert ctx.run_failures("never-ran") == []
-    assert ctx.runs_of(files, CONTROL_CKPT) == {"control"}
+    assert judge(ctx).run_failures("variant-a") == [("runs", "variant-a")]
+    assert judge(ctx).run_failures("data-check") == []
+    assert judge(ctx).run_failures("never-ran") == []
+    assert judge(ctx).runs_of(files, CONTROL_CKPT) == {"control"}
 
 
 # ------------------------------------------------------------------ paths
@@ -599,14 +601,14 @@ def test_while_a_verdict_is_awaited_the_later_checks_are_judged(root: Path) -> N
         pairs: list[tuple[str, str | None]] = [("boom", None)]
         pairs += [("probe", target) for target in listed(ctx)]
         ctx.reload_ahead([CONTROL_CKPT])
-        ctx.work_while_waiting(pairs)
+        judge(ctx).work_while_waiting(pairs)
         assert ctx.reload(CONTROL_CKPT, "torch").ok
         assert run.calls == [target for _, target in pairs[1:]]
-        assert all(ctx.findings("probe", target) == () for _, target in pairs[1:])
+        assert all(judge(ctx).findings("probe", target) == () for _, target in pairs[1:])
         assert len(run.calls) == len(pairs) - 1  # the items ask again: computed once
         with pytest.raises(RuntimeError, match="a plugin bug"):
-            ctx.findings("boom", None)
-        ctx.work_while_waiting([("probe", "another")])
+            judge(ctx).findings("boom", None)
+        judge(ctx).work_while_waiting([("probe", "another")])
         assert ctx.reload("runs/variant-a/weights.pt", "torch").ok  # not ahead: no work first
         assert "another" not in run.calls
 

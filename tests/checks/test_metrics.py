@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.common.scoring import accuracy
+from pytest_itera.checks.engine import judge
 from pytest_itera.checks.metrics import CHECKS as METRIC_CHECKS
 from pytest_itera.checks.runs import CHECKS as RUN_CHECKS
 from pytest_itera.core.campaign import load_campaign
@@ -98,7 +99,7 @@ def findings(root: Path, check: str, target: str | None = None,
     registry = {c.id: c for c in (*RUN_CHECKS, *METRIC_CHECKS)}
     context = Context(load_campaign(root), options or Options(), registry)
     try:
-        return context.findings(check, target)
+        return judge(context).findings(check, target)
     finally:
         context.close()
 

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 
 from pytest_itera import strategies as its
 from pytest_itera.checks import Context, Options
+from pytest_itera.checks.engine import judge
 from pytest_itera.checks.schedule import CHECKS
 from pytest_itera.core.campaign import load_campaign
 from tests.factory import CampaignBuilder
@@ -300,7 +301,7 @@ def reserved_findings(campaign: CampaignBuilder, reserved: float) -> list[str]:
     campaign.manifest["schedule"]["steps"].append({"id": "train-extra", "observed_hours": 6})
     campaign.manifest["schedule"]["reserved_hours"] = reserved
     ctx = Context(load_campaign(campaign.write()), Options(), {c.id: c for c in CHECKS})
-    return [f.render().splitlines()[0] for f in ctx.findings(PVA)
+    return [f.render().splitlines()[0] for f in judge(ctx).findings(PVA)
             if f.code in ("plan-vs-actual.reserved-hours",
                           "plan-vs-actual.observed-over-reserved")]
 
@@ -533,4 +534,4 @@ def test_every_self_consistent_generated_plan_fits(plan: dict[str, Any]) -> None
         (root / "plan.json").write_text(json.dumps(plan))
         ctx = Context(load_campaign(root), Options(), {c.id: c for c in CHECKS})
         assert ctx.campaign.plan is not None, ctx.campaign.errors
-        assert [f.render() for f in ctx.findings("schedule-fits")] == []
+        assert [f.render() for f in judge(ctx).findings("schedule-fits")] == []

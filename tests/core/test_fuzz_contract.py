@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_itera.checks import Check, Context, Options
+from pytest_itera.checks.engine import judge
 from pytest_itera.checks.model import FAMILIES
 from pytest_itera.core.campaign import _fast_validator, _validator, load_campaign, validate
 from pytest_itera.reload import Reloader
@@ -104,9 +105,9 @@ def evaluate(root: Path, reloader: Reloader) -> dict[tuple[str, str | None], tup
                   reloader_factory=lambda: reloader, close_reloader=False)
     try:
         return {
-            (check.id, target): tuple(f.render() for f in ctx.findings(check.id, target))
+            (check.id, target): tuple(f.render() for f in judge(ctx).findings(check.id, target))
             for check in checks.values()
-            for target in ctx.targets(check)
+            for target in judge(ctx).targets(check)
         }
     finally:
         ctx.close()

@@ -21,6 +21,7 @@ from pytest_itera import report
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks import contract as contract_family
 from pytest_itera.checks import files as files_family
+from pytest_itera.checks.engine import judge
 from pytest_itera.core.campaign import load_campaign
 from tests.factory import CampaignBuilder, expect
 from tests.runner import BEFORE_WORKERS, SAME_REPORT, Itera, only_xdist
@@ -75,9 +76,10 @@ def test_run_ownership_matches_the_checks_context(tmp_path: Path) -> None:
     manifest = ctx.campaign.manifest
     compared = 0
     for check in checks.values():
-        for target in ctx.targets(check):
+        for target in judge(ctx).targets(check):
             if target is not None:
-                assert report.runs_of(manifest, check.scope, target) == ctx.runs_of(check, target)
+                owners = judge(ctx).runs_of(check, target)
+                assert report.runs_of(manifest, check.scope, target) == owners
                 compared += 1
     assert compared > 20
     adapter_file = "runs/control/adapter/adapter_config.json"

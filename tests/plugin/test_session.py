@@ -29,6 +29,7 @@ from pytest_itera.checks.closure import (
     WaiverFacts,
     item_properties,
 )
+from pytest_itera.checks.engine import judge
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.plugin.collect import IteraCheckItem
 from pytest_itera.plugin.options import build_settings
@@ -299,10 +300,10 @@ def test_each_waiver_is_an_item_of_the_campaigns_it_applies_to(
     from pytest_itera.checks import Context, Options
 
     ctx = Context(load_campaign(campaign.root), Options(), {"waiver": check})
-    assert ctx.targets(check) == ("1-files-intact", "2-no-empty-files")
+    assert judge(ctx).targets(check) == ("1-files-intact", "2-no-empty-files")
     session.universe[str(campaign.root)] = {("no-empty-files", "")}
-    assert ctx.findings("waiver", "2-no-empty-files") == ()
-    unmatched, = ctx.findings("waiver", "1-files-intact")
+    assert judge(ctx).findings("waiver", "2-no-empty-files") == ()
+    unmatched, = judge(ctx).findings("waiver", "1-files-intact")
     assert unmatched.message == ("waiver #1 matches no item of campaign tiny-2026-11: check "
                                  "'files-intact', target 'nothing-matches'")
 

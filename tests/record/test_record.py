@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pytest_itera.checks.engine import judge
 from pytest_itera.cli import plan_skeleton
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.files.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
@@ -993,7 +994,7 @@ def record_two_lots(root: Path, window: int, steps: list[dict[str, Any]]) -> dic
               conclusion={"meets_threshold": [], "text": "Negative result."})
     ctx = Context(load_campaign(root), Options(), {c.id: c for c in CHECKS})
     schedule: dict[str, Any] = json.loads(rec.path("manifest.json").read_text())["schedule"]
-    return {"findings": [f.render() for f in ctx.findings("plan-vs-actual")], **schedule}
+    return {"findings": [f.render() for f in judge(ctx).findings("plan-vs-actual")], **schedule}
 
 
 def test_two_lots_overlapping_by_a_few_hours_reserve_the_union_of_their_windows(
@@ -1038,7 +1039,7 @@ def test_a_gap_between_two_lots_is_not_reserved(tmp_path: Path) -> None:
     manifest["schedule"]["reserved_hours"] = 152  # the gap counted
     (root / "manifest.json").write_text(json.dumps(manifest))
     ctx = Context(load_campaign(root), Options(), {c.id: c for c in CHECKS})
-    assert [f.render().splitlines()[:3] for f in ctx.findings("plan-vs-actual")] == [[
+    assert [f.render().splitlines()[:3] for f in judge(ctx).findings("plan-vs-actual")] == [[
         "manifest.json $.schedule.reserved_hours: reserved_hours is 152 h: neither the plan's "
         "160 h window nor the engaged lots' 144 h", "    expected: 144 h or 160 h",
         "    found:    152 h"]]

@@ -884,7 +884,7 @@ def count_accepted(ctx: Context, man: Manifest) -> Count:
     assert plan is not None
     contents = corpus_contents(plan)
     coverage = ctx.checks.get(COVERAGE_CHECK)
-    covered = set(ctx.targets(coverage)) if coverage is not None else set()
+    covered = set(ctx.verdicts.targets(coverage)) if coverage is not None else set()
     deliveries: list[Delivery] = []
     excluded: list[Excluded] = []
     labels: set[str] = set()
@@ -900,9 +900,9 @@ def count_accepted(ctx: Context, man: Manifest) -> Count:
             excluded.append(Excluded(run.id, corpus))
             continue
         named.add(contents[corpus.id].sha256)
-        failures = ctx.run_failures(run.id)
+        failures = ctx.verdicts.run_failures(run.id)
         if failures:
-            first = ctx.findings(*failures[0])
+            first = ctx.verdicts.findings(*failures[0])
             failed = ", ".join(f"{check}[{target}]" for check, target in failures)
             excluded.append(Excluded(
                 run.id, f"failed {failed}: {first[0].message if first else '?'}"))

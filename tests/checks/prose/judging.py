@@ -8,6 +8,7 @@ import functools
 from dataclasses import dataclass, replace
 
 from pytest_itera.checks.context import Context
+from pytest_itera.checks.engine import judge
 from pytest_itera.checks.model import Options
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.findings import Finding
@@ -45,7 +46,8 @@ def judged(campaign: CampaignBuilder, check: str, *, strict: bool = False,
     context = Context(load_campaign(campaign.root), settings, builtin_checks(),
                       reloader_factory=_reloader, close_reloader=False)
     try:
-        return Judged(context.findings(check), context.advisories(check))
+        verdicts = judge(context)
+        return Judged(verdicts.findings(check), verdicts.advisories(check))
     finally:
         context.close()
 
