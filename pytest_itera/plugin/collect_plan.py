@@ -19,13 +19,9 @@ from pytest_itera.checks.closure import CHECK_KEY, PLAN_KEY, TARGET_KEY
 from pytest_itera.checks.context import Check
 from pytest_itera.checks.engine import evaluate, judge, pairs
 from pytest_itera.checks.model import item_name
-from pytest_itera.checks.plan import (
-    JOURNAL_PATH,
-    PLAN_PATH,
-    journal_beside,
-    read_journal,
-    summary_lines,
-)
+from pytest_itera.checks.plan.gate import JOURNAL_PATH, PLAN_PATH
+from pytest_itera.checks.plan.journal import journal_beside, read_journal
+from pytest_itera.checks.plan.summary import summary_lines
 from pytest_itera.core.campaign import PLAN_FILE, load_plan
 from pytest_itera.plugin.collect import (
     MARKER,

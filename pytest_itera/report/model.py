@@ -13,7 +13,7 @@ from pytest_itera.checks.closure import FindingFacts, ReloadFacts, WaiverFacts
 from pytest_itera.checks.context import Context
 from pytest_itera.checks.model import Options
 from pytest_itera.checks.runs import CONCLUSION
-from pytest_itera.checks.schedule import deviation_tolerance
+from pytest_itera.checks.schedule.plan_vs_actual import deviation_tolerance
 from pytest_itera.core import money
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import MANIFEST_FILE, Campaign, Manifest

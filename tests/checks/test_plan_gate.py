@@ -275,7 +275,7 @@ def test_a_truncation_rule_that_contradicts_its_corpus_entry_fails_plan_valid(
 
 def test_the_summary_says_which_hours_run_off_the_lot(tmp_path: Path) -> None:
     """78 h in the window but 74 h on the lot: the 4 h of preparation come before the lot."""
-    from pytest_itera.checks.plan import summary_lines
+    from pytest_itera.checks.plan.summary import summary_lines
     from pytest_itera.core.campaign import load_campaign
     from pytest_itera.core.money import example_catalogue
     from tests.factory import CampaignBuilder

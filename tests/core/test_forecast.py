@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.checks.plan import read_journal
+from pytest_itera.checks.plan.journal import read_journal
 from pytest_itera.core.campaign import load_plan
 from pytest_itera.core.schedule import forecast
 from tests.factory import expect, tree_digest

@@ -1,4 +1,12 @@
-"""TODO docstring."""
+"""The schedule-fits rule: a plan's schedule fits its window and its lots, end to end (R3,
+R4, R6), with its finding kinds (:data:`SCHEDULE_FITS_KINDS`).
+
+Two families apply it: the schedule family's schedule-fits on a closed campaign, and the
+plan gate's plan-schedule-fits and plan-forecast (re-coded under their ids) on a plan judged
+alone or re-forecast from the journal. An overflowing window or lot is told both ways out:
+the cheapest catalogue lot that covers the span (``Context.catalogue()``, the catalogue in
+force) and the reduced protocol that fits. Stated hours may be rounded to the hundredth.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 
 from pytest_itera.checks.context import Context
+from pytest_itera.checks.model import Kind
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -479,3 +488,70 @@ def catalogue_of(ctx: Context) -> Catalogue | str:
     found = ctx.catalogue()
     return found if isinstance(found, Catalogue) else f"{found}, so no catalogue lot can be " \
         "suggested"
+
+
+SCHEDULE_FITS_KINDS: dict[str, Kind] = {
+    "schedule-fits.missing-kind": Kind(
+        rule="the schedule has no step of a required kind (setup, data load, validation, "
+        "checkpoint save and restore, outputs, retrieval)",
+        fix="schedule the whole campaign, not only training"),
+    "schedule-fits.zero-hours-kind": Kind(
+        rule="the schedule plans 0 h for a required step kind",
+        fix="plan the real cost of the step kind on the rented machine"),
+    "schedule-fits.retrieval-order": Kind(
+        rule="the retrieval step does not come (through 'after') after every output and "
+        "checkpoint step",
+        fix="add the missing steps to the 'after' of the retrieval step (directly or "
+        "through a step it waits for)"),
+    "schedule-fits.restore-order": Kind(
+        rule="a checkpoint restore step does not come (through 'after') after a checkpoint save",
+        fix="add the save step to the restore's 'after'"),
+    "schedule-fits.unknown-lot": Kind(
+        rule="a step runs on a lot the budget does not have",
+        fix="name a lot of plan.json budget.lots"),
+    "schedule-fits.lotless-step": Kind(
+        rule="a GPU step names no lot while the plan rents several",
+        fix="name the lot whose machine runs the step"),
+    "schedule-fits.unknown-run": Kind(
+        rule="a step serves a run the plan does not have",
+        fix="name a run of plan.json runs"),
+    "schedule-fits.v1-runs-unproven": Kind(
+        rule="an itera-plan/1 plan's training steps name no run: one run on two resources at "
+        "once cannot be ruled out",
+        fix="re-close the campaign with itera-plan/2 and itera-manifest/2, naming each "
+        "training step's run"),
+    "schedule-fits.training-without-run": Kind(
+        rule="a training step names no run",
+        fix="name the run each training step serves (steps[].run)"),
+    "schedule-fits.lot-capacity": Kind(
+        rule="a lot's steps use more GPU resources than it provides (gpus_per_lot x quantity)",
+        fix="run the lot's steps on the GPUs it has, or engage a lot with more GPUs"),
+    "schedule-fits.lot-not-engaged": Kind(
+        rule="a machine step ran on a lot the manifest does not engage (budget.lots)",
+        fix="record the lot as engaged (and its price in the rental), or correct the step's lot"),
+    "schedule-fits.not-computable": Kind(
+        rule="the schedule cannot be computed (a dependency cycle, or a step waiting for an "
+        "unknown step)",
+        fix="fix the steps' 'after' lists and their order on each resource"),
+    "schedule-fits.run-overlap": Kind(
+        rule="one run's steps are on two resources at once in the computed schedule",
+        fix="chain the run's steps with 'after': two lots never shorten one run"),
+    "schedule-fits.checkpoint-interval": Kind(
+        rule="the checkpoint save interval plus the save's cost exceeds the tolerable loss",
+        fix="save more often, or state a larger tolerable loss"),
+    "schedule-fits.sequential-hours": Kind(
+        rule="the stated sequential_hours is not the computed makespan",
+        fix="state the computed makespan"),
+    "schedule-fits.uncommitted-hours": Kind(
+        rule="the stated uncommitted_hours is not the window minus the computed makespan",
+        fix="state the window minus the computed makespan"),
+    "schedule-fits.window": Kind(
+        rule="the schedule's makespan exceeds the window",
+        fix="reduce the protocol (drop an optional variant), or plan a longer window"),
+    "schedule-fits.retrieval-after-window": Kind(
+        rule="results are retrieved after the window closes",
+        fix="move retrieval earlier, or shorten what precedes it"),
+    "schedule-fits.lot-overflow": Kind(
+        rule="the steps on a lot span more than its duration",
+        fix="rent the cheapest lot that covers the span, or reduce the protocol"),
+}

@@ -46,13 +46,14 @@ from itertools import pairwise
 from pathlib import Path
 
 from pytest_itera.checks.context import Context
+from pytest_itera.checks.model import Kind
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Manifest, Plan, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.core.schedule import as_hours, hours_text
 
-CHECK = "plan-vs-actual"
+CHECK_ID = "plan-vs-actual"
 _SHOWN = 5  # overlaps shown one by one; the rest are counted
 _MAX_JOURNAL_LINE = 1024 * 1024  # a checkpoint event is a few hundred bytes
 
@@ -167,7 +168,7 @@ def ends_after_starts(man: Manifest) -> Iterator[Finding]:
                 expected=f"at or after {_at(run.started_at)}", found=_at(run.ended_at),
                 hint="record the moments the run really started and ended (UTC, with their "
                 "zone): the recorder writes them at start() and at its outcome",
-                code=f"{CHECK}.end-before-start")
+                code=f"{CHECK_ID}.end-before-start")
 
 
 def closed_last(man: Manifest, saves: Saves) -> Iterator[Finding]:
@@ -188,7 +189,7 @@ def closed_last(man: Manifest, saves: Saves) -> Iterator[Finding]:
             hint="a campaign is closed after everything it records: record the moment the "
             "manifest was really written (the recorder's close() does), or correct the "
             "moment recorded after it",
-            code=f"{CHECK}.closed-before")
+            code=f"{CHECK_ID}.closed-before")
 
 
 # --------------------------------------------------------------------- GPU overlaps
@@ -236,10 +237,10 @@ def gpu_overlaps(plan: Plan, recorded: Sequence[Span]) -> Iterator[Finding]:
             hint="record when each run really started and ended; runs that trained at the "
             f"same time name different GPUs in {PLAN_FILE} $.schedule.steps[].resource, on "
             "lots that provide them (gpus_per_lot x quantity)",
-            code=f"{CHECK}.gpu-overlap")
+            code=f"{CHECK_ID}.gpu-overlap")
     if len(pairs) > _SHOWN:
         yield Finding(f"... and {len(pairs) - _SHOWN} more pairs of runs overlap on a GPU",
-                      where=f"{MANIFEST_FILE} $.runs", code=f"{CHECK}.gpu-overlap")
+                      where=f"{MANIFEST_FILE} $.runs", code=f"{CHECK_ID}.gpu-overlap")
 
 
 # ------------------------------------------------------- runs in the plan's order
@@ -275,7 +276,7 @@ def runs_in_step_order(plan: Plan, recorded: Sequence[Span], rounding: Decimal
                 hint="record when each run really started and ended; work done in another "
                 f"order than planned is a deviation: explain it in {MANIFEST_FILE} "
                 "$.schedule.deviations and keep the recorded times true (never reorder them)",
-                code=f"{CHECK}.run-order")
+                code=f"{CHECK_ID}.run-order")
 
 
 def runs_within_lots(plan: Plan, recorded: Sequence[Span], rounding: Decimal
@@ -305,7 +306,7 @@ def runs_within_lots(plan: Plan, recorded: Sequence[Span], rounding: Decimal
             found=_h(span),
             hint="a lot is rented for its days: record the runs' real start and end, and "
             "engage (and pay) the lot that covered the work past its end",
-            code=f"{CHECK}.lot-recorded-span")
+            code=f"{CHECK_ID}.lot-recorded-span")
 
 
 # ----------------------------------------------------------- span vs observed hours
@@ -350,7 +351,7 @@ def span_fits_steps(
             hint="the run's recorded start and end and its steps' observed hours must tell the "
             f"same story: record the steps' real observed hours in {MANIFEST_FILE} "
             "$.schedule.steps (explaining the deviation), or the run's real start and end",
-            code=f"{CHECK}.run-span")
+            code=f"{CHECK_ID}.run-span")
 
 
 # ------------------------------------------------------------ checkpoint save times
@@ -440,7 +441,7 @@ def saves_after_starts(recorded: Sequence[Span], saves: Saves) -> Iterator[Findi
             f"$.runs[{span.index}].started_at)", found=_at(save.at),
             hint="a checkpoint is saved by its own run while it runs: list the run that "
             "really saved it, or record the run's real start",
-            code=f"{CHECK}.save-before-start")
+            code=f"{CHECK_ID}.save-before-start")
 
 
 def saves_during_other_runs(plan: Plan, recorded: Sequence[Span],
@@ -473,10 +474,10 @@ def saves_during_other_runs(plan: Plan, recorded: Sequence[Span],
             hint="record when each run really started and ended, and list each checkpoint "
             "under the run that saved it; runs that trained at the same time name different "
             f"GPUs in {PLAN_FILE} $.schedule.steps[].resource",
-            code=f"{CHECK}.save-during-run")
+            code=f"{CHECK_ID}.save-during-run")
     if shown > _SHOWN:
         yield Finding(f"... and {shown - _SHOWN} more checkpoint saves timed during another "
-                      "run on the same GPU", where=JOURNAL_FILE, code=f"{CHECK}.save-during-run")
+                      "run on the same GPU", where=JOURNAL_FILE, code=f"{CHECK_ID}.save-during-run")
 
 
 def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterator[Finding]:
@@ -488,7 +489,7 @@ def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterat
             where=f"{JOURNAL_FILE}:{line}",
             hint="the recorder writes each save's moment as an ISO-8601 UTC timestamp; "
             "restore the journal as it was written",
-            code=f"{CHECK}.save-times-unproven")
+            code=f"{CHECK_ID}.save-times-unproven")
     by_run: dict[str, list[Save]] = {}
     for save in saves.timed:
         by_run.setdefault(save.run, []).append(save)
@@ -510,7 +511,7 @@ def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterat
                 expected="each checkpoint event with its 'at'",
                 hint="journal every save of the run with the moment it happened ('at', an "
                 "ISO-8601 UTC timestamp), or none of them",
-                code=f"{CHECK}.save-times-unproven")
+                code=f"{CHECK_ID}.save-times-unproven")
     for run, timed in sorted(by_run.items()):
         ordered = sorted(timed, key=lambda s: (s.at, s.line))
         for before, after in pairwise(ordered):
@@ -529,4 +530,53 @@ def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterat
                 found=_h(gap),
                 hint="save more often (checkpoint_policy.interval_hours): a crash between these "
                 "saves would have lost more work than the plan accepts",
-                code=f"{CHECK}.save-interval")
+                code=f"{CHECK_ID}.save-interval")
+
+
+TIMELINE_KINDS: dict[str, Kind] = {
+    f"{CHECK_ID}.end-before-start": Kind(
+        rule="a run's recorded ended_at comes before its started_at",
+        fix="record the moments the run really started and ended (UTC, with their zone)"),
+    f"{CHECK_ID}.closed-before": Kind(
+        rule="closed_at comes before a moment the campaign records (a run's start, end or "
+        "stop, a decision, a journaled checkpoint save)",
+        fix="record the moment the manifest was really written, or correct the moment "
+        "recorded after it"),
+    f"{CHECK_ID}.gpu-overlap": Kind(
+        rule="two runs whose planned steps name the same GPU resource overlap in their "
+        "recorded times",
+        fix="record when each run really started and ended; runs trained at the same time "
+        "name different GPUs"),
+    f"{CHECK_ID}.run-order": Kind(
+        rule="a run whose planned steps all come after another run's started before that "
+        "run's recorded end",
+        fix="record the real start and end; explain work done in another order in "
+        "schedule.deviations"),
+    f"{CHECK_ID}.lot-recorded-span": Kind(
+        rule="the runs on one lot were recorded, first start to last end, over more than "
+        "the lot's days",
+        fix="record the runs' real start and end, and engage (and pay) the lot that covered "
+        "the work past its end"),
+    f"{CHECK_ID}.run-span": Kind(
+        rule="a run's recorded span, less its interruptions, exceeds its steps' observed "
+        "hours plus the tolerance",
+        fix="record the steps' real observed hours (explaining the deviation), or the run's "
+        "real start and end"),
+    f"{CHECK_ID}.save-before-start": Kind(
+        rule="the journal times a checkpoint save before its run's recorded start",
+        fix="list the run that really saved the checkpoint, or record the run's real start"),
+    f"{CHECK_ID}.save-during-run": Kind(
+        rule="the journal times a checkpoint save inside another run's recorded span on the "
+        "same GPU",
+        fix="record when each run really started and ended, and list each checkpoint under "
+        "the run that saved it"),
+    f"{CHECK_ID}.save-times-unproven": Kind(
+        rule="the journal times some checkpoint saves but not all (or unreadably): the save "
+        "interval cannot be proven",
+        fix="journal every save with the moment it happened ('at', ISO-8601 UTC), or none "
+        "of them"),
+    f"{CHECK_ID}.save-interval": Kind(
+        rule="consecutive checkpoint saves of a run are further apart than the plan's "
+        "tolerable_loss_hours",
+        fix="save more often (checkpoint_policy.interval_hours)"),
+}
