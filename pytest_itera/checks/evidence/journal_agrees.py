@@ -38,8 +38,10 @@ it holds must agree with the manifest and the files: a contradiction names the j
 - a plan that says ``"recorded": true`` (the recorder freezes it so) commits the campaign to
   its journal: a journal missing, unchained or cut short of its closure is refused.
 
-The journal is streamed line by line (memory grows with the runs, files and saves, not with
-the logged points). A line that cannot be read is said, never skipped silently.
+The journal is streamed once by :mod:`.journal_facts` (memory grows with the runs, files and
+saves, not with the logged points); the findings on the journal as a file (missing, chain,
+pins, closure cut off) are :mod:`.journal_chain`'s. A line that cannot be read is said, never
+skipped silently.
 """
 
 from __future__ import annotations

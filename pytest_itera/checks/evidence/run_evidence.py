@@ -19,6 +19,7 @@ SHOWN = 5  # problems of an unreadable file shown one by one
 
 
 def planned_role(plan: Plan, run_id: str) -> str | None:
+    """The role the plan gives the run (data_check, resume_check, ...), or None if unplanned."""
     planned = plan.run(run_id)
     return planned.role if planned is not None else None
 
@@ -42,6 +43,7 @@ def run_measurements(ctx: Context, run: RunRecord) -> Measurements | str:
 
 
 def measurements_hint(run: RunRecord) -> str:
+    """What to do when the run's measurements are missing, or cannot be read."""
     if run.measurements is None:
         return ("record the run's measurements file: its series, final metrics and checked "
                 f"inputs (RunRecorder writes runs/{run.id}/measurements.jsonl; {CONTRACT})")
