@@ -31,7 +31,7 @@ from _pytest.mark.expression import Expression
 from pytest_itera.checks import engine as run
 from pytest_itera.checks.artifacts import informational
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.evidence import not_evaluated
+from pytest_itera.checks.evidence.stop_rules_applied import not_evaluated
 from pytest_itera.checks.model import FAMILIES, Options, item_name
 from pytest_itera.core.campaign import MANIFEST_FILE, load_campaign
 from pytest_itera.plugin.collect import MARKER, file_item_names, keyword_match

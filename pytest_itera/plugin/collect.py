@@ -641,7 +641,7 @@ def _metric_hook(config: pytest.Config) -> MetricHook | None:
 
 def print_not_evaluated(terminalreporter: Any, config: pytest.Config) -> None:
     """Say which stop rules were not evaluated (kind 'other'): a rule never passes silently."""
-    from pytest_itera.checks.evidence import not_evaluated
+    from pytest_itera.checks.evidence.stop_rules_applied import not_evaluated
 
     settings = config.stash.get(settings_key, None)
     if settings is None or not settings.active or is_worker(config):

@@ -20,7 +20,7 @@ from typing import Any
 from pytest_itera.checks.budget import corpus_contents, delivered_corpus
 from pytest_itera.checks.common.measured import judged_metrics, meets
 from pytest_itera.checks.context import Context
-from pytest_itera.checks.evidence import (
+from pytest_itera.checks.evidence.resume import (
     aligned,
     resume_reference,
     resume_verdict,

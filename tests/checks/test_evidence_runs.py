@@ -274,7 +274,7 @@ def test_a_hook_judges_a_custom_rule(itera: Itera, pytester: Pytester, campaign:
     campaign.measurements["variant-a"][1]["grad_norm"] = 50.0
     campaign.write()
     pytester.makeconftest('''
-from pytest_itera.checks.evidence import RuleVerdict
+from pytest_itera.checks.stop_rules import RuleVerdict
 
 def pytest_itera_stop_rule(rule, run, measurements, campaign, config):
     if rule.kind != "other":

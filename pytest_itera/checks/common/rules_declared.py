@@ -1,4 +1,11 @@
-"""TODO docstring."""
+"""rules-declared: the stop rules are written in the plan before the trials (R5), each with
+its own id and usable parameters, and a pilot is followed by a decision point (R2).
+
+It lives in ``checks/common`` because two families apply it: the evidence family judges a
+closed campaign with it, and the plan gate (``plan-frozen-ready``) refuses to freeze a plan
+that breaks it, under its own ids (:func:`pytest_itera.core.findings.recoded`). Its
+:data:`KINDS` are the meaning of the codes it builds, for both.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pytest_itera.checks.context import Context
+from pytest_itera.checks.model import Kind
 from pytest_itera.checks.stop_rules import (
     rule_parameters_problem,
 )
@@ -20,6 +28,26 @@ from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank
 
 CONTRACT = "docs/contract-v2.md"
+
+KINDS: dict[str, Kind] = {
+    "rules-declared.no-rules": Kind(
+        rule="the plan declares no stop rule (stop_rules is empty)",
+        fix="declare the stop rules in plan.json before the trials, e.g. a non_finite_loss rule "
+        "on the loss series"),
+    "rules-declared.repeated-id": Kind(
+        rule="two stop rules of the plan share one id",
+        fix="a stopped run cites its rule by id: give each rule its own id"),
+    "rules-declared.parameters": Kind(
+        rule="a stop rule's parameters cannot be evaluated (unusable, or an itera-plan/1 rule's "
+        "free-form parameters)",
+        fix="write the parameters the contract gives for the rule's kind (itera-plan/2)"),
+    "rules-declared.unknown-resume-check": Kind(
+        rule="a no_resume rule names as its resume check a run that is not a planned resume check",
+        fix="name a planned run with role resume_check"),
+    "rules-declared.no-decision-point": Kind(
+        rule="the plan has a pilot but fixes no decision point after it",
+        fix="write decision.point, or a schedule step of kind 'decision' after the pilot's steps"),
+}
 
 
 _EXAMPLES = {

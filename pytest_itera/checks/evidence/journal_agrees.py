@@ -38,171 +38,44 @@ it holds must agree with the manifest and the files: a contradiction names the j
 - a plan that says ``"recorded": true`` (the recorder freezes it so) commits the campaign to
   its journal: a journal missing, unchained or cut short of its closure is refused.
 
-The journal is streamed line by line (memory grows with the runs, files and saves, not with
-the logged points). A line that cannot be read is said, never skipped silently.
+The journal is streamed once by :mod:`.journal_facts` (memory grows with the runs, files and
+saves, not with the logged points); the findings on the journal as a file (missing, chain,
+pins, closure cut off) are :mod:`.journal_chain`'s. A line that cannot be read is said, never
+skipped silently.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from pytest_itera.checks.context import Context
+from pytest_itera.checks.context import Check, Context
+from pytest_itera.checks.evidence.journal_chain import chain_findings, no_journal
+from pytest_itera.checks.evidence.journal_facts import (
+    Event,
+    JournalFacts,
+    at,
+    is_number,
+    read_journal_facts,
+)
+from pytest_itera.checks.model import Kind
 from pytest_itera.core.campaign import MANIFEST_FILE, Manifest, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
-from pytest_itera.core.journal import JOURNAL_FILE, is_played, line_digest, manifest_digest
+from pytest_itera.core.journal import JOURNAL_FILE, manifest_digest
 from pytest_itera.files import measurements
 
-__all__ = ["JournalFacts", "journal_agrees", "journal_listed", "read_journal_facts"]
+__all__ = ["CHECK", "KINDS", "journal_agrees", "journal_listed"]
 
-CHECK = "journal-agrees"
-_MAX_LINE = 1024 * 1024  # an event is a few hundred bytes; a log line a few more
+CHECK_ID = "journal-agrees"
 _ROUNDING = Decimal("0.01")  # the manifest's observed hours may be rounded to it
-_OUTCOMES = {"accepted": "accepted", "stopped": "stopped", "rejected": "rejected"}
-
-
-@dataclass
-class Event:
-    """One journaled fact and the line that holds it."""
-
-    line: int
-    facts: dict[str, Any]
-
-
-@dataclass
-class JournalFacts:
-    """What a streamed journal says, the last word of each kind (with its line)."""
-
-    unreadable: list[tuple[int, str]] = field(default_factory=list)
-    started: dict[str, Event] = field(default_factory=dict)  # the first run-start
-    outcome: dict[str, Event] = field(default_factory=dict)
-    metrics: dict[tuple[str, str], tuple[int, Any]] = field(default_factory=dict)
-    predictions: dict[str, Event] = field(default_factory=dict)
-    saves: dict[str, Event] = field(default_factory=dict)  # path -> its last save
-    by_content: dict[str, list[Event]] = field(default_factory=dict)  # sha256 -> saves
-    resumed: dict[str, Event] = field(default_factory=dict)
-    hours: dict[str, tuple[int, Decimal]] = field(default_factory=dict)  # step -> last line
-    decisions: list[Event] = field(default_factory=list)
-    bases: list[Event] = field(default_factory=list)
-    rehearsal: Event | None = None  # the plan event of a rehearsal (its first line)
-    played: Event | None = None  # the first event that says "clock": "played"
-    closure: Event | None = None  # the last close or reopen event
-    lines: int = 0
-    chained: bool = False  # the first line carries its prev: the recorder chained it
-    first_prev: str | None = None
-    broken: tuple[int, str] | None = None  # the first line that does not chain, and why
-    pinned: dict[int, str] = field(default_factory=dict)  # line -> its digest, for the pins
-
-
-def read_journal_facts(path: Any, pins: Iterable[int] = ()) -> JournalFacts:
-    """Stream the journal once; lines that cannot be read are kept as (line, why); the chain
-    is followed, and the digests of the ``pins``' lines kept."""
-    facts = JournalFacts()
-    wanted, previous = set(pins), None
-    try:
-        with open(path, "rb") as handle:
-            for number, raw in enumerate(handle, 1):
-                facts.lines = number
-                digest = line_digest(raw)
-                if number in wanted:
-                    facts.pinned[number] = digest
-                why = _unreadable(raw)
-                event = None if why else _decode(raw)
-                _chain(facts, number, event, previous)
-                previous = digest
-                if event is None:
-                    facts.unreadable.append((number, why or "not a journal event (one JSON "
-                                             "object with its 'event' per line)"))
-                    continue
-                _take(facts, Event(number, event))
-    except OSError as exc:
-        facts.unreadable.append((0, f"cannot be read: {exc.strerror or exc}"))
-    return facts
-
-
-def _chain(facts: JournalFacts, number: int, event: dict[str, Any] | None,
-           previous: str | None) -> None:
-    """Follow the chain: a line's prev is the digest of the line before it."""
-    prev = event.get("prev") if event is not None else None
-    if number == 1:
-        facts.chained = isinstance(prev, str)
-        facts.first_prev = prev if isinstance(prev, str) else None
-        return
-    if facts.broken is not None or not facts.chained:
-        return
-    if prev != previous:
-        facts.broken = (number, "it carries no prev" if prev is None else
-                        f"its prev {str(prev)[:16]}… is not the digest of line {number - 1} "
-                        f"({str(previous)[:16]}…)")
-
-
-def _unreadable(raw: bytes) -> str | None:
-    if len(raw) > _MAX_LINE:
-        return f"is {len(raw)} bytes, over the {_MAX_LINE}-byte limit of a journal line"
-    if not raw.endswith(b"\n"):
-        return "is torn (no newline: an interrupted write)"
-    return None
-
-
-def _decode(raw: bytes) -> dict[str, Any] | None:
-    try:
-        event = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
-
-
-def _take(facts: JournalFacts, event: Event) -> None:
-    kind, f = event.facts["event"], event.facts
-    run = f.get("run")
-    if is_played(f) and facts.played is None:
-        facts.played = event
-    if kind == "plan" and f.get("rehearsal") is True:
-        facts.rehearsal = event
-    elif kind == "run-start" and isinstance(run, str):
-        facts.started.setdefault(run, event)
-    elif kind in _OUTCOMES and isinstance(run, str):
-        facts.outcome[run] = event
-    elif kind == "metrics" and isinstance(run, str) and isinstance(f.get("values"), dict):
-        for name, value in f["values"].items():
-            facts.metrics[(run, name)] = (event.line, value)
-    elif kind == "predictions" and isinstance(run, str):
-        facts.predictions[run] = event
-    elif kind == "checkpoint" and isinstance(f.get("path"), str) and isinstance(run, str):
-        facts.saves[f["path"]] = event
-        if isinstance(f.get("sha256"), str):
-            facts.by_content.setdefault(f["sha256"], []).append(event)
-    elif kind == "resumed-from" and isinstance(run, str):
-        facts.resumed[run] = event
-    elif kind == "step" and isinstance(f.get("step"), str) and _number(f.get("hours")):
-        _, before = facts.hours.get(f["step"], (0, Decimal(0)))
-        facts.hours[f["step"]] = (event.line, before + Decimal(str(f["hours"])))
-    elif kind == "decide" and isinstance(f.get("id"), str):
-        facts.decisions.append(event)
-        for dropped in f.get("drops") or ():
-            if isinstance(dropped, str):
-                facts.outcome[dropped] = Event(event.line, {"event": "dropped"})
-    elif kind in ("base", "training-base") and isinstance(f.get("folder"), str):
-        facts.bases.append(event)
-    elif kind in ("close", "reopen"):
-        facts.closure = event
 
 
 def _h(hours: Decimal) -> str:
     return f"{format(hours.normalize(), 'f')} h"
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _at(line: int) -> str:
-    return f"{JOURNAL_FILE}:{line}"
 
 
 # ================================================================== the check
@@ -222,7 +95,7 @@ def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
     plan, man = ctx.documents()
     listed = any(f.path == JOURNAL_FILE for f in man.files)
     if not listed:
-        yield from _no_journal(plan.recorded, bool(ctx.options.journal_pins))
+        yield from no_journal(plan.recorded, bool(ctx.options.journal_pins))
         return
     path = ctx.regular_file(JOURNAL_FILE)
     if isinstance(path, str):
@@ -230,25 +103,25 @@ def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
     pins = ctx.options.journal_pins
     facts = ctx.memo("journal-agrees:facts",
                      lambda: read_journal_facts(path, [line for line, _ in pins]))
-    yield from _chain_findings(ctx, plan.recorded, facts)
+    yield from chain_findings(ctx, plan.recorded, facts)
     for line, why in facts.unreadable:
         yield Finding(
             f"cannot compare {JOURNAL_FILE} line {line} with the manifest: it {why}",
-            where=_at(line), code=f"{CHECK}.unreadable",
+            where=at(line), code=f"{CHECK_ID}.unreadable",
             hint="ship the journal as the recorder wrote it (a recorder continuing the "
             "campaign cuts a torn last line off and records that it did)")
     if facts.rehearsal is not None and not man.rehearsal:
         yield Finding(
             f"{JOURNAL_FILE} began this campaign as a rehearsal, but the manifest does not say "
-            "so", where=_at(facts.rehearsal.line), code=f"{CHECK}.rehearsal",
+            "so", where=at(facts.rehearsal.line), code=f"{CHECK_ID}.rehearsal",
             expected=f"\"rehearsal\": true in {MANIFEST_FILE}", found="no rehearsal",
             hint="a rehearsal is never accepted: run the campaign for real in a new folder "
             "(CampaignRecorder without rehearsal=True)")
     if facts.played is not None and not man.played_clock:
         yield Finding(
             f"{JOURNAL_FILE} records this campaign on a played clock (an injected clock=), "
-            "but the manifest does not say so", where=_at(facts.played.line),
-            code=f"{CHECK}.clock", expected=f"\"clock\": \"played\" in {MANIFEST_FILE}",
+            "but the manifest does not say so", where=at(facts.played.line),
+            code=f"{CHECK_ID}.clock", expected=f"\"clock\": \"played\" in {MANIFEST_FILE}",
             found="no clock" if man.clock is None else f"\"clock\": {man.clock!r}",
             hint="hours a played clock gave were never measured: record the campaign on the "
             "real clock (CampaignRecorder without clock=) in a new folder")
@@ -261,68 +134,6 @@ def journal_agrees(ctx: Context, _target: str | None) -> Iterator[Finding]:
     yield from _decisions(man, facts)
     yield from _bases(man, facts)
     yield from _closure(ctx, facts)
-
-
-def _no_journal(recorded: bool, pinned: bool) -> Iterator[Finding]:
-    if recorded:
-        yield Finding(
-            f"the plan says the campaign is recorded (\"recorded\": true, frozen with it); its "
-            f"journal {JOURNAL_FILE} is missing from the manifest", where=MANIFEST_FILE,
-            code=f"{CHECK}.missing", expected=f"{JOURNAL_FILE} listed in {MANIFEST_FILE}",
-            found="no journal",
-            hint="ship the journal the recorder wrote: every rule that reads it (saves at their "
-            "times, metrics as recorded, decisions) needs it")
-    elif pinned:
-        yield Finding(
-            f"a journal pin was given, but the manifest lists no {JOURNAL_FILE}",
-            where=MANIFEST_FILE, code=f"{CHECK}.pin", found="no journal",
-            hint="ship the journal the pin was taken of, or drop --itera-journal-pin")
-
-
-def _chain_findings(ctx: Context, recorded: bool, facts: JournalFacts) -> Iterator[Finding]:
-    """The chain holds from the plan to the last line, the pins are its lines', and a
-    recorded campaign's journal is chained and closed."""
-    plan_sha256 = ctx.campaign.manifest.plan.sha256 if ctx.campaign.manifest else None
-    if facts.chained and facts.first_prev != plan_sha256:
-        yield Finding(
-            f"{JOURNAL_FILE} line 1 does not chain to the plan: its prev is not plan.json's "
-            "sha256", where=_at(1), code=f"{CHECK}.chain", expected=str(plan_sha256),
-            found=str(facts.first_prev),
-            hint="the journal begins with the plan it froze: ship that journal, unedited")
-    if facts.broken is not None:
-        line, why = facts.broken
-        yield Finding(
-            f"{JOURNAL_FILE} line {line} does not chain: {why} — a line before it was "
-            "removed, inserted or rewritten", where=_at(line), code=f"{CHECK}.chain",
-            hint="ship the journal as the recorder wrote it; a repair goes through "
-            "rec.reopen(reason=...), which journals it")
-    for line, digest in ctx.options.journal_pins:
-        if line > facts.lines:
-            yield Finding(
-                f"the journal pin {line}:{digest[:16]}… names line {line}, but {JOURNAL_FILE} "
-                f"has {facts.lines} lines", where=_at(facts.lines), code=f"{CHECK}.pin",
-                expected=f"line {line}", found=f"{facts.lines} lines",
-                hint="the journal was cut short of the pinned line, or the pin is another "
-                "campaign's")
-        elif facts.pinned.get(line) != digest:
-            yield Finding(
-                f"{JOURNAL_FILE} line {line} is not the line the pin {line}:{digest[:16]}… was "
-                "taken of: the journal up to there was rewritten (or the pin is another "
-                "campaign's)", where=_at(line), code=f"{CHECK}.pin", expected=digest,
-                found=str(facts.pinned.get(line)),
-                hint="ship the journal the pin proves; a pin is printed by rec.pin() and at "
-                "each decision and closure")
-    if recorded and not facts.chained:
-        yield Finding(
-            f"the plan says the campaign is recorded; its journal {JOURNAL_FILE} is not "
-            "chained (line 1 carries no prev)", where=_at(1), code=f"{CHECK}.unchained",
-            hint="ship the journal the recorder wrote (each line chained to the one before)")
-    if recorded and facts.closure is None:
-        yield Finding(
-            f"the plan says the campaign is recorded; its journal {JOURNAL_FILE} ends at line "
-            f"{facts.lines} without the closure", where=_at(facts.lines),
-            code=f"{CHECK}.not-closed",
-            hint="ship the whole journal: its last line is the close() that wrote the manifest")
 
 
 _WAY_BACK = ("a closed campaign changes only through a reopening that says why: "
@@ -339,7 +150,7 @@ def _closure(ctx: Context, facts: JournalFacts) -> Iterator[Finding]:
         yield Finding(
             f"the campaign was reopened ({event.facts.get('reason')!r}) and not closed "
             f"again: {MANIFEST_FILE} is the manifest that reopening replaces",
-            where=_at(event.line), code=f"{CHECK}.reopened",
+            where=at(event.line), code=f"{CHECK_ID}.reopened",
             hint="finish the repair and close() again: the recorder writes the new manifest")
         return
     found = ctx.memo("journal-agrees:manifest-digest", lambda: _manifest_digest(ctx))
@@ -348,8 +159,8 @@ def _closure(ctx: Context, facts: JournalFacts) -> Iterator[Finding]:
         yield Finding(
             f"{MANIFEST_FILE} is not the manifest the recorder wrote when it closed the "
             f"campaign (closed_at {event.facts.get('closed_at')}): it was edited or "
-            "replaced without a reopen record", where=_at(event.line),
-            code=f"{CHECK}.manifest-replaced", expected=written, found=str(found),
+            "replaced without a reopen record", where=at(event.line),
+            code=f"{CHECK_ID}.manifest-replaced", expected=written, found=str(found),
             hint=_WAY_BACK)
 
 
@@ -371,7 +182,7 @@ def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
         if position is None:
             yield Finding(
                 f"{JOURNAL_FILE} records that run {run_id} started, but the manifest has no "
-                f"run {run_id}", where=_at(event.line), code=f"{CHECK}.run-missing",
+                f"run {run_id}", where=at(event.line), code=f"{CHECK_ID}.run-missing",
                 expected=f"run {run_id} in {MANIFEST_FILE} $.runs",
                 hint="record every run the journal started in the manifest (close() does)")
             continue
@@ -386,8 +197,8 @@ def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
         if run.outcome != journaled:
             yield Finding(
                 f"{JOURNAL_FILE} records run {run_id} as {journaled} last, but the manifest "
-                f"records it {run.outcome}", where=_at(event.line),
-                code=f"{CHECK}.run-outcome", expected=journaled, found=run.outcome,
+                f"records it {run.outcome}", where=at(event.line),
+                code=f"{CHECK_ID}.run-outcome", expected=journaled, found=run.outcome,
                 hint="a run's outcome is the last one the recorder journaled: a stopped run "
                 "is never accepted (start a new run ID for a new attempt)")
             continue
@@ -398,7 +209,7 @@ def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 yield Finding(
                     f"{JOURNAL_FILE} records run {run_id} stopped by {rule!r} at step {step}, "
                     f"the manifest by {run.stop.rule!r} at step {run.stop.step}",
-                    where=_at(event.line), code=f"{CHECK}.run-stop",
+                    where=at(event.line), code=f"{CHECK_ID}.run-stop",
                     expected=f"{rule!r} at step {step}",
                     found=f"{run.stop.rule!r} at step {run.stop.step}",
                     hint="write the stop the recorder journaled")
@@ -407,7 +218,7 @@ def _runs(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
 def _metrics(ctx: Context, man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
     for (run_id, name), (line, value) in sorted(facts.metrics.items()):
         position = man.run_position(run_id)
-        if position is None or not _number(value):
+        if position is None or not is_number(value):
             continue
         run = man.runs[position]
         stated = run.metrics.get(name)
@@ -435,7 +246,7 @@ def _metric_differs(run_id: str, name: str, line: int, value: Any, stated: Any, 
     return Finding(
         f"run {run_id}'s {name} is {stated!r} in {document}, but {JOURNAL_FILE} recorded "
         f"{value!r} when the run measured it",
-        where=_at(line), code=f"{CHECK}.metric", expected=repr(value), found=repr(stated),
+        where=at(line), code=f"{CHECK_ID}.metric", expected=repr(value), found=repr(stated),
         hint=f"write the value the run measured ({where}, and wherever else it is copied)")
 
 
@@ -449,14 +260,14 @@ def _predictions(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
         if journaled != run.predictions:
             yield Finding(
                 f"run {run_id}'s predictions are {run.predictions} in the manifest, "
-                f"{journaled} in {JOURNAL_FILE}", where=_at(event.line),
-                code=f"{CHECK}.predictions", expected=str(journaled), found=run.predictions,
+                f"{journaled} in {JOURNAL_FILE}", where=at(event.line),
+                code=f"{CHECK_ID}.predictions", expected=str(journaled), found=run.predictions,
                 hint="ship the predictions the run recorded")
         elif isinstance(digest, str) and shipped.get(run.predictions, digest) != digest:
             yield Finding(
                 f"the predictions {run.predictions} of run {run_id} are not the file the "
                 f"recorder journaled: sha256 {shipped[run.predictions]} shipped, {digest} "
-                "journaled", where=_at(event.line), code=f"{CHECK}.predictions",
+                "journaled", where=at(event.line), code=f"{CHECK_ID}.predictions",
                 expected=digest, found=shipped[run.predictions],
                 hint="ship the predictions the run wrote (and record any new file with "
                 "RunRecorder.set_predictions)")
@@ -472,14 +283,14 @@ def _checkpoints(ctx: Context, man: Manifest, facts: JournalFacts) -> Iterator[F
             yield Finding(
                 f"checkpoint {ckpt_path} is run {record.run}'s in the manifest, but "
                 f"{JOURNAL_FILE} records its last save by run {run}",
-                where=_at(event.line), code=f"{CHECK}.checkpoint-run",
+                where=at(event.line), code=f"{CHECK_ID}.checkpoint-run",
                 expected=str(run), found=record.run,
                 hint="list each checkpoint under the run that saved it")
         if isinstance(digest, str) and ckpt_path in shipped and shipped[ckpt_path] != digest:
             yield Finding(
                 f"checkpoint {ckpt_path} is not the file its last journaled save wrote: "
                 f"sha256 {shipped[ckpt_path]} shipped, {digest} saved",
-                where=_at(event.line), code=f"{CHECK}.checkpoint-sha256",
+                where=at(event.line), code=f"{CHECK_ID}.checkpoint-sha256",
                 expected=digest, found=shipped[ckpt_path],
                 hint="ship the checkpoint as the run saved it; journal each save "
                 "(CampaignRecorder.checkpoint_saved) when a file is written again")
@@ -492,7 +303,7 @@ def _checkpoints(ctx: Context, man: Manifest, facts: JournalFacts) -> Iterator[F
             yield Finding(
                 f"checkpoint {ckpt_path} stores step {stored}, but {JOURNAL_FILE} records "
                 f"that it was saved at step {step}",
-                where=_at(event.line), code=f"{CHECK}.checkpoint-step",
+                where=at(event.line), code=f"{CHECK_ID}.checkpoint-step",
                 expected=str(step), found=str(stored),
                 hint="ship the checkpoint the run saved at that step")
 
@@ -512,8 +323,8 @@ def _resumes(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
             yield Finding(
                 f"run {run.id} resumed from {resumed.checkpoint} at step {resumed.step} by "
                 f"the manifest, from {event.facts.get('checkpoint')} at step "
-                f"{event.facts.get('step')} by {JOURNAL_FILE}", where=_at(event.line),
-                code=f"{CHECK}.resumed-from",
+                f"{event.facts.get('step')} by {JOURNAL_FILE}", where=at(event.line),
+                code=f"{CHECK_ID}.resumed-from",
                 expected=f"{event.facts.get('checkpoint')} at step {event.facts.get('step')}",
                 found=f"{resumed.checkpoint} at step {resumed.step}",
                 hint="write the resume the recorder journaled")
@@ -527,7 +338,7 @@ def _resumes(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 f"the checkpoint {resumed.checkpoint} that run {run.id} resumed from is not a "
                 f"checkpoint of run {source.run}: {JOURNAL_FILE} records no save of run "
                 f"{source.run} with its content (sha256 {digest})", where=where,
-                code=f"{CHECK}.resume-source",
+                code=f"{CHECK_ID}.resume-source",
                 expected=f"a save of run {source.run} with sha256 {digest}",
                 found="none",
                 hint="resume from a checkpoint the reference run saved (the recorder journals "
@@ -539,7 +350,7 @@ def _resumes(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 f"run {run.id} resumed from {resumed.checkpoint} at step {resumed.step}, but "
                 f"run {source.run} saved that content at step "
                 f"{', '.join(str(s) for s in sorted(steps))}", where=where,
-                code=f"{CHECK}.resume-step", expected=", ".join(str(s) for s in sorted(steps)),
+                code=f"{CHECK_ID}.resume-step", expected=", ".join(str(s) for s in sorted(steps)),
                 found=str(resumed.step),
                 hint="record the step the checkpoint was saved at (RunRecorder.resumed_from)")
 
@@ -551,14 +362,14 @@ def _step_hours(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
         if step is None:
             yield Finding(
                 f"{JOURNAL_FILE} times step {step_id} ({_h(hours)}), but the manifest's "
-                "schedule has no such step", where=_at(line), code=f"{CHECK}.step-hours",
+                "schedule has no such step", where=at(line), code=f"{CHECK_ID}.step-hours",
                 hint="write every timed step's observed hours in the manifest (close() does)")
             continue
         stated = Decimal(str(step.observed_hours))
         if abs(stated - hours) > _ROUNDING:
             yield Finding(
                 f"step {step_id} took {_h(hours)} by {JOURNAL_FILE}, {_h(stated)} by the "
-                "manifest", where=_at(line), code=f"{CHECK}.step-hours", expected=_h(hours),
+                "manifest", where=at(line), code=f"{CHECK_ID}.step-hours", expected=_h(hours),
                 found=_h(stated),
                 hint="write the hours the recorder timed (the journal's step events)")
 
@@ -576,7 +387,7 @@ def _run_moment(run_id: str, position: int, recorded: datetime | None, event: Ev
     yield Finding(
         f"run {run_id} {'started' if start else 'ended'} at {journaled.isoformat()} by "
         f"{JOURNAL_FILE}{told}, at {recorded.isoformat()} by the manifest",
-        where=_at(event.line), code=f"{CHECK}.run-{'start' if start else 'end'}",
+        where=at(event.line), code=f"{CHECK_ID}.run-{'start' if start else 'end'}",
         expected=journaled.isoformat(), found=recorded.isoformat(),
         hint=f"write the {'start' if start else 'end'} the recorder journaled ("
         f"{json_where(MANIFEST_FILE, 'runs', position, field)})"
@@ -592,14 +403,14 @@ def _decisions(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
         if decision is None:
             yield Finding(
                 f"{JOURNAL_FILE} records decision {decision_id}, but the manifest does not",
-                where=_at(event.line), code=f"{CHECK}.decision",
+                where=at(event.line), code=f"{CHECK_ID}.decision",
                 hint="record every decision the journal holds in the manifest (close() does)")
         elif decision.text != event.facts.get("text") or set(decision.drops) != set(
                 event.facts.get("drops") or ()):
             yield Finding(
                 f"decision {decision_id} in the manifest is not the one {JOURNAL_FILE} records "
-                "(its text or the runs it drops differ)", where=_at(event.line),
-                code=f"{CHECK}.decision",
+                "(its text or the runs it drops differ)", where=at(event.line),
+                code=f"{CHECK_ID}.decision",
                 expected=f"{event.facts.get('text')!r}, drops {event.facts.get('drops') or []}",
                 found=f"{decision.text!r}, drops {list(decision.drops)}",
                 hint="a decision is written once, when it is taken: write it as journaled")
@@ -610,7 +421,7 @@ def _decisions(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
             yield Finding(
                 f"decision {decision_id} was taken at {journaled.isoformat()} by "
                 f"{JOURNAL_FILE}, at {decision.at.isoformat()} by the manifest",
-                where=_at(event.line), code=f"{CHECK}.decision-at",
+                where=at(event.line), code=f"{CHECK_ID}.decision-at",
                 expected=journaled.isoformat(), found=decision.at.isoformat(),
                 hint="a decision is written once, when it is taken: write the moment the "
                 "recorder journaled")
@@ -632,7 +443,7 @@ def _bases(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                     f"adapter {adapter.path} names base revision {adapter.base_revision}, but "
                     f"{JOURNAL_FILE} records base {folder} at revision {revision}"
                     + (f" when run {run} started training" if run else ""),
-                    where=_at(event.line), code=f"{CHECK}.base-revision",
+                    where=at(event.line), code=f"{CHECK_ID}.base-revision",
                     expected=revision, found=str(adapter.base_revision),
                     hint=f"pin the adapter to the base it was trained on ({where}.base_revision)")
             if on_base and isinstance(digest, str) and adapter.base_digest is not None \
@@ -640,8 +451,119 @@ def _bases(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
                 yield Finding(
                     f"the base {folder} of adapter {adapter.path} is not the folder "
                     f"{JOURNAL_FILE} recorded: tree digest {adapter.base_digest} in the "
-                    f"manifest, {digest} journaled", where=_at(event.line),
-                    code=f"{CHECK}.base-digest", expected=digest,
+                    f"manifest, {digest} journaled", where=at(event.line),
+                    code=f"{CHECK_ID}.base-digest", expected=digest,
                     found=adapter.base_digest,
                     hint="ship the base the adapter was trained on, unchanged")
 
+
+KINDS: dict[str, Kind] = {
+    "journal-agrees.unreadable": Kind(
+        rule="a line of the journal is torn, over the line limit or not an event: it cannot be "
+        "compared with the manifest",
+        fix="ship the journal as the recorder wrote it (a recorder continuing the campaign cuts a"
+        " torn last line off)"),
+    "journal-agrees.rehearsal": Kind(
+        rule="the journal's first line began a rehearsal and the manifest does not say "
+        '"rehearsal": true',
+        fix="a rehearsal is never accepted: run the campaign for real in a new folder"),
+    "journal-agrees.clock": Kind(
+        rule="the journal records the campaign on a played clock and the manifest does not say "
+        '"clock": "played"',
+        fix="record the campaign on the real clock (CampaignRecorder without clock=) in a new "
+        "folder"),
+    "journal-agrees.missing": Kind(
+        rule='the plan says the campaign is recorded ("recorded": true) and the manifest lists no'
+        " journal",
+        fix="ship the journal the recorder wrote"),
+    "journal-agrees.pin": Kind(
+        rule="a --itera-journal-pin names a line the journal does not have, a line whose sha256 "
+        "differs, or no journal is listed",
+        fix="ship the journal the pin was taken of (rec.pin() prints it), or drop the pin"),
+    "journal-agrees.chain": Kind(
+        rule="the journal's chain breaks: a line's prev is not the sha256 of the line before it, "
+        "or line 1's not plan.json's",
+        fix="ship the journal as the recorder wrote it; a repair goes through "
+        "rec.reopen(reason=...)"),
+    "journal-agrees.unchained": Kind(
+        rule="the plan says the campaign is recorded and its journal is not chained (line 1 "
+        "carries no prev)",
+        fix="ship the journal the recorder wrote (each line chained to the one before)"),
+    "journal-agrees.not-closed": Kind(
+        rule='the plan says the campaign is recorded and its journal ends without its closure',
+        fix="ship the whole journal: its last line is the close() that wrote the manifest"),
+    "journal-agrees.reopened": Kind(
+        rule="the journal's last closure record is a reopen: the campaign was reopened and not "
+        "closed again",
+        fix="finish the repair and close() again: the recorder writes the new manifest"),
+    "journal-agrees.manifest-replaced": Kind(
+        rule="the manifest is not the one the recorder wrote at the journal's last close event "
+        "(edited or replaced without a reopening)",
+        fix="a closed campaign changes only through rec.reopen(reason=...), the change, then "
+        "close() again"),
+    "journal-agrees.run-missing": Kind(
+        rule='the journal records that a run started and the manifest has no such run',
+        fix="record every run the journal started in the manifest (close() does)"),
+    "journal-agrees.run-outcome": Kind(
+        rule="a run's last journaled outcome (accepted, stopped, rejected, dropped by a decide) "
+        "is not the manifest's",
+        fix="write the outcome the recorder journaled last: a stopped run is never accepted"),
+    "journal-agrees.run-stop": Kind(
+        rule="the rule or step of a run's journaled stop differ from the manifest's stop",
+        fix="write the stop the recorder journaled"),
+    "journal-agrees.run-start": Kind(
+        rule="a run's first journaled run-start is not its started_at",
+        fix="write the start the recorder journaled"),
+    "journal-agrees.run-end": Kind(
+        rule="the moment of a run's journaled outcome event is not its ended_at",
+        fix="write the end the recorder journaled: what followed the run is judged on it"),
+    "journal-agrees.metric": Kind(
+        rule="a metric the journal recorded last differs from the manifest's (or, where it is "
+        "left out, the measurements file's)",
+        fix="write the value the run measured, wherever it is copied"),
+    "journal-agrees.predictions": Kind(
+        rule="a run's predictions are another file than the journaled one (path or sha256)",
+        fix="ship the predictions the run recorded (RunRecorder.set_predictions for a new file)"),
+    "journal-agrees.checkpoint-run": Kind(
+        rule='a listed checkpoint is under another run than the one its last journaled save names',
+        fix="list each checkpoint under the run that saved it"),
+    "journal-agrees.checkpoint-sha256": Kind(
+        rule="a listed checkpoint's sha256 is not what its last journaled save wrote",
+        fix="ship the checkpoint as the run saved it; journal each save "
+        "(CampaignRecorder.checkpoint_saved)"),
+    "journal-agrees.checkpoint-step": Kind(
+        rule="a listed checkpoint stores another step than its journaled save (not with --itera-"
+        "fast)",
+        fix="ship the checkpoint the run saved at that step"),
+    "journal-agrees.resumed-from": Kind(
+        rule="a run's resumed_from differs from the one the journal records",
+        fix="write the resume the recorder journaled"),
+    "journal-agrees.resume-source": Kind(
+        rule="the checkpoint a run resumed from is, by content, no save the journal records of "
+        "that checkpoint's run",
+        fix="resume from a checkpoint the reference run saved (journaled by "
+        "CampaignRecorder.checkpoint_saved)"),
+    "journal-agrees.resume-step": Kind(
+        rule="a run resumed at another step than the journal's save of that checkpoint content",
+        fix="record the step the checkpoint was saved at (RunRecorder.resumed_from)"),
+    "journal-agrees.step-hours": Kind(
+        rule="a step's journaled hours differ from its observed hours in the manifest (beyond "
+        "0.01 h), or it is not in the schedule",
+        fix="write the hours the recorder timed (the journal's step events)"),
+    "journal-agrees.decision": Kind(
+        rule='a journaled decision is missing from the manifest, or its text or drops differ',
+        fix="a decision is written once, when it is taken: write it as journaled"),
+    "journal-agrees.decision-at": Kind(
+        rule="a decision's moment in the manifest is not the journaled one",
+        fix="write the moment the recorder journaled"),
+    "journal-agrees.base-revision": Kind(
+        rule="an adapter's base_revision is not the revision a base or training-base event records",
+        fix="pin the adapter to the base it was trained on (base_revision)"),
+    "journal-agrees.base-digest": Kind(
+        rule="an adapter's base_digest is not the tree digest the journal's base event records",
+        fix="ship the base the adapter was trained on, unchanged"),
+}
+
+CHECK = Check("journal-agrees", "every event of the recorder's journal agrees with the manifest "
+              "and the files", journal_agrees, scope="file", targets=journal_listed, order=26,
+              kinds=KINDS)
