@@ -15,7 +15,7 @@ import pytest
 import pytest_itera
 from pytest_itera import report
 from pytest_itera.checks import FAMILIES, item_name
-from pytest_itera.checks.artifacts.resume_complete import _PART_HOME
+from pytest_itera.checks.artifacts.resume_complete import PART_HOME
 from pytest_itera.core.campaign import RESUME_PARTS
 from pytest_itera.files.scan import (
     DEFAULT_TEMP_PATTERNS,
@@ -75,7 +75,7 @@ def test_a_fix_line_names_a_place_for_each_part_a_format_can_hold() -> None:
     weights_only = {"safetensors", "peft", "hf-model"}
     for fmt in formats.FORMATS:
         holds = {part for part, home in fmt.homes.items() if home.absent is None}
-        assert set(_PART_HOME.get(fmt.name, {})) == (
+        assert set(PART_HOME.get(fmt.name, {})) == (
             set() if fmt.name in weights_only else holds), fmt.name
 
 

@@ -42,7 +42,7 @@ def resume_targets(ctx: Context) -> Iterable[str]:
 
 
 # Where each resume part lives, per format: the fix line's words, from reload/formats.py's table.
-_PART_HOME: dict[str, dict[str, str]] = {
+PART_HOME: dict[str, dict[str, str]] = {
     fmt.name: hints for fmt in formats.FORMATS if (hints := formats.hints(fmt.name))}
 
 
@@ -166,7 +166,7 @@ def _missing_parts(
 
 
 def _save_hint(fmt: str | None, parts: list[str]) -> str:
-    homes = _PART_HOME.get(fmt or "", {})
+    homes = PART_HOME.get(fmt or "", {})
     placed = [f"{p} in {homes[p]}" if p in homes else p for p in parts]
     where = f" ({fmt}: {'; '.join(placed)})" if homes else ""
     return (f"save every required part{where}; pytest_itera.record.save_resume_checkpoint "
