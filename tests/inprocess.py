@@ -29,7 +29,7 @@ import pytest
 from _pytest.mark.expression import Expression
 
 from pytest_itera.checks import engine as run
-from pytest_itera.checks.artifacts import informational
+from pytest_itera.checks.artifacts.checkpoint_reloads import informational
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.evidence.stop_rules_applied import not_evaluated
 from pytest_itera.checks.model import FAMILIES, Options, item_name

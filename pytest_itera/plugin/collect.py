@@ -309,7 +309,7 @@ class IteraCheckItem(CheckItem):
     def _keep_evidence(self) -> None:
         """What a passing item knows but does not fail on (a stopped run's diverged weights):
         on its report (-rA) and in the closure report as the item's message."""
-        from pytest_itera.checks.artifacts import informational
+        from pytest_itera.checks.artifacts.checkpoint_reloads import informational
 
         assert isinstance(self.parent, IteraManifest)
         notes = informational(self.parent.context, self.check.id, self.target)
@@ -341,7 +341,7 @@ def _waived_note(waived: Mapping[Finding, Waiver]) -> str:
 def _reload_facts(ctx: Context, target: str) -> list[dict[str, Any]]:
     """What the reloads of this checkpoint or adapter found (memoised: the check asked the
     same questions), for a target the loader was handed."""
-    from pytest_itera.checks.artifacts import located
+    from pytest_itera.checks.artifacts.reloading import located
 
     man = ctx.campaign.manifest
     if man is None or not located(ctx, target):

@@ -72,7 +72,7 @@ def start_reloads_first(config: pytest.Config) -> None:
             or settings.verify_seal is not None
             or config.pluginmanager.is_blocked("itera.artifacts") or not whole_run(config)):
         return
-    from pytest_itera.checks.artifacts import has_artifacts
+    from pytest_itera.checks.artifacts.reloading import has_artifacts
 
     if any(has_artifacts(loaded_campaign(config, root)) for root in settings.campaigns):
         _start_and_probe(config)
@@ -110,7 +110,7 @@ def reload_ahead(session: pytest.Session) -> None:
     checkpoint at once: it loads them a few at a time. Not on an xdist worker: the controller
     probed, and a worker starts its server at its first reload (it may be sent none: every
     worker collects every item) and asks for one checkpoint at a time."""
-    from pytest_itera.checks.artifacts import has_artifacts, located
+    from pytest_itera.checks.artifacts.reloading import has_artifacts, located
 
     config = session.config
     if is_worker(config) or not _needs_reloads(config):
@@ -176,7 +176,7 @@ def _probe_packages(config: pytest.Config, answer: dict[str, Any] | None) -> Non
 def _needs_reloads(config: pytest.Config) -> bool:
     """Some campaign lists checkpoints or adapters, a registered check reloads them, and this
     run may reload (not --itera-fast, not --collect-only)."""
-    from pytest_itera.checks.artifacts import has_artifacts
+    from pytest_itera.checks.artifacts.reloading import has_artifacts
 
     settings = config.stash.get(settings_key, None)
     if settings is None or settings.fast or config.option.collectonly:

@@ -54,7 +54,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from pytest_itera.checks.artifacts import parts_problems
+from pytest_itera.checks.artifacts.resume_complete import parts_problems
 from pytest_itera.checks.budget import states_amount
 from pytest_itera.checks.prose.labels import EXPENSE_KINDS
 from pytest_itera.checks.stop_rules import contradicts_corpus

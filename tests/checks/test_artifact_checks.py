@@ -569,10 +569,10 @@ def test_a_base_path_naming_the_campaign_folder_reads_as_what_exists_in_it(
     adapter's relative base path is that folder, not the campaign root (the example campaign
     built into a folder named 'base' was rejected)."""
     from pytest_itera.checks import Context, Options
-    from pytest_itera.checks.artifacts import _name_in_campaign
+    from pytest_itera.checks.artifacts.adapter_config import name_in_campaign
     from pytest_itera.core.campaign import load_campaign
 
     root = CampaignBuilder(tmp_path / "base").write()
     (root / "runs/control/base").mkdir(parents=True)
     ctx = Context(load_campaign(root), Options(), {})
-    assert _name_in_campaign(ctx, name) == reading
+    assert name_in_campaign(ctx, name) == reading

@@ -30,7 +30,8 @@ import pytest
 import torch
 
 from pytest_itera.checks import Context, Options
-from pytest_itera.checks.artifacts import CHECKS, informational
+from pytest_itera.checks.artifacts import CHECKS
+from pytest_itera.checks.artifacts.checkpoint_reloads import informational
 from pytest_itera.core.campaign import RESUME_PARTS, load_campaign
 from pytest_itera.files.tree import DigestRefused, tree_digest
 from pytest_itera.reload import Reloader

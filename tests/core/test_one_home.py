@@ -15,7 +15,7 @@ import pytest
 import pytest_itera
 from pytest_itera import report
 from pytest_itera.checks import FAMILIES, item_name
-from pytest_itera.checks.artifacts import _PART_HOME
+from pytest_itera.checks.artifacts.resume_complete import PART_HOME
 from pytest_itera.core.campaign import RESUME_PARTS
 from pytest_itera.files.scan import (
     DEFAULT_TEMP_PATTERNS,
@@ -75,7 +75,7 @@ def test_a_fix_line_names_a_place_for_each_part_a_format_can_hold() -> None:
     weights_only = {"safetensors", "peft", "hf-model"}
     for fmt in formats.FORMATS:
         holds = {part for part, home in fmt.homes.items() if home.absent is None}
-        assert set(_PART_HOME.get(fmt.name, {})) == (
+        assert set(PART_HOME.get(fmt.name, {})) == (
             set() if fmt.name in weights_only else holds), fmt.name
 
 
@@ -174,7 +174,7 @@ def test_the_adapter_check_judges_a_base_name_by_that_rule(tmp_path: Path) -> No
     """checks.artifacts keeps no copy: a base name goes to scan.temp_pattern_of with the
     Context's matcher, the user's patterns included."""
     from pytest_itera.checks import Context, Options
-    from pytest_itera.checks.artifacts import _temp_name
+    from pytest_itera.checks.artifacts.adapter_config import temp_name
     from pytest_itera.core.campaign import load_campaign
     from tests.factory import CampaignBuilder
 
@@ -183,7 +183,7 @@ def test_the_adapter_check_judges_a_base_name_by_that_rule(tmp_path: Path) -> No
     ctx = Context(load_campaign(campaign.root), Options(temp_patterns=("/scratch/",)), {})
     try:
         names = ["/scratch/base", "%tmp%\\base", "/TMP/base", "file:///tmp/base", "org/base"]
-        judged = {n: [f.message for f in _temp_name(ctx, n, "w", "base")] for n in names}
+        judged = {n: [f.message for f in temp_name(ctx, n, "w", "base")] for n in names}
     finally:
         ctx.close()
     assert judged == {n: [f"base {n!r} is a path into a temporary folder ({p})"] if p else []

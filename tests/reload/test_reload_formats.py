@@ -531,7 +531,7 @@ def test_peft_adapter_saved_as_bin_and_the_format_fix_for_it(reloader: Reloader,
     from peft import LoraConfig, get_peft_model
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from pytest_itera.checks.artifacts import _reload_findings
+    from pytest_itera.checks.artifacts.reloading import reload_findings
 
     torch.manual_seed(0)
     base = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=8, n_layer=1, n_head=2,
@@ -550,7 +550,7 @@ def test_peft_adapter_saved_as_bin_and_the_format_fix_for_it(reloader: Reloader,
         def reload(self, relpath: str, claimed: str | None) -> ReloadResult:
             return res
 
-    (finding,) = _reload_findings(Ctx(), "runs/c/adapter", "safetensors",  # type: ignore[arg-type]
+    (finding,) = reload_findings(Ctx(), "runs/c/adapter", "safetensors",  # type: ignore[arg-type]
                                   "here", "checkpoint-reloads")
     assert finding.message == ("runs/c/adapter holds 'peft' content, but the manifest declares "
                                "format 'safetensors'")

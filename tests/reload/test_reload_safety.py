@@ -87,7 +87,7 @@ def test_a_finding_that_holds_code_never_advises_loading_or_resaving(
 ) -> None:
     """The hint is chosen on the typed ``holds_code``: never "save it again", never
     "protocol", never weights_only=False as a way out."""
-    from pytest_itera.checks.artifacts import _reload_findings
+    from pytest_itera.checks.artifacts.reloading import reload_findings
 
     class Ctx:
         def reload(self, relpath: str, claimed: str | None) -> ReloadResult:
@@ -95,7 +95,7 @@ def test_a_finding_that_holds_code_never_advises_loading_or_resaving(
                                 cause=f"{relpath}: {CODE}posix.system (os.system){WHY}",
                                 holds_code=("posix.system",))
 
-    (finding,) = _reload_findings(Ctx(), "evil.pt", None, "here",  # type: ignore[arg-type]
+    (finding,) = reload_findings(Ctx(), "evil.pt", None, "here",  # type: ignore[arg-type]
                                   "checkpoint-reloads")
     assert finding.hint is not None
     assert "treat it as hostile" in finding.hint
@@ -113,7 +113,7 @@ def test_a_whole_module_save_is_told_apart_from_hostile_code(
 ) -> None:
     """torch.save(model) pickles torch's own nn classes: a format mistake with its own fix;
     any other global (even beside them) is hostile code, never to be loaded or converted."""
-    from pytest_itera.checks.artifacts import CODE_HINT, MODULE_OBJECTS_HINT, code_hint
+    from pytest_itera.checks.artifacts.reloading import CODE_HINT, MODULE_OBJECTS_HINT, code_hint
 
     assert code_hint(names) == (CODE_HINT if hostile else MODULE_OBJECTS_HINT)
     for advice in ("save it again", "re-save with", "protocol", "weights_only=False,"):
@@ -143,7 +143,7 @@ def test_a_whole_module_says_so_first_with_the_state_dict_fix(
 ) -> None:
     """Issue 26: torch.save(model) is a common mistake, not an attack: the verdict says what it
     is and what to save instead before "holds code"; the check's fix line follows it."""
-    from pytest_itera.checks.artifacts import MODULE_OBJECTS_HINT, _reload_findings
+    from pytest_itera.checks.artifacts.reloading import MODULE_OBJECTS_HINT, reload_findings
 
     path = tmp_path / "model.pt"
     torch.save(model, path)
@@ -156,7 +156,7 @@ def test_a_whole_module_says_so_first_with_the_state_dict_fix(
         def reload(self, relpath: str, claimed: str | None) -> ReloadResult:
             return res
 
-    (finding,) = _reload_findings(Ctx(), "runs/model.pt", None, "here",  # type: ignore[arg-type]
+    (finding,) = reload_findings(Ctx(), "runs/model.pt", None, "here",  # type: ignore[arg-type]
                                   "checkpoint-reloads")
     assert finding.hint == MODULE_OBJECTS_HINT
     # A state dict of the same model loads: the fix works.
@@ -173,7 +173,7 @@ def test_data_saved_as_objects_is_said_to_be_data_and_still_refused(
     hostile call, it is hostile."""
     import argparse
 
-    from pytest_itera.checks.artifacts import CODE_HINT, code_hint
+    from pytest_itera.checks.artifacts.reloading import CODE_HINT, code_hint
 
     path = tmp_path / "timm.pth.tar"
     torch.save({"epoch": 1, "arch": "tiny", "state_dict": torch.nn.Linear(2, 2).state_dict(),

@@ -118,7 +118,7 @@ def _refuse_what_no_ckpt_holds(rec: CampaignRecorder, run_id: str) -> None:
     """RecordError, before any training, when the plan requires of the run a resume part
     that no Lightning checkpoint can hold (rng): ``resume-complete`` would fail every
     ``.ckpt`` of the run at closure, with the same words."""
-    from pytest_itera.checks.artifacts import parts_problems
+    from pytest_itera.checks.artifacts.resume_complete import parts_problems
     from pytest_itera.core.campaign import CheckpointRecord
     from pytest_itera.core.findings import render_all
     from pytest_itera.record.base import RecordError
