@@ -1,19 +1,38 @@
-"""TODO docstring."""
+"""The contract's rules that the closure and the plan gate both apply: the two documents load
+and agree (``manifest``), and the plan has the runs a campaign needs to conclude
+(:func:`must_roles`, expected-ids' rule). The plan gate re-codes their findings under its own
+ids (``core.findings.recoded``); :data:`KINDS` says what each code means."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from pytest_itera.checks.context import Context
-from pytest_itera.core.campaign import (
-    MANIFEST_FILE,
-    PLAN_FILE,
-    Plan,
-)
+from pytest_itera.checks.model import Kind
+from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Plan
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 
 MUST_ROLES = ("control", "data_check", "resume_check")
+
+KINDS: dict[str, Kind] = {
+    "manifest.invalid-document": Kind(
+        rule="plan.json or manifest.json is missing, not JSON, or schema-invalid (each error "
+        "with its JSON path and line:column)",
+        fix="write the document with pytest_itera.record, or fix it at the JSON path given"),
+    "manifest.plan-draft": Kind(
+        rule="plan.json is a draft: it has no frozen_at, so no one froze it before the runs",
+        fix="freeze the plan with CampaignRecorder.freeze_plan before the first run"),
+    "manifest.campaign-mismatch": Kind(
+        rule="plan.json and manifest.json name different campaigns",
+        fix="a manifest closes the campaign its plan opened: check the folder"),
+    "expected-ids.no-control": Kind(
+        rule="the plan has no control run",
+        fix="plan a control run: a campaign compares variants with a control"),
+    "expected-ids.must-role-missing": Kind(
+        rule="the must category lacks a control, a data check or a resume check run",
+        fix="plan the control, the data check and the resume check in the must category"),
+}
 
 
 def manifest(ctx: Context, _target: str | None) -> Iterator[Finding]:
