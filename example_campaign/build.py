@@ -1,4 +1,4 @@
-"""Build the example campaign folder through ``pytest_itera.record.campaign`` only."""
+"""Build the example campaign folder through the recorder (``pytest_itera.record``) only."""
 
 from __future__ import annotations
 
@@ -22,8 +22,12 @@ from example_campaign.model import attach_lora, peft_state_dict
 from example_campaign.report import analysis_text, readme_text, receipt_text, reload_text
 from example_campaign.timeline import SimClock
 from example_campaign.train import NonFinite, Trainer, make_trainer, probabilities, train
-from pytest_itera.record.campaign import CampaignRecorder, RunRecorder, sha256_file
-from pytest_itera.record.resume import save_resume_checkpoint
+from pytest_itera.record import (
+    CampaignRecorder,
+    RunRecorder,
+    save_resume_checkpoint,
+    sha256_file,
+)
 
 RESUME_PARTS = ["model", "optimizer", "progress", "scheduler", "rng", "data"]
 BASE_FOLDER = "runs/control/base"

@@ -32,7 +32,8 @@ recorder), :mod:`~pytest_itera.record.steps` (step timings),
 :mod:`~pytest_itera.record.close` (what closure checks and computes),
 :mod:`~pytest_itera.record.replay` (continuing from the journal) and
 :mod:`~pytest_itera.record.base` (errors, atomic writes, paths); this module holds
-the campaign recorder and re-exports their public names.
+the campaign recorder, and the package (:mod:`pytest_itera.record`) exports the public
+names of them all.
 
 Every write is atomic (a temporary file in the same folder, fsync, ``os.replace``);
 every recorded path is a relative POSIX path inside the folder; no string that
@@ -92,7 +93,6 @@ from pytest_itera.record.base import (
     atomic_write_text,
     check_relpath,
     dumps_json,
-    find_temp_path,
     jsonl_text,
     refuse_temp_strings,
     require_commit,
@@ -102,7 +102,7 @@ from pytest_itera.record.base import (
     validate,
 )
 from pytest_itera.record.close import Closure
-from pytest_itera.record.replay import JournalWarning, replay
+from pytest_itera.record.replay import replay
 from pytest_itera.record.run import OpenRun, RunRecorder
 from pytest_itera.record.steps import Interruption, OpenStep, StepClock, StepTimer
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT
@@ -112,26 +112,6 @@ if TYPE_CHECKING:
     from pytest_itera.report.verify import Verdict
 
 _LOG = logging.getLogger("pytest_itera.record")
-
-__all__ = [
-    "BASE_RECORD",
-    "CampaignRecorder",
-    "Closure",
-    "Interruption",
-    "JournalWarning",
-    "OpenRun",
-    "OpenStep",
-    "RecordError",
-    "RunRecorder",
-    "StepTimer",
-    "atomic_write_bytes",
-    "atomic_write_json",
-    "atomic_write_text",
-    "check_relpath",
-    "find_temp_path",
-    "sha256_file",
-    "timestamp",
-]
 
 
 class CampaignRecorder:

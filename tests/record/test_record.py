@@ -18,7 +18,7 @@ import pytest
 from pytest_itera.cli import plan_skeleton
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.files.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
-from pytest_itera.record.campaign import (
+from pytest_itera.record import (
     CampaignRecorder,
     RecordError,
     atomic_write_bytes,
