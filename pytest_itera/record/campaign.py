@@ -59,6 +59,14 @@ from pytest_itera.checks.artifacts import parts_problems
 from pytest_itera.checks.budget import states_amount
 from pytest_itera.checks.prose.labels import KINDS
 from pytest_itera.checks.stop_rules import contradicts_corpus
+from pytest_itera.checks.timeline import (
+    Save,
+    Saves,
+    Span,
+    saves_after_starts,
+    saves_during_other_runs,
+    span,
+)
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     MANIFEST_FORMAT,
@@ -561,8 +569,6 @@ class CampaignRecorder:
     def _refuse_save_before_start(self, relpath: str, run: str, at: str) -> None:
         """RecordError where ``plan-vs-actual`` will refuse the save at closure: a checkpoint
         is saved by its own run while it runs, after the run's start (the check's function)."""
-        from pytest_itera.checks.timeline import Save, Saves, Span, saves_after_starts
-
         started = self._runs[run].started_at if run in self._runs else None
         if started is None:
             raise RecordError(
@@ -584,8 +590,6 @@ class CampaignRecorder:
         trains one run at a time, so a run saves outside the span of every other run that
         names its GPU (the check's function). Judged on the runs that have ended: a span
         still open ends when its run says so."""
-        from pytest_itera.checks.timeline import Save, Saves, saves_during_other_runs, span
-
         ended = []
         for index, (other_id, other) in enumerate(self._runs.items()):
             stop = other.record.get("stop")
@@ -962,6 +966,8 @@ class CampaignRecorder:
     ) -> Verdict:
         """Run the plugin's checks on the folder as it stands, in this process (reloads in
         a fresh one, like the plugin's): what ``pytest --itera-campaign`` will say."""
+        # Imported here: the checks' engine and the report renderers, a quarter of a
+        # second at start-up, which a script that never calls check() does not pay.
         from pytest_itera.report.verify import check_campaign
 
         return check_campaign(self.root, python=python, timeout=timeout)
