@@ -1,4 +1,4 @@
-"""Build the example campaign folder through ``pytest_itera.record.campaign`` only."""
+"""Build the example campaign folder through the recorder (``pytest_itera.record``) only."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +18,24 @@ from example_campaign.base import commit_id
 from example_campaign.data import SPLITS, Example, read_corpus, tensors
 from example_campaign.make_corpus import CORPORA, LABELS, RINGS
 from example_campaign.model import attach_lora, peft_state_dict
-from example_campaign.report import analysis_text, readme_text, receipt_text, reload_text
+from example_campaign.report import (
+    STORAGE_INVOICE,
+    ModelRun,
+    Results,
+    analysis_text,
+    cost_per_corpus,
+    readme_text,
+    receipt_text,
+    reload_text,
+)
 from example_campaign.timeline import SimClock
 from example_campaign.train import NonFinite, Trainer, make_trainer, probabilities, train
-from pytest_itera.record.campaign import CampaignRecorder, RunRecorder, sha256_file
-from pytest_itera.record.resume import save_resume_checkpoint
+from pytest_itera.record import (
+    CampaignRecorder,
+    RunRecorder,
+    save_resume_checkpoint,
+    sha256_file,
+)
 
 RESUME_PARTS = ["model", "optimizer", "progress", "scheduler", "rng", "data"]
 BASE_FOLDER = "runs/control/base"
@@ -45,47 +57,12 @@ class LoraSpec:
 LORA = LoraSpec()
 
 
-@dataclass(frozen=True)
-class Invoice:
-    """The one expense the campaign included beside the rental, as its receipt bills it."""
-
-    number: str
-    order: str
-    seller: str
-    item: str
-    amount: str
-    currency: str = "USD"
-
-    @property
-    def file(self) -> str:
-        return f"receipts/{self.number}.txt"
-
-
-STORAGE_INVOICE = Invoice(
-    number="INV-40715", order="ORD-88213", seller="Northbridge Object Storage",
-    item="bucket receiving the retrieved campaign folder, 5 GB, one month", amount="1.20",
-)
-
-
 @dataclass
-class ModelRun:
-    """What a trained, accepted run leaves for the analysis."""
+class Build(Results):
+    """The campaign being built: its results, the folder and the clock it runs on."""
 
-    run_id: str
-    corpus: str
-    predictions: list[int]  # class index per corpus example, corpus order
-    accuracy: dict[str, float]
-    steps: int
-
-
-@dataclass
-class Build:
-    out: Path
-    clock: SimClock
-    rec: CampaignRecorder
-    corpora: dict[str, list[Example]] = field(default_factory=dict)
-    model_runs: dict[str, ModelRun] = field(default_factory=dict)
-    facts: dict[str, Any] = field(default_factory=dict)
+    out: Path = field(kw_only=True)
+    clock: SimClock = field(kw_only=True)
 
     # ---------------------------------------------------------- helpers
 
@@ -430,7 +407,7 @@ def build_campaign(out: Path, start: datetime) -> Path:
         raise SystemExit(f"{out} is not empty; a campaign folder is written once")
     torch.set_num_threads(1)  # bitwise-reproducible losses, and fair on a 2-core machine
     clock = SimClock(start, P.STEPS)
-    build = Build(out, clock, CampaignRecorder(out, clock=clock.now))
+    build = Build(CampaignRecorder(out, clock=clock.now), out=out, clock=clock)
     build.prepare()
     build.data_check()
     build.trained_run("pilot", "train-pilot")
@@ -532,26 +509,6 @@ def close(build: Build, conclusion: dict[str, Any]) -> Path:
         closed_at=closed_at,
     )
     return closure.manifest
-
-
-def delivered_corpora(build: Build) -> dict[str, list[str]]:
-    """Distinct corpus (by sha256) -> the accepted control/variant runs that deliver it."""
-    sha = {c["id"]: c["sha256"] for c in build.rec.plan["corpora"]}
-    delivered: dict[str, list[str]] = {}
-    for run_id, planned in P.RUNS.items():
-        record = build.rec.run(run_id).record
-        if planned.role in ("control", "variant") and record.get("outcome") == "accepted":
-            delivered.setdefault(sha[record["corpus"]], []).append(run_id)
-    return delivered
-
-
-def cost_per_corpus(build: Build) -> tuple[Decimal, int, str | None]:
-    """The rental, the distinct corpora delivered, and the rental's share per corpus."""
-    lot = build.rec.plan["budget"]["lots"][0]
-    total = Decimal(lot["price"]) * lot["quantity"]
-    accepted = len(delivered_corpora(build))
-    share = str((total / accepted).quantize(Decimal("0.01"))) if accepted else None
-    return total, accepted, share
 
 
 def budget_report(build: Build) -> dict[str, Any]:

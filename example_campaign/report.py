@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import platform
+from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -12,13 +14,77 @@ from example_campaign.base import AUTHOR, commit_message
 from example_campaign.make_corpus import CORPORA, LABELS
 
 if TYPE_CHECKING:
-    from example_campaign.build import Build, Invoice, ModelRun
     from example_campaign.data import Example
+    from pytest_itera.record.campaign import CampaignRecorder
 
 NEAR = 0.15  # "near a ring boundary": within this radius distance
 
 
-def analysis_text(build: Build, conclusion: dict[str, Any]) -> str:
+@dataclass(frozen=True)
+class Invoice:
+    """The one expense the campaign included beside the rental, as its receipt bills it."""
+
+    number: str
+    order: str
+    seller: str
+    item: str
+    amount: str
+    currency: str = "USD"
+
+    @property
+    def file(self) -> str:
+        return f"receipts/{self.number}.txt"
+
+
+STORAGE_INVOICE = Invoice(
+    number="INV-40715", order="ORD-88213", seller="Northbridge Object Storage",
+    item="bucket receiving the retrieved campaign folder, 5 GB, one month", amount="1.20",
+)
+
+
+@dataclass
+class ModelRun:
+    """What a trained, accepted run leaves for the analysis."""
+
+    run_id: str
+    corpus: str
+    predictions: list[int]  # class index per corpus example, corpus order
+    accuracy: dict[str, float]
+    steps: int
+
+
+@dataclass
+class Results:
+    """What the campaign's runs produced, that the texts report: the build
+    (:class:`example_campaign.build.Build`) fills it."""
+
+    rec: CampaignRecorder
+    corpora: dict[str, list[Example]] = field(default_factory=dict)
+    model_runs: dict[str, ModelRun] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def delivered_corpora(results: Results) -> dict[str, list[str]]:
+    """Distinct corpus (by sha256) -> the accepted control/variant runs that deliver it."""
+    sha = {c["id"]: c["sha256"] for c in results.rec.plan["corpora"]}
+    delivered: dict[str, list[str]] = {}
+    for run_id, planned in P.RUNS.items():
+        record = results.rec.run(run_id).record
+        if planned.role in ("control", "variant") and record.get("outcome") == "accepted":
+            delivered.setdefault(sha[record["corpus"]], []).append(run_id)
+    return delivered
+
+
+def cost_per_corpus(results: Results) -> tuple[Decimal, int, str | None]:
+    """The rental, the distinct corpora delivered, and the rental's share per corpus."""
+    lot = results.rec.plan["budget"]["lots"][0]
+    total = Decimal(lot["price"]) * lot["quantity"]
+    accepted = len(delivered_corpora(results))
+    share = str((total / accepted).quantize(Decimal("0.01"))) if accepted else None
+    return total, accepted, share
+
+
+def analysis_text(build: Results, conclusion: dict[str, Any]) -> str:
     lines = [
         "# Error analysis",
         "",
@@ -136,7 +202,7 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def reload_text(build: Build) -> str:
+def reload_text(build: Results) -> str:
     checkpoints = "\n".join(f"- `{c['path']}` ({c['format']}, {c['kind']}, run {c['run']})"
                             for c in build.rec.checkpoints)
     adapters = "\n".join(f"- `{a['path']}` (PEFT LoRA, run {a['run']}, base `{a['base_path']}` "
@@ -247,12 +313,10 @@ Paid by card at order {invoice.order}.
 """
 
 
-def readme_text(build: Build) -> str:
+def readme_text(build: Results) -> str:
     stopped = build.facts.get("stopped", {})
     stops = "; ".join(f"{run} (stopped at step {s['step']} of {s['of']})"
                       for run, s in stopped.items()) or "none"
-    from example_campaign.build import STORAGE_INVOICE, cost_per_corpus, delivered_corpora
-
     delivered = delivered_corpora(build)
     total, _, share = cost_per_corpus(build)
     sequential = P.sequential_hours()

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_itera.core.campaign import PLAN_FILE, validate
-from pytest_itera.record.campaign import atomic_write_json
+from pytest_itera.record.base import atomic_write_json
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 __all__ = ["main", "plan_skeleton"]

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from pytest_itera.core.campaign import RESUME_PARTS
-from pytest_itera.record.campaign import CampaignRecorder, RecordError
+from pytest_itera.record import CampaignRecorder, RecordError
 from tests.checkpoints import Progress
 from tests.factory import (
     CONTROL_CKPT,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_itera.core.journal import JOURNAL_FILE
-from pytest_itera.record.campaign import CampaignRecorder, Closure
+from pytest_itera.record import CampaignRecorder, Closure
 from tests import factory as F
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ into one item.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FAMILIES", "Kind", "MetricHook", "Needs", "Options", "PlanPin", "ReloadHook", "Scope",
     "StopRuleHook",
-    "item_name",
+    "item_name", "recoded_kinds",
 ]
 
 # Built-in check families, registered by the plugin like any plugin (`-p no:itera.files`
@@ -70,6 +70,14 @@ class Kind:
     fix: str
     # A reading of human text: its findings advise and decide only under --itera-strict-text.
     advisory: bool = False
+
+
+def recoded_kinds(kinds: Mapping[str, Kind], check_id: str, *, of: str = "") -> dict[str, Kind]:
+    """The kinds of another check's rule that ``check_id`` reports under its own id (the plan
+    gate runs the closure's plan rules: ``core.findings.recoded``), those of check ``of`` only
+    when given: ``manifest.plan-draft`` -> ``plan-valid.plan-draft``."""
+    return {f"{check_id}.{code.partition('.')[2]}": kind for code, kind in kinds.items()
+            if not of or code.startswith(f"{of}.")}
 
 
 @dataclass(frozen=True)

@@ -36,11 +36,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Protocol
 
+from pytest_itera.core.campaign import Plan
 from pytest_itera.core.money import lot_hours, overflow_advice
 
 if TYPE_CHECKING:
+    from pytest_itera.core.campaign import ActualStep, CheckpointPolicy, Lot, PlannedRun
     from pytest_itera.core.money import Catalogue
 
 HUMAN = "human"
@@ -74,7 +76,8 @@ class ScheduleError(ValueError):
 
 
 class StepLike(Protocol):
-    """A planned step; :class:`pytest_itera.core.campaign.Step` satisfies it."""
+    """A step: the plan's :class:`pytest_itera.core.campaign.Step`, or the
+    :class:`ObservedStep` copy with observed or forecast hours that is laid out again."""
 
     @property
     def id(self) -> str: ...
@@ -93,39 +96,6 @@ class StepLike(Protocol):
 
     @property
     def lot(self) -> str | None: ...
-
-
-class PolicyLike(Protocol):
-    """A checkpoint policy; :class:`pytest_itera.core.campaign.CheckpointPolicy` satisfies it."""
-
-    @property
-    def interval_hours(self) -> HoursLike: ...
-
-    @property
-    def tolerable_loss_hours(self) -> HoursLike: ...
-
-    @property
-    def save_hours(self) -> HoursLike | None: ...
-
-
-class ActualLike(Protocol):
-    """An observed step; :class:`pytest_itera.core.campaign.ActualStep` satisfies it."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def observed_hours(self) -> HoursLike: ...
-
-
-class LotLike(Protocol):
-    """A budget lot with an id and days; :class:`pytest_itera.core.campaign.Lot` satisfies it."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def days(self) -> int: ...
 
 
 def as_hours(value: HoursLike) -> Decimal:
@@ -398,7 +368,7 @@ class LotOverflow:
         return f"lot {self.lot!r}: {overflow_advice(self.span, self, catalogue)}"
 
 
-def lot_overflows(lots: Iterable[LotLike], timeline: Timeline) -> list[LotOverflow]:
+def lot_overflows(lots: Iterable[Lot], timeline: Timeline) -> list[LotOverflow]:
     """The lots whose span in ``timeline`` exceeds their days * 24 hours."""
     return [
         LotOverflow(lot.id, lot.days, timeline.lot_hours(lot.id))
@@ -408,7 +378,7 @@ def lot_overflows(lots: Iterable[LotLike], timeline: Timeline) -> list[LotOverfl
 
 
 def lot_windows(
-    lots: Iterable[LotLike], timeline: Timeline | None
+    lots: Iterable[Lot], timeline: Timeline | None
 ) -> list[tuple[Decimal, Decimal]]:
     """Each lot's reservation, ``[start, start + days * 24)``: its clock starts with the first
     of its steps in ``timeline`` and runs for its days. A lot that no step names (the plan's
@@ -435,7 +405,7 @@ def union_hours(windows: Iterable[tuple[Decimal, Decimal]]) -> Decimal:
     return total
 
 
-def reserved_hours(lots: Sequence[LotLike], steps: Iterable[StepLike]) -> Decimal:
+def reserved_hours(lots: Sequence[Lot], steps: Iterable[StepLike]) -> Decimal:
     """The hours ``lots`` reserve for the schedule of ``steps`` (R4, R9): the union of their
     windows (:func:`lot_windows`). Lots side by side reserve one lot's days; two 3-day lots
     overlapping by 3 h reserve 141 h, never one lot's 72 h; two in turn with an 8 h gap
@@ -448,23 +418,13 @@ def reserved_hours(lots: Sequence[LotLike], steps: Iterable[StepLike]) -> Decima
     return union_hours(lot_windows(lots, timeline))
 
 
-def unknown_lots(steps: Iterable[StepLike], lots: Iterable[LotLike]) -> list[tuple[str, str]]:
+def unknown_lots(steps: Iterable[StepLike], lots: Iterable[Lot]) -> list[tuple[str, str]]:
     """(step id, lot id) for each step naming a lot the budget does not have."""
     known = {lot.id for lot in lots}
     return [(s.id, s.lot) for s in steps if s.lot is not None and s.lot not in known]
 
 
 # ------------------------------------------------- machines, lots and runs (R3, R4)
-
-
-class CapacityLot(LotLike, Protocol):
-    """A lot with its composition; :class:`pytest_itera.core.campaign.Lot` satisfies it."""
-
-    @property
-    def gpus_per_lot(self) -> int: ...
-
-    @property
-    def quantity(self) -> int: ...
 
 
 def is_off_machine(resource: str) -> bool:
@@ -482,12 +442,12 @@ def is_gpu(resource: str) -> bool:
     return not is_off_machine(resource) and not is_host(resource)
 
 
-def lot_capacity(lot: CapacityLot) -> int:
+def lot_capacity(lot: Lot) -> int:
     """The GPUs a lot provides at once: ``gpus_per_lot x quantity``."""
     return lot.gpus_per_lot * lot.quantity
 
 
-def lot_of(step: StepLike, lots: Sequence[LotLike]) -> str | None:
+def lot_of(step: StepLike, lots: Sequence[Lot]) -> str | None:
     """The lot a machine step runs on: the one it names, else the plan's only lot.
 
     None for an off-machine step, and for a machine step that names no lot in a plan
@@ -500,7 +460,7 @@ def lot_of(step: StepLike, lots: Sequence[LotLike]) -> str | None:
     return lots[0].id if len(lots) == 1 else None
 
 
-def steps_without_lot(steps: Iterable[StepLike], lots: Sequence[LotLike]) -> list[str]:
+def steps_without_lot(steps: Iterable[StepLike], lots: Sequence[Lot]) -> list[str]:
     """GPU steps of a plan with several lots that name none: no one knows whose GPU they use."""
     if len(lots) < 2:
         return []
@@ -522,7 +482,7 @@ class CapacityExcess:
 
 
 def capacity_excesses(
-    steps: Iterable[StepLike], lots: Sequence[CapacityLot], timeline: Timeline | None = None
+    steps: Iterable[StepLike], lots: Sequence[Lot], timeline: Timeline | None = None
 ) -> list[CapacityExcess]:
     """Lots whose steps name more distinct GPU resources than ``gpus_per_lot x quantity``.
 
@@ -546,7 +506,7 @@ def capacity_excesses(
 
 
 def _peak(
-    timeline: Timeline, lot: LotLike, lots: Sequence[LotLike], steps: list[StepLike]
+    timeline: Timeline, lot: Lot, lots: Sequence[Lot], steps: list[StepLike]
 ) -> int:
     """The most distinct GPU resources of ``lot`` busy at one moment."""
     mine = {s.id for s in steps if lot_of(s, lots) == lot.id and is_gpu(s.resource)}
@@ -691,19 +651,19 @@ def unplanned_kinds(steps: Iterable[StepLike]) -> tuple[str, ...]:
 # ------------------------------------------------------------ checkpoints (R6)
 
 
-def worst_case_loss_hours(policy: PolicyLike) -> Decimal:
+def worst_case_loss_hours(policy: CheckpointPolicy) -> Decimal:
     """Work lost by a crash during a save: the interval plus the save's own cost."""
     save = as_hours(policy.save_hours) if policy.save_hours is not None else Decimal(0)
     return as_hours(policy.interval_hours) + save
 
 
-def max_save_interval(policy: PolicyLike) -> Decimal:
+def max_save_interval(policy: CheckpointPolicy) -> Decimal:
     """The longest interval whose worst-case loss stays within the tolerable loss."""
     save = as_hours(policy.save_hours) if policy.save_hours is not None else Decimal(0)
     return as_hours(policy.tolerable_loss_hours) - save
 
 
-def interval_respects_tolerable_loss(policy: PolicyLike) -> bool:
+def interval_respects_tolerable_loss(policy: CheckpointPolicy) -> bool:
     """Interval + save cost <= tolerable loss (R6: the interval follows from both)."""
     return worst_case_loss_hours(policy) <= as_hours(policy.tolerable_loss_hours)
 
@@ -755,7 +715,7 @@ def as_observed(steps: Iterable[StepLike], observed: Mapping[str, Decimal]) -> l
     ]
 
 
-def observed_hours(actual: Iterable[ActualLike]) -> dict[str, Decimal]:
+def observed_hours(actual: Iterable[ActualStep]) -> dict[str, Decimal]:
     """``{step id: hours}`` from ``ActualStep`` records; a step recorded twice is summed."""
     out: dict[str, Decimal] = {}
     for record in actual:
@@ -847,28 +807,6 @@ def unplanned_steps(planned: Iterable[StepLike], observed: Mapping[str, object])
 # ------------------------------------------- before renting: lots, reductions, forecast
 
 
-class RunLike(Protocol):
-    """A planned run; :class:`pytest_itera.core.campaign.PlannedRun` satisfies it."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def category(self) -> str: ...
-
-
-class ScheduleLike(Protocol):
-    @property
-    def steps(self) -> Sequence[StepLike]: ...
-
-
-class PlanLike(Protocol):
-    """Anything with ``schedule.steps``: :class:`pytest_itera.core.campaign.Plan` satisfies it."""
-
-    @property
-    def schedule(self) -> ScheduleLike: ...
-
-
 # Optional categories, in the order their runs are dropped (R2: must runs never are).
 DROPPABLE = ("exploratory", "useful")
 # Up to this many optional runs every subset is tried; beyond, a greedy search.
@@ -903,7 +841,7 @@ def machine_span(timeline: Timeline) -> Decimal:
     return max(s.end for s in machine) - min(s.start for s in machine)
 
 
-def lot_uses(lots: Sequence[LotLike], timeline: Timeline) -> list[LotUse]:
+def lot_uses(lots: Sequence[Lot], timeline: Timeline) -> list[LotUse]:
     """Each lot's span in ``timeline``; when no step names a lot, the machine steps' span
     on the longest lot (the plan's only lot, usually)."""
     if not lots:
@@ -935,7 +873,7 @@ def off_lot_text(timeline: Timeline, lot: str) -> str | None:
             f"{hours_text(timeline.makespan)} h schedule; off the lot: {' and '.join(parts)}")
 
 
-def fits(window: HoursLike, lots: Sequence[LotLike], timeline: Timeline) -> bool:
+def fits(window: HoursLike, lots: Sequence[Lot], timeline: Timeline) -> bool:
     """The makespan fits the window and every lot's span fits the lot."""
     if timeline.makespan > as_hours(window):
         return False
@@ -987,9 +925,9 @@ class Reduction:
 
 def reduced_protocol(
     steps: Iterable[StepLike],
-    runs: Iterable[RunLike],
+    runs: Iterable[PlannedRun],
     window: HoursLike,
-    lots: Sequence[LotLike],
+    lots: Sequence[Lot],
     *,
     keep: Iterable[str] = (),
 ) -> Reduction | None:
@@ -1025,7 +963,7 @@ def reduced_protocol(
 
 
 def _droppable(
-    steps: list[StepLike], runs: Iterable[RunLike], keep: set[str]
+    steps: list[StepLike], runs: Iterable[PlannedRun], keep: set[str]
 ) -> list[tuple[str, str]]:
     """(run id, category) of the runs that may be dropped: exploratory first, plan order."""
     served = {_run_of(s) for s in steps}
@@ -1109,7 +1047,7 @@ class Forecast:
         return frozenset(s.run for s in self.steps if s.run is not None and s.id in self.measured)
 
 
-def forecast(plan: PlanLike | Iterable[StepLike], observed: Mapping[str, HoursLike]) -> Forecast:
+def forecast(plan: Plan | Iterable[StepLike], observed: Mapping[str, HoursLike]) -> Forecast:
     """Re-forecast ``plan`` (a Plan, or its steps) from the measured hours of the steps that
     finished (``{step id: hours}``); see :class:`Forecast`.
 
@@ -1139,11 +1077,8 @@ def forecast(plan: PlanLike | Iterable[StepLike], observed: Mapping[str, HoursLi
                     ratios, tuple(scaled), tuple(sorted(k for k in observed if k not in known)))
 
 
-def _steps_of(plan: PlanLike | Iterable[StepLike]) -> list[StepLike]:
-    schedule = getattr(plan, "schedule", None)
-    if schedule is not None:
-        return list(cast("ScheduleLike", schedule).steps)
-    return list(cast("Iterable[StepLike]", plan))
+def _steps_of(plan: Plan | Iterable[StepLike]) -> list[StepLike]:
+    return list(plan.schedule.steps if isinstance(plan, Plan) else plan)
 
 
 def _kind_ratios(steps: list[StepLike], measured: Mapping[str, Decimal]) -> dict[str, Decimal]:

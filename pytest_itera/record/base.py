@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import stat
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from functools import cache
@@ -33,6 +33,7 @@ from pytest_itera.files.tree import (
     resolve_inside,
     syntax_problem,
     tree_digest,
+    walk,
 )
 
 if TYPE_CHECKING:
@@ -243,25 +244,24 @@ def walk_files(
     a symbolic link to a regular file inside ``root`` is listed as a file of its own, with
     its target's bytes (Lightning's ``ModelCheckpoint(save_last="link")`` writes
     ``last.ckpt`` so): ``files-intact`` accepts such a link. A link that leaves the folder,
-    dangles or loops, or anything else that is not a regular file, is refused."""
+    dangles or loops, or anything else that is not a regular file, is refused.
+
+    The checks' own walk of the folder (:func:`pytest_itera.files.tree.walk`), untruncated
+    because the manifest lists every file; a directory that cannot be listed adds no file."""
     found = []
-    for folder, dirs, names in os.walk(root):
-        for name in [*dirs, *names]:
-            full = Path(folder) / name
-            relpath = full.relative_to(root).as_posix()
-            mode = full.lstat().st_mode
-            if stat.S_ISDIR(mode) or relpath in skip:
-                continue
-            if stat.S_ISLNK(mode):
-                refusal = link_problem(root, relpath)
-                if refusal is not None:
-                    raise RecordError(f"{relpath} is a symbolic link that {refusal}: the "
-                                      "campaign must hold what it lists; copy the target "
-                                      "in its place")
-            elif not stat.S_ISREG(mode):
-                raise RecordError(f"{relpath} is not a regular file")
-            found.append((relpath, full))
-    return sorted(found)
+    for entry in walk(root, limit=sys.maxsize):
+        if entry.kind == "dir" or entry.path in skip:
+            continue
+        if entry.kind == "symlink":
+            refusal = link_problem(root, entry.path)
+            if refusal is not None:
+                raise RecordError(f"{entry.path} is a symbolic link that {refusal}: the "
+                                  "campaign must hold what it lists; copy the target "
+                                  "in its place")
+        elif entry.kind != "file":
+            raise RecordError(f"{entry.path} is not a regular file")
+        found.append((entry.path, root / entry.path))
+    return found
 
 
 def link_problem(root: Path, relpath: str) -> str | None:

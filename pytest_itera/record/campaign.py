@@ -32,7 +32,8 @@ recorder), :mod:`~pytest_itera.record.steps` (step timings),
 :mod:`~pytest_itera.record.close` (what closure checks and computes),
 :mod:`~pytest_itera.record.replay` (continuing from the journal) and
 :mod:`~pytest_itera.record.base` (errors, atomic writes, paths); this module holds
-the campaign recorder and re-exports their public names.
+the campaign recorder, and the package (:mod:`pytest_itera.record`) exports the public
+names of them all.
 
 Every write is atomic (a temporary file in the same folder, fsync, ``os.replace``);
 every recorded path is a relative POSIX path inside the folder; no string that
@@ -57,6 +58,14 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from pytest_itera.checks.artifacts.resume_complete import parts_problems
 from pytest_itera.checks.budget import states_amount
 from pytest_itera.checks.prose.labels import EXPENSE_KINDS
+from pytest_itera.checks.schedule.timeline import (
+    Save,
+    Saves,
+    Span,
+    saves_after_starts,
+    saves_during_other_runs,
+    span,
+)
 from pytest_itera.checks.stop_rules import contradicts_corpus
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
@@ -92,7 +101,6 @@ from pytest_itera.record.base import (
     atomic_write_text,
     check_relpath,
     dumps_json,
-    find_temp_path,
     jsonl_text,
     refuse_temp_strings,
     require_commit,
@@ -102,7 +110,7 @@ from pytest_itera.record.base import (
     validate,
 )
 from pytest_itera.record.close import Closure
-from pytest_itera.record.replay import JournalWarning, replay
+from pytest_itera.record.replay import replay
 from pytest_itera.record.run import OpenRun, RunRecorder
 from pytest_itera.record.steps import Interruption, OpenStep, StepClock, StepTimer
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT
@@ -112,26 +120,6 @@ if TYPE_CHECKING:
     from pytest_itera.report.verify import Verdict
 
 _LOG = logging.getLogger("pytest_itera.record")
-
-__all__ = [
-    "BASE_RECORD",
-    "CampaignRecorder",
-    "Closure",
-    "Interruption",
-    "JournalWarning",
-    "OpenRun",
-    "OpenStep",
-    "RecordError",
-    "RunRecorder",
-    "StepTimer",
-    "atomic_write_bytes",
-    "atomic_write_json",
-    "atomic_write_text",
-    "check_relpath",
-    "find_temp_path",
-    "sha256_file",
-    "timestamp",
-]
 
 
 class CampaignRecorder:
@@ -581,8 +569,6 @@ class CampaignRecorder:
     def _refuse_save_before_start(self, relpath: str, run: str, at: str) -> None:
         """RecordError where ``plan-vs-actual`` will refuse the save at closure: a checkpoint
         is saved by its own run while it runs, after the run's start (the check's function)."""
-        from pytest_itera.checks.schedule.timeline import Save, Saves, Span, saves_after_starts
-
         started = self._runs[run].started_at if run in self._runs else None
         if started is None:
             raise RecordError(
@@ -604,8 +590,6 @@ class CampaignRecorder:
         trains one run at a time, so a run saves outside the span of every other run that
         names its GPU (the check's function). Judged on the runs that have ended: a span
         still open ends when its run says so."""
-        from pytest_itera.checks.schedule.timeline import Save, Saves, saves_during_other_runs, span
-
         ended = []
         for index, (other_id, other) in enumerate(self._runs.items()):
             stop = other.record.get("stop")
@@ -982,6 +966,8 @@ class CampaignRecorder:
     ) -> Verdict:
         """Run the plugin's checks on the folder as it stands, in this process (reloads in
         a fresh one, like the plugin's): what ``pytest --itera-campaign`` will say."""
+        # Imported here: the checks' engine and the report renderers, a quarter of a
+        # second at start-up, which a script that never calls check() does not pay.
         from pytest_itera.report.verify import check_campaign
 
         return check_campaign(self.root, python=python, timeout=timeout)

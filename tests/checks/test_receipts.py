@@ -262,8 +262,7 @@ def test_issuer_and_provider() -> None:
 
 
 def test_the_example_receipt_proves_its_expense() -> None:
-    from example_campaign.build import STORAGE_INVOICE
-    from example_campaign.report import receipt_text
+    from example_campaign.report import STORAGE_INVOICE, receipt_text
 
     text = receipt_text(STORAGE_INVOICE, datetime(2026, 12, 3, 10, 35, 49, tzinfo=UTC))
     assert receipt_issuer(text) == STORAGE_INVOICE.seller

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_itera.core.journal import JOURNAL_FILE, Journal, JournalError
-from pytest_itera.record.campaign import CampaignRecorder, JournalWarning, RecordError
+from pytest_itera.record import CampaignRecorder, JournalWarning, RecordError
 from tests import factory as F
 from tests.factory import journal_events
 from tests.recorded import record, write_files

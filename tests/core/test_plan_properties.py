@@ -2,34 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
+from typing import Literal
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_itera.core import schedule as sched
-from pytest_itera.core.campaign import Step
+from pytest_itera.core.campaign import Lot, PlannedRun, Step
 from pytest_itera.core.money import Catalogue, Money, Offer, lot_options
 
-
-@dataclass(frozen=True)
-class Run:
-    id: str
-    category: str
+CATEGORIES: tuple[Literal["must", "useful", "exploratory"], ...] = (
+    "must", "useful", "exploratory")
 
 
-@dataclass(frozen=True)
-class Lot:
-    id: str
-    days: int
+def lot(days: int) -> Lot:
+    """The schedule's one lot ("L"), of ``days`` days."""
+    return Lot("L", f"RTX 4090, {days} days", "RTX 4090", 1, days, "10", 1)
 
 
 @st.composite
-def plans(draw: st.DrawFn) -> tuple[list[Step], list[Run]]:
+def plans(draw: st.DrawFn) -> tuple[list[Step], list[PlannedRun]]:
     """A schedule of 1-10 steps (dependencies only on earlier steps, so no cycle), on 1-3
     resources, serving 0-4 runs of any category."""
-    runs = [Run(f"r{i}", draw(st.sampled_from(["must", "useful", "exploratory"])))
+    runs = [PlannedRun(f"r{i}", "variant", draw(st.sampled_from(CATEGORIES)), "0" * 64)
             for i in range(draw(st.integers(0, 4)))]
     steps: list[Step] = []
     for i in range(draw(st.integers(1, 10))):
@@ -45,7 +41,7 @@ def plans(draw: st.DrawFn) -> tuple[list[Step], list[Run]]:
 
 @given(plans())
 def test_a_forecast_whose_observations_equal_the_plan_is_the_plan(
-    plan: tuple[list[Step], list[Run]],
+    plan: tuple[list[Step], list[PlannedRun]],
 ) -> None:
     steps, _ = plan
     for done in range(len(steps) + 1):
@@ -56,7 +52,7 @@ def test_a_forecast_whose_observations_equal_the_plan_is_the_plan(
 
 @given(plans(), st.data())
 def test_dropping_runs_never_lengthens_the_schedule(
-    plan: tuple[list[Step], list[Run]], data: st.DataObject
+    plan: tuple[list[Step], list[PlannedRun]], data: st.DataObject
 ) -> None:
     steps, runs = plan
     dropped = data.draw(st.sets(st.sampled_from([r.id for r in runs])) if runs else st.just(set()))
@@ -69,10 +65,10 @@ def test_dropping_runs_never_lengthens_the_schedule(
 
 @given(plans(), st.integers(1, 150), st.integers(1, 4))
 def test_the_advised_reduced_protocol_fits_and_drops_only_optional_runs(
-    plan: tuple[list[Step], list[Run]], window: int, days: int
+    plan: tuple[list[Step], list[PlannedRun]], window: int, days: int
 ) -> None:
     steps, runs = plan
-    lots = [Lot("L", days)]
+    lots = [lot(days)]
     reduction = sched.reduced_protocol(steps, runs, window, lots)
     if reduction is None:
         return

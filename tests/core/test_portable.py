@@ -9,7 +9,7 @@ import unicodedata
 import pytest
 
 from pytest_itera.core.portable import RENAME_HINT, collisions, path_problem
-from pytest_itera.record.campaign import RecordError, check_relpath
+from pytest_itera.record import RecordError, check_relpath
 from tests.factory import CampaignBuilder, expect
 from tests.runner import Itera
 

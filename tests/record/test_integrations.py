@@ -32,7 +32,7 @@ from typing import Any, Literal
 import pytest
 import torch
 
-from pytest_itera.record.campaign import CampaignRecorder, Closure, RecordError
+from pytest_itera.record import CampaignRecorder, Closure, RecordError
 from tests import factory as F
 from tests.factory import expect, journal_events, tree_digest
 from tests.real_tools import Rows, bert, quiet, tiny_lightning

@@ -19,7 +19,7 @@ import pytest
 
 from pytest_itera.cli import main
 from pytest_itera.core.journal import JOURNAL_FILE
-from pytest_itera.record.campaign import CampaignRecorder, RecordError
+from pytest_itera.record import CampaignRecorder, RecordError
 from pytest_itera.report import render_html, render_markdown, to_json
 from pytest_itera.report.verify import check_campaign
 from tests import factory as F

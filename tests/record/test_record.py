@@ -17,15 +17,16 @@ import pytest
 
 from pytest_itera.checks.engine import judge
 from pytest_itera.cli import plan_skeleton
-from pytest_itera.core.campaign import load_campaign
+from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, load_campaign
 from pytest_itera.files.scan import DEFAULT_TEMP_PATTERNS, TempMatcher, scan_file
-from pytest_itera.record.campaign import (
+from pytest_itera.record import (
     CampaignRecorder,
     RecordError,
     atomic_write_bytes,
     check_relpath,
     find_temp_path,
 )
+from pytest_itera.record.base import walk_files
 from pytest_itera.record.resume import save_resume_checkpoint
 from pytest_itera.record.run import RunRecorder
 from tests.factory import unchained
@@ -322,6 +323,25 @@ def test_close_refuses_symlinks(rec: CampaignRecorder) -> None:
     with pytest.raises(RecordError, match="link is a symbolic link that leaves the campaign "
                                           "folder: the campaign must hold what it lists"):
         finish(rec)
+
+
+def test_the_listed_files_are_the_tree_walks_regular_files_sorted(tmp_path: Path) -> None:
+    """The manifest's file list: sorted by path across folders, the two contract documents
+    left out, a link to a file inside listed; a FIFO or a link to a folder is refused."""
+    for relpath in ("b.txt", "a/z.txt", "a.txt", "a/b/c.txt", PLAN_FILE, MANIFEST_FILE):
+        (tmp_path / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relpath).write_text("x")
+    (tmp_path / "a/last.txt").symlink_to("z.txt")
+    assert walk_files(tmp_path) == [(p, tmp_path / p) for p in (
+        "a.txt", "a/b/c.txt", "a/last.txt", "a/z.txt", "b.txt")]
+    (tmp_path / "folder-link").symlink_to("a")
+    with pytest.raises(RecordError, match=r"^folder-link is a symbolic link that points to "
+                                          "something that is not a regular file"):
+        walk_files(tmp_path)
+    (tmp_path / "folder-link").unlink()
+    os.mkfifo(tmp_path / "a/pipe")
+    with pytest.raises(RecordError, match=r"^a/pipe is not a regular file$"):
+        walk_files(tmp_path)
 
 
 # ------------------------------------------------- itera-plan/2 evidence

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.record.campaign import CampaignRecorder, RecordError
+from pytest_itera.record import CampaignRecorder, RecordError
 from tests import factory as F
 from tests.record.test_record import CONFIG, CORPUS, corpus_entry, make_plan
 from tests.recorded import close, record, timed

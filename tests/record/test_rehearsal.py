@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pytest_itera.cli import main
-from pytest_itera.record.campaign import CampaignRecorder, RecordError
+from pytest_itera.record import CampaignRecorder, RecordError
 from pytest_itera.report.verify import check_campaign
 from tests import recorded
 from tests.factory import expect

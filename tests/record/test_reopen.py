@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_itera.core.journal import JOURNAL_FILE
-from pytest_itera.record.campaign import CampaignRecorder, RecordError
+from pytest_itera.record import CampaignRecorder, RecordError
 from pytest_itera.report.verify import check_campaign
 from tests import factory as F
 from tests import recorded

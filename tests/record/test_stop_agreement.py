@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.record.campaign import CampaignRecorder, RecordError, RunRecorder
+from pytest_itera.record import CampaignRecorder, RecordError, RunRecorder
 from pytest_itera.report.verify import builtin_checks, check_campaign
 from tests.factory import CampaignBuilder
 from tests.record.test_record import CONFIG, CORPUS, close_kwargs, make_plan

@@ -17,7 +17,7 @@ from pytest_itera.checks.common.schedule_fits import (
     reduction_for,
 )
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.model import Kind
+from pytest_itera.checks.model import Kind, recoded_kinds
 from pytest_itera.checks.plan.gate import NEEDS_PLAN, forecast_basis, rounded_hours
 from pytest_itera.checks.plan.journal import Journal, journal_of, journal_targets
 from pytest_itera.core import schedule as sched
@@ -60,8 +60,8 @@ KINDS: dict[str, Kind] = {
         rule="the forecast schedule, from the measured steps, takes longer than the window",
         fix="reduce the protocol, or plan a longer window; record the decision at the decision "
         "point"),
-    **{f"plan-forecast.{code.partition('.')[2]}": kind
-       for code, kind in SCHEDULE_FITS_KINDS.items() if code == "schedule-fits.lot-overflow"},
+    **{code: kind for code, kind in recoded_kinds(SCHEDULE_FITS_KINDS, "plan-forecast").items()
+       if code == "plan-forecast.lot-overflow"},
 }
 
 CHECK = Check("plan-forecast",

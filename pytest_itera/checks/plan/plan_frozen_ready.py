@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pytest_itera.checks.common import documents
 from pytest_itera.checks.common.documents import must_roles
+from pytest_itera.checks.common.rules_declared import KINDS as rules_declared_kinds
 from pytest_itera.checks.common.rules_declared import rules_declared
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.model import Kind
+from pytest_itera.checks.model import Kind, recoded_kinds
 from pytest_itera.checks.plan.gate import NEEDS_PLAN
 from pytest_itera.core.campaign import PLAN_FILE, Plan
 from pytest_itera.core.findings import Finding, recoded
@@ -89,6 +91,8 @@ def _checkpoint_policy(plan: Plan) -> Iterator[Finding]:
 
 
 KINDS: dict[str, Kind] = {
+    **recoded_kinds(documents.KINDS, "plan-frozen-ready", of="expected-ids"),
+    **recoded_kinds(rules_declared_kinds, "plan-frozen-ready"),
     "plan-frozen-ready.plan-v1": Kind(
         rule="the plan is itera-plan/1: no corpora, machine-readable stop rules or step runs "
         "to close it with evidence",
@@ -99,9 +103,10 @@ KINDS: dict[str, Kind] = {
     "plan-frozen-ready.no-corpus": Kind(
         rule="a control or variant run names no corpus while the plan declares several",
         fix="name the corpus the run predicts on"),
+    # The gate's own rule and rules-declared's (a pilot without a decision after it), one code.
     "plan-frozen-ready.no-decision-point": Kind(
         rule="the plan fixes no decision point (decision.point, or a schedule step of kind "
-        "'decision')",
+        "'decision'), or none after its pilot",
         fix="fix a decision point after the pilot: continue, drop an optional variant or "
         "revise the question"),
     "plan-frozen-ready.no-resume-state": Kind(

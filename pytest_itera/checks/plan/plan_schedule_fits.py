@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from pytest_itera.checks.common.schedule_fits import SCHEDULE_FITS_KINDS, schedule_fits
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.model import Kind
+from pytest_itera.checks.model import Kind, recoded_kinds
 from pytest_itera.checks.plan.gate import NEEDS_PLAN
 from pytest_itera.core.findings import Finding, recoded
 
@@ -21,10 +21,7 @@ def plan_schedule_fits(ctx: Context, target: str | None) -> Iterator[Finding]:
     yield from recoded(schedule_fits(ctx, target), "plan-schedule-fits")
 
 
-KINDS: dict[str, Kind] = {
-    f"plan-schedule-fits.{code.partition('.')[2]}": kind
-    for code, kind in SCHEDULE_FITS_KINDS.items()
-}
+KINDS: dict[str, Kind] = recoded_kinds(SCHEDULE_FITS_KINDS, "plan-schedule-fits")
 
 CHECK = Check("plan-schedule-fits", "the end-to-end schedule fits the window and every lot",
               plan_schedule_fits, scope="plan", needs=NEEDS_PLAN, fast=True, order=2,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pytest_itera.checks.common import documents
 from pytest_itera.checks.common.documents import manifest
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.model import Kind
+from pytest_itera.checks.model import Kind, recoded_kinds
 from pytest_itera.checks.plan.gate import plan_path
 from pytest_itera.checks.stop_rules import contradicts_corpus
 from pytest_itera.core import schedule as sched
@@ -76,6 +77,7 @@ KINDS: dict[str, Kind] = {
         "corpus entry freezes",
         fix="edit the rule's parameter together with the corpus entry's, so that both say "
         "the same"),
+    **recoded_kinds(documents.KINDS, "plan-valid", of="manifest"),
 }
 
 CHECK = Check("plan-valid", "the plan is JSON, schema-valid and its schedule computable",

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pytest_itera.record.base import RecordError, check_relpath, sha256_file
 
 if TYPE_CHECKING:
-    from pytest_itera.record.campaign import CampaignRecorder, RunRecorder
+    from pytest_itera.record.campaign import CampaignRecorder
+    from pytest_itera.record.run import RunRecorder
 
 
 def campaign_relpath(rec: CampaignRecorder, path: str | Path, *, what: str) -> str:

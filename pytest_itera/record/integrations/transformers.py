@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
-from pytest_itera.record.campaign import RecordError
+from pytest_itera.record.base import RecordError
 from pytest_itera.record.integrations._common import (
     campaign_relpath,
     not_known,
