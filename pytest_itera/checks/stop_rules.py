@@ -39,7 +39,8 @@ class RuleVerdict:
     the evidence has steps); ``clear``: it does not; ``unproven``: the evidence needed is
     missing or unreadable (a failure for an accepted run); ``not_evaluated``: the rule is
     not machine-readable (kind ``other``): reported, never a failure. ``detail`` says what
-    was observed, ``where`` the file and line of the evidence.
+    was observed, ``where`` the file and line of the evidence, ``subjects`` the files it is
+    about when ``where`` does not say (a measurements file that cannot be read).
     """
 
     status: Status
@@ -47,6 +48,7 @@ class RuleVerdict:
     step: int | None = None
     where: str | None = None
     hint: str | None = None
+    subjects: tuple[str, ...] = ()
 
 
 TRAINING_ROLES = ("control", "variant", "pilot", "resume_check")

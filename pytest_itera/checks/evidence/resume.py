@@ -13,7 +13,12 @@ import math
 from collections.abc import Iterator
 
 from pytest_itera.checks.context import Context
-from pytest_itera.checks.evidence.run_evidence import measurements_hint, run_measurements, v1
+from pytest_itera.checks.evidence.run_evidence import (
+    measurements_file,
+    measurements_hint,
+    run_measurements,
+    v1,
+)
 from pytest_itera.checks.stop_rules import (
     RuleVerdict,
     show,
@@ -63,10 +68,11 @@ def _resume(ctx: Context, run_id: str) -> RuleVerdict:
                            f"{record.run}, which the manifest does not record", where=where)
     mine, theirs = run_measurements(ctx, run), run_measurements(ctx, reference)
     if isinstance(mine, str):
-        return RuleVerdict("unproven", mine, hint=measurements_hint(run))
+        return RuleVerdict("unproven", mine, hint=measurements_hint(run),
+                           subjects=measurements_file(run))
     if isinstance(theirs, str):
         return RuleVerdict("unproven", f"the reference run {reference.id}: {theirs}",
-                           hint=measurements_hint(reference))
+                           hint=measurements_hint(reference), subjects=measurements_file(reference))
     tolerance = plan.checkpoint_policy.resume_tolerance
     compared, divergence = _compare(mine, theirs, origin.step, tolerance)
     if divergence is not None:

@@ -15,6 +15,7 @@ from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.evidence.resume import resume_verdict, resumed_checkpoint
 from pytest_itera.checks.evidence.run_evidence import (
     SHOWN,
+    measurements_file,
     measurements_hint,
     planned_role,
     run_measurements,
@@ -65,7 +66,7 @@ def role_evidence(ctx: Context, target: str | None) -> Iterator[Finding]:
         elif verdict.status == "unproven":
             yield Finding(f"resume check {run.id} does not prove a resume: {verdict.detail}",
                           where=verdict.where or where, hint=verdict.hint,
-                          code="role-evidence.resume-unproven")
+                          subjects=verdict.subjects, code="role-evidence.resume-unproven")
         yield from resume_resolution(ctx, run)
     else:
         yield from _data_check(ctx, plan, man, run, where)
@@ -126,7 +127,7 @@ def _data_check(
         yield Finding(f"data check {run.id} does not prove the data: {found}"
                       + v1(man, "what the data check checked"),
                       where=f"{where}.measurements", hint=measurements_hint(run),
-                      code="role-evidence.data-unproven")
+                      subjects=measurements_file(run), code="role-evidence.data-unproven")
         return
     planned = plan.run(run.id)
     named = planned.corpus if planned is not None else None

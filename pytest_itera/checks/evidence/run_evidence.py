@@ -42,6 +42,12 @@ def run_measurements(ctx: Context, run: RunRecord) -> Measurements | str:
     return found
 
 
+def measurements_file(run: RunRecord) -> tuple[str, ...]:
+    """The run's measurements file, as a finding's subjects: a finding about it is the check
+    that owns the file's problem (files-intact, measurements-agree), "not judged" here."""
+    return (run.measurements,) if run.measurements is not None else ()
+
+
 def measurements_hint(run: RunRecord) -> str:
     """What to do when the run's measurements are missing, or cannot be read."""
     if run.measurements is None:

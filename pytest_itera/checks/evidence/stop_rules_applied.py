@@ -17,6 +17,7 @@ from pytest_itera.checks.common.rules_declared import CONTRACT, v1_rule
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.evidence.resume import resume_verdict
 from pytest_itera.checks.evidence.run_evidence import (
+    measurements_file,
     measurements_hint,
     planned_role,
     run_measurements,
@@ -96,7 +97,8 @@ def _on_measurements(ctx: Context, plan: Plan, rule: StopRule, run: RunRecord) -
     (:func:`pytest_itera.checks.stop_rules.measured`) the recorder also applies."""
     found = run_measurements(ctx, run)
     if isinstance(found, str):
-        return RuleVerdict("unproven", found, hint=measurements_hint(run))
+        return RuleVerdict("unproven", found, hint=measurements_hint(run),
+                           subjects=measurements_file(run))
     return measured(rule, found, planned_role(plan, run.id))
 
 
@@ -219,7 +221,7 @@ def _accepted(
             f"stop rule{'s' if len(measured) > 1 else ''} {ids} cannot be evaluated on "
             f"accepted run {run.id}: {found}" + v1(man, "that its stop rules were applied"),
             where=f"{where}.measurements", hint=measurements_hint(run),
-            code="stop-rules-applied.no-measurements")
+            subjects=measurements_file(run), code="stop-rules-applied.no-measurements")
         rules = [r for r in rules if r not in measured]
     for rule in rules:
         verdict = evaluate(ctx, rule, run.id)
@@ -236,6 +238,7 @@ def _accepted(
             yield Finding(
                 f"stop rule {rule.id!r} ({rule.kind}) cannot be evaluated on accepted run "
                 f"{run.id}: {verdict.detail}", where=verdict.where or where, hint=verdict.hint,
+                subjects=verdict.subjects,
                 code="stop-rules-applied.unproven")
 
 
@@ -313,6 +316,7 @@ def _stopped(ctx: Context, plan: Plan, run: RunRecord, where: str) -> Iterator[F
         yield Finding(
             f"stop rule {rule.id!r} ({rule.kind}) cannot be checked on stopped run {run.id}: "
             f"{verdict.detail}", where=verdict.where or where, hint=verdict.hint,
+                subjects=verdict.subjects,
             code="stop-rules-applied.unproven")
     elif verdict.status == "triggered" and rule.kind == "non_finite_loss":
         series = rule.parameters.get("series")

@@ -116,7 +116,7 @@ def _unlisted(ctx: Context, relpath: str) -> Iterator[Finding]:
             f"from {renamed}? (the sha256 of that missing listed file)", where=relpath,
             hint=f"rename {moved[1]} back to {moved[0]}" if moved else
             f"move it back to {renamed}, or correct the manifest",
-            code="files-intact.unlisted")
+            subjects=(renamed,), code="files-intact.unlisted")
         return
     yield Finding(
         f"{relpath}{kind} is in the campaign folder but not listed in the manifest",
