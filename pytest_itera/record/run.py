@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from pytest_itera.checks.budget import planned_elsewhere
-from pytest_itera.checks.runs import coverage_problems, shared_predictions
+from pytest_itera.checks.runs.predictions_cover_corpus import coverage_problems, shared_predictions
 from pytest_itera.checks.stop_rules import (
     MEASURED_KINDS,
     RuleVerdict,

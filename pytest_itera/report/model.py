@@ -12,7 +12,7 @@ from typing import Any
 from pytest_itera.checks.closure import FindingFacts, ReloadFacts, WaiverFacts
 from pytest_itera.checks.context import Context
 from pytest_itera.checks.model import Options
-from pytest_itera.checks.runs import CONCLUSION
+from pytest_itera.checks.runs.conclusion_consistent import CONCLUSION
 from pytest_itera.checks.schedule.plan_vs_actual import deviation_tolerance
 from pytest_itera.core import money
 from pytest_itera.core import schedule as sched

@@ -16,7 +16,7 @@ import jsonschema
 from pytest_itera import report
 from pytest_itera.checks.context import Context
 from pytest_itera.checks.model import Options
-from pytest_itera.checks.runs import conclusion_consistent, judged_facts
+from pytest_itera.checks.runs.conclusion_consistent import conclusion_consistent, judged_facts
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.files.outputs import SVG_MARK
 from pytest_itera.report.charts import resume_text

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pytest_itera.checks.common import scoring
 from pytest_itera.checks.context import Context
+from pytest_itera.checks.model import Kind
 from pytest_itera.core.campaign import PLAN_FILE, Corpus, Plan, RunRecord
 from pytest_itera.core.findings import Finding
 from pytest_itera.files.predictions import (
@@ -19,6 +20,27 @@ from pytest_itera.files.predictions import (
     keep_first,
     read_ids,
 )
+
+# The findings on the frozen corpus itself: predictions-cover-corpus reports them.
+KINDS: dict[str, Kind] = {
+    "predictions-cover-corpus.corpus-unreadable": Kind(
+        rule="the frozen corpus the plan names is missing from the folder or cannot be read",
+        fix="ship the corpus the plan froze inside the folder"),
+    "predictions-cover-corpus.corpus-sha256": Kind(
+        rule="the corpus file is not the one the plan froze (its sha256 differs); predictions "
+        "were not compared",
+        fix="restore the frozen corpus; a changed corpus is a new campaign with a new plan"),
+    "predictions-cover-corpus.corpus-ids-unusable": Kind(
+        rule="records of the frozen corpus have no usable ID",
+        fix="give every record of the corpus its id_field (a changed corpus is a new plan)"),
+    "predictions-cover-corpus.corpus-ids-repeated": Kind(
+        rule="the frozen corpus repeats IDs",
+        fix="give every example of the corpus its own ID (a changed corpus is a new plan)"),
+    "predictions-cover-corpus.corpus-size": Kind(
+        rule="the frozen corpus holds another number of distinct IDs than the plan's examples",
+        fix="freeze the corpus with its true number of examples (a changed corpus is a new "
+        "plan)"),
+}
 
 
 def file_sha256(ctx: Context, relpath: str) -> tuple[str | None, str]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from pytest_itera.checks.context import Context
-from pytest_itera.checks.model import MetricHook
+from pytest_itera.checks.model import Kind, MetricHook
 from pytest_itera.core.findings import Finding
 from pytest_itera.files.predictions import FIRST, Coverage, IdLine, cover, keep_first, read_ids
 
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from pytest_itera.core.campaign import Corpus, MetricComputation, Plan, RunRecord
 
 __all__ = [
-    "CLASS_KINDS", "METRIC_KINDS", "VALUE_KINDS", "CorpusView", "Recomputed", "Scan", "accuracy",
-    "corpus_fields",
+    "CLASS_KINDS", "KINDS", "METRIC_KINDS", "VALUE_KINDS", "CorpusView", "Recomputed", "Scan",
+    "accuracy", "corpus_fields",
     "recompute", "scan",
 ]
 
@@ -51,6 +51,45 @@ CLASS_KINDS: dict[str, tuple[str, str | None]] = {
 VALUE_KINDS = {"mae": "mean_absolute_error", "mse": "mean_squared_error",
                "rmse": "root_mean_squared_error"}
 METRIC_KINDS = (*CLASS_KINDS, *VALUE_KINDS)
+
+# The findings of a recomputation that cannot be made: metrics-recomputed reports them.
+KINDS: dict[str, Kind] = {
+    "metrics-recomputed.unprovable": Kind(
+        rule="a metric cannot be recomputed: the run has no readable predictions, or an "
+        "itera-plan/2 plan does not say how it is computed",
+        fix="ship the run's predictions on its frozen corpus and declare the computation in "
+        "itera-plan/3 (decision.computation, plan 'metrics')"),
+    "metrics-recomputed.reference": Kind(
+        rule="a metric relative_to another run names a run that is not accepted (or no "
+        "control is planned on the run's corpus)",
+        fix="name an accepted run (or 'control': the control planned on the run's corpus) in "
+        "relative_to"),
+    "metrics-recomputed.filter-differs": Kind(
+        rule="a metric relative_to another run: the two runs' predictions select other "
+        "examples through the where filter",
+        fix="write each example's filtered fields as the frozen corpus gives them, in every "
+        "run's predictions; better, freeze them in the corpus"),
+    "metrics-recomputed.no-label": Kind(
+        rule="the frozen corpus has no label (the plan's label_field) for predicted examples",
+        fix="give every example of the corpus its label_field, so that its predictions can be "
+        "scored"),
+    "metrics-recomputed.no-prediction": Kind(
+        rule="scored rows of the predictions have no usable prediction_field",
+        fix="write the prediction of every example in its prediction_field"),
+    "metrics-recomputed.empty": Kind(
+        rule="no row of the predictions is scored by the plan's computation (its where filter "
+        "selects none)",
+        fix="check the plan's where filter against the corpus's fields (or the predictions' "
+        "own)"),
+    "metrics-recomputed.unknown-kind": Kind(
+        rule="a computation's kind is not a built-in metric kind and no pytest_itera_metric "
+        "hook computes it",
+        fix="use a built-in kind, or implement pytest_itera_metric(name, config) in a "
+        "conftest.py"),
+    "metrics-recomputed.hook-raised": Kind(
+        rule="the pytest_itera_metric hook's function raised while computing a metric",
+        fix="fix the conftest.py function that computes the custom metric kind"),
+}
 
 
 class CorpusView(Protocol):
