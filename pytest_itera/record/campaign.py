@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pytest_itera.checks.artifacts import parts_problems
-from pytest_itera.checks.budget import states_amount
+from pytest_itera.checks.budget.sources import states_amount
 from pytest_itera.checks.prose.labels import EXPENSE_KINDS
 from pytest_itera.checks.stop_rules import contradicts_corpus
 from pytest_itera.core.campaign import (
