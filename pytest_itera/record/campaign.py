@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pytest_itera.checks.artifacts.resume_complete import parts_problems
-from pytest_itera.checks.budget import states_amount
+from pytest_itera.checks.budget.sources import states_amount
 from pytest_itera.checks.prose.labels import EXPENSE_KINDS
 from pytest_itera.checks.schedule.timeline import (
     Save,

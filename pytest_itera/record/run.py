@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pytest_itera.checks.budget import planned_elsewhere
+from pytest_itera.checks.budget.deliverables import planned_elsewhere
 from pytest_itera.checks.runs.predictions_cover_corpus import coverage_problems, shared_predictions
 from pytest_itera.checks.stop_rules import (
     MEASURED_KINDS,

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_itera.checks.budget import corpus_contents, delivered_corpus
+from pytest_itera.checks.budget.deliverables import corpus_contents, delivered_corpus
 from pytest_itera.checks.common.measured import judged_metrics, meets
 from pytest_itera.checks.context import Context
 from pytest_itera.checks.evidence.resume import (

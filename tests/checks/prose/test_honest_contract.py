@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_itera.checks.budget import hourly_billing_in
+from pytest_itera.checks.budget.hourly import hourly_billing_in
 from pytest_itera.checks.contract.analysis_present import (
     placeholder_findings,
     reload_path_findings,
