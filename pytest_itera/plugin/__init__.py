@@ -143,15 +143,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         probe_before_workers(session)
 
 
-@pytest.hookimpl(trylast=True)  # after pytest's own -k (the mark plugin's)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    settings = config.stash.get(settings_key, None)
-    if settings is not None and settings.active:
-        from pytest_itera.plugin.collect import deselect_by_folder
-
-        deselect_by_folder(config, items)
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     settings = session.config.stash.get(settings_key, None)
     if settings is not None and settings.active:
