@@ -644,7 +644,8 @@ def catalogue_in_force(config: pytest.Config) -> Catalogue | str | None:
     gives why, which the checks that need a catalogue report."""
     from pytest_itera.core.money import Catalogue
 
-    found = config.hook.pytest_itera_catalogue(config=config)
+    # The hookspec promises a Catalogue | None; pluggy does not check what a conftest returns.
+    found: object = config.hook.pytest_itera_catalogue(config=config)
     if found is not None:
         if not isinstance(found, Catalogue):
             return (f"the pytest_itera_catalogue hook returned {type(found).__name__}, not a "
