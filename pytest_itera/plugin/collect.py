@@ -40,6 +40,7 @@ from pytest_itera.core.campaign import (
     RunRecord,
     StopRule,
     gc_paused,
+    load_campaign,
 )
 from pytest_itera.core.findings import Finding, default_code, render_all, summary_line
 from pytest_itera.plugin import head_start
@@ -47,7 +48,6 @@ from pytest_itera.plugin.options import (
     Settings,
     catalogue_in_force,
     hourly_phrases,
-    loaded_campaign,
     settings_key,
     sources_key,
 )
@@ -400,6 +400,20 @@ def registered_checks(
     if fast:
         checks = {cid: c for cid, c in checks.items() if c.fast}
     return checks
+
+
+# Campaigns loaded in this process, by root: see loaded_campaign().
+loaded_key = pytest.StashKey[dict[Path, Campaign]]()
+
+
+def loaded_campaign(config: pytest.Config, root: Path) -> Campaign:
+    """The campaign at ``root``, loaded and validated once per pytest process and shared by
+    the interpreter probe, collection, the fixture and the closure report."""
+    loaded = config.stash.setdefault(loaded_key, {})
+    if root not in loaded:
+        with gc_paused():
+            loaded[root] = load_campaign(root)
+    return loaded[root]
 
 
 # Campaign root -> the Context its manifest node collected with (this process's).

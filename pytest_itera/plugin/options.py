@@ -24,7 +24,6 @@ from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from pytest_itera.checks.waivers import Waiver
-    from pytest_itera.core.campaign import Campaign
     from pytest_itera.core.money import Catalogue
     from pytest_itera.files.source import Staged
 
@@ -159,22 +158,6 @@ settings_key = pytest.StashKey[Settings]()
 # (the URL it was read from: Staged.url).
 sources_key = pytest.StashKey[dict[Path, "Staged"]]()
 STAGED_INPUT = "itera_staged"  # xdist workerinput: {URL as given: the controller's copy}
-# Campaigns loaded in this process, by root: see loaded_campaign().
-loaded_key = pytest.StashKey[dict[Path, "Campaign"]]()
-
-
-def loaded_campaign(config: pytest.Config, root: Path) -> Campaign:
-    """The campaign at ``root``, loaded and validated once per pytest process and shared by
-    the interpreter probe, collection, the fixture and the closure report."""
-    from pytest_itera.core.campaign import gc_paused, load_campaign
-
-    loaded = config.stash.setdefault(loaded_key, {})
-    if root not in loaded:
-        with gc_paused():
-            loaded[root] = load_campaign(root)
-    return loaded[root]
-
-
 _NO_DEFAULT = object()  # argparse's own default (None; False for store_true)
 
 

@@ -46,12 +46,12 @@ from pytest_itera.checks.closure import (
     item_properties,
 )
 from pytest_itera.core.campaign import MANIFEST_FILE
+from pytest_itera.plugin.collect import loaded_campaign
 from pytest_itera.plugin.options import (
     REQUIRE_ACCEPTED,
     SEAL_PASSWORD_ENV,
     STAGED_INPUT,
     Settings,
-    loaded_campaign,
     sources_key,
 )
 

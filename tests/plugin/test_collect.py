@@ -24,6 +24,7 @@ from pytest_itera.plugin.collect import (
     IteraManifest,
     _folder_sizes,
     is_worker,
+    loaded_campaign,
     node_id,
     registered_checks,
     selected_targets,
@@ -378,6 +379,23 @@ def test_closing_a_context_lets_go_of_per_file_data(pytester: pytest.Pytester) -
     assert context._entries is None
     assert not context._memo
     assert context.facts("RELOAD.md").size == (pytester.path / "out/RELOAD.md").stat().st_size
+
+
+# ------------------------------------------------------------------ one load per process
+
+
+def test_loaded_campaign_loads_each_root_once_per_config(pytester: pytest.Pytester) -> None:
+    out = pytester.path / "out"
+    out.mkdir()
+    (out / "plan.json").write_text("{}")
+    config = pytester.parseconfig()
+    first = loaded_campaign(config, out)
+    (out / "plan.json").write_text("not json")
+    assert loaded_campaign(config, out) is first
+    assert [e.message for e in first.errors_for("manifest.json")] == [
+        "missing: a campaign folder has plan.json and manifest.json at its root"]
+    assert loaded_campaign(pytester.parseconfig(), out).errors_for("plan.json")[0].message == (
+        "not JSON: Expecting value")
 
 
 # ------------------------------------------------------------------ -k as pytest matches it
