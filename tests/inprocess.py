@@ -34,7 +34,7 @@ from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.evidence.stop_rules_applied import not_evaluated
 from pytest_itera.checks.model import FAMILIES, Options, item_name
 from pytest_itera.core.campaign import MANIFEST_FILE, load_campaign
-from pytest_itera.plugin.collect import MARKER, file_item_names, keyword_match
+from pytest_itera.plugin.collect import MARKER
 from pytest_itera.reload import Reloader
 from pytest_itera.report import clean_block
 
@@ -78,16 +78,6 @@ def selected(keyword: str | None, names: tuple[str, ...]) -> bool:
     return Expression.compile(keyword).evaluate(match)
 
 
-def by_folder(keyword: str | None, check: Check, target: str | None,
-              parents: tuple[str, ...]) -> bool:
-    """The plugin's own -k rule after pytest's (plugin.collect.deselect_by_folder): a file
-    item is not selected by a word of its folder path alone."""
-    if keyword is None or check.scope != "file" or target is None or "/" not in target:
-        return True
-    own, path = file_item_names(check.id, target)
-    return keyword_match(keyword, (own, *parents), path)
-
-
 def outcomes(root: Path, keyword: str | None,
              reloader: Callable[[], Reloader]) -> tuple[list[Outcome], int]:
     """The items of the campaign at ``root`` that ``-k keyword`` selects, run in the
@@ -100,8 +90,7 @@ def outcomes(root: Path, keyword: str | None,
         items = run.pairs(context)
         chosen = [(check, target) for check, target in items
                   if selected(keyword, (item_name(check.id, target), MANIFEST_NODE,
-                                        root.name, MARKER))
-                  and by_folder(keyword, check, target, (MANIFEST_NODE, root.name, MARKER))]
+                                        root.name, MARKER))]
         names = {item_name(check.id, target) for check, target in chosen}
         return [_run(context, check, target, names) for check, target in chosen], \
             len(items) - len(chosen)

@@ -98,9 +98,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if not config.pluginmanager.is_blocked(name) and not config.pluginmanager.has_plugin(name):
             config.pluginmanager.register(importlib.import_module(module), name)
     _point_collection_at_campaigns(config, settings)
-    from pytest_itera.plugin.session import IteraSession
-
-    config.pluginmanager.register(IteraSession(config, settings), "itera.session")
+    _register_session(config, settings)
     if settings.plans:
         from pytest_itera.plugin.collect_plan import PlanSummary
 
@@ -109,6 +107,21 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_itera.plugin.reloads import start_reloads_early
 
         start_reloads_early(config)
+
+
+def _register_session(config: pytest.Config, settings: Settings) -> None:
+    """Every process tallies the items (the xdist controller, which collects none, from its
+    workers' counts); the one that reports (a plain run, the xdist controller) judges them,
+    and each xdist worker sends its tally back."""
+    from pytest_itera.plugin.collect import is_worker
+    from pytest_itera.plugin.session import ItemTally, IteraSession, WorkerOutput
+
+    tally = ItemTally(config, settings)
+    config.pluginmanager.register(tally, "itera.tally")
+    if is_worker(config):
+        config.pluginmanager.register(WorkerOutput(tally), "itera.worker")
+    else:
+        config.pluginmanager.register(IteraSession(config, settings, tally), "itera.session")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -141,15 +154,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         from pytest_itera.plugin.reloads import probe_before_workers
 
         probe_before_workers(session)
-
-
-@pytest.hookimpl(trylast=True)  # after pytest's own -k (the mark plugin's)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    settings = config.stash.get(settings_key, None)
-    if settings is not None and settings.active:
-        from pytest_itera.plugin.collect import deselect_by_folder
-
-        deselect_by_folder(config, items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

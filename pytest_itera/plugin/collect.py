@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 import pytest
-from _pytest._code.code import TerminalRepr
 
 from pytest_itera.checks.closure import (
     ADVISORIES_KEY,
@@ -41,6 +40,7 @@ from pytest_itera.core.campaign import (
     RunRecord,
     StopRule,
     gc_paused,
+    load_campaign,
 )
 from pytest_itera.core.findings import Finding, default_code, render_all, summary_line
 from pytest_itera.plugin import head_start
@@ -48,13 +48,14 @@ from pytest_itera.plugin.options import (
     Settings,
     catalogue_in_force,
     hourly_phrases,
-    loaded_campaign,
     settings_key,
     sources_key,
 )
 from pytest_itera.report import clean_block
 
 if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr  # pytest's repr_failure type, not public
+
     from pytest_itera.checks.stop_rules import RuleVerdict
     from pytest_itera.checks.waivers import Waiver
     from pytest_itera.files.measurements import Measurements, Unreadable
@@ -401,6 +402,20 @@ def registered_checks(
     return checks
 
 
+# Campaigns loaded in this process, by root: see loaded_campaign().
+loaded_key = pytest.StashKey[dict[Path, Campaign]]()
+
+
+def loaded_campaign(config: pytest.Config, root: Path) -> Campaign:
+    """The campaign at ``root``, loaded and validated once per pytest process and shared by
+    the interpreter probe, collection, the fixture and the closure report."""
+    loaded = config.stash.setdefault(loaded_key, {})
+    if root not in loaded:
+        with gc_paused():
+            loaded[root] = load_campaign(root)
+    return loaded[root]
+
+
 # Campaign root -> the Context its manifest node collected with (this process's).
 contexts_key = pytest.StashKey[dict[Path, Context]]()
 
@@ -492,60 +507,6 @@ def selected_targets(
     order (None for a campaign-scoped check)."""
     return {manifest: [target for _, target in pairs]
             for manifest, pairs in selected_pairs(session, wanted).items()}
-
-
-def keyword_match(expression: str, names: Iterable[str], path: str | None = None) -> bool:
-    """``-k expression`` on an item known by ``names`` as pytest matches it (a
-    case-insensitive substring of a name), except that the folders of a file item's target
-    (``path``) match only a word with a slash in it: ``-k checkpoint`` selects the checkpoint
-    checks, not every file under ``checkpoint-500/``; ``-k checkpoint-500/`` asks for them
-    (docs/options.md, "Selecting items")."""
-    from _pytest.mark.expression import Expression
-
-    lowered = [n.lower() for n in names]
-    full = path.lower() if path is not None else None
-
-    def match(sub: str, /, **kwargs: str | int | bool | None) -> bool:
-        word = sub.lower()
-        return any(word in n for n in lowered) or (
-            full is not None and "/" in word and word in full)
-
-    return Expression.compile(expression).evaluate(match)
-
-
-def file_item_names(check_id: str, target: str) -> tuple[str, str | None]:
-    """(the name ``-k`` words match, the path only a word with a slash matches) of an item:
-    a file item is matched by its check and its file's own name. A folder item (``dir/*``,
-    one item for a folder's files) is its folder's: matched by the whole path, as pytest does."""
-    _, slash, base = target.rpartition("/")
-    if not slash or base == "*":
-        return item_name(check_id, target), None
-    return item_name(check_id, base), target
-
-
-def deselect_by_folder(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """After pytest's ``-k``: leave out the file items it kept only for a word of their
-    folder path (:func:`keyword_match`). pytest's own choice stands for every other item."""
-    expression = config.option.keyword
-    if not expression:
-        return
-    kept: list[pytest.Item] = []
-    dropped: list[pytest.Item] = []
-    for item in items:
-        if isinstance(item, IteraCheckItem) and item.check.scope == "file" \
-                and item.target is not None and "/" in item.target:
-            own, path = file_item_names(item.check.id, item.target)
-            # The parents' names, as pytest's KeywordMatcher takes them (not the root's).
-            chain = [n.name for n in item.listchain()[1:-1] if not (
-                isinstance(n, pytest.Directory) and isinstance(n.parent, pytest.Session))]
-            names = [own, *chain, *item.listextrakeywords(), *(m.name for m in item.iter_markers())]
-            if not keyword_match(expression, names, path):
-                dropped.append(item)
-                continue
-        kept.append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
 
 
 def whole_run(config: pytest.Config) -> bool:

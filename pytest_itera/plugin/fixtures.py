@@ -81,7 +81,7 @@ def campaign_of(item: pytest.Item) -> Path | None:
 
 
 def _load(config: pytest.Config, root: Path) -> Campaign:
-    from pytest_itera.plugin.options import loaded_campaign
+    from pytest_itera.plugin.collect import loaded_campaign
     from pytest_itera.report import clean_block
 
     campaign = loaded_campaign(config, root)

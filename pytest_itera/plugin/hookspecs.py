@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pytest_itera.checks.context import Check
     from pytest_itera.checks.stop_rules import RuleVerdict
     from pytest_itera.core.campaign import Campaign, RunRecord, StopRule
+    from pytest_itera.core.money import Catalogue
     from pytest_itera.files.measurements import Measurements, Unreadable
     from pytest_itera.reload import ReloadResult
 
@@ -96,8 +97,8 @@ def pytest_itera_reload(
 
 
 @hookspec(firstresult=True)
-def pytest_itera_catalogue(config: pytest.Config) -> object | None:
-    """Return the price catalogue (``pytest_itera.core.money.Catalogue``) to compare lots with.
+def pytest_itera_catalogue(config: pytest.Config) -> Catalogue | None:
+    """Return the price catalogue to compare lots with.
 
     The catalogue in force is this hook's answer, else the file named by the ini option
     ``itera_catalogue``, else the shipped IteraGPU catalogue. Sample::

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import os
 import re
 import shlex
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import pytest
 
@@ -23,7 +24,6 @@ from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from pytest_itera.checks.waivers import Waiver
-    from pytest_itera.core.campaign import Campaign
     from pytest_itera.core.money import Catalogue
     from pytest_itera.files.source import Staged
 
@@ -158,166 +158,128 @@ settings_key = pytest.StashKey[Settings]()
 # (the URL it was read from: Staged.url).
 sources_key = pytest.StashKey[dict[Path, "Staged"]]()
 STAGED_INPUT = "itera_staged"  # xdist workerinput: {URL as given: the controller's copy}
-# Campaigns loaded in this process, by root: see loaded_campaign().
-loaded_key = pytest.StashKey[dict[Path, "Campaign"]]()
+_NO_DEFAULT = object()  # argparse's own default (None; False for store_true)
 
 
-def loaded_campaign(config: pytest.Config, root: Path) -> Campaign:
-    """The campaign at ``root``, loaded and validated once per pytest process and shared by
-    the interpreter probe, collection, the fixture and the closure report."""
-    from pytest_itera.core.campaign import gc_paused, load_campaign
+@dataclass(frozen=True)
+class Flag:
+    """One command-line option of the ``itera`` group."""
 
-    loaded = config.stash.setdefault(loaded_key, {})
-    if root not in loaded:
-        with gc_paused():
-            loaded[root] = load_campaign(root)
-    return loaded[root]
+    name: str
+    help: str
+    action: str | None = None
+    metavar: str | None = None
+    type: Callable[[str], Any] | None = None
+    default: object = _NO_DEFAULT
+
+    def register(self, group: pytest.OptionGroup) -> None:
+        given = {"action": self.action, "metavar": self.metavar, "type": self.type}
+        kwargs: dict[str, object] = {key: value for key, value in given.items() if value}
+        if self.default is not _NO_DEFAULT:
+            # A fresh [] per parser: pytester builds many in one process.
+            kwargs["default"] = copy.copy(self.default)
+        group.addoption(self.name, help=self.help, **kwargs)
+
+
+@dataclass(frozen=True)
+class Ini:
+    """One ini option (the twin of a flag, or the ini's alone)."""
+
+    name: str
+    help: str
+    type: Literal["string", "paths", "linelist", "bool"]
+    default: object
+
+    def register(self, parser: pytest.Parser) -> None:
+        parser.addini(self.name, self.help, self.type, copy.copy(self.default))
+
+
+# In the order `pytest --help` lists them (each table apart: flags, then ini options).
+FLAGS = (
+    Flag(CAMPAIGN, "accept the campaign folder DIR (repeatable); without it the plugin is inert",
+         action="append", default=[], metavar="DIR"),
+    Flag(REPORT, "write the closure report to PATH: .json, .md or .html (repeatable)",
+         action="append", default=[], metavar="PATH"),
+    Flag(PYTHON, "interpreter for fresh-process reloads (default: this one)", metavar="PATH"),
+    Flag(TIMEOUT, f"time limit per checkpoint reload (default {DEFAULT_TIMEOUT:g})",
+         type=float, metavar="SECONDS"),
+    Flag(FAST, "quick look: structure, IDs, sizes, empty files; no hashes, no reloads",
+         action="store_true"),
+    Flag(PLAN_SHA256, "the sha256 the frozen plan.json must have", metavar="HEX"),
+    Flag(FORCE_REPORT, "allow --itera-report to write inside a campaign folder",
+         action="store_true"),
+    Flag(REQUIRE_ACCEPTED, "exit 0 only when every campaign is ACCEPTED (or ACCEPTED WITH "
+         "WAIVERS): incomplete, plausible and rejected runs fail, saying why",
+         action="store_true", default=None),
+    Flag(ACCEPT_PLAYED_CLOCK, "with --itera-require-accepted or --itera-seal, also take a "
+         "campaign whose verdict is PLAYED CLOCK (every check passed, its hours played by an "
+         "injected clock=, not measured): for a demo or a test of the script, never for a rental",
+         action="store_true"),
+    Flag(STRICT_TEXT, "the readings of human text (conclusions, receipts' words, labels, reload "
+         "instructions) fail their items instead of advising under the verdict",
+         action="store_true", default=None),
+    Flag(JOURNAL_PIN, "the journal's line LINE has this sha256 (as rec.pin() and each decision "
+         "and closure print it): the journal up to there is proven; repeatable",
+         action="append", default=None, metavar="LINE:DIGEST"),
+    Flag(WAIVERS, "reviewer-approved waivers (.toml or .json), outside the campaign: each names "
+         "a check, a target pattern, a reason, an approver, an expiry date", metavar="FILE"),
+    Flag(SEAL, "when accepted, write the closure seal (an in-toto statement over every file's "
+         "sha256, the verdict and the JSON report's digest) to PATH", metavar="PATH"),
+    Flag(SEAL_KEY, "sign the seal with this ECDSA private key (model-signing bundle); password, "
+         f"if any, in ${SEAL_PASSWORD_ENV}; without it the seal is digest-only", metavar="PEM"),
+    Flag(VERIFY_SEAL, "only re-check, without reloading anything, that the campaign folder "
+         "still matches this seal file by file, and its signature", metavar="PATH"),
+    Flag(SEAL_PUBKEY, "the public key a signed seal is verified with", metavar="PEM"),
+    Flag(STORE_CHECKSUMS, "an s3:// campaign: where the store holds an object's full-object "
+         "SHA-256 (ChecksumSHA256 of a single-part upload), use it instead of hashing the bytes; "
+         "a binary file no check reads is then not downloaded (needs boto3)",
+         action="store_true", default=None),
+    Flag(PLAN, "before renting: judge the plan PATH (a plan.json, or a campaign folder without "
+         "a manifest yet, whose journal is then re-forecast) alone (repeatable)",
+         action="append", default=[], metavar="PATH"),
+)
+
+INIS = (
+    # linelist, not paths: an s3://bucket/prefix/ line is kept as written (folders are
+    # resolved against the ini file's folder, as "paths" would: _campaigns).
+    Ini(INI_CAMPAIGN, "campaign folders or s3://bucket/prefix/ to accept (like "
+        "--itera-campaign)", "linelist", []),
+    Ini(INI_STORE_CACHE_MAX, "an s3:// campaign is copied to a local cache outside it: at most "
+        "this many bytes (suffixes K, M, G, T: powers of 1024)", "string", "16G"),
+    Ini(INI_STORE_TIMEOUT, "seconds per object-storage request (retried 3 times)", "string",
+        f"{DEFAULT_STORE_TIMEOUT:g}"),
+    Ini(INI_STORE_CHECKSUMS, f"like {STORE_CHECKSUMS}", "bool", False),
+    Ini(INI_PLAN, f"plans to judge before renting (like {PLAN})", "paths", []),
+    Ini(INI_PYTHON, "interpreter for fresh-process reloads", "string", ""),
+    Ini(INI_TIMEOUT, "time limit per checkpoint reload, seconds", "string",
+        f"{DEFAULT_TIMEOUT:g}"),
+    Ini(INI_IGNORE, "glob patterns of campaign files that need not be listed", "linelist", []),
+    Ini(INI_TEMP_PATTERNS, "extra literal patterns of temporary-folder paths", "linelist", []),
+    Ini(INI_TOLERANCE, "fraction of planned hours above which a deviation needs an explanation "
+        "(at most 0.5)", "string", str(DEFAULT_TOLERANCE)),
+    Ini(INI_CATALOGUE, "price catalogue file (itera-catalogue/1 JSON) lots are checked against, "
+        "relative to the ini file; default: the pytest_itera_catalogue hook, else the shipped "
+        "IteraGPU one", "string", ""),
+    Ini(INI_PLAN_SHA256, "sha256 of each campaign's frozen plan.json, one line each: "
+        "'<campaign folder or id> = <sha256>' (a bare sha256: every campaign)", "linelist", []),
+    Ini(INI_REQUIRE_ACCEPTED, "exit 0 only when every campaign is accepted (like "
+        f"{REQUIRE_ACCEPTED})", "bool", False),
+    Ini(INI_STRICT_TEXT, f"like {STRICT_TEXT}", "bool", False),
+    Ini(INI_JOURNAL_PINS, f"journal pins, one LINE:DIGEST per line (like {JOURNAL_PIN})",
+        "linelist", []),
+    Ini(INI_WAIVERS, f"waivers file (like {WAIVERS}), relative to the ini file", "string", ""),
+    Ini(INI_GROUP_FILES_ABOVE, "above this many files, the per-file checks (files-intact, "
+        "no-temp-paths) get one item per folder, '<folder>/*', instead of one per file",
+        "string", str(GROUP_FILES_ABOVE)),
+)
 
 
 def addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("itera", "campaign acceptance (pytest-itera)")
-    group.addoption(
-        CAMPAIGN,
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="accept the campaign folder DIR (repeatable); without it the plugin is inert",
-    )
-    group.addoption(
-        REPORT,
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="write the closure report to PATH: .json, .md or .html (repeatable)",
-    )
-    group.addoption(
-        PYTHON, metavar="PATH", help="interpreter for fresh-process reloads (default: this one)"
-    )
-    group.addoption(
-        TIMEOUT,
-        type=float,
-        metavar="SECONDS",
-        help=f"time limit per checkpoint reload (default {DEFAULT_TIMEOUT:g})",
-    )
-    group.addoption(
-        FAST,
-        action="store_true",
-        help="quick look: structure, IDs, sizes, empty files; no hashes, no reloads",
-    )
-    group.addoption(PLAN_SHA256, metavar="HEX", help="the sha256 the frozen plan.json must have")
-    group.addoption(
-        FORCE_REPORT,
-        action="store_true",
-        help="allow --itera-report to write inside a campaign folder",
-    )
-    group.addoption(
-        REQUIRE_ACCEPTED,
-        action="store_true",
-        default=None,
-        help="exit 0 only when every campaign is ACCEPTED (or ACCEPTED WITH WAIVERS): "
-        "incomplete, plausible and rejected runs fail, saying why",
-    )
-    group.addoption(
-        ACCEPT_PLAYED_CLOCK,
-        action="store_true",
-        help="with --itera-require-accepted or --itera-seal, also take a campaign whose "
-        "verdict is PLAYED CLOCK (every check passed, its hours played by an injected clock=, "
-        "not measured): for a demo or a test of the script, never for a rental",
-    )
-    group.addoption(
-        STRICT_TEXT, action="store_true", default=None,
-        help="the readings of human text (conclusions, receipts' words, labels, reload "
-        "instructions) fail their items instead of advising under the verdict",
-    )
-    group.addoption(
-        JOURNAL_PIN, action="append", default=None, metavar="LINE:DIGEST",
-        help="the journal's line LINE has this sha256 (as rec.pin() and each decision and "
-        "closure print it): the journal up to there is proven; repeatable",
-    )
-    group.addoption(
-        WAIVERS, metavar="FILE", help="reviewer-approved waivers (.toml or .json), outside the "
-        "campaign: each names a check, a target pattern, a reason, an approver, an expiry date"
-    )
-    group.addoption(
-        SEAL, metavar="PATH", help="when accepted, write the closure seal (an in-toto statement "
-        "over every file's sha256, the verdict and the JSON report's digest) to PATH"
-    )
-    group.addoption(
-        SEAL_KEY, metavar="PEM", help="sign the seal with this ECDSA private key (model-signing "
-        f"bundle); password, if any, in ${SEAL_PASSWORD_ENV}; without it the seal is digest-only"
-    )
-    group.addoption(
-        VERIFY_SEAL, metavar="PATH", help="only re-check, without reloading anything, that the "
-        "campaign folder still matches this seal file by file, and its signature"
-    )
-    group.addoption(
-        SEAL_PUBKEY, metavar="PEM", help="the public key a signed seal is verified with"
-    )
-    # linelist, not paths: an s3://bucket/prefix/ line is kept as written (folders are
-    # resolved against the ini file's folder below, as "paths" would).
-    parser.addini(INI_CAMPAIGN, "campaign folders or s3://bucket/prefix/ to accept (like "
-                  "--itera-campaign)", "linelist", [])
-    parser.addini(INI_STORE_CACHE_MAX, "an s3:// campaign is copied to a local cache outside "
-                  "it: at most this many bytes (suffixes K, M, G, T: powers of 1024)", "string",
-                  "16G")
-    parser.addini(INI_STORE_TIMEOUT, "seconds per object-storage request (retried 3 times)",
-                  "string", f"{DEFAULT_STORE_TIMEOUT:g}")
-    group.addoption(
-        STORE_CHECKSUMS, action="store_true", default=None,
-        help="an s3:// campaign: where the store holds an object's full-object SHA-256 "
-        "(ChecksumSHA256 of a single-part upload), use it instead of hashing the bytes; a "
-        "binary file no check reads is then not downloaded (needs boto3)")
-    parser.addini(INI_STORE_CHECKSUMS, f"like {STORE_CHECKSUMS}", "bool", False)
-    group.addoption(
-        PLAN, action="append", default=[], metavar="PATH",
-        help="before renting: judge the plan PATH (a plan.json, or a campaign folder without a "
-        "manifest yet, whose journal is then re-forecast) alone (repeatable)",
-    )
-    parser.addini(INI_PLAN, f"plans to judge before renting (like {PLAN})", "paths", [])
-    parser.addini(INI_PYTHON, "interpreter for fresh-process reloads", "string", "")
-    parser.addini(INI_TIMEOUT, "time limit per checkpoint reload, seconds", "string",
-                  f"{DEFAULT_TIMEOUT:g}")
-    parser.addini(
-        INI_IGNORE, "glob patterns of campaign files that need not be listed", "linelist", []
-    )
-    parser.addini(
-        INI_TEMP_PATTERNS, "extra literal patterns of temporary-folder paths", "linelist", []
-    )
-    parser.addini(
-        INI_TOLERANCE,
-        "fraction of planned hours above which a deviation needs an explanation (at most 0.5)",
-        "string",
-        str(DEFAULT_TOLERANCE),
-    )
-    parser.addini(
-        INI_CATALOGUE,
-        "price catalogue file (itera-catalogue/1 JSON) lots are checked against, relative to "
-        "the ini file; default: the pytest_itera_catalogue hook, else the shipped IteraGPU one",
-        "string",
-        "",
-    )
-    parser.addini(
-        INI_PLAN_SHA256,
-        "sha256 of each campaign's frozen plan.json, one line each: "
-        "'<campaign folder or id> = <sha256>' (a bare sha256: every campaign)",
-        "linelist",
-        [],
-    )
-    parser.addini(
-        INI_REQUIRE_ACCEPTED, "exit 0 only when every campaign is accepted (like "
-        f"{REQUIRE_ACCEPTED})", "bool", False,
-    )
-    parser.addini(INI_STRICT_TEXT, f"like {STRICT_TEXT}", "bool", False)
-    parser.addini(INI_JOURNAL_PINS, f"journal pins, one LINE:DIGEST per line (like "
-                  f"{JOURNAL_PIN})", "linelist", [])
-    parser.addini(
-        INI_WAIVERS, f"waivers file (like {WAIVERS}), relative to the ini file", "string", ""
-    )
-    parser.addini(
-        INI_GROUP_FILES_ABOVE, "above this many files, the per-file checks (files-intact, "
-        "no-temp-paths) get one item per folder, '<folder>/*', instead of one per file",
-        "string", str(GROUP_FILES_ABOVE),
-    )
+    for flag in FLAGS:
+        flag.register(group)
+    for ini in INIS:
+        ini.register(parser)
 
 
 def build_settings(config: pytest.Config) -> Settings:
@@ -644,7 +606,8 @@ def catalogue_in_force(config: pytest.Config) -> Catalogue | str | None:
     gives why, which the checks that need a catalogue report."""
     from pytest_itera.core.money import Catalogue
 
-    found = config.hook.pytest_itera_catalogue(config=config)
+    # The hookspec promises a Catalogue | None; pluggy does not check what a conftest returns.
+    found: object = config.hook.pytest_itera_catalogue(config=config)
     if found is not None:
         if not isinstance(found, Catalogue):
             return (f"the pytest_itera_catalogue hook returned {type(found).__name__}, not a "

@@ -17,13 +17,14 @@ import pytest
 from pytest_itera.checks.engine import judge
 from pytest_itera.plugin.collect import (
     is_worker,
+    loaded_campaign,
     registered_checks,
     selected_pairs,
     selected_targets,
     session_reloader,
     whole_run,
 )
-from pytest_itera.plugin.options import loaded_campaign, settings_key
+from pytest_itera.plugin.options import settings_key
 from pytest_itera.report import clean
 
 if TYPE_CHECKING:

@@ -1,7 +1,10 @@
-"""The per-run plugin object: gathers check results from reports, writes the closure report,
-the seal, and decides the gate.
+"""The per-run plugin objects. :class:`ItemTally`, in every process that collects, counts
+the items and marks the waived ones; :class:`IteraSession`, on the process that reports (a
+plain run, or the pytest-xdist controller), gathers check results from reports, writes the
+closure report, the seal, and decides the gate; :class:`WorkerOutput`, on each xdist worker,
+sends the worker's counts back.
 
-Facts travel on test reports (user_properties), so this works the same on a
+Facts travel on test reports (user_properties), so the session works the same on a
 plain run and on the pytest-xdist controller; workers print and write nothing.
 Under xdist the controller never collects: its item count comes from the
 workers' collection (``pytest_xdist_node_collection_finished``) and their
@@ -46,12 +49,12 @@ from pytest_itera.checks.closure import (
     item_properties,
 )
 from pytest_itera.core.campaign import MANIFEST_FILE
+from pytest_itera.plugin.collect import loaded_campaign
 from pytest_itera.plugin.options import (
     REQUIRE_ACCEPTED,
     SEAL_PASSWORD_ENV,
     STAGED_INPUT,
     Settings,
-    loaded_campaign,
     sources_key,
 )
 
@@ -61,34 +64,22 @@ if TYPE_CHECKING:
     from pytest_itera.report.seal import Sealed
 
 
-class IteraSession:
+class ItemTally:
+    """What collection knows, in the process that collects (a plain run, each xdist worker):
+    the items per campaign, selected and deselected; every (check, target) a waiver may
+    match; the waivers marked on the items they match, and the waivers' own items. The xdist
+    controller's tally holds its workers' counts (IteraSession's xdist hooks)."""
+
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
         self.settings = settings
-        self.results: dict[str, dict[str, report.CheckResult]] = defaultdict(dict)
-        # Plans judged before renting (--itera-plan): plan file -> node id -> result.
-        self.plan_results: dict[str, dict[str, report.CheckResult]] = defaultdict(dict)
         self.collected: dict[str, int] = defaultdict(int)
         self.deselected: dict[str, int] = defaultdict(int)
-        self.reports: list[report.CampaignReport] = []
-        self.written: list[Path] = []
-        self.write_errors: list[str] = []
-        self.sealed: Sealed | None = None
-        self.seal_error: str | None = None
-        self.gate_failure: str | None = None
         # Per campaign root: every (check, target) collected, deselected ones included -- what
         # a waiver may match. The same on every xdist worker (each collects every item).
         self.universe: dict[str, set[tuple[str, str]]] = defaultdict(set)
         self.today = waiving.today()
         self._ids: dict[str, str] = {}
-
-    @property
-    def is_worker(self) -> bool:
-        from pytest_itera.plugin.collect import is_worker
-
-        return is_worker(self.config)
-
-    # ------------------------------------------------------------- collection
 
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         """The check's scope travels with the item's facts (the controller needs it for runs);
@@ -160,6 +151,42 @@ class IteraSession:
             if CAMPAIGN_KEY in props:
                 self.collected[str(props[CAMPAIGN_KEY])] += 1
 
+
+class WorkerOutput:
+    """On an xdist worker: its counts go back to the controller, which judges (workeroutput,
+    read by :meth:`IteraSession.pytest_testnodedown`)."""
+
+    def __init__(self, tally: ItemTally) -> None:
+        self.tally = tally
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if session.exitstatus == pytest.ExitCode.USAGE_ERROR:
+            return  # nothing ran: the controller says why
+        output = session.config.workeroutput  # type: ignore[attr-defined]
+        output["itera_deselected"] = dict(self.tally.deselected)
+        output["itera_collected"] = dict(self.tally.collected)
+
+
+class IteraSession:
+    """The run's verdict, on the process that reports (a serial run, or the xdist controller):
+    the items' results, the closure reports, the seal, the gate and the terminal summary. The
+    counts are the ``tally``'s: this process's collection, or its workers' sent back."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, tally: ItemTally) -> None:
+        self.config = config
+        self.settings = settings
+        self.tally = tally
+        self.results: dict[str, dict[str, report.CheckResult]] = defaultdict(dict)
+        # Plans judged before renting (--itera-plan): plan file -> node id -> result.
+        self.plan_results: dict[str, dict[str, report.CheckResult]] = defaultdict(dict)
+        self.reports: list[report.CampaignReport] = []
+        self.written: list[Path] = []
+        self.write_errors: list[str] = []
+        self.sealed: Sealed | None = None
+        self.seal_error: str | None = None
+        self.gate_failure: str | None = None
+
     # ------------------------------------------------------------- results
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -193,20 +220,21 @@ class IteraSession:
         """Selection happens on the workers; their counts come back in workeroutput (the
         user's acceptance tests are counted there only: their ids name no campaign)."""
         output = getattr(node, "workeroutput", {}) or {}
+        tally = self.tally
         for root, count in output.get("itera_deselected", {}).items():
-            self.deselected[root] = max(self.deselected[root], int(count))
+            tally.deselected[root] = max(tally.deselected[root], int(count))
         for root, count in output.get("itera_collected", {}).items():
-            self.collected[root] = max(self.collected[root], int(count))
+            tally.collected[root] = max(tally.collected[root], int(count))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
         """Under xdist the controller never collects: count from the first worker's ids."""
-        if self.collected:
+        if self.tally.collected:
             return
         for nodeid in ids:
             root = self._root_of(nodeid)
             if root is not None:
-                self.collected[root] += 1
+                self.tally.collected[root] += 1
 
     def _root_of(self, nodeid: str) -> str | None:
         """The campaign a node id belongs to (ids are relative to the rootdir or the cwd)."""
@@ -224,11 +252,6 @@ class IteraSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if session.exitstatus == pytest.ExitCode.USAGE_ERROR:
             return  # nothing ran: the ERROR line says why, no summary and no report
-        if self.is_worker:
-            output = self.config.workeroutput  # type: ignore[attr-defined]
-            output["itera_deselected"] = dict(self.deselected)
-            output["itera_collected"] = dict(self.collected)
-            return
         if self.config.option.collectonly:
             return  # nothing ran: no verdict, no report, no gate
         provenance = self._provenance()
@@ -283,7 +306,8 @@ class IteraSession:
         built = report.build(
             campaign,
             results,
-            collected=self.collected.get(str(root), 0) + self.deselected.get(str(root), 0),
+            collected=self.tally.collected.get(str(root), 0)
+            + self.tally.deselected.get(str(root), 0),
             fast=self.settings.fast,
             partial=self._selected_inside(root),
             switched_off=self._switched_off(),
@@ -412,8 +436,6 @@ class IteraSession:
     # ------------------------------------------------------------- the terminal
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.is_worker:
-            return
         quiet = self.config.get_verbosity() < -1  # -qq: only what explains the exit status
         if self.reports and not quiet:
             terminalreporter.write_sep("=", "pytest-itera")

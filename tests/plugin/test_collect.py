@@ -24,6 +24,7 @@ from pytest_itera.plugin.collect import (
     IteraManifest,
     _folder_sizes,
     is_worker,
+    loaded_campaign,
     node_id,
     registered_checks,
     selected_targets,
@@ -380,35 +381,60 @@ def test_closing_a_context_lets_go_of_per_file_data(pytester: pytest.Pytester) -
     assert context.facts("RELOAD.md").size == (pytester.path / "out/RELOAD.md").stat().st_size
 
 
-# ------------------------------------------------------------------ -k and folder words
+# ------------------------------------------------------------------ one load per process
+
+
+def test_loaded_campaign_loads_each_root_once_per_config(pytester: pytest.Pytester) -> None:
+    out = pytester.path / "out"
+    out.mkdir()
+    (out / "plan.json").write_text("{}")
+    config = pytester.parseconfig()
+    first = loaded_campaign(config, out)
+    (out / "plan.json").write_text("not json")
+    assert loaded_campaign(config, out) is first
+    assert [e.message for e in first.errors_for("manifest.json")] == [
+        "missing: a campaign folder has plan.json and manifest.json at its root"]
+    assert loaded_campaign(pytester.parseconfig(), out).errors_for("plan.json")[0].message == (
+        "not JSON: Expecting value")
+
+
+# ------------------------------------------------------------------ -k as pytest matches it
 
 
 def selected(pytester: pytest.Pytester, keyword: str) -> list[str]:
-    """The names of the items ``-k keyword`` leaves selected (pytest's and the plugin's)."""
+    """The names of the items ``-k keyword`` leaves selected."""
     items, calls = pytester.inline_genitems(*LEAN, "--itera-campaign", "out", "-k", keyword)
     dropped = {id(i) for call in calls.getcalls("pytest_deselected") for i in call.items}
     return [item.nodeid.split("::", 1)[1] for item in items if id(item) not in dropped]
 
 
-def test_k_words_of_a_folder_path_do_not_select_its_file_items(
+def test_k_selects_the_files_of_a_folder_by_its_name(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    """Issue 26: ``-k checkpoint`` selected every file under ``checkpoint-N/`` (113 items): a
-    file item is matched by its check and its file's own name; its folders only by a word
-    with a slash in it (docs/options.md, "Selecting items"). Node ids keep the whole path."""
+    """Issue 39: ``-k`` is pytest's own (a case-insensitive substring of the item's name, which
+    holds its whole target): ``-k "files-intact and control"`` selects the files-intact
+    items whose target says "control" (docs/options.md, "Selecting items")."""
+    campaign.write()
+    assert selected(pytester, "files-intact and control") == [
+        "files-intact[configs/control.json]",
+        "files-intact[runs/control/measurements.jsonl]",
+        "files-intact[runs/control/predictions.jsonl]",
+        "files-intact[runs/control/step-2.pt]"]
+
+
+def test_k_words_match_the_whole_target_path(
+    pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    """A folder word selects the files under it, with or without its slash; the file's own
+    name selects it too. Node ids keep the whole path."""
     for name in ("config.json", "trainer_state.json"):
         campaign.files[f"runs/control/checkpoint-2/{name}"] = b"{}\n"
     campaign.write()
-    chosen = selected(pytester, "checkpoint")
-    assert chosen, "the checkpoint checks"
-    assert all("checkpoint" in name.partition("[")[0] for name in chosen), chosen
-    # Asked for by its folder (a word with a slash), or by the file's own name.
-    assert selected(pytester, "files-intact and checkpoint-2/") == [
-        "files-intact[runs/control/checkpoint-2/config.json]",
-        "files-intact[runs/control/checkpoint-2/trainer_state.json]"]
-    assert selected(pytester, "files-intact and trainer_state") == [
-        "files-intact[runs/control/checkpoint-2/trainer_state.json]"]
-    # A checkpoint-scoped item is the checkpoint's: its path is its own name.
+    under = ["files-intact[runs/control/checkpoint-2/config.json]",
+             "files-intact[runs/control/checkpoint-2/trainer_state.json]"]
+    assert selected(pytester, "files-intact and checkpoint-2") == under
+    assert selected(pytester, "files-intact and checkpoint-2/") == under
+    assert selected(pytester, "files-intact and trainer_state") == under[1:]
     assert "checkpoint-reloads[runs/control/step-2.pt]" in selected(pytester, "step-2")
 
 

@@ -21,7 +21,6 @@ from pytest_itera.plugin.options import (
     build_settings,
     folder_holding,
     ini_catalogue,
-    loaded_campaign,
 )
 
 SHA_A = "a" * 64
@@ -587,18 +586,3 @@ def test_verify_seal_takes_no_report_and_no_private_key(pytester: pytest.Pyteste
         "--itera-verify-seal checks with a public key: --itera-seal-pubkey")
     got = settings(pytester, *camp)
     assert (got.verify_seal, got.seal) == (pytester.path / "s.json", None)
-
-
-# ------------------------------------------------------------------ one load per process
-
-
-def test_loaded_campaign_loads_each_root_once_per_config(pytester: pytest.Pytester) -> None:
-    out = folder(pytester)
-    config = pytester.parseconfig()
-    first = loaded_campaign(config, out)
-    (out / "plan.json").write_text("not json")
-    assert loaded_campaign(config, out) is first
-    assert [e.message for e in first.errors_for("manifest.json")] == [
-        "missing: a campaign folder has plan.json and manifest.json at its root"]
-    assert loaded_campaign(pytester.parseconfig(), out).errors_for("plan.json")[0].message == (
-        "not JSON: Expecting value")

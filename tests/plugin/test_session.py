@@ -33,7 +33,7 @@ from pytest_itera.checks.engine import judge
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.plugin.collect import IteraCheckItem
 from pytest_itera.plugin.options import build_settings
-from pytest_itera.plugin.session import IteraSession, _fail, _result
+from pytest_itera.plugin.session import ItemTally, IteraSession, _fail, _result
 from pytest_itera.report import PARTIAL_NOTE, CheckResult
 from tests.factory import LEAN, CampaignBuilder
 
@@ -64,7 +64,13 @@ def result_of(rep: pytest.TestReport) -> CheckResult:
 
 def itera_session(pytester: pytest.Pytester, *args: str) -> IteraSession:
     config = pytester.parseconfig(*args)
-    return IteraSession(config, build_settings(config))
+    settings = build_settings(config)
+    return IteraSession(config, settings, ItemTally(config, settings))
+
+
+def item_tally(pytester: pytest.Pytester, *args: str) -> ItemTally:
+    config = pytester.parseconfig(*args)
+    return ItemTally(config, build_settings(config))
 
 
 # ------------------------------------------------------------------ a report becomes a result
@@ -180,6 +186,46 @@ def test_plan_items_are_gathered_per_plan_file(pytester: pytest.Pytester) -> Non
     assert (result.check, result.outcome, result.message) == ("plan-valid", "failed", "bad")
 
 
+# ------------------------------------------------------------------ which process judges
+
+
+@pytest.mark.parametrize("worker", [False, True], ids=["reporting", "xdist-worker"])
+def test_only_the_reporting_process_judges_a_worker_sends_its_tally_back(
+    pytester: pytest.Pytester, worker: bool
+) -> None:
+    from pytest_itera.plugin import _register_session
+    from pytest_itera.plugin.session import WorkerOutput
+
+    config = pytester.parseconfig()
+    if worker:
+        config.workerinput = {}  # type: ignore[attr-defined]  # as pytest-xdist sets it
+    _register_session(config, build_settings(config))
+    plugins = config.pluginmanager
+    tally = plugins.get_plugin("itera.tally")
+    assert isinstance(tally, ItemTally)
+    session, output = plugins.get_plugin("itera.session"), plugins.get_plugin("itera.worker")
+    if worker:
+        assert session is None
+        assert isinstance(output, WorkerOutput)
+        assert output.tally is tally
+    else:
+        assert output is None
+        assert isinstance(session, IteraSession)
+        assert session.tally is tally
+
+
+def test_a_worker_sends_its_counts_in_its_output(pytester: pytest.Pytester) -> None:
+    from pytest_itera.plugin.session import WorkerOutput
+
+    tally = item_tally(pytester)
+    tally.collected["/c/out"], tally.deselected["/c/out"] = 68, 2
+    config = SimpleNamespace(workeroutput={})
+    WorkerOutput(tally).pytest_sessionfinish(
+        SimpleNamespace(exitstatus=pytest.ExitCode.OK, config=config))  # type: ignore[arg-type]
+    assert config.workeroutput == {"itera_collected": {"/c/out": 68},
+                                   "itera_deselected": {"/c/out": 2}}
+
+
 # ------------------------------------------------------------------ counting items
 
 
@@ -190,7 +236,7 @@ def test_workers_counts_are_merged_by_their_maximum(pytester: pytest.Pytester) -
                                              "itera_deselected": {"/c/out": deselected}})
         session.pytest_testnodedown(node, None)
     session.pytest_testnodedown(SimpleNamespace(), None)  # a worker that died: no output
-    assert (dict(session.collected), dict(session.deselected)) == (
+    assert (dict(session.tally.collected), dict(session.tally.deselected)) == (
         {"/c/out": 68}, {"/c/out": 66})
 
 
@@ -212,7 +258,7 @@ def test_the_controller_counts_a_workers_ids_per_campaign_once(
            "other/manifest.json::manifest", "test_user.py::test_x"]
     session.pytest_xdist_node_collection_finished(object(), ids)
     session.pytest_xdist_node_collection_finished(object(), ids)  # a second worker: same ids
-    assert dict(session.collected) == {str(out): 2, str(other): 1}
+    assert dict(session.tally.collected) == {str(out): 2, str(other): 1}
 
 
 def test_a_node_id_names_its_campaign_from_the_rootdir_or_the_invocation_folder(
@@ -265,9 +311,9 @@ def test_a_valid_waiver_marks_the_items_it_matches_xfail(
                  {"check": "files-intact", "target": "RELOAD.md", "campaign": "someone-else"},
                  {"check": "files-intact", "target": "analysis.md", "expires": "2000-01-01"})
     items = collected(pytester)
-    session = itera_session(pytester, "--itera-campaign", "out", "--itera-waivers", "w.json")
+    tally = item_tally(pytester, "--itera-campaign", "out", "--itera-waivers", "w.json")
     for item in items.values():
-        session.pytest_itemcollected(item)
+        tally.pytest_itemcollected(item)
     waived = sorted(name for name, item in items.items() if item.get_closest_marker("xfail"))
     assert waived == [
         "files-intact[runs/control/measurements.jsonl]",
@@ -282,8 +328,8 @@ def test_a_valid_waiver_marks_the_items_it_matches_xfail(
     assert mark is not None
     assert mark.kwargs["strict"] is False
     assert mark.kwargs["reason"].startswith("waived by M. Reviewer until ")
-    assert ("files-intact", "RELOAD.md") in session.universe[str(campaign.root)]
-    assert len(session.universe[str(campaign.root)]) == len(items)
+    assert ("files-intact", "RELOAD.md") in tally.universe[str(campaign.root)]
+    assert len(tally.universe[str(campaign.root)]) == len(items)
 
 
 def test_each_waiver_is_an_item_of_the_campaigns_it_applies_to(
@@ -294,14 +340,14 @@ def test_each_waiver_is_an_item_of_the_campaigns_it_applies_to(
                  {"check": "files-intact", "target": "nothing-matches"},
                  {"check": "no-empty-files", "target": "*", "campaign": "tiny-*"},
                  {"check": "manifest", "target": "*", "campaign": "other-*"})
-    session = itera_session(pytester, "--itera-campaign", "out", "--itera-waivers", "w.json")
-    check, = session.pytest_itera_checks(session.config)
+    tally = item_tally(pytester, "--itera-campaign", "out", "--itera-waivers", "w.json")
+    check, = tally.pytest_itera_checks(tally.config)
     assert (check.id, check.fast, check.order, check.needs) == ("waiver", True, 99, frozenset())
     from pytest_itera.checks import Context, Options
 
     ctx = Context(load_campaign(campaign.root), Options(), {"waiver": check})
     assert judge(ctx).targets(check) == ("1-files-intact", "2-no-empty-files")
-    session.universe[str(campaign.root)] = {("no-empty-files", "")}
+    tally.universe[str(campaign.root)] = {("no-empty-files", "")}
     assert judge(ctx).findings("waiver", "2-no-empty-files") == ()
     unmatched, = judge(ctx).findings("waiver", "1-files-intact")
     assert unmatched.message == ("waiver #1 matches no item of campaign tiny-2026-11: check "
@@ -309,8 +355,8 @@ def test_each_waiver_is_an_item_of_the_campaigns_it_applies_to(
 
 
 def test_without_waivers_there_are_no_waiver_items(pytester: pytest.Pytester) -> None:
-    session = itera_session(pytester)
-    assert session.pytest_itera_checks(session.config) == []
+    tally = item_tally(pytester)
+    assert tally.pytest_itera_checks(tally.config) == []
 
 
 # ------------------------------------------------------------------ the gate
