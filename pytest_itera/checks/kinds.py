@@ -24,7 +24,7 @@ from pathlib import Path
 from pytest_itera.checks.context import Check
 from pytest_itera.checks.model import FAMILIES
 
-__all__ = ["GENERIC", "builtin_checks", "module_of", "render", "render_block", "rewrite"]
+__all__ = ["GENERIC", "builtin_checks", "render", "render_block", "rewrite"]
 
 # The kind every check may report without declaring it: the engine's, when a document it
 # needs did not load (context.blocked_by_contract).
@@ -40,11 +40,6 @@ def builtin_checks() -> Iterator[Check]:
         yield from importlib.import_module(module).CHECKS
 
 
-def module_of(check: Check) -> str:
-    """The module that defines a check's function (``pytest_itera.checks.files.files_intact``)."""
-    return check.run.__module__
-
-
 def render_block(check: Check) -> str:
     """One check's kinds, a bullet each: ``- `code`: rule. *Fix:* fix.``, advisories marked."""
     lines = []
@@ -56,8 +51,7 @@ def render_block(check: Check) -> str:
 
 def _sentence(text: str) -> str:
     text = text.strip()
-    return text if text.endswith((".", "?", "!", ")")) and not text.endswith("e.g.") \
-        else f"{text}."
+    return text if text.endswith((".", "?", "!")) else f"{text}."
 
 
 def render(text: str) -> str:

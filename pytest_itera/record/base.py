@@ -217,7 +217,7 @@ def json_number(value: Any) -> Any:
 
 def require_commit(revision: str, what: str) -> None:
     """RecordError unless ``revision`` is a full 40-hex commit id: the artifact checks' rule
-    (:func:`pytest_itera.checks.artifacts.commit_problem`), whose reason it gives."""
+    (:func:`pytest_itera.checks.artifacts.adapter_pinned.commit_problem`), whose reason it gives."""
     from pytest_itera.checks.artifacts.adapter_pinned import commit_problem
 
     problem = commit_problem(revision) if isinstance(revision, str) else (

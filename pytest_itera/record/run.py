@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_itera.checks.budget.deliverables import planned_elsewhere
 from pytest_itera.checks.runs.predictions_cover_corpus import coverage_problems, shared_predictions
+from pytest_itera.checks.runs.stop_records import STOPPED_DELIVERS_NOTHING
 from pytest_itera.checks.stop_rules import (
     MEASURED_KINDS,
     RuleVerdict,
@@ -221,8 +222,8 @@ class RunRecorder:
         plan gives the run, or the plan's only corpus). Journaled with its sha256; called
         again (a campaign reopened to replace the predictions), with the sha256 it replaces."""
         if self.outcome == "stopped":
-            raise RecordError(f"run {self.id!r} was stopped: a stopped run delivers nothing "
-                              "(it stays an expense), so it records no predictions")
+            raise RecordError(f"run {self.id!r} was stopped: {STOPPED_DELIVERS_NOTHING}, so it "
+                              "records no predictions")
         digest = self._campaign.file_sha256(relpath, field=f"runs[{self.id}].predictions")
         corpus = corpus if corpus is not None else self._campaign.planned_corpus(self.id)
         self._refuse_shared_predictions(relpath)

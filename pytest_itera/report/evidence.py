@@ -3,11 +3,12 @@ run's measurement series, the resume check over its reference run, and which run
 which corpus.
 
 No rule lives here: the values are the ones the checks judge, through their own functions
-(:func:`pytest_itera.checks.runs.judged_metrics` and :func:`~pytest_itera.checks.runs.meets`
-for ``conclusion-consistent``, :func:`pytest_itera.checks.evidence.resume_verdict` and
-:func:`~pytest_itera.checks.evidence.aligned` for ``role-evidence``,
-:func:`pytest_itera.checks.budget.delivered_corpus` for ``budget-consistent``). This module
-only gathers them as plain data the renderings draw and the JSON report carries.
+(:func:`pytest_itera.checks.common.measured.judged_metrics` and
+:func:`~pytest_itera.checks.common.measured.meets` for ``conclusion-consistent``,
+:func:`pytest_itera.checks.evidence.resume.resume_verdict` and
+:func:`~pytest_itera.checks.evidence.resume.aligned` for ``role-evidence``,
+:func:`pytest_itera.checks.budget.deliverables.delivered_corpus` for ``budget-consistent``).
+This module only gathers them as plain data the renderings draw and the JSON report carries.
 """
 
 from __future__ import annotations

@@ -610,7 +610,7 @@ def schedule_section(campaign: Campaign) -> dict[str, Any] | None:
 
 def step_rows(campaign: Campaign, tolerance: Decimal | None = None) -> tuple[StepRow, ...]:
     """``tolerance``: the deviation tolerance in force
-    (``checks.schedule.deviation_tolerance``); None: the default one."""
+    (``checks.schedule.plan_vs_actual.deviation_tolerance``); None: the default one."""
     plan, manifest = campaign.plan, campaign.manifest
     planned_tl, actual_tl, _ = _timelines(campaign)
     observed = sched.observed_hours(manifest.schedule.steps) if manifest else {}

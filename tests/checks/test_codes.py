@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import pytest_itera.checks
-from pytest_itera.checks.kinds import GENERIC, builtin_checks, module_of, render
+from pytest_itera.checks.kinds import GENERIC, builtin_checks, render
 from pytest_itera.checks.model import FAMILIES
 from tests.factory import CampaignBuilder
 from tests.runner import Itera, only_xdist
@@ -161,8 +161,13 @@ def test_each_check_id_is_its_own_module_in_its_familys_package() -> None:
     for family, module in FAMILIES.items():
         for check in importlib.import_module(module).CHECKS:
             expected = f"{module}.{check.id.replace('-', '_')}"
-            if module_of(check) != expected:
-                wrong.append(f"{family}: {check.id} is in {module_of(check)}, not {expected}")
+            try:
+                own = importlib.import_module(expected).CHECK
+            except (ImportError, AttributeError) as exc:
+                wrong.append(f"{family}: {check.id}: {expected}.CHECK: {exc}")
+                continue
+            if own is not check:
+                wrong.append(f"{family}: {expected}.CHECK is not the family's {check.id}")
     assert wrong == []
 
 

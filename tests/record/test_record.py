@@ -1235,8 +1235,9 @@ def test_blank_texts_are_refused_by_the_one_rule_for_text(
 def test_a_run_records_another_corpus_only_when_the_checks_would_deliver_it(
     tmp_path: Path,
 ) -> None:
-    """One rule with the checks (checks.budget.planned_elsewhere): a corpus id with the planned
-    corpus's content is the same corpus; another content is another corpus, refused."""
+    """One rule with the checks (checks.budget.deliverables.planned_elsewhere): a corpus id
+    with the planned corpus's content is the same corpus; another content is another corpus,
+    refused."""
     rec = CampaignRecorder(tmp_path / "camp")
     rec.write_bytes("corpus.jsonl", CORPUS)
     rec.write_bytes("configs/control.json", CONFIG)

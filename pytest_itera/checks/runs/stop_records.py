@@ -16,6 +16,11 @@ from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank, says_nothing
 
+# The rule a stopped run is held to, in the words every refusal of it uses (the checks here,
+# the recorder's refusal of a stopped run's predictions).
+STOPPED_DELIVERS_NOTHING = "a stopped run delivers nothing (it stays an expense)"
+
+
 KINDS: dict[str, Kind] = {
     "stop-records.no-stop-record": Kind(
         rule="a run recorded as stopped has no stop record (rule, reason, step or time)",
@@ -57,7 +62,7 @@ KINDS: dict[str, Kind] = {
         "an expense)"),
     "stop-records.deliverable": Kind(
         rule="a stopped run records a deliverable",
-        fix="remove its deliverable: a stopped run delivers nothing (it stays an expense)"),
+        fix=f"remove its deliverable: {STOPPED_DELIVERS_NOTHING}"),
     "stop-records.delivers": Kind(
         rule="a stopped run records predictions or a corpus, ships an adapter, or lists more "
         "than one checkpoint",
@@ -175,8 +180,7 @@ def _counted_as_accepted(man: Manifest, run: RunRecord, where: str) -> Iterator[
     if run.deliverable is not None:
         yield Finding(f"stopped run {run.id} records a deliverable ({run.deliverable!r})",
                       where=f"{where}.deliverable",
-                      hint="a stopped run delivers nothing (it stays an expense): "
-                      "remove its deliverable",
+                      hint=f"{STOPPED_DELIVERS_NOTHING}: remove its deliverable",
                       code="stop-records.deliverable")
 
 
@@ -184,8 +188,8 @@ def stopped_delivers(man: Manifest, index: int, run: RunRecord) -> Iterator[Find
     """A stopped run delivers nothing: no predictions, no corpus, no adapter, and no
     checkpoint but one, the evidence of where it stopped (issue 24, point 6)."""
     where = json_where(MANIFEST_FILE, "runs", index)
-    fix = ("a stopped run delivers nothing (it stays an expense): remove its {what} from the "
-           "manifest (and the folder), or, if the rule did not fire, record the run as accepted")
+    fix = (STOPPED_DELIVERS_NOTHING + ": remove its {what} from the manifest (and the folder), "
+           "or, if the rule did not fire, record the run as accepted")
     if run.predictions is not None:
         yield Finding(f"stopped run {run.id} records predictions ({run.predictions})",
                       where=f"{where}.predictions", expected="no predictions",
