@@ -13,6 +13,7 @@ check/target's findings, computed once, and the targets grouped by folder are th
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from pytest_itera.checks.context import (
     in_order,
 )
 from pytest_itera.checks.model import Scope, item_name
+from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE
 from pytest_itera.core.findings import Finding, render_all, split
 from pytest_itera.core.text import clean_block
 from pytest_itera.files.measurements import Unreadable
@@ -336,7 +338,7 @@ def _not_judged(context: Context, check: Check, target: str | None,
     named: dict[str, tuple[str, str]] = {}  # path -> (owner item, what is wrong with it)
     me = item_name(check.id, target)
     for finding in findings:
-        paths = {p: causes[p] for p in finding.about()
+        paths = {p: causes[p] for p in _about(context, finding)
                  if p in causes and item_name(*causes[p][:2]) != me}
         if not paths:
             return None, ()  # a finding of its own: the item fails
@@ -353,6 +355,33 @@ def _not_judged(context: Context, check: Check, target: str | None,
     more = f" and {len(others)} more" if others else ""
     return (f"{NOT_JUDGED} {owner} failed ({first} {why}{more})",
             tuple(dict.fromkeys(o for o, _ in named.values())))
+
+
+_PLACE = re.compile(r"(?P<file>[^\s:]+)(?::\d+(?::\d+)?)? \$(?P<path>(?:\.[\w-]+|\[\d+\])*)$")
+_STEP = re.compile(r"\.([\w-]+)|\[(\d+)\]")
+
+
+def _about(context: Context, finding: Finding) -> tuple[str, ...]:
+    """The files a finding is about: its subjects; else the file its ``where`` places it in,
+    and, when that place is a field of plan.json or manifest.json that names a file
+    (``manifest.json $.runs[0].predictions``), the file it names: read from the document's
+    data, never from the message."""
+    about = finding.about()
+    if finding.subjects or finding.where is None:
+        return about
+    place = _PLACE.fullmatch(finding.where)
+    if place is None:
+        return about
+    data = {PLAN_FILE: context.campaign.plan_data,
+            MANIFEST_FILE: context.campaign.manifest_data}.get(place["file"])
+    for name, index in _STEP.findall(place["path"]):
+        if name and isinstance(data, dict):
+            data = data.get(name)
+        elif index and isinstance(data, list) and int(index) < len(data):
+            data = data[int(index)]
+        else:
+            return about
+    return (*about, data) if isinstance(data, str) else about
 
 
 def _causes(context: Context) -> dict[str, tuple[str, str, str]]:

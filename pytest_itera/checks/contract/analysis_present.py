@@ -262,7 +262,7 @@ def reload_path_findings(relpath: str, text: str, exists: Collection[str],
             found=shown + more,
             hint="instructions point at the files shipped with them: correct the path, or "
             "ship (and list) the file; a file that cannot be found is not a verified output",
-            code="analysis-present.reload-path-missing",
+            subjects=tuple(m.path for m in read), code="analysis-present.reload-path-missing",
         )
     if mentioned:
         shown, more = _shown(mentioned)
@@ -273,7 +273,8 @@ def reload_path_findings(relpath: str, text: str, exists: Collection[str],
             hint="if the reload reads these files, ship them or correct the path; an output "
             "of the reload can be named as one (--output, >, torch.save); a reading of the "
             "instructions' words: it fails only under --itera-strict-text",
-            code="analysis-present.reload-path", advisory=True,
+            subjects=tuple(m.path for m in mentioned), code="analysis-present.reload-path",
+            advisory=True,
         )
 
 
