@@ -12,10 +12,11 @@ check/target's findings, computed once, and the targets grouped by folder are th
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_itera.checks.context import (
@@ -338,8 +339,8 @@ def _not_judged(context: Context, check: Check, target: str | None,
     named: dict[str, tuple[str, str]] = {}  # path -> (owner item, what is wrong with it)
     me = item_name(check.id, target)
     for finding in findings:
-        paths = {p: causes[p] for p in _about(context, finding)
-                 if p in causes and item_name(*causes[p][:2]) != me}
+        paths = {p: causes[p] for p in _within(context, _about(context, finding), causes)
+                 if item_name(*causes[p][:2]) != me}
         if not paths:
             return None, ()  # a finding of its own: the item fails
         for path, (owner, owned, why) in paths.items():
@@ -381,7 +382,28 @@ def _about(context: Context, finding: Finding) -> tuple[str, ...]:
             data = data[int(index)]
         else:
             return about
+    if isinstance(data, dict):  # a record: the file or folder it names
+        data = data.get("path")
     return (*about, data) if isinstance(data, str) else about
+
+
+def _within(context: Context, about: Iterable[str], causes: Mapping[str, object]) -> list[str]:
+    """The causes among the paths a finding is about, a folder standing for the files in it
+    (a sharded checkpoint's folder is about its shards): found by bisection in the sorted
+    causes, so a finding costs a lookup per path, not a pass over every cause."""
+    ordered: list[str] = context.memo("engine:cause-paths", lambda: sorted(_causes(context)))
+    found = []
+    for path in dict.fromkeys(about):
+        if path in causes:
+            found.append(path)
+            continue
+        folder = f"{path.rstrip('/')}/"
+        i = bisect.bisect_left(ordered, folder)
+        while i < len(ordered) and ordered[i].startswith(folder):
+            if ordered[i] in causes:  # the causes of this check (a stored campaign's fewer)
+                found.append(ordered[i])
+            i += 1
+    return found
 
 
 def _causes(context: Context) -> dict[str, tuple[str, str, str]]:

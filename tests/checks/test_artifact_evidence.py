@@ -32,6 +32,7 @@ import torch
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.artifacts import CHECKS
 from pytest_itera.checks.artifacts.checkpoint_reloads import informational
+from pytest_itera.checks.engine import judge
 from pytest_itera.core.campaign import RESUME_PARTS, load_campaign
 from pytest_itera.files.tree import DigestRefused, tree_digest
 from pytest_itera.reload import Reloader
@@ -344,8 +345,8 @@ def test_accepted_runs_ship_an_artifact_and_the_resume_check_a_resume_checkpoint
     )
     # The run without an artifact is not an accepted deliverable.
     ctx = context_of(campaign.root)
-    assert ctx.run_failures("variant-a") == [("artifacts-required", "variant-a")]
-    assert ctx.run_failures("control") == []
+    assert judge(ctx).run_failures("variant-a") == [("artifacts-required", "variant-a")]
+    assert judge(ctx).run_failures("control") == []
 
 
 def test_the_resume_check_s_checkpoint_must_cover_its_resume_state(
@@ -591,7 +592,7 @@ def test_a_stopped_run_ships_its_diverged_weights_as_evidence(
         "    fix:      the file pickles whole torch.nn module objects (torch.save(model))*",
     )
     ctx = context_of(campaign.root)
-    assert ctx.findings("checkpoint-reloads", VARIANT_WEIGHTS) == ()
+    assert judge(ctx).findings("checkpoint-reloads", VARIANT_WEIGHTS) == ()
     assert informational(ctx, "checkpoint-reloads", VARIANT_WEIGHTS) == (
         f"evidence of the stop at step {DIVERGED_AT}: {VARIANT_WEIGHTS} holds non-finite model "
         f"weights ({counts}), as run variant-a, stopped by its rule 'non-finite-loss', "

@@ -140,8 +140,8 @@ def _missing(ctx: Context, record: FileRecord, where: str) -> Finding:
         if first != record.path:  # one finding for the folder: on its first missing file
             return Finding(
                 f"listed file {record.path} is missing: moved with {first} (the folder {old} "
-                f"renamed to {folder}?)", where=where,
-                hint=f"rename {folder} back to {old}", code="files-intact.missing")
+                f"renamed to {folder}?)", where=where, hint=f"rename {folder} back to {old}",
+                subjects=(first,), code="files-intact.missing")
         return Finding(
             f"listed file {record.path} is missing: the folder {old} renamed to {folder}? "
             f"({count} of its missing listed files are there, same sha256: {new})",
