@@ -388,8 +388,9 @@ def _about(context: Context, finding: Finding) -> tuple[str, ...]:
 
 
 def _within(context: Context, about: Iterable[str], causes: Mapping[str, object]) -> list[str]:
-    """The causes among the paths a finding is about, a folder standing for the files in it
-    (a sharded checkpoint's folder is about its shards): found by bisection in the sorted
+    """The causes among the paths a finding is about, a folder of the walk standing for the
+    files in it (a sharded checkpoint's folder is about its missing shard; a folder missing
+    as a whole is its own cause): found by bisection in the sorted
     causes, so a finding costs a lookup per path, not a pass over every cause."""
     ordered: list[str] = context.memo("engine:cause-paths", lambda: sorted(_causes(context)))
     found = []
@@ -397,6 +398,9 @@ def _within(context: Context, about: Iterable[str], causes: Mapping[str, object]
         if path in causes:
             found.append(path)
             continue
+        entry = context.entry(path.rstrip("/"))
+        if entry is None or entry.kind != "dir":
+            continue  # a file, or a folder gone as a whole: the finding's own cause
         folder = f"{path.rstrip('/')}/"
         i = bisect.bisect_left(ordered, folder)
         while i < len(ordered) and ordered[i].startswith(folder):
