@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from pytest_itera.checks.model import item_position
 from pytest_itera.checks.reading import FileReader
 from pytest_itera.core.campaign import Campaign, Manifest, Plan, RunRecord
 from pytest_itera.core.findings import Finding
@@ -67,7 +68,6 @@ class Check:
     # conservative filter; every file it leaves out has no finding, the others go to ``run``
     # (100,000 listed files, issue 29: no generator per passing file). None: all go to ``run``.
     suspects: Callable[[Context, Sequence[str]], Iterable[str]] | None = None
-    order: int = 50  # position in the item list (lower first), then id
     # The values it judged, as plain data that travel on its item's report to the closure
     # report (conclusion-consistent: each compared run's decision metric), so the report
     # never recomputes them (a pytest-xdist controller would, from scratch).
@@ -415,8 +415,9 @@ class Context:
 
 
 def in_order(checks: Iterable[Check]) -> list[Check]:
-    """Checks in item order: by ``order``, then id (every list of items, and the runs' index)."""
-    return sorted(checks, key=lambda c: (c.order, c.id))
+    """Checks in item order: by their row in ``model.ITEM_ORDER``, then id (every list of
+    items, and the runs' index)."""
+    return sorted(checks, key=lambda c: (item_position(c.id), c.id))
 
 
 def blocked_by_contract(campaign: Campaign, check: Check) -> Finding | None:

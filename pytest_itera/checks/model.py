@@ -26,9 +26,20 @@ if TYPE_CHECKING:
     from pytest_itera.reload import ReloadResult
 
 __all__ = [
-    "FAMILIES", "Kind", "MetricHook", "Needs", "Options", "PlanPin", "ReloadHook", "Scope",
+    "FAMILIES",
+    "ITEM_ORDER",
+    "OTHERS",
+    "Kind",
+    "MetricHook",
+    "Needs",
+    "Options",
+    "PlanPin",
+    "ReloadHook",
+    "Scope",
     "StopRuleHook",
-    "item_name", "recoded_kinds",
+    "item_name",
+    "item_position",
+    "recoded_kinds",
 ]
 
 # Built-in check families, registered by the plugin like any plugin (`-p no:itera.files`
@@ -44,6 +55,35 @@ FAMILIES = {
     "itera.schedule": "pytest_itera.checks.schedule",
     "itera.plan": "pytest_itera.checks.plan",
 }
+
+# Where a check the table below does not name takes its place: a conftest's or a plugin's.
+OTHERS = "*"
+
+# Every check's position in the item list (the terminal's, the reports', ``-x``'s): the
+# documents first (a broken one explains the rest), then the files, the checkpoints and the
+# runs, the evidence, the conclusion and the analysis, the others, then the schedule and the
+# budget (which count the runs that passed the rest), the waivers last. The plan gate's
+# (--itera-plan) and the seal's (--itera-verify-seal) items take their place among them.
+ITEM_ORDER: tuple[str, ...] = (
+    "manifest", "plan-valid", "plan-frozen", "plan-frozen-ready", "seal-signature",
+    "expected-ids", "plan-schedule-fits", "seal-files", "plan-journal", "rules-declared",
+    "plan-forecast",
+    "files-intact", "no-empty-files", "no-temp-paths",
+    "checkpoint-reloads", "stop-records", "config-identity", "resume-complete",
+    "adapter-pinned", "predictions-cover-corpus", "artifacts-required", "measurements-agree",
+    "metrics-recomputed", "stop-rules-applied", "role-evidence", "journal-agrees",
+    "conclusion-consistent", "analysis-present",
+    OTHERS,
+    "schedule-fits", "plan-vs-actual", "budget-consistent",
+    "waiver",
+)
+_POSITION = {check_id: i for i, check_id in enumerate(ITEM_ORDER)}
+
+
+def item_position(check_id: str) -> int:
+    """A check's place in the item list: its row in :data:`ITEM_ORDER`, else OTHERS'."""
+    return _POSITION.get(check_id, _POSITION[OTHERS])
+
 
 # "plan": an item of the plan gate (--itera-plan), never collected for a closed campaign.
 Scope = Literal["campaign", "file", "run", "checkpoint", "adapter", "plan"]

@@ -128,7 +128,7 @@ class ItemTally:
 
         return [Check(waiving.CHECK_ID, "each waiver is complete, unexpired and matches an item",
                       self._waiver_findings, targets=self._waiver_targets, needs=frozenset(),
-                      fast=True, order=99)]
+                      fast=True)]
 
     def _waiver_targets(self, ctx: Context) -> list[str]:
         return [w.label for w in self.settings.waivers if w.for_campaign(ctx.campaign.id)]

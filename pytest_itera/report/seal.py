@@ -354,8 +354,7 @@ def checks(seal_path: Path, public_key: Path | None) -> tuple[Check, ...]:
     return (
         Check("seal-signature", "the seal is a pytest-itera statement and its signature holds "
               "with the given public key", lambda ctx, _: verification(ctx).signature,
-              needs=frozenset(), fast=True, order=1),
+              needs=frozenset(), fast=True),
         Check("seal-files", "every file of the folder is the one sealed: none changed, missing "
-              "or added", lambda ctx, _: verification(ctx).files, needs=frozenset(), fast=True,
-              order=2),
+              "or added", lambda ctx, _: verification(ctx).files, needs=frozenset(), fast=True),
     )

@@ -23,6 +23,7 @@ from pytest_itera.checks.engine import (
     outcomes,
     pairs,
 )
+from pytest_itera.checks.model import ITEM_ORDER
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.findings import Finding
 from pytest_itera.report.verify import check_campaign
@@ -66,7 +67,7 @@ def test_a_good_campaign_passes_every_pair_in_item_order(
     # The checks by order then id, each check's targets sorted, every check present.
     order = [c.id for c in in_order(CHECKS.values())]
     assert list(dict.fromkeys(o.check for o in found)) == order
-    assert order == [c.id for c in sorted(CHECKS.values(), key=lambda c: (c.order, c.id))]
+    assert order == [c for c in ITEM_ORDER if c in CHECKS]  # every built-in check has its row
     for check in CHECKS.values():
         targets = [o.target for o in found if o.check == check.id]
         assert targets == ([None] if check.targets is None else sorted(targets))  # type: ignore[type-var]
@@ -79,7 +80,7 @@ def test_the_plan_gates_checks_are_not_a_closed_campaigns_pairs(
     tmp_path: Path, contexts: list[Context]
 ) -> None:
     plan_only = Check("plan-probe", "a plan-gate check", lambda ctx, t: [Finding("no")],
-                      scope="plan", order=0)
+                      scope="plan")
     ctx = Context(load_campaign(CampaignBuilder(tmp_path / "c").write()), Options(),
                   {**CHECKS, plan_only.id: plan_only})
     contexts.append(ctx)

@@ -16,6 +16,7 @@ import pytest
 from pytest_itera.checks import Check, Context, item_name
 from pytest_itera.checks.closure import CAMPAIGN_KEY, CHECK_KEY, SCOPE_KEY, TARGET_KEY
 from pytest_itera.checks.engine import Outcome, judge
+from pytest_itera.checks.model import item_position
 from pytest_itera.core.campaign import FileRecord
 from pytest_itera.core.findings import Finding
 from pytest_itera.plugin.collect import (
@@ -73,7 +74,7 @@ def test_node_ids_are_sorted_by_check_order_then_id_then_target(
     campaign.write()
     items = collect(pytester)
     assert all(item.nodeid.startswith(f"{MANIFEST}::") for item in items)
-    keys = [(item.check.order, item.check.id) for item in items]
+    keys = [(item_position(item.check.id), item.check.id) for item in items]
     assert keys == sorted(keys)
     files = [item.target for item in items if item.check.id == "files-intact"]
     assert files == sorted(f["path"] for f in json.loads(

@@ -30,6 +30,7 @@ from pytest_itera.checks.closure import (
     item_properties,
 )
 from pytest_itera.checks.engine import judge
+from pytest_itera.checks.model import ITEM_ORDER
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.plugin.collect import IteraCheckItem
 from pytest_itera.plugin.options import build_settings
@@ -342,7 +343,8 @@ def test_each_waiver_is_an_item_of_the_campaigns_it_applies_to(
                  {"check": "manifest", "target": "*", "campaign": "other-*"})
     tally = item_tally(pytester, "--itera-campaign", "out", "--itera-waivers", "w.json")
     check, = tally.pytest_itera_checks(tally.config)
-    assert (check.id, check.fast, check.order, check.needs) == ("waiver", True, 99, frozenset())
+    assert (check.id, check.fast, check.needs) == ("waiver", True, frozenset())
+    assert ITEM_ORDER[-1] == "waiver"  # judged last
     from pytest_itera.checks import Context, Options
 
     ctx = Context(load_campaign(campaign.root), Options(), {"waiver": check})

@@ -283,5 +283,5 @@ KINDS: dict[str, Kind] = {
 CHECK = Check("adapter-pinned", "each adapter's base is identified by an immutable revision and, "
               "when shipped, its tree digest, which adapter_config.json and the base agree with; "
               "the adapter reloads", adapter_pinned, scope="adapter",
-              targets=adapter_targets, needs=frozenset({"manifest"}), order=22, reloads=True,
+              targets=adapter_targets, needs=frozenset({"manifest"}), reloads=True,
               kinds=KINDS)

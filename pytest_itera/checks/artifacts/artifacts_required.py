@@ -172,5 +172,5 @@ CHECK = Check("artifacts-required", "each accepted control and variant ships an 
               "resume check ships a resume checkpoint covering its resume state",
               # Not reloads=True: its targets are run ids, not paths to hand the reload server
               # ahead; the resume check's checkpoints are reloaded when it asks (memoised).
-              artifacts_required, scope="run", targets=required_targets, order=23,
+              artifacts_required, scope="run", targets=required_targets,
               kinds=KINDS)

@@ -128,5 +128,5 @@ KINDS: dict[str, Kind] = {
 CHECK = Check("checkpoint-reloads", "each checkpoint reloads in a fresh process, "
               "weights_only=True, finite, in its declared format", checkpoint_reloads,
               scope="checkpoint", targets=checkpoint_targets, needs=frozenset({"manifest"}),
-              order=20, reloads=True,
+              reloads=True,
               kinds=KINDS)

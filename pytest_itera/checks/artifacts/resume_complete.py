@@ -248,5 +248,5 @@ KINDS: dict[str, Kind] = {
 
 CHECK = Check("resume-complete", "each resume checkpoint holds every part the plan requires and "
               "what the manifest claims", resume_complete, scope="checkpoint",
-              targets=resume_targets, order=21, reloads=True,
+              targets=resume_targets, reloads=True,
               kinds=KINDS)

@@ -217,7 +217,6 @@ CHECK = Check(
     "lots priced as the catalogue or their quote, no hourly billing, expenses paid and "
     "apart, accepted corpora and the ratio verified",
     budget_consistent,
-    order=60,
     reloads=True,  # a run is accepted when its checks pass, checkpoint reloads included
     kinds=KINDS,
 )

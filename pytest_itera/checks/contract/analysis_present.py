@@ -365,6 +365,5 @@ CHECK = Check(
     analysis_present,
     needs=frozenset({"manifest"}),
     fast=True,
-    order=40,
     kinds=KINDS,
 )

@@ -194,6 +194,5 @@ CHECK = Check(
     "planned runs accounted for, no unplanned or repeated ids",
     expected_ids,
     fast=True,
-    order=2,
     kinds=KINDS,
 )

@@ -19,6 +19,5 @@ CHECK = Check(
     documents.manifest,
     needs=frozenset(),
     fast=True,
-    order=0,
     kinds=KINDS,
 )

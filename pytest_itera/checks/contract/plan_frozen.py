@@ -177,5 +177,5 @@ KINDS: dict[str, Kind] = {
         fix="freeze the plan, with its stop rules, before any run starts"),
 }
 
-CHECK = Check("plan-frozen", "the plan is unchanged since it was frozen", plan_frozen, order=1,
+CHECK = Check("plan-frozen", "the plan is unchanged since it was frozen", plan_frozen,
               kinds=KINDS)

@@ -565,5 +565,5 @@ KINDS: dict[str, Kind] = {
 }
 
 CHECK = Check("journal-agrees", "every event of the recorder's journal agrees with the manifest "
-              "and the files", journal_agrees, scope="file", targets=journal_listed, order=26,
+              "and the files", journal_agrees, scope="file", targets=journal_listed,
               kinds=KINDS)

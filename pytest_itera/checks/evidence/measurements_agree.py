@@ -154,5 +154,5 @@ KINDS: dict[str, Kind] = {
 }
 
 CHECK = Check("measurements-agree", "a run's metrics are the values of its measurements file",
-              measurements_agree, scope="run", targets=measurements_targets, order=23,
+              measurements_agree, scope="run", targets=measurements_targets,
               kinds=KINDS)

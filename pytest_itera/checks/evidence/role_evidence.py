@@ -269,4 +269,4 @@ KINDS: dict[str, Kind] = {
 }
 
 CHECK = Check("role-evidence", "the data check and the resume check prove their roles",
-              role_evidence, scope="run", targets=role_targets, order=25, kinds=KINDS)
+              role_evidence, scope="run", targets=role_targets, kinds=KINDS)

@@ -14,4 +14,4 @@ __all__ = ["CHECK", "KINDS"]
 
 CHECK = Check("rules-declared",
               "stop rules declared before the trials; a decision after the pilot",
-              rules_declared, needs=frozenset({"plan"}), order=3, kinds=KINDS)
+              rules_declared, needs=frozenset({"plan"}), kinds=KINDS)

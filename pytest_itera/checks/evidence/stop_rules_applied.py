@@ -373,5 +373,5 @@ KINDS: dict[str, Kind] = {
 }
 
 CHECK = Check("stop-rules-applied", "every declared stop rule holds on every run's own evidence",
-              stop_rules_applied, scope="run", targets=stop_rules_targets, order=24,
+              stop_rules_applied, scope="run", targets=stop_rules_targets,
               kinds=KINDS)

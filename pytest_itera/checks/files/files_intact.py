@@ -338,7 +338,6 @@ CHECK = Check(
     suspects=intact_suspects,
     needs=frozenset({"manifest"}),
     fast=True,
-    order=10,
     reads=True,
     kinds=KINDS,
 )

@@ -73,6 +73,5 @@ CHECK = Check(
     no_empty_files,
     needs=frozenset(),
     fast=True,
-    order=11,
     kinds=KINDS,
 )

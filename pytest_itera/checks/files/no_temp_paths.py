@@ -85,7 +85,6 @@ CHECK = Check(
     targets=scan_targets,
     suspects=scan_suspects,
     needs=frozenset(),
-    order=12,
     reads=True,
     kinds=KINDS,
 )

@@ -160,4 +160,4 @@ def _at(value: float, decimals: int | None) -> str:
 
 CHECK = Check("metrics-recomputed",
               "a run's metrics equal what its predictions score on the frozen corpus",
-              metrics_recomputed, scope="run", targets=metric_targets, order=23, kinds=KINDS)
+              metrics_recomputed, scope="run", targets=metric_targets, kinds=KINDS)

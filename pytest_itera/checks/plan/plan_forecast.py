@@ -66,5 +66,5 @@ KINDS: dict[str, Kind] = {
 
 CHECK = Check("plan-forecast",
               "the forecast from the measured steps fits the window and the lots",
-              plan_forecast, scope="plan", targets=journal_targets, needs=NEEDS_PLAN, fast=True,
-              order=4, kinds=KINDS)
+              plan_forecast, scope="plan", targets=journal_targets, needs=NEEDS_PLAN,
+              fast=True, kinds=KINDS)

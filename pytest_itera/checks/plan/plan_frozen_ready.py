@@ -120,4 +120,4 @@ KINDS: dict[str, Kind] = {
 
 CHECK = Check("plan-frozen-ready",
               "everything the closure will need is declared before the trials",
-              frozen_ready, scope="plan", needs=NEEDS_PLAN, fast=True, order=1, kinds=KINDS)
+              frozen_ready, scope="plan", needs=NEEDS_PLAN, fast=True, kinds=KINDS)

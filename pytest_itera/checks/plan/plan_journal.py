@@ -65,5 +65,5 @@ KINDS: dict[str, Kind] = {
 }
 
 CHECK = Check("plan-journal", "every line of the journal is complete and usable", plan_journal,
-              scope="plan", targets=journal_targets, needs=frozenset(), fast=True, order=3,
+              scope="plan", targets=journal_targets, needs=frozenset(), fast=True,
               kinds=KINDS)

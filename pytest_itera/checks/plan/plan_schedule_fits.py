@@ -24,5 +24,5 @@ def plan_schedule_fits(ctx: Context, target: str | None) -> Iterator[Finding]:
 KINDS: dict[str, Kind] = recoded_kinds(SCHEDULE_FITS_KINDS, "plan-schedule-fits")
 
 CHECK = Check("plan-schedule-fits", "the end-to-end schedule fits the window and every lot",
-              plan_schedule_fits, scope="plan", needs=NEEDS_PLAN, fast=True, order=2,
+              plan_schedule_fits, scope="plan", needs=NEEDS_PLAN, fast=True,
               kinds=KINDS)

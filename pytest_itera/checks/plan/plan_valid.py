@@ -81,4 +81,4 @@ KINDS: dict[str, Kind] = {
 }
 
 CHECK = Check("plan-valid", "the plan is JSON, schema-valid and its schedule computable",
-              plan_valid, scope="plan", needs=frozenset(), fast=True, order=0, kinds=KINDS)
+              plan_valid, scope="plan", needs=frozenset(), fast=True, kinds=KINDS)

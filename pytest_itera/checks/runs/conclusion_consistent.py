@@ -299,4 +299,4 @@ def _no_metric(run: RunRecord, metric: str, measured: Measured) -> Finding:
 
 CHECK = Check(CONCLUSION,
               "the conclusion agrees with the measured metrics and the threshold, both ways",
-              conclusion_consistent, order=30, facts=judged_facts, kinds=KINDS)
+              conclusion_consistent, facts=judged_facts, kinds=KINDS)

@@ -82,4 +82,4 @@ def config_identity(ctx: Context, target: str | None) -> Iterator[Finding]:
 
 
 CHECK = Check("config-identity", "a run's config is the one planned under its ID", config_identity,
-              scope="run", targets=config_targets, order=21, kinds=KINDS)
+              scope="run", targets=config_targets, kinds=KINDS)

@@ -223,5 +223,5 @@ def _coverage_findings(cov: Coverage, relpath: str, total: int, corpus: str) -> 
 
 CHECK = Check("predictions-cover-corpus",
               "an accepted run predicts each frozen-corpus example once",
-              predictions_cover_corpus, scope="run", targets=predictions_targets, order=22,
+              predictions_cover_corpus, scope="run", targets=predictions_targets,
               kinds=KINDS)

@@ -221,4 +221,4 @@ def stopped_delivers(man: Manifest, index: int, run: RunRecord) -> Iterator[Find
 
 CHECK = Check("stop-records",
               "a stopped run cites a planned rule, a reason and when; never accepted",
-              stop_records, scope="run", targets=stop_targets, order=20, kinds=KINDS)
+              stop_records, scope="run", targets=stop_targets, kinds=KINDS)

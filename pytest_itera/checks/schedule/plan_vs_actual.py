@@ -526,4 +526,4 @@ KINDS: dict[str, Kind] = {
 }
 
 CHECK = Check("plan-vs-actual", "reserved and observed time, deviations and decisions reconciled",
-              plan_vs_actual, order=56, kinds=KINDS)
+              plan_vs_actual, kinds=KINDS)

@@ -14,4 +14,4 @@ from pytest_itera.checks.model import Kind
 KINDS: dict[str, Kind] = SCHEDULE_FITS_KINDS
 
 CHECK = Check("schedule-fits", "the planned schedule fits its window and lots, end to end",
-              schedule_fits, needs=frozenset({"plan"}), order=55, kinds=KINDS)
+              schedule_fits, needs=frozenset({"plan"}), kinds=KINDS)
