@@ -49,21 +49,25 @@ def results_table(report: CampaignReport) -> Table | None:
 _MAX_EXAMPLES = 10**6
 _EXACT = 1e-12  # how far a float may be from its fraction (a float's k/n is ~1e-16 off)
 _SIGNIFICANT = 4  # digits shown of a metric that is not a count over examples
+_COUNTED = 3  # the fewest decimals of a count over examples not written exactly
 
 
 def shown_decimals(values: Iterable[float | None]) -> int:
     """The decimals that resolve the metric's step and no more. The values of a count over
-    n examples (accuracy k/n) are multiples of 1/n, n the least common denominator of their
-    fractions: shown exactly when a few decimals hold them (n = 4: 0.75; n = 400: 0.8525),
-    else with ``digits(n)`` decimals, which tell any two apart (3 for 100..999 examples:
-    0.854, never 0.05399999999999994). Any other metric: :data:`_SIGNIFICANT` significant
-    digits of the largest value."""
+    n examples (accuracy k/n) are multiples of 1/n, n a multiple of the least common
+    denominator of their fractions: shown exactly when a few decimals hold them (4 examples:
+    0.75; 400: 0.8525), else with ``digits(n)`` decimals and at least :data:`_COUNTED`
+    (the fractions may be reduced: 240/300 is 4/5), which tell any two apart (0.853, never
+    0.05333333333333334). Any other metric: :data:`_SIGNIFICANT` significant digits of the
+    largest value."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     denominator = _denominator(finite)
     if denominator is not None:
         resolving = len(str(denominator)) if denominator > 1 else 0
         exact = _terminating(denominator)
-        return exact if exact is not None and exact <= resolving + 1 else resolving
+        if exact is not None and exact <= resolving + 1:
+            return exact  # written exactly: nothing lost, whatever n is
+        return max(resolving, _COUNTED)
     largest = max((abs(v) for v in finite), default=0.0)
     magnitude = math.floor(math.log10(largest)) if largest else 0
     return max(0, _SIGNIFICANT - 1 - magnitude)

@@ -137,7 +137,7 @@ def test_resume_check_over_its_reference_states_the_largest_difference(tmp_path:
                     "|difference| 0.025 (loss at step 4), tolerance 0 — triggered")
     page = report.render_html([built_report])
     figure = page[page.index('id="resume-resume-check"'):].split("</figure>")[0]
-    assert figure.count("<polyline") == 2
+    assert figure.count("<polyline") == 4  # both series, and their legend's samples
     assert "resumed at step 2" in figure
 
 
