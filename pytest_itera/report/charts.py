@@ -69,10 +69,17 @@ def results_chart(ev: Evidence, standalone: bool = False) -> str:
 # ----------------------------------------------------------------- curves
 
 
+# The resumed series, drawn over its reference run's: dashed with a dot at some of its
+# points, so the reference shows through wherever the two coincide.
+RESUMED = "series resumed"
+MAX_DOTS = 16  # dots along the resumed series (the thinned points, every k-th)
+
+
 def series_chart(lines: Sequence[tuple[SeriesFacts, str]], marks: Sequence[tuple[int, str]],
-                 title: str, standalone: bool = False) -> str:
-    """Lines (series, css class) over steps; ``marks``: (step, label) drawn as dashed verticals;
-    non-finite points as red markers along the top edge."""
+                 title: str, standalone: bool = False, legend: Sequence[str] = ()) -> str:
+    """Lines (series, css class) over steps, in drawing order; ``marks``: (step, label) drawn
+    as dashed verticals; non-finite points as red markers along the top edge; ``legend``: a
+    label per line, drawn under the axis with a sample of its line."""
     points = [p for s, _ in lines for p in s.points]
     steps = [p[0] for p in points] + [st for s, _ in lines for st, _ in s.non_finite]
     steps += [m for m, _ in marks]
@@ -84,7 +91,7 @@ def series_chart(lines: Sequence[tuple[SeriesFacts, str]], marks: Sequence[tuple
     log = log_scale(values)
     ys = [math.log10(v) for v in values] if log else values
     y = Scale(min(ys, default=0.0), max(ys, default=1.0), top + height, top + 6)
-    c = Canvas(left + width + 16, top + height + 30, "curve", title)
+    c = Canvas(left + width + 16, top + height + 30 + 14 * len(legend), "curve", title)
     ticks = [float(t) for t in range(math.ceil(y.lo), math.floor(y.hi) + 1)] if log else \
         y.ticks(4)
     for tick in ticks[:: max(1, len(ticks) // 5)]:
@@ -94,8 +101,12 @@ def series_chart(lines: Sequence[tuple[SeriesFacts, str]], marks: Sequence[tuple
         c.text(x(tick), top + height + 16, short(tick), anchor="middle")
     c.line(left, top + height, left + width, top + height, "axis")
     for s, cls in lines:
-        if s.points:
-            c.polyline([(x(st), y(math.log10(v) if log else v)) for st, v in s.points], cls)
+        drawn = [(x(st), y(math.log10(v) if log else v)) for st, v in s.points]
+        if drawn:
+            c.polyline(drawn, cls)
+        if cls == RESUMED:
+            for px, py in drawn[::max(1, math.ceil(len(drawn) / MAX_DOTS))]:
+                c.circle(px, py, 2.5, "dot")
         for st, text in s.non_finite:
             c.rect(x(st) - 3, top, 6, 6, "nonfinite", f"{s.run} {s.name} at step {st}: {text}")
     for i, (step, label) in enumerate(marks):
@@ -103,6 +114,10 @@ def series_chart(lines: Sequence[tuple[SeriesFacts, str]], marks: Sequence[tuple
         anchor = "end" if x(step) > left + width / 2 else "start"
         c.text(x(step), 12 + 12 * i, label, anchor=anchor)
     c.text(left + width / 2, top + height + 28, "step", anchor="middle")
+    for i, ((_, cls), label) in enumerate(zip(lines, legend, strict=False)):
+        row = top + height + 42 + 14 * i
+        c.polyline([(left, row - 4), (left + 28, row - 4)], cls)
+        c.text(left + 36, row, label, cls="legend", max_width=width - 36)
     return c.render(standalone)
 
 
@@ -133,7 +148,10 @@ def curve_charts(ev: Evidence, standalone: bool = False) -> list[Chart]:
 
 
 def resume_charts(ev: Evidence, standalone: bool = False) -> list[Chart]:
-    """The resume check's series drawn over its reference run's, the resume step marked."""
+    """The resume check's series drawn over its reference run's, the resume step marked:
+    the reference solid and first, the resumed series dashed and dotted over it, so both
+    show where they coincide after the resume step (a resume that reproduces its reference
+    does so exactly); a legend names them."""
     out = []
     for r in ev.resume:
         name = _resume_series(ev, r)
@@ -141,9 +159,12 @@ def resume_charts(ev: Evidence, standalone: bool = False) -> list[Chart]:
             continue
         mine = {s.name: s for s in ev.series if s.run == r.run}
         theirs = {s.name: s for s in ev.series if s.run == r.reference}
-        caption = resume_text(r) + f"; drawn: {name} (thick orange: {r.reference}, blue: {r.run})"
-        svg = series_chart([(theirs[name], "reference"), (mine[name], "series")],
-                           [(r.step, f"resumed at step {r.step}")], caption, standalone)
+        caption = resume_text(r) + (f"; drawn: {name} (solid orange: {r.reference}; dashed "
+                                    f"blue with dots, over it: {r.run})")
+        svg = series_chart([(theirs[name], "reference"), (mine[name], RESUMED)],
+                           [(r.step, f"resumed at step {r.step}")], caption, standalone,
+                           legend=(f"{r.reference} ({name}, the reference run)",
+                                   f"{r.run} ({name}, resumed at step {r.step})"))
         out.append(Chart(f"resume-{_slug(r.run)}", caption, svg))
     return out
 

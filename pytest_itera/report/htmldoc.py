@@ -23,10 +23,12 @@ from pytest_itera.report.svg import STYLE
 from pytest_itera.report.tables import (
     deliverables_text,
     deviation_rows,
+    interruption_lines,
     objective_rows,
     provenance_rows,
     report_tables,
     results_table,
+    shown_root,
 )
 from pytest_itera.report.terminal import budget_text, schedule_text, verdict_line
 
@@ -88,18 +90,29 @@ def _html_plan(plan: PlanReport) -> Iterator[str]:
 
 
 def _html_campaign(report: CampaignReport) -> Iterator[str]:
+    """The campaign's section; its absolute folder, wherever a text names it (a finding's
+    message), spelt as the page shows the folder (:func:`.tables.shown_root`)."""
+    root, shown = report.root, shown_root(report.root)
+    spelt = {root: shown, _e(root): _e(shown), html.escape(root): html.escape(shown)}
+    for part in _html_campaign_parts(report):
+        if root and shown != root:
+            for absolute, name in spelt.items():
+                part = part.replace(absolute, name)
+        yield part
+
+
+def _html_campaign_parts(report: CampaignReport) -> Iterator[str]:
     css = "ok" if report.ok else "bad"
     yield f"<section><h1>Campaign {_e(report.campaign)}</h1>"
     yield '<dl class="objective">' + "".join(
         f"<dt>{_e(label)}</dt><dd>{_e(value)}</dd>" for label, value in objective_rows(report)
     ) + "</dl>"
     yield f'<p class="verdict {css}">{_e(verdict_line(report))}</p>'
+    yield from _html_interruptions(report)  # right under the verdict: what broke the run
     if report.advisories_note:
         yield f'<p class="note advisories">{_e(report.advisories_note)}</p>'
     yield from _html_results(report)  # right under the verdict: what it rests on
-    yield f"<p>Folder: <code>{_e(report.root)}</code></p>"
-    if report.reopened_text:
-        yield f'<p class="note">{_e(report.reopened_text)}</p>'
+    yield f"<p>Folder: <code>{_e(shown_root(report.root))}</code></p>"
     if report.played_clock_text:
         yield f'<p class="note">{_e(report.played_clock_text)}</p>'
     if report.plan_integrity:
@@ -110,9 +123,7 @@ def _html_campaign(report: CampaignReport) -> Iterator[str]:
         yield f'<p class="note">Note: {_e(report.settings_note)}</p>'
     if report.verdict == "rejected":
         yield from _html_failures(report)  # what to fix comes first
-    for title, header, rows in report_tables(report, "runs"):
-        yield f"<h2>{_e(title)}</h2>"
-        yield _html_table(header, rows)
+    yield from _html_tables(report, "runs")
     yield from _html_curves(report)
     if report.budget is not None:
         yield from _html_budget(report)
@@ -124,14 +135,29 @@ def _html_campaign(report: CampaignReport) -> Iterator[str]:
         if deviations:
             yield "<h3>Deviations above tolerance</h3>"
             yield _html_table(("step", "planned h", "observed h", "explanation"), deviations)
-    for title, header, rows in report_tables(report, "steps"):
-        yield f"<h2>{_e(title)}</h2>"
-        yield _html_table(header, rows)
+    yield from _html_tables(report, "steps")
     if report.verdict != "rejected":
         yield from _html_failures(report)
     yield "<h2>Provenance</h2>"
     yield _html_table(("fact", "value"), provenance_rows(report))
     yield "</section>"
+
+
+def _html_interruptions(report: CampaignReport) -> Iterator[str]:
+    """The interruptions and reopenings, each with when and why, as a short list."""
+    lines = interruption_lines(report)
+    if lines:
+        yield ('<ul class="interruptions">'
+               + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul>")
+
+
+def _html_tables(report: CampaignReport, part: str) -> Iterator[str]:
+    """Each table of ``part`` under its title, its note (said once for all its rows) above."""
+    for title, header, rows, note in report_tables(report, part):
+        yield f"<h2>{_e(title)}</h2>"
+        if note:
+            yield f'<p class="note table-note">{_e(note)}</p>'
+        yield _html_table(header, rows)
 
 
 def _html_results(report: CampaignReport) -> Iterator[str]:

@@ -15,10 +15,12 @@ from pytest_itera.report.model import CampaignReport, PlanReport, overall_verdic
 from pytest_itera.report.tables import (
     deliverables_text,
     deviation_rows,
+    interruption_lines,
     objective_rows,
     provenance_rows,
     report_tables,
     results_table,
+    shown_root,
 )
 from pytest_itera.report.terminal import (
     budget_text,
@@ -97,19 +99,37 @@ def _image(links: dict[str, tuple[str, str]], name: str) -> list[str]:
 
 def _markdown_campaign(report: CampaignReport, *, level: str,
                        links: dict[str, tuple[str, str]]) -> list[str]:
+    """The campaign's part; its absolute folder, wherever a text names it (a finding's
+    message), spelt as the report shows the folder (:func:`.tables.shown_root`)."""
+    root, shown = report.root, shown_root(report.root)
+    lines = _markdown_campaign_lines(report, level=level, links=links)
+    if not root or shown == root:
+        return lines
+    spelt = {root: shown, _md(root): _md(shown), html.escape(root): html.escape(shown)}
+    out = []
+    for line in lines:
+        for absolute, name in spelt.items():
+            line = line.replace(absolute, name)
+        out.append(line)
+    return out
+
+
+def _markdown_campaign_lines(report: CampaignReport, *, level: str,
+                             links: dict[str, tuple[str, str]]) -> list[str]:
     sub = level + "#"
     lines = [f"{level} Campaign {_md(report.campaign)}", ""]
     lines += [f"- **{label}:** {_md(value)}" for label, value in objective_rows(report)] + [""]
     lines += [f"**{_md(verdict_line(report))}**", ""]
+    interruptions = interruption_lines(report)  # right under the verdict: what broke the run
+    if interruptions:
+        lines += [f"- {_md(line)}" for line in interruptions] + [""]
     if report.advisories_note:
         lines += [f"Advisories: {_md(report.advisories_note)}", ""]
     table = results_table(report)
     if table is not None:
         lines += [f"{sub} {table[0]}", "", *_md_table(table[1], table[2]), ""]
         lines += _image(links, "results")
-    lines += [f"Folder: {_md(report.root)}", ""]
-    if report.reopened_text:
-        lines += [f"Reopened: {_md(report.reopened_text)}", ""]
+    lines += [f"Folder: {_md(shown_root(report.root))}", ""]
     if report.played_clock_text:
         lines += [f"Clock: {_md(report.played_clock_text)}", ""]
     if report.plan_integrity:
@@ -121,8 +141,7 @@ def _markdown_campaign(report: CampaignReport, *, level: str,
     failures += _markdown_failures(report) or ["None: every check that ran passed.", ""]
     if report.verdict == "rejected":
         lines += failures  # what to fix comes first
-    for title, header, rows in report_tables(report, "runs"):
-        lines += [f"{sub} {title}", "", *_md_table(header, rows), ""]
+    lines += _markdown_tables(report, "runs", sub)
     lines += _markdown_curves(report, sub, links)
     if report.budget is not None:
         lines += [f"{sub} Budget", "", _md(budget_text(report.budget)), ""]
@@ -136,11 +155,20 @@ def _markdown_campaign(report: CampaignReport, *, level: str,
         if deviations:
             lines += [f"{sub}# Deviations above tolerance", "", *_md_table(
                 ("step", "planned h", "observed h", "explanation"), deviations), ""]
-    for title, header, rows in report_tables(report, "steps"):
-        lines += [f"{sub} {title}", "", *_md_table(header, rows), ""]
+    lines += _markdown_tables(report, "steps", sub)
     if report.verdict != "rejected":
         lines += failures
     lines += [f"{sub} Provenance", "", *_md_table(("fact", "value"), provenance_rows(report)), ""]
+    return lines
+
+
+def _markdown_tables(report: CampaignReport, part: str, sub: str) -> list[str]:
+    """Each table of ``part`` under its title, its note (said once for all its rows) above."""
+    lines: list[str] = []
+    for title, header, rows, note in report_tables(report, part):
+        lines += [f"{sub} {title}", ""]
+        lines += [f"Note: {_md(note)}", ""] if note else []
+        lines += [*_md_table(header, rows), ""]
     return lines
 
 

@@ -34,7 +34,9 @@ svg .threshold{stroke:#b00;stroke-width:2;stroke-dasharray:6 3}
 svg .axis{stroke:#999;stroke-width:1}svg .grid{stroke:#eee;stroke-width:1}
 svg .meets{fill:#2e7d32}svg .misses{fill:#9e9e9e}svg .novalue{fill:#fff;stroke:#999}
 svg .series{fill:none;stroke:#1f5fa8;stroke-width:1.5}
-svg .reference{fill:none;stroke:#e08a1e;stroke-width:3;stroke-opacity:.6}
+svg .reference{fill:none;stroke:#e08a1e;stroke-width:3.5}
+svg .resumed{stroke:#1f5fa8;stroke-width:1.5;stroke-dasharray:5 4}
+svg .dot{fill:#1f5fa8;stroke:#fff;stroke-width:.75}
 svg .mark{stroke:#7a1a10;stroke-width:1.5;stroke-dasharray:3 2}
 svg .nonfinite{fill:#c00}
 """.strip()

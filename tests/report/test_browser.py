@@ -1,8 +1,10 @@
 """The HTML report in a real browser: Debian's chromium, headless, driven by Playwright.
 
-What a reviewer sees: the verdict, the results table and the threshold line; the schedule's
-labels legible (no two overlap); nothing logged as an error; nothing fetched from anywhere
-(the page is one file). A screenshot of each page is kept under the test's tmp path.
+What a reviewer sees: the verdict, the interruptions and reopenings listed under it, the
+results table (absolute scores, rounded gains) and the threshold line; one loader-sandbox note;
+no path of this machine; both series of the resume chart; the schedule's labels legible (no
+two overlap); nothing logged as an error; nothing fetched from anywhere (the page is one
+file). A screenshot of each page is kept under the test's tmp path.
 Skips, saying why, without chromium or Playwright, unless ITERA_REQUIRE_BROWSER is set
 (.ci/run sets it: CI never skips this test).
 """
@@ -12,12 +14,18 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_itera import report
+from pytest_itera.checks.closure import ReloadFacts
+from pytest_itera.record.steps import Interruption
+from pytest_itera.report.model import CampaignReport
 from pytest_itera.report.verify import check_campaign
 from tests.factory import CampaignBuilder
 
@@ -57,6 +65,51 @@ def _overlaps(boxes: list[dict[str, float]]) -> list[tuple[int, int]]:
     return found
 
 
+GAP = Interruption("train-control", datetime(2026, 11, 20, 10, tzinfo=UTC),
+                   datetime(2026, 11, 20, 12, tzinfo=UTC), Decimal(2))
+
+
+def _reviewed(built: CampaignReport) -> CampaignReport:
+    """The campaign with what the page must show once: an interrupted step, a reopening and
+    two reloaded checkpoints in one sandbox."""
+    steps = tuple(replace(s, explanation=GAP.describe()) if s.id == GAP.step else s
+                  for s in built.steps)
+    facts = tuple(ReloadFacts(p, True, "torch", ("model",), 3, 10,
+                              sandbox=("no_new_privs", "rlimit_fsize")) for p in ("a.pt", "b.pt"))
+    reload = report.CheckResult("checkpoints-reload", "a.pt", "passed", "", "zz", reloads=facts)
+    return replace(built, steps=steps, reopened=("repair 1",), checks=(*built.checks, reload))
+
+
+def _shows_what_a_reviewer_reads_first(page: Any, tmp_path: Path, case: str) -> None:
+    cells = [row.locator("td").all_inner_texts()
+             for row in page.locator("table.results tbody tr").all()]
+    assert [c[3:5] for c in cells] == [["0.75", "—"],
+                                       ["1.00", "+0.25"] if case == "accepted" else
+                                       ["0.75", "0.00"]]
+    text = page.locator("body").inner_text()
+    assert str(tmp_path) not in page.content()
+    assert str(tmp_path) not in text
+    assert "Folder: camp" in text
+    assert text.count("no_new_privs") == 1  # one sandbox note, not one per checkpoint
+    listed = page.locator("ul.interruptions li")
+    assert listed.all_inner_texts() == [f"step train-control {GAP.describe()}",
+                                        "reopened after its closure: repair 1"]
+    verdict, under = page.locator(".verdict").bounding_box(), \
+        page.locator("ul.interruptions").bounding_box()
+    assert verdict is not None
+    assert under is not None
+    assert 0 <= under["y"] - (verdict["y"] + verdict["height"]) < 40  # right under it
+    chart = "svg.curve polyline"
+    resumed = page.locator(f"{chart}.resumed").first
+    resumed.scroll_into_view_if_needed()
+    assert resumed.evaluate("e => getComputedStyle(e).strokeDasharray") not in ("none", "")
+    reference = page.locator(f"{chart}.reference").first
+    box = reference.bounding_box()
+    assert box is not None
+    assert box["width"] > 100
+    assert reference.evaluate("e => getComputedStyle(e).strokeOpacity") == "1"
+
+
 @pytest.mark.parametrize("case", ["accepted", "rejected"])
 def test_the_html_report_reads_in_chromium(browser: Any, tmp_path: Path, case: str) -> None:
     builder = CampaignBuilder(tmp_path / "camp")
@@ -66,7 +119,7 @@ def test_the_html_report_reads_in_chromium(browser: Any, tmp_path: Path, case: s
     verdict = check_campaign(builder.write())
     assert verdict.verdict == case
     page_file = tmp_path / "report.html"
-    report.write(page_file, [verdict.report])
+    report.write(page_file, [_reviewed(verdict.report)])
 
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors: list[str] = []
@@ -90,6 +143,8 @@ def test_the_html_report_reads_in_chromium(browser: Any, tmp_path: Path, case: s
     assert box["height"] > 40  # across both rows of runs
     assert page.evaluate("getComputedStyle(document.querySelector("
                          "'svg.results line.threshold')).stroke") != "none"
+
+    _shows_what_a_reviewer_reads_first(page, tmp_path, case)
 
     labels = page.locator("svg.timeline text")
     boxes = [b for b in (labels.nth(i).bounding_box() for i in range(labels.count())) if b]

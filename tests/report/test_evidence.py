@@ -62,7 +62,7 @@ def test_results_are_the_values_conclusion_consistent_judges(tmp_path: Path) -> 
     )
     assert source in (findings[0].found or "")
     table = report.render_markdown([built_report])
-    assert "| variant-a | variant | accepted | 0.75 | +0 | no | " + source + " |" in table
+    assert "| variant-a | variant | accepted | 0.75 | 0.00 | no | " + source + " |" in table
 
 
 def test_accepted_campaign_results_under_the_verdict(tmp_path: Path) -> None:
@@ -137,7 +137,7 @@ def test_resume_check_over_its_reference_states_the_largest_difference(tmp_path:
                     "|difference| 0.025 (loss at step 4), tolerance 0 — triggered")
     page = report.render_html([built_report])
     figure = page[page.index('id="resume-resume-check"'):].split("</figure>")[0]
-    assert figure.count("<polyline") == 2
+    assert figure.count("<polyline") == 4  # both series, and their legend's samples
     assert "resumed at step 2" in figure
 
 
