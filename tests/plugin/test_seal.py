@@ -62,7 +62,7 @@ def test_a_signed_seal_verifies_and_names_each_changed_file(
     assert bundle["mediaType"] == seal.BUNDLE_MEDIA_TYPE  # a model-signing (Sigstore) bundle
     holds = verify(itera, "--itera-seal-pubkey", str(public), "--itera-require-accepted")
     assert holds.ret == pytest.ExitCode.OK, holds.stdout.str()
-    holds.assert_outcomes(passed=2)  # seal-signature, seal-files: nothing reloaded
+    holds.assert_outcomes(passed=3)  # seal-signature, seal-files, seal-result: nothing reloaded
     holds.stdout.fnmatch_lines(["campaign tiny-2026-11: SEAL HOLDS — * files as sealed on "
                                 "*Z (signature holds); sealed verdict accepted, JSON report "
                                 "sha256 *"])
@@ -76,12 +76,12 @@ def test_a_signed_seal_verifies_and_names_each_changed_file(
     campaign.seal()
     broken = verify(itera, "--itera-seal-pubkey", str(public))
     assert broken.ret == pytest.ExitCode.TESTS_FAILED
-    broken.assert_outcomes(passed=1, failed=1)
+    broken.assert_outcomes(passed=1, failed=2)  # the changed predictions: seal-result too
     expect(broken, "seal-files: 3 problems",
            "RELOAD.md: missing: sealed, no longer in the folder",
            "late.txt: added after the seal",
            "runs/control/predictions.jsonl: changed since the seal (sha256 differs)",
-           "campaign tiny-2026-11: SEAL BROKEN — seal-files (*closure.seal.json)")
+           "campaign tiny-2026-11: SEAL BROKEN — seal-files, seal-result (*closure.seal.json)")
 
 
 @pytest.mark.one_mode(CONTENT)
@@ -93,7 +93,7 @@ def test_a_wrong_key_or_no_key_fails(
     sealed(itera, campaign, "--itera-seal-key", str(private))
     wrong = verify(itera, "--itera-seal-pubkey", str(other))
     assert wrong.ret == pytest.ExitCode.TESTS_FAILED
-    wrong.assert_outcomes(passed=1, failed=1)
+    wrong.assert_outcomes(passed=2, failed=1)
     expect(wrong, f"the signature of *closure.seal.json does not hold with {other}: Key "
            "mismatch*")
     none = verify(itera)
