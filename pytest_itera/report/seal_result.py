@@ -131,7 +131,7 @@ def findings(ctx: Context, itera: Mapping[str, Any], where: str) -> Iterator[Fin
         return
     wrong = problems(result)
     if wrong:
-        yield Finding(f"the result recorded in {where} breaks its schema (seal-result): "
+        yield Finding("the result the seal records breaks its schema (seal-result): "
                       f"{'; '.join(wrong[:3])}", where=where, code="seal.result-schema",
                       hint="a seal is written by --itera-seal; one edited by hand cannot be "
                       "trusted: seal the accepted folder again")
