@@ -136,8 +136,8 @@ def findings(ctx: Context, itera: Mapping[str, Any], where: str) -> Iterator[Fin
                       hint="a seal is written by --itera-seal; one edited by hand cannot be "
                       "trusted: seal the accepted folder again")
         return
-    yield from _document_findings(ctx, result, where)
     yield from _run_findings(ctx, result, where)
+    yield from _document_findings(ctx, result, where)
 
 
 def _differs(what: str, sealed: object, now: object, where: str) -> Finding:
