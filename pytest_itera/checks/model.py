@@ -67,7 +67,7 @@ OTHERS = "*"
 ITEM_ORDER: tuple[str, ...] = (
     "manifest", "plan-valid", "plan-frozen", "plan-frozen-ready", "seal-signature",
     "expected-ids", "plan-schedule-fits", "seal-files", "plan-journal", "rules-declared",
-    "plan-forecast",
+    "seal-result", "plan-forecast",
     "files-intact", "no-empty-files", "no-temp-paths",
     "checkpoint-reloads", "stop-records", "config-identity", "resume-complete",
     "adapter-pinned", "predictions-cover-corpus", "artifacts-required", "measurements-agree",

@@ -390,7 +390,7 @@ class IteraSession:
                 key=self.settings.seal_key, password=os.environ.get(SEAL_PASSWORD_ENV),
                 expected=self._checked_digests(root, campaign_report),
                 known=self._hashed_here(root))
-        except (seal.SealError, OSError) as exc:
+        except (seal.SealError, OSError, ValueError) as exc:  # ValueError: seal_result.record
             self.seal_error = f"{path}: {exc}"
             _fail(session, pytest.ExitCode.INTERNAL_ERROR)
 
@@ -404,7 +404,19 @@ class IteraSession:
             "reports": [str(p) for p in self.written if p.suffix.lower() == ".json"],
             "plugin": (provenance.get("pytest_process") or {}).get("plugin"),
             "waivers": [{**plain(w), "nodeids": list(ids)} for w, ids in r.waivers],
+            "result": self._seal_result(r),
         }
+
+    def _seal_result(self, r: report.CampaignReport) -> dict[str, Any]:
+        """The result the checks judged (report.seal_result), read through the collection's
+        Context when this process collected, else one with the same options."""
+        from pytest_itera.plugin.collect import contexts_key, make_context
+        from pytest_itera.report import seal_result
+
+        root = self.settings.campaigns[0]
+        context = self.config.stash.get(contexts_key, {}).get(root) or make_context(
+            root, self.settings, {}, self.config)
+        return seal_result.record(context, r.verdict)
 
     def _hashed_here(self, root: Path) -> dict[str, tuple[str, tuple[int, int, int, int, int]]]:
         """The digests this process's checks computed, with each file's fingerprint, for the
@@ -458,7 +470,7 @@ class IteraSession:
 
     def _write_summary(self, tr: pytest.TerminalReporter, campaign: report.CampaignReport) -> None:
         if self.settings.verify_seal is not None:
-            lines = [_seal_line(campaign, self.settings.verify_seal)]
+            lines = _seal_lines(campaign, self.settings.verify_seal)
         else:
             lines = report.terminal_lines(campaign)
         tr.write_line(lines[0], green=campaign.ok, red=not campaign.ok, bold=True)
@@ -473,25 +485,27 @@ def _fail(session: pytest.Session, status: pytest.ExitCode) -> int:
     return int(session.exitstatus)
 
 
-def _seal_line(campaign: report.CampaignReport, path: Path) -> str:
-    """The verdict of --itera-verify-seal, with what the seal itself records."""
+def _seal_lines(campaign: report.CampaignReport, path: Path) -> list[str]:
+    """The verdict of --itera-verify-seal, with what the seal itself records and the result
+    it concluded (or that it records none)."""
     from pytest_itera.report.seal import SealError, read
+    from pytest_itera.report.seal_result import conclusion_lines
 
     head = f"campaign {report.clean(campaign.campaign)}"
     if campaign.verdict not in (*report.ACCEPTING, report.PLAYED):  # the clock is no seal check
         broken = ", ".join(c.check for c in campaign.checks if c.outcome == "failed")
-        return f"{head}: SEAL BROKEN — {broken or 'not every seal check ran'} ({path})"
+        return [f"{head}: SEAL BROKEN — {broken or 'not every seal check ran'} ({path})"]
     try:
         sealed = read(path)
     except SealError:
-        return f"{head}: SEAL HOLDS ({path})"
+        return [f"{head}: SEAL HOLDS ({path})"]
     record = sealed.record
     kind = "signature holds" if sealed.signed else "digest-only, unsigned"
-    return report.clean(
+    return [report.clean(
         f"{head}: SEAL HOLDS — {len(sealed.resources())} files as sealed on "
         f"{record.get('created')} ({kind}); sealed verdict {record.get('verdict')}, JSON "
         f"report sha256 {record.get('report_sha256')}"
-    )
+    ), *map(report.clean, conclusion_lines(record))]
 
 
 def _result(

@@ -5,7 +5,8 @@ Made with OpenSSF model-signing (``pip install 'pytest-itera[seal]'``): an in-to
 v1 whose predicate (model-signing's ``https://model_signing/signature/v1.0``) lists every file
 of the folder with its sha256, plus an ``itera`` field -- the predicate's documented extension
 point, ignored by other verifiers -- with the campaign, the verdict, the JSON report's sha256,
-the waivers applied and when it was sealed.
+the waivers applied and when it was sealed, and the result (:mod:`.seal_result`: each compared
+run's decision metric, the threshold, the conclusion), recomputed when the seal is verified.
 
 - With a private key (``--itera-seal-key``, ECDSA P-256/384/521, PEM): model-signing's
   key-based Sigstore bundle, a DSSE envelope around that statement, signed offline.
@@ -13,7 +14,8 @@ the waivers applied and when it was sealed.
   you hold, not who made it).
 
 Keyless Sigstore (OIDC identity, Fulcio certificate, Rekor log) needs the network: not offered.
-:func:`verify` re-hashes the folder (no reload) and names each changed, missing or added file.
+:func:`verify` re-hashes the folder (no reload) and names each changed, missing or added file;
+the ``seal-result`` item recomputes the sealed result from the files.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.core.findings import Finding
-from pytest_itera.report import write_atomic
+from pytest_itera.report import seal_result, write_atomic
 
 __all__ = ["SEAL_FORMAT", "SealError", "Sealed", "Verification", "checks", "key_problem", "read",
            "verify", "write"]
@@ -351,10 +353,18 @@ def checks(seal_path: Path, public_key: Path | None) -> tuple[Check, ...]:
     def verification(ctx: Context) -> Verification:
         return ctx.memo("seal", lambda: verify(ctx.root, seal_path, public_key))
 
+    def result(ctx: Context) -> Iterable[Finding]:
+        found = verification(ctx).seal
+        return () if found is None else seal_result.findings(ctx, found.record, str(seal_path))
+
     return (
         Check("seal-signature", "the seal is a pytest-itera statement and its signature holds "
               "with the given public key", lambda ctx, _: verification(ctx).signature,
               needs=frozenset(), fast=True),
         Check("seal-files", "every file of the folder is the one sealed: none changed, missing "
               "or added", lambda ctx, _: verification(ctx).files, needs=frozenset(), fast=True),
+        Check("seal-result", "the result the seal records is the one its files give: each "
+              "sealed decision metric recomputed from the sealed predictions and corpus, the "
+              "plan, the journal's head and the conclusion as sealed",
+              lambda ctx, _: tuple(result(ctx)), fast=True),
     )

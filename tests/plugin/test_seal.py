@@ -6,12 +6,13 @@ import base64
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from pytest_itera.report import seal
+from pytest_itera.report import seal, seal_result
 from tests.factory import CampaignBuilder, expect
 from tests.runner import BEFORE_WORKERS, Itera
 
@@ -62,7 +63,7 @@ def test_a_signed_seal_verifies_and_names_each_changed_file(
     assert bundle["mediaType"] == seal.BUNDLE_MEDIA_TYPE  # a model-signing (Sigstore) bundle
     holds = verify(itera, "--itera-seal-pubkey", str(public), "--itera-require-accepted")
     assert holds.ret == pytest.ExitCode.OK, holds.stdout.str()
-    holds.assert_outcomes(passed=2)  # seal-signature, seal-files: nothing reloaded
+    holds.assert_outcomes(passed=3)  # seal-signature, seal-files, seal-result: nothing reloaded
     holds.stdout.fnmatch_lines(["campaign tiny-2026-11: SEAL HOLDS — * files as sealed on "
                                 "*Z (signature holds); sealed verdict accepted, JSON report "
                                 "sha256 *"])
@@ -76,12 +77,12 @@ def test_a_signed_seal_verifies_and_names_each_changed_file(
     campaign.seal()
     broken = verify(itera, "--itera-seal-pubkey", str(public))
     assert broken.ret == pytest.ExitCode.TESTS_FAILED
-    broken.assert_outcomes(passed=1, failed=1)
+    broken.assert_outcomes(passed=1, failed=2)  # the changed predictions: seal-result too
     expect(broken, "seal-files: 3 problems",
            "RELOAD.md: missing: sealed, no longer in the folder",
            "late.txt: added after the seal",
            "runs/control/predictions.jsonl: changed since the seal (sha256 differs)",
-           "campaign tiny-2026-11: SEAL BROKEN — seal-files (*closure.seal.json)")
+           "campaign tiny-2026-11: SEAL BROKEN — seal-files, seal-result (*closure.seal.json)")
 
 
 @pytest.mark.one_mode(CONTENT)
@@ -93,7 +94,7 @@ def test_a_wrong_key_or_no_key_fails(
     sealed(itera, campaign, "--itera-seal-key", str(private))
     wrong = verify(itera, "--itera-seal-pubkey", str(other))
     assert wrong.ret == pytest.ExitCode.TESTS_FAILED
-    wrong.assert_outcomes(passed=1, failed=1)
+    wrong.assert_outcomes(passed=2, failed=1)
     expect(wrong, f"the signature of *closure.seal.json does not hold with {other}: Key "
            "mismatch*")
     none = verify(itera)
@@ -216,3 +217,99 @@ def test_a_folder_changed_after_its_checks_is_not_sealed(tmp_path: Path) -> None
     with pytest.raises(seal.SealError, match=r"RELOAD\.md: changed after the checks ran"):
         seal.write(builder.root, tmp_path / "s.json", {}, expected=expected)
     assert not (tmp_path / "s.json").exists()
+
+
+# ------------------------------------------------------------------ the result it carries
+
+
+def sealed_record(path: Path) -> dict[str, Any]:
+    """The itera record of a seal file, signed or not (without its format: seal.write adds it)."""
+    record = dict(seal.read(path).record)
+    record.pop("format")
+    return record
+
+
+@pytest.mark.one_mode(CONTENT)
+def test_the_seal_records_the_result_and_verifying_recomputes_it(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+) -> None:
+    private, public = keys
+    sealed(itera, campaign, "--itera-seal-key", str(private))
+    result = sealed_record(pytester.path / "closure.seal.json")["result"]
+    assert seal_result.problems(result) == []
+    plan_sha256 = hashlib.sha256((campaign.root / "plan.json").read_bytes()).hexdigest()
+    predictions = campaign.root / "runs/variant-a/predictions.jsonl"
+    assert (result["plan_sha256"], result["journal"], result["verdict"]) == (
+        plan_sha256, None, "accepted")  # the factory's campaign is hand-written: no journal
+    assert result["decision"]["threshold"] == 0.8
+    assert result["decision"]["computation"]["kind"] == "accuracy"
+    variant = next(r for r in result["runs"] if r["run"] == "variant-a")
+    assert variant["value"] == 1.0
+    assert variant["source"].startswith("recomputed")
+    assert variant["predictions_sha256"] == hashlib.sha256(predictions.read_bytes()).hexdigest()
+    assert result["conclusion"]["meets_threshold"] == ["variant-a"]
+    holds = verify(itera, "--itera-seal-pubkey", str(public))
+    assert holds.ret == pytest.ExitCode.OK, holds.stdout.str()
+    holds.stdout.fnmatch_lines([
+        "*: SEAL HOLDS — *",
+        "sealed result: accuracy (higher, threshold 0.8) recomputed from the sealed "
+        "predictions: control 0.75, variant-a 1.0; meets the threshold: variant-a",
+        "sealed conclusion: variant-a meets the 0.8 accuracy threshold; the control does not."])
+
+
+@pytest.mark.one_mode(CONTENT)
+def test_a_sealed_metric_edited_and_signed_again_fails_by_recomputation(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+) -> None:
+    """Every digest holds and so does the signature (the same key signed the forgery): only
+    recomputing the value from the sealed predictions finds it."""
+    private, public = keys
+    sealed(itera, campaign, "--itera-seal-key", str(private))
+    path = pytester.path / "closure.seal.json"
+    record = sealed_record(path)
+    control = next(r for r in record["result"]["runs"] if r["run"] == "control")
+    control["value"] = 0.85
+    record["result"]["conclusion"]["meets_threshold"] = ["control", "variant-a"]
+    seal.write(campaign.root, path, record, key=private)
+    forged = verify(itera, "--itera-seal-pubkey", str(public))
+    assert forged.ret == pytest.ExitCode.TESTS_FAILED
+    forged.assert_outcomes(passed=2, failed=1)  # the signature and the files hold
+    expect(forged, "seal-result: 2 problems",
+           "*run control's accuracy: sealed 0.85, recomputed 0.75 (recomputed *",
+           "*the conclusion (manifest.json): the seal records one value, the folder gives "
+           "another*",
+           "campaign tiny-2026-11: SEAL BROKEN — seal-result (*closure.seal.json)")
+
+
+@pytest.mark.one_mode(CONTENT)
+def test_a_seal_of_an_older_version_is_verified_for_bytes_and_says_so(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    sealed(itera, campaign)
+    path = pytester.path / "closure.seal.json"
+    record = sealed_record(path)
+    del record["result"]  # what itera-seal/1 wrote before the result was recorded
+    seal.write(campaign.root, path, record)
+    old = verify(itera)
+    assert old.ret == pytest.ExitCode.OK, old.stdout.str()
+    old.assert_outcomes(passed=3)
+    old.stdout.fnmatch_lines(["*: SEAL HOLDS — *", seal_result.NO_RESULT])
+
+
+@pytest.mark.one_mode(CONTENT)
+def test_a_result_that_breaks_its_schema_is_a_finding(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+) -> None:
+    sealed(itera, campaign)
+    path = pytester.path / "closure.seal.json"
+    record = sealed_record(path)
+    record["result"]["runs"] = "all of them"
+    del record["result"]["conclusion"]
+    seal.write(campaign.root, path, record)
+    broken = verify(itera)
+    assert broken.ret == pytest.ExitCode.TESTS_FAILED
+    broken.assert_outcomes(passed=2, failed=1)
+    expect(broken, "seal-result: 1 problem",
+           "*closure.seal.json: the result the seal records breaks its schema (seal-result): *"
+           "'conclusion' is a required property*")
+    assert "$.runs: 'all of them' is not of type 'array'" in broken.stdout.str()
