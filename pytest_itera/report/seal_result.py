@@ -19,7 +19,6 @@ value edited and signed again with the same key is found, though every digest ho
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterator, Mapping
 from functools import cache
@@ -60,7 +59,6 @@ def record(ctx: Context, verdict: str) -> dict[str, Any]:
     """The result of the accepted campaign of ``ctx``, as the checks judged it."""
     plan, man = ctx.documents()
     decision = plan.decision
-    computation = decision.computation
     made = {
         "format": RESULT_FORMAT,
         "plan_sha256": man.plan.sha256,
@@ -68,7 +66,7 @@ def record(ctx: Context, verdict: str) -> dict[str, Any]:
         "verdict": verdict,
         "decision": {"metric": decision.metric, "direction": decision.direction,
                      "threshold": decision.threshold,
-                     "computation": None if computation is None else _plain(computation)},
+                     "computation": _computation(ctx)},
         "runs": [_run(ctx, run, measured) for run, measured in judged_metrics(ctx)],
         "conclusion": _conclusion(man.conclusion.meets_threshold, man.conclusion.text),
     }
@@ -109,10 +107,12 @@ def _digest(ctx: Context, relpath: str | None) -> str | None:
     return None if relpath is None else file_sha256(ctx, relpath)[0]
 
 
-def _plain(value: Any) -> Any:
-    """A plan dataclass as JSON data (its mappings as dicts, None fields left out)."""
-    return {k: dict(v) if isinstance(v, Mapping) else v
-            for k, v in dataclasses.asdict(value).items() if v is not None}
+def _computation(ctx: Context) -> Any:
+    """How the decision metric is computed, as the frozen plan.json writes it (None: the plan
+    says not, before itera-plan/3)."""
+    data = ctx.campaign.plan_data
+    decision = data.get("decision") if isinstance(data, dict) else None
+    return decision.get("computation") if isinstance(decision, dict) else None
 
 
 def _conclusion(meets: Any, text: str) -> dict[str, Any]:
@@ -202,6 +202,11 @@ def _run_findings(ctx: Context, result: Mapping[str, Any], where: str) -> Iterat
                 "again")
 
 
+def _shown(value: float | None) -> str:
+    """A sealed value for the terminal: 4 significant digits (the seal keeps it exact)."""
+    return "none" if value is None else f"{value:.4g}"
+
+
 def conclusion_lines(itera: Mapping[str, Any]) -> list[str]:
     """What the seal says the campaign concluded, for the terminal (the note when it records
     no result)."""
@@ -209,7 +214,7 @@ def conclusion_lines(itera: Mapping[str, Any]) -> list[str]:
     if not isinstance(result, Mapping) or problems(result):
         return [] if isinstance(result, Mapping) else [NO_RESULT]
     decision = result["decision"]
-    values = ", ".join(f"{entry['run']} {entry['value']!r}" for entry in result["runs"])
+    values = ", ".join(f"{entry['run']} {_shown(entry['value'])}" for entry in result["runs"])
     meets = ", ".join(result["conclusion"]["meets_threshold"]) or "none"
     return [f"sealed result: {decision['metric']} ({decision['direction']}, threshold "
             f"{decision['threshold']!r}) recomputed from the sealed predictions: {values}; "

@@ -253,7 +253,7 @@ def test_the_seal_records_the_result_and_verifying_recomputes_it(
     holds.stdout.fnmatch_lines([
         "*: SEAL HOLDS — *",
         "sealed result: accuracy (higher, threshold 0.8) recomputed from the sealed "
-        "predictions: control 0.75, variant-a 1.0; meets the threshold: variant-a",
+        "predictions: control 0.75, variant-a 1; meets the threshold: variant-a",
         "sealed conclusion: variant-a meets the 0.8 accuracy threshold; the control does not."])
 
 
