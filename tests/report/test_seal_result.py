@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytest_itera.checks.context import Context
+from pytest_itera.checks.model import Options
+from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.journal import JOURNAL_FILE, Journal
 from pytest_itera.report import seal_result
+from tests.factory import CampaignBuilder
 
 
 def test_the_journal_head_is_its_pin_and_a_torn_tail_is_left_alone(tmp_path: Path) -> None:
@@ -36,3 +40,20 @@ def test_the_schema_names_each_broken_field() -> None:
                      "computation": None}})
     assert any(p.startswith("$.decision.direction: 'up'") for p in found)
     assert any(p.startswith("$.journal:") for p in found)
+
+
+def test_the_sealed_computation_is_the_frozen_plans_own_words(tmp_path: Path) -> None:
+    """A computation with a filter (a mapping in the plan, read-only once loaded) is sealed as
+    plan.json writes it: the example's seal could not be made while it was copied field by
+    field."""
+    builder = CampaignBuilder(tmp_path / "c")
+    computation = builder.plan["decision"]["computation"]
+    computation["where"] = {"label": 1}
+    builder.write()
+    ctx = Context(load_campaign(builder.root), Options(), {})
+    try:
+        made = seal_result.record(ctx, "accepted")
+    finally:
+        ctx.close()
+    assert made["decision"]["computation"] == computation
+    assert seal_result.problems(made) == []
