@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_itera.checks.common.measured import (
     Measured,
+    decision_interval,
     decision_metric,
+    decisive,
+    interval_bound,
+    interval_text,
     judged_metrics,
+    level_text,
     meets,
     quoted_values,
 )
@@ -33,6 +38,9 @@ from pytest_itera.core.campaign import MANIFEST_FILE, Manifest, Plan, RunRecord
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank
+
+if TYPE_CHECKING:
+    from pytest_itera.core.confidence import Bootstrap
 
 CONCLUSION = "conclusion-consistent"
 # The conclusion is judged on the measured values (recomputed where the plan says how):
@@ -59,6 +67,12 @@ KINDS: dict[str, Kind] = {
         "threshold",
         fix="state the conclusion the measured metrics support; a negative result is a valid "
         "result"),
+    f"{CONCLUSION}.not-decisive": Kind(
+        rule="the plan requires a confidence (decision.confidence): meets_threshold lists a "
+        "variant whose paired bootstrap interval's bound does not meet the threshold, or that "
+        "has no interval (too few examples, no control)",
+        fix="state the conclusion the interval supports (a gain inside its noise does not "
+        "meet the threshold), or predict more examples of the frozen corpus"),
     f"{CONCLUSION}.unlisted-variant": Kind(
         rule="an accepted variant's measured decision metric meets the threshold but "
         "meets_threshold does not list it",
@@ -215,12 +229,38 @@ def _rule(plan: Plan) -> str:
 
 
 def judged_facts(ctx: Context, _target: str | None) -> list[dict[str, Any]]:
-    """:func:`judged_metrics` as plain data (``Check.facts``): {run, value, source}; none
+    """:func:`judged_metrics` as plain data (``Check.facts``): {run, value, source}, and an
+    accepted variant's ``interval`` (:func:`interval_facts`, or why it has none); none
     when the plan or the manifest did not load (the check was not judged)."""
     if ctx.campaign.plan is None or ctx.campaign.manifest is None:
         return []
-    return [{"run": run.id, "value": measured.value, "source": measured.source}
-            for run, measured in judged_metrics(ctx)]
+    plan = ctx.documents()[0]
+    facts: list[dict[str, Any]] = []
+    intervals = 0
+    for run, measured in judged_metrics(ctx):
+        fact: dict[str, Any] = {"run": run.id, "value": measured.value,
+                                "source": measured.source}
+        planned = plan.run(run.id)
+        if (planned is not None and planned.role == "variant" and run.outcome == "accepted"
+                and measured.value is not None):
+            intervals += 1
+            fact["interval"] = (interval_facts(plan, decision_interval(ctx, run))
+                                if intervals <= MAX_INTERVALS else
+                                f"no interval: the report computes the first {MAX_INTERVALS}")
+        facts.append(fact)
+    return facts
+
+
+# The report's intervals: the first variants' (a sweep's thousand are not resampled).
+MAX_INTERVALS = 24
+
+
+def interval_facts(plan: Plan, boot: Bootstrap | str) -> dict[str, Any] | str:
+    """An interval as plain data ({gain, low, high, level, method, decisive}), or why none."""
+    if isinstance(boot, str):
+        return boot
+    return {"gain": boot.gain.point, "low": boot.gain.low, "high": boot.gain.high,
+            "level": boot.level, "method": boot.method, "decisive": decisive(plan, boot)}
 
 
 def _shown(metric: str, measured: Measured) -> str:
@@ -263,6 +303,25 @@ def _listed_runs(
                           hint="state the conclusion the measured metrics support; a negative "
                           "result is a valid result",
                           code="conclusion-consistent.below-threshold")
+        elif plan.decision.confidence is not None:
+            yield from _not_decisive(ctx, plan, run)
+
+
+def _not_decisive(ctx: Context, plan: Plan, run: RunRecord) -> Iterator[Finding]:
+    """With decision.confidence, a listed variant's interval bound meets the threshold."""
+    boot = decision_interval(ctx, run)
+    if decisive(plan, boot):
+        return
+    level = level_text(plan.decision.confidence)
+    found = boot if isinstance(boot, str) else (
+        f"{interval_text(boot)}: its bound {_number(interval_bound(plan, boot))}")
+    yield Finding(f"the conclusion lists {run.id} as meeting the threshold, but it is not "
+                  f"decisive at {level}: {found}",
+                  where=json_where(MANIFEST_FILE, "conclusion", "meets_threshold"),
+                  expected=f"the interval's bound meets {_rule(plan)}", found=found,
+                  hint="state the conclusion the interval supports (a gain inside its noise "
+                  "does not meet the threshold), or predict more examples of the frozen corpus",
+                  code="conclusion-consistent.not-decisive")
 
 
 def _unlisted_variants(
@@ -278,7 +337,8 @@ def _unlisted_variants(
         measured = decision_metric(ctx, man, run, metric)
         if measured.value is None:
             yield _no_metric(run, metric, measured)
-        elif meets(plan, measured.value):
+        elif meets(plan, measured.value) and (
+                plan.decision.confidence is None or decisive(plan, decision_interval(ctx, run))):
             yield Finding(f"variant {run.id} meets the threshold but the conclusion does not "
                           "list it",
                           where=json_where(MANIFEST_FILE, "conclusion", "meets_threshold"),
