@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_itera.checks.closure import ACCEPTANCE
+from pytest_itera.checks.common.measured import level_text
 from pytest_itera.core.text import clean
 from pytest_itera.report.model import CampaignReport, CheckResult, RunRow
 
@@ -59,6 +60,7 @@ def terminal_lines(report: CampaignReport) -> list[str]:
     if report.played_clock_text:
         lines.append("  " + clean(report.played_clock_text))
     lines += ["  " + clean(row) for row in _table(RUN_HEADER, run_cells(report.runs))]
+    lines += ["  " + clean(line) for line in interval_lines(report)]
     lines += [f"  acceptance test {clean(c.nodeid)}: {c.outcome}" for c in acceptance(report)]
     for waiver, nodeids in report.waivers:
         lines += [f"  waived: {clean(n)} — {clean(waiver.text())}" for n in nodeids]
@@ -75,6 +77,25 @@ def terminal_lines(report: CampaignReport) -> list[str]:
 
 
 RUN_HEADER = ("run", "role", "category", "status", "checks passed")
+
+
+def interval_lines(report: CampaignReport) -> list[str]:
+    """Each variant's gain with its interval, under the runs: "variant-a: accuracy gain
+    +0.055, 95 % interval [...] (paired bootstrap, ...): not decisive at 95 %". Why a variant
+    has none is said when the plan requires the interval (decision.confidence); else a
+    campaign too small for one shows nothing more than before."""
+    ev = report.evidence
+    metric = ev.decision.metric if ev.decision is not None else "decision metric"
+    meets = {r.run: r.meets for r in ev.results}
+    out = []
+    for interval in ev.intervals:
+        if interval.gain is None and ev.confidence is None:
+            continue
+        line = f"{interval.run}: {metric} {interval.text}"
+        if interval.inside_noise(meets.get(interval.run)):
+            line += f": not decisive at {level_text(interval.level)}"
+        out.append(line)
+    return out
 
 
 def acceptance(report: CampaignReport) -> list[CheckResult]:

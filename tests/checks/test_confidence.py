@@ -9,9 +9,14 @@ The campaign is the factory's itera-plan/3 one on a 400-example corpus: the cont
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+import pytest
+
+from pytest_itera import report
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.engine import judge
 from pytest_itera.checks.metrics import CHECKS as METRIC_CHECKS
@@ -125,3 +130,36 @@ def test_confidence_is_refused_in_plan_2(tmp_path: Path) -> None:
     loaded = load_campaign(campaign.write())
     text = "\n".join(e.message for e in loaded.errors)
     assert "'confidence' is itera-plan/3" in text, text
+
+
+def built_report(root: Path) -> report.CampaignReport:
+    return report.build(load_campaign(root), [], collected=0, fast=False)
+
+
+def test_the_reports_carry_the_interval_and_say_not_decisive(tmp_path: Path) -> None:
+    built = built_report(campaign_of(tmp_path / "out").write())
+    [interval] = built.evidence.intervals
+    assert (interval.run, interval.level, interval.decisive) == ("variant-a", 0.95, False)
+    assert interval.gain == pytest.approx(0.055)
+    assert interval.low is not None
+    assert interval.high is not None
+    assert interval.low < 0.05 < interval.high
+    data = json.loads(report.render_json([built]))
+    schema = json.loads(resources.files("pytest_itera.schemas")
+                        .joinpath("report.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(data)
+    assert data["evidence"]["intervals"] == [{
+        "run": "variant-a", "gain": interval.gain, "low": interval.low, "high": interval.high,
+        "level": 0.95, "method": "paired bootstrap, 2000 resamples, seed 0",
+        "decisive": False, "note": None}]
+    [line] = [x for x in report.terminal_lines(built) if x.startswith("  variant-a: ")]
+    assert line == (f"  variant-a: accuracy_gain gain +0.055, 95 % interval "
+                    f"[{interval.low:+.4g}, {interval.high:+.4g}] (paired bootstrap, 2000 "
+                    "resamples, seed 0): not decisive at 95 %")
+
+
+def test_too_few_examples_are_said_in_the_json_report_only(tmp_path: Path) -> None:
+    built = built_report(CampaignBuilder(tmp_path / "out").write())
+    note = "too few examples for an interval (4 paired, at least 20)"
+    assert [(i.run, i.note) for i in built.evidence.intervals] == [("variant-a", note)]
+    assert not any(x.startswith("  variant-a: ") for x in report.terminal_lines(built))

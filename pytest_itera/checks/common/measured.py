@@ -203,3 +203,32 @@ def interval_text(boot: confidence.Bootstrap) -> str:
     """"gain 0.054, 95 % interval [-0.012, 0.12] (paired bootstrap, 2000 resamples, seed 0)"."""
     return (f"gain {boot.gain.point:.4g}, {level_text(boot.level)} interval "
             f"[{boot.gain.low:.4g}, {boot.gain.high:.4g}] ({boot.method})")
+
+
+# The report's intervals: the first variants' (a sweep's thousand are not resampled).
+MAX_INTERVALS = 24
+
+
+def report_intervals(ctx: Context, judged: list[tuple[RunRecord, Measured]]
+                     ) -> dict[str, dict[str, object] | str]:
+    """{variant: its interval as plain data, or why it has none} for the accepted variants
+    with a value, as the reports show them (conclusion-consistent's facts carry them)."""
+    plan = ctx.documents()[0]
+    out: dict[str, dict[str, object] | str] = {}
+    for run, measured in judged:
+        planned = plan.run(run.id)
+        if (planned is None or planned.role != "variant" or run.outcome != "accepted"
+                or measured.value is None):
+            continue
+        out[run.id] = (interval_facts(plan, decision_interval(ctx, run))
+                       if len(out) < MAX_INTERVALS else
+                       f"no interval: the report resamples the first {MAX_INTERVALS} variants")
+    return out
+
+
+def interval_facts(plan: Plan, boot: confidence.Bootstrap | str) -> dict[str, object] | str:
+    """An interval as plain data ({gain, low, high, level, method, decisive}), or why none."""
+    if isinstance(boot, str):
+        return boot
+    return {"gain": boot.gain.point, "low": boot.gain.low, "high": boot.gain.high,
+            "level": boot.level, "method": boot.method, "decisive": decisive(plan, boot)}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_itera.checks.common.measured import (
     Measured,
@@ -23,6 +23,7 @@ from pytest_itera.checks.common.measured import (
     level_text,
     meets,
     quoted_values,
+    report_intervals,
 )
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.model import Kind
@@ -38,9 +39,6 @@ from pytest_itera.core.campaign import MANIFEST_FILE, Manifest, Plan, RunRecord
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.text import is_blank
-
-if TYPE_CHECKING:
-    from pytest_itera.core.confidence import Bootstrap
 
 CONCLUSION = "conclusion-consistent"
 # The conclusion is judged on the measured values (recomputed where the plan says how):
@@ -230,37 +228,15 @@ def _rule(plan: Plan) -> str:
 
 def judged_facts(ctx: Context, _target: str | None) -> list[dict[str, Any]]:
     """:func:`judged_metrics` as plain data (``Check.facts``): {run, value, source}, and an
-    accepted variant's ``interval`` (:func:`interval_facts`, or why it has none); none
+    accepted variant's ``interval`` (measured.report_intervals); none
     when the plan or the manifest did not load (the check was not judged)."""
     if ctx.campaign.plan is None or ctx.campaign.manifest is None:
         return []
-    plan = ctx.documents()[0]
-    facts: list[dict[str, Any]] = []
-    intervals = 0
-    for run, measured in judged_metrics(ctx):
-        fact: dict[str, Any] = {"run": run.id, "value": measured.value,
-                                "source": measured.source}
-        planned = plan.run(run.id)
-        if (planned is not None and planned.role == "variant" and run.outcome == "accepted"
-                and measured.value is not None):
-            intervals += 1
-            fact["interval"] = (interval_facts(plan, decision_interval(ctx, run))
-                                if intervals <= MAX_INTERVALS else
-                                f"no interval: the report computes the first {MAX_INTERVALS}")
-        facts.append(fact)
-    return facts
-
-
-# The report's intervals: the first variants' (a sweep's thousand are not resampled).
-MAX_INTERVALS = 24
-
-
-def interval_facts(plan: Plan, boot: Bootstrap | str) -> dict[str, Any] | str:
-    """An interval as plain data ({gain, low, high, level, method, decisive}), or why none."""
-    if isinstance(boot, str):
-        return boot
-    return {"gain": boot.gain.point, "low": boot.gain.low, "high": boot.gain.high,
-            "level": boot.level, "method": boot.method, "decisive": decisive(plan, boot)}
+    judged = judged_metrics(ctx)
+    intervals = report_intervals(ctx, judged)
+    return [{"run": run.id, "value": measured.value, "source": measured.source,
+             **({"interval": intervals[run.id]} if run.id in intervals else {})}
+            for run, measured in judged]
 
 
 def _shown(metric: str, measured: Measured) -> str:
