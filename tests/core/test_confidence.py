@@ -56,7 +56,7 @@ def test_a_0_054_gain_on_400_examples_is_inside_its_noise_and_reproducible() -> 
 
 
 def test_the_draws_are_scipys_paired_percentile_bootstrap() -> None:
-    from scipy import stats
+    from scipy import stats  # type: ignore[import-untyped]
 
     rng = np.random.default_rng(7)
     truth = rng.integers(0, 2, N)
