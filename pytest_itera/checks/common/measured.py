@@ -169,6 +169,7 @@ def _bootstrap(kind: str, mine: scoring.Scored, theirs: scoring.Scored,
     for w in where:  # each position is scored once: its row, by position
         order = np.argsort(w)
         rows.append(order[np.searchsorted(w[order], common)])
+    statistic: confidence.Statistic
     if mine.classes:
         statistic = confidence.class_statistic(
             kind, (np.asarray(mine.truths)[rows[0]], np.asarray(theirs.truths)[rows[1]]),
