@@ -60,7 +60,6 @@ def terminal_lines(report: CampaignReport) -> list[str]:
     if report.played_clock_text:
         lines.append("  " + clean(report.played_clock_text))
     lines += ["  " + clean(row) for row in _table(RUN_HEADER, run_cells(report.runs))]
-    lines += ["  " + clean(line) for line in interval_lines(report)]
     lines += [f"  acceptance test {clean(c.nodeid)}: {c.outcome}" for c in acceptance(report)]
     for waiver, nodeids in report.waivers:
         lines += [f"  waived: {clean(n)} — {clean(waiver.text())}" for n in nodeids]
@@ -68,6 +67,7 @@ def terminal_lines(report: CampaignReport) -> list[str]:
         lines.append("  budget: " + clean(budget_text(report.budget)))
     if report.schedule is not None:
         lines.append("  schedule: " + clean(schedule_text(report.schedule)))
+    lines += ["  " + clean(line) for line in interval_lines(report)]
     if report.plan_integrity:
         lines.append("  note: " + clean(report.plan_integrity))
     lines += ["  note: " + clean(note) for note in report.file_notes]
@@ -80,7 +80,8 @@ RUN_HEADER = ("run", "role", "category", "status", "checks passed")
 
 
 def interval_lines(report: CampaignReport) -> list[str]:
-    """Each variant's gain with its interval, under the runs: "variant-a: accuracy gain
+    """Each variant's gain with its interval, under the runs, budget and schedule (the
+    summary's table and its lines stay as they were): "variant-a: accuracy gain
     +0.055, 95 % interval [...] (paired bootstrap, ...): not decisive at 95 %". Why a variant
     has none is said when the plan requires the interval (decision.confidence); else a
     campaign too small for one shows nothing more than before."""
