@@ -163,3 +163,12 @@ def test_too_few_examples_are_said_in_the_json_report_only(tmp_path: Path) -> No
     note = "too few examples for an interval (4 paired, at least 20)"
     assert [(i.run, i.note) for i in built.evidence.intervals] == [("variant-a", note)]
     assert not any(x.startswith("  variant-a: ") for x in report.terminal_lines(built))
+
+
+def test_a_listed_control_is_not_judged_on_an_interval(tmp_path: Path) -> None:
+    campaign = campaign_of(tmp_path / "out", confidence=0.95,
+                           right={"control": 300, "variant-a": 380})
+    campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "control"]
+    found = findings(campaign.write(), "conclusion-consistent")
+    assert "conclusion-consistent.not-decisive" not in codes(found), found
+    assert "conclusion-consistent.not-a-variant" in codes(found), found

@@ -3,7 +3,9 @@
 R1: a decision on a frozen corpus, and a negative result is a result. meets_threshold
 lists exactly the accepted variants whose measured decision metric (recomputed from their
 predictions where the plan says how) meets the planned threshold, and the text says the
-same. The judged values are also the report's facts (:func:`judged_facts`).
+same. With ``decision.confidence`` (itera-plan/3) a variant meets the threshold only when
+its paired bootstrap interval's bound does (checks/common/measured.py). The judged values and
+the variants' intervals are also the report's facts (:func:`judged_facts`).
 """
 
 from __future__ import annotations
@@ -279,7 +281,8 @@ def _listed_runs(
                           hint="state the conclusion the measured metrics support; a negative "
                           "result is a valid result",
                           code="conclusion-consistent.below-threshold")
-        elif plan.decision.confidence is not None:
+        elif plan.decision.confidence is not None and planned is not None \
+                and planned.role == "variant":
             yield from _not_decisive(ctx, plan, run)
 
 
