@@ -68,6 +68,9 @@ class Decision:
     threshold: float
     point: str | None = None
     computation: MetricComputation | None = None  # /3 (required there)
+    # /3: the level of the paired bootstrap interval (checks/common/measured.py) whose bound
+    # must meet the threshold; None: the point value decides.
+    confidence: float | None = None
 
     def meets(self, value: float) -> bool:
         """Does ``value`` of the decision metric meet the threshold, in its direction (equal
@@ -858,6 +861,8 @@ _VERSIONED_FIELDS = {
     "to itera-plan/2)",
     "metrics": "'metrics' (how metrics are recomputed) is itera-plan/3: set format to itera-plan/3",
     "computation": "'computation' is itera-plan/3: set format to itera-plan/3 (which requires it)",
+    "confidence": "'confidence' is itera-plan/3 (its interval is computed from the predictions):"
+    " set format to itera-plan/3",
 }
 
 

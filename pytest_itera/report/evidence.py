@@ -19,7 +19,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_itera.checks.budget.deliverables import corpus_contents, delivered_corpus
-from pytest_itera.checks.common.measured import judged_metrics, meets
+from pytest_itera.checks.common.measured import (
+    judged_metrics,
+    level_text,
+    meets,
+    report_intervals,
+)
 from pytest_itera.checks.context import Context
 from pytest_itera.checks.evidence.resume import (
     aligned,
@@ -48,6 +53,33 @@ class ResultRow:
     source: str  # where the value comes from: the recomputation, a file:line or a JSON path
     delta: float | None  # value minus the value of the control on the same corpus
     meets: bool | None  # None: no value
+
+
+@dataclass(frozen=True)
+class GainInterval:
+    """A variant's gain over its control with its paired bootstrap interval, as
+    conclusion-consistent computed it (checks/common/measured.py), or why there is none."""
+
+    run: str
+    gain: float | None = None
+    low: float | None = None
+    high: float | None = None
+    level: float | None = None  # 0.95
+    method: str | None = None  # "paired bootstrap, 2000 resamples, seed 0"
+    decisive: bool | None = None  # the interval's bound meets the threshold
+    note: str | None = None  # why there is no interval ("too few examples for an interval ...")
+
+    @property
+    def text(self) -> str:
+        """"gain +0.055, 95 % interval [+0.0125, +0.0975] (paired bootstrap, ...)", or the note."""
+        if self.gain is None or self.low is None or self.high is None:
+            return self.note or "no interval"
+        return (f"gain {self.gain:+.4g}, {level_text(self.level)} interval [{self.low:+.4g}, "
+                f"{self.high:+.4g}] ({self.method})")
+
+    def inside_noise(self, meets: bool | None) -> bool:
+        """The value meets the threshold, the interval's bound does not: "not decisive"."""
+        return bool(meets) and self.decisive is False
 
 
 @dataclass(frozen=True)
@@ -105,6 +137,11 @@ class Evidence:
     resume: tuple[ResumeFacts, ...] = ()
     deliveries: tuple[Delivery, ...] = ()
     not_delivering: tuple[tuple[str, str], ...] = ()  # (run, why it delivers nothing)
+    intervals: tuple[GainInterval, ...] = ()  # the accepted variants', in results order
+    confidence: float | None = None  # the plan's decision.confidence: the intervals decide
+
+    def interval(self, run: str) -> GainInterval | None:
+        return next((i for i in self.intervals if i.run == run), None)
 
 
 def gather(ctx: Context, failing: dict[str, tuple[str, ...]],
@@ -120,7 +157,24 @@ def gather(ctx: Context, failing: dict[str, tuple[str, ...]],
     d = plan.decision
     return Evidence(Decision(d.metric, d.direction, float(d.threshold)),
                     _results(ctx, judged), _series(ctx), _resumes(ctx), deliveries,
-                    not_delivering)
+                    not_delivering, _intervals(ctx, judged), d.confidence)
+
+
+def _intervals(ctx: Context, judged: Sequence[Any] | None) -> tuple[GainInterval, ...]:
+    """The variants' intervals the judged facts carry, else computed (a library call)."""
+    if judged is None:
+        found = list(report_intervals(ctx, judged_metrics(ctx)).items())
+    else:
+        found = [(str(j["run"]), j["interval"]) for j in judged
+                 if isinstance(j, dict) and "interval" in j]
+    return tuple(_interval(run, data) for run, data in found)
+
+
+def _interval(run: str, data: object) -> GainInterval:
+    if not isinstance(data, dict):
+        return GainInterval(run, note=str(data))
+    return GainInterval(run, float(data["gain"]), float(data["low"]), float(data["high"]),
+                        float(data["level"]), str(data["method"]), bool(data["decisive"]))
 
 
 def _results(ctx: Context, judged: Sequence[Any] | None) -> tuple[ResultRow, ...]:

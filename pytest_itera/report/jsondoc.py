@@ -97,6 +97,9 @@ def _evidence_json(ev: Evidence) -> dict[str, Any]:
                     "max_at": list(r.max_at) if r.max_at else None} for r in ev.resume],
         "deliveries": [{"corpus": d.corpus, "runs": list(d.runs)} for d in ev.deliveries],
         "not_delivering": [{"run": run, "why": why} for run, why in ev.not_delivering],
+        "confidence": ev.confidence,
+        "intervals": [{**asdict(i), "gain": _finite(i.gain), "low": _finite(i.low),
+                       "high": _finite(i.high)} for i in ev.intervals],
     }
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_itera.checks.closure import ACCEPTANCE
+from pytest_itera.checks.common.measured import level_text
 from pytest_itera.core.text import clean
 from pytest_itera.report.model import CampaignReport, CheckResult, RunRow
 
@@ -66,6 +67,7 @@ def terminal_lines(report: CampaignReport) -> list[str]:
         lines.append("  budget: " + clean(budget_text(report.budget)))
     if report.schedule is not None:
         lines.append("  schedule: " + clean(schedule_text(report.schedule)))
+    lines += ["  " + clean(line) for line in interval_lines(report)]
     if report.plan_integrity:
         lines.append("  note: " + clean(report.plan_integrity))
     lines += ["  note: " + clean(note) for note in report.file_notes]
@@ -75,6 +77,26 @@ def terminal_lines(report: CampaignReport) -> list[str]:
 
 
 RUN_HEADER = ("run", "role", "category", "status", "checks passed")
+
+
+def interval_lines(report: CampaignReport) -> list[str]:
+    """Each variant's gain with its interval, under the runs, budget and schedule (the
+    summary's table and its lines stay as they were): "variant-a: accuracy gain
+    +0.055, 95 % interval [...] (paired bootstrap, ...): not decisive at 95 %". Why a variant
+    has none is said when the plan requires the interval (decision.confidence); else a
+    campaign too small for one shows nothing more than before."""
+    ev = report.evidence
+    metric = ev.decision.metric if ev.decision is not None else "decision metric"
+    meets = {r.run: r.meets for r in ev.results}
+    out = []
+    for interval in ev.intervals:
+        if interval.gain is None and ev.confidence is None:
+            continue
+        line = f"{interval.run}: {metric} {interval.text}"
+        if interval.inside_noise(meets.get(interval.run)):
+            line += f": not decisive at {level_text(interval.level)}"
+        out.append(line)
+    return out
 
 
 def acceptance(report: CampaignReport) -> list[CheckResult]:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLASS_KINDS", "KINDS", "METRIC_KINDS", "VALUE_KINDS", "CorpusView", "Recomputed", "Scan",
-    "accuracy", "corpus_fields",
+    "accuracy", "compared_run", "corpus_fields",
     "recompute", "scan",
 ]
 
@@ -130,6 +130,11 @@ class Scored:
     no_prediction_first: list[tuple[int, str]] = field(default_factory=list)
     # The corpus positions the computation's ``where`` filter selected (one byte each).
     selected: bytearray = field(default_factory=bytearray)
+    # Per scored row, for the paired bootstrap (core/confidence.py): its corpus position
+    # and, for classes, its (truth, guess) codes (the regression values are per row already).
+    positions: array[int] = field(default_factory=lambda: array("q"))
+    truths: array[int] = field(default_factory=lambda: array("q"))
+    guesses: array[int] = field(default_factory=lambda: array("q"))
 
 
 @dataclass
@@ -250,6 +255,9 @@ def _score(job: _Job, rec: IdLine, position: int, codes: dict[str, int],
             return _no_prediction(scored, rec.line, "no value")
         pair = (_code(truth, codes, values), _code(guess, codes, values))
         scored.pairs[pair] = scored.pairs.get(pair, 0) + 1
+        scored.positions.append(position)
+        scored.truths.append(pair[0])
+        scored.guesses.append(pair[1])
         return None
     expected, found = number(truth), number(guess)
     if found is None or expected is None:
@@ -257,6 +265,7 @@ def _score(job: _Job, rec: IdLine, position: int, codes: dict[str, int],
                               if expected is not None else f"label {_text(truth)} not a number")
     scored.labels.append(expected)
     scored.predictions.append(found)
+    scored.positions.append(position)
     return None
 
 
@@ -341,7 +350,7 @@ def _recompute(ctx: Context, run: RunRecord, name: str, corpus_of: CorpusOf,
     mine = _base(ctx, plan, run, name, comp, corpus_of, hook)
     if comp.relative_to is None or mine.value is None:
         return mine
-    reference = _reference(plan, run, comp.relative_to)
+    reference = compared_run(plan, run, comp.relative_to)
     other = man.run(reference) if reference is not None else None
     if other is None or other.outcome != "accepted":
         return Recomputed(None, mine.source, (Finding(
@@ -402,7 +411,9 @@ def _filters_differ(ctx: Context, plan: Plan, run: RunRecord, other: RunRecord, 
         "frozen with) gives it, in every run's predictions; better, freeze it in the corpus")
 
 
-def _reference(plan: Plan, run: RunRecord, relative_to: str) -> str | None:
+def compared_run(plan: Plan, run: RunRecord, relative_to: str) -> str | None:
+    """The run a metric relative_to ``relative_to`` compares with ("control": the control
+    planned on the run's corpus)."""
     if relative_to != "control":
         return relative_to
     corpus = run.corpus or (c.id if (c := plan.corpus_of(run.id)) is not None else None)

@@ -3,7 +3,9 @@
 R1: a decision on a frozen corpus, and a negative result is a result. meets_threshold
 lists exactly the accepted variants whose measured decision metric (recomputed from their
 predictions where the plan says how) meets the planned threshold, and the text says the
-same. The judged values are also the report's facts (:func:`judged_facts`).
+same. With ``decision.confidence`` (itera-plan/3) a variant meets the threshold only when
+its paired bootstrap interval's bound does (checks/common/measured.py). The judged values and
+the variants' intervals are also the report's facts (:func:`judged_facts`).
 """
 
 from __future__ import annotations
@@ -14,10 +16,16 @@ from typing import Any
 
 from pytest_itera.checks.common.measured import (
     Measured,
+    decision_interval,
     decision_metric,
+    decisive,
+    interval_bound,
+    interval_text,
     judged_metrics,
+    level_text,
     meets,
     quoted_values,
+    report_intervals,
 )
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.model import Kind
@@ -59,6 +67,12 @@ KINDS: dict[str, Kind] = {
         "threshold",
         fix="state the conclusion the measured metrics support; a negative result is a valid "
         "result"),
+    f"{CONCLUSION}.not-decisive": Kind(
+        rule="the plan requires a confidence (decision.confidence): meets_threshold lists a "
+        "variant whose paired bootstrap interval's bound does not meet the threshold, or that "
+        "has no interval (too few examples, no control)",
+        fix="state the conclusion the interval supports (a gain inside its noise does not "
+        "meet the threshold), or predict more examples of the frozen corpus"),
     f"{CONCLUSION}.unlisted-variant": Kind(
         rule="an accepted variant's measured decision metric meets the threshold but "
         "meets_threshold does not list it",
@@ -215,12 +229,16 @@ def _rule(plan: Plan) -> str:
 
 
 def judged_facts(ctx: Context, _target: str | None) -> list[dict[str, Any]]:
-    """:func:`judged_metrics` as plain data (``Check.facts``): {run, value, source}; none
+    """:func:`judged_metrics` as plain data (``Check.facts``): {run, value, source}, and an
+    accepted variant's ``interval`` (measured.report_intervals); none
     when the plan or the manifest did not load (the check was not judged)."""
     if ctx.campaign.plan is None or ctx.campaign.manifest is None:
         return []
-    return [{"run": run.id, "value": measured.value, "source": measured.source}
-            for run, measured in judged_metrics(ctx)]
+    judged = judged_metrics(ctx)
+    intervals = report_intervals(ctx, judged)
+    return [{"run": run.id, "value": measured.value, "source": measured.source,
+             **({"interval": intervals[run.id]} if run.id in intervals else {})}
+            for run, measured in judged]
 
 
 def _shown(metric: str, measured: Measured) -> str:
@@ -263,6 +281,26 @@ def _listed_runs(
                           hint="state the conclusion the measured metrics support; a negative "
                           "result is a valid result",
                           code="conclusion-consistent.below-threshold")
+        elif plan.decision.confidence is not None and planned is not None \
+                and planned.role == "variant":
+            yield from _not_decisive(ctx, plan, run)
+
+
+def _not_decisive(ctx: Context, plan: Plan, run: RunRecord) -> Iterator[Finding]:
+    """With decision.confidence, a listed variant's interval bound meets the threshold."""
+    boot = decision_interval(ctx, run)
+    if decisive(plan, boot):
+        return
+    level = level_text(plan.decision.confidence)
+    found = boot if isinstance(boot, str) else (
+        f"{interval_text(boot)}: its bound {_number(interval_bound(plan, boot))}")
+    yield Finding(f"the conclusion lists {run.id} as meeting the threshold, but it is not "
+                  f"decisive at {level}: {found}",
+                  where=json_where(MANIFEST_FILE, "conclusion", "meets_threshold"),
+                  expected=f"the interval's bound meets {_rule(plan)}", found=found,
+                  hint="state the conclusion the interval supports (a gain inside its noise "
+                  "does not meet the threshold), or predict more examples of the frozen corpus",
+                  code="conclusion-consistent.not-decisive")
 
 
 def _unlisted_variants(
@@ -278,7 +316,8 @@ def _unlisted_variants(
         measured = decision_metric(ctx, man, run, metric)
         if measured.value is None:
             yield _no_metric(run, metric, measured)
-        elif meets(plan, measured.value):
+        elif meets(plan, measured.value) and (
+                plan.decision.confidence is None or decisive(plan, decision_interval(ctx, run))):
             yield Finding(f"variant {run.id} meets the threshold but the conclusion does not "
                           "list it",
                           where=json_where(MANIFEST_FILE, "conclusion", "meets_threshold"),
