@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_itera.checks.common.corpus_ids import file_sha256, run_corpus
-from pytest_itera.checks.common.measured import judged_metrics
+from pytest_itera.checks.common.measured import judged_metrics, report_intervals
 from pytest_itera.checks.context import Context
 from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, schema
 from pytest_itera.core.findings import Finding
@@ -67,7 +67,7 @@ def record(ctx: Context, verdict: str) -> dict[str, Any]:
         "decision": {"metric": decision.metric, "direction": decision.direction,
                      "threshold": decision.threshold,
                      "computation": _computation(ctx)},
-        "runs": [_run(ctx, run, measured) for run, measured in judged_metrics(ctx)],
+        "runs": _runs(ctx),
         "conclusion": _conclusion(man.conclusion.meets_threshold, man.conclusion.text),
     }
     wrong = problems(made)
@@ -86,6 +86,20 @@ def journal_head(root: Path) -> dict[str, Any] | None:
         return None
     whole = data[: data.rfind(b"\n") + 1].splitlines()
     return {"line": len(whole), "digest": line_digest(whole[-1])} if whole else None
+
+
+def _runs(ctx: Context) -> list[dict[str, Any]]:
+    """Each compared run's sealed record, a variant's with its interval (how sure its gain over
+    the control is: the paired bootstrap the conclusion is judged on), or why it has none."""
+    judged = judged_metrics(ctx)
+    intervals = report_intervals(ctx, judged)
+    runs = []
+    for run, measured in judged:
+        entry = _run(ctx, run, measured)
+        if run.id in intervals:
+            entry["interval"] = intervals[run.id]
+        runs.append(entry)
+    return runs
 
 
 def _run(ctx: Context, run: Any, measured: Any) -> dict[str, Any]:
@@ -175,7 +189,7 @@ def _pin(head: Mapping[str, Any] | None) -> str | None:
 def _run_findings(ctx: Context, result: Mapping[str, Any], where: str) -> Iterator[Finding]:
     """Each sealed run's value recomputed by the checks' own function, from its files."""
     metric = result["decision"]["metric"]
-    now = {run.id: (run, measured) for run, measured in judged_metrics(ctx)}
+    now = {entry["run"]: entry for entry in _runs(ctx)}
     sealed = {entry["run"]: entry for entry in result["runs"]}
     for run_id in sorted(set(now) - set(sealed)):
         yield _differs(f"run {run_id}: compared now, not in the sealed result", "no run",
@@ -185,8 +199,10 @@ def _run_findings(ctx: Context, result: Mapping[str, Any], where: str) -> Iterat
             yield _differs(f"run {run_id}: sealed, no longer a compared run", run_id, "no run",
                            where)
             continue
-        run, measured = now[run_id]
-        redone = _run(ctx, run, measured)
+        redone = now[run_id]
+        if entry.get("interval") != redone.get("interval"):
+            yield _differs(f"run {run_id}: its interval (recomputed with the sealed seed)",
+                           entry.get("interval"), redone.get("interval"), where)
         for name in ("predictions_sha256", "corpus_sha256"):
             if entry[name] != redone[name]:
                 yield _differs(f"run {run_id}: the sha256 of {redone[name[:-7]]}", entry[name],
@@ -207,6 +223,16 @@ def _shown(value: float | None) -> str:
     return "none" if value is None else f"{value:.4g}"
 
 
+def _interval(entry: Mapping[str, Any]) -> str:
+    """A sealed variant's interval, for the terminal ("" when it has none)."""
+    found = entry.get("interval")
+    if not isinstance(found, Mapping):
+        return ""
+    return (f" (gain {found['gain']:+.4g}, {found['level'] * 100:g} % interval "
+            f"[{found['low']:+.4g}, {found['high']:+.4g}]"
+            f"{'' if found['decisive'] else ', not decisive'})")
+
+
 def conclusion_lines(itera: Mapping[str, Any]) -> list[str]:
     """What the seal says the campaign concluded, for the terminal (the note when it records
     no result)."""
@@ -214,7 +240,8 @@ def conclusion_lines(itera: Mapping[str, Any]) -> list[str]:
     if not isinstance(result, Mapping) or problems(result):
         return [] if isinstance(result, Mapping) else [NO_RESULT]
     decision = result["decision"]
-    values = ", ".join(f"{entry['run']} {_shown(entry['value'])}" for entry in result["runs"])
+    values = ", ".join(f"{entry['run']} {_shown(entry['value'])}{_interval(entry)}"
+                       for entry in result["runs"])
     meets = ", ".join(result["conclusion"]["meets_threshold"]) or "none"
     return [f"sealed result: {decision['metric']} ({decision['direction']}, threshold "
             f"{decision['threshold']!r}) recomputed from the sealed predictions: {values}; "

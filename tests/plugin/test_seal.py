@@ -282,6 +282,30 @@ def test_a_sealed_metric_edited_and_signed_again_fails_by_recomputation(
 
 
 @pytest.mark.one_mode(CONTENT)
+def test_a_sealed_interval_made_decisive_and_signed_again_fails_by_recomputation(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+) -> None:
+    """How sure the decision is is sealed too: an interval rewritten to look decisive is
+    found by resampling the sealed predictions again (the same seed)."""
+    private, public = keys
+    sealed(itera, campaign, "--itera-seal-key", str(private))
+    path = pytester.path / "closure.seal.json"
+    record = sealed_record(path)
+    variant = next(r for r in record["result"]["runs"] if r["run"] == "variant-a")
+    assert "interval" in variant  # a variant's, or why it has none
+    variant["interval"] = {"gain": 0.25, "low": 0.2, "high": 0.3, "level": 0.95,
+                           "method": "paired bootstrap, 2000 resamples, seed 0",
+                           "decisive": True}
+    seal.write(campaign.root, path, record, key=private)
+    forged = verify(itera, "--itera-seal-pubkey", str(public))
+    assert forged.ret == pytest.ExitCode.TESTS_FAILED
+    forged.assert_outcomes(passed=2, failed=1)
+    expect(forged, "seal-result: 1 problem",
+           "*run variant-a: its interval (recomputed with the sealed seed): the seal records "
+           "one value, the folder gives another*")
+
+
+@pytest.mark.one_mode(CONTENT)
 def test_a_seal_of_an_older_version_is_verified_for_bytes_and_says_so(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
