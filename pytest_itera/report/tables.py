@@ -10,7 +10,7 @@ from pathlib import PurePath, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from pytest_itera.checks.closure import ReloadFacts
-from pytest_itera.report.evidence import ResultRow, delivery_text
+from pytest_itera.report.evidence import GainInterval, ResultRow, delivery_text
 from pytest_itera.report.model import CampaignReport, StepRow
 from pytest_itera.report.terminal import RUN_HEADER, acceptance, check_counts, run_cells
 
@@ -38,10 +38,30 @@ def results_table(report: CampaignReport) -> Table | None:
         return None
     d = ev.decision
     sign = ">=" if d.direction == "higher" else "<="
-    header = ("run", "role", "outcome", d.metric, "Δ to control",
-              f"meets {d.metric} {sign} {d.threshold:g}", "value from")
     places = shown_decimals([r.value for r in ev.results])
-    return ("Results", header, [_result_cells(r, places) for r in ev.results])
+    level = next((i.level for i in ev.intervals if i.level is not None), ev.confidence or 0.95)
+    header = ("run", "role", "outcome", d.metric, "Δ to control",
+              f"{level * 100:g} % interval of Δ", f"meets {d.metric} {sign} {d.threshold:g}",
+              "value from")
+    rows: list[tuple[str, ...]] = []
+    for r in ev.results:
+        run, role, outcome, value, delta, meets, source = _result_cells(r, places)
+        interval = ev.interval(r.run)
+        if interval is not None and interval.inside_noise(r.meets):
+            meets += f" (not decisive at {level * 100:g} %)"
+        rows.append((run, role, outcome, value, delta, _interval_cell(interval, places), meets,
+                     source))
+    return ("Results", header, rows)
+
+
+def _interval_cell(interval: GainInterval | None, places: int) -> str:
+    """A variant's paired bootstrap interval of its gain at the results' decimals, or why it
+    has none ("—" for a run that is not an accepted variant)."""
+    if interval is None:
+        return "—"
+    if interval.low is None or interval.high is None:
+        return interval.note or "no interval"
+    return f"[{_gain(interval.low, places)}, {_gain(interval.high, places)}]"
 
 
 # A metric counted over n examples (accuracy: k/n) is a fraction whose denominator divides n;

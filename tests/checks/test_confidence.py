@@ -156,6 +156,15 @@ def test_the_reports_carry_the_interval_and_say_not_decisive(tmp_path: Path) -> 
     assert line == (f"  variant-a: accuracy_gain gain +0.055, 95 % interval "
                     f"[{interval.low:+.4g}, {interval.high:+.4g}] (paired bootstrap, 2000 "
                     "resamples, seed 0): not decisive at 95 %")
+    markdown = report.render_markdown([built])
+    assert "| 95 % interval of Δ |" in markdown
+    row = next(x for x in markdown.splitlines() if x.startswith("| variant-a | variant |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    low, high = (float(x) for x in cells[5].replace("\\", "").strip("[]").split(", "))
+    assert low == pytest.approx(interval.low, abs=5e-4)
+    assert high == pytest.approx(interval.high, abs=5e-4)
+    assert cells[6] == "yes (not decisive at 95 %)"
+    assert "not decisive at 95 %" in report.render_html([built])
 
 
 def test_too_few_examples_are_said_in_the_json_report_only(tmp_path: Path) -> None:
