@@ -228,7 +228,8 @@ FLAGS = (
     Flag(SEAL_KEY, "sign the seal with this ECDSA private key (model-signing bundle); password, "
          f"if any, in ${SEAL_PASSWORD_ENV}; without it the seal is digest-only", metavar="PEM"),
     Flag(VERIFY_SEAL, "only re-check, without reloading anything, that the campaign folder "
-         "still matches this seal file by file, and its signature", metavar="PATH"),
+         "still matches this seal file by file, its signature, and the sealed result "
+         "recomputed from the sealed predictions", metavar="PATH"),
     Flag(SEAL_PUBKEY, "the public key a signed seal is verified with", metavar="PEM"),
     Flag(STORE_CHECKSUMS, "an s3:// campaign: where the store holds an object's full-object "
          "SHA-256 (ChecksumSHA256 of a single-part upload), use it instead of hashing the bytes; "
