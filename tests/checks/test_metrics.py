@@ -119,6 +119,16 @@ def test_the_default_campaign_passes(tmp_path: Path) -> None:
     assert findings(root, "conclusion-consistent") == ()
 
 
+def test_a_changed_corpus_is_said_under_this_checks_own_code(tmp_path: Path) -> None:
+    """No metric is recomputed on a frozen corpus that changed: the coverage check's kind of
+    finding, re-coded under metrics-recomputed (an item's codes are its check's)."""
+    root = CampaignBuilder(tmp_path / "out").write()
+    corpus = root / "corpus" / "corpus.jsonl"
+    corpus.write_bytes(corpus.read_bytes() + b"\n")
+    found = findings(root, "metrics-recomputed", "variant-a")
+    assert [f.code for f in found] == ["metrics-recomputed.corpus-sha256"], rendered(found)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_each_kind_recomputed_passes(tmp_path: Path, kind: str) -> None:
     root = plan3(tmp_path / "out", kind).write()

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 
-from pytest_itera.checks.common import scoring
+from pytest_itera.checks.common import corpus_ids, scoring
 from pytest_itera.checks.common.measured import recomputed, run_corpus_ids
 from pytest_itera.checks.context import Check, Context
-from pytest_itera.checks.model import Kind
+from pytest_itera.checks.model import Kind, recoded_kinds
 from pytest_itera.checks.stop_rules import PREDICTING_ROLES
 from pytest_itera.core.campaign import MANIFEST_FILE, RunRecord
-from pytest_itera.core.findings import Finding
+from pytest_itera.core.findings import Finding, recoded
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.files import measurements
 from pytest_itera.files.predictions import UnreadableIds
@@ -35,6 +35,9 @@ KINDS: dict[str, Kind] = {
         "written, from what the run's predictions score on the frozen corpus",
         fix="write the recomputed value (or ship the predictions the metric was measured on)"),
     **scoring.KINDS,
+    # A frozen corpus that cannot be read or changed: the same kinds as the coverage check's,
+    # under this check's id (no metric is recomputed on it).
+    **recoded_kinds(corpus_ids.KINDS, "metrics-recomputed"),
 }
 
 
@@ -121,7 +124,7 @@ def _labels_rewritten(ctx: Context, run: RunRecord) -> Iterator[Finding]:
 def _compared(ctx: Context, run: RunRecord, index: int, name: str) -> Iterator[Finding]:
     redone = recomputed(ctx, run, name)
     if redone.value is None:
-        yield from redone.problems
+        yield from recoded(redone.problems, "metrics-recomputed")
         return
     value = redone.value
     metric = _file_metric(ctx, run, name)
