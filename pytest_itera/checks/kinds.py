@@ -44,7 +44,9 @@ def render_block(check: Check) -> str:
     """One check's kinds, a bullet each: ``- `code`: rule. *Fix:* fix.``, advisories marked."""
     lines = []
     for code, kind in check.kinds.items():
-        advises = " *Advises* (decides under `--itera-strict-text`)." if kind.advisory else ""
+        advises = " *Advises* (decides under `--itera-strict-text`)." if kind.advisory else (
+            f" *Advises* when {kind.advises_when} (decides then only under "
+            "`--itera-strict-text`)." if kind.advises_when else "")
         lines.append(f"- `{code}`: {_sentence(kind.rule)}{advises} *Fix:* {_sentence(kind.fix)}\n")
     return "".join(lines)
 

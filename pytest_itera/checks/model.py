@@ -110,6 +110,9 @@ class Kind:
     fix: str
     # A reading of human text: its findings advise and decide only under --itera-strict-text.
     advisory: bool = False
+    # A kind that decides on structure or exact text, and advises on a looser reading of the
+    # words: that reading (its findings carry advisory=True then).
+    advises_when: str | None = None
 
 
 def recoded_kinds(kinds: Mapping[str, Kind], check_id: str, *, of: str = "") -> dict[str, Kind]:

@@ -187,3 +187,25 @@ def test_each_check_has_its_section_and_its_kinds_block_once() -> None:
              if text.count(f"## `{check.id}`\n") != 1
              or text.count(f"<!-- kinds: {check.id} -->") != 1]
     assert wrong == []
+
+
+def test_a_kind_says_whether_its_findings_decide_or_advise() -> None:
+    """A finding built to advise (advisory=True, or an expression that may be) names a kind that
+    advises or says on which reading it does; a kind that only advises is never built to
+    decide."""
+    kinds = {code: kind for check in builtin_checks() for code, kind in check.kinds.items()}
+    wrong = []
+    for at, call in _finding_calls():
+        keywords = {k.arg: k.value for k in call.keywords}
+        code, advisory = keywords["code"], keywords.get("advisory")
+        if not isinstance(code, ast.Constant) or code.value not in kinds:
+            continue
+        kind = kinds[code.value]
+        advises = advisory is not None and not (isinstance(advisory, ast.Constant)
+                                                and advisory.value is False)
+        decides = advisory is None or not isinstance(advisory, ast.Constant)
+        if advises and not (kind.advisory or kind.advises_when):
+            wrong.append(f"{at}: {code.value} advises, its kind says it decides")
+        if decides and kind.advisory:
+            wrong.append(f"{at}: {code.value} decides, its kind says it only advises")
+    assert wrong == []

@@ -91,7 +91,8 @@ KINDS: dict[str, Kind] = {
         "one"),
     "budget-consistent.amount-is-tax": Kind(
         rule="a receipt states an expense's amount only on a tax line while it is not recorded "
-        "as a tax (a line only the word tax names advises)",
+        "as a tax",
+        advises_when="only the word tax, not a tax acronym, names the line",
         fix="record the amount billed for the item, or the tax as an expense of its own "
         "(kind \"tax\")"),
     "budget-consistent.source-currency": Kind(

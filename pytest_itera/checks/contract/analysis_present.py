@@ -354,8 +354,10 @@ KINDS: dict[str, Kind] = {
     # Decides for a clause naming one run and one metric; advises (advisory findings) for a
     # number after a run's id or in a free table row.
     "analysis-present.quoted-value": Kind(
-        rule="the error analysis quotes, for a run, a number that its measured metric (or, "
-        "advising, any of its metrics) does not hold",
+        rule="the error analysis quotes, for a run and one of its metrics, a number that metric "
+        "does not hold",
+        advises_when="the number only follows a run's id or sits in a free table row, and none "
+        "of its metrics holds it",
         fix="quote the values the measurements hold, at the precision written"),
 }
 

@@ -87,12 +87,13 @@ KINDS: dict[str, Kind] = {
         fix="state the conclusion: the variants that meet the threshold, or the negative result"),
     f"{CONCLUSION}.quoted-value": Kind(
         rule="the text quotes a number for a run's metric that the metric does not hold at the "
-        "precision written (decides; a number after a run's id alone advises)",
+        "precision written",
+        advises_when="the number only follows a run's id",
         fix="quote the values the measurements hold (at the precision written), or drop the "
         "number"),
     f"{CONCLUSION}.named-unlisted": Kind(
-        rule="the text names an unlisted variant as meeting the threshold (a plain sentence "
-        "decides, a looser claim advises)",
+        rule="the text names an unlisted variant as meeting the threshold in a plain sentence",
+        advises_when="the claim is looser than a plain sentence",
         fix=f"{SAME}: list the variant if its measured metric meets the threshold, else say it "
         "does not"),
     f"{CONCLUSION}.negative-but-listed": Kind(
