@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_itera.files.corpora import corpus_content, label_text
-from pytest_itera.report.verify import check_campaign
+from tests.checks.prose.judging import judged
 from tests.checks.test_budget_checks import CHECK, add_corpus, budget, deliver
 from tests.factory import CORPUS_IDS, CampaignBuilder, sha256
 
@@ -33,9 +33,10 @@ def _csv(rows: list[dict[str, object]]) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def _budget_problems(root: Path) -> list[str]:
-    verdict = check_campaign(root)
-    return [p.finding.render() for p in verdict.findings if p.check == CHECK]
+def _budget_problems(campaign: CampaignBuilder) -> list[str]:
+    """budget-consistent's findings on the written campaign, judged alone (the session's
+    reload server: tests/checks/prose/judging.py)."""
+    return [f.render() for f in judged(campaign, CHECK).deciding]
 
 
 RESERIALISED = {
@@ -53,7 +54,7 @@ def test_a_reserialised_corpus_counted_as_a_second_deliverable_is_refused(
     deliver(campaign, "control", "tiny-corpus")
     deliver(campaign, "variant-a", "corpus-b")
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    problems = _budget_problems(campaign.write())
+    problems = _budget_problems(campaign)
     assert problems[0].splitlines()[:3] == [
         "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
         "distinct corpus(es) were delivered by accepted control or variant runs that passed "
@@ -75,7 +76,7 @@ def deliver_a_copy(campaign: CampaignBuilder, path: str, data: bytes) -> list[st
     next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"] = "corpus-b"
     campaign.run_record("variant-a")["corpus"] = "corpus-b"  # its predictions: the same IDs
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    return _budget_problems(campaign.write())
+    return _budget_problems(campaign)
 
 
 def test_a_csv_copy_of_a_jsonl_corpus_is_the_same_deliverable(campaign: CampaignBuilder) -> None:
@@ -86,7 +87,7 @@ def test_a_csv_copy_of_a_jsonl_corpus_is_the_same_deliverable(campaign: Campaign
 def test_the_copy_declared_as_one_deliverable_passes(campaign: CampaignBuilder) -> None:
     add_corpus(campaign, "corpus-b", data=RESERIALISED["keys-reordered"]())
     deliver(campaign, "variant-a", "corpus-b")
-    assert _budget_problems(campaign.write()) == []
+    assert _budget_problems(campaign) == []
 
 
 def test_corpora_with_other_example_ids_are_two_deliverables(campaign: CampaignBuilder) -> None:
@@ -94,7 +95,7 @@ def test_corpora_with_other_example_ids_are_two_deliverables(campaign: CampaignB
     deliver(campaign, "control", "tiny-corpus")
     deliver(campaign, "variant-a", "corpus-b")
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    assert _budget_problems(campaign.write()) == []
+    assert _budget_problems(campaign) == []
 
 
 # ------------------------------------------------------------ the content digest

@@ -4,7 +4,8 @@ An included expense's receipt names the campaign or the expense's provider, is d
 campaign's window (frozen_at to closed_at, give or take 7 days), is issued by the provider
 the expense names, and can be read (text, or a PDF's text layer); the rental lot never comes
 back as an included expense. Each rule has a failing campaign whose message is asserted and
-a passing twin, judged in-process (pytest_itera.report.verify.check_campaign).
+a passing twin, judged in-process: budget-consistent alone, with the session's reload server
+(tests/checks/prose/judging.py), not a whole campaign run per test.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 from pytest_itera.checks.budget.receipts import states_reference
 from pytest_itera.checks.prose.receipts import expense_provider, receipt_dates, receipt_issuer
-from pytest_itera.report.verify import check_campaign
+from tests.checks.prose.judging import judged
 from tests.checks.test_budget_checks import CHECK, budget
 from tests.factory import CampaignBuilder
 from tests.pdfs import image_only_pdf, text_pdf
@@ -46,26 +47,24 @@ def include(campaign: CampaignBuilder, receipt: str | bytes, label: str = STORAG
 
 
 def problems(campaign: CampaignBuilder, *, strict_text: bool = False) -> list[str]:
-    verdict = check_campaign(campaign.write(), strict_text=strict_text)
-    return [p.finding.render() for p in verdict.findings if p.check == CHECK]
+    return [f.render() for f in judged(campaign, CHECK, strict=strict_text).deciding]
 
 
 def advisories(campaign: CampaignBuilder) -> list[str]:
     """The readings of the receipt's text that advise (and fail nothing by default)."""
-    verdict = check_campaign(campaign.write())
-    assert [p.finding.render() for p in verdict.findings if p.check == CHECK] == []
-    return [p.finding.render() for p in verdict.advisories if p.check == CHECK]
+    found = judged(campaign, CHECK)
+    assert [f.render() for f in found.deciding] == []
+    return [f.render() for f in found.advisories]
 
 
 def advises(campaign: CampaignBuilder, code: str) -> list[str]:
     """A prose reading's finding: an advisory with ``code`` by default, the same failure
     under strict text; its rendered lines."""
-    verdict = check_campaign(campaign.write())
-    assert [p.finding.render() for p in verdict.findings if p.check == CHECK] == []
-    advised = [p.finding for p in verdict.advisories if p.check == CHECK]
-    assert [f.code for f in advised] == [code]
-    assert problems(campaign, strict_text=True) == [advised[0].render()]
-    return [advised[0].render()]
+    found = judged(campaign, CHECK)
+    assert [f.render() for f in found.deciding] == []
+    assert [f.code for f in found.advisories] == [code]
+    assert problems(campaign, strict_text=True) == [found.advisories[0].render()]
+    return [found.advisories[0].render()]
 
 
 def test_a_receipt_that_names_dates_and_issues_what_it_proves_passes(
