@@ -43,7 +43,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pytest_itera.core.atomic import fsync_dir
 
@@ -52,14 +52,15 @@ __all__ = [
     "JOURNAL_FORMAT",
     "PLAYED_CLOCK",
     "REAL_CLOCK",
+    "Gap",
     "Journal",
     "JournalError",
     "TornLine",
+    "gaps",
     "is_played",
     "line_digest",
     "manifest_digest",
     "played_clock_line",
-    "reopenings",
 ]
 
 JOURNAL_FILE = "itera-journal.jsonl"
@@ -195,23 +196,54 @@ def manifest_digest(manifest: Mapping[str, Any]) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def reopenings(root: Path) -> tuple[str, ...]:
-    """The reason of each reopening the campaign's journal records, in order (none without a
-    journal); streamed, only the lines that name a reopening are parsed."""
-    path = Path(root) / JOURNAL_FILE
-    reasons: list[str] = []
+@dataclass(frozen=True)
+class Gap:
+    """What the journal records of a break: a step's interruption (its process ended at
+    ``since``, it resumed at ``until``) or a reopening after the closure (``at``, why)."""
+
+    kind: Literal["interrupted", "reopened"]
+    what: str  # "step <id>" or "run(s) <ids>" interrupted, or the reopening's reason
+    since: str | None = None
+    until: str | None = None
+
+
+def gaps(root: Path) -> tuple[Gap, ...]:
+    """The interruptions and reopenings the campaign's journal records, in journal order (none
+    without a journal), from their events' fields, never from a sentence; streamed, only the
+    lines that name one are parsed."""
+    found: list[Gap] = []
     try:
-        with path.open("rb") as handle:
+        with (Path(root) / JOURNAL_FILE).open("rb") as handle:
             for raw in handle:
-                if b'"reopen"' not in raw:
+                if b'"interrupted"' not in raw and b'"reopen"' not in raw:
                     continue
                 event = _event(raw.rstrip(b"\n"))
-                if event is not None and event["event"] == "reopen":
-                    reason = event.get("reason")
-                    reasons.append(reason if isinstance(reason, str) else "(no reason)")
+                gap = None if event is None else _gap(event)
+                if gap is not None:
+                    found.append(gap)
     except OSError:
         return ()
-    return tuple(reasons)
+    return tuple(found)
+
+
+def _gap(event: Mapping[str, Any]) -> Gap | None:
+    if event["event"] == "reopen":
+        reason, at = event.get("reason"), event.get("at")
+        return Gap("reopened", reason if isinstance(reason, str) else "(no reason)",
+                   at if isinstance(at, str) else None)
+    gap = event.get("interrupted")
+    if event["event"] not in ("step", "resumed") or not isinstance(gap, dict):
+        return None
+    if event["event"] == "step":  # a step's process died, the step resumed
+        step = event.get("step")
+        what = f"step {step}" if isinstance(step, str) else "a step"
+    else:  # a continuation found runs open: no process ran them meanwhile
+        runs = event.get("runs")
+        named = [r for r in runs if isinstance(r, str)] if isinstance(runs, list) else []
+        what = f"run{'s' if len(named) > 1 else ''} {', '.join(named)}" if named else "the runs"
+    since, until = gap.get("since"), gap.get("until")
+    return Gap("interrupted", what, since if isinstance(since, str) else None,
+               until if isinstance(until, str) else None)
 
 
 def is_played(event: Mapping[str, Any]) -> bool:

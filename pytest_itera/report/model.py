@@ -17,7 +17,7 @@ from pytest_itera.checks.schedule.plan_vs_actual import deviation_tolerance
 from pytest_itera.core import money
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import MANIFEST_FILE, Campaign, Manifest
-from pytest_itera.core.journal import JOURNAL_FILE, played_clock_line, reopenings
+from pytest_itera.core.journal import JOURNAL_FILE, Gap, gaps, played_clock_line
 from pytest_itera.files.outputs import left_out_note, own_outputs
 from pytest_itera.report.evidence import Evidence, gather
 
@@ -140,6 +140,9 @@ class CampaignReport:
     left_out: tuple[str, ...] = ()
     # The reason of each reopening the recorder's journal records (rec.reopen), in order.
     reopened: tuple[str, ...] = ()
+    # The interruptions and reopenings its journal records, in order (the list under the
+    # verdict).
+    gaps: tuple[Gap, ...] = ()
     # The campaign was recorded on a played clock (an injected clock=): what says so, e.g.
     # "itera-journal.jsonl line 1" or "manifest.json"; None: the real clock, or unknown.
     played_clock: str | None = None
@@ -308,6 +311,7 @@ def _build(
     if switched_off:
         notes += (f"check families switched off: {', '.join(switched_off)}",)
     played = played_clock(campaign)
+    breaks = gaps(campaign.root)
     return CampaignReport(
         campaign=campaign.id,
         root=str(campaign.root),
@@ -330,7 +334,7 @@ def _build(
         **_objective(campaign),
         provenance=provenance,
         digests=dict(digests or {}),
-        reopened=reopenings(campaign.root),
+        reopened=tuple(g.what for g in breaks if g.kind == "reopened"), gaps=breaks,
         left_out=_left_out(campaign, context),
         evidence=_evidence(campaign, runs, checks, context),
     )

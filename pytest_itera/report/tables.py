@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import PurePath, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from pytest_itera.checks.closure import ReloadFacts
+from pytest_itera.core.journal import Gap
 from pytest_itera.report.evidence import GainInterval, ResultRow, delivery_text
 from pytest_itera.report.model import CampaignReport, StepRow
 from pytest_itera.report.terminal import RUN_HEADER, acceptance, check_counts, run_cells
@@ -301,15 +301,18 @@ def without_root(text: str, root: str) -> str:
     return text if shown == root or not root else text.replace(root, shown)
 
 
-# How the recorder explains a step's interruption in the manifest's deviations
-# (pytest_itera.record.steps.Interruption.describe): when it stopped, when it resumed, why.
-_INTERRUPTION = re.compile(r"interrupted: .*? are not counted as its work")
-
-
 def interruption_lines(report: CampaignReport) -> list[str]:
     """What stopped the campaign and what reopened it, each with when and why, for the list
-    under the verdict: each step's interruption as its deviation explains it, then each
-    reopening with its reason (in journal order)."""
-    lines = [f"step {s.id} {found.group(0)}" for s in report.steps if s.explanation
-             for found in _INTERRUPTION.finditer(s.explanation)]
-    return lines + [f"reopened after its closure: {reason}" for reason in report.reopened]
+    under the verdict, in journal order: the journal's events say it (``core.journal.gaps``),
+    never a sentence of the manifest's."""
+    return [_gap_line(gap) for gap in report.gaps]
+
+
+def _gap_line(gap: Gap) -> str:
+    if gap.kind == "reopened":
+        at = f" at {gap.since}" if gap.since else ""
+        return f"reopened{at} after its closure: {gap.what}"
+    since = gap.since or "an unrecorded moment"
+    until = f", resumed at {gap.until}" if gap.until else ", never resumed"
+    return (f"{gap.what} interrupted: no process ran it after {since}{until}; the time "
+            "between is not counted as work")

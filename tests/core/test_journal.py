@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.core.journal import JOURNAL_FILE, Journal, JournalError
+from pytest_itera.core.journal import JOURNAL_FILE, Gap, Journal, JournalError, gaps
 from pytest_itera.record import CampaignRecorder, JournalWarning, RecordError
 from tests import factory as F
 from tests.factory import journal_events
@@ -178,3 +178,25 @@ def test_a_campaign_recorded_without_hand_computed_numbers_is_accepted(
     result.stdout.fnmatch_lines(["*campaign tiny-2026-11: ACCEPTED*"])
     with pytest.raises(RecordError, match="closed"):
         CampaignRecorder(tmp_path / "camp").run("control").log(9, loss=0.1)
+
+
+def test_the_gaps_are_the_journals_interruptions_and_reopenings_in_order(tmp_path: Path) -> None:
+    """Read from the events' fields (core.journal.gaps), never from a sentence; a torn line or
+    an event of another kind is no gap, and no journal has none."""
+    assert gaps(tmp_path) == ()
+    events = [
+        {"event": "step", "step": "train", "hours": 1.0,
+         "interrupted": {"since": "2026-11-20T10:00:00Z", "until": "2026-11-20T12:00:00Z"}},
+        {"event": "step", "step": "eval", "hours": 0.5},
+        {"event": "resumed", "runs": ["control", "variant-a"],
+         "interrupted": {"since": "2026-11-21T01:00:00Z", "until": "2026-11-21T02:00:00Z"}},
+        {"event": "reopen", "reason": "a missing shard", "at": "2026-11-22T09:00:00Z"},
+    ]
+    (tmp_path / JOURNAL_FILE).write_bytes(
+        b"".join(json.dumps(e).encode() + b"\n" for e in events) + b'{"event": "reopen", "re')
+    assert gaps(tmp_path) == (
+        Gap("interrupted", "step train", "2026-11-20T10:00:00Z", "2026-11-20T12:00:00Z"),
+        Gap("interrupted", "runs control, variant-a", "2026-11-21T01:00:00Z",
+            "2026-11-21T02:00:00Z"),
+        Gap("reopened", "a missing shard", "2026-11-22T09:00:00Z"),
+    )

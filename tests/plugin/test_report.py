@@ -224,8 +224,9 @@ def test_a_reopened_campaign_says_so_in_every_rendering(tmp_path: Path) -> None:
     built = report.build(load_campaign(builder.root), [], collected=1, fast=False)
     assert built.reopened == ("repair 1",)
     assert report.terminal_lines(built)[1] == "  reopened once: repair 1"
-    assert "- reopened after its closure: repair 1" in report.render_markdown([built])
-    assert ('<ul class="interruptions"><li>reopened after its closure: repair 1</li></ul>'
+    reopened = "reopened at 2026-11-21T10:00:00Z after its closure: repair 1"
+    assert f"- {reopened}" in report.render_markdown([built])
+    assert (f'<ul class="interruptions"><li>{reopened}</li></ul>'
             in report.render_html([built]))
     data = json.loads(report.render_json([built]))
     assert data["reopened"] == ["repair 1"]

@@ -15,8 +15,6 @@ import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ import pytest
 
 from pytest_itera import report
 from pytest_itera.checks.closure import ReloadFacts
-from pytest_itera.record.steps import Interruption
+from pytest_itera.core.journal import Gap
 from pytest_itera.report.model import CampaignReport
 from pytest_itera.report.verify import check_campaign
 from tests.factory import CampaignBuilder
@@ -65,19 +63,19 @@ def _overlaps(boxes: list[dict[str, float]]) -> list[tuple[int, int]]:
     return found
 
 
-GAP = Interruption("train-control", datetime(2026, 11, 20, 10, tzinfo=UTC),
-                   datetime(2026, 11, 20, 12, tzinfo=UTC), Decimal(2))
+GAP = Gap("interrupted", "step train-control", "2026-11-20T10:00:00Z", "2026-11-20T12:00:00Z")
+GAP_LINE = ("step train-control interrupted: no process ran it after 2026-11-20T10:00:00Z, "
+            "resumed at 2026-11-20T12:00:00Z; the time between is not counted as work")
 
 
 def _reviewed(built: CampaignReport) -> CampaignReport:
     """The campaign with what the page must show once: an interrupted step, a reopening and
     two reloaded checkpoints in one sandbox."""
-    steps = tuple(replace(s, explanation=GAP.describe()) if s.id == GAP.step else s
-                  for s in built.steps)
     facts = tuple(ReloadFacts(p, True, "torch", ("model",), 3, 10,
                               sandbox=("no_new_privs", "rlimit_fsize")) for p in ("a.pt", "b.pt"))
     reload = report.CheckResult("checkpoints-reload", "a.pt", "passed", "", "zz", reloads=facts)
-    return replace(built, steps=steps, reopened=("repair 1",), checks=(*built.checks, reload))
+    return replace(built, reopened=("repair 1",), checks=(*built.checks, reload),
+                   gaps=(GAP, Gap("reopened", "repair 1", "2026-11-21T10:00:00Z")))
 
 
 def _shows_what_a_reviewer_reads_first(page: Any, tmp_path: Path, case: str) -> None:
@@ -92,8 +90,8 @@ def _shows_what_a_reviewer_reads_first(page: Any, tmp_path: Path, case: str) -> 
     assert "Folder: camp" in text
     assert text.count("no_new_privs") == 1  # one sandbox note, not one per checkpoint
     listed = page.locator("ul.interruptions li")
-    assert listed.all_inner_texts() == [f"step train-control {GAP.describe()}",
-                                        "reopened after its closure: repair 1"]
+    assert listed.all_inner_texts() == [
+        GAP_LINE, "reopened at 2026-11-21T10:00:00Z after its closure: repair 1"]
     verdict, under = page.locator(".verdict").bounding_box(), \
         page.locator("ul.interruptions").bounding_box()
     assert verdict is not None
