@@ -116,6 +116,11 @@ def hours_text(value: Decimal) -> str:
     return f"{value.normalize():f}"
 
 
+def in_hours(value: Decimal) -> str:
+    """``78 h``, ``6.5 h``: hours with their unit, as every message about time writes them."""
+    return f"{hours_text(value)} h"
+
+
 # ------------------------------------------------------------------ timeline
 
 

@@ -21,6 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from pytest_itera.core.journal import JOURNAL_FILE
+from pytest_itera.core.schedule import in_hours
 from pytest_itera.record.base import Campaign, RecordError
 
 __all__ = ["STEP_EVENTS", "Interruption", "OpenStep", "StepClock", "StepTimer"]
@@ -55,7 +56,7 @@ class Interruption:
     def describe(self) -> str:
         return (f"interrupted: the process running it ended after {_iso(self.since)} (the "
                 f"last moment its journal records) and it resumed at {_iso(self.until)}; "
-                f"those {_hours_text(self.hours)} are not counted as its work")
+                f"those {in_hours(self.hours)} are not counted as its work")
 
 
 class StepTimer:
@@ -117,7 +118,7 @@ class StepClock:
             return
         raise RecordError(
             f"step {step_id!r} is already timed: {JOURNAL_FILE} closed it with "
-            f"{_hours_text(self.hours[step_id])} of observed hours; timing it again would add "
+            f"{in_hours(self.hours[step_id])} of observed hours; timing it again would add "
             f"to them. A script that continues a campaign skips the steps the journal "
             f"finished: `if {step_id!r} not in rec.finished_steps: ...` (rec.finished_steps: "
             "each closed step and its hours)")
@@ -248,10 +249,6 @@ def _span(step_id: str, began: datetime, ended: datetime) -> Decimal:
 
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _hours_text(hours: Decimal) -> str:
-    return f"{format(hours.normalize(), 'f')} h"
 
 
 def _hours_value(step_id: str, hours: float) -> Decimal:

@@ -28,17 +28,12 @@ from pytest_itera.core.campaign import (
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.money import Catalogue, Money, Offer, lot_options, overflow_advice
-from pytest_itera.core.schedule import Timeline, as_hours, hours_text
+from pytest_itera.core.schedule import Timeline, as_hours, in_hours
 
 ROUNDING = Decimal("0.01")  # hours: stated figures may be rounded to the hundredth
 
 
 _STEPS = json_where(PLAN_FILE, "schedule", "steps")
-
-
-def in_hours(value: Decimal) -> str:
-    """``78 h``: hours as the schedule's messages write them."""
-    return f"{hours_text(value)} h"
 
 
 def _number(value: float) -> Decimal:

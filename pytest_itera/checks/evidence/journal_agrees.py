@@ -66,16 +66,13 @@ from pytest_itera.core.campaign import MANIFEST_FILE, Manifest, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.journal import JOURNAL_FILE, manifest_digest
+from pytest_itera.core.schedule import in_hours
 from pytest_itera.files import measurements
 
 __all__ = ["CHECK", "KINDS", "journal_agrees", "journal_listed"]
 
 CHECK_ID = "journal-agrees"
 _ROUNDING = Decimal("0.01")  # the manifest's observed hours may be rounded to it
-
-
-def _h(hours: Decimal) -> str:
-    return f"{format(hours.normalize(), 'f')} h"
 
 
 # ================================================================== the check
@@ -361,16 +358,16 @@ def _step_hours(man: Manifest, facts: JournalFacts) -> Iterator[Finding]:
         step = observed.get(step_id)
         if step is None:
             yield Finding(
-                f"{JOURNAL_FILE} times step {step_id} ({_h(hours)}), but the manifest's "
+                f"{JOURNAL_FILE} times step {step_id} ({in_hours(hours)}), but the manifest's "
                 "schedule has no such step", where=at(line), code=f"{CHECK_ID}.step-hours",
                 hint="write every timed step's observed hours in the manifest (close() does)")
             continue
         stated = Decimal(str(step.observed_hours))
         if abs(stated - hours) > _ROUNDING:
             yield Finding(
-                f"step {step_id} took {_h(hours)} by {JOURNAL_FILE}, {_h(stated)} by the "
-                "manifest", where=at(line), code=f"{CHECK_ID}.step-hours", expected=_h(hours),
-                found=_h(stated),
+                f"step {step_id} took {in_hours(hours)} by {JOURNAL_FILE}, {in_hours(stated)} "
+                "by the manifest", where=at(line), code=f"{CHECK_ID}.step-hours",
+                expected=in_hours(hours), found=in_hours(stated),
                 hint="write the hours the recorder timed (the journal's step events)")
 
 

@@ -15,7 +15,7 @@ from collections.abc import Generator, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 
-from pytest_itera.checks.common.schedule_fits import ROUNDING, in_hours
+from pytest_itera.checks.common.schedule_fits import ROUNDING
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.model import Kind
 from pytest_itera.checks.schedule.timeline import TIMELINE_KINDS, times_fit
@@ -31,7 +31,7 @@ from pytest_itera.core.campaign import (
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.findings import where as json_where
 from pytest_itera.core.journal import JOURNAL_FILE
-from pytest_itera.core.schedule import as_hours, hours_text
+from pytest_itera.core.schedule import as_hours, hours_text, in_hours
 from pytest_itera.core.text import says_nothing
 
 _ACTUAL = json_where(MANIFEST_FILE, "schedule")

@@ -51,15 +51,11 @@ from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Manifest, Plan, aware_moment
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.journal import JOURNAL_FILE
-from pytest_itera.core.schedule import as_hours, hours_text
+from pytest_itera.core.schedule import as_hours, hours_text, in_hours
 
 CHECK_ID = "plan-vs-actual"
 _SHOWN = 5  # overlaps shown one by one; the rest are counted
 _MAX_JOURNAL_LINE = 1024 * 1024  # a checkpoint event is a few hundred bytes
-
-
-def _h(value: Decimal) -> str:
-    return f"{hours_text(value)} h"
 
 
 def _hours(start: datetime, end: datetime) -> Decimal:
@@ -162,7 +158,7 @@ def ends_after_starts(man: Manifest) -> Iterator[Finding]:
                 and run.ended_at < run.started_at:
             yield Finding(
                 f"run {run.id} ends before it starts: ended_at {_at(run.ended_at)} is "
-                f"{_h(_hours(run.ended_at, run.started_at))} before started_at "
+                f"{in_hours(_hours(run.ended_at, run.started_at))} before started_at "
                 f"{_at(run.started_at)}",
                 where=f"{MANIFEST_FILE} $.runs[{i}].ended_at",
                 expected=f"at or after {_at(run.started_at)}", found=_at(run.ended_at),
@@ -181,8 +177,8 @@ def closed_last(man: Manifest, saves: Saves) -> Iterator[Finding]:
     for what, where, moment in sorted(later, key=lambda m: m[2])[-1:]:
         others = f" (and {len(later) - 1} other recorded moments)" if len(later) > 1 else ""
         yield Finding(
-            f"the manifest was closed at {_at(man.closed_at)}, {_h(_hours(man.closed_at, moment))}"
-            f" before {what} ({where}){others}",
+            f"the manifest was closed at {_at(man.closed_at)}, "
+            f"{in_hours(_hours(man.closed_at, moment))} before {what} ({where}){others}",
             where=f"{MANIFEST_FILE} $.closed_at",
             expected=f"at or after {_at(moment)}, the last recorded moment",
             found=_at(man.closed_at),
@@ -229,7 +225,7 @@ def gpu_overlaps(plan: Plan, recorded: Sequence[Span]) -> Iterator[Finding]:
         yield Finding(
             f"runs {first.run} and {second.run} overlap on {on}: {first.run} ran from "
             f"{_at(first.start)} to {_at(first.end)}, {second.run} started at "
-            f"{_at(second.start)} ({_h(overlap)} of overlap)",
+            f"{_at(second.start)} ({in_hours(overlap)} of overlap)",
             where=f"{MANIFEST_FILE} $.runs[{second.index}].started_at",
             expected=f"{second.run} starts at or after {_at(first.end)} ({first.run}'s "
             f"{first.end_field}): one GPU trains one run at a time",
@@ -267,7 +263,7 @@ def runs_in_step_order(plan: Plan, recorded: Sequence[Span], rounding: Decimal
                 continue
             yield Finding(
                 f"run {later.run} started at {_at(later.start)}, "
-                f"{_h(_hours(later.start, earlier.end))} before run {earlier.run} ended "
+                f"{in_hours(_hours(later.start, earlier.end))} before run {earlier.run} ended "
                 f"({earlier.end_field} {_at(earlier.end)}), but the plan puts every step of "
                 f"{later.run} ({', '.join(repr(s) for s in mine)}) after every step of "
                 f"{earlier.run} ({', '.join(repr(s) for s in theirs)})",
@@ -297,13 +293,13 @@ def runs_within_lots(plan: Plan, recorded: Sequence[Span], rounding: Decimal
         if span <= limit + rounding:
             continue
         yield Finding(
-            f"the runs on lot {lot.id!r} were recorded over {_h(span)}, from {first.run}'s "
+            f"the runs on lot {lot.id!r} were recorded over {in_hours(span)}, from {first.run}'s "
             f"start at {_at(first.start)} to {last.run}'s {last.end_field} at "
-            f"{_at(last.end)}, longer than the lot's {lot.days} days ({_h(limit)}) by "
-            f"{_h(span - limit)}",
+            f"{_at(last.end)}, longer than the lot's {lot.days} days ({in_hours(limit)}) by "
+            f"{in_hours(span - limit)}",
             where=f"{MANIFEST_FILE} $.runs[{last.index}].{last.end_field}",
-            expected=f"at most {_h(limit)} from the first run's start to the last run's end",
-            found=_h(span),
+            expected=f"at most {in_hours(limit)} from the first run's start to the last run's end",
+            found=in_hours(span),
             hint="a lot is rented for its days: record the runs' real start and end, and "
             "engage (and pay) the lot that covered the work past its end",
             code=f"{CHECK_ID}.lot-recorded-span")
@@ -337,17 +333,17 @@ def span_fits_steps(
         worked = pauses.worked(span.start, span.end)
         if worked <= allowed:
             continue
-        parts = ", ".join(f"{s!r} {_h(observed.get(s, Decimal(0)))}" for s in mine)
+        parts = ", ".join(f"{s!r} {in_hours(observed.get(s, Decimal(0)))}" for s in mine)
         idle = span.hours - worked
         yield Finding(
-            f"run {span.run}'s recorded times span {_h(worked)} (started_at "
+            f"run {span.run}'s recorded times span {in_hours(worked)} (started_at "
             f"{_at(span.start)} to {span.end_field} {_at(span.end)}"
-            + (f", not counting {_h(idle)} of interruption" if idle else "")
-            + f"), but the steps that name it were observed to take {_h(total)} ({parts})",
+            + (f", not counting {in_hours(idle)} of interruption" if idle else "")
+            + f"), but the steps that name it were observed to take {in_hours(total)} ({parts})",
             where=f"{MANIFEST_FILE} $.runs[{span.index}].{span.end_field}",
-            expected=f"at most {_h(total)} + {hours_text(tolerance * 100)} % (the deviation "
-            f"tolerance) + {_h(rounding)} (rounding): {_h(allowed.quantize(rounding))}",
-            found=_h(worked),
+            expected=f"at most {in_hours(total)} + {hours_text(tolerance * 100)} % (the deviation "
+            f"tolerance) + {in_hours(rounding)} (rounding): {in_hours(allowed.quantize(rounding))}",
+            found=in_hours(worked),
             hint="the run's recorded start and end and its steps' observed hours must tell the "
             f"same story: record the steps' real observed hours in {MANIFEST_FILE} "
             "$.schedule.steps (explaining the deviation), or the run's real start and end",
@@ -434,7 +430,7 @@ def saves_after_starts(recorded: Sequence[Span], saves: Saves) -> Iterator[Findi
             continue
         yield Finding(
             f"checkpoint {save.path} of run {save.run} was saved at {_at(save.at)}, "
-            f"{_h(_hours(save.at, span.start))} before the run started "
+            f"{in_hours(_hours(save.at, span.start))} before the run started "
             f"({_at(span.start)})",
             where=f"{JOURNAL_FILE}:{save.line}",
             expected=f"a save at or after {_at(span.start)} ({MANIFEST_FILE} "
@@ -504,7 +500,7 @@ def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterat
             ckpt, line = missing[0]
             yield Finding(
                 f"cannot prove that run {run} saved a checkpoint at least every "
-                f"{_h(tolerable)} (checkpoint_policy.tolerable_loss_hours): {JOURNAL_FILE} "
+                f"{in_hours(tolerable)} (checkpoint_policy.tolerable_loss_hours): {JOURNAL_FILE} "
                 f"line {line} records checkpoint {ckpt} without the moment it was saved"
                 + (f" ({len(missing) - 1} more)" if len(missing) > 1 else ""),
                 where=f"{JOURNAL_FILE}:{line}",
@@ -521,13 +517,13 @@ def save_intervals(plan: Plan, recorded: Sequence[Span], saves: Saves) -> Iterat
             idle = _hours(before.at, after.at) - gap
             yield Finding(
                 f"run {run} saved {before.path} at {_at(before.at)} and its next checkpoint "
-                f"{after.path} at {_at(after.at)}: {_h(gap)} apart"
-                + (f" (not counting {_h(idle)} of interruption)" if idle else "")
-                + f", more than the {_h(tolerable)} the plan tolerates losing",
+                f"{after.path} at {_at(after.at)}: {in_hours(gap)} apart"
+                + (f" (not counting {in_hours(idle)} of interruption)" if idle else "")
+                + f", more than the {in_hours(tolerable)} the plan tolerates losing",
                 where=f"{JOURNAL_FILE}:{after.line}",
-                expected=f"consecutive saves at most {_h(tolerable)} apart "
+                expected=f"consecutive saves at most {in_hours(tolerable)} apart "
                 f"({PLAN_FILE} $.checkpoint_policy.tolerable_loss_hours)",
-                found=_h(gap),
+                found=in_hours(gap),
                 hint="save more often (checkpoint_policy.interval_hours): a crash between these "
                 "saves would have lost more work than the plan accepts",
                 code=f"{CHECK_ID}.save-interval")
