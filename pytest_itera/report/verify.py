@@ -13,17 +13,17 @@ pytest-side settings, seen by ``pytest --itera-campaign``.
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_itera import report
+from pytest_itera.checks import kinds
 from pytest_itera.checks.closure import FindingFacts
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.engine import outcomes
-from pytest_itera.checks.model import FAMILIES, Options, item_name
+from pytest_itera.checks.model import Options, item_name
 from pytest_itera.core.campaign import MANIFEST_FILE, load_campaign
 from pytest_itera.core.findings import Finding
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT
@@ -76,12 +76,7 @@ class Verdict:
 def builtin_checks() -> dict[str, Check]:
     """The checks of every built-in family (each module's ``CHECKS``) that judge a closed
     campaign, by id (the plan gate's, scope "plan", judge a plan before renting)."""
-    found: dict[str, Check] = {}
-    for name in FAMILIES.values():
-        for check in getattr(importlib.import_module(name), "CHECKS", ()):
-            if check.scope != "plan":
-                found[check.id] = check
-    return found
+    return {check.id: check for check in kinds.builtin_checks() if check.scope != "plan"}
 
 
 def check_campaign(
