@@ -56,6 +56,7 @@ __all__ = [
     "Journal",
     "JournalError",
     "TornLine",
+    "gap_of",
     "gaps",
     "is_played",
     "line_digest",
@@ -218,7 +219,7 @@ def gaps(root: Path) -> tuple[Gap, ...]:
                 if b'"interrupted"' not in raw and b'"reopen"' not in raw:
                     continue
                 event = _event(raw.rstrip(b"\n"))
-                gap = None if event is None else _gap(event)
+                gap = None if event is None else gap_of(event)
                 if gap is not None:
                     found.append(gap)
     except OSError:
@@ -226,15 +227,18 @@ def gaps(root: Path) -> tuple[Gap, ...]:
     return tuple(found)
 
 
-def _gap(event: Mapping[str, Any]) -> Gap | None:
-    if event["event"] == "reopen":
+def gap_of(event: Mapping[str, Any]) -> Gap | None:
+    """The break one journal event records (an ``interrupted`` step or continuation, a
+    reopening), or None: the one reading of those fields, for the reports and the checks."""
+    kind = event.get("event")
+    if kind == "reopen":
         reason, at = event.get("reason"), event.get("at")
         return Gap("reopened", reason if isinstance(reason, str) else "(no reason)",
                    at if isinstance(at, str) else None)
     gap = event.get("interrupted")
-    if event["event"] not in ("step", "resumed") or not isinstance(gap, dict):
+    if kind not in ("step", "resumed") or not isinstance(gap, dict):
         return None
-    if event["event"] == "step":  # a step's process died, the step resumed
+    if kind == "step":  # a step's process died, the step resumed
         step = event.get("step")
         what = f"step {step}" if isinstance(step, str) else "a step"
     else:  # a continuation found runs open: no process ran them meanwhile

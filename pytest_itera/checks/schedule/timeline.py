@@ -50,7 +50,7 @@ from pytest_itera.checks.model import Kind
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE, Manifest, Plan, aware_moment
 from pytest_itera.core.findings import Finding
-from pytest_itera.core.journal import JOURNAL_FILE
+from pytest_itera.core.journal import JOURNAL_FILE, gap_of
 from pytest_itera.core.schedule import as_hours, hours_text, in_hours
 
 CHECK_ID = "plan-vs-actual"
@@ -403,11 +403,10 @@ def read_saves(path: Path) -> Saves:
 def _pause(event: Mapping[str, object] | None) -> list[tuple[datetime, datetime]]:
     """A step's interruption (``since`` to ``until``), or the time no process ran before
     a continuation that found runs open (``resumed``), when the event records one."""
-    gap = event.get("interrupted") if event is not None \
-        and event.get("event") in ("step", "resumed") else None
-    if not isinstance(gap, dict):
+    gap = gap_of(event) if event is not None else None
+    if gap is None or gap.kind != "interrupted":
         return []
-    since, until = aware_moment(gap.get("since")), aware_moment(gap.get("until"))
+    since, until = aware_moment(gap.since), aware_moment(gap.until)
     return [(since, until)] if since is not None and until is not None and since < until \
         else []
 
