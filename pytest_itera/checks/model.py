@@ -31,6 +31,8 @@ __all__ = [
     "OTHERS",
     "Kind",
     "MetricHook",
+    "ModelHook",
+    "ModelRecipe",
     "Needs",
     "Options",
     "PlanPin",
@@ -71,8 +73,8 @@ ITEM_ORDER: tuple[str, ...] = (
     "files-intact", "no-empty-files", "no-temp-paths",
     "checkpoint-reloads", "stop-records", "config-identity", "resume-complete",
     "adapter-pinned", "predictions-cover-corpus", "artifacts-required", "measurements-agree",
-    "metrics-recomputed", "stop-rules-applied", "role-evidence", "journal-agrees",
-    "conclusion-consistent", "analysis-present",
+    "metrics-recomputed", "predictions-from-model", "stop-rules-applied", "role-evidence",
+    "journal-agrees", "conclusion-consistent", "analysis-present",
     OTHERS,
     "schedule-fits", "plan-vs-actual", "budget-consistent",
     "waiver",
@@ -92,6 +94,38 @@ ReloadHook = Callable[[Path, str, "str | None"], "ReloadResult | None"]
 Needs = Literal["plan", "manifest"]
 # A custom metric kind -> a function over the aligned (label, prediction) pairs, or None.
 MetricHook = Callable[[str], "Callable[[Sequence[tuple[Any, Any]]], float] | None"]
+
+
+@dataclass(frozen=True)
+class ModelRecipe:
+    """How the judge builds a run's model, for re-predicting a sample of its corpus with the
+    delivered weights (the ``pytest_itera_model`` hook's answer; check predictions-from-model).
+
+    ``build(config) -> torch.nn.Module`` and ``predict(model, row) -> value`` are module-level
+    functions of one module *file* of the judge's (not a conftest: the sandboxed loader
+    imports that file in a fresh interpreter, where pytest may not be installed). ``row`` is
+    ``{id field: id, **inputs}``, the corpus fields ``inputs`` names, read from the frozen
+    corpus. ``sample`` examples are drawn with ``random.Random(seed)`` from the corpus's IDs
+    (a model that predicts otherwise on a share p of the corpus escapes with (1 - p) ** sample);
+    ``checkpoint`` is the manifest path of the checkpoint to load (None: the run's recorded
+    checkpoints, newest first, the first whose model state loads), ``key`` where its state is
+    (None: a model key, or a bare state dict); numbers agree within ``tolerance`` (relative
+    and absolute), anything else as labels compare.
+    """
+
+    build: Callable[[Any], Any]
+    predict: Callable[[Any, Mapping[str, Any]], Any]
+    inputs: tuple[str, ...]
+    config: Any = None
+    sample: int = 256
+    seed: int = 0
+    checkpoint: str | None = None
+    key: str | None = None
+    tolerance: float = 1e-6
+
+
+# (run, campaign) -> the judge's recipe for the run's model, or None: the run is not judged.
+ModelHook = Callable[["RunRecord", Campaign], "ModelRecipe | None"]
 # (rule, run, its measurements or why they cannot be read, campaign) -> a verdict, or None.
 StopRuleHook = Callable[
     ["StopRule", "RunRecord", "Measurements | Unreadable | None", Campaign], "RuleVerdict | None"
@@ -153,6 +187,7 @@ class Options:
     hourly_phrases: tuple[str, ...] = ()  # users' extra phrases of hourly billing (literal)
     stop_rule_hook: StopRuleHook | None = None  # pytest_itera_stop_rule implementations
     metric_hook: MetricHook | None = None  # pytest_itera_metric implementations
+    model_hook: ModelHook | None = None  # pytest_itera_model implementations
     # --itera-strict-text: the readings of human text (advisory findings) decide too.
     strict_text: bool = False
     # --itera-journal-pin LINE:DIGEST (ini itera_journal_pins): the journal's line LINE has

@@ -32,7 +32,15 @@ from pytest_itera.checks.closure import (
 )
 from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.engine import Outcome, evaluate, judge, pairs
-from pytest_itera.checks.model import MetricHook, Options, ReloadHook, StopRuleHook, item_name
+from pytest_itera.checks.model import (
+    MetricHook,
+    ModelHook,
+    ModelRecipe,
+    Options,
+    ReloadHook,
+    StopRuleHook,
+    item_name,
+)
 from pytest_itera.core.campaign import (
     MANIFEST_FILE,
     Campaign,
@@ -440,6 +448,7 @@ def make_context(
         hourly_phrases=hourly_phrases(config),
         stop_rule_hook=_stop_rule_hook(config),
         metric_hook=_metric_hook(config),
+        model_hook=_model_hook(config),
         strict_text=settings.strict_text,
         journal_pins=settings.journal_pins,
     )
@@ -596,6 +605,19 @@ def _metric_hook(config: pytest.Config) -> MetricHook | None:
         function: Callable[[Sequence[tuple[Any, Any]]], float] | None = caller(
             name=name, config=config)
         return function
+
+    return ask
+
+
+def _model_hook(config: pytest.Config) -> ModelHook | None:
+    """Implementations of pytest_itera_model build runs' models to re-predict with."""
+    caller = config.hook.pytest_itera_model
+    if not caller.get_hookimpls():
+        return None
+
+    def ask(run: RunRecord, campaign: Campaign) -> ModelRecipe | None:
+        recipe: ModelRecipe | None = caller(run=run, campaign=campaign, config=config)
+        return recipe
 
     return ask
 

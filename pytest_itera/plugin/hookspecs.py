@@ -15,6 +15,7 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_itera.checks.context import Check
+    from pytest_itera.checks.model import ModelRecipe
     from pytest_itera.checks.stop_rules import RuleVerdict
     from pytest_itera.core.campaign import Campaign, RunRecord, StopRule
     from pytest_itera.core.money import Catalogue
@@ -31,6 +32,7 @@ def pytest_itera_checks(config: pytest.Config) -> Sequence[Check]:
     Sample (conftest.py)::
 
         from pytest_itera.checks.context import Check
+    from pytest_itera.checks.model import ModelRecipe
         from pytest_itera.core.findings import Finding
 
         def _seed_recorded(ctx, target):
@@ -160,5 +162,31 @@ def pytest_itera_metric(
             if name != "within_one":
                 return None
             return lambda pairs: sum(abs(int(a) - int(b)) <= 1 for a, b in pairs) / len(pairs)
+    """
+    raise NotImplementedError  # pragma: no cover - a specification
+
+
+@hookspec(firstresult=True)
+def pytest_itera_model(
+    run: RunRecord, campaign: Campaign, config: pytest.Config
+) -> ModelRecipe | None:
+    """Build an accepted run's model yourself, so that its predictions can be proven to come
+    from its delivered weights; return None to leave the run unjudged by this check.
+
+    Implemented in the judge's own conftest.py or plugin (a campaign folder's files are never
+    loaded). For each run it answers, the check ``predictions-from-model`` loads the run's
+    checkpoint in the sandboxed loader, into the model ``build(config)`` makes, predicts a
+    seeded sample of the frozen corpus with ``predict(model, row)`` and fails where the
+    predictions file says otherwise. ``build`` and ``predict`` live in one module file
+    (the loader imports it in a fresh interpreter). Sample (conftest.py beside models.py)::
+
+        from pytest_itera.checks.model import ModelRecipe
+        import models  # build(config) -> nn.Module, predict(model, row) -> label
+
+        def pytest_itera_model(run, campaign, config):
+            if run.id not in ("control", "variant"):
+                return None
+            return ModelRecipe(build=models.build, predict=models.predict,
+                               inputs=("features",), config={"hidden": 8})
     """
     raise NotImplementedError  # pragma: no cover - a specification

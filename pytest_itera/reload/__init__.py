@@ -34,8 +34,8 @@ from pytest_itera.reload.formats import DEFAULT_TIMEOUT, FAILURES, PARTS
 from pytest_itera.reload.probe import MIN_TORCH, too_old
 
 __all__ = ["MIN_TORCH", "PARTS", "NonFiniteBuffer", "OptimizerFit", "OptimizerProblem",
-           "OptimizerRates", "PartFault", "Rate", "ReloadResult", "Reloader", "Sandbox",
-           "SchedulerRates"]
+           "OptimizerRates", "PartFault", "Rate", "ReloadResult", "Reloader", "Repredicted",
+           "Sandbox", "SchedulerRates"]
 
 SERVER = Path(__file__).with_name("server") / "__main__.py"  # a folder, run by path
 PROBE = Path(__file__).with_name("probe.py")
@@ -187,6 +187,18 @@ class ReloadResult:
     def fault(self, part: str) -> PartFault | None:
         """Why ``part`` is not counted although its key is there, or None."""
         return next((f for f in self.part_faults if f.part == part), None)
+
+
+@dataclass(frozen=True)
+class Repredicted:
+    """A re-prediction with a run's delivered weights (:meth:`Reloader.repredict`): the
+    predictions in the rows' order, or why there are none (``cause``)."""
+
+    ok: bool
+    predictions: tuple[Any, ...] = ()
+    cause: str | None = None
+    holds_code: tuple[str, ...] = ()
+    sandbox: Sandbox | None = field(default=None, compare=False)
 
 
 class _ServerError(Exception):
@@ -513,6 +525,26 @@ class Reloader:
         request = {"path": str(Path(path).resolve())}
         return self._run(request, display)
 
+    def repredict(self, path: Path, display: str, recipe: Mapping[str, Any]) -> Repredicted:
+        """Load ``path``'s model state into the model the judge's recipe builds and predict
+        its rows, in a sandboxed child of the server (``server/repredict.py``). ``recipe``:
+        the ``module`` file, the ``build`` and ``predict`` names in it, the ``config`` given
+        to build, the ``rows`` to predict, and the model state's ``key`` (None: found)."""
+        request = {"path": str(Path(path).resolve()), "repredict": dict(recipe)}
+        with self._lock:
+            unusable = self._check_locked()
+            if unusable is not None:
+                return Repredicted(ok=False, cause=f"{display}: {unusable}")
+            reply = self._ask(request)
+        if "error" in reply:
+            return Repredicted(ok=False, cause=f"{display}: {reply['error']}")
+        found = reply.get("predictions")
+        if not reply.get("ok") or not isinstance(found, list):
+            return Repredicted(ok=False, cause=f"{display}: {reply.get('reason', 'no reply')}",
+                               holds_code=tuple(str(g) for g in reply.get("holds_code") or ()))
+        return Repredicted(ok=True, predictions=tuple(found), sandbox=_sandbox(
+            reply.get("sandbox")))
+
     def _run(self, request: dict[str, Any], display: str) -> ReloadResult:
         started = time.monotonic()
         with self._lock:
@@ -532,7 +564,9 @@ class Reloader:
     def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
             server = self._start()  # first: a restarted server forgets what was sent ahead
-            request_id = None if "debug" in request else self._ahead.pop(request["path"], None)
+            # A prefetched reload of the same path is not the answer to another request.
+            request_id = None if "debug" in request or "repredict" in request else \
+                self._ahead.pop(request["path"], None)
             if request_id is None:
                 request = self._request(request)
                 request_id = request["id"]

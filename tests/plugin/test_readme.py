@@ -239,6 +239,10 @@ SNIPPETS: dict[str, str] = {
     "# train_lightning.py: Lightning, recorded into out/ (run it beside draft/plan.json)":
         "guide",
     "# the way back: run beside out/, the campaign closed above": "way-back",
+    "# models.py: the judge's model of the example campaign's runs, beside conftest.py":
+        "model",
+    "# conftest.py beside models.py: the runs whose config is an MLP's are re-predicted":
+        "model-hook",
     "# continue.py: killed and continued, on a played clock and on the real clock (beside "
     "draft/plan.json)": "continue",
 }
@@ -254,7 +258,7 @@ def test_every_python_block_has_a_runner() -> None:
     unknown = [b.where for b in _blocks("python") if b.text.splitlines()[0] not in SNIPPETS]
     assert not unknown, f"python blocks no test runs: {unknown}; add them to SNIPPETS"
     assert set(SNIPPETS.values()) == {"values", "property", "recorder", "hooks", "fixture",
-                                      "guide", "way-back", "continue"}
+                                      "guide", "way-back", "continue", "model", "model-hook"}
 
 
 @pytest.mark.parametrize(

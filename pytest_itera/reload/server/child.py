@@ -19,6 +19,7 @@ from .lifeline import die_with
 from .loading import refused, sniff
 from .optimizer_fit import judge_optimizers
 from .rates import report_rates
+from .repredict import Prepared, prepare, repredicted
 from .siblings import formats, sandbox
 from .verdict import OUT_OF_MEMORY, Findings, Refused, failed
 
@@ -99,6 +100,9 @@ def run_child(request: dict[str, Any], write_fd: int) -> None:
             # Address space = inherited + the mmap'ed files + the allowed extra memory.
             cap = vm_size() + mapped_bytes(request["path"]) + int(limit)
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        # The judge's model (a re-prediction) is built before the sandbox: it is their code.
+        recipe = request.get("repredict")
+        prepared = prepare(recipe) if isinstance(recipe, dict) else None
         # Test seams: "layers" picks a subset of the sandbox, "cpu_seconds" its CPU limit.
         layers = request.get("layers")
         seconds = request.get("cpu_seconds") or request.get("timeout", formats.DEFAULT_TIMEOUT)
@@ -111,8 +115,14 @@ def run_child(request: dict[str, Any], write_fd: int) -> None:
         if debug == "spin":
             while True:
                 pass
-        verdict = escape_attempts(request) if debug == "escape" else \
-            child_verdict(request["path"])
+        if isinstance(prepared, Prepared):
+            verdict = repredicted(prepared, request["path"])
+        elif prepared is not None:
+            verdict = prepared  # the recipe failed: why, before any checkpoint byte was read
+        elif debug == "escape":
+            verdict = escape_attempts(request)
+        else:
+            verdict = child_verdict(request["path"])
         verdict["sandbox"] = confined
         data = json.dumps(verdict).encode()
         with os.fdopen(write_fd, "wb") as out:

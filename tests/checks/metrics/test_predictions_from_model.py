@@ -1,0 +1,205 @@
+"""predictions-from-model: the judge's recipe re-predicts a seeded sample with a run's
+delivered weights, in the sandboxed loader, and the predictions file must agree.
+
+Judged in-process on a copy of the example campaign (its runs' real checkpoints, saved by
+torch.save, and their real predictions), the judge's model written as a module file of its
+own, as the hook's documentation asks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import torch
+
+from pytest_itera.checks.context import Context
+from pytest_itera.checks.engine import judge
+from pytest_itera.checks.model import ModelRecipe, Options
+from pytest_itera.core.campaign import Campaign, RunRecord, load_campaign
+from pytest_itera.core.findings import Finding
+from pytest_itera.report.verify import builtin_checks
+from tests.checks.prose.judging import _reloader
+
+CHECK = "predictions-from-model"
+# The judge's own code for the example's MLP (example_campaign/model.py), in a file of its own.
+MODELS = '''
+import itertools
+import torch
+from torch import nn
+
+LABELS = ("inner", "middle", "outer")
+
+
+class MLP(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        sizes = [2] + [width] * depth
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(sizes))
+        self.drop = nn.Dropout(0.0)
+        self.head = nn.Linear(width, 3)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = self.drop(torch.relu(layer(x)))
+        return self.head(x)
+
+
+def build(config):
+    return MLP(config["width"], config["depth"])
+
+
+def predict(model, row):
+    return LABELS[int(model(torch.tensor([row["x"]], dtype=torch.float32)).argmax())]
+
+
+def shapeless(config):
+    return nn.Linear(2, 3)
+'''
+
+
+@pytest.fixture
+def campaign(example_campaign: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "campaign"
+    shutil.copytree(example_campaign, root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    """The judge's model module, imported here as the conftest would import it."""
+    path = tmp_path_factory.mktemp("judge") / "models.py"
+    path.write_text(MODELS, encoding="utf-8")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("judge_models", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+Hook = Callable[[RunRecord, Campaign], "ModelRecipe | None"]
+
+
+def recipes(models: ModuleType, **changes: Any) -> Hook:
+    """A hook that re-predicts every run whose config is an MLP's, from that config."""
+
+    def hook(run: RunRecord, campaign: Campaign) -> ModelRecipe | None:
+        if run.config is None:
+            return None
+        config = json.loads((campaign.root / run.config).read_text(encoding="utf-8"))
+        if "width" not in config:
+            return None
+        fields: dict[str, Any] = {"build": models.build, "predict": models.predict,
+                                  "inputs": ("x",), "config": config, **changes}
+        return ModelRecipe(**fields)
+
+    return hook
+
+
+def judged(root: Path, hook: Hook | None) -> dict[str, tuple[Finding, ...]]:
+    """The check's findings per run (its targets), the judge's hook in force."""
+    context = Context(load_campaign(root), Options(model_hook=hook), builtin_checks(),
+                      reloader_factory=_reloader, close_reloader=False)
+    try:
+        verdicts = judge(context)
+        check = builtin_checks()[CHECK]
+        return {str(t): verdicts.findings(CHECK, t) for t in verdicts.targets(check)}
+    finally:
+        context.close()
+
+
+def codes(found: dict[str, tuple[Finding, ...]], run: str) -> list[str]:
+    return [f.code or "" for f in found[run]]
+
+
+def test_the_delivered_weights_predict_what_every_run_delivered(
+        campaign: Path, models: ModuleType) -> None:
+    found = judged(campaign, recipes(models, sample=10_000))  # the whole corpus
+    assert {"control", "variant-wide", "pilot"} <= set(found)
+    assert all(f == () for f in found.values()), found
+
+
+def test_no_hook_no_item(campaign: Path) -> None:
+    assert judged(campaign, None) == {}
+
+
+def _swap(root: Path, into: str, source: str, noise: float) -> str:
+    """``into``'s last checkpoint replaced by ``source``'s weights plus ``noise``."""
+    relpath = f"runs/{into}/last.pt"
+    state = torch.load(root / f"runs/{source}/last.pt", weights_only=True)
+    with torch.no_grad():
+        for tensor in state["model"].values():
+            tensor.add_(torch.full_like(tensor, noise))
+    torch.save(state, root / relpath)
+    return relpath
+
+
+def _predictions(root: Path, run: str) -> dict[str, str]:
+    lines = (root / f"runs/{run}/predictions.jsonl").read_text(encoding="utf-8").splitlines()
+    return {row["id"]: row["prediction"] for row in map(json.loads, lines)}
+
+
+def test_a_model_swapped_for_another_runs_with_noise_is_caught(
+        campaign: Path, models: ModuleType) -> None:
+    assert _predictions(campaign, "pilot") != _predictions(campaign, "control")
+    relpath = _swap(campaign, "pilot", "control", 1e-6)
+    found = judged(campaign, recipes(models))  # the default sample
+    assert codes(found, "pilot") == [f"{CHECK}.disagrees"]
+    message = found["pilot"][0].render()
+    assert relpath in message
+    assert "did not come from this model" in message
+    assert found["control"] == ()
+
+
+def test_weights_that_do_not_fit_the_recipe(campaign: Path, models: ModuleType) -> None:
+    found = judged(campaign, recipes(models, build=models.shapeless))
+    assert codes(found, "control") == [f"{CHECK}.weights-unfit"]
+    assert "do not fit the model" in found["control"][0].render()
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"checkpoint": "runs/control/absent.pt"}, "is missing"),
+    ({"checkpoint": "../elsewhere.pt"}, "checkpoint path"),
+], ids=["missing", "outside"])
+def test_no_checkpoint_to_load(campaign: Path, models: ModuleType, change: dict[str, Any],
+                               says: str) -> None:
+    found = judged(campaign, recipes(models, **change))
+    assert codes(found, "control") == [f"{CHECK}.no-checkpoint"]
+    assert says in found["control"][0].render()
+
+
+def _raises(run: RunRecord, campaign: Campaign) -> ModelRecipe | None:
+    raise RuntimeError("no GPU here")
+
+
+def _local_functions(models: ModuleType) -> Hook:
+    def hook(run: RunRecord, campaign: Campaign) -> ModelRecipe | None:
+        return ModelRecipe(build=lambda c: models.build(c), predict=models.predict,
+                           inputs=("x",)) if run.id == "control" else None
+
+    return hook
+
+
+@pytest.mark.parametrize(("hook", "says"), [
+    (lambda models: _raises, "hook raised RuntimeError: no GPU here"),
+    (_local_functions, "not a module-level function"),
+    (lambda models: recipes(models, inputs=()), "names no inputs"),
+], ids=["hook-raises", "lambda", "no-inputs"])
+def test_a_recipe_the_loader_cannot_use(campaign: Path, models: ModuleType,
+                                        hook: Callable[[ModuleType], Hook], says: str) -> None:
+    found = judged(campaign, hook(models))
+    assert codes(found, "control") == [f"{CHECK}.recipe"]
+    assert says in found["control"][0].render()
+
+
+def test_a_sample_that_cannot_be_read(campaign: Path, models: ModuleType) -> None:
+    (campaign / "runs/control/predictions.jsonl").write_text("[1, 2]\n", encoding="utf-8")
+    found = judged(campaign, recipes(models))
+    assert codes(found, "control") == [f"{CHECK}.unprovable"]
