@@ -1,0 +1,139 @@
+"""The lot's end forecast from a journal (issue 37): injected moments, synthetic journals."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_itera.core.campaign import plan_from
+from pytest_itera.core.lot_forecast import LotForecast, forecast_lot
+from tests.watch.journal import moments, played
+
+
+def example_plan() -> dict[str, Any]:
+    """The example campaign's plan (example_campaign/plan.py), without building its files."""
+    from example_campaign.make_corpus import CORPORA
+    from example_campaign.plan import CorpusFacts, build_plan, corpus_path
+
+    facts = [CorpusFacts(c.id, corpus_path(c.id), "0" * 64, c.examples, 1000) for c in CORPORA]
+    return build_plan(facts, {run: "0" * 64 for run in _run_ids()})
+
+
+def _run_ids() -> list[str]:
+    from example_campaign.plan import RUNS
+
+    return list(RUNS)
+
+
+DROPS = {"decide-after-pilot": ["variant-deep"]}
+
+
+def judged(plan: dict[str, Any], events: list[dict[str, Any]], now: datetime,
+           lead: int = 0) -> LotForecast:
+    return forecast_lot(plan_from(plan), events, now, lead=lead)
+
+
+def test_the_example_replayed_event_by_event_never_warns() -> None:
+    plan = example_plan()
+    events = played(plan, drops=DROPS)
+    for moment in moments(events):
+        fc = judged(plan, events, moment, lead=2)
+        assert fc.warning() is None, (moment, fc.warning())
+        assert fc.on_track
+        assert not fc.late_musts
+
+
+def slowed() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    plan = example_plan()
+    return plan, played(plan, drops=DROPS, slow={"training": 1.6})
+
+
+def test_a_slowed_variant_warns_before_the_variants_step_starts() -> None:
+    plan, events = slowed()
+    starts = {e["run"]: datetime.fromisoformat(e["at"]) for e in events
+              if e["event"] == "run-start"}
+    warned = next(m for m in moments(events) if judged(plan, events, m, lead=2).warning())
+    fc = judged(plan, events, warned, lead=2)
+    assert warned < starts["variant-wide"]
+    assert fc.drop
+    assert fc.drop_fits
+    assert all(plan_from(plan).run(r).category != "must" for r in fc.drop)  # type: ignore[union-attr]
+    assert not set(fc.drop) & set(starts).intersection(
+        e["run"] for e in events if e["event"] == "run-start"
+        and datetime.fromisoformat(e["at"]) <= warned)
+    assert fc.retrieval_start is not None
+    assert fc.retrieval_start > warned
+    text = fc.warning()
+    assert text is not None
+    assert f"drop {', '.join(fc.drop)}" in text
+    assert fc.retrieval_start.strftime("%Y-%m-%dT%H:%M:%SZ") in text
+
+
+def test_the_warning_turns_at_the_pilots_end() -> None:
+    """The first measure of the training rate is the pilot's: the warning turns there."""
+    plan, events = slowed()
+    pilot_end = next(datetime.fromisoformat(e["at"]) for e in events
+                     if e["event"] == "accepted" and e["run"] == "pilot")
+    assert judged(plan, events, pilot_end - timedelta(seconds=1), lead=2).warning() is None
+    assert judged(plan, events, pilot_end, lead=2).warning() is not None
+
+
+def test_a_campaign_that_fits_never_warns_even_a_little_slow() -> None:
+    plan = example_plan()
+    events = played(plan, drops=DROPS, slow={"training": 1.1})
+    assert all(judged(plan, events, m).on_track for m in moments(events))
+
+
+def test_a_restarts_lost_time_is_counted_once() -> None:
+    """A step journaled by the recorder, restarted after 3 h lost: the forecast end moves
+    by those 3 h, never by 6."""
+    plan = example_plan()
+    base = played(plan, drops=DROPS)
+    control = next(datetime.fromisoformat(e["at"]) for e in base
+                   if e["event"] == "run-start" and e["run"] == "control")
+    before = [e for e in base if datetime.fromisoformat(e["at"]) <= control]
+    t = control + timedelta(hours=2)
+    plain = [*before, {"event": "step-start", "step": "train-control", "at": _iso(control)}]
+    gap = {"since": _iso(t), "until": _iso(t + timedelta(hours=3)), "hours": 3.0}
+    resumed = [*plain, {"event": "step", "step": "train-control", "hours": 2.0,
+                        "started_at": _iso(control), "at": _iso(t), "interrupted": gap}]
+    now = t + timedelta(hours=3)
+    one = judged(plan, [*plain[:-1], {**plain[-1]}], t)
+    two = judged(plan, resumed, now)
+    assert two.lost_hours == 3
+    assert two.end - one.end == timedelta(hours=3)
+    assert one.margin is not None
+    assert two.margin == one.margin - 3
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+PLAN = example_plan()
+EVENTS = played(PLAN, drops=DROPS, slow={"training": 1.3}, close=False)
+MOMENTS = moments(EVENTS)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, len(MOMENTS) - 1), st.floats(0, 30), st.floats(0, 30))
+def test_more_elapsed_time_without_progress_never_improves_the_forecast(
+        index: int, first: float, more: float) -> None:
+    events = [e for e in EVENTS if datetime.fromisoformat(e["at"]) <= MOMENTS[index]]
+    early = MOMENTS[index] + timedelta(hours=first)
+    late = early + timedelta(hours=more)
+    a, b = forecast_lot(plan_from(PLAN), events, early), forecast_lot(plan_from(PLAN), events,
+                                                                       late)
+    assert b.end >= a.end
+    assert a.margin is not None
+    assert b.margin is not None
+    assert b.margin <= a.margin
+
+
+def test_decimal_hours_are_exact() -> None:
+    fc = judged(PLAN, EVENTS, MOMENTS[3])
+    assert isinstance(fc.margin, Decimal)
