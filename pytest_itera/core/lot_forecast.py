@@ -321,6 +321,8 @@ def forecast_lot(plan: Plan, events: Sequence[Mapping[str, Any]], now: datetime,
                                if k in {s.id for s in kept}})
     hours = {s.id: s.hours for s in fc.steps}
     done, running = _states(kept, seen, measured, ended, _first_lot_step(plan, kept))
+    if seen.closed:  # closed: whatever the journal did not time is over
+        done, running = {s.id for s in kept}, {}
     worked = {sid: seen.worked.get(sid, Decimal(0)) + hours_between(since, now)
               for sid, since in running.items()}
     remaining = {s.id: Decimal(0) if s.id in done else
