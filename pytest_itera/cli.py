@@ -4,6 +4,7 @@
     python -m pytest_itera rehearse DIR    # the verdict on a rehearsal (REHEARSED or not)
     python -m pytest_itera new-plan DIR    # DIR/plan.json: a complete itera-plan/3 to edit
     python -m pytest_itera watch DIR       # follow an open campaign: the lot's end, forecast
+    python -m pytest_itera next-plan DIR --to DRAFT  # the next plan, from the observed hours
 
 ``check`` exits 0 only when the campaign is accepted (like ``pytest --itera-campaign
 --itera-require-accepted``); ``rehearse`` only when it is REHEARSED: a rehearsal
@@ -200,6 +201,24 @@ def _watch(args: argparse.Namespace) -> int:
         return 4
 
 
+def _next_plan(folder: Path, to: Path, margin: Decimal) -> int:
+    from pytest_itera.watch.next_plan import UNCERTAINTIES_FILE, write_next_plan
+    from pytest_itera.watch.status import FolderError
+
+    try:
+        failures = write_next_plan(folder, to, margin=margin)
+    except FolderError as exc:
+        print(f"next-plan: {exc}", file=sys.stderr)
+        return 4
+    print(f"wrote {to / PLAN_FILE} (a draft: no frozen_at) and {to / UNCERTAINTIES_FILE}")
+    if failures:
+        print("the draft does not pass the plan gate:\n" + "\n".join(
+            f"  {line}" for line in failures), file=sys.stderr)
+        return 1
+    print(f"the draft passes the plan gate (pytest --itera-plan {to})")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_itera", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -233,9 +252,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     watch.add_argument("--lead", type=_lead, default=Decimal(0),
                        help="hours kept before the lot's end (default 0)")
     watch.add_argument("--interval", type=float, default=10.0, help="seconds between polls")
+    nxt = sub.add_parser("next-plan", help="write the next campaign's draft plan from this "
+                         "one's observed hours, with the uncertainties left")
+    nxt.add_argument("folder", type=Path)
+    nxt.add_argument("--to", type=Path, required=True, help="the draft's folder (new)")
+    nxt.add_argument("--margin", type=_lead, default=Decimal("0.10"),
+                     help="observed hours are rounded up by this share (default 0.10)")
     args = parser.parse_args(argv)
     if args.command == "watch":
         return _watch(args)
+    if args.command == "next-plan":
+        return _next_plan(args.folder, args.to, args.margin)
     if args.command in ("check", "rehearse"):
         return _check(args.folder, args.python, args.timeout,
                       rehearsal=args.command == "rehearse",
