@@ -44,7 +44,7 @@ def test_the_warning_is_logged_once_per_change_never_per_step(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     rec, clock = recorder(tmp_path / "out")
     warner = ForecastWarner(rec, lead=2)
-    caplog.set_level(logging.INFO, logger="pytest_itera.forecast")
+    caplog.set_level(logging.INFO, logger="pytest_itera.core.lot_forecast")
     assert warner.check() is None
     clock.now += timedelta(hours=30)  # the rental ran 30 h before the data check began
     rec.run("data-check").start()

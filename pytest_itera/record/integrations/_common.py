@@ -134,7 +134,7 @@ def not_known(run: RunRecorder, step: int, why: str) -> None:
                   f"rec.run({run.id!r}).resumed_from(<checkpoint path>, {step})", stacklevel=3)
 
 
-FORECAST_LOG = logging.getLogger("pytest_itera.forecast")
+FORECAST_LOG = logging.getLogger("pytest_itera.core.lot_forecast")
 
 
 class ForecastWarner:
