@@ -34,7 +34,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_UP, Decimal
+from itertools import pairwise
 from typing import Any, Literal
 
 from pytest_itera.core import schedule as sched
@@ -42,7 +43,7 @@ from pytest_itera.core.campaign import Lot, Plan, Step, aware_moment
 from pytest_itera.core.money import Catalogue, overflow_advice
 from pytest_itera.core.schedule import ObservedStep, as_hours, hours_text
 
-__all__ = ["LotEnd", "LotForecast", "RuleFired", "RunProgress", "StepProgress",
+__all__ = ["LotEnd", "LotForecast", "RuleFired", "RunProgress", "SaveGap", "StepProgress",
            "events_until", "forecast_lot"]
 
 OUTCOMES = frozenset({"accepted", "stopped", "rejected"})
@@ -133,6 +134,23 @@ class RuleFired:
 
 
 @dataclass(frozen=True)
+class SaveGap:
+    """A training run that went longer without a checkpoint save than the tolerable loss
+    allows (:func:`pytest_itera.core.schedule.max_save_interval`): a crash then loses more."""
+
+    run: str
+    since: datetime  # its start or its last save before the gap
+    until: datetime  # the next save, its outcome, or now
+    hours: Decimal
+    allowed: Decimal
+
+    def describe(self) -> str:
+        return (f"run {self.run} went {_h(self.hours)} without a checkpoint save (from "
+                f"{_iso(self.since)} to {_iso(self.until)}), over the {_h(self.allowed)} the "
+                "tolerable loss allows (interval + save cost)")
+
+
+@dataclass(frozen=True)
 class LotForecast:
     """The judgement of an open campaign at ``now`` (typed; ``watch --json`` writes it)."""
 
@@ -149,6 +167,7 @@ class LotForecast:
     drop: tuple[str, ...]  # the smallest set of optional runs to drop (empty: none needed)
     drop_fits: bool  # dropping ``drop`` makes every lot fit
     rules: tuple[RuleFired, ...]
+    saves: tuple[SaveGap, ...]  # training runs over the save interval so far
     closed: bool
     events: int  # journal events judged
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -193,7 +212,7 @@ class LotForecast:
 
 
 def _h(hours: Decimal) -> str:
-    return f"{hours_text(hours.quantize(Decimal('0.01'), rounding=ROUND_CEILING))} h"
+    return f"{hours_text(hours.quantize(Decimal('0.01'), rounding=ROUND_UP))} h"
 
 
 def _iso(moment: datetime | None) -> str:
@@ -214,6 +233,7 @@ class _Seen:
     run_start: dict[str, datetime] = field(default_factory=dict)
     outcome: dict[str, tuple[str, datetime | None]] = field(default_factory=dict)
     run_lost: dict[str, Decimal] = field(default_factory=dict)
+    saves: dict[str, list[datetime]] = field(default_factory=dict)  # run -> its saves
     dropped: set[str] = field(default_factory=set)
     rules: list[RuleFired] = field(default_factory=list)
     lost: Decimal = Decimal(0)
@@ -261,6 +281,8 @@ def _apply(seen: _Seen, event: Mapping[str, Any], moment: datetime | None) -> No
         for name in runs if isinstance(runs, list) else ():
             if isinstance(name, str):
                 seen.run_lost[name] = seen.run_lost.get(name, Decimal(0)) + lost
+    elif kind == "checkpoint" and isinstance(run, str) and moment is not None:
+        seen.saves.setdefault(run, []).append(moment)
     elif kind == "close":
         seen.closed = True
     elif kind == "reopen":
@@ -352,7 +374,8 @@ def forecast_lot(plan: Plan, events: Sequence[Mapping[str, Any]], now: datetime,
         end=last_end, steps=progress,
         runs=_runs(plan, progress, seen, gone, lot_ends, lead, lots),
         lots=lot_ends, ratios=dict(fc.ratios), lost_hours=seen.lost, drop=drop,
-        drop_fits=fits, rules=tuple(seen.rules), closed=seen.closed, events=len(judged),
+        drop_fits=fits, rules=tuple(seen.rules), saves=_save_gaps(plan, seen, now),
+        closed=seen.closed, events=len(judged),
         notes=tuple(notes))
 
 
@@ -606,3 +629,23 @@ def _run_state(run: str, mine: Sequence[StepProgress], seen: _Seen, gone: set[st
     if all(p.state == "done" for p in mine) and (mine or run in seen.outcome):
         return "done"
     return "pending"
+
+
+def _save_gaps(plan: Plan, seen: _Seen, now: datetime) -> tuple[SaveGap, ...]:
+    """Each training run's longest time without a save, when it exceeds the interval the
+    tolerable loss allows: from its start to its first save, between saves, and from its
+    last save to its outcome (or to now, while it runs)."""
+    allowed = sched.max_save_interval(plan.checkpoint_policy)
+    training = {s.run for s in plan.schedule.steps if s.kind == "training" and s.run}
+    found = []
+    for run, start in seen.run_start.items():
+        if run not in training:
+            continue
+        end = seen.outcome.get(run, ("", None))[1] or now
+        points = sorted([start, *(m for m in seen.saves.get(run, []) if start <= m <= end),
+                         end])
+        since, until = max(pairwise(points), key=lambda pair: pair[1] - pair[0])
+        hours = hours_between(since, until)
+        if hours > allowed:
+            found.append(SaveGap(run, since, until, hours, allowed))
+    return tuple(found)

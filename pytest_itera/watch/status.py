@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,7 @@ def verdict(fc: LotForecast) -> int:
 
 
 def _h(hours: Decimal) -> str:
-    return f"{hours_text(hours.quantize(Decimal('0.01'), rounding=ROUND_CEILING))} h"
+    return f"{hours_text(hours.quantize(Decimal('0.01'), rounding=ROUND_UP))} h"
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -134,6 +134,7 @@ def lines(fc: LotForecast) -> list[str]:
                + (f" (observed rates: {ratios})" if ratios else " (planned hours)")
                + (f"; restarts lost {_h(fc.lost_hours)}" if fc.lost_hours else ""))
     out += [f"  stop rule {r.rule} fired on {r.run} at {_iso(r.at)}" for r in fc.rules]
+    out += [f"  saves: {gap.describe()}" for gap in fc.saves]
     out += [f"  note: {note}" for note in fc.notes]
     warning = fc.warning()
     out.append(warning if warning else "  on track")
@@ -170,5 +171,8 @@ def status_json(fc: LotForecast) -> dict[str, Any]:
                  for lot in fc.lots],
         "rules": [{"run": r.run, "rule": r.rule, "at": _iso(r.at), "reason": r.reason}
                   for r in fc.rules],
+        "saves": [{"run": g.run, "since": _iso(g.since), "until": _iso(g.until),
+                   "hours": _hours(g.hours), "allowed_hours": _hours(g.allowed)}
+                  for g in fc.saves],
         "notes": list(fc.notes),
     }

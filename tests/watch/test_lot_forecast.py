@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -20,7 +21,8 @@ def example_plan() -> dict[str, Any]:
     from example_campaign.plan import CorpusFacts, build_plan, corpus_path
 
     facts = [CorpusFacts(c.id, corpus_path(c.id), "0" * 64, c.examples, 1000) for c in CORPORA]
-    return build_plan(facts, {run: "0" * 64 for run in _run_ids()})
+    # a copy: build_plan hands out the module's own step list
+    return copy.deepcopy(build_plan(facts, {run: "0" * 64 for run in _run_ids()}))
 
 
 def _run_ids() -> list[str]:
@@ -137,3 +139,39 @@ def test_more_elapsed_time_without_progress_never_improves_the_forecast(
 def test_decimal_hours_are_exact() -> None:
     fc = judged(PLAN, EVENTS, MOMENTS[3])
     assert isinstance(fc.margin, Decimal)
+
+
+def test_a_training_run_that_saves_too_rarely_is_said() -> None:
+    """The example's policy allows 4 h of loss with a 0.05 h save: 3.95 h between saves."""
+    often = played(PLAN, drops=DROPS, interval=2)
+    rarely = played(PLAN, drops=DROPS, interval=5)
+    control_end = next(datetime.fromisoformat(e["at"]) for e in often
+                       if e["event"] == "accepted" and e["run"] == "control")
+    assert judged(PLAN, often, control_end).saves == ()
+    gaps = judged(PLAN, rarely, control_end).saves
+    assert [g.run for g in gaps] == ["control"]
+    assert gaps[0].hours == 5
+    assert gaps[0].allowed == Decimal("3.95")
+    assert "run control went 5 h without a checkpoint save" in gaps[0].describe()
+
+
+def test_two_lots_in_turn_each_have_their_end() -> None:
+    """A second lot starts with the first event of its steps; each lot has its margin."""
+    plan = example_plan()
+    plan["budget"]["lots"] = [{**plan["budget"]["lots"][0], "id": "first"},
+                              {**plan["budget"]["lots"][0], "id": "second"}]
+    plan["budget"]["lots"][1]["days"] = 3
+    second = {"train-control-noisy", "train-variant-wide-noisy", "validate", "write-outputs"}
+    for step in plan["schedule"]["steps"]:
+        if "lot" in step:
+            step["lot"] = "second" if step["id"] in second else "first"
+    events = played(plan, drops=DROPS)
+    noisy = next(datetime.fromisoformat(e["at"]) for e in events
+                 if e["event"] == "run-start" and e["run"] == "control-noisy")
+    fc = judged(plan, events, noisy)
+    lots = {lot.lot: lot for lot in fc.lots}
+    assert lots["first"].engaged
+    assert lots["second"].engaged
+    assert lots["second"].start == noisy
+    assert lots["second"].end == noisy + timedelta(days=3)
+    assert fc.on_track

@@ -69,6 +69,20 @@ def test_a_slowed_campaign_exits_1_naming_the_run_to_drop_and_the_retrieval_mome
     assert "start the retrieval by 2026-" in warning
 
 
+def test_the_docs_show_what_watch_prints(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/watch.md's status is this command's output, line for line."""
+    from tests.runner import REPO
+
+    campaign(tmp_path / "out", slow=1.6)
+    code, out, _ = run(capsys, str(tmp_path / "out"), "--now", "2026-01-05T19:12:00Z",
+                       "--lead", "2")
+    assert code == 1
+    docs = (REPO / "docs" / "watch.md").read_text("utf-8")
+    shown = docs[docs.index("```text\n") + len("```text\n"):]
+    assert shown[:shown.index("```")] == out
+
+
 def test_json_follows_its_schema_at_every_event(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     events = campaign(tmp_path / "out", slow=1.6)
