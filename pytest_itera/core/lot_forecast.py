@@ -270,10 +270,8 @@ def _apply(seen: _Seen, event: Mapping[str, Any], moment: datetime | None) -> No
         if kind == "stopped":
             seen.rules.append(RuleFired(run, str(event.get("rule")), moment,
                                         str(event.get("reason", ""))))
-    elif kind == "decide":
-        drops = event.get("drops")
-        seen.dropped.update(r for r in drops if isinstance(r, str)) if isinstance(
-            drops, list) else ()
+    elif kind == "decide" and isinstance(drops := event.get("drops"), list):
+        seen.dropped.update(r for r in drops if isinstance(r, str))
     elif kind == "resumed":
         lost = _lost(event)
         seen.lost += lost

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_itera.cli import main
 from pytest_itera.core.campaign import schema
-from pytest_itera.watch.follow import Follow, follow
+from pytest_itera.watch.follow import CLEAR, Follow, follow
 from pytest_itera.watch.status import open_folder
 from tests.watch.journal import iso, moments, played, write
 from tests.watch.test_lot_forecast import DROPS, example_plan
@@ -190,3 +190,22 @@ def test_follow_ends_cleanly_on_ctrl_c_and_says_a_clock_going_backwards(
     text = out.getvalue()
     assert "the system clock went backwards" in text
     assert text.endswith("watch: stopped (Ctrl-C)\n")
+
+
+def test_on_a_terminal_the_status_is_redrawn_in_place_at_each_tick(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    events = campaign(root, close=False, upto=6)
+    moment = datetime.fromisoformat(events[-1]["at"])
+    ticks = iter([None, None])
+
+    def sleep(_: float) -> None:
+        if next(ticks, "stop") == "stop":
+            raise KeyboardInterrupt
+
+    out = io.StringIO()
+    follow(open_folder(root), Follow(lead=Decimal(0), live=True), out, clock=lambda: moment,
+           sleep=sleep)
+    screens = out.getvalue().split(CLEAR)
+    assert screens[0] == ""
+    assert len(screens) == 4  # each tick redraws, even without a new event
+    assert all(s.startswith(f"rings-width-2026 at {iso(moment)}") for s in screens[1:])
