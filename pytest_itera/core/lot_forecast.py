@@ -53,6 +53,7 @@ _TIMED = frozenset({"plan", "run-start", "accepted", "stopped", "rejected", "dec
 _ROOT = "itera:elapsed"  # the laid-out schedule's steps for the time each lot already ran
 _LEAD = "itera:lead"
 _HOUR = Decimal(3600)
+MAX_HOURS = Decimal(10**6)  # a journal's hours above this (114 years) are no measure
 State = Literal["done", "running", "pending", "dropped"]
 
 
@@ -293,10 +294,7 @@ def _step_event(seen: _Seen, event: Mapping[str, Any], moment: datetime | None) 
         if moment is not None:
             seen.running[step] = moment
         return
-    try:
-        hours = as_hours(event.get("hours", 0))
-    except (TypeError, ValueError):
-        hours = Decimal(0)
+    hours = _hours_field(event.get("hours", 0))
     seen.worked[step] = seen.worked.get(step, Decimal(0)) + hours
     gap = event.get("interrupted")
     until = aware_moment(gap.get("until")) if isinstance(gap, dict) else None
@@ -311,11 +309,25 @@ def _step_event(seen: _Seen, event: Mapping[str, Any], moment: datetime | None) 
 
 
 def _lost(event: Mapping[str, Any]) -> Decimal:
+    """The hours an interruption lost: from its moments (``since`` to ``until``), else its
+    ``hours``."""
     gap = event.get("interrupted")
+    if not isinstance(gap, dict):
+        return Decimal(0)
+    since, until = aware_moment(gap.get("since")), aware_moment(gap.get("until"))
+    if since is not None and until is not None:
+        return max(Decimal(0), hours_between(since, until))
+    return _hours_field(gap.get("hours", 0))
+
+
+def _hours_field(value: object) -> Decimal:
+    """A journal's hours, or 0 for what is no measure (not a number, negative, above
+    :data:`MAX_HOURS`)."""
     try:
-        return as_hours(gap.get("hours", 0)) if isinstance(gap, dict) else Decimal(0)
+        hours = as_hours(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return Decimal(0)
+    return hours if hours <= MAX_HOURS else Decimal(0)
 
 
 # ------------------------------------------------------------------------- the forecast
@@ -325,10 +337,17 @@ def forecast_lot(plan: Plan, events: Sequence[Mapping[str, Any]], now: datetime,
                  lead: Decimal | int = 0, catalogue: Catalogue | None = None) -> LotForecast:
     """Judge the campaign of ``plan`` from its journal ``events`` as of ``now`` (events
     after ``now`` are not read: :func:`events_until`); see the module's docstring."""
+    if now.tzinfo is None:
+        raise ValueError(f"now ({now.isoformat()}) has no time zone; give a UTC moment")
     lead = as_hours(lead)
     judged = events_until(events, now)
     seen = _read(judged)
     notes = list(seen.notes)
+    planned = {s.id for s in plan.schedule.steps}
+    notes += [f"journal step {sid!r} is not a step of the plan: not read"
+              for sid in sorted((set(seen.worked) | set(seen.running)) - planned)]
+    for sid in set(seen.running) - planned:
+        del seen.running[sid]
     if seen.last is not None and now < seen.last:
         notes.append(f"now ({_iso(now)}) is before the journal's last moment "
                      f"({_iso(seen.last)}): judged as of that moment")
@@ -343,7 +362,7 @@ def forecast_lot(plan: Plan, events: Sequence[Mapping[str, Any]], now: datetime,
     done, running = _states(kept, seen, measured, ended, _first_lot_step(plan, kept))
     if seen.closed:  # closed: whatever the journal did not time is over
         done, running = {s.id for s in kept}, {}
-    worked = {sid: seen.worked.get(sid, Decimal(0)) + hours_between(since, now)
+    worked = {sid: seen.worked.get(sid, Decimal(0)) + max(Decimal(0), hours_between(since, now))
               for sid, since in running.items()}
     remaining = {s.id: Decimal(0) if s.id in done else
                  max(Decimal(0), hours[s.id] - worked[s.id]) if s.id in running else hours[s.id]

@@ -19,7 +19,7 @@ from pytest_itera.core.campaign import PLAN_FILE, Plan, load_plan
 from pytest_itera.core.journal import JOURNAL_FILE, JournalError, read_events
 from pytest_itera.core.lot_forecast import LotForecast, forecast_lot, moment_of
 from pytest_itera.core.money import example_catalogue
-from pytest_itera.core.schedule import hours_text
+from pytest_itera.core.schedule import ScheduleError, hours_text
 
 __all__ = ["STATUS_FORMAT", "Folder", "FolderError", "judge", "lines", "open_folder", "render",
            "status_json", "verdict"]
@@ -83,7 +83,11 @@ def judge(folder: Folder, now: datetime, *, lead: Decimal | int = 0,
         notes.append(f"the journal's last moment ({_iso(last)}) is after this machine's clock "
                      f"({_iso(now)}): a played clock or another machine's; judged at it")
         now = last
-    fc = forecast_lot(folder.plan, events, now, lead=lead, catalogue=example_catalogue())
+    try:
+        fc = forecast_lot(folder.plan, events, now, lead=lead, catalogue=example_catalogue())
+    except ScheduleError as exc:
+        raise FolderError(f"{folder.root / PLAN_FILE}: its schedule cannot be laid out: "
+                          f"{exc}") from None
     return replace(fc, notes=(*notes, *fc.notes))
 
 

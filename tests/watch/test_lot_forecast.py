@@ -7,11 +7,13 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_itera.core.campaign import plan_from
+from pytest_itera.core.campaign import plan_from, schema
 from pytest_itera.core.lot_forecast import LotForecast, forecast_lot
+from pytest_itera.watch.status import status_json
 from tests.watch.journal import moments, played
 
 
@@ -175,3 +177,30 @@ def test_two_lots_in_turn_each_have_their_end() -> None:
     assert lots["second"].start == noisy
     assert lots["second"].end == noisy + timedelta(days=3)
     assert fc.on_track
+
+
+STATUS = jsonschema.Draft202012Validator(schema("watch-status"))
+KINDS = ["plan", "run-start", "accepted", "stopped", "rejected", "decide", "step-start", "step",
+         "resumed", "checkpoint", "close", "reopen", "log", "torn"]
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 50), st.floats(allow_nan=True),
+                   st.text(max_size=8), st.sampled_from(["2026-01-05T10:00:00Z",
+                                                         "2026-01-06T03:00:00+00:00",
+                                                         "2026-01-04T00:00:00Z", "not a time"]),
+                   st.sampled_from(_run_ids()), st.sampled_from(
+                       [s["id"] for s in PLAN["schedule"]["steps"]] + ["nope"]),
+                   st.lists(st.sampled_from([*_run_ids(), 3]), max_size=2),
+                   st.fixed_dictionaries({"since": st.just("2026-01-05T10:00:00Z"),
+                                          "until": st.sampled_from(["2026-01-05T12:00:00Z",
+                                                                    "2026-02-01T00:00:00Z"]),
+                                          "hours": st.one_of(st.floats(), st.text())}))
+EVENT = st.builds(lambda kind, extra: {"event": kind, **extra}, st.sampled_from(KINDS),
+                  st.dictionaries(st.sampled_from(["at", "run", "step", "hours", "drops", "runs",
+                                                   "interrupted", "rule", "format"]), VALUES))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(EVENT, max_size=25), st.integers(0, 120))
+def test_any_journal_is_judged_without_a_crash(events: list[dict[str, Any]],
+                                               hours: int) -> None:
+    fc = forecast_lot(plan_from(PLAN), events, MOMENTS[0] + timedelta(hours=hours), lead=1)
+    STATUS.validate(status_json(fc))  # every hour, moment and state within its schema
