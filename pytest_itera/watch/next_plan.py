@@ -13,7 +13,7 @@ measured, and the lot advice the plan gate gives for the new schedule. The draft
 by the plan gate's checks in process (the same as ``pytest --itera-plan DRAFT``).
 
 Observed hours come from the closed campaign's manifest, else from the journal (the steps
-:func:`pytest_itera.core.lot_forecast.forecast_lot` measures). Nothing is written into DIR.
+the forecast measures: :func:`pytest_itera.watch.status.judge`). Nothing is written into DIR.
 """
 
 from __future__ import annotations
@@ -41,12 +41,11 @@ from pytest_itera.core.campaign import (
     load_campaign,
     load_plan,
 )
-from pytest_itera.core.journal import JOURNAL_FILE, played_clock_line, read_events
-from pytest_itera.core.lot_forecast import forecast_lot
+from pytest_itera.core.journal import JOURNAL_FILE, played_clock_line
 from pytest_itera.core.money import example_catalogue, lot_options, overflow_advice
 from pytest_itera.core.schedule import as_hours, hours_text
 from pytest_itera.record.base import atomic_write_json
-from pytest_itera.watch.status import FolderError, open_folder
+from pytest_itera.watch.status import FolderError, judge, open_folder
 
 __all__ = [
     "DEFAULT_MARGIN",
@@ -86,12 +85,7 @@ def _observed(root: Path) -> tuple[dict[str, Decimal], list[tuple[str, str]], st
         if manifest is not None and manifest.schedule is not None:
             deviations = [(d.step, d.explanation) for d in manifest.schedule.deviations]
             return sched.observed_hours(manifest.schedule.steps), deviations, MANIFEST_FILE
-    folder = open_folder(root)
-    try:
-        events, _ = read_events(root)
-    except (OSError, ValueError) as exc:
-        raise FolderError(f"{root}: no observed hours: {exc}") from None
-    fc = forecast_lot(folder.plan, events, datetime.now(UTC))
+    fc = judge(open_folder(root), datetime.now(UTC))  # at the journal's last moment at least
     return {s.step: s.worked for s in fc.steps if s.measured}, [], JOURNAL_FILE
 
 
@@ -207,7 +201,8 @@ def _markdown(drafted: NextPlan) -> str:
     for step in drafted.plan["schedule"]["steps"]:
         seen = drafted.observed.get(step["id"])
         rows.append(f"| {step['id']} | {hours_text(drafted.planned[step['id']])} | "
-                    f"{'-' if seen is None else hours_text(seen)} | {step['hours']} |")
+                    f"{'-' if seen is None else hours_text(seen.quantize(Decimal('0.01')))} | "
+                    f"{step['hours']} |")
     return "\n".join([
         f"# Uncertainties left: {drafted.plan['campaign']}", "",
         "The draft plan.json beside this file takes each step's observed hours, rounded up; "

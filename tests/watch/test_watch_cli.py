@@ -209,3 +209,24 @@ def test_on_a_terminal_the_status_is_redrawn_in_place_at_each_tick(tmp_path: Pat
     assert screens[0] == ""
     assert len(screens) == 4  # each tick redraws, even without a new event
     assert all(s.startswith(f"rings-width-2026 at {iso(moment)}") for s in screens[1:])
+
+
+def test_next_plan_from_a_journal_says_why_the_draft_does_not_pass_the_gate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No manifest: the observed hours are the journal's; 1.6 times slower, the draft's 89 h
+    do not fit the 72 h window, and the gate's findings say so."""
+    campaign(tmp_path / "out", slow=1.6)
+    before = tree(tmp_path / "out")
+    assert main(["next-plan", str(tmp_path / "out"), "--to", str(tmp_path / "draft")]) == 1
+    out, err = capsys.readouterr()
+    assert "wrote " in out
+    assert "the draft does not pass the plan gate:" in err
+    assert "plan-schedule-fits: the schedule takes 89 h, 17 h more than the 72 h window" in err
+    assert tree(tmp_path / "out") == before
+    plan = json.loads((tmp_path / "draft" / "plan.json").read_text())
+    hours = {s["id"]: s["hours"] for s in plan["schedule"]["steps"]}
+    assert hours["train-pilot"] == 3.75  # 3.2 h observed, +10 %, to the quarter hour
+    assert hours["setup"] == 2  # not measured: planned hours kept
+    notes = (tmp_path / "draft" / "uncertainties.md").read_text()
+    assert "| train-pilot | 2 | 3.2 | 3.75 |" in notes
+    assert "step setup: an estimate not measured" in notes
