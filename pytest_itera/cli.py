@@ -3,6 +3,8 @@
     python -m pytest_itera check DIR       # the plugin's verdict, without a pytest session
     python -m pytest_itera rehearse DIR    # the verdict on a rehearsal (REHEARSED or not)
     python -m pytest_itera new-plan DIR    # DIR/plan.json: a complete itera-plan/3 to edit
+    python -m pytest_itera watch DIR       # follow an open campaign: the lot's end, forecast
+    python -m pytest_itera next-plan DIR --to DRAFT  # the next plan, from the observed hours
 
 ``check`` exits 0 only when the campaign is accepted (like ``pytest --itera-campaign
 --itera-require-accepted``); ``rehearse`` only when it is REHEARSED: a rehearsal
@@ -21,10 +23,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from pytest_itera.core.campaign import PLAN_FILE, validate
+from pytest_itera.core.schedule import as_hours
 from pytest_itera.record.base import atomic_write_json
 from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
@@ -161,6 +166,59 @@ def _check(folder: Path, python: str | None, timeout: float, *, rehearsal: bool 
     return 0 if result.accepted else 1
 
 
+def _moment(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: not an ISO 8601 moment") from None
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text}: give a time zone, e.g. 2026-01-05T08:00Z")
+    return moment.astimezone(UTC)
+
+
+def _lead(text: str) -> Decimal:
+    try:
+        return as_hours(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: not a number of hours >= 0") from None
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from pytest_itera.watch.follow import Follow, follow
+    from pytest_itera.watch.status import FolderError, judge, open_folder, render, verdict
+
+    try:
+        folder = open_folder(args.folder)
+        if args.once or args.now is not None:
+            fc = judge(folder, args.now or datetime.now(UTC), lead=args.lead,
+                       replay=args.now is not None)
+            print(render(fc, as_json=args.json))
+            return verdict(fc)
+        return follow(folder, Follow(args.lead, args.interval, args.json,
+                                     live=sys.stdout.isatty() and not args.json), sys.stdout)
+    except FolderError as exc:
+        print(f"watch: {exc}", file=sys.stderr)
+        return 4
+
+
+def _next_plan(folder: Path, to: Path, margin: Decimal) -> int:
+    from pytest_itera.watch.next_plan import UNCERTAINTIES_FILE, write_next_plan
+    from pytest_itera.watch.status import FolderError
+
+    try:
+        failures = write_next_plan(folder, to, margin=margin)
+    except FolderError as exc:
+        print(f"next-plan: {exc}", file=sys.stderr)
+        return 4
+    print(f"wrote {to / PLAN_FILE} (a draft: no frozen_at) and {to / UNCERTAINTIES_FILE}")
+    if failures:
+        print("the draft does not pass the plan gate:\n" + "\n".join(
+            f"  {line}" for line in failures), file=sys.stderr)
+        return 1
+    print(f"the draft passes the plan gate (pytest --itera-plan {to})")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_itera", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -183,7 +241,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     new = sub.add_parser("new-plan", help="write a complete itera-plan/3 skeleton")
     new.add_argument("folder", type=Path)
     new.add_argument("--campaign", default=None, help="campaign id (default: the folder name)")
+    watch = sub.add_parser("watch", help="follow an open campaign's journal: the forecast of "
+                           "the lot's end, what to drop (never writes into DIR)")
+    watch.add_argument("folder", type=Path)
+    watch.add_argument("--once", action="store_true",
+                       help="judge once and exit: 0 on track, 1 off track or a stop rule fired")
+    watch.add_argument("--json", action="store_true", help="one JSON object per judgement")
+    watch.add_argument("--now", type=_moment, default=None,
+                       help="judge the journal as of this ISO 8601 moment (with its zone), once")
+    watch.add_argument("--lead", type=_lead, default=Decimal(0),
+                       help="hours kept before the lot's end (default 0)")
+    watch.add_argument("--interval", type=float, default=10.0, help="seconds between polls")
+    nxt = sub.add_parser("next-plan", help="write the next campaign's draft plan from this "
+                         "one's observed hours, with the uncertainties left")
+    nxt.add_argument("folder", type=Path)
+    nxt.add_argument("--to", type=Path, required=True, help="the draft's folder (new)")
+    nxt.add_argument("--margin", type=_lead, default=Decimal("0.10"),
+                     help="observed hours are rounded up by this share (default 0.10)")
     args = parser.parse_args(argv)
+    if args.command == "watch":
+        return _watch(args)
+    if args.command == "next-plan":
+        return _next_plan(args.folder, args.to, args.margin)
     if args.command in ("check", "rehearse"):
         return _check(args.folder, args.python, args.timeout,
                       rehearsal=args.command == "rehearse",

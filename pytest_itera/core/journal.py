@@ -62,6 +62,7 @@ __all__ = [
     "line_digest",
     "manifest_digest",
     "played_clock_line",
+    "read_events",
 ]
 
 JOURNAL_FILE = "itera-journal.jsonl"
@@ -143,6 +144,15 @@ class Journal:
             fsync_dir(self.path.parent)
         self.events.append(chained)
         self.head = line_digest(line)
+
+
+def read_events(root: Path) -> tuple[list[dict[str, Any]], TornLine | None]:
+    """The journal's whole events and its torn tail, read without touching the file (what a
+    reader that follows a campaign another process records needs: :meth:`Journal.open`
+    cuts a torn tail off). Raises OSError when it cannot be read and :class:`JournalError`
+    for a broken line before the last."""
+    events, _, torn = _parse((Path(root) / JOURNAL_FILE).read_bytes())
+    return events, torn
 
 
 def _parse(data: bytes) -> tuple[list[dict[str, Any]], int, TornLine | None]:

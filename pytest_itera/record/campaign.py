@@ -89,6 +89,8 @@ from pytest_itera.core.journal import (
     is_played,
     manifest_digest,
 )
+from pytest_itera.core.lot_forecast import LotForecast, forecast_lot
+from pytest_itera.core.schedule import as_hours
 from pytest_itera.core.text import is_blank, says_nothing
 from pytest_itera.record import close as closing
 from pytest_itera.record import tally
@@ -486,6 +488,16 @@ class CampaignRecorder:
         script that continues a campaign skips (``if "setup" not in rec.finished_steps:``).
         Timing one of them again is refused."""
         return self._steps.finished()
+
+    def forecast(self, *, lead: float | Decimal = 0, now: datetime | None = None
+                 ) -> LotForecast:
+        """The lot's end forecast from the journal so far, typed (what ``python -m
+        pytest_itera watch`` judges): each run's progress, each lot's margin after ``lead``
+        hours, what to drop when it is negative (``.warning()``), the last safe moment to
+        start the retrieval. ``now`` defaults to the recorder's clock."""
+        self._require_plan()
+        return forecast_lot(self.plan_model, self.journal.events, now or self._clock(),
+                            lead=as_hours(lead))
 
     def last_moment(self) -> datetime | None:
         """The last moment the journal records (any event's time), or None when it records

@@ -226,6 +226,7 @@ SNIPPETS: dict[str, str] = {
     # the first line of each python block of the docs -> the runner below that covers it
     "from pytest_itera.core.campaign import Step": "values",
     "from pytest_itera.core.campaign import Lot, Step": "values",
+    "from pytest_itera.core.lot_forecast import forecast_lot": "values",
     "from hypothesis import given": "property",
     "# record.py: run it beside draft/plan.json; it writes out/": "recorder",
     "# conftest.py": "hooks",

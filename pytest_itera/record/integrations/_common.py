@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pytest_itera.core.journal import JournalError
 from pytest_itera.record.base import RecordError, check_relpath, sha256_file
 
 if TYPE_CHECKING:
@@ -130,3 +132,32 @@ def not_known(run: RunRecorder, step: int, why: str) -> None:
         return
     warnings.warn(f"run {run.id!r} resumed at step {step} from {why}: record it with "
                   f"rec.run({run.id!r}).resumed_from(<checkpoint path>, {step})", stacklevel=3)
+
+
+FORECAST_LOG = logging.getLogger("pytest_itera.core.lot_forecast")
+
+
+class ForecastWarner:
+    """The lot's end forecast in the training log: the warning when the margin turns
+    negative, logged once per change (a new warning, or back on track), never per step.
+    The callbacks ask at each save and each epoch, not at each batch."""
+
+    def __init__(self, rec: CampaignRecorder, lead: float = 0) -> None:
+        self.rec = rec
+        self.lead = lead
+        self.said: str | None = None
+
+    def check(self) -> str | None:
+        """Judge the journal now; log the warning when it changed. Returns it (None: on
+        track). A journal that cannot be judged says nothing here: watch says why."""
+        try:
+            warning = self.rec.forecast(lead=self.lead).warning()
+        except (RecordError, JournalError, ValueError):
+            return self.said
+        if warning != self.said:
+            if warning is not None:
+                FORECAST_LOG.warning("%s", warning)
+            elif self.said is not None:
+                FORECAST_LOG.info("pytest-itera: back on track, every lot fits")
+            self.said = warning
+        return warning

@@ -46,6 +46,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 from pytest_itera.record.base import RecordError
 from pytest_itera.record.integrations._common import (
+    ForecastWarner,
     campaign_relpath,
     not_known,
     record_checkpoint,
@@ -144,7 +145,8 @@ class IteraCallback(Callback):
     """Records the ``.ckpt`` files of a Lightning fit, and its per-step training loss, into
     the run ``run_id`` of ``rec``."""
 
-    def __init__(self, rec: CampaignRecorder, run_id: str, *, series: str = "loss") -> None:
+    def __init__(self, rec: CampaignRecorder, run_id: str, *, series: str = "loss",
+                 lead: float = 0) -> None:
         rec.planned_run(run_id)  # refused now when the run is not planned
         _refuse_what_no_ckpt_holds(rec, run_id)
         self.rec = rec
@@ -157,6 +159,8 @@ class IteraCallback(Callback):
         # written by a ModelCheckpoint that deletes (path, weights only, kind): recorded at
         # the end
         self._pending: list[tuple[str, bool, Kind]] = []
+        # the lot's end forecast, logged when it turns (lead: hours kept before the lot ends)
+        self.forecast = ForecastWarner(rec, lead)
 
     # ---- where ModelCheckpoint writes
 
@@ -244,6 +248,8 @@ class IteraCallback(Callback):
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._collect(trainer)
+        if trainer.is_global_zero:
+            self.forecast.check()  # once an epoch: the warning is logged when it turns
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._collect(trainer)

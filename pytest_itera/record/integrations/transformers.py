@@ -46,6 +46,7 @@ from transformers import TrainerCallback
 
 from pytest_itera.record.base import RecordError
 from pytest_itera.record.integrations._common import (
+    ForecastWarner,
     campaign_relpath,
     not_known,
     record_checkpoint,
@@ -113,12 +114,14 @@ def _holds(folder: Path, state: TrainerState) -> bool:
 class IteraCallback(TrainerCallback):
     """Records a Trainer's checkpoints and logs into the run ``run_id`` of ``rec``."""
 
-    def __init__(self, rec: CampaignRecorder, run_id: str) -> None:
+    def __init__(self, rec: CampaignRecorder, run_id: str, *, lead: float = 0) -> None:
         rec.planned_run(run_id)  # refused now when the run is not planned
         self.rec = rec
         self.run_id = run_id
         self.run = rec.run(run_id)
         self._pending: list[str] = []  # saved under save_total_limit: recorded at the end
+        # the lot's end forecast, logged when it turns (lead: hours kept before the lot ends)
+        self.forecast = ForecastWarner(rec, lead)
 
     # ---- where the Trainer writes
 
@@ -167,6 +170,7 @@ class IteraCallback(TrainerCallback):
         if not state.is_world_process_zero:
             return
         folder = f"{self._output_dir(args)}/checkpoint-{state.global_step}".removeprefix("./")
+        self.forecast.check()  # at each save: the warning is logged when it turns
         if args.save_total_limit is not None:
             self._pending.append(folder)  # a later save may rotate it away
             return
