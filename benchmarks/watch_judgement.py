@@ -5,8 +5,15 @@
 The campaign is the example's plan (example_campaign/plan.py) with a played journal
 (tests/watch/journal.py) padded with log lines to --events events, slowed so that the lot
 overflows and the reduced protocol is searched too. One judgement is what ``watch`` does at
-each new event: read plan.json and the journal, parse every line, forecast the lot's end
-(:func:`pytest_itera.watch.status.judge`). The median of --repeat judgements is printed.
+each new event: read plan.json and the journal, parse every line, forecast the lot's end and
+judge the open campaign's facts (:func:`pytest_itera.watch.status.judge` with the watch's
+:class:`~pytest_itera.watch.judged.Judged`): the stop rules on the series so far (the log
+lines), the saved checkpoints, the predictions, the times. The median of --repeat
+judgements is printed.
+
+Reloads are not in that figure: a checkpoint is reloaded once per content, in the reload
+server, and its verdict cached by size and mtime (a re-judgement reloads nothing unchanged).
+The first judgement, which would pay them, is not timed; this folder has no checkpoint file.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from pytest_itera.watch.judged import Judged
 from pytest_itera.watch.status import judge, open_folder
 from tests.watch.journal import played, write
 from tests.watch.test_lot_forecast import DROPS, example_plan
@@ -48,14 +56,15 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, Judged() as judged:
         root = Path(tmp)
         now = campaign(root, args.events)
         folder = open_folder(root)
+        judge(folder, now, lead=2, judged=judged)  # what is cached: the reloads
         times = []
         for _ in range(args.repeat):
             start = time.perf_counter()
-            fc = judge(folder, now, lead=2)
+            fc = judge(folder, now, lead=2, judged=judged)
             times.append((time.perf_counter() - start) * 1000)
     median = statistics.median(times)
     print(f"one judgement of a {fc.events}-event journal: median {median:.1f} ms, "

@@ -185,17 +185,20 @@ def _lead(text: str) -> Decimal:
 
 def _watch(args: argparse.Namespace) -> int:
     from pytest_itera.watch.follow import Follow, follow
+    from pytest_itera.watch.judged import Judged
     from pytest_itera.watch.status import FolderError, judge, open_folder, render, verdict
 
     try:
         folder = open_folder(args.folder)
-        if args.once or args.now is not None:
-            fc = judge(folder, args.now or datetime.now(UTC), lead=args.lead,
-                       replay=args.now is not None)
-            print(render(fc, as_json=args.json))
-            return verdict(fc)
-        return follow(folder, Follow(args.lead, args.interval, args.json,
-                                     live=sys.stdout.isatty() and not args.json), sys.stdout)
+        with Judged() as judged:  # one reload server for the whole watch
+            if args.once or args.now is not None:
+                fc = judge(folder, args.now or datetime.now(UTC), lead=args.lead,
+                           replay=args.now is not None, judged=judged)
+                print(render(fc, as_json=args.json))
+                return verdict(fc)
+            return follow(folder, Follow(args.lead, args.interval, args.json,
+                                         live=sys.stdout.isatty() and not args.json),
+                          sys.stdout, judged=judged)
     except FolderError as exc:
         print(f"watch: {exc}", file=sys.stderr)
         return 4

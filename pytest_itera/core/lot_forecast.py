@@ -41,6 +41,7 @@ from typing import Any, Literal
 from pytest_itera.core import schedule as sched
 from pytest_itera.core.campaign import Lot, Plan, Step, aware_moment
 from pytest_itera.core.money import Catalogue, overflow_advice
+from pytest_itera.core.open_facts import OpenFacts
 from pytest_itera.core.schedule import ObservedStep, as_hours, hours_text
 
 __all__ = ["LotEnd", "LotForecast", "RuleFired", "RunProgress", "SaveGap", "StepProgress",
@@ -172,6 +173,8 @@ class LotForecast:
     closed: bool
     events: int  # journal events judged
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # What else is judged on the open campaign (the folder's files: pytest_itera.watch.judged)
+    facts: OpenFacts = field(default_factory=OpenFacts)
 
     @property
     def margin(self) -> Decimal | None:

@@ -16,6 +16,7 @@ from typing import TextIO
 
 from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.core.lot_forecast import LotForecast
+from pytest_itera.watch.judged import Judged
 from pytest_itera.watch.status import Folder, judge, render
 
 __all__ = ["Follow", "follow"]
@@ -42,9 +43,11 @@ def _stamp(folder: Folder) -> tuple[int, int] | None:
 
 
 def judgements(folder: Folder, how: Follow, clock: Callable[[], datetime],
-               sleep: Callable[[float], None]) -> Iterator[LotForecast]:
+               sleep: Callable[[float], None],
+               judged: Judged | None = None) -> Iterator[LotForecast]:
     """Each new judgement: at the start, then whenever the journal changes (a live display
-    also on each tick); ends after the closure."""
+    also on each tick); ends after the closure. ``judged`` lasts across them: a checkpoint
+    is reloaded once, not at each judgement."""
     last_stamp: tuple[int, int] | str | None = "never"
     last_now: datetime | None = None
     while True:
@@ -53,7 +56,7 @@ def judgements(folder: Folder, how: Follow, clock: Callable[[], datetime],
         now = last_now if backwards and last_now is not None else now
         stamp = _stamp(folder)
         if stamp != last_stamp or how.live or backwards:
-            fc = judge(folder, now, lead=how.lead)
+            fc = judge(folder, now, lead=how.lead, judged=judged)
             if backwards:
                 fc = replace(fc, notes=(*fc.notes, "the system clock went backwards; the "
                                         f"last moment judged ({now:%Y-%m-%dT%H:%M:%SZ}) is kept"))
@@ -67,12 +70,12 @@ def judgements(folder: Folder, how: Follow, clock: Callable[[], datetime],
 
 def follow(folder: Folder, how: Follow, out: TextIO, *,
            clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-           sleep: Callable[[float], None] | None = None) -> int:
+           sleep: Callable[[float], None] | None = None, judged: Judged | None = None) -> int:
     """Print each judgement until the closure or Ctrl-C (both end cleanly: 0)."""
     import time
 
     try:
-        for fc in judgements(folder, how, clock, sleep or time.sleep):
+        for fc in judgements(folder, how, clock, sleep or time.sleep, judged):
             out.write((CLEAR if how.live else "") + render(fc, as_json=how.as_json) + "\n")
             out.flush()
     except KeyboardInterrupt:

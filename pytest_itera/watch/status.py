@@ -17,9 +17,10 @@ from typing import Any
 
 from pytest_itera.core.campaign import PLAN_FILE, Plan, load_plan
 from pytest_itera.core.journal import JOURNAL_FILE, JournalError, read_events
-from pytest_itera.core.lot_forecast import LotForecast, forecast_lot, moment_of
+from pytest_itera.core.lot_forecast import LotForecast, events_until, forecast_lot, moment_of
 from pytest_itera.core.money import example_catalogue
 from pytest_itera.core.schedule import ScheduleError, hours_text
+from pytest_itera.watch.judged import Judged, open_facts
 
 __all__ = ["STATUS_FORMAT", "Folder", "FolderError", "judge", "lines", "open_folder", "render",
            "status_json", "verdict"]
@@ -57,11 +58,13 @@ def open_folder(root: Path) -> Folder:
 
 
 def judge(folder: Folder, now: datetime, *, lead: Decimal | int = 0,
-          replay: bool = False) -> LotForecast:
+          replay: bool = False, judged: Judged | None = None) -> LotForecast:
     """The folder's journal judged at ``now`` (:class:`FolderError` when it is another
     campaign's, or broken before its last line). ``replay``: as of ``now``, the events after
     it unread (``--now``); else every event, and a journal ahead of this machine's clock (a
-    played clock, another machine's) is judged at its last moment, and said so."""
+    played clock, another machine's) is judged at its last moment, and said so. Besides the
+    forecast, the open campaign's facts (:func:`pytest_itera.watch.judged.open_facts`); with
+    ``judged`` (one per ``watch``: its reload server and cache) its files are read too."""
     notes: list[str] = []
     try:
         events, torn = read_events(folder.root)
@@ -88,7 +91,8 @@ def judge(folder: Folder, now: datetime, *, lead: Decimal | int = 0,
     except ScheduleError as exc:
         raise FolderError(f"{folder.root / PLAN_FILE}: its schedule cannot be laid out: "
                           f"{exc}") from None
-    return replace(fc, notes=(*notes, *fc.notes))
+    facts = open_facts(folder.plan, folder.root, events_until(events, fc.now), fc.steps, judged)
+    return replace(fc, facts=facts, notes=(*notes, *fc.notes, *facts.notes))
 
 
 def _same_campaign(folder: Folder, first: dict[str, Any]) -> None:
@@ -102,8 +106,11 @@ def _same_campaign(folder: Folder, first: dict[str, Any]) -> None:
 
 
 def verdict(fc: LotForecast) -> int:
-    """0 on track; 1 when the lot overflows, a must run will not finish or a stop rule fired."""
-    return ON_TRACK if fc.on_track and not fc.late_musts and not fc.rules else OFF_TRACK
+    """0 on track; 1 when the lot overflows, a must run will not finish, a stop rule fired
+    (recorded, or on the series so far) or a must run's checkpoint does not reload."""
+    off = (not fc.on_track or fc.late_musts or fc.rules or fc.facts.rules
+           or fc.facts.failing_musts)
+    return OFF_TRACK if off else ON_TRACK
 
 
 def _h(hours: Decimal) -> str:
@@ -138,10 +145,32 @@ def lines(fc: LotForecast) -> list[str]:
                + (f" (observed rates: {ratios})" if ratios else " (planned hours)")
                + (f"; restarts lost {_h(fc.lost_hours)}" if fc.lost_hours else ""))
     out += [f"  stop rule {r.rule} fired on {r.run} at {_iso(r.at)}" for r in fc.rules]
+    out += _fact_lines(fc)
     out += [f"  saves: {gap.describe()}" for gap in fc.saves]
     out += [f"  note: {note}" for note in fc.notes]
     warning = fc.warning()
     out.append(warning if warning else "  on track")
+    return out
+
+
+def _fact_lines(fc: LotForecast) -> list[str]:
+    """The open campaign's facts: a stop rule the series triggers, each checkpoint that does
+    not reload and a count of the others, predictions that miss their corpus, times that do
+    not fit the plan."""
+    facts = fc.facts
+    out = [f"  {rule.describe()}" for rule in facts.rules]
+    out += [f"  checkpoint {c.path} ({c.run}{', must' if c.must else ''}) does not reload: "
+            f"{c.cause}" for c in facts.checkpoints if c.state == "fails"]
+    counts = [(sum(c.state == state for c in facts.checkpoints), words) for state, words in
+              (("reloads", "reload"), ("fails", "do not"), ("missing", "not in the folder"))]
+    if facts.checkpoints:
+        out.append("  checkpoints: " + ", ".join(f"{n} {words}" for n, words in counts if n))
+    out += [f"  predictions {p.path} ({p.run}): {'; '.join(p.problems)}"
+            for p in facts.predictions if not p.covers]
+    covered = [p.run for p in facts.predictions if p.covers]
+    if covered:
+        out.append(f"  predictions cover the frozen corpus: {', '.join(covered)}")
+    out += [f"  times: {t.text}" for t in facts.times]
     return out
 
 
@@ -178,5 +207,22 @@ def status_json(fc: LotForecast) -> dict[str, Any]:
         "saves": [{"run": g.run, "since": _iso(g.since), "until": _iso(g.until),
                    "hours": _hours(g.hours), "allowed_hours": _hours(g.allowed)}
                   for g in fc.saves],
+        **_facts_json(fc),
         "notes": list(fc.notes),
+    }
+
+
+def _facts_json(fc: LotForecast) -> dict[str, Any]:
+    facts = fc.facts
+    return {
+        "series_rules": [{"run": r.run, "rule": r.rule, "kind": r.kind, "step": r.step,
+                          "where": r.where, "detail": r.detail} for r in facts.rules],
+        "checkpoints_judged": facts.reloaded,
+        "checkpoints": [{"path": c.path, "run": c.run, "must": c.must, "state": c.state,
+                         "cause": c.cause, "step": c.step} for c in facts.checkpoints],
+        "predictions": [{"run": p.run, "path": p.path, "covers": p.covers,
+                         "problems": list(p.problems)} for p in facts.predictions],
+        "times": [{"step": t.step, "planned_hours": _hours(t.planned),
+                   "observed_hours": _hours(t.observed), "short": t.short, "text": t.text}
+                  for t in facts.times],
     }
