@@ -54,6 +54,7 @@ _TIMED = frozenset({"plan", "run-start", "accepted", "stopped", "rejected", "dec
 _ROOT = "itera:elapsed"  # the laid-out schedule's steps for the time each lot already ran
 _LEAD = "itera:lead"
 _HOUR = Decimal(3600)
+RENTAL_SOURCE = "the journal's first event (no lot start recorded)"
 MAX_HOURS = Decimal(10**6)  # a journal's hours above this (114 years) are no measure
 State = Literal["done", "running", "pending", "dropped"]
 
@@ -175,6 +176,14 @@ class LotForecast:
     notes: tuple[str, ...] = field(default_factory=tuple)
     # What else is judged on the open campaign (the folder's files: pytest_itera.watch.judged)
     facts: OpenFacts = field(default_factory=OpenFacts)
+
+    @property
+    def rental_source(self) -> str | None:
+        """Where :attr:`rental_start` comes from, said in the status. Neither the plan nor
+        the journal records a lot's start: ``frozen_at`` may precede the rental (a plan
+        frozen before renting), a receipt or quote says a day (``issued_on``), not a moment;
+        the recorder journals the plan on the rented machine, at its first moment."""
+        return RENTAL_SOURCE if self.rental_start is not None else None
 
     @property
     def margin(self) -> Decimal | None:

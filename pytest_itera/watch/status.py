@@ -139,6 +139,8 @@ def lines(fc: LotForecast) -> list[str]:
                    f"{_h(lot.margin)} after the {_h(fc.lead)} lead"
                    + (f"; retrieval starts by {_iso(lot.retrieval_start)}"
                       if lot.retrieval_start else ""))
+    if fc.rental_source is not None:
+        out.append(f"  rental start {_iso(fc.rental_start)}: {fc.rental_source}")
     ratios = ", ".join(f"{kind} x{hours_text(r.quantize(Decimal('0.01')))}"
                        for kind, r in sorted(fc.ratios.items()))
     out.append(f"  forecast end {_iso(fc.end)}"
@@ -188,7 +190,8 @@ def status_json(fc: LotForecast) -> dict[str, Any]:
     return {
         "format": STATUS_FORMAT, "campaign": fc.campaign, "now": _iso(fc.now),
         "events": fc.events, "closed": fc.closed, "lead_hours": _hours(fc.lead),
-        "rental_start": _iso(fc.rental_start), "end": _iso(fc.end),
+        "rental_start": _iso(fc.rental_start), "rental_start_source": fc.rental_source,
+        "end": _iso(fc.end),
         "margin_hours": None if fc.margin is None else _hours(fc.margin),
         "on_track": fc.on_track, "exit": verdict(fc), "warning": fc.warning(),
         "drop": list(fc.drop), "drop_fits": fc.drop_fits,

@@ -195,6 +195,8 @@ def test_times_that_do_not_fit_the_plan_are_said(
         "text": "step 'train-pilot' took 3.2 h against 2 h planned (+60 %), above the 10 % "
                 "tolerance"}]
     assert status["checkpoints_judged"] is True
+    assert status["rental_start"] == "2026-01-05T12:00:00Z"  # the journal's first moment
+    assert status["rental_start_source"] == "the journal's first event (no lot start recorded)"
 
 
 def test_follow_reloads_a_checkpoint_once_across_its_judgements(
