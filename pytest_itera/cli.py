@@ -248,7 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                            "the lot's end, what to drop (never writes into DIR)")
     watch.add_argument("folder", type=Path)
     watch.add_argument("--once", action="store_true",
-                       help="judge once and exit: 0 on track, 1 off track or a stop rule fired")
+                       help="judge once and exit: 0 on track, 1 off track, a stop rule fired or a "
+                       "must run's checkpoint does not reload")
     watch.add_argument("--json", action="store_true", help="one JSON object per judgement")
     watch.add_argument("--now", type=_moment, default=None,
                        help="judge the journal as of this ISO 8601 moment (with its zone), once")

@@ -50,7 +50,7 @@ __all__ = ["Judged", "checkpoint_reloads", "open_facts", "predictions_coverage",
 
 T = TypeVar("T")
 Stamp = tuple[tuple[str, int, int], ...]  # (relative path, size, mtime_ns) of each file
-_SERVER_FAILURES = ("interpreter", "server")  # the reloader's fault, not the checkpoint's
+SERVER_FAILURES = ("interpreter", "server")  # the reloader's fault, not the checkpoint's
 
 
 class Judged:
@@ -70,22 +70,22 @@ class Judged:
         found: T = self._cache[key]
         return found
 
-    def reloaded(self, target: Path, display: str, seen: Stamp) -> ReloadResult | None:
-        """``target`` reloaded in the server (started at the first reload), once per stamp;
-        None when the server itself failed: no verdict on the file, the next judgement asks
-        again."""
+    def reloaded(self, target: Path, display: str, seen: Stamp) -> ReloadResult:
+        """``target`` reloaded in the server (started at the first reload), once per stamp.
+        A failure of the server itself (no usable interpreter, a crash) is no verdict on the
+        file: not cached, the next judgement asks again."""
         key = ("reload", str(target), seen)
-        if key not in self._cache:
-            if self._reloader is None:
-                self._reloader = (Reloader(self._python) if self._timeout is None
-                                  else Reloader(self._python, timeout=self._timeout))
-            self.reloads += 1
-            result = self._reloader.reload(target, display)
-            if not result.ok and result.failure in _SERVER_FAILURES:
-                return None
+        if key in self._cache:
+            cached: ReloadResult = self._cache[key]
+            return cached
+        if self._reloader is None:
+            self._reloader = (Reloader(self._python) if self._timeout is None
+                              else Reloader(self._python, timeout=self._timeout))
+        self.reloads += 1
+        result = self._reloader.reload(target, display)
+        if result.ok or result.failure not in SERVER_FAILURES:
             self._cache[key] = result
-        found: ReloadResult = self._cache[key]
-        return found
+        return result
 
     def close(self) -> None:
         if self._reloader is not None:
@@ -267,8 +267,9 @@ def checkpoint_reloads(plan: Plan, root: Path, events: Sequence[Mapping[str, Any
             found.append(CheckpointReload(path, run, must, "missing"))
             continue
         result = judged.reloaded(target, path, seen)
-        if result is None:
-            notes.append(f"checkpoint {path} not reloaded: the reload server is not usable")
+        if not result.ok and result.failure in SERVER_FAILURES:
+            notes.append(f"checkpoint not reloaded (asked again at the next judgement): "
+                         f"{result.cause}")
             continue
         found.append(CheckpointReload(path, run, must, "reloads" if result.ok else "fails",
                                       result.cause, result.step))

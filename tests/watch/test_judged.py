@@ -28,9 +28,10 @@ CONTROL_SAVED = 10  # the played journal's first 10 events: control runs, 3 save
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file's bytes and mtime: what watch must leave as it is."""
-    return {p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every file's bytes and every file's and folder's mtime: what watch leaves as it is."""
+    return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else b"",
+                                             p.stat().st_mtime_ns)
+            for p in sorted([root, *root.rglob("*")])}
 
 
 def logs(run: str, losses: list[float | str]) -> list[dict[str, Any]]:
@@ -231,3 +232,48 @@ def test_the_status_said_without_a_reload_server_reads_no_file(tmp_path: Path) -
     fc = judge(open_folder(root), datetime.fromisoformat("2026-01-06T02:00:00Z"))
     assert fc.facts.checkpoints == ()
     assert not fc.facts.reloaded
+
+
+def test_a_reload_server_that_cannot_start_is_said_and_asked_again(tmp_path: Path) -> None:
+    from tests.checkpoints import general_checkpoint
+
+    root = tmp_path / "out"
+    open_campaign(root)
+    (root / "runs" / "control").mkdir(parents=True)
+    general_checkpoint(root / "runs" / "control", name="last.pt")
+    now = datetime.fromisoformat("2026-01-06T02:00:00Z")
+    with Judged(str(tmp_path / "no-python")) as broken:
+        fc = judge(open_folder(root), now, judged=broken)
+        judge(open_folder(root), now, judged=broken)
+        assert broken.reloads == 2  # no verdict on the file: not cached
+    assert fc.facts.checkpoints == ()
+    assert verdict(fc) == 0
+    assert ("checkpoint not reloaded (asked again at the next judgement): "
+            f"runs/control/last.pt: --itera-python {tmp_path / 'no-python'}: not an "
+            "executable file") in fc.notes
+
+
+def test_watch_once_on_a_folder_with_every_kind_of_file_writes_nothing_into_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real command: a checkpoint reloaded, a measurements file and predictions read;
+    every byte and every mtime of the folder as before."""
+    from tests.checkpoints import general_checkpoint
+
+    root = tmp_path / "out"
+    events = open_campaign(root, [
+        {"event": "measurements", "run": "control", "path": "runs/control/measurements.jsonl"},
+        {"event": "predictions", "run": "pilot", "path": "runs/pilot/predictions.jsonl",
+         "sha256": "0" * 64}])
+    (root / "runs" / "control").mkdir(parents=True)
+    (root / "runs" / "pilot").mkdir(parents=True)
+    general_checkpoint(root / "runs" / "control", name="last.pt")
+    (root / "runs/control/measurements.jsonl").write_text('{"step": 0, "loss": 2.0}\n')
+    _corpus(root, range(600))
+    (root / "runs/pilot/predictions.jsonl").write_text(
+        "".join(json.dumps({"id": f"r{i}"}) + "\n" for i in range(600)))
+    before = snapshot(root)
+    assert main(["watch", str(root), "--once", "--now", events[CONTROL_SAVED - 1]["at"]]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "  checkpoints: 1 reload" in out
+    assert "  predictions cover the frozen corpus: pilot" in out
+    assert snapshot(root) == before
