@@ -128,8 +128,9 @@ def open_facts(plan: Plan, root: Path, events: Sequence[Mapping[str, Any]],
     without ``judged`` no file is read (the series in the journal and the times still are)."""
     notes: list[str] = []
     rules = rules_on_series(plan, root, events, judged, notes)
-    reloads = checkpoint_reloads(plan, root, events, judged, notes) if judged else ()
-    predictions = predictions_coverage(plan, root, events, judged) if judged else ()
+    reloads = (checkpoint_reloads(plan, root, events, judged, notes) if judged is not None
+               else ())
+    predictions = predictions_coverage(plan, root, events, judged) if judged is not None else ()
     return OpenFacts(rules, reloads, predictions, step_times(plan, steps),
                      reloaded=judged is not None, notes=tuple(notes))
 
