@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.checks.prose.judging import advises_then_fails
+from tests.checks.judging import advises_then_fails
 from tests.factory import PREDICTED, CampaignBuilder, expect, sha256
 from tests.runner import Itera
 

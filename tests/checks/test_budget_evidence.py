@@ -14,7 +14,7 @@ import pytest
 
 from pytest_itera.checks.engine import judge
 from pytest_itera.checks.model import Options
-from tests.checks.prose.judging import advises_then_fails, judged
+from tests.checks.judging import advises_then_fails, judged
 from tests.checks.test_budget_checks import (
     CHECK,
     RECEIPT,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_itera.files.corpora import corpus_content, label_text
-from tests.checks.prose.judging import judged
+from tests.checks.judging import judged
 from tests.checks.test_budget_checks import CHECK, add_corpus, budget, deliver
 from tests.factory import CORPUS_IDS, CampaignBuilder, sha256
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_itera.files.measurements import Measurements, Unreadable, read_measurements
-from tests.checks.prose.judging import advises_then_fails
+from tests.checks.judging import advises_then_fails
 from tests.factory import (
     CONTROL_CKPT,
     RESUME_CKPT,

@@ -613,7 +613,7 @@ def test_an_analysis_table_quoting_a_value_no_metric_holds_advises(
 ) -> None:
     """A free table's column is a reading of words (its header may be a split, a step): it
     advises, and refuses under strict text."""
-    from tests.checks.prose.judging import advises_then_fails
+    from tests.checks.judging import advises_then_fails
 
     campaign.files["analysis.md"] += (TABLE + "| variant-a | 0.97 | 0.1 |\n").encode()
     found = advises_then_fails(campaign, "analysis-present", "analysis-present.quoted-value")
@@ -789,7 +789,7 @@ def test_an_expense_recorded_as_paid_that_is_its_receipts_vat_line_is_refused(
     with_receipt(campaign, "Speicher: 10,00 USD\nMwSt 20 %: 2,00 USD\nGesamt: 12,00 USD\n",
                  label="Mehrwertsteuer-freier Speicher", amount="2.00")
     campaign.manifest["budget"]["included_expenses"][0]["kind"] = "paid"
-    from tests.checks.prose.judging import judged
+    from tests.checks.judging import judged
 
     found = judged(campaign, "budget-consistent")
     assert found.codes() == (["budget-consistent.amount-is-tax"], [])
@@ -799,7 +799,7 @@ def test_an_expense_recorded_as_paid_that_is_its_receipts_vat_line_is_refused(
 def test_a_line_only_the_word_tax_names_advises(campaign: CampaignBuilder) -> None:
     """"Tax" is a word a receipt may write for other things ("tax-exempt storage"): reading it
     advises, and decides under strict text."""
-    from tests.checks.prose.judging import advises_then_fails
+    from tests.checks.judging import advises_then_fails
 
     with_receipt(campaign, "Storage: 10.00 USD\nSales tax: 2.00 USD\nTotal paid: 12.00 USD\n",
                  amount="2.00")

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_itera.checks.budget.receipts import states_reference
 from pytest_itera.checks.prose.receipts import expense_provider, receipt_dates, receipt_issuer
-from tests.checks.prose.judging import judged
+from tests.checks.judging import judged
 from tests.checks.test_budget_checks import CHECK, budget
 from tests.factory import CampaignBuilder
 from tests.pdfs import image_only_pdf, text_pdf

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_itera.checks.prose.placeholders import placeholder_lines, placeholder_only
 from pytest_itera.checks.prose.reload_paths import MissingPath, missing_paths
-from tests.checks.prose.judging import advises_then_fails, judged
+from tests.checks.judging import advises_then_fails, judged
 from tests.factory import CampaignBuilder
 from tests.runner import Itera
 
