@@ -1,8 +1,8 @@
 """The finding codes whose rule tests do not yet say, in the one way the coverage scan reads
-(tests/checks/test_coverage_of_codes.py: ``expect(found, "code")`` and
-``expect_none(found, "code")``), that the code is found on a break and absent on its honest
+(tests/checks/test_coverage_of_codes.py: ``expect_finding(found, "code")`` and
+``expect_no_finding(found, "code")``), that the code is found on a break and absent on its honest
 twin. Many are tested by an older idiom (a whole message, a list of codes, a rendered
-finding) that the scan cannot read: converting such a test to ``expect`` removes its code
+finding) that the scan cannot read: converting such a test to ``expect_finding`` removes its code
 here. The lists only shrink: test_the_known_gaps_only_shrink fails on a covered code."""
 
 # No test expects the code on a break.

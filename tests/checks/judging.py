@@ -1,10 +1,12 @@
 """One way to judge a rule: ``judge`` evaluates one check (or all) over the engine, in process,
-on the session's one reload server, and ``expect``/``expect_none`` assert a finding's code, its
-place and a few words -- not its whole sentence, so a wording change breaks no rule test.
+on the session's one reload server, and ``expect_finding``/``expect_no_finding`` assert a
+finding's code, its place and a few words -- not its whole sentence, so a wording change breaks
+no rule test. (Not ``expect``: tests.factory's ``expect`` matches a pytest run's output lines.)
 
-The codes a rule test asserts are read from these sources by tests/checks/test_codes.py (a
-static scan of ``expect(…, "code"`` and ``expect_none(…, "code"``): every finding code has a
-failing case and a passing twin, whichever process runs the tests (xdist or not).
+The codes a rule test asserts are read from the test sources by
+tests/checks/test_coverage_of_codes.py (a static scan of ``expect_finding(…, "code"`` and
+``expect_no_finding(…, "code"``): every finding code has a failing case and a passing twin,
+whichever process runs the tests (xdist or not).
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def judge(campaign: CampaignBuilder | Path, check: str | None = None, *,
         context.close()
 
 
-def expect(found: Sequence[Finding], code: str, *, where: str | None = None,
+def expect_finding(found: Sequence[Finding], code: str, *, where: str | None = None,
            says: str | Sequence[str] = ()) -> Finding:
     """The one finding of ``code`` among ``found``: placed at ``where`` (when given; a prefix
     is enough), its message holding each of the words ``says``."""
@@ -90,7 +92,7 @@ def expect(found: Sequence[Finding], code: str, *, where: str | None = None,
     return finding
 
 
-def expect_none(found: Sequence[Finding], code: str | None = None) -> None:
+def expect_no_finding(found: Sequence[Finding], code: str | None = None) -> None:
     """No finding of ``code`` among ``found`` (None: no finding at all): the passing twin."""
     wrong = [f for f in found if code is None or f.code == code]
     assert wrong == [], "\n".join(f"{f.code}: {f.render()}" for f in wrong)
@@ -123,4 +125,4 @@ def advises_then_fails(campaign: CampaignBuilder, check: str, code: str,
     assert code in default.codes()[1], default.codes()
     strict = judged(campaign, check, strict=True, options=options, write=False)
     assert strict.advisories == ()
-    return expect(strict.deciding, code)
+    return expect_finding(strict.deciding, code)

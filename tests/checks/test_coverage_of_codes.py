@@ -1,6 +1,6 @@
 """No check loses a failing fixture or a passing twin (issue 40): per finding code of every
-check's KINDS, the rule tests hold a case that expects it (``expect(found, "code")``) and a
-case that expects it absent (``expect_none(found, "code")``).
+check's KINDS, the rule tests hold a case that expects it (``expect_finding(found, "code")``) and a
+case that expects it absent (``expect_no_finding(found, "code")``).
 
 Read statically from the test sources (tests/checks/judging.py's helpers), so the answer is the
 same whichever process runs which test (xdist or not): a literal code, or a parameter of the
@@ -17,7 +17,7 @@ from pytest_itera.checks.kinds import builtin_checks
 from tests.checks.coverage_gaps import NO_FAILING_CASE, NO_PASSING_CASE
 
 TESTS = Path(__file__).parent
-HELPERS = {"expect": "failing", "expect_none": "passing"}
+HELPERS = {"expect_finding": "failing", "expect_no_finding": "passing"}
 
 
 def _table(function: ast.FunctionDef) -> dict[str, set[str]]:
@@ -98,8 +98,8 @@ def test_the_scan_reads_literal_codes_and_parametrize_tables(tmp_path: Path) -> 
         "@pytest.mark.parametrize(('break_', 'code'),\n"
         "                         [('a', 'c.one'), pytest.param('b', 'c.two')])\n"
         "def test_refused(break_, code):\n"
-        "    expect(judge(x), code)\n"
+        "    expect_finding(judge(x), code)\n"
         "def test_honest():\n"
-        "    expect_none(judge(x), 'c.one')\n")
+        "    expect_no_finding(judge(x), 'c.one')\n")
     assert sorted(_cases(source)) == [("c.one", "failing"), ("c.one", "passing"),
                                       ("c.two", "failing")]
