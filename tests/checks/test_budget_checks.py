@@ -15,7 +15,7 @@ from tests.checks.judging import advises_then_fails
 from tests.factory import PREDICTED, CampaignBuilder, expect, sha256
 from tests.runner import Itera
 
-CHECK = "budget-consistent"
+BUDGET = "budget-consistent"
 RECEIPT = "receipts/disk-invoice.pdf"
 
 
@@ -102,20 +102,20 @@ def disk(campaign: CampaignBuilder, amount: str = "2.00") -> dict[str, object]:
 def test_one_3_day_lot_one_corpus_passes(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_two_3_day_lots_cost_94_28(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.plan["budget"]["lots"][0]["quantity"] = 2
     budget(campaign, rental_total="94.28", cost_per_deliverable="94.28")
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_47_14_for_two_distinct_corpora_is_23_57_each(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_a_corpus_replayed_by_every_run_counts_once(
@@ -124,7 +124,7 @@ def test_a_corpus_replayed_by_every_run_counts_once(
     # The control and variant-a both deliver tiny-corpus: one deliverable, not two.
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 distinct "
         "corpus(es) were delivered by accepted control or variant runs that passed their checks "
         "in this session; the declared number counts runs, but a corpus replayed counts once",
@@ -142,7 +142,7 @@ def test_a_b200_lot_of_two_gpus_is_priced_once(
     lot.update(gpu="B200", gpus_per_lot=2, price="120.00", offer="B200 x2, 3 days",
                source={"reference": "Q-2026-118"})
     budget(campaign, rental_total="120.00", cost_per_deliverable="120.00")
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_a_b200_lot_multiplied_by_its_gpus_fails(
@@ -153,7 +153,7 @@ def test_a_b200_lot_multiplied_by_its_gpus_fails(
                source={"reference": "Q-2026-118"})
     budget(campaign, rental_total="240.00", cost_per_deliverable="240.00")
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.rental_total: rental total 240.00 USD is not the sum of price * "
         "quantity, 120.00 USD: it multiplies prices by GPUs per lot, but a lot is priced once",
         "    expected: 120.00 USD = 120.00 x 1 (rtx4090-3d)",
@@ -178,7 +178,7 @@ def test_zero_accepted_with_cost_and_cause_passes(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_zero_accepted_never_shows_a_zero_cost_per_deliverable(
@@ -187,7 +187,7 @@ def test_zero_accepted_never_shows_a_zero_cost_per_deliverable(
     reject_all(campaign)
     budget(campaign, cost_per_deliverable="0.00")
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.cost_per_deliverable: zero accepted deliverables but a cost per "
         "deliverable of 0.00 USD: the ratio is undefined (null)",
         "    expected: null, 47.14 USD engaged and a rejection_cause",
@@ -199,7 +199,7 @@ def test_zero_accepted_needs_a_rejection_cause(
 ) -> None:
     reject_all(campaign)
     budget(campaign, rejection_cause=None)
-    itera.fails(campaign, CHECK, "*: zero accepted deliverables (47.14 USD engaged) without a "
+    itera.fails(campaign, BUDGET, "*: zero accepted deliverables (47.14 USD engaged) without a "
                 "rejection cause")
 
 
@@ -209,7 +209,7 @@ def test_zero_accepted_with_a_placeholder_cause_has_no_cause(
 ) -> None:
     reject_all(campaign)
     budget(campaign, rejection_cause=cause)
-    itera.fails(campaign, CHECK, "*: zero accepted deliverables (47.14 USD engaged) without a "
+    itera.fails(campaign, BUDGET, "*: zero accepted deliverables (47.14 USD engaged) without a "
                 f"rejection cause ({cause!r} is a placeholder, not a cause)")
 
 
@@ -220,7 +220,7 @@ def test_zero_accepted_needs_a_non_zero_engaged_cost(
     campaign.plan["budget"]["lots"][0].update(price="0", offer="Free tier, 3 days",
                                               source={"reference": "promo FREE-72"})
     budget(campaign, rental_total="0.00")
-    itera.fails(campaign, CHECK, "*: zero accepted deliverables and a zero engaged cost: show the "
+    itera.fails(campaign, BUDGET, "*: zero accepted deliverables and a zero engaged cost: show the "
                 "cost actually engaged")
 
 
@@ -230,7 +230,7 @@ def test_zero_accepted_declared_as_one(
     reject_all(campaign)
     budget(campaign, accepted_deliverables=1, cost_per_deliverable="47.14")
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "*: accepted_deliverables is 1, but 0 distinct corpus(es) were delivered*",
         "    expected: 0", "*zero accepted deliverables but a cost per deliverable of 47.14 USD*",
     )
@@ -243,7 +243,7 @@ def test_a_research_decision_reports_its_conclusion_not_a_ratio(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     budget(campaign, unit="decision", cost_per_deliverable=None)
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_a_research_decision_with_a_ratio_fails(
@@ -251,7 +251,7 @@ def test_a_research_decision_with_a_ratio_fails(
 ) -> None:
     budget(campaign, unit="decision")
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.cost_per_deliverable: a research decision reports its "
         "conclusion, not a cost per deliverable (47.14 USD)",
         "    expected: null (the conclusion is reported instead)",
@@ -264,7 +264,7 @@ def test_a_research_decision_with_a_ratio_fails(
 def test_rental_total_wrong(itera: Itera, campaign: CampaignBuilder) -> None:
     budget(campaign, rental_total="50.00", cost_per_deliverable="50.00")
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.rental_total: rental total 50.00 USD is not the sum of price * "
         "quantity, 47.14 USD", "    found:    50.00 USD",
     )
@@ -275,7 +275,7 @@ def test_external_expenses_added_to_the_rental(
 ) -> None:
     budget(campaign, rental_total="52.14", external_expenses=[
         {"label": "object storage, billed by the cloud account", "amount": "5.00"}])
-    itera.fails(campaign, CHECK,
+    itera.fails(campaign, BUDGET,
                 "*: rental total 52.14 USD is not the sum of price * quantity, 47.14 USD: it adds "
                 "the external expenses (5.00 USD); list them apart")
 
@@ -285,7 +285,7 @@ def test_included_expenses_added_to_the_rental(
 ) -> None:
     budget(campaign, rental_total="49.14", cost_per_deliverable="49.14",
            included_expenses=[disk(campaign)])
-    itera.fails(campaign, CHECK,
+    itera.fails(campaign, BUDGET,
                 "*: rental total 49.14 USD is not the sum of price * quantity, 47.14 USD: it adds "
                 "the included expenses, which are listed apart")
 
@@ -295,7 +295,7 @@ def test_included_expenses_count_in_the_cost_per_deliverable(
 ) -> None:
     two_corpora(campaign)
     budget(campaign, cost_per_deliverable="24.57", included_expenses=[disk(campaign)])
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_the_rental_share_per_deliverable_is_accepted_too(
@@ -304,7 +304,7 @@ def test_the_rental_share_per_deliverable_is_accepted_too(
     """The source's own figure is the rental's share: 47.14 USD / 2 corpora = 23.57."""
     two_corpora(campaign)
     budget(campaign, included_expenses=[disk(campaign)])
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_a_ratio_that_is_neither_share_fails(
@@ -313,7 +313,7 @@ def test_a_ratio_that_is_neither_share_fails(
     two_corpora(campaign)
     budget(campaign, cost_per_deliverable="25.00", included_expenses=[disk(campaign)])
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.cost_per_deliverable: cost per deliverable 25.00 USD is not "
         "49.14 USD / 2 = 24.57 USD*",
     )
@@ -326,7 +326,7 @@ def test_an_external_expense_listed_as_included(
     budget(campaign, rental_total="47.14", cost_per_deliverable="347.14",
            included_expenses=[{"label": "analyst time", "amount": "300",
                                "source": receipt(campaign, amount="300.00")}])
-    itera.fails(campaign, CHECK,
+    itera.fails(campaign, BUDGET,
                 "manifest.json $.budget.included_expenses[0]: included expense 'analyst time' "
                 "(300 USD) is the external expense 'analyst time' (300 USD, plan.json "
                 "$.budget.external_expenses[0]): the same label",
@@ -348,10 +348,10 @@ def test_hourly_billing_is_refused(
     else:
         budget(campaign, external_expenses=[{"label": text, "amount": "3.00"}])
         path = "manifest.json $.budget.external_expenses[0].label"
-    found = advises_then_fails(campaign, CHECK, "budget-consistent.hourly-billing")
+    found = advises_then_fails(campaign, BUDGET, "budget-consistent.hourly-billing")
     assert found.render().startswith(f"{path}: hourly billing: {text!r} states a rate per hour")
     assert "    fix:      lots are fixed-price for their whole duration (R4)" in found.render()
-    result = itera("--itera-strict-text", check=CHECK)
+    result = itera("--itera-strict-text", check=BUDGET)
     result.assert_outcomes(failed=1)
     expect(result, f"{path}: hourly billing: {text!r} states a rate per hour*")
 
@@ -359,7 +359,7 @@ def test_hourly_billing_is_refused(
 def test_currencies_disagree(itera: Itera, campaign: CampaignBuilder) -> None:
     budget(campaign, currency="EUR")
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.currency: the manifest's budget is not in the plan's currency",
         "    expected: USD", "    found:    EUR",
     )
@@ -369,7 +369,7 @@ def test_engaged_lot_unknown_or_listed_twice(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     budget(campaign, lots=["rtx4090-3d", "rtx4090-7d", "rtx4090-3d"])
-    itera.fails(campaign, CHECK,
+    itera.fails(campaign, BUDGET,
                 "manifest.json $.budget.lots[1]: engaged lot 'rtx4090-7d' is not a lot of the plan",
                 "    expected: one of 'rtx4090-3d'",
                 "manifest.json $.budget.lots[2]: engaged lot 'rtx4090-3d' is listed twice")
@@ -379,7 +379,7 @@ def test_wrong_ratio(itera: Itera, campaign: CampaignBuilder) -> None:
     two_corpora(campaign)
     budget(campaign, cost_per_deliverable="23.00")
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.cost_per_deliverable: cost per deliverable 23.00 USD is not "
         "47.14 USD / 2 = 23.57 USD", "    expected: 23.57 USD = 47.14 USD / 2",
     )
@@ -387,7 +387,7 @@ def test_wrong_ratio(itera: Itera, campaign: CampaignBuilder) -> None:
 
 def test_missing_ratio(itera: Itera, campaign: CampaignBuilder) -> None:
     budget(campaign, cost_per_deliverable=None)
-    itera.fails(campaign, CHECK, "*: 1 accepted deliverable(s) but no cost per deliverable "
+    itera.fails(campaign, BUDGET, "*: 1 accepted deliverable(s) but no cost per deliverable "
                 "(47.14 USD)")
 
 
@@ -397,7 +397,7 @@ def test_stopped_runs_are_an_expense_not_a_deliverable(
     two_corpora(campaign)
     variant = campaign.manifest["runs"][3]
     variant.update(outcome="stopped", stop={"rule": "non-finite-loss", "reason": "loss was nan"})
-    itera.fails(campaign, CHECK, "*: accepted_deliverables is 2, but 1 distinct corpus(es)*",
+    itera.fails(campaign, BUDGET, "*: accepted_deliverables is 2, but 1 distinct corpus(es)*",
                 "    expected: 1 (tiny-corpus)")
 
 
@@ -433,7 +433,7 @@ def test_a_run_that_failed_its_checks_is_not_an_accepted_deliverable(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     corrupt_variant_predictions(campaign)
-    result = itera(check=f"{CHECK} or files-intact")
+    result = itera(check=f"{BUDGET} or files-intact")
     result.assert_outcomes(failed=2, passed=len(campaign.files) - 1)
     expect(result, *NOT_AN_ACCEPTED_DELIVERABLE)
 
@@ -443,7 +443,7 @@ def test_selected_alone_the_budget_still_sees_the_failing_run(
 ) -> None:
     # Only the budget item runs: the files-intact item that fails is deselected.
     corrupt_variant_predictions(campaign)
-    result = itera(check=CHECK)
+    result = itera(check=BUDGET)
     result.assert_outcomes(failed=1)
     expect(result, *NOT_AN_ACCEPTED_DELIVERABLE)
 
@@ -452,4 +452,4 @@ def test_the_declared_count_without_the_failing_run_passes(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     corrupt_variant_predictions(campaign, declared=1)
-    itera(check=CHECK).assert_outcomes(passed=1)
+    itera(check=BUDGET).assert_outcomes(passed=1)

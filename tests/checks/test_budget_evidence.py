@@ -16,7 +16,7 @@ from pytest_itera.checks.engine import judge
 from pytest_itera.checks.model import Options
 from tests.checks.judging import advises_then_fails, judged
 from tests.checks.test_budget_checks import (
-    CHECK,
+    BUDGET,
     RECEIPT,
     add_corpus,
     budget,
@@ -51,7 +51,7 @@ def test_a_3_day_lot_priced_by_the_hour_is_refused(
 ) -> None:
     lot(campaign, price="46.80")  # 72 h x 0.65 USD/h instead of the lot's 47.14 USD
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the IteraGPU catalogue's offer "
         "'IteraGPU RTX 4090, 3 days' (same offer name), priced 47.14 USD for 3 days, but the "
         "plan prices it 46.80 USD: 46.80 USD = 72 h x 0.65 USD/h",
@@ -78,7 +78,7 @@ def test_a_lot_at_its_offers_price_passes(
     itera: Itera, campaign: CampaignBuilder, fields: dict[str, object]
 ) -> None:
     lot(campaign, **fields)
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 B200 = {"offer": "B200 x2, 3 days", "gpu": "B200", "gpus_per_lot": 2, "price": "120.00"}
@@ -114,7 +114,7 @@ def test_a_lot_priced_without_its_offer_is_refused(
     itera: Itera, campaign: CampaignBuilder, fields: dict[str, object], lines: tuple[str, ...]
 ) -> None:
     lot(campaign, **fields)
-    itera.fails(campaign, CHECK, *lines)
+    itera.fails(campaign, BUDGET, *lines)
 
 
 @pytest.mark.parametrize(
@@ -135,7 +135,7 @@ def test_a_catalogue_offer_keeps_its_terms(
     itera: Itera, campaign: CampaignBuilder, field: str, value: object, message: str
 ) -> None:
     lot(campaign, **{field: value})
-    itera.fails(campaign, CHECK, message, "    fix:      name the offer and its terms as the "
+    itera.fails(campaign, BUDGET, message, "    fix:      name the offer and its terms as the "
                 "catalogue does; an offer on other terms is another offer*")
 
 
@@ -145,7 +145,7 @@ def test_an_offer_outside_the_catalogue_with_its_quote_passes(
 ) -> None:
     source = quote(campaign) if kind == "file" else {"reference": "Q-2026-118"}
     lot(campaign, **B200, source=source)
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_a_quoted_lot_priced_as_hours_of_a_catalogue_lot_is_refused(
@@ -155,7 +155,7 @@ def test_a_quoted_lot_priced_as_hours_of_a_catalogue_lot_is_refused(
     lot(campaign, offer="IteraGPU RTX 4090, 4 days", days=4, price="62.85",
         source={"reference": "Q-2026-4D"})
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' (offer 'IteraGPU RTX 4090, 4 days': "
         "RTX 4090, 4 days) is priced as hours of a catalogue lot: 62.85 USD = 47.14 USD / 72 h "
         "x 96 h, a pro-rata of *",
@@ -168,7 +168,7 @@ def test_a_quoted_lot_of_another_duration_at_its_own_price_passes(
 ) -> None:
     lot(campaign, offer="CloudY RTX 4090, 4 days", days=4, price="60.00",
         source={"reference": "Q-2026-4D"})
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 @pytest.mark.parametrize(
@@ -191,7 +191,7 @@ def test_a_quote_file_is_a_listed_present_non_empty_file(
         campaign.files[source["file"]] = b""
     lot(campaign, **B200, source=source)
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         f"plan.json $.budget.lots[0].source.file: lot 'rtx4090-3d': its source file "
         f"quotes/b200-offer.pdf {problem}",
         "    expected: a receipt, invoice or quote file listed in manifest.json files, present "
@@ -215,7 +215,7 @@ def test_the_hooks_catalogue_is_in_force(
 ) -> None:
     pytester.makeconftest(ACME)
     lot(campaign, offer="Acme 4090, 4 days", days=4, price="60.00")
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_under_the_hooks_catalogue_the_shipped_offer_needs_a_source(
@@ -223,7 +223,7 @@ def test_under_the_hooks_catalogue_the_shipped_offer_needs_a_source(
 ) -> None:
     pytester.makeconftest(ACME)
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'IteraGPU RTX 4090, 3 "
         "days': RTX 4090, 3 days, 47.14 USD) is not in the Acme catalogue in force and records "
         "no source",
@@ -234,7 +234,7 @@ def test_a_hook_that_returns_no_catalogue_fails_the_budget(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     pytester.makeconftest("def pytest_itera_catalogue(config):\n    return {'offers': []}\n")
-    itera.fails(campaign, CHECK,
+    itera.fails(campaign, BUDGET,
                 "pytest_itera_catalogue hook: the price catalogue in force cannot be used: the "
                 "pytest_itera_catalogue hook returned dict, not a "
                 "pytest_itera.core.money.Catalogue")
@@ -253,7 +253,7 @@ def test_the_ini_catalogue_is_in_force(
     pytester.makeini("[pytest]\nitera_catalogue = prices.json\n")
     write_prices(pytester.path)
     lot(campaign, offer="Lab cluster 4090, 3 days", price="55.00")
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_the_ini_catalogue_refuses_another_price(
@@ -263,7 +263,7 @@ def test_the_ini_catalogue_refuses_another_price(
     write_prices(pytester.path)
     lot(campaign, offer="Lab cluster 4090, 3 days", price="47.14")
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the Lab catalogue's offer 'Lab "
         "cluster 4090, 3 days' (same offer name), priced 55.00 USD for 3 days, but the plan "
         "prices it 47.14 USD",
@@ -278,7 +278,7 @@ def test_a_bad_ini_catalogue_is_a_usage_error(
     (pytester.path / "prices.json").write_text(
         (pytester.path / "prices.json").read_text().replace('"55"', "55.5"))
     campaign.write()
-    result = itera(check=CHECK)
+    result = itera(check=BUDGET)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*itera_catalogue = prices.json: *prices.json "
                                  "$.offers[[]0[]].price: 55.5 is a float*"])
@@ -290,7 +290,7 @@ def test_a_lot_in_another_currency_than_its_catalogue(
     campaign.plan["budget"]["currency"] = "EUR"
     budget(campaign, currency="EUR")
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "plan.json $.budget.currency: lot 'rtx4090-3d' is the IteraGPU catalogue's offer "
         "'IteraGPU RTX 4090, 3 days' (same offer name), priced in USD, but the plan's budget "
         "is in EUR",
@@ -337,7 +337,7 @@ def test_hourly_billing_is_found_in_every_money_bearing_text(
         conclude(campaign, text)
     else:
         campaign.manifest["schedule"]["deviations"] = [{"step": "setup", "explanation": text}]
-    found = advises_then_fails(campaign, CHECK, "budget-consistent.hourly-billing")
+    found = advises_then_fails(campaign, BUDGET, "budget-consistent.hourly-billing")
     assert found.render().startswith(f"{where}: hourly billing: {text!r} states a rate per hour")
     assert "    fix:      lots are fixed-price for their whole duration (R4)" in found.render()
 
@@ -354,7 +354,7 @@ def test_hours_in_prose_without_a_rate_are_not_billing(
     itera: Itera, campaign: CampaignBuilder, text: str
 ) -> None:
     conclude(campaign, text)
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 PHRASES_HOOK = "def pytest_itera_hourly_phrases(config):\n    return ['la hora']\n"
@@ -366,13 +366,13 @@ def test_users_add_hourly_phrases_through_the_hook(
     """The users' phrases are readings too: they advise, and decide under strict text."""
     pytester.makeconftest(PHRASES_HOOK)
     budget(campaign, external_expenses=[{"label": "soporte, 20 USD la hora", "amount": "40.00"}])
-    itera.passes(campaign, CHECK)
-    result = itera("--itera-strict-text", check=CHECK)
+    itera.passes(campaign, BUDGET)
+    result = itera("--itera-strict-text", check=BUDGET)
     result.assert_outcomes(failed=1)
     expect(result,
            "manifest.json $.budget.external_expenses[0].label: hourly billing: 'soporte, 20 USD "
            "la hora' states a rate per hour ('la hora')")
-    found = advises_then_fails(campaign, CHECK, "budget-consistent.hourly-billing",
+    found = advises_then_fails(campaign, BUDGET, "budget-consistent.hourly-billing",
                                Options(hourly_phrases=("la hora",)))
     assert found.found == "'la hora'"
 
@@ -381,8 +381,8 @@ def test_without_the_hook_the_users_phrase_is_not_looked_for(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     budget(campaign, external_expenses=[{"label": "soporte, 20 USD la hora", "amount": "40.00"}])
-    itera.passes(campaign, CHECK)
-    assert judged(campaign, CHECK, strict=True).deciding == ()
+    itera.passes(campaign, BUDGET)
+    assert judged(campaign, BUDGET, strict=True).deciding == ()
 
 
 # ====================================================================== expenses (R7)
@@ -396,13 +396,13 @@ def advised_then_strict(itera: Itera, campaign: CampaignBuilder, *lines: str) ->
 
     from pytest_itera.report.verify import check_campaign
 
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
     advised = [p.finding for p in check_campaign(campaign.write()).advisories
-               if p.check == CHECK]
+               if p.check == BUDGET]
     assert advised
     assert {f.code for f in advised} == {"budget-consistent.label-marker"}
     failed = [p.finding.render() for p in check_campaign(campaign.write(), strict_text=True)
-              .findings if p.check == CHECK]
+              .findings if p.check == BUDGET]
     assert failed == [f.render() for f in advised]
     rendered = "\n".join(failed).splitlines()
     at = 0
@@ -436,7 +436,7 @@ def test_an_included_expense_with_its_proof_passes(
     """A receipt file shipped in the campaign (a str here), or an order reference."""
     source = receipt(campaign, proof, amount) if isinstance(proof, str) else proof
     include(campaign, {"label": label, "amount": amount, "source": source})
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 ADDRESSED = ("Buyer: campaign tiny-2026-11", "Date: 2026-11-21")
@@ -468,9 +468,9 @@ def test_a_text_receipt_states_the_amount_recorded_from_it(
     include(campaign, {"label": "bucket storage", "amount": "12.00",
                        "source": {"file": "receipts/storage.txt"}})
     if states:
-        itera.passes(campaign, CHECK)
+        itera.passes(campaign, BUDGET)
     else:
-        itera.fails(campaign, CHECK,
+        itera.fails(campaign, BUDGET,
                     "manifest.json $.budget.included_expenses[0].amount: included expense "
                     "'bucket storage' (12.00 USD): its source file receipts/storage.txt does not "
                     "state 12.00")
@@ -486,7 +486,7 @@ def test_the_amounts_a_receipt_states_are_shown_with_their_units(
         f"{addressed}Bucket storage: 5 GB for the month, 0.20 USD\n").encode()
     include(campaign, {"label": "bucket storage", "amount": "12.00",
                        "source": {"file": "receipts/storage.txt"}})
-    itera.fails(campaign, CHECK, "*its source file receipts/storage.txt does not state 12.00",
+    itera.fails(campaign, BUDGET, "*its source file receipts/storage.txt does not state 12.00",
                 "    expected: 12.00, as receipts/storage.txt states it",
                 "    found:    5 GB, 0.20 USD")
 
@@ -496,7 +496,7 @@ def test_a_lot_price_its_quote_does_not_state_is_refused(
 ) -> None:
     """R4: the quote says 120.00 for the B200 lot of two GPUs; the plan prices it 240.00."""
     lot(campaign, **{**B200, "price": "240.00"}, source=quote(campaign))
-    itera.fails(campaign, CHECK,
+    itera.fails(campaign, BUDGET,
                 "plan.json $.budget.lots[0].price: lot 'rtx4090-3d': its source file "
                 "quotes/b200-offer.pdf does not state 240.00")
 
@@ -517,7 +517,7 @@ def test_a_receipt_is_a_listed_present_file_of_the_campaign(
     else:
         expense["source"] = {"file": "../receipts/disk-invoice.pdf"}  # '..' leaves it
     include(campaign, expense)
-    itera.fails(campaign, CHECK,
+    itera.fails(campaign, BUDGET,
                 "manifest.json $.budget.included_expenses[0].source.file: included expense 'extra "
                 f"disk for the rental' (2.00 USD): its source file *disk-invoice.pdf {problem}")
 
@@ -586,7 +586,7 @@ def test_an_included_expense_without_proof_of_payment_is_refused(
     if any(w in lines[0] for w in ("is declared", "without its receipt file")):
         advised_then_strict(itera, campaign, *lines)  # read from the label: it advises
     else:
-        itera.fails(campaign, CHECK, *lines)
+        itera.fails(campaign, BUDGET, *lines)
 
 
 @pytest.mark.parametrize(
@@ -611,7 +611,7 @@ def test_an_expense_s_kind_decides_in_any_language(
     if "source" not in expense:
         expense["source"] = receipt(campaign)
     include(campaign, expense)
-    itera.fails(campaign, CHECK, line)
+    itera.fails(campaign, BUDGET, line)
 
 
 @pytest.mark.parametrize(
@@ -628,7 +628,7 @@ def test_an_expense_s_kind_is_not_second_guessed_by_its_label(
     include(campaign, disk(campaign) | {"label": label}
             | ({"kind": kind} if kind is not None else {}))
     verdict = check_campaign(campaign.write(), strict_text=True)
-    assert [p.finding.render() for p in verdict.findings if p.check == CHECK] == []
+    assert [p.finding.render() for p in verdict.findings if p.check == BUDGET] == []
 
 
 def test_the_same_receipt_counted_twice(
@@ -636,7 +636,7 @@ def test_the_same_receipt_counted_twice(
 ) -> None:
     include(campaign, disk(campaign), disk(campaign))
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.included_expenses[1]: included expense 'extra disk for the "
         "rental' (2.00 USD) is listed twice (as included_expenses[0] too, same amount and same "
         "receipt file): the same receipt counted twice",
@@ -649,7 +649,7 @@ def test_the_same_receipt_line_relabelled_is_still_counted_twice(
     """A new label does not make a second payment: same amount, same receipt file."""
     include(campaign, disk(campaign), {**disk(campaign), "label": "bucket for the outputs"})
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.included_expenses[1]: included expense 'bucket for the "
         "outputs' (2.00 USD) is listed twice (as included_expenses[0] too, same amount and "
         "same receipt file): the same receipt counted twice",
@@ -663,7 +663,7 @@ def test_two_amounts_of_one_receipt_are_two_lines(
     campaign.files[RECEIPT] = b"Invoice INV-2026-311, 2026-11-21, campaign tiny-2026-11\n" \
         b"disk 2.00 USD\negress 1.00 USD\n"
     include(campaign, first, {"label": "egress", "amount": "1.00", "source": {"file": RECEIPT}})
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_an_external_tax_without_its_receipt_is_invented(
@@ -703,7 +703,7 @@ def test_an_external_expense_relabelled_as_included_is_refused(
     campaign.plan["budget"]["external_expenses"] = [external]
     include(campaign, included)
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         f"manifest.json $.budget.included_expenses[0]: included expense {included['label']!r} "
         "(300.00 USD) is the external expense 'annotation by the partner lab' (300.00 USD, "
         f"plan.json $.budget.external_expenses[0]): {reason}",
@@ -718,7 +718,7 @@ def test_an_included_expense_beside_an_external_one_passes(
     campaign.plan["budget"]["external_expenses"] = [LAB]
     budget(campaign, external_expenses=[LAB])
     include(campaign, disk(campaign))
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_itera_manifest_1_cannot_prove_an_expense_was_paid(
@@ -727,7 +727,7 @@ def test_itera_manifest_1_cannot_prove_an_expense_was_paid(
     campaign = CampaignBuilder(pytester.path / "out", version=1)
     include(campaign, {"label": "extra disk for the rental", "amount": "2.00"})
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.included_expenses[0].source: itera-manifest/1 cannot prove "
         "that included expense 'extra disk for the rental' (2.00 USD) was paid: it records no "
         "source",
@@ -757,7 +757,7 @@ def test_data_check_pilot_and_resume_check_deliver_nothing(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     add_pilot(campaign)
-    itera.passes(campaign, CHECK)  # 1: the control and variant-a deliver tiny-corpus
+    itera.passes(campaign, BUDGET)  # 1: the control and variant-a deliver tiny-corpus
 
 
 @pytest.mark.parametrize("extra", ["pilot", "data-check"])
@@ -774,7 +774,7 @@ def test_counting_a_pilot_or_a_data_check_is_refused(
         campaign.run_record("data-check").update(
             corpus="corpus-b", predictions="runs/data-check/predictions.jsonl")
     deliver(campaign, "variant-a", "tiny-corpus")
-    itera.fails(campaign, CHECK,
+    itera.fails(campaign, BUDGET,
                 "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
                 "distinct corpus(es) were delivered*", "    expected: 1 (tiny-corpus)")
 
@@ -783,7 +783,7 @@ def test_two_distinct_corpora_are_two_deliverables(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_a_relabelled_copy_of_a_corpus_is_the_same_deliverable(
@@ -794,7 +794,7 @@ def test_a_relabelled_copy_of_a_corpus_is_the_same_deliverable(
     deliver(campaign, "variant-a", "corpus-b")
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
         "distinct corpus(es) were delivered by accepted control or variant runs that passed "
         "their checks in this session; one corpus under several ids (same content): "
@@ -808,7 +808,7 @@ def test_the_same_relabelled_copy_declared_once_passes(
 ) -> None:
     add_corpus(campaign, "corpus-b", data=campaign.files["corpus/corpus.jsonl"])
     deliver(campaign, "variant-a", "corpus-b")
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 def test_a_run_delivering_another_corpus_than_planned_is_not_counted(
@@ -818,7 +818,7 @@ def test_a_run_delivering_another_corpus_than_planned_is_not_counted(
     campaign.run_record("variant-a")["corpus"] = "corpus-b"
     next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"] = "tiny-corpus"
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "*: accepted_deliverables is 2, but 1 distinct corpus(es) were delivered*; not counted: "
         "variant-a (it was planned on corpus 'tiny-corpus', but the manifest says it delivers "
         "'corpus-b')*",
@@ -830,7 +830,7 @@ def test_a_corpus_the_plan_does_not_freeze_is_not_counted(
 ) -> None:
     campaign.run_record("variant-a")["corpus"] = "corpus-z"
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    itera.fails(campaign, CHECK,
+    itera.fails(campaign, BUDGET,
                 "*; not counted: variant-a (its corpus 'corpus-z' is not a corpus of the plan)*")
 
 
@@ -841,7 +841,7 @@ def test_with_several_corpora_a_run_must_say_which_it_delivers(
     del next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"]
     del campaign.run_record("variant-a")["corpus"]
     itera.fails(
-        campaign, CHECK,
+        campaign, BUDGET,
         "*; not counted: variant-a (the plan freezes 2 corpora and neither the plan nor the "
         "manifest says which one its predictions cover)*",
     )
@@ -852,7 +852,7 @@ def test_a_run_names_its_corpus_in_the_plan_or_the_manifest(
 ) -> None:
     two_corpora(campaign)
     del campaign.run_record("variant-a")["corpus"]  # the plan says it: corpus-b
-    itera.passes(campaign, CHECK)
+    itera.passes(campaign, BUDGET)
 
 
 # ---------------------------------------------------------------- itera-manifest/1
@@ -868,11 +868,11 @@ def budget_alone(root: Path) -> list[str]:
     from pytest_itera.checks import runs as run_checks
     from pytest_itera.core.campaign import load_campaign
 
-    wanted = (CHECK, "predictions-cover-corpus")
+    wanted = (BUDGET, "predictions-cover-corpus")
     checks = {c.id: c for c in (*budget_checks.CHECKS, *run_checks.CHECKS) if c.id in wanted}
     ctx = Context(load_campaign(root), Options(), checks)
     try:
-        return [f.render() for f in judge(ctx).findings(CHECK)]
+        return [f.render() for f in judge(ctx).findings(BUDGET)]
     finally:
         ctx.close()
 
@@ -922,13 +922,13 @@ def test_itera_manifest_1_cannot_prove_labels_are_distinct_corpora(
 
 
 def test_itera_manifest_1_labels_through_pytest(itera: Itera, pytester: pytest.Pytester) -> None:
-    itera.fails(v1_labelled(pytester), CHECK, V1_CANNOT_PROVE + "*")
+    itera.fails(v1_labelled(pytester), BUDGET, V1_CANNOT_PROVE + "*")
 
 
 def test_selected_alone_the_budget_item_runs(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
     campaign.write()
-    result = itera("-rA", check=CHECK)
+    result = itera("-rA", check=BUDGET)
     result.assert_outcomes(passed=1)
     expect(result, "PASSED out/manifest.json::budget-consistent")

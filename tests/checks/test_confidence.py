@@ -17,12 +17,9 @@ import jsonschema
 import pytest
 
 from pytest_itera import report
-from pytest_itera.checks import Context, Options
-from pytest_itera.checks.engine import judge
-from pytest_itera.checks.metrics import CHECKS as METRIC_CHECKS
-from pytest_itera.checks.runs import CHECKS as RUN_CHECKS
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.findings import Finding
+from tests.checks.test_metrics import findings
 from tests.factory import CampaignBuilder, sha256
 
 EXAMPLES = 400
@@ -70,15 +67,6 @@ def campaign_of(root: Path, examples: int = EXAMPLES, *, confidence: float | Non
         "text": f"variant-a meets the threshold: accuracy_gain {gain}." if gain >= 0.05
         else "No variant meets the threshold."}
     return campaign
-
-
-def findings(root: Path, check: str, target: str | None = None) -> tuple[Finding, ...]:
-    registry = {c.id: c for c in (*RUN_CHECKS, *METRIC_CHECKS)}
-    context = Context(load_campaign(root), Options(), registry)
-    try:
-        return judge(context).findings(check, target)
-    finally:
-        context.close()
 
 
 def codes(found: tuple[Finding, ...]) -> list[str | None]:

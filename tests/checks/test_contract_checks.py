@@ -10,7 +10,7 @@ from tests.factory import CampaignBuilder, expect, sha256
 from tests.runner import Itera
 
 
-def only(check: str) -> tuple[str, str]:
+def selecting(check: str) -> tuple[str, str]:
     return ("-k", check)
 
 
@@ -54,7 +54,7 @@ def test_a_draft_plan_is_never_accepted(itera: Itera, campaign: CampaignBuilder)
     """frozen_at is optional in a draft, still required when a campaign is accepted."""
     del campaign.plan["frozen_at"]
     campaign.write()
-    result = itera(*only("manifest and not files and not temp"))
+    result = itera(*selecting("manifest and not files and not temp"))
     result.assert_outcomes(failed=1)
     expect(result,
            "plan.json $.frozen_at: plan.json is a draft: it has no frozen_at, so no one froze "
@@ -66,7 +66,7 @@ def test_plan_not_json(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
     (campaign.root / "plan.json").write_text('{"format": "itera-plan/1",\n  "campaign": }\n')
     campaign.seal()
-    result = itera(*only("manifest and not files and not temp"))
+    result = itera(*selecting("manifest and not files and not temp"))
     result.assert_outcomes(failed=1)
     expect(result, "plan.json:2:15 $: not JSON: Expecting value")
 
@@ -79,7 +79,7 @@ def test_schema_error_names_json_path_and_line(
     text = (campaign.root / "manifest.json").read_text().splitlines()
     line = next(i for i, t in enumerate(text, 1) if '"acepted"' in t)
     column = text[line - 1].index('"acepted"') + 1
-    result = itera(*only("manifest and not files and not temp"))
+    result = itera(*selecting("manifest and not files and not temp"))
     result.assert_outcomes(failed=1)
     expect(result, f"manifest.json:{line}:{column} $.runs[2].outcome: 'acepted' is not one of *")
 
@@ -87,7 +87,7 @@ def test_schema_error_names_json_path_and_line(
 def test_unknown_field_is_rejected(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.plan["budget"]["lots"][0]["colour"] = "red"
     campaign.write()
-    result = itera(*only("manifest and not files and not temp"))
+    result = itera(*selecting("manifest and not files and not temp"))
     expect(
         result,
         "plan.json:*:* $.budget.lots[0]: unknown field 'colour' "
@@ -100,7 +100,7 @@ def test_float_money_is_a_schema_error(
 ) -> None:
     campaign.manifest["budget"]["rental_total"] = 47.14
     campaign.write()
-    result = itera(*only("manifest and not files and not temp"))
+    result = itera(*selecting("manifest and not files and not temp"))
     expect(
         result,
         "manifest.json:* $.budget.rental_total: 47.14 is a float; "
@@ -115,7 +115,7 @@ def test_a_final_newline_does_not_satisfy_a_pattern(
     "47.14\n" is no money string, although Python's re would let `$` match before it."""
     campaign.manifest["budget"]["rental_total"] = "47.14\n"
     campaign.write()
-    result = itera(*only("manifest and not files and not temp"))
+    result = itera(*selecting("manifest and not files and not temp"))
     result.assert_outcomes(failed=1)
     expect(result, 'manifest.json:*:* $.budget.rental_total: "47.14\\n" does not match *')
 
@@ -125,7 +125,7 @@ def test_duplicate_keys_are_refused(itera: Itera, campaign: CampaignBuilder) -> 
     path = campaign.root / "manifest.json"
     path.write_text(path.read_text().replace('"format"', '"campaign": "other",\n  "format"', 1))
     campaign.seal()
-    result = itera(*only("manifest and not files and not temp"))
+    result = itera(*selecting("manifest and not files and not temp"))
     expect(result, "manifest.json $: not acceptable JSON: duplicate key 'campaign' in one object")
 
 
@@ -133,7 +133,7 @@ def test_every_schema_error_is_listed(itera: Itera, campaign: CampaignBuilder) -
     del campaign.manifest["analysis"]
     campaign.manifest["runs"][0]["outcome"] = 3
     campaign.write()
-    result = itera(*only("manifest and not files and not temp"))
+    result = itera(*selecting("manifest and not files and not temp"))
     expect(
         result,
         "*manifest: 2 problems*",
@@ -145,7 +145,7 @@ def test_every_schema_error_is_listed(itera: Itera, campaign: CampaignBuilder) -
 def test_campaign_ids_must_agree(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.manifest["campaign"] = "another-campaign"
     campaign.write()
-    result = itera(*only("manifest and not files and not temp"))
+    result = itera(*selecting("manifest and not files and not temp"))
     expect(
         result,
         "manifest.json $.campaign: plan.json and manifest.json name different campaigns",
@@ -159,7 +159,7 @@ def test_campaign_ids_must_agree(itera: Itera, campaign: CampaignBuilder) -> Non
 
 def test_plan_frozen_passes(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
-    itera(*only("plan-frozen")).assert_outcomes(passed=1)
+    itera(*selecting("plan-frozen")).assert_outcomes(passed=1)
 
 
 def test_plan_edited_after_freezing(itera: Itera, campaign: CampaignBuilder) -> None:
@@ -168,7 +168,7 @@ def test_plan_edited_after_freezing(itera: Itera, campaign: CampaignBuilder) -> 
     plan["decision"]["threshold"] = 0.7  # moving the goalposts after the runs
     (campaign.root / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
     campaign.seal()
-    result = itera(*only("plan-frozen"))
+    result = itera(*selecting("plan-frozen"))
     result.assert_outcomes(failed=1)
     expect(
         result,
@@ -191,7 +191,7 @@ def test_the_journal_records_the_plan_as_frozen(
 ) -> None:
     campaign.files["itera-journal.jsonl"] = journal_opening(campaign.plan)
     campaign.write()
-    itera(*only("plan-frozen")).assert_outcomes(passed=1)
+    itera(*selecting("plan-frozen")).assert_outcomes(passed=1)
 
 
 def test_a_plan_rewritten_with_its_manifest_record_is_caught_by_the_journal(
@@ -202,7 +202,7 @@ def test_a_plan_rewritten_with_its_manifest_record_is_caught_by_the_journal(
     campaign.files["itera-journal.jsonl"] = journal_opening(campaign.plan)
     campaign.plan["decision"]["threshold"] = 0.7  # moving the goalposts after the runs
     campaign.write()
-    result = itera(*only("plan-frozen"))
+    result = itera(*selecting("plan-frozen"))
     result.assert_outcomes(failed=1)
     expect(
         result,
@@ -214,7 +214,7 @@ def test_a_plan_rewritten_with_its_manifest_record_is_caught_by_the_journal(
 
 def test_plan_sha256_option(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
-    result = itera(*only("plan-frozen"), "--itera-plan-sha256", "ab" * 32)
+    result = itera(*selecting("plan-frozen"), "--itera-plan-sha256", "ab" * 32)
     result.assert_outcomes(failed=1)
     expect(result, "plan.json: plan.json is not the plan given by --itera-plan-sha256")
     bad = itera("--itera-plan-sha256", "main")
@@ -226,7 +226,7 @@ def test_run_started_before_the_plan_was_frozen(
 ) -> None:
     campaign.manifest["runs"][1]["started_at"] = "2026-11-20T07:59:00Z"
     campaign.write()
-    result = itera(*only("plan-frozen"))
+    result = itera(*selecting("plan-frozen"))
     expect(
         result,
         "manifest.json $.runs[1].started_at: "
@@ -240,13 +240,13 @@ def test_run_started_before_the_plan_was_frozen(
 
 def test_expected_ids_passes(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
-    itera(*only("expected-ids")).assert_outcomes(passed=1)
+    itera(*selecting("expected-ids")).assert_outcomes(passed=1)
 
 
 def test_planned_run_missing(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.manifest["runs"] = [r for r in campaign.manifest["runs"] if r["id"] != "variant-a"]
     campaign.write()
-    result = itera(*only("expected-ids"))
+    result = itera(*selecting("expected-ids"))
     expect(result, "manifest.json $.runs: planned run variant-a is unaccounted for")
 
 
@@ -254,7 +254,7 @@ def test_unplanned_run(itera: Itera, campaign: CampaignBuilder) -> None:
     extra = dict(campaign.manifest["runs"][3], id="variant-z")
     campaign.manifest["runs"].append(extra)
     campaign.write()
-    result = itera(*only("expected-ids"))
+    result = itera(*selecting("expected-ids"))
     expect(result, "manifest.json $.runs[4].id: run variant-z is not in the plan")
 
 
@@ -270,20 +270,20 @@ def test_unplanned_run_added_by_a_decision_is_accepted(
         }
     ]
     campaign.write()
-    itera(*only("expected-ids")).assert_outcomes(passed=1)
+    itera(*selecting("expected-ids")).assert_outcomes(passed=1)
 
 
 def test_duplicate_run_id(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.manifest["runs"].append(dict(campaign.manifest["runs"][0]))
     campaign.write()
-    result = itera(*only("expected-ids"))
+    result = itera(*selecting("expected-ids"))
     expect(result, "manifest.json $.runs: run id control appears 2 times")
 
 
 def test_no_control(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.plan["runs"][0]["role"] = "variant"
     campaign.write()
-    result = itera(*only("expected-ids"))
+    result = itera(*selecting("expected-ids"))
     expect(
         result,
         "plan.json $.runs: the plan has no control run",
@@ -296,7 +296,7 @@ def test_must_category_lacks_the_resume_check(
 ) -> None:
     campaign.plan["runs"][2]["category"] = "useful"
     campaign.write()
-    result = itera(*only("expected-ids"))
+    result = itera(*selecting("expected-ids"))
     expect(result, "plan.json $.runs: the must category has no resume check run")
 
 
@@ -314,7 +314,7 @@ def test_dropped_run_with_its_decision_passes(
 ) -> None:
     _drop(campaign)
     campaign.write()
-    itera(*only("expected-ids")).assert_outcomes(passed=1)
+    itera(*selecting("expected-ids")).assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize(
@@ -363,7 +363,7 @@ def test_dropped_run_without_a_matching_decision(
         campaign.manifest["runs"][3]["decision"] = decision
     campaign.manifest["schedule"]["decisions"][0]["drops"] = drops
     campaign.write()
-    result = itera(*only("expected-ids"))
+    result = itera(*selecting("expected-ids"))
     result.assert_outcomes(failed=1)
     expect(result, "*expected-ids: 1 problem*", *expected)
 
@@ -371,7 +371,7 @@ def test_dropped_run_without_a_matching_decision(
 def test_must_run_dropped(itera: Itera, campaign: CampaignBuilder) -> None:
     _drop(campaign, "control")
     campaign.write()
-    result = itera(*only("expected-ids"))
+    result = itera(*selecting("expected-ids"))
     expect(
         result,
         "manifest.json $.runs[0].outcome: must-category run control was dropped",
@@ -386,7 +386,7 @@ def test_decision_drops_a_run_that_ran(
         {"id": "after-pilot", "text": "variant-a is dropped", "drops": ["variant-a"]}
     ]
     campaign.write()
-    result = itera(*only("expected-ids"))
+    result = itera(*selecting("expected-ids"))
     expect(
         result,
         "manifest.json $.schedule.decisions[0].drops: decision after-pilot drops run "
@@ -402,11 +402,11 @@ def test_rejected_run_needs_a_reason(
     if blank is not None:
         campaign.manifest["runs"][3]["rejection"] = blank
     campaign.write()
-    result = itera(*only("expected-ids"))
+    result = itera(*selecting("expected-ids"))
     expect(result, "manifest.json $.runs[3].rejection: rejected run variant-a does not say why")
     campaign.manifest["runs"][3]["rejection"] = "predictions written for the old corpus"
     campaign.write()
-    itera(*only("expected-ids")).assert_outcomes(passed=1)
+    itera(*selecting("expected-ids")).assert_outcomes(passed=1)
 
 
 # --------------------------------------------------------- analysis-present
@@ -414,7 +414,7 @@ def test_rejected_run_needs_a_reason(
 
 def test_analysis_present_passes(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
-    itera(*only("analysis-present")).assert_outcomes(passed=1)
+    itera(*selecting("analysis-present")).assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize(
@@ -438,6 +438,6 @@ def test_analysis_or_reload_instructions_missing_or_empty(
     else:
         campaign.manifest["reload_instructions"] = "../RELOAD.md"
     campaign.write()
-    result = itera(*only("analysis-present"))
+    result = itera(*selecting("analysis-present"))
     result.assert_outcomes(failed=1)
     expect(result, f"manifest.json $.*: {expected}*")

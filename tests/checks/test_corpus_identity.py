@@ -16,7 +16,7 @@ import pytest
 
 from pytest_itera.files.corpora import corpus_content, label_text
 from tests.checks.judging import judged
-from tests.checks.test_budget_checks import CHECK, add_corpus, budget, deliver
+from tests.checks.test_budget_checks import BUDGET, add_corpus, budget, deliver
 from tests.factory import CORPUS_IDS, CampaignBuilder, sha256
 
 LABELS = ("pos", "neg", "pos", "neg")
@@ -36,7 +36,7 @@ def _csv(rows: list[dict[str, object]]) -> bytes:
 def _budget_problems(campaign: CampaignBuilder) -> list[str]:
     """budget-consistent's findings on the written campaign, judged alone (the session's
     reload server: tests/checks/prose/judging.py)."""
-    return [f.render() for f in judged(campaign, CHECK).deciding]
+    return [f.render() for f in judged(campaign, BUDGET).deciding]
 
 
 RESERIALISED = {

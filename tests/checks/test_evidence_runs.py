@@ -40,7 +40,8 @@ def record(campaign: Campaign, run_id: str) -> dict[str, Any]:
     return campaign.run_record(run_id)
 
 
-def stop(campaign: Campaign, run_id: str = "variant-a", step: int = 14, nan_at: int = 14) -> None:
+def stop_by_nan(campaign: Campaign, run_id: str = "variant-a", step: int = 14,
+                nan_at: int = 14) -> None:
     """Stop ``run_id`` by the non-finite rule; its loss series turns NaN at ``nan_at``."""
     rec = record(campaign, run_id)
     rec["outcome"] = "stopped"
@@ -93,7 +94,7 @@ def test_accepted_run_with_a_non_finite_loss(
 
 
 def test_run_stopped_by_its_rule_with_its_evidence(itera: Itera, campaign: Campaign) -> None:
-    stop(campaign)
+    stop_by_nan(campaign)
     campaign.write()
     itera(check="stop-rules-applied").assert_outcomes(passed=4)
 
@@ -101,7 +102,7 @@ def test_run_stopped_by_its_rule_with_its_evidence(itera: Itera, campaign: Campa
 def test_stop_step_is_not_the_first_non_finite_step(
     itera: Itera, campaign: Campaign
 ) -> None:
-    stop(campaign, step=20, nan_at=14)
+    stop_by_nan(campaign, step=20, nan_at=14)
     itera.fails(
         campaign, "stop-rules-applied",
         "manifest.json $.runs[3].stop.step: stopped run variant-a records stop step 20, but its "
@@ -116,7 +117,7 @@ def test_stop_step_is_not_the_first_non_finite_step(
 def test_stopped_run_whose_evidence_does_not_trigger_its_rule(
     itera: Itera, campaign: Campaign
 ) -> None:
-    stop(campaign)
+    stop_by_nan(campaign)
     campaign.measurements["variant-a"][13]["loss"] = 0.05  # the NaN was never measured
     itera.fails(
         campaign, "stop-rules-applied",
@@ -716,7 +717,7 @@ def test_analysis_does_not_name_a_compared_run(itera: Itera, campaign: Campaign)
 def test_analysis_of_a_negative_result_names_the_runs_compared(
     itera: Itera, campaign: Campaign
 ) -> None:
-    stop(campaign)  # variant-a was stopped: only the control is compared
+    stop_by_nan(campaign)  # variant-a was stopped: only the control is compared
     campaign.files["analysis.md"] = b"# Error analysis\n\nThe control confuses ex-3 with neg.\n"
     campaign.write()
     itera(check="analysis-present").assert_outcomes(passed=1)
@@ -737,7 +738,7 @@ def test_reload_instructions_miss_a_deliverable(itera: Itera, campaign: Campaign
 
 
 def test_run_stopped_by_its_rule_stays_accepted(itera: Itera, campaign: Campaign) -> None:
-    stop(campaign)
+    stop_by_nan(campaign)
     campaign.files["analysis.md"] = b"# Error analysis\n\nThe control confuses ex-3 with neg.\n"
     campaign.write()
     result = itera()

@@ -3,18 +3,8 @@ accepted, beside the forgery the rule still refuses."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
 from tests.checks.test_times_fit import only, problems
 from tests.factory import CampaignBuilder
-
-
-@pytest.fixture
-def campaign(tmp_path: Any) -> CampaignBuilder:
-    return CampaignBuilder(tmp_path / "out")
-
 
 # ------------------------------------------------------ reload instructions' outputs
 

@@ -24,19 +24,19 @@ from tests.factory import (
 )
 from tests.runner import XDIST_MODES, Itera
 
-CHECK = "journal-agrees"
+AGREES = "journal-agrees"
 BASE = "runs/variant-a/base"
 REVISION = "a" * 40
 
 
-def problems(campaign: CampaignBuilder, *events: dict[str, Any], raw: bytes = b"") -> list[
-        Problem]:
+def journaled(campaign: CampaignBuilder, *events: dict[str, Any], raw: bytes = b""
+              ) -> list[Problem]:
     """Write the campaign with a listed journal of ``events`` (then ``raw`` bytes); the
     findings of journal-agrees."""
     campaign.files[JOURNAL_FILE] = b"".join(
         json.dumps(e).encode() + b"\n" for e in events) + raw
     campaign.write()
-    registry = {k: v for k, v in builtin_checks().items() if k == CHECK}
+    registry = {k: v for k, v in builtin_checks().items() if k == AGREES}
     assert registry
     return list(check_campaign(campaign.root, checks=registry).findings)
 
@@ -47,7 +47,7 @@ def only(found: list[Problem], code: str) -> Problem:
     return found[0]
 
 
-def save(campaign: CampaignBuilder, path: str, run: str, step: int | None = None,
+def journal_save(campaign: CampaignBuilder, path: str, run: str, step: int | None = None,
          data: bytes | None = None, **extra: Any) -> dict[str, Any]:
     """A checkpoint save as the recorder journals it (the file's bytes unless ``data``)."""
     content = data if data is not None else campaign.files[path]
@@ -65,11 +65,11 @@ def honest(campaign: CampaignBuilder) -> list[dict[str, Any]]:
         {"event": "run-start", "run": "control", "at": RUN_TIMES["control"][0]},
         {"event": "metrics", "run": "control", "values": {"accuracy": 0.5}},
         {"event": "metrics", "run": "control", "values": {"accuracy": 0.75}},
-        save(campaign, CONTROL_CKPT, "control", RESUMED_AT, data=b"an earlier save"),
-        save(campaign, CONTROL_CKPT, "control", RESUMED_AT, format="torch", kind="resume"),
+        journal_save(campaign, CONTROL_CKPT, "control", RESUMED_AT, data=b"an earlier save"),
+        journal_save(campaign, CONTROL_CKPT, "control", RESUMED_AT, format="torch", kind="resume"),
         {"event": "resumed-from", "run": "resume-check", "checkpoint": CONTROL_CKPT,
          "step": RESUMED_AT},
-        save(campaign, RESUME_CKPT, "resume-check", RESUME_SAVED_AT),
+        journal_save(campaign, RESUME_CKPT, "resume-check", RESUME_SAVED_AT),
         {"event": "step", "step": "train-control", "hours": 14},
         {"event": "accepted", "run": "control", "at": RUN_TIMES["control"][1]},
     ]
@@ -81,20 +81,20 @@ def campaign(tmp_path: Any) -> CampaignBuilder:
 
 
 def test_a_journal_that_agrees_passes(campaign: CampaignBuilder) -> None:
-    assert problems(campaign, *honest(campaign)) == []
+    assert journaled(campaign, *honest(campaign)) == []
 
 
 def test_an_old_journal_without_contents_passes(campaign: CampaignBuilder) -> None:
     events = [{"event": "checkpoint", "path": CONTROL_CKPT, "run": "control",
                "format": "torch", "kind": "resume"}]
-    assert problems(campaign, *events) == []
+    assert journaled(campaign, *events) == []
 
 
 def test_a_journaled_metric_the_manifest_contradicts_is_refused(
     campaign: CampaignBuilder
 ) -> None:
     campaign.set_metric("control", "accuracy", 0.9)  # manifest and measurements agree
-    found = only(problems(campaign, *honest(campaign)), f"{CHECK}.metric").finding
+    found = only(journaled(campaign, *honest(campaign)), f"{AGREES}.metric").finding
     assert found.message == ("run control's accuracy is 0.9 in the manifest, but "
                              "itera-journal.jsonl recorded 0.75 when the run measured it")
     assert found.where == f"{JOURNAL_FILE}:4"
@@ -106,20 +106,20 @@ def test_a_journaled_metric_the_measurements_file_contradicts_is_refused(
     events = [*honest(campaign), {"event": "metrics", "run": "control",
                                   "values": {"steps": 40}}]
     campaign.measurements["control"][-1]["metrics"]["steps"] = 41  # the manifest omits it
-    found = only(problems(campaign, *events), f"{CHECK}.metric").finding
+    found = only(journaled(campaign, *events), f"{AGREES}.metric").finding
     assert found.message == ("run control's steps is 41 in "
                              "runs/control/measurements.jsonl, but itera-journal.jsonl "
                              "recorded 40 when the run measured it")
     assert found.where == f"{JOURNAL_FILE}:11"
     campaign.measurements["control"][-1]["metrics"]["steps"] = 40
     campaign.files.pop("runs/control/measurements.jsonl")
-    assert problems(campaign, *events) == []
+    assert journaled(campaign, *events) == []
 
 
 def test_a_run_the_journal_stopped_is_not_accepted(campaign: CampaignBuilder) -> None:
     events = [*honest(campaign), {"event": "stopped", "run": "control", "rule": "nan",
                                   "reason": "loss NaN", "step": 3, "at": RUN_TIMES["control"][1]}]
-    found = only(problems(campaign, *events), f"{CHECK}.run-outcome").finding
+    found = only(journaled(campaign, *events), f"{AGREES}.run-outcome").finding
     assert found.message == ("itera-journal.jsonl records run control as stopped last, but "
                              "the manifest records it accepted")
     assert found.where == f"{JOURNAL_FILE}:11"
@@ -128,23 +128,23 @@ def test_a_run_the_journal_stopped_is_not_accepted(campaign: CampaignBuilder) ->
 def test_a_run_start_the_manifest_moved_is_refused(campaign: CampaignBuilder) -> None:
     events = honest(campaign)
     events[1]["at"] = "2026-11-20T09:00:00Z"
-    found = only(problems(campaign, *events), f"{CHECK}.run-start").finding
+    found = only(journaled(campaign, *events), f"{AGREES}.run-start").finding
     assert found.message == ("run control started at 2026-11-20T09:00:00+00:00 by "
                              "itera-journal.jsonl, at 2026-11-20T10:00:00+00:00 by the manifest")
 
 
 def test_a_checkpoint_that_is_not_its_last_save_is_refused(campaign: CampaignBuilder) -> None:
     events = honest(campaign)
-    events[5] = save(campaign, CONTROL_CKPT, "control", RESUMED_AT, data=b"another save")
-    found = problems(campaign, *events)
-    first = next(p for p in found if p.finding.code == f"{CHECK}.checkpoint-sha256").finding
+    events[5] = journal_save(campaign, CONTROL_CKPT, "control", RESUMED_AT, data=b"another save")
+    found = journaled(campaign, *events)
+    first = next(p for p in found if p.finding.code == f"{AGREES}.checkpoint-sha256").finding
     assert first.message == (
         f"checkpoint {CONTROL_CKPT} is not the file its last journaled save wrote: sha256 "
         f"{sha256(campaign.files[CONTROL_CKPT])} shipped, {sha256(b'another save')} saved")
     assert first.where == f"{JOURNAL_FILE}:6"
     # the resume source is then no save of the control's either (identity by content)
-    source = only([p for p in found if p.finding.code != f"{CHECK}.checkpoint-sha256"],
-                  f"{CHECK}.resume-source").finding
+    source = only([p for p in found if p.finding.code != f"{AGREES}.checkpoint-sha256"],
+                  f"{AGREES}.resume-source").finding
     assert source.message.startswith(
         f"the checkpoint {CONTROL_CKPT} that run resume-check resumed from is not a "
         "checkpoint of run control: itera-journal.jsonl records no save of run control with "
@@ -155,8 +155,8 @@ def test_a_journaled_step_the_checkpoint_does_not_store_is_refused(
     campaign: CampaignBuilder
 ) -> None:
     events = honest(campaign)
-    events[7] = save(campaign, RESUME_CKPT, "resume-check", 3)
-    found = only(problems(campaign, *events), f"{CHECK}.checkpoint-step").finding
+    events[7] = journal_save(campaign, RESUME_CKPT, "resume-check", 3)
+    found = only(journaled(campaign, *events), f"{AGREES}.checkpoint-step").finding
     assert found.message == (f"checkpoint {RESUME_CKPT} stores step {RESUME_SAVED_AT}, but "
                              "itera-journal.jsonl records that it was saved at step 3")
     assert found.where == f"{JOURNAL_FILE}:8"
@@ -164,11 +164,11 @@ def test_a_journaled_step_the_checkpoint_does_not_store_is_refused(
 
 def test_a_resume_from_another_runs_checkpoint_is_refused(campaign: CampaignBuilder) -> None:
     events = honest(campaign)
-    events[4:6] = [save(campaign, CONTROL_CKPT, "variant-a", RESUMED_AT)]
+    events[4:6] = [journal_save(campaign, CONTROL_CKPT, "variant-a", RESUMED_AT)]
     campaign.manifest["checkpoints"][0]["run"] = "control"
-    found = [p.finding for p in problems(campaign, *events)]
-    assert {f.code for f in found} == {f"{CHECK}.checkpoint-run", f"{CHECK}.resume-source"}
-    source = next(f for f in found if f.code == f"{CHECK}.resume-source")
+    found = [p.finding for p in journaled(campaign, *events)]
+    assert {f.code for f in found} == {f"{AGREES}.checkpoint-run", f"{AGREES}.resume-source"}
+    source = next(f for f in found if f.code == f"{AGREES}.resume-source")
     assert source.where == "manifest.json $.runs[2].resumed_from"
     assert source.hint is not None
     assert "checkpoint_saved" in source.hint
@@ -178,25 +178,25 @@ def test_a_resume_step_the_reference_did_not_save_at_is_refused(
     campaign: CampaignBuilder
 ) -> None:
     events = honest(campaign)
-    events[5] = save(campaign, CONTROL_CKPT, "control", 3, format="torch", kind="resume")
-    events[4] = save(campaign, CONTROL_CKPT, "control", 3, data=b"an earlier save")
-    found = [p.finding for p in problems(campaign, *events)]
-    step = next(f for f in found if f.code == f"{CHECK}.resume-step")
+    events[5] = journal_save(campaign, CONTROL_CKPT, "control", 3, format="torch", kind="resume")
+    events[4] = journal_save(campaign, CONTROL_CKPT, "control", 3, data=b"an earlier save")
+    found = [p.finding for p in journaled(campaign, *events)]
+    step = next(f for f in found if f.code == f"{AGREES}.resume-step")
     assert step.message == (f"run resume-check resumed from {CONTROL_CKPT} at step 2, but run "
                             "control saved that content at step 3")
 
 
 def test_a_torn_line_is_said_not_skipped(campaign: CampaignBuilder) -> None:
-    found = only(problems(campaign, *honest(campaign), raw=b'{"event":"metr'),
-                 f"{CHECK}.unreadable").finding
+    found = only(journaled(campaign, *honest(campaign), raw=b'{"event":"metr'),
+                 f"{AGREES}.unreadable").finding
     assert found.message == ("cannot compare itera-journal.jsonl line 11 with the manifest: "
                              "it is torn (no newline: an interrupted write)")
     assert found.where == f"{JOURNAL_FILE}:11"
 
 
 def test_a_line_that_is_not_an_event_is_said(campaign: CampaignBuilder) -> None:
-    found = only(problems(campaign, *honest(campaign), raw=b"[1, 2]\n"),
-                 f"{CHECK}.unreadable").finding
+    found = only(journaled(campaign, *honest(campaign), raw=b"[1, 2]\n"),
+                 f"{AGREES}.unreadable").finding
     assert "line 11" in found.message
     assert "not a journal event" in found.message
 
@@ -207,18 +207,18 @@ def test_predictions_that_are_not_the_journaled_file_are_refused(
     path = "runs/control/predictions.jsonl"
     event = {"event": "predictions", "run": "control", "path": path,
              "sha256": sha256(b"other predictions")}
-    found = only(problems(campaign, event), f"{CHECK}.predictions").finding
+    found = only(journaled(campaign, event), f"{AGREES}.predictions").finding
     assert found.message.startswith(f"the predictions {path} of run control are not the file "
                                     "the recorder journaled")
     honest_event = {**event, "sha256": sha256(campaign.files[path])}
     campaign.files.pop(JOURNAL_FILE)
-    assert problems(campaign, honest_event) == []
+    assert journaled(campaign, honest_event) == []
 
 
 def test_step_hours_the_manifest_changed_are_refused(campaign: CampaignBuilder) -> None:
     events = [{"event": "step", "step": "train-control", "hours": 10},
               {"event": "step", "step": "train-control", "hours": 3}]
-    found = only(problems(campaign, *events), f"{CHECK}.step-hours").finding
+    found = only(journaled(campaign, *events), f"{AGREES}.step-hours").finding
     assert found.message == ("step train-control took 13 h by itera-journal.jsonl, 14 h by "
                              "the manifest")
     assert found.where == f"{JOURNAL_FILE}:2"
@@ -227,7 +227,7 @@ def test_step_hours_the_manifest_changed_are_refused(campaign: CampaignBuilder) 
 def test_a_decision_missing_from_the_manifest_is_refused(campaign: CampaignBuilder) -> None:
     event = {"event": "decide", "id": "d1", "text": "drop it", "drops": [], "adds": [],
              "at": "2026-11-20T10:00:00Z"}
-    found = only(problems(campaign, event), f"{CHECK}.decision").finding
+    found = only(journaled(campaign, event), f"{AGREES}.decision").finding
     assert found.message == ("itera-journal.jsonl records decision d1, but the manifest does "
                              "not")
 
@@ -251,8 +251,8 @@ def test_an_adapter_pinned_to_another_revision_than_its_training_base_is_refused
     campaign: CampaignBuilder
 ) -> None:
     adapter(campaign, base_path=None)  # base_path dropped, a made-up revision kept
-    found = only(problems(campaign, training_base("c" * 40, "b" * 64)),
-                 f"{CHECK}.base-revision").finding
+    found = only(journaled(campaign, training_base("c" * 40, "b" * 64)),
+                 f"{AGREES}.base-revision").finding
     assert found.message == (
         f"adapter runs/variant-a/adapter names base revision {REVISION}, but "
         f"itera-journal.jsonl records base {BASE} at revision {'c' * 40} when run variant-a "
@@ -261,15 +261,15 @@ def test_an_adapter_pinned_to_another_revision_than_its_training_base_is_refused
 
 def test_a_base_digest_the_journal_contradicts_is_refused(campaign: CampaignBuilder) -> None:
     adapter(campaign, base_path=BASE)
-    found = only(problems(campaign, training_base(REVISION, "d" * 64)),
-                 f"{CHECK}.base-digest").finding
+    found = only(journaled(campaign, training_base(REVISION, "d" * 64)),
+                 f"{AGREES}.base-digest").finding
     assert found.message.startswith(f"the base {BASE} of adapter runs/variant-a/adapter is "
                                     "not the folder itera-journal.jsonl recorded")
 
 
 def test_a_base_the_journal_agrees_with_passes(campaign: CampaignBuilder) -> None:
     adapter(campaign, base_path=BASE)
-    assert problems(campaign, training_base(REVISION, "b" * 64)) == []
+    assert journaled(campaign, training_base(REVISION, "b" * 64)) == []
 
 
 # ============================================== closures and reopenings (issue 26, point 2)
@@ -277,11 +277,11 @@ def test_a_base_the_journal_agrees_with_passes(campaign: CampaignBuilder) -> Non
 
 def closed(campaign: CampaignBuilder, *events: dict[str, Any]) -> list[Problem]:
     """``events`` then the close event the recorder journals for the manifest as written."""
-    problems(campaign, *events)  # writes the manifest
+    journaled(campaign, *events)  # writes the manifest
     data = json.loads((campaign.root / "manifest.json").read_bytes())
     close = {"event": "close", "manifest_digest": manifest_digest(data),
              "closed_at": data["closed_at"], "at": data["closed_at"]}
-    return problems(campaign, *events, close)
+    return journaled(campaign, *events, close)
 
 
 def test_the_manifest_written_at_the_last_closure_passes(campaign: CampaignBuilder) -> None:
@@ -295,9 +295,9 @@ def test_a_manifest_replaced_without_a_reopen_record_is_refused(
     journal = campaign.files[JOURNAL_FILE]
     campaign.manifest["conclusion"]["text"] += " (edited after closure)"
     campaign.write()
-    registry = {k: v for k, v in builtin_checks().items() if k == CHECK}
+    registry = {k: v for k, v in builtin_checks().items() if k == AGREES}
     found = only(list(check_campaign(campaign.root, checks=registry).findings),
-                 f"{CHECK}.manifest-replaced").finding
+                 f"{AGREES}.manifest-replaced").finding
     assert campaign.files[JOURNAL_FILE] == journal
     assert found.message.startswith(
         "manifest.json is not the manifest the recorder wrote when it closed the campaign "
@@ -314,7 +314,7 @@ def test_a_campaign_reopened_and_not_closed_again_is_refused(
 ) -> None:
     reopen = {"event": "reopen", "reason": "the predictions missed one example",
               "manifest_sha256": "0" * 64, "at": "2026-11-21T10:00:00Z"}
-    found = only(problems(campaign, *honest(campaign), reopen), f"{CHECK}.reopened").finding
+    found = only(journaled(campaign, *honest(campaign), reopen), f"{AGREES}.reopened").finding
     assert found.message == (
         "the campaign was reopened ('the predictions missed one example') and not closed "
         "again: manifest.json is the manifest that reopening replaces")
@@ -334,7 +334,7 @@ def test_a_step_resumed_after_an_interruption_counts_its_worked_hours(
         {"event": "step", "step": "train-control", "hours": 4,
          "started_at": "2026-11-20T13:00:00+00:00", "at": "2026-11-20T17:00:00+00:00"},
     ]
-    assert problems(campaign, *events) == []
+    assert journaled(campaign, *events) == []
 
 
 # ============================================== through pytest, in the three xdist modes
@@ -348,11 +348,11 @@ def test_the_journal_item_fails_in_every_xdist_mode(
     journaled metric the manifest contradicts: one item, the same message, any xdist mode."""
     campaign = CampaignBuilder(pytester.path / "out")
     events = honest(campaign)
-    events[7] = save(campaign, RESUME_CKPT, "resume-check", 3)
+    events[7] = journal_save(campaign, RESUME_CKPT, "resume-check", 3)
     events[3]["values"] = {"accuracy": 0.5}
     campaign.files[JOURNAL_FILE] = b"".join(json.dumps(e).encode() + b"\n" for e in events)
     campaign.write()
-    result = itera("-rf", check=CHECK)
+    result = itera("-rf", check=AGREES)
     result.assert_outcomes(failed=1)
     expect_each(
         result,

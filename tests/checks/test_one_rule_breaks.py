@@ -42,8 +42,7 @@ from typing import Any
 
 import pytest
 
-from tests.checks.test_journal_agrees import honest
-from tests.checks.test_journal_agrees import problems as journaled
+from tests.checks.test_journal_agrees import honest, journaled
 from tests.checks.test_metrics import findings, plan3, rendered
 from tests.checks.test_schedule_checks import drop_variant, never_ran
 from tests.checks.test_schedule_evidence import restate, step

@@ -14,7 +14,8 @@ import pytest
 
 from pytest_itera.cli import plan_skeleton
 from tests.factory import expect, expect_each, tree_digest
-from tests.plans import grown_by_30, seed_plan, step, write
+from tests.plans import grown_by_30, seed_plan, write
+from tests.plans import step as plan_step
 from tests.runner import Itera
 
 
@@ -80,7 +81,7 @@ def test_useful_runs_are_dropped_only_when_exploratory_ones_are_not_enough(
     itera: Itera, pytester: pytest.Pytester,
 ) -> None:
     plan = grown_by_30(seed_plan())
-    step(plan, "train-control")["hours"] += 4  # 82 h: variant-b's 6 h are not enough
+    plan_step(plan, "train-control")["hours"] += 4  # 82 h: variant-b's 6 h are not enough
     plan["schedule"].update(sequential_hours=82, uncommitted_hours=-10)
     write(pytester.path / "out", plan)
     expect(itera.gate(), "*reduce the protocol: drop exploratory run 'variant-b', useful run "
@@ -100,7 +101,7 @@ def test_checkpoint_interval_plus_save_cost_within_the_tolerable_loss(
 ) -> None:
     plan = seed_plan()
     plan["checkpoint_policy"].update(interval_hours=2, save_hours=0.5)
-    step(plan, "save-ckpt")["hours"] = 0
+    plan_step(plan, "save-ckpt")["hours"] = 0
     write(pytester.path / "out", plan)
     result = itera.gate()
     expect(result, "*the schedule plans 0 h for checkpoint_save (step 'save-ckpt')",
@@ -116,7 +117,7 @@ def test_a_plan_that_is_not_frozen_ready_is_told_what_the_closure_will_need(
     plan["stop_rules"][1]["parameters"]["resume_check"] = "control"
     del plan["checkpoint_policy"]["storage"]
     plan["schedule"]["steps"] = [s for s in plan["schedule"]["steps"] if s["id"] != "decide"]
-    step(plan, "train-control")["after"] = ["train-pilot"]
+    plan_step(plan, "train-control")["after"] = ["train-pilot"]
     plan["schedule"].update(sequential_hours=47, uncommitted_hours=25)
     write(pytester.path / "out", plan)
     result = itera.gate("-k", "frozen")
@@ -153,7 +154,7 @@ def test_a_broken_plan_gets_one_failing_item_with_its_json_path_and_line(
     if text is None:
         plan["schedule"]["window_hours"] = "72"
     elif text == "cycle":
-        step(plan, "prepare")["after"] = ["retrieve"]  # a cycle through every step
+        plan_step(plan, "prepare")["after"] = ["retrieve"]  # a cycle through every step
     if text in (None, "cycle"):
         (folder / "plan.json").write_text(json.dumps(plan, indent=2))
     else:

@@ -18,7 +18,7 @@ import pytest
 from pytest_itera.checks.budget.receipts import states_reference
 from pytest_itera.checks.prose.receipts import expense_provider, receipt_dates, receipt_issuer
 from tests.checks.judging import judged
-from tests.checks.test_budget_checks import CHECK, budget
+from tests.checks.test_budget_checks import BUDGET, budget
 from tests.factory import CampaignBuilder
 from tests.pdfs import image_only_pdf, text_pdf
 
@@ -47,12 +47,12 @@ def include(campaign: CampaignBuilder, receipt: str | bytes, label: str = STORAG
 
 
 def problems(campaign: CampaignBuilder, *, strict_text: bool = False) -> list[str]:
-    return [f.render() for f in judged(campaign, CHECK, strict=strict_text).deciding]
+    return [f.render() for f in judged(campaign, BUDGET, strict=strict_text).deciding]
 
 
 def advisories(campaign: CampaignBuilder) -> list[str]:
     """The readings of the receipt's text that advise (and fail nothing by default)."""
-    found = judged(campaign, CHECK)
+    found = judged(campaign, BUDGET)
     assert [f.render() for f in found.deciding] == []
     return [f.render() for f in found.advisories]
 
@@ -60,7 +60,7 @@ def advisories(campaign: CampaignBuilder) -> list[str]:
 def advises(campaign: CampaignBuilder, code: str) -> list[str]:
     """A prose reading's finding: an advisory with ``code`` by default, the same failure
     under strict text; its rendered lines."""
-    found = judged(campaign, CHECK)
+    found = judged(campaign, BUDGET)
     assert [f.render() for f in found.deciding] == []
     assert [f.code for f in found.advisories] == [code]
     assert problems(campaign, strict_text=True) == [found.advisories[0].render()]

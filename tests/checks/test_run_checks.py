@@ -22,7 +22,7 @@ Campaign = CampaignBuilder
 
 
 @pytest.fixture
-def campaign(campaign: Campaign) -> Campaign:
+def plan2_campaign(campaign: Campaign) -> Campaign:
     """The factory's campaign with an itera-plan/2: these rules judge the measurements files
     (the itera-plan/3 recomputation and the conclusion on it: tests/checks/test_metrics.py)."""
     as_plan_2(campaign.plan)
@@ -58,14 +58,14 @@ def jsonl(ids: list[Any]) -> bytes:
 # ------------------------------------------------------------- stop-records
 
 
-def test_stop_record_passes(itera: Itera, campaign: Campaign) -> None:
-    stop(campaign)
-    result = itera.passes(campaign, "stop-records")
+def test_stop_record_passes(itera: Itera, plan2_campaign: Campaign) -> None:
+    stop(plan2_campaign)
+    result = itera.passes(plan2_campaign, "stop-records")
     result.stdout.no_fnmatch_line("*stop-records?control*")  # one item: the stopped run only
 
 
-def test_no_stopped_run_no_item(itera: Itera, campaign: Campaign) -> None:
-    campaign.write()
+def test_no_stopped_run_no_item(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.write()
     itera(check="stop-records").assert_outcomes()
 
 
@@ -94,43 +94,43 @@ def test_no_stopped_run_no_item(itera: Itera, campaign: Campaign) -> None:
     ids=["empty-reason", "zero-width-reason", "rule-not-in-plan", "no-rule", "no-when"],
 )
 def test_stop_record_incomplete(
-    itera: Itera, campaign: Campaign, fields: dict[str, Any], messages: list[str]
+    itera: Itera, plan2_campaign: Campaign, fields: dict[str, Any], messages: list[str]
 ) -> None:
-    stop(campaign, **fields)
-    rec = record(campaign, "variant-a")
+    stop(plan2_campaign, **fields)
+    rec = record(plan2_campaign, "variant-a")
     rec["stop"] = {k: v for k, v in rec["stop"].items() if v is not None}
-    itera.fails(campaign, "stop-records", "*stop-records?variant-a?: 1 problem*", *messages)
+    itera.fails(plan2_campaign, "stop-records", "*stop-records?variant-a?: 1 problem*", *messages)
 
 
-def test_stop_at_time_is_enough(itera: Itera, campaign: Campaign) -> None:
-    stop(campaign, at="2026-11-21T12:00:00Z")
-    del record(campaign, "variant-a")["stop"]["step"]
-    campaign.write()
+def test_stop_at_time_is_enough(itera: Itera, plan2_campaign: Campaign) -> None:
+    stop(plan2_campaign, at="2026-11-21T12:00:00Z")
+    del record(plan2_campaign, "variant-a")["stop"]["step"]
+    plan2_campaign.write()
     itera(check="stop-records").assert_outcomes(passed=1)
 
 
-def test_stopped_before_it_started(itera: Itera, campaign: Campaign) -> None:
-    record(campaign, "variant-a")["started_at"] = "2026-11-20T10:00:00Z"
-    stop(campaign, at="2026-11-20T09:00:00Z")
-    campaign.write()
+def test_stopped_before_it_started(itera: Itera, plan2_campaign: Campaign) -> None:
+    record(plan2_campaign, "variant-a")["started_at"] = "2026-11-20T10:00:00Z"
+    stop(plan2_campaign, at="2026-11-20T09:00:00Z")
+    plan2_campaign.write()
     result = itera(check="stop-records")
     expect(result, "manifest.json $.runs[3].stop.at: run variant-a was stopped before it started",
            "    expected: at or after 2026-11-20T10:00:00+00:00")
 
 
-def test_stopped_run_without_stop_record(itera: Itera, campaign: Campaign) -> None:
-    stop(campaign)
-    del record(campaign, "variant-a")["stop"]
-    itera.fails(campaign, "stop-records",
+def test_stopped_run_without_stop_record(itera: Itera, plan2_campaign: Campaign) -> None:
+    stop(plan2_campaign)
+    del record(plan2_campaign, "variant-a")["stop"]
+    itera.fails(plan2_campaign, "stop-records",
                 "manifest.json $.runs[3].stop: stopped run variant-a has no stop record")
 
 
-def test_stopped_run_counted_as_accepted(itera: Itera, campaign: Campaign) -> None:
+def test_stopped_run_counted_as_accepted(itera: Itera, plan2_campaign: Campaign) -> None:
     # the stop rule fired, but the run was still recorded as an accepted deliverable
-    record(campaign, "variant-a")["stop"] = {
+    record(plan2_campaign, "variant-a")["stop"] = {
         "rule": "non-finite-loss", "reason": "loss nan", "step": 3}
     itera.fails(
-        campaign, "stop-records",
+        plan2_campaign, "stop-records",
         "manifest.json $.runs[3].outcome: run variant-a was stopped by rule 'non-finite-loss' "
         "but is counted as accepted",
         "    expected: 'stopped'", "    found:    'accepted'",
@@ -158,12 +158,12 @@ def test_stopped_run_concluded_and_delivered(itera: Itera, pytester: Pytester) -
            "whose outcome is 'stopped': only an accepted run can meet the threshold")
 
 
-def test_stop_rules_declared_after_the_runs(itera: Itera, campaign: Campaign) -> None:
+def test_stop_rules_declared_after_the_runs(itera: Itera, plan2_campaign: Campaign) -> None:
     # The plan (and its stop rules) was frozen at noon; the runs started at 10:00.
-    campaign.plan["frozen_at"] = "2026-11-20T12:00:00Z"
-    stop(campaign)
+    plan2_campaign.plan["frozen_at"] = "2026-11-20T12:00:00Z"
+    stop(plan2_campaign)
     result = itera.fails(
-        campaign, "stop-records or plan-frozen",
+        plan2_campaign, "stop-records or plan-frozen",
         "manifest.json $.runs[0].started_at: run control started before the plan (and its stop "
         "rules) was frozen",
         failed=2,
@@ -178,17 +178,17 @@ def test_stop_rules_declared_after_the_runs(itera: Itera, campaign: Campaign) ->
 # ---------------------------------------------------------- config-identity
 
 
-def test_config_identity_passes(itera: Itera, campaign: Campaign) -> None:
-    itera.passes(campaign, "config-identity", passed=4)
+def test_config_identity_passes(itera: Itera, plan2_campaign: Campaign) -> None:
+    itera.passes(plan2_campaign, "config-identity", passed=4)
 
 
-def test_config_changed_under_the_same_id(itera: Itera, campaign: Campaign) -> None:
+def test_config_changed_under_the_same_id(itera: Itera, plan2_campaign: Campaign) -> None:
     # After a fix the config changed, but the run kept its planned ID (the manifest is consistent).
     fixed = json.dumps({"run": "variant-a", "lr": 0.001}).encode()
-    campaign.files["configs/variant-a.json"] = fixed
-    record(campaign, "variant-a")["config_sha256"] = sha256(fixed)
-    result = itera.fails(campaign, "config-identity", passed=3)
-    planned = campaign.plan["runs"][3]["config_sha256"]
+    plan2_campaign.files["configs/variant-a.json"] = fixed
+    record(plan2_campaign, "variant-a")["config_sha256"] = sha256(fixed)
+    result = itera.fails(plan2_campaign, "config-identity", passed=3)
+    planned = plan2_campaign.plan["runs"][3]["config_sha256"]
     expect(result,
            "manifest.json $.runs[3].config (plan.json $.runs[3].config_sha256): run variant-a ran "
            "a configuration other than the one planned under its ID: a new configuration after a "
@@ -198,10 +198,10 @@ def test_config_changed_under_the_same_id(itera: Itera, campaign: Campaign) -> N
            "    fix:      keep the planned config under the old ID*new run added by a decision*")
 
 
-def test_config_edited_after_the_run(itera: Itera, campaign: Campaign) -> None:
-    campaign.write()
-    (campaign.root / "configs/control.json").write_text('{"run": "control", "lr": 0.5}')
-    campaign.seal()
+def test_config_edited_after_the_run(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.write()
+    (plan2_campaign.root / "configs/control.json").write_text('{"run": "control", "lr": 0.5}')
+    plan2_campaign.seal()
     result = itera(check="config-identity")
     result.assert_outcomes(passed=3, failed=1)
     expect(result, "*config-identity?control?: 2 problems*",
@@ -212,48 +212,48 @@ def test_config_edited_after_the_run(itera: Itera, campaign: Campaign) -> None:
            "a configuration other than the one planned under its ID*")
 
 
-def test_run_without_config(itera: Itera, campaign: Campaign) -> None:
-    del record(campaign, "variant-a")["config"]
-    itera.fails(campaign, "config-identity",
+def test_run_without_config(itera: Itera, plan2_campaign: Campaign) -> None:
+    del record(plan2_campaign, "variant-a")["config"]
+    itera.fails(plan2_campaign, "config-identity",
                 "manifest.json $.runs[3]: run variant-a records no config file",
                 "    expected: config: the path of the configuration it ran with", passed=3)
 
 
-def test_config_file_missing(itera: Itera, campaign: Campaign) -> None:
-    record(campaign, "control")["config"] = "configs/gone.json"
-    campaign.write()
+def test_config_file_missing(itera: Itera, plan2_campaign: Campaign) -> None:
+    record(plan2_campaign, "control")["config"] = "configs/gone.json"
+    plan2_campaign.write()
     result = itera(check="config-identity")
     expect(result,
            "manifest.json $.runs[0].config: config configs/gone.json of run control is missing")
 
 
-def test_dropped_run_without_config_has_no_item(itera: Itera, campaign: Campaign) -> None:
-    campaign.manifest["runs"][3] = {
+def test_dropped_run_without_config_has_no_item(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.manifest["runs"][3] = {
         "id": "variant-a", "outcome": "dropped", "decision": "after-pilot"}
-    campaign.manifest["schedule"]["decisions"] = [
+    plan2_campaign.manifest["schedule"]["decisions"] = [
         {"id": "after-pilot", "text": "variant-a is not needed", "drops": ["variant-a"]}]
-    result = itera.passes(campaign, "config-identity", passed=3)
+    result = itera.passes(plan2_campaign, "config-identity", passed=3)
     result.stdout.no_fnmatch_line("*config-identity[[]variant-a]*")
 
 
-def test_run_added_by_decision_has_no_planned_hash(itera: Itera, campaign: Campaign) -> None:
+def test_run_added_by_decision_has_no_planned_hash(itera: Itera, plan2_campaign: Campaign) -> None:
     fixed = json.dumps({"run": "variant-a2", "lr": 0.001}).encode()
-    campaign.files["configs/variant-a2.json"] = fixed
-    campaign.manifest["runs"].append(dict(record(campaign, "variant-a"), id="variant-a2",
-                                          config="configs/variant-a2.json",
-                                          config_sha256=sha256(fixed)))
-    campaign.manifest["schedule"]["decisions"] = [
+    plan2_campaign.files["configs/variant-a2.json"] = fixed
+    plan2_campaign.manifest["runs"].append(dict(
+        record(plan2_campaign, "variant-a"), id="variant-a2", config="configs/variant-a2.json",
+        config_sha256=sha256(fixed)))
+    plan2_campaign.manifest["schedule"]["decisions"] = [
         {"id": "after-fix", "text": "variant-a with lr 0.001 gets a new ID",
          "adds": ["variant-a2"]}]
-    campaign.write()
+    plan2_campaign.write()
     itera(check="config-identity or expected-ids").assert_outcomes(passed=6)
 
 
 # ------------------------------------------------- predictions-cover-corpus
 
 
-def test_predictions_cover_the_corpus(itera: Itera, campaign: Campaign) -> None:
-    campaign.write()
+def test_predictions_cover_the_corpus(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.write()
     itera(check="predictions-cover-corpus").assert_outcomes(passed=2)  # control, variant-a
 
 
@@ -261,9 +261,9 @@ def _predictions(campaign: Campaign, data: bytes, run_id: str = "variant-a") -> 
     campaign.files[f"runs/{run_id}/predictions.jsonl"] = data
 
 
-def test_prediction_line_deleted(itera: Itera, campaign: Campaign) -> None:
-    _predictions(campaign, jsonl(["ex-1", "ex-2", "ex-4"]))
-    itera.fails(campaign, "predictions-cover-corpus",
+def test_prediction_line_deleted(itera: Itera, plan2_campaign: Campaign) -> None:
+    _predictions(plan2_campaign, jsonl(["ex-1", "ex-2", "ex-4"]))
+    itera.fails(plan2_campaign, "predictions-cover-corpus",
                 "*predictions-cover-corpus?variant-a?: 1 problem*",
                 "runs/variant-a/predictions.jsonl: predictions miss 1 ID of the 4 corpus IDs",
                 "    found:    ex-3",
@@ -271,16 +271,16 @@ def test_prediction_line_deleted(itera: Itera, campaign: Campaign) -> None:
                 "exactly once", passed=1)
 
 
-def test_prediction_line_duplicated(itera: Itera, campaign: Campaign) -> None:
-    _predictions(campaign, jsonl([*CORPUS_IDS, "ex-2"]))
-    itera.fails(campaign, "predictions-cover-corpus",
+def test_prediction_line_duplicated(itera: Itera, plan2_campaign: Campaign) -> None:
+    _predictions(plan2_campaign, jsonl([*CORPUS_IDS, "ex-2"]))
+    itera.fails(plan2_campaign, "predictions-cover-corpus",
                 "runs/variant-a/predictions.jsonl:5: predictions repeat corpus IDs (1 extra line)",
                 "    found:    ex-2 (line 5)", passed=1)
 
 
-def test_prediction_unknown_id(itera: Itera, campaign: Campaign) -> None:
-    _predictions(campaign, jsonl([*CORPUS_IDS[:3], "ex-99"]))
-    campaign.write()
+def test_prediction_unknown_id(itera: Itera, plan2_campaign: Campaign) -> None:
+    _predictions(plan2_campaign, jsonl([*CORPUS_IDS[:3], "ex-99"]))
+    plan2_campaign.write()
     result = itera(check="predictions-cover-corpus")
     expect(result, "*predictions-cover-corpus?variant-a?: 2 problems*",
            "runs/variant-a/predictions.jsonl: predictions miss 1 ID of the 4 corpus IDs",
@@ -291,10 +291,10 @@ def test_prediction_unknown_id(itera: Itera, campaign: Campaign) -> None:
 
 
 def test_many_problems_show_the_first_few_and_a_count(
-    itera: Itera, campaign: Campaign
+    itera: Itera, plan2_campaign: Campaign
 ) -> None:
-    _predictions(campaign, jsonl([*CORPUS_IDS, *(f"zz-{i}" for i in range(8))]))
-    campaign.write()
+    _predictions(plan2_campaign, jsonl([*CORPUS_IDS, *(f"zz-{i}" for i in range(8))]))
+    plan2_campaign.write()
     result = itera(check="predictions-cover-corpus")
     expect(result,
            "runs/variant-a/predictions.jsonl:5: predictions hold 8 IDs not in the frozen corpus",
@@ -302,10 +302,10 @@ def test_many_problems_show_the_first_few_and_a_count(
            "zz-4 (line 9), ... (3 more)")
 
 
-def test_malformed_prediction_lines(itera: Itera, campaign: Campaign) -> None:
+def test_malformed_prediction_lines(itera: Itera, plan2_campaign: Campaign) -> None:
     lines = jsonl(["ex-1", "ex-2"]) + b'{"id": "ex-3", "prediction": \n' + b'{"label": "pos"}\n'
-    _predictions(campaign, lines + b'["ex-4"]\n' + jsonl(["ex-4"]) + b'{"id": 4.5}\n')
-    campaign.write()
+    _predictions(plan2_campaign, lines + b'["ex-4"]\n' + jsonl(["ex-4"]) + b'{"id": 4.5}\n')
+    plan2_campaign.write()
     result = itera(check="predictions-cover-corpus")
     expect(result, "*predictions-cover-corpus?variant-a?: 2 problems*",
            "runs/variant-a/predictions.jsonl: predictions miss 1 ID of the 4 corpus IDs",
@@ -316,66 +316,66 @@ def test_malformed_prediction_lines(itera: Itera, campaign: Campaign) -> None:
            "line 5: a JSON list, not an object; line 7: 'id' is 4.5, not an ID")
 
 
-def test_corpus_edited(itera: Itera, campaign: Campaign) -> None:
-    campaign.write()
-    corpus = campaign.root / "corpus/corpus.jsonl"
+def test_corpus_edited(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.write()
+    corpus = plan2_campaign.root / "corpus/corpus.jsonl"
     corpus.write_bytes(corpus.read_bytes().replace(b"example ex-2", b"example ex-2 (fixed)"))
-    campaign.seal()
+    plan2_campaign.seal()
     result = itera(check="predictions-cover-corpus")
     result.assert_outcomes(failed=2)
     expect(result,
            "plan.json $.corpora[0].sha256: the corpus is frozen: corpus/corpus.jsonl is not the "
            "corpus the plan froze (its sha256 differs); predictions were not compared",
-           f"    expected: {campaign.plan['corpora'][0]['sha256']}",
+           f"    expected: {plan2_campaign.plan['corpora'][0]['sha256']}",
            f"    found:    {sha256(corpus.read_bytes())}",
            "    fix:      restore the frozen corpus*")
 
 
-def test_corpus_missing(itera: Itera, campaign: Campaign) -> None:
-    campaign.plan["corpora"][0]["path"] = "corpus/elsewhere.jsonl"
+def test_corpus_missing(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.plan["corpora"][0]["path"] = "corpus/elsewhere.jsonl"
     itera.fails(
-        campaign, "predictions-cover-corpus",
+        plan2_campaign, "predictions-cover-corpus",
         "plan.json $.corpora[0].path: the frozen corpus corpus/elsewhere.jsonl is missing",
         failed=2,
     )
 
 
-def test_corpus_count_differs_from_the_plan(itera: Itera, campaign: Campaign) -> None:
-    campaign.plan["corpora"][0]["examples"] = 5
-    campaign.write()
+def test_corpus_count_differs_from_the_plan(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.plan["corpora"][0]["examples"] = 5
+    plan2_campaign.write()
     result = itera(check="predictions-cover-corpus")
     expect(result, "plan.json $.corpora[0].examples: the frozen corpus holds 4 distinct IDs, the "
            "plan says 5 examples")
 
 
-def test_accepted_variant_without_predictions(itera: Itera, campaign: Campaign) -> None:
-    del record(campaign, "variant-a")["predictions"]
+def test_accepted_variant_without_predictions(itera: Itera, plan2_campaign: Campaign) -> None:
+    del record(plan2_campaign, "variant-a")["predictions"]
     result = itera.fails(
-        campaign, "predictions-cover-corpus",
+        plan2_campaign, "predictions-cover-corpus",
         "manifest.json $.runs[3].predictions: accepted run variant-a has no predictions",
         passed=1,
     )
     result.stdout.no_fnmatch_line("*predictions-cover-corpus[[]data-check]*")
 
 
-def test_stopped_run_predictions_are_not_compared(itera: Itera, campaign: Campaign) -> None:
-    stop(campaign)
-    record(campaign, "variant-a")["predictions"] = "runs/variant-a/predictions.jsonl"
-    _predictions(campaign, jsonl(["ex-1"]))  # it stopped half-way: not a deliverable
-    campaign.write()
+def test_stopped_run_predictions_are_not_compared(itera: Itera, plan2_campaign: Campaign) -> None:
+    stop(plan2_campaign)
+    record(plan2_campaign, "variant-a")["predictions"] = "runs/variant-a/predictions.jsonl"
+    _predictions(plan2_campaign, jsonl(["ex-1"]))  # it stopped half-way: not a deliverable
+    plan2_campaign.write()
     itera(check="predictions-cover-corpus").assert_outcomes(passed=1)
 
 
-def test_csv_predictions_and_integer_ids(itera: Itera, campaign: Campaign) -> None:
+def test_csv_predictions_and_integer_ids(itera: Itera, plan2_campaign: Campaign) -> None:
     corpus = jsonl([1, 2, 3, 4])
-    campaign.files["corpus/corpus.jsonl"] = corpus
-    campaign.plan["corpora"][0]["sha256"] = sha256(corpus)
-    _predictions(campaign, jsonl([1, 2, 3, 4]), "control")
-    del campaign.files["runs/variant-a/predictions.jsonl"]
-    campaign.files["runs/variant-a/predictions.csv"] = (
+    plan2_campaign.files["corpus/corpus.jsonl"] = corpus
+    plan2_campaign.plan["corpora"][0]["sha256"] = sha256(corpus)
+    _predictions(plan2_campaign, jsonl([1, 2, 3, 4]), "control")
+    del plan2_campaign.files["runs/variant-a/predictions.jsonl"]
+    plan2_campaign.files["runs/variant-a/predictions.csv"] = (
         b"\xef\xbb\xbfprediction,id\r\npos,1\r\n\"neg,\r\nsurely\",2\r\npos,3\r\npos,4\r\n")
-    record(campaign, "variant-a")["predictions"] = "runs/variant-a/predictions.csv"
-    campaign.write()
+    record(plan2_campaign, "variant-a")["predictions"] = "runs/variant-a/predictions.csv"
+    plan2_campaign.write()
     itera(check="predictions-cover-corpus").assert_outcomes(passed=2)
 
 
@@ -389,25 +389,25 @@ def _run_csv_predictions(itera: Itera, campaign: Campaign, data: bytes) -> pytes
     return itera(check="predictions-cover-corpus")
 
 
-def test_csv_without_the_id_column(itera: Itera, campaign: Campaign) -> None:
-    result = _run_csv_predictions(itera, campaign, b"example,prediction\nex-1,pos\n")
+def test_csv_without_the_id_column(itera: Itera, plan2_campaign: Campaign) -> None:
+    result = _run_csv_predictions(itera, plan2_campaign, b"example,prediction\nex-1,pos\n")
     expect(result,
            f"{CSV_PREDICTIONS}: predictions {CSV_PREDICTIONS} has no 'id' column in its header "
            "['example', 'prediction']",
            "    fix:      write JSON Lines objects or CSV rows with the 'id' field of the corpus")
 
 
-def test_csv_with_bare_cr_line_ends(itera: Itera, campaign: Campaign) -> None:
+def test_csv_with_bare_cr_line_ends(itera: Itera, plan2_campaign: Campaign) -> None:
     """Old Mac line ends: one 'line' holds every row; a clear failure, not a traceback."""
-    result = _run_csv_predictions(itera, campaign, b"id,prediction\rex-1,pos\rex-2,neg\r")
+    result = _run_csv_predictions(itera, plan2_campaign, b"id,prediction\rex-1,pos\rex-2,neg\r")
     expect(result,
            f"{CSV_PREDICTIONS}: predictions {CSV_PREDICTIONS} has no readable CSV header "
            "(new-line character seen in unquoted field*")
 
 
-def test_json_array_is_refused(itera: Itera, campaign: Campaign) -> None:
-    _predictions(campaign, json.dumps([{"id": i} for i in CORPUS_IDS]).encode())
-    campaign.write()
+def test_json_array_is_refused(itera: Itera, plan2_campaign: Campaign) -> None:
+    _predictions(plan2_campaign, json.dumps([{"id": i} for i in CORPUS_IDS]).encode())
+    plan2_campaign.write()
     result = itera(check="predictions-cover-corpus")
     expect(result,
            "runs/variant-a/predictions.jsonl: predictions runs/variant-a/predictions.jsonl is a "
@@ -503,8 +503,8 @@ def test_cover_keeps_only_the_first_few() -> None:
     assert coverage.missing_first == ["a"]
 
 
-def test_corpus_is_read_once_per_context(campaign: Campaign) -> None:
-    root = campaign.write()
+def test_corpus_is_read_once_per_context(plan2_campaign: Campaign) -> None:
+    root = plan2_campaign.write()
     checks = {c.id: c for c in CHECKS}
     ctx = Context(load_campaign(root), Options(), checks)
     first = corpus_ids(ctx)
@@ -520,17 +520,17 @@ def test_corpus_is_read_once_per_context(campaign: Campaign) -> None:
 MEASURED = "runs/variant-a/measurements.jsonl"
 
 
-def test_conclusion_consistent_passes(itera: Itera, campaign: Campaign) -> None:
-    campaign.write()
+def test_conclusion_consistent_passes(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.write()
     itera(check="conclusion-consistent").assert_outcomes(passed=1)
 
 
-def test_negative_result_correctly_stated(itera: Itera, campaign: Campaign) -> None:
-    campaign.set_metric("variant-a", "accuracy", 0.79)
-    campaign.manifest["conclusion"] = {
+def test_negative_result_correctly_stated(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
+    plan2_campaign.manifest["conclusion"] = {
         "meets_threshold": [],
         "text": "Negative result: no variant meets the 0.8 accuracy threshold (variant-a 0.79)."}
-    campaign.write()
+    plan2_campaign.write()
     itera(check="conclusion-consistent").assert_outcomes(passed=1)
 
 
@@ -542,20 +542,20 @@ def test_negative_result_correctly_stated(itera: Itera, campaign: Campaign) -> N
     "Neither variant beats the 0.8 bar.",
 ])
 def test_negative_result_in_other_words(
-    itera: Itera, campaign: Campaign, text: str
+    itera: Itera, plan2_campaign: Campaign, text: str
 ) -> None:
-    campaign.set_metric("variant-a", "accuracy", 0.79)
-    campaign.manifest["conclusion"] = {"meets_threshold": [], "text": text}
-    campaign.write()
+    plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
+    plan2_campaign.manifest["conclusion"] = {"meets_threshold": [], "text": text}
+    plan2_campaign.write()
     itera(check="conclusion-consistent").assert_outcomes(passed=1)
 
 
-def test_empty_list_without_a_negative_statement(itera: Itera, campaign: Campaign) -> None:
-    campaign.set_metric("variant-a", "accuracy", 0.79)
-    campaign.manifest["conclusion"] = {"meets_threshold": [],
+def test_empty_list_without_a_negative_statement(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
+    plan2_campaign.manifest["conclusion"] = {"meets_threshold": [],
                                        "text": "variant-a scored 0.79 on the corpus."}
     itera.advises(
-        campaign, "conclusion-consistent",
+        plan2_campaign, "conclusion-consistent",
         "manifest.json $.conclusion.text: meets_threshold is empty, but the conclusion's text "
         "does not state the negative result",
         "    found:    'variant-a scored 0.79 on the corpus.'",
@@ -566,14 +566,14 @@ def test_empty_list_without_a_negative_statement(itera: Itera, campaign: Campaig
 
 
 def test_empty_list_but_the_text_claims_a_variant_meets(
-    itera: Itera, campaign: Campaign
+    itera: Itera, plan2_campaign: Campaign
 ) -> None:
-    campaign.set_metric("variant-a", "accuracy", 0.79)
-    campaign.manifest["conclusion"] = {
+    plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
+    plan2_campaign.manifest["conclusion"] = {
         "meets_threshold": [],
         "text": "Negative result for the control; variant-a meets the 0.8 accuracy threshold."}
     itera.fails(
-        campaign, "conclusion-consistent",
+        plan2_campaign, "conclusion-consistent",
         "manifest.json $.conclusion.text: the conclusion's text names variant-a as meeting the "
         "threshold, but meets_threshold is empty",
         "    found:    'variant-a meets the 0.8 accuracy threshold'",
@@ -581,16 +581,16 @@ def test_empty_list_but_the_text_claims_a_variant_meets(
 
 
 @pytest.mark.parametrize("text", ["   ", "\u200b\u00a0"], ids=["spaces", "invisible"])
-def test_blank_conclusion_text(itera: Itera, campaign: Campaign, text: str) -> None:
-    campaign.manifest["conclusion"]["text"] = text
-    itera.fails(campaign, "conclusion-consistent",
+def test_blank_conclusion_text(itera: Itera, plan2_campaign: Campaign, text: str) -> None:
+    plan2_campaign.manifest["conclusion"]["text"] = text
+    itera.fails(plan2_campaign, "conclusion-consistent",
                 "manifest.json $.conclusion.text: the conclusion has no text")
 
 
-def test_listed_variant_not_named_in_the_text(itera: Itera, campaign: Campaign) -> None:
-    campaign.manifest["conclusion"]["text"] = "One variant meets the 0.8 accuracy threshold."
+def test_listed_variant_not_named_in_the_text(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.manifest["conclusion"]["text"] = "One variant meets the 0.8 accuracy threshold."
     itera.advises(
-        campaign, "conclusion-consistent",
+        plan2_campaign, "conclusion-consistent",
         "manifest.json $.conclusion.text: the conclusion's text does not name variant-a, which "
         "meets_threshold lists",
         "    found:    'One variant meets the 0.8 accuracy threshold.'",
@@ -599,10 +599,10 @@ def test_listed_variant_not_named_in_the_text(itera: Itera, campaign: Campaign) 
     )
 
 
-def test_conclusion_contradicts_the_metrics(itera: Itera, campaign: Campaign) -> None:
-    campaign.set_metric("variant-a", "accuracy", 0.79)
+def test_conclusion_contradicts_the_metrics(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
     itera.fails(
-        campaign, "conclusion-consistent",
+        plan2_campaign, "conclusion-consistent",
         "manifest.json $.conclusion.meets_threshold: the conclusion lists variant-a as meeting "
         "the threshold, but its accuracy is 0.79",
         "    expected: accuracy >= 0.8",
@@ -612,19 +612,19 @@ def test_conclusion_contradicts_the_metrics(itera: Itera, campaign: Campaign) ->
     )
 
 
-def test_gain_inflated_in_the_manifest_only(itera: Itera, campaign: Campaign) -> None:
+def test_gain_inflated_in_the_manifest_only(itera: Itera, plan2_campaign: Campaign) -> None:
     """The manifest says 0.85, the measurements 0.79: the conclusion is judged on the file."""
-    campaign.set_metric("variant-a", "accuracy", 0.79)
-    record(campaign, "variant-a")["metrics"]["accuracy"] = 0.85
-    itera.fails(campaign, "conclusion-consistent",
+    plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
+    record(plan2_campaign, "variant-a")["metrics"]["accuracy"] = 0.85
+    itera.fails(plan2_campaign, "conclusion-consistent",
                 "*the conclusion lists variant-a as meeting the threshold, but its accuracy "
                 "is 0.79", "    expected: accuracy >= 0.8",
                 f"    found:    accuracy = 0.79 ({MEASURED}:5)")
 
 
-def test_conclusion_hides_a_variant_that_meets(itera: Itera, campaign: Campaign) -> None:
-    campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "Negative result."}
-    campaign.write()
+def test_conclusion_hides_a_variant_that_meets(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "Negative result."}
+    plan2_campaign.write()
     result = itera(check="conclusion-consistent")
     expect(result,
            "manifest.json $.conclusion.meets_threshold: variant variant-a meets the threshold but "
@@ -633,63 +633,63 @@ def test_conclusion_hides_a_variant_that_meets(itera: Itera, campaign: Campaign)
 
 
 def test_hidden_variant_deflated_in_the_manifest_only(
-    itera: Itera, campaign: Campaign
+    itera: Itera, plan2_campaign: Campaign
 ) -> None:
     """A negative result stated on a manifest value the measurements contradict."""
-    record(campaign, "variant-a")["metrics"]["accuracy"] = 0.79
-    campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "Negative result."}
-    campaign.write()
+    record(plan2_campaign, "variant-a")["metrics"]["accuracy"] = 0.79
+    plan2_campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "Negative result."}
+    plan2_campaign.write()
     result = itera(check="conclusion-consistent")
     expect(result, "*variant variant-a meets the threshold but the conclusion does not list it",
            "    expected: accuracy >= 0.8", f"    found:    accuracy = 1.0 ({MEASURED}:5)")
 
 
 def test_run_without_measurements_is_judged_on_the_manifest(
-    itera: Itera, campaign: Campaign
+    itera: Itera, plan2_campaign: Campaign
 ) -> None:
     """No evidence to read (measurements-agree fails it): the manifest's copy is used."""
-    del record(campaign, "variant-a")["measurements"]
-    record(campaign, "variant-a")["metrics"]["accuracy"] = 0.79
-    campaign.write()
+    del record(plan2_campaign, "variant-a")["measurements"]
+    record(plan2_campaign, "variant-a")["metrics"]["accuracy"] = 0.79
+    plan2_campaign.write()
     result = itera(check="conclusion-consistent")
     expect(result, "*the conclusion lists variant-a as meeting the threshold, but its accuracy "
            "is 0.79", "    found:    accuracy = 0.79 (manifest.json $.runs[3].metrics)")
 
 
-def test_lower_is_better(itera: Itera, campaign: Campaign) -> None:
-    campaign.plan["decision"] = {"metric": "error", "direction": "lower", "threshold": 0.2}
-    campaign.set_metric("control", "error", 0.25)
-    campaign.set_metric("variant-a", "error", 0.2)  # equal counts as meeting it
-    campaign.write()
+def test_lower_is_better(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.plan["decision"] = {"metric": "error", "direction": "lower", "threshold": 0.2}
+    plan2_campaign.set_metric("control", "error", 0.25)
+    plan2_campaign.set_metric("variant-a", "error", 0.2)  # equal counts as meeting it
+    plan2_campaign.write()
     itera(check="conclusion-consistent").assert_outcomes(passed=1)
 
 
-def test_lower_is_better_contradicted(itera: Itera, campaign: Campaign) -> None:
-    campaign.plan["decision"] = {"metric": "error", "direction": "lower", "threshold": 0.2}
-    campaign.set_metric("variant-a", "error", 0.21)
-    campaign.write()
+def test_lower_is_better_contradicted(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.plan["decision"] = {"metric": "error", "direction": "lower", "threshold": 0.2}
+    plan2_campaign.set_metric("variant-a", "error", 0.21)
+    plan2_campaign.write()
     result = itera(check="conclusion-consistent")
     expect(result,
            "*the conclusion lists variant-a as meeting the threshold, but its error is 0.21",
            "    expected: error <= 0.2")
 
 
-def test_variant_without_the_decision_metric(itera: Itera, campaign: Campaign) -> None:
-    record(campaign, "variant-a")["metrics"] = {"loss": 0.3}
-    campaign.measurements["variant-a"][-1] = {"metrics": {"loss": 0.3}}
-    campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "No variant meets it."}
+def test_variant_without_the_decision_metric(itera: Itera, plan2_campaign: Campaign) -> None:
+    record(plan2_campaign, "variant-a")["metrics"] = {"loss": 0.3}
+    plan2_campaign.measurements["variant-a"][-1] = {"metrics": {"loss": 0.3}}
+    plan2_campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "No variant meets it."}
     itera.fails(
-        campaign, "conclusion-consistent",
+        plan2_campaign, "conclusion-consistent",
         f"{MEASURED}: accepted variant variant-a has no 'accuracy' metric (the plan's decision "
         "metric)",
         "    found:    metrics ['loss']",
     )
 
 
-def test_conclusion_lists_the_control(itera: Itera, campaign: Campaign) -> None:
-    campaign.set_metric("control", "accuracy", 0.9)
-    campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "control", "variant-z"]
-    campaign.write()
+def test_conclusion_lists_the_control(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.set_metric("control", "accuracy", 0.9)
+    plan2_campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "control", "variant-z"]
+    plan2_campaign.write()
     result = itera(check="conclusion-consistent")
     # The list decides; the text not naming variant-z is a reading of words: it advises.
     expect(result, "*conclusion-consistent: 2 problems*",
@@ -699,29 +699,30 @@ def test_conclusion_lists_the_control(itera: Itera, campaign: Campaign) -> None:
            "not a run of the manifest")
 
 
-def test_pilot_is_not_a_variant(itera: Itera, campaign: Campaign) -> None:
-    campaign.plan["runs"].append({"id": "pilot", "role": "pilot", "category": "useful",
+def test_pilot_is_not_a_variant(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.plan["runs"].append({"id": "pilot", "role": "pilot", "category": "useful",
                                   "config_sha256": "1" * 64})
-    campaign.manifest["runs"].append(dict(record(campaign, "variant-a"), id="pilot"))
-    itera.passes(campaign, "conclusion-consistent")  # meets, unlisted: fine
-    campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "pilot"]
-    campaign.manifest["conclusion"]["text"] = "variant-a and pilot meet the threshold."
-    campaign.write()
+    plan2_campaign.manifest["runs"].append(dict(record(plan2_campaign, "variant-a"), id="pilot"))
+    itera.passes(plan2_campaign, "conclusion-consistent")  # meets, unlisted: fine
+    plan2_campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "pilot"]
+    plan2_campaign.manifest["conclusion"]["text"] = "variant-a and pilot meet the threshold."
+    plan2_campaign.write()
     result = itera(check="conclusion-consistent")
     expect(result, "manifest.json $.conclusion.meets_threshold: the conclusion lists pilot, a "
            "pilot run: only variants are compared with the threshold")
 
 
 def test_text_states_a_negative_result_but_lists_a_variant(
-    itera: Itera, campaign: Campaign
+    itera: Itera, plan2_campaign: Campaign
 ) -> None:
-    campaign.manifest["conclusion"]["text"] = "No variant meets the 0.8 threshold (variant-a)."
-    itera.advises(campaign, "conclusion-consistent",
+    conclusion = plan2_campaign.manifest["conclusion"]
+    conclusion["text"] = "No variant meets the 0.8 threshold (variant-a)."
+    itera.advises(plan2_campaign, "conclusion-consistent",
                 "manifest.json $.conclusion.text: the conclusion's text states a negative "
                 "result, but it lists variant-a as meeting the threshold")
 
 
-def test_all_variants_stopped_is_a_negative_result(itera: Itera, campaign: Campaign) -> None:
-    stop(campaign)
-    campaign.write()
+def test_all_variants_stopped_is_a_negative_result(itera: Itera, plan2_campaign: Campaign) -> None:
+    stop(plan2_campaign)
+    plan2_campaign.write()
     itera(check="conclusion-consistent or stop-records").assert_outcomes(passed=2)

@@ -48,11 +48,6 @@ def times(campaign: CampaignBuilder, run_id: str, start: str | None, end: str | 
             del record[key]
 
 
-@pytest.fixture
-def campaign(tmp_path: Any) -> CampaignBuilder:
-    return CampaignBuilder(tmp_path / "out")
-
-
 def test_the_factory_timeline_fits(campaign: CampaignBuilder) -> None:
     assert problems(campaign, PVA) == []
 
