@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_itera.report.verify import Verdict, check_campaign
-from tests.checks.test_budget_checks import BUDGET, budget
+from tests.checks.campaigns import BUDGET, budget
 from tests.factory import CampaignBuilder
 
 CORPUS = Path(__file__).parent / "honest" / "receipts" / "receipts.json"
