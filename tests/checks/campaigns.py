@@ -20,15 +20,15 @@ import torch
 import zstandard
 
 from pytest_itera.checks import Context, Options
-from pytest_itera.checks.engine import judge
+from pytest_itera.checks.engine import judge as engine_judge
 from pytest_itera.checks.metrics import CHECKS as METRIC_CHECKS
 from pytest_itera.checks.runs import CHECKS as RUN_CHECKS
 from pytest_itera.core.campaign import Step, load_campaign
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.core.schedule import as_observed, makespan
-from pytest_itera.report.verify import Problem, builtin_checks, check_campaign
-from tests.checks.judging import judged
+from pytest_itera.report.verify import Problem, check_campaign
+from tests.checks.judging import Found, judge, judged
 from tests.factory import (
     CONTROL_CKPT,
     CORPUS_IDS,
@@ -269,16 +269,12 @@ def _pilot(campaign: Campaign) -> None:
 AGREES = "journal-agrees"
 
 
-def journaled(campaign: CampaignBuilder, *events: dict[str, Any], raw: bytes = b""
-              ) -> list[Problem]:
+def journaled(campaign: CampaignBuilder, *events: dict[str, Any], raw: bytes = b"") -> Found:
     """Write the campaign with a listed journal of ``events`` (then ``raw`` bytes); the
     findings of journal-agrees."""
     campaign.files[JOURNAL_FILE] = b"".join(
         json.dumps(e).encode() + b"\n" for e in events) + raw
-    campaign.write()
-    registry = {k: v for k, v in builtin_checks().items() if k == AGREES}
-    assert registry
-    return list(check_campaign(campaign.root, checks=registry).findings)
+    return judge(campaign, AGREES)
 
 
 def journal_save(campaign: CampaignBuilder, path: str, run: str, step: int | None = None,
@@ -380,7 +376,7 @@ def findings(root: Path, check: str, target: str | None = None,
     registry = {c.id: c for c in (*RUN_CHECKS, *METRIC_CHECKS)}
     context = Context(load_campaign(root), options or Options(), registry)
     try:
-        return judge(context).findings(check, target)
+        return engine_judge(context).findings(check, target)
     finally:
         context.close()
 
@@ -696,21 +692,6 @@ def summary(result: pytest.RunResult) -> str:
 
 
 # ============================================================ times_fit
-
-
-def problems(campaign: CampaignBuilder, *checks: str) -> list[Problem]:
-    """Write the campaign; the failing findings of ``checks`` (the others are not run)."""
-    campaign.write()
-    registry = {k: v for k, v in builtin_checks().items() if k in checks}
-    assert set(registry) == set(checks)
-    return list(check_campaign(campaign.root, checks=registry).findings)
-
-
-def only(found: list[Problem], code: str) -> Problem:
-    """The one failing finding, which has ``code``."""
-    assert len(found) == 1, "\n".join(p.render() for p in found)
-    assert found[0].finding.code == code
-    return found[0]
 
 
 def times(campaign: CampaignBuilder, run_id: str, start: str | None, end: str | None) -> None:

@@ -35,9 +35,8 @@ from tests.checks.campaigns import (
     _set_config,
     _torch_bytes,
     edited,
-    only,
-    problems,
 )
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CONTROL_CKPT,
     RESUME_CKPT,
@@ -269,17 +268,15 @@ def test_a_resume_checks_checkpoint_copied_from_the_one_it_resumed_is_refused(
     campaign: CampaignBuilder
 ) -> None:
     campaign.files[RESUME_CKPT] = campaign.files[CONTROL_CKPT]
-    found = only(problems(campaign, "resume-complete"), NEVER_TRAINED)
-    assert found.target == RESUME_CKPT
-    assert found.finding.message == (
-        f"{RESUME_CKPT} of run resume-check is byte for byte {CONTROL_CKPT}, the checkpoint "
-        "it resumed from, and the run lists no later checkpoint: the resume never trained, "
-        "so it proves no resume")
-    assert found.finding.where == "manifest.json $.checkpoints[1]"
-    assert found.finding.expected == ("a checkpoint of run resume-check saved after training "
-                                      f"past step {RESUMED_AT} in the new process")
-    assert found.finding.hint is not None
-    assert found.finding.hint.startswith("resume the checkpoint in a new process, train on")
+    found = expect_finding(
+        judge(campaign, "resume-complete", target=RESUME_CKPT), "resume-complete.never-trained",
+        where="manifest.json $.checkpoints[1]",
+        says=(f"is byte for byte {CONTROL_CKPT}, the checkpoint it resumed from",
+              "the resume never trained"))
+    assert found.expected == ("a checkpoint of run resume-check saved after training "
+                              f"past step {RESUMED_AT} in the new process")
+    assert found.hint is not None
+    assert found.hint.startswith("resume the checkpoint in a new process, train on")
 
 
 def test_a_resume_checks_checkpoint_with_the_resumed_tensors_is_refused(
@@ -287,7 +284,7 @@ def test_a_resume_checks_checkpoint_with_the_resumed_tensors_is_refused(
 ) -> None:
     # Its step says it trained on; its model is the one it resumed, tensor for tensor.
     campaign.files[RESUME_CKPT] = edited(campaign, CONTROL_CKPT, step=RESUME_SAVED_AT)
-    found = only(problems(campaign, "resume-complete"), NEVER_TRAINED).finding
+    found = expect_finding(judge(campaign, "resume-complete"), NEVER_TRAINED)
     assert found.message.startswith(
         f"{RESUME_CKPT} of run resume-check holds the same model tensors (names, shapes, "
         f"dtypes and checksums) as {CONTROL_CKPT}, the checkpoint it resumed from")
@@ -298,7 +295,7 @@ def test_a_resume_checks_checkpoint_at_the_step_it_resumed_is_refused(
     campaign: CampaignBuilder
 ) -> None:
     campaign.files[RESUME_CKPT] = edited(campaign, RESUME_CKPT, step=RESUMED_AT)
-    found = only(problems(campaign, "resume-complete"), NEVER_TRAINED).finding
+    found = expect_finding(judge(campaign, "resume-complete"), NEVER_TRAINED)
     assert found.message.startswith(
         f"{RESUME_CKPT} of run resume-check stores step {RESUMED_AT}, not after step "
         f"{RESUMED_AT} of {CONTROL_CKPT}, the checkpoint it resumed from")
@@ -307,11 +304,11 @@ def test_a_resume_checks_checkpoint_at_the_step_it_resumed_is_refused(
 def test_a_resume_check_that_trained_on_passes_even_with_a_save_at_the_restore(
     campaign: CampaignBuilder
 ) -> None:
-    assert problems(campaign, "resume-complete") == []
+    expect_no_finding(judge(campaign, "resume-complete"))
     # A save right after the restore is no fault while a later checkpoint trained on.
     restored = "runs/resume-check/restored.pt"
     campaign.files[restored] = campaign.files[CONTROL_CKPT]
     campaign.manifest["checkpoints"].append(
         {"path": restored, "run": "resume-check", "format": "torch", "kind": "resume",
          "claims": ["model", "optimizer", "progress", "scheduler", "rng", "data"]})
-    assert problems(campaign, "resume-complete") == []
+    expect_no_finding(judge(campaign, "resume-complete"))

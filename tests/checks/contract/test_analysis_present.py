@@ -10,12 +10,10 @@ from tests.checks.campaigns import (
     METRICS_TABLE,
     TABLE,
     Campaign,
-    only,
-    problems,
     selecting,
     stop_by_nan,
 )
-from tests.checks.judging import advises_then_fails
+from tests.checks.judging import advises_then_fails, expect_finding, expect_no_finding, judge
 from tests.factory import (
     CONTROL_CKPT,
     VARIANT_WEIGHTS,
@@ -41,15 +39,15 @@ def test_reload_instructions_copying_saving_and_teeing_their_outputs_pass(
         b"weights_only=True), 'runs/variant-a/export/fp32.pt')\"\n"
         b"$ python score.py runs/variant-a/weights.pt | tee runs/variant-a/export/eval.txt\n"
         b"accuracy 1.0\n```\n")
-    assert problems(campaign, "analysis-present") == []
+    expect_no_finding(judge(campaign, "analysis-present"))
 
 
 def test_copying_a_file_not_shipped_is_still_refused(campaign: CampaignBuilder) -> None:
     """The source of a copy is read, not written: it must be shipped."""
     campaign.files["RELOAD.md"] += (b"\n$ cp runs/variant-a/final.pt runs/variant-a/copy.pt\n"
                                     b"$ cp ./runs/control/final.pt .\n")
-    found = only(problems(campaign, "analysis-present"),
-                 "analysis-present.reload-path-missing").finding
+    found = expect_finding(
+        judge(campaign, "analysis-present"), "analysis-present.reload-path-missing")
     assert found.message == (
         "the reload instructions RELOAD.md name 2 file(s) the campaign folder does not hold: "
         "runs/variant-a/final.pt (line 6), runs/control/final.pt (line 7)")
@@ -180,8 +178,8 @@ def test_reload_instructions_naming_a_file_not_shipped_are_refused(
 ) -> None:
     campaign.files["RELOAD.md"] += (b"\nThe variant's final model: "
                                     b"`torch.load('./runs/variant-a/final.pt')`.\n")
-    found = only(problems(campaign, "analysis-present"),
-                 "analysis-present.reload-path-missing").finding
+    found = expect_finding(
+        judge(campaign, "analysis-present"), "analysis-present.reload-path-missing")
     assert found.message == ("the reload instructions RELOAD.md name 1 file(s) the campaign "
                              "folder does not hold: runs/variant-a/final.pt (line 6)")
     assert found.where == "RELOAD.md:6"
@@ -195,7 +193,7 @@ def test_reload_instructions_naming_templates_urls_and_other_folders_pass(
         b" the model class: example_campaign/model.py; the copy: $OUT/runs/control/x.pt.\n"
         b"Export: `python export.py --output runs/control/model.onnx -o runs/x.pt`;"
         b" `python score.py > runs/control/scores.jsonl`.\n")
-    assert problems(campaign, "analysis-present") == []
+    expect_no_finding(judge(campaign, "analysis-present"))
 
 
 def test_an_analysis_table_quoting_a_value_no_metric_holds_advises(
@@ -219,8 +217,7 @@ def test_an_itera_metrics_table_quoting_another_value_is_refused(
 ) -> None:
     """The itera-metrics table is structured: each row is judged exactly, by default."""
     campaign.files["analysis.md"] += METRICS_TABLE.format(value="0.97").encode()
-    found = only(problems(campaign, "analysis-present"),
-                 "analysis-present.metrics-table").finding
+    found = expect_finding(judge(campaign, "analysis-present"), "analysis-present.metrics-table")
     assert found.message == ("the error analysis analysis.md's itera-metrics table gives "
                              "variant-a's accuracy as 0.97 (line 8), which is 1")
     assert found.where == "analysis.md:8"
@@ -241,8 +238,7 @@ def test_an_itera_metrics_table_row_that_is_no_measurement_is_refused(
 ) -> None:
     table = METRICS_TABLE.replace("| variant-a | accuracy | {value} |", row)
     campaign.files["analysis.md"] += table.encode()
-    found = only(problems(campaign, "analysis-present"),
-                 "analysis-present.metrics-table").finding
+    found = expect_finding(judge(campaign, "analysis-present"), "analysis-present.metrics-table")
     assert found.message == f"the error analysis analysis.md's itera-metrics table{message}"
 
 
@@ -251,7 +247,7 @@ def test_an_itera_metrics_table_with_the_measured_values_passes(
     campaign: CampaignBuilder, value: str
 ) -> None:
     campaign.files["analysis.md"] += METRICS_TABLE.format(value=value).encode()
-    assert problems(campaign, "analysis-present") == []
+    expect_no_finding(judge(campaign, "analysis-present"))
 
 
 def test_an_analysis_quoting_the_measured_values_passes(campaign: CampaignBuilder) -> None:
@@ -259,4 +255,4 @@ def test_an_analysis_quoting_the_measured_values_passes(campaign: CampaignBuilde
     campaign.files["analysis.md"] += (TABLE + "| variant-a | 1.0 | 0.1 |\n\nvariant-a 1.000 "
                                       "on the corpus, control 0.7500; variant-a 2.5 h.\n"
                                       ).encode()
-    assert problems(campaign, "analysis-present") == []
+    expect_no_finding(judge(campaign, "analysis-present"))

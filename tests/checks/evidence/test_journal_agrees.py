@@ -27,6 +27,7 @@ from tests.checks.campaigns import (
     journal_save,
     journaled,
 )
+from tests.checks.judging import Found, expect_finding, expect_no_finding, judge
 from tests.factory import (
     CONTROL_CKPT,
     RESUME_CKPT,
@@ -56,20 +57,20 @@ def campaign(tmp_path: Any) -> CampaignBuilder:
 
 
 def test_a_journal_that_agrees_passes(campaign: CampaignBuilder) -> None:
-    assert journaled(campaign, *honest(campaign)) == []
+    expect_no_finding(journaled(campaign, *honest(campaign)))
 
 
 def test_an_old_journal_without_contents_passes(campaign: CampaignBuilder) -> None:
     events = [{"event": "checkpoint", "path": CONTROL_CKPT, "run": "control",
                "format": "torch", "kind": "resume"}]
-    assert journaled(campaign, *events) == []
+    expect_no_finding(journaled(campaign, *events))
 
 
 def test_a_journaled_metric_the_manifest_contradicts_is_refused(
     campaign: CampaignBuilder
 ) -> None:
     campaign.set_metric("control", "accuracy", 0.9)  # manifest and measurements agree
-    found = only(journaled(campaign, *honest(campaign)), f"{AGREES}.metric").finding
+    found = expect_finding(journaled(campaign, *honest(campaign)), "journal-agrees.metric")
     assert found.message == ("run control's accuracy is 0.9 in the manifest, but "
                              "itera-journal.jsonl recorded 0.75 when the run measured it")
     assert found.where == f"{JOURNAL_FILE}:4"
@@ -81,20 +82,20 @@ def test_a_journaled_metric_the_measurements_file_contradicts_is_refused(
     events = [*honest(campaign), {"event": "metrics", "run": "control",
                                   "values": {"steps": 40}}]
     campaign.measurements["control"][-1]["metrics"]["steps"] = 41  # the manifest omits it
-    found = only(journaled(campaign, *events), f"{AGREES}.metric").finding
+    found = expect_finding(journaled(campaign, *events), "journal-agrees.metric")
     assert found.message == ("run control's steps is 41 in "
                              "runs/control/measurements.jsonl, but itera-journal.jsonl "
                              "recorded 40 when the run measured it")
     assert found.where == f"{JOURNAL_FILE}:11"
     campaign.measurements["control"][-1]["metrics"]["steps"] = 40
     campaign.files.pop("runs/control/measurements.jsonl")
-    assert journaled(campaign, *events) == []
+    expect_no_finding(journaled(campaign, *events))
 
 
 def test_a_run_the_journal_stopped_is_not_accepted(campaign: CampaignBuilder) -> None:
     events = [*honest(campaign), {"event": "stopped", "run": "control", "rule": "nan",
                                   "reason": "loss NaN", "step": 3, "at": RUN_TIMES["control"][1]}]
-    found = only(journaled(campaign, *events), f"{AGREES}.run-outcome").finding
+    found = expect_finding(journaled(campaign, *events), "journal-agrees.run-outcome")
     assert found.message == ("itera-journal.jsonl records run control as stopped last, but "
                              "the manifest records it accepted")
     assert found.where == f"{JOURNAL_FILE}:11"
@@ -103,7 +104,7 @@ def test_a_run_the_journal_stopped_is_not_accepted(campaign: CampaignBuilder) ->
 def test_a_run_start_the_manifest_moved_is_refused(campaign: CampaignBuilder) -> None:
     events = honest(campaign)
     events[1]["at"] = "2026-11-20T09:00:00Z"
-    found = only(journaled(campaign, *events), f"{AGREES}.run-start").finding
+    found = expect_finding(journaled(campaign, *events), "journal-agrees.run-start")
     assert found.message == ("run control started at 2026-11-20T09:00:00+00:00 by "
                              "itera-journal.jsonl, at 2026-11-20T10:00:00+00:00 by the manifest")
 
@@ -112,18 +113,17 @@ def test_a_checkpoint_that_is_not_its_last_save_is_refused(campaign: CampaignBui
     events = honest(campaign)
     events[5] = journal_save(campaign, CONTROL_CKPT, "control", RESUMED_AT, data=b"another save")
     found = journaled(campaign, *events)
-    first = next(p for p in found if p.finding.code == f"{AGREES}.checkpoint-sha256").finding
+    first = expect_finding(found, "journal-agrees.checkpoint-sha256")
     assert first.message == (
         f"checkpoint {CONTROL_CKPT} is not the file its last journaled save wrote: sha256 "
         f"{sha256(campaign.files[CONTROL_CKPT])} shipped, {sha256(b'another save')} saved")
     assert first.where == f"{JOURNAL_FILE}:6"
     # the resume source is then no save of the control's either (identity by content)
-    source = only([p for p in found if p.finding.code != f"{AGREES}.checkpoint-sha256"],
-                  f"{AGREES}.resume-source").finding
-    assert source.message.startswith(
+    assert {f.code for f in found} == {"journal-agrees.checkpoint-sha256",
+                                       "journal-agrees.resume-source"}
+    expect_finding(found, "journal-agrees.resume-source", says=(
         f"the checkpoint {CONTROL_CKPT} that run resume-check resumed from is not a "
-        "checkpoint of run control: itera-journal.jsonl records no save of run control with "
-        "its content")
+        "checkpoint of run control", "records no save of run control with its content"))
 
 
 def test_a_journaled_step_the_checkpoint_does_not_store_is_refused(
@@ -131,7 +131,7 @@ def test_a_journaled_step_the_checkpoint_does_not_store_is_refused(
 ) -> None:
     events = honest(campaign)
     events[7] = journal_save(campaign, RESUME_CKPT, "resume-check", 3)
-    found = only(journaled(campaign, *events), f"{AGREES}.checkpoint-step").finding
+    found = expect_finding(journaled(campaign, *events), "journal-agrees.checkpoint-step")
     assert found.message == (f"checkpoint {RESUME_CKPT} stores step {RESUME_SAVED_AT}, but "
                              "itera-journal.jsonl records that it was saved at step 3")
     assert found.where == f"{JOURNAL_FILE}:8"
@@ -141,10 +141,11 @@ def test_a_resume_from_another_runs_checkpoint_is_refused(campaign: CampaignBuil
     events = honest(campaign)
     events[4:6] = [journal_save(campaign, CONTROL_CKPT, "variant-a", RESUMED_AT)]
     campaign.manifest["checkpoints"][0]["run"] = "control"
-    found = [p.finding for p in journaled(campaign, *events)]
-    assert {f.code for f in found} == {f"{AGREES}.checkpoint-run", f"{AGREES}.resume-source"}
-    source = next(f for f in found if f.code == f"{AGREES}.resume-source")
-    assert source.where == "manifest.json $.runs[2].resumed_from"
+    found = journaled(campaign, *events)
+    assert {f.code for f in found} == {"journal-agrees.checkpoint-run",
+                                       "journal-agrees.resume-source"}
+    source = expect_finding(found, "journal-agrees.resume-source",
+                            where="manifest.json $.runs[2].resumed_from")
     assert source.hint is not None
     assert "checkpoint_saved" in source.hint
 
@@ -155,23 +156,22 @@ def test_a_resume_step_the_reference_did_not_save_at_is_refused(
     events = honest(campaign)
     events[5] = journal_save(campaign, CONTROL_CKPT, "control", 3, format="torch", kind="resume")
     events[4] = journal_save(campaign, CONTROL_CKPT, "control", 3, data=b"an earlier save")
-    found = [p.finding for p in journaled(campaign, *events)]
-    step = next(f for f in found if f.code == f"{AGREES}.resume-step")
-    assert step.message == (f"run resume-check resumed from {CONTROL_CKPT} at step 2, but run "
-                            "control saved that content at step 3")
+    expect_finding(journaled(campaign, *events), "journal-agrees.resume-step", says=(
+        f"run resume-check resumed from {CONTROL_CKPT} at step 2, but run "
+        "control saved that content at step 3"))
 
 
 def test_a_torn_line_is_said_not_skipped(campaign: CampaignBuilder) -> None:
-    found = only(journaled(campaign, *honest(campaign), raw=b'{"event":"metr'),
-                 f"{AGREES}.unreadable").finding
+    found = expect_finding(
+        journaled(campaign, *honest(campaign), raw=b'{"event":"metr'), "journal-agrees.unreadable")
     assert found.message == ("cannot compare itera-journal.jsonl line 11 with the manifest: "
                              "it is torn (no newline: an interrupted write)")
     assert found.where == f"{JOURNAL_FILE}:11"
 
 
 def test_a_line_that_is_not_an_event_is_said(campaign: CampaignBuilder) -> None:
-    found = only(journaled(campaign, *honest(campaign), raw=b"[1, 2]\n"),
-                 f"{AGREES}.unreadable").finding
+    found = expect_finding(
+        journaled(campaign, *honest(campaign), raw=b"[1, 2]\n"), "journal-agrees.unreadable")
     assert "line 11" in found.message
     assert "not a journal event" in found.message
 
@@ -182,18 +182,18 @@ def test_predictions_that_are_not_the_journaled_file_are_refused(
     path = "runs/control/predictions.jsonl"
     event = {"event": "predictions", "run": "control", "path": path,
              "sha256": sha256(b"other predictions")}
-    found = only(journaled(campaign, event), f"{AGREES}.predictions").finding
+    found = expect_finding(journaled(campaign, event), "journal-agrees.predictions")
     assert found.message.startswith(f"the predictions {path} of run control are not the file "
                                     "the recorder journaled")
     honest_event = {**event, "sha256": sha256(campaign.files[path])}
     campaign.files.pop(JOURNAL_FILE)
-    assert journaled(campaign, honest_event) == []
+    expect_no_finding(journaled(campaign, honest_event))
 
 
 def test_step_hours_the_manifest_changed_are_refused(campaign: CampaignBuilder) -> None:
     events = [{"event": "step", "step": "train-control", "hours": 10},
               {"event": "step", "step": "train-control", "hours": 3}]
-    found = only(journaled(campaign, *events), f"{AGREES}.step-hours").finding
+    found = expect_finding(journaled(campaign, *events), "journal-agrees.step-hours")
     assert found.message == ("step train-control took 13 h by itera-journal.jsonl, 14 h by "
                              "the manifest")
     assert found.where == f"{JOURNAL_FILE}:2"
@@ -202,7 +202,7 @@ def test_step_hours_the_manifest_changed_are_refused(campaign: CampaignBuilder) 
 def test_a_decision_missing_from_the_manifest_is_refused(campaign: CampaignBuilder) -> None:
     event = {"event": "decide", "id": "d1", "text": "drop it", "drops": [], "adds": [],
              "at": "2026-11-20T10:00:00Z"}
-    found = only(journaled(campaign, event), f"{AGREES}.decision").finding
+    found = expect_finding(journaled(campaign, event), "journal-agrees.decision")
     assert found.message == ("itera-journal.jsonl records decision d1, but the manifest does "
                              "not")
 
@@ -226,8 +226,8 @@ def test_an_adapter_pinned_to_another_revision_than_its_training_base_is_refused
     campaign: CampaignBuilder
 ) -> None:
     adapter(campaign, base_path=None)  # base_path dropped, a made-up revision kept
-    found = only(journaled(campaign, training_base("c" * 40, "b" * 64)),
-                 f"{AGREES}.base-revision").finding
+    found = expect_finding(
+        journaled(campaign, training_base("c" * 40, "b" * 64)), "journal-agrees.base-revision")
     assert found.message == (
         f"adapter runs/variant-a/adapter names base revision {REVISION}, but "
         f"itera-journal.jsonl records base {BASE} at revision {'c' * 40} when run variant-a "
@@ -236,21 +236,21 @@ def test_an_adapter_pinned_to_another_revision_than_its_training_base_is_refused
 
 def test_a_base_digest_the_journal_contradicts_is_refused(campaign: CampaignBuilder) -> None:
     adapter(campaign, base_path=BASE)
-    found = only(journaled(campaign, training_base(REVISION, "d" * 64)),
-                 f"{AGREES}.base-digest").finding
+    found = expect_finding(
+        journaled(campaign, training_base(REVISION, "d" * 64)), "journal-agrees.base-digest")
     assert found.message.startswith(f"the base {BASE} of adapter runs/variant-a/adapter is "
                                     "not the folder itera-journal.jsonl recorded")
 
 
 def test_a_base_the_journal_agrees_with_passes(campaign: CampaignBuilder) -> None:
     adapter(campaign, base_path=BASE)
-    assert journaled(campaign, training_base(REVISION, "b" * 64)) == []
+    expect_no_finding(journaled(campaign, training_base(REVISION, "b" * 64)))
 
 
 # ============================================== closures and reopenings (issue 26, point 2)
 
 
-def closed(campaign: CampaignBuilder, *events: dict[str, Any]) -> list[Problem]:
+def closed(campaign: CampaignBuilder, *events: dict[str, Any]) -> Found:
     """``events`` then the close event the recorder journals for the manifest as written."""
     journaled(campaign, *events)  # writes the manifest
     data = json.loads((campaign.root / "manifest.json").read_bytes())
@@ -260,19 +260,16 @@ def closed(campaign: CampaignBuilder, *events: dict[str, Any]) -> list[Problem]:
 
 
 def test_the_manifest_written_at_the_last_closure_passes(campaign: CampaignBuilder) -> None:
-    assert closed(campaign, *honest(campaign)) == []
+    expect_no_finding(closed(campaign, *honest(campaign)))
 
 
 def test_a_manifest_replaced_without_a_reopen_record_is_refused(
     campaign: CampaignBuilder
 ) -> None:
-    assert closed(campaign, *honest(campaign)) == []
+    expect_no_finding(closed(campaign, *honest(campaign)))
     journal = campaign.files[JOURNAL_FILE]
     campaign.manifest["conclusion"]["text"] += " (edited after closure)"
-    campaign.write()
-    registry = {k: v for k, v in builtin_checks().items() if k == AGREES}
-    found = only(list(check_campaign(campaign.root, checks=registry).findings),
-                 f"{AGREES}.manifest-replaced").finding
+    found = expect_finding(judge(campaign, AGREES), "journal-agrees.manifest-replaced")
     assert campaign.files[JOURNAL_FILE] == journal
     assert found.message.startswith(
         "manifest.json is not the manifest the recorder wrote when it closed the campaign "
@@ -289,7 +286,8 @@ def test_a_campaign_reopened_and_not_closed_again_is_refused(
 ) -> None:
     reopen = {"event": "reopen", "reason": "the predictions missed one example",
               "manifest_sha256": "0" * 64, "at": "2026-11-21T10:00:00Z"}
-    found = only(journaled(campaign, *honest(campaign), reopen), f"{AGREES}.reopened").finding
+    found = expect_finding(
+        journaled(campaign, *honest(campaign), reopen), "journal-agrees.reopened")
     assert found.message == (
         "the campaign was reopened ('the predictions missed one example') and not closed "
         "again: manifest.json is the manifest that reopening replaces")
@@ -309,7 +307,7 @@ def test_a_step_resumed_after_an_interruption_counts_its_worked_hours(
         {"event": "step", "step": "train-control", "hours": 4,
          "started_at": "2026-11-20T13:00:00+00:00", "at": "2026-11-20T17:00:00+00:00"},
     ]
-    assert journaled(campaign, *events) == []
+    expect_no_finding(journaled(campaign, *events))
 
 
 # ============================================== through pytest, in the three xdist modes
@@ -539,7 +537,7 @@ def test_a_run_end_moved_from_the_journaled_outcome_is_refused(
     # The journal accepted control at 01:00; the manifest ends it at 00:00, so that what
     # followed it (a decision, the next run) seems to come after its end.
     campaign.run_record("control")["ended_at"] = "2026-11-21T00:00:00Z"
-    found = only(journaled(campaign, *honest(campaign)), "journal-agrees.run-end").finding
+    found = expect_finding(journaled(campaign, *honest(campaign)), "journal-agrees.run-end")
     assert found.message == ("run control ended at 2026-11-21T01:00:00+00:00 by "
                              "itera-journal.jsonl (its accepted event), at "
                              "2026-11-21T00:00:00+00:00 by the manifest")
@@ -552,8 +550,8 @@ def test_a_run_end_moved_from_the_journaled_outcome_is_refused(
 def test_a_decision_moment_moved_from_the_journal_is_refused(
     campaign: CampaignBuilder
 ) -> None:
-    found = only(journaled(campaign, *decided(campaign, "2026-11-21T05:00:00Z")),
-                 "journal-agrees.decision-at").finding
+    found = expect_finding(journaled(campaign, *decided(campaign, "2026-11-21T05:00:00Z")),
+                           "journal-agrees.decision-at")
     assert found.message == ("decision after-control was taken at 2026-11-21T05:00:00+00:00 "
                              "by itera-journal.jsonl, at 2026-11-21T04:00:00+00:00 by the "
                              "manifest")

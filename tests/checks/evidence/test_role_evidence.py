@@ -13,10 +13,9 @@ from tests.checks.campaigns import (
     add_rule,
     checked,
     long_resume,
-    only,
-    problems,
     record,
 )
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CONTROL_CKPT,
     RESUME_CKPT,
@@ -150,23 +149,21 @@ def test_data_check_records_every_declared_input(itera: Itera, campaign: Campaig
 
 def test_a_resume_logged_every_tenth_step_is_refused(campaign: CampaignBuilder) -> None:
     long_resume(campaign, range(10, 41, 10))
-    found = only(problems(campaign, "role-evidence"), "role-evidence.resume-resolution")
-    assert found.target == "resume-check"
-    assert found.finding.message == (
-        "resume check resume-check does not log 'loss' at the resolution of control: control "
-        "logged it at 38 steps after the resume step 2 (up to step 40, the resume check's "
-        "last), the resume check at 4 of them; 34 missing: 3, 4, 5, 6, 7, …")
-    assert found.finding.where == measurements_path("resume-check")
-    assert found.finding.expected == "a 'loss' point at every step control logged from 3 to 40"
+    found = expect_finding(
+        judge(campaign, "role-evidence", target="resume-check"),
+        "role-evidence.resume-resolution", where=measurements_path("resume-check"),
+        says=("does not log 'loss' at the resolution of control",
+              "the resume check at 4 of them; 34 missing: 3, 4, 5, 6, 7, …"))
+    assert found.expected == "a 'loss' point at every step control logged from 3 to 40"
 
 
 def test_a_resume_logged_at_every_step_passes(campaign: CampaignBuilder) -> None:
     long_resume(campaign, range(3, 41))
-    assert problems(campaign, "role-evidence") == []
+    expect_no_finding(judge(campaign, "role-evidence"))
 
 
 def test_a_resume_shorter_than_its_reference_needs_only_its_own_steps(
     campaign: CampaignBuilder
 ) -> None:
     long_resume(campaign, range(3, 21))  # stops at step 20: steps 21..40 are not required
-    assert problems(campaign, "role-evidence") == []
+    expect_no_finding(judge(campaign, "role-evidence"))

@@ -25,12 +25,11 @@ from tests.checks.campaigns import (
     add_rule,
     checked,
     evidence_checkpoint,
-    only,
-    problems,
     record,
     stop_by_nan,
     stopped_at,
 )
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CONTROL_CKPT,
     CampaignBuilder,
@@ -489,8 +488,7 @@ def test_a_stopped_run_that_logged_past_its_stop_is_refused(campaign: CampaignBu
     stopped_at(campaign, "2026-11-21T18:00:00Z")
     campaign.run_record("variant-a")["stop"]["step"] = 3  # NaN at step 3; step 4 logged too
     campaign.measurements["variant-a"][2]["loss"] = "NaN"
-    found = only(problems(campaign, "stop-rules-applied"),
-                 "stop-rules-applied.after-stop").finding
+    found = expect_finding(judge(campaign, "stop-rules-applied"), "stop-rules-applied.after-stop")
     assert found.message == ("stopped run variant-a logged 'loss' at 1 step(s) after its stop "
                              "at step 3 (up to step 4): it went on training past the rule "
                              "'non-finite-loss' that stopped it")
@@ -502,7 +500,7 @@ def test_a_stopped_run_that_logged_past_its_stop_is_refused(campaign: CampaignBu
 
 def test_a_stopped_run_whose_log_ends_at_its_stop_passes(campaign: CampaignBuilder) -> None:
     stopped_at(campaign, "2026-11-21T18:00:00Z")  # NaN at step 4, its last
-    assert problems(campaign, "stop-rules-applied") == []
+    expect_no_finding(judge(campaign, "stop-rules-applied"))
 
 
 def test_a_stopped_runs_checkpoint_saved_past_its_stop_is_refused(
@@ -510,8 +508,8 @@ def test_a_stopped_runs_checkpoint_saved_past_its_stop_is_refused(
 ) -> None:
     # Its measurements end at the stop; its model trained on to step 40.
     evidence_checkpoint(campaign, 40)
-    found = only(problems(campaign, "stop-rules-applied"),
-                 "stop-rules-applied.checkpoint-after-stop").finding
+    found = expect_finding(
+        judge(campaign, "stop-rules-applied"), "stop-rules-applied.checkpoint-after-stop")
     assert found.message == ("stopped run variant-a's checkpoint runs/variant-a/last.pt "
                              "stores step 40, after its stop at step 4: the model went on "
                              "training past the rule 'non-finite-loss' that stopped it")
@@ -523,4 +521,4 @@ def test_a_stopped_runs_checkpoint_saved_past_its_stop_is_refused(
 
 def test_a_stopped_runs_checkpoint_at_its_stop_passes(campaign: CampaignBuilder) -> None:
     evidence_checkpoint(campaign, 4)
-    assert problems(campaign, "stop-rules-applied") == []
+    expect_no_finding(judge(campaign, "stop-rules-applied"))

@@ -27,13 +27,12 @@ from tests.checks.campaigns import (
     Campaign,
     campaign_of,
     findings,
-    only,
     plan3,
-    problems,
     record,
     rendered,
     stop,
 )
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import CampaignBuilder, expect
 from tests.runner import Itera
 
@@ -421,8 +420,8 @@ def test_a_conclusion_quoting_a_value_no_metric_holds_is_refused(
     # Measurements, manifest and predictions say variant-a 1.0; the text quotes 0.95.
     campaign.manifest["conclusion"]["text"] = (
         "variant-a 0.95 meets the 0.8 accuracy threshold; control's 0.75 does not.")
-    found = only(problems(campaign, "conclusion-consistent"),
-                 "conclusion-consistent.quoted-value").finding
+    found = expect_finding(
+        judge(campaign, "conclusion-consistent"), "conclusion-consistent.quoted-value")
     # The clause names the run, its metric and a number: an exact reading, it decides.
     assert not found.advisory
     assert found.message == ("the conclusion's text quotes 0.95 for variant-a's accuracy, "
@@ -437,7 +436,7 @@ def test_a_conclusion_quoting_the_measured_values_passes(campaign: CampaignBuild
     campaign.manifest["conclusion"]["text"] = (
         "variant-a 1.00 meets the 0.8 accuracy threshold; control's 75.0% does not "
         "(variant-a at 0.5 h more).")
-    assert problems(campaign, "conclusion-consistent") == []
+    expect_no_finding(judge(campaign, "conclusion-consistent"))
 
 
 @pytest.mark.parametrize("text", [
@@ -452,4 +451,4 @@ def test_a_difference_a_ratio_or_a_setting_after_a_run_is_no_quoted_value(
     """An honest text writes numbers beside a run that no metric holds: only a value the run
     is said to have is judged against its measurements."""
     campaign.manifest["conclusion"]["text"] = text
-    assert problems(campaign, "conclusion-consistent") == []
+    expect_no_finding(judge(campaign, "conclusion-consistent"))

@@ -31,7 +31,6 @@ from tests.checks.campaigns import (
     findings,
     jsonl,
     parquet,
-    problems,
     record,
     rendered,
     repack,
@@ -39,6 +38,7 @@ from tests.checks.campaigns import (
     two_corpora,
     zstd,
 )
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CORPUS_IDS,
     CampaignBuilder,
@@ -156,15 +156,13 @@ def test_a_variant_naming_the_controls_predictions_file_is_refused(
 ) -> None:
     campaign.run_record("variant-a")["predictions"] = "runs/control/predictions.jsonl"
     del campaign.files["runs/variant-a/predictions.jsonl"]
-    found = problems(campaign, "predictions-cover-corpus")
-    assert [(p.target, p.finding.code) for p in found] == [
-        ("control", "predictions-cover-corpus.shared-file"),
-        ("variant-a", "predictions-cover-corpus.shared-file")]
-    variant = found[1].finding
-    assert variant.message == ("run variant-a shares its predictions file "
-                               "runs/control/predictions.jsonl with control: they are not its "
-                               "own predictions")
-    assert variant.where == "manifest.json $.runs[3].predictions"
+    control = judge(campaign, "predictions-cover-corpus", target="control")
+    expect_finding(control, "predictions-cover-corpus.shared-file")
+    variant = expect_finding(
+        judge(campaign, "predictions-cover-corpus", target="variant-a", write=False),
+        "predictions-cover-corpus.shared-file", where="manifest.json $.runs[3].predictions",
+        says=("shares its predictions file runs/control/predictions.jsonl with control",
+              "not its own predictions"))
     assert variant.hint is not None
     assert "in its own file" in variant.hint
 
@@ -173,7 +171,7 @@ def test_each_run_with_its_own_predictions_file_passes(campaign: CampaignBuilder
     # Two files with the same bytes are not refused: two models may predict alike.
     campaign.files["runs/variant-a/predictions.jsonl"] = \
         campaign.files["runs/control/predictions.jsonl"]
-    assert problems(campaign, "predictions-cover-corpus") == []
+    expect_no_finding(judge(campaign, "predictions-cover-corpus"))
 
 
 # ------------------------------------------------------------ run_checks

@@ -11,13 +11,12 @@ from tests.checks.campaigns import (
     Campaign,
     Pytester,
     long_resume,
-    only,
-    problems,
     record,
     stop,
     stopped_at,
     times,
 )
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CampaignBuilder,
     expect,
@@ -30,7 +29,7 @@ from tests.runner import Itera
 
 def test_a_stop_after_the_run_ended_is_refused(campaign: CampaignBuilder) -> None:
     stopped_at(campaign, "2026-11-21T19:30:00Z")  # variant-a ended at 18:00
-    found = only(problems(campaign, "stop-records"), "stop-records.stop-after-end").finding
+    found = expect_finding(judge(campaign, "stop-records"), "stop-records.stop-after-end")
     assert found.message == ("run variant-a was stopped at 2026-11-21T19:30:00+00:00, after it "
                              "ended at 2026-11-21T18:00:00+00:00")
     assert found.where == "manifest.json $.runs[3].stop.at"
@@ -39,7 +38,7 @@ def test_a_stop_after_the_run_ended_is_refused(campaign: CampaignBuilder) -> Non
 
 def test_a_stop_at_the_runs_end_passes(campaign: CampaignBuilder) -> None:
     stopped_at(campaign, "2026-11-21T18:00:00Z")
-    assert problems(campaign, "stop-records") == []
+    expect_no_finding(judge(campaign, "stop-records"))
 
 
 # ------------------------------------------------------------ run_checks
@@ -177,15 +176,15 @@ def test_a_stopped_run_with_predictions_and_a_corpus_is_refused(
     stop(campaign)
     campaign.run_record("variant-a").update(predictions="runs/variant-a/predictions.jsonl",
                                             corpus="tiny-corpus")
-    found = problems(campaign, "stop-records")
-    assert [p.finding.code for p in found] == ["stop-records.delivers"] * 2
-    assert [p.finding.render().splitlines()[0] for p in found] == [
+    found = judge(campaign, "stop-records")
+    assert [f.code for f in found] == ["stop-records.delivers"] * 2
+    assert [f.render().splitlines()[0] for f in found] == [
         "manifest.json $.runs[3].predictions: stopped run variant-a records predictions "
         "(runs/variant-a/predictions.jsonl)",
         "manifest.json $.runs[3].corpus: stopped run variant-a records the corpus its "
         "predictions cover ('tiny-corpus')"]
-    assert found[0].finding.hint is not None
-    assert found[0].finding.hint.startswith("a stopped run delivers nothing")
+    assert found[0].hint is not None
+    assert found[0].hint.startswith("a stopped run delivers nothing")
 
 
 def test_a_stopped_run_shipping_an_adapter_and_two_checkpoints_is_refused(
@@ -200,22 +199,21 @@ def test_a_stopped_run_shipping_an_adapter_and_two_checkpoints_is_refused(
     campaign.manifest["adapters"].append(
         {"path": "runs/variant-a/adapter", "run": "variant-a", "base_model": "tiny",
          "base_revision": "0" * 40})
-    found = problems(campaign, "stop-records")
-    assert [p.finding.render().splitlines()[0] for p in found] == [
+    found = judge(campaign, "stop-records")
+    assert [f.render().splitlines()[0] for f in found] == [
         "manifest.json $.adapters[0]: stopped run variant-a ships adapter runs/variant-a/adapter",
         "manifest.json $.checkpoints[2]: stopped run variant-a ships 2 checkpoints "
         "(runs/variant-a/weights.pt, runs/variant-a/last.pt): only one, the evidence of where "
         "it stopped, may stay"]
-    assert found[1].finding.hint is not None
-    assert "(runs/variant-a/weights.pt)" in \
-        found[1].finding.hint
+    assert found[1].hint is not None
+    assert "(runs/variant-a/weights.pt)" in found[1].hint
 
 
 def test_a_stopped_run_keeping_its_evidence_checkpoint_passes(
     campaign: CampaignBuilder
 ) -> None:
     stop(campaign)  # variant-a keeps runs/variant-a/weights.pt, where it stopped
-    assert problems(campaign, "stop-records") == []
+    expect_no_finding(judge(campaign, "stop-records"))
 
 
 # ============================================== through pytest, in the three xdist modes

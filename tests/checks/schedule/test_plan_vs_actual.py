@@ -57,7 +57,7 @@ from typing import Any
 import pytest
 
 from pytest_itera.checks import Context, Options
-from pytest_itera.checks.engine import judge
+from pytest_itera.checks.engine import judge as engine_judge
 from pytest_itera.checks.schedule import CHECKS
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.journal import JOURNAL_FILE
@@ -70,8 +70,6 @@ from tests.checks.campaigns import (
     journal,
     journaled,
     never_ran,
-    only,
-    problems,
     restate,
     save,
     second_lot,
@@ -79,6 +77,7 @@ from tests.checks.campaigns import (
     times,
     with_receipt,
 )
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CampaignBuilder,
     expect,
@@ -104,7 +103,7 @@ def test_a_decision_taken_after_the_runs_it_precedes_started_is_refused(
     campaign: CampaignBuilder
 ) -> None:
     decision_point(campaign, "2026-11-21T05:00:00Z")  # variant-a started at 04:00
-    found = only(problems(campaign, PVA), "plan-vs-actual.decision-after-point").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.decision-after-point")
     assert found.message == (
         "run variant-a started at 2026-11-21T04:00:00+00:00, before the first decision, "
         "'after-control', dated 2026-11-21T05:00:00+00:00; its step 'train-variant-a' comes "
@@ -117,7 +116,7 @@ def test_a_decision_taken_after_the_runs_it_precedes_started_is_refused(
 
 def test_a_decision_taken_before_the_runs_it_precedes_passes(campaign: CampaignBuilder) -> None:
     decision_point(campaign, "2026-11-21T04:00:00Z")
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 # ======================================================== R2/R9: a dropped run never ran
@@ -134,7 +133,7 @@ def dropped(campaign: CampaignBuilder) -> None:
 
 def test_a_dropped_run_whose_step_was_observed_is_refused(campaign: CampaignBuilder) -> None:
     dropped(campaign)  # train-variant-a stays observed at its planned 14 h
-    found = only(problems(campaign, PVA), "plan-vs-actual.dropped-step-ran").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.dropped-step-ran")
     assert found.message == ("run variant-a is dropped by decision 'after-pilot', but step "
                              "'train-variant-a', which the plan gives to it, was observed to "
                              "take 14 h")
@@ -148,7 +147,7 @@ def test_a_dropped_run_whose_step_was_observed_is_refused(campaign: CampaignBuil
 def test_a_dropped_run_whose_step_did_not_run_passes(campaign: CampaignBuilder) -> None:
     dropped(campaign)
     never_ran(campaign, "train-variant-a")
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 # ================================================= R3/v3: times never run backwards
@@ -166,7 +165,7 @@ def test_a_run_recorded_before_the_run_its_steps_follow_is_refused(
 ) -> None:
     resume_on_gpu1(campaign)  # restore-ckpt comes after save-ckpt, after train-control
     times(campaign, "resume-check", "2026-11-20T20:00:00Z", "2026-11-20T21:00:00Z")
-    found = only(problems(campaign, PVA), "plan-vs-actual.run-order").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.run-order")
     assert found.message == (
         "run resume-check started at 2026-11-20T20:00:00+00:00, 5 h before run control ended "
         "(ended_at 2026-11-21T01:00:00+00:00), but the plan puts every step of resume-check "
@@ -180,7 +179,7 @@ def test_a_run_recorded_after_the_run_its_steps_follow_passes(
 ) -> None:
     resume_on_gpu1(campaign)
     times(campaign, "resume-check", "2026-11-21T01:00:00Z", "2026-11-21T02:00:00Z")
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def test_runs_recorded_over_more_than_their_lots_days_are_refused(
@@ -188,7 +187,7 @@ def test_runs_recorded_over_more_than_their_lots_days_are_refused(
 ) -> None:
     campaign.manifest["closed_at"] = "2026-11-24T00:00:00Z"
     times(campaign, "variant-a", "2026-11-23T08:00:00Z", "2026-11-23T22:00:00Z")
-    found = only(problems(campaign, PVA), "plan-vs-actual.lot-recorded-span").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.lot-recorded-span")
     assert found.message == (
         "the runs on lot 'rtx4090-3d' were recorded over 84 h, from control's start at "
         "2026-11-20T10:00:00+00:00 to variant-a's ended_at at 2026-11-23T22:00:00+00:00, "
@@ -199,12 +198,12 @@ def test_runs_recorded_over_more_than_their_lots_days_are_refused(
 def test_runs_recorded_within_their_lots_days_pass(campaign: CampaignBuilder) -> None:
     campaign.manifest["closed_at"] = "2026-11-24T00:00:00Z"
     times(campaign, "variant-a", "2026-11-22T20:00:00Z", "2026-11-23T10:00:00Z")
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def test_a_save_timed_before_its_run_started_is_refused(campaign: CampaignBuilder) -> None:
     journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-20T09:30:00Z"))
-    found = only(problems(campaign, PVA), "plan-vs-actual.save-before-start").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-before-start")
     assert found.message == ("checkpoint runs/control/step-2.pt of run control was saved at "
                              "2026-11-20T09:30:00+00:00, 0.5 h before the run started "
                              "(2026-11-20T10:00:00+00:00)")
@@ -215,13 +214,13 @@ def test_a_save_timed_before_its_run_started_is_refused(campaign: CampaignBuilde
 
 def test_a_save_at_the_runs_start_passes(campaign: CampaignBuilder) -> None:
     journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-20T10:00:00Z"))
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def test_run_ends_and_decisions_at_their_journaled_moments_pass(
     campaign: CampaignBuilder
 ) -> None:
-    assert journaled(campaign, *decided(campaign, "2026-11-21T04:00:00Z")) == []
+    expect_no_finding(journaled(campaign, *decided(campaign, "2026-11-21T04:00:00Z")))
 
 
 # ================================ R7/v3: a receipt is dated by its date line (audit3)
@@ -259,7 +258,7 @@ def test_a_save_timed_while_another_run_held_the_gpu_is_refused(
 ) -> None:
     # variant-a ran on gpu0 from 04:00 to 18:00; the journal times a control save at 10:00.
     journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-21T10:00:00Z"))
-    found = only(problems(campaign, PVA), "plan-vs-actual.save-during-run").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-during-run")
     assert found.message == ("checkpoint runs/control/step-2.pt of run control was saved at "
                              "2026-11-21T10:00:00+00:00, while run variant-a ran on the same "
                              "GPU ('gpu0') from 2026-11-21T04:00:00+00:00 to "
@@ -275,7 +274,7 @@ def test_a_save_timed_while_another_run_held_the_gpu_is_refused(
 def test_a_save_at_the_boundary_of_another_run_passes(campaign: CampaignBuilder) -> None:
     # An artifact of a run trained after it ended (an adapter) is saved between two runs.
     journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-21T04:00:00Z"))
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def test_a_receipt_addressed_to_another_campaign_is_refused(
@@ -379,7 +378,7 @@ def reserved_findings(campaign: CampaignBuilder, reserved: float) -> list[str]:
     campaign.manifest["schedule"]["steps"].append({"id": "train-extra", "observed_hours": 6})
     campaign.manifest["schedule"]["reserved_hours"] = reserved
     ctx = Context(load_campaign(campaign.write()), Options(), {c.id: c for c in CHECKS})
-    return [f.render().splitlines()[0] for f in judge(ctx).findings(PVA)
+    return [f.render().splitlines()[0] for f in engine_judge(ctx).findings(PVA)
             if f.code in ("plan-vs-actual.reserved-hours",
                           "plan-vs-actual.observed-over-reserved")]
 
@@ -585,7 +584,7 @@ def test_decisions_that_name_wrong_runs(
 
 
 def test_the_factory_timeline_fits(campaign: CampaignBuilder) -> None:
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 # ======================================================================= one GPU
@@ -593,7 +592,7 @@ def test_the_factory_timeline_fits(campaign: CampaignBuilder) -> None:
 
 def test_two_runs_overlapping_on_one_gpu_are_refused(campaign: CampaignBuilder) -> None:
     times(campaign, "resume-check", "2026-11-21T02:30:00Z", "2026-11-21T03:30:00Z")
-    found = only(problems(campaign, PVA), "plan-vs-actual.gpu-overlap").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.gpu-overlap")
     assert found.message == (
         "runs data-check and resume-check overlap on GPU 'gpu0' of lot 'rtx4090-3d': data-check "
         "ran from 2026-11-21T01:00:00+00:00 to 2026-11-21T03:00:00+00:00, resume-check started "
@@ -610,7 +609,7 @@ def test_runs_on_different_gpus_may_overlap(campaign: CampaignBuilder) -> None:
     step(campaign, "restore-ckpt")["resource"] = "gpu1"
     restate(campaign)
     times(campaign, "resume-check", "2026-11-21T02:30:00Z", "2026-11-21T03:30:00Z")
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def test_runs_on_two_lots_may_overlap(campaign: CampaignBuilder) -> None:
@@ -618,7 +617,7 @@ def test_runs_on_two_lots_may_overlap(campaign: CampaignBuilder) -> None:
     step(campaign, "restore-ckpt").update(resource="gpu1", lot="rtx4090-3d-b")
     restate(campaign)
     times(campaign, "resume-check", "2026-11-21T02:30:00Z", "2026-11-21T03:30:00Z")
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 # ============================================================ span vs observed hours
@@ -626,7 +625,7 @@ def test_runs_on_two_lots_may_overlap(campaign: CampaignBuilder) -> None:
 
 def test_a_span_longer_than_its_steps_is_refused(campaign: CampaignBuilder) -> None:
     times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T20:00:00Z")
-    found = only(problems(campaign, PVA), "plan-vs-actual.run-span").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.run-span")
     assert found.message == (
         "run variant-a's recorded times span 16 h (started_at 2026-11-21T04:00:00+00:00 to "
         "ended_at 2026-11-21T20:00:00+00:00), but the steps that name it were observed to take "
@@ -642,20 +641,20 @@ def test_the_issue_case_seven_hours_for_a_five_hour_step(campaign: CampaignBuild
     campaign.manifest["schedule"]["deviations"] = [
         {"step": "train-variant-a", "explanation": "converged early: stopped at 5 h"}]
     times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T11:00:00Z")
-    found = only(problems(campaign, PVA), "plan-vs-actual.run-span").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.run-span")
     assert "span 7 h" in found.message
     assert "observed to take 5 h" in found.message
 
 
 def test_a_span_within_the_tolerance_passes(campaign: CampaignBuilder) -> None:
     times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T19:24:00Z")  # 15.4 h
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def test_a_span_shorter_than_its_steps_passes(campaign: CampaignBuilder) -> None:
     """Steps may be timed apart from the run's start and end (the recorder's step timers)."""
     times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T04:00:05Z")
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 @pytest.mark.parametrize(("seconds", "fits"), [(30, True), (39, True), (50, False)])
@@ -668,8 +667,11 @@ def test_tiny_spans_are_judged_to_the_hundredth_of_an_hour(
     campaign.manifest["schedule"]["deviations"] = [
         {"step": "check-data", "explanation": "the tiny corpus was checked in seconds"}]
     times(campaign, "data-check", "2026-11-21T01:00:00Z", f"2026-11-21T01:00:{seconds:02d}Z")
-    found = [p for p in problems(campaign, PVA) if p.finding.code == "plan-vs-actual.run-span"]
-    assert (found == []) is fits, [p.message for p in found]
+    found = judge(campaign, PVA)
+    if fits:
+        expect_no_finding(found, "plan-vs-actual.run-span")
+    else:
+        expect_finding(found, "plan-vs-actual.run-span")
 
 
 # ==================================================================== order of moments
@@ -677,7 +679,7 @@ def test_tiny_spans_are_judged_to_the_hundredth_of_an_hour(
 
 def test_a_run_ending_before_it_starts_is_refused(campaign: CampaignBuilder) -> None:
     times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T03:00:00Z")
-    found = only(problems(campaign, PVA), "plan-vs-actual.end-before-start").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.end-before-start")
     assert found.message == (
         "run variant-a ends before it starts: ended_at 2026-11-21T03:00:00+00:00 is 1 h before "
         "started_at 2026-11-21T04:00:00+00:00")
@@ -686,12 +688,12 @@ def test_a_run_ending_before_it_starts_is_refused(campaign: CampaignBuilder) -> 
 
 def test_a_run_ending_in_the_second_it_started_passes(campaign: CampaignBuilder) -> None:
     times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T04:00:00Z")
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def test_closed_before_a_run_ended_is_refused(campaign: CampaignBuilder) -> None:
     campaign.manifest["closed_at"] = "2026-11-21T17:00:00Z"
-    found = only(problems(campaign, PVA), "plan-vs-actual.closed-before").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.closed-before")
     assert found.message == (
         "the manifest was closed at 2026-11-21T17:00:00+00:00, 1 h before run variant-a ended "
         "(manifest.json $.runs[3].ended_at)")
@@ -700,7 +702,7 @@ def test_closed_before_a_run_ended_is_refused(campaign: CampaignBuilder) -> None
 
 def test_closed_at_the_last_moment_passes(campaign: CampaignBuilder) -> None:
     campaign.manifest["closed_at"] = "2026-11-21T18:00:00Z"
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def test_saves_further_apart_than_the_tolerable_loss_are_refused(
@@ -709,7 +711,7 @@ def test_saves_further_apart_than_the_tolerable_loss_are_refused(
     journal(campaign, save("control", "runs/control/last.pt", "2026-11-20T11:00:00Z"),
             save("control", "runs/control/last.pt", "2026-11-20T12:30:00Z"),
             save("control", "runs/control/step-2.pt", "2026-11-20T15:30:00Z"))
-    found = only(problems(campaign, PVA), "plan-vs-actual.save-interval").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-interval")
     assert found.message == (
         "run control saved runs/control/last.pt at 2026-11-20T12:30:00+00:00 and its next "
         "checkpoint runs/control/step-2.pt at 2026-11-20T15:30:00+00:00: 3 h apart, more than "
@@ -723,7 +725,7 @@ def test_saves_within_the_tolerable_loss_pass(campaign: CampaignBuilder) -> None
     journal(campaign, save("control", "runs/control/last.pt", "2026-11-20T11:00:00Z"),
             save("control", "runs/control/step-2.pt", "2026-11-20T13:00:00Z"),
             save("variant-a", "runs/variant-a/weights.pt", "2026-11-21T17:00:00Z"))
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def interrupted(since: str, until: str) -> dict[str, Any]:
@@ -744,7 +746,7 @@ def test_an_interruption_between_two_saves_is_not_work_at_risk(
     events.insert(1, json.dumps(interrupted("2026-11-20T11:00:00+00:00",
                                             "2026-11-20T12:30:00+00:00")) + "\n")
     campaign.files[JOURNAL_FILE] = "".join(events).encode()
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def test_an_interruption_does_not_excuse_saves_too_far_apart(campaign: CampaignBuilder) -> None:
@@ -752,7 +754,7 @@ def test_an_interruption_does_not_excuse_saves_too_far_apart(campaign: CampaignB
             save("control", "runs/control/step-2.pt", "2026-11-20T14:30:00Z"))
     campaign.files[JOURNAL_FILE] += (json.dumps(interrupted(
         "2026-11-20T12:00:00+00:00", "2026-11-20T12:30:00+00:00")) + "\n").encode()
-    found = only(problems(campaign, PVA), "plan-vs-actual.save-interval").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-interval")
     assert found.message == (
         "run control saved runs/control/last.pt at 2026-11-20T11:00:00+00:00 and its next "
         "checkpoint runs/control/step-2.pt at 2026-11-20T14:30:00+00:00: 3 h apart (not "
@@ -766,10 +768,10 @@ def test_a_run_span_less_its_interruption_fits_its_steps(campaign: CampaignBuild
     times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T20:00:00Z")
     campaign.files[JOURNAL_FILE] = (json.dumps(interrupted(
         "2026-11-21T09:00:00+00:00", "2026-11-21T11:00:00+00:00")) + "\n").encode()
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
     campaign.files[JOURNAL_FILE] = (json.dumps(interrupted(
         "2026-11-21T09:00:00+00:00", "2026-11-21T09:30:00+00:00")) + "\n").encode()
-    found = only(problems(campaign, PVA), "plan-vs-actual.run-span").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.run-span")
     assert found.message == (
         "run variant-a's recorded times span 15.5 h (started_at 2026-11-21T04:00:00+00:00 to "
         "ended_at 2026-11-21T20:00:00+00:00, not counting 0.5 h of interruption), but the steps "
@@ -786,13 +788,13 @@ def test_a_run_resumed_between_its_steps_is_judged_on_its_work(
                "interrupted": {"since": "2026-11-21T18:00:00Z", "until": "2026-11-21T22:00:00Z",
                                "hours": 4.0}}
     campaign.files[JOURNAL_FILE] = (json.dumps(resumed) + "\n").encode()
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def test_a_journal_that_times_no_save_is_not_judged(campaign: CampaignBuilder) -> None:
     journal(campaign, save("control", "runs/control/step-2.pt", None),
             save("variant-a", "runs/variant-a/weights.pt", None))
-    assert problems(campaign, PVA) == []
+    expect_no_finding(judge(campaign, PVA))
 
 
 def test_a_journal_that_times_some_saves_cannot_prove_the_others(
@@ -800,7 +802,7 @@ def test_a_journal_that_times_some_saves_cannot_prove_the_others(
 ) -> None:
     journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-20T11:00:00Z"),
             save("variant-a", "runs/variant-a/weights.pt", None))
-    found = only(problems(campaign, PVA), "plan-vs-actual.save-times-unproven").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-times-unproven")
     assert found.message == (
         "cannot prove that run variant-a saved a checkpoint at least every 2 h "
         "(checkpoint_policy.tolerable_loss_hours): itera-journal.jsonl line 2 records "
@@ -809,7 +811,7 @@ def test_a_journal_that_times_some_saves_cannot_prove_the_others(
 
 def test_a_save_after_the_closure_is_refused(campaign: CampaignBuilder) -> None:
     journal(campaign, save("variant-a", "runs/variant-a/weights.pt", "2026-11-22T09:00:00Z"))
-    found = only(problems(campaign, PVA), "plan-vs-actual.closed-before").finding
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.closed-before")
     assert "before checkpoint runs/variant-a/weights.pt of run variant-a was saved " \
         f"({JOURNAL_FILE}:1)" in found.message
 
