@@ -28,7 +28,7 @@ from pytest_itera.core.findings import Finding
 from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.core.schedule import as_observed, makespan
 from pytest_itera.report.verify import Problem, check_campaign
-from tests.checks.judging import Found, judge, judged
+from tests.checks.judging import Found, judge
 from tests.factory import (
     CONTROL_CKPT,
     CORPUS_IDS,
@@ -133,13 +133,7 @@ def disk(campaign: CampaignBuilder, amount: str = "2.00") -> dict[str, object]:
 # ============================================================ corpus_identity
 
 
-def _budget_problems(campaign: CampaignBuilder) -> list[str]:
-    """budget-consistent's findings on the written campaign, judged alone (the session's
-    reload server: tests/checks/prose/judging.py)."""
-    return [f.render() for f in judged(campaign, BUDGET).deciding]
-
-
-def deliver_a_copy(campaign: CampaignBuilder, path: str, data: bytes) -> list[str]:
+def deliver_a_copy(campaign: CampaignBuilder, path: str, data: bytes) -> Found:
     """variant-a delivers ``data`` (a copy of the corpus, as ``path``) as a second corpus,
     counted as a second deliverable: budget-consistent's findings."""
     campaign.files[path] = data
@@ -148,7 +142,7 @@ def deliver_a_copy(campaign: CampaignBuilder, path: str, data: bytes) -> list[st
     next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"] = "corpus-b"
     campaign.run_record("variant-a")["corpus"] = "corpus-b"  # its predictions: the same IDs
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    return _budget_problems(campaign)
+    return judge(campaign, BUDGET)
 
 
 # ============================================================ confidence

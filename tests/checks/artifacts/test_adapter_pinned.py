@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from pytest_itera.files.tree import tree_digest
-from pytest_itera.report.verify import Verdict, check_campaign
+from pytest_itera.report.verify import check_campaign
+from tests.checks.judging import expect_no_finding, judge
 
 CHECK = "adapter-pinned"
 ADAPTER = "runs/control/adapter"
@@ -77,10 +78,6 @@ def change(root: Path, *, drop: tuple[str, ...] = (), revision: str | None = Non
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
-def problems(verdict: Verdict) -> list[str]:
-    return [p.finding.render() for p in verdict.findings if p.check == CHECK]
-
-
 def test_the_example_s_shipped_base_proves_its_revision(example: Path) -> None:
     verdict = check_campaign(example)
     # every check passes; the example is recorded on a played clock (example_campaign/)
@@ -91,7 +88,7 @@ def test_a_base_shipped_beside_the_adapter_is_compared_without_base_path(
     campaign: Path,
 ) -> None:
     change(campaign, drop=("base_path", "base_digest"), revision=MADE_UP)
-    found = problems(check_campaign(campaign))
+    found = [f.render() for f in judge(campaign, CHECK)]
     recorded = _json(campaign / BASE / "itera-base.json")["revision"]
     assert found[0].splitlines() == [
         f"{WHERE}.base_revision: shipped base {BASE} records revision '{recorded}' "
@@ -110,7 +107,7 @@ def test_a_base_beside_the_adapter_without_a_revision_record_proves_nothing(
 ) -> None:
     change(campaign, drop=("base_path", "base_digest"), revision=MADE_UP,
            remove=(f"{BASE}/itera-base.json",))
-    found = problems(check_campaign(campaign))
+    found = [f.render() for f in judge(campaign, CHECK)]
     assert found[0].splitlines() == [
         f"{WHERE}.base_revision: the base revision '{MADE_UP}' of adapter {ADAPTER} is not "
         f"proven by the shipped base {BASE} (it ships beside the adapter: the manifest names "
@@ -127,9 +124,7 @@ def test_a_base_beside_the_adapter_without_a_revision_record_proves_nothing(
 
 def test_a_declared_base_without_a_revision_record_proves_nothing(campaign: Path) -> None:
     change(campaign, remove=(f"{BASE}/itera-base.json",))
-    verdict = check_campaign(campaign)
-    assert verdict.verdict == "rejected"
-    found = problems(verdict)
+    found = [f.render() for f in judge(campaign, CHECK)]
     assert len(found) == 1
     assert found[0].startswith(
         f"{WHERE}.base_revision: the base revision '{_revision(campaign)}' of adapter "
@@ -141,13 +136,13 @@ def test_a_hub_cache_s_refs_prove_the_revision(campaign: Path) -> None:
     revision = _revision(campaign)
     change(campaign, remove=(f"{BASE}/itera-base.json",),
            add={f"{BASE}/refs/main": revision.encode()})
-    assert problems(check_campaign(campaign)) == []
+    expect_no_finding(judge(campaign, CHECK))
 
 
 def test_refs_naming_another_commit_are_refused(campaign: Path) -> None:
     change(campaign, remove=(f"{BASE}/itera-base.json",),
            add={f"{BASE}/refs/main": b"b" * 40})
-    found = problems(check_campaign(campaign))
+    found = [f.render() for f in judge(campaign, CHECK)]
     assert found[0].startswith(
         f"{WHERE}.base_revision: shipped base {BASE} records revision '{'b' * 40}' (its hub "
         f"cache ref {BASE}/refs/main), the manifest records base_revision '{_revision(campaign)}'")

@@ -32,12 +32,13 @@ import torch
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.artifacts import CHECKS
 from pytest_itera.checks.artifacts.checkpoint_reloads import informational
-from pytest_itera.checks.engine import judge
+from pytest_itera.checks.engine import judge as engine_judge
 from pytest_itera.core.campaign import RESUME_PARTS, load_campaign
 from pytest_itera.files.tree import DigestRefused, tree_digest
 from pytest_itera.reload import Reloader
 from tests import checkpoints
-from tests.checks.campaigns import _control, _problems, _set_config, _torch_bytes
+from tests.checks.campaigns import _control, _set_config, _torch_bytes
+from tests.checks.judging import expect_finding, judge
 from tests.factory import (
     CONTROL_CKPT,
     RESUME_CKPT,
@@ -347,8 +348,8 @@ def test_accepted_runs_ship_an_artifact_and_the_resume_check_a_resume_checkpoint
     )
     # The run without an artifact is not an accepted deliverable.
     ctx = context_of(campaign.root)
-    assert judge(ctx).run_failures("variant-a") == [("artifacts-required", "variant-a")]
-    assert judge(ctx).run_failures("control") == []
+    assert engine_judge(ctx).run_failures("variant-a") == [("artifacts-required", "variant-a")]
+    assert engine_judge(ctx).run_failures("control") == []
 
 
 def test_the_resume_check_s_checkpoint_must_cover_its_resume_state(
@@ -594,7 +595,7 @@ def test_a_stopped_run_ships_its_diverged_weights_as_evidence(
         "    fix:      the file pickles whole torch.nn module objects (torch.save(model))*",
     )
     ctx = context_of(campaign.root)
-    assert judge(ctx).findings("checkpoint-reloads", VARIANT_WEIGHTS) == ()
+    assert engine_judge(ctx).findings("checkpoint-reloads", VARIANT_WEIGHTS) == ()
     assert informational(ctx, "checkpoint-reloads", VARIANT_WEIGHTS) == (
         f"evidence of the stop at step {DIVERGED_AT}: {VARIANT_WEIGHTS} holds non-finite model "
         f"weights ({counts}), as run variant-a, stopped by its rule 'non-finite-loss', "
@@ -663,33 +664,33 @@ def test_a_listed_symlink_that_leaves_says_copy_the_file(
 def test_a_variant_shipping_the_controls_bytes(tmp_path: Path) -> None:
     b = CampaignBuilder(tmp_path / "out")
     b.files[VARIANT_WEIGHTS] = b.files[CONTROL_CKPT]
-    problems = _problems(b.write(), "artifacts-required.same-weights")
-    assert sorted(p.target or "" for p in problems) == ["control", "variant-a"]
-    variant = next(p for p in problems if p.target == "variant-a")
-    assert variant.finding.message == (
-        f"{VARIANT_WEIGHTS} of run variant-a is byte for byte {CONTROL_CKPT} of run control: "
-        "two deliverable runs ship the same weights")
+    root = b.write()
+    code = "artifacts-required.same-weights"
+    expect_finding(judge(root, "artifacts-required", target="control"), code)
+    expect_finding(judge(root, "artifacts-required", target="variant-a"), code, says=(
+        f"{VARIANT_WEIGHTS} of run variant-a is byte for byte {CONTROL_CKPT} of run control",
+        "two deliverable runs ship the same weights"))
 
 
 def test_a_variant_shipping_the_controls_tensors_in_other_bytes(tmp_path: Path) -> None:
     b = CampaignBuilder(tmp_path / "out")
     b.files[VARIANT_WEIGHTS] = _torch_bytes(_control(b)["model"])  # re-saved: other bytes
-    [variant] = [p for p in _problems(b.write(), "artifacts-required.same-weights")
-                 if p.target == "variant-a"]
-    assert variant.finding.message == (
+    found = judge(b.write(), "artifacts-required", target="variant-a")
+    expect_finding(found, "artifacts-required.same-weights", says=(
         f"{VARIANT_WEIGHTS} of run variant-a holds the same model tensors (names, shapes, "
-        f"dtypes and checksums) as {CONTROL_CKPT} of run control: two deliverable runs ship "
-        "the same weights")
+        f"dtypes and checksums) as {CONTROL_CKPT} of run control",
+        "two deliverable runs ship the same weights"))
 
 
 def test_weights_without_the_width_their_config_states(tmp_path: Path) -> None:
     b = CampaignBuilder(tmp_path / "out")
     _set_config(b, "variant-a", {"run": "variant-a", "lr": 0.01, "width": 64})
-    [problem] = _problems(b.write(), "artifacts-required.config-shapes")
-    assert problem.finding.message == (
+    problem = expect_finding(
+        judge(b.write(), "artifacts-required"), "artifacts-required.config-shapes")
+    assert problem.message == (
         f"{VARIANT_WEIGHTS} of run variant-a holds no tensor with a dimension of 64, the "
         "width configs/variant-a.json states: these are the weights of another configuration")
-    assert problem.finding.found == "weight [2, 4], bias [2]"
+    assert problem.found == "weight [2, 4], bias [2]"
 
 
 def test_two_checkpoints_of_one_run_at_other_shapes(tmp_path: Path) -> None:
@@ -698,8 +699,9 @@ def test_two_checkpoints_of_one_run_at_other_shapes(tmp_path: Path) -> None:
     b.files["runs/variant-a/last.pt"] = _torch_bytes(torch.nn.Linear(4, 3).state_dict())
     b.manifest["checkpoints"].append({"path": "runs/variant-a/last.pt", "run": "variant-a",
                                       "format": "torch", "kind": "weights"})
-    [problem] = _problems(b.write(), "artifacts-required.shapes-differ")
-    assert problem.finding.message == (
+    problem = expect_finding(
+        judge(b.write(), "artifacts-required"), "artifacts-required.shapes-differ")
+    assert problem.message == (
         f"{VARIANT_WEIGHTS} and runs/variant-a/last.pt of run variant-a hold 2 tensor(s) at "
         "different shapes (e.g. bias: [2] and [3]): they are not checkpoints of one model")
 
@@ -720,8 +722,9 @@ def test_a_saved_model_whose_config_states_another_size(tmp_path: Path) -> None:
     b.manifest["checkpoints"].append({"path": "runs/variant-a/model", "run": "variant-a",
                                       "format": "safetensors", "kind": "weights"})
     b.files["RELOAD.md"] += b"AutoModel.from_pretrained('runs/variant-a/model')\n"
-    [problem] = _problems(b.write(), "artifacts-required.config-shapes")
-    assert problem.finding.message == (
+    problem = expect_finding(
+        judge(b.write(), "artifacts-required"), "artifacts-required.config-shapes")
+    assert problem.message == (
         "runs/variant-a/model of run variant-a holds no tensor with a dimension of 64, the "
         "n_embd runs/variant-a/model/config.json states: these are the weights of another "
         "configuration")

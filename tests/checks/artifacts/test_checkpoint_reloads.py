@@ -23,9 +23,8 @@ import pytest
 import torch
 
 from pytest_itera.reload import PROBE, SERVER
-from pytest_itera.report.verify import check_campaign
 from tests import checkpoints
-from tests.checks.campaigns import _codes
+from tests.checks.judging import expect_no_finding, judge
 from tests.factory import (
     CampaignBuilder,
     expect,
@@ -677,12 +676,11 @@ def test_a_saved_model_whose_shard_was_overwritten(tmp_path: Path) -> None:
                                       "format": "safetensors", "kind": "weights"})
     b.files["RELOAD.md"] += b"AutoModel.from_pretrained('runs/variant-a/model')\n"
     good = b.write()
-    assert _codes(good) == []
+    expect_no_finding(judge(good))
     shutil.rmtree(good)
     b.files[f"runs/variant-a/model/{second}"] = b.files[f"runs/variant-a/model/{first}"]
-    verdict = check_campaign(b.write(), timeout=60)
-    [problem] = [p for p in verdict.findings if p.check == "checkpoint-reloads"]
+    [problem] = judge(b.write(), "checkpoint-reloads")
     lost = sorted(k for k, v in index.items() if v == second)
-    assert f"runs/variant-a/model/{second}: holds " in problem.finding.message
+    assert f"runs/variant-a/model/{second}: holds " in problem.message
     assert (f"and lacks {len(lost)} tensor(s) model.safetensors.index.json places in it: "
-            f"{lost[0]}") in problem.finding.message
+            f"{lost[0]}") in problem.message

@@ -26,12 +26,10 @@ import pytest
 import torch
 
 from pytest_itera.core.campaign import MANIFEST_FILE
-from pytest_itera.report.verify import Problem
+from pytest_itera.core.findings import Finding
 from tests.checks.campaigns import (
     NEVER_TRAINED,
-    _codes,
     _control,
-    _problems,
     _set_config,
     _torch_bytes,
     edited,
@@ -58,14 +56,16 @@ def _changed_control(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -
     return b.write()
 
 
-def _only(tmp_path: Path, change: Callable[[dict[str, Any]], None], code: str) -> Problem:
-    """The one finding of ``code`` on the campaign whose control checkpoint ``change`` edited."""
-    [problem] = _problems(_changed_control(tmp_path, change), code)
-    return problem
+def _only(tmp_path: Path, change: Callable[[dict[str, Any]], None], code: str,
+          target: str | None = None) -> Finding:
+    """The one finding of ``code`` on the campaign whose control checkpoint ``change`` edited
+    (of ``target`` when given)."""
+    check = code.partition(".")[0]
+    return expect_finding(judge(_changed_control(tmp_path, change), check, target=target), code)
 
 
 def test_the_factory_campaign_is_accepted(tmp_path: Path) -> None:
-    assert _codes(CampaignBuilder(tmp_path / "out").write()) == []
+    expect_no_finding(judge(CampaignBuilder(tmp_path / "out").write()))
 
 
 # ------------------------------------------------------------------ the stored step
@@ -75,20 +75,19 @@ def test_a_resumed_from_step_the_checkpoint_does_not_store(tmp_path: Path) -> No
     def change(ckpt: dict[str, Any]) -> None:
         ckpt["progress"]["step"] = RESUMED_AT + 3  # the file says 5, the resume check says 2
 
-    problem = _only(tmp_path, change, "resume-complete.step-mismatch")
-    assert problem.target == CONTROL_CKPT
-    assert problem.finding.message == (
+    problem = _only(tmp_path, change, "resume-complete.step-mismatch", target=CONTROL_CKPT)
+    assert problem.message == (
         f"{CONTROL_CKPT} stores step 5, but run resume-check records resumed_from.step 2 for "
         "it: the run resumed from another checkpoint, or the record is wrong")
-    assert problem.finding.where == "manifest.json $.runs[2].resumed_from.step"
-    assert (problem.finding.expected, problem.finding.found) == ("2", "5")
+    assert problem.where == "manifest.json $.runs[2].resumed_from.step"
+    assert (problem.expected, problem.found) == ("2", "5")
 
 
 def test_a_resumed_from_step_above_the_stored_one(tmp_path: Path) -> None:
     b = CampaignBuilder(tmp_path / "out")
     b.run_record("resume-check")["resumed_from"]["step"] = RESUMED_AT + 1
-    [problem] = _problems(b.write(), "resume-complete.step-mismatch")
-    assert problem.finding.message.startswith(
+    problem = expect_finding(judge(b.write(), "resume-complete"), "resume-complete.step-mismatch")
+    assert problem.message.startswith(
         f"{CONTROL_CKPT} stores step 2, but run resume-check records resumed_from.step 3")
 
 
@@ -97,10 +96,10 @@ def test_a_checkpoint_that_stores_no_step_cannot_prove_it(tmp_path: Path) -> Non
         ckpt["progress"] = {"epoch": 0}
 
     problem = _only(tmp_path, change, "resume-complete.step-unproven")
-    assert problem.finding.message == (
+    assert problem.message == (
         f"cannot prove that {CONTROL_CKPT} holds step 2, the step run resume-check records in "
         "resumed_from: it stores no training step (a step key in its progress)")
-    assert "save_resume_checkpoint" in str(problem.finding.hint)
+    assert "save_resume_checkpoint" in str(problem.hint)
 
 
 # ------------------------------------------------------------------ the optimizer
@@ -111,7 +110,7 @@ def test_an_optimizer_buffer_of_another_shape(tmp_path: Path) -> None:
         ckpt["optimizer"]["state"][0]["momentum_buffer"] = torch.zeros(5, 5)
 
     problem = _only(tmp_path, change, "resume-complete.optimizer-mismatch")
-    assert problem.finding.message == (
+    assert problem.message == (
         f"the optimizer state of resume checkpoint {CONTROL_CKPT} does not fit its model: "
         "optimizer.state.0 has buffers of shape [5, 5] (1 parameter(s): 0), but the model has "
         "0 tensor(s) of that shape: the optimizer state does not fit this model")
@@ -124,12 +123,12 @@ def test_an_optimizer_for_part_of_the_model_cannot_be_proven(tmp_path: Path) -> 
         del ckpt["optimizer"]["state"][1]
 
     problem = _only(tmp_path, change, "resume-complete.optimizer-unproven")
-    assert problem.finding.message == (
+    assert problem.message == (
         f"cannot prove that the optimizer state of resume checkpoint {CONTROL_CKPT} fits its "
         "model: optimizer has 1 parameter(s) for the model's 2 floating-point tensors: the "
         "other tensors are frozen parameters or buffers, or the optimizer state is another "
         "model's (its parameters are numbered, not named)")
-    assert "named_parameters()" in str(problem.finding.hint)
+    assert "named_parameters()" in str(problem.hint)
 
 
 def test_a_non_finite_optimizer_state_cannot_resume(tmp_path: Path) -> None:
@@ -137,7 +136,7 @@ def test_a_non_finite_optimizer_state_cannot_resume(tmp_path: Path) -> None:
         ckpt["optimizer"]["state"][0]["momentum_buffer"][1, 2] = float("inf")
 
     problem = _only(tmp_path, change, "resume-complete.optimizer-nonfinite")
-    assert problem.finding.message == (
+    assert problem.message == (
         f"resume checkpoint {CONTROL_CKPT} holds a non-finite optimizer state: 1 inf value(s) "
         "in 1 buffer(s): optimizer.state.0.momentum_buffer (1 inf); a resumed step would turn "
         "the weights non-finite")
@@ -188,14 +187,13 @@ def test_an_optimizer_lr_edited_after_the_scheduler_saved_cannot_resume(tmp_path
         _two_groups(ckpt, SCHEDULERS["StepLR"], halve_group_1)
 
     problem = _only(tmp_path, change, "resume-complete.lr-disagrees")
-    assert problem.check == "resume-complete"
-    assert problem.finding.message == (
+    assert problem.message == (
         f"resume checkpoint {CONTROL_CKPT} cannot resume as saved: its optimizer and its LR "
         "scheduler disagree: in parameter group 1 (of 2) the optimizer's lr is 0.0125 "
         "(optimizer param_groups[1]['lr']) but the LR scheduler's last lr is 0.025 "
         "(scheduler _last_lr[1])")
-    assert problem.finding.where == f"{MANIFEST_FILE} $.checkpoints[0]"
-    assert problem.finding.hint == (
+    assert problem.where == f"{MANIFEST_FILE} $.checkpoints[0]"
+    assert problem.hint == (
         "save the optimizer and the LR scheduler state at the same step, after "
         "scheduler.step(): optimizer.state_dict() and scheduler.state_dict() taken together "
         "(pytest_itera.record.save_resume_checkpoint does); do not set a group's lr by hand "
@@ -210,7 +208,7 @@ def test_a_scheduler_saved_a_step_before_the_optimizer_cannot_resume(tmp_path: P
         ckpt["scheduler"]["base_lrs"][0] = 0.5
 
     problem = _only(tmp_path, change, "resume-complete.lr-disagrees")
-    said = problem.finding.message.split("disagree: ", 1)[1].split("; ")
+    said = problem.message.split("disagree: ", 1)[1].split("; ")
     assert [s.split(" the optimizer's ")[1].split(" is ")[0] for s in said] == [
         "lr", "lr", "initial_lr"]
     assert [s.split(" (of 2)")[0] for s in said] == [
@@ -222,7 +220,7 @@ def test_a_scheduler_saved_a_step_before_the_optimizer_cannot_resume(tmp_path: P
 
 @pytest.mark.parametrize("name", sorted(SCHEDULERS))
 def test_a_real_scheduler_saved_with_its_optimizer_resumes(tmp_path: Path, name: str) -> None:
-    assert _codes(_changed_control(tmp_path, lambda c: _two_groups(c, SCHEDULERS[name]))) == []
+    expect_no_finding(judge(_changed_control(tmp_path, lambda c: _two_groups(c, SCHEDULERS[name]))))
 
 
 def test_the_recorders_own_resume_save_resumes(tmp_path: Path) -> None:
@@ -242,13 +240,13 @@ def test_the_recorders_own_resume_save_resumes(tmp_path: Path) -> None:
     save_resume_checkpoint(tmp_path / "step-2.pt", model=model, optimizer=opt, scheduler=sched,
                            step=RESUMED_AT, data_state={"epoch": 0, "index": RESUMED_AT})
     b.files[CONTROL_CKPT] = (tmp_path / "step-2.pt").read_bytes()
-    assert _codes(b.write()) == []
+    expect_no_finding(judge(b.write()))
 
 
 def test_weights_with_the_width_their_config_states(tmp_path: Path) -> None:
     b = CampaignBuilder(tmp_path / "out")
     _set_config(b, "variant-a", {"run": "variant-a", "lr": 0.01, "width": 4})
-    assert _codes(b.write()) == []
+    expect_no_finding(judge(b.write()))
 
 
 def test_two_stored_steps_that_disagree_cannot_prove_the_step(tmp_path: Path) -> None:
@@ -256,7 +254,7 @@ def test_two_stored_steps_that_disagree_cannot_prove_the_step(tmp_path: Path) ->
         ckpt["global_step"] = RESUMED_AT + 1
 
     problem = _only(tmp_path, change, "resume-complete.step-unproven")
-    assert problem.finding.message == (
+    assert problem.message == (
         f"cannot prove that {CONTROL_CKPT} holds step 2, the step run resume-check records in "
         "resumed_from: the steps it stores disagree (progress.step 2, global_step 3)")
 

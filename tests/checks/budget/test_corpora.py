@@ -16,12 +16,13 @@ import pytest
 
 from pytest_itera.files.corpora import corpus_content, label_text
 from tests.checks.campaigns import (
-    _budget_problems,
+    BUDGET,
     add_corpus,
     budget,
     deliver,
     deliver_a_copy,
 )
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import CORPUS_IDS, CampaignBuilder
 
 LABELS = ("pos", "neg", "pos", "neg")
@@ -53,28 +54,25 @@ def test_a_reserialised_corpus_counted_as_a_second_deliverable_is_refused(
     deliver(campaign, "control", "tiny-corpus")
     deliver(campaign, "variant-a", "corpus-b")
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    problems = _budget_problems(campaign)
-    assert problems[0].splitlines()[:3] == [
-        "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
-        "distinct corpus(es) were delivered by accepted control or variant runs that passed "
-        "their checks in this session; one corpus under several ids (same content): "
-        "'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs and the same "
-        "'label' label per ID); the declared number counts runs, but a corpus replayed counts "
-        "once",
-        "    expected: 1 (corpus-b = tiny-corpus)",
-        "    found:    2",
-    ]
+    found = expect_finding(
+        judge(campaign, BUDGET), "budget-consistent.accepted-deliverables",
+        where="manifest.json $.budget.accepted_deliverables", says=(
+            "one corpus under several ids (same content)",
+            "'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs and the same "
+            "'label' label per ID)"))
+    assert (found.expected, found.found) == ("1 (corpus-b = tiny-corpus)", "2")
 
 
 def test_a_csv_copy_of_a_jsonl_corpus_is_the_same_deliverable(campaign: CampaignBuilder) -> None:
-    problems = deliver_a_copy(campaign, "corpus/corpus-b.csv", _csv(ROWS))
-    assert "'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs" in problems[0]
+    expect_finding(deliver_a_copy(campaign, "corpus/corpus-b.csv", _csv(ROWS)),
+                   "budget-consistent.accepted-deliverables",
+                   says="'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs")
 
 
 def test_the_copy_declared_as_one_deliverable_passes(campaign: CampaignBuilder) -> None:
     add_corpus(campaign, "corpus-b", data=RESERIALISED["keys-reordered"]())
     deliver(campaign, "variant-a", "corpus-b")
-    assert _budget_problems(campaign) == []
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_corpora_with_other_example_ids_are_two_deliverables(campaign: CampaignBuilder) -> None:
@@ -82,7 +80,7 @@ def test_corpora_with_other_example_ids_are_two_deliverables(campaign: CampaignB
     deliver(campaign, "control", "tiny-corpus")
     deliver(campaign, "variant-a", "corpus-b")
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    assert _budget_problems(campaign) == []
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 # ------------------------------------------------------------ the content digest

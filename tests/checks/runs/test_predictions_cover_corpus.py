@@ -113,8 +113,9 @@ def test_a_compressed_frozen_corpus_with_parquet_predictions(campaign: CampaignB
 
 def test_a_parquet_copy_of_the_corpus_is_the_same_deliverable(campaign: CampaignBuilder) -> None:
     data = parquet(campaign.files["corpus/corpus.jsonl"])
-    problems = deliver_a_copy(campaign, "corpus/corpus-b.parquet", data)
-    assert "'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs" in problems[0]
+    expect_finding(deliver_a_copy(campaign, "corpus/corpus-b.parquet", data),
+                   "budget-consistent.accepted-deliverables",
+                   says="'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs")
 
 
 # ------------------------------------------------------------ budget_checks
