@@ -18,7 +18,7 @@ import pytest
 from pytest_itera.checks.budget.receipts import states_reference
 from pytest_itera.checks.prose.receipts import expense_provider, receipt_dates, receipt_issuer
 from tests.checks.campaigns import BUDGET, budget
-from tests.checks.judging import judged
+from tests.checks.judging import expect_finding, expect_no_finding, judge, judged
 from tests.factory import CampaignBuilder
 from tests.pdfs import image_only_pdf, text_pdf
 
@@ -46,10 +46,6 @@ def include(campaign: CampaignBuilder, receipt: str | bytes, label: str = STORAG
            cost_per_deliverable=f"{total:.2f}")
 
 
-def problems(campaign: CampaignBuilder, *, strict_text: bool = False) -> list[str]:
-    return [f.render() for f in judged(campaign, BUDGET, strict=strict_text).deciding]
-
-
 def advisories(campaign: CampaignBuilder) -> list[str]:
     """The readings of the receipt's text that advise (and fail nothing by default)."""
     found = judged(campaign, BUDGET)
@@ -63,7 +59,8 @@ def advises(campaign: CampaignBuilder, code: str) -> list[str]:
     found = judged(campaign, BUDGET)
     assert [f.render() for f in found.deciding] == []
     assert [f.code for f in found.advisories] == [code]
-    assert problems(campaign, strict_text=True) == [found.advisories[0].render()]
+    assert [f.render() for f in judge(campaign, BUDGET, strict=True, write=False)] == [
+        found.advisories[0].render()]
     return [found.advisories[0].render()]
 
 
@@ -71,7 +68,7 @@ def test_a_receipt_that_names_dates_and_issues_what_it_proves_passes(
     campaign: CampaignBuilder,
 ) -> None:
     include(campaign, invoice())
-    assert problems(campaign) == []
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 @pytest.mark.parametrize(
@@ -87,7 +84,7 @@ def test_a_receipt_that_names_dates_and_issues_what_it_proves_passes(
 def test_receipts_that_prove_the_expense_pass(campaign: CampaignBuilder,
                                               receipt: str | bytes) -> None:
     include(campaign, receipt, path=RECEIPT if isinstance(receipt, str) else "receipts/i.pdf")
-    assert problems(campaign) == []
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_the_rental_lot_relisted_with_the_provider_s_invoice_is_refused(
@@ -97,15 +94,11 @@ def test_the_rental_lot_relisted_with_the_provider_s_invoice_is_refused(
         "bucket, 5 GB, one month", "IteraGPU RTX 4090, 3 days")
     include(campaign, rental, label="compute for the campaign", amount="47.14",
             path="receipts/iteragpu-invoice.txt")
-    assert problems(campaign) == [
-        f"{WHERE}: included expense 'compute for the campaign' (47.14 USD) is the rental lot "
-        "'rtx4090-3d' (IteraGPU RTX 4090, 3 days, 47.14 x 1 USD): the same amount (47.14), "
-        "and its receipt receipts/iteragpu-invoice.txt is 'IteraGPU''s invoice for the lot\n"
-        "    expected: the lot in budget.lots only (the rental_total holds it)\n"
-        "    found:    listed again as an included expense\n"
-        "    fix:      a rental lot is paid once, as the rental: remove it from "
-        "included_expenses (included expenses are what the campaign paid beside the lots)",
-    ]
+    found = judge(campaign, BUDGET)
+    assert len(found) == 1
+    expect_finding(found, "budget-consistent.rental-as-expense", where=WHERE, says=(
+        "included expense 'compute for the campaign' (47.14 USD) is the rental lot "
+        "'rtx4090-3d'", "its receipt receipts/iteragpu-invoice.txt is 'IteraGPU''s invoice"))
 
 
 def test_the_rental_lot_relisted_under_the_provider_s_name_is_refused(
@@ -113,16 +106,14 @@ def test_the_rental_lot_relisted_under_the_provider_s_name_is_refused(
 ) -> None:
     include(campaign, invoice(seller="IteraGPU", amount="47.14"),
             label="IteraGPU: GPU time", amount="47.14")
-    assert problems(campaign)[0].startswith(
-        f"{WHERE}: included expense 'IteraGPU: GPU time' (47.14 USD) is the rental lot "
-        "'rtx4090-3d' (IteraGPU RTX 4090, 3 days, 47.14 x 1 USD): the same amount (47.14) and "
-        "provider ('IteraGPU', in its label)")
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.rental-as-expense", where=WHERE,
+                   says="the same amount (47.14) and provider ('IteraGPU', in its label)")
 
 
 def test_another_purchase_from_the_gpu_provider_is_an_expense(campaign: CampaignBuilder) -> None:
     include(campaign, invoice(seller="IteraGPU", amount="2.00"),
             label="IteraGPU: extra disk", amount="2.00")
-    assert problems(campaign) == []
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_a_receipt_addressed_to_another_campaign_is_refused(campaign: CampaignBuilder) -> None:
@@ -183,31 +174,27 @@ def test_a_label_s_category_word_is_not_taken_for_another_provider(
 ) -> None:
     include(campaign, invoice().replace("bucket, 5 GB", "egress of the outputs, 5 GB"),
             label="egress: the outputs to the bucket")
-    assert problems(campaign) == []
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_a_pdf_without_a_text_layer_cannot_be_read(campaign: CampaignBuilder) -> None:
     include(campaign, image_only_pdf(), path="receipts/scan.pdf")
-    assert problems(campaign) == [
-        f"{WHERE}.source.file: included expense '{STORAGE}' (1.20 USD): its receipt "
-        "receipts/scan.pdf is a PDF without a text layer (a scanned image?), so what it proves "
-        "(amount, campaign or provider, date) cannot be checked\n"
-        "    expected: a receipt whose text can be read (a text file, or a PDF with a text "
-        "layer)\n"
-        "    found:    is a PDF without a text layer (a scanned image?)\n"
-        "    fix:      ship the provider's receipt as text or as a PDF with its text (the one "
-        "the provider sends, not a scan)",
-    ]
+    found = judge(campaign, BUDGET)
+    assert len(found) == 1
+    unread = expect_finding(found, "budget-consistent.receipt-unreadable",
+                            where=f"{WHERE}.source.file", says=(
+                                "its receipt receipts/scan.pdf is a PDF without a text layer",
+                                "cannot be checked"))
+    assert unread.found == "is a PDF without a text layer (a scanned image?)"
 
 
 def test_a_broken_pdf_cannot_be_read(campaign: CampaignBuilder) -> None:
     include(campaign, b"%PDF-1.7\n1 0 obj<</Length 9/Filter/FlateDecode>>stream\nx\x9c\xcb\x00"
             b"\nendstream\n", path="receipts/broken.pdf")
-    found = problems(campaign)
+    found = judge(campaign, BUDGET)
     assert len(found) == 1
-    assert found[0].startswith(f"{WHERE}.source.file: included expense '{STORAGE}' (1.20 USD): "
-                               "its receipt receipts/broken.pdf is a PDF ")
-    assert "cannot be checked" in found[0]
+    expect_finding(found, "budget-consistent.receipt-unreadable", where=f"{WHERE}.source.file",
+                   says=("its receipt receipts/broken.pdf is a PDF ", "cannot be checked"))
 
 
 # ------------------------------------------------------------- reading a receipt
@@ -335,8 +322,8 @@ def test_a_recorded_fact_the_receipt_does_not_bear_out_fails(
     campaign: CampaignBuilder, facts: dict[str, str], line: str
 ) -> None:
     include(campaign, invoice(), **facts)
-    found = problems(campaign)
-    assert [f.splitlines()[0] for f in found] == [line]
+    found = judge(campaign, BUDGET)
+    assert [f.render().splitlines()[0] for f in found] == [line]
 
 
 @pytest.mark.parametrize(
@@ -352,7 +339,7 @@ def test_a_recorded_fact_the_receipt_bears_out_passes(
     campaign: CampaignBuilder, facts: dict[str, str]
 ) -> None:
     include(campaign, invoice(), **facts)
-    assert problems(campaign, strict_text=True) == []
+    expect_no_finding(judge(campaign, BUDGET, strict=True))
 
 
 def test_a_recorded_fact_replaces_its_reading(campaign: CampaignBuilder) -> None:
@@ -375,15 +362,16 @@ def test_a_receipt_in_any_language_passes_on_its_facts(
     campaign: CampaignBuilder, receipt: str, facts: dict[str, str]
 ) -> None:
     include(campaign, receipt, label="AWS: S3 bucket", **facts)
-    assert problems(campaign, strict_text=True) == []
+    expect_no_finding(judge(campaign, BUDGET, strict=True))
 
 
 def test_a_pdf_without_a_text_layer_cannot_prove_its_facts(campaign: CampaignBuilder) -> None:
     include(campaign, image_only_pdf(), path="receipts/scan.pdf", issued_on="2026-11-21",
             issued_by="Northbridge Object Storage")
-    found = problems(campaign)
+    found = judge(campaign, BUDGET)
     assert len(found) == 1
-    assert "is a PDF without a text layer (a scanned image?), so what it proves" in found[0]
+    expect_finding(found, "budget-consistent.receipt-unreadable",
+                   says="is a PDF without a text layer (a scanned image?), so what it proves")
 
 
 def test_a_provider_named_by_its_initials_is_its_issuer(campaign: CampaignBuilder) -> None:
