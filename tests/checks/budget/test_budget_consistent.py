@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_itera.checks.engine import judge
+from pytest_itera.checks.engine import judge as engine_judge
 from pytest_itera.checks.model import Options
 from tests.checks.campaigns import (
     BUDGET,
@@ -31,7 +31,7 @@ from tests.checks.campaigns import (
     two_corpora,
     with_receipt,
 )
-from tests.checks.judging import advises_then_fails, judged
+from tests.checks.judging import advises_then_fails, expect_no_finding, judge, judged
 from tests.factory import CampaignBuilder, expect, sha256
 from tests.pdfs import text_pdf
 from tests.runner import Itera
@@ -736,15 +736,11 @@ def advised_then_strict(itera: Itera, campaign: CampaignBuilder, *lines: str) ->
     (fnmatch patterns, each matching a line of its rendering, in order)."""
     from fnmatch import fnmatchcase
 
-    from pytest_itera.report.verify import check_campaign
-
     itera.passes(campaign, BUDGET)
-    advised = [p.finding for p in check_campaign(campaign.write()).advisories
-               if p.check == BUDGET]
+    advised = judge(campaign, BUDGET).advisories
     assert advised
     assert {f.code for f in advised} == {"budget-consistent.label-marker"}
-    failed = [p.finding.render() for p in check_campaign(campaign.write(), strict_text=True)
-              .findings if p.check == BUDGET]
+    failed = [f.render() for f in judge(campaign, BUDGET, strict=True, write=False)]
     assert failed == [f.render() for f in advised]
     rendered = "\n".join(failed).splitlines()
     at = 0
@@ -965,12 +961,9 @@ def test_an_expense_s_kind_decides_in_any_language(
 def test_an_expense_s_kind_is_not_second_guessed_by_its_label(
     campaign: CampaignBuilder, label: str, kind: str | None
 ) -> None:
-    from pytest_itera.report.verify import check_campaign
-
     include(campaign, disk(campaign) | {"label": label}
             | ({"kind": kind} if kind is not None else {}))
-    verdict = check_campaign(campaign.write(), strict_text=True)
-    assert [p.finding.render() for p in verdict.findings if p.check == BUDGET] == []
+    expect_no_finding(judge(campaign, BUDGET, strict=True))
 
 
 def test_the_same_receipt_counted_twice(
@@ -1214,7 +1207,7 @@ def budget_alone(root: Path) -> list[str]:
     checks = {c.id: c for c in (*budget_checks.CHECKS, *run_checks.CHECKS) if c.id in wanted}
     ctx = Context(load_campaign(root), Options(), checks)
     try:
-        return [f.render() for f in judge(ctx).findings(BUDGET)]
+        return [f.render() for f in engine_judge(ctx).findings(BUDGET)]
     finally:
         ctx.close()
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from pytest_itera.checks.model import Options
 from pytest_itera.core.journal import JOURNAL_FILE, line_digest, manifest_digest
 from pytest_itera.record import CampaignRecorder
-from pytest_itera.report.verify import Problem, builtin_checks, check_campaign
 from tests.checks.campaigns import (
     AGREES,
     decided,
@@ -43,12 +43,6 @@ from tests.runner import XDIST_MODES, Itera
 
 BASE = "runs/variant-a/base"
 REVISION = "a" * 40
-
-
-def only(found: list[Problem], code: str) -> Problem:
-    assert len(found) == 1, "\n".join(p.render() for p in found)
-    assert found[0].finding.code == code
-    return found[0]
 
 
 @pytest.fixture
@@ -368,14 +362,13 @@ def ship(rec: CampaignRecorder, journal: list[bytes] | None) -> None:
     (rec.root / "manifest.json").write_text(json.dumps(manifest), "utf-8")
 
 
-def judged(rec: CampaignRecorder, *pins: tuple[int, str]) -> list[Problem]:
-    registry = {"journal-agrees": builtin_checks()["journal-agrees"]}
-    verdict = check_campaign(rec.root, checks=registry, journal_pins=tuple(pins))
-    return list(verdict.findings)
+def pinned(rec: CampaignRecorder, *pins: tuple[int, str]) -> Found:
+    """journal-agrees on the recorded campaign, under ``--itera-journal-pin`` ``pins``."""
+    return judge(rec.root, AGREES, options=Options(journal_pins=tuple(pins)))
 
 
-def codes(found: list[Problem]) -> list[tuple[str | None, str | None]]:
-    return [(p.finding.code, p.finding.where) for p in found]
+def codes(found: Found) -> list[tuple[str | None, str | None]]:
+    return [(f.code, f.where) for f in found]
 
 
 def rechained(journal: list[bytes], start: int) -> list[bytes]:
@@ -397,8 +390,8 @@ def test_the_recorder_chains_every_line_from_the_plan(tmp_path: Path) -> None:
     for before, line in pairwise(journal):
         assert json.loads(line)["prev"] == line_digest(before)
     assert pin == f"{len(journal)}:{line_digest(journal[-1])}"
-    assert judged(rec, (len(journal), line_digest(journal[-1])), (1, line_digest(journal[0]))) \
-        == []
+    expect_no_finding(pinned(rec, (len(journal), line_digest(journal[-1])),
+                             (1, line_digest(journal[0]))))
 
 
 def test_a_rewritten_line_breaks_the_chain_at_the_next(tmp_path: Path) -> None:
@@ -407,10 +400,8 @@ def test_a_rewritten_line_breaks_the_chain_at_the_next(tmp_path: Path) -> None:
     number = next(i for i, raw in enumerate(journal, 1) if b'"event":"metrics"' in raw)
     journal[number - 1] = journal[number - 1].replace(b'"accuracy":0.9', b'"accuracy":0.95')
     ship(rec, journal)
-    found = [p for p in judged(rec) if p.finding.code == "journal-agrees.chain"]
-    assert [p.finding.where for p in found] == [f"{JOURNAL_FILE}:{number + 1}"]
-    assert found[0].finding.message.startswith(
-        f"{JOURNAL_FILE} line {number + 1} does not chain: its prev ")
+    expect_finding(pinned(rec), "journal-agrees.chain", where=f"{JOURNAL_FILE}:{number + 1}",
+                   says=f"{JOURNAL_FILE} line {number + 1} does not chain: its prev ")
 
 
 def test_a_removed_line_breaks_the_chain(tmp_path: Path) -> None:
@@ -418,7 +409,7 @@ def test_a_removed_line_breaks_the_chain(tmp_path: Path) -> None:
     journal = lines(rec)
     del journal[3]
     ship(rec, journal)
-    assert ("journal-agrees.chain", f"{JOURNAL_FILE}:4") in codes(judged(rec))
+    assert ("journal-agrees.chain", f"{JOURNAL_FILE}:4") in codes(pinned(rec))
 
 
 def test_a_journal_rewritten_and_chained_again_is_caught_by_a_pin(tmp_path: Path) -> None:
@@ -428,34 +419,29 @@ def test_a_journal_rewritten_and_chained_again_is_caught_by_a_pin(tmp_path: Path
     journal[number - 1] = journal[number - 1].replace(b'"accuracy":0.9', b'"accuracy":0.95')
     forged = rechained(journal, number + 1)
     ship(rec, forged)
-    assert [p for p in judged(rec) if p.finding.code == "journal-agrees.chain"] == []
+    expect_no_finding(pinned(rec), "journal-agrees.chain")
     line, digest = pin.split(":")
-    found = [p for p in judged(rec, (int(line), digest)) if p.finding.code == "journal-agrees.pin"]
-    assert len(found) == 1
-    assert found[0].finding.message.startswith(
-        f"{JOURNAL_FILE} line {line} is not the line the pin {line}:{digest[:16]}… was taken of")
+    expect_finding(pinned(rec, (int(line), digest)), "journal-agrees.pin", says=(
+        f"{JOURNAL_FILE} line {line} is not the line the pin {line}:{digest[:16]}… was taken of"))
     # A pin taken before the forged line still holds: the journal is proven up to there.
     early = (number - 1, line_digest(journal[number - 2]))
-    assert [p for p in judged(rec, early) if p.finding.code == "journal-agrees.pin"] == []
+    expect_no_finding(pinned(rec, early), "journal-agrees.pin")
 
 
 def test_a_pin_past_the_end_is_refused(tmp_path: Path) -> None:
     rec, _ = recorded(tmp_path)
     count = len(lines(rec))
-    found = [p for p in judged(rec, (count + 5, "a" * 64))
-             if p.finding.code == "journal-agrees.pin"]
-    assert [p.finding.message.split(",")[0] for p in found] == [
-        f"the journal pin {count + 5}:{'a' * 16}… names line {count + 5}"]
+    expect_finding(pinned(rec, (count + 5, "a" * 64)), "journal-agrees.pin",
+                   says=f"the journal pin {count + 5}:{'a' * 16}… names line {count + 5},")
 
 
 def test_a_recorded_campaign_without_its_journal_is_refused(tmp_path: Path) -> None:
     rec, _ = recorded(tmp_path)
     ship(rec, None)
-    found = judged(rec)
+    found = pinned(rec)
     assert codes(found) == [("journal-agrees.missing", "manifest.json")]
-    assert found[0].finding.message == (
-        "the plan says the campaign is recorded (\"recorded\": true, frozen with it); its "
-        f"journal {JOURNAL_FILE} is missing from the manifest")
+    expect_finding(found, "journal-agrees.missing", says=(
+        "the plan says the campaign is recorded", f"journal {JOURNAL_FILE} is missing"))
 
 
 def test_a_journal_cut_short_of_its_closure_is_refused(tmp_path: Path) -> None:
@@ -464,7 +450,7 @@ def test_a_journal_cut_short_of_its_closure_is_refused(tmp_path: Path) -> None:
     assert json.loads(journal[-1])["event"] == "close"
     ship(rec, journal[:-1])
     assert ("journal-agrees.not-closed", f"{JOURNAL_FILE}:{len(journal) - 1}") in codes(
-        judged(rec))
+        pinned(rec))
 
 
 def test_a_recorded_campaign_with_an_unchained_journal_is_refused(tmp_path: Path) -> None:
@@ -475,7 +461,7 @@ def test_a_recorded_campaign_with_an_unchained_journal_is_refused(tmp_path: Path
         del event["prev"]
         stripped.append((json.dumps(event, separators=(",", ":")) + "\n").encode())
     ship(rec, stripped)
-    assert ("journal-agrees.unchained", f"{JOURNAL_FILE}:1") in codes(judged(rec))
+    assert ("journal-agrees.unchained", f"{JOURNAL_FILE}:1") in codes(pinned(rec))
 
 
 def test_a_journal_of_an_older_recorder_is_read_as_before(tmp_path: Path) -> None:
@@ -484,9 +470,7 @@ def test_a_journal_of_an_older_recorder_is_read_as_before(tmp_path: Path) -> Non
 
     campaign = CampaignBuilder(tmp_path / "out")
     campaign.files[JOURNAL_FILE] = b'{"event":"plan","sha256":"x"}\n'
-    root = campaign.write()
-    registry = {"journal-agrees": builtin_checks()["journal-agrees"]}
-    assert check_campaign(root, checks=registry).findings == ()
+    expect_no_finding(judge(campaign, AGREES))
 
 
 def test_a_continued_journal_keeps_its_chain(tmp_path: Path) -> None:

@@ -61,7 +61,6 @@ from pytest_itera.checks.engine import judge as engine_judge
 from pytest_itera.checks.schedule import CHECKS
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.journal import JOURNAL_FILE
-from pytest_itera.report.verify import check_campaign
 from tests.checks.campaigns import (
     add_pilot,
     decided,
@@ -231,9 +230,8 @@ def _advised_then_strict(itera: Itera, campaign: CampaignBuilder, first: str) ->
     fails under strict text, its first line ``first``."""
 
     itera.passes(campaign, "budget-consistent")
-    strict = check_campaign(campaign.write(), strict_text=True)
-    assert [p.finding.render().splitlines()[0] for p in strict.findings
-            if p.check == "budget-consistent"] == [first]
+    strict = judge(campaign, "budget-consistent", strict=True)
+    assert [f.render().splitlines()[0] for f in strict] == [first]
 
 
 def test_a_receipt_issued_a_year_before_with_a_later_print_date_is_refused(
