@@ -46,11 +46,9 @@ def test_copying_a_file_not_shipped_is_still_refused(campaign: CampaignBuilder) 
     """The source of a copy is read, not written: it must be shipped."""
     campaign.files["RELOAD.md"] += (b"\n$ cp runs/variant-a/final.pt runs/variant-a/copy.pt\n"
                                     b"$ cp ./runs/control/final.pt .\n")
-    found = expect_finding(
-        judge(campaign, "analysis-present"), "analysis-present.reload-path-missing")
-    assert found.message == (
-        "the reload instructions RELOAD.md name 2 file(s) the campaign folder does not hold: "
-        "runs/variant-a/final.pt (line 6), runs/control/final.pt (line 7)")
+    expect_finding(
+        judge(campaign, "analysis-present"), "analysis-present.reload-path-missing",
+        says=("runs/variant-a/final.pt", "runs/control/final.pt"))
 
 
 # ------------------------------------------------------------ contract_checks
@@ -179,9 +177,8 @@ def test_reload_instructions_naming_a_file_not_shipped_are_refused(
     campaign.files["RELOAD.md"] += (b"\nThe variant's final model: "
                                     b"`torch.load('./runs/variant-a/final.pt')`.\n")
     found = expect_finding(
-        judge(campaign, "analysis-present"), "analysis-present.reload-path-missing")
-    assert found.message == ("the reload instructions RELOAD.md name 1 file(s) the campaign "
-                             "folder does not hold: runs/variant-a/final.pt (line 6)")
+        judge(campaign, "analysis-present"), "analysis-present.reload-path-missing",
+        says="runs/variant-a/final.pt")
     assert found.where == "RELOAD.md:6"
 
 
@@ -217,9 +214,8 @@ def test_an_itera_metrics_table_quoting_another_value_is_refused(
 ) -> None:
     """The itera-metrics table is structured: each row is judged exactly, by default."""
     campaign.files["analysis.md"] += METRICS_TABLE.format(value="0.97").encode()
-    found = expect_finding(judge(campaign, "analysis-present"), "analysis-present.metrics-table")
-    assert found.message == ("the error analysis analysis.md's itera-metrics table gives "
-                             "variant-a's accuracy as 0.97 (line 8), which is 1")
+    found = expect_finding(judge(campaign, "analysis-present"), "analysis-present.metrics-table",
+        says="'s itera-metrics table gives variant-a'")
     assert found.where == "analysis.md:8"
     assert (found.expected, found.found) == ("1", "0.97")
 

@@ -488,10 +488,8 @@ def test_a_stopped_run_that_logged_past_its_stop_is_refused(campaign: CampaignBu
     stopped_at(campaign, "2026-11-21T18:00:00Z")
     campaign.run_record("variant-a")["stop"]["step"] = 3  # NaN at step 3; step 4 logged too
     campaign.measurements["variant-a"][2]["loss"] = "NaN"
-    found = expect_finding(judge(campaign, "stop-rules-applied"), "stop-rules-applied.after-stop")
-    assert found.message == ("stopped run variant-a logged 'loss' at 1 step(s) after its stop "
-                             "at step 3 (up to step 4): it went on training past the rule "
-                             "'non-finite-loss' that stopped it")
+    found = expect_finding(judge(campaign, "stop-rules-applied"), "stop-rules-applied.after-stop",
+        says=("'loss'", "'non-finite-loss'"))
     assert found.where == "runs/variant-a/measurements.jsonl:4"
     assert found.expected == "no 'loss' point after step 3 (manifest.json $.runs[3].stop.step)"
     assert found.hint is not None
@@ -509,10 +507,8 @@ def test_a_stopped_runs_checkpoint_saved_past_its_stop_is_refused(
     # Its measurements end at the stop; its model trained on to step 40.
     evidence_checkpoint(campaign, 40)
     found = expect_finding(
-        judge(campaign, "stop-rules-applied"), "stop-rules-applied.checkpoint-after-stop")
-    assert found.message == ("stopped run variant-a's checkpoint runs/variant-a/last.pt "
-                             "stores step 40, after its stop at step 4: the model went on "
-                             "training past the rule 'non-finite-loss' that stopped it")
+        judge(campaign, "stop-rules-applied"), "stop-rules-applied.checkpoint-after-stop",
+        says=("runs/variant-a/last.pt", "'non-finite-loss'"))
     assert found.where == "manifest.json $.checkpoints[3]"
     assert found.expected == "a step at or before 4 (manifest.json $.runs[3].stop.step)"
     assert found.hint is not None

@@ -29,9 +29,8 @@ from tests.runner import Itera
 
 def test_a_stop_after_the_run_ended_is_refused(campaign: CampaignBuilder) -> None:
     stopped_at(campaign, "2026-11-21T19:30:00Z")  # variant-a ended at 18:00
-    found = expect_finding(judge(campaign, "stop-records"), "stop-records.stop-after-end")
-    assert found.message == ("run variant-a was stopped at 2026-11-21T19:30:00+00:00, after it "
-                             "ended at 2026-11-21T18:00:00+00:00")
+    found = expect_finding(judge(campaign, "stop-records"), "stop-records.stop-after-end",
+        says=("2026-11-21T19:30:00+00:00", "2026-11-21T18:00:00+00:00"))
     assert found.where == "manifest.json $.runs[3].stop.at"
     assert found.expected == "at or before 2026-11-21T18:00:00+00:00 (ended_at)"
 

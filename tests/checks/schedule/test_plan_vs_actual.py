@@ -102,11 +102,11 @@ def test_a_decision_taken_after_the_runs_it_precedes_started_is_refused(
     campaign: CampaignBuilder
 ) -> None:
     decision_point(campaign, "2026-11-21T05:00:00Z")  # variant-a started at 04:00
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.decision-after-point")
-    assert found.message == (
-        "run variant-a started at 2026-11-21T04:00:00+00:00, before the first decision, "
-        "'after-control', dated 2026-11-21T05:00:00+00:00; its step 'train-variant-a' comes "
-        "after the plan's decision point 'decide' (manifest.json $.runs[3].started_at)")
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.decision-after-point",
+        says=("2026-11-21T04:00:00+00:00",
+              "'after-control'",
+              "2026-11-21T05:00:00+00:00",
+              "'train-variant-a'"))
     assert found.where == "manifest.json $.schedule.decisions[0].at"
     assert found.expected == "a decision at or before 2026-11-21T04:00:00+00:00"
     assert found.hint is not None
@@ -132,10 +132,8 @@ def dropped(campaign: CampaignBuilder) -> None:
 
 def test_a_dropped_run_whose_step_was_observed_is_refused(campaign: CampaignBuilder) -> None:
     dropped(campaign)  # train-variant-a stays observed at its planned 14 h
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.dropped-step-ran")
-    assert found.message == ("run variant-a is dropped by decision 'after-pilot', but step "
-                             "'train-variant-a', which the plan gives to it, was observed to "
-                             "take 14 h")
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.dropped-step-ran",
+        says=("'after-pilot'", "'train-variant-a'", "14 h"))
     assert found.where == "manifest.json $.schedule.steps[4].observed_hours"
     assert found.expected == ("0 h: a dropped run never ran (manifest.json $.runs[3].outcome "
                               "is 'dropped')")
@@ -164,11 +162,8 @@ def test_a_run_recorded_before_the_run_its_steps_follow_is_refused(
 ) -> None:
     resume_on_gpu1(campaign)  # restore-ckpt comes after save-ckpt, after train-control
     times(campaign, "resume-check", "2026-11-20T20:00:00Z", "2026-11-20T21:00:00Z")
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.run-order")
-    assert found.message == (
-        "run resume-check started at 2026-11-20T20:00:00+00:00, 5 h before run control ended "
-        "(ended_at 2026-11-21T01:00:00+00:00), but the plan puts every step of resume-check "
-        "('restore-ckpt') after every step of control ('train-control', 'save-ckpt')")
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.run-order",
+        says=("2026-11-20T20:00:00+00:00", "5 h", "2026-11-21T01:00:00+00:00", "'restore-ckpt'"))
     assert found.where == "manifest.json $.runs[2].started_at"
     assert found.expected == "at or after 2026-11-21T01:00:00+00:00"
 
@@ -186,11 +181,11 @@ def test_runs_recorded_over_more_than_their_lots_days_are_refused(
 ) -> None:
     campaign.manifest["closed_at"] = "2026-11-24T00:00:00Z"
     times(campaign, "variant-a", "2026-11-23T08:00:00Z", "2026-11-23T22:00:00Z")
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.lot-recorded-span")
-    assert found.message == (
-        "the runs on lot 'rtx4090-3d' were recorded over 84 h, from control's start at "
-        "2026-11-20T10:00:00+00:00 to variant-a's ended_at at 2026-11-23T22:00:00+00:00, "
-        "longer than the lot's 3 days (72 h) by 12 h")
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.lot-recorded-span",
+        says=("'rtx4090-3d'",
+              "84 h",
+              "'s start at 2026-11-20T10:00:00+00:00 to variant-a'",
+              "2026-11-23T22:00:00+00:00"))
     assert found.where == "manifest.json $.runs[3].ended_at"
 
 
@@ -202,10 +197,11 @@ def test_runs_recorded_within_their_lots_days_pass(campaign: CampaignBuilder) ->
 
 def test_a_save_timed_before_its_run_started_is_refused(campaign: CampaignBuilder) -> None:
     journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-20T09:30:00Z"))
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-before-start")
-    assert found.message == ("checkpoint runs/control/step-2.pt of run control was saved at "
-                             "2026-11-20T09:30:00+00:00, 0.5 h before the run started "
-                             "(2026-11-20T10:00:00+00:00)")
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-before-start",
+        says=("runs/control/step-2.pt",
+              "2026-11-20T09:30:00+00:00",
+              "0.5 h",
+              "2026-11-20T10:00:00+00:00"))
     assert found.where == "itera-journal.jsonl:1"
     assert found.expected == ("a save at or after 2026-11-20T10:00:00+00:00 (manifest.json "
                               "$.runs[0].started_at)")
@@ -256,11 +252,11 @@ def test_a_save_timed_while_another_run_held_the_gpu_is_refused(
 ) -> None:
     # variant-a ran on gpu0 from 04:00 to 18:00; the journal times a control save at 10:00.
     journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-21T10:00:00Z"))
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-during-run")
-    assert found.message == ("checkpoint runs/control/step-2.pt of run control was saved at "
-                             "2026-11-21T10:00:00+00:00, while run variant-a ran on the same "
-                             "GPU ('gpu0') from 2026-11-21T04:00:00+00:00 to "
-                             "2026-11-21T18:00:00+00:00")
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-during-run",
+        says=("runs/control/step-2.pt",
+              "2026-11-21T10:00:00+00:00",
+              "'gpu0'",
+              "2026-11-21T04:00:00+00:00"))
     assert found.where == "itera-journal.jsonl:1"
     assert found.expected == ("a save outside variant-a's recorded span (manifest.json "
                               "$.runs[3].started_at to ended_at): one GPU trains one run at "
@@ -590,11 +586,8 @@ def test_the_factory_timeline_fits(campaign: CampaignBuilder) -> None:
 
 def test_two_runs_overlapping_on_one_gpu_are_refused(campaign: CampaignBuilder) -> None:
     times(campaign, "resume-check", "2026-11-21T02:30:00Z", "2026-11-21T03:30:00Z")
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.gpu-overlap")
-    assert found.message == (
-        "runs data-check and resume-check overlap on GPU 'gpu0' of lot 'rtx4090-3d': data-check "
-        "ran from 2026-11-21T01:00:00+00:00 to 2026-11-21T03:00:00+00:00, resume-check started "
-        "at 2026-11-21T02:30:00+00:00 (0.5 h of overlap)")
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.gpu-overlap",
+        says=("'gpu0'", "'rtx4090-3d'", "2026-11-21T01:00:00+00:00", "2026-11-21T03:00:00+00:00"))
     assert found.where == "manifest.json $.runs[2].started_at"
     assert found.expected == ("resume-check starts at or after 2026-11-21T03:00:00+00:00 "
                               "(data-check's ended_at): one GPU trains one run at a time")
@@ -623,11 +616,8 @@ def test_runs_on_two_lots_may_overlap(campaign: CampaignBuilder) -> None:
 
 def test_a_span_longer_than_its_steps_is_refused(campaign: CampaignBuilder) -> None:
     times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T20:00:00Z")
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.run-span")
-    assert found.message == (
-        "run variant-a's recorded times span 16 h (started_at 2026-11-21T04:00:00+00:00 to "
-        "ended_at 2026-11-21T20:00:00+00:00), but the steps that name it were observed to take "
-        "14 h ('train-variant-a' 14 h)")
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.run-span",
+        says=("16 h", "2026-11-21T04:00:00+00:00", "2026-11-21T20:00:00+00:00", "14 h"))
     assert found.where == "manifest.json $.runs[3].ended_at"
     assert found.expected == ("at most 14 h + 10 % (the deviation tolerance) + 0.01 h "
                               "(rounding): 15.41 h")
@@ -677,10 +667,8 @@ def test_tiny_spans_are_judged_to_the_hundredth_of_an_hour(
 
 def test_a_run_ending_before_it_starts_is_refused(campaign: CampaignBuilder) -> None:
     times(campaign, "variant-a", "2026-11-21T04:00:00Z", "2026-11-21T03:00:00Z")
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.end-before-start")
-    assert found.message == (
-        "run variant-a ends before it starts: ended_at 2026-11-21T03:00:00+00:00 is 1 h before "
-        "started_at 2026-11-21T04:00:00+00:00")
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.end-before-start",
+        says=("2026-11-21T03:00:00+00:00", "1 h", "2026-11-21T04:00:00+00:00"))
     assert found.where == "manifest.json $.runs[3].ended_at"
 
 
@@ -691,10 +679,8 @@ def test_a_run_ending_in_the_second_it_started_passes(campaign: CampaignBuilder)
 
 def test_closed_before_a_run_ended_is_refused(campaign: CampaignBuilder) -> None:
     campaign.manifest["closed_at"] = "2026-11-21T17:00:00Z"
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.closed-before")
-    assert found.message == (
-        "the manifest was closed at 2026-11-21T17:00:00+00:00, 1 h before run variant-a ended "
-        "(manifest.json $.runs[3].ended_at)")
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.closed-before",
+        says=("2026-11-21T17:00:00+00:00", "1 h"))
     assert found.expected == "at or after 2026-11-21T18:00:00+00:00, the last recorded moment"
 
 
@@ -709,11 +695,11 @@ def test_saves_further_apart_than_the_tolerable_loss_are_refused(
     journal(campaign, save("control", "runs/control/last.pt", "2026-11-20T11:00:00Z"),
             save("control", "runs/control/last.pt", "2026-11-20T12:30:00Z"),
             save("control", "runs/control/step-2.pt", "2026-11-20T15:30:00Z"))
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-interval")
-    assert found.message == (
-        "run control saved runs/control/last.pt at 2026-11-20T12:30:00+00:00 and its next "
-        "checkpoint runs/control/step-2.pt at 2026-11-20T15:30:00+00:00: 3 h apart, more than "
-        "the 2 h the plan tolerates losing")
+    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-interval",
+        says=("runs/control/last.pt",
+              "2026-11-20T12:30:00+00:00",
+              "runs/control/step-2.pt",
+              "2026-11-20T15:30:00+00:00"))
     assert found.where == f"{JOURNAL_FILE}:3"
     assert found.expected == ("consecutive saves at most 2 h apart (plan.json "
                               "$.checkpoint_policy.tolerable_loss_hours)")
@@ -752,11 +738,11 @@ def test_an_interruption_does_not_excuse_saves_too_far_apart(campaign: CampaignB
             save("control", "runs/control/step-2.pt", "2026-11-20T14:30:00Z"))
     campaign.files[JOURNAL_FILE] += (json.dumps(interrupted(
         "2026-11-20T12:00:00+00:00", "2026-11-20T12:30:00+00:00")) + "\n").encode()
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-interval")
-    assert found.message == (
-        "run control saved runs/control/last.pt at 2026-11-20T11:00:00+00:00 and its next "
-        "checkpoint runs/control/step-2.pt at 2026-11-20T14:30:00+00:00: 3 h apart (not "
-        "counting 0.5 h of interruption), more than the 2 h the plan tolerates losing")
+    expect_finding(judge(campaign, PVA), "plan-vs-actual.save-interval",
+        says=("runs/control/last.pt",
+              "2026-11-20T11:00:00+00:00",
+              "runs/control/step-2.pt",
+              "2026-11-20T14:30:00+00:00"))
 
 
 def test_a_run_span_less_its_interruption_fits_its_steps(campaign: CampaignBuilder) -> None:
@@ -769,11 +755,8 @@ def test_a_run_span_less_its_interruption_fits_its_steps(campaign: CampaignBuild
     expect_no_finding(judge(campaign, PVA))
     campaign.files[JOURNAL_FILE] = (json.dumps(interrupted(
         "2026-11-21T09:00:00+00:00", "2026-11-21T09:30:00+00:00")) + "\n").encode()
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.run-span")
-    assert found.message == (
-        "run variant-a's recorded times span 15.5 h (started_at 2026-11-21T04:00:00+00:00 to "
-        "ended_at 2026-11-21T20:00:00+00:00, not counting 0.5 h of interruption), but the steps "
-        "that name it were observed to take 14 h ('train-variant-a' 14 h)")
+    expect_finding(judge(campaign, PVA), "plan-vs-actual.run-span",
+        says=("15.5 h", "2026-11-21T04:00:00+00:00", "2026-11-21T20:00:00+00:00", "0.5 h"))
 
 
 def test_a_run_resumed_between_its_steps_is_judged_on_its_work(
@@ -800,11 +783,8 @@ def test_a_journal_that_times_some_saves_cannot_prove_the_others(
 ) -> None:
     journal(campaign, save("control", "runs/control/step-2.pt", "2026-11-20T11:00:00Z"),
             save("variant-a", "runs/variant-a/weights.pt", None))
-    found = expect_finding(judge(campaign, PVA), "plan-vs-actual.save-times-unproven")
-    assert found.message == (
-        "cannot prove that run variant-a saved a checkpoint at least every 2 h "
-        "(checkpoint_policy.tolerable_loss_hours): itera-journal.jsonl line 2 records "
-        "checkpoint runs/variant-a/weights.pt without the moment it was saved")
+    expect_finding(judge(campaign, PVA), "plan-vs-actual.save-times-unproven",
+        says=("2 h", "runs/variant-a/weights.pt"))
 
 
 def test_a_save_after_the_closure_is_refused(campaign: CampaignBuilder) -> None:
