@@ -1,8 +1,13 @@
-"""Issue 24, point 12: a shipped base proves its revision or says it cannot (adapter-pinned).
+"""The rules of ``adapter-pinned`` (pytest_itera/checks/artifacts/adapter_pinned.py): each break
+refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+Issue 24, point 12: a shipped base proves its revision or says it cannot (adapter-pinned).
 
 On the example campaign (its control ships runs/control/adapter beside runs/control/base,
 which holds itera-base.json), changed in one way with every hash and digest kept
-consistent, judged in-process (pytest_itera.report.verify.check_campaign):
+consistent, judged in-process (tests/checks/judging.py's ``judge``):
 
 - the manifest drops base_path/base_digest while the base still ships beside the adapter:
   the base is hashed and compared all the same, so a made-up 40-hex revision is refused;
@@ -10,7 +15,6 @@ consistent, judged in-process (pytest_itera.report.verify.check_campaign):
   cannot prove a 40-hex revision ("not proven by the shipped base"), declared or not;
 - the example as built, and a base whose hub refs/ record the revision, pass.
 """
-
 from __future__ import annotations
 
 import hashlib

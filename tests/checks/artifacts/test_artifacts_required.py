@@ -1,4 +1,9 @@
-"""Issue 14: artifacts judged on the evidence they hold, on REAL artifacts written by the tools.
+"""The rules of ``artifacts-required`` (pytest_itera/checks/artifacts/artifacts_required.py): each
+break refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+Issue 14: artifacts judged on the evidence they hold, on REAL artifacts written by the tools.
 
 - resume parts by content (a seed is not an RNG state; ``{}`` is present but empty; a
   stateless SGD is an optimizer), per-run resume requirements (a Lightning run has no RNG);
@@ -14,7 +19,6 @@
 Every failing case has a passing twin in the same campaign. Artifacts are built once per
 module by the real libraries (before pytester snapshots sys.modules) and copied in as bytes.
 """
-
 from __future__ import annotations
 
 import json

@@ -1,4 +1,9 @@
-"""checkpoint-reloads, resume-complete, adapter-pinned on REAL artifacts inside real campaigns.
+"""The rules of ``checkpoint-reloads`` (pytest_itera/checks/artifacts/checkpoint_reloads.py): each
+break refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+checkpoint-reloads, resume-complete, adapter-pinned on REAL artifacts inside real campaigns.
 
 Expensive artifacts (Lightning, HF Trainer, accelerate, DCP, PEFT) are built once per module
 by the real libraries and copied into each campaign as bytes. Each pytester run checks many
@@ -7,7 +12,6 @@ targets at once (one torch import per run), and every target's verdict and messa
 A campaign that ships DeepSpeed ZeRO and FSDP (accelerate) checkpoints: accepted when every
 rank's file is there, rejected naming the missing rank when not.
 """
-
 from __future__ import annotations
 
 import io

@@ -1,4 +1,9 @@
-"""Issue 24: checkpoints judged by content against the manifest and each other.
+"""The rules of ``resume-complete`` (pytest_itera/checks/artifacts/resume_complete.py): each break
+refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+Issue 24: checkpoints judged by content against the manifest and each other.
 
 On the factory's campaign (real torch.save files of tiny models), changed in ONE way while
 every size and hash stays consistent:
@@ -10,10 +15,9 @@ every size and hash stays consistent:
   layer size its config states;
 - checkpoint-reloads: a shard overwritten by another shard of a saved model is refused.
 
-Judged in-process by ``pytest_itera.report.verify.check_campaign``; each failing case has
+Judged in-process by tests/checks/judging.py's ``judge``; each failing case has
 its passing twin.
 """
-
 from __future__ import annotations
 
 import copy

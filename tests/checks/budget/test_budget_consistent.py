@@ -1,4 +1,9 @@
-"""budget-consistent: the source's numbers pass, and each way of getting the money wrong fails.
+"""The rules of ``budget-consistent`` (pytest_itera/checks/budget/budget_consistent.py): each break
+refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+budget-consistent: the source's numbers pass, and each way of getting the money wrong fails.
 
 The accepted count is re-derived in this session from the runs' own checks:
 the tests prove it is the same with ``-k budget-consistent`` alone, with and
@@ -10,7 +15,6 @@ Each rule has a failing campaign whose message is asserted and a passing twin: l
 the catalogue in force (R4), hourly billing wherever it is written (R4), the provenance of
 included expenses and no made-up amount (R7), and deliverables as distinct corpora (R7).
 """
-
 from __future__ import annotations
 
 import json

@@ -3,7 +3,7 @@
 Two corpora with the same example IDs and the same label per ID are one deliverable: a corpus
 re-serialised (keys reordered, whitespace, CSV instead of JSON Lines) and delivered under a
 second corpus id is refused by the deliverable count, which names both corpora and how they
-are the same. Judged in-process (pytest_itera.report.verify.check_campaign) on campaigns
+are the same. Judged in-process (tests/checks/judging.py's ``judge``) on campaigns
 written by the factory; the digests themselves on files.
 """
 

@@ -1,7 +1,11 @@
-"""Honest campaigns the checks refused (goodcamp's audit): each case as a user writes it,
+"""The rules of ``analysis-present`` (pytest_itera/checks/contract/analysis_present.py): each break
+refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+Honest campaigns the checks refused (goodcamp's audit): each case as a user writes it,
 accepted, beside the forgery the rule still refuses.
 """
-
 from __future__ import annotations
 
 import pytest

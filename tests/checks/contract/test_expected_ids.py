@@ -1,6 +1,10 @@
-"""manifest, plan-frozen, expected-ids, analysis-present: each passes, and fails for its reasons.
-"""
+"""The rules of ``expected-ids`` (pytest_itera/checks/contract/expected_ids.py): each break
+refused, with its honest twin.
 
+Where the cases come from (the files they were first written in):
+
+manifest, plan-frozen, expected-ids, analysis-present: each passes, and fails for its reasons.
+"""
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,6 @@
-"""The rules of manifest: each break refused, with its honest twin.
+"""The rules of ``manifest`` (pytest_itera/checks/contract/manifest.py): each break refused, with
+its honest twin.
 """
-
 from __future__ import annotations
 
 import json

@@ -1,6 +1,6 @@
-"""The rules of plan-frozen: each break refused, with its honest twin.
+"""The rules of ``plan-frozen`` (pytest_itera/checks/contract/plan_frozen.py): each break refused,
+with its honest twin.
 """
-
 from __future__ import annotations
 
 import json

@@ -1,12 +1,16 @@
-"""Issue 24, point 8 (and the journal parts of points 2 and 12): the recorder's journal is
+"""The rules of ``journal-agrees`` (pytest_itera/checks/evidence/journal_agrees.py): each break
+refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+Issue 24, point 8 (and the journal parts of points 2 and 12): the recorder's journal is
 evidence too. Each contradiction alone, on the factory's good /2 campaign with a listed
-journal that agrees with it, and its honest twin; judged in process (``check_campaign``).
+journal that agrees with it, and its honest twin; judged in process (``judge``).
 
 The journal is a hash chain from the plan to the closure, and a recorded campaign commits to
 it: a line rewritten, removed or cut off, a journal deleted, or one rewritten whole and chained
 again before a pin, is refused with the line (journal-agrees).
 """
-
 from __future__ import annotations
 
 import hashlib

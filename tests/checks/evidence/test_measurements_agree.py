@@ -1,6 +1,6 @@
-"""The rules of measurements-agree: each break refused, with its honest twin.
+"""The rules of ``measurements-agree`` (pytest_itera/checks/evidence/measurements_agree.py): each
+break refused, with its honest twin.
 """
-
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,6 @@
-"""The rules of role-evidence: each break refused, with its honest twin.
+"""The rules of ``role-evidence`` (pytest_itera/checks/evidence/role_evidence.py): each break
+refused, with its honest twin.
 """
-
 from __future__ import annotations
 
 import pytest

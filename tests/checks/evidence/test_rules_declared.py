@@ -1,6 +1,6 @@
-"""The rules of rules-declared: each break refused, with its honest twin.
+"""The rules of ``rules-declared`` (pytest_itera/checks/evidence/rules_declared.py): each break
+refused, with its honest twin.
 """
-
 from __future__ import annotations
 
 from tests.checks.campaigns import Campaign, Pytester, _pilot, add_rule

@@ -1,4 +1,9 @@
-"""Evidence checks: rules-declared, measurements-agree, stop-rules-applied, role-evidence, and the
+"""The rules of ``stop-rules-applied`` (pytest_itera/checks/evidence/stop_rules_applied.py): each
+break refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+Evidence checks: rules-declared, measurements-agree, stop-rules-applied, role-evidence, and the
 evidence side of analysis-present. Each rule: a failing case (message asserted), a passing twin.
 
 The default campaign (tests/factory.py) is itera-plan/2 + itera-manifest/2 with its evidence:
@@ -6,7 +11,6 @@ runs/<id>/measurements.jsonl (variant-a: loss at steps 1-4 on lines 1-4, metrics
 the data check's record of the corpus, the resume check resumed from the control's step-2
 checkpoint with the control's losses after it.
 """
-
 from __future__ import annotations
 
 import json

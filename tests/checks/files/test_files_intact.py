@@ -1,6 +1,10 @@
-"""files-intact, no-empty-files, no-temp-paths: each passes, and fails for each of its reasons.
-"""
+"""The rules of ``files-intact`` (pytest_itera/checks/files/files_intact.py): each break refused,
+with its honest twin.
 
+Where the cases come from (the files they were first written in):
+
+files-intact, no-empty-files, no-temp-paths: each passes, and fails for each of its reasons.
+"""
 from __future__ import annotations
 
 import json

@@ -1,6 +1,6 @@
-"""The rules of no-empty-files: each break refused, with its honest twin.
+"""The rules of ``no-empty-files`` (pytest_itera/checks/files/no_empty_files.py): each break
+refused, with its honest twin.
 """
-
 from __future__ import annotations
 
 from tests.factory import CampaignBuilder, expect

@@ -1,6 +1,6 @@
-"""The rules of no-temp-paths: each break refused, with its honest twin.
+"""The rules of ``no-temp-paths`` (pytest_itera/checks/files/no_temp_paths.py): each break refused,
+with its honest twin.
 """
-
 from __future__ import annotations
 
 from tests.factory import CampaignBuilder, expect_each, sha256

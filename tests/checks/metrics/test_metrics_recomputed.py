@@ -1,10 +1,14 @@
-"""metrics-recomputed (itera-plan/3) and the conclusion judged on the recomputed values.
+"""The rules of ``metrics-recomputed`` (pytest_itera/checks/metrics/metrics_recomputed.py): each
+break refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+metrics-recomputed (itera-plan/3) and the conclusion judged on the recomputed values.
 
 Campaigns are the factory's, turned into itera-plan/3: the corpus carries labels, each run's
 predictions give a value a hand computation (the oracle below, scikit-learn's definitions)
 also gives, and the manifest and measurements state it; forging breaks one of them.
 """
-
 from __future__ import annotations
 
 from pathlib import Path

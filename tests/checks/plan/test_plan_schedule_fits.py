@@ -1,6 +1,6 @@
-"""The rules of plan-schedule-fits: each break refused, with its honest twin.
+"""The rules of ``plan-schedule-fits`` (pytest_itera/checks/plan/plan_schedule_fits.py): each break
+refused, with its honest twin.
 """
-
 from __future__ import annotations
 
 import json

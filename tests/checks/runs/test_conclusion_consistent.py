@@ -1,4 +1,9 @@
-"""decision.confidence: a variant meets the threshold only when its paired bootstrap interval
+"""The rules of ``conclusion-consistent`` (pytest_itera/checks/runs/conclusion_consistent.py): each
+break refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+decision.confidence: a variant meets the threshold only when its paired bootstrap interval
 does (conclusion-consistent.not-decisive); without it nothing decides differently, and the
 report carries each variant's interval.
 
@@ -7,7 +12,6 @@ The campaign is the factory's itera-plan/3 one on a 400-example corpus: the cont
 
 stop-records, config-identity, predictions-cover-corpus, conclusion-consistent: pass and fail.
 """
-
 from __future__ import annotations
 
 import json

@@ -1,6 +1,6 @@
-"""The rules of config-identity: each break refused, with its honest twin.
+"""The rules of ``config-identity`` (pytest_itera/checks/runs/config_identity.py): each break
+refused, with its honest twin.
 """
-
 from __future__ import annotations
 
 import json

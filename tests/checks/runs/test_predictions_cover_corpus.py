@@ -1,9 +1,14 @@
-"""Parquet and gzip/zstd-compressed predictions and corpora (issue 28, item 4) under the same
+"""The rules of ``predictions-cover-corpus``
+(pytest_itera/checks/runs/predictions_cover_corpus.py): each break refused, with its honest
+twin.
+
+Where the cases come from (the files they were first written in):
+
+Parquet and gzip/zstd-compressed predictions and corpora (issue 28, item 4) under the same
 rules as JSON Lines: predictions-cover-corpus, metrics-recomputed and the corpus identity of
 budget-consistent; a corrupt file is a finding naming the file and the offset. Judged
 in-process on the factory's campaign (the readers themselves: tests/files/test_packed.py).
 """
-
 from __future__ import annotations
 
 import gzip

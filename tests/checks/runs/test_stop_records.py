@@ -1,6 +1,6 @@
-"""The rules of stop-records: each break refused, with its honest twin.
+"""The rules of ``stop-records`` (pytest_itera/checks/runs/stop_records.py): each break refused,
+with its honest twin.
 """
-
 from __future__ import annotations
 
 from typing import Any

@@ -1,37 +1,7 @@
-"""Campaigns that break one rule and keep every hash and total consistent (the "onerule"
-audit): each break the checks accepted before, refused by the check that owns its rule, with
-its honest twin accepted. Judged in process on the factory's good /2 campaign.
+"""The rules of ``plan-vs-actual`` (pytest_itera/checks/schedule/plan_vs_actual.py): each break
+refused, with its honest twin.
 
-- R1: a compared run's predictions are its own file (predictions-cover-corpus);
-- R5: a stop comes at or before the run's recorded end (stop-records); a stopped run logs
-  nothing after its stop step (stop-rules-applied);
-- R2/R9: the first decision is taken at the decision point, before the runs that follow it
-  start (plan-vs-actual);
-- R2/R9: a dropped run never ran: its steps are observed at 0 h (plan-vs-actual);
-- R3/v3: times never run backwards: a run whose steps all follow another run's does not start
-  before that run ended, a run saves checkpoints after it starts, and the runs of a lot were
-  recorded within its days (plan-vs-actual);
-- R4: rental time is never an expense priced as hours of a lot (budget-consistent);
-- R7/v3: a receipt states the amount in the budget's currency and the order reference the
-  expense records (budget-consistent);
-- R6: the resume check trained after resuming: its own checkpoint is not the one it resumed
-  from (bytes, model tensors) and stores a later step (resume-complete);
-- R8: the reload instructions name files the folder holds (analysis-present);
-- v3: a metric relative to the control compares the same examples: the where filter selects
-  the same IDs in both runs' predictions (metrics-recomputed).
-
-Round three (audit3):
-
-- R5/v3: a stopped run's checkpoint stores no step after its stop (stop-rules-applied);
-- v3: the numbers the conclusion and the analysis quote for a run are its measured metrics
-  (conclusion-consistent, analysis-present);
-- R3/v3: a run saves a checkpoint on its GPU: not while another run is recorded on that GPU
-  (plan-vs-actual);
-- R7/v3: a receipt is dated by its own date line, not by another date it prints, is not
-  addressed to another campaign, and states the amount as what was bought, not only as its
-  tax (budget-consistent);
-- R2/R9/v3: a run ends, and a decision is taken, when the recorder's journal says: a pilot's
-  end moved before the decision it informs, journal kept, is refused (journal-agrees).
+Where the cases come from (the files they were first written in):
 
 schedule-fits and plan-vs-actual: the source's 48 h / 72 h / 78 h, and each failure cause.
 
@@ -40,14 +10,13 @@ rtx4090-3d) ending with retrieval at 48 h, in a 72 h window.
 
 Issue 24, points 5, 6 and 9: the evidence agrees with itself in time, resolution and
 deliverables. Each rule broken alone on the factory's good /2 campaign, with its honest twin,
-judged in process (``check_campaign`` on the checks concerned).
+judged in process (tests/checks/judging.py: ``judge`` on the check concerned).
 
 The factory's /2 runs on gpu0, one after another, each as long as its steps
 (tests.factory.RUN_TIMES): control 2026-11-20T10:00 to 2026-11-21T01:00 (train-control 14 h
 + save-ckpt 1 h), data-check to 03:00, resume-check to 04:00, variant-a to 18:00; closed at
 2026-11-22T08:00; tolerable loss 2 h; deviation tolerance 10 %.
 """
-
 from __future__ import annotations
 
 import json

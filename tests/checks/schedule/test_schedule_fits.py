@@ -1,11 +1,15 @@
-"""Schedule and plan-vs-actual on the evidence (issue 12): each rule broken alone, with every
+"""The rules of ``schedule-fits`` (pytest_itera/checks/schedule/schedule_fits.py): each break
+refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+Schedule and plan-vs-actual on the evidence (issue 12): each rule broken alone, with every
 stated total kept consistent, and its honest twin.
 
 The factory's /2 campaign: 4 h of human preparation, then 44 h on gpu0 of the 1-GPU lot
 rtx4090-3d (training steps name their run; retrieval comes after the outputs and the
 checkpoint steps), ending at 48 h in a 72 h window.
 """
-
 from __future__ import annotations
 
 import json
