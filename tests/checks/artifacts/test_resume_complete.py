@@ -32,7 +32,6 @@ import torch
 from pytest_itera.core.campaign import MANIFEST_FILE
 from pytest_itera.core.findings import Finding
 from tests.checks.campaigns import (
-    NEVER_TRAINED,
     _control,
     _set_config,
     _torch_bytes,
@@ -281,26 +280,24 @@ def test_a_resume_checks_checkpoint_copied_from_the_one_it_resumed_is_refused(
     assert found.hint.startswith("resume the checkpoint in a new process, train on")
 
 
-def test_a_resume_checks_checkpoint_with_the_resumed_tensors_is_refused(
-    campaign: CampaignBuilder
+@pytest.mark.parametrize(
+    ("source", "step", "says"),
+    [
+        # Its step says it trained on; its model is the one it resumed, tensor for tensor.
+        pytest.param(CONTROL_CKPT, RESUME_SAVED_AT,
+                     f"holds the same model tensors (names, shapes, dtypes and checksums) as "
+                     f"{CONTROL_CKPT}", id="the-resumed-tensors-at-a-later-step"),
+        pytest.param(RESUME_CKPT, RESUMED_AT,
+                     f"stores step {RESUMED_AT}, not after step {RESUMED_AT} of {CONTROL_CKPT}",
+                     id="its-own-tensors-at-the-resumed-step"),
+    ],
+)
+def test_a_resume_checks_checkpoint_that_did_not_train_on_is_refused(
+    campaign: CampaignBuilder, source: str, step: int, says: str
 ) -> None:
-    # Its step says it trained on; its model is the one it resumed, tensor for tensor.
-    campaign.files[RESUME_CKPT] = edited(campaign, CONTROL_CKPT, step=RESUME_SAVED_AT)
-    found = expect_finding(judge(campaign, "resume-complete"), NEVER_TRAINED)
-    assert found.message.startswith(
-        f"{RESUME_CKPT} of run resume-check holds the same model tensors (names, shapes, "
-        f"dtypes and checksums) as {CONTROL_CKPT}, the checkpoint it resumed from")
-    assert found.found == f"the model tensors of {CONTROL_CKPT}"
-
-
-def test_a_resume_checks_checkpoint_at_the_step_it_resumed_is_refused(
-    campaign: CampaignBuilder
-) -> None:
-    campaign.files[RESUME_CKPT] = edited(campaign, RESUME_CKPT, step=RESUMED_AT)
-    found = expect_finding(judge(campaign, "resume-complete"), NEVER_TRAINED)
-    assert found.message.startswith(
-        f"{RESUME_CKPT} of run resume-check stores step {RESUMED_AT}, not after step "
-        f"{RESUMED_AT} of {CONTROL_CKPT}, the checkpoint it resumed from")
+    campaign.files[RESUME_CKPT] = edited(campaign, source, step=step)
+    expect_finding(judge(campaign, "resume-complete"), "resume-complete.never-trained",
+                   says=(says, "the checkpoint it resumed from"))
 
 
 def test_a_resume_check_that_trained_on_passes_even_with_a_save_at_the_restore(

@@ -20,6 +20,7 @@ The factory's /2 runs on gpu0, one after another, each as long as its steps
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -564,17 +565,22 @@ def test_two_runs_overlapping_on_one_gpu_are_refused(campaign: CampaignBuilder) 
     assert "gpus_per_lot x quantity" in found.hint
 
 
-def test_runs_on_different_gpus_may_overlap(campaign: CampaignBuilder) -> None:
+def _two_gpus_of_one_lot(campaign: CampaignBuilder) -> None:
     campaign.plan["budget"]["lots"][0]["gpus_per_lot"] = 2
     step(campaign, "restore-ckpt")["resource"] = "gpu1"
-    restate(campaign)
-    times(campaign, "resume-check", "2026-11-21T02:30:00Z", "2026-11-21T03:30:00Z")
-    expect_no_finding(judge(campaign, PVA))
 
 
-def test_runs_on_two_lots_may_overlap(campaign: CampaignBuilder) -> None:
+def _a_gpu_of_a_second_lot(campaign: CampaignBuilder) -> None:
     second_lot(campaign)
     step(campaign, "restore-ckpt").update(resource="gpu1", lot="rtx4090-3d-b")
+
+
+@pytest.mark.parametrize("apart", [_two_gpus_of_one_lot, _a_gpu_of_a_second_lot],
+                         ids=["different-gpus", "two-lots"])
+def test_runs_on_other_gpus_may_overlap(
+    campaign: CampaignBuilder, apart: Callable[[CampaignBuilder], None]
+) -> None:
+    apart(campaign)
     restate(campaign)
     times(campaign, "resume-check", "2026-11-21T02:30:00Z", "2026-11-21T03:30:00Z")
     expect_no_finding(judge(campaign, PVA))
