@@ -27,7 +27,6 @@ from pytest_itera.core.campaign import Step, load_campaign
 from pytest_itera.core.findings import Finding
 from pytest_itera.core.journal import JOURNAL_FILE
 from pytest_itera.core.schedule import as_observed, makespan
-from pytest_itera.report.verify import Problem, check_campaign
 from tests.checks.judging import Found, judge
 from tests.factory import (
     CONTROL_CKPT,
@@ -42,16 +41,7 @@ from tests.factory import (
 )
 from tests.runner import Itera
 
-# ============================================================ artifact_content
-
-
-def _problems(root: Path, code: str) -> list[Problem]:
-    verdict = check_campaign(root, timeout=60)
-    return [p for p in verdict.findings if p.finding.code == code]
-
-
-def _codes(root: Path) -> list[str]:
-    return sorted(str(p.finding.code or p.check) for p in check_campaign(root, timeout=60).findings)
+# ========================================================== checkpoints by content (artifacts/)
 
 
 def _torch_bytes(obj: Any) -> bytes:
@@ -73,7 +63,7 @@ def _set_config(b: CampaignBuilder, run_id: str, config: dict[str, Any]) -> None
         next(r for r in doc["runs"] if r["id"] == run_id)["config_sha256"] = sha256(data)
 
 
-# ============================================================ budget_checks
+# ========================================================================= the budget (budget/)
 
 BUDGET = "budget-consistent"
 RECEIPT = "receipts/disk-invoice.pdf"
@@ -130,7 +120,7 @@ def disk(campaign: CampaignBuilder, amount: str = "2.00") -> dict[str, object]:
     return {"label": "extra disk for the rental", "amount": amount, "source": receipt(campaign)}
 
 
-# ============================================================ corpus_identity
+# ================================================== corpora by content (budget/test_corpora.py)
 
 
 def deliver_a_copy(campaign: CampaignBuilder, path: str, data: bytes) -> Found:
@@ -145,7 +135,7 @@ def deliver_a_copy(campaign: CampaignBuilder, path: str, data: bytes) -> Found:
     return judge(campaign, BUDGET)
 
 
-# ============================================================ confidence
+# ===================================== decision.confidence (runs/test_conclusion_consistent.py)
 
 EXAMPLES = 400
 RIGHT = {"control": 300, "variant-a": 322}
@@ -194,7 +184,7 @@ def campaign_of(root: Path, examples: int = EXAMPLES, *, confidence: float | Non
     return campaign
 
 
-# ============================================================ contract_checks
+# ===================================================================== the contract (contract/)
 
 
 def selecting(check: str) -> tuple[str, str]:
@@ -208,7 +198,7 @@ def journal_opening(plan: dict[str, object]) -> bytes:
                         "at": "2026-11-20T08:00:00Z"}) + "\n").encode()
 
 
-# ============================================================ evidence_runs
+# =============================================================== the runs' evidence (evidence/)
 
 Pytester = pytest.Pytester
 Campaign = CampaignBuilder
@@ -258,7 +248,7 @@ def _pilot(campaign: Campaign) -> None:
                   "after": ["load-data"], "run": "pilot", "lot": "rtx4090-3d"})
 
 
-# ============================================================ journal_agrees
+# ===================================== the recorder's journal (evidence/test_journal_agrees.py)
 
 AGREES = "journal-agrees"
 
@@ -299,7 +289,7 @@ def honest(campaign: CampaignBuilder) -> list[dict[str, Any]]:
     ]
 
 
-# ============================================================ metrics
+# ============================================================== itera-plan/3 metrics (metrics/)
 
 CLASSES = ["a", "b", "c", "a"]
 PREDICTED_CLASSES = {"control": ["a", "b", "b", "b"], "variant-a": ["a", "b", "c", "c"]}
@@ -385,7 +375,7 @@ DENIED = "the conclusion's text says variant-a does not meet the threshold, but 
     "meets_threshold lists it"
 
 
-# ============================================================ one_rule_breaks
+# ================================== one rule broken at a time, every hash kept (several checks)
 
 
 # ============================================================ R5: stop within the run
@@ -494,7 +484,7 @@ METRICS_TABLE = ("<!-- itera-metrics -->\n| run | metric | value |\n| --- | --- 
                  "<!-- /itera-metrics -->\n")
 
 
-# ============================================================ packed_predictions
+# ============================================= packed predictions and corpora (runs/, metrics/)
 
 
 def parquet(jsonl: bytes) -> bytes:
@@ -525,7 +515,7 @@ def repack(campaign: CampaignBuilder, name: str, run_id: str = "variant-a",
     return path
 
 
-# ============================================================ run_checks
+# ======================================================================= the run checks (runs/)
 
 
 def stop(campaign: Campaign, run_id: str = "variant-a", **stop_fields: Any) -> None:
@@ -564,7 +554,7 @@ def _run_csv_predictions(itera: Itera, campaign: Campaign, data: bytes) -> pytes
     return itera(check="predictions-cover-corpus")
 
 
-# ============================================================ schedule_checks
+# ===================================================================== the schedule (schedule/)
 
 
 def step(campaign: CampaignBuilder, step_id: str) -> dict[str, Any]:
@@ -600,7 +590,7 @@ def never_ran(campaign: CampaignBuilder, step_id: str) -> None:
     actual["deviations"].append({"step": step_id, "explanation": "dropped: it did not run"})
 
 
-# ============================================================ schedule_evidence
+# =============================================== the schedule's evidence (schedule/, contract/)
 PVA = "plan-vs-actual"
 FROZEN = "plan-frozen"
 LOT_B = "rtx4090-3d-b"
@@ -685,7 +675,7 @@ def summary(result: pytest.RunResult) -> str:
     return "\n".join(lines[start:])
 
 
-# ============================================================ times_fit
+# =============================================== the timeline (schedule/test_plan_vs_actual.py)
 
 
 def times(campaign: CampaignBuilder, run_id: str, start: str | None, end: str | None) -> None:

@@ -1,10 +1,18 @@
 """No check loses a failing fixture or a passing twin (issue 40): per finding code of every
-check's KINDS, the rule tests hold a case that expects it (``expect_finding(found, "code")``) and a
-case that expects it absent (``expect_no_finding(found, "code")``).
+check's KINDS, the rule tests hold a case that finds it and a case that does not.
 
-Read statically from the test sources (tests/checks/judging.py's helpers), so the answer is the
-same whichever process runs which test (xdist or not): a literal code, or a parameter of the
-test whose ``pytest.mark.parametrize`` table gives literal codes.
+Read statically from the test sources, so the answer is the same whichever process runs which
+test (xdist or not):
+
+- a failing case: ``expect_finding(found, "code")`` (tests/checks/judging.py), or
+  ``advises_then_fails(campaign, check, "code")``, or an ``assert`` that compares findings'
+  ``.code`` with a literal code;
+- a passing case: ``expect_no_finding(found, "code")``, or ``expect_no_finding(judge(campaign,
+  check))`` -- the check judged on a campaign and nothing found, a passing case of each of its
+  codes;
+
+a code is a literal, a module constant (of the file or tests/checks/campaigns.py), or a
+parameter of the test whose ``pytest.mark.parametrize`` table gives literal codes.
 """
 
 from __future__ import annotations
@@ -17,7 +25,9 @@ from pytest_itera.checks.kinds import builtin_checks
 from tests.checks.coverage_gaps import NO_FAILING_CASE, NO_PASSING_CASE
 
 TESTS = Path(__file__).parent
-HELPERS = {"expect_finding": "failing", "expect_no_finding": "passing"}
+# The helpers that state a case, and where their code is.
+CODE_AT = {"expect_finding": ("failing", 1), "advises_then_fails": ("failing", 2),
+           "expect_no_finding": ("passing", 1)}
 
 
 def _table(function: ast.FunctionDef) -> dict[str, set[str]]:
@@ -46,21 +56,55 @@ def _table(function: ast.FunctionDef) -> dict[str, set[str]]:
     return values
 
 
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level NAME = "string" assignments."""
+    return {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+SHARED = _constants(ast.parse((TESTS / "campaigns.py").read_text("utf-8")))
+
+
+def _strings(node: ast.expr, table: dict[str, set[str]], names: dict[str, str]) -> set[str]:
+    """The literal strings an argument stands for."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, ast.Name):
+        return table.get(node.id, set()) | ({names[node.id]} if node.id in names else set())
+    return set()
+
+
 def _cases(path: Path) -> Iterator[tuple[str, str]]:
-    """(code, "failing" | "passing") for each helper call of the file's tests."""
-    for function in ast.walk(ast.parse(path.read_text("utf-8"))):
+    """(code, "failing" | "passing") for each case the file's tests state; a whole check
+    judged and found clean is (check id + ".*", "passing")."""
+    tree = ast.parse(path.read_text("utf-8"))
+    names = SHARED | _constants(tree)
+    for function in ast.walk(tree):
         if not isinstance(function, ast.FunctionDef):
             continue
         table = _table(function)
-        for call in ast.walk(function):
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                    and call.func.id in HELPERS and len(call.args) >= 2):
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) \
+                    and all(isinstance(op, ast.Eq | ast.In) for op in node.test.ops) \
+                    and ".code" in ast.unparse(node.test):
+                literal = {c.value for c in ast.walk(node.test) if isinstance(c, ast.Constant)
+                           and isinstance(c.value, str)}
+                yield from ((code, "failing") for code in literal)
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
                 continue
-            code = call.args[1]
-            if isinstance(code, ast.Constant) and isinstance(code.value, str):
-                yield code.value, HELPERS[call.func.id]
-            elif isinstance(code, ast.Name):
-                yield from ((c, HELPERS[call.func.id]) for c in table.get(code.id, ()))
+            at = CODE_AT.get(node.func.id)
+            if at is None:
+                continue
+            case, index = at
+            if len(node.args) > index:
+                yield from ((c, case) for c in _strings(node.args[index], table, names))
+            elif case == "passing" and len(node.args) == 1 and not node.keywords:
+                judged = node.args[0]
+                if isinstance(judged, ast.Call) and isinstance(judged.func, ast.Name) \
+                        and judged.func.id == "judge" and len(judged.args) >= 2:
+                    yield from ((f"{c}.*", "passing")
+                                for c in _strings(judged.args[1], table, names))
 
 
 def _covered() -> dict[str, set[str]]:
@@ -68,6 +112,9 @@ def _covered() -> dict[str, set[str]]:
     for path in sorted(TESTS.rglob("test_*.py")):
         for code, case in _cases(path):
             covered[case].add(code)
+    clean = {c.removesuffix(".*") for c in covered["passing"] if c.endswith(".*")}
+    covered["passing"] |= {code for check in builtin_checks() if check.id in clean
+                           for code in check.kinds}
     return covered
 
 
@@ -100,6 +147,12 @@ def test_the_scan_reads_literal_codes_and_parametrize_tables(tmp_path: Path) -> 
         "def test_refused(break_, code):\n"
         "    expect_finding(judge(x), code)\n"
         "def test_honest():\n"
-        "    expect_no_finding(judge(x), 'c.one')\n")
-    assert sorted(_cases(source)) == [("c.one", "failing"), ("c.one", "passing"),
-                                      ("c.two", "failing")]
+        "    expect_no_finding(judge(x), 'c.one')\n"
+        "CHECK = 'c'\n"
+        "def test_clean():\n"
+        "    expect_no_finding(judge(x, CHECK))\n"
+        "    assert [f.code for f in judge(x, CHECK)] == ['c.three']\n"
+        "    advises_then_fails(x, CHECK, 'c.four')\n")
+    assert sorted(_cases(source)) == [("c.*", "passing"), ("c.four", "failing"),
+                                      ("c.one", "failing"), ("c.one", "passing"),
+                                      ("c.three", "failing"), ("c.two", "failing")]

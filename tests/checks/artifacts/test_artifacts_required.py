@@ -659,7 +659,7 @@ def test_a_listed_symlink_that_leaves_says_copy_the_file(
     ])
 
 
-# ------------------------------------------------------------ artifact_content
+# ---------------------------------------- first written in test_artifact_content.py
 
 
 # ------------------------------------------------------------------ whose weights
@@ -690,10 +690,9 @@ def test_weights_without_the_width_their_config_states(tmp_path: Path) -> None:
     b = CampaignBuilder(tmp_path / "out")
     _set_config(b, "variant-a", {"run": "variant-a", "lr": 0.01, "width": 64})
     problem = expect_finding(
-        judge(b.write(), "artifacts-required"), "artifacts-required.config-shapes")
-    assert problem.message == (
-        f"{VARIANT_WEIGHTS} of run variant-a holds no tensor with a dimension of 64, the "
-        "width configs/variant-a.json states: these are the weights of another configuration")
+        judge(b.write(), "artifacts-required"), "artifacts-required.config-shapes",
+        says=(f"{VARIANT_WEIGHTS} of run variant-a holds no tensor with a dimension of 64",
+              "configs/variant-a.json"))
     assert problem.found == "weight [2, 4], bias [2]"
 
 
@@ -703,11 +702,9 @@ def test_two_checkpoints_of_one_run_at_other_shapes(tmp_path: Path) -> None:
     b.files["runs/variant-a/last.pt"] = _torch_bytes(torch.nn.Linear(4, 3).state_dict())
     b.manifest["checkpoints"].append({"path": "runs/variant-a/last.pt", "run": "variant-a",
                                       "format": "torch", "kind": "weights"})
-    problem = expect_finding(
-        judge(b.write(), "artifacts-required"), "artifacts-required.shapes-differ")
-    assert problem.message == (
-        f"{VARIANT_WEIGHTS} and runs/variant-a/last.pt of run variant-a hold 2 tensor(s) at "
-        "different shapes (e.g. bias: [2] and [3]): they are not checkpoints of one model")
+    expect_finding(
+        judge(b.write(), "artifacts-required"), "artifacts-required.shapes-differ",
+        says=(f"{VARIANT_WEIGHTS} and runs/variant-a/last.pt", "bias: [2] and [3]"))
 
 
 def test_a_saved_model_whose_config_states_another_size(tmp_path: Path) -> None:

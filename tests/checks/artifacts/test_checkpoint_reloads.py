@@ -657,7 +657,7 @@ def test_a_deepspeed_checkpoint_without_rng_says_where_deepspeed_keeps_it(
            "client_state)*")
 
 
-# ------------------------------------------------------------ artifact_content
+# ---------------------------------------- first written in test_artifact_content.py
 
 
 # ------------------------------------------------------------------ shards

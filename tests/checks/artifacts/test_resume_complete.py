@@ -30,7 +30,6 @@ import pytest
 import torch
 
 from pytest_itera.core.campaign import MANIFEST_FILE
-from pytest_itera.core.findings import Finding
 from tests.checks.campaigns import (
     _control,
     _set_config,
@@ -59,14 +58,6 @@ def _changed_control(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -
     return b.write()
 
 
-def _only(tmp_path: Path, change: Callable[[dict[str, Any]], None], code: str,
-          target: str | None = None) -> Finding:
-    """The one finding of ``code`` on the campaign whose control checkpoint ``change`` edited
-    (of ``target`` when given)."""
-    check = code.partition(".")[0]
-    return expect_finding(judge(_changed_control(tmp_path, change), check, target=target), code)
-
-
 def test_the_factory_campaign_is_accepted(tmp_path: Path) -> None:
     expect_no_finding(judge(CampaignBuilder(tmp_path / "out").write()))
 
@@ -78,10 +69,9 @@ def test_a_resumed_from_step_the_checkpoint_does_not_store(tmp_path: Path) -> No
     def change(ckpt: dict[str, Any]) -> None:
         ckpt["progress"]["step"] = RESUMED_AT + 3  # the file says 5, the resume check says 2
 
-    problem = _only(tmp_path, change, "resume-complete.step-mismatch", target=CONTROL_CKPT)
-    assert problem.message == (
-        f"{CONTROL_CKPT} stores step 5, but run resume-check records resumed_from.step 2 for "
-        "it: the run resumed from another checkpoint, or the record is wrong")
+    problem = expect_finding(judge(_changed_control(tmp_path, change), "resume-complete",
+                                   target=CONTROL_CKPT), "resume-complete.step-mismatch",
+                             says=(f"{CONTROL_CKPT} stores step 5", "resumed_from.step 2"))
     assert problem.where == "manifest.json $.runs[2].resumed_from.step"
     assert (problem.expected, problem.found) == ("2", "5")
 
@@ -98,10 +88,10 @@ def test_a_checkpoint_that_stores_no_step_cannot_prove_it(tmp_path: Path) -> Non
     def change(ckpt: dict[str, Any]) -> None:
         ckpt["progress"] = {"epoch": 0}
 
-    problem = _only(tmp_path, change, "resume-complete.step-unproven")
-    assert problem.message == (
-        f"cannot prove that {CONTROL_CKPT} holds step 2, the step run resume-check records in "
-        "resumed_from: it stores no training step (a step key in its progress)")
+    problem = expect_finding(judge(_changed_control(tmp_path, change), "resume-complete"),
+                             "resume-complete.step-unproven",
+                             says=(f"cannot prove that {CONTROL_CKPT} holds step 2",
+                                   "it stores no training step"))
     assert "save_resume_checkpoint" in str(problem.hint)
 
 
@@ -112,11 +102,11 @@ def test_an_optimizer_buffer_of_another_shape(tmp_path: Path) -> None:
     def change(ckpt: dict[str, Any]) -> None:
         ckpt["optimizer"]["state"][0]["momentum_buffer"] = torch.zeros(5, 5)
 
-    problem = _only(tmp_path, change, "resume-complete.optimizer-mismatch")
-    assert problem.message == (
-        f"the optimizer state of resume checkpoint {CONTROL_CKPT} does not fit its model: "
-        "optimizer.state.0 has buffers of shape [5, 5] (1 parameter(s): 0), but the model has "
-        "0 tensor(s) of that shape: the optimizer state does not fit this model")
+    expect_finding(judge(_changed_control(tmp_path, change), "resume-complete"),
+                   "resume-complete.optimizer-mismatch",
+                   says=(f"resume checkpoint {CONTROL_CKPT} does not fit its model",
+                         "optimizer.state.0 has buffers of shape [5, 5]",
+                         "the model has 0 tensor(s) of that shape"))
 
 
 def test_an_optimizer_for_part_of_the_model_cannot_be_proven(tmp_path: Path) -> None:
@@ -125,12 +115,10 @@ def test_an_optimizer_for_part_of_the_model_cannot_be_proven(tmp_path: Path) -> 
             group["params"] = group["params"][:1]
         del ckpt["optimizer"]["state"][1]
 
-    problem = _only(tmp_path, change, "resume-complete.optimizer-unproven")
-    assert problem.message == (
-        f"cannot prove that the optimizer state of resume checkpoint {CONTROL_CKPT} fits its "
-        "model: optimizer has 1 parameter(s) for the model's 2 floating-point tensors: the "
-        "other tensors are frozen parameters or buffers, or the optimizer state is another "
-        "model's (its parameters are numbered, not named)")
+    problem = expect_finding(judge(_changed_control(tmp_path, change), "resume-complete"),
+                             "resume-complete.optimizer-unproven",
+                             says=(f"resume checkpoint {CONTROL_CKPT} fits its model",
+                                   "1 parameter(s) for the model's 2 floating-point tensors"))
     assert "named_parameters()" in str(problem.hint)
 
 
@@ -138,11 +126,10 @@ def test_a_non_finite_optimizer_state_cannot_resume(tmp_path: Path) -> None:
     def change(ckpt: dict[str, Any]) -> None:
         ckpt["optimizer"]["state"][0]["momentum_buffer"][1, 2] = float("inf")
 
-    problem = _only(tmp_path, change, "resume-complete.optimizer-nonfinite")
-    assert problem.message == (
-        f"resume checkpoint {CONTROL_CKPT} holds a non-finite optimizer state: 1 inf value(s) "
-        "in 1 buffer(s): optimizer.state.0.momentum_buffer (1 inf); a resumed step would turn "
-        "the weights non-finite")
+    expect_finding(judge(_changed_control(tmp_path, change), "resume-complete"),
+                   "resume-complete.optimizer-nonfinite",
+                   says=(f"resume checkpoint {CONTROL_CKPT} holds a non-finite optimizer state",
+                         "optimizer.state.0.momentum_buffer (1 inf)"))
 
 
 # ------------------------------------------------- the optimizer agrees with its scheduler
@@ -189,12 +176,11 @@ def test_an_optimizer_lr_edited_after_the_scheduler_saved_cannot_resume(tmp_path
     def change(ckpt: dict[str, Any]) -> None:
         _two_groups(ckpt, SCHEDULERS["StepLR"], halve_group_1)
 
-    problem = _only(tmp_path, change, "resume-complete.lr-disagrees")
-    assert problem.message == (
-        f"resume checkpoint {CONTROL_CKPT} cannot resume as saved: its optimizer and its LR "
-        "scheduler disagree: in parameter group 1 (of 2) the optimizer's lr is 0.0125 "
-        "(optimizer param_groups[1]['lr']) but the LR scheduler's last lr is 0.025 "
-        "(scheduler _last_lr[1])")
+    problem = expect_finding(judge(_changed_control(tmp_path, change), "resume-complete"),
+                             "resume-complete.lr-disagrees",
+                             says=(f"resume checkpoint {CONTROL_CKPT} cannot resume as saved",
+                                   "in parameter group 1 (of 2) the optimizer's lr is 0.0125",
+                                   "the LR scheduler's last lr is 0.025"))
     assert problem.where == f"{MANIFEST_FILE} $.checkpoints[0]"
     assert problem.hint == (
         "save the optimizer and the LR scheduler state at the same step, after "
@@ -210,7 +196,8 @@ def test_a_scheduler_saved_a_step_before_the_optimizer_cannot_resume(tmp_path: P
         _two_groups(ckpt, SCHEDULERS["OneCycleLR"], scheduler_at=2)
         ckpt["scheduler"]["base_lrs"][0] = 0.5
 
-    problem = _only(tmp_path, change, "resume-complete.lr-disagrees")
+    problem = expect_finding(judge(_changed_control(tmp_path, change), "resume-complete"),
+                             "resume-complete.lr-disagrees")
     said = problem.message.split("disagree: ", 1)[1].split("; ")
     assert [s.split(" the optimizer's ")[1].split(" is ")[0] for s in said] == [
         "lr", "lr", "initial_lr"]
@@ -256,13 +243,13 @@ def test_two_stored_steps_that_disagree_cannot_prove_the_step(tmp_path: Path) ->
     def change(ckpt: dict[str, Any]) -> None:
         ckpt["global_step"] = RESUMED_AT + 1
 
-    problem = _only(tmp_path, change, "resume-complete.step-unproven")
-    assert problem.message == (
-        f"cannot prove that {CONTROL_CKPT} holds step 2, the step run resume-check records in "
-        "resumed_from: the steps it stores disagree (progress.step 2, global_step 3)")
+    expect_finding(judge(_changed_control(tmp_path, change), "resume-complete"),
+                   "resume-complete.step-unproven",
+                   says=(f"cannot prove that {CONTROL_CKPT} holds step 2",
+                         "the steps it stores disagree (progress.step 2, global_step 3)"))
 
 
-# ------------------------------------------------------------ one_rule_breaks
+# ---------------------------------------- first written in test_one_rule_breaks.py
 
 
 def test_a_resume_checks_checkpoint_copied_from_the_one_it_resumed_is_refused(

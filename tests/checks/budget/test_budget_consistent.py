@@ -803,7 +803,7 @@ def test_a_text_receipt_states_the_amount_recorded_from_it(
 ) -> None:
     """R7: an expense is what was paid, on the evidence of its receipt: a receipt's text (a
     PDF's text layer) must state the recorded amount. Each receipt names the campaign and is
-    dated in its window (tests/checks/test_receipts.py judges those)."""
+    dated in its window (tests/checks/budget/test_receipts.py judges those)."""
     addressed = "".join(f"{line}\n" for line in ADDRESSED).encode()
     campaign.files["receipts/storage.txt"] = text if text.startswith(b"%PDF") else \
         addressed + text
@@ -1273,7 +1273,7 @@ def test_selected_alone_the_budget_item_runs(
     expect(result, "PASSED out/manifest.json::budget-consistent")
 
 
-# ------------------------------------------------------------ one_rule_breaks
+# ---------------------------------------- first written in test_one_rule_breaks.py
 
 
 def test_a_receipt_in_another_currency_is_refused(itera: Itera, campaign: CampaignBuilder

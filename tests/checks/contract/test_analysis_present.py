@@ -55,7 +55,7 @@ def test_copying_a_file_not_shipped_is_still_refused(campaign: CampaignBuilder) 
         says=("runs/variant-a/final.pt", "runs/control/final.pt"))
 
 
-# ------------------------------------------------------------ contract_checks
+# ---------------------------------------- first written in test_contract_checks.py
 
 
 # --------------------------------------------------------- analysis-present
@@ -92,7 +92,7 @@ def test_analysis_or_reload_instructions_missing_or_empty(
     expect(result, f"manifest.json $.*: {expected}*")
 
 
-# ------------------------------------------------------------ evidence_runs
+# ---------------------------------------- first written in test_evidence_runs.py
 
 
 # ======================================================= analysis-present: the evidence
@@ -169,7 +169,7 @@ def test_reload_instructions_miss_a_deliverable(itera: Itera, campaign: Campaign
     )
 
 
-# ------------------------------------------------------------ one_rule_breaks
+# ---------------------------------------- first written in test_one_rule_breaks.py
 
 
 # ============================================== R8: instructions name shipped files
@@ -238,8 +238,8 @@ def test_an_itera_metrics_table_row_that_is_no_measurement_is_refused(
 ) -> None:
     table = METRICS_TABLE.replace("| variant-a | accuracy | {value} |", row)
     campaign.files["analysis.md"] += table.encode()
-    found = expect_finding(judge(campaign, "analysis-present"), "analysis-present.metrics-table")
-    assert found.message == f"the error analysis analysis.md's itera-metrics table{message}"
+    expect_finding(judge(campaign, "analysis-present"), "analysis-present.metrics-table",
+                   says=f"the error analysis analysis.md's itera-metrics table{message}")
 
 
 @pytest.mark.parametrize("value", ["1", "1.0", "1.000", "100 %", "1e0"])

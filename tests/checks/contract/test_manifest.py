@@ -14,7 +14,7 @@ from tests.factory import CampaignBuilder, expect, sha256
 from tests.plans import seed_plan, write
 from tests.runner import Itera
 
-# ------------------------------------------------------------ budget_checks
+# ---------------------------------------- first written in test_budget_checks.py
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ def test_hourly_billing_is_refused(
     expect(result, f"{path}: hourly billing: {text!r} states a rate per hour*")
 
 
-# ------------------------------------------------------------ contract_checks
+# ---------------------------------------- first written in test_contract_checks.py
 
 
 def test_manifest_missing(itera: Itera, campaign: CampaignBuilder) -> None:
@@ -91,7 +91,7 @@ def test_duplicate_keys_are_refused(itera: Itera, campaign: CampaignBuilder) -> 
     expect(result, "manifest.json $: not acceptable JSON: duplicate key 'campaign' in one object")
 
 
-# ------------------------------------------------------------ file_checks
+# ---------------------------------------- first written in test_file_checks.py
 
 
 @pytest.mark.parametrize(
@@ -147,7 +147,7 @@ def test_manifest_listing_itself(itera: Itera, campaign: CampaignBuilder) -> Non
     )
 
 
-# ------------------------------------------------------------ plan_gate
+# ---------------------------------------- first written in test_plan_gate.py
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from tests.checks.campaigns import FROZEN, journal_opening, plan_digest, selecti
 from tests.factory import CampaignBuilder, expect
 from tests.runner import Itera
 
-# ------------------------------------------------------------ contract_checks
+# ---------------------------------------- first written in test_contract_checks.py
 
 
 # -------------------------------------------------------------- plan-frozen
@@ -89,7 +89,7 @@ def test_run_started_before_the_plan_was_frozen(
     )
 
 
-# ------------------------------------------------------------ schedule_evidence
+# ---------------------------------------- first written in test_schedule_evidence.py
 
 
 # ========================================================================== time

@@ -106,10 +106,9 @@ def test_a_checkpoint_that_is_not_its_last_save_is_refused(campaign: CampaignBui
     events = honest(campaign)
     events[5] = journal_save(campaign, CONTROL_CKPT, "control", RESUMED_AT, data=b"another save")
     found = journaled(campaign, *events)
-    first = expect_finding(found, "journal-agrees.checkpoint-sha256")
-    assert first.message == (
-        f"checkpoint {CONTROL_CKPT} is not the file its last journaled save wrote: sha256 "
-        f"{sha256(campaign.files[CONTROL_CKPT])} shipped, {sha256(b'another save')} saved")
+    first = expect_finding(found, "journal-agrees.checkpoint-sha256", says=(
+        f"checkpoint {CONTROL_CKPT} is not the file its last journaled save wrote",
+        f"{sha256(campaign.files[CONTROL_CKPT])} shipped, {sha256(b'another save')} saved"))
     assert first.where == f"{JOURNAL_FILE}:6"
     # the resume source is then no save of the control's either (identity by content)
     assert {f.code for f in found} == {"journal-agrees.checkpoint-sha256",
@@ -124,9 +123,9 @@ def test_a_journaled_step_the_checkpoint_does_not_store_is_refused(
 ) -> None:
     events = honest(campaign)
     events[7] = journal_save(campaign, RESUME_CKPT, "resume-check", 3)
-    found = expect_finding(journaled(campaign, *events), "journal-agrees.checkpoint-step")
-    assert found.message == (f"checkpoint {RESUME_CKPT} stores step {RESUME_SAVED_AT}, but "
-                             "itera-journal.jsonl records that it was saved at step 3")
+    found = expect_finding(journaled(campaign, *events), "journal-agrees.checkpoint-step",
+                           says=(f"checkpoint {RESUME_CKPT} stores step {RESUME_SAVED_AT}",
+                                 "saved at step 3"))
     assert found.where == f"{JOURNAL_FILE}:8"
 
 
@@ -216,12 +215,9 @@ def test_an_adapter_pinned_to_another_revision_than_its_training_base_is_refused
     campaign: CampaignBuilder
 ) -> None:
     adapter(campaign, base_path=None)  # base_path dropped, a made-up revision kept
-    found = expect_finding(
-        journaled(campaign, training_base("c" * 40, "b" * 64)), "journal-agrees.base-revision")
-    assert found.message == (
-        f"adapter runs/variant-a/adapter names base revision {REVISION}, but "
-        f"itera-journal.jsonl records base {BASE} at revision {'c' * 40} when run variant-a "
-        "started training")
+    expect_finding(
+        journaled(campaign, training_base("c" * 40, "b" * 64)), "journal-agrees.base-revision",
+        says=(f"names base revision {REVISION}", f"records base {BASE} at revision {'c' * 40}"))
 
 
 def test_a_base_digest_the_journal_contradicts_is_refused(campaign: CampaignBuilder) -> None:
@@ -503,7 +499,7 @@ def test_the_summary_says_when_no_journal_could_be_leaned_on(tmp_path: Path) -> 
     assert not {NO_JOURNAL_NOTE, UNCHAINED_NOTE} & set(notes(rec.root))
 
 
-# ------------------------------------------------------------ one_rule_breaks
+# ---------------------------------------- first written in test_one_rule_breaks.py
 
 
 # ========================== R2/R9/v3: the journal's moments are the manifest's (audit3)

@@ -12,7 +12,7 @@ from tests.factory import (
 )
 from tests.runner import Itera
 
-# ------------------------------------------------------------ evidence_runs
+# ---------------------------------------- first written in test_evidence_runs.py
 
 
 # ================================================================== measurements-agree

@@ -26,7 +26,7 @@ from tests.factory import (
 )
 from tests.runner import Itera
 
-# ------------------------------------------------------------ evidence_runs
+# ---------------------------------------- first written in test_evidence_runs.py
 
 
 # ====================================================================== role-evidence
@@ -144,7 +144,7 @@ def test_data_check_records_every_declared_input(itera: Itera, campaign: Campaig
     itera(check="role-evidence").assert_outcomes(passed=2)
 
 
-# ------------------------------------------------------------ times_fit
+# ---------------------------------------- first written in test_times_fit.py
 
 
 def test_a_resume_logged_every_tenth_step_is_refused(campaign: CampaignBuilder) -> None:

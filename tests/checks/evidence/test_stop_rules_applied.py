@@ -485,7 +485,7 @@ def test_a_missing_measurements_file_is_files_intact_s_alone(
            "FAILED out/manifest.json::files-intact[runs/control/measurements.jsonl]")
 
 
-# ------------------------------------------------------------ one_rule_breaks
+# ---------------------------------------- first written in test_one_rule_breaks.py
 
 
 def test_a_stopped_run_that_logged_past_its_stop_is_refused(campaign: CampaignBuilder) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.factory import CampaignBuilder, expect
 from tests.runner import Itera
 
-# ------------------------------------------------------------ file_checks
+# ---------------------------------------- first written in test_file_checks.py
 
 
 # ----------------------------------------------------------- no-empty-files

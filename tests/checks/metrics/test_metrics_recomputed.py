@@ -271,7 +271,7 @@ def test_accuracy_is_scikit_learns_to_the_bit(pairs: dict[tuple[int, int], int])
     assert accuracy(pairs) == float(accuracy_score(truth, guess, sample_weight=weights))
 
 
-# ------------------------------------------------------------ confidence
+# ---------------------------------------- first written in test_confidence.py
 
 
 def test_without_confidence_a_gain_inside_its_noise_passes(tmp_path: Path) -> None:
@@ -280,7 +280,7 @@ def test_without_confidence_a_gain_inside_its_noise_passes(tmp_path: Path) -> No
     assert findings(root, "conclusion-consistent") == ()
 
 
-# ------------------------------------------------------------ one_rule_breaks
+# ---------------------------------------- first written in test_one_rule_breaks.py
 
 
 def test_a_test_example_moved_to_train_in_one_runs_rows_is_refused(tmp_path: Path) -> None:
@@ -298,7 +298,7 @@ def test_the_same_split_in_both_runs_rows_passes(tmp_path: Path) -> None:
     assert findings(root, "metrics-recomputed", "variant-a") == ()
 
 
-# ------------------------------------------------------------ packed_predictions
+# ---------------------------------------- first written in test_packed_predictions.py
 
 
 @pytest.mark.parametrize("name", sorted(PACK))

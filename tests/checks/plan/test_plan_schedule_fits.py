@@ -10,7 +10,7 @@ import pytest
 from tests.plans import grown_by_30, seed_plan, write
 from tests.runner import Itera
 
-# ------------------------------------------------------------ plan_gate
+# ---------------------------------------- first written in test_plan_gate.py
 
 
 def test_the_reports_carry_the_plan_its_verdict_and_its_schedule(

@@ -353,7 +353,7 @@ def test_all_variants_stopped_is_a_negative_result(itera: Itera, plan2_campaign:
     itera(check="conclusion-consistent or stop-records").assert_outcomes(passed=2)
 
 
-# ------------------------------------------------------------ metrics
+# ---------------------------------------- first written in test_metrics.py
 
 
 def test_gain_listed_as_meeting_contradicted_by_predictions(tmp_path: Path) -> None:
@@ -412,7 +412,7 @@ def test_conclusion_text_with_a_colon_list_names_no_extra_claim(tmp_path: Path) 
     assert "variant-b" not in rendered(findings(root, "conclusion-consistent"))
 
 
-# ------------------------------------------------------------ one_rule_breaks
+# ---------------------------------------- first written in test_one_rule_breaks.py
 
 
 # ============ v3: the conclusion and the analysis quote the measured values (audit3)

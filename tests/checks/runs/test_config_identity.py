@@ -9,7 +9,7 @@ from tests.checks.campaigns import Campaign, record
 from tests.factory import expect, sha256
 from tests.runner import Itera
 
-# ------------------------------------------------------------ run_checks
+# ---------------------------------------- first written in test_run_checks.py
 
 
 # ---------------------------------------------------------- config-identity

@@ -123,7 +123,7 @@ def test_a_parquet_copy_of_the_corpus_is_the_same_deliverable(campaign: Campaign
                    says="'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs")
 
 
-# ------------------------------------------------------------ budget_checks
+# ---------------------------------------- first written in test_budget_checks.py
 
 
 def test_predictions_of_another_corpus_than_planned(
@@ -152,7 +152,7 @@ def test_predictions_of_the_same_bytes_under_another_corpus_id_are_the_planned_c
     itera(check="predictions-cover-corpus").assert_outcomes(passed=2)
 
 
-# ------------------------------------------------------------ one_rule_breaks
+# ---------------------------------------- first written in test_one_rule_breaks.py
 
 # ================================================================ R1: own predictions
 
@@ -180,7 +180,7 @@ def test_each_run_with_its_own_predictions_file_passes(campaign: CampaignBuilder
     expect_no_finding(judge(campaign, "predictions-cover-corpus"))
 
 
-# ------------------------------------------------------------ run_checks
+# ---------------------------------------- first written in test_run_checks.py
 
 
 # ------------------------------------------------- predictions-cover-corpus

@@ -24,7 +24,7 @@ from tests.factory import (
 )
 from tests.runner import Itera
 
-# ------------------------------------------------------------ one_rule_breaks
+# ---------------------------------------- first written in test_one_rule_breaks.py
 
 
 def test_a_stop_after_the_run_ended_is_refused(campaign: CampaignBuilder) -> None:
@@ -40,7 +40,7 @@ def test_a_stop_at_the_runs_end_passes(campaign: CampaignBuilder) -> None:
     expect_no_finding(judge(campaign, "stop-records"))
 
 
-# ------------------------------------------------------------ run_checks
+# ---------------------------------------- first written in test_run_checks.py
 
 
 # ------------------------------------------------------------- stop-records
@@ -163,7 +163,7 @@ def test_stop_rules_declared_after_the_runs(itera: Itera, plan2_campaign: Campai
            "    fix:      stop rules are written before any run starts (see the plan-frozen item)")
 
 
-# ------------------------------------------------------------ times_fit
+# ---------------------------------------- first written in test_times_fit.py
 
 
 # ======================================================= stopped runs deliver nothing

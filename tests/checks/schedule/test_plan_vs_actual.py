@@ -769,7 +769,7 @@ def test_a_save_after_the_closure_is_refused(campaign: CampaignBuilder) -> None:
         f"({JOURNAL_FILE}:1)" in found.message
 
 
-# ------------------------------------------------------------ schedule_evidence
+# ---------------------------------------- first written in test_schedule_evidence.py
 
 
 def test_a_decision_before_the_pilot_ended_is_refused(

@@ -331,7 +331,7 @@ def test_a_plan_tolerance_above_half_is_refused(
     expect(result, "*$.schedule.deviation_tolerance*0.6 is greater than the maximum of 0.5*")
 
 
-# ------------------------------------------------------------ plan_gate
+# ---------------------------------------- first written in test_plan_gate.py
 
 
 def test_campaign_checks_never_see_the_plan_gates(itera: Itera, pytester: pytest.Pytester) -> None:
@@ -345,7 +345,7 @@ def test_campaign_checks_never_see_the_plan_gates(itera: Itera, pytester: pytest
     assert not any(c.id in out for c in CHECKS)
 
 
-# ------------------------------------------------------------ schedule_checks
+# ---------------------------------------- first written in test_schedule_checks.py
 
 
 def test_48_sequential_hours_in_a_72_hour_window_leave_24(
