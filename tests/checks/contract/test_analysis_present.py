@@ -206,9 +206,9 @@ def test_an_analysis_table_quoting_a_value_no_metric_holds_advises(
 
     campaign.files["analysis.md"] += (TABLE + "| variant-a | 0.97 | 0.1 |\n").encode()
     found = advises_then_fails(campaign, "analysis-present", "analysis-present.quoted-value")
-    assert found.message == ("the error analysis analysis.md quotes 0.97 for variant-a under "
-                             "'accuracy' (line 7), a value none of its measured metrics holds")
-    assert found.where == "analysis.md:7"
+    expect_finding([found], "analysis-present.quoted-value", where="analysis.md:7",
+                   says=("quotes 0.97 for variant-a under 'accuracy' (line 7)",
+                         "none of its measured metrics"))
     assert found.hint is not None
     assert found.hint.startswith("write the analysis from the measurements")
 

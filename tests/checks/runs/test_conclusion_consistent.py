@@ -425,12 +425,11 @@ def test_a_conclusion_quoting_a_value_no_metric_holds_is_refused(
     campaign.manifest["conclusion"]["text"] = (
         "variant-a 0.95 meets the 0.8 accuracy threshold; control's 0.75 does not.")
     found = expect_finding(
-        judge(campaign, "conclusion-consistent"), "conclusion-consistent.quoted-value")
+        judge(campaign, "conclusion-consistent"), "conclusion-consistent.quoted-value",
+        where="manifest.json $.conclusion.text",
+        says="quotes 0.95 for variant-a's accuracy, which is 1")
     # The clause names the run, its metric and a number: an exact reading, it decides.
     assert not found.advisory
-    assert found.message == ("the conclusion's text quotes 0.95 for variant-a's accuracy, "
-                             "which is 1")
-    assert found.where == "manifest.json $.conclusion.text"
     assert found.expected == ("variant-a's accuracy 1 (runs/variant-a/measurements.jsonl)")
     assert found.hint is not None
     assert found.hint.startswith("quote the values the measurements hold")
