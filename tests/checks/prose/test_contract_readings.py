@@ -9,7 +9,7 @@ import pytest
 
 from pytest_itera.checks.prose.placeholders import placeholder_lines, placeholder_only
 from pytest_itera.checks.prose.reload_paths import MissingPath, missing_paths
-from tests.checks.prose.judging import advises_then_fails, judged
+from tests.checks.judging import advises_then_fails, expect_finding, judged
 from tests.factory import CampaignBuilder
 from tests.runner import Itera
 
@@ -38,8 +38,8 @@ def test_a_todo_comment_in_real_instructions_advises(
 ) -> None:
     reload_text(campaign, "```bash\n# TODO pin torch\npip install torch\n```\n")
     found = advises_then_fails(campaign, CHECK, "analysis-present.placeholder-line")
-    assert found.message == ("the reload instructions RELOAD.md holds 1 placeholder line(s): "
-                             "'TODO' (line 6)")
+    expect_finding([found], "analysis-present.placeholder-line",
+                   says=("1 placeholder line(s)", "'TODO' (line 6)"))
     itera.passes(campaign, CHECK)
 
 
@@ -99,8 +99,8 @@ def test_its_twin_with_the_file_shipped_passes(campaign: CampaignBuilder) -> Non
 def test_a_path_only_mentioned_advises(itera: Itera, campaign: CampaignBuilder) -> None:
     reload_text(campaign, "The best weights are in runs/variant-a/best.pt (step 400).\n")
     found = advises_then_fails(campaign, CHECK, "analysis-present.reload-path")
-    assert found.message == ("the reload instructions RELOAD.md mention 1 path(s) the campaign "
-                             "folder does not hold: runs/variant-a/best.pt (line 5)")
+    expect_finding([found], "analysis-present.reload-path",
+                   says=("does not hold: runs/variant-a/best.pt (line 5)",))
     itera.passes(campaign, CHECK)
 
 

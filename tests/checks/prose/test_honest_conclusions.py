@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.checks.prose.judging import advises_then_fails, judged
+from tests.checks.judging import advises_then_fails, judged
 from tests.factory import CampaignBuilder
 
 HONEST = Path(__file__).parent / "honest"

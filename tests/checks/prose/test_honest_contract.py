@@ -20,7 +20,7 @@ from pytest_itera.checks.contract.analysis_present import (
     reload_path_findings,
 )
 from pytest_itera.core.findings import Finding, split
-from tests.checks.prose.judging import judged
+from tests.checks.judging import judged
 from tests.factory import CampaignBuilder
 
 HONEST = Path(__file__).parent / "honest"

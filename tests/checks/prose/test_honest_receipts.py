@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_itera.report.verify import Verdict, check_campaign
-from tests.checks.test_budget_checks import CHECK, budget
+from tests.checks.campaigns import BUDGET, budget
 from tests.factory import CampaignBuilder
 
 CORPUS = Path(__file__).parent / "honest" / "receipts" / "receipts.json"
@@ -44,7 +44,7 @@ def _by_entry(verdict: Verdict, advisories: bool = False) -> dict[str, list[str]
     out: dict[str, list[str]] = {}
     problems = verdict.advisories if advisories else verdict.findings
     for p in problems:
-        if p.check != CHECK:
+        if p.check != BUDGET:
             continue
         where = p.finding.where or ""
         index = where.split("included_expenses[", 1)[1].split("]")[0] \

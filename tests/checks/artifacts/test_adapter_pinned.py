@@ -1,0 +1,160 @@
+"""The rules of ``adapter-pinned`` (pytest_itera/checks/artifacts/adapter_pinned.py): each break
+refused, with its honest twin.
+
+Where the cases come from (the files they were first written in):
+
+Issue 24, point 12: a shipped base proves its revision or says it cannot (adapter-pinned).
+
+On the example campaign (its control ships runs/control/adapter beside runs/control/base,
+which holds itera-base.json), changed in one way with every hash and digest kept
+consistent, judged in-process (tests/checks/judging.py's ``judge``):
+
+- the manifest drops base_path/base_digest while the base still ships beside the adapter:
+  the base is hashed and compared all the same, so a made-up 40-hex revision is refused;
+- a shipped base with no itera-base.json, no snapshots/<commit> path and no hub refs/
+  cannot prove a 40-hex revision ("not proven by the shipped base"), declared or not;
+- the example as built, and a base whose hub refs/ record the revision, pass.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_itera.files.tree import tree_digest
+from pytest_itera.report.verify import check_campaign
+from tests.checks.judging import expect_no_finding, judge
+
+CHECK = "adapter-pinned"
+ADAPTER = "runs/control/adapter"
+BASE = "runs/control/base"
+MADE_UP = "c0ffee" + "0" * 34
+WHERE = "manifest.json $.adapters[0]"
+
+
+@pytest.fixture(scope="module")
+def example(example_campaign: Path) -> Path:
+    return example_campaign  # tests/conftest.py: built once per session, read here
+
+
+@pytest.fixture
+def campaign(example: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(example, tmp_path / "campaign"))
+
+
+def _json(path: Path) -> dict[str, object]:
+    data = json.loads(path.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def change(root: Path, *, drop: tuple[str, ...] = (), revision: str | None = None,
+           remove: tuple[str, ...] = (), add: dict[str, bytes] | None = None) -> None:
+    """Change the control's adapter record and files, keeping every hash consistent: the
+    manifest's file list, the base's tree digest and adapter_config.json's revision."""
+    for rel in remove:
+        (root / rel).unlink()
+    for rel, data in (add or {}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    manifest = _json(root / "manifest.json")
+    adapters = manifest["adapters"]
+    assert isinstance(adapters, list)
+    record = adapters[0]
+    if revision is not None:
+        record["base_revision"] = revision
+        config = _json(root / ADAPTER / "adapter_config.json")
+        config["revision"] = revision
+        (root / ADAPTER / "adapter_config.json").write_text(json.dumps(config, indent=2))
+    for key in drop:
+        del record[key]
+    if "base_path" in record:
+        record["base_digest"] = tree_digest(root / record["base_path"])
+    listed = manifest["files"]
+    assert isinstance(listed, list)
+    paths = [e["path"] for e in listed if (root / e["path"]).exists()] + list(add or {})
+    manifest["files"] = [{"path": p, "bytes": (root / p).stat().st_size,
+                          "sha256": hashlib.sha256((root / p).read_bytes()).hexdigest()}
+                         for p in sorted(set(paths))]
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+def test_the_example_s_shipped_base_proves_its_revision(example: Path) -> None:
+    verdict = check_campaign(example)
+    # every check passes; the example is recorded on a played clock (example_campaign/)
+    assert (verdict.verdict, verdict.findings) == ("played clock", ())
+
+
+def test_a_base_shipped_beside_the_adapter_is_compared_without_base_path(
+    campaign: Path,
+) -> None:
+    change(campaign, drop=("base_path", "base_digest"), revision=MADE_UP)
+    found = [f.render() for f in judge(campaign, CHECK)]
+    recorded = _json(campaign / BASE / "itera-base.json")["revision"]
+    assert found[0].splitlines() == [
+        f"{WHERE}.base_revision: shipped base {BASE} records revision '{recorded}' "
+        f"({BASE}/itera-base.json), the manifest records base_revision '{MADE_UP}' (it ships "
+        "beside the adapter: the manifest names no base_path, but a base shipped next to an "
+        "adapter is its base)",
+        f"    expected: '{recorded}'",
+        f"    found:    '{MADE_UP}'",
+        "    fix:      the adapter must name the base it was trained on: its commit is the one "
+        "the shipped base was fetched at (or null for a base that is on no hub)",
+    ]
+
+
+def test_a_base_beside_the_adapter_without_a_revision_record_proves_nothing(
+    campaign: Path,
+) -> None:
+    change(campaign, drop=("base_path", "base_digest"), revision=MADE_UP,
+           remove=(f"{BASE}/itera-base.json",))
+    found = [f.render() for f in judge(campaign, CHECK)]
+    assert found[0].splitlines() == [
+        f"{WHERE}.base_revision: the base revision '{MADE_UP}' of adapter {ADAPTER} is not "
+        f"proven by the shipped base {BASE} (it ships beside the adapter: the manifest names "
+        "no base_path, but a base shipped next to an adapter is its base): the base carries "
+        "no revision record",
+        f"    expected: {BASE}/itera-base.json (or a hub cache snapshots/<commit> folder, or its "
+        f"refs/) recording '{MADE_UP}'",
+        "    found:    no itera-base.json, no snapshots/<commit> in its path, no refs/",
+        "    fix:      write itera-base.json with CampaignRecorder.record_base(<base folder>, "
+        "model=..., revision=...) when the base is fetched (or ship the hub cache's "
+        "snapshots/<commit> folder); a base trained in the campaign records revision null",
+    ]
+
+
+def test_a_declared_base_without_a_revision_record_proves_nothing(campaign: Path) -> None:
+    change(campaign, remove=(f"{BASE}/itera-base.json",))
+    found = [f.render() for f in judge(campaign, CHECK)]
+    assert len(found) == 1
+    assert found[0].startswith(
+        f"{WHERE}.base_revision: the base revision '{_revision(campaign)}' of adapter "
+        f"{ADAPTER} is not proven by the shipped base {BASE}: the base carries no revision "
+        "record\n")
+
+
+def test_a_hub_cache_s_refs_prove_the_revision(campaign: Path) -> None:
+    revision = _revision(campaign)
+    change(campaign, remove=(f"{BASE}/itera-base.json",),
+           add={f"{BASE}/refs/main": revision.encode()})
+    expect_no_finding(judge(campaign, CHECK))
+
+
+def test_refs_naming_another_commit_are_refused(campaign: Path) -> None:
+    change(campaign, remove=(f"{BASE}/itera-base.json",),
+           add={f"{BASE}/refs/main": b"b" * 40})
+    found = [f.render() for f in judge(campaign, CHECK)]
+    assert found[0].startswith(
+        f"{WHERE}.base_revision: shipped base {BASE} records revision '{'b' * 40}' (its hub "
+        f"cache ref {BASE}/refs/main), the manifest records base_revision '{_revision(campaign)}'")
+
+
+def _revision(root: Path) -> str:
+    adapters = _json(root / "manifest.json")["adapters"]
+    assert isinstance(adapters, list)
+    revision = adapters[0]["base_revision"]
+    assert isinstance(revision, str)
+    return revision

@@ -1,0 +1,246 @@
+"""The rules of ``stop-records`` (pytest_itera/checks/runs/stop_records.py): each break refused,
+with its honest twin.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.checks.campaigns import (
+    Campaign,
+    Pytester,
+    long_resume,
+    record,
+    stop,
+    stopped_at,
+    times,
+)
+from tests.checks.judging import expect_finding, expect_no_finding, judge
+from tests.factory import (
+    CampaignBuilder,
+    expect,
+    expect_each,
+)
+from tests.runner import Itera
+
+# ---------------------------------------- first written in test_one_rule_breaks.py
+
+
+def test_a_stop_after_the_run_ended_is_refused(campaign: CampaignBuilder) -> None:
+    stopped_at(campaign, "2026-11-21T19:30:00Z")  # variant-a ended at 18:00
+    found = expect_finding(judge(campaign, "stop-records"), "stop-records.stop-after-end",
+        says=("2026-11-21T19:30:00+00:00", "2026-11-21T18:00:00+00:00"))
+    assert found.where == "manifest.json $.runs[3].stop.at"
+    assert found.expected == "at or before 2026-11-21T18:00:00+00:00 (ended_at)"
+
+
+def test_a_stop_at_the_runs_end_passes(campaign: CampaignBuilder) -> None:
+    stopped_at(campaign, "2026-11-21T18:00:00Z")
+    expect_no_finding(judge(campaign, "stop-records"))
+
+
+# ---------------------------------------- first written in test_run_checks.py
+
+
+# ------------------------------------------------------------- stop-records
+
+
+def test_stop_record_passes(itera: Itera, plan2_campaign: Campaign) -> None:
+    stop(plan2_campaign)
+    result = itera.passes(plan2_campaign, "stop-records")
+    result.stdout.no_fnmatch_line("*stop-records?control*")  # one item: the stopped run only
+
+
+def test_no_stopped_run_no_item(itera: Itera, plan2_campaign: Campaign) -> None:
+    plan2_campaign.write()
+    itera(check="stop-records").assert_outcomes()
+
+
+@pytest.mark.parametrize(
+    ("fields", "messages"),
+    [
+        ({"reason": "  "},
+         ["manifest.json $.runs[3].stop.reason: stopped run variant-a has no stop reason",
+          "    fix:      say what was observed*"]),
+        # one rule for text everywhere (pytest_itera.core.text.is_blank): zero-width is blank too
+        ({"reason": "\u200b\u00a0"},
+         ["manifest.json $.runs[3].stop.reason: stopped run variant-a has no stop reason"]),
+        ({"rule": "out-of-memory"},
+         ["manifest.json $.runs[3].stop.rule: stopped run variant-a cites stop rule "
+          "'out-of-memory', which the plan does not declare",
+          "    expected: one of ['non-finite-loss']",
+          "    found:    'out-of-memory'",
+          "    fix:      stop rules are written in the plan before any run starts*"]),
+        ({"rule": ""},
+         ["manifest.json $.runs[3].stop.rule: stopped run variant-a does not name the stop rule "
+          "that fired"]),
+        ({"step": None},
+         ["manifest.json $.runs[3].stop: stopped run variant-a does not say when it was stopped",
+          "    expected: a step or an 'at' timestamp"]),
+    ],
+    ids=["empty-reason", "zero-width-reason", "rule-not-in-plan", "no-rule", "no-when"],
+)
+def test_stop_record_incomplete(
+    itera: Itera, plan2_campaign: Campaign, fields: dict[str, Any], messages: list[str]
+) -> None:
+    stop(plan2_campaign, **fields)
+    rec = record(plan2_campaign, "variant-a")
+    rec["stop"] = {k: v for k, v in rec["stop"].items() if v is not None}
+    itera.fails(plan2_campaign, "stop-records", "*stop-records?variant-a?: 1 problem*", *messages)
+
+
+def test_stop_at_time_is_enough(itera: Itera, plan2_campaign: Campaign) -> None:
+    stop(plan2_campaign, at="2026-11-21T12:00:00Z")
+    del record(plan2_campaign, "variant-a")["stop"]["step"]
+    plan2_campaign.write()
+    itera(check="stop-records").assert_outcomes(passed=1)
+
+
+def test_stopped_before_it_started(itera: Itera, plan2_campaign: Campaign) -> None:
+    record(plan2_campaign, "variant-a")["started_at"] = "2026-11-20T10:00:00Z"
+    stop(plan2_campaign, at="2026-11-20T09:00:00Z")
+    plan2_campaign.write()
+    result = itera(check="stop-records")
+    expect(result, "manifest.json $.runs[3].stop.at: run variant-a was stopped before it started",
+           "    expected: at or after 2026-11-20T10:00:00+00:00")
+
+
+def test_stopped_run_without_stop_record(itera: Itera, plan2_campaign: Campaign) -> None:
+    stop(plan2_campaign)
+    del record(plan2_campaign, "variant-a")["stop"]
+    itera.fails(plan2_campaign, "stop-records",
+                "manifest.json $.runs[3].stop: stopped run variant-a has no stop record")
+
+
+def test_stopped_run_counted_as_accepted(itera: Itera, plan2_campaign: Campaign) -> None:
+    # the stop rule fired, but the run was still recorded as an accepted deliverable
+    record(plan2_campaign, "variant-a")["stop"] = {
+        "rule": "non-finite-loss", "reason": "loss nan", "step": 3}
+    itera.fails(
+        plan2_campaign, "stop-records",
+        "manifest.json $.runs[3].outcome: run variant-a was stopped by rule 'non-finite-loss' "
+        "but is counted as accepted",
+        "    expected: 'stopped'", "    found:    'accepted'",
+        "    fix:      a stopped run keeps its ID and reason, is not an accepted deliverable, "
+        "and still counts as an expense*",
+    )
+
+
+def test_stopped_run_concluded_and_delivered(itera: Itera, pytester: Pytester) -> None:
+    campaign = CampaignBuilder(pytester.path / "out", version=1)  # /1 records deliverables
+    stop(campaign)
+    record(campaign, "variant-a")["deliverable"] = "tiny-corpus"
+    campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a"]
+    campaign.write()
+    result = itera(check="stop-records")
+    expect(result, "*stop-records?variant-a?: 2 problems*",
+           "manifest.json $.conclusion.meets_threshold: stopped run variant-a is listed as meeting "
+           "the threshold",
+           "*",
+           "manifest.json $.runs[3].deliverable: stopped run variant-a records a deliverable "
+           "('tiny-corpus')")
+    # the conclusion check says the same from its side
+    result = itera(check="conclusion-consistent")
+    expect(result, "manifest.json $.conclusion.meets_threshold: the conclusion lists variant-a, "
+           "whose outcome is 'stopped': only an accepted run can meet the threshold")
+
+
+def test_stop_rules_declared_after_the_runs(itera: Itera, plan2_campaign: Campaign) -> None:
+    # The plan (and its stop rules) was frozen at noon; the runs started at 10:00.
+    plan2_campaign.plan["frozen_at"] = "2026-11-20T12:00:00Z"
+    stop(plan2_campaign)
+    result = itera.fails(
+        plan2_campaign, "stop-records or plan-frozen",
+        "manifest.json $.runs[0].started_at: run control started before the plan (and its stop "
+        "rules) was frozen",
+        failed=2,
+    )
+    expect(result,
+           "plan.json $.frozen_at: stop rule 'non-finite-loss' of run variant-a was declared after "
+           "the runs began: the plan was frozen at 2026-11-20T12:00:00+00:00, run control started "
+           "at 2026-11-20T10:00:00+00:00",
+           "    fix:      stop rules are written before any run starts (see the plan-frozen item)")
+
+
+# ---------------------------------------- first written in test_times_fit.py
+
+
+# ======================================================= stopped runs deliver nothing
+
+
+def test_a_stopped_run_with_predictions_and_a_corpus_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    stop(campaign)
+    campaign.run_record("variant-a").update(predictions="runs/variant-a/predictions.jsonl",
+                                            corpus="tiny-corpus")
+    found = judge(campaign, "stop-records")
+    assert [f.code for f in found] == ["stop-records.delivers"] * 2
+    assert [f.render().splitlines()[0] for f in found] == [
+        "manifest.json $.runs[3].predictions: stopped run variant-a records predictions "
+        "(runs/variant-a/predictions.jsonl)",
+        "manifest.json $.runs[3].corpus: stopped run variant-a records the corpus its "
+        "predictions cover ('tiny-corpus')"]
+    assert found[0].hint is not None
+    assert found[0].hint.startswith("a stopped run delivers nothing")
+
+
+def test_a_stopped_run_shipping_an_adapter_and_two_checkpoints_is_refused(
+    campaign: CampaignBuilder
+) -> None:
+    stop(campaign)
+    campaign.files["runs/variant-a/last.pt"] = campaign.files["runs/variant-a/weights.pt"]
+    campaign.manifest["checkpoints"].append(
+        {"path": "runs/variant-a/last.pt", "run": "variant-a", "format": "torch",
+         "kind": "weights"})
+    campaign.files["runs/variant-a/adapter/adapter_config.json"] = b"{}"
+    campaign.manifest["adapters"].append(
+        {"path": "runs/variant-a/adapter", "run": "variant-a", "base_model": "tiny",
+         "base_revision": "0" * 40})
+    found = judge(campaign, "stop-records")
+    assert [f.render().splitlines()[0] for f in found] == [
+        "manifest.json $.adapters[0]: stopped run variant-a ships adapter runs/variant-a/adapter",
+        "manifest.json $.checkpoints[2]: stopped run variant-a ships 2 checkpoints "
+        "(runs/variant-a/weights.pt, runs/variant-a/last.pt): only one, the evidence of where "
+        "it stopped, may stay"]
+    assert found[1].hint is not None
+    assert "(runs/variant-a/weights.pt)" in found[1].hint
+
+
+def test_a_stopped_run_keeping_its_evidence_checkpoint_passes(
+    campaign: CampaignBuilder
+) -> None:
+    stop(campaign)  # variant-a keeps runs/variant-a/weights.pt, where it stopped
+    expect_no_finding(judge(campaign, "stop-records"))
+
+
+# ============================================== through pytest, in the three xdist modes
+
+
+def test_each_rule_fails_its_item_in_every_xdist_mode(
+    itera: Itera, pytester: pytest.Pytester
+) -> None:
+    """One broken campaign: a GPU overlap (plan-vs-actual), a sparse resume log
+    (role-evidence), a stopped run with predictions (stop-records): the same items fail,
+    saying the same, with or without xdist."""
+    campaign = CampaignBuilder(pytester.path / "out")
+    times(campaign, "resume-check", "2026-11-21T02:30:00Z", "2026-11-21T03:30:00Z")
+    long_resume(campaign, range(10, 41, 10))
+    campaign.write()
+    result = itera("-rf", check="plan-vs-actual or role-evidence")
+    result.assert_outcomes(failed=2, passed=1)
+    expect_each(
+        result,
+        "manifest.json $.runs[2].started_at: runs data-check and resume-check overlap on GPU "
+        "'gpu0' of lot 'rtx4090-3d'*",
+        "runs/resume-check/measurements.jsonl: resume check resume-check does not log 'loss' at "
+        "the resolution of control*34 missing: 3, 4, 5, 6, 7, …")
+    stopped = CampaignBuilder(pytester.path / "stopped")
+    stop(stopped)
+    stopped.run_record("variant-a")["predictions"] = "runs/variant-a/predictions.jsonl"
+    stopped.write()
+    result = itera("-rf", check="stop-records", campaign="stopped")
+    result.assert_outcomes(failed=1)
+    expect_each(result, "manifest.json $.runs[3].predictions: stopped run variant-a records "
+                "predictions (runs/variant-a/predictions.jsonl)")
