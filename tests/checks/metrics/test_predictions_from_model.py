@@ -18,12 +18,11 @@ import pytest
 import torch
 
 from pytest_itera.checks.context import Context
-from pytest_itera.checks.engine import judge
+from pytest_itera.checks.metrics.predictions_from_model import model_targets
 from pytest_itera.checks.model import ModelRecipe, Options
 from pytest_itera.core.campaign import Campaign, RunRecord, load_campaign
-from pytest_itera.core.findings import Finding
 from pytest_itera.report.verify import builtin_checks
-from tests.checks.prose.judging import _reloader
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 
 CHECK = "predictions-from-model"
 # The judge's own code for the example's MLP (example_campaign/model.py), in a file of its own.
@@ -84,11 +83,8 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     return module
 
 
-Hook = Callable[[RunRecord, Campaign], "ModelRecipe | None"]
-
-
-def recipes(models: ModuleType, **changes: Any) -> Hook:
-    """A hook that re-predicts every run whose config is an MLP's, from that config."""
+def recipes(models: ModuleType, **changes: Any) -> Options:
+    """The judge's hook in force: every run whose config is an MLP's, from that config."""
 
     def hook(run: RunRecord, campaign: Campaign) -> ModelRecipe | None:
         if run.config is None:
@@ -100,34 +96,28 @@ def recipes(models: ModuleType, **changes: Any) -> Hook:
                                   "inputs": ("x",), "config": config, **changes}
         return ModelRecipe(**fields)
 
-    return hook
+    return Options(model_hook=hook)
 
 
-def judged(root: Path, hook: Hook | None) -> dict[str, tuple[Finding, ...]]:
-    """The check's findings per run (its targets), the judge's hook in force."""
-    context = Context(load_campaign(root), Options(model_hook=hook), builtin_checks(),
-                      reloader_factory=_reloader, close_reloader=False)
+def targets(root: Path, options: Options) -> set[str]:
+    """The runs the check has an item for."""
+    context = Context(load_campaign(root), options, builtin_checks(), close_reloader=False)
     try:
-        verdicts = judge(context)
-        check = builtin_checks()[CHECK]
-        return {str(t): verdicts.findings(CHECK, t) for t in verdicts.targets(check)}
+        return {str(t) for t in model_targets(context)}
     finally:
         context.close()
 
 
-def codes(found: dict[str, tuple[Finding, ...]], run: str) -> list[str]:
-    return [f.code or "" for f in found[run]]
-
-
 def test_the_delivered_weights_predict_what_every_run_delivered(
         campaign: Path, models: ModuleType) -> None:
-    found = judged(campaign, recipes(models, sample=10_000))  # the whole corpus
-    assert {"control", "variant-wide", "pilot"} <= set(found)
-    assert all(f == () for f in found.values()), found
+    options = recipes(models, sample=10_000)  # the whole corpus
+    assert targets(campaign, options) == {"pilot", "control", "variant-wide", "control-noisy",
+                                          "variant-wide-noisy"}
+    expect_no_finding(judge(campaign, CHECK, options=options))
 
 
 def test_no_hook_no_item(campaign: Path) -> None:
-    assert judged(campaign, None) == {}
+    assert targets(campaign, Options()) == set()
 
 
 def _swap(root: Path, into: str, source: str, noise: float) -> str:
@@ -150,18 +140,23 @@ def test_a_model_swapped_for_another_runs_with_noise_is_caught(
         campaign: Path, models: ModuleType) -> None:
     assert _predictions(campaign, "pilot") != _predictions(campaign, "control")
     relpath = _swap(campaign, "pilot", "control", 1e-6)
-    found = judged(campaign, recipes(models))  # the default sample
-    assert codes(found, "pilot") == [f"{CHECK}.disagrees"]
-    message = found["pilot"][0].render()
-    assert relpath in message
-    assert "did not come from this model" in message
-    assert found["control"] == ()
+    options = recipes(models)  # the default sample
+    expect_finding(judge(campaign, CHECK, target="pilot", options=options),
+                   "predictions-from-model.disagrees", where="runs/pilot/predictions.jsonl",
+                   says=[relpath, "did not come from this model"])
+    expect_no_finding(judge(campaign, CHECK, target="control", options=options),
+                      "predictions-from-model.disagrees")
 
 
 def test_weights_that_do_not_fit_the_recipe(campaign: Path, models: ModuleType) -> None:
-    found = judged(campaign, recipes(models, build=models.shapeless))
-    assert codes(found, "control") == [f"{CHECK}.weights-unfit"]
-    assert "do not fit the model" in found["control"][0].render()
+    options = recipes(models, build=models.shapeless)
+    found = judge(campaign, CHECK, target="control", options=options)
+    expect_finding(found, "predictions-from-model.weights-unfit", says="do not fit the model")
+
+
+def test_weights_that_fit_the_recipe(campaign: Path, models: ModuleType) -> None:
+    found = judge(campaign, CHECK, target="control", options=recipes(models))
+    expect_no_finding(found, "predictions-from-model.weights-unfit")
 
 
 @pytest.mark.parametrize(("change", "says"), [
@@ -170,36 +165,52 @@ def test_weights_that_do_not_fit_the_recipe(campaign: Path, models: ModuleType) 
 ], ids=["missing", "outside"])
 def test_no_checkpoint_to_load(campaign: Path, models: ModuleType, change: dict[str, Any],
                                says: str) -> None:
-    found = judged(campaign, recipes(models, **change))
-    assert codes(found, "control") == [f"{CHECK}.no-checkpoint"]
-    assert says in found["control"][0].render()
+    found = judge(campaign, CHECK, target="control", options=recipes(models, **change))
+    expect_finding(found, "predictions-from-model.no-checkpoint", where="manifest.json",
+                   says=says)
+
+
+def test_the_checkpoint_the_recipe_names(campaign: Path, models: ModuleType) -> None:
+    found = judge(campaign, CHECK, target="control",
+                  options=recipes(models, checkpoint="runs/control/last.pt"))
+    expect_no_finding(found, "predictions-from-model.no-checkpoint")
 
 
 def _raises(run: RunRecord, campaign: Campaign) -> ModelRecipe | None:
     raise RuntimeError("no GPU here")
 
 
-def _local_functions(models: ModuleType) -> Hook:
+def _local_functions(models: ModuleType) -> Options:
     def hook(run: RunRecord, campaign: Campaign) -> ModelRecipe | None:
         return ModelRecipe(build=lambda c: models.build(c), predict=models.predict,
                            inputs=("x",)) if run.id == "control" else None
 
-    return hook
+    return Options(model_hook=hook)
 
 
-@pytest.mark.parametrize(("hook", "says"), [
-    (lambda models: _raises, "hook raised RuntimeError: no GPU here"),
+@pytest.mark.parametrize(("options", "says"), [
+    (lambda models: Options(model_hook=_raises), "hook raised RuntimeError: no GPU here"),
     (_local_functions, "not a module-level function"),
     (lambda models: recipes(models, inputs=()), "names no inputs"),
 ], ids=["hook-raises", "lambda", "no-inputs"])
 def test_a_recipe_the_loader_cannot_use(campaign: Path, models: ModuleType,
-                                        hook: Callable[[ModuleType], Hook], says: str) -> None:
-    found = judged(campaign, hook(models))
-    assert codes(found, "control") == [f"{CHECK}.recipe"]
-    assert says in found["control"][0].render()
+                                        options: Callable[[ModuleType], Options],
+                                        says: str) -> None:
+    found = judge(campaign, CHECK, target="control", options=options(models))
+    expect_finding(found, "predictions-from-model.recipe", says=says)
+
+
+def test_a_recipe_the_loader_can_use(campaign: Path, models: ModuleType) -> None:
+    expect_no_finding(judge(campaign, CHECK, target="control", options=recipes(models)),
+                      "predictions-from-model.recipe")
 
 
 def test_a_sample_that_cannot_be_read(campaign: Path, models: ModuleType) -> None:
     (campaign / "runs/control/predictions.jsonl").write_text("[1, 2]\n", encoding="utf-8")
-    found = judged(campaign, recipes(models))
-    assert codes(found, "control") == [f"{CHECK}.unprovable"]
+    found = judge(campaign, CHECK, target="control", options=recipes(models))
+    expect_finding(found, "predictions-from-model.unprovable", says="cannot re-predict a sample")
+
+
+def test_a_sample_that_can_be_read(campaign: Path, models: ModuleType) -> None:
+    found = judge(campaign, CHECK, target="control", options=recipes(models))
+    expect_no_finding(found, "predictions-from-model.unprovable")
