@@ -3,6 +3,7 @@
     python -m pytest_itera check DIR       # the plugin's verdict, without a pytest session
     python -m pytest_itera rehearse DIR    # the verdict on a rehearsal (REHEARSED or not)
     python -m pytest_itera new-plan DIR    # DIR/plan.json: a complete itera-plan/3 to edit
+    python -m pytest_itera push DIR s3://bucket/prefix/   # upload, then verify in place
 
 ``check`` exits 0 only when the campaign is accepted (like ``pytest --itera-campaign
 --itera-require-accepted``); ``rehearse`` only when it is REHEARSED: a rehearsal
@@ -183,7 +184,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     new = sub.add_parser("new-plan", help="write a complete itera-plan/3 skeleton")
     new.add_argument("folder", type=Path)
     new.add_argument("--campaign", default=None, help="campaign id (default: the folder name)")
+    pushed = sub.add_parser("push", help="upload a closed campaign to object storage with "
+                            "each object's SHA-256, then verify it in place (exits 0 only "
+                            "when the store holds exactly the manifest's files)")
+    pushed.add_argument("folder", type=Path)
+    pushed.add_argument("url", help="s3://bucket/prefix/ (settings from the AWS_* environment)")
+    pushed.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds per request, each retried up to 3 times")
+    pushed.add_argument("--concurrency", type=int, default=4, help="objects at a time")
     args = parser.parse_args(argv)
+    if args.command == "push":
+        from pytest_itera.files.push import command
+
+        return command(args.folder, args.url, timeout=args.timeout,
+                       concurrency=args.concurrency)
     if args.command in ("check", "rehearse"):
         return _check(args.folder, args.python, args.timeout,
                       rehearsal=args.command == "rehearse",

@@ -27,13 +27,13 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from obstore import GetOptions
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from pytest_itera.files.tree import Entry
 
 __all__ = ["INSTALL", "Held", "S3Location", "S3Source", "SourceError", "Staged", "StoredObject",
-           "endpoint", "fetch", "is_remote", "stage"]
+           "client", "endpoint", "fetch", "full_sha256", "is_remote", "stage", "status_of"]
 
 INSTALL = "pip install 'pytest-itera[s3]'"
 CHUNK = 8 << 20  # bytes per ranged GET: the memory per object being read
@@ -87,6 +87,10 @@ class S3Location:
     @property
     def url(self) -> str:
         return f"{SCHEME}{self.bucket}/{self.prefix}/" if self.prefix else f"{SCHEME}{self.bucket}/"
+
+    def key(self, relpath: str) -> str:
+        """The bucket's key of the campaign's ``relpath``."""
+        return f"{self.prefix}/{relpath}" if self.prefix else relpath
 
 
 @dataclass(frozen=True)
@@ -481,42 +485,61 @@ class _Checksums:
 
     def __init__(self, source: S3Source, spare: bool) -> None:
         self.spare = spare  # a binary file no check reads is not downloaded
-        try:
-            import boto3  # type: ignore[import-untyped]
-            from botocore.config import Config  # type: ignore[import-untyped]
-        except ImportError:
-            raise SourceError(f"{source.location.url}: --itera-store-checksums needs boto3: "
-                              f"{INSTALL}") from None
         self.location = source.location
-        config = Config(connect_timeout=min(source.timeout, 10.0), read_timeout=source.timeout,
-                        retries={"max_attempts": source.retries + 1, "mode": "standard"})
-        self._client = boto3.session.Session().client(
-            "s3", endpoint_url=endpoint() or None, config=config)
+        self._client = client(source.location, "--itera-store-checksums",
+                              timeout=source.timeout, retries=source.retries)
 
     def sha256(self, item: StoredObject) -> str | None:
-        key = f"{self.location.prefix}/{item.key}" if self.location.prefix else item.key
+        key = self.location.key(item.key)
         options = {"IfMatch": item.etag} if item.etag else {}
         try:
             head = self._client.head_object(Bucket=self.location.bucket, Key=key,
                                             ChecksumMode="ENABLED", **options)
         except Exception as exc:
-            status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get(
-                "HTTPStatusCode")
-            if status == 412:
+            if status_of(exc) == 412:
                 raise SourceError(f"{self.location.url}{item.key}: {CHANGED} (its ETag is no "
                                   f"longer {item.etag})") from None
             return None
-        value, kind = head.get("ChecksumSHA256"), head.get("ChecksumType")
-        etag = str(head.get("ETag") or "")
-        if not isinstance(value, str) or re.search(r"-\d+$", value) or kind == "COMPOSITE":
-            return None
-        if kind != "FULL_OBJECT" and re.search(r"-\d+\"?$", etag):
-            return None  # a multipart upload's checksum is of its parts unless said otherwise
-        try:
-            raw = base64.b64decode(value, validate=True)
-        except ValueError:
-            return None
-        return raw.hex() if len(raw) == 32 else None
+        return full_sha256(head)[0]
+
+
+def client(location: S3Location, needs: str, *, timeout: float, retries: int) -> Any:
+    """A boto3 S3 client of the standard environment (credentials, region, endpoint: the
+    same as obstore's), its requests bounded by ``timeout`` and ``retries``. boto3 because
+    obstore exposes neither an object's ChecksumSHA256 nor a way to send one."""
+    try:
+        import boto3  # type: ignore[import-untyped]
+        from botocore.config import Config  # type: ignore[import-untyped]
+    except ImportError:
+        raise SourceError(f"{location.url}: {needs} needs boto3: {INSTALL}") from None
+    config = Config(connect_timeout=min(timeout, 10.0), read_timeout=timeout,
+                    retries={"max_attempts": retries + 1, "mode": "standard"})
+    return boto3.session.Session().client("s3", endpoint_url=endpoint() or None, config=config)
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status of a boto3 error (None: no answer came)."""
+    status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return status if isinstance(status, int) else None
+
+
+def full_sha256(head: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The full-object SHA-256 (hex) of a ``head_object(ChecksumMode="ENABLED")`` answer, and
+    why not when None: "composite" (a multipart upload's checksum is of its parts unless
+    the store says FULL_OBJECT) or "none" (the store holds no SHA-256 of it)."""
+    value, kind = head.get("ChecksumSHA256"), head.get("ChecksumType")
+    etag = str(head.get("ETag") or "")
+    if not isinstance(value, str):
+        return None, "none"
+    if re.search(r"-\d+$", value) or kind == "COMPOSITE":
+        return None, "composite"
+    if kind != "FULL_OBJECT" and re.search(r"-\d+\"?$", etag):
+        return None, "composite"
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except ValueError:
+        return None, "none"
+    return (raw.hex(), "") if len(raw) == 32 else (None, "none")
 
 
 def _check_keys(location: S3Location, keys: list[str]) -> None:

@@ -1,0 +1,232 @@
+"""``python -m pytest_itera push DIR s3://bucket/prefix/`` (issue 41, point 1), against the
+local moto server of :mod:`tests.files.test_s3` (127.0.0.1 only): uploaded with each
+object's SHA-256, resumed after an interruption, verified in place, the local folder only
+read (the ``campaign`` fixture asserts it is unchanged after each test)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import socket
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_itera.cli import main
+from pytest_itera.files import push as pushing
+from pytest_itera.files.push import PushError, push
+from pytest_itera.files.source import S3Location, S3Source, full_sha256, stage
+from pytest_itera.record import CampaignRecorder, Closure
+from tests import recorded
+from tests.factory import VARIANT_WEIGHTS, CampaignBuilder
+from tests.files.test_s3 import LOOPBACK, _Flaky, endpoint, proxied
+from tests.files.test_s3 import s3 as s3  # the fixtures of the local server
+from tests.files.test_s3 import server as server
+
+BIG = "runs/variant-a/embeddings.bin"
+
+
+def fresh(s3: Any, prefix: str = "closures/tiny") -> str:
+    bucket = f"itera-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    return f"s3://{bucket}/{prefix}/"
+
+
+def stored(s3: Any, url: str) -> dict[str, dict[str, Any]]:
+    """Relative key -> its HEAD (with checksums) of every object under the prefix."""
+    loc = S3Location.parse(url)
+    listed = s3.list_objects_v2(Bucket=loc.bucket, Prefix=f"{loc.prefix}/").get("Contents", [])
+    return {o["Key"][len(loc.prefix) + 1:]: s3.head_object(Bucket=loc.bucket, Key=o["Key"],
+                                                           ChecksumMode="ENABLED")
+            for o in listed}
+
+
+def local(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_pushed_campaign_holds_every_file_with_its_sha256_and_is_judged_by_head(
+        s3: Any, campaign: CampaignBuilder, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root = campaign.write()
+    url = fresh(s3)
+    assert main(["push", str(root), url]) == 0
+    out, err = capsys.readouterr()
+    files = local(root)
+    assert out.splitlines() == [f"{url}: {len(files)} objects verified in place "
+                                f"({len(files)} uploaded, 0 already there)"]
+    assert err.splitlines()[-1].startswith(f"push: {len(files)}/{len(files)} objects, ")
+    heads = stored(s3, url)
+    assert {key: full_sha256(head)[0] for key, head in heads.items()} == files
+    # judged where it lives: every object's SHA-256 is the store's (HEAD), none hashed
+    staged = stage(S3Source(S3Location.parse(url), timeout=5), tmp_path / "c", 1 << 30,
+                   checksums=True)
+    assert staged.by_store() == tuple(sorted(files))
+    assert main(["push", str(root), url]) == 0  # again: nothing to upload
+    assert capsys.readouterr().out.splitlines() == [
+        f"{url}: {len(files)} objects verified in place (0 uploaded, {len(files)} already "
+        "there)"]
+
+
+def test_an_interrupted_push_continues_where_it_stopped(
+        s3: Any, campaign: CampaignBuilder) -> None:
+    root = campaign.write()
+    url = fresh(s3)
+    done: list[str] = []
+
+    def killed(key: str) -> None:
+        done.append(key)
+        if len(done) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        push(root, url, concurrency=1, uploaded=killed)
+    there = set(stored(s3, url))
+    assert set(done) <= there
+    assert len(there) <= len(done) + 1  # the one in flight, at most
+    assert "manifest.json" not in there  # no manifest over a partial store
+    result = push(root, url)
+    assert result.complete, result.lines()
+    assert sorted(result.skipped) == sorted(there)
+    assert sorted(result.uploaded + result.skipped) == sorted(local(root))
+    assert result.uploaded[-1] == "manifest.json"
+
+
+def test_a_prefix_that_holds_other_objects_is_refused_before_any_upload(
+        s3: Any, campaign: CampaignBuilder) -> None:
+    root = campaign.write()
+    url = fresh(s3)
+    loc = S3Location.parse(url)
+    s3.put_object(Bucket=loc.bucket, Key=f"{loc.prefix}/old/notes.txt", Body=b"other")
+    s3.put_object(Bucket=loc.bucket, Key=f"{loc.prefix}2/sibling.txt", Body=b"not under it")
+    with pytest.raises(PushError, match=rf"^{url} already holds 1 object that are not this "
+                       r"campaign's: old/notes\.txt; push to an empty prefix, or remove them$"):
+        push(root, url)
+    assert sorted(stored(s3, url)) == ["old/notes.txt"]
+
+
+def test_a_local_file_changed_after_the_closure_is_not_pushed_nor_the_manifest(
+        s3: Any, campaign: CampaignBuilder, capsys: pytest.CaptureFixture[str]) -> None:
+    root = campaign.write()
+    changed = "runs/control/predictions.jsonl"
+    (root / changed).write_bytes((root / changed).read_bytes().replace(b"pos", b"neg", 1))
+    campaign.seal()  # the test's own change; push changes nothing
+    url = fresh(s3)
+    assert main(["push", str(root), url]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"{url}: NOT COMPLETE — 1 problem (")
+    assert f"  {changed}: the local file is not the one the manifest lists (" in out
+    assert "the folder changed after its closure (reopen and close it again)" in out
+    assert changed not in stored(s3, url)
+    assert "manifest.json" not in stored(s3, url)
+
+
+def test_an_object_over_a_single_put_is_composite_and_verified_by_its_bytes(
+        s3: Any, campaign: CampaignBuilder) -> None:
+    campaign.files[BIG] = b"\0" + bytes(range(256)) * (24 << 10)  # 6 MiB: two 5 MiB parts
+    root = campaign.write()
+    url = fresh(s3)
+    result = push(root, url, single_max=5 << 20, part=5 << 20)
+    assert result.complete, result.lines()
+    assert result.hashed == {BIG: "composite"}
+    assert result.lines()[-1] == (
+        "  note: 1 verified by hashing their bytes, the store's SHA-256 of each being of its "
+        f"parts (a multipart upload), not of the object: {BIG}")
+    assert full_sha256(stored(s3, url)[BIG]) == (None, "composite")
+
+
+class _Stale(_Flaky):
+    """Answers 412 to a HEAD If-Match of one key: it changed after the listing."""
+
+    stale = ""
+
+    def _any(self) -> None:
+        if self.command == "HEAD" and self.path.split("?")[0].endswith(self.stale) and \
+                self.headers.get("If-Match"):
+            self.send_response(412)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        super()._any()
+
+    do_GET = do_HEAD = do_PUT = _any
+
+
+def test_an_object_changed_after_the_listing_is_named(
+        s3: Any, server: str, campaign: CampaignBuilder,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    root = campaign.write()
+    url = fresh(s3)
+    assert push(root, url).complete
+
+    class Stale(_Stale):
+        upstream, stale = server, VARIANT_WEIGHTS
+
+    with proxied(monkeypatch, Stale):
+        result = push(root, url)
+    assert not result.complete
+    assert VARIANT_WEIGHTS in result.uploaded  # not taken as already there: uploaded again
+    assert result.problems == [
+        f"{url}{VARIANT_WEIGHTS}: changed while it was being verified (its ETag is no longer "
+        f"{stored(s3, url)[VARIANT_WEIGHTS]['ETag']}): something else writes under the "
+        "prefix; run the push again when it stops"]
+
+
+def test_a_hanging_server_and_missing_credentials_are_bounded_clear_errors(
+        s3: Any, campaign: CampaignBuilder, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    root = campaign.write()
+    with socket.socket() as listener:  # accepts connections (the backlog), never answers
+        listener.bind((LOOPBACK, 0))
+        listener.listen(16)
+        endpoint(monkeypatch, f"http://{LOOPBACK}:{listener.getsockname()[1]}")
+        started = time.monotonic()
+        with pytest.raises(PushError, match=r"^s3://itera-hang/camp/: cannot be listed \(no "
+                           r"answer within 0\.5 s after the retries\)$"):
+            push(root, "s3://itera-hang/camp/", timeout=0.5, retries=1)
+        assert time.monotonic() - started < 15
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    with pytest.raises(PushError, match=r"^s3://itera-b/camp/: cannot be listed \(no "
+                       r"credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY \(or "
+                       r"AWS_PROFILE\) in the environment\)$"):
+        push(root, "s3://itera-b/camp/", timeout=2)
+
+
+def test_a_folder_that_is_not_closed_is_refused(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "plan.json").write_text("{}")
+    assert main(["push", str(tmp_path), "s3://itera-b/camp/"]) == 1
+    assert capsys.readouterr().err == (
+        f"push: {tmp_path}: manifest.json is not there: push a closed campaign "
+        "(CampaignRecorder.close writes its manifest.json)\n")
+    assert main(["push", str(tmp_path / "nope"), "s3://itera-b/camp/"]) == 4
+    assert pushing.SINGLE_MAX == 5 << 30
+
+
+def test_the_recorder_pushes_the_campaign_it_closes(
+        s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    url = fresh(s3)
+    real = recorded.conclude
+
+    def conclude(rec: CampaignRecorder, *, check: bool) -> Closure:
+        monkeypatch.setattr(rec, "close", functools.partial(rec.close, push_to=url))
+        return real(rec, check=check)
+
+    monkeypatch.setattr(recorded, "conclude", conclude)
+    root = tmp_path / "camp"
+    closure = recorded.record(root, check=False)
+    assert closure.pushed is not None
+    assert closure.pushed.complete, closure.pushed.lines()
+    files = local(root)
+    assert {key: full_sha256(head)[0] for key, head in stored(s3, url).items()} == files
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"{url}: {len(files)} objects verified in place ({len(files)} uploaded, 0 already "
+        "there)")
