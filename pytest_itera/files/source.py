@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -282,14 +283,16 @@ class S3Source:
         _check_keys(self.location, [o.key for o in found])
         return sorted(found, key=lambda o: o.key)
 
-    def chunks(self, item: StoredObject, size: int | None = None) -> Iterator[bytes]:
-        """The object's bytes (its first ``size`` only, if given) in pieces of ``CHUNK``
-        bytes, one ranged GET each (so a request timeout bounds a piece, not the whole
-        object), each If-Match the listed version. SourceError: the cause, in a finding's
-        words (the URL is the caller's to name)."""
+    def chunks(self, item: StoredObject, size: int | None = None,
+               offset: int = 0) -> Iterator[bytes]:
+        """The object's bytes from ``offset`` (to ``size`` only, if given) in pieces of
+        ``CHUNK`` bytes, one ranged GET each (so a request timeout bounds a piece, not the
+        whole object), each If-Match the listed version. SourceError: the cause, in a
+        finding's words (the URL is the caller's to name)."""
         from obstore.exceptions import PreconditionError
 
-        for start in range(0, min(item.size, size if size is not None else item.size), CHUNK):
+        for start in range(offset, min(item.size, size if size is not None else item.size),
+                           CHUNK):
             end = min(start + CHUNK, item.size)
             options: GetOptions = {"range": (start, end)}
             if item.etag:
@@ -324,13 +327,16 @@ class S3Source:
         return Held(size, digest.hexdigest(), binary=b"\0" in first[:8192],
                     scannable=_read_by_checks(first))
 
-    def copy(self, item: StoredObject, dest: Path, part: Path, known: str | None = None) -> Held:
+    def copy(self, item: StoredObject, dest: Path, part: Path, known: str | None = None,
+             first: bytes = b"") -> Held:
         """Stream one object to ``part``, then move it to ``dest``; its size and sha256
-        (``known``: the store's, then the bytes are not hashed)."""
+        (``known``: the store's, then the bytes are not hashed). ``first``: its first bytes,
+        read already (:meth:`head`): never asked for twice."""
         digest, size = None if known is not None else hashlib.sha256(), 0
         dest.parent.mkdir(parents=True, exist_ok=True)
         with part.open("wb") as out:
-            for piece in self.chunks(item):
+            for piece in itertools.chain((first,) if first else (),
+                                         self.chunks(item, offset=len(first))):
                 if digest is not None:
                     digest.update(piece)
                 size += len(piece)
@@ -427,6 +433,7 @@ def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action:
     target.parent.mkdir(parents=True, exist_ok=True)  # a folder checkpoint left out: still a folder
     try:
         known = sums.sha256(item) if sums is not None else None
+        head = b""
         if action == "sniff":
             action = "copy"
             if known is not None and item.size > SNIFF and sums is not None and sums.spare:
@@ -435,7 +442,7 @@ def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action:
                     return Held(item.size, known, by_store=True, binary=True)
         if action == "hash":
             return dataclasses.replace(source.stream(item, known), over_cap=True)
-        return source.copy(item, target, parts / uuid.uuid4().hex, known)
+        return source.copy(item, target, parts / uuid.uuid4().hex, known, head)
     except SourceError as exc:
         return Held(item.size, error=str(exc))
 

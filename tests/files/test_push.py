@@ -11,14 +11,14 @@ import socket
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from pytest_itera.cli import main
 from pytest_itera.files import push as pushing
 from pytest_itera.files.push import PushError, push
-from pytest_itera.files.source import S3Location, S3Source, full_sha256, stage
+from pytest_itera.files.source import SNIFF, S3Location, S3Source, full_sha256, stage
 from pytest_itera.record import CampaignRecorder, Closure
 from tests import recorded
 from tests.factory import VARIANT_WEIGHTS, CampaignBuilder
@@ -230,3 +230,64 @@ def test_the_recorder_pushes_the_campaign_it_closes(
     assert capsys.readouterr().out.splitlines()[-1] == (
         f"{url}: {len(files)} objects verified in place ({len(files)} uploaded, 0 already "
         "there)")
+
+
+class _Counted(_Flaky):
+    """Forwards everything, noting each request: (method, key, Range header)."""
+
+    seen_requests: ClassVar[list[tuple[str, str, str]]] = []
+
+    def _any(self) -> None:
+        type(self).seen_requests.append((self.command, self.path.split("?")[0],
+                                         self.headers.get("Range") or ""))
+        super()._any()
+
+    do_GET = do_HEAD = do_PUT = _any
+
+
+def read_bytes(requests: list[tuple[str, str, str]], prefix: str) -> dict[str, int]:
+    """Key -> bytes asked for by GET (ranges summed)."""
+    asked: dict[str, int] = {}
+    for method, path, span in requests:
+        if method == "GET" and path.startswith(prefix) and span.startswith("bytes="):
+            start, end = span.removeprefix("bytes=").split("-")
+            key = path[len(prefix):]
+            asked[key] = asked.get(key, 0) + int(end) - int(start) + 1
+    return asked
+
+
+@pytest.mark.parametrize("checksums", [False, True])
+def test_a_pushed_campaign_is_judged_reading_each_object_once(
+        s3: Any, server: str, campaign: CampaignBuilder, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, checksums: bool) -> None:
+    """With the push's SHA-256: one HEAD per object, no byte hashed, a binary file no check
+    reads never downloaded (its first 64 KiB sniffed), the others read once (a text file
+    over 64 KiB is not asked for its first bytes twice). Without: each object read once,
+    hashed as it streams. The local copy's peak is what was copied."""
+    campaign.files[BIG] = b"\0" + bytes(range(256)) * (1 << 12)  # 1 MiB, binary
+    notes = "runs/variant-a/notes.txt"
+    campaign.files[notes] = b"a line of notes\n" * (1 << 13)  # 128 KiB of text
+    root = campaign.write()
+    url = fresh(s3)
+    assert push(root, url).complete
+    loc = S3Location.parse(url)
+
+    class Counted(_Counted):
+        upstream, seen_requests = server, []
+
+    with proxied(monkeypatch, Counted):
+        staged = stage(S3Source(loc, timeout=5), tmp_path / "c", 1 << 30, checksums=checksums)
+    prefix = f"/{loc.bucket}/{loc.prefix}/"
+    asked = read_bytes(Counted.seen_requests, prefix)
+    sizes = {key: (root / key).stat().st_size for key in local(root)}
+    heads = [p for m, p, _ in Counted.seen_requests if m == "HEAD"]
+    copied = sum(p.stat().st_size for p in staged.root.rglob("*") if p.is_file())
+    if checksums:
+        assert sorted(h[len(prefix):] for h in heads) == sorted(sizes)
+        assert staged.by_store() == tuple(sorted(sizes))
+        assert asked.pop(BIG) == SNIFF  # its first bytes only, never copied
+        del sizes[BIG]
+    else:
+        assert heads == []
+    assert asked == sizes  # every other object read once, whole
+    assert copied == sum(sizes.values())
