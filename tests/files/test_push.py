@@ -291,3 +291,42 @@ def test_a_pushed_campaign_is_judged_reading_each_object_once(
         assert heads == []
     assert asked == sizes  # every other object read once, whole
     assert copied == sum(sizes.values())
+
+
+def test_objects_the_store_holds_no_sha256_of_are_uploaded_again_then_hashed(
+        s3: Any, campaign: CampaignBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Uploaded before by another tool (no checksum): not taken as there, uploaded with one.
+    A store that keeps none at all (its HEAD says nothing): each object verified by its
+    bytes, and the summary says so."""
+    root = campaign.write()
+    url = fresh(s3)
+    loc = S3Location.parse(url)
+    s3.put_object(Bucket=loc.bucket, Key=f"{loc.prefix}/RELOAD.md",
+                  Body=(root / "RELOAD.md").read_bytes())
+    result = push(root, url)
+    assert result.complete, result.lines()
+    assert "RELOAD.md" in result.uploaded
+    assert full_sha256(stored(s3, url)["RELOAD.md"])[0] == local(root)["RELOAD.md"]
+    monkeypatch.setattr(pushing, "full_sha256", lambda head: (None, "none"))
+    again = push(root, url)
+    assert again.complete, again.lines()
+    assert sorted(again.hashed) == sorted(local(root))
+    assert again.lines()[-1].startswith(
+        f"  note: {len(again.hashed)} verified by hashing their bytes, the store holding no "
+        "SHA-256 of them: RELOAD.md, ")
+
+
+def test_an_object_whose_stored_sha256_differs_is_named_and_the_push_fails(
+        s3: Any, campaign: CampaignBuilder, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root = campaign.write()
+    url = fresh(s3)
+    wrong = "0" * 64
+    real = pushing.full_sha256
+    monkeypatch.setattr(pushing, "full_sha256", lambda head: (
+        (wrong, "") if head.get("ContentLength") == (root / "RELOAD.md").stat().st_size
+        else real(head)))
+    assert main(["push", str(root), url]) == 1
+    out = capsys.readouterr().out
+    assert (f"  {url}RELOAD.md: the store's SHA-256 of it is sha256 {wrong}, the manifest says "
+            f"{local(root)['RELOAD.md']}: run the push again") in out.splitlines()
