@@ -322,7 +322,7 @@ def test_an_object_whose_stored_sha256_differs_is_named_and_the_push_fails(
     root = campaign.write()
     url = fresh(s3)
     wrong = "0" * 64
-    real = pushing.full_sha256
+    real = full_sha256
     monkeypatch.setattr(pushing, "full_sha256", lambda head: (
         (wrong, "") if head.get("ContentLength") == (root / "RELOAD.md").stat().st_size
         else real(head)))
