@@ -145,8 +145,9 @@ def push(folder: Path, url: str, *, out: TextIO | None = None, timeout: float = 
     names = {w.key for w in wanted}
     others = sorted(set(listed) - names)
     if others:
-        raise PushError(f"{location.url} already holds {len(others)} object"
-                        f"{'s' if len(others) != 1 else ''} that are not this campaign's: "
+        raise PushError(f"{location.url} already holds {len(others)} "
+                        f"{'objects that are' if len(others) != 1 else 'object that is'} "
+                        "not this campaign's: "
                         f"{_names(others)}; push to an empty prefix, or remove them")
     result = Pushed(location.url, len(wanted))
     progress = _Progress(out if out is not None else sys.stderr, wanted)
@@ -187,8 +188,8 @@ def _location(url: str) -> S3Location:
 
 def command(folder: Path, url: str, *, timeout: float, concurrency: int) -> int:
     """``python -m pytest_itera push``: 0 only when the store holds exactly the manifest's
-    files, each verified in place; 4: not a folder; 1 otherwise (the problems on stdout,
-    a push that could not start on stderr)."""
+    files, each verified in place; 4: not a folder; 130: interrupted (Ctrl-C); 1 otherwise
+    (the problems on stdout, a push that could not start on stderr)."""
     if not folder.is_dir():
         print(f"{folder}: not a folder", file=sys.stderr)
         return 4
@@ -197,6 +198,10 @@ def command(folder: Path, url: str, *, timeout: float, concurrency: int) -> int:
     except PushError as exc:
         print(f"push: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"push: interrupted; run it again to continue: the objects already in {url} "
+              "with their SHA-256 are skipped", file=sys.stderr)
+        return 130
     print("\n".join(result.lines()))
     return 0 if result.complete else 1
 

@@ -73,7 +73,8 @@ def test_a_pushed_campaign_holds_every_file_with_its_sha256_and_is_judged_by_hea
 
 
 def test_an_interrupted_push_continues_where_it_stopped(
-        s3: Any, campaign: CampaignBuilder) -> None:
+        s3: Any, campaign: CampaignBuilder, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     root = campaign.write()
     url = fresh(s3)
     done: list[str] = []
@@ -83,8 +84,13 @@ def test_an_interrupted_push_continues_where_it_stopped(
         if len(done) == 3:
             raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        push(root, url, concurrency=1, uploaded=killed)
+    real = pushing.push
+    monkeypatch.setattr(pushing, "push", lambda folder, url, **options: real(
+        folder, url, **{**options, "concurrency": 1, "uploaded": killed}))
+    assert main(["push", str(root), url]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"push: interrupted; run it again to continue: the objects already in {url} with their "
+        "SHA-256 are skipped")
     there = set(stored(s3, url))
     assert set(done) <= there
     assert len(there) <= len(done) + 1  # the one in flight, at most
@@ -103,7 +109,7 @@ def test_a_prefix_that_holds_other_objects_is_refused_before_any_upload(
     loc = S3Location.parse(url)
     s3.put_object(Bucket=loc.bucket, Key=f"{loc.prefix}/old/notes.txt", Body=b"other")
     s3.put_object(Bucket=loc.bucket, Key=f"{loc.prefix}2/sibling.txt", Body=b"not under it")
-    with pytest.raises(PushError, match=rf"^{url} already holds 1 object that are not this "
+    with pytest.raises(PushError, match=rf"^{url} already holds 1 object that is not this "
                        r"campaign's: old/notes\.txt; push to an empty prefix, or remove them$"):
         push(root, url)
     assert sorted(stored(s3, url)) == ["old/notes.txt"]
