@@ -14,7 +14,8 @@ or ``..`` segment, an empty segment (a leading ``/``), and two keys that differ 
 What it could not or would not copy is not an error but a fact the checks judge
 (:class:`Staged`): an object the store did not give (its cause), a checkpoint over the cache
 cap (streamed for its size and sha256 only: its reload cannot be proven), a binary file no
-check reads whose SHA-256 the store holds (``--itera-store-checksums``: not downloaded).
+check reads (streamed for its sha256 only; not downloaded at all where the store holds its
+SHA-256, ``--itera-store-checksums``).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ __all__ = ["INSTALL", "Held", "S3Location", "S3Source", "SourceError", "Staged",
 
 INSTALL = "pip install 'pytest-itera[s3]'"
 CHUNK = 8 << 20  # bytes per ranged GET: the memory per object being read
-SNIFF = 64 << 10  # the first bytes read of an object the store's checksum may spare
+SNIFF = 64 << 10  # the first bytes read of an object that may need no local copy
 SCHEME = "s3://"
 CAP_OPTION = "itera_store_cache_max"
 CHANGED = "changed while it was being copied"
@@ -156,8 +157,8 @@ class Staged:
 
     @cached_property
     def elsewhere(self) -> dict[str, Held]:
-        """The objects with no local copy: unreadable, over the cap, or spared by the
-        store's checksum."""
+        """The objects with no local copy: unreadable, over the cap, or binary files no
+        check reads (only hashed, or spared by the store's checksum)."""
         return {key: held for key, held in self.objects.items() if not held.copied}
 
     def entries(self, walked: Iterable[Entry]) -> tuple[Entry, ...]:
@@ -314,13 +315,15 @@ class S3Source:
         return next(iter(self.chunks(StoredObject(item.key, min(item.size, SNIFF), item.etag))),
                     b"")
 
-    def stream(self, item: StoredObject, known: str | None) -> Held:
-        """Its size and sha256 (``known``: the store's, then nothing is read), no copy."""
+    def stream(self, item: StoredObject, known: str | None, head: bytes = b"") -> Held:
+        """Its size and sha256 (``known``: the store's, then nothing is read), no copy.
+        ``head``: its first bytes, read already (:meth:`head`): never asked for twice."""
         if known is not None:
             return Held(item.size, known, by_store=True, binary=True,
                         scannable=_read_by_checks(self.head(item)))
-        digest, size, first = hashlib.sha256(), 0, b""
-        for piece in self.chunks(item):
+        digest, size, first = hashlib.sha256(), 0, head[:SNIFF]
+        for piece in itertools.chain((head,) if head else (),
+                                     self.chunks(item, offset=len(head))):
             first = first or piece[:SNIFF]
             digest.update(piece)
             size += len(piece)
@@ -358,11 +361,12 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
     manifest's ``checkpoints`` and ``adapters`` paths, a folder as one) count against ``cap``,
     in path order: one that does not fit is streamed for its size and sha256 only, never
     written. An object that cannot be read after the retries is left out, with why: the
-    checks judge it (:meth:`Staged.entries`). ``checksums``: an object whose store holds a
-    full-object SHA-256 is not hashed, and a binary one the checks never read (not a
-    checkpoint, nothing to scan inside) is not downloaded at all (unless not ``spare``: a
-    seal covers the files of the copy). SourceError only when the
-    prefix cannot be listed, or (no readable manifest) its bytes exceed ``cap``."""
+    checks judge it (:meth:`Staged.entries`). ``spare`` (unless a seal covers the files of
+    the copy): a binary file the checks never read (not a checkpoint, nothing to scan
+    inside, judged from its first 64 KiB) is never written, only hashed as it streams.
+    ``checksums``: an object whose store holds a full-object SHA-256 is not hashed, and
+    such a spared file is not downloaded at all. SourceError only when the prefix cannot
+    be listed, or (no readable manifest) its bytes exceed ``cap``."""
     objects = {o.key: o for o in source.list()}
     parts = dest.with_name(dest.name + ".itera-parts")  # beside the copy, never inside it
     for folder in (dest, parts):
@@ -370,7 +374,7 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
     held: dict[str, Held] = {}
-    sums = _Checksums(source, spare) if checksums else None
+    sums = _Checksums(source) if checksums else None
     try:
         for name in _DOCUMENTS:  # first: the manifest says which objects are checkpoints
             if name in objects:
@@ -383,7 +387,7 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
         plan = _plan(source.location, objects, held, units, cap)
         with ThreadPoolExecutor(max_workers=max(source.concurrency, 1)) as pool:
             done = pool.map(lambda key: (key, fetch(source, objects[key], dest, parts,
-                                                     plan[key], sums)), plan)
+                                                     plan[key], sums, spare=spare)), plan)
             held.update(done)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
@@ -426,9 +430,11 @@ _NONE = Held(0)
 
 
 def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action: Action,
-           sums: _Checksums | None) -> Held:
+          sums: _Checksums | None, *, spare: bool = False) -> Held:
     """One object: copied, streamed for its sha256, or (``sniff``: not a checkpoint) copied
-    unless the store's checksum makes its bytes needless; its trouble as a finding's words."""
+    unless its bytes are needless on disk (``spare``: no check reads them, judged from its
+    first bytes): then only its sha256 is kept, the store's where it holds one, else hashed
+    as it streams, never written. Its trouble as a finding's words."""
     target = dest.joinpath(*item.key.split("/"))
     target.parent.mkdir(parents=True, exist_ok=True)  # a folder checkpoint left out: still a folder
     try:
@@ -436,10 +442,11 @@ def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action:
         head = b""
         if action == "sniff":
             action = "copy"
-            if known is not None and item.size > SNIFF and sums is not None and sums.spare:
+            if spare and item.size > SNIFF:
                 head = source.head(item)
                 if not _read_by_checks(head):
-                    return Held(item.size, known, by_store=True, binary=True)
+                    return Held(item.size, known, by_store=True, binary=True) \
+                        if known is not None else source.stream(item, None, head)
         if action == "hash":
             return dataclasses.replace(source.stream(item, known), over_cap=True)
         return source.copy(item, target, parts / uuid.uuid4().hex, known, head)
@@ -490,8 +497,7 @@ class _Checksums:
     timeouts. None where the store holds none, only a composite one (multipart), or does
     not answer: then the bytes are hashed."""
 
-    def __init__(self, source: S3Source, spare: bool) -> None:
-        self.spare = spare  # a binary file no check reads is not downloaded
+    def __init__(self, source: S3Source) -> None:
         self.location = source.location
         self._client = client(source.location, "--itera-store-checksums",
                               timeout=source.timeout, retries=source.retries)

@@ -20,9 +20,11 @@ from pytest_itera.files import push as pushing
 from pytest_itera.files.push import PushError, push
 from pytest_itera.files.source import SNIFF, S3Location, S3Source, full_sha256, stage
 from pytest_itera.record import CampaignRecorder, Closure
+from pytest_itera.reload import Reloader
 from tests import recorded
 from tests.factory import VARIANT_WEIGHTS, CampaignBuilder
-from tests.files.test_s3 import LOOPBACK, _Flaky, endpoint, proxied
+from tests.files.test_s3 import LOOPBACK, _Flaky, endpoint, judged, proxied, upload
+from tests.files.test_s3 import reloader as reloader
 from tests.files.test_s3 import s3 as s3  # the fixtures of the local server
 from tests.files.test_s3 import server as server
 
@@ -269,7 +271,7 @@ def test_a_pushed_campaign_is_judged_reading_each_object_once(
     """With the push's SHA-256: one HEAD per object, no byte hashed, a binary file no check
     reads never downloaded (its first 64 KiB sniffed), the others read once (a text file
     over 64 KiB is not asked for its first bytes twice). Without: each object read once,
-    hashed as it streams. The local copy's peak is what was copied."""
+    hashed as it streams, that binary file never written. The local copy is the rest."""
     campaign.files[BIG] = b"\0" + bytes(range(256)) * (1 << 12)  # 1 MiB, binary
     notes = "runs/variant-a/notes.txt"
     campaign.files[notes] = b"a line of notes\n" * (1 << 13)  # 128 KiB of text
@@ -291,12 +293,14 @@ def test_a_pushed_campaign_is_judged_reading_each_object_once(
     if checksums:
         assert sorted(h[len(prefix):] for h in heads) == sorted(sizes)
         assert staged.by_store() == tuple(sorted(sizes))
-        assert asked.pop(BIG) == SNIFF  # its first bytes only, never copied
-        del sizes[BIG]
+        assert asked.pop(BIG) == SNIFF  # its first bytes only
+        assert asked == {k: n for k, n in sizes.items() if k != BIG}  # the others once, whole
     else:
         assert heads == []
-    assert asked == sizes  # every other object read once, whole
-    assert copied == sum(sizes.values())
+        assert asked == sizes  # each object read once, whole
+        assert staged.objects[BIG].sha256 == local(root)[BIG]  # hashed as it streamed
+    assert not staged.objects[BIG].copied  # no check reads it: never written
+    assert copied == sum(sizes.values()) - sizes[BIG]
 
 
 def test_objects_the_store_holds_no_sha256_of_are_uploaded_again_then_hashed(
@@ -336,3 +340,26 @@ def test_an_object_whose_stored_sha256_differs_is_named_and_the_push_fails(
     out = capsys.readouterr().out
     assert (f"  {url}RELOAD.md: the store's SHA-256 of it is sha256 {wrong}, the manifest says "
             f"{local(root)['RELOAD.md']}: run the push again") in out.splitlines()
+
+
+def test_a_binary_file_no_check_reads_is_judged_by_its_streamed_sha256(
+        s3: Any, campaign: CampaignBuilder, tmp_path: Path, reloader: Reloader) -> None:
+    """Without the store's checksums: hashed as it streams, never written to the copy;
+    files-intact judges it by that sha256, the same finding as on disk."""
+    other = "runs/control/embeddings.bin"
+    campaign.files[BIG] = b"\0" + bytes(range(256)) * 400
+    campaign.files[other] = b"\0" + bytes(range(255, -1, -1)) * 400
+    root = campaign.write()
+    url = upload(s3, root)
+    loc = S3Location.parse(url)
+    s3.put_object(Bucket=loc.bucket, Key=f"{loc.prefix}/{other}",
+                  Body=b"\0" + bytes(range(256)) * 400)  # the same size, other bytes
+    staged = stage(S3Source(loc, timeout=5), tmp_path / "c", 1 << 30)
+    assert not (staged.root / BIG).exists()
+    assert not (staged.root / other).exists()
+    found = judged(staged, reloader, f"files-intact[{BIG}]", f"files-intact[{other}]",
+                   f"no-temp-paths[{BIG}]")
+    assert not found[f"files-intact[{BIG}]"].failed
+    assert not found[f"no-temp-paths[{BIG}]"].failed
+    (finding,) = found[f"files-intact[{other}]"].findings
+    assert finding.message == f"{other} does not have the sha256 recorded in the manifest"
