@@ -9,7 +9,8 @@ verifies the object later with one HEAD). An object larger than a single PUT all
 and it is hashed when verified.
 
 A push that stops (killed, a lost connection) is continued by running it again: an object
-already there with the manifest's size and SHA-256 is skipped. The end is a verification
+already there with the manifest's size and SHA-256 is skipped (a multipart one by the
+SHA-256 its upload wrote in its metadata). The end is a verification
 in place: every listed object is there with its size and SHA-256 (the store's, by HEAD;
 hashed as it streams where the store has only a composite one or none), and nothing else
 is under the prefix. The local folder is only read.
@@ -46,6 +47,9 @@ __all__ = ["SINGLE_MAX", "PushError", "Pushed", "Wanted", "campaign_files", "com
 SINGLE_MAX = 5 << 30  # the largest object S3 takes in one PUT: above, parts (composite)
 PART = 64 << 20  # bytes per part of a larger object
 _T = TypeVar("_T")
+# A multipart object's metadata: the SHA-256 of the whole file, so that a push run again
+# skips it (its parts were each checked by the store); the verification hashes it anyway.
+META = "itera-sha256"
 SHOWN = 20  # objects named in one problem before "and N more"
 
 
@@ -266,9 +270,12 @@ class _Store:
         if listed is None or listed.size != w.size:
             return False
         try:
-            sha256, _ = self._head(w.key, listed.etag)
+            head = self._head_of(w.key, listed.etag)
         except Exception:
             return False  # changed since the listing, or no answer: upload it again
+        sha256, why = full_sha256(head)
+        if why == "composite":  # in parts, each checked by the store: the sha256 sent along
+            sha256 = (head.get("Metadata") or {}).get(META)
         return sha256 == w.sha256
 
     def upload(self, w: Wanted, single_max: int, part: int) -> str | None:
@@ -295,7 +302,7 @@ class _Store:
 
                     self._client.upload_fileobj(
                         body, self.location.bucket, key,
-                        ExtraArgs={"ChecksumAlgorithm": "SHA256"},
+                        ExtraArgs={"ChecksumAlgorithm": "SHA256", "Metadata": {META: digest}},
                         Config=TransferConfig(multipart_threshold=single_max,
                                               multipart_chunksize=part, use_threads=False))
         except Exception as exc:
@@ -328,15 +335,18 @@ class _Store:
         return None, why if hashed else ""
 
     def _head(self, relpath: str, etag: str) -> tuple[str | None, str]:
+        return full_sha256(self._head_of(relpath, etag))
+
+    def _head_of(self, relpath: str, etag: str) -> dict[str, Any]:
         try:
-            head = self._client.head_object(Bucket=self.location.bucket,
-                                            Key=self.location.key(relpath),
-                                            ChecksumMode="ENABLED", IfMatch=etag)
+            head: dict[str, Any] = self._client.head_object(
+                Bucket=self.location.bucket, Key=self.location.key(relpath),
+                ChecksumMode="ENABLED", IfMatch=etag)
         except Exception as exc:
             if status_of(exc) == 412:
                 raise _Changed from None
             raise
-        return full_sha256(head)
+        return head
 
     def _hash(self, relpath: str, etag: str) -> str:
         """The object's SHA-256, computed as it streams (If-Match its listed version)."""

@@ -145,6 +145,10 @@ def test_an_object_over_a_single_put_is_composite_and_verified_by_its_bytes(
         "  note: 1 verified by hashing their bytes, the store's SHA-256 of each being of its "
         f"parts (a multipart upload), not of the object: {BIG}")
     assert full_sha256(stored(s3, url)[BIG]) == (None, "composite")
+    again = push(root, url, single_max=5 << 20, part=5 << 20)  # its sha256 in its metadata
+    assert again.complete, again.lines()
+    assert again.uploaded == []
+    assert again.hashed == {BIG: "composite"}  # verified by its bytes again, all the same
 
 
 class _Stale(_Flaky):
