@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import signal
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -27,6 +30,7 @@ from tests.files.test_s3 import LOOPBACK, _Flaky, endpoint, judged, proxied, upl
 from tests.files.test_s3 import reloader as reloader
 from tests.files.test_s3 import s3 as s3  # the fixtures of the local server
 from tests.files.test_s3 import server as server
+from tests.runner import python_path_with_repo
 
 BIG = "runs/variant-a/embeddings.bin"
 
@@ -367,3 +371,45 @@ def test_a_binary_file_no_check_reads_is_judged_by_its_streamed_sha256(
     assert not found[f"no-temp-paths[{BIG}]"].failed
     (finding,) = found[f"files-intact[{other}]"].findings
     assert finding.message == f"{other} does not have the sha256 recorded in the manifest"
+
+
+class _Slow(_Flaky):
+    """Each PUT waits a little before it is forwarded: a push long enough to be killed."""
+
+    def _any(self) -> None:
+        if self.command == "PUT":
+            time.sleep(0.3)
+        super()._any()
+
+    do_GET = do_HEAD = do_PUT = _any
+
+
+def test_a_push_killed_with_sigkill_resumes(
+        s3: Any, server: str, campaign: CampaignBuilder,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    python_path_with_repo(monkeypatch)
+    root = campaign.write()
+    url = fresh(s3)
+
+    class Slow(_Slow):
+        upstream = server
+
+    with proxied(monkeypatch, Slow):
+        child = subprocess.Popen([sys.executable, "-m", "pytest_itera", "push", str(root), url,
+                                  "--concurrency", "1"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while len(stored(s3, url)) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            child.send_signal(signal.SIGKILL)
+        finally:
+            child.wait(timeout=30)
+    endpoint(monkeypatch, server)  # the server itself again, no proxy
+    there = set(stored(s3, url))
+    assert 3 <= len(there) < len(local(root))
+    assert "manifest.json" not in there
+    result = push(root, url)
+    assert result.complete, result.lines()
+    assert set(result.skipped) == there
+    assert result.uploaded[-1] == "manifest.json"
