@@ -145,6 +145,16 @@ def push(folder: Path, url: str, *, out: TextIO | None = None, timeout: float = 
     location = _location(url)
     wanted = campaign_files(folder)
     store = _Store(location, timeout=timeout, retries=retries)
+    try:
+        return _pushed(store, wanted, out, concurrency, single_max, part, uploaded)
+    finally:
+        store.close()
+
+
+def _pushed(store: _Store, wanted: list[Wanted], out: TextIO | None, concurrency: int,
+            single_max: int, part: int, uploaded: Callable[[str], None] | None) -> Pushed:
+    """:func:`push` once the store is reached: its connections are closed after."""
+    location = store.location
     listed = store.listing()
     names = {w.key for w in wanted}
     others = sorted(set(listed) - names)
@@ -247,6 +257,10 @@ class _Store:
         except SourceError as exc:
             raise PushError(str(exc)) from None
         self.location, self.timeout = location, timeout
+
+    def close(self) -> None:
+        """Its connections, now (not whenever the client is collected)."""
+        self._client.close()
 
     def listing(self) -> dict[str, _Listed]:
         """Every object under the prefix (a console's empty folder markers aside)."""

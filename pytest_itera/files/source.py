@@ -391,6 +391,8 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
             held.update(done)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
+        if sums is not None:
+            sums.close()
     return Staged(dest, source.location.url, cap, dict(sorted(held.items())), checksums)
 
 
@@ -514,6 +516,10 @@ class _Checksums:
                                   f"longer {item.etag})") from None
             return None
         return full_sha256(head)[0]
+
+    def close(self) -> None:
+        """Its connections, now (not whenever the client is collected)."""
+        self._client.close()
 
 
 def client(location: S3Location, needs: str, *, timeout: float, retries: int) -> Any:

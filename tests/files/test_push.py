@@ -413,3 +413,4 @@ def test_a_push_killed_with_sigkill_resumes(
     assert result.complete, result.lines()
     assert set(result.skipped) == there
     assert result.uploaded[-1] == "manifest.json"
+
