@@ -10,7 +10,11 @@ Starts moto's server on 127.0.0.1, uploads the factory's campaign plus one large
   once while it streams (the checks reuse that sha256: the copy is scanned, not re-hashed);
 - ours with ``--itera-store-checksums`` (every object was uploaded with its SHA-256): no
   object hashed, and the large listed file (random bytes: binary, not a checkpoint, nothing
-  a check reads) not downloaded at all.
+  a check reads) not downloaded at all;
+- issue 41's floor: a boto3 script that downloads and hashes every object (no disk), and
+  the peak bytes of our local copy while each run lasts (polled);
+- the push: ``python -m pytest_itera push`` (uploads, then verifies in place) against a
+  boto3 ``put_object`` of every file with its SHA-256, and the push again (all there).
 
 The pytest runs are subprocesses with the same options; the ratios are printed (target 1.3x).
 
@@ -20,12 +24,16 @@ The pytest runs are subprocesses with the same options; the ratios are printed (
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import boto3  # type: ignore[import-untyped]
@@ -48,6 +56,35 @@ def pytest_run(target: str, env: dict[str, str], *extra: str) -> float:
     return took
 
 
+def tree_bytes(folder: Path) -> int:
+    """Bytes of the regular files under ``folder`` (the runs' own temporary folder)."""
+    total = 0
+    for top, _, names in os.walk(folder):  # a folder removed meanwhile: skipped
+        for name in names:
+            with contextlib.suppress(OSError):  # removed meanwhile
+                total += os.stat(os.path.join(top, name)).st_size
+    return total
+
+
+def peak_while(run: Callable[[], float], folder: Path) -> tuple[float, int]:
+    """``run``'s time and the peak bytes under ``folder`` while it ran (polled)."""
+    peak, done = [0], threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_bytes(folder))
+            done.wait(0.05)
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    try:
+        took = run()
+    finally:
+        done.set()
+        watcher.join()
+    return took, peak[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size-mib", type=int, default=256)
@@ -58,7 +95,9 @@ def main() -> None:
     try:
         host, port = server.get_host_and_port()
         endpoint = f"http://{host}:{port}"
-        env = {**os.environ, **KEYS, "AWS_ENDPOINT_URL": endpoint}
+        scratch = work / "tmp"  # the runs' TMPDIR: their local copies, no one else's
+        scratch.mkdir()
+        env = {**os.environ, **KEYS, "AWS_ENDPOINT_URL": endpoint, "TMPDIR": str(scratch)}
         campaign = CampaignBuilder(work / "source")
         campaign.files["runs/variant-a/big.bin"] = os.urandom(args.size_mib << 20)
         root = campaign.write()
@@ -66,16 +105,34 @@ def main() -> None:
         s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                           aws_access_key_id="bench", aws_secret_access_key="bench")
         s3.create_bucket(Bucket="itera-bench")
-        keys = []
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            key = f"camp/{path.relative_to(root).as_posix()}"
-            with path.open("rb") as body:  # single-part: its checksum is of the whole object
-                s3.put_object(Bucket="itera-bench", Key=key, Body=body,
-                              ChecksumAlgorithm="SHA256")
-            keys.append(key)
-        shutil.rmtree(root)
-        print(f"uploaded {len(keys)} objects, {args.size_mib} MiB listed file included")
+        files = sorted(p for p in root.rglob("*") if p.is_file())
+        size = sum(p.stat().st_size for p in files)
 
+        start = time.perf_counter()  # the plain route: each file put with its SHA-256
+        for path in files:
+            with path.open("rb") as body:  # single-part: its checksum is of the whole object
+                s3.put_object(Bucket="itera-bench", Key=f"plain/{path.relative_to(root)}",
+                              Body=body, ChecksumAlgorithm="SHA256")
+        plain_up = time.perf_counter() - start
+        pushed = command([sys.executable, "-m", "pytest_itera", "push", str(root),
+                          "s3://itera-bench/camp/"], env)
+        resumed = command([sys.executable, "-m", "pytest_itera", "push", str(root),
+                           "s3://itera-bench/camp/"], env)
+        keys = [f"camp/{p.relative_to(root).as_posix()}" for p in files]
+        shutil.rmtree(root)
+        print(f"{len(keys)} objects, {size / (1 << 20):.1f} MiB ({args.size_mib} MiB listed "
+              "file included)")
+        print(f"push: boto3 put_object of every file {plain_up:.1f} s; python -m pytest_itera "
+              f"push {pushed:.1f} s (uploads, then verifies every object in place): ratio "
+              f"{pushed / plain_up:.2f}x; again (all there: HEADs only) {resumed:.1f} s")
+
+        start = time.perf_counter()  # the issue's floor: download and hash every object
+        for key in keys:
+            digest = hashlib.sha256()
+            for piece in s3.get_object(Bucket="itera-bench", Key=key)["Body"].iter_chunks(
+                    8 << 20):
+                digest.update(piece)
+        hashed = time.perf_counter() - start
         local = work / "copy"
         start = time.perf_counter()
         for key in keys:
@@ -84,17 +141,34 @@ def main() -> None:
             s3.download_file("itera-bench", key, str(dest))
         copy = time.perf_counter() - start
         accept = pytest_run(str(local), env)
-        ours = pytest_run("s3://itera-bench/camp/", env)
-        trusted = pytest_run("s3://itera-bench/camp/", env, "--itera-store-checksums")
+        ours, ours_disk = peak_while(lambda: pytest_run("s3://itera-bench/camp/", env),
+                                     scratch)
+        trusted, trusted_disk = peak_while(
+            lambda: pytest_run("s3://itera-bench/camp/", env, "--itera-store-checksums"),
+            scratch)
         floor = copy + accept
-        print(f"floor: boto3 copy {copy:.1f} s + local acceptance {accept:.1f} s = {floor:.1f} s")
-        print(f"ours: pytest --itera-campaign s3://itera-bench/camp/ {ours:.1f} s; "
-              f"ratio {ours / floor:.2f}x (target 1.3x); each object read and hashed once")
-        print(f"ours --itera-store-checksums: {trusted:.1f} s; ratio {trusted / floor:.2f}x; "
-              f"nothing hashed, the {args.size_mib} MiB listed file not downloaded")
+        print(f"floor: boto3 download and sha256 of every object {hashed:.1f} s; boto3 copy "
+              f"{copy:.1f} s + local acceptance {accept:.1f} s = {floor:.1f} s")
+        print(f"ours: pytest --itera-campaign s3://itera-bench/camp/ {ours:.1f} s; ratio "
+              f"{ours / hashed:.2f}x the download-and-hash script (target 1.3x), "
+              f"{ours / floor:.2f}x copy + local; peak local copy {ours_disk / (1 << 20):.1f} "
+              "MiB")
+        print(f"ours --itera-store-checksums: {trusted:.1f} s; ratio {trusted / hashed:.2f}x "
+              f"the download-and-hash script (target 0.3x); nothing hashed, the "
+              f"{args.size_mib} MiB listed file not downloaded; peak local copy "
+              f"{trusted_disk / (1 << 20):.1f} MiB")
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def command(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}{done.stderr}")
+    return took
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
     python -m pytest_itera new-plan DIR    # DIR/plan.json: a complete itera-plan/3 to edit
     python -m pytest_itera watch DIR       # follow an open campaign: the lot's end, forecast
     python -m pytest_itera next-plan DIR --to DRAFT  # the next plan, from the observed hours
+    python -m pytest_itera push DIR s3://bucket/prefix/   # upload, then verify in place
 
 ``check`` exits 0 only when the campaign is accepted (like ``pytest --itera-campaign
 --itera-require-accepted``); ``rehearse`` only when it is REHEARSED: a rehearsal
@@ -262,11 +263,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     nxt.add_argument("--to", type=Path, required=True, help="the draft's folder (new)")
     nxt.add_argument("--margin", type=_lead, default=Decimal("0.10"),
                      help="observed hours are rounded up by this share (default 0.10)")
+    pushed = sub.add_parser("push", help="upload a closed campaign to object storage with "
+                            "each object's SHA-256, then verify it in place (exits 0 only "
+                            "when the store holds exactly the manifest's files)")
+    pushed.add_argument("folder", type=Path)
+    pushed.add_argument("url", help="s3://bucket/prefix/ (settings from the AWS_* environment)")
+    pushed.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds per request, each retried up to 3 times")
+    pushed.add_argument("--concurrency", type=int, default=4, help="objects at a time")
     args = parser.parse_args(argv)
     if args.command == "watch":
         return _watch(args)
     if args.command == "next-plan":
         return _next_plan(args.folder, args.to, args.margin)
+    if args.command == "push":
+        from pytest_itera.files.push import command
+
+        return command(args.folder, args.url, timeout=args.timeout,
+                       concurrency=args.concurrency)
     if args.command in ("check", "rehearse"):
         return _check(args.folder, args.python, args.timeout,
                       rehearsal=args.command == "rehearse",

@@ -14,7 +14,8 @@ or ``..`` segment, an empty segment (a leading ``/``), and two keys that differ 
 What it could not or would not copy is not an error but a fact the checks judge
 (:class:`Staged`): an object the store did not give (its cause), a checkpoint over the cache
 cap (streamed for its size and sha256 only: its reload cannot be proven), a binary file no
-check reads whose SHA-256 the store holds (``--itera-store-checksums``: not downloaded).
+check reads (streamed for its sha256 only; not downloaded at all where the store holds its
+SHA-256, ``--itera-store-checksums``).
 """
 
 from __future__ import annotations
@@ -22,18 +23,19 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from obstore import GetOptions
@@ -43,11 +45,11 @@ if TYPE_CHECKING:
     from pytest_itera.files.tree import Entry
 
 __all__ = ["INSTALL", "Held", "S3Location", "S3Source", "SourceError", "Staged", "StoredObject",
-           "endpoint", "fetch", "is_remote", "stage"]
+           "client", "endpoint", "fetch", "full_sha256", "is_remote", "stage", "status_of"]
 
 INSTALL = "pip install 'pytest-itera[s3]'"
 CHUNK = 8 << 20  # bytes per ranged GET: the memory per object being read
-SNIFF = 64 << 10  # the first bytes read of an object the store's checksum may spare
+SNIFF = 64 << 10  # the first bytes read of an object that may need no local copy
 SCHEME = "s3://"
 CAP_OPTION = "itera_store_cache_max"
 CHANGED = "changed while it was being copied"
@@ -87,6 +89,10 @@ class S3Location:
     @property
     def url(self) -> str:
         return f"{SCHEME}{self.bucket}/{self.prefix}/" if self.prefix else f"{SCHEME}{self.bucket}/"
+
+    def key(self, relpath: str) -> str:
+        """The bucket's key of the campaign's ``relpath``."""
+        return f"{self.prefix}/{relpath}" if self.prefix else relpath
 
 
 @dataclass(frozen=True)
@@ -151,8 +157,8 @@ class Staged:
 
     @cached_property
     def elsewhere(self) -> dict[str, Held]:
-        """The objects with no local copy: unreadable, over the cap, or spared by the
-        store's checksum."""
+        """The objects with no local copy: unreadable, over the cap, or binary files no
+        check reads (only hashed, or spared by the store's checksum)."""
         return {key: held for key, held in self.objects.items() if not held.copied}
 
     def entries(self, walked: Iterable[Entry]) -> tuple[Entry, ...]:
@@ -278,14 +284,16 @@ class S3Source:
         _check_keys(self.location, [o.key for o in found])
         return sorted(found, key=lambda o: o.key)
 
-    def chunks(self, item: StoredObject, size: int | None = None) -> Iterator[bytes]:
-        """The object's bytes (its first ``size`` only, if given) in pieces of ``CHUNK``
-        bytes, one ranged GET each (so a request timeout bounds a piece, not the whole
-        object), each If-Match the listed version. SourceError: the cause, in a finding's
-        words (the URL is the caller's to name)."""
+    def chunks(self, item: StoredObject, size: int | None = None,
+               offset: int = 0) -> Iterator[bytes]:
+        """The object's bytes from ``offset`` (to ``size`` only, if given) in pieces of
+        ``CHUNK`` bytes, one ranged GET each (so a request timeout bounds a piece, not the
+        whole object), each If-Match the listed version. SourceError: the cause, in a
+        finding's words (the URL is the caller's to name)."""
         from obstore.exceptions import PreconditionError
 
-        for start in range(0, min(item.size, size if size is not None else item.size), CHUNK):
+        for start in range(offset, min(item.size, size if size is not None else item.size),
+                           CHUNK):
             end = min(start + CHUNK, item.size)
             options: GetOptions = {"range": (start, end)}
             if item.etag:
@@ -307,26 +315,31 @@ class S3Source:
         return next(iter(self.chunks(StoredObject(item.key, min(item.size, SNIFF), item.etag))),
                     b"")
 
-    def stream(self, item: StoredObject, known: str | None) -> Held:
-        """Its size and sha256 (``known``: the store's, then nothing is read), no copy."""
+    def stream(self, item: StoredObject, known: str | None, head: bytes = b"") -> Held:
+        """Its size and sha256 (``known``: the store's, then nothing is read), no copy.
+        ``head``: its first bytes, read already (:meth:`head`): never asked for twice."""
         if known is not None:
             return Held(item.size, known, by_store=True, binary=True,
                         scannable=_read_by_checks(self.head(item)))
-        digest, size, first = hashlib.sha256(), 0, b""
-        for piece in self.chunks(item):
+        digest, size, first = hashlib.sha256(), 0, head[:SNIFF]
+        for piece in itertools.chain((head,) if head else (),
+                                     self.chunks(item, offset=len(head))):
             first = first or piece[:SNIFF]
             digest.update(piece)
             size += len(piece)
         return Held(size, digest.hexdigest(), binary=b"\0" in first[:8192],
                     scannable=_read_by_checks(first))
 
-    def copy(self, item: StoredObject, dest: Path, part: Path, known: str | None = None) -> Held:
+    def copy(self, item: StoredObject, dest: Path, part: Path, known: str | None = None,
+             first: bytes = b"") -> Held:
         """Stream one object to ``part``, then move it to ``dest``; its size and sha256
-        (``known``: the store's, then the bytes are not hashed)."""
+        (``known``: the store's, then the bytes are not hashed). ``first``: its first bytes,
+        read already (:meth:`head`): never asked for twice."""
         digest, size = None if known is not None else hashlib.sha256(), 0
         dest.parent.mkdir(parents=True, exist_ok=True)
         with part.open("wb") as out:
-            for piece in self.chunks(item):
+            for piece in itertools.chain((first,) if first else (),
+                                         self.chunks(item, offset=len(first))):
                 if digest is not None:
                     digest.update(piece)
                 size += len(piece)
@@ -348,11 +361,12 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
     manifest's ``checkpoints`` and ``adapters`` paths, a folder as one) count against ``cap``,
     in path order: one that does not fit is streamed for its size and sha256 only, never
     written. An object that cannot be read after the retries is left out, with why: the
-    checks judge it (:meth:`Staged.entries`). ``checksums``: an object whose store holds a
-    full-object SHA-256 is not hashed, and a binary one the checks never read (not a
-    checkpoint, nothing to scan inside) is not downloaded at all (unless not ``spare``: a
-    seal covers the files of the copy). SourceError only when the
-    prefix cannot be listed, or (no readable manifest) its bytes exceed ``cap``."""
+    checks judge it (:meth:`Staged.entries`). ``spare`` (unless a seal covers the files of
+    the copy): a binary file the checks never read (not a checkpoint, nothing to scan
+    inside, judged from its first 64 KiB) is never written, only hashed as it streams.
+    ``checksums``: an object whose store holds a full-object SHA-256 is not hashed, and
+    such a spared file is not downloaded at all. SourceError only when the prefix cannot
+    be listed, or (no readable manifest) its bytes exceed ``cap``."""
     objects = {o.key: o for o in source.list()}
     parts = dest.with_name(dest.name + ".itera-parts")  # beside the copy, never inside it
     for folder in (dest, parts):
@@ -360,7 +374,7 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
     held: dict[str, Held] = {}
-    sums = _Checksums(source, spare) if checksums else None
+    sums = _Checksums(source) if checksums else None
     try:
         for name in _DOCUMENTS:  # first: the manifest says which objects are checkpoints
             if name in objects:
@@ -373,10 +387,12 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
         plan = _plan(source.location, objects, held, units, cap)
         with ThreadPoolExecutor(max_workers=max(source.concurrency, 1)) as pool:
             done = pool.map(lambda key: (key, fetch(source, objects[key], dest, parts,
-                                                     plan[key], sums)), plan)
+                                                     plan[key], sums, spare=spare)), plan)
             held.update(done)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
+        if sums is not None:
+            sums.close()
     return Staged(dest, source.location.url, cap, dict(sorted(held.items())), checksums)
 
 
@@ -416,22 +432,26 @@ _NONE = Held(0)
 
 
 def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action: Action,
-           sums: _Checksums | None) -> Held:
+          sums: _Checksums | None, *, spare: bool = False) -> Held:
     """One object: copied, streamed for its sha256, or (``sniff``: not a checkpoint) copied
-    unless the store's checksum makes its bytes needless; its trouble as a finding's words."""
+    unless its bytes are needless on disk (``spare``: no check reads them, judged from its
+    first bytes): then only its sha256 is kept, the store's where it holds one, else hashed
+    as it streams, never written. Its trouble as a finding's words."""
     target = dest.joinpath(*item.key.split("/"))
     target.parent.mkdir(parents=True, exist_ok=True)  # a folder checkpoint left out: still a folder
     try:
         known = sums.sha256(item) if sums is not None else None
+        head = b""
         if action == "sniff":
             action = "copy"
-            if known is not None and item.size > SNIFF and sums is not None and sums.spare:
+            if spare and item.size > SNIFF:
                 head = source.head(item)
                 if not _read_by_checks(head):
-                    return Held(item.size, known, by_store=True, binary=True)
+                    return Held(item.size, known, by_store=True, binary=True) \
+                        if known is not None else source.stream(item, None, head)
         if action == "hash":
             return dataclasses.replace(source.stream(item, known), over_cap=True)
-        return source.copy(item, target, parts / uuid.uuid4().hex, known)
+        return source.copy(item, target, parts / uuid.uuid4().hex, known, head)
     except SourceError as exc:
         return Held(item.size, error=str(exc))
 
@@ -479,44 +499,66 @@ class _Checksums:
     timeouts. None where the store holds none, only a composite one (multipart), or does
     not answer: then the bytes are hashed."""
 
-    def __init__(self, source: S3Source, spare: bool) -> None:
-        self.spare = spare  # a binary file no check reads is not downloaded
-        try:
-            import boto3  # type: ignore[import-untyped]
-            from botocore.config import Config  # type: ignore[import-untyped]
-        except ImportError:
-            raise SourceError(f"{source.location.url}: --itera-store-checksums needs boto3: "
-                              f"{INSTALL}") from None
+    def __init__(self, source: S3Source) -> None:
         self.location = source.location
-        config = Config(connect_timeout=min(source.timeout, 10.0), read_timeout=source.timeout,
-                        retries={"max_attempts": source.retries + 1, "mode": "standard"})
-        self._client = boto3.session.Session().client(
-            "s3", endpoint_url=endpoint() or None, config=config)
+        self._client = client(source.location, "--itera-store-checksums",
+                              timeout=source.timeout, retries=source.retries)
 
     def sha256(self, item: StoredObject) -> str | None:
-        key = f"{self.location.prefix}/{item.key}" if self.location.prefix else item.key
+        key = self.location.key(item.key)
         options = {"IfMatch": item.etag} if item.etag else {}
         try:
             head = self._client.head_object(Bucket=self.location.bucket, Key=key,
                                             ChecksumMode="ENABLED", **options)
         except Exception as exc:
-            status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get(
-                "HTTPStatusCode")
-            if status == 412:
+            if status_of(exc) == 412:
                 raise SourceError(f"{self.location.url}{item.key}: {CHANGED} (its ETag is no "
                                   f"longer {item.etag})") from None
             return None
-        value, kind = head.get("ChecksumSHA256"), head.get("ChecksumType")
-        etag = str(head.get("ETag") or "")
-        if not isinstance(value, str) or re.search(r"-\d+$", value) or kind == "COMPOSITE":
-            return None
-        if kind != "FULL_OBJECT" and re.search(r"-\d+\"?$", etag):
-            return None  # a multipart upload's checksum is of its parts unless said otherwise
-        try:
-            raw = base64.b64decode(value, validate=True)
-        except ValueError:
-            return None
-        return raw.hex() if len(raw) == 32 else None
+        return full_sha256(head)[0]
+
+    def close(self) -> None:
+        """Its connections, now (not whenever the client is collected)."""
+        self._client.close()
+
+
+def client(location: S3Location, needs: str, *, timeout: float, retries: int) -> Any:
+    """A boto3 S3 client of the standard environment (credentials, region, endpoint: the
+    same as obstore's), its requests bounded by ``timeout`` and ``retries``. boto3 because
+    obstore exposes neither an object's ChecksumSHA256 nor a way to send one."""
+    try:
+        import boto3  # type: ignore[import-untyped]
+        from botocore.config import Config  # type: ignore[import-untyped]
+    except ImportError:
+        raise SourceError(f"{location.url}: {needs} needs boto3: {INSTALL}") from None
+    config = Config(connect_timeout=min(timeout, 10.0), read_timeout=timeout,
+                    retries={"max_attempts": retries + 1, "mode": "standard"})
+    return boto3.session.Session().client("s3", endpoint_url=endpoint() or None, config=config)
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status of a boto3 error (None: no answer came)."""
+    status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return status if isinstance(status, int) else None
+
+
+def full_sha256(head: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The full-object SHA-256 (hex) of a ``head_object(ChecksumMode="ENABLED")`` answer, and
+    why not when None: "composite" (a multipart upload's checksum is of its parts unless
+    the store says FULL_OBJECT) or "none" (the store holds no SHA-256 of it)."""
+    value, kind = head.get("ChecksumSHA256"), head.get("ChecksumType")
+    etag = str(head.get("ETag") or "")
+    if not isinstance(value, str):
+        return None, "none"
+    if re.search(r"-\d+$", value) or kind == "COMPOSITE":
+        return None, "composite"
+    if kind != "FULL_OBJECT" and re.search(r"-\d+\"?$", etag):
+        return None, "composite"
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except ValueError:
+        return None, "none"
+    return (raw.hex(), "") if len(raw) == 32 else (None, "none")
 
 
 def _check_keys(location: S3Location, keys: list[str]) -> None:

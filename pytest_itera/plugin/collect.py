@@ -55,6 +55,7 @@ from pytest_itera.plugin import head_start
 from pytest_itera.plugin.options import (
     Settings,
     catalogue_in_force,
+    controller_roots_key,
     hourly_phrases,
     settings_key,
     sources_key,
@@ -239,8 +240,10 @@ class IteraManifest(ChecksFile):
             # The items inherit the mark (`-m itera`) from here: pytest looks for marks on
             # every item several times per run, and an own mark is one more to walk each time.
             self.add_marker(MARKER)
-            # One root string for every item (not a Path formatting per item).
-            self._root_text = str(self.campaign_root)
+            # One root string for every item (not a Path formatting per item): the
+            # controller's, where this worker reads a copy of its own (another host).
+            self._root_text = str(self.config.stash.get(controller_roots_key, {}).get(
+                self.campaign_root, self.campaign_root))
             return [
                 IteraCheckItem.from_parent(
                     self, name=item_name(check.id, target), check=check, target=target)

@@ -157,6 +157,9 @@ settings_key = pytest.StashKey[Settings]()
 # s3:// campaigns: the local copy's root -> the copy and what the store said of each object
 # (the URL it was read from: Staged.url).
 sources_key = pytest.StashKey[dict[Path, "Staged"]]()
+# On an xdist worker with a copy of its own (another host): its root -> the controller's,
+# the root its items report (the controller knows the campaign by that one).
+controller_roots_key = pytest.StashKey[dict[Path, Path]]()
 STAGED_INPUT = "itera_staged"  # xdist workerinput: {URL as given: the controller's copy}
 _NO_DEFAULT = object()  # argparse's own default (None; False for store_true)
 
@@ -432,42 +435,59 @@ def _campaigns(config: pytest.Config) -> tuple[Path, ...]:
 
 def _staged(config: pytest.Config, url: str) -> Path:
     """An s3:// campaign, copied into a fresh local folder outside it (removed at the end of
-    the session); the checks then read that folder as any other. Usage errors say why not."""
+    the session); the checks then read that folder as any other. Usage errors say why not.
+
+    An xdist worker reads the controller's copy (pytest_configure_node); one on another
+    host (``--tx ssh=...``), where that folder is not, makes its own copy of the store
+    (its node ids are the URL's, the same on every worker)."""
+    from pytest_itera.files import source
+
+    worker = getattr(config, "workerinput", None)
+    if worker is None:
+        staged = _stage_here(config, url)
+    else:
+        copied = worker.get(STAGED_INPUT, {}).get(url)
+        if copied is None:
+            raise pytest.UsageError(f"{CAMPAIGN}: {url}: the controller made no local copy")
+        if source.Staged.sidecar(Path(copied)).is_file():
+            staged = source.Staged.load(Path(copied))
+        else:
+            staged = _stage_here(config, url)
+            config.stash.setdefault(controller_roots_key, {})[staged.root] = Path(copied)
+    config.stash.setdefault(sources_key, {})[staged.root] = staged
+    return staged.root
+
+
+def _stage_here(config: pytest.Config, url: str) -> Staged:
+    """This process's copy of the prefix, under the system's temporary folder, and what
+    the store said of each object beside it (for the workers)."""
     import tempfile
 
     from pytest_itera.files import source
 
-    worker = getattr(config, "workerinput", None)
-    if worker is not None:  # an xdist worker reads the controller's copy (pytest_configure_node)
-        copied = worker.get(STAGED_INPUT, {}).get(url)
-        if copied is None:
-            raise pytest.UsageError(f"{CAMPAIGN}: {url}: the controller made no local copy")
-        staged = source.Staged.load(Path(copied))
-    else:
-        flag = config.getoption(STORE_CHECKSUMS)
-        checksums = bool(config.getini(INI_STORE_CHECKSUMS) if flag is None else flag)
-        try:
-            location = source.S3Location.parse(url)
-            timeout = _positive(config, None, INI_STORE_TIMEOUT, default=DEFAULT_STORE_TIMEOUT)
-            store = source.S3Source(location, timeout=timeout)
-            cache = Path(tempfile.mkdtemp(prefix="itera-store-"))
-            config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
-            dest = Path(os.path.abspath(cache / location.bucket / (location.prefix or "_")))
-            staged = source.stage(store, dest, _bytes(config, INI_STORE_CACHE_MAX,
-                                                      DEFAULT_STORE_CACHE_MAX),
-                                  checksums=checksums,
-                                  # a seal covers the copy's files: every one is downloaded
-                                  spare=not (config.getoption(SEAL)
-                                             or config.getoption(VERIFY_SEAL)))
-            staged.save()  # for the workers, beside the copy
-        except source.SourceError as exc:
-            raise pytest.UsageError(f"{CAMPAIGN}: {exc}") from None
-        except OSError as exc:  # the local disk: full, read-only
-            raise pytest.UsageError(f"{CAMPAIGN}: {url}: the local copy cannot be written "
-                                    f"under {tempfile.gettempdir()} ({exc.strerror or exc})") \
-                from None
-    config.stash.setdefault(sources_key, {})[staged.root] = staged
-    return staged.root
+    flag = config.getoption(STORE_CHECKSUMS)
+    checksums = bool(config.getini(INI_STORE_CHECKSUMS) if flag is None else flag)
+    try:
+        location = source.S3Location.parse(url)
+        timeout = _positive(config, None, INI_STORE_TIMEOUT, default=DEFAULT_STORE_TIMEOUT)
+        store = source.S3Source(location, timeout=timeout)
+        cache = Path(tempfile.mkdtemp(prefix="itera-store-"))
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+        dest = Path(os.path.abspath(cache / location.bucket / (location.prefix or "_")))
+        staged = source.stage(store, dest, _bytes(config, INI_STORE_CACHE_MAX,
+                                                  DEFAULT_STORE_CACHE_MAX),
+                              checksums=checksums,
+                              # a seal covers the copy's files: every one is downloaded
+                              spare=not (config.getoption(SEAL)
+                                         or config.getoption(VERIFY_SEAL)))
+        staged.save()
+    except source.SourceError as exc:
+        raise pytest.UsageError(f"{CAMPAIGN}: {exc}") from None
+    except OSError as exc:  # the local disk: full, read-only
+        raise pytest.UsageError(f"{CAMPAIGN}: {url}: the local copy cannot be written "
+                                f"under {tempfile.gettempdir()} ({exc.strerror or exc})") \
+            from None
+    return staged
 
 
 def _bytes(config: pytest.Config, ini: str, default: int) -> int:

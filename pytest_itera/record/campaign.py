@@ -119,6 +119,7 @@ from pytest_itera.reload.formats import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from pytest_itera.core.campaign import Plan
+    from pytest_itera.files.push import Pushed
     from pytest_itera.report.verify import Verdict
 
 _LOG = logging.getLogger("pytest_itera.record")
@@ -836,6 +837,7 @@ class CampaignRecorder:
         out: TextIO | None = None,
         language: str = "en",
         metrics_table: bool = True,
+        push_to: str | None = None,
     ) -> Closure:
         """Write the measurements files, then ``manifest.json``: every file hashed, every
         planned run accounted for with its evidence, the budget and the schedule computed
@@ -854,6 +856,11 @@ class CampaignRecorder:
         "fr"), so that no reading of words judges it. ``metrics_table``: a Markdown or text
         analysis gets its ``itera-metrics`` table (run, metric, value as recorded), written
         before hashing and replaced at each closure; the checks judge it row by row.
+
+        ``push_to``: ``s3://bucket/prefix/``: the closed campaign is then uploaded there and
+        verified in place (:mod:`pytest_itera.files.push`, as ``python -m pytest_itera push``),
+        whatever the verdict (the evidence of a rejected campaign is retrieved too); its lines
+        are printed to ``out``, its outcome is ``closure.pushed`` (``.complete``).
         """
         self._require_plan()
         self._refuse_closed("the campaign is already closed")
@@ -905,7 +912,22 @@ class CampaignRecorder:
             result = self.check()
             print("\n".join([*result.lines(), f"  journal pin: {self.pin()} (--itera-journal-pin "
                              "proves the journal up to the closure)"]), file=out or sys.stdout)
-        return Closure(target, result, self.pin())
+        pushed = None if push_to is None else self._push(push_to, out or sys.stdout)
+        return Closure(target, result, self.pin(), pushed)
+
+    def _push(self, url: str, out: TextIO) -> Pushed:
+        """The closed folder, uploaded and verified; a push that cannot start is its one
+        problem (the manifest is written: the campaign stays closed, the push can be rerun
+        with ``python -m pytest_itera push``)."""
+        from pytest_itera.files.push import Pushed, PushError, push
+
+        try:
+            pushed = push(self.root, url, out=sys.stderr)
+        except PushError as exc:
+            pushed = Pushed(url, 0, problems=[f"{exc}; then run: python -m pytest_itera push "
+                                              f"{self.root} {url}"])
+        print("\n".join(pushed.lines()), file=out)
+        return pushed
 
     def _write_metrics_table(self, analysis: str) -> None:
         """The analysis (a Markdown or text file in UTF-8) with the runs' itera-metrics table;

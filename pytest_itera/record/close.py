@@ -22,6 +22,7 @@ from pytest_itera.record.steps import Interruption
 
 if TYPE_CHECKING:
     from pytest_itera.core.campaign import Decision, Plan
+    from pytest_itera.files.push import Pushed
     from pytest_itera.report.verify import Problem, Verdict
 
 __all__ = [
@@ -248,13 +249,17 @@ def list_files(root: Path) -> list[dict[str, Any]]:
 
 class Closure:
     """What :meth:`CampaignRecorder.close` returns: the manifest written, and the verdict
-    the checks gave (None with ``check=False``). Path methods (``read_text``, ``parent``,
-    ``name``) reach the manifest's path, as when close() returned it."""
+    the checks gave (None with ``check=False``), and (``push_to=``) the push's outcome
+    (``pushed.complete``: the store holds exactly the manifest's files). Path methods
+    (``read_text``, ``parent``, ``name``) reach the manifest's path, as when close()
+    returned it."""
 
-    def __init__(self, manifest: Path, result: Verdict | None, pin: str | None = None) -> None:
+    def __init__(self, manifest: Path, result: Verdict | None, pin: str | None = None,
+                 pushed: Pushed | None = None) -> None:
         self.manifest = manifest
         self.result = result
         self.pin = pin  # the journal's pin at the closure (CampaignRecorder.pin)
+        self.pushed = pushed  # close(push_to=): what the store holds, verified in place
 
     @property
     def verdict(self) -> str | None:

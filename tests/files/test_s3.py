@@ -63,8 +63,10 @@ def server() -> Iterator[str]:
 
 
 @pytest.fixture
-def s3(server: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A boto3 client of the local server; the environment points obstore at it too."""
+def s3(server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A boto3 client of the local server; the environment points obstore at it too. Closed
+    after the test: a client left to the garbage collector closes its sockets whenever it
+    runs, a ResourceWarning in some later test."""
     for name in ("AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
                  "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(name, raising=False)
@@ -73,9 +75,11 @@ def s3(server: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "itera-test-secret")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    return boto3.client("s3", endpoint_url=server, region_name="us-east-1",
-                        aws_access_key_id="itera-test-key",
-                        aws_secret_access_key="itera-test-secret")
+    client = boto3.client("s3", endpoint_url=server, region_name="us-east-1",
+                          aws_access_key_id="itera-test-key",
+                          aws_secret_access_key="itera-test-secret")
+    yield client
+    client.close()
 
 
 def endpoint(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
@@ -479,9 +483,12 @@ class _Flaky(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else None
         host, port = self.upstream.removeprefix("http://").split(":")
         conn = http.client.HTTPConnection(host, int(port), timeout=10)
-        conn.request(self.command, self.path, body, dict(self.headers.items()))
-        answer = conn.getresponse()
-        data = answer.read()
+        try:  # closed also when the client went away meanwhile (a killed push)
+            conn.request(self.command, self.path, body, dict(self.headers.items()))
+            answer = conn.getresponse()
+            data = answer.read()
+        finally:
+            conn.close()
         if self.command == "GET" and self.path.split("?")[0].endswith(cls.short or ("\0",)):
             data = data[:-1]
         self.send_response(answer.status)
@@ -491,7 +498,6 @@ class _Flaky(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        conn.close()
 
     do_GET = do_HEAD = do_PUT = _any
 
