@@ -67,8 +67,14 @@ def test_the_same_report_serially_and_under_tx_2_popen(
     # One host: the controller's one copy, the workers download nothing of their own.
     assert read["one host"] == read["serial"]
     assert set(read["serial"]) <= set(sizes)
-    # Another host: each worker has its own copy (each object read by every process).
-    assert read["another host"] == {key: 3 * n for key, n in read["serial"].items()}
+    # Another host: each worker that ran items has its own copy (each object read by the
+    # controller and by every such worker: both, or one when the other started too late to
+    # get items -- under load, --dist load may hand a small campaign to one worker).
+    copies = {n // read["serial"][key] for key, n in read["another host"].items()}
+    assert len(copies) == 1, read
+    [times] = copies
+    assert times in (2, 3), read
+    assert read["another host"] == {key: times * n for key, n in read["serial"].items()}
 
 
 def test_the_docs_show_a_multi_host_run_over_a_campaign_in_the_store() -> None:
