@@ -545,7 +545,7 @@ def test_a_quoted_lot_priced_as_hours_of_a_catalogue_lot_is_refused(
                              says="lot 'rtx4090-3d' (offer 'IteraGPU RTX 4090, 4 days': RTX "
                                   "4090, 4 days) is priced as hours of a catalogue lot: 62.85 "
                                   "USD = 47.14 USD / 72 h x 96 h, a pro-rata of ")
-    assert ("lots are fixed-price (R4)") in (finding.hint or "")
+    assert "lots are fixed-price (R4)" in (finding.hint or "")
 
 
 def test_a_quoted_lot_of_another_duration_at_its_own_price_passes(
@@ -1380,7 +1380,7 @@ def test_a_prorated_day_of_the_gpu_lot_as_an_expense_is_refused(
                                   "the hour: 15.71 USD = 47.14 USD / 72 h x 24 h, a pro-rata of "
                                   "the 3-day lot (47.14 USD)")
     assert finding.expected == "rental time as whole catalogue lots, engaged in budget.lots"
-    assert ("lots are fixed-price for their duration (R4)") in (finding.hint or "")
+    assert "lots are fixed-price for their duration (R4)" in (finding.hint or "")
 
 
 def test_another_gpu_purchase_from_the_provider_passes(
@@ -1421,7 +1421,7 @@ def test_an_expense_recording_only_the_tax_line_of_its_receipt_is_refused(
                                   "20%: 2.00 USD'), not as what was bought")
     assert finding.expected == "the amount billed for the item the label names"
     assert finding.found == "VAT 20%: 2.00 USD; Total paid: 12.00 USD"
-    assert ("record the amount the receipt bills for the item") in (finding.hint or "")
+    assert "record the amount the receipt bills for the item" in (finding.hint or "")
 
 
 def test_an_expense_recorded_as_paid_that_is_its_receipts_vat_line_is_refused(
