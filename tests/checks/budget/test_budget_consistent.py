@@ -1467,3 +1467,22 @@ def test_an_expense_recording_what_its_receipt_bills_passes(
 ) -> None:
     with_receipt(campaign, text, label=label, amount=amount)
     expect_no_finding(judge(campaign, BUDGET))
+
+
+def test_a_lot_id_repeated_in_the_plan_is_refused(campaign: CampaignBuilder) -> None:
+    lots = campaign.plan["budget"]["lots"]
+    lots.append(dict(lots[0]))
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.lot-id-repeated",
+                             where="plan.json $.budget.lots",
+                             says="lot id 'rtx4090-3d' appears 2 times in the plan")
+    assert (finding.expected, finding.found) == ("each lot id once", "2 times")
+
+
+def test_a_catalogue_in_force_that_cannot_be_used_is_refused(campaign: CampaignBuilder) -> None:
+    """What the hook's wiring hands over (Options.catalogue: why the one given is unusable)."""
+    why = "the pytest_itera_catalogue hook returned dict, not a pytest_itera.core.money.Catalogue"
+    finding = expect_finding(judge(campaign, BUDGET, options=Options(catalogue=why)),
+                             "budget-consistent.catalogue-unusable",
+                             where="pytest_itera_catalogue hook",
+                             says="the price catalogue in force cannot be used")
+    assert finding.found == "dict, not a pytest_itera.core.money.Catalogue"
