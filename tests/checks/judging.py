@@ -21,7 +21,10 @@ from pytest_itera.checks.context import Check, Context
 from pytest_itera.checks.engine import evaluate
 from pytest_itera.checks.engine import judge as engine_judge
 from pytest_itera.checks.model import Options
-from pytest_itera.core.campaign import load_campaign
+from pytest_itera.checks.plan import CHECKS as GATE_CHECKS
+from pytest_itera.checks.plan.gate import JOURNAL_PATH, PLAN_PATH
+from pytest_itera.checks.plan.journal import journal_beside
+from pytest_itera.core.campaign import PLAN_FILE, load_campaign, load_plan
 from pytest_itera.core.findings import Finding
 from pytest_itera.reload import Reloader
 from pytest_itera.report.verify import builtin_checks
@@ -51,14 +54,19 @@ def judge(campaign: CampaignBuilder | Path, check: str | None = None, *,
     campaign, over all its targets (or only ``target``), as the engine's items have them: a
     finding another check owns ("not judged") is that check's, not this one's. Every built-in
     check is registered (a budget counts the runs that pass theirs) unless ``checks`` says
-    which; only those asked are evaluated, with the session's reload server."""
+    which; only those asked are evaluated, with the session's reload server. A plan gate's
+    check (scope "plan") judges the folder's plan.json alone, as ``--itera-plan`` does."""
     root = campaign if isinstance(campaign, Path) else campaign.root
     if write and isinstance(campaign, CampaignBuilder):
         campaign.write()
-    registry = checks if checks is not None else builtin_checks()
     settings = replace(options or Options(), strict_text=strict)
-    context = Context(load_campaign(root), settings, registry, reloader_factory=_reloader,
-                      close_reloader=False)
+    if checks is None and check in GATE:
+        registry = GATE
+        context = _plan_context(root / PLAN_FILE, settings)
+    else:
+        registry = checks if checks is not None else builtin_checks()
+        context = Context(load_campaign(root), settings, registry, reloader_factory=_reloader,
+                          close_reloader=False)
     try:
         verdicts = engine_judge(context)
         chosen = [registry[check]] if check is not None else [
@@ -75,6 +83,20 @@ def judge(campaign: CampaignBuilder | Path, check: str | None = None, *,
         return found
     finally:
         context.close()
+
+
+# The plan gate's checks (scope "plan", --itera-plan), by id.
+GATE = {c.id: c for c in GATE_CHECKS}
+
+
+def _plan_context(plan_file: Path, settings: Options) -> Context:
+    """The plan gate's Context (plugin/collect_plan.py): the plan loaded alone, the gate's
+    checks only, the plan file and its journal (when beside it) seeded."""
+    context = Context(load_plan(plan_file), settings, GATE, reloader_factory=_reloader,
+                      close_reloader=False)
+    context.memo(PLAN_PATH, lambda: plan_file)
+    context.memo(JOURNAL_PATH, lambda: journal_beside(plan_file))
+    return context
 
 
 def expect_finding(found: Sequence[Finding], code: str, *, where: str | None = None,

@@ -35,7 +35,13 @@ from tests.checks.campaigns import (
     two_corpora,
     with_receipt,
 )
-from tests.checks.judging import advises_then_fails, expect_no_finding, judge, judged
+from tests.checks.judging import (
+    advises_then_fails,
+    expect_finding,
+    expect_no_finding,
+    judge,
+    judged,
+)
 from tests.factory import CampaignBuilder, expect, sha256
 from tests.pdfs import text_pdf
 from tests.runner import Itera
@@ -44,67 +50,70 @@ from tests.runner import Itera
 
 
 def test_one_3_day_lot_one_corpus_passes(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
-def test_two_3_day_lots_cost_94_28(itera: Itera, campaign: CampaignBuilder) -> None:
+def test_two_3_day_lots_cost_94_28(campaign: CampaignBuilder) -> None:
     campaign.plan["budget"]["lots"][0]["quantity"] = 2
     budget(campaign, rental_total="94.28", cost_per_deliverable="94.28")
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_47_14_for_two_distinct_corpora_is_23_57_each(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_a_corpus_replayed_by_every_run_counts_once(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     # The control and variant-a both deliver tiny-corpus: one deliverable, not two.
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 distinct "
-        "corpus(es) were delivered by accepted control or variant runs that passed their checks "
-        "in this session; the declared number counts runs, but a corpus replayed counts once",
-        "    expected: 1 (tiny-corpus)",
-        "    found:    2",
-        "manifest.json $.budget.cost_per_deliverable: cost per deliverable 23.57 USD is not "
-        "47.14 USD / 1 = 47.14 USD",
-    )
+    found = judge(campaign, BUDGET)
+    finding = expect_finding(found, "budget-consistent.accepted-deliverables",
+                             where="manifest.json $.budget.accepted_deliverables",
+                             says="accepted_deliverables is 2, but 1 distinct corpus(es) were "
+                                  "delivered by accepted control or variant runs that passed "
+                                  "their checks in this session; the declared number counts "
+                                  "runs, but a corpus replayed counts once")
+    assert finding.expected == "1 (tiny-corpus)"
+    assert finding.found == "2"
+    expect_finding(found, "budget-consistent.cost-per-deliverable",
+                   where="manifest.json $.budget.cost_per_deliverable",
+                   says="cost per deliverable 23.57 USD is not 47.14 USD / 1 = 47.14 USD")
 
 
 def test_a_b200_lot_of_two_gpus_is_priced_once(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     lot = campaign.plan["budget"]["lots"][0]
     lot.update(gpu="B200", gpus_per_lot=2, price="120.00", offer="B200 x2, 3 days",
                source={"reference": "Q-2026-118"})
     budget(campaign, rental_total="120.00", cost_per_deliverable="120.00")
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_a_b200_lot_multiplied_by_its_gpus_fails(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     lot = campaign.plan["budget"]["lots"][0]
     lot.update(gpu="B200", gpus_per_lot=2, price="120.00", offer="B200 x2, 3 days",
                source={"reference": "Q-2026-118"})
     budget(campaign, rental_total="240.00", cost_per_deliverable="240.00")
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.rental_total: rental total 240.00 USD is not the sum of price * "
-        "quantity, 120.00 USD: it multiplies prices by GPUs per lot, but a lot is priced once",
-        "    expected: 120.00 USD = 120.00 x 1 (rtx4090-3d)",
-        "    found:    240.00 USD",
-        "    fix:      the rental is Σ price x quantity of the engaged lots; GPUs per lot never "
-        "multiply a price, and expenses are listed apart",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.rental-total",
+                             where="manifest.json $.budget.rental_total",
+                             says="rental total 240.00 USD is not the sum of price * quantity, "
+                                  "120.00 USD: it multiplies prices by GPUs per lot, but a lot "
+                                  "is priced once")
+    assert finding.expected == "120.00 USD = 120.00 x 1 (rtx4090-3d)"
+    assert finding.found == "240.00 USD"
+    assert finding.hint == (
+        "the rental is Σ price x quantity of the engaged lots; GPUs per lot never multiply a "
+        "price, and expenses are listed apart")
 
 
 # ------------------------------------------------------------------ zero accepted
@@ -119,207 +128,222 @@ def reject_all(campaign: CampaignBuilder) -> None:
 
 
 def test_zero_accepted_with_cost_and_cause_passes(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_zero_accepted_never_shows_a_zero_cost_per_deliverable(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
     budget(campaign, cost_per_deliverable="0.00")
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.cost_per_deliverable: zero accepted deliverables but a cost per "
-        "deliverable of 0.00 USD: the ratio is undefined (null)",
-        "    expected: null, 47.14 USD engaged and a rejection_cause",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.zero-accepted",
+                             where="manifest.json $.budget.cost_per_deliverable",
+                             says="zero accepted deliverables but a cost per deliverable of 0.00 "
+                                  "USD: the ratio is undefined (null)")
+    assert finding.expected == "null, 47.14 USD engaged and a rejection_cause"
 
 
 def test_zero_accepted_needs_a_rejection_cause(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
     budget(campaign, rejection_cause=None)
-    itera.fails(campaign, BUDGET, "*: zero accepted deliverables (47.14 USD engaged) without a "
-                "rejection cause")
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.zero-accepted",
+                   where="manifest.json $.budget.cost_per_deliverable",
+                   says="zero accepted deliverables (47.14 USD engaged) without a rejection cause")
 
 
 @pytest.mark.parametrize("cause", ["n/a", "TBD", "unknown"])
 def test_zero_accepted_with_a_placeholder_cause_has_no_cause(
-    itera: Itera, campaign: CampaignBuilder, cause: str
+    campaign: CampaignBuilder, cause: str
 ) -> None:
     reject_all(campaign)
     budget(campaign, rejection_cause=cause)
-    itera.fails(campaign, BUDGET, "*: zero accepted deliverables (47.14 USD engaged) without a "
-                f"rejection cause ({cause!r} is a placeholder, not a cause)")
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.zero-accepted",
+                   where="manifest.json $.budget.cost_per_deliverable",
+                   says="zero accepted deliverables (47.14 USD engaged) without a rejection cause "
+                   f"({cause!r} is a placeholder, not a cause)")
 
 
 def test_zero_accepted_needs_a_non_zero_engaged_cost(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
     campaign.plan["budget"]["lots"][0].update(price="0", offer="Free tier, 3 days",
                                               source={"reference": "promo FREE-72"})
     budget(campaign, rental_total="0.00")
-    itera.fails(campaign, BUDGET, "*: zero accepted deliverables and a zero engaged cost: show the "
-                "cost actually engaged")
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.zero-accepted",
+                   where="manifest.json $.budget.cost_per_deliverable",
+                   says="zero accepted deliverables and a zero engaged cost: show the cost "
+                        "actually engaged")
 
 
 def test_zero_accepted_declared_as_one(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     reject_all(campaign)
     budget(campaign, accepted_deliverables=1, cost_per_deliverable="47.14")
-    itera.fails(
-        campaign, BUDGET,
-        "*: accepted_deliverables is 1, but 0 distinct corpus(es) were delivered*",
-        "    expected: 0", "*zero accepted deliverables but a cost per deliverable of 47.14 USD*",
-    )
+    found = judge(campaign, BUDGET)
+    finding = expect_finding(found, "budget-consistent.accepted-deliverables",
+                             where="manifest.json $.budget.accepted_deliverables",
+                             says="accepted_deliverables is 1, but 0 distinct corpus(es) were "
+                                  "delivered")
+    assert finding.expected == "0"
+    expect_finding(found, "budget-consistent.zero-accepted",
+                   where="manifest.json $.budget.cost_per_deliverable",
+                   says="zero accepted deliverables but a cost per deliverable of 47.14 USD")
 
 
 # --------------------------------------------------------------- research decision
 
 
 def test_a_research_decision_reports_its_conclusion_not_a_ratio(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     budget(campaign, unit="decision", cost_per_deliverable=None)
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_a_research_decision_with_a_ratio_fails(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     budget(campaign, unit="decision")
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.cost_per_deliverable: a research decision reports its "
-        "conclusion, not a cost per deliverable (47.14 USD)",
-        "    expected: null (the conclusion is reported instead)",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.cost-per-deliverable",
+                             where="manifest.json $.budget.cost_per_deliverable",
+                             says="a research decision reports its conclusion, not a cost per "
+                                  "deliverable (47.14 USD)")
+    assert finding.expected == "null (the conclusion is reported instead)"
 
 
 # ------------------------------------------------------------ rental and expenses
 
 
-def test_rental_total_wrong(itera: Itera, campaign: CampaignBuilder) -> None:
+def test_rental_total_wrong(campaign: CampaignBuilder) -> None:
     budget(campaign, rental_total="50.00", cost_per_deliverable="50.00")
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.rental_total: rental total 50.00 USD is not the sum of price * "
-        "quantity, 47.14 USD", "    found:    50.00 USD",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.rental-total",
+                             where="manifest.json $.budget.rental_total",
+                             says="rental total 50.00 USD is not the sum of price * quantity, "
+                                  "47.14 USD")
+    assert finding.found == "50.00 USD"
 
 
 def test_external_expenses_added_to_the_rental(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     budget(campaign, rental_total="52.14", external_expenses=[
         {"label": "object storage, billed by the cloud account", "amount": "5.00"}])
-    itera.fails(campaign, BUDGET,
-                "*: rental total 52.14 USD is not the sum of price * quantity, 47.14 USD: it adds "
-                "the external expenses (5.00 USD); list them apart")
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.rental-total",
+                   where="manifest.json $.budget.rental_total",
+                   says="rental total 52.14 USD is not the sum of price * quantity, 47.14 USD: "
+                        "it adds the external expenses (5.00 USD); list them apart")
 
 
 def test_included_expenses_added_to_the_rental(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     budget(campaign, rental_total="49.14", cost_per_deliverable="49.14",
            included_expenses=[disk(campaign)])
-    itera.fails(campaign, BUDGET,
-                "*: rental total 49.14 USD is not the sum of price * quantity, 47.14 USD: it adds "
-                "the included expenses, which are listed apart")
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.rental-total",
+                   where="manifest.json $.budget.rental_total",
+                   says="rental total 49.14 USD is not the sum of price * quantity, 47.14 USD: "
+                        "it adds the included expenses, which are listed apart")
 
 
 def test_included_expenses_count_in_the_cost_per_deliverable(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     budget(campaign, cost_per_deliverable="24.57", included_expenses=[disk(campaign)])
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_the_rental_share_per_deliverable_is_accepted_too(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     """The source's own figure is the rental's share: 47.14 USD / 2 corpora = 23.57."""
     two_corpora(campaign)
     budget(campaign, included_expenses=[disk(campaign)])
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_a_ratio_that_is_neither_share_fails(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     budget(campaign, cost_per_deliverable="25.00", included_expenses=[disk(campaign)])
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.cost_per_deliverable: cost per deliverable 25.00 USD is not "
-        "49.14 USD / 2 = 24.57 USD*",
-    )
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.cost-per-deliverable",
+                   where="manifest.json $.budget.cost_per_deliverable",
+                   says="cost per deliverable 25.00 USD is not 49.14 USD / 2 = 24.57 USD")
 
 
 def test_an_external_expense_listed_as_included(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     campaign.plan["budget"]["external_expenses"] = [{"label": "analyst time", "amount": "300"}]
     budget(campaign, rental_total="47.14", cost_per_deliverable="347.14",
            included_expenses=[{"label": "analyst time", "amount": "300",
                                "source": receipt(campaign, amount="300.00")}])
-    itera.fails(campaign, BUDGET,
-                "manifest.json $.budget.included_expenses[0]: included expense 'analyst time' "
-                "(300 USD) is the external expense 'analyst time' (300 USD, plan.json "
-                "$.budget.external_expenses[0]): the same label",
-                "    expected: listed under external_expenses only")
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.external-as-included",
+                             where="manifest.json $.budget.included_expenses[0]",
+                             says="included expense 'analyst time' (300 USD) is the external "
+                                  "expense 'analyst time' (300 USD, plan.json "
+                                  "$.budget.external_expenses[0]): the same label")
+    assert finding.expected == "listed under external_expenses only"
 
 
-def test_currencies_disagree(itera: Itera, campaign: CampaignBuilder) -> None:
+def test_currencies_disagree(campaign: CampaignBuilder) -> None:
     budget(campaign, currency="EUR")
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.currency: the manifest's budget is not in the plan's currency",
-        "    expected: USD", "    found:    EUR",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.currency",
+                             where="manifest.json $.budget.currency",
+                             says="the manifest's budget is not in the plan's currency")
+    assert finding.expected == "USD"
+    assert finding.found == "EUR"
 
 
 def test_engaged_lot_unknown_or_listed_twice(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     budget(campaign, lots=["rtx4090-3d", "rtx4090-7d", "rtx4090-3d"])
-    itera.fails(campaign, BUDGET,
-                "manifest.json $.budget.lots[1]: engaged lot 'rtx4090-7d' is not a lot of the plan",
-                "    expected: one of 'rtx4090-3d'",
-                "manifest.json $.budget.lots[2]: engaged lot 'rtx4090-3d' is listed twice")
+    found = judge(campaign, BUDGET)
+    finding = expect_finding(found, "budget-consistent.engaged-lot-unknown",
+                             where="manifest.json $.budget.lots[1]",
+                             says="engaged lot 'rtx4090-7d' is not a lot of the plan")
+    assert finding.expected == "one of 'rtx4090-3d'"
+    expect_finding(found, "budget-consistent.engaged-lot-twice",
+                   where="manifest.json $.budget.lots[2]",
+                   says="engaged lot 'rtx4090-3d' is listed twice")
 
 
-def test_wrong_ratio(itera: Itera, campaign: CampaignBuilder) -> None:
+def test_wrong_ratio(campaign: CampaignBuilder) -> None:
     two_corpora(campaign)
     budget(campaign, cost_per_deliverable="23.00")
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.cost_per_deliverable: cost per deliverable 23.00 USD is not "
-        "47.14 USD / 2 = 23.57 USD", "    expected: 23.57 USD = 47.14 USD / 2",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.cost-per-deliverable",
+                             where="manifest.json $.budget.cost_per_deliverable",
+                             says="cost per deliverable 23.00 USD is not 47.14 USD / 2 = 23.57 "
+                                  "USD")
+    assert finding.expected == "23.57 USD = 47.14 USD / 2"
 
 
-def test_missing_ratio(itera: Itera, campaign: CampaignBuilder) -> None:
+def test_missing_ratio(campaign: CampaignBuilder) -> None:
     budget(campaign, cost_per_deliverable=None)
-    itera.fails(campaign, BUDGET, "*: 1 accepted deliverable(s) but no cost per deliverable "
-                "(47.14 USD)")
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.cost-per-deliverable",
+                   where="manifest.json $.budget.cost_per_deliverable",
+                   says="1 accepted deliverable(s) but no cost per deliverable (47.14 USD)")
 
 
 def test_stopped_runs_are_an_expense_not_a_deliverable(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     variant = campaign.manifest["runs"][3]
     variant.update(outcome="stopped", stop={"rule": "non-finite-loss", "reason": "loss was nan"})
-    itera.fails(campaign, BUDGET, "*: accepted_deliverables is 2, but 1 distinct corpus(es)*",
-                "    expected: 1 (tiny-corpus)")
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.accepted-deliverables",
+                             where="manifest.json $.budget.accepted_deliverables",
+                             says="accepted_deliverables is 2, but 1 distinct corpus(es)")
+    assert finding.expected == "1 (tiny-corpus)"
 
 
 # ------------------------------------- accepted = passed its own checks, this session
@@ -393,19 +417,21 @@ def quote(campaign: CampaignBuilder, path: str = "quotes/b200-offer.pdf") -> dic
 
 
 def test_a_3_day_lot_priced_by_the_hour_is_refused(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     lot(campaign, price="46.80")  # 72 h x 0.65 USD/h instead of the lot's 47.14 USD
-    itera.fails(
-        campaign, BUDGET,
-        "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the IteraGPU catalogue's offer "
-        "'IteraGPU RTX 4090, 3 days' (same offer name), priced 47.14 USD for 3 days, but the "
-        "plan prices it 46.80 USD: 46.80 USD = 72 h x 0.65 USD/h",
-        "    expected: 47.14 (the IteraGPU catalogue: 'IteraGPU RTX 4090, 3 days', 3 days)",
-        "    found:    46.80",
-        "    fix:      a lot's price is its offer's fixed price for the whole duration, never "
-        "hours x a rate: write 47.14; a different quoted price is another offer*",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.lot-price",
+                             where="plan.json $.budget.lots[0].price",
+                             says="lot 'rtx4090-3d' is the IteraGPU catalogue's offer 'IteraGPU "
+                                  "RTX 4090, 3 days' (same offer name), priced 47.14 USD for 3 "
+                                  "days, but the plan prices it 46.80 USD: 46.80 USD = 72 h x "
+                                  "0.65 USD/h")
+    assert finding.expected == (
+        "47.14 (the IteraGPU catalogue: 'IteraGPU RTX 4090, 3 days', 3 days)")
+    assert finding.found == "46.80"
+    assert (
+        "a lot's price is its offer's fixed price for the whole duration, never hours x a rate: "
+        "write 47.14; a different quoted price is another offer") in (finding.hint or "")
 
 
 @pytest.mark.parametrize(
@@ -421,100 +447,113 @@ def test_a_3_day_lot_priced_by_the_hour_is_refused(
     ],
 )
 def test_a_lot_at_its_offers_price_passes(
-    itera: Itera, campaign: CampaignBuilder, fields: dict[str, object]
+    campaign: CampaignBuilder, fields: dict[str, object]
 ) -> None:
     lot(campaign, **fields)
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 B200 = {"offer": "B200 x2, 3 days", "gpu": "B200", "gpus_per_lot": 2, "price": "120.00"}
 
 
 @pytest.mark.parametrize(
-    ("fields", "lines"),
+    ("fields", "code", "where", "says"),
     [
-        pytest.param({"offer": "RTX 4090 three-day rental", "price": "50.00"}, (
-            "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the IteraGPU catalogue's "
-            "offer 'IteraGPU RTX 4090, 3 days' (same GPU and days), priced 47.14 USD for 3 days, "
-            "but the plan prices it 50.00 USD",), id="another-name-keeps-the-catalogue-price"),
-        pytest.param(B200, (
-            "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'B200 x2, 3 days': B200, "
-            "3 days, 120.00 USD) is not in the IteraGPU catalogue in force and records no source",
-            '    expected: the quote or order of this price: {"file": *} and/or {"reference": *}',
-            "    found:    no source",
-            "    fix:      record the quote or order the price comes from (budget.lots[].source), "
-            "or give the catalogue that lists the offer (the pytest_itera_catalogue hook or the "
-            "ini option itera_catalogue); a price is never computed from hours"),
-            id="outside-the-catalogue-without-a-source"),
-        pytest.param({"offer": "RTX 4090, 5 days", "days": 5, "price": "78.57"}, (
-            "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'RTX 4090, 5 days': RTX "
-            "4090, 5 days, 78.57 USD) is not in the IteraGPU catalogue in force and records no "
-            "source; its price reads as hourly billing: 78.57 USD = 47.14 USD / 72 h x 120 h, a "
-            "pro-rata of the 3-day lot (47.14 USD)",), id="prorated-outside-the-catalogue"),
-        pytest.param(B200 | {"source": {"reference": "n/a"}}, (
-            "plan.json $.budget.lots[0].source.reference: lot 'rtx4090-3d': its source "
-            "reference 'n/a' is a placeholder, not a reference",), id="placeholder-reference"),
+        pytest.param({"offer": "RTX 4090 three-day rental", "price": "50.00"},
+                     "budget-consistent.lot-price", "plan.json $.budget.lots[0].price",
+                     "lot 'rtx4090-3d' is the IteraGPU catalogue's offer 'IteraGPU RTX 4090, 3 "
+                     "days' (same GPU and days), priced 47.14 USD for 3 days, but the plan "
+                     "prices it 50.00 USD", id="another-name-keeps-the-catalogue-price"),
+        pytest.param(B200, "budget-consistent.lot-unsourced", "plan.json $.budget.lots[0].source",
+                     "lot 'rtx4090-3d' (offer 'B200 x2, 3 days': B200, 3 days, 120.00 USD) is "
+                     "not in the IteraGPU catalogue in force and records no source",
+                     id="outside-the-catalogue-without-a-source"),
+        pytest.param({"offer": "RTX 4090, 5 days", "days": 5, "price": "78.57"},
+                     "budget-consistent.lot-unsourced", "plan.json $.budget.lots[0].source",
+                     "; its price reads as hourly billing: 78.57 USD = 47.14 USD / 72 h x 120 h, "
+                     "a pro-rata of the 3-day lot (47.14 USD)",
+                     id="prorated-outside-the-catalogue"),
+        pytest.param(B200 | {"source": {"reference": "n/a"}},
+                     "budget-consistent.source-placeholder",
+                     "plan.json $.budget.lots[0].source.reference",
+                     "lot 'rtx4090-3d': its source reference 'n/a' is a placeholder, not a "
+                     "reference", id="placeholder-reference"),
     ],
 )
 def test_a_lot_priced_without_its_offer_is_refused(
-    itera: Itera, campaign: CampaignBuilder, fields: dict[str, object], lines: tuple[str, ...]
+    campaign: CampaignBuilder, fields: dict[str, object], code: str, where: str, says: str
 ) -> None:
     lot(campaign, **fields)
-    itera.fails(campaign, BUDGET, *lines)
+    expect_finding(judge(campaign, BUDGET), code, where=where, says=says)
+
+
+def test_a_lot_outside_the_catalogue_is_told_to_record_its_source(
+    campaign: CampaignBuilder,
+) -> None:
+    lot(campaign, **B200)
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.lot-unsourced")
+    assert (finding.expected or "").startswith("the quote or order of this price: {\"file\": ")
+    assert finding.found == "no source"
+    assert finding.hint == (
+        "record the quote or order the price comes from (budget.lots[].source), or give the "
+        "catalogue that lists the offer (the pytest_itera_catalogue hook or the ini option "
+        "itera_catalogue); a price is never computed from hours")
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "message"),
+    ("field", "value", "code", "says"),
     [
-        ("days", 4, "plan.json $.budget.lots[0].days: lot 'rtx4090-3d' is the IteraGPU "
+        ("days", 4, "budget-consistent.lot-days", "lot 'rtx4090-3d' is the IteraGPU "
          "catalogue's offer 'IteraGPU RTX 4090, 3 days' (same offer name), which lasts 3 days, "
          "not 4"),
-        ("gpus_per_lot", 2, "plan.json $.budget.lots[0].gpus_per_lot: lot 'rtx4090-3d' is the "
+        ("gpus_per_lot", 2, "budget-consistent.lot-gpus-per-lot", "lot 'rtx4090-3d' is the "
          "IteraGPU catalogue's offer 'IteraGPU RTX 4090, 3 days' (same offer name), which holds "
          "1 GPU(s) per lot, not 2"),
-        ("gpu", "RTX 3090", "plan.json $.budget.lots[0].gpu: lot 'rtx4090-3d' is the IteraGPU "
+        ("gpu", "RTX 3090", "budget-consistent.lot-gpu", "lot 'rtx4090-3d' is the IteraGPU "
          "catalogue's offer 'IteraGPU RTX 4090, 3 days' (same offer name), a RTX 4090 lot, not "
          "RTX 3090"),
     ],
 )
 def test_a_catalogue_offer_keeps_its_terms(
-    itera: Itera, campaign: CampaignBuilder, field: str, value: object, message: str
+    campaign: CampaignBuilder, field: str, value: object, code: str, says: str
 ) -> None:
     lot(campaign, **{field: value})
-    itera.fails(campaign, BUDGET, message, "    fix:      name the offer and its terms as the "
-                "catalogue does; an offer on other terms is another offer*")
+    finding = expect_finding(judge(campaign, BUDGET), code,
+                             where=f"plan.json $.budget.lots[0].{field}", says=says)
+    assert (finding.hint or "").startswith(
+        "name the offer and its terms as the catalogue does; an offer on other terms is "
+        "another offer")
 
 
 @pytest.mark.parametrize("kind", ["file", "reference"])
 def test_an_offer_outside_the_catalogue_with_its_quote_passes(
-    itera: Itera, campaign: CampaignBuilder, kind: str
+    campaign: CampaignBuilder, kind: str
 ) -> None:
     source = quote(campaign) if kind == "file" else {"reference": "Q-2026-118"}
     lot(campaign, **B200, source=source)
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_a_quoted_lot_priced_as_hours_of_a_catalogue_lot_is_refused(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     """R4: 62.85 = 47.14 / 72 h x 96 h. A reference does not make a pro-rata a fixed price."""
     lot(campaign, offer="IteraGPU RTX 4090, 4 days", days=4, price="62.85",
         source={"reference": "Q-2026-4D"})
-    itera.fails(
-        campaign, BUDGET,
-        "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' (offer 'IteraGPU RTX 4090, 4 days': "
-        "RTX 4090, 4 days) is priced as hours of a catalogue lot: 62.85 USD = 47.14 USD / 72 h "
-        "x 96 h, a pro-rata of *",
-        "    fix:      lots are fixed-price (R4)*",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.lot-hourly",
+                             where="plan.json $.budget.lots[0].price",
+                             says="lot 'rtx4090-3d' (offer 'IteraGPU RTX 4090, 4 days': RTX "
+                                  "4090, 4 days) is priced as hours of a catalogue lot: 62.85 "
+                                  "USD = 47.14 USD / 72 h x 96 h, a pro-rata of ")
+    assert "lots are fixed-price (R4)" in (finding.hint or "")
 
 
 def test_a_quoted_lot_of_another_duration_at_its_own_price_passes(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     lot(campaign, offer="CloudY RTX 4090, 4 days", days=4, price="60.00",
         source={"reference": "Q-2026-4D"})
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 @pytest.mark.parametrize(
@@ -526,7 +565,7 @@ def test_a_quoted_lot_of_another_duration_at_its_own_price_passes(
     ],
 )
 def test_a_quote_file_is_a_listed_present_non_empty_file(
-    itera: Itera, campaign: CampaignBuilder, breakage: str, problem: str
+    campaign: CampaignBuilder, breakage: str, problem: str
 ) -> None:
     source = quote(campaign)
     if breakage == "missing":
@@ -536,13 +575,12 @@ def test_a_quote_file_is_a_listed_present_non_empty_file(
     else:
         campaign.files[source["file"]] = b""
     lot(campaign, **B200, source=source)
-    itera.fails(
-        campaign, BUDGET,
-        f"plan.json $.budget.lots[0].source.file: lot 'rtx4090-3d': its source file "
-        f"quotes/b200-offer.pdf {problem}",
-        "    expected: a receipt, invoice or quote file listed in manifest.json files, present "
-        "and non-empty",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.source-file",
+                             where="plan.json $.budget.lots[0].source.file",
+                             says=f"lot 'rtx4090-3d': its source file quotes/b200-offer.pdf "
+                             f"{problem}")
+    assert finding.expected == ("a receipt, invoice or quote file listed in manifest.json files, "
+                                "present and non-empty")
 
 
 ACME = """
@@ -631,17 +669,16 @@ def test_a_bad_ini_catalogue_is_a_usage_error(
 
 
 def test_a_lot_in_another_currency_than_its_catalogue(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     campaign.plan["budget"]["currency"] = "EUR"
     budget(campaign, currency="EUR")
-    itera.fails(
-        campaign, BUDGET,
-        "plan.json $.budget.currency: lot 'rtx4090-3d' is the IteraGPU catalogue's offer "
-        "'IteraGPU RTX 4090, 3 days' (same offer name), priced in USD, but the plan's budget "
-        "is in EUR",
-        "    expected: 47.14 USD (no invented exchange rate)",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.lot-currency",
+                             where="plan.json $.budget.currency",
+                             says="lot 'rtx4090-3d' is the IteraGPU catalogue's offer 'IteraGPU "
+                                  "RTX 4090, 3 days' (same offer name), priced in USD, but the "
+                                  "plan's budget is in EUR")
+    assert finding.expected == "47.14 USD (no invented exchange rate)"
 
 
 # ================================================================ hourly billing (R4)
@@ -668,7 +705,7 @@ def conclude(campaign: CampaignBuilder, text: str) -> None:
     ],
 )
 def test_hourly_billing_is_found_in_every_money_bearing_text(
-    itera: Itera, campaign: CampaignBuilder, place: str, text: str, where: str
+    campaign: CampaignBuilder, place: str, text: str, where: str
 ) -> None:
     if place == "offer":
         campaign.plan["budget"]["lots"][0]["offer"] = text
@@ -697,10 +734,10 @@ def test_hourly_billing_is_found_in_every_money_bearing_text(
     ],
 )
 def test_hours_in_prose_without_a_rate_are_not_billing(
-    itera: Itera, campaign: CampaignBuilder, text: str
+    campaign: CampaignBuilder, text: str
 ) -> None:
     conclude(campaign, text)
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 PHRASES_HOOK = "def pytest_itera_hourly_phrases(config):\n    return ['la hora']\n"
@@ -712,7 +749,7 @@ def test_users_add_hourly_phrases_through_the_hook(
     """The users' phrases are readings too: they advise, and decide under strict text."""
     pytester.makeconftest(PHRASES_HOOK)
     budget(campaign, external_expenses=[{"label": "soporte, 20 USD la hora", "amount": "40.00"}])
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
     result = itera("--itera-strict-text", check=BUDGET)
     result.assert_outcomes(failed=1)
     expect(result,
@@ -724,10 +761,10 @@ def test_users_add_hourly_phrases_through_the_hook(
 
 
 def test_without_the_hook_the_users_phrase_is_not_looked_for(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     budget(campaign, external_expenses=[{"label": "soporte, 20 USD la hora", "amount": "40.00"}])
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
     assert judged(campaign, BUDGET, strict=True).deciding == ()
 
 
@@ -740,7 +777,7 @@ def advised_then_strict(itera: Itera, campaign: CampaignBuilder, *lines: str) ->
     (fnmatch patterns, each matching a line of its rendering, in order)."""
     from fnmatch import fnmatchcase
 
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
     advised = judge(campaign, BUDGET).advisories
     assert advised
     assert {f.code for f in advised} == {"budget-consistent.label-marker"}
@@ -773,12 +810,12 @@ def include(campaign: CampaignBuilder, *expenses: dict[str, object]) -> None:
     ],
 )
 def test_an_included_expense_with_its_proof_passes(
-    itera: Itera, campaign: CampaignBuilder, label: str, amount: str, proof: str | dict[str, str]
+    campaign: CampaignBuilder, label: str, amount: str, proof: str | dict[str, str]
 ) -> None:
     """A receipt file shipped in the campaign (a str here), or an order reference."""
     source = receipt(campaign, proof, amount) if isinstance(proof, str) else proof
     include(campaign, {"label": label, "amount": amount, "source": source})
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 ADDRESSED = ("Buyer: campaign tiny-2026-11", "Date: 2026-11-21")
@@ -799,7 +836,7 @@ ADDRESSED = ("Buyer: campaign tiny-2026-11", "Date: 2026-11-21")
     ],
 )
 def test_a_text_receipt_states_the_amount_recorded_from_it(
-    itera: Itera, campaign: CampaignBuilder, text: bytes, states: bool
+    campaign: CampaignBuilder, text: bytes, states: bool
 ) -> None:
     """R7: an expense is what was paid, on the evidence of its receipt: a receipt's text (a
     PDF's text layer) must state the recorded amount. Each receipt names the campaign and is
@@ -810,16 +847,16 @@ def test_a_text_receipt_states_the_amount_recorded_from_it(
     include(campaign, {"label": "bucket storage", "amount": "12.00",
                        "source": {"file": "receipts/storage.txt"}})
     if states:
-        itera.passes(campaign, BUDGET)
+        expect_no_finding(judge(campaign, BUDGET))
     else:
-        itera.fails(campaign, BUDGET,
-                    "manifest.json $.budget.included_expenses[0].amount: included expense "
-                    "'bucket storage' (12.00 USD): its source file receipts/storage.txt does not "
-                    "state 12.00")
+        expect_finding(judge(campaign, BUDGET), "budget-consistent.amount-not-in-source",
+                       where="manifest.json $.budget.included_expenses[0].amount",
+                       says="included expense 'bucket storage' (12.00 USD): its source file "
+                            "receipts/storage.txt does not state 12.00")
 
 
 def test_the_amounts_a_receipt_states_are_shown_with_their_units(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     """Issue 26: "found: 5, 0.20" hid which number was the price; each amount keeps the unit or
     currency the receipt writes with it."""
@@ -828,19 +865,22 @@ def test_the_amounts_a_receipt_states_are_shown_with_their_units(
         f"{addressed}Bucket storage: 5 GB for the month, 0.20 USD\n").encode()
     include(campaign, {"label": "bucket storage", "amount": "12.00",
                        "source": {"file": "receipts/storage.txt"}})
-    itera.fails(campaign, BUDGET, "*its source file receipts/storage.txt does not state 12.00",
-                "    expected: 12.00, as receipts/storage.txt states it",
-                "    found:    5 GB, 0.20 USD")
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.amount-not-in-source",
+                             where="manifest.json $.budget.included_expenses[0].amount",
+                             says="its source file receipts/storage.txt does not state 12.00")
+    assert finding.expected == "12.00, as receipts/storage.txt states it"
+    assert finding.found == "5 GB, 0.20 USD"
 
 
 def test_a_lot_price_its_quote_does_not_state_is_refused(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     """R4: the quote says 120.00 for the B200 lot of two GPUs; the plan prices it 240.00."""
     lot(campaign, **{**B200, "price": "240.00"}, source=quote(campaign))
-    itera.fails(campaign, BUDGET,
-                "plan.json $.budget.lots[0].price: lot 'rtx4090-3d': its source file "
-                "quotes/b200-offer.pdf does not state 240.00")
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.amount-not-in-source",
+                   where="plan.json $.budget.lots[0].price",
+                   says="lot 'rtx4090-3d': its source file quotes/b200-offer.pdf does not state "
+                        "240.00")
 
 
 @pytest.mark.parametrize(
@@ -849,7 +889,7 @@ def test_a_lot_price_its_quote_does_not_state_is_refused(
      ("outside", "*leaves the campaign folder")],
 )
 def test_a_receipt_is_a_listed_present_file_of_the_campaign(
-    itera: Itera, campaign: CampaignBuilder, breakage: str, problem: str
+    campaign: CampaignBuilder, breakage: str, problem: str
 ) -> None:
     expense = disk(campaign)
     if breakage == "missing":
@@ -859,9 +899,10 @@ def test_a_receipt_is_a_listed_present_file_of_the_campaign(
     else:
         expense["source"] = {"file": "../receipts/disk-invoice.pdf"}  # '..' leaves it
     include(campaign, expense)
-    itera.fails(campaign, BUDGET,
-                "manifest.json $.budget.included_expenses[0].source.file: included expense 'extra "
-                f"disk for the rental' (2.00 USD): its source file *disk-invoice.pdf {problem}")
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.source-file",
+                   where="manifest.json $.budget.included_expenses[0].source.file",
+                   says=["included expense 'extra disk for the rental' (2.00 USD): its source file",
+                         "disk-invoice.pdf", problem.lstrip("*")])
 
 
 @pytest.mark.parametrize(
@@ -888,14 +929,14 @@ def test_an_estimated_amount_is_refused_even_with_a_receipt(
 
 
 @pytest.mark.parametrize(
-    ("changes", "lines"),
+    ("changes", "code", "lines"),
     [
-        pytest.param({"label": "storage, prorated over the 3 days"}, (
+        pytest.param({"label": "storage, prorated over the 3 days"}, None, (
             "manifest.json $.budget.included_expenses[0]: included expense 'storage, prorated "
             "over the 3 days' (2.00 USD) is declared derived from other figures ('prorated')*",),
             id="derived-amount"),
         pytest.param({"label": "VAT on the rental", "amount": "9.43",
-                      "source": {"reference": "rental Q-2026-118"}}, (
+                      "source": {"reference": "rental Q-2026-118"}}, None, (
             "manifest.json $.budget.included_expenses[0].source: included expense 'VAT on the "
             "rental' (9.43 USD) is a tax ('VAT') without its receipt file",
             "    expected: source.file: the provider's invoice or receipt that states this "
@@ -904,56 +945,61 @@ def test_an_estimated_amount_is_refused_even_with_a_receipt(
             "    fix:      attach the invoice that states it; the campaign never computes a tax, "
             "a percentage or a transfer cost*"), id="invented-tax"),
         pytest.param({"label": "egress of the outputs", "amount": "1.08",
-                      "source": {"reference": "bucket eu-1"}}, (
+                      "source": {"reference": "bucket eu-1"}}, None, (
             "manifest.json $.budget.included_expenses[0].source: included expense 'egress of "
             "the outputs' (1.08 USD) is a transfer cost ('egress') without its receipt file",),
             id="invented-transfer-cost"),
-        pytest.param({"source": {"reference": "n/a"}}, (
+        pytest.param({"source": {"reference": "n/a"}}, "budget-consistent.source-placeholder", (
             "manifest.json $.budget.included_expenses[0].source.reference: included expense "
             "'extra disk for the rental' (2.00 USD): its source reference 'n/a' is a "
             "placeholder, not a reference",), id="placeholder-order-reference"),
-        pytest.param({"label": " \u00a0"}, (
+        pytest.param({"label": " \u00a0"}, "budget-consistent.expense-no-label", (
             "manifest.json $.budget.included_expenses[0].label: an expense has no label",),
             id="blank-label"),
     ],
 )
 def test_an_included_expense_without_proof_of_payment_is_refused(
-    itera: Itera, campaign: CampaignBuilder, changes: dict[str, object], lines: tuple[str, ...]
+    itera: Itera, campaign: CampaignBuilder, changes: dict[str, object], code: str | None,
+    lines: tuple[str, ...],
 ) -> None:
     """The disk expense, changed: a receipt file stays its source unless ``changes`` says."""
     expense = {"label": "extra disk for the rental", "amount": "2.00"} | changes
     if "source" not in expense:
         expense["source"] = receipt(campaign)
     include(campaign, expense)
-    if any(w in lines[0] for w in ("is declared", "without its receipt file")):
+    if code is None:
         advised_then_strict(itera, campaign, *lines)  # read from the label: it advises
     else:
-        itera.fails(campaign, BUDGET, *lines)
+        where, says = lines[0].split(": ", 1)
+        expect_finding(judge(campaign, BUDGET), code, where=where, says=says)
 
 
 @pytest.mark.parametrize(
-    ("changes", "line"),
+    ("changes", "code", "where", "says"),
     [
         pytest.param({"label": "object storage", "kind": "estimate"},
-                     "manifest.json $.budget.included_expenses[0]: included expense 'object "
+                     "budget-consistent.expense-made-up",
+                     "manifest.json $.budget.included_expenses[0]", "included expense 'object "
                      "storage' (2.00 USD) is declared estimated (its kind is 'estimate'): an "
                      "expense included is an amount that was paid", id="estimate"),
-        pytest.param({"kind": "refund"}, "* is declared a refund (its kind is 'refund')*",
-                     id="refund"),
+        pytest.param({"kind": "refund"}, "budget-consistent.expense-made-up",
+                     "manifest.json $.budget.included_expenses[0]",
+                     " is declared a refund (its kind is 'refund')", id="refund"),
         pytest.param({"label": "Steuer", "kind": "tax", "source": {"reference": "R-2026-7"}},
-                     "manifest.json $.budget.included_expenses[0].source: included expense "
+                     "budget-consistent.expense-no-receipt",
+                     "manifest.json $.budget.included_expenses[0].source", "included expense "
                      "'Steuer' (2.00 USD) is a tax (kind 'tax') without its receipt file",
                      id="tax-without-its-receipt"),
     ],
 )
 def test_an_expense_s_kind_decides_in_any_language(
-    itera: Itera, campaign: CampaignBuilder, changes: dict[str, object], line: str
+    campaign: CampaignBuilder, changes: dict[str, object], code: str, where: str, says: str
 ) -> None:
     expense = {"label": "extra disk for the rental", "amount": "2.00"} | changes
     if "source" not in expense:
         expense["source"] = receipt(campaign)
     include(campaign, expense)
-    itera.fails(campaign, BUDGET, line)
+    expect_finding(judge(campaign, BUDGET), code, where=where, says=says)
 
 
 @pytest.mark.parametrize(
@@ -971,38 +1017,36 @@ def test_an_expense_s_kind_is_not_second_guessed_by_its_label(
 
 
 def test_the_same_receipt_counted_twice(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     include(campaign, disk(campaign), disk(campaign))
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.included_expenses[1]: included expense 'extra disk for the "
-        "rental' (2.00 USD) is listed twice (as included_expenses[0] too, same amount and same "
-        "receipt file): the same receipt counted twice",
-    )
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.expense-counted-twice",
+                   where="manifest.json $.budget.included_expenses[1]",
+                   says="included expense 'extra disk for the rental' (2.00 USD) is listed twice "
+                        "(as included_expenses[0] too, same amount and same receipt file): the "
+                        "same receipt counted twice")
 
 
 def test_the_same_receipt_line_relabelled_is_still_counted_twice(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     """A new label does not make a second payment: same amount, same receipt file."""
     include(campaign, disk(campaign), {**disk(campaign), "label": "bucket for the outputs"})
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.included_expenses[1]: included expense 'bucket for the "
-        "outputs' (2.00 USD) is listed twice (as included_expenses[0] too, same amount and "
-        "same receipt file): the same receipt counted twice",
-    )
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.expense-counted-twice",
+                   where="manifest.json $.budget.included_expenses[1]",
+                   says="included expense 'bucket for the outputs' (2.00 USD) is listed twice "
+                        "(as included_expenses[0] too, same amount and same receipt file): the "
+                        "same receipt counted twice")
 
 
 def test_two_amounts_of_one_receipt_are_two_lines(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     first = disk(campaign)
     campaign.files[RECEIPT] = b"Invoice INV-2026-311, 2026-11-21, campaign tiny-2026-11\n" \
         b"disk 2.00 USD\negress 1.00 USD\n"
     include(campaign, first, {"label": "egress", "amount": "1.00", "source": {"file": RECEIPT}})
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_an_external_tax_without_its_receipt_is_invented(
@@ -1033,7 +1077,7 @@ LAB = {"label": "annotation by the partner lab", "amount": "300.00",
     ],
 )
 def test_an_external_expense_relabelled_as_included_is_refused(
-    itera: Itera, campaign: CampaignBuilder, included: dict[str, object],
+    campaign: CampaignBuilder, included: dict[str, object],
     reason: str
 ) -> None:
     receipt(campaign)
@@ -1041,38 +1085,37 @@ def test_an_external_expense_relabelled_as_included_is_refused(
     external = LAB | {"source": {"reference": "PO-77", "file": "quotes/lab.pdf"}}
     campaign.plan["budget"]["external_expenses"] = [external]
     include(campaign, included)
-    itera.fails(
-        campaign, BUDGET,
-        f"manifest.json $.budget.included_expenses[0]: included expense {included['label']!r} "
-        "(300.00 USD) is the external expense 'annotation by the partner lab' (300.00 USD, "
-        f"plan.json $.budget.external_expenses[0]): {reason}",
-        "    expected: listed under external_expenses only",
-        "    found:    listed as an included expense",
-    )
+    finding = expect_finding(
+        judge(campaign, BUDGET), "budget-consistent.external-as-included",
+        where="manifest.json $.budget.included_expenses[0]",
+        says=f"included expense {included['label']!r} (300.00 USD) is the external expense "
+        "'annotation by the partner lab' (300.00 USD, plan.json $.budget.external_expenses[0]): "
+        f"{reason}")
+    assert (finding.expected, finding.found) == ("listed under external_expenses only",
+                                                 "listed as an included expense")
 
 
 def test_an_included_expense_beside_an_external_one_passes(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     campaign.plan["budget"]["external_expenses"] = [LAB]
     budget(campaign, external_expenses=[LAB])
     include(campaign, disk(campaign))
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_itera_manifest_1_cannot_prove_an_expense_was_paid(
-    itera: Itera, pytester: pytest.Pytester
+    pytester: pytest.Pytester
 ) -> None:
     campaign = CampaignBuilder(pytester.path / "out", version=1)
     include(campaign, {"label": "extra disk for the rental", "amount": "2.00"})
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.included_expenses[0].source: itera-manifest/1 cannot prove "
-        "that included expense 'extra disk for the rental' (2.00 USD) was paid: it records no "
-        "source",
-        "    fix:      re-close the campaign with itera-manifest/2, where every included "
-        "expense names its receipt file and/or order reference (source)",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.expense-no-source",
+                             where="manifest.json $.budget.included_expenses[0].source",
+                             says="itera-manifest/1 cannot prove that included expense 'extra "
+                                  "disk for the rental' (2.00 USD) was paid: it records no source")
+    assert finding.hint == (
+        "re-close the campaign with itera-manifest/2, where every included expense names its "
+        "receipt file and/or order reference (source)")
 
 
 # ================================================================= deliverables (R7)
@@ -1093,15 +1136,15 @@ def add_pilot(campaign: CampaignBuilder) -> None:
 
 
 def test_data_check_pilot_and_resume_check_deliver_nothing(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     add_pilot(campaign)
-    itera.passes(campaign, BUDGET)  # 1: the control and variant-a deliver tiny-corpus
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 @pytest.mark.parametrize("extra", ["pilot", "data-check"])
 def test_counting_a_pilot_or_a_data_check_is_refused(
-    itera: Itera, campaign: CampaignBuilder, extra: str
+    campaign: CampaignBuilder, extra: str
 ) -> None:
     two_corpora(campaign)
     if extra == "pilot":
@@ -1113,85 +1156,86 @@ def test_counting_a_pilot_or_a_data_check_is_refused(
         campaign.run_record("data-check").update(
             corpus="corpus-b", predictions="runs/data-check/predictions.jsonl")
     deliver(campaign, "variant-a", "tiny-corpus")
-    itera.fails(campaign, BUDGET,
-                "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
-                "distinct corpus(es) were delivered*", "    expected: 1 (tiny-corpus)")
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.accepted-deliverables",
+                             where="manifest.json $.budget.accepted_deliverables",
+                             says="accepted_deliverables is 2, but 1 distinct corpus(es) were "
+                                  "delivered")
+    assert finding.expected == "1 (tiny-corpus)"
 
 
 def test_two_distinct_corpora_are_two_deliverables(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_a_relabelled_copy_of_a_corpus_is_the_same_deliverable(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     add_corpus(campaign, "corpus-b", data=campaign.files["corpus/corpus.jsonl"])
     deliver(campaign, "control", "tiny-corpus")
     deliver(campaign, "variant-a", "corpus-b")
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    itera.fails(
-        campaign, BUDGET,
-        "manifest.json $.budget.accepted_deliverables: accepted_deliverables is 2, but 1 "
-        "distinct corpus(es) were delivered by accepted control or variant runs that passed "
-        "their checks in this session; one corpus under several ids (same content): "
-        "'corpus-b' is 'tiny-corpus'*",
-        "    expected: 1 (corpus-b = tiny-corpus)",
-    )
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.accepted-deliverables",
+                             where="manifest.json $.budget.accepted_deliverables",
+                             says="accepted_deliverables is 2, but 1 distinct corpus(es) were "
+                                  "delivered by accepted control or variant runs that passed "
+                                  "their checks in this session; one corpus under several ids "
+                                  "(same content): 'corpus-b' is 'tiny-corpus'")
+    assert finding.expected == "1 (corpus-b = tiny-corpus)"
 
 
 def test_the_same_relabelled_copy_declared_once_passes(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     add_corpus(campaign, "corpus-b", data=campaign.files["corpus/corpus.jsonl"])
     deliver(campaign, "variant-a", "corpus-b")
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_a_run_delivering_another_corpus_than_planned_is_not_counted(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     campaign.run_record("variant-a")["corpus"] = "corpus-b"
     next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"] = "tiny-corpus"
-    itera.fails(
-        campaign, BUDGET,
-        "*: accepted_deliverables is 2, but 1 distinct corpus(es) were delivered*; not counted: "
-        "variant-a (it was planned on corpus 'tiny-corpus', but the manifest says it delivers "
-        "'corpus-b')*",
-    )
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.accepted-deliverables",
+                   where="manifest.json $.budget.accepted_deliverables",
+                   says=["accepted_deliverables is 2, but 1 distinct corpus(es) were delivered",
+                         "; not counted: variant-a (it was planned on corpus 'tiny-corpus', but "
+                         "the manifest says it delivers 'corpus-b')"])
 
 
 def test_a_corpus_the_plan_does_not_freeze_is_not_counted(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     campaign.run_record("variant-a")["corpus"] = "corpus-z"
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
-    itera.fails(campaign, BUDGET,
-                "*; not counted: variant-a (its corpus 'corpus-z' is not a corpus of the plan)*")
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.accepted-deliverables",
+                   where="manifest.json $.budget.accepted_deliverables",
+                   says="; not counted: variant-a (its corpus 'corpus-z' is not a corpus of the "
+                        "plan)")
 
 
 def test_with_several_corpora_a_run_must_say_which_it_delivers(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     del next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"]
     del campaign.run_record("variant-a")["corpus"]
-    itera.fails(
-        campaign, BUDGET,
-        "*; not counted: variant-a (the plan freezes 2 corpora and neither the plan nor the "
-        "manifest says which one its predictions cover)*",
-    )
+    expect_finding(judge(campaign, BUDGET), "budget-consistent.accepted-deliverables",
+                   where="manifest.json $.budget.accepted_deliverables",
+                   says="; not counted: variant-a (the plan freezes 2 corpora and neither the "
+                        "plan nor the manifest says which one its predictions cover)")
 
 
 def test_a_run_names_its_corpus_in_the_plan_or_the_manifest(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     two_corpora(campaign)
     del campaign.run_record("variant-a")["corpus"]  # the plan says it: corpus-b
-    itera.passes(campaign, BUDGET)
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 # ---------------------------------------------------------------- itera-manifest/1
@@ -1260,8 +1304,12 @@ def test_itera_manifest_1_cannot_prove_labels_are_distinct_corpora(
     ]
 
 
-def test_itera_manifest_1_labels_through_pytest(itera: Itera, pytester: pytest.Pytester) -> None:
-    itera.fails(v1_labelled(pytester), BUDGET, V1_CANNOT_PROVE + "*")
+def test_itera_manifest_1_labels_through_pytest(pytester: pytest.Pytester) -> None:
+    expect_finding(judge(v1_labelled(pytester), BUDGET), "budget-consistent.accepted-deliverables",
+                   where="manifest.json $.budget.accepted_deliverables",
+                   says="itera-manifest/1 cannot prove that the deliverables 'corpus-a', "
+                        "'corpus-b' are 2 distinct corpora: runs[].deliverable is a label, and "
+                        "the runs' predictions cover 1 corpus(es) of the plan")
 
 
 def test_selected_alone_the_budget_item_runs(
@@ -1276,97 +1324,104 @@ def test_selected_alone_the_budget_item_runs(
 # ---------------------------------------- first written in test_one_rule_breaks.py
 
 
-def test_a_receipt_in_another_currency_is_refused(itera: Itera, campaign: CampaignBuilder
+def test_a_receipt_in_another_currency_is_refused(campaign: CampaignBuilder
                                                    ) -> None:
     with_receipt(campaign, "Stockage : 12,00 EUR TTC\n")
-    itera.fails(campaign, "budget-consistent",
-                "manifest.json $.budget.included_expenses[0].amount: included expense 'bucket "
-                "storage' (12.00 USD): its source file receipts/storage.txt states 12.00 EUR, "
-                "not 12.00 USD (the budget's currency)",
-                "    expected: 12.00 USD", "    found:    12.00 EUR",
-                "    fix:      record the amount in the budget's currency as the document "
-                "states it*")
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.source-currency",
+                             where="manifest.json $.budget.included_expenses[0].amount",
+                             says="included expense 'bucket storage' (12.00 USD): its source "
+                                  "file receipts/storage.txt states 12.00 EUR, not 12.00 USD "
+                                  "(the budget's currency)")
+    assert finding.expected == "12.00 USD"
+    assert finding.found == "12.00 EUR"
+    assert "record the amount in the budget's currency as the document states it" in (
+        finding.hint or "")
 
 
 @pytest.mark.parametrize("text", ["Storage: 12.00 USD\n", "Storage: $12.00\n",
                                   "Storage: 12.00\n", "Paid 12.00 EUR = 12.00 USD\n"])
 def test_a_receipt_stating_the_amount_in_the_budgets_currency_passes(
-    itera: Itera, campaign: CampaignBuilder, text: str
+    campaign: CampaignBuilder, text: str
 ) -> None:
     with_receipt(campaign, text)
-    itera.passes(campaign, "budget-consistent")
+    expect_no_finding(judge(campaign, BUDGET))
 
 
-def test_a_receipt_of_another_order_is_refused(itera: Itera, campaign: CampaignBuilder) -> None:
+def test_a_receipt_of_another_order_is_refused(campaign: CampaignBuilder) -> None:
     with_receipt(campaign, "Order reference: ORD-11111\nStorage: 12.00 USD\n", "ORD-88213")
-    itera.fails(campaign, "budget-consistent",
-                "manifest.json $.budget.included_expenses[0].source.reference: included expense "
-                "'bucket storage' (12.00 USD): its receipt receipts/storage.txt does not state "
-                "its source reference 'ORD-88213'",
-                "    expected: 'ORD-88213' in receipts/storage.txt",
-                "    fix:      attach the receipt of the order the reference names*")
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.receipt-reference",
+                             where="manifest.json "
+                                        "$.budget.included_expenses[0].source.reference",
+                             says="included expense 'bucket storage' (12.00 USD): its receipt "
+                                  "receipts/storage.txt does not state its source reference "
+                                  "'ORD-88213'")
+    assert finding.expected == "'ORD-88213' in receipts/storage.txt"
+    assert (
+        "attach the receipt of the order the reference names") in (finding.hint or "")
 
 
-def test_a_receipt_of_its_order_passes(itera: Itera, campaign: CampaignBuilder) -> None:
+def test_a_receipt_of_its_order_passes(campaign: CampaignBuilder) -> None:
     with_receipt(campaign, "Order reference: ord 88213\nStorage: 12.00 USD\n", "ORD-88213")
-    itera.passes(campaign, "budget-consistent")
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 # ============================================== R4: no rental time billed by the hour
 
 
 def test_a_prorated_day_of_the_gpu_lot_as_an_expense_is_refused(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     with_receipt(campaign, "Seller: IteraGPU\nRTX 4090, one more day: 15.71 USD\n",
                  label="IteraGPU: RTX 4090 extension, 1 day", amount="15.71")
-    itera.fails(campaign, "budget-consistent",
-                "manifest.json $.budget.included_expenses[0].amount: included expense "
-                "'IteraGPU: RTX 4090 extension, 1 day' (15.71 USD) is rental time of lot "
-                "'rtx4090-3d''s provider billed by the hour: 15.71 USD = 47.14 USD / 72 h x "
-                "24 h, a pro-rata of the 3-day lot (47.14 USD)",
-                "    expected: rental time as whole catalogue lots, engaged in budget.lots",
-                "    fix:      lots are fixed-price for their duration (R4)*")
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.expense-prorata",
+                             where="manifest.json $.budget.included_expenses[0].amount",
+                             says="included expense 'IteraGPU: RTX 4090 extension, 1 day' (15.71 "
+                                  "USD) is rental time of lot 'rtx4090-3d''s provider billed by "
+                                  "the hour: 15.71 USD = 47.14 USD / 72 h x 24 h, a pro-rata of "
+                                  "the 3-day lot (47.14 USD)")
+    assert finding.expected == "rental time as whole catalogue lots, engaged in budget.lots"
+    assert "lots are fixed-price for their duration (R4)" in (finding.hint or "")
 
 
 def test_another_gpu_purchase_from_the_provider_passes(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     with_receipt(campaign, "Seller: IteraGPU\nRTX 4090 image snapshot: 5.00 USD\n",
                  label="IteraGPU: RTX 4090 image snapshot", amount="5.00")
-    itera.passes(campaign, "budget-consistent")
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_a_receipt_dated_in_the_window_whatever_else_it_prints_passes(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     with_receipt(campaign, "Storage: 12.00 USD\nCustomer since 2019-03-02.\n")
-    itera.passes(campaign, "budget-consistent")
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_a_receipt_of_the_provider_naming_no_campaign_passes(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     with_receipt(campaign, "Seller: Northbridge\nCampaign folder storage: 12.00 USD\n",
                  label="Northbridge: bucket storage")
     receipt = "receipts/storage.txt"
     campaign.files[receipt] = campaign.files[receipt].replace(
         b"Buyer: campaign tiny-2026-11\n", b"")
-    itera.passes(campaign, "budget-consistent")
+    expect_no_finding(judge(campaign, BUDGET))
 
 
 def test_an_expense_recording_only_the_tax_line_of_its_receipt_is_refused(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     with_receipt(campaign, "Storage: 10.00 USD\nVAT 20%: 2.00 USD\nTotal paid: 12.00 USD\n",
                  amount="2.00")
-    itera.fails(campaign, "budget-consistent",
-                "manifest.json $.budget.included_expenses[0].amount: included expense 'bucket "
-                "storage' (2.00 USD): its source file receipts/storage.txt states 2.00 only as "
-                "a tax (line 4: 'VAT 20%: 2.00 USD'), not as what was bought",
-                "    expected: the amount billed for the item the label names",
-                "    found:    VAT 20%: 2.00 USD; Total paid: 12.00 USD",
-                "    fix:      record the amount the receipt bills for the item*")
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.amount-is-tax",
+                             where="manifest.json $.budget.included_expenses[0].amount",
+                             says="included expense 'bucket storage' (2.00 USD): its source file "
+                                  "receipts/storage.txt states 2.00 only as a tax (line 4: 'VAT "
+                                  "20%: 2.00 USD'), not as what was bought")
+    assert finding.expected == "the amount billed for the item the label names"
+    assert finding.found == "VAT 20%: 2.00 USD; Total paid: 12.00 USD"
+    assert "record the amount the receipt bills for the item" in (finding.hint or "")
 
 
 def test_an_expense_recorded_as_paid_that_is_its_receipts_vat_line_is_refused(
@@ -1408,7 +1463,26 @@ def test_a_line_only_the_word_tax_names_advises(campaign: CampaignBuilder) -> No
     ("Storage, total incl. VAT: 12.00 USD\n", "bucket storage", "12.00"),
 ])
 def test_an_expense_recording_what_its_receipt_bills_passes(
-    itera: Itera, campaign: CampaignBuilder, text: str, label: str, amount: str
+    campaign: CampaignBuilder, text: str, label: str, amount: str
 ) -> None:
     with_receipt(campaign, text, label=label, amount=amount)
-    itera.passes(campaign, "budget-consistent")
+    expect_no_finding(judge(campaign, BUDGET))
+
+
+def test_a_lot_id_repeated_in_the_plan_is_refused(campaign: CampaignBuilder) -> None:
+    lots = campaign.plan["budget"]["lots"]
+    lots.append(dict(lots[0]))
+    finding = expect_finding(judge(campaign, BUDGET), "budget-consistent.lot-id-repeated",
+                             where="plan.json $.budget.lots",
+                             says="lot id 'rtx4090-3d' appears 2 times in the plan")
+    assert (finding.expected, finding.found) == ("each lot id once", "2 times")
+
+
+def test_a_catalogue_in_force_that_cannot_be_used_is_refused(campaign: CampaignBuilder) -> None:
+    """What the hook's wiring hands over (Options.catalogue: why the one given is unusable)."""
+    why = "the pytest_itera_catalogue hook returned dict, not a pytest_itera.core.money.Catalogue"
+    finding = expect_finding(judge(campaign, BUDGET, options=Options(catalogue=why)),
+                             "budget-consistent.catalogue-unusable",
+                             where="pytest_itera_catalogue hook",
+                             says="the price catalogue in force cannot be used")
+    assert finding.found == "dict, not a pytest_itera.core.money.Catalogue"

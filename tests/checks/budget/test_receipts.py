@@ -18,7 +18,13 @@ import pytest
 from pytest_itera.checks.budget.receipts import states_reference
 from pytest_itera.checks.prose.receipts import expense_provider, receipt_dates, receipt_issuer
 from tests.checks.campaigns import BUDGET, budget
-from tests.checks.judging import expect_finding, expect_no_finding, judge, judged
+from tests.checks.judging import (
+    advises_then_fails,
+    expect_finding,
+    expect_no_finding,
+    judge,
+    judged,
+)
 from tests.factory import CampaignBuilder
 from tests.pdfs import image_only_pdf, text_pdf
 
@@ -53,15 +59,12 @@ def advisories(campaign: CampaignBuilder) -> list[str]:
     return [f.render() for f in found.advisories]
 
 
-def advises(campaign: CampaignBuilder, code: str) -> list[str]:
-    """A prose reading's finding: an advisory with ``code`` by default, the same failure
-    under strict text; its rendered lines."""
+def only_advisory(campaign: CampaignBuilder) -> None:
+    """The campaign's budget decides nothing by default and advises once (the reading that
+    ``advises_then_fails`` then checks by its code)."""
     found = judged(campaign, BUDGET)
-    assert [f.render() for f in found.deciding] == []
-    assert [f.code for f in found.advisories] == [code]
-    assert [f.render() for f in judge(campaign, BUDGET, strict=True, write=False)] == [
-        found.advisories[0].render()]
-    return [found.advisories[0].render()]
+    assert found.deciding == ()
+    assert len(found.advisories) == 1, [f.render() for f in found.advisories]
 
 
 def test_a_receipt_that_names_dates_and_issues_what_it_proves_passes(
@@ -119,54 +122,62 @@ def test_another_purchase_from_the_gpu_provider_is_an_expense(campaign: Campaign
 def test_a_receipt_addressed_to_another_campaign_is_refused(campaign: CampaignBuilder) -> None:
     receipt = invoice(buyer="campaign rings-2025-03", seller="Coldvault")
     include(campaign, receipt, label="object storage for the outputs")
-    assert advises(campaign, "budget-consistent.receipt-addressee") == [
-        f"{WHERE}.source.file: included expense 'object storage for the outputs' (1.20 USD): "
-        f"its receipt {RECEIPT} names neither the campaign 'tiny-2026-11' nor a provider the "
-        "expense names (its label names none: write '<provider>: <item>') (it is issued by "
-        "'Coldvault')\n"
-        "    expected: 'tiny-2026-11' in the receipt\n"
-        "    found:    issued by 'Coldvault', addressed to neither\n"
-        "    fix:      attach the receipt of this campaign's expense: it names the campaign (its "
-        "id, as the buyer's reference) or the provider the label names; record "
-        "source.issued_by (the issuer as the receipt writes it) to decide",
-    ]
+    only_advisory(campaign)
+    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-addressee")
+    assert finding.where == f"{WHERE}.source.file"
+    assert f"its receipt {RECEIPT} names neither the campaign 'tiny-2026-11' nor a provider " \
+        "the expense names" in finding.message
+    assert (finding.expected, finding.found) == ("'tiny-2026-11' in the receipt",
+                                                 "issued by 'Coldvault', addressed to neither")
+    assert "record source.issued_by" in (finding.hint or "")
+
+
+def test_a_receipt_of_the_provider_to_another_campaign_is_refused(
+    campaign: CampaignBuilder,
+) -> None:
+    include(campaign, invoice(buyer="campaign rings-2025-03"))
+    only_advisory(campaign)
+    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-other-campaign")
+    assert finding.where == f"{WHERE}.source.file"
+    assert f"its receipt {RECEIPT} is addressed to campaign 'rings-2025-03', not " \
+        "'tiny-2026-11'" in finding.message
+    assert finding.found == "campaign 'rings-2025-03'"
 
 
 def test_a_receipt_dated_20_months_before_the_rental_is_refused(
     campaign: CampaignBuilder,
 ) -> None:
     include(campaign, invoice(dated="2025-03-20"))
-    assert advises(campaign, "budget-consistent.receipt-date") == [
-        f"{WHERE}.source.file: included expense '{STORAGE}' (1.20 USD): its receipt {RECEIPT} "
-        "is dated 2025-03-20, outside the campaign's window\n"
-        "    expected: a date from 2026-11-20 (frozen_at) to 2026-11-22 (closed_at), give or "
-        "take 7 days\n"
-        "    found:    2025-03-20\n"
-        "    fix:      attach the receipt of what this campaign paid: it is dated between the "
-        "plan's freezing and the closure (an older or later receipt is another purchase); "
-        "record source.issued_on to decide",
-    ]
+    only_advisory(campaign)
+    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-date")
+    assert finding.where == f"{WHERE}.source.file"
+    assert f"its receipt {RECEIPT} is dated 2025-03-20, outside the campaign's window" in (
+        finding.message)
+    assert (finding.expected, finding.found) == (
+        "a date from 2026-11-20 (frozen_at) to 2026-11-22 (closed_at), give or take 7 days",
+        "2025-03-20")
+    assert "record source.issued_on" in (finding.hint or "")
 
 
 def test_a_receipt_without_a_date_says_it_cannot_prove_one(campaign: CampaignBuilder) -> None:
     include(campaign, invoice().replace("Date: 2026-11-21\n", ""))
-    assert advises(campaign, "budget-consistent.receipt-date")[0].startswith(
-        f"{WHERE}.source.file: included expense '{STORAGE}' (1.20 USD): cannot prove the "
-        f"receipt's date from its text ({RECEIPT}); record issued_on\n")
+    only_advisory(campaign)
+    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-date")
+    assert finding.where == f"{WHERE}.source.file"
+    assert f"cannot prove the receipt's date from its text ({RECEIPT}); record issued_on" in (
+        finding.message)
 
 
 def test_a_receipt_issued_by_another_provider_is_refused(campaign: CampaignBuilder) -> None:
     include(campaign, invoice(seller="Coldvault Storage Ltd"))
-    assert advises(campaign, "budget-consistent.receipt-issuer") == [
-        f"{WHERE}.source.file: included expense '{STORAGE}' (1.20 USD): its receipt {RECEIPT} "
-        "is issued by 'Coldvault Storage Ltd', another provider than the expense names "
-        "('Northbridge Object Storage')\n"
-        "    expected: a receipt issued by 'Northbridge Object Storage'\n"
-        "    found:    issued by 'Coldvault Storage Ltd'\n"
-        "    fix:      attach the receipt of this expense, issued by the provider it was paid "
-        "to (or name that provider in the label); record source.issued_by (the issuer as the "
-        "receipt writes it) to decide",
-    ]
+    only_advisory(campaign)
+    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-issuer")
+    assert finding.where == f"{WHERE}.source.file"
+    assert "is issued by 'Coldvault Storage Ltd', another provider than the expense names " \
+        "('Northbridge Object Storage')" in finding.message
+    assert (finding.expected, finding.found) == (
+        "a receipt issued by 'Northbridge Object Storage'", "issued by 'Coldvault Storage Ltd'")
+    assert "record source.issued_by" in (finding.hint or "")
 
 
 def test_a_label_s_category_word_is_not_taken_for_another_provider(
@@ -295,35 +306,35 @@ def test_the_schema_takes_the_facts(campaign: CampaignBuilder) -> None:
 
 
 @pytest.mark.parametrize(
-    ("facts", "line"),
+    ("facts", "code", "says"),
     [
-        pytest.param({"issued_by": "Coldvault Storage Ltd"},
-                     f"{WHERE}.source.issued_by: included expense '{STORAGE}' (1.20 USD): its "
-                     f"receipt {RECEIPT} does not state its source.issued_by 'Coldvault Storage "
-                     "Ltd'", id="issued-by"),
+        pytest.param({"issued_by": "Coldvault Storage Ltd"}, "budget-consistent.receipt-issued-by",
+                     f"its receipt {RECEIPT} does not state its source.issued_by 'Coldvault "
+                     "Storage Ltd'", id="issued-by"),
         pytest.param({"amount_as_written": "1,20 €"},
-                     f"{WHERE}.source.amount_as_written: included expense '{STORAGE}' (1.20 "
-                     f"USD): its receipt {RECEIPT} does not state its source.amount_as_written "
+                     "budget-consistent.receipt-amount-as-written",
+                     f"its receipt {RECEIPT} does not state its source.amount_as_written "
                      "'1,20 €'", id="amount-as-written"),
-        pytest.param({"reference": "ORD-11111"},
-                     f"{WHERE}.source.reference: included expense '{STORAGE}' (1.20 USD): its "
-                     f"receipt {RECEIPT} does not state its source reference 'ORD-11111'",
+        pytest.param({"reference": "ORD-11111"}, "budget-consistent.receipt-reference",
+                     f"its receipt {RECEIPT} does not state its source reference 'ORD-11111'",
                      id="reference"),
-        pytest.param({"issued_on": "2025-03-20"},
-                     f"{WHERE}.source.issued_on: included expense '{STORAGE}' (1.20 USD): its "
-                     "receipt is issued on 2025-03-20 (source.issued_on), outside the "
+        pytest.param({"issued_on": "2025-03-20"}, "budget-consistent.receipt-issued-on",
+                     "its receipt is issued on 2025-03-20 (source.issued_on), outside the "
                      "campaign's window", id="issued-on"),
-        pytest.param({"issued_on": "2026-02-30"},
-                     f"{WHERE}.source.issued_on: included expense '{STORAGE}' (1.20 USD): its "
-                     "source.issued_on '2026-02-30' is not a calendar date", id="not-a-date"),
+        pytest.param({"issued_on": "2026-02-30"}, "budget-consistent.receipt-issued-on",
+                     "its source.issued_on '2026-02-30' is not a calendar date", id="not-a-date"),
     ],
 )
 def test_a_recorded_fact_the_receipt_does_not_bear_out_fails(
-    campaign: CampaignBuilder, facts: dict[str, str], line: str
+    campaign: CampaignBuilder, facts: dict[str, str], code: str, says: str
 ) -> None:
+    """The one finding, at the recorded fact: its field."""
     include(campaign, invoice(), **facts)
     found = judge(campaign, BUDGET)
-    assert [f.render().splitlines()[0] for f in found] == [line]
+    assert len(found) == 1, [f.render() for f in found]
+    field = next(iter(facts))
+    expect_finding(found, code, where=f"{WHERE}.source.{field}",
+                   says=[f"included expense '{STORAGE}' (1.20 USD): ", says])
 
 
 @pytest.mark.parametrize(
@@ -387,7 +398,8 @@ def test_another_company_s_letterhead_invoice_is_read_as_its_issuer_s(
     letter = ("Coldvault Storage Ltd\n12 Harbour Street, Leith\n\nINVOICE 40715\n"
               "Date: 2026-11-21\nBuyer: campaign tiny-2026-11\nTotal paid: 1.20 USD\n")
     include(campaign, letter)
-    assert advises(campaign, "budget-consistent.receipt-issuer")[0].startswith(
-        f"{WHERE}.source.file: included expense '{STORAGE}' (1.20 USD): its receipt {RECEIPT} "
-        "is headed by 'Coldvault Storage Ltd', another provider than the expense names "
-        "('Northbridge Object Storage')")
+    only_advisory(campaign)
+    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-issuer")
+    assert finding.where == f"{WHERE}.source.file"
+    assert f"its receipt {RECEIPT} is headed by 'Coldvault Storage Ltd', another provider than " \
+        "the expense names ('Northbridge Object Storage')" in finding.message

@@ -1,5 +1,5 @@
 """The rules of ``expected-ids`` (pytest_itera/checks/contract/expected_ids.py): each break
-refused, with its honest twin.
+refused, with its honest twin, judged in process (tests/checks/judging.py).
 
 Where the cases come from (the files they were first written in):
 
@@ -7,130 +7,67 @@ manifest, plan-frozen, expected-ids, analysis-present: each passes, and fails fo
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from tests.checks.campaigns import selecting
-from tests.factory import CampaignBuilder, expect
-from tests.runner import Itera
+from tests.checks.judging import expect_finding, expect_no_finding, judge
+from tests.factory import CampaignBuilder
 
-# ----------------------------------------------------------------- manifest
-
-
-def test_manifest_passes_on_a_good_campaign(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    campaign.write()
-    itera("-k", "manifest and not files and not temp").assert_outcomes(passed=1)
-
-
-def test_a_draft_plan_is_never_accepted(itera: Itera, campaign: CampaignBuilder) -> None:
-    """frozen_at is optional in a draft, still required when a campaign is accepted."""
-    del campaign.plan["frozen_at"]
-    campaign.write()
-    result = itera(*selecting("manifest and not files and not temp"))
-    result.assert_outcomes(failed=1)
-    expect(result,
-           "plan.json $.frozen_at: plan.json is a draft: it has no frozen_at, so no one froze "
-           "it before the runs",
-           "*fix:      freeze the plan with CampaignRecorder.freeze_plan before the first run*")
-
-
-def test_plan_not_json(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.write()
-    (campaign.root / "plan.json").write_text('{"format": "itera-plan/1",\n  "campaign": }\n')
-    campaign.seal()
-    result = itera(*selecting("manifest and not files and not temp"))
-    result.assert_outcomes(failed=1)
-    expect(result, "plan.json:2:15 $: not JSON: Expecting value")
-
-
-def test_unknown_field_is_rejected(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.plan["budget"]["lots"][0]["colour"] = "red"
-    campaign.write()
-    result = itera(*selecting("manifest and not files and not temp"))
-    expect(
-        result,
-        "plan.json:*:* $.budget.lots[0]: unknown field 'colour' "
-        "(typo? unknown fields are rejected)",
-    )
-
-
-def test_float_money_is_a_schema_error(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    campaign.manifest["budget"]["rental_total"] = 47.14
-    campaign.write()
-    result = itera(*selecting("manifest and not files and not temp"))
-    expect(
-        result,
-        "manifest.json:* $.budget.rental_total: 47.14 is a float; "
-        'money and identifiers are strings (write "47.14")',
-    )
-
-
-def test_a_final_newline_does_not_satisfy_a_pattern(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    """JSON Schema patterns are ECMA-262 regexes, where `$` is the end of the string:
-    "47.14\n" is no money string, although Python's re would let `$` match before it."""
-    campaign.manifest["budget"]["rental_total"] = "47.14\n"
-    campaign.write()
-    result = itera(*selecting("manifest and not files and not temp"))
-    result.assert_outcomes(failed=1)
-    expect(result, 'manifest.json:*:* $.budget.rental_total: "47.14\\n" does not match *')
-
-
-def test_every_schema_error_is_listed(itera: Itera, campaign: CampaignBuilder) -> None:
-    del campaign.manifest["analysis"]
-    campaign.manifest["runs"][0]["outcome"] = 3
-    campaign.write()
-    result = itera(*selecting("manifest and not files and not temp"))
-    expect(
-        result,
-        "*manifest: 2 problems*",
-        "manifest.json:*:* $: 'analysis' is a required property",
-        "manifest.json:*:* $.runs[0].outcome: 3 is not one of *",
-    )
-
-
-def test_campaign_ids_must_agree(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.manifest["campaign"] = "another-campaign"
-    campaign.write()
-    result = itera(*selecting("manifest and not files and not temp"))
-    expect(
-        result,
-        "manifest.json $.campaign: plan.json and manifest.json name different campaigns",
-        "    expected: 'tiny-2026-11'",
-        "    found:    'another-campaign'",
-    )
-
+CHECK = "expected-ids"
 
 # ------------------------------------------------------------- expected-ids
 
 
-def test_expected_ids_passes(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.write()
-    itera(*selecting("expected-ids")).assert_outcomes(passed=1)
+def test_expected_ids_passes(campaign: CampaignBuilder) -> None:
+    expect_no_finding(judge(campaign, CHECK))
 
 
-def test_planned_run_missing(itera: Itera, campaign: CampaignBuilder) -> None:
+def _variant_missing(campaign: CampaignBuilder) -> None:
     campaign.manifest["runs"] = [r for r in campaign.manifest["runs"] if r["id"] != "variant-a"]
-    campaign.write()
-    result = itera(*selecting("expected-ids"))
-    expect(result, "manifest.json $.runs: planned run variant-a is unaccounted for")
 
 
-def test_unplanned_run(itera: Itera, campaign: CampaignBuilder) -> None:
-    extra = dict(campaign.manifest["runs"][3], id="variant-z")
-    campaign.manifest["runs"].append(extra)
-    campaign.write()
-    result = itera(*selecting("expected-ids"))
-    expect(result, "manifest.json $.runs[4].id: run variant-z is not in the plan")
+def _unplanned(campaign: CampaignBuilder) -> None:
+    campaign.manifest["runs"].append(dict(campaign.manifest["runs"][3], id="variant-z"))
 
 
-def test_unplanned_run_added_by_a_decision_is_accepted(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
+def _control_twice(campaign: CampaignBuilder) -> None:
+    campaign.manifest["runs"].append(dict(campaign.manifest["runs"][0]))
+
+
+def _no_resume_check_in_must(campaign: CampaignBuilder) -> None:
+    campaign.plan["runs"][2]["category"] = "useful"
+
+
+def _checkpoint_of_an_unknown_run(campaign: CampaignBuilder) -> None:
+    campaign.manifest["checkpoints"][2]["run"] = "variant-q"
+
+
+@pytest.mark.parametrize(
+    ("breaks", "code", "where", "says"),
+    [
+        (_variant_missing, "expected-ids.unaccounted", "manifest.json $.runs",
+         "planned run variant-a is unaccounted for"),
+        (_unplanned, "expected-ids.unplanned", "manifest.json $.runs[4].id",
+         "run variant-z is not in the plan"),
+        (_control_twice, "expected-ids.repeated", "manifest.json $.runs",
+         "run id control appears 2 times"),
+        (_no_resume_check_in_must, "expected-ids.must-role-missing", "plan.json $.runs",
+         "the must category has no resume check run"),
+        (_checkpoint_of_an_unknown_run, "expected-ids.unknown-run",
+         "manifest.json $.checkpoints[2].run", "variant-q"),
+    ],
+    ids=["planned-run-missing", "unplanned-run", "duplicate-run-id",
+         "must-lacks-the-resume-check", "checkpoint-of-an-unknown-run"],
+)
+def test_each_break_is_refused(campaign: CampaignBuilder,
+                               breaks: Callable[[CampaignBuilder], None], code: str, where: str,
+                               says: str) -> None:
+    breaks(campaign)
+    expect_finding(judge(campaign, CHECK), code, where=where, says=says)
+
+
+def test_unplanned_run_added_by_a_decision_is_accepted(campaign: CampaignBuilder) -> None:
     campaign.manifest["runs"].append(dict(campaign.manifest["runs"][3], id="variant-a2"))
     campaign.manifest["schedule"]["decisions"] = [
         {
@@ -139,35 +76,16 @@ def test_unplanned_run_added_by_a_decision_is_accepted(
             "adds": ["variant-a2"],
         }
     ]
-    campaign.write()
-    itera(*selecting("expected-ids")).assert_outcomes(passed=1)
+    expect_no_finding(judge(campaign, CHECK))
 
 
-def test_duplicate_run_id(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.manifest["runs"].append(dict(campaign.manifest["runs"][0]))
-    campaign.write()
-    result = itera(*selecting("expected-ids"))
-    expect(result, "manifest.json $.runs: run id control appears 2 times")
-
-
-def test_no_control(itera: Itera, campaign: CampaignBuilder) -> None:
+def test_no_control(campaign: CampaignBuilder) -> None:
     campaign.plan["runs"][0]["role"] = "variant"
-    campaign.write()
-    result = itera(*selecting("expected-ids"))
-    expect(
-        result,
-        "plan.json $.runs: the plan has no control run",
-        "plan.json $.runs: the must category has no control run",
-    )
-
-
-def test_must_category_lacks_the_resume_check(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    campaign.plan["runs"][2]["category"] = "useful"
-    campaign.write()
-    result = itera(*selecting("expected-ids"))
-    expect(result, "plan.json $.runs: the must category has no resume check run")
+    found = judge(campaign, CHECK)
+    expect_finding(found, "expected-ids.no-control", where="plan.json $.runs",
+                   says="the plan has no control run")
+    expect_finding(found, "expected-ids.must-role-missing", where="plan.json $.runs",
+                   says="the must category has no control run")
 
 
 def _drop(campaign: CampaignBuilder, run_id: str = "variant-a", **fields: object) -> None:
@@ -179,52 +97,25 @@ def _drop(campaign: CampaignBuilder, run_id: str = "variant-a", **fields: object
     ]
 
 
-def test_dropped_run_with_its_decision_passes(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
+def test_dropped_run_with_its_decision_passes(campaign: CampaignBuilder) -> None:
     _drop(campaign)
-    campaign.write()
-    itera(*selecting("expected-ids")).assert_outcomes(passed=1)
+    expect_no_finding(judge(campaign, CHECK))
 
 
 @pytest.mark.parametrize(
-    ("decision", "drops", "expected"),
+    ("decision", "drops", "code", "says"),
     [
-        (
-            None,
-            ["variant-a"],
-            [
-                "manifest.json $.runs[3].decision: dropped run variant-a names no decision",
-                "    fix:      a run is dropped at a decision point*",
-            ],
-        ),
-        (
-            "mid-week",
-            ["variant-a"],
-            [
-                "manifest.json $.runs[3].decision: "
-                "dropped run variant-a names decision 'mid-week', which is not recorded",
-                "    expected: one of ['after-pilot']",
-            ],
-        ),
-        (
-            "after-pilot",
-            [],
-            [
-                "manifest.json $.runs[3].decision: dropped run variant-a names decision "
-                "'after-pilot', which does not drop it",
-                "    found:    drops []",
-            ],
-        ),
+        (None, ["variant-a"], "expected-ids.drop-without-decision",
+         "dropped run variant-a names no decision"),
+        ("mid-week", ["variant-a"], "expected-ids.drop-decision-unknown",
+         "dropped run variant-a names decision 'mid-week', which is not recorded"),
+        ("after-pilot", [], "expected-ids.drop-decision-disagrees",
+         "dropped run variant-a names decision 'after-pilot', which does not drop it"),
     ],
     ids=["no-decision", "unknown-decision", "decision-does-not-drop-it"],
 )
 def test_dropped_run_without_a_matching_decision(
-    itera: Itera,
-    campaign: CampaignBuilder,
-    decision: str | None,
-    drops: list[str],
-    expected: list[str],
+    campaign: CampaignBuilder, decision: str | None, drops: list[str], code: str, says: str,
 ) -> None:
     _drop(campaign)
     if decision is None:
@@ -232,48 +123,43 @@ def test_dropped_run_without_a_matching_decision(
     else:
         campaign.manifest["runs"][3]["decision"] = decision
     campaign.manifest["schedule"]["decisions"][0]["drops"] = drops
-    campaign.write()
-    result = itera(*selecting("expected-ids"))
-    result.assert_outcomes(failed=1)
-    expect(result, "*expected-ids: 1 problem*", *expected)
+    found = judge(campaign, CHECK)
+    assert len(found) == 1, [f.render() for f in found]
+    finding = expect_finding(found, code, where="manifest.json $.runs[3].decision", says=says)
+    if decision is None:
+        assert (finding.hint or "").startswith("a run is dropped at a decision point")
+    elif drops:
+        assert finding.expected == "one of ['after-pilot']"
+    else:
+        assert finding.found == "drops []"
 
 
-def test_must_run_dropped(itera: Itera, campaign: CampaignBuilder) -> None:
+def test_must_run_dropped(campaign: CampaignBuilder) -> None:
     _drop(campaign, "control")
-    campaign.write()
-    result = itera(*selecting("expected-ids"))
-    expect(
-        result,
-        "manifest.json $.runs[0].outcome: must-category run control was dropped",
-        "    fix:      only optional (useful or exploratory) runs are dropped*",
-    )
+    finding = expect_finding(judge(campaign, CHECK), "expected-ids.must-dropped",
+                             where="manifest.json $.runs[0].outcome",
+                             says="must-category run control was dropped")
+    assert (finding.hint or "").startswith(
+        "only optional (useful or exploratory) runs are dropped")
 
 
-def test_decision_drops_a_run_that_ran(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
+def test_decision_drops_a_run_that_ran(campaign: CampaignBuilder) -> None:
     campaign.manifest["schedule"]["decisions"] = [
         {"id": "after-pilot", "text": "variant-a is dropped", "drops": ["variant-a"]}
     ]
-    campaign.write()
-    result = itera(*selecting("expected-ids"))
-    expect(
-        result,
-        "manifest.json $.schedule.decisions[0].drops: decision after-pilot drops run "
-        "variant-a, recorded as accepted",
-    )
+    expect_finding(judge(campaign, CHECK), "expected-ids.drop-decision-disagrees",
+                   where="manifest.json $.schedule.decisions[0].drops",
+                   says="decision after-pilot drops run variant-a, recorded as accepted")
 
 
 @pytest.mark.parametrize("blank", [None, " \t", "\u200b"])
-def test_rejected_run_needs_a_reason(
-    itera: Itera, campaign: CampaignBuilder, blank: str | None
-) -> None:
+def test_rejected_run_needs_a_reason(campaign: CampaignBuilder, blank: str | None) -> None:
     campaign.manifest["runs"][3]["outcome"] = "rejected"
     if blank is not None:
         campaign.manifest["runs"][3]["rejection"] = blank
-    campaign.write()
-    result = itera(*selecting("expected-ids"))
-    expect(result, "manifest.json $.runs[3].rejection: rejected run variant-a does not say why")
+    expect_finding(judge(campaign, CHECK), "expected-ids.rejection-unexplained",
+                   where="manifest.json $.runs[3].rejection",
+                   says="rejected run variant-a does not say why")
     campaign.manifest["runs"][3]["rejection"] = "predictions written for the old corpus"
-    campaign.write()
-    itera(*selecting("expected-ids")).assert_outcomes(passed=1)
+    expect_no_finding(judge(campaign, CHECK), "expected-ids.rejection-unexplained")
+    expect_no_finding(judge(campaign, CHECK, write=False))

@@ -1,18 +1,22 @@
 """The rules of ``manifest`` (pytest_itera/checks/contract/manifest.py): each break refused, with
-its honest twin.
+its honest twin (judged in process, tests/checks/judging.py, where no pytest session's wiring is
+the point).
 """
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 
 import pytest
 
 from tests.checks.campaigns import BUDGET, budget, selecting
-from tests.checks.judging import advises_then_fails
+from tests.checks.judging import advises_then_fails, expect_finding, expect_no_finding, judge
 from tests.factory import CampaignBuilder, expect, sha256
 from tests.plans import seed_plan, write
 from tests.runner import Itera
+
+MANIFEST = "manifest"
 
 # ---------------------------------------- first written in test_budget_checks.py
 
@@ -41,6 +45,87 @@ def test_hourly_billing_is_refused(
 
 
 # ---------------------------------------- first written in test_contract_checks.py
+
+# ------------------------------------------------- the documents, judged in process
+
+
+def test_manifest_passes_on_a_good_campaign(campaign: CampaignBuilder) -> None:
+    expect_no_finding(judge(campaign, MANIFEST))
+
+
+def test_a_draft_plan_is_never_accepted(campaign: CampaignBuilder) -> None:
+    """frozen_at is optional in a draft, still required when a campaign is accepted."""
+    del campaign.plan["frozen_at"]
+    finding = expect_finding(judge(campaign, MANIFEST), "manifest.plan-draft",
+                             where="plan.json $.frozen_at",
+                             says="plan.json is a draft: it has no frozen_at")
+    assert (finding.hint or "").startswith(
+        "freeze the plan with CampaignRecorder.freeze_plan before the first run")
+
+
+def test_plan_not_json(campaign: CampaignBuilder) -> None:
+    campaign.write()
+    (campaign.root / "plan.json").write_text('{"format": "itera-plan/1",\n  "campaign": }\n')
+    campaign.seal()
+    expect_finding(judge(campaign, MANIFEST, write=False), "manifest.invalid-document",
+                   where="plan.json:2:15 $", says="not JSON: Expecting value")
+
+
+def _unknown_field(campaign: CampaignBuilder) -> None:
+    campaign.plan["budget"]["lots"][0]["colour"] = "red"
+
+
+def _float_money(campaign: CampaignBuilder) -> None:
+    campaign.manifest["budget"]["rental_total"] = 47.14
+
+
+def _final_newline(campaign: CampaignBuilder) -> None:
+    """JSON Schema patterns are ECMA-262 regexes, where `$` is the end of the string:
+    "47.14\n" is no money string, although Python's re would let `$` match before it."""
+    campaign.manifest["budget"]["rental_total"] = "47.14\n"
+
+
+@pytest.mark.parametrize(
+    ("breaks", "where", "says"),
+    [
+        (_unknown_field, ("plan.json:", "$.budget.lots[0]"),
+         "unknown field 'colour' (typo? unknown fields are rejected)"),
+        (_float_money, ("manifest.json:", "$.budget.rental_total"),
+         '47.14 is a float; money and identifiers are strings (write "47.14")'),
+        (_final_newline, ("manifest.json:", "$.budget.rental_total"),
+         '"47.14\\n" does not match '),
+    ],
+    ids=["unknown-field", "float-money", "final-newline-in-a-pattern"],
+)
+def test_a_schema_error_is_told_with_its_line_and_path(
+    campaign: CampaignBuilder, breaks: Callable[[CampaignBuilder], None],
+    where: tuple[str, str], says: str,
+) -> None:
+    breaks(campaign)
+    finding = expect_finding(judge(campaign, MANIFEST), "manifest.invalid-document",
+                             where=where[0], says=says)
+    assert (finding.where or "").endswith(f" {where[1]}")
+
+
+def test_every_schema_error_is_listed(campaign: CampaignBuilder) -> None:
+    del campaign.manifest["analysis"]
+    campaign.manifest["runs"][0]["outcome"] = 3
+    found = judge(campaign, MANIFEST)
+    assert [(f.code, (f.where or "").rsplit(" ", 1)[1], f.message.split(" is ", 1)[0])
+            for f in found] == [
+        ("manifest.invalid-document", "$", "'analysis'"),
+        ("manifest.invalid-document", "$.runs[0].outcome", "3"),
+    ]
+
+
+def test_campaign_ids_must_agree(campaign: CampaignBuilder) -> None:
+    campaign.manifest["campaign"] = "another-campaign"
+    finding = expect_finding(judge(campaign, MANIFEST), "manifest.campaign-mismatch",
+                             where="manifest.json $.campaign",
+                             says="plan.json and manifest.json name different campaigns")
+    assert (finding.expected, finding.found) == ("'tiny-2026-11'", "'another-campaign'")
+
+
 
 
 def test_manifest_missing(itera: Itera, campaign: CampaignBuilder) -> None:

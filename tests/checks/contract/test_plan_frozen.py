@@ -1,92 +1,91 @@
 """The rules of ``plan-frozen`` (pytest_itera/checks/contract/plan_frozen.py): each break refused,
-with its honest twin.
+with its honest twin, judged in process (tests/checks/judging.py); the ini pins and the reports'
+note go through a pytest session (their wiring).
 """
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
+from pytest_itera.checks.model import Options
 from pytest_itera.report import PLAN_INTEGRITY_NOTE
-from tests.checks.campaigns import FROZEN, journal_opening, plan_digest, selecting, summary
+from tests.checks.campaigns import FROZEN, journal_opening, plan_digest, summary
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import CampaignBuilder, expect
 from tests.runner import Itera
-
-# ---------------------------------------- first written in test_contract_checks.py
-
 
 # -------------------------------------------------------------- plan-frozen
 
 
-def test_plan_frozen_passes(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.write()
-    itera(*selecting("plan-frozen")).assert_outcomes(passed=1)
+def test_plan_frozen_passes(campaign: CampaignBuilder) -> None:
+    expect_no_finding(judge(campaign, FROZEN))
 
 
-def test_plan_edited_after_freezing(itera: Itera, campaign: CampaignBuilder) -> None:
+def test_plan_edited_after_freezing(campaign: CampaignBuilder) -> None:
     campaign.write()
     plan = json.loads((campaign.root / "plan.json").read_text())
     plan["decision"]["threshold"] = 0.7  # moving the goalposts after the runs
     (campaign.root / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
     campaign.seal()
-    result = itera(*selecting("plan-frozen"))
-    result.assert_outcomes(failed=1)
-    expect(
-        result,
-        "manifest.json $.plan.sha256: plan.json changed after it was frozen*",
-        "    expected: *",
-        "    found:    *",
-        "    fix:      restore the plan as frozen*",
-    )
+    finding = expect_finding(judge(campaign, FROZEN, write=False), "plan-frozen.sha256",
+                             where="manifest.json $.plan.sha256",
+                             says="plan.json changed after it was frozen")
+    assert (finding.hint or "").startswith("restore the plan as frozen")
 
 
-def test_the_journal_records_the_plan_as_frozen(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
+def test_the_manifest_records_the_plan_under_another_name(campaign: CampaignBuilder) -> None:
+    campaign.manifest["plan"]["path"] = "plans/plan.json"
+    finding = expect_finding(judge(campaign, FROZEN), "plan-frozen.plan-path",
+                             where="manifest.json $.plan.path",
+                             says="the manifest records the plan as 'plans/plan.json'")
+    assert finding.expected == "'plan.json'"
+
+
+def test_the_journal_records_the_plan_as_frozen(campaign: CampaignBuilder) -> None:
     campaign.files["itera-journal.jsonl"] = journal_opening(campaign.plan)
-    campaign.write()
-    itera(*selecting("plan-frozen")).assert_outcomes(passed=1)
+    expect_no_finding(judge(campaign, FROZEN))
 
 
 def test_a_plan_rewritten_with_its_manifest_record_is_caught_by_the_journal(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder,
 ) -> None:
     """R9: the manifest's own record was rewritten with the plan (a consistent lie); the
     journal's first line, written before any run, still holds the plan as frozen."""
     campaign.files["itera-journal.jsonl"] = journal_opening(campaign.plan)
     campaign.plan["decision"]["threshold"] = 0.7  # moving the goalposts after the runs
-    campaign.write()
-    result = itera(*selecting("plan-frozen"))
-    result.assert_outcomes(failed=1)
-    expect(
-        result,
-        "itera-journal.jsonl:1: plan.json is not the plan the recorder froze: "
-        "itera-journal.jsonl line 1 recorded its sha256 at 2026-11-20T08:00:00Z, before any run",
-        "    fix:      restore the plan as frozen*",
-    )
+    found = judge(campaign, FROZEN)
+    expect_no_finding(found, "plan-frozen.sha256")
+    finding = expect_finding(found, "plan-frozen.journal-sha256", where="itera-journal.jsonl:1",
+                             says=["plan.json is not the plan the recorder froze",
+                                   "line 1 recorded its sha256 at 2026-11-20T08:00:00Z, before "
+                                   "any run"])
+    assert (finding.hint or "").startswith("restore the plan as frozen")
 
 
-def test_plan_sha256_option(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.write()
-    result = itera(*selecting("plan-frozen"), "--itera-plan-sha256", "ab" * 32)
-    result.assert_outcomes(failed=1)
-    expect(result, "plan.json: plan.json is not the plan given by --itera-plan-sha256")
-    bad = itera("--itera-plan-sha256", "main")
-    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+def test_plan_sha256_option(campaign: CampaignBuilder) -> None:
+    """--itera-plan-sha256 (or a notebook's Options) pins the plan from outside the campaign."""
+    found = judge(campaign, FROZEN, options=Options(plan_sha256="ab" * 32))
+    finding = expect_finding(found, "plan-frozen.pin-sha256", where="plan.json",
+                             says="plan.json is not the plan given by --itera-plan-sha256")
+    assert (finding.expected, finding.found) == ("ab" * 32, plan_digest(campaign))
+    expect_no_finding(judge(campaign, FROZEN, options=Options(plan_sha256=plan_digest(campaign)),
+                            write=False))
 
 
-def test_run_started_before_the_plan_was_frozen(
+def test_a_malformed_plan_sha256_option_is_a_usage_error(
     itera: Itera, campaign: CampaignBuilder
 ) -> None:
-    campaign.manifest["runs"][1]["started_at"] = "2026-11-20T07:59:00Z"
     campaign.write()
-    result = itera(*selecting("plan-frozen"))
-    expect(
-        result,
-        "manifest.json $.runs[1].started_at: "
-        "run data-check started before the plan (and its stop rules) was frozen",
-        "    expected: at or after 2026-11-20T08:00:00+00:00",
-    )
+    assert itera("--itera-plan-sha256", "main").ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_pins_for_other_campaigns_only(campaign: CampaignBuilder) -> None:
+    found = judge(campaign, FROZEN, options=Options(other_pins=("elsewhere",)))
+    finding = expect_finding(found, "plan-frozen.no-pin", where="plan.json",
+                             says="itera_plan_sha256 pins no plan for this campaign")
+    assert finding.found == "pins for 'elsewhere'"
 
 
 # ---------------------------------------- first written in test_schedule_evidence.py
@@ -95,50 +94,66 @@ def test_run_started_before_the_plan_was_frozen(
 # ========================================================================== time
 
 
-def test_a_plan_frozen_after_a_run_ended_is_refused_without_started_at(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
+def _data_check_started_before(campaign: CampaignBuilder) -> None:
+    campaign.manifest["runs"][1]["started_at"] = "2026-11-20T07:59:00Z"
+
+
+def _control_ended_before(campaign: CampaignBuilder) -> None:
+    """Without started_at, the end of a run still dates it."""
     for record in campaign.manifest["runs"]:
         del record["started_at"]
     campaign.run_record("control")["ended_at"] = "2026-11-21T10:00:00Z"
     campaign.plan["frozen_at"] = "2026-11-21T12:00:00Z"
-    itera.fails(
-        campaign, FROZEN,
-        "manifest.json $.runs[0].ended_at: run control ended before the plan (and its stop "
-        "rules) was frozen",
-        "    expected: at or after 2026-11-21T12:00:00+00:00",
-        "    found:    2026-11-21T10:00:00+00:00",
-    )
 
 
-def test_a_plan_frozen_after_a_run_was_stopped_is_refused(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
+def _stopped_before(campaign: CampaignBuilder) -> None:
     record = campaign.run_record("variant-a")
     record.pop("started_at")
     record.pop("ended_at")
     record.update(outcome="stopped", stop={"rule": "non-finite-loss", "reason": "NaN at step 3",
                                            "at": "2026-11-20T07:00:00Z"})
-    itera.fails(campaign, FROZEN, "manifest.json $.runs[3].stop.at: run variant-a was "
-                "stopped before the plan (and its stop rules) was frozen")
 
 
-def test_a_decision_dated_before_the_plan_is_refused(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
+def _decided_before(campaign: CampaignBuilder) -> None:
     campaign.manifest["schedule"]["decisions"] = [
         {"id": "go", "text": "continue with every run", "at": "2026-11-19T18:00:00Z"}]
-    itera.fails(campaign, FROZEN, "manifest.json $.schedule.decisions[0].at: decision 'go' "
-                "was taken before the plan (and its stop rules) was frozen")
 
 
-def test_moments_at_the_freeze_itself_pass(
-    itera: Itera, campaign: CampaignBuilder
+@pytest.mark.parametrize(
+    ("breaks", "where", "says", "expected"),
+    [
+        (_data_check_started_before, "manifest.json $.runs[1].started_at",
+         "run data-check started before the plan (and its stop rules) was frozen",
+         ("at or after 2026-11-20T08:00:00+00:00", "2026-11-20T07:59:00+00:00")),
+        (_control_ended_before, "manifest.json $.runs[0].ended_at",
+         "run control ended before the plan (and its stop rules) was frozen",
+         ("at or after 2026-11-21T12:00:00+00:00", "2026-11-21T10:00:00+00:00")),
+        (_stopped_before, "manifest.json $.runs[3].stop.at",
+         "run variant-a was stopped before the plan (and its stop rules) was frozen", None),
+        (_decided_before, "manifest.json $.schedule.decisions[0].at",
+         "decision 'go' was taken before the plan (and its stop rules) was frozen", None),
+    ],
+    ids=["run-started-before", "run-ended-before-without-started-at", "run-stopped-before",
+         "decision-before"],
+)
+def test_a_moment_before_the_freeze_is_refused(
+    campaign: CampaignBuilder, breaks: Callable[[CampaignBuilder], None], where: str, says: str,
+    expected: tuple[str, str] | None,
 ) -> None:
+    """Each moment before the freeze is its own finding (the case's, at its place)."""
+    breaks(campaign)
+    placed = [f for f in judge(campaign, FROZEN) if f.where == where]
+    assert [f.code for f in placed] == ["plan-frozen.before-freeze"]
+    assert says in placed[0].message
+    if expected is not None:
+        assert (placed[0].expected, placed[0].found) == expected
+
+
+def test_moments_at_the_freeze_itself_pass(campaign: CampaignBuilder) -> None:
     campaign.run_record("control")["started_at"] = "2026-11-20T08:00:00Z"
     campaign.manifest["schedule"]["decisions"] = [
         {"id": "go", "text": "continue with every run", "at": "2026-11-20T08:00:00Z"}]
-    itera.passes(campaign, FROZEN)
+    expect_no_finding(judge(campaign, FROZEN))
 
 
 @pytest.mark.parametrize("key", ["", "out = ", "tiny-2026-11=", "  out  =  "])

@@ -1,56 +1,82 @@
 """The rules of ``rules-declared`` (pytest_itera/checks/evidence/rules_declared.py): each break
-refused, with its honest twin.
+refused, with its honest twin, judged in process (tests/checks/judging.py).
 """
 from __future__ import annotations
 
-from tests.checks.campaigns import Campaign, Pytester, _pilot, add_rule
-from tests.factory import (
-    CampaignBuilder,
-    expect,
-)
-from tests.runner import Itera
+from collections.abc import Callable
+from pathlib import Path
 
-# ---------------------------------------- first written in test_evidence_runs.py
+import pytest
 
+from tests.checks.campaigns import Campaign, _pilot, add_rule
+from tests.checks.judging import expect_finding, expect_no_finding, judge
+from tests.factory import CampaignBuilder
 
-# ===================================================================== rules-declared
-
-
-def test_rules_declared_passes(itera: Itera, campaign: Campaign) -> None:
-    campaign.write()
-    itera(check="rules-declared").assert_outcomes(passed=1)
+CHECK = "rules-declared"
 
 
-def test_no_stop_rule_in_a_v1_plan(itera: Itera, pytester: Pytester) -> None:
-    """itera-plan/1's schema lets the list be empty: the rule is rules-declared's."""
-    campaign = CampaignBuilder(pytester.path / "out", version=1)
+def test_rules_declared_passes(campaign: Campaign) -> None:
+    expect_no_finding(judge(campaign, CHECK))
+
+
+def _no_rules(campaign: Campaign) -> None:
     campaign.plan["stop_rules"] = []
-    itera.fails(campaign, "rules-declared",
-                "plan.json $.stop_rules: the plan declares no stop rule (stop_rules is empty)",
-                "    expected: at least one rule, written before any run starts: non-finite loss, "
-                "quality under a threshold, a truncated input, no usable resume")
 
 
-def test_pilot_without_a_decision_point(itera: Itera, campaign: Campaign) -> None:
+def _repeated(campaign: Campaign) -> None:
+    add_rule(campaign, "non-finite-loss", "non_finite_loss", series="val_loss")
+
+
+def _resume_check_is_the_control(campaign: Campaign) -> None:
+    add_rule(campaign, "resume-usable", "no_resume", resume_check="control")
+
+
+def _as_given(campaign: Campaign) -> None:
+    """The break is the plan's version: itera-plan/1's free-form parameters."""
+
+
+@pytest.mark.parametrize(
+    ("version", "breaks", "code", "where", "says"),
+    [
+        # itera-plan/1's schema lets the list be empty: the rule is rules-declared's.
+        (1, _no_rules, "rules-declared.no-rules", "plan.json $.stop_rules",
+         "the plan declares no stop rule"),
+        (2, _pilot, "rules-declared.no-decision-point", "plan.json $.decision.point",
+         "the plan has a pilot (pilot) but fixes no decision point after it"),
+        (2, _resume_check_is_the_control, "rules-declared.unknown-resume-check",
+         "plan.json $.stop_rules[1].parameters.resume_check",
+         "names 'control', which is not a planned resume check"),
+        (2, _repeated, "rules-declared.repeated-id", "plan.json $.stop_rules",
+         "stop rule id 'non-finite-loss' appears 2 times"),
+        (1, _as_given, "rules-declared.parameters", "plan.json $.stop_rules[0].parameters",
+         "its parameters are free-form"),
+    ],
+    ids=["no-rule-in-a-v1-plan", "pilot-without-decision-point", "resume-check-not-planned",
+         "repeated-rule-id", "v1-free-form-parameters"],
+)
+def test_each_break_is_refused(tmp_path: Path, version: int,
+                               breaks: Callable[[Campaign], None], code: str, where: str,
+                               says: str) -> None:
+    campaign = CampaignBuilder(tmp_path / "out", version=version)
+    breaks(campaign)
+    expect_finding(judge(campaign, CHECK), code, where=where, says=says)
+
+
+def test_a_pilot_without_a_decision_point_is_told_what_would_fix_it(campaign: Campaign) -> None:
     _pilot(campaign)
-    itera.fails(
-        campaign, "rules-declared",
-        "plan.json $.decision.point: the plan has a pilot (pilot) but fixes no decision point "
-        "after it",
-        "    expected: decision.point (when the post-pilot decision is taken), or a schedule "
-        "step of kind 'decision' after the pilot's steps (through 'after')",
-        "    found:    no step of kind 'decision' comes after the pilot's steps (train-pilot)",
-    )
+    finding = expect_finding(judge(campaign, CHECK), "rules-declared.no-decision-point")
+    assert "a schedule step of kind 'decision' after the pilot's steps" in (
+        finding.expected or "")
+    assert "(train-pilot)" in (finding.found or "")
 
 
-def test_pilot_with_a_decision_point(itera: Itera, campaign: Campaign) -> None:
+def test_pilot_with_a_decision_point(campaign: Campaign) -> None:
     _pilot(campaign)
     campaign.plan["decision"]["point"] = "after the pilot: continue, drop variant-a, or revise"
-    campaign.write()
-    itera(check="rules-declared").assert_outcomes(passed=1)
+    expect_no_finding(judge(campaign, CHECK), "rules-declared.no-decision-point")
 
 
-def test_pilot_with_a_decision_step_after_it(itera: Itera, campaign: Campaign) -> None:
+def test_pilot_with_a_decision_step_after_it(campaign: Campaign) -> None:
     _pilot(campaign)
     campaign.plan["decision"]["point"] = "  "  # blank: the step decides
     steps = campaign.plan["schedule"]["steps"]
@@ -58,33 +84,17 @@ def test_pilot_with_a_decision_step_after_it(itera: Itera, campaign: Campaign) -
                   "after": ["train-pilot"]})
     steps.append({"id": "go-no-go", "kind": "decision", "resource": "human", "hours": 0.5,
                   "after": ["review"]})  # after the pilot through another step
-    itera.passes(campaign, "rules-declared")
+    expect_no_finding(judge(campaign, CHECK))
     steps[-1]["after"] = ["load-data"]  # before the pilot has run
-    campaign.write()
-    itera(check="rules-declared").assert_outcomes(failed=1)
+    expect_finding(judge(campaign, CHECK), "rules-declared.no-decision-point")
 
 
-def test_no_resume_rule_names_a_run_that_is_not_a_resume_check(
-    itera: Itera, campaign: Campaign
-) -> None:
-    add_rule(campaign, "resume-usable", "no_resume", resume_check="control")
-    campaign.write()
-    result = itera(check="rules-declared")
-    expect(result, "plan.json $.stop_rules[1].parameters.resume_check: stop rule 'resume-usable' "
-           "(no_resume) names 'control', which is not a planned resume check",
-           "    expected: one of ['resume-check']")
+def test_a_resume_rule_naming_another_run_is_told_the_resume_checks(campaign: Campaign) -> None:
+    _resume_check_is_the_control(campaign)
+    finding = expect_finding(judge(campaign, CHECK), "rules-declared.unknown-resume-check")
+    assert finding.expected == "one of ['resume-check']"
 
 
-def test_repeated_stop_rule_id(itera: Itera, campaign: Campaign) -> None:
-    add_rule(campaign, "non-finite-loss", "non_finite_loss", series="val_loss")
-    campaign.write()
-    result = itera(check="rules-declared")
-    expect(result, "plan.json $.stop_rules: stop rule id 'non-finite-loss' appears 2 times")
-
-
-def test_v1_free_form_rule_parameters(itera: Itera, pytester: Pytester) -> None:
-    campaign = CampaignBuilder(pytester.path / "out", version=1)
-    campaign.write()
-    result = itera(check="rules-declared")
-    expect(result, "plan.json $.stop_rules[0].parameters: itera-plan/1 cannot prove that stop rule "
-           "'non-finite-loss' (non_finite_loss) is applied: its parameters are free-form*")
+def test_a_resume_rule_naming_the_planned_resume_check_passes(campaign: Campaign) -> None:
+    add_rule(campaign, "resume-usable", "no_resume", resume_check="resume-check")
+    expect_no_finding(judge(campaign, CHECK), "rules-declared.unknown-resume-check")

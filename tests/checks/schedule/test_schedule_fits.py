@@ -22,7 +22,7 @@ from hypothesis import given, settings
 
 from pytest_itera import strategies as its
 from pytest_itera.checks import Context, Options
-from pytest_itera.checks.engine import judge
+from pytest_itera.checks.engine import judge as engine_judge
 from pytest_itera.checks.schedule import CHECKS
 from pytest_itera.core.campaign import load_campaign
 from pytest_itera.core.schedule import makespan
@@ -36,6 +36,7 @@ from tests.checks.campaigns import (
     step,
     steps_of,
 )
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import CampaignBuilder, expect
 from tests.plans import seed_plan, write
 from tests.runner import Itera
@@ -54,36 +55,32 @@ def variant_beside_the_control(campaign: CampaignBuilder, resource: str, lot: st
 
 
 def test_a_1_gpu_lot_with_steps_on_two_gpus_at_once_is_refused(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     variant_beside_the_control(campaign, "gpu1", LOT_A)
-    itera.fails(
-        campaign, FITS,
-        f"plan.json $.schedule.steps[4].resource: lot '{LOT_A}' provides 1 GPU (1 per lot x 1), "
-        "but its steps use 2 GPU resources: 'gpu0', 'gpu1'; 2 of them at once in the computed "
-        "schedule",
-        f"    expected: at most 1 distinct GPU resources on lot '{LOT_A}'",
-        "    found:    2: gpu0, gpu1",
-        "    fix:      run the lot's steps on the GPUs it has*engage a lot with more GPUs*",
-    )
+    capacity = expect_finding(judge(campaign, FITS), "schedule-fits.lot-capacity",
+                              where="plan.json $.schedule.steps[4].resource",
+                              says="lot 'rtx4090-3d' provides 1 GPU (1 per lot x 1), but its steps")
+    assert (capacity.expected, capacity.found) == (
+        f"at most 1 distinct GPU resources on lot '{LOT_A}'", "2: gpu0, gpu1")
 
 
 @pytest.mark.parametrize("composition", [{"quantity": 2}, {"gpus_per_lot": 2}])
 def test_a_lot_with_two_gpus_may_use_two_at_once(
-    itera: Itera, campaign: CampaignBuilder, composition: dict[str, int]
+    campaign: CampaignBuilder, composition: dict[str, int]
 ) -> None:
     campaign.plan["budget"]["lots"][0].update(composition)
     variant_beside_the_control(campaign, "gpu1", LOT_A)
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
 def test_two_lots_can_host_independent_variants(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     second_lot(campaign)
     variant_beside_the_control(campaign, "gpu1", LOT_B)
     assert campaign.plan["schedule"]["sequential_hours"] == 34  # the variants overlap
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
 def test_human_and_cpu_steps_overlapping_the_gpu_are_fine(
@@ -96,51 +93,44 @@ def test_human_and_cpu_steps_overlapping_the_gpu_are_fine(
          "after": ["setup"], "lot": LOT_A},
     ]
     restate(campaign)
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
     itera(check=PVA).assert_outcomes(passed=1)
 
 
 def test_a_machine_step_on_a_lot_the_manifest_did_not_engage(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     second_lot(campaign, engaged=False)
     variant_beside_the_control(campaign, "gpu1", LOT_B)
-    itera.fails(
-        campaign, FITS,
-        f"manifest.json $.budget.lots: step 'train-variant-a' ran 14 h on 'gpu1' of lot "
-        f"'{LOT_B}', which the manifest does not engage",
-        f"    expected: '{LOT_B}' among the engaged lots",
-        f"    found:    '{LOT_A}'",
-    )
+    expect_finding(judge(campaign, FITS), "schedule-fits.lot-not-engaged",
+                   where="manifest.json $.budget.lots",
+                   says="step 'train-variant-a' ran 14 h on 'gpu1' of lot 'rtx4090-3d-b', which")
 
 
 def test_a_planned_lot_left_unrented_for_a_dropped_variant_is_fine(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     second_lot(campaign, engaged=False)
     variant_beside_the_control(campaign, "gpu1", LOT_B)
     restate(campaign, observed={"train-variant-a": 0})
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
 def test_a_gpu_step_naming_no_lot_when_the_plan_rents_several(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     second_lot(campaign)
     del step(campaign, "train-variant-a")["lot"]
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.schedule.steps[4].lot: step 'train-variant-a' runs on GPU resource 'gpu0' "
-        "but names no lot, and the plan rents 2 lots",
-        f"    expected: one of '{LOT_A}', '{LOT_B}'",
-    )
+    expect_finding(judge(campaign, FITS), "schedule-fits.lotless-step",
+                   where="plan.json $.schedule.steps[4].lot",
+                   says="step 'train-variant-a' runs on GPU resource 'gpu0' but names no lot, and")
 
 
 def test_a_gpu_step_naming_no_lot_runs_on_the_only_lot(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     del step(campaign, "train-variant-a")["lot"]
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
 # ============================================================= one run, one resource
@@ -158,30 +148,27 @@ def split_the_control(campaign: CampaignBuilder, after: list[str]) -> None:
 
 
 def test_one_run_on_two_lots_at_once_is_refused(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     split_the_control(campaign, ["load-data"])
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.schedule.steps[4].after: run 'control' is on two resources at once: step "
-        f"'train-control' (gpu0, lot {LOT_A}) and step 'train-control-2' (gpu1, lot {LOT_B}) "
-        "overlap from 8 h to 15 h in the computed schedule",
-        "    expected: the steps of run 'control' one after another",
-        "    found:    7 h of overlap",
-        "    fix:      add 'train-control' to the 'after' of 'train-control-2' (chained, the "
-        "schedule takes 41 h): two lots can host independent variants but never shorten one run",
-    )
+    overlap = expect_finding(judge(campaign, FITS), "schedule-fits.run-overlap",
+                             where="plan.json $.schedule.steps[4].after",
+                             says=["run 'control' is on two resources at once",
+                                   "overlap from 8 h to 15 h"])
+    assert overlap.found == "7 h of overlap"
+    assert "add 'train-control' to the 'after' of 'train-control-2' (chained, the schedule " \
+        "takes 41 h)" in (overlap.hint or "")
 
 
 def test_one_run_chained_across_two_lots_passes(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     split_the_control(campaign, ["train-control"])
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
 def test_a_cpu_evaluation_beside_its_runs_gpu_training_is_fine(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     steps_of(campaign).insert(4, {
         "id": "eval-control-cpu", "kind": "evaluation", "resource": "cpu", "hours": 6,
@@ -190,27 +177,25 @@ def test_a_cpu_evaluation_beside_its_runs_gpu_training_is_fine(
     restate(campaign)
     timeline = makespan(_steps(campaign))
     assert timeline.slot("eval-control-cpu").overlaps(timeline.slot("train-control"))
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
 def test_a_training_step_without_its_run(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     del step(campaign, "train-variant-a")["run"]
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.schedule.steps[4].run: training step 'train-variant-a' names no run",
-        "    expected: the planned run it trains: one of 'control', 'data-check', "
-        "'resume-check', 'variant-a'",
-    )
+    expect_finding(judge(campaign, FITS), "schedule-fits.training-without-run",
+                   where="plan.json $.schedule.steps[4].run",
+                   says="training step 'train-variant-a' names no run")
 
 
 def test_a_step_serving_a_run_the_plan_lacks(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     step(campaign, "train-variant-a")["run"] = "variant-b"
-    itera.fails(campaign, FITS, "plan.json $.schedule.steps[4].run: step 'train-variant-a' "
-                "serves run 'variant-b', which the plan does not have")
+    expect_finding(judge(campaign, FITS), "schedule-fits.unknown-run",
+                   where="plan.json $.schedule.steps[4].run",
+                   says="step 'train-variant-a' serves run 'variant-b', which the plan does not")
 
 
 def v1_campaign(pytester: pytest.Pytester) -> CampaignBuilder:
@@ -218,107 +203,95 @@ def v1_campaign(pytester: pytest.Pytester) -> CampaignBuilder:
 
 
 def test_a_v1_plan_cannot_prove_one_run_per_resource(
-    itera: Itera, pytester: pytest.Pytester
+    pytester: pytest.Pytester
 ) -> None:
     campaign = v1_campaign(pytester)
     step(campaign, "validate")["after"] = ["train-variant-a", "restore-ckpt"]
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.schedule.steps[3].run: itera-plan/1 cannot prove that one run is never on "
-        "two resources at once: training steps 'train-control', 'train-variant-a' name no run",
-        "    fix:      re-close the campaign with itera-plan/2 and itera-manifest/2*",
-    )
+    expect_finding(judge(campaign, FITS), "schedule-fits.v1-runs-unproven",
+                   where="plan.json $.schedule.steps[3].run",
+                   says="itera-plan/1 cannot prove that one run is never on two resources at once:")
 
 
 def test_a_v1_plan_whose_training_steps_name_their_run_passes(
-    itera: Itera, pytester: pytest.Pytester,
+    pytester: pytest.Pytester,
 ) -> None:
     campaign = v1_campaign(pytester)
     step(campaign, "validate")["after"] = ["train-variant-a", "restore-ckpt"]
     step(campaign, "train-control")["run"] = "control"
     step(campaign, "train-variant-a")["run"] = "variant-a"
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
 # ========================================================================= order
 
 
 def test_retrieval_after_the_checkpoints_only_by_time_is_refused(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     # Listed after them on gpu0, retrieval still ends last; no dependency says it must.
     step(campaign, "validate")["after"] = ["train-variant-a"]
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.schedule.steps[10].after: retrieval step 'retrieve' does not come after "
-        "'save-ckpt', 'restore-ckpt' (through its 'after' dependencies)",
-        "    expected: a retrieval that comes after every output, checkpoint_save and "
-        "checkpoint_restore step",
-        "    found:    after ['write-outputs']",
-    )
+    expect_finding(judge(campaign, FITS), "schedule-fits.retrieval-order",
+                   where="plan.json $.schedule.steps[10].after",
+                   says="retrieval step 'retrieve' does not come after 'save-ckpt', 'restore-ckpt'")
 
 
 def test_retrieval_not_after_the_outputs_is_refused(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     step(campaign, "retrieve")["after"] = ["validate"]
-    itera.fails(campaign, FITS, "plan.json $.schedule.steps[10].after: retrieval step "
-                "'retrieve' does not come after 'write-outputs' (through its 'after' dependencies)")
+    expect_finding(judge(campaign, FITS), "schedule-fits.retrieval-order",
+                   where="plan.json $.schedule.steps[10].after",
+                   says="retrieval step 'retrieve' does not come after 'write-outputs' (through")
 
 
 def test_an_early_retrieval_of_a_checkpoint_is_fine(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     steps_of(campaign).insert(7, {"id": "copy-ckpt", "kind": "retrieval", "resource": "network",
                                   "hours": 1, "after": ["save-ckpt"]})
     restate(campaign)
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
 def test_an_output_written_by_a_human_after_retrieval_is_fine(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     steps_of(campaign).append({"id": "write-notebook", "kind": "output", "resource": "human",
                                "hours": 2, "after": ["retrieve"]})
     campaign.plan["schedule"]["window_hours"] = 72
     restate(campaign)
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
 def test_a_restore_not_after_a_save_is_refused(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     step(campaign, "restore-ckpt")["after"] = ["train-control"]
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.schedule.steps[7].after: checkpoint restore step 'restore-ckpt' does not "
-        "come after a checkpoint save",
-        "    expected: after one of 'save-ckpt'",
-    )
+    restore = expect_finding(judge(campaign, FITS), "schedule-fits.restore-order",
+                             where="plan.json $.schedule.steps[7].after",
+                             says="checkpoint restore step 'restore-ckpt' does not come after")
+    assert restore.expected == "after one of 'save-ckpt'"
 
 
 @pytest.mark.parametrize("kind_step", ["save-ckpt", "restore-ckpt", "write-outputs"])
 def test_a_required_step_planned_at_0_h_is_no_plan(
-    itera: Itera, campaign: CampaignBuilder, kind_step: str
+    campaign: CampaignBuilder, kind_step: str
 ) -> None:
     step(campaign, kind_step)["hours"] = 0
     restate(campaign)
     kind = step(campaign, kind_step)["kind"]
     index = next(i for i, s in enumerate(steps_of(campaign)) if s["id"] == kind_step)
-    itera.fails(
-        campaign, FITS,
-        f"plan.json $.schedule.steps[{index}].hours: the schedule plans 0 h for {kind} "
-        f"(step '{kind_step}')",
-        "    expected: more than 0 h",
-    )
+    expect_finding(judge(campaign, FITS), "schedule-fits.zero-hours-kind",
+                   where=f"plan.json $.schedule.steps[{index}].hours",
+                   says=f"the schedule plans 0 h for {kind} (step '{kind_step}')")
 
 
 def test_a_short_but_positive_checkpoint_save_passes(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     step(campaign, "save-ckpt")["hours"] = 0.25
     restate(campaign)
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
 def test_a_plan_tolerance_above_half_is_refused(
@@ -349,42 +322,35 @@ def test_campaign_checks_never_see_the_plan_gates(itera: Itera, pytester: pytest
 
 
 def test_48_sequential_hours_in_a_72_hour_window_leave_24(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     assert campaign.plan["schedule"]["sequential_hours"] == 48
     assert campaign.plan["schedule"]["uncommitted_hours"] == 24
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
 def test_78_hours_overflow_the_3_day_lot_by_6_and_point_at_the_7_day_lot(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     grow_to_78_hours_on_the_lot(campaign)
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.schedule.steps (lot 'rtx4090-3d'): lot 'rtx4090-3d': 78 h exceeds the 3-day "
-        "lot (72 h) by 6 h: consider the 7-day lot (110.00 USD) or a reduced protocol",
-        "    expected: at most 72 h on the lot",
-        "    found:    78 h",
-    )
+    expect_finding(judge(campaign, FITS), "schedule-fits.lot-overflow",
+                   where="plan.json $.schedule.steps (lot 'rtx4090-3d')",
+                   says="lot 'rtx4090-3d': 78 h exceeds the 3-day lot (72 h) by 6 h: consider the")
 
 
 def test_a_lot_overflow_says_which_hours_run_off_the_lot(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     """78 h over a 72 h window, 74 h on the lot: the 4 h of preparation run off the lot."""
     step(campaign, "train-variant-a")["hours"] = 44
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.schedule.window_hours: the schedule takes 78 h, 6 h more than the 72 h "
-        "window",
-        "*",
-        "plan.json $.schedule.steps (lot 'rtx4090-3d'): lot 'rtx4090-3d': 74 h exceeds the 3-day "
-        "lot (72 h) by 2 h: consider the 7-day lot (110.00 USD) or a reduced protocol",
-        "    expected: at most 72 h on the lot",
-        "    found:    74 h; the lot runs from 4 h to 78 h of the 78 h schedule; off the lot: "
-        "prepare, 4 h before it",
-    )
+    found = judge(campaign, FITS)
+    expect_finding(found, "schedule-fits.window", where="plan.json $.schedule.window_hours",
+                   says="the schedule takes 78 h, 6 h more than the 72 h window")
+    overflow = expect_finding(found, "schedule-fits.lot-overflow",
+                              where="plan.json $.schedule.steps (lot 'rtx4090-3d')",
+                              says="74 h exceeds the 3-day lot (72 h) by 2 h")
+    assert overflow.found == ("74 h; the lot runs from 4 h to 78 h of the 78 h schedule; off "
+                              "the lot: prepare, 4 h before it")
 
 
 def test_a_catalogue_from_the_hook_gives_the_advice(
@@ -418,87 +384,87 @@ def test_a_hook_that_returns_no_catalogue_is_reported(
 
 
 def test_the_plans_own_longer_lot_is_suggested(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     grow_to_78_hours_on_the_lot(campaign)
     campaign.plan["budget"]["lots"].append(
         {"id": "h100-5d", "offer": "Other H100, 5 days", "gpu": "H100", "gpus_per_lot": 1,
          "days": 5, "price": "300.00", "quantity": 1})
     campaign.plan["budget"]["lots"][0]["gpu"] = "H100"
-    itera.fails(campaign, FITS, "*78 h exceeds the 3-day lot (72 h) by 6 h: consider the "
-                "5-day lot (300.00 USD) or a reduced protocol")
+    expect_finding(judge(campaign, FITS), "schedule-fits.lot-overflow",
+                   where="plan.json $.schedule.steps (lot 'rtx4090-3d')",
+                   says="lot 'rtx4090-3d': 78 h exceeds the 3-day lot (72 h) by 6 h: consider the")
 
 
 def test_no_step_names_a_lot_the_machine_steps_must_fit_the_longest(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     grow_to_78_hours_on_the_lot(campaign)
     for planned in campaign.plan["schedule"]["steps"]:
         planned.pop("lot", None)
-    itera.fails(campaign, FITS, "*: the machine steps (no step names a lot): 78 h exceeds "
-                "the 3-day lot (72 h) by 6 h: consider the 7-day lot (110.00 USD)*")
+    expect_finding(judge(campaign, FITS), "schedule-fits.lot-overflow",
+                   where="plan.json $.schedule.steps (lot 'rtx4090-3d')",
+                   says="the machine steps (no step names a lot): 78 h exceeds the 3-day lot (72")
 
 
 def test_the_makespan_overflows_the_window(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     campaign.plan["schedule"].update(window_hours=40, uncommitted_hours=-8)
     campaign.plan["budget"]["lots"][0]["days"] = 7
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.schedule.window_hours: the schedule takes 48 h, 8 h more than the 40 h window",
-        # The reduced protocol that fits (issue 16): the optional run to drop, named.
-        "*fix:      reduce the protocol: drop useful run 'variant-a' (14 h of planned steps): "
-        "the schedule then takes 34 h and fits the window and the lots; or plan a longer window",
-        "plan.json $.schedule.steps: results are retrieved at 48 h, after the 40 h window closes",
-    )
+    found = judge(campaign, FITS)
+    window = expect_finding(found, "schedule-fits.window",
+                            where="plan.json $.schedule.window_hours",
+                            says="the schedule takes 48 h, 8 h more than the 40 h window")
+    # The reduced protocol that fits (issue 16): the optional run to drop, named.
+    assert "reduce the protocol: drop useful run 'variant-a' (14 h of planned steps): the " \
+        "schedule then takes 34 h" in (window.hint or "")
+    expect_finding(found, "schedule-fits.retrieval-after-window",
+                   where="plan.json $.schedule.steps",
+                   says="results are retrieved at 48 h, after the 40 h window closes")
 
 
 def test_stated_sequential_and_uncommitted_hours_are_recomputed(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     # Two rows on gpu0 never run in parallel: 40 h would assume they did.
     campaign.plan["schedule"].update(sequential_hours=40, uncommitted_hours=32)
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.schedule.sequential_hours: sequential_hours says 40 h, but the steps take "
-        "48 h from the start of preparation to the last step's end",
-        "plan.json $.schedule.uncommitted_hours: uncommitted_hours says 32 h, but the 72 h "
-        "window minus the 48 h makespan leaves 24 h",
-    )
+    found = judge(campaign, FITS)
+    expect_finding(found, "schedule-fits.sequential-hours",
+                   where="plan.json $.schedule.sequential_hours",
+                   says="sequential_hours says 40 h, but the steps take 48 h")
+    expect_finding(found, "schedule-fits.uncommitted-hours",
+                   where="plan.json $.schedule.uncommitted_hours",
+                   says="uncommitted_hours says 32 h, but the 72 h window minus the 48 h makespan "
+                   "leaves 24 h")
 
 
 def test_stated_hours_rounded_to_the_hundredth_pass(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     step(campaign, "prepare")["hours"] = 4.004
     campaign.plan["schedule"].update(sequential_hours=48.0, uncommitted_hours=23.999999999999996)
-    itera.passes(campaign, FITS)
+    expect_no_finding(judge(campaign, FITS))
 
 
-def test_required_step_kinds_missing(itera: Itera, campaign: CampaignBuilder) -> None:
+def test_required_step_kinds_missing(campaign: CampaignBuilder) -> None:
     steps = campaign.plan["schedule"]["steps"]
     steps[:] = [s for s in steps if s["kind"] not in ("checkpoint_restore", "retrieval")]
     campaign.plan["schedule"].update(sequential_hours=45, uncommitted_hours=27)
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.schedule.steps: the schedule has no checkpoint_restore, retrieval step",
-        "    expected: at least one step of each kind: setup, data_load, validation, "
-        "checkpoint_save, checkpoint_restore, output, retrieval",
-    )
+    expect_finding(judge(campaign, FITS), "schedule-fits.missing-kind",
+                   where="plan.json $.schedule.steps",
+                   says="the schedule has no checkpoint_restore, retrieval step")
 
 
 def test_checkpoint_interval_beyond_the_tolerable_loss(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     campaign.plan["checkpoint_policy"].update(interval_hours=2, tolerable_loss_hours=2,
                                               save_hours=0.5)
-    itera.fails(
-        campaign, FITS,
-        "plan.json $.checkpoint_policy.interval_hours: a crash can lose 2.5 h of work (interval "
-        "2 h + 0.5 h per save), more than the tolerable 2 h",
-        "    expected: at most 1.5 h",
-    )
+    interval = expect_finding(judge(campaign, FITS), "schedule-fits.checkpoint-interval",
+                              where="plan.json $.checkpoint_policy.interval_hours",
+                              says="a crash can lose 2.5 h of work (interval 2 h + 0.5 h per")
+    assert interval.expected == "at most 1.5 h"
 
 
 @pytest.mark.parametrize(
@@ -511,19 +477,20 @@ def test_checkpoint_interval_beyond_the_tolerable_loss(
     ],
 )
 def test_a_schedule_that_cannot_be_computed(
-    itera: Itera, campaign: CampaignBuilder, after: list[str], message: str
+    campaign: CampaignBuilder, after: list[str], message: str
 ) -> None:
     step(campaign, "setup")["after"] = after
-    itera.fails(campaign, FITS, f"plan.json $.schedule.steps: the schedule cannot be "
-                f"computed: {message}")
+    expect_finding(judge(campaign, FITS), "schedule-fits.not-computable",
+                   where="plan.json $.schedule.steps", says=message)
 
 
 def test_a_step_on_a_lot_the_budget_lacks(
-    itera: Itera, campaign: CampaignBuilder
+    campaign: CampaignBuilder
 ) -> None:
     step(campaign, "retrieve")["lot"] = "rtx4090-7d"
-    itera.fails(campaign, FITS, "plan.json $.schedule.steps[10].lot: step 'retrieve' runs "
-                "on lot 'rtx4090-7d', which the budget does not have")
+    expect_finding(judge(campaign, FITS), "schedule-fits.unknown-lot",
+                   where="plan.json $.schedule.steps[10].lot",
+                   says="step 'retrieve' runs on lot 'rtx4090-7d', which the budget does not have")
 
 
 # ======================================== generated plans: no false alarm
@@ -537,4 +504,4 @@ def test_every_self_consistent_generated_plan_fits(plan: dict[str, Any]) -> None
         (root / "plan.json").write_text(json.dumps(plan))
         ctx = Context(load_campaign(root), Options(), {c.id: c for c in CHECKS})
         assert ctx.campaign.plan is not None, ctx.campaign.errors
-        assert [f.render() for f in judge(ctx).findings("schedule-fits")] == []
+        assert [f.render() for f in engine_judge(ctx).findings("schedule-fits")] == []
