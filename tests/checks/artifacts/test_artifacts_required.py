@@ -42,7 +42,7 @@ from pytest_itera.files.tree import DigestRefused, tree_digest
 from pytest_itera.reload import Reloader
 from tests import checkpoints
 from tests.checks.campaigns import _control, _set_config, _torch_bytes
-from tests.checks.judging import expect_finding, judge
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CONTROL_CKPT,
     RESUME_CKPT,
@@ -325,15 +325,42 @@ def test_progress_where_real_training_code_nests_it(
 # ------------------------------------------------------------------ required artifacts
 
 
-def test_accepted_runs_ship_an_artifact_and_the_resume_check_a_resume_checkpoint(
-    itera: Itera, campaign: CampaignBuilder, built: Built, context_of: Any
-) -> None:
+CHECK = "artifacts-required"
+
+
+def _no_variant_weights_no_resume_kind(campaign: CampaignBuilder) -> None:
+    """variant-a ships nothing, and every checkpoint is declared weights."""
     checkpoints = campaign.manifest["checkpoints"]
     campaign.manifest["checkpoints"] = [c for c in checkpoints if c["path"] != VARIANT_WEIGHTS]
     del campaign.files[VARIANT_WEIGHTS]
     for record in campaign.manifest["checkpoints"]:
         record["kind"] = "weights"  # every checkpoint declared weights: no resume-complete item
         record.pop("claims", None)
+
+
+def test_accepted_runs_ship_an_artifact_and_the_resume_check_a_resume_checkpoint(
+    campaign: CampaignBuilder, context_of: Any
+) -> None:
+    _no_variant_weights_no_resume_kind(campaign)
+    expect_no_finding(judge(campaign, CHECK, target="control"))
+    finding = expect_finding(judge(campaign, CHECK, target="variant-a", write=False),
+                             "artifacts-required.no-artifact", where="manifest.json $.runs[3]",
+                             says="accepted variant run variant-a ships no artifact: no "
+                             "checkpoint or adapter of it is listed in the manifest")
+    assert (finding.hint or "").startswith("a compared run delivers a reloadable artifact (R1)")
+    expect_finding(judge(campaign, CHECK, target="resume-check", write=False),
+                   "artifacts-required.no-resume-checkpoint", where="manifest.json $.runs[2]",
+                   says="must resume-check run resume-check ships no resume checkpoint: its "
+                   "checkpoints are all declared 'weights' (runs/resume-check/last.pt), which "
+                   "proves nothing about resuming")
+    # The run without an artifact is not an accepted deliverable.
+    ctx = context_of(campaign.root)
+    assert engine_judge(ctx).run_failures("variant-a") == [("artifacts-required", "variant-a")]
+    assert engine_judge(ctx).run_failures("control") == []
+
+
+def test_one_item_per_accepted_run(itera: Itera, campaign: CampaignBuilder) -> None:
+    _no_variant_weights_no_resume_kind(campaign)
     campaign.write()
     result = itera("-rA", "-k", "artifacts-required or resume-complete")
     assert verdicts(result) == {
@@ -341,45 +368,29 @@ def test_accepted_runs_ship_an_artifact_and_the_resume_check_a_resume_checkpoint
         "artifacts-required[resume-check]": "FAILED",
         "artifacts-required[variant-a]": "FAILED",
     }
-    expect_each(
-        result,
-        "manifest.json $.runs[3]: accepted variant run variant-a ships no artifact: no "
-        "checkpoint or adapter of it is listed in the manifest",
-        "    fix:      a compared run delivers a reloadable artifact (R1): *",
-        "manifest.json $.runs[2]: must resume-check run resume-check ships no resume "
-        "checkpoint: its checkpoints are all declared 'weights' (runs/resume-check/last.pt), "
-        "which proves nothing about resuming",
-    )
-    # The run without an artifact is not an accepted deliverable.
-    ctx = context_of(campaign.root)
-    assert engine_judge(ctx).run_failures("variant-a") == [("artifacts-required", "variant-a")]
-    assert engine_judge(ctx).run_failures("control") == []
 
 
 def test_the_resume_check_s_checkpoint_must_cover_its_resume_state(
-    itera: Itera, campaign: CampaignBuilder, built: Built
+    campaign: CampaignBuilder, built: Built
 ) -> None:
     campaign.plan["checkpoint_policy"]["resume_state"] = ALL_PARTS  # the default lacks scaler
     place(campaign, built["seed.pt"], RESUME_CKPT)  # resume-check: rng is a seed
-    campaign.write()
-    failing = itera("-rA", "-k", "artifacts-required[resume-check]")
-    assert verdicts(failing) == {"artifacts-required[resume-check]": "FAILED"}
-    expect(failing, "manifest.json $.runs[2]: no resume checkpoint of must resume-check run "
-           "resume-check covers its resume state (model, optimizer, progress, scheduler, "
-           "scaler, rng, data; required by the plan's checkpoint_policy.resume_state)",
-           "    found:    runs/resume-check/last.pt lacks rng (not restorable); "
-           "runs/control/step-2.pt lacks scaler")
+    finding = expect_finding(
+        judge(campaign, CHECK, target="resume-check"),
+        "artifacts-required.resume-state-uncovered", where="manifest.json $.runs[2]",
+        says="no resume checkpoint of must resume-check run resume-check covers its resume "
+        "state (model, optimizer, progress, scheduler, scaler, rng, data; required by the "
+        "plan's checkpoint_policy.resume_state)")
+    assert finding.found == ("runs/resume-check/last.pt lacks rng (not restorable); "
+                             "runs/control/step-2.pt lacks scaler")
 
 
 def test_the_resume_check_passes_with_a_complete_checkpoint(
-    itera: Itera, campaign: CampaignBuilder, built: Built
+    campaign: CampaignBuilder, built: Built
 ) -> None:
     campaign.plan["checkpoint_policy"]["resume_state"] = ALL_PARTS
     place(campaign, built["good.pt"], RESUME_CKPT)
-    campaign.write()
-    result = itera("-rA", "-k", "artifacts-required")
-    assert set(verdicts(result).values()) == {"PASSED"}
-    assert len(verdicts(result)) == 3
+    expect_no_finding(judge(campaign, CHECK))
 
 
 # ------------------------------------------------------------------ adapter base identity

@@ -19,16 +19,17 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from pytest_itera.core.findings import Finding
 from pytest_itera.reload import PROBE, SERVER
 from tests import checkpoints
-from tests.checks.judging import expect_no_finding, judge
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CampaignBuilder,
     expect,
@@ -174,11 +175,11 @@ def test_every_format_reloads_resumes_and_pins(
 # ------------------------------------------------------------------ checkpoints that fail
 
 
-def test_broken_checkpoints_fail_for_their_reason(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built,
-    trainers: Built, tmp_path: Path,
-) -> None:
-    built = {**cheap, **trainers}
+def _broken_checkpoints(pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built,
+                        tmp_path: Path) -> Path:
+    """Checkpoints broken each for one reason (a hostile pickle, truncated, empty, NaN,
+    mislabeled, outside the folder, missing, parts missing or overclaimed), written; the
+    marker file the hostile pickle's payload would create."""
     only_listed_here(campaign)
     marker = tmp_path / "payload-ran"
     evil = checkpoints.hostile_checkpoint(tmp_path, marker).read_bytes()
@@ -213,6 +214,14 @@ def test_broken_checkpoints_fail_for_their_reason(
     add_checkpoint(campaign, "runs/resume-check/resume.pt", "torch", "resume", ALL_PARTS)
     campaign.write(before_manifest=lambda root: (root / "runs/control/link.pt").symlink_to(
         "../../../outside.pt"))
+    return marker
+
+
+def test_broken_checkpoints_fail_for_their_reason(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built,
+    trainers: Built, tmp_path: Path,
+) -> None:
+    marker = _broken_checkpoints(pytester, campaign, {**cheap, **trainers}, tmp_path)
 
     result = itera("-rA", "-k", f"{ARTIFACT_CHECKS} or no-empty-files")
 
@@ -688,3 +697,48 @@ def test_a_saved_model_whose_shard_was_overwritten(tmp_path: Path) -> None:
     assert f"runs/variant-a/model/{second}: holds " in problem.message
     assert (f"and lacks {len(lost)} tensor(s) model.safetensors.index.json places in it: "
             f"{lost[0]}") in problem.message
+
+
+
+def test_each_broken_checkpoint_is_refused_under_its_code(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built, trainers: Built,
+    tmp_path: Path,
+) -> None:
+    """The breaks above, judged in-process: each checkpoint its code, place and reason."""
+    marker = _broken_checkpoints(pytester, campaign, {**cheap, **trainers}, tmp_path)
+
+    def reloads(path: str) -> Sequence[Finding]:
+        return judge(campaign, "checkpoint-reloads", target=path, write=False)
+
+    def resumes(path: str) -> Sequence[Finding]:
+        return judge(campaign, "resume-complete", target=path, write=False)
+
+    at = "manifest.json $.checkpoints"
+    expect_finding(reloads("runs/control/evil.pt"), "checkpoint-reloads.no-reload",
+                   where=f"{at}[0]", says="holds code: unpickling it would call posix.system")
+    assert not marker.exists(), "the hostile pickle's payload ran"
+    expect_finding(reloads("runs/control/empty.pt"), "checkpoint-reloads.no-reload",
+                   where=f"{at}[2]", says="runs/control/empty.pt: empty file (0 bytes)")
+    expect_finding(reloads("runs/control/nan.safetensors"), "checkpoint-reloads.non-finite",
+                   where=f"{at}[3]", says="holds non-finite model weights: 1 NaN value")
+    expect_finding(reloads("runs/control/mislabeled.pt"), "checkpoint-reloads.format",
+                   where=f"{at}[5].format", says="holds 'safetensors' content, but the "
+                   "manifest declares format 'torch'")
+    expect_finding(reloads("../outside.pt"), "checkpoint-reloads.outside",
+                   where=f"{at}[6].path", says="'..' leaves the campaign folder")
+    expect_finding(reloads("runs/control/gone.pt"), "checkpoint-reloads.missing",
+                   where=f"{at}[8].path", says="checkpoint runs/control/gone.pt is missing")
+    expect_no_finding(reloads("runs/variant-a/declared-torch.ckpt"))  # a torch.save file
+    expect_finding(resumes("runs/variant-a/weights.pt"), "resume-complete.parts-missing",
+                   where=f"{at}[10]", says="a state dict is not a resume checkpoint")
+    expect_finding(resumes("runs/variant-a/last.ckpt"), "resume-complete.format-cannot-hold",
+                   where=f"{at}[11]", says="Lightning checkpoints store no RNG state by design")
+    expect_finding(resumes("runs/resume-check/resume.pt"), "resume-complete.overclaimed",
+                   where=f"{at}[13].claims", says="the manifest claims scaler for "
+                   "runs/resume-check/resume.pt, which does not hold it")
+    expect_no_finding(resumes("runs/resume-check/resume.pt"), "resume-complete.parts-missing")
+
+
+def test_the_factory_s_checkpoints_reload(campaign: CampaignBuilder) -> None:
+    expect_no_finding(judge(campaign, "checkpoint-reloads"))
+    expect_no_finding(judge(campaign, "resume-complete", write=False))
