@@ -203,11 +203,6 @@ NO_FAILING_CASE = (
     "schedule-fits.v1-runs-unproven",
     "schedule-fits.window",
     "schedule-fits.zero-hours-kind",
-    "stop-rules-applied.accepted-triggers",
-    "stop-rules-applied.no-measurements",
-    "stop-rules-applied.stop-not-triggered",
-    "stop-rules-applied.stop-step",
-    "stop-rules-applied.unproven",
 )
 
 # No test expects the code absent on an honest twin.
