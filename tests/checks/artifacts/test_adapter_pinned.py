@@ -26,7 +26,7 @@ import pytest
 
 from pytest_itera.files.tree import tree_digest
 from pytest_itera.report.verify import check_campaign
-from tests.checks.judging import expect_no_finding, judge
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 
 CHECK = "adapter-pinned"
 ADAPTER = "runs/control/adapter"
@@ -92,7 +92,10 @@ def test_a_base_shipped_beside_the_adapter_is_compared_without_base_path(
     campaign: Path,
 ) -> None:
     change(campaign, drop=("base_path", "base_digest"), revision=MADE_UP)
-    found = [f.render() for f in judge(campaign, CHECK)]
+    judged = judge(campaign, CHECK)
+    expect_finding(judged, "adapter-pinned.base-revision-differs", where=f"{WHERE}.base_revision",
+                   says="it ships beside the adapter")
+    found = [f.render() for f in judged]
     recorded = _json(campaign / BASE / "itera-base.json")["revision"]
     assert found[0].splitlines() == [
         f"{WHERE}.base_revision: shipped base {BASE} records revision '{recorded}' "
@@ -111,7 +114,10 @@ def test_a_base_beside_the_adapter_without_a_revision_record_proves_nothing(
 ) -> None:
     change(campaign, drop=("base_path", "base_digest"), revision=MADE_UP,
            remove=(f"{BASE}/itera-base.json",))
-    found = [f.render() for f in judge(campaign, CHECK)]
+    judged = judge(campaign, CHECK)
+    expect_finding(judged, "adapter-pinned.revision-not-proven", where=f"{WHERE}.base_revision",
+                   says="the base carries no revision record")
+    found = [f.render() for f in judged]
     assert found[0].splitlines() == [
         f"{WHERE}.base_revision: the base revision '{MADE_UP}' of adapter {ADAPTER} is not "
         f"proven by the shipped base {BASE} (it ships beside the adapter: the manifest names "

@@ -298,12 +298,10 @@ def test_broken_checkpoints_fail_for_their_reason(
 # ------------------------------------------------------------------------------ adapters
 
 
-def test_adapter_pins_of_a_v1_manifest(
-    itera: Itera, pytester: pytest.Pytester, peft: Built
-) -> None:
-    """itera-manifest/1: a hub commit, or a shipped base file's sha256; a /1 shipped base is
-    told that one file's sha256 cannot prove which base it is (the /2 rules are in
-    test_artifact_evidence.py)."""
+def _v1_adapter_pins(pytester: pytest.Pytester, peft: Built) -> tuple[CampaignBuilder, bytes]:
+    """An itera-manifest/1 campaign whose adapters pin their base each in one way (a hub
+    commit, a branch, a short hash, a tag, null, a shipped base's sha256, ...), written; with
+    the shipped base's bytes."""
     campaign = CampaignBuilder(pytester.path / "out", version=1)
     built = peft
     base = built["safetensors"][""]
@@ -333,6 +331,18 @@ def test_adapter_pins_of_a_v1_manifest(
     add_adapter(campaign, built, "adapters/abs-elsewhere", sha256(base),
                 base_model_name_or_path=str(campaign.root / "adapters"), **shipped)
     campaign.write()
+    return campaign, base
+
+
+
+def test_adapter_pins_of_a_v1_manifest(
+    itera: Itera, pytester: pytest.Pytester, peft: Built
+) -> None:
+    """itera-manifest/1: a hub commit, or a shipped base file's sha256; a /1 shipped base is
+    told that one file's sha256 cannot prove which base it is (the /2 rules are in
+    test_artifact_evidence.py)."""
+    campaign, base = _v1_adapter_pins(pytester, peft)
+    other = "b" * 40
 
     result = itera("-rA", "-k", "adapter-pinned")
 
@@ -378,24 +388,20 @@ def test_adapter_pins_of_a_v1_manifest(
                 "cannot tell two bases of the same architecture apart") in item
 
 
-def test_adapter_folder_without_config(
-    itera: Itera, campaign: CampaignBuilder, peft: Built
-) -> None:
+def test_adapter_folder_without_config(campaign: CampaignBuilder, peft: Built) -> None:
     weights = peft["peft"]["adapter_model.safetensors"]
     only_listed_here(campaign)
     campaign.files["adapters/bare/adapter_model.safetensors"] = weights
     campaign.manifest["adapters"].append({"path": "adapters/bare", "run": "control",
                                           "base_model": "org/tiny-gpt2", "base_revision": COMMIT})
-    campaign.write()
-    result = itera("-rA", "-k", "adapter-pinned")
-    result.assert_outcomes(failed=1)
-    expect_each(
-        result,
-        "adapters/bare/adapter_config.json: adapters/bare/adapter_config.json is missing: an "
-        "adapter folder without its config cannot be loaded",
-        "manifest.json $.adapters[0]: does not reload * adapters/bare: not a recognised "
-        "checkpoint folder*",
-    )
+    found = judge(campaign, "adapter-pinned", target="adapters/bare")
+    assert len(found) == 2, [f.render() for f in found]
+    expect_finding(found, "adapter-pinned.config-missing",
+                   where="adapters/bare/adapter_config.json",
+                   says="adapters/bare/adapter_config.json is missing: an adapter folder "
+                   "without its config cannot be loaded")
+    expect_finding(found, "adapter-pinned.no-reload", where="manifest.json $.adapters[0]",
+                   says="adapters/bare: not a recognised checkpoint folder")
 
 
 # ------------------------------------------------------------- the reload interpreter
@@ -742,3 +748,44 @@ def test_each_broken_checkpoint_is_refused_under_its_code(
 def test_the_factory_s_checkpoints_reload(campaign: CampaignBuilder) -> None:
     expect_no_finding(judge(campaign, "checkpoint-reloads"))
     expect_no_finding(judge(campaign, "resume-complete", write=False))
+
+
+
+def test_each_v1_adapter_pin_is_judged_under_its_code(
+    pytester: pytest.Pytester, peft: Built
+) -> None:
+    """The pins above, judged in-process: each adapter its code, place and reason."""
+    campaign, base = _v1_adapter_pins(pytester, peft)
+
+    def pinned(name: str) -> Sequence[Finding]:
+        return judge(campaign, "adapter-pinned", target=f"adapters/{name}", write=False)
+
+    at = "manifest.json $.adapters"
+    expect_no_finding(pinned("good"))
+    for name, says in (("main", "'main' is a branch: it moves with every push"),
+                       ("short", "'3f0c2a9' is a short commit hash (7 hex digits)"),
+                       ("tag", "'v1.0' is a tag or branch name, not an immutable commit id"),
+                       ("null", "is missing (null)")):
+        expect_finding(pinned(name), "adapter-pinned.revision", says=says)
+    expect_finding(pinned("mismatch"), "adapter-pinned.config-revision",
+                   where="adapters/mismatch/adapter_config.json:",
+                   says=f"records revision '{'b' * 40}', the manifest records base_revision "
+                   f"'{COMMIT}'")
+    finding = expect_finding(pinned("changed-base"), "adapter-pinned.base-sha256",
+                             where=f"{at}[7].base_revision", says="the shipped base "
+                             "base/model.safetensors does not have the sha256 recorded as "
+                             "base_revision")
+    assert finding.found == sha256(base)
+    expect_finding(pinned("temp"), "adapter-pinned.temp-path",
+                   where="adapters/temp/adapter_config.json:",
+                   says="'/tmp/hf/models--org--tiny-gpt2' is a path into a temporary folder")
+    expect_finding(pinned("other-base"), "adapter-pinned.config-base-differs",
+                   says="names base model 'org/other', the manifest's base_model is "
+                   "'org/tiny-gpt2'")
+    for index, name in ((1, "shipped"), (10, "shipped-abs"), (11, "shipped-rel")):
+        found = pinned(name)
+        assert len(found) == 1, [f.render() for f in found]
+        expect_finding(found, "adapter-pinned.v1-base-unproven", where=f"{at}[{index}].base_path",
+                       says="the sha256 of one file cannot tell two bases of the same "
+                       "architecture apart")
+
