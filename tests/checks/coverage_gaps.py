@@ -7,11 +7,8 @@ test_the_known_gaps_only_shrink fails on a code that is covered."""
 
 # No test expects the code on a break.
 NO_FAILING_CASE = (
-    "adapter-pinned.base-digest",
-    "adapter-pinned.base-digest-missing",
     "adapter-pinned.base-no-digest",
     "adapter-pinned.base-not-a-file",
-    "adapter-pinned.base-not-a-folder",
     "adapter-pinned.base-record-json",
     "adapter-pinned.base-record-model",
     "adapter-pinned.base-record-revision",
@@ -25,7 +22,6 @@ NO_FAILING_CASE = (
     "adapter-pinned.document-outside",
     "adapter-pinned.document-too-large",
     "adapter-pinned.document-unreadable",
-    "adapter-pinned.local-base-unpinned",
     "adapter-pinned.missing",
     "adapter-pinned.no-revision",
     "adapter-pinned.non-finite",
@@ -33,7 +29,6 @@ NO_FAILING_CASE = (
     "adapter-pinned.not-a-folder",
     "adapter-pinned.not-an-adapter",
     "adapter-pinned.not-copied",
-    "adapter-pinned.null-revision",
     "adapter-pinned.outside",
     "adapter-pinned.unreadable",
     "budget-consistent.amount-not-in-source",

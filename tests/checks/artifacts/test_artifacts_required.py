@@ -38,6 +38,7 @@ from pytest_itera.checks.artifacts import CHECKS
 from pytest_itera.checks.artifacts.checkpoint_reloads import informational
 from pytest_itera.checks.engine import judge as engine_judge
 from pytest_itera.core.campaign import RESUME_PARTS, load_campaign
+from pytest_itera.core.findings import Finding
 from pytest_itera.files.tree import DigestRefused, tree_digest
 from pytest_itera.reload import Reloader
 from tests import checkpoints
@@ -430,9 +431,10 @@ def add_adapter(campaign: CampaignBuilder, bases: Built, name: str, revision: st
     campaign.manifest["adapters"].append(record)
 
 
-def test_an_adapter_base_is_identified_by_revision_and_content(
-    itera: Itera, campaign: CampaignBuilder, bases: Built, tmp_path: Path
-) -> None:
+def _adapter_bases(campaign: CampaignBuilder, bases: Built, tmp_path: Path) -> dict[str, str]:
+    """Adapters whose base is pinned each in one way (a hub commit, a shipped folder and its
+    digest, a hub snapshot, a base of the campaign's own) or broken in one, written; the tree
+    digests of the shipped bases."""
     shipped = _base_files(bases, "base-a", "org/tiny-gpt2")
     other = _base_files(bases, "base-b", "org/tiny-gpt2", revision=OTHER)
     # Same architecture, same recorded identity, other weights: only the digest tells.
@@ -467,6 +469,15 @@ def test_an_adapter_base_is_identified_by_revision_and_content(
                 base_digest=digest["snapshot"])
     add_adapter(campaign, bases, "config-disagrees", COMMIT, config_revision=OTHER)
     campaign.write()
+    return digest
+
+
+
+def test_an_adapter_base_is_identified_by_revision_and_content(
+    itera: Itera, campaign: CampaignBuilder, bases: Built, tmp_path: Path
+) -> None:
+    digest = _adapter_bases(campaign, bases, tmp_path)
+    stale = f"hub/models--org--tiny-gpt2/snapshots/{OTHER}"
 
     result = itera("-rA", "-k", "adapter-pinned")
 
@@ -737,3 +748,51 @@ def test_a_saved_model_whose_config_states_another_size(tmp_path: Path) -> None:
     expect_finding(
         judge(b.write(), "artifacts-required"), "artifacts-required.config-shapes",
         says=("runs/variant-a/model", "runs/variant-a/model/config.json"))
+
+
+
+def test_each_adapter_base_is_judged_under_its_code(
+    campaign: CampaignBuilder, bases: Built, tmp_path: Path
+) -> None:
+    """The bases above, judged in-process: each adapter its code, place and reason."""
+    digest = _adapter_bases(campaign, bases, tmp_path)
+    names = [r["path"].removeprefix("adapters/") for r in campaign.manifest["adapters"]]
+    at = {n: f"manifest.json $.adapters[{i}]" for i, n in enumerate(names)}
+
+    def pinned(name: str) -> list[Finding]:
+        return judge(campaign, "adapter-pinned", target=f"adapters/{name}", write=False)
+
+    for name in ("hub", "shipped", "snapshot", "own"):
+        expect_no_finding(pinned(name))
+    expect_finding(pinned("main"), "adapter-pinned.revision", where=f"{at['main']}.base_revision",
+                   says="'main' is a branch: it moves with every push")
+    expect_finding(pinned("null"), "adapter-pinned.null-revision",
+                   where=f"{at['null']}.base_revision",
+                   says="is null: base 'org/tiny-gpt2' is not pinned")
+    expect_finding(pinned("other-base"), "adapter-pinned.base-revision-differs",
+                   where=f"{at['other-base']}.base_revision",
+                   says=f"shipped base bases/b records revision '{OTHER}'")
+    finding = expect_finding(pinned("swapped"), "adapter-pinned.base-digest",
+                             where=f"{at['swapped']}.base_digest",
+                             says="the files of shipped base bases/swapped do not hash to the "
+                             "base_digest recorded")
+    assert finding.expected == digest["a"]
+    expect_finding(pinned("no-digest"), "adapter-pinned.base-digest-missing",
+                   where=f"{at['no-digest']}.base_digest",
+                   says="shipped base bases/a has no base_digest")
+    expect_finding(pinned("local-path"), "adapter-pinned.local-base-unpinned",
+                   where=f"{at['local-path']}.base_model",
+                   says="is named by a local path ('/data/models/tiny-gpt2') without a digest")
+    file_sha = pinned("file-sha")
+    expect_finding(file_sha, "adapter-pinned.revision", where=f"{at['file-sha']}.base_revision",
+                   says="is a sha256 (64 hex digits), not a hub commit")
+    expect_finding(file_sha, "adapter-pinned.base-not-a-folder",
+                   where=f"{at['file-sha']}.base_path",
+                   says="shipped base bases/a/model.safetensors is a file")
+    expect_finding(pinned("stale-snapshot"), "adapter-pinned.base-revision-differs",
+                   where=f"{at['stale-snapshot']}.base_revision",
+                   says=f"(its hub cache folder snapshots/{OTHER})")
+    expect_finding(pinned("config-disagrees"), "adapter-pinned.config-revision",
+                   where="adapters/config-disagrees/adapter_config.json:",
+                   says=f"records revision '{OTHER}', the manifest records base_revision "
+                   f"'{COMMIT}'")
