@@ -56,8 +56,6 @@ NO_FAILING_CASE = (
     "budget-consistent.source-file",
     "budget-consistent.source-placeholder",
     "budget-consistent.zero-accepted",
-    "checkpoint-reloads.listed-twice",
-    "checkpoint-reloads.no-weights",
     "checkpoint-reloads.not-a-file",
     "checkpoint-reloads.not-copied",
     "checkpoint-reloads.unreadable",

@@ -560,9 +560,7 @@ def test_same_outcomes_with_and_without_xdist(
     assert sorted(verdicts(serial).values()) == ["FAILED"] * 5 + ["PASSED"] * 3
 
 
-def test_weights_checkpoint_without_model_weights_fails(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
+def test_weights_checkpoint_without_model_weights_fails(campaign: CampaignBuilder) -> None:
     """An optimizer's state alone, declared as the run's weights, restores no model."""
     model = torch.nn.Linear(3, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -571,14 +569,22 @@ def test_weights_checkpoint_without_model_weights_fails(
     only_listed_here(campaign)
     campaign.files["runs/control/weights.pt"] = buffer.getvalue()
     add_checkpoint(campaign, "runs/control/weights.pt", "torch")
-    campaign.write()
-    result = itera("-rA", "-k", "checkpoint-reloads")
-    result.assert_outcomes(failed=1)
-    expect_each(
-        result,
-        "manifest.json $.checkpoints[0].kind: runs/control/weights.pt is declared as weights but "
-        "holds no model weights (it holds: optimizer, progress)",
-    )
+    found = judge(campaign, "checkpoint-reloads")
+    assert len(found) == 1, [f.render() for f in found]
+    expect_finding(found, "checkpoint-reloads.no-weights",
+                   where="manifest.json $.checkpoints[0].kind",
+                   says="runs/control/weights.pt is declared as weights but holds no model "
+                   "weights (it holds: optimizer, progress)")
+
+
+def test_a_checkpoint_listed_twice(campaign: CampaignBuilder) -> None:
+    listed = campaign.manifest["checkpoints"]
+    listed.append(dict(listed[0]))
+    path = listed[0]["path"]
+    expect_finding(judge(campaign, "checkpoint-reloads", target=path),
+                   "checkpoint-reloads.listed-twice",
+                   where=f"manifest.json $.checkpoints[{len(listed) - 1}]",  # the second entry
+                   says=f"{path} is listed 2 times in checkpoints")
 
 
 @pytest.mark.parametrize(
