@@ -20,13 +20,14 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from pytest_itera.files.tree import tree_digest
 from pytest_itera.report.verify import check_campaign
-from tests.checks.judging import expect_no_finding, judge
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 
 CHECK = "adapter-pinned"
 ADAPTER = "runs/control/adapter"
@@ -52,7 +53,8 @@ def _json(path: Path) -> dict[str, object]:
 
 
 def change(root: Path, *, drop: tuple[str, ...] = (), revision: str | None = None,
-           remove: tuple[str, ...] = (), add: dict[str, bytes] | None = None) -> None:
+           remove: tuple[str, ...] = (), add: dict[str, bytes] | None = None,
+           fields: dict[str, object] | None = None) -> None:
     """Change the control's adapter record and files, keeping every hash consistent: the
     manifest's file list, the base's tree digest and adapter_config.json's revision."""
     for rel in remove:
@@ -71,6 +73,7 @@ def change(root: Path, *, drop: tuple[str, ...] = (), revision: str | None = Non
         (root / ADAPTER / "adapter_config.json").write_text(json.dumps(config, indent=2))
     for key in drop:
         del record[key]
+    record.update(fields or {})
     if "base_path" in record:
         record["base_digest"] = tree_digest(root / record["base_path"])
     listed = manifest["files"]
@@ -92,7 +95,10 @@ def test_a_base_shipped_beside_the_adapter_is_compared_without_base_path(
     campaign: Path,
 ) -> None:
     change(campaign, drop=("base_path", "base_digest"), revision=MADE_UP)
-    found = [f.render() for f in judge(campaign, CHECK)]
+    judged = judge(campaign, CHECK)
+    expect_finding(judged, "adapter-pinned.base-revision-differs", where=f"{WHERE}.base_revision",
+                   says="it ships beside the adapter")
+    found = [f.render() for f in judged]
     recorded = _json(campaign / BASE / "itera-base.json")["revision"]
     assert found[0].splitlines() == [
         f"{WHERE}.base_revision: shipped base {BASE} records revision '{recorded}' "
@@ -111,7 +117,10 @@ def test_a_base_beside_the_adapter_without_a_revision_record_proves_nothing(
 ) -> None:
     change(campaign, drop=("base_path", "base_digest"), revision=MADE_UP,
            remove=(f"{BASE}/itera-base.json",))
-    found = [f.render() for f in judge(campaign, CHECK)]
+    judged = judge(campaign, CHECK)
+    expect_finding(judged, "adapter-pinned.revision-not-proven", where=f"{WHERE}.base_revision",
+                   says="the base carries no revision record")
+    found = [f.render() for f in judged]
     assert found[0].splitlines() == [
         f"{WHERE}.base_revision: the base revision '{MADE_UP}' of adapter {ADAPTER} is not "
         f"proven by the shipped base {BASE} (it ships beside the adapter: the manifest names "
@@ -158,3 +167,62 @@ def _revision(root: Path) -> str:
     revision = adapters[0]["base_revision"]
     assert isinstance(revision, str)
     return revision
+
+
+
+def _config(root: Path, **fields: object) -> bytes:
+    """The adapter's adapter_config.json with ``fields`` set (None: removed)."""
+    config = _json(root / ADAPTER / "adapter_config.json")
+    config.update(fields)
+    return json.dumps({k: v for k, v in config.items() if v is not None}).encode()
+
+
+def _base_record(root: Path, **fields: object) -> bytes:
+    """The shipped base's itera-base.json with ``fields`` set (None: removed)."""
+    record = _json(root / BASE / "itera-base.json")
+    record.update(fields)
+    return json.dumps({k: v for k, v in record.items() if v is not None}).encode()
+
+
+@pytest.mark.parametrize(("break_", "code", "where", "says"), [
+    pytest.param(lambda root: {f"{ADAPTER}/adapter_config.json": b"{not json"},
+                 "adapter-pinned.config-json", f"{ADAPTER}/adapter_config.json",
+                 "adapter_config.json", id="config-not-json"),
+    pytest.param(lambda root: {f"{ADAPTER}/adapter_config.json": b"\xff\xfe{}"},
+                 "adapter-pinned.document-not-utf8", f"{ADAPTER}/adapter_config.json",
+                 "adapter_config.json", id="config-not-utf8"),
+    pytest.param(lambda root: {f"{ADAPTER}/adapter_config.json": _config(
+                     root, base_model_name_or_path=None)},
+                 "adapter-pinned.config-no-base", f"{ADAPTER}/adapter_config.json",
+                 "base_model_name_or_path", id="config-without-base"),
+    pytest.param(lambda root: {f"{BASE}/itera-base.json": b"{"},
+                 "adapter-pinned.base-record-json", f"{BASE}/itera-base.json",
+                 "itera-base.json", id="base-record-not-json"),
+    pytest.param(lambda root: {f"{BASE}/itera-base.json": _base_record(root, revision=None)},
+                 "adapter-pinned.base-record-revision", f"{BASE}/itera-base.json",
+                 "revision", id="base-record-without-revision"),
+    pytest.param(lambda root: {f"{BASE}/itera-base.json": _base_record(root, model="org/other")},
+                 "adapter-pinned.base-record-model", f"{BASE}/itera-base.json",
+                 "org/other", id="base-record-of-another-model"),
+])
+def test_an_adapter_document_that_proves_nothing_is_refused(
+    campaign: Path, break_: Callable[[Path], dict[str, bytes]], code: str, where: str,
+    says: str,
+) -> None:
+    change(campaign, add=break_(campaign))
+    expect_finding(judge(campaign, CHECK), code, where=where, says=says)
+
+
+@pytest.mark.parametrize(("fields", "code", "where", "says"), [
+    pytest.param({"path": "runs/control/gone"}, "adapter-pinned.missing", WHERE,
+                 "runs/control/gone", id="missing"),
+    pytest.param({"path": "../adapter"}, "adapter-pinned.outside", WHERE, "../adapter",
+                 id="outside"),
+    pytest.param({"path": f"{ADAPTER}/adapter_config.json"}, "adapter-pinned.not-a-folder",
+                 WHERE, "adapter_config.json", id="a-file"),
+])
+def test_an_adapter_record_that_names_no_adapter_is_refused(
+    campaign: Path, fields: dict[str, object], code: str, where: str, says: str,
+) -> None:
+    change(campaign, fields=fields)
+    expect_finding(judge(campaign, CHECK), code, where=where, says=says)

@@ -38,11 +38,12 @@ from pytest_itera.checks.artifacts import CHECKS
 from pytest_itera.checks.artifacts.checkpoint_reloads import informational
 from pytest_itera.checks.engine import judge as engine_judge
 from pytest_itera.core.campaign import RESUME_PARTS, load_campaign
+from pytest_itera.core.findings import Finding
 from pytest_itera.files.tree import DigestRefused, tree_digest
 from pytest_itera.reload import Reloader
 from tests import checkpoints
 from tests.checks.campaigns import _control, _set_config, _torch_bytes
-from tests.checks.judging import expect_finding, judge
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CONTROL_CKPT,
     RESUME_CKPT,
@@ -325,15 +326,42 @@ def test_progress_where_real_training_code_nests_it(
 # ------------------------------------------------------------------ required artifacts
 
 
-def test_accepted_runs_ship_an_artifact_and_the_resume_check_a_resume_checkpoint(
-    itera: Itera, campaign: CampaignBuilder, built: Built, context_of: Any
-) -> None:
+CHECK = "artifacts-required"
+
+
+def _no_variant_weights_no_resume_kind(campaign: CampaignBuilder) -> None:
+    """variant-a ships nothing, and every checkpoint is declared weights."""
     checkpoints = campaign.manifest["checkpoints"]
     campaign.manifest["checkpoints"] = [c for c in checkpoints if c["path"] != VARIANT_WEIGHTS]
     del campaign.files[VARIANT_WEIGHTS]
     for record in campaign.manifest["checkpoints"]:
         record["kind"] = "weights"  # every checkpoint declared weights: no resume-complete item
         record.pop("claims", None)
+
+
+def test_accepted_runs_ship_an_artifact_and_the_resume_check_a_resume_checkpoint(
+    campaign: CampaignBuilder, context_of: Any
+) -> None:
+    _no_variant_weights_no_resume_kind(campaign)
+    expect_no_finding(judge(campaign, CHECK, target="control"))
+    finding = expect_finding(judge(campaign, CHECK, target="variant-a", write=False),
+                             "artifacts-required.no-artifact", where="manifest.json $.runs[3]",
+                             says="accepted variant run variant-a ships no artifact: no "
+                             "checkpoint or adapter of it is listed in the manifest")
+    assert (finding.hint or "").startswith("a compared run delivers a reloadable artifact (R1)")
+    expect_finding(judge(campaign, CHECK, target="resume-check", write=False),
+                   "artifacts-required.no-resume-checkpoint", where="manifest.json $.runs[2]",
+                   says="must resume-check run resume-check ships no resume checkpoint: its "
+                   "checkpoints are all declared 'weights' (runs/resume-check/last.pt), which "
+                   "proves nothing about resuming")
+    # The run without an artifact is not an accepted deliverable.
+    ctx = context_of(campaign.root)
+    assert engine_judge(ctx).run_failures("variant-a") == [("artifacts-required", "variant-a")]
+    assert engine_judge(ctx).run_failures("control") == []
+
+
+def test_one_item_per_accepted_run(itera: Itera, campaign: CampaignBuilder) -> None:
+    _no_variant_weights_no_resume_kind(campaign)
     campaign.write()
     result = itera("-rA", "-k", "artifacts-required or resume-complete")
     assert verdicts(result) == {
@@ -341,45 +369,29 @@ def test_accepted_runs_ship_an_artifact_and_the_resume_check_a_resume_checkpoint
         "artifacts-required[resume-check]": "FAILED",
         "artifacts-required[variant-a]": "FAILED",
     }
-    expect_each(
-        result,
-        "manifest.json $.runs[3]: accepted variant run variant-a ships no artifact: no "
-        "checkpoint or adapter of it is listed in the manifest",
-        "    fix:      a compared run delivers a reloadable artifact (R1): *",
-        "manifest.json $.runs[2]: must resume-check run resume-check ships no resume "
-        "checkpoint: its checkpoints are all declared 'weights' (runs/resume-check/last.pt), "
-        "which proves nothing about resuming",
-    )
-    # The run without an artifact is not an accepted deliverable.
-    ctx = context_of(campaign.root)
-    assert engine_judge(ctx).run_failures("variant-a") == [("artifacts-required", "variant-a")]
-    assert engine_judge(ctx).run_failures("control") == []
 
 
 def test_the_resume_check_s_checkpoint_must_cover_its_resume_state(
-    itera: Itera, campaign: CampaignBuilder, built: Built
+    campaign: CampaignBuilder, built: Built
 ) -> None:
     campaign.plan["checkpoint_policy"]["resume_state"] = ALL_PARTS  # the default lacks scaler
     place(campaign, built["seed.pt"], RESUME_CKPT)  # resume-check: rng is a seed
-    campaign.write()
-    failing = itera("-rA", "-k", "artifacts-required[resume-check]")
-    assert verdicts(failing) == {"artifacts-required[resume-check]": "FAILED"}
-    expect(failing, "manifest.json $.runs[2]: no resume checkpoint of must resume-check run "
-           "resume-check covers its resume state (model, optimizer, progress, scheduler, "
-           "scaler, rng, data; required by the plan's checkpoint_policy.resume_state)",
-           "    found:    runs/resume-check/last.pt lacks rng (not restorable); "
-           "runs/control/step-2.pt lacks scaler")
+    finding = expect_finding(
+        judge(campaign, CHECK, target="resume-check"),
+        "artifacts-required.resume-state-uncovered", where="manifest.json $.runs[2]",
+        says="no resume checkpoint of must resume-check run resume-check covers its resume "
+        "state (model, optimizer, progress, scheduler, scaler, rng, data; required by the "
+        "plan's checkpoint_policy.resume_state)")
+    assert finding.found == ("runs/resume-check/last.pt lacks rng (not restorable); "
+                             "runs/control/step-2.pt lacks scaler")
 
 
 def test_the_resume_check_passes_with_a_complete_checkpoint(
-    itera: Itera, campaign: CampaignBuilder, built: Built
+    campaign: CampaignBuilder, built: Built
 ) -> None:
     campaign.plan["checkpoint_policy"]["resume_state"] = ALL_PARTS
     place(campaign, built["good.pt"], RESUME_CKPT)
-    campaign.write()
-    result = itera("-rA", "-k", "artifacts-required")
-    assert set(verdicts(result).values()) == {"PASSED"}
-    assert len(verdicts(result)) == 3
+    expect_no_finding(judge(campaign, CHECK))
 
 
 # ------------------------------------------------------------------ adapter base identity
@@ -419,9 +431,10 @@ def add_adapter(campaign: CampaignBuilder, bases: Built, name: str, revision: st
     campaign.manifest["adapters"].append(record)
 
 
-def test_an_adapter_base_is_identified_by_revision_and_content(
-    itera: Itera, campaign: CampaignBuilder, bases: Built, tmp_path: Path
-) -> None:
+def _adapter_bases(campaign: CampaignBuilder, bases: Built, tmp_path: Path) -> dict[str, str]:
+    """Adapters whose base is pinned each in one way (a hub commit, a shipped folder and its
+    digest, a hub snapshot, a base of the campaign's own) or broken in one, written; the tree
+    digests of the shipped bases."""
     shipped = _base_files(bases, "base-a", "org/tiny-gpt2")
     other = _base_files(bases, "base-b", "org/tiny-gpt2", revision=OTHER)
     # Same architecture, same recorded identity, other weights: only the digest tells.
@@ -456,6 +469,15 @@ def test_an_adapter_base_is_identified_by_revision_and_content(
                 base_digest=digest["snapshot"])
     add_adapter(campaign, bases, "config-disagrees", COMMIT, config_revision=OTHER)
     campaign.write()
+    return digest
+
+
+
+def test_an_adapter_base_is_identified_by_revision_and_content(
+    itera: Itera, campaign: CampaignBuilder, bases: Built, tmp_path: Path
+) -> None:
+    digest = _adapter_bases(campaign, bases, tmp_path)
+    stale = f"hub/models--org--tiny-gpt2/snapshots/{OTHER}"
 
     result = itera("-rA", "-k", "adapter-pinned")
 
@@ -726,3 +748,51 @@ def test_a_saved_model_whose_config_states_another_size(tmp_path: Path) -> None:
     expect_finding(
         judge(b.write(), "artifacts-required"), "artifacts-required.config-shapes",
         says=("runs/variant-a/model", "runs/variant-a/model/config.json"))
+
+
+
+def test_each_adapter_base_is_judged_under_its_code(
+    campaign: CampaignBuilder, bases: Built, tmp_path: Path
+) -> None:
+    """The bases above, judged in-process: each adapter its code, place and reason."""
+    digest = _adapter_bases(campaign, bases, tmp_path)
+    names = [r["path"].removeprefix("adapters/") for r in campaign.manifest["adapters"]]
+    at = {n: f"manifest.json $.adapters[{i}]" for i, n in enumerate(names)}
+
+    def pinned(name: str) -> list[Finding]:
+        return judge(campaign, "adapter-pinned", target=f"adapters/{name}", write=False)
+
+    for name in ("hub", "shipped", "snapshot", "own"):
+        expect_no_finding(pinned(name))
+    expect_finding(pinned("main"), "adapter-pinned.revision", where=f"{at['main']}.base_revision",
+                   says="'main' is a branch: it moves with every push")
+    expect_finding(pinned("null"), "adapter-pinned.null-revision",
+                   where=f"{at['null']}.base_revision",
+                   says="is null: base 'org/tiny-gpt2' is not pinned")
+    expect_finding(pinned("other-base"), "adapter-pinned.base-revision-differs",
+                   where=f"{at['other-base']}.base_revision",
+                   says=f"shipped base bases/b records revision '{OTHER}'")
+    finding = expect_finding(pinned("swapped"), "adapter-pinned.base-digest",
+                             where=f"{at['swapped']}.base_digest",
+                             says="the files of shipped base bases/swapped do not hash to the "
+                             "base_digest recorded")
+    assert finding.expected == digest["a"]
+    expect_finding(pinned("no-digest"), "adapter-pinned.base-digest-missing",
+                   where=f"{at['no-digest']}.base_digest",
+                   says="shipped base bases/a has no base_digest")
+    expect_finding(pinned("local-path"), "adapter-pinned.local-base-unpinned",
+                   where=f"{at['local-path']}.base_model",
+                   says="is named by a local path ('/data/models/tiny-gpt2') without a digest")
+    file_sha = pinned("file-sha")
+    expect_finding(file_sha, "adapter-pinned.revision", where=f"{at['file-sha']}.base_revision",
+                   says="is a sha256 (64 hex digits), not a hub commit")
+    expect_finding(file_sha, "adapter-pinned.base-not-a-folder",
+                   where=f"{at['file-sha']}.base_path",
+                   says="shipped base bases/a/model.safetensors is a file")
+    expect_finding(pinned("stale-snapshot"), "adapter-pinned.base-revision-differs",
+                   where=f"{at['stale-snapshot']}.base_revision",
+                   says=f"(its hub cache folder snapshots/{OTHER})")
+    expect_finding(pinned("config-disagrees"), "adapter-pinned.config-revision",
+                   where="adapters/config-disagrees/adapter_config.json:",
+                   says=f"records revision '{OTHER}', the manifest records base_revision "
+                   f"'{COMMIT}'")

@@ -19,16 +19,17 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from pytest_itera.core.findings import Finding
 from pytest_itera.reload import PROBE, SERVER
 from tests import checkpoints
-from tests.checks.judging import expect_no_finding, judge
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CampaignBuilder,
     expect,
@@ -174,11 +175,11 @@ def test_every_format_reloads_resumes_and_pins(
 # ------------------------------------------------------------------ checkpoints that fail
 
 
-def test_broken_checkpoints_fail_for_their_reason(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built,
-    trainers: Built, tmp_path: Path,
-) -> None:
-    built = {**cheap, **trainers}
+def _broken_checkpoints(pytester: pytest.Pytester, campaign: CampaignBuilder, built: Built,
+                        tmp_path: Path) -> Path:
+    """Checkpoints broken each for one reason (a hostile pickle, truncated, empty, NaN,
+    mislabeled, outside the folder, missing, parts missing or overclaimed), written; the
+    marker file the hostile pickle's payload would create."""
     only_listed_here(campaign)
     marker = tmp_path / "payload-ran"
     evil = checkpoints.hostile_checkpoint(tmp_path, marker).read_bytes()
@@ -213,6 +214,14 @@ def test_broken_checkpoints_fail_for_their_reason(
     add_checkpoint(campaign, "runs/resume-check/resume.pt", "torch", "resume", ALL_PARTS)
     campaign.write(before_manifest=lambda root: (root / "runs/control/link.pt").symlink_to(
         "../../../outside.pt"))
+    return marker
+
+
+def test_broken_checkpoints_fail_for_their_reason(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built,
+    trainers: Built, tmp_path: Path,
+) -> None:
+    marker = _broken_checkpoints(pytester, campaign, {**cheap, **trainers}, tmp_path)
 
     result = itera("-rA", "-k", f"{ARTIFACT_CHECKS} or no-empty-files")
 
@@ -289,12 +298,10 @@ def test_broken_checkpoints_fail_for_their_reason(
 # ------------------------------------------------------------------------------ adapters
 
 
-def test_adapter_pins_of_a_v1_manifest(
-    itera: Itera, pytester: pytest.Pytester, peft: Built
-) -> None:
-    """itera-manifest/1: a hub commit, or a shipped base file's sha256; a /1 shipped base is
-    told that one file's sha256 cannot prove which base it is (the /2 rules are in
-    test_artifact_evidence.py)."""
+def _v1_adapter_pins(pytester: pytest.Pytester, peft: Built) -> tuple[CampaignBuilder, bytes]:
+    """An itera-manifest/1 campaign whose adapters pin their base each in one way (a hub
+    commit, a branch, a short hash, a tag, null, a shipped base's sha256, ...), written; with
+    the shipped base's bytes."""
     campaign = CampaignBuilder(pytester.path / "out", version=1)
     built = peft
     base = built["safetensors"][""]
@@ -324,6 +331,18 @@ def test_adapter_pins_of_a_v1_manifest(
     add_adapter(campaign, built, "adapters/abs-elsewhere", sha256(base),
                 base_model_name_or_path=str(campaign.root / "adapters"), **shipped)
     campaign.write()
+    return campaign, base
+
+
+
+def test_adapter_pins_of_a_v1_manifest(
+    itera: Itera, pytester: pytest.Pytester, peft: Built
+) -> None:
+    """itera-manifest/1: a hub commit, or a shipped base file's sha256; a /1 shipped base is
+    told that one file's sha256 cannot prove which base it is (the /2 rules are in
+    test_artifact_evidence.py)."""
+    campaign, base = _v1_adapter_pins(pytester, peft)
+    other = "b" * 40
 
     result = itera("-rA", "-k", "adapter-pinned")
 
@@ -369,24 +388,20 @@ def test_adapter_pins_of_a_v1_manifest(
                 "cannot tell two bases of the same architecture apart") in item
 
 
-def test_adapter_folder_without_config(
-    itera: Itera, campaign: CampaignBuilder, peft: Built
-) -> None:
+def test_adapter_folder_without_config(campaign: CampaignBuilder, peft: Built) -> None:
     weights = peft["peft"]["adapter_model.safetensors"]
     only_listed_here(campaign)
     campaign.files["adapters/bare/adapter_model.safetensors"] = weights
     campaign.manifest["adapters"].append({"path": "adapters/bare", "run": "control",
                                           "base_model": "org/tiny-gpt2", "base_revision": COMMIT})
-    campaign.write()
-    result = itera("-rA", "-k", "adapter-pinned")
-    result.assert_outcomes(failed=1)
-    expect_each(
-        result,
-        "adapters/bare/adapter_config.json: adapters/bare/adapter_config.json is missing: an "
-        "adapter folder without its config cannot be loaded",
-        "manifest.json $.adapters[0]: does not reload * adapters/bare: not a recognised "
-        "checkpoint folder*",
-    )
+    found = judge(campaign, "adapter-pinned", target="adapters/bare")
+    assert len(found) == 2, [f.render() for f in found]
+    expect_finding(found, "adapter-pinned.config-missing",
+                   where="adapters/bare/adapter_config.json",
+                   says="adapters/bare/adapter_config.json is missing: an adapter folder "
+                   "without its config cannot be loaded")
+    expect_finding(found, "adapter-pinned.no-reload", where="manifest.json $.adapters[0]",
+                   says="adapters/bare: not a recognised checkpoint folder")
 
 
 # ------------------------------------------------------------- the reload interpreter
@@ -545,9 +560,7 @@ def test_same_outcomes_with_and_without_xdist(
     assert sorted(verdicts(serial).values()) == ["FAILED"] * 5 + ["PASSED"] * 3
 
 
-def test_weights_checkpoint_without_model_weights_fails(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
+def test_weights_checkpoint_without_model_weights_fails(campaign: CampaignBuilder) -> None:
     """An optimizer's state alone, declared as the run's weights, restores no model."""
     model = torch.nn.Linear(3, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -556,14 +569,22 @@ def test_weights_checkpoint_without_model_weights_fails(
     only_listed_here(campaign)
     campaign.files["runs/control/weights.pt"] = buffer.getvalue()
     add_checkpoint(campaign, "runs/control/weights.pt", "torch")
-    campaign.write()
-    result = itera("-rA", "-k", "checkpoint-reloads")
-    result.assert_outcomes(failed=1)
-    expect_each(
-        result,
-        "manifest.json $.checkpoints[0].kind: runs/control/weights.pt is declared as weights but "
-        "holds no model weights (it holds: optimizer, progress)",
-    )
+    found = judge(campaign, "checkpoint-reloads")
+    assert len(found) == 1, [f.render() for f in found]
+    expect_finding(found, "checkpoint-reloads.no-weights",
+                   where="manifest.json $.checkpoints[0].kind",
+                   says="runs/control/weights.pt is declared as weights but holds no model "
+                   "weights (it holds: optimizer, progress)")
+
+
+def test_a_checkpoint_listed_twice(campaign: CampaignBuilder) -> None:
+    listed = campaign.manifest["checkpoints"]
+    listed.append(dict(listed[0]))
+    path = listed[0]["path"]
+    expect_finding(judge(campaign, "checkpoint-reloads", target=path),
+                   "checkpoint-reloads.listed-twice",
+                   where=f"manifest.json $.checkpoints[{len(listed) - 1}]",  # the second entry
+                   says=f"{path} is listed 2 times in checkpoints")
 
 
 @pytest.mark.parametrize(
@@ -688,3 +709,89 @@ def test_a_saved_model_whose_shard_was_overwritten(tmp_path: Path) -> None:
     assert f"runs/variant-a/model/{second}: holds " in problem.message
     assert (f"and lacks {len(lost)} tensor(s) model.safetensors.index.json places in it: "
             f"{lost[0]}") in problem.message
+
+
+
+def test_each_broken_checkpoint_is_refused_under_its_code(
+    pytester: pytest.Pytester, campaign: CampaignBuilder, cheap: Built, trainers: Built,
+    tmp_path: Path,
+) -> None:
+    """The breaks above, judged in-process: each checkpoint its code, place and reason."""
+    marker = _broken_checkpoints(pytester, campaign, {**cheap, **trainers}, tmp_path)
+
+    def reloads(path: str) -> Sequence[Finding]:
+        return judge(campaign, "checkpoint-reloads", target=path, write=False)
+
+    def resumes(path: str) -> Sequence[Finding]:
+        return judge(campaign, "resume-complete", target=path, write=False)
+
+    at = "manifest.json $.checkpoints"
+    expect_finding(reloads("runs/control/evil.pt"), "checkpoint-reloads.no-reload",
+                   where=f"{at}[0]", says="holds code: unpickling it would call posix.system")
+    assert not marker.exists(), "the hostile pickle's payload ran"
+    expect_finding(reloads("runs/control/empty.pt"), "checkpoint-reloads.no-reload",
+                   where=f"{at}[2]", says="runs/control/empty.pt: empty file (0 bytes)")
+    expect_finding(reloads("runs/control/nan.safetensors"), "checkpoint-reloads.non-finite",
+                   where=f"{at}[3]", says="holds non-finite model weights: 1 NaN value")
+    expect_finding(reloads("runs/control/mislabeled.pt"), "checkpoint-reloads.format",
+                   where=f"{at}[5].format", says="holds 'safetensors' content, but the "
+                   "manifest declares format 'torch'")
+    expect_finding(reloads("../outside.pt"), "checkpoint-reloads.outside",
+                   where=f"{at}[6].path", says="'..' leaves the campaign folder")
+    expect_finding(reloads("runs/control/gone.pt"), "checkpoint-reloads.missing",
+                   where=f"{at}[8].path", says="checkpoint runs/control/gone.pt is missing")
+    expect_no_finding(reloads("runs/variant-a/declared-torch.ckpt"))  # a torch.save file
+    expect_finding(resumes("runs/variant-a/weights.pt"), "resume-complete.parts-missing",
+                   where=f"{at}[10]", says="a state dict is not a resume checkpoint")
+    expect_finding(resumes("runs/variant-a/last.ckpt"), "resume-complete.format-cannot-hold",
+                   where=f"{at}[11]", says="Lightning checkpoints store no RNG state by design")
+    expect_finding(resumes("runs/resume-check/resume.pt"), "resume-complete.overclaimed",
+                   where=f"{at}[13].claims", says="the manifest claims scaler for "
+                   "runs/resume-check/resume.pt, which does not hold it")
+    expect_no_finding(resumes("runs/resume-check/resume.pt"), "resume-complete.parts-missing")
+
+
+def test_the_factory_s_checkpoints_reload(campaign: CampaignBuilder) -> None:
+    expect_no_finding(judge(campaign, "checkpoint-reloads"))
+    expect_no_finding(judge(campaign, "resume-complete", write=False))
+
+
+
+def test_each_v1_adapter_pin_is_judged_under_its_code(
+    pytester: pytest.Pytester, peft: Built
+) -> None:
+    """The pins above, judged in-process: each adapter its code, place and reason."""
+    campaign, base = _v1_adapter_pins(pytester, peft)
+
+    def pinned(name: str) -> Sequence[Finding]:
+        return judge(campaign, "adapter-pinned", target=f"adapters/{name}", write=False)
+
+    at = "manifest.json $.adapters"
+    expect_no_finding(pinned("good"))
+    for name, says in (("main", "'main' is a branch: it moves with every push"),
+                       ("short", "'3f0c2a9' is a short commit hash (7 hex digits)"),
+                       ("tag", "'v1.0' is a tag or branch name, not an immutable commit id"),
+                       ("null", "is missing (null)")):
+        expect_finding(pinned(name), "adapter-pinned.revision", says=says)
+    expect_finding(pinned("mismatch"), "adapter-pinned.config-revision",
+                   where="adapters/mismatch/adapter_config.json:",
+                   says=f"records revision '{'b' * 40}', the manifest records base_revision "
+                   f"'{COMMIT}'")
+    finding = expect_finding(pinned("changed-base"), "adapter-pinned.base-sha256",
+                             where=f"{at}[7].base_revision", says="the shipped base "
+                             "base/model.safetensors does not have the sha256 recorded as "
+                             "base_revision")
+    assert finding.found == sha256(base)
+    expect_finding(pinned("temp"), "adapter-pinned.temp-path",
+                   where="adapters/temp/adapter_config.json:",
+                   says="'/tmp/hf/models--org--tiny-gpt2' is a path into a temporary folder")
+    expect_finding(pinned("other-base"), "adapter-pinned.config-base-differs",
+                   says="names base model 'org/other', the manifest's base_model is "
+                   "'org/tiny-gpt2'")
+    for index, name in ((1, "shipped"), (10, "shipped-abs"), (11, "shipped-rel")):
+        found = pinned(name)
+        assert len(found) == 1, [f.render() for f in found]
+        expect_finding(found, "adapter-pinned.v1-base-unproven", where=f"{at}[{index}].base_path",
+                       says="the sha256 of one file cannot tell two bases of the same "
+                       "architecture apart")
+

@@ -8,6 +8,8 @@ accepted, beside the forgery the rule still refuses.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from tests.checks.campaigns import (
@@ -22,7 +24,6 @@ from tests.factory import (
     CONTROL_CKPT,
     VARIANT_WEIGHTS,
     CampaignBuilder,
-    expect,
 )
 from tests.runner import Itera
 
@@ -66,30 +67,40 @@ def test_analysis_present_passes(itera: Itera, campaign: CampaignBuilder) -> Non
     itera(*selecting("analysis-present")).assert_outcomes(passed=1)
 
 
-@pytest.mark.parametrize(
-    ("change", "expected"),
-    [
-        ("missing-analysis", "the error analysis analysis.md is missing"),
-        ("blank-analysis", "the error analysis analysis.md holds only whitespace"),
-        ("empty-reload", "the reload instructions RELOAD.md is empty"),
-        ("outside-reload", "the reload instructions ../RELOAD.md '..' leaves the campaign folder"),
-    ],
-)
+def _no_analysis(campaign: CampaignBuilder) -> None:
+    del campaign.files["analysis.md"]
+
+
+def _blank_analysis(campaign: CampaignBuilder) -> None:
+    campaign.files["analysis.md"] = b"  \n\n\t\n"
+
+
+def _empty_reload(campaign: CampaignBuilder) -> None:
+    campaign.files["RELOAD.md"] = b""
+
+
+def _reload_outside(campaign: CampaignBuilder) -> None:
+    campaign.manifest["reload_instructions"] = "../RELOAD.md"
+
+
+@pytest.mark.parametrize(("change", "where", "says"), [
+    pytest.param(_no_analysis, "manifest.json $.analysis",
+                 "the error analysis analysis.md is missing", id="missing-analysis"),
+    pytest.param(_blank_analysis, "manifest.json $.analysis",
+                 "the error analysis analysis.md holds only whitespace", id="blank-analysis"),
+    pytest.param(_empty_reload, "manifest.json $.reload_instructions",
+                 "the reload instructions RELOAD.md is empty", id="empty-reload"),
+    pytest.param(_reload_outside, "manifest.json $.reload_instructions",
+                 "the reload instructions ../RELOAD.md '..' leaves the campaign folder",
+                 id="outside-reload"),
+])
 def test_analysis_or_reload_instructions_missing_or_empty(
-    itera: Itera, campaign: CampaignBuilder, change: str, expected: str
+    campaign: CampaignBuilder, change: Callable[[CampaignBuilder], None], where: str, says: str
 ) -> None:
-    if change == "missing-analysis":
-        del campaign.files["analysis.md"]
-    elif change == "blank-analysis":
-        campaign.files["analysis.md"] = b"  \n\n\t\n"
-    elif change == "empty-reload":
-        campaign.files["RELOAD.md"] = b""
-    else:
-        campaign.manifest["reload_instructions"] = "../RELOAD.md"
-    campaign.write()
-    result = itera(*selecting("analysis-present"))
-    result.assert_outcomes(failed=1)
-    expect(result, f"manifest.json $.*: {expected}*")
+    change(campaign)
+    found = judge(campaign, "analysis-present")
+    assert len(found) == 1, [f.render() for f in found]
+    expect_finding(found, "analysis-present.unusable", where=where, says=says)
 
 
 # ---------------------------------------- first written in test_evidence_runs.py
@@ -109,13 +120,13 @@ def test_analysis_or_reload_instructions_missing_or_empty(
      "por completar", 3),
 ], ids=["todo", "fr", "lorem", "to-be-written", "de", "es"])
 def test_analysis_is_a_placeholder(
-    itera: Itera, campaign: Campaign, text: str, marker: str, line: int
+    campaign: Campaign, text: str, marker: str, line: int
 ) -> None:
     """A text that says nothing but a placeholder is no analysis: that decides."""
     campaign.files["analysis.md"] = text.encode()
-    itera.fails(campaign, "analysis-present",
-                f"analysis.md:{line}: the error analysis analysis.md is a placeholder "
-                f"({marker!r} on line {line})")
+    expect_finding(judge(campaign, "analysis-present"), "analysis-present.placeholder",
+                   where=f"analysis.md:{line}", says=f"the error analysis analysis.md is a "
+                   f"placeholder ({marker!r} on line {line})")
 
 
 @pytest.mark.parametrize(("text", "line"), [
@@ -142,11 +153,12 @@ def test_analysis_in_french_with_ordinary_words(itera: Itera, campaign: Campaign
     itera(check="analysis-present").assert_outcomes(passed=1)
 
 
-def test_analysis_does_not_name_a_compared_run(itera: Itera, campaign: Campaign) -> None:
+def test_analysis_does_not_name_a_compared_run(campaign: Campaign) -> None:
     campaign.files["analysis.md"] = b"# Error analysis\n\nThe control confuses ex-3 with neg.\n"
-    itera.fails(campaign, "analysis-present",
-                "analysis.md: the error analysis analysis.md does not name variant-a",
-                "    expected: every compared run named: control, variant-a")
+    finding = expect_finding(judge(campaign, "analysis-present"), "analysis-present.runs-unnamed",
+                             where="analysis.md",
+                             says="the error analysis analysis.md does not name variant-a")
+    assert finding.expected == "every compared run named: control, variant-a"
 
 
 def test_analysis_of_a_negative_result_names_the_runs_compared(
@@ -158,15 +170,15 @@ def test_analysis_of_a_negative_result_names_the_runs_compared(
     itera(check="analysis-present").assert_outcomes(passed=1)
 
 
-def test_reload_instructions_miss_a_deliverable(itera: Itera, campaign: Campaign) -> None:
+def test_reload_instructions_miss_a_deliverable(campaign: Campaign) -> None:
     campaign.files["RELOAD.md"] = (
         f"# Reload\n\ntorch.load('{CONTROL_CKPT}', weights_only=True)\n".encode())
-    itera.fails(
-        campaign, "analysis-present",
-        f"RELOAD.md: the reload instructions RELOAD.md do not name {VARIANT_WEIGHTS}",
-        "    expected: each deliverable artifact (checkpoint or adapter of an accepted control "
-        "or variant) named by its path in the campaign",
-    )
+    finding = expect_finding(judge(campaign, "analysis-present"),
+                             "analysis-present.artifacts-unnamed", where="RELOAD.md",
+                             says=f"the reload instructions RELOAD.md do not name "
+                             f"{VARIANT_WEIGHTS}")
+    assert finding.expected == ("each deliverable artifact (checkpoint or adapter of an "
+                                "accepted control or variant) named by its path in the campaign")
 
 
 # ---------------------------------------- first written in test_one_rule_breaks.py

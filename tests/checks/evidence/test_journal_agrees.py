@@ -102,6 +102,61 @@ def test_a_run_start_the_manifest_moved_is_refused(campaign: CampaignBuilder) ->
         says=("2026-11-20T09:00:00+00:00", "2026-11-20T10:00:00+00:00"))
 
 
+def test_a_journaled_run_the_manifest_lacks_is_refused(campaign: CampaignBuilder) -> None:
+    events = [*honest(campaign), {"event": "run-start", "run": "ghost",
+                                  "at": RUN_TIMES["control"][0]}]
+    finding = expect_finding(journaled(campaign, *events), "journal-agrees.run-missing",
+                             where=f"{JOURNAL_FILE}:11", says="records that run ghost started, "
+                             "but the manifest has no run ghost")
+    assert finding.expected == "run ghost in manifest.json $.runs"
+
+
+def _stopped(campaign: CampaignBuilder, rule: str) -> Found:
+    """control stopped by non-finite-loss at step 3 in the manifest; ``rule`` in the journal."""
+    control = campaign.run_record("control")
+    control.update(outcome="stopped", stop={"rule": "non-finite-loss", "reason": "loss NaN",
+                                            "step": 3})
+    events = [e for e in honest(campaign) if e["event"] != "accepted"]
+    return journaled(campaign, *events, {"event": "stopped", "run": "control", "rule": rule,
+                                         "step": 3, "at": RUN_TIMES["control"][1]})
+
+
+def test_a_stop_the_manifest_rewrote_is_refused(campaign: CampaignBuilder) -> None:
+    finding = expect_finding(_stopped(campaign, "divergence"), "journal-agrees.run-stop",
+                             where=f"{JOURNAL_FILE}:10",
+                             says="records run control stopped by 'divergence' at step 3, the "
+                             "manifest by 'non-finite-loss' at step 3")
+    assert finding.expected == "'divergence' at step 3"
+
+
+def test_the_stop_the_recorder_journaled_passes(campaign: CampaignBuilder) -> None:
+    expect_no_finding(_stopped(campaign, "non-finite-loss"), "journal-agrees.run-stop")
+
+
+def test_a_resume_the_manifest_moved_is_refused(campaign: CampaignBuilder) -> None:
+    events = honest(campaign)
+    events[6] = dict(events[6], step=RESUMED_AT + 1)
+    finding = expect_finding(journaled(campaign, *events), "journal-agrees.resumed-from",
+                             where=f"{JOURNAL_FILE}:7",
+                             says=f"run resume-check resumed from {CONTROL_CKPT} at step "
+                             f"{RESUMED_AT} by the manifest")
+    assert finding.found == f"{CONTROL_CKPT} at step {RESUMED_AT}"
+
+
+@pytest.mark.parametrize(("plan_event", "code", "says"), [
+    pytest.param({"rehearsal": True}, "journal-agrees.rehearsal",
+                 "began this campaign as a rehearsal, but the manifest does not say so",
+                 id="rehearsal"),
+    pytest.param({"clock": "played"}, "journal-agrees.clock",
+                 "records this campaign on a played clock", id="played-clock"),
+])
+def test_a_journal_that_says_more_than_the_manifest_is_refused(
+        campaign: CampaignBuilder, plan_event: dict[str, Any], code: str, says: str) -> None:
+    events = honest(campaign)
+    events[0] = {**events[0], **plan_event}
+    expect_finding(journaled(campaign, *events), code, where=f"{JOURNAL_FILE}:1", says=says)
+
+
 def test_a_checkpoint_that_is_not_its_last_save_is_refused(campaign: CampaignBuilder) -> None:
     events = honest(campaign)
     events[5] = journal_save(campaign, CONTROL_CKPT, "control", RESUMED_AT, data=b"another save")
@@ -439,8 +494,8 @@ def test_a_journal_cut_short_of_its_closure_is_refused(tmp_path: Path) -> None:
     journal = lines(rec)
     assert json.loads(journal[-1])["event"] == "close"
     ship(rec, journal[:-1])
-    assert ("journal-agrees.not-closed", f"{JOURNAL_FILE}:{len(journal) - 1}") in codes(
-        pinned(rec))
+    expect_finding(pinned(rec), "journal-agrees.not-closed",
+                   where=f"{JOURNAL_FILE}:{len(journal) - 1}", says="without the closure")
 
 
 def test_a_recorded_campaign_with_an_unchained_journal_is_refused(tmp_path: Path) -> None:
@@ -451,7 +506,8 @@ def test_a_recorded_campaign_with_an_unchained_journal_is_refused(tmp_path: Path
         del event["prev"]
         stripped.append((json.dumps(event, separators=(",", ":")) + "\n").encode())
     ship(rec, stripped)
-    assert ("journal-agrees.unchained", f"{JOURNAL_FILE}:1") in codes(pinned(rec))
+    expect_finding(pinned(rec), "journal-agrees.unchained", where=f"{JOURNAL_FILE}:1",
+                   says="is not chained (line 1 carries no prev)")
 
 
 def test_a_journal_of_an_older_recorder_is_read_as_before(tmp_path: Path) -> None:

@@ -21,7 +21,6 @@ from tests.factory import (
     RESUME_CKPT,
     VARIANT_WEIGHTS,
     CampaignBuilder,
-    expect,
     measurements_path,
 )
 from tests.runner import Itera
@@ -32,29 +31,35 @@ from tests.runner import Itera
 # ====================================================================== role-evidence
 
 
-def test_role_evidence_passes(itera: Itera, campaign: Campaign) -> None:
+CHECK = "role-evidence"
+RESUMED = "manifest.json $.runs[2].resumed_from"
+
+
+def test_role_evidence_passes(campaign: Campaign) -> None:
+    expect_no_finding(judge(campaign, CHECK))
+
+
+def test_one_item_per_role_run(itera: Itera, campaign: Campaign) -> None:
     campaign.write()
     itera(check="role-evidence").assert_outcomes(passed=2)
 
 
-def test_resume_check_diverges_after_the_resume(itera: Itera, campaign: Campaign) -> None:
+def test_resume_check_diverges_after_the_resume(campaign: Campaign) -> None:
     campaign.measurements["resume-check"][0]["loss"] = 0.65  # step 3: control has 0.6
-    itera.fails(
-        campaign, "role-evidence",
-        f"{RESUME_M}:1: resume check resume-check does not reproduce its reference run: after "
-        f"resuming {CONTROL_CKPT} at step 2, its 'loss' is 0.65 at step 3 where control's is "
-        "0.6 (tolerance 0)",
-        "    expected: the resumed series equal the reference run's at the same steps, within "
-        "checkpoint_policy.resume_tolerance (0)",
-        passed=1,
-    )
+    finding = expect_finding(
+        judge(campaign, CHECK, target="resume-check"), "role-evidence.resume-not-reproduced",
+        where=f"{RESUME_M}:1", says=f"resume check resume-check does not reproduce its "
+        f"reference run: after resuming {CONTROL_CKPT} at step 2, its 'loss' is 0.65 at step 3 "
+        "where control's is 0.6 (tolerance 0)")
+    assert finding.expected == ("the resumed series equal the reference run's at the same "
+                                "steps, within checkpoint_policy.resume_tolerance (0)")
+    expect_no_finding(judge(campaign, CHECK, target="data-check", write=False))
 
 
-def test_resume_within_the_declared_tolerance(itera: Itera, campaign: Campaign) -> None:
+def test_resume_within_the_declared_tolerance(campaign: Campaign) -> None:
     campaign.plan["checkpoint_policy"]["resume_tolerance"] = 0.1
     campaign.measurements["resume-check"][0]["loss"] = 0.65
-    campaign.write()
-    itera(check="role-evidence").assert_outcomes(passed=2)
+    expect_no_finding(judge(campaign, CHECK))
 
 
 @pytest.mark.parametrize(("checkpoint", "why"), [
@@ -63,85 +68,111 @@ def test_resume_within_the_declared_tolerance(itera: Itera, campaign: Campaign) 
     ("runs/control/step-9.pt", "which is not a checkpoint listed in the manifest"),
 ], ids=["own", "weights", "unlisted"])
 def test_resume_check_resumed_from_the_wrong_checkpoint(
-    itera: Itera, campaign: Campaign, checkpoint: str, why: str
+    campaign: Campaign, checkpoint: str, why: str
 ) -> None:
     record(campaign, "resume-check")["resumed_from"]["checkpoint"] = checkpoint
-    itera.fails(
-        campaign, "role-evidence",
-        "manifest.json $.runs[2].resumed_from.checkpoint: resume check resume-check does not "
-        f"prove a resume: run resume-check resumed from {checkpoint}, {why}",
-        f"    fix:      a resume check resumes a listed resume checkpoint of another run in a "
-        f"new process (listed: {CONTROL_CKPT})",
-        passed=1,
-    )
+    finding = expect_finding(
+        judge(campaign, CHECK, target="resume-check"), "role-evidence.resume-unproven",
+        where=f"{RESUMED}.checkpoint", says="resume check resume-check does not prove a "
+        f"resume: run resume-check resumed from {checkpoint}, {why}")
+    assert finding.hint == ("a resume check resumes a listed resume checkpoint of another run "
+                            f"in a new process (listed: {CONTROL_CKPT})")
 
 
-def test_resume_check_without_resumed_from(itera: Itera, campaign: Campaign) -> None:
+def test_resume_check_without_resumed_from(campaign: Campaign) -> None:
     del record(campaign, "resume-check")["resumed_from"]
-    campaign.write()
-    result = itera(check="role-evidence")
-    expect(result, "manifest.json $.runs[2].resumed_from: resume check resume-check does not prove "
-           "a resume: run resume-check records no resumed_from (the checkpoint it resumed from and "
-           "its step)")
+    expect_finding(judge(campaign, CHECK, target="resume-check"), "role-evidence.resume-unproven",
+                   where=RESUMED, says="resume check resume-check does not prove a resume: run "
+                   "resume-check records no resumed_from (the checkpoint it resumed from and its "
+                   "step)")
 
 
-def test_v1_resume_check_cannot_prove_a_resume(itera: Itera, pytester: Pytester) -> None:
+def test_v1_resume_check_cannot_prove_a_resume(pytester: Pytester) -> None:
     campaign = CampaignBuilder(pytester.path / "out", version=1)
-    campaign.write()
-    result = itera(check="role-evidence")
-    expect(result, "*resume check resume-check does not prove a resume: run resume-check records "
-           "no resumed_from (the checkpoint it resumed from and its step); itera-manifest/1 cannot "
-           "prove a resume: re-close the campaign with itera-manifest/2 (docs/contract-v2.md)")
+    expect_finding(judge(campaign, CHECK, target="resume-check"), "role-evidence.resume-unproven",
+                   says="records no resumed_from (the checkpoint it resumed from and its step); "
+                   "itera-manifest/1 cannot prove a resume: re-close the campaign with "
+                   "itera-manifest/2 (docs/contract-v2.md)")
 
 
-def test_resume_check_with_nothing_to_compare(itera: Itera, campaign: Campaign) -> None:
+def test_resume_check_with_nothing_to_compare(campaign: Campaign) -> None:
     campaign.measurements["resume-check"] = [{"step": 3, "train_loss": 0.6}]
-    campaign.write()
-    result = itera(check="role-evidence")
-    expect(result, f"{RESUME_M}: resume check resume-check does not prove a resume: nothing to "
-           "compare: after step 2 its series (train_loss) share no step with control's (loss)")
+    expect_finding(judge(campaign, CHECK, target="resume-check"), "role-evidence.resume-unproven",
+                   where=RESUME_M, says="resume check resume-check does not prove a resume: "
+                   "nothing to compare: after step 2 its series (train_loss) share no step with "
+                   "control's (loss)")
 
 
-def test_data_check_measured_another_corpus(itera: Itera, campaign: Campaign) -> None:
+def test_data_check_measured_another_corpus(campaign: Campaign) -> None:
     checked(campaign, sha256="b" * 64)
-    result = itera.fails(campaign, "role-evidence", passed=1)
     frozen = campaign.plan["corpora"][0]["sha256"]
-    expect(result,
-           f"{DATA_M}:1: data check data-check measured corpus tiny-corpus with sha256 {'b' * 64}, "
-           f"but the plan froze {frozen}",
-           f"    expected: {frozen}", f"    found:    {'b' * 64}")
+    finding = expect_finding(
+        judge(campaign, CHECK, target="data-check"), "role-evidence.corpus-differs",
+        where=f"{DATA_M}:1", says=f"data check data-check measured corpus tiny-corpus with "
+        f"sha256 {'b' * 64}, but the plan froze {frozen}")
+    assert (finding.expected, finding.found) == (frozen, "b" * 64)
+    expect_no_finding(judge(campaign, CHECK, target="resume-check", write=False))
 
 
-def test_data_check_records_nothing(itera: Itera, campaign: Campaign) -> None:
+def test_data_check_records_nothing(campaign: Campaign) -> None:
     campaign.measurements["data-check"] = [{"step": 1, "rows_read": 4}]
-    campaign.write()
-    result = itera(check="role-evidence")
-    expect(result, f"{DATA_M}: data check data-check records no check of corpus tiny-corpus "
-           "(corpus/corpus.jsonl)")
+    expect_finding(judge(campaign, CHECK, target="data-check"), "role-evidence.corpus-unchecked",
+                   where=DATA_M, says="data check data-check records no check of corpus "
+                   "tiny-corpus (corpus/corpus.jsonl)")
 
 
-def test_data_check_record_without_a_count(itera: Itera, campaign: Campaign) -> None:
+def test_data_check_record_without_a_count(campaign: Campaign) -> None:
     del checked(campaign)["examples"]
-    campaign.write()
-    result = itera(check="role-evidence")
-    expect(result, f"{DATA_M}:1: data check data-check's record of corpus tiny-corpus has no "
-           "examples", "    expected: examples 4")
+    finding = expect_finding(judge(campaign, CHECK, target="data-check"),
+                             "role-evidence.corpus-record-incomplete", where=f"{DATA_M}:1",
+                             says="data check data-check's record of corpus tiny-corpus has no "
+                             "examples")
+    assert finding.expected == "examples 4"
 
 
-def test_data_check_records_every_declared_input(itera: Itera, campaign: Campaign) -> None:
-    vocab = b"the\nof\nand\n"
-    campaign.files["vocab/tokens.txt"] = vocab
+def test_data_check_without_measurements(campaign: Campaign) -> None:
+    del record(campaign, "data-check")["measurements"]
+    del campaign.measurements["data-check"]
+    expect_finding(judge(campaign, CHECK, target="data-check"), "role-evidence.data-unproven",
+                   where="manifest.json $.runs[1].measurements",
+                   says="data check data-check does not prove the data")
+
+
+VOCAB = b"the\nof\nand\n"
+
+
+def _vocab_rule(campaign: Campaign) -> None:
+    campaign.files["vocab/tokens.txt"] = VOCAB
     add_rule(campaign, "vocab-whole", "input_truncated", input="vocab/tokens.txt",
-             bytes=len(vocab))
-    campaign.write()
-    result = itera(check="role-evidence")
-    expect(result, f"{DATA_M}: data check data-check records no check of input "
-           "'vocab/tokens.txt', which stop rule 'vocab-whole' declares indispensable")
+             bytes=len(VOCAB))
+
+
+def test_data_check_records_every_declared_input(campaign: Campaign) -> None:
+    _vocab_rule(campaign)
+    expect_finding(judge(campaign, CHECK, target="data-check"), "role-evidence.input-unchecked",
+                   where=DATA_M, says="data check data-check records no check of input "
+                   "'vocab/tokens.txt', which stop rule 'vocab-whole' declares indispensable")
+
+
+@pytest.mark.parametrize(("measured", "code", "says"), [
+    pytest.param({"bytes": len(VOCAB)}, None, "", id="as-declared"),
+    pytest.param({"bytes": 3}, "role-evidence.input-differs",
+                 "data check data-check measured input 'vocab/tokens.txt' with bytes 3; stop rule "
+                 "'vocab-whole' expects 11", id="truncated"),
+    pytest.param({}, "role-evidence.input-record-incomplete",
+                 "data check data-check's record of input 'vocab/tokens.txt' has no bytes, which "
+                 "stop rule 'vocab-whole' declares", id="no-count"),
+])
+def test_data_check_record_of_a_declared_input(campaign: Campaign, measured: dict[str, int],
+                                               code: str | None, says: str) -> None:
+    _vocab_rule(campaign)
     campaign.measurements["data-check"].append(
-        {"checked_input": {"input": "vocab/tokens.txt", "bytes": len(vocab)}})
-    campaign.files.pop(DATA_M)
-    campaign.write()
-    itera(check="role-evidence").assert_outcomes(passed=2)
+        {"checked_input": {"input": "vocab/tokens.txt", **measured}})
+    found = judge(campaign, CHECK, target="data-check")
+    if code is None:
+        expect_no_finding(found)
+    else:
+        expect_finding(found, code, where=f"{DATA_M}:2", says=says)
 
 
 # ---------------------------------------- first written in test_times_fit.py

@@ -45,85 +45,83 @@ from tests.runner import Itera
 # ================================================================== stop-rules-applied
 
 
-def test_stop_rules_applied_passes(itera: Itera, campaign: Campaign) -> None:
+CHECK = "stop-rules-applied"
+
+
+def test_stop_rules_applied_passes(campaign: Campaign) -> None:
+    expect_no_finding(judge(campaign, CHECK))
+
+
+def test_one_item_per_run(itera: Itera, campaign: Campaign) -> None:
     campaign.write()
     itera(check="stop-rules-applied").assert_outcomes(passed=4)
 
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "inf", "nan", math.nan,
                                    math.inf], ids=repr)
-def test_accepted_run_with_a_non_finite_loss(
-    itera: Itera, campaign: Campaign, value: object
-) -> None:
+def test_accepted_run_with_a_non_finite_loss(campaign: Campaign, value: object) -> None:
     campaign.measurements["variant-a"][2]["loss"] = value  # step 3, line 3
-    result = itera.fails(campaign, "stop-rules-applied", passed=3)
     shown = {"nan": "NaN", "inf": "Infinity", "-infinity": "-Infinity", "infinity": "Infinity"}
-    expect(result,
-           f"{VARIANT_M}:3: accepted run variant-a triggers stop rule 'non-finite-loss' "
-           f"(non_finite_loss): its 'loss' series is {shown[str(value).lower()]} at step 3",
-           "    expected: a run whose own evidence triggers a declared stop rule is stopped, not "
-           "accepted",
-           "    found:    outcome 'accepted' (manifest.json $.runs[3].outcome)",
-           "    fix:      record it as stopped*")
+    found = judge(campaign, CHECK)
+    assert len(found) == 1, [f.render() for f in found]
+    finding = expect_finding(found, "stop-rules-applied.accepted-triggers", where=f"{VARIANT_M}:3",
+                             says="accepted run variant-a triggers stop rule 'non-finite-loss' "
+                             f"(non_finite_loss): its 'loss' series is "
+                             f"{shown[str(value).lower()]} at step 3")
+    assert (finding.expected, finding.found) == (
+        "a run whose own evidence triggers a declared stop rule is stopped, not accepted",
+        "outcome 'accepted' (manifest.json $.runs[3].outcome)")
+    assert (finding.hint or "").startswith("record it as stopped")
 
 
-def test_run_stopped_by_its_rule_with_its_evidence(itera: Itera, campaign: Campaign) -> None:
+def test_run_stopped_by_its_rule_with_its_evidence(campaign: Campaign) -> None:
     stop_by_nan(campaign)
-    campaign.write()
-    itera(check="stop-rules-applied").assert_outcomes(passed=4)
+    expect_no_finding(judge(campaign, CHECK))
 
 
-def test_stop_step_is_not_the_first_non_finite_step(
-    itera: Itera, campaign: Campaign
-) -> None:
+def test_stop_step_is_not_the_first_non_finite_step(campaign: Campaign) -> None:
     stop_by_nan(campaign, step=20, nan_at=14)
-    itera.fails(
-        campaign, "stop-rules-applied",
-        "manifest.json $.runs[3].stop.step: stopped run variant-a records stop step 20, but its "
-        "'loss' series is first non-finite at step 14",
-        "    expected: 14", "    found:    20",
-        f"    fix:      the stop step is the first step whose value is NaN or ±inf ({VARIANT_M}"
-        ":14)",
-        passed=3,
-    )
+    finding = expect_finding(judge(campaign, CHECK, target="variant-a"),
+                             "stop-rules-applied.stop-step",
+                             where="manifest.json $.runs[3].stop.step",
+                             says="stopped run variant-a records stop step 20, but its 'loss' "
+                             "series is first non-finite at step 14")
+    assert (finding.expected, finding.found) == ("14", "20")
+    assert finding.hint == ("the stop step is the first step whose value is NaN or ±inf "
+                            f"({VARIANT_M}:14)")
 
 
-def test_stopped_run_whose_evidence_does_not_trigger_its_rule(
-    itera: Itera, campaign: Campaign
-) -> None:
+def test_stopped_run_whose_evidence_does_not_trigger_its_rule(campaign: Campaign) -> None:
     stop_by_nan(campaign)
     campaign.measurements["variant-a"][13]["loss"] = 0.05  # the NaN was never measured
-    itera.fails(
-        campaign, "stop-rules-applied",
-        "manifest.json $.runs[3].stop.rule: stopped run variant-a cites stop rule "
-        "'non-finite-loss' (non_finite_loss), but its evidence does not trigger it: 14 'loss' "
-        "points, all finite",
-        passed=3,
-    )
+    expect_finding(judge(campaign, CHECK, target="variant-a"),
+                   "stop-rules-applied.stop-not-triggered",
+                   where="manifest.json $.runs[3].stop.rule",
+                   says="stopped run variant-a cites stop rule 'non-finite-loss' "
+                   "(non_finite_loss), but its evidence does not trigger it: 14 'loss' points, "
+                   "all finite")
 
 
-def test_accepted_run_without_measurements(itera: Itera, campaign: Campaign) -> None:
+def test_accepted_run_without_measurements(campaign: Campaign) -> None:
     del record(campaign, "variant-a")["measurements"]
     del campaign.measurements["variant-a"]
-    itera.fails(
-        campaign, "stop-rules-applied",
-        "manifest.json $.runs[3].measurements: stop rule 'non-finite-loss' cannot be evaluated "
-        "on accepted run variant-a: run variant-a records no measurements file "
-        "(runs[].measurements)",
-        "    fix:      record the run's measurements file*",
-        passed=3,
-    )
+    finding = expect_finding(judge(campaign, CHECK, target="variant-a"),
+                             "stop-rules-applied.no-measurements",
+                             where="manifest.json $.runs[3].measurements",
+                             says="stop rule 'non-finite-loss' cannot be evaluated on accepted "
+                             "run variant-a: run variant-a records no measurements file "
+                             "(runs[].measurements)")
+    assert (finding.hint or "").startswith("record the run's measurements file")
 
 
-def test_training_run_without_the_watched_series(itera: Itera, campaign: Campaign) -> None:
+def test_training_run_without_the_watched_series(campaign: Campaign) -> None:
     campaign.measurements["variant-a"] = [r for r in campaign.measurements["variant-a"]
                                           if "step" not in r]  # its loss was not logged
-    itera.fails(
-        campaign, "stop-rules-applied",  # the data check trains nothing: no loss is fine
-        f"{VARIANT_M}: stop rule 'non-finite-loss' (non_finite_loss) cannot be evaluated on "
-        f"accepted run variant-a: its measurements {VARIANT_M} hold no 'loss' series",
-        passed=3,
-    )
+    found = judge(campaign, CHECK)  # the data check trains nothing: no loss is fine
+    assert len(found) == 1, [f.render() for f in found]
+    expect_finding(found, "stop-rules-applied.unproven", where=VARIANT_M,
+                   says=f"stop rule 'non-finite-loss' (non_finite_loss) cannot be evaluated on "
+                   f"accepted run variant-a: its measurements {VARIANT_M} hold no 'loss' series")
 
 
 QUALITY = {"metric": "accuracy", "threshold": 0.7, "direction": "higher", "split": "test"}

@@ -1,5 +1,6 @@
 """The rules of ``files-intact`` (pytest_itera/checks/files/files_intact.py): each break refused,
-with its honest twin.
+with its honest twin (judged in-process: tests/checks/judging.py; a pytest session where the
+items, the skips or the ini options are the point).
 
 Where the cases come from (the files they were first written in):
 
@@ -11,38 +12,21 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_itera.checks import Context, Options
 from pytest_itera.checks.files import CHECKS as FILE_CHECKS
 from pytest_itera.core.campaign import load_campaign
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import CampaignBuilder, expect, expect_each, sha256
 from tests.runner import Itera
 
 # ------------------------------------------------------------ files-intact
-
-
-def test_files_intact_passes_for_every_listed_file(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    campaign.write()
-    result = itera("-k", "files-intact")
-    result.assert_outcomes(passed=len(campaign.files))
-
-
-def test_listed_file_missing(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.write()
-    (campaign.root / "runs/control/measurements.jsonl").unlink()
-    campaign.seal()
-    result = itera("-k", "files-intact")
-    result.assert_outcomes(passed=len(campaign.files) - 1, failed=1)
-    expect(
-        result,
-        "manifest.json $.files[*]: listed file runs/control/measurements.jsonl is missing",
-        "    fix:      retrieve it before the rental ends, or correct the manifest",
-    )
 
 
 def test_a_missing_file_whose_bytes_are_elsewhere_says_renamed(
@@ -95,51 +79,6 @@ def test_a_renamed_folder_is_one_finding_with_one_hint(
     (campaign.root / "runs/control-old").rename(campaign.root / "runs/control")
     campaign.seal()
     assert "failed" not in itera("-k", "not temp").parseoutcomes()
-
-
-def test_size_differs(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.write()
-    with (campaign.root / "RELOAD.md").open("ab") as handle:
-        handle.write(b"appended later\n")
-    campaign.seal()
-    result = itera("-k", "files-intact and RELOAD")
-    result.assert_outcomes(failed=1)
-    size = len(campaign.files["RELOAD.md"])
-    expect(
-        result,
-        f"manifest.json $.files[0].bytes: RELOAD.md is {size + 15} bytes, the manifest says {size}",
-    )
-
-
-def test_same_size_different_bytes(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.write()
-    path = campaign.root / "runs/control/measurements.jsonl"
-    data = path.read_bytes()
-    path.write_bytes(data.replace(b"0.75", b"0.95"))
-    campaign.seal()
-    result = itera("-k", "files-intact and control/measurements")
-    result.assert_outcomes(failed=1)
-    expect(
-        result,
-        "manifest.json $.files[*].sha256: "
-        "runs/control/measurements.jsonl does not have the sha256 recorded*",
-        f"    expected: {sha256(data)}",
-        f"    found:    {sha256(path.read_bytes())}",
-    )
-
-
-def test_unlisted_file(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.files["scratch/notes.txt"] = b"forgot to list me\n"
-    campaign.unlisted.add("scratch/notes.txt")
-    campaign.write()
-    result = itera("-k", "files-intact and scratch/")  # a folder word selects with its slash
-    result.assert_outcomes(failed=1)
-    expect(
-        result,
-        "scratch/notes.txt: "
-        "scratch/notes.txt is in the campaign folder but not listed in the manifest",
-        "    fix:      list it in manifest.json files*",
-    )
 
 
 def test_dotfiles_are_not_skipped(itera: Itera, campaign: CampaignBuilder) -> None:
@@ -204,6 +143,119 @@ def test_absolute_paths_into_the_campaign_itself_are_not_temporary(
         f"runs/control/escape.json:1:*: path into a temporary folder: {campaign.root}/../x",
         f"runs/control/sibling.json:1:*: path into a temporary folder: {campaign.root}-old/x",
     )
+
+
+# ------------------------------------------------- files-intact, judged in-process
+
+CHECK = "files-intact"
+
+
+def relist(campaign: CampaignBuilder, edit: Callable[[Path, list[dict[str, Any]]], None]) -> None:
+    """The campaign written, then ``edit`` given its folder and the manifest's file list (to
+    change both); the manifest rewritten and the folder sealed as it is now."""
+    root = campaign.write()
+    manifest = json.loads((root / "manifest.json").read_text())
+    edit(root, manifest["files"])
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    campaign.seal()
+
+
+def _entry(path: str, data: bytes = b"") -> dict[str, Any]:
+    return {"path": path, "bytes": len(data), "sha256": sha256(data)}
+
+
+def _missing(root: Path, files: list[dict[str, Any]]) -> None:
+    (root / "runs/control/measurements.jsonl").unlink()
+
+
+def _appended(root: Path, files: list[dict[str, Any]]) -> None:
+    with (root / "RELOAD.md").open("ab") as handle:
+        handle.write(b"appended later\n")
+
+
+def _same_size(root: Path, files: list[dict[str, Any]]) -> None:
+    path = root / "runs/control/measurements.jsonl"
+    path.write_bytes(path.read_bytes().replace(b"0.75", b"0.95"))
+
+
+def _twice(root: Path, files: list[dict[str, Any]]) -> None:
+    files.append(dict(next(f for f in files if f["path"] == "RELOAD.md")))
+
+
+def _itself(root: Path, files: list[dict[str, Any]]) -> None:
+    files.append(_entry("manifest.json"))
+
+
+def _link_out(root: Path, files: list[dict[str, Any]]) -> None:
+    os.symlink("/etc/hostname", root / "runs/control/out-link")
+    files.append(_entry("runs/control/out-link"))
+
+
+def _folder(root: Path, files: list[dict[str, Any]]) -> None:
+    (root / "runs/control/plots").mkdir()
+    files.append(_entry("runs/control/plots"))
+
+
+def _drive_letter(root: Path, files: list[dict[str, Any]]) -> None:
+    (root / "runs/control/a:b.txt").write_bytes(b"x\n")
+    files.append(_entry("runs/control/a:b.txt", b"x\n"))
+
+
+def _letter_case(root: Path, files: list[dict[str, Any]]) -> None:
+    for name in ("Notes.txt", "notes.txt"):
+        (root / "runs/control" / name).write_bytes(name.encode())
+        files.append(_entry(f"runs/control/{name}", name.encode()))
+
+
+def _unlisted(root: Path, files: list[dict[str, Any]]) -> None:
+    (root / "scratch").mkdir()
+    (root / "scratch/notes.txt").write_bytes(b"forgot to list me\n")
+
+
+def _link_to_a_folder(root: Path, files: list[dict[str, Any]]) -> None:
+    os.symlink("../variant-a", root / "runs/control/alias")
+    files.append(_entry("runs/control/alias"))
+
+
+# Each file is its own item: a collision is a finding of both files of the pair, one is asked.
+ONE_ITEM = {"files-intact.name-collision": "runs/control/Notes.txt"}
+
+
+@pytest.mark.parametrize(("break_", "code", "where", "says"), [
+    pytest.param(_missing, "files-intact.missing", "manifest.json $.files[",
+                 "listed file runs/control/measurements.jsonl is missing", id="missing"),
+    pytest.param(_appended, "files-intact.size", "manifest.json $.files[0].bytes",
+                 "RELOAD.md is ", id="size"),
+    pytest.param(_same_size, "files-intact.sha256", "manifest.json $.files[",
+                 "runs/control/measurements.jsonl does not have the sha256 recorded",
+                 id="same-size-other-bytes"),
+    pytest.param(_twice, "files-intact.listed-twice", "manifest.json $.files[0]",
+                 "RELOAD.md is listed 2 times", id="listed-twice"),
+    pytest.param(_itself, "files-intact.lists-manifest", "manifest.json $.files[",
+                 "manifest.json lists itself", id="lists-itself"),
+    pytest.param(_link_out, "files-intact.outside", "manifest.json $.files[",
+                 "leaves the campaign folder", id="symlink-out"),
+    pytest.param(_folder, "files-intact.not-a-file", "manifest.json $.files[",
+                 "runs/control/plots is a directory", id="a-folder"),
+    pytest.param(_drive_letter, "files-intact.unportable", "manifest.json $.files[",
+                 "contains ':'", id="unportable"),
+    pytest.param(_letter_case, "files-intact.name-collision", "manifest.json $.files[",
+                 "'runs/control/Notes.txt' differs from 'runs/control/notes.txt' only by "
+                 "letter case", id="letter-case"),
+    pytest.param(_unlisted, "files-intact.unlisted", "scratch/notes.txt",
+                 "is in the campaign folder but not listed in the manifest", id="unlisted"),
+    pytest.param(_link_to_a_folder, "files-intact.unreadable", "manifest.json $.files[",
+                 "runs/control/alias cannot be read", id="link-to-a-folder"),
+])
+def test_a_file_not_intact_is_refused(campaign: CampaignBuilder, break_: Callable[
+        [Path, list[dict[str, Any]]], None], code: str, where: str, says: str) -> None:
+    relist(campaign, break_)
+    found = judge(campaign, CHECK, target=ONE_ITEM.get(code), write=False)
+    expect_finding(found, code, where=where, says=says)
+
+
+def test_every_listed_file_intact(campaign: CampaignBuilder) -> None:
+    expect_no_finding(judge(campaign, CHECK))
 
 
 # ------------------------------------------------------------------ read-ahead

@@ -11,7 +11,10 @@ also gives, and the manifest and measurements state it; forging breaks one of th
 """
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -36,19 +39,20 @@ from tests.checks.campaigns import (
     rendered,
     repack,
     split_gain,
+    stop,
 )
-from tests.checks.judging import expect_finding
+from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import CORPUS_IDS, CampaignBuilder, as_plan_2, sha256
 
+CHECK = "metrics-recomputed"
 KINDS = ("accuracy", "exact_match", "f1_macro", "f1_micro", "precision_macro", "recall_macro",
          *REGRESSION)
 
 
 def test_the_default_campaign_passes(tmp_path: Path) -> None:
     root = CampaignBuilder(tmp_path / "out").write()
-    for run_id in ("control", "variant-a"):
-        assert findings(root, "metrics-recomputed", run_id) == ()
-    assert findings(root, "conclusion-consistent") == ()
+    expect_no_finding(judge(root, CHECK))
+    expect_no_finding(judge(root, "conclusion-consistent"))
 
 
 def test_a_changed_corpus_is_said_under_this_checks_own_code(tmp_path: Path) -> None:
@@ -57,8 +61,10 @@ def test_a_changed_corpus_is_said_under_this_checks_own_code(tmp_path: Path) -> 
     root = CampaignBuilder(tmp_path / "out").write()
     corpus = root / "corpus" / "corpus.jsonl"
     corpus.write_bytes(corpus.read_bytes() + b"\n")
-    found = findings(root, "metrics-recomputed", "variant-a")
-    assert [f.code for f in found] == ["metrics-recomputed.corpus-sha256"], rendered(found)
+    found = judge(root, CHECK, target="variant-a")
+    assert [f.code for f in found] == ["metrics-recomputed.corpus-sha256"], rendered(tuple(found))
+    expect_finding(found, "metrics-recomputed.corpus-sha256", where="plan.json $.corpora[0]",
+                   says="is not the corpus the plan froze")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -76,8 +82,9 @@ def test_each_kind_forged_in_manifest_and_file_fails(tmp_path: Path, kind: str) 
     right = oracle(kind, truth, (GUESSED if numeric else PREDICTED_CLASSES)["variant-a"])
     forged = round(right + 0.1, 4)
     campaign.set_metric("variant-a", "accuracy", forged)  # both places
-    root = campaign.write()
-    text = rendered(findings(root, "metrics-recomputed", "variant-a"))
+    found = judge(campaign, CHECK, target="variant-a")
+    assert [f.code for f in found] == ["metrics-recomputed.mismatch"] * 2, rendered(tuple(found))
+    text = rendered(tuple(found))
     shown = f"{right:.{len(repr(forged).split('.')[1])}f}"  # at the precision written
     assert f"run variant-a's accuracy is {forged!r} at runs/variant-a/measurements.jsonl:5, " \
         f"but its predictions give {shown}" in text, text
@@ -93,12 +100,11 @@ def test_every_prediction_wrong_while_metrics_claim_0_856(tmp_path: Path) -> Non
         [{"id": i, "label": t, "prediction": "z"} for i, t in zip(CORPUS_IDS, CLASSES,
                                                                     strict=True)])
     campaign.set_metric("variant-a", "accuracy", 0.856)
-    root = campaign.write()
-    text = rendered(findings(root, "metrics-recomputed", "variant-a"))
+    text = rendered(tuple(judge(campaign, CHECK, target="variant-a")))
     assert "runs/variant-a/measurements.jsonl:5: run variant-a's accuracy is 0.856 at " \
         "runs/variant-a/measurements.jsonl:5, but its predictions give 0.000" in text, text
     # the conclusion is judged on the recomputed value, not on the 0.856 written twice
-    text = rendered(findings(root, "conclusion-consistent"))
+    text = rendered(tuple(judge(campaign, "conclusion-consistent", write=False)))
     assert "the conclusion lists variant-a as meeting the threshold, but its accuracy is 0.0" \
         in text, text
     assert "    found:    accuracy = 0.0 (recomputed (accuracy) from " \
@@ -111,11 +117,12 @@ def test_label_column_rewritten_to_agree_is_refused(tmp_path: Path) -> None:
         [{"id": i, "label": p, "prediction": p}
          for i, p in zip(CORPUS_IDS, PREDICTED_CLASSES["variant-a"], strict=True)])
     campaign.set_metric("variant-a", "accuracy", 1.0)  # what the rewritten labels would give
-    root = campaign.write()
-    text = rendered(findings(root, "metrics-recomputed", "variant-a"))
-    assert "runs/variant-a/predictions.jsonl:4: the predictions of run variant-a rewrite the " \
-        "corpus labels: 1 row(s) give a 'label' other than the frozen corpus " \
-        "corpus/corpus.jsonl's" in text, text
+    found = judge(campaign, CHECK, target="variant-a")
+    text = rendered(tuple(found))
+    expect_finding(found, "metrics-recomputed.label-disagrees",
+                   where="runs/variant-a/predictions.jsonl:4",
+                   says="the predictions of run variant-a rewrite the corpus labels: 1 row(s) "
+                   "give a 'label' other than the frozen corpus corpus/corpus.jsonl's")
     assert "run variant-a's accuracy is 1.0 at runs/variant-a/measurements.jsonl:5, but its " \
         "predictions give 0.8" in text, text  # scored on the corpus's labels (0.75 at 1 decimal)
 
@@ -138,21 +145,21 @@ def test_gain_relative_to_control_passes(tmp_path: Path) -> None:
 def test_plan_2_cannot_prove(tmp_path: Path) -> None:
     campaign = CampaignBuilder(tmp_path / "out")
     as_plan_2(campaign.plan)
-    root = campaign.write()
-    text = rendered(findings(root, "metrics-recomputed", "variant-a"))
-    assert text.startswith("manifest.json $.runs[3].metrics: itera-plan/2 cannot prove the "
-                           "metric: run variant-a reports accuracy = 1.0, but the plan does "
-                           "not say how it is computed"), text
-    assert "    fix:      declare the computation in itera-plan/3: decision.computation" in text
+    finding = expect_finding(judge(campaign, CHECK, target="variant-a"),
+                             "metrics-recomputed.unprovable",
+                             where="manifest.json $.runs[3].metrics",
+                             says="itera-plan/2 cannot prove the metric: run variant-a reports "
+                             "accuracy = 1.0, but the plan does not say how it is computed")
+    assert (finding.hint or "").startswith(
+        "declare the computation in itera-plan/3: decision.computation")
 
 
 def test_unknown_kind_without_hook_cannot_prove(tmp_path: Path) -> None:
     campaign = plan3(tmp_path / "out")
     campaign.plan["decision"]["computation"]["kind"] = "within_one"
-    root = campaign.write()
-    text = rendered(findings(root, "metrics-recomputed", "variant-a"))
-    assert "cannot prove the metric: 'within_one' is not a built-in metric kind and no " \
-        "pytest_itera_metric hook computes it" in text, text
+    expect_finding(judge(campaign, CHECK, target="variant-a"), "metrics-recomputed.unknown-kind",
+                   says="cannot prove the metric: 'within_one' is not a built-in metric kind "
+                   "and no pytest_itera_metric hook computes it")
 
 
 def test_custom_kind_through_the_hook_in_process(tmp_path: Path) -> None:
@@ -160,10 +167,23 @@ def test_custom_kind_through_the_hook_in_process(tmp_path: Path) -> None:
     campaign.plan["decision"]["computation"]["kind"] = "hits"
     campaign.set_metric("variant-a", "accuracy", 3.0)
     campaign.set_metric("control", "accuracy", 2.0)
-    root = campaign.write()
     options = Options(metric_hook=lambda name: (lambda pairs: float(sum(a == b for a, b in pairs)))
                       if name == "hits" else None)
-    assert findings(root, "metrics-recomputed", "variant-a", options) == ()
+    expect_no_finding(judge(campaign, CHECK, target="variant-a", options=options))
+
+
+def _raises(pairs: object) -> float:
+    raise ZeroDivisionError("no pairs")
+
+
+def test_a_hook_whose_metric_raises_cannot_prove(tmp_path: Path) -> None:
+    campaign = plan3(tmp_path / "out")
+    campaign.plan["decision"]["computation"]["kind"] = "hits"
+    options = Options(metric_hook=lambda name: _raises if name == "hits" else None)
+    expect_finding(judge(campaign, CHECK, target="variant-a", options=options),
+                   "metrics-recomputed.hook-raised", where="conftest.py",
+                   says="the pytest_itera_metric hook's 'hits' raised ZeroDivisionError: "
+                   "no pairs")
 
 
 CUSTOM_CONFTEST = """
@@ -248,12 +268,16 @@ def test_a_row_that_carries_the_filtered_field_is_filtered_by_its_own_value(
 def test_a_where_field_in_neither_the_corpus_nor_the_predictions_says_where_it_looked(
     tmp_path: Path,
 ) -> None:
-    root = _split_campaign(tmp_path / "out", corpus_split=False).write()
-    text = rendered(findings(root, "metrics-recomputed", "variant-a"))
-    assert 'cannot prove the metric: no row of runs/variant-a/predictions.jsonl is scored by ' \
-        'the computation (accuracy where {"split": "validation"})' in text, text
-    assert "fix:      check the plan's where filter against the corpus's fields (or the " \
-        "predictions' own, which a row carrying the field is filtered by)" in text, text
+    found = judge(_split_campaign(tmp_path / "out", corpus_split=False), CHECK,
+                  target="variant-a")
+    finding = expect_finding(found, "metrics-recomputed.empty",
+                             where="runs/variant-a/predictions.jsonl",
+                             says='cannot prove the metric: no row of '
+                             'runs/variant-a/predictions.jsonl is scored by the computation '
+                             '(accuracy where {"split": "validation"})')
+    assert finding.hint == ("check the plan's where filter against the corpus's fields (or "
+                            "the predictions' own, which a row carrying the field is filtered "
+                            "by)")
 
 
 @settings(max_examples=200, deadline=None)
@@ -287,7 +311,7 @@ def test_without_confidence_a_gain_inside_its_noise_passes(tmp_path: Path) -> No
 def test_a_test_example_moved_to_train_in_one_runs_rows_is_refused(tmp_path: Path) -> None:
     root = split_gain(tmp_path / "out", ("train", "train", "test", "train"))
     found = findings(root, "metrics-recomputed", "variant-a")
-    assert [f.code for f in found] == ["metrics-recomputed.filter-differs"], rendered(found)
+    assert [f.code for f in found] == ["metrics-recomputed.filter-differs"], rendered(tuple(found))
     expect_finding(found, "metrics-recomputed.filter-differs",
                    where="runs/variant-a/predictions.jsonl",
                    says=("accuracy_gain is relative to control's", "where split=test",
@@ -313,3 +337,56 @@ def test_the_metric_is_recomputed_from_packed_predictions(tmp_path: Path, name: 
     text = rendered(findings(root, "metrics-recomputed", "variant-a"))
     assert "run variant-a's accuracy is 0.1 at " in text, text
     assert f"(recomputed (accuracy) from runs/variant-a/{name})" in text, text
+
+
+# ------------------------------------------------ what the recomputation cannot score
+
+
+def _rows(campaign: CampaignBuilder, path: str, edit: Callable[[list[dict[str, Any]]], None],
+          plan_sha: bool = False) -> None:
+    """The JSON Lines file ``path`` with its rows edited (the plan's sha256 kept for a
+    corpus)."""
+    rows = [json.loads(line) for line in campaign.files[path].splitlines()]
+    edit(rows)
+    campaign.files[path] = _jsonl(rows)
+    if plan_sha:
+        campaign.plan["corpora"][0]["sha256"] = sha256(campaign.files[path])
+
+
+def _no_label(c: CampaignBuilder) -> None:
+    _rows(c, "corpus/corpus.jsonl", lambda rows: rows[2].pop("label"), plan_sha=True)
+    for run_id in PREDICTED_CLASSES:  # the rows score the corpus's label, not their own
+        _rows(c, f"runs/{run_id}/predictions.jsonl", _without_labels)
+
+
+def _without_labels(rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        del row["label"]
+
+
+@pytest.mark.parametrize(("break_", "code", "where", "says"), [
+    pytest.param(_no_label, "metrics-recomputed.no-label", "runs/variant-a/predictions.jsonl:3",
+                 "the frozen corpus corpus/corpus.jsonl has no 'label' label for 1 predicted "
+                 "example(s)", id="corpus-row-without-label"),
+    pytest.param(lambda c: _rows(c, "runs/variant-a/predictions.jsonl",
+                                 lambda rows: rows[1].pop("prediction")),
+                 "metrics-recomputed.no-prediction", "runs/variant-a/predictions.jsonl:2",
+                 "1 scored row(s) of runs/variant-a/predictions.jsonl have no usable "
+                 "'prediction'", id="row-without-prediction"),
+    pytest.param(lambda c: c.plan["corpora"][0].update(path="corpus/elsewhere.jsonl"),
+                 "metrics-recomputed.corpus-unreadable", "plan.json $.corpora[0].path",
+                 "the frozen corpus corpus/elsewhere.jsonl is missing", id="corpus-missing"),
+])
+def test_a_metric_the_predictions_cannot_give(tmp_path: Path, break_: Callable[
+        [CampaignBuilder], None], code: str, where: str, says: str) -> None:
+    campaign = plan3(tmp_path / "out")
+    break_(campaign)
+    expect_finding(judge(campaign, CHECK, target="variant-a"), code, where=where, says=says)
+
+
+def test_a_gain_relative_to_a_run_that_was_not_accepted(tmp_path: Path) -> None:
+    campaign = plan3(tmp_path / "out", metric="accuracy_gain", relative_to="control")
+    stop(campaign, "control")
+    expect_finding(judge(campaign, CHECK, target="variant-a"), "metrics-recomputed.reference",
+                   where="plan.json (relative_to)",
+                   says="run variant-a's accuracy_gain is relative to 'control'")

@@ -15,6 +15,7 @@ stop-records, config-identity, predictions-cover-corpus, conclusion-consistent: 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -36,20 +37,16 @@ from tests.checks.campaigns import (
     rendered,
     stop,
 )
-from tests.checks.judging import expect_finding, expect_no_finding, judge
-from tests.factory import CampaignBuilder, expect
+from tests.checks.judging import advises_then_fails, expect_finding, expect_no_finding, judge
+from tests.factory import CampaignBuilder
 from tests.runner import Itera
-
-
-def codes(found: tuple[Finding, ...]) -> list[str | None]:
-    return [f.code for f in found]
 
 
 def test_with_confidence_the_interval_must_clear_the_threshold(tmp_path: Path) -> None:
     root = campaign_of(tmp_path / "out", confidence=0.95).write()
-    found = findings(root, "conclusion-consistent")
-    assert codes(found) == ["conclusion-consistent.not-decisive"], found
-    text = found[0].render()
+    found = judge(root, "conclusion-consistent")
+    text = expect_finding(found, "conclusion-consistent.not-decisive").render()
+    assert len(found) == 1, text
     assert "the conclusion lists variant-a as meeting the threshold, but it is not decisive " \
         "at 95 %: gain 0.055, 95 % interval [" in text, text
     assert "(paired bootstrap, 2000 resamples, seed 0): its bound " in text, text
@@ -71,9 +68,10 @@ def test_with_confidence_an_unlisted_noisy_variant_need_not_be_listed(tmp_path: 
 def test_with_confidence_too_few_examples_is_said(tmp_path: Path) -> None:
     root = campaign_of(tmp_path / "out", 10, confidence=0.95,
                        right={"control": 5, "variant-a": 9}).write()
-    found = findings(root, "conclusion-consistent")
-    assert codes(found) == ["conclusion-consistent.not-decisive"], found
-    assert "too few examples for an interval (10 paired, at least 20)" in found[0].render()
+    found = judge(root, "conclusion-consistent")
+    assert len(found) == 1, [f.render() for f in found]
+    expect_finding(found, "conclusion-consistent.not-decisive",
+                   says="too few examples for an interval (10 paired, at least 20)")
 
 
 def test_confidence_is_refused_in_plan_2(tmp_path: Path) -> None:
@@ -132,9 +130,9 @@ def test_a_listed_control_is_not_judged_on_an_interval(tmp_path: Path) -> None:
     campaign = campaign_of(tmp_path / "out", confidence=0.95,
                            right={"control": 300, "variant-a": 380})
     campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "control"]
-    found = findings(campaign.write(), "conclusion-consistent")
-    assert "conclusion-consistent.not-decisive" not in codes(found), found
-    assert "conclusion-consistent.not-a-variant" in codes(found), found
+    found = judge(campaign, "conclusion-consistent")
+    expect_no_finding(found, "conclusion-consistent.not-decisive")
+    expect_finding(found, "conclusion-consistent.not-a-variant")
 
 
 
@@ -145,18 +143,24 @@ def test_a_listed_control_is_not_judged_on_an_interval(tmp_path: Path) -> None:
 MEASURED = "runs/variant-a/measurements.jsonl"
 
 
-def test_conclusion_consistent_passes(itera: Itera, plan2_campaign: Campaign) -> None:
+CHECK = "conclusion-consistent"
+
+
+def test_conclusion_consistent_passes(plan2_campaign: Campaign) -> None:
+    expect_no_finding(judge(plan2_campaign, CHECK))
+
+
+def test_one_item_for_the_conclusion(itera: Itera, plan2_campaign: Campaign) -> None:
     plan2_campaign.write()
     itera(check="conclusion-consistent").assert_outcomes(passed=1)
 
 
-def test_negative_result_correctly_stated(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_negative_result_correctly_stated(plan2_campaign: Campaign) -> None:
     plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
     plan2_campaign.manifest["conclusion"] = {
         "meets_threshold": [],
         "text": "Negative result: no variant meets the 0.8 accuracy threshold (variant-a 0.79)."}
-    plan2_campaign.write()
-    itera(check="conclusion-consistent").assert_outcomes(passed=1)
+    expect_no_finding(judge(plan2_campaign, CHECK, strict=True))
 
 
 @pytest.mark.parametrize("text", [
@@ -166,191 +170,178 @@ def test_negative_result_correctly_stated(itera: Itera, plan2_campaign: Campaign
     "variant-a n'atteint pas le seuil ; résultat négatif.",
     "Neither variant beats the 0.8 bar.",
 ])
-def test_negative_result_in_other_words(
-    itera: Itera, plan2_campaign: Campaign, text: str
-) -> None:
+def test_negative_result_in_other_words(plan2_campaign: Campaign, text: str) -> None:
     plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
     plan2_campaign.manifest["conclusion"] = {"meets_threshold": [], "text": text}
-    plan2_campaign.write()
-    itera(check="conclusion-consistent").assert_outcomes(passed=1)
+    found = judge(plan2_campaign, CHECK)
+    expect_no_finding(found)
+    expect_no_finding(found.advisories, "conclusion-consistent.negative-unstated")
 
 
-def test_empty_list_without_a_negative_statement(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_empty_list_without_a_negative_statement(plan2_campaign: Campaign) -> None:
     plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
     plan2_campaign.manifest["conclusion"] = {"meets_threshold": [],
-                                       "text": "variant-a scored 0.79 on the corpus."}
-    itera.advises(
-        plan2_campaign, "conclusion-consistent",
-        "manifest.json $.conclusion.text: meets_threshold is empty, but the conclusion's text "
-        "does not state the negative result",
-        "    found:    'variant-a scored 0.79 on the corpus.'",
-        "    fix:      say that no variant meets accuracy >= 0.8 (a negative result is a valid "
-        "result and closes the campaign) (a reading of words: it fails only under "
-        "--itera-strict-text)",
-    )
+                                             "text": "variant-a scored 0.79 on the corpus."}
+    finding = advises_then_fails(plan2_campaign, CHECK, "conclusion-consistent.negative-unstated")
+    assert finding.where == "manifest.json $.conclusion.text"
+    assert "meets_threshold is empty, but the conclusion's text does not state the negative " \
+        "result" in finding.message
+    assert finding.found == "'variant-a scored 0.79 on the corpus.'"
+    assert (finding.hint or "").startswith("say that no variant meets accuracy >= 0.8")
 
 
-def test_empty_list_but_the_text_claims_a_variant_meets(
-    itera: Itera, plan2_campaign: Campaign
-) -> None:
+def test_empty_list_but_the_text_claims_a_variant_meets(plan2_campaign: Campaign) -> None:
     plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
     plan2_campaign.manifest["conclusion"] = {
         "meets_threshold": [],
         "text": "Negative result for the control; variant-a meets the 0.8 accuracy threshold."}
-    itera.fails(
-        plan2_campaign, "conclusion-consistent",
-        "manifest.json $.conclusion.text: the conclusion's text names variant-a as meeting the "
-        "threshold, but meets_threshold is empty",
-        "    found:    'variant-a meets the 0.8 accuracy threshold'",
-    )
+    finding = expect_finding(judge(plan2_campaign, CHECK), "conclusion-consistent.named-unlisted",
+                             where="manifest.json $.conclusion.text",
+                             says="the conclusion's text names variant-a as meeting the "
+                             "threshold, but meets_threshold is empty")
+    assert finding.found == "'variant-a meets the 0.8 accuracy threshold'"
 
 
 @pytest.mark.parametrize("text", ["   ", "\u200b\u00a0"], ids=["spaces", "invisible"])
-def test_blank_conclusion_text(itera: Itera, plan2_campaign: Campaign, text: str) -> None:
+def test_blank_conclusion_text(plan2_campaign: Campaign, text: str) -> None:
     plan2_campaign.manifest["conclusion"]["text"] = text
-    itera.fails(plan2_campaign, "conclusion-consistent",
-                "manifest.json $.conclusion.text: the conclusion has no text")
+    expect_finding(judge(plan2_campaign, CHECK), "conclusion-consistent.no-text",
+                   where="manifest.json $.conclusion.text", says="the conclusion has no text")
 
 
-def test_listed_variant_not_named_in_the_text(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_listed_variant_not_named_in_the_text(plan2_campaign: Campaign) -> None:
     plan2_campaign.manifest["conclusion"]["text"] = "One variant meets the 0.8 accuracy threshold."
-    itera.advises(
-        plan2_campaign, "conclusion-consistent",
-        "manifest.json $.conclusion.text: the conclusion's text does not name variant-a, which "
-        "meets_threshold lists",
-        "    found:    'One variant meets the 0.8 accuracy threshold.'",
-        "    fix:      name variant-a in the text with its measured accuracy (a reading of "
-        "words: it fails only under --itera-strict-text)",
-    )
+    finding = advises_then_fails(plan2_campaign, CHECK, "conclusion-consistent.listed-unnamed")
+    assert finding.where == "manifest.json $.conclusion.text"
+    assert "the conclusion's text does not name variant-a, which meets_threshold lists" \
+        in finding.message
+    assert finding.found == "'One variant meets the 0.8 accuracy threshold.'"
 
 
-def test_conclusion_contradicts_the_metrics(itera: Itera, plan2_campaign: Campaign) -> None:
+def _below(found: Sequence[Finding], says: str, shown: str) -> Finding:
+    finding = expect_finding(found, "conclusion-consistent.below-threshold",
+                             where="manifest.json $.conclusion.meets_threshold",
+                             says=f"the conclusion lists variant-a as meeting the threshold, "
+                             f"but its {says}")
+    assert finding.found == shown
+    return finding
+
+
+def test_conclusion_contradicts_the_metrics(plan2_campaign: Campaign) -> None:
     plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
-    itera.fails(
-        plan2_campaign, "conclusion-consistent",
-        "manifest.json $.conclusion.meets_threshold: the conclusion lists variant-a as meeting "
-        "the threshold, but its accuracy is 0.79",
-        "    expected: accuracy >= 0.8",
-        f"    found:    accuracy = 0.79 ({MEASURED}:5)",
-        "    fix:      state the conclusion the measured metrics support; a negative result is "
-        "a valid result",
-    )
+    finding = _below(judge(plan2_campaign, CHECK), "accuracy is 0.79",
+                     f"accuracy = 0.79 ({MEASURED}:5)")
+    assert finding.expected == "accuracy >= 0.8"
+    assert (finding.hint or "").startswith("state the conclusion the measured metrics support")
 
 
-def test_gain_inflated_in_the_manifest_only(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_gain_inflated_in_the_manifest_only(plan2_campaign: Campaign) -> None:
     """The manifest says 0.85, the measurements 0.79: the conclusion is judged on the file."""
     plan2_campaign.set_metric("variant-a", "accuracy", 0.79)
     record(plan2_campaign, "variant-a")["metrics"]["accuracy"] = 0.85
-    itera.fails(plan2_campaign, "conclusion-consistent",
-                "*the conclusion lists variant-a as meeting the threshold, but its accuracy "
-                "is 0.79", "    expected: accuracy >= 0.8",
-                f"    found:    accuracy = 0.79 ({MEASURED}:5)")
+    _below(judge(plan2_campaign, CHECK), "accuracy is 0.79", f"accuracy = 0.79 ({MEASURED}:5)")
 
 
-def test_conclusion_hides_a_variant_that_meets(itera: Itera, plan2_campaign: Campaign) -> None:
+@pytest.mark.parametrize("deflated", [False, True], ids=["as-measured", "deflated-in-manifest"])
+def test_conclusion_hides_a_variant_that_meets(plan2_campaign: Campaign, deflated: bool) -> None:
+    """A negative result stated on the measurements, or on a manifest value they contradict."""
+    if deflated:
+        record(plan2_campaign, "variant-a")["metrics"]["accuracy"] = 0.79
     plan2_campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "Negative result."}
-    plan2_campaign.write()
-    result = itera(check="conclusion-consistent")
-    expect(result,
-           "manifest.json $.conclusion.meets_threshold: variant variant-a meets the threshold but "
-           "the conclusion does not list it",
-           "    expected: accuracy >= 0.8", f"    found:    accuracy = 1.0 ({MEASURED}:5)")
+    finding = expect_finding(judge(plan2_campaign, CHECK),
+                             "conclusion-consistent.unlisted-variant",
+                             where="manifest.json $.conclusion.meets_threshold",
+                             says="variant variant-a meets the threshold but the conclusion "
+                             "does not list it")
+    assert (finding.expected, finding.found) == ("accuracy >= 0.8",
+                                                 f"accuracy = 1.0 ({MEASURED}:5)")
 
 
-def test_hidden_variant_deflated_in_the_manifest_only(
-    itera: Itera, plan2_campaign: Campaign
-) -> None:
-    """A negative result stated on a manifest value the measurements contradict."""
-    record(plan2_campaign, "variant-a")["metrics"]["accuracy"] = 0.79
-    plan2_campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "Negative result."}
-    plan2_campaign.write()
-    result = itera(check="conclusion-consistent")
-    expect(result, "*variant variant-a meets the threshold but the conclusion does not list it",
-           "    expected: accuracy >= 0.8", f"    found:    accuracy = 1.0 ({MEASURED}:5)")
-
-
-def test_run_without_measurements_is_judged_on_the_manifest(
-    itera: Itera, plan2_campaign: Campaign
-) -> None:
+def test_run_without_measurements_is_judged_on_the_manifest(plan2_campaign: Campaign) -> None:
     """No evidence to read (measurements-agree fails it): the manifest's copy is used."""
     del record(plan2_campaign, "variant-a")["measurements"]
     record(plan2_campaign, "variant-a")["metrics"]["accuracy"] = 0.79
-    plan2_campaign.write()
-    result = itera(check="conclusion-consistent")
-    expect(result, "*the conclusion lists variant-a as meeting the threshold, but its accuracy "
-           "is 0.79", "    found:    accuracy = 0.79 (manifest.json $.runs[3].metrics)")
+    _below(judge(plan2_campaign, CHECK), "accuracy is 0.79",
+           "accuracy = 0.79 (manifest.json $.runs[3].metrics)")
 
 
-def test_lower_is_better(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_lower_is_better(plan2_campaign: Campaign) -> None:
     plan2_campaign.plan["decision"] = {"metric": "error", "direction": "lower", "threshold": 0.2}
     plan2_campaign.set_metric("control", "error", 0.25)
     plan2_campaign.set_metric("variant-a", "error", 0.2)  # equal counts as meeting it
-    plan2_campaign.write()
-    itera(check="conclusion-consistent").assert_outcomes(passed=1)
+    expect_no_finding(judge(plan2_campaign, CHECK))
 
 
-def test_lower_is_better_contradicted(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_lower_is_better_contradicted(plan2_campaign: Campaign) -> None:
     plan2_campaign.plan["decision"] = {"metric": "error", "direction": "lower", "threshold": 0.2}
     plan2_campaign.set_metric("variant-a", "error", 0.21)
-    plan2_campaign.write()
-    result = itera(check="conclusion-consistent")
-    expect(result,
-           "*the conclusion lists variant-a as meeting the threshold, but its error is 0.21",
-           "    expected: error <= 0.2")
+    finding = _below(judge(plan2_campaign, CHECK), "error is 0.21",
+                     f"error = 0.21 ({MEASURED}:5)")
+    assert finding.expected == "error <= 0.2"
 
 
-def test_variant_without_the_decision_metric(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_variant_without_the_decision_metric(plan2_campaign: Campaign) -> None:
     record(plan2_campaign, "variant-a")["metrics"] = {"loss": 0.3}
     plan2_campaign.measurements["variant-a"][-1] = {"metrics": {"loss": 0.3}}
     plan2_campaign.manifest["conclusion"] = {"meets_threshold": [], "text": "No variant meets it."}
-    itera.fails(
-        plan2_campaign, "conclusion-consistent",
-        f"{MEASURED}: accepted variant variant-a has no 'accuracy' metric (the plan's decision "
-        "metric)",
-        "    found:    metrics ['loss']",
-    )
+    finding = expect_finding(judge(plan2_campaign, CHECK), "conclusion-consistent.no-metric",
+                             where=MEASURED, says="accepted variant variant-a has no 'accuracy' "
+                             "metric (the plan's decision metric)")
+    assert finding.found == "metrics ['loss']"
 
 
-def test_conclusion_lists_the_control(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_conclusion_lists_the_control(plan2_campaign: Campaign) -> None:
     plan2_campaign.set_metric("control", "accuracy", 0.9)
     plan2_campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "control", "variant-z"]
-    plan2_campaign.write()
-    result = itera(check="conclusion-consistent")
+    found = judge(plan2_campaign, CHECK)
     # The list decides; the text not naming variant-z is a reading of words: it advises.
-    expect(result, "*conclusion-consistent: 2 problems*",
-           "manifest.json $.conclusion.meets_threshold: the conclusion lists control, a control "
-           "run: only variants are compared with the threshold",
-           "manifest.json $.conclusion.meets_threshold: the conclusion lists variant-z, which is "
-           "not a run of the manifest")
+    assert len(found) == 2, [f.render() for f in found]
+    expect_finding(found, "conclusion-consistent.not-a-variant",
+                   where="manifest.json $.conclusion.meets_threshold",
+                   says="the conclusion lists control, a control run: only variants are "
+                   "compared with the threshold")
+    expect_finding(found, "conclusion-consistent.unknown-run",
+                   where="manifest.json $.conclusion.meets_threshold",
+                   says="the conclusion lists variant-z, which is not a run of the manifest")
 
 
-def test_pilot_is_not_a_variant(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_pilot_is_not_a_variant(plan2_campaign: Campaign) -> None:
     plan2_campaign.plan["runs"].append({"id": "pilot", "role": "pilot", "category": "useful",
-                                  "config_sha256": "1" * 64})
+                                        "config_sha256": "1" * 64})
     plan2_campaign.manifest["runs"].append(dict(record(plan2_campaign, "variant-a"), id="pilot"))
-    itera.passes(plan2_campaign, "conclusion-consistent")  # meets, unlisted: fine
+    expect_no_finding(judge(plan2_campaign, CHECK))  # meets, unlisted: fine
     plan2_campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a", "pilot"]
     plan2_campaign.manifest["conclusion"]["text"] = "variant-a and pilot meet the threshold."
-    plan2_campaign.write()
-    result = itera(check="conclusion-consistent")
-    expect(result, "manifest.json $.conclusion.meets_threshold: the conclusion lists pilot, a "
-           "pilot run: only variants are compared with the threshold")
+    expect_finding(judge(plan2_campaign, CHECK), "conclusion-consistent.not-a-variant",
+                   where="manifest.json $.conclusion.meets_threshold",
+                   says="the conclusion lists pilot, a pilot run: only variants are compared "
+                   "with the threshold")
 
 
-def test_text_states_a_negative_result_but_lists_a_variant(
-    itera: Itera, plan2_campaign: Campaign
-) -> None:
+def test_a_listed_variant_that_stopped(plan2_campaign: Campaign) -> None:
+    stop(plan2_campaign)
+    plan2_campaign.manifest["conclusion"] = {"meets_threshold": ["variant-a"],
+                                             "text": "variant-a meets the threshold."}
+    expect_finding(judge(plan2_campaign, CHECK), "conclusion-consistent.not-accepted",
+                   where="manifest.json $.conclusion.meets_threshold",
+                   says="the conclusion lists variant-a, whose outcome is 'stopped': only an "
+                   "accepted run can meet the threshold")
+
+
+def test_text_states_a_negative_result_but_lists_a_variant(plan2_campaign: Campaign) -> None:
     conclusion = plan2_campaign.manifest["conclusion"]
     conclusion["text"] = "No variant meets the 0.8 threshold (variant-a)."
-    itera.advises(plan2_campaign, "conclusion-consistent",
-                "manifest.json $.conclusion.text: the conclusion's text states a negative "
-                "result, but it lists variant-a as meeting the threshold")
+    finding = advises_then_fails(plan2_campaign, CHECK,
+                                 "conclusion-consistent.negative-but-listed")
+    assert finding.where == "manifest.json $.conclusion.text"
+    assert "the conclusion's text states a negative result, but it lists variant-a as meeting " \
+        "the threshold" in finding.message
 
 
-def test_all_variants_stopped_is_a_negative_result(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_all_variants_stopped_is_a_negative_result(plan2_campaign: Campaign) -> None:
     stop(plan2_campaign)
-    plan2_campaign.write()
-    itera(check="conclusion-consistent or stop-records").assert_outcomes(passed=2)
+    expect_no_finding(judge(plan2_campaign, CHECK))
+    expect_no_finding(judge(plan2_campaign, "stop-records", write=False))
 
 
 # ---------------------------------------- first written in test_metrics.py
@@ -400,6 +391,15 @@ def test_conclusion_text_claims_what_the_list_does_not(
     assert (f"manifest.json $.conclusion.text: {message}" in found) is exact, found
     strict = rendered(findings(root, "conclusion-consistent", options=Options(strict_text=True)))
     assert f"manifest.json $.conclusion.text: {message}" in strict, strict
+
+
+def test_conclusion_text_denying_a_listed_variant(tmp_path: Path) -> None:
+    campaign = CampaignBuilder(tmp_path / "out")
+    campaign.manifest["conclusion"]["text"] = ("variant-a is listed; but variant-a does not "
+                                               "reach the threshold.")
+    finding = advises_then_fails(campaign, "conclusion-consistent",
+                                 "conclusion-consistent.text-denies")
+    assert (finding.where, finding.message) == ("manifest.json $.conclusion.text", DENIED)
 
 
 def test_conclusion_text_with_a_colon_list_names_no_extra_claim(tmp_path: Path) -> None:

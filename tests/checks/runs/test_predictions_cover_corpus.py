@@ -15,6 +15,7 @@ import gzip
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -126,20 +127,18 @@ def test_a_parquet_copy_of_the_corpus_is_the_same_deliverable(campaign: Campaign
 # ---------------------------------------- first written in test_budget_checks.py
 
 
-def test_predictions_of_another_corpus_than_planned(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
+def test_predictions_of_another_corpus_than_planned(campaign: CampaignBuilder) -> None:
     """R1: variant-a was planned on tiny-corpus; the manifest says its predictions cover
     corpus-b (another content). predictions-cover-corpus says so, whatever the budget."""
     two_corpora(campaign)
     next(r for r in campaign.plan["runs"] if r["id"] == "variant-a")["corpus"] = "tiny-corpus"
-    campaign.write()
-    result = itera(check="predictions-cover-corpus")
-    result.assert_outcomes(passed=1, failed=1)
-    expect(result,
-           "manifest.json $.runs[3].corpus: run variant-a was planned on corpus 'tiny-corpus', "
-           "but the manifest says its predictions cover 'corpus-b'",
-           "    expected: 'tiny-corpus'", "    found:    'corpus-b'")
+    finding = expect_finding(
+        judge(campaign, "predictions-cover-corpus", target="variant-a"),
+        "predictions-cover-corpus.corpus-moved", where="manifest.json $.runs[3].corpus",
+        says="run variant-a was planned on corpus 'tiny-corpus', but the manifest says its "
+        "predictions cover 'corpus-b'")
+    assert (finding.expected, finding.found) == ("'tiny-corpus'", "'corpus-b'")
+    expect_no_finding(judge(campaign, "predictions-cover-corpus", target="control", write=False))
 
 
 def test_predictions_of_the_same_bytes_under_another_corpus_id_are_the_planned_corpus(
@@ -186,99 +185,113 @@ def test_each_run_with_its_own_predictions_file_passes(campaign: CampaignBuilder
 # ------------------------------------------------- predictions-cover-corpus
 
 
-def test_predictions_cover_the_corpus(itera: Itera, plan2_campaign: Campaign) -> None:
-    plan2_campaign.write()
-    itera(check="predictions-cover-corpus").assert_outcomes(passed=2)  # control, variant-a
+CHECK = "predictions-cover-corpus"
+
+def test_predictions_cover_the_corpus(plan2_campaign: Campaign) -> None:
+    expect_no_finding(judge(plan2_campaign, CHECK))
 
 
-def test_prediction_line_deleted(itera: Itera, plan2_campaign: Campaign) -> None:
-    _predictions(plan2_campaign, jsonl(["ex-1", "ex-2", "ex-4"]))
-    itera.fails(plan2_campaign, "predictions-cover-corpus",
-                "*predictions-cover-corpus?variant-a?: 1 problem*",
-                "runs/variant-a/predictions.jsonl: predictions miss 1 ID of the 4 corpus IDs",
-                "    found:    ex-3",
-                "    fix:      predict every example of the frozen corpus corpus/corpus.jsonl "
-                "exactly once", passed=1)
+# A run's predictions broken: (its file, the code, where, a few words, what is found).
+@pytest.mark.parametrize(("data", "code", "where", "says", "shown"), [
+    pytest.param(jsonl(["ex-1", "ex-2", "ex-4"]), "predictions-cover-corpus.missing-ids", JSONL,
+                 "predictions miss 1 ID of the 4 corpus IDs", "ex-3", id="line-deleted"),
+    pytest.param(jsonl([*CORPUS_IDS, "ex-2"]), "predictions-cover-corpus.repeated-ids",
+                 f"{JSONL}:5", "predictions repeat corpus IDs (1 extra line)", "ex-2 (line 5)",
+                 id="line-duplicated"),
+    pytest.param(jsonl([*CORPUS_IDS[:3], "ex-99"]), "predictions-cover-corpus.unknown-ids",
+                 f"{JSONL}:4", "predictions hold 1 ID not in the frozen corpus",
+                 "ex-99 (line 4)", id="unknown-id"),
+    pytest.param(jsonl([*CORPUS_IDS, *(f"zz-{i}" for i in range(8))]),
+                 "predictions-cover-corpus.unknown-ids", f"{JSONL}:5",
+                 "predictions hold 8 IDs not in the frozen corpus",
+                 "zz-0 (line 5), zz-1 (line 6), zz-2 (line 7), zz-3 (line 8), zz-4 (line 9), "
+                 "... (3 more)", id="many-unknown-the-first-few"),
+    pytest.param(jsonl(["ex-1", "ex-2"]) + b'{"id": "ex-3", "prediction": \n' +
+                 b'{"label": "pos"}\n' + b'["ex-4"]\n' + jsonl(["ex-4"]) + b'{"id": 4.5}\n',
+                 "predictions-cover-corpus.malformed-lines", f"{JSONL}:3",
+                 "predictions have 4 malformed lines",
+                 "line 3: not JSON (Expecting value); line 4: no 'id' field; line 5: a JSON "
+                 "list, not an object; line 7: 'id' is 4.5, not an ID", id="malformed-lines"),
+])
+def test_predictions_that_do_not_cover_the_corpus(plan2_campaign: Campaign, data: bytes,
+                                                  code: str, where: str, says: str,
+                                                  shown: str) -> None:
+    _predictions(plan2_campaign, data)
+    found = judge(plan2_campaign, CHECK, target="variant-a")
+    assert expect_finding(found, code, where=where, says=says).found == shown
+    expect_no_finding(judge(plan2_campaign, CHECK, target="control", write=False))
 
 
-def test_prediction_line_duplicated(itera: Itera, plan2_campaign: Campaign) -> None:
-    _predictions(plan2_campaign, jsonl([*CORPUS_IDS, "ex-2"]))
-    itera.fails(plan2_campaign, "predictions-cover-corpus",
-                "runs/variant-a/predictions.jsonl:5: predictions repeat corpus IDs (1 extra line)",
-                "    found:    ex-2 (line 5)", passed=1)
-
-
-def test_prediction_unknown_id(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_an_unknown_id_in_place_of_a_corpus_id_misses_that_id(
+        plan2_campaign: Campaign) -> None:
     _predictions(plan2_campaign, jsonl([*CORPUS_IDS[:3], "ex-99"]))
-    plan2_campaign.write()
-    result = itera(check="predictions-cover-corpus")
-    expect(result, "*predictions-cover-corpus?variant-a?: 2 problems*",
-           "runs/variant-a/predictions.jsonl: predictions miss 1 ID of the 4 corpus IDs",
-           "    found:    ex-4",
-           "*",
-           "runs/variant-a/predictions.jsonl:4: predictions hold 1 ID not in the frozen corpus",
-           "    found:    ex-99 (line 4)")
+    finding = expect_finding(judge(plan2_campaign, CHECK, target="variant-a"),
+                             "predictions-cover-corpus.missing-ids", where=JSONL,
+                             says="predictions miss 1 ID of the 4 corpus IDs")
+    assert finding.found == "ex-4"
+    assert finding.hint == ("predict every example of the frozen corpus corpus/corpus.jsonl "
+                            "exactly once")
 
 
-def test_many_problems_show_the_first_few_and_a_count(
-    itera: Itera, plan2_campaign: Campaign
-) -> None:
-    _predictions(plan2_campaign, jsonl([*CORPUS_IDS, *(f"zz-{i}" for i in range(8))]))
-    plan2_campaign.write()
-    result = itera(check="predictions-cover-corpus")
-    expect(result,
-           "runs/variant-a/predictions.jsonl:5: predictions hold 8 IDs not in the frozen corpus",
-           "    found:    zz-0 (line 5), zz-1 (line 6), zz-2 (line 7), zz-3 (line 8), "
-           "zz-4 (line 9), ... (3 more)")
-
-
-def test_malformed_prediction_lines(itera: Itera, plan2_campaign: Campaign) -> None:
-    lines = jsonl(["ex-1", "ex-2"]) + b'{"id": "ex-3", "prediction": \n' + b'{"label": "pos"}\n'
-    _predictions(plan2_campaign, lines + b'["ex-4"]\n' + jsonl(["ex-4"]) + b'{"id": 4.5}\n')
-    plan2_campaign.write()
-    result = itera(check="predictions-cover-corpus")
-    expect(result, "*predictions-cover-corpus?variant-a?: 2 problems*",
-           "runs/variant-a/predictions.jsonl: predictions miss 1 ID of the 4 corpus IDs",
-           "    found:    ex-3",
-           "*",
-           "runs/variant-a/predictions.jsonl:3: predictions have 4 malformed lines",
-           "    found:    line 3: not JSON (Expecting value); line 4: no 'id' field; "
-           "line 5: a JSON list, not an object; line 7: 'id' is 4.5, not an ID")
-
-
-def test_corpus_edited(itera: Itera, plan2_campaign: Campaign) -> None:
-    plan2_campaign.write()
-    corpus = plan2_campaign.root / "corpus/corpus.jsonl"
+def _edited(root: Path) -> None:
+    corpus = root / "corpus/corpus.jsonl"
     corpus.write_bytes(corpus.read_bytes().replace(b"example ex-2", b"example ex-2 (fixed)"))
-    plan2_campaign.seal()
-    result = itera(check="predictions-cover-corpus")
-    result.assert_outcomes(failed=2)
-    expect(result,
-           "plan.json $.corpora[0].sha256: the corpus is frozen: corpus/corpus.jsonl is not the "
-           "corpus the plan froze (its sha256 differs); predictions were not compared",
-           f"    expected: {plan2_campaign.plan['corpora'][0]['sha256']}",
-           f"    found:    {sha256(corpus.read_bytes())}",
-           "    fix:      restore the frozen corpus*")
 
 
-def test_corpus_missing(itera: Itera, plan2_campaign: Campaign) -> None:
-    plan2_campaign.plan["corpora"][0]["path"] = "corpus/elsewhere.jsonl"
-    itera.fails(
-        plan2_campaign, "predictions-cover-corpus",
-        "plan.json $.corpora[0].path: the frozen corpus corpus/elsewhere.jsonl is missing",
-        failed=2,
-    )
-
-
-def test_corpus_count_differs_from_the_plan(itera: Itera, plan2_campaign: Campaign) -> None:
-    plan2_campaign.plan["corpora"][0]["examples"] = 5
+def test_corpus_edited(plan2_campaign: Campaign) -> None:
     plan2_campaign.write()
-    result = itera(check="predictions-cover-corpus")
-    expect(result, "plan.json $.corpora[0].examples: the frozen corpus holds 4 distinct IDs, the "
-           "plan says 5 examples")
+    _edited(plan2_campaign.root)
+    plan2_campaign.seal()
+    found = judge(plan2_campaign, CHECK, write=False)
+    assert [f.code for f in found] == ["predictions-cover-corpus.corpus-sha256"] * 2
+    corpus = plan2_campaign.root / "corpus/corpus.jsonl"
+    finding = expect_finding(found[:1], "predictions-cover-corpus.corpus-sha256",
+                             where="plan.json $.corpora[0].sha256",
+                             says=("the corpus is frozen: corpus/corpus.jsonl is not the corpus "
+                                   "the plan froze", "predictions were not compared"))
+    assert (finding.expected, finding.found) == (plan2_campaign.plan["corpora"][0]["sha256"],
+                                                 sha256(corpus.read_bytes()))
+    assert (finding.hint or "").startswith("restore the frozen corpus")
 
 
-def test_accepted_variant_without_predictions(itera: Itera, plan2_campaign: Campaign) -> None:
+def _corpus(campaign: Campaign, data: bytes) -> None:
+    campaign.files["corpus/corpus.jsonl"] = data
+    campaign.plan["corpora"][0]["sha256"] = sha256(data)
+
+
+# The frozen corpus broken (every hash kept): (the break, the code, where, a few words).
+@pytest.mark.parametrize(("break_", "code", "where", "says"), [
+    pytest.param(lambda c: c.plan["corpora"][0].update(path="corpus/elsewhere.jsonl"),
+                 "predictions-cover-corpus.corpus-unreadable", "plan.json $.corpora[0].path",
+                 "the frozen corpus corpus/elsewhere.jsonl is missing", id="corpus-missing"),
+    pytest.param(lambda c: c.plan["corpora"][0].update(examples=5),
+                 "predictions-cover-corpus.corpus-size", "plan.json $.corpora[0].examples",
+                 "the frozen corpus holds 4 distinct IDs, the plan says 5 examples",
+                 id="count-differs-from-the-plan"),
+    pytest.param(lambda c: _corpus(c, c.files["corpus/corpus.jsonl"] + jsonl(["ex-2"])),
+                 "predictions-cover-corpus.corpus-ids-repeated", "corpus/corpus.jsonl:5",
+                 "the frozen corpus repeats IDs (1 extra record)", id="corpus-repeats-an-id"),
+    pytest.param(lambda c: _corpus(c, c.files["corpus/corpus.jsonl"] + b'{"text": "x"}\n'),
+                 "predictions-cover-corpus.corpus-ids-unusable", "corpus/corpus.jsonl:5",
+                 "the frozen corpus has 1 record without a usable ID", id="a-row-without-id"),
+])
+def test_a_frozen_corpus_the_predictions_cannot_be_compared_to(
+        plan2_campaign: Campaign, break_: Callable[[Campaign], None], code: str, where: str,
+        says: str) -> None:
+    break_(plan2_campaign)
+    expect_finding(judge(plan2_campaign, CHECK, target="variant-a"), code, where=where,
+                   says=says)
+
+
+def test_accepted_variant_without_predictions_is_refused(plan2_campaign: Campaign) -> None:
+    del record(plan2_campaign, "variant-a")["predictions"]
+    expect_finding(judge(plan2_campaign, CHECK, target="variant-a"),
+                   "predictions-cover-corpus.no-predictions",
+                   where="manifest.json $.runs[3].predictions",
+                   says="accepted run variant-a has no predictions")
+
+
+def test_no_item_for_a_run_that_delivers_nothing(itera: Itera, plan2_campaign: Campaign) -> None:
     del record(plan2_campaign, "variant-a")["predictions"]
     result = itera.fails(
         plan2_campaign, "predictions-cover-corpus",

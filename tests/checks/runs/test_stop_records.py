@@ -19,7 +19,6 @@ from tests.checks.campaigns import (
 from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CampaignBuilder,
-    expect,
     expect_each,
 )
 from tests.runner import Itera
@@ -57,110 +56,120 @@ def test_no_stopped_run_no_item(itera: Itera, plan2_campaign: Campaign) -> None:
     itera(check="stop-records").assert_outcomes()
 
 
-@pytest.mark.parametrize(
-    ("fields", "messages"),
-    [
-        ({"reason": "  "},
-         ["manifest.json $.runs[3].stop.reason: stopped run variant-a has no stop reason",
-          "    fix:      say what was observed*"]),
-        # one rule for text everywhere (pytest_itera.core.text.is_blank): zero-width is blank too
-        ({"reason": "\u200b\u00a0"},
-         ["manifest.json $.runs[3].stop.reason: stopped run variant-a has no stop reason"]),
-        ({"rule": "out-of-memory"},
-         ["manifest.json $.runs[3].stop.rule: stopped run variant-a cites stop rule "
-          "'out-of-memory', which the plan does not declare",
-          "    expected: one of ['non-finite-loss']",
-          "    found:    'out-of-memory'",
-          "    fix:      stop rules are written in the plan before any run starts*"]),
-        ({"rule": ""},
-         ["manifest.json $.runs[3].stop.rule: stopped run variant-a does not name the stop rule "
-          "that fired"]),
-        ({"step": None},
-         ["manifest.json $.runs[3].stop: stopped run variant-a does not say when it was stopped",
-          "    expected: a step or an 'at' timestamp"]),
-    ],
-    ids=["empty-reason", "zero-width-reason", "rule-not-in-plan", "no-rule", "no-when"],
-)
-def test_stop_record_incomplete(
-    itera: Itera, plan2_campaign: Campaign, fields: dict[str, Any], messages: list[str]
-) -> None:
+CHECK = "stop-records"
+RECORD = "manifest.json $.runs[3]"
+
+
+@pytest.mark.parametrize(("fields", "code", "where", "says"), [
+    pytest.param({"reason": "  "}, "stop-records.no-reason", f"{RECORD}.stop.reason",
+                 "stopped run variant-a has no stop reason", id="empty-reason"),
+    # one rule for text everywhere (pytest_itera.core.text.is_blank): zero-width is blank too
+    pytest.param({"reason": "\u200b\u00a0"}, "stop-records.no-reason", f"{RECORD}.stop.reason",
+                 "stopped run variant-a has no stop reason", id="zero-width-reason"),
+    pytest.param({"rule": "out-of-memory"}, "stop-records.undeclared-rule",
+                 f"{RECORD}.stop.rule", "stopped run variant-a cites stop rule "
+                 "'out-of-memory', which the plan does not declare", id="rule-not-in-plan"),
+    pytest.param({"rule": ""}, "stop-records.no-rule", f"{RECORD}.stop.rule",
+                 "stopped run variant-a does not name the stop rule that fired", id="no-rule"),
+    pytest.param({"step": None}, "stop-records.no-time", f"{RECORD}.stop",
+                 "stopped run variant-a does not say when it was stopped", id="no-when"),
+])
+def test_stop_record_incomplete(plan2_campaign: Campaign, fields: dict[str, Any], code: str,
+                                where: str, says: str) -> None:
     stop(plan2_campaign, **fields)
     rec = record(plan2_campaign, "variant-a")
     rec["stop"] = {k: v for k, v in rec["stop"].items() if v is not None}
-    itera.fails(plan2_campaign, "stop-records", "*stop-records?variant-a?: 1 problem*", *messages)
+    found = judge(plan2_campaign, CHECK)
+    assert len(found) == 1, [f.render() for f in found]
+    expect_finding(found, code, where=where, says=says)
 
 
-def test_stop_at_time_is_enough(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_an_undeclared_rule_says_which_are(plan2_campaign: Campaign) -> None:
+    stop(plan2_campaign, rule="out-of-memory")
+    finding = expect_finding(judge(plan2_campaign, CHECK), "stop-records.undeclared-rule")
+    assert (finding.expected, finding.found) == ("one of ['non-finite-loss']", "'out-of-memory'")
+    assert (finding.hint or "").startswith("stop rules are written in the plan before any run "
+                                           "starts")
+
+
+def test_stop_at_time_is_enough(plan2_campaign: Campaign) -> None:
     stop(plan2_campaign, at="2026-11-21T12:00:00Z")
     del record(plan2_campaign, "variant-a")["stop"]["step"]
-    plan2_campaign.write()
-    itera(check="stop-records").assert_outcomes(passed=1)
+    expect_no_finding(judge(plan2_campaign, CHECK))
 
 
-def test_stopped_before_it_started(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_stopped_before_it_started(plan2_campaign: Campaign) -> None:
     record(plan2_campaign, "variant-a")["started_at"] = "2026-11-20T10:00:00Z"
     stop(plan2_campaign, at="2026-11-20T09:00:00Z")
-    plan2_campaign.write()
-    result = itera(check="stop-records")
-    expect(result, "manifest.json $.runs[3].stop.at: run variant-a was stopped before it started",
-           "    expected: at or after 2026-11-20T10:00:00+00:00")
+    finding = expect_finding(judge(plan2_campaign, CHECK), "stop-records.stop-before-start",
+                             where=f"{RECORD}.stop.at",
+                             says="run variant-a was stopped before it started")
+    assert finding.expected == "at or after 2026-11-20T10:00:00+00:00"
 
 
-def test_stopped_run_without_stop_record(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_stopped_run_without_stop_record(plan2_campaign: Campaign) -> None:
     stop(plan2_campaign)
     del record(plan2_campaign, "variant-a")["stop"]
-    itera.fails(plan2_campaign, "stop-records",
-                "manifest.json $.runs[3].stop: stopped run variant-a has no stop record")
+    expect_finding(judge(plan2_campaign, CHECK), "stop-records.no-stop-record",
+                   where=f"{RECORD}.stop", says="stopped run variant-a has no stop record")
 
 
-def test_stopped_run_counted_as_accepted(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_stopped_run_counted_as_accepted(plan2_campaign: Campaign) -> None:
     # the stop rule fired, but the run was still recorded as an accepted deliverable
     record(plan2_campaign, "variant-a")["stop"] = {
         "rule": "non-finite-loss", "reason": "loss nan", "step": 3}
-    itera.fails(
-        plan2_campaign, "stop-records",
-        "manifest.json $.runs[3].outcome: run variant-a was stopped by rule 'non-finite-loss' "
-        "but is counted as accepted",
-        "    expected: 'stopped'", "    found:    'accepted'",
-        "    fix:      a stopped run keeps its ID and reason, is not an accepted deliverable, "
-        "and still counts as an expense*",
-    )
+    finding = expect_finding(judge(plan2_campaign, CHECK), "stop-records.stopped-but-accepted",
+                             where=f"{RECORD}.outcome", says="run variant-a was stopped by rule "
+                             "'non-finite-loss' but is counted as accepted")
+    assert (finding.expected, finding.found) == ("'stopped'", "'accepted'")
+    assert (finding.hint or "").startswith("a stopped run keeps its ID and reason, is not an "
+                                           "accepted deliverable, and still counts as an expense")
 
 
-def test_stopped_run_concluded_and_delivered(itera: Itera, pytester: Pytester) -> None:
+def test_a_stop_record_on_a_rejected_run(plan2_campaign: Campaign) -> None:
+    stop(plan2_campaign)
+    record(plan2_campaign, "variant-a")["outcome"] = "rejected"
+    finding = expect_finding(judge(plan2_campaign, CHECK), "stop-records.stop-record-on-unstopped",
+                             where=f"{RECORD}.outcome", says="run variant-a carries a stop record "
+                             "but its outcome is 'rejected'")
+    assert finding.found == "'rejected'"
+
+
+def test_stopped_run_concluded_and_delivered(pytester: Pytester) -> None:
     campaign = CampaignBuilder(pytester.path / "out", version=1)  # /1 records deliverables
     stop(campaign)
     record(campaign, "variant-a")["deliverable"] = "tiny-corpus"
     campaign.manifest["conclusion"]["meets_threshold"] = ["variant-a"]
-    campaign.write()
-    result = itera(check="stop-records")
-    expect(result, "*stop-records?variant-a?: 2 problems*",
-           "manifest.json $.conclusion.meets_threshold: stopped run variant-a is listed as meeting "
-           "the threshold",
-           "*",
-           "manifest.json $.runs[3].deliverable: stopped run variant-a records a deliverable "
-           "('tiny-corpus')")
+    found = judge(campaign, CHECK)
+    assert len(found) == 2, [f.render() for f in found]
+    expect_finding(found, "stop-records.meets-threshold",
+                   where="manifest.json $.conclusion.meets_threshold",
+                   says="stopped run variant-a is listed as meeting the threshold")
+    expect_finding(found, "stop-records.deliverable", where=f"{RECORD}.deliverable",
+                   says="stopped run variant-a records a deliverable ('tiny-corpus')")
     # the conclusion check says the same from its side
-    result = itera(check="conclusion-consistent")
-    expect(result, "manifest.json $.conclusion.meets_threshold: the conclusion lists variant-a, "
-           "whose outcome is 'stopped': only an accepted run can meet the threshold")
+    expect_finding(judge(campaign, "conclusion-consistent", write=False),
+                   "conclusion-consistent.not-accepted",
+                   where="manifest.json $.conclusion.meets_threshold",
+                   says="the conclusion lists variant-a, whose outcome is 'stopped'")
 
 
-def test_stop_rules_declared_after_the_runs(itera: Itera, plan2_campaign: Campaign) -> None:
+def test_stop_rules_declared_after_the_runs(plan2_campaign: Campaign) -> None:
     # The plan (and its stop rules) was frozen at noon; the runs started at 10:00.
     plan2_campaign.plan["frozen_at"] = "2026-11-20T12:00:00Z"
     stop(plan2_campaign)
-    result = itera.fails(
-        plan2_campaign, "stop-records or plan-frozen",
-        "manifest.json $.runs[0].started_at: run control started before the plan (and its stop "
-        "rules) was frozen",
-        failed=2,
-    )
-    expect(result,
-           "plan.json $.frozen_at: stop rule 'non-finite-loss' of run variant-a was declared after "
-           "the runs began: the plan was frozen at 2026-11-20T12:00:00+00:00, run control started "
-           "at 2026-11-20T10:00:00+00:00",
-           "    fix:      stop rules are written before any run starts (see the plan-frozen item)")
+    finding = expect_finding(judge(plan2_campaign, CHECK), "stop-records.rule-after-start",
+                             where="plan.json $.frozen_at",
+                             says="stop rule 'non-finite-loss' of run variant-a was declared "
+                             "after the runs began: the plan was frozen at "
+                             "2026-11-20T12:00:00+00:00, run control started at "
+                             "2026-11-20T10:00:00+00:00")
+    assert (finding.hint or "").startswith("stop rules are written before any run starts")
+    # plan-frozen says so from its side (its rule tests: tests/checks/contract/)
+    frozen = judge(plan2_campaign, "plan-frozen", write=False)
+    assert [(f.where, f.message) for f in frozen] == [
+        ("manifest.json $.runs[0].started_at", "run control started before the plan (and its "
+         "stop rules) was frozen")]
 
 
 # ---------------------------------------- first written in test_times_fit.py
