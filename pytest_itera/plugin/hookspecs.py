@@ -32,7 +32,6 @@ def pytest_itera_checks(config: pytest.Config) -> Sequence[Check]:
     Sample (conftest.py)::
 
         from pytest_itera.checks.context import Check
-    from pytest_itera.checks.model import ModelRecipe
         from pytest_itera.core.findings import Finding
 
         def _seed_recorded(ctx, target):
