@@ -39,8 +39,10 @@ from pytest_itera.files.source import (
     SourceError,
     client,
     full_sha256,
+    size_text,
     status_of,
 )
+from pytest_itera.files.tree import sha256_file
 
 __all__ = ["SINGLE_MAX", "PushError", "Pushed", "Wanted", "campaign_files", "command", "push"]
 
@@ -123,7 +125,7 @@ def campaign_files(folder: Path) -> list[Wanted]:
         plan = doc["plan"]
         records.append((plan["path"], (folder / plan["path"]).stat().st_size,
                         str(plan["sha256"])))
-        digest, size = _sha256(manifest)
+        digest, size = sha256_file(manifest)
     except FileNotFoundError as exc:
         raise PushError(f"{folder}: {Path(exc.filename or manifest).name} is not there: push "
                         "a closed campaign (CampaignRecorder.close writes its manifest.json)") \
@@ -296,7 +298,7 @@ class _Store:
         """Store one file, its SHA-256 sent along; None, or the problem (naming it)."""
         name = f"{self.location.url}{w.key}"
         try:
-            digest, size = _sha256(w.path)
+            digest, size = sha256_file(w.path)
         except OSError as exc:
             return f"{w.key}: cannot be read ({exc.strerror or exc}): not pushed"
         if (digest, size) != (w.sha256, w.size):
@@ -424,29 +426,8 @@ class _Progress:
         self.out.flush()
 
     def _line(self) -> str:
-        return (f"push: {self.count}/{self.total} objects, {_amount(self.bytes)} of "
-                f"{_amount(self.size)}")
-
-
-def _sha256(path: Path) -> tuple[str, int]:
-    digest, size = hashlib.sha256(), 0
-    with path.open("rb") as handle:
-        for piece in _pieces(handle):
-            digest.update(piece)
-            size += len(piece)
-    return digest.hexdigest(), size
-
-
-def _pieces(handle: Any) -> Iterator[bytes]:
-    while piece := handle.read(CHUNK):
-        yield piece
-
-
-def _amount(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} bytes"
+        return (f"push: {self.count}/{self.total} objects, {size_text(self.bytes)} of "
+                f"{size_text(self.size)}")
 
 
 def _names(keys: list[str]) -> str:

@@ -185,8 +185,8 @@ class Staged:
             return None
         if held.error is not None:
             return FileFacts(key, 0, None, False, (), 0, error=self.trouble(key))
-        unscanned = (f"its {_size(held.size)} were not copied from the store "
-                     f"({CAP_OPTION} = {_size(self.cap)})") if held.scannable else None
+        unscanned = (f"its {size_text(held.size)} were not copied from the store "
+                     f"({CAP_OPTION} = {size_text(self.cap)})") if held.scannable else None
         return FileFacts(key, held.size, held.sha256, held.binary, (), 0, unscanned=unscanned)
 
     def digest(self, key: str) -> Held | None:
@@ -217,8 +217,8 @@ class Staged:
         if not left:
             return None
         size = sum(h.size for _, h in left)
-        return (f"cannot prove {path} reloads: its {_size(size)} exceed the local cache cap "
-                f"({CAP_OPTION} = {_size(self.cap)}); raise it, or accept the campaign from a "
+        return (f"cannot prove {path} reloads: its {size_text(size)} exceed the local cache cap "
+                f"({CAP_OPTION} = {size_text(self.cap)}); raise it, or accept the campaign from a "
                 "local copy")
 
     def unreadable(self) -> dict[str, str]:
@@ -407,13 +407,13 @@ def _plan(location: S3Location, objects: dict[str, StoredObject], held: dict[str
     if units is None:  # no manifest to say what a checkpoint is: every byte counts
         total = sum(o.size for o in objects.values())
         if total > cap:
-            biggest = ", ".join(f"{o.key} ({_size(o.size)})" for o in
+            biggest = ", ".join(f"{o.key} ({size_text(o.size)})" for o in
                                 sorted(objects.values(), key=lambda o: -o.size)[:3])
-            raise SourceError(f"{location.url}: its {_size(total)} exceed the local cache "
-                              f"cap of {_size(cap)} (largest: {biggest}) and it has no readable "
-                              "manifest.json to tell its checkpoints from its evidence; raise "
-                              "the cap (itera_store_cache_max) or accept the campaign from a "
-                              "local copy")
+            raise SourceError(f"{location.url}: its {size_text(total)} exceed the local cache "
+                              f"cap of {size_text(cap)} (largest: {biggest}) and it has no "
+                              "readable manifest.json to tell its checkpoints from its "
+                              "evidence; raise the cap (itera_store_cache_max) or accept the "
+                              "campaign from a local copy")
         return dict.fromkeys(todo, "copy")
     plan: dict[str, Action] = dict.fromkeys(todo, "sniff")
     used = 0
@@ -595,7 +595,8 @@ def _why(exc: BaseException) -> str:
     return re.sub(r"(?i)(x-amz-[a-z-]+|signature|credential)=[^&\s]+", r"\1=…", first)[:300]
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
+    """A byte count as people read it (``1.5 MiB``)."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"

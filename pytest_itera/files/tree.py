@@ -361,3 +361,14 @@ def tree_digest(root: Path) -> str:
         return digest.hexdigest()
 
     return tree_digest_of(walk(root), sha256_of)
+
+
+def sha256_file(path: Path) -> tuple[str, int]:
+    """The sha256 and byte count of ``path``, streamed in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size

@@ -7,7 +7,6 @@ here.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import stat
@@ -31,6 +30,7 @@ from pytest_itera.files.tree import (
     DigestRefused,
     PathRefusal,
     resolve_inside,
+    sha256_file,
     syntax_problem,
     tree_digest,
     walk,
@@ -64,7 +64,6 @@ __all__ = [
     "walk_files",
 ]
 
-CHUNK = 1024 * 1024
 Outcome = Literal["accepted", "stopped", "rejected", "dropped"]
 Clock = Callable[[], datetime]
 
@@ -96,17 +95,6 @@ class Campaign(Protocol):
     def predictions_owners(self, relpath: str) -> list[str]: ...
 
 # ------------------------------------------------------------ small helpers
-
-
-def sha256_file(path: Path) -> tuple[str, int]:
-    """The sha256 and byte count of ``path``, streamed in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
 
 
 def timestamp(moment: datetime | str | None = None) -> str:
