@@ -530,14 +530,9 @@ class Reloader:
         its rows, in a sandboxed child of the server (``server/repredict.py``). ``recipe``:
         the ``module`` file, the ``build`` and ``predict`` names in it, the ``config`` given
         to build, the ``rows`` to predict, and the model state's ``key`` (None: found)."""
-        request = {"path": str(Path(path).resolve()), "repredict": dict(recipe)}
-        with self._lock:
-            unusable = self._check_locked()
-            if unusable is not None:
-                return Repredicted(ok=False, cause=f"{display}: {unusable}")
-            reply = self._ask(request)
-        if "error" in reply:
-            return Repredicted(ok=False, cause=f"{display}: {reply['error']}")
+        reply = self._exchange({"path": str(Path(path).resolve()), "repredict": dict(recipe)})
+        if isinstance(reply, tuple):
+            return Repredicted(ok=False, cause=f"{display}: {reply[0]}")
         found = reply.get("predictions")
         if not reply.get("ok") or not isinstance(found, list):
             return Repredicted(ok=False, cause=f"{display}: {reply.get('reason', 'no reply')}",
@@ -547,14 +542,22 @@ class Reloader:
 
     def _run(self, request: dict[str, Any], display: str) -> ReloadResult:
         started = time.monotonic()
+        reply = self._exchange(request)
+        if isinstance(reply, tuple):
+            return _failure(display, reply[0], time.monotonic() - started, reply[1])
+        return _result(display, reply)
+
+    def _exchange(self, request: dict[str, Any]) -> dict[str, Any] | tuple[str, str]:
+        """The server's reply to ``request``, or why there is none and whose fault that is
+        (``"interpreter"``: it cannot reload; ``"server"``: it failed answering)."""
         with self._lock:
             unusable = self._check_locked()
             if unusable is not None:
-                return _failure(display, unusable, time.monotonic() - started, "interpreter")
+                return unusable, "interpreter"
             reply = self._ask(request)
         if "error" in reply:
-            return _failure(display, reply["error"], time.monotonic() - started, "server")
-        return _result(display, reply)
+            return str(reply["error"]), "server"
+        return reply
 
     def _request(self, request: dict[str, Any]) -> dict[str, Any]:
         self._next_id += 1
