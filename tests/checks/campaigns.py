@@ -207,6 +207,17 @@ VARIANT_M = "runs/variant-a/measurements.jsonl"
 RESUME_M = "runs/resume-check/measurements.jsonl"
 DATA_M = "runs/data-check/measurements.jsonl"
 
+# Eight problems in one file: five named one by one, then how many more.
+MALFORMED = (b'{"step": 1, "loss": 1.0}\n'
+             b'{"step": 2, "loss": \n'
+             b'{"step": -1, "loss": 0.5}\n'
+             b'{"step": 3, "loss": 0.9, "loss": "NaN"}\n'
+             b'{"step": 4, "loss": "oops"}\n'
+             b'{"metrics": {"accuracy": 0.85}}\n'
+             b'{"metrics": {"accuracy": 0.95}}\n'
+             b'{"note": "hello"}\n'
+             b'{"step": 1, "loss": 0.7}\n')
+
 
 def record(campaign: Campaign, run_id: str) -> dict[str, Any]:
     return campaign.run_record(run_id)

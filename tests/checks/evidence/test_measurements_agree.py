@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.checks.campaigns import VARIANT_M, Campaign, Pytester, record
+from tests.checks.campaigns import MALFORMED, VARIANT_M, Campaign, Pytester, record
 from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import CampaignBuilder
 
 CHECK = "measurements-agree"
-# Eight problems in one file: five named one by one, then how many more.
-MALFORMED = (b'{"step": 1, "loss": 1.0}\n'
-             b'{"step": 2, "loss": \n'
-             b'{"step": -1, "loss": 0.5}\n'
-             b'{"step": 3, "loss": 0.9, "loss": "NaN"}\n'
-             b'{"step": 4, "loss": "oops"}\n'
-             b'{"metrics": {"accuracy": 0.85}}\n'
-             b'{"metrics": {"accuracy": 0.95}}\n'
-             b'{"note": "hello"}\n'
-             b'{"step": 1, "loss": 0.7}\n')
 
 
 def test_measurements_agree_passes(campaign: Campaign) -> None:

@@ -22,6 +22,7 @@ import pytest
 from pytest_itera.files.measurements import Measurements, Unreadable, read_measurements
 from tests.checks.campaigns import (
     DATA_M,
+    MALFORMED,
     RESUME_M,
     VARIANT_M,
     Campaign,
@@ -297,16 +298,7 @@ def test_metrics_compared_at_the_file_precision(
 
 
 def test_malformed_measurements(itera: Itera, campaign: Campaign) -> None:
-    campaign.files[VARIANT_M] = (
-        b'{"step": 1, "loss": 1.0}\n'
-        b'{"step": 2, "loss": \n'
-        b'{"step": -1, "loss": 0.5}\n'
-        b'{"step": 3, "loss": 0.9, "loss": "NaN"}\n'
-        b'{"step": 4, "loss": "oops"}\n'
-        b'{"metrics": {"accuracy": 0.85}}\n'
-        b'{"metrics": {"accuracy": 0.95}}\n'
-        b'{"note": "hello"}\n'
-        b'{"step": 1, "loss": 0.7}\n')
+    campaign.files[VARIANT_M] = MALFORMED
     result = itera.fails(
         campaign, "measurements-agree and variant-a",
         "*measurements-agree?variant-a?: 6 problems*",
