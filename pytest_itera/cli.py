@@ -184,6 +184,15 @@ def _lead(text: str) -> Decimal:
         raise argparse.ArgumentTypeError(f"{text}: not a number of hours >= 0") from None
 
 
+def _rate(text: str) -> Decimal:
+    from pytest_itera.core.lot_forecast import rate_of
+
+    try:
+        return rate_of(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _watch(args: argparse.Namespace) -> int:
     from pytest_itera.watch.follow import Follow, follow
     from pytest_itera.watch.judged import Judged
@@ -194,11 +203,13 @@ def _watch(args: argparse.Namespace) -> int:
         with Judged() as judged:  # one reload server for the whole watch
             if args.once or args.now is not None:
                 fc = judge(folder, args.now or datetime.now(UTC), lead=args.lead,
-                           replay=args.now is not None, judged=judged)
+                           replay=args.now is not None, judged=judged,
+                           upload_rate=args.upload_rate)
                 print(render(fc, as_json=args.json))
                 return verdict(fc)
             return follow(folder, Follow(args.lead, args.interval, args.json,
-                                         live=sys.stdout.isatty() and not args.json),
+                                         live=sys.stdout.isatty() and not args.json,
+                                         upload_rate=args.upload_rate),
                           sys.stdout, judged=judged)
     except FolderError as exc:
         print(f"watch: {exc}", file=sys.stderr)
@@ -257,6 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     watch.add_argument("--lead", type=_lead, default=Decimal(0),
                        help="hours kept before the lot's end (default 0)")
     watch.add_argument("--interval", type=float, default=10.0, help="seconds between polls")
+    watch.add_argument("--upload-rate", type=_rate, default=None, metavar="RATE",
+                       help="count the push of the folder in the retrieval at this rate (e.g. "
+                       "40MiB/s, 300Mbit/s: what 'push' printed for this store)")
     nxt = sub.add_parser("next-plan", help="write the next campaign's draft plan from this "
                          "one's observed hours, with the uncertainties left")
     nxt.add_argument("folder", type=Path)

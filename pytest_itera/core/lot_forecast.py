@@ -31,6 +31,7 @@ must runs never), or the next lot's advice, and the last safe moment to start th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -43,9 +44,10 @@ from pytest_itera.core.campaign import Lot, Plan, Step, aware_moment
 from pytest_itera.core.money import Catalogue, overflow_advice
 from pytest_itera.core.open_facts import OpenFacts
 from pytest_itera.core.schedule import ObservedStep, as_hours, hours_text
+from pytest_itera.core.text import size_text
 
-__all__ = ["LotEnd", "LotForecast", "RuleFired", "RunProgress", "SaveGap", "StepProgress",
-           "events_until", "forecast_lot"]
+__all__ = ["LotEnd", "LotForecast", "PushTime", "RuleFired", "RunProgress", "SaveGap",
+           "StepProgress", "Upload", "events_until", "forecast_lot", "rate_of"]
 
 OUTCOMES = frozenset({"accepted", "stopped", "rejected"})
 # Events whose ``at`` is when they happened (a checkpoint listing's ``at`` is its save's).
@@ -154,6 +156,68 @@ class SaveGap:
 
 
 @dataclass(frozen=True)
+class Upload:
+    """What the retrieval has to move: the folder's bytes now, at the upload rate the user
+    measured (``python -m pytest_itera push`` prints it), in bytes per second."""
+
+    bytes: int
+    rate: Decimal  # bytes per second, > 0
+
+    @property
+    def hours(self) -> Decimal:
+        return Decimal(self.bytes) / self.rate / _HOUR
+
+
+_RATE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|[KMGT]?bit|B)?\s*(?:/\s*s)?\s*",
+                   re.IGNORECASE)
+_RATE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "kib": 1 << 10,
+               "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def rate_of(text: str) -> Decimal:
+    """An upload rate in bytes per second, from ``40MiB/s``, ``300 Mbit/s``, ``1.5GB/s`` or a
+    number of bytes per second; ValueError when it is none, or not above 0."""
+    found = _RATE.fullmatch(text)
+    if found is None:
+        raise ValueError(f"{text!r} is not a rate (e.g. 40MiB/s, 300Mbit/s)")
+    number, unit = Decimal(found[1]), (found[2] or "B").lower()
+    if unit.endswith("bit"):
+        rate = number * _RATE_UNITS.get(unit.removesuffix("it"), 1) / 8
+    else:
+        rate = number * _RATE_UNITS[unit]
+    if rate <= 0:
+        raise ValueError(f"{text!r}: a rate must be above 0")
+    return rate
+
+
+@dataclass(frozen=True)
+class PushTime:
+    """The push counted in the retrieval: its hours, and what the plan's retrieval steps left
+    had before (when the push takes longer, the last of them takes the difference)."""
+
+    upload: Upload
+    planned: Decimal  # the forecast hours of the retrieval steps left, before the push
+    step: str | None  # the retrieval step lengthened (None: the plan's hours cover it)
+    steps_left: int  # retrieval steps not done (0: nothing to count it on)
+
+    @property
+    def added(self) -> Decimal:
+        return max(Decimal(0), self.upload.hours - self.planned) if self.steps_left else \
+            Decimal(0)
+
+    def describe(self) -> str:
+        moved = (f"the push of {size_text(self.upload.bytes)} at "
+                 f"{size_text(int(self.upload.rate))}/s takes {_h(self.upload.hours)}")
+        if not self.steps_left:
+            return f"{moved}: no retrieval step is left in the plan to count it on"
+        if self.step is None:
+            return (f"{moved}, within the {_h(self.planned)} the retrieval steps left are "
+                    "forecast")
+        return (f"{moved}, {_h(self.added)} more than the {_h(self.planned)} the retrieval "
+                f"steps left are forecast: counted on step {self.step!r}")
+
+
+@dataclass(frozen=True)
 class LotForecast:
     """The judgement of an open campaign at ``now`` (typed; ``watch --json`` writes it)."""
 
@@ -176,6 +240,7 @@ class LotForecast:
     notes: tuple[str, ...] = field(default_factory=tuple)
     # What else is judged on the open campaign (the folder's files: pytest_itera.watch.judged)
     facts: OpenFacts = field(default_factory=OpenFacts)
+    push: PushTime | None = None  # the push counted in the retrieval (an upload rate given)
 
     @property
     def rental_source(self) -> str | None:
@@ -346,9 +411,13 @@ def _hours_field(value: object) -> Decimal:
 
 
 def forecast_lot(plan: Plan, events: Sequence[Mapping[str, Any]], now: datetime, *,
-                 lead: Decimal | int = 0, catalogue: Catalogue | None = None) -> LotForecast:
+                 lead: Decimal | int = 0, catalogue: Catalogue | None = None,
+                 upload: Upload | None = None) -> LotForecast:
     """Judge the campaign of ``plan`` from its journal ``events`` as of ``now`` (events
-    after ``now`` are not read: :func:`events_until`); see the module's docstring."""
+    after ``now`` are not read: :func:`events_until`); see the module's docstring.
+    ``upload``: the bytes to push and the rate: the retrieval steps left take at least the
+    push's hours (the last of them the difference), so the lot's margin and the moment to
+    start the retrieval count it."""
     if now.tzinfo is None:
         raise ValueError(f"now ({now.isoformat()}) has no time zone; give a UTC moment")
     lead = as_hours(lead)
@@ -379,6 +448,7 @@ def forecast_lot(plan: Plan, events: Sequence[Mapping[str, Any]], now: datetime,
     remaining = {s.id: Decimal(0) if s.id in done else
                  max(Decimal(0), hours[s.id] - worked[s.id]) if s.id in running else hours[s.id]
                  for s in kept}
+    pushed = None if upload is None else _count_push(upload, kept, remaining, done)
     lots = plan.budget.lots
     starts = _lot_starts(plan, steps, seen, done | set(running))
     layout = _layout(kept, lots, remaining, done, starts, now, lead)
@@ -405,7 +475,19 @@ def forecast_lot(plan: Plan, events: Sequence[Mapping[str, Any]], now: datetime,
         lots=lot_ends, ratios=dict(fc.ratios), lost_hours=seen.lost, drop=drop,
         drop_fits=fits, rules=tuple(seen.rules), saves=_save_gaps(plan, seen, now),
         closed=seen.closed, events=len(judged),
-        notes=tuple(notes))
+        notes=tuple(notes), push=pushed)
+
+
+def _count_push(upload: Upload, kept: list[ObservedStep], remaining: dict[str, Decimal],
+                done: set[str]) -> PushTime:
+    """The push's hours laid on the retrieval steps left: what they lack goes to the last of
+    them in the plan's order (``remaining`` is updated)."""
+    left = [s.id for s in kept if s.kind == "retrieval" and s.id not in done]
+    planned = sum((remaining[sid] for sid in left), Decimal(0))
+    lengthened = left[-1] if left and upload.hours > planned else None
+    if lengthened is not None:
+        remaining[lengthened] += upload.hours - planned
+    return PushTime(upload, planned, lengthened, len(left))
 
 
 def _gone_runs(seen: _Seen) -> set[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["INVISIBLE", "clean", "clean_block", "is_blank", "says_nothing"]
+__all__ = ["INVISIBLE", "clean", "clean_block", "is_blank", "says_nothing", "size_text"]
 
 #: Characters that render as nothing but are not ``str.isspace()``.
 INVISIBLE = frozenset(
@@ -71,3 +71,11 @@ def clean(text: object) -> str:
 def clean_block(text: str) -> str:
     """Several printable lines: like :func:`clean`, keeping the line breaks."""
     return "\n".join(clean(line) for line in text.split("\n"))
+
+
+def size_text(n: int) -> str:
+    """A byte count as people read it (``1.5 MiB``)."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"

@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from pytest_itera.core.text import size_text
 from pytest_itera.files.source import (
     CHUNK,
     S3Location,
     SourceError,
     client,
     full_sha256,
-    size_text,
     status_of,
 )
 from pytest_itera.files.tree import sha256_file
@@ -89,6 +89,14 @@ class Pushed:
     # verified by their bytes, and why: "composite" (a checksum of parts), "none"
     hashed: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    sent: int = 0  # bytes uploaded
+    seconds: float = 0.0  # the uploads' wall time
+
+    @property
+    def rate(self) -> float | None:
+        """Bytes per second of the uploads (None when nothing was uploaded): the rate
+        ``watch --upload-rate`` counts a retrieval's push at."""
+        return self.sent / self.seconds if self.sent and self.seconds > 0 else None
 
     @property
     def complete(self) -> bool:
@@ -102,6 +110,10 @@ class Pushed:
                 f"{'s' if len(self.problems) != 1 else ''} ({len(self.uploaded)} uploaded, "
                 f"{len(self.skipped)} already there)")
         lines = [head, *(f"  {p}" for p in self.problems)]
+        if self.rate is not None:
+            mib = f"{self.rate / (1 << 20):.1f}MiB/s"
+            lines.append(f"  uploaded {size_text(self.sent)} in {self.seconds:.1f} s: {mib} "
+                         f"(watch --upload-rate {mib} counts the retrieval's push at it)")
         for why, words in _HASHED.items():
             keys = sorted(k for k, w in self.hashed.items() if w == why)
             if keys:
@@ -175,6 +187,7 @@ def _pushed(store: _Store, wanted: list[Wanted], out: TextIO | None, concurrency
         else:
             todo.append(w)
     last = [w for w in todo if w.key == "manifest.json"]  # after what it lists
+    started = time.monotonic()
     for batch in ([w for w in todo if w.key != "manifest.json"], last):
         for w, problem in _each(lambda w: store.upload(w, single_max, part), batch,
                                 concurrency):
@@ -182,11 +195,13 @@ def _pushed(store: _Store, wanted: list[Wanted], out: TextIO | None, concurrency
                 result.problems.append(problem)
                 continue
             result.uploaded.append(w.key)
+            result.sent += w.size
             progress.done(w)
             if uploaded is not None:
                 uploaded(w.key)
         if result.problems:  # no manifest over a store that lacks what it lists
             break
+    result.seconds = time.monotonic() - started
     progress.end()
     if not result.problems:
         _verify(store, wanted, result, concurrency)

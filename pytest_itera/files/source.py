@@ -37,6 +37,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pytest_itera.core.text import size_text
+
 if TYPE_CHECKING:
     from obstore import GetOptions
     from obstore.store import ClientConfig
@@ -594,10 +596,3 @@ def _why(exc: BaseException) -> str:
     first = text[0] if text else type(exc).__name__
     return re.sub(r"(?i)(x-amz-[a-z-]+|signature|credential)=[^&\s]+", r"\1=…", first)[:300]
 
-
-def size_text(n: int) -> str:
-    """A byte count as people read it (``1.5 MiB``)."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} bytes"

@@ -32,6 +32,7 @@ class Follow:
     interval: float = 10.0
     as_json: bool = False
     live: bool = False  # a terminal: redraw the status in place
+    upload_rate: Decimal | None = None  # bytes per second: the push counted in the retrieval
 
 
 def _stamp(folder: Folder) -> tuple[int, int] | None:
@@ -56,7 +57,7 @@ def judgements(folder: Folder, how: Follow, clock: Callable[[], datetime],
         now = last_now if backwards and last_now is not None else now
         stamp = _stamp(folder)
         if stamp != last_stamp or how.live or backwards:
-            fc = judge(folder, now, lead=how.lead, judged=judged)
+            fc = judge(folder, now, lead=how.lead, judged=judged, upload_rate=how.upload_rate)
             if backwards:
                 fc = replace(fc, notes=(*fc.notes, "the system clock went backwards; the "
                                         f"last moment judged ({now:%Y-%m-%dT%H:%M:%SZ}) is kept"))

@@ -17,9 +17,16 @@ from typing import Any
 
 from pytest_itera.core.campaign import PLAN_FILE, Plan, load_plan
 from pytest_itera.core.journal import JOURNAL_FILE, JournalError, read_events
-from pytest_itera.core.lot_forecast import LotForecast, events_until, forecast_lot, moment_of
+from pytest_itera.core.lot_forecast import (
+    LotForecast,
+    Upload,
+    events_until,
+    forecast_lot,
+    moment_of,
+)
 from pytest_itera.core.money import example_catalogue
 from pytest_itera.core.schedule import ScheduleError, hours_text
+from pytest_itera.files.tree import walk
 from pytest_itera.watch.judged import Judged, open_facts
 
 __all__ = ["STATUS_FORMAT", "Folder", "FolderError", "judge", "lines", "open_folder", "render",
@@ -58,13 +65,16 @@ def open_folder(root: Path) -> Folder:
 
 
 def judge(folder: Folder, now: datetime, *, lead: Decimal | int = 0,
-          replay: bool = False, judged: Judged | None = None) -> LotForecast:
+          replay: bool = False, judged: Judged | None = None,
+          upload_rate: Decimal | None = None) -> LotForecast:
     """The folder's journal judged at ``now`` (:class:`FolderError` when it is another
     campaign's, or broken before its last line). ``replay``: as of ``now``, the events after
     it unread (``--now``); else every event, and a journal ahead of this machine's clock (a
     played clock, another machine's) is judged at its last moment, and said so. Besides the
     forecast, the open campaign's facts (:func:`pytest_itera.watch.judged.open_facts`); with
-    ``judged`` (one per ``watch``: its reload server and cache) its files are read too."""
+    ``judged`` (one per ``watch``: its reload server and cache) its files are read too.
+    ``upload_rate`` (bytes per second): the push of the folder's bytes now counts in the
+    retrieval steps left (:class:`pytest_itera.core.lot_forecast.Upload`)."""
     notes: list[str] = []
     try:
         events, torn = read_events(folder.root)
@@ -87,12 +97,20 @@ def judge(folder: Folder, now: datetime, *, lead: Decimal | int = 0,
                      f"({_iso(now)}): a played clock or another machine's; judged at it")
         now = last
     try:
-        fc = forecast_lot(folder.plan, events, now, lead=lead, catalogue=example_catalogue())
+        upload = None if upload_rate is None else Upload(folder_bytes(folder.root), upload_rate)
+        fc = forecast_lot(folder.plan, events, now, lead=lead, catalogue=example_catalogue(),
+                          upload=upload)
     except ScheduleError as exc:
         raise FolderError(f"{folder.root / PLAN_FILE}: its schedule cannot be laid out: "
                           f"{exc}") from None
     facts = open_facts(folder.plan, folder.root, events_until(events, fc.now), fc.steps, judged)
     return replace(fc, facts=facts, notes=(*notes, *fc.notes, *facts.notes))
+
+
+def folder_bytes(root: Path) -> int:
+    """The bytes of the regular files in the folder now, links not followed: what a push
+    of it moves (the checkpoints still to save come on top)."""
+    return sum(e.size for e in walk(root) if e.kind == "file")
 
 
 def _same_campaign(folder: Folder, first: dict[str, Any]) -> None:
@@ -139,6 +157,9 @@ def lines(fc: LotForecast) -> list[str]:
                    f"{_h(lot.margin)} after the {_h(fc.lead)} lead"
                    + (f"; retrieval starts by {_iso(lot.retrieval_start)}"
                       if lot.retrieval_start else ""))
+    if fc.push is not None:
+        out.append(f"  push: {fc.push.describe()} (the folder's bytes now; checkpoints still "
+                   "to save add to them)")
     if fc.rental_source is not None:
         out.append(f"  rental start {_iso(fc.rental_start)}: {fc.rental_source}")
     ratios = ", ".join(f"{kind} x{hours_text(r.quantize(Decimal('0.01')))}"
@@ -211,6 +232,10 @@ def status_json(fc: LotForecast) -> dict[str, Any]:
                    "hours": _hours(g.hours), "allowed_hours": _hours(g.allowed)}
                   for g in fc.saves],
         **_facts_json(fc),
+        "push": None if fc.push is None else {
+            "bytes": fc.push.upload.bytes, "rate_bytes_per_s": float(fc.push.upload.rate),
+            "hours": _hours(fc.push.upload.hours), "planned_hours": _hours(fc.push.planned),
+            "added_hours": _hours(fc.push.added), "step": fc.push.step},
         "notes": list(fc.notes),
     }
 

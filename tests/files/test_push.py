@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import signal
 import socket
 import subprocess
@@ -19,6 +20,8 @@ from typing import Any, ClassVar
 import pytest
 
 from pytest_itera.cli import main
+from pytest_itera.core.lot_forecast import rate_of
+from pytest_itera.core.text import size_text
 from pytest_itera.files import push as pushing
 from pytest_itera.files.push import PushError, push
 from pytest_itera.files.source import SNIFF, S3Location, S3Source, full_sha256, stage
@@ -63,8 +66,15 @@ def test_a_pushed_campaign_holds_every_file_with_its_sha256_and_is_judged_by_hea
     assert main(["push", str(root), url]) == 0
     out, err = capsys.readouterr()
     files = local(root)
-    assert out.splitlines() == [f"{url}: {len(files)} objects verified in place "
-                                f"({len(files)} uploaded, 0 already there)"]
+    head, rate = out.splitlines()
+    assert head == f"{url}: {len(files)} objects verified in place ({len(files)} uploaded, 0 " \
+        "already there)"
+    # the rate that watch --upload-rate counts a retrieval's push at
+    sent = sum((root / key).stat().st_size for key in files)
+    assert re.fullmatch(rf"  uploaded {re.escape(size_text(sent))} in \d+\.\d s: "
+                        r"(\d+\.\d)MiB/s \(watch --upload-rate \1MiB/s counts the "
+                        r"retrieval's push at it\)", rate), rate
+    assert rate_of(rate.split(": ")[1].split()[0]) > 0
     assert err.splitlines()[-1].startswith(f"push: {len(files)}/{len(files)} objects, ")
     heads = stored(s3, url)
     assert {key: full_sha256(head)[0] for key, head in heads.items()} == files
@@ -243,7 +253,7 @@ def test_the_recorder_pushes_the_campaign_it_closes(
     assert closure.pushed.complete, closure.pushed.lines()
     files = local(root)
     assert {key: full_sha256(head)[0] for key, head in stored(s3, url).items()} == files
-    assert capsys.readouterr().out.splitlines()[-1] == (
+    assert capsys.readouterr().out.splitlines()[-2] == (
         f"{url}: {len(files)} objects verified in place ({len(files)} uploaded, 0 already "
         "there)")
 
