@@ -109,7 +109,7 @@ def predictions_from_model(ctx: Context, target: str | None) -> Iterator[Finding
     if isinstance(sample, Finding):
         yield sample
         return
-    field, rows, stated = sample
+    field, ids, rows, stated = sample
     causes = []
     for relpath, path in candidates:  # the newest whose model state fits the recipe's model
         answer = ctx.reloader().repredict(path, relpath, {
@@ -126,7 +126,7 @@ def predictions_from_model(ctx: Context, target: str | None) -> Iterator[Finding
                       where=candidates[0][0], code=f"{_CODE}.weights-unfit",
                       hint=KINDS[f"{_CODE}.weights-unfit"].fix)
         return
-    yield from _compared(run, relpath, field, rows, stated, answer.predictions, recipe)
+    yield from _compared(run, relpath, field, ids, stated, answer.predictions, recipe)
 
 
 def _module_of(recipe: ModelRecipe) -> tuple[str, str, str] | str:
@@ -184,9 +184,9 @@ def _checkpoints(ctx: Context, run: RunRecord, recipe: ModelRecipe
 
 
 def _sample(ctx: Context, run: RunRecord, recipe: ModelRecipe
-            ) -> tuple[str, list[dict[str, Any]], dict[str, object]] | Finding:
-    """The prediction field, the sampled corpus rows (ID and inputs) and what the predictions
-    file says for each sampled ID, or why they cannot be had."""
+            ) -> tuple[str, list[str], list[dict[str, Any]], dict[str, object]] | Finding:
+    """The prediction field, the sampled IDs in corpus order, their corpus rows (ID and
+    inputs) and what the predictions file says for each, or why they cannot be had."""
     plan, _ = ctx.documents()
 
     def unprovable(why: str, where: str) -> Finding:
@@ -214,7 +214,7 @@ def _sample(ctx: Context, run: RunRecord, recipe: ModelRecipe
     except _Unreadable as exc:
         return unprovable(str(exc), exc.where)
     ordered = sorted(rows, key=ids.ids.__getitem__)
-    return (computation.prediction_field,
+    return (computation.prediction_field, ordered,
             [{corpus.id_field: i, **rows[i]} for i in ordered],
             {i: values.get(computation.prediction_field) for i, values in stated.items()})
 
@@ -238,20 +238,19 @@ def _read(ctx: Context, relpath: str, id_field: str, fields: tuple[str, ...],
     return found
 
 
-def _compared(run: RunRecord, relpath: str, field: str, rows: list[dict[str, Any]],
+def _compared(run: RunRecord, relpath: str, field: str, ids: list[str],
               stated: Mapping[str, object], predicted: tuple[Any, ...],
               recipe: ModelRecipe) -> Iterator[Finding]:
-    id_field = next(iter(rows[0])) if rows else "id"
-    differ = [(row[id_field], stated.get(row[id_field]), got)
-              for row, got in zip(rows, predicted, strict=False)
-              if not _agree(stated.get(row[id_field]), got, recipe.tolerance)]
-    if len(predicted) != len(rows):
-        differ.append(("(count)", len(rows), len(predicted)))
+    """Each sampled ID's stated answer against the model's, in the order the rows went."""
+    differ = [(i, stated.get(i), got) for i, got in zip(ids, predicted, strict=False)
+              if not _agree(stated.get(i), got, recipe.tolerance)]
+    if len(predicted) != len(ids):
+        differ.append(("(count)", len(ids), len(predicted)))
     if not differ:
         return
     first = ", ".join(f"{i}: the file says {a!r}, the model {b!r}" for i, a, b in differ[:3])
     yield Finding(
-        f"run {run.id}: {len(differ)} of {len(rows)} sampled examples are predicted otherwise "
+        f"run {run.id}: {len(differ)} of {len(ids)} sampled examples are predicted otherwise "
         f"by its delivered weights ({relpath}) than its predictions' {field!r} says ({first}"
         f"{', ...' if len(differ) > 3 else ''}): the predictions did not come from this model",
         where=str(run.predictions), code=f"{_CODE}.disagrees",
