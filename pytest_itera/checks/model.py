@@ -9,7 +9,7 @@ into one item.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -149,12 +149,15 @@ class Kind:
     advises_when: str | None = None
 
 
-def recoded_kinds(kinds: Mapping[str, Kind], check_id: str, *, of: str = "") -> dict[str, Kind]:
+def recoded_kinds(kinds: Mapping[str, Kind], check_id: str, *, of: str = "",
+                  without: Collection[str] = ()) -> dict[str, Kind]:
     """The kinds of another check's rule that ``check_id`` reports under its own id (the plan
     gate runs the closure's plan rules: ``core.findings.recoded``), those of check ``of`` only
-    when given: ``manifest.plan-draft`` -> ``plan-valid.plan-draft``."""
+    when given, but the codes ``without`` that it never meets there (a rule on the manifest,
+    where the plan is judged alone): ``manifest.invalid-document`` ->
+    ``plan-valid.invalid-document``."""
     return {f"{check_id}.{code.partition('.')[2]}": kind for code, kind in kinds.items()
-            if not of or code.startswith(f"{of}.")}
+            if (not of or code.startswith(f"{of}.")) and code not in without}
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ KINDS: dict[str, Kind] = {
     **scoring.KINDS,
     # A frozen corpus that cannot be read or changed: the same kinds as the coverage check's,
     # under this check's id (no metric is recomputed on it).
-    **recoded_kinds(corpus_ids.KINDS, "metrics-recomputed"),
+    **recoded_kinds(corpus_ids.KINDS, "metrics-recomputed", without=corpus_ids.NOTES),
 }
 
 

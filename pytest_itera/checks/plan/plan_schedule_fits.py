@@ -21,7 +21,9 @@ def plan_schedule_fits(ctx: Context, target: str | None) -> Iterator[Finding]:
     yield from recoded(schedule_fits(ctx, target), "plan-schedule-fits")
 
 
-KINDS: dict[str, Kind] = recoded_kinds(SCHEDULE_FITS_KINDS, "plan-schedule-fits")
+# The plan is judged alone: no manifest engages a lot, no step ran.
+KINDS: dict[str, Kind] = recoded_kinds(SCHEDULE_FITS_KINDS, "plan-schedule-fits",
+                                       without=("schedule-fits.lot-not-engaged",))
 
 CHECK = Check("plan-schedule-fits", "the end-to-end schedule fits the window and every lot",
               plan_schedule_fits, scope="plan", needs=NEEDS_PLAN, fast=True,

@@ -77,7 +77,9 @@ KINDS: dict[str, Kind] = {
         "corpus entry freezes",
         fix="edit the rule's parameter together with the corpus entry's, so that both say "
         "the same"),
-    **recoded_kinds(documents.KINDS, "plan-valid", of="manifest"),
+    # The plan is judged alone: no manifest to be a draft for, or to name another campaign.
+    **recoded_kinds(documents.KINDS, "plan-valid", of="manifest",
+                    without=("manifest.plan-draft", "manifest.campaign-mismatch")),
 }
 
 CHECK = Check("plan-valid", "the plan is JSON, schema-valid and its schedule computable",
