@@ -21,9 +21,12 @@ import hashlib
 import io
 import json
 import os
+import pickle
 import re
+import struct
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -413,6 +416,35 @@ class CampaignBuilder:
     def seal(self) -> None:
         """Record the folder as it is now; the fixture asserts it is unchanged after the test."""
         self.written_digest = tree_digest(self.root)
+
+
+def many_entry_zip(entries: int, pickled: object = None) -> bytes:
+    """A torch.save-like zip of ``entries`` empty stored entries after one ``x/data.pkl``
+    (``pickled``; by default one holding a temp path), written by hand: zipfile would take
+    minutes and hundreds of MiB to write it."""
+    pkl = pickle.dumps({"dir": "/tmp/run-1/ckpt"} if pickled is None else pickled, protocol=2)
+    local, central = bytearray(), bytearray()
+    names = [b"x/data.pkl", *(f"x/data/{i}".encode() for i in range(entries))]
+    for index, name in enumerate(names):
+        data = pkl if index == 0 else b""
+        crc = zlib.crc32(data)
+        offset = len(local)
+        local += struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data),
+                             len(data), len(name), 0) + name + data
+        central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, crc,
+                               len(data), len(data), len(name), 0, 0, 0, 0, 0, offset) + name
+    count = min(len(names), 0xFFFF)
+    eocd = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, count, count, len(central),
+                       len(local), 0)
+    zip64 = b""
+    if len(names) > 0xFFFF:
+        record = struct.pack("<4sQHHIIQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, len(names),
+                             len(names), len(central), len(local))
+        locator = struct.pack("<4sIQI", b"PK\x06\x07", 0, len(local) + len(central), 1)
+        zip64 = record + locator
+        eocd = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, len(central),
+                           len(local), 0)
+    return bytes(local) + bytes(central) + zip64 + eocd
 
 
 def tree_digest(root: Path) -> dict[str, str]:

@@ -751,27 +751,30 @@ def _pickle_members(fd: int, size: int, chunk: int) -> tuple[list[_Member], str 
     entries, ZIP_RECORDS_SCANNED members kept), and why the rest was not read."""
     offset, declared = _directory(fd, size)
     members: list[_Member] = []
-    buf, pos, seen = b"", offset, 0
+    # ``at``: the next entry in ``buf``, which is compacted only when refilled (slicing it
+    # at each entry would copy the buffer once per entry).
+    buf, at, pos, seen = b"", 0, offset, 0
     while seen < declared:
         if seen >= ZIP_ENTRY_CAP:
             return members, (f"its zip directory declares {declared} entries; only the first "
                              f"{ZIP_ENTRY_CAP} were scanned for pickle records (a torch.save "
                              "archive has about one entry per tensor storage)")
-        if len(buf) < _CENTRAL.size + 3 * 0xFFFF:
+        if len(buf) - at < _CENTRAL.size + 3 * 0xFFFF:
             more = os.pread(fd, chunk, pos)
-            buf, pos = buf + more, pos + len(more)
-        if len(buf) < _CENTRAL.size:
+            buf, at, pos = buf[at:] + more, 0, pos + len(more)
+        if len(buf) - at < _CENTRAL.size:
             break
-        sig, method, csize, usize, n, e, c, local = _CENTRAL.unpack_from(buf)
-        if sig != b"PK\x01\x02" or len(buf) < _CENTRAL.size + n + e + c:
+        sig, method, csize, usize, n, e, c, local = _CENTRAL.unpack_from(buf, at)
+        start = at + _CENTRAL.size
+        if sig != b"PK\x01\x02" or len(buf) < start + n + e + c:
             break
-        name = buf[_CENTRAL.size:_CENTRAL.size + n].decode("utf-8", "replace")
+        name = buf[start:start + n].decode("utf-8", "replace")
         if name.count("/") == 1 and name.endswith("/data.pkl") and \
                 len(members) < ZIP_RECORDS_SCANNED:
-            extra = buf[_CENTRAL.size + n:_CENTRAL.size + n + e]
+            extra = buf[start + n:start + n + e]
             csize, local = _zip64_sizes(extra, usize, csize, local)
             members.append(_Member(name, local, csize, method))
-        buf = buf[_CENTRAL.size + n + e + c:]
+        at = start + n + e + c
         seen += 1
     return members, None
 

@@ -25,8 +25,6 @@ NO_FAILING_CASE = (
     "checkpoint-reloads.not-a-file",
     "checkpoint-reloads.not-copied",
     "checkpoint-reloads.unreadable",
-    "no-temp-paths.unscanned",
-    "plan-frozen.unreadable",
     "resume-complete.missing",
     "resume-complete.no-reload",
     "resume-complete.not-a-file",

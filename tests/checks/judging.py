@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import atexit
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -49,13 +49,16 @@ class Found(list[Finding]):
 
 def judge(campaign: CampaignBuilder | Path, check: str | None = None, *,
           target: str | None = None, strict: bool = False, options: Options | None = None,
-          write: bool = True, checks: dict[str, Check] | None = None) -> Found:
+          write: bool = True, checks: dict[str, Check] | None = None,
+          meanwhile: Callable[[Path], None] | None = None) -> Found:
     """The findings of ``check`` (every closed-campaign check when None) on the written
     campaign, over all its targets (or only ``target``), as the engine's items have them: a
     finding another check owns ("not judged") is that check's, not this one's. Every built-in
     check is registered (a budget counts the runs that pass theirs) unless ``checks`` says
     which; only those asked are evaluated, with the session's reload server. A plan gate's
-    check (scope "plan") judges the folder's plan.json alone, as ``--itera-plan`` does."""
+    check (scope "plan") judges the folder's plan.json alone, as ``--itera-plan`` does.
+    ``meanwhile`` changes the folder once its documents are loaded, before any check reads a
+    file: a folder changed while it is judged (a campaign still being written)."""
     root = campaign if isinstance(campaign, Path) else campaign.root
     if write and isinstance(campaign, CampaignBuilder):
         campaign.write()
@@ -67,6 +70,8 @@ def judge(campaign: CampaignBuilder | Path, check: str | None = None, *,
         registry = checks if checks is not None else builtin_checks()
         context = Context(load_campaign(root), settings, registry, reloader_factory=_reloader,
                           close_reloader=False)
+    if meanwhile is not None:
+        meanwhile(root)
     try:
         verdicts = engine_judge(context)
         chosen = [registry[check]] if check is not None else [

@@ -21,6 +21,7 @@ from pytest_itera.files.scan import (
     TempMatcher,
     scan_file,
 )
+from tests.factory import many_entry_zip
 from tests.runner import REPO
 
 MATCHER = TempMatcher(DEFAULT_TEMP_PATTERNS)
@@ -555,43 +556,12 @@ def _peak_growth(path: Path, tmp_path: Path) -> dict[str, object]:
     return found
 
 
-def _many_entry_zip(path: Path, entries: int) -> None:
-    """A zip of ``entries`` empty stored entries after one ``x/data.pkl`` holding a temp
-    path: written by hand (zipfile would take minutes and hundreds of MiB to write it)."""
-    import struct
-    import zlib
-
-    pkl = pickle.dumps({"dir": "/tmp/run-1/ckpt"}, protocol=2)
-    local, central = bytearray(), bytearray()
-    names = [b"x/data.pkl", *(f"x/data/{i}".encode() for i in range(entries))]
-    for index, name in enumerate(names):
-        data = pkl if index == 0 else b""
-        crc = zlib.crc32(data)
-        offset = len(local)
-        local += struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data),
-                             len(data), len(name), 0) + name + data
-        central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, crc,
-                               len(data), len(data), len(name), 0, 0, 0, 0, 0, offset) + name
-    count = min(len(names), 0xFFFF)
-    eocd = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, count, count, len(central),
-                       len(local), 0)
-    zip64 = b""
-    if len(names) > 0xFFFF:
-        record = struct.pack("<4sQHHIIQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, len(names),
-                             len(names), len(central), len(local))
-        locator = struct.pack("<4sIQI", b"PK\x06\x07", 0, len(local) + len(central), 1)
-        zip64 = record + locator
-        eocd = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, len(central),
-                           len(local), 0)
-    path.write_bytes(bytes(local) + bytes(central) + zip64 + eocd)
-
-
 def test_a_zip_of_300000_entries_does_not_grow_the_pytest_process(tmp_path: Path) -> None:
     """The temp-path scan streams the zip directory (it built an object per entry: +176
     MiB here) and stops at its entry cap with a clear note; the record before the cap is
     still scanned."""
     path = tmp_path / "many.pt"
-    _many_entry_zip(path, 300_000)
+    path.write_bytes(many_entry_zip(300_000))
     found = _peak_growth(path, tmp_path)
     assert isinstance(found["growth"], int)
     assert found["growth"] < PEAK_BOUND, found

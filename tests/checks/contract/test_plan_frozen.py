@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -242,3 +243,13 @@ def test_with_a_pin_no_report_carries_the_note(
     notes = json.loads((pytester.path / "r.json").read_text())["notes"]
     assert not [note for note in notes if "plan integrity" in note], notes
     assert "plan integrity rests" not in (pytester.path / "r.md").read_text()
+
+
+def test_a_plan_that_cannot_be_hashed_is_not_passed_as_frozen(tmp_path: Path) -> None:
+    """plan.json read as a document, then gone when its bytes are hashed (a folder changed
+    while it is judged): no digest to compare, so the freeze is not proven. (Not the
+    ``campaign`` fixture: it guards the folder against any change.)"""
+    found = judge(CampaignBuilder(tmp_path / "out"), FROZEN,
+                  meanwhile=lambda root: (root / "plan.json").unlink())
+    expect_finding(found, "plan-frozen.unreadable", where="plan.json",
+                   says="cannot hash plan.json")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 
+from pytest_itera.files.scan import ZIP_ENTRY_CAP
 from tests.checks.judging import expect_finding, expect_no_finding, judge
-from tests.factory import CampaignBuilder, sha256
+from tests.factory import CampaignBuilder, many_entry_zip, sha256
 from tests.runner import Itera
 
 CHECK = "no-temp-paths"
@@ -59,3 +60,14 @@ def test_a_file_that_cannot_be_read(campaign: CampaignBuilder) -> None:
     expect_finding(judge(campaign, CHECK, target="runs/control/alias", write=False),
                    "no-temp-paths.unreadable", where="runs/control/alias",
                    says="runs/control/alias cannot be scanned")
+
+
+def test_an_archive_past_its_entry_cap_is_not_passed_as_scanned(
+    campaign: CampaignBuilder,
+) -> None:
+    """A zip directory that declares more entries than a torch.save archive would have is
+    read up to its cap (its first record is still scanned): the rest is said unscanned."""
+    campaign.files["runs/control/state.pt"] = many_entry_zip(ZIP_ENTRY_CAP + 1, {"step": 1})
+    expect_finding(judge(campaign, CHECK, target="runs/control/state.pt"),
+                   "no-temp-paths.unscanned", where="runs/control/state.pt",
+                   says=("not fully scanned", f"only the first {ZIP_ENTRY_CAP}"))
