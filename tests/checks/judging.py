@@ -105,9 +105,10 @@ def _plan_context(plan_file: Path, settings: Options) -> Context:
 
 
 def expect_finding(found: Sequence[Finding], code: str, *, where: str | None = None,
-           says: str | Sequence[str] = ()) -> Finding:
+           says: str | Sequence[str] = (), fix: str | Sequence[str] = ()) -> Finding:
     """The one finding of ``code`` among ``found``: placed at ``where`` (when given; a prefix
-    is enough), its message holding each of the words ``says``."""
+    is enough), its message holding each of the words ``says``, its fix line (hint) each of
+    the words ``fix``."""
     listed = "\n".join(f"{f.code}: {f.render()}" for f in found)
     coded = [f for f in found if f.code == code]
     assert len(coded) == 1, f"{len(coded)} finding(s) {code}, among:\n{listed}"
@@ -116,6 +117,8 @@ def expect_finding(found: Sequence[Finding], code: str, *, where: str | None = N
         assert (finding.where or "").startswith(where), finding.render()
     for words in (says,) if isinstance(says, str) else says:
         assert words in finding.message, finding.render()
+    for words in (fix,) if isinstance(fix, str) else fix:
+        assert words in (finding.hint or ""), finding.render()
     return finding
 
 

@@ -136,11 +136,10 @@ def test_dropped_run_without_a_matching_decision(
 
 def test_must_run_dropped(campaign: CampaignBuilder) -> None:
     _drop(campaign, "control")
-    finding = expect_finding(judge(campaign, CHECK), "expected-ids.must-dropped",
-                             where="manifest.json $.runs[0].outcome",
-                             says="must-category run control was dropped")
-    assert (finding.hint or "").startswith(
-        "only optional (useful or exploratory) runs are dropped")
+    expect_finding(judge(campaign, CHECK), "expected-ids.must-dropped",
+                   where="manifest.json $.runs[0].outcome",
+                   says="must-category run control was dropped",
+                   fix="only optional (useful or exploratory) runs are dropped")
 
 
 def test_decision_drops_a_run_that_ran(campaign: CampaignBuilder) -> None:

@@ -56,11 +56,9 @@ def test_manifest_passes_on_a_good_campaign(campaign: CampaignBuilder) -> None:
 def test_a_draft_plan_is_never_accepted(campaign: CampaignBuilder) -> None:
     """frozen_at is optional in a draft, still required when a campaign is accepted."""
     del campaign.plan["frozen_at"]
-    finding = expect_finding(judge(campaign, MANIFEST), "manifest.plan-draft",
-                             where="plan.json $.frozen_at",
-                             says="plan.json is a draft: it has no frozen_at")
-    assert (finding.hint or "").startswith(
-        "freeze the plan with CampaignRecorder.freeze_plan before the first run")
+    expect_finding(judge(campaign, MANIFEST), "manifest.plan-draft",
+                   where="plan.json $.frozen_at", says="plan.json is a draft: it has no frozen_at",
+                   fix="freeze the plan with CampaignRecorder.freeze_plan before the first run")
 
 
 def test_plan_not_json(campaign: CampaignBuilder) -> None:

@@ -30,10 +30,9 @@ def test_plan_edited_after_freezing(campaign: CampaignBuilder) -> None:
     plan["decision"]["threshold"] = 0.7  # moving the goalposts after the runs
     (campaign.root / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
     campaign.seal()
-    finding = expect_finding(judge(campaign, FROZEN, write=False), "plan-frozen.sha256",
-                             where="manifest.json $.plan.sha256",
-                             says="plan.json changed after it was frozen")
-    assert (finding.hint or "").startswith("restore the plan as frozen")
+    expect_finding(judge(campaign, FROZEN, write=False), "plan-frozen.sha256",
+                   where="manifest.json $.plan.sha256",
+                   says="plan.json changed after it was frozen", fix="restore the plan as frozen")
 
 
 def test_the_manifest_records_the_plan_under_another_name(campaign: CampaignBuilder) -> None:
@@ -58,11 +57,10 @@ def test_a_plan_rewritten_with_its_manifest_record_is_caught_by_the_journal(
     campaign.plan["decision"]["threshold"] = 0.7  # moving the goalposts after the runs
     found = judge(campaign, FROZEN)
     expect_no_finding(found, "plan-frozen.sha256")
-    finding = expect_finding(found, "plan-frozen.journal-sha256", where="itera-journal.jsonl:1",
-                             says=["plan.json is not the plan the recorder froze",
-                                   "line 1 recorded its sha256 at 2026-11-20T08:00:00Z, before "
-                                   "any run"])
-    assert (finding.hint or "").startswith("restore the plan as frozen")
+    expect_finding(found, "plan-frozen.journal-sha256", where="itera-journal.jsonl:1",
+                   says=["plan.json is not the plan the recorder froze",
+                         "line 1 recorded its sha256 at 2026-11-20T08:00:00Z, before any run"],
+                   fix="restore the plan as frozen")
 
 
 def test_plan_sha256_option(campaign: CampaignBuilder) -> None:
@@ -157,53 +155,42 @@ def test_moments_at_the_freeze_itself_pass(campaign: CampaignBuilder) -> None:
     expect_no_finding(judge(campaign, FROZEN))
 
 
-@pytest.mark.parametrize("key", ["", "out = ", "tiny-2026-11=", "  out  =  "])
-def test_an_ini_pin_of_the_frozen_plan_passes_and_removes_the_note(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, key: str
-) -> None:
-    campaign.write()
-    pytester.makeini(f"[pytest]\nitera_plan_sha256 =\n    {key}{plan_digest(campaign)}\n")
-    result = itera(check=FROZEN)
-    result.assert_outcomes(passed=1)
-    assert "plan integrity rests" not in summary(result)
+OTHER = "ab" * 32  # a sha256 that is not the plan's
 
 
-@pytest.mark.parametrize(("key", "origin"), [("", "every campaign"), ("out=", "out"),
-                                             ("tiny-2026-11 = ", "tiny-2026-11")])
-def test_an_ini_pin_of_another_plan_fails(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, key: str, origin: str
-) -> None:
-    campaign.write()
-    pytester.makeini(f"[pytest]\nitera_plan_sha256 =\n    {key}{'ab' * 32}\n")
-    result = itera(check=FROZEN)
-    result.assert_outcomes(failed=1)
-    expect(
-        result,
+# (the ini's pins, the command line, passes, the lines said): {digest} is the plan's sha256.
+PINS = [
+    *(pytest.param(f"{key}{{digest}}", (), True, (), id=f"ini-pins-the-plan[{key!r}]")
+      for key in ("", "out = ", "tiny-2026-11=", "  out  =  ")),
+    *(pytest.param(f"{key}{OTHER}", (), False, (
         f"plan.json: plan.json is not the plan pinned by itera_plan_sha256 ({origin})",
-        f"    expected: {'ab' * 32}",
-        f"    found:    {plan_digest(campaign)}",
-    )
+        f"    expected: {OTHER}", "    found:    {digest}"), id=f"ini-pins-another[{key!r}]")
+      for key, origin in (("", "every campaign"), ("out=", "out"),
+                          ("tiny-2026-11 = ", "tiny-2026-11"))),
+    # A renamed campaign is not the pinned one: pins exist, none names it.
+    pytest.param("elsewhere = {digest}", (), False, (
+        "plan.json: itera_plan_sha256 pins no plan for this campaign (folder 'out', id "
+        "'tiny-2026-11')", "    found:    pins for 'elsewhere'"), id="pins-for-others-only"),
+    pytest.param(OTHER, ("--itera-plan-sha256", "{digest}"), True, (),
+                 id="the-command-line-wins"),
+]
 
 
-def test_ini_pins_for_other_campaigns_only_fail(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+@pytest.mark.parametrize(("pins", "args", "passes", "lines"), PINS)
+def test_a_pinned_plan(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, pins: str,
+    args: tuple[str, ...], passes: bool, lines: tuple[str, ...],
 ) -> None:
-    """A renamed campaign is not the pinned one: pins exist, none names it."""
+    """The pins of the judge's own ini (itera_plan_sha256), and --itera-plan-sha256 above
+    them: the plan they pin passes (and the report's integrity note goes), another fails."""
     campaign.write()
-    pytester.makeini(f"[pytest]\nitera_plan_sha256 =\n    elsewhere = {plan_digest(campaign)}\n")
-    result = itera(check=FROZEN)
-    result.assert_outcomes(failed=1)
-    expect(result, "plan.json: itera_plan_sha256 pins no plan for this campaign (folder 'out', "
-           "id 'tiny-2026-11')", "    found:    pins for 'elsewhere'")
-
-
-def test_the_command_line_pin_wins_over_the_ini(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    campaign.write()
-    pytester.makeini(f"[pytest]\nitera_plan_sha256 = {'ab' * 32}\n")
-    result = itera("--itera-plan-sha256", plan_digest(campaign), check=FROZEN)
-    result.assert_outcomes(passed=1)
+    digest = plan_digest(campaign)
+    pytester.makeini(f"[pytest]\nitera_plan_sha256 =\n    {pins.format(digest=digest)}\n")
+    result = itera(*(a.format(digest=digest) for a in args), check=FROZEN)
+    result.assert_outcomes(**{"passed" if passes else "failed": 1})
+    if passes and not args:
+        assert "plan integrity rests" not in summary(result)
+    expect(result, *(line.format(digest=digest) for line in lines))
 
 
 @pytest.mark.parametrize("line", ["main", "out = main", "= " + "ab" * 32])

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.checks.judging import expect_finding, expect_no_finding, judge
+from tests.checks.plan.seeds import judge_broken_seed
 from tests.factory import CampaignBuilder
 from tests.plans import seed_plan, step, write
 
@@ -90,9 +91,8 @@ def _resume_rule_names_the_control(plan: Plan) -> None:
 def test_each_break_of_the_seeds_plan_is_refused(
     tmp_path: Path, breaks: Callable[[Plan], None], code: str, where: str, says: str
 ) -> None:
-    plan = seed_plan()
-    breaks(plan)
-    expect_finding(judge(write(tmp_path / "out", plan), CHECK), code, where=where, says=says)
+    expect_finding(judge_broken_seed(tmp_path / "out", breaks, CHECK), code, where=where,
+                   says=says)
 
 
 def test_no_decision_point_at_all(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.checks.judging import expect_finding, expect_no_finding, judge
+from tests.checks.plan.seeds import judge_broken_seed
 from tests.factory import CampaignBuilder
 from tests.plans import grown_by_30, seed_plan, step, write
 from tests.runner import Itera
@@ -149,9 +150,8 @@ def _grown_by_30(plan: Plan) -> None:
 def test_each_break_of_the_seeds_plan_is_refused(
     tmp_path: Path, breaks: Callable[[Plan], None], code: str, where: str, says: str
 ) -> None:
-    plan = seed_plan()
-    breaks(plan)
-    expect_finding(judge(write(tmp_path / "out", plan), CHECK), code, where=where, says=says)
+    expect_finding(judge_broken_seed(tmp_path / "out", breaks, CHECK), code, where=where,
+                   says=says)
 
 
 def test_a_v1_plan_cannot_prove_one_run_per_resource(tmp_path: Path) -> None:
