@@ -27,9 +27,13 @@ import struct
 import subprocess
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_itera.record import CampaignRecorder
 
 CORPUS_IDS = ("ex-1", "ex-2", "ex-3", "ex-4")
 RUNS = (
@@ -223,6 +227,37 @@ def default_manifest_v2(plan: dict[str, Any]) -> dict[str, Any]:
         {"path": VARIANT_WEIGHTS, "run": "variant-a", "format": "torch", "kind": "weights"},
     ]
     return manifest
+
+
+def copied_without(campaign: Path, dest: Path, key: str) -> Path:
+    """A copy of ``campaign`` at ``dest`` whose manifest lost its top-level ``key`` (and
+    nothing else: its journal and files as recorded)."""
+    import shutil
+
+    shutil.copytree(campaign, dest)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    del manifest[key]
+    (dest / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return dest
+
+
+def frozen_recorder(root: Path, resume_state: Sequence[str] | None = None,
+                    clock: Callable[[], datetime] | None = None) -> CampaignRecorder:
+    """A recorder of the factory's /2 campaign, its files written and its plan frozen
+    (requiring ``resume_state`` of a resume checkpoint when given, else every part), on
+    ``clock`` when given (a played one), else the real one."""
+    from pytest_itera.record import CampaignRecorder
+
+    files = default_files_v2()
+    rec = CampaignRecorder(root, clock=clock)
+    for relpath, data in files.items():
+        rec.write_bytes(relpath, data)
+    plan = default_plan_v2(files)
+    del plan["frozen_at"]
+    if resume_state is not None:
+        plan["checkpoint_policy"]["resume_state"] = list(resume_state)
+    rec.freeze_plan(plan)
+    return rec
 
 
 def default_plan(files: dict[str, bytes]) -> dict[str, Any]:

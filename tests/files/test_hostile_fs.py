@@ -30,51 +30,50 @@ def add_listed(root: Path, relpath: str, size: int = 1, digest: str = "0" * 64) 
     (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
 
 
-def test_symlink_loop(itera: Itera, campaign: CampaignBuilder) -> None:
-    campaign.write()
-    os.symlink("b", campaign.root / "a")
-    os.symlink("a", campaign.root / "b")
-    add_listed(campaign.root, "a")
-    campaign.seal()
-    result = run_clean(itera, "-k", "files-intact and (a or b) and not analysis")
-    expect_each(  # two items: under xdist they finish in either order
-        result,
+def _loop(root: Path) -> None:
+    os.symlink("b", root / "a")
+    os.symlink("a", root / "b")
+
+
+def _pipes(root: Path) -> None:
+    os.mkfifo(root / "runs/control/pipe")
+    os.mkfifo(root / "stray-pipe")
+
+
+# (what the folder gets, the paths listed in the manifest, the run's arguments, the lines
+# said: each its own item, in either order under xdist, the failed items).
+SPECIAL = [
+    pytest.param(_loop, ("a",), ("-k", "files-intact and (a or b) and not analysis"), (
         "manifest.json $.files[*]: listed file 'a': symlink a -> b loops",
-        "b: b (a symbolic link) is in the campaign folder but not listed in the manifest",
-    )
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-
-
-def test_link_to_dev_zero_is_never_followed(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    campaign.write()
-    os.symlink("/dev/zero", campaign.root / "runs/control/weights.bin")
-    add_listed(campaign.root, "runs/control/weights.bin")
-    campaign.seal()
-    result = run_clean(itera, "--itera-timeout", "5")
-    expect(
-        result,
-        "manifest.json $.files[*]: listed file 'runs/control/weights.bin': "
-        "symlink runs/control/weights.bin -> /dev/zero leaves the campaign folder",
-    )
-    result.assert_outcomes(passed=result.parseoutcomes()["passed"], failed=1)
-
-
-def test_fifo_is_reported_and_never_opened(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    campaign.write()
-    os.mkfifo(campaign.root / "runs/control/pipe")
-    add_listed(campaign.root, "runs/control/pipe")
-    os.mkfifo(campaign.root / "stray-pipe")
-    campaign.seal()
-    result = run_clean(itera, "-k", "pipe")
-    expect_each(  # two items: under xdist they finish in either order
-        result,
+        "b: b (a symbolic link) is in the campaign folder but not listed in the manifest"),
+        2, id="symlink-loop"),
+    pytest.param(lambda root: os.symlink("/dev/zero", root / "runs/control/weights.bin"),
+                 ("runs/control/weights.bin",), ("--itera-timeout", "5"), (
+        "manifest.json $.files[*]: listed file 'runs/control/weights.bin': symlink "
+        "runs/control/weights.bin -> /dev/zero leaves the campaign folder",),
+        1, id="link-to-dev-zero"),
+    pytest.param(_pipes, ("runs/control/pipe",), ("-k", "pipe"), (
         "manifest.json $.files[*]: runs/control/pipe is a FIFO (named pipe)",
-        "stray-pipe: stray-pipe (a FIFO (named pipe)) is in the campaign folder but not listed*",
-    )
+        "stray-pipe: stray-pipe (a FIFO (named pipe)) is in the campaign folder but not listed*"),
+        2, id="fifo"),
+]
+
+
+@pytest.mark.parametrize(("make", "listed", "args", "lines", "failed"), SPECIAL)
+def test_a_special_file_is_reported_never_followed_or_opened(
+    itera: Itera, campaign: CampaignBuilder, make: Callable[[Path], None],
+    listed: tuple[str, ...], args: tuple[str, ...], lines: tuple[str, ...], failed: int,
+) -> None:
+    """A symlink loop, a link to /dev/zero (never followed: it would never end), a FIFO
+    (never opened: it would block), listed or stray: each a failing item saying what it is."""
+    campaign.write()
+    make(campaign.root)
+    for relpath in listed:
+        add_listed(campaign.root, relpath)
+    campaign.seal()
+    result = run_clean(itera, *args)
+    expect_each(result, *lines)
+    assert result.parseoutcomes()["failed"] == failed, result.stdout.str()
 
 
 def test_socket_is_reported(itera: Itera, campaign: CampaignBuilder) -> None:

@@ -310,7 +310,7 @@ def test_trainer_checkpoint_deleted_after_closure(
 
 
 def test_trainer_output_dir_outside_the_campaign_is_refused(tmp_path: Path) -> None:
-    rec = _frozen(tmp_path / "campaign")
+    rec = F.frozen_recorder(tmp_path / "campaign")
     with pytest.raises(RecordError, match=r"TrainingArguments\.output_dir '.*/elsewhere' is "
                                           r"outside the campaign folder"):
         trainer_fit(rec, "control", tmp_path / "elsewhere")
@@ -321,7 +321,7 @@ def test_trainer_output_dir_outside_the_campaign_is_refused(tmp_path: Path) -> N
 
 def test_trainer_save_total_limit_records_what_is_kept(tmp_path: Path) -> None:
     """The Trainer rotates checkpoints away: only the surviving one is recorded, at the end."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = F.frozen_recorder(tmp_path / "campaign")
     trainer_fit(rec, "control", rec.path("runs/control/trainer"), save_total_limit=1)
     assert not (rec.root / "runs/control/trainer/checkpoint-2").exists()
     assert [c["path"] for c in rec.checkpoints] == ["runs/control/trainer/checkpoint-4"]
@@ -360,7 +360,7 @@ def test_trainer_that_saves_nothing_leaves_no_empty_folder(tmp_path: Path) -> No
     """save_strategy="no" (a pilot, say): the Trainer still creates output_dir and writes
     nothing in it, an empty folder that no-empty-files rejects; the callback removes it when
     training ends, and the run's losses are recorded."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = F.frozen_recorder(tmp_path / "campaign")
     output = rec.path("runs/control/trainer")
     trainer_fit(rec, "control", output, save_strategy="no")
     assert not output.exists()
@@ -370,7 +370,7 @@ def test_trainer_that_saves_nothing_leaves_no_empty_folder(tmp_path: Path) -> No
 
 def test_trainer_claims_follow_the_files_written(tmp_path: Path) -> None:
     """save_only_model: the folders hold the weights and the trainer state only."""
-    rec = _frozen(tmp_path / "campaign", ["model", "progress"])
+    rec = F.frozen_recorder(tmp_path / "campaign", ["model", "progress"])
     trainer_fit(rec, "control", rec.path("runs/control/trainer"), save_only_model=True,
                 ignore_data_skip=True)
     assert {c["path"]: c["claims"] for c in rec.checkpoints} == {
@@ -382,7 +382,7 @@ def test_trainer_checkpoints_that_cannot_resume_are_refused_at_the_first_save(
 ) -> None:
     """Issue 26.3: under a plan requiring every resume part, save_only_model folders are
     refused when the first is recorded, with resume-complete's words, not after closure."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = F.frozen_recorder(tmp_path / "campaign")
     with pytest.raises(RecordError) as refused:
         trainer_fit(rec, "control", rec.path("runs/control/trainer"), save_only_model=True,
                     ignore_data_skip=True)
@@ -407,7 +407,7 @@ def test_trainer_checkpoints_that_cannot_resume_are_refused_at_the_first_save(
 def test_trainer_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -> None:
     """After a crash, the same run resumes from its checkpoint-2: the steps after it are
     trained again (rewound, then logged again), checkpoint-4 is not recorded twice."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = F.frozen_recorder(tmp_path / "campaign")
     output = rec.path("runs/control/trainer")
     trainer_fit(rec, "control", output)
     first = rec.run("control").series("loss")
@@ -424,7 +424,7 @@ def test_trainer_journals_its_saves_and_the_base_it_trains_on(tmp_path: Path) ->
     """Issue 24, points 2 and 12: each checkpoint-N is journaled with its tree digest and
     step; a base recorded with record_base is journaled (revision, tree digest) when
     training starts."""
-    rec = _frozen(tmp_path / "campaign")
+    rec = F.frozen_recorder(tmp_path / "campaign")
     rec.write_bytes("runs/control/base/config.json", b"{}\n")
     tree = rec.record_base("runs/control/base", model="tiny", revision="c" * 40)
     trainer_fit(rec, "control", rec.path("runs/control/trainer"))
@@ -439,7 +439,7 @@ def test_trainer_journals_its_saves_and_the_base_it_trains_on(tmp_path: Path) ->
 
 def test_lightning_journals_each_save_with_its_step(tmp_path: Path) -> None:
     """Each .ckpt a ModelCheckpoint writes is journaled with the step it holds."""
-    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
+    rec = F.frozen_recorder(tmp_path / "campaign", LIGHTNING_PARTS)
     dirpath = rec.path("runs/control/ckpt")
     lightning_fit(rec, "control", dirpath)
     events = journal_events(rec.journal.path)
@@ -454,7 +454,7 @@ def test_lightning_continuing_its_own_checkpoint_records_no_resumed_from(
     """After a crash the control fits again from its own step-4 file: a continuation, not a
     resume check's evidence; a resume check resumed from a file outside the campaign is told
     to record resumed_from itself (the checks fail a resume check without one)."""
-    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
+    rec = F.frozen_recorder(tmp_path / "campaign", LIGHTNING_PARTS)
     dirpath = rec.path("runs/control/ckpt")
     lightning_fit(rec, "control", dirpath)
     lightning_fit(rec, "control", dirpath, ckpt_path=str(dirpath / "epoch=0-step=4.ckpt"))
@@ -475,7 +475,7 @@ def test_lightning_continuing_its_own_checkpoint_records_no_resumed_from(
 def test_lightning_journals_each_save_of_its_overwritten_last_ckpt(tmp_path: Path) -> None:
     """save_last: last.ckpt is written again at each save; each save is journaled, and the
     last journaled one is the file shipped."""
-    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
+    rec = F.frozen_recorder(tmp_path / "campaign", LIGHTNING_PARTS)
     lightning_fit(rec, "control", rec.path("runs/control/ckpt"), save_last=True)
     events = journal_events(rec.journal.path)
     last = [e for e in events if e["event"] == "checkpoint"
@@ -492,7 +492,7 @@ def test_lightning_last_ckpt_written_as_a_link_is_listed_with_its_targets_bytes(
     target's bytes); a link that leaves the folder is still refused, saying why."""
     from pytest_itera.record.close import list_files
 
-    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
+    rec = F.frozen_recorder(tmp_path / "campaign", LIGHTNING_PARTS)
     dirpath = rec.path("runs/control/ckpt")
     lightning_fit(rec, "control", dirpath, save_last="link")
     link = dirpath / "last.ckpt"
@@ -544,7 +544,7 @@ def test_lightning_under_a_plan_requiring_rng_is_refused_when_the_callback_is_cr
     campaign (ACCEPTED: test_lightning_campaign_is_accepted)."""
     from pytest_itera.record.integrations.lightning import IteraCallback
 
-    rec = _frozen(tmp_path / "campaign")  # resume_state: model ... rng, data
+    rec = F.frozen_recorder(tmp_path / "campaign")  # resume_state: model ... rng, data
     with pytest.raises(RecordError) as refused:
         IteraCallback(rec, "control")
     message = str(refused.value)
@@ -557,7 +557,7 @@ def test_lightning_under_a_plan_requiring_rng_is_refused_when_the_callback_is_cr
     assert "What to do: before any run starts, freeze a new campaign whose plan gives run " \
         "'control' a runs[].resume_state that a Lightning checkpoint holds" in message
     assert rec.run("control").started_at is None
-    again = _frozen(tmp_path / "next", LIGHTNING_PARTS)  # the way through
+    again = F.frozen_recorder(tmp_path / "next", LIGHTNING_PARTS)  # the way through
     assert IteraCallback(again, "control").run_id == "control"
 
 
@@ -566,7 +566,7 @@ def test_lightning_weights_only_checkpoints_are_refused_with_the_callbacks_setti
 ) -> None:
     """ModelCheckpoint(save_weights_only=True) under a plan requiring the optimizer: refused
     at the first save with resume-complete's words, and the setting to change."""
-    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
+    rec = F.frozen_recorder(tmp_path / "campaign", LIGHTNING_PARTS)
     with pytest.raises(RecordError) as refused:
         lightning_fit(rec, "control", rec.path("runs/control/ckpt"), save_weights_only=True)
     message = str(refused.value)
@@ -616,7 +616,7 @@ def test_lightning_checkpoint_deleted_after_closure(
 
 
 def test_lightning_dirpath_outside_the_campaign_is_refused(tmp_path: Path) -> None:
-    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
+    rec = F.frozen_recorder(tmp_path / "campaign", LIGHTNING_PARTS)
     with pytest.raises(RecordError, match=r"ModelCheckpoint\.dirpath '.*/elsewhere' is "
                                           r"outside the campaign folder"):
         lightning_fit(rec, "control", tmp_path / "elsewhere")
@@ -626,13 +626,13 @@ def test_lightning_dirpath_outside_the_campaign_is_refused(tmp_path: Path) -> No
 
 def test_lightning_save_top_k_records_what_is_kept(tmp_path: Path) -> None:
     """ModelCheckpoint(save_top_k=1) deletes the older file: only the kept one is recorded."""
-    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
+    rec = F.frozen_recorder(tmp_path / "campaign", LIGHTNING_PARTS)
     lightning_fit(rec, "control", rec.path("runs/control/ckpt"), save_top_k=1)
     assert [c["path"] for c in rec.checkpoints] == ["runs/control/ckpt/epoch=1-step=8.ckpt"]
 
 
 def test_lightning_resumed_in_the_same_run_records_nothing_twice(tmp_path: Path) -> None:
-    rec = _frozen(tmp_path / "campaign", LIGHTNING_PARTS)
+    rec = F.frozen_recorder(tmp_path / "campaign", LIGHTNING_PARTS)
     dirpath = rec.path("runs/control/ckpt")
     lightning_fit(rec, "control", dirpath)
     first = rec.run("control").series("loss")
@@ -655,21 +655,6 @@ def test_importing_the_integrations_imports_no_tool() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
-
-
-def _frozen(root: Path, resume_state: Sequence[str] | None = None) -> CampaignRecorder:
-    """The factory's campaign, its plan frozen (requiring ``resume_state`` when given, else
-    every part)."""
-    files = F.default_files_v2()
-    rec = CampaignRecorder(root)
-    for relpath, data in files.items():
-        rec.write_bytes(relpath, data)
-    plan = F.default_plan_v2(files)
-    del plan["frozen_at"]
-    if resume_state is not None:
-        plan["checkpoint_policy"]["resume_state"] = list(resume_state)
-    rec.freeze_plan(plan)
-    return rec
 
 
 def _trainer_callback(rec: CampaignRecorder, run_id: str) -> Any:

@@ -10,7 +10,6 @@ step the journal already closed is refused at once.
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -24,7 +23,7 @@ from pytest_itera.report import render_html, render_markdown, to_json
 from pytest_itera.report.verify import check_campaign
 from tests import factory as F
 from tests import recorded
-from tests.factory import expect
+from tests.factory import copied_without, expect
 from tests.plugin.test_report import validate_report
 from tests.runner import Itera
 
@@ -101,12 +100,7 @@ def test_the_gate_refuses_a_played_clock_unless_told(played: Path, itera: Itera)
 
 def test_dropping_the_manifests_mark_is_refused_and_the_journal_still_decides(
         played: Path, tmp_path: Path) -> None:
-    copy = tmp_path / "camp"
-    shutil.copytree(played, copy)
-    manifest = json.loads((copy / "manifest.json").read_text())
-    del manifest["clock"]
-    (copy / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    verdict = check_campaign(copy)
+    verdict = check_campaign(copied_without(played, tmp_path / "camp", "clock"))
     assert verdict.verdict == "rejected"
     assert verdict.report.played_clock == "itera-journal.jsonl line 1"
     [found] = [p.finding for p in verdict.findings if p.finding.code == "journal-agrees.clock"]

@@ -114,18 +114,24 @@ def test_a_save_before_its_run_started_is_refused_at_once(tmp_path: Path) -> Non
         "run's first save (the plugin refuses a save timed before its run's start: "
         "plan-vs-actual.save-before-start)")
     rec.run("variant").start(at="2026-11-20T10:05:00+00:00")
-    with pytest.raises(RecordError) as refused:
-        rec.checkpoint_saved("runs/variant/last.pt", run="variant",
-                             at="2026-11-20T10:02:00+00:00")
-    assert str(refused.value).startswith(
-        "checkpoint runs/variant/last.pt of run variant was saved at "
-        "2026-11-20T10:02:00+00:00, 0.05 h before the run started (2026-11-20T10:05:00+00:00), "
-        "as the plugin would report (plan-vs-actual.save-before-start); a checkpoint is saved "
-        "by its own run while it runs")
-    assert '"checkpoint"' not in (rec.root / "itera-journal.jsonl").read_text()
+    _save_refused(rec, "2026-11-20T10:02:00+00:00",
+                  "checkpoint runs/variant/last.pt of run variant was saved at "
+                  "2026-11-20T10:02:00+00:00, 0.05 h before the run started "
+                  "(2026-11-20T10:05:00+00:00), as the plugin would report "
+                  "(plan-vs-actual.save-before-start); a checkpoint is saved by its own run "
+                  "while it runs")
     rec.add_checkpoint("runs/variant/last.pt", run="variant", format="torch",
                        kind="weights")  # the way through: saved now, after its start
     assert [c["path"] for c in rec.checkpoints] == ["runs/variant/last.pt"]
+
+
+def _save_refused(rec: CampaignRecorder, at: str, says: str) -> None:
+    """The variant's save of runs/variant/last.pt at ``at`` is refused with ``says`` (its
+    start), and nothing of it reaches the journal."""
+    with pytest.raises(RecordError) as refused:
+        rec.checkpoint_saved("runs/variant/last.pt", run="variant", at=at)
+    assert str(refused.value).startswith(says)
+    assert '"checkpoint"' not in (rec.root / "itera-journal.jsonl").read_text()
 
 
 def test_a_save_inside_another_runs_span_on_its_gpu_is_refused_at_once(
@@ -146,15 +152,12 @@ def test_a_save_inside_another_runs_span_on_its_gpu_is_refused_at_once(
     rec.run("control").reject("it diverged", at="2026-11-20T11:00:00+00:00")
     rec.run("variant").start(at="2026-11-20T09:00:00+00:00")  # misrecorded: before control
     rec.write_bytes("runs/variant/last.pt", b"not judged here")
-    with pytest.raises(RecordError) as refused:
-        rec.checkpoint_saved("runs/variant/last.pt", run="variant",
-                             at="2026-11-20T10:30:00+00:00")
-    assert str(refused.value).startswith(
-        "checkpoint runs/variant/last.pt of run variant was saved at 2026-11-20T10:30:00+00:00, "
-        "while run control ran on the same GPU ('gpu0') from 2026-11-20T10:00:00+00:00 to "
-        "2026-11-20T11:00:00+00:00, as the plugin would report (plan-vs-actual.save-during-run); "
-        "record when each run really started and ended")
-    assert '"checkpoint"' not in (rec.root / "itera-journal.jsonl").read_text()
+    _save_refused(rec, "2026-11-20T10:30:00+00:00",
+                  "checkpoint runs/variant/last.pt of run variant was saved at "
+                  "2026-11-20T10:30:00+00:00, while run control ran on the same GPU ('gpu0') "
+                  "from 2026-11-20T10:00:00+00:00 to 2026-11-20T11:00:00+00:00, as the plugin "
+                  "would report (plan-vs-actual.save-during-run); record when each run really "
+                  "started and ended")
     rec.checkpoint_saved("runs/variant/last.pt", run="variant", at="2026-11-20T11:30:00+00:00")
 
 

@@ -11,7 +11,6 @@ closure, and the verdict is REHEARSED, never ACCEPTED.
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from pytest_itera.cli import main
 from pytest_itera.record import CampaignRecorder, RecordError
 from pytest_itera.report.verify import check_campaign
 from tests import recorded
-from tests.factory import expect
+from tests.factory import copied_without, expect
 from tests.plugin.test_report import validate_report
 from tests.record.test_record import CONFIG, CORPUS, make_plan
 from tests.runner import Itera
@@ -93,12 +92,7 @@ def test_python_m_pytest_itera_rehearse(rehearsed: Path,
 def test_a_rehearsal_turned_into_a_campaign_by_editing_the_manifest_is_refused(
     rehearsed: Path, tmp_path: Path,
 ) -> None:
-    copy = tmp_path / "camp"
-    shutil.copytree(rehearsed, copy)
-    manifest = json.loads((copy / "manifest.json").read_text())
-    del manifest["rehearsal"]
-    (copy / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    verdict = check_campaign(copy)
+    verdict = check_campaign(copied_without(rehearsed, tmp_path / "camp", "rehearsal"))
     assert verdict.verdict == "rejected"
     found = [p.finding for p in verdict.findings]
     assert any(f.code == "journal-agrees.rehearsal" and f.message ==

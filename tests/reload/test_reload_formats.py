@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -230,16 +231,25 @@ def test_hf_trainer_hostile_training_args_is_never_unpickled(
     assert not marker.exists()
 
 
-def test_hf_trainer_hostile_rng_state_fails(reloader: Reloader, built: dict[str, Path],
-                                            tmp_path: Path) -> None:
-    folder = private(built, "hf", tmp_path)
+@pytest.mark.parametrize(("tool", "file", "wrap", "call"), [
+    pytest.param("hf", "rng_state.pth", lambda payload: {"python": payload}, "builtins.exec",
+                 id="hf-trainer-rng-state"),
+    pytest.param("accelerate", "random_states_0.pkl", lambda payload: [payload],
+                 "subprocess.Popen", id="accelerate-random-states"),
+])
+def test_a_hostile_training_state_file_fails(
+    reloader: Reloader, built: dict[str, Path], tmp_path: Path, tool: str, file: str,
+    wrap: Callable[[object], object], call: str,
+) -> None:
+    """A tool's own training-state file (its RNG states) that holds code is refused before
+    any load, naming the file and the call: the weights beside it do not make it pass."""
+    folder = private(built, tool, tmp_path)
     marker = tmp_path / "pwned"
-    torch.save({"python": checkpoints.hostile_payloads(marker)["builtins.exec"]},
-               folder / "rng_state.pth")
-    res = reloader.reload(folder, "checkpoint-2")
-    assert res.cause == ("checkpoint-2/rng_state.pth: holds code: unpickling it would call "
-                         "builtins.exec, outside the weights-only allowlist (loading it would "
-                         "import and call arbitrary code); refused before any load")
+    torch.save(wrap(checkpoints.hostile_payloads(marker)[call]), folder / file)
+    res = reloader.reload(folder, "ckpt")
+    assert res.cause == (f"ckpt/{file}: holds code: unpickling it would call {call}, outside "
+                         "the weights-only allowlist (loading it would import and call "
+                         "arbitrary code); refused before any load")
     assert not marker.exists()
 
 
@@ -408,19 +418,6 @@ def test_accelerate_without_custom_progress(reloader: Reloader, built: dict[str,
     assert res.ok
     assert "progress" not in res.parts
     assert any("register_for_checkpointing" in note for note in res.notes)
-
-
-def test_accelerate_hostile_random_states_fails(reloader: Reloader, built: dict[str, Path],
-                                                tmp_path: Path) -> None:
-    folder = private(built, "accelerate", tmp_path)
-    marker = tmp_path / "pwned"
-    torch.save([checkpoints.hostile_payloads(marker)["subprocess.Popen"]],
-               folder / "random_states_0.pkl")
-    res = reloader.reload(folder, "acc")
-    assert res.cause == ("acc/random_states_0.pkl: holds code: unpickling it would call "
-                         "subprocess.Popen, outside the weights-only allowlist (loading it would "
-                         "import and call arbitrary code); refused before any load")
-    assert not marker.exists()
 
 
 def test_accelerate_truncated_optimizer_fails(reloader: Reloader, built: dict[str, Path],

@@ -79,8 +79,10 @@ def test_current_interpreter_is_usable(reloader: Reloader) -> None:
     assert reloader.check_interpreter() is None
 
 
-def _wrapper(tmp_path: Path, body: str) -> str:
-    """A fake --itera-python: a real Python whose torch is absent or reports an old version."""
+def _wrapper(tmp_path: Path, prelude: str) -> str:
+    """A fake --itera-python: a real Python that runs ``prelude`` (its torch made absent or
+    old, its environment written down), then the reload server."""
+    body = f"{prelude}; import runpy; runpy.run_path(\"{SERVER}\", run_name=\"__main__\")"
     script = tmp_path / "python"
     script.write_text(f"#!/bin/sh\nexec {sys.executable} -I -B -u -c '{body}'\n")
     script.chmod(0o755)
@@ -88,9 +90,7 @@ def _wrapper(tmp_path: Path, body: str) -> str:
 
 
 def test_old_torch_is_refused(tmp_path: Path) -> None:
-    body = (f"import runpy, torch; torch.__version__ = \"2.9.1\"; "
-            f"runpy.run_path(\"{SERVER}\", run_name=\"__main__\")")
-    python = _wrapper(tmp_path, body)
+    python = _wrapper(tmp_path, 'import torch; torch.__version__ = "2.9.1"')
     with Reloader(python) as r:
         reason = r.check_interpreter()
         res = r.reload(checkpoints.state_dict_file(tmp_path), "w.pt")
@@ -101,9 +101,7 @@ def test_old_torch_is_refused(tmp_path: Path) -> None:
 
 
 def test_interpreter_without_torch(tmp_path: Path) -> None:
-    body = (f"import sys, runpy; sys.modules[\"torch\"] = None; "
-            f"runpy.run_path(\"{SERVER}\", run_name=\"__main__\")")
-    python = _wrapper(tmp_path, body)
+    python = _wrapper(tmp_path, 'import sys; sys.modules["torch"] = None')
     with Reloader(python) as r:
         reason = r.check_interpreter()
     assert reason is not None
@@ -133,9 +131,8 @@ def test_server_environment_is_minimal(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("HF_TOKEN", "hf_secret")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
     out = tmp_path / "env.txt"
-    body = (f"import os; open(\"{out}\", \"w\").write(repr(sorted(os.environ)) + os.getcwd()); "
-            f"import runpy; runpy.run_path(\"{SERVER}\", run_name=\"__main__\")")
-    with Reloader(_wrapper(tmp_path, body)) as r:
+    prelude = f'import os; open("{out}", "w").write(repr(sorted(os.environ)) + os.getcwd())'
+    with Reloader(_wrapper(tmp_path, prelude)) as r:
         assert r.check_interpreter() is None
     text = out.read_text()
     assert "HF_TOKEN" not in text
@@ -251,9 +248,7 @@ def test_a_server_with_old_torch_loads_nothing_even_when_asked_before_its_hello(
 ) -> None:
     """prefetch() does not wait for the hello: the server itself refuses to load with a torch
     whose weights_only can be bypassed, and says why for each request."""
-    body = (f"import runpy, torch; torch.__version__ = \"2.9.1\"; "
-            f"runpy.run_path(\"{SERVER}\", run_name=\"__main__\")")
-    python = _wrapper(tmp_path, body)
+    python = _wrapper(tmp_path, 'import torch; torch.__version__ = "2.9.1"')
     marker = tmp_path / "pwned"
     evil = checkpoints.hostile_checkpoint(tmp_path, marker)
     with Reloader(python, jobs=2) as r:

@@ -52,16 +52,8 @@ def chatter_muted() -> Iterator[None]:
 def frozen(root: Path, resume_state: Sequence[str] | None = None
            ) -> tuple[CampaignRecorder, Played]:
     """The factory's campaign on a played clock, its plan frozen."""
-    files = F.default_files_v2()
     clock = Played()
-    rec = CampaignRecorder(root, clock=clock)
-    for relpath, data in files.items():
-        rec.write_bytes(relpath, data)
-    plan = F.default_plan_v2(files)
-    del plan["frozen_at"]
-    if resume_state is not None:
-        plan["checkpoint_policy"]["resume_state"] = list(resume_state)
-    rec.freeze_plan(plan)
+    rec = F.frozen_recorder(root, resume_state, clock=clock)
     return rec, clock
 
 
