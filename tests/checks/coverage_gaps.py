@@ -22,12 +22,6 @@ NO_FAILING_CASE = (
     "plan-schedule-fits.lot-not-engaged",
     "plan-valid.campaign-mismatch",
     "plan-valid.plan-draft",
-    "resume-complete.missing",
-    "resume-complete.no-reload",
-    "resume-complete.not-a-file",
-    "resume-complete.outside",
-    "resume-complete.part-unrestorable",
-    "resume-complete.unreadable",
 )
 
 # No test expects the code absent on an honest twin.
