@@ -7,13 +7,7 @@ test_the_known_gaps_only_shrink fails on a code that is covered."""
 
 # No test expects the code on a break.
 NO_FAILING_CASE = (
-    "adapter-pinned.base-not-a-file",
-    "adapter-pinned.base-unreadable",
     "adapter-pinned.no-revision",
-    "adapter-pinned.not-copied",
-    "checkpoint-reloads.not-a-file",
-    "checkpoint-reloads.not-copied",
-    "checkpoint-reloads.unreadable",
     "metrics-recomputed.corpus-ids-repeated",
     "metrics-recomputed.corpus-ids-unusable",
     "metrics-recomputed.corpus-size",
