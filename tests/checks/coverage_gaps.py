@@ -7,30 +7,7 @@ test_the_known_gaps_only_shrink fails on a code that is covered."""
 
 # No test expects the code on a break.
 NO_FAILING_CASE = (
-    "adapter-pinned.base-no-digest",
-    "adapter-pinned.base-not-a-file",
-    "adapter-pinned.base-unreadable",
-    "adapter-pinned.digest-without-base",
-    "adapter-pinned.document-missing",
-    "adapter-pinned.document-not-a-file",
-    "adapter-pinned.document-outside",
-    "adapter-pinned.document-too-large",
-    "adapter-pinned.document-unreadable",
     "adapter-pinned.no-revision",
-    "adapter-pinned.non-finite",
-    "adapter-pinned.not-a-file",
-    "adapter-pinned.not-an-adapter",
-    "adapter-pinned.not-copied",
-    "adapter-pinned.unreadable",
-    "checkpoint-reloads.not-a-file",
-    "checkpoint-reloads.not-copied",
-    "checkpoint-reloads.unreadable",
-    "resume-complete.missing",
-    "resume-complete.no-reload",
-    "resume-complete.not-a-file",
-    "resume-complete.outside",
-    "resume-complete.part-unrestorable",
-    "resume-complete.unreadable",
 )
 
 # No test expects the code absent on an honest twin.

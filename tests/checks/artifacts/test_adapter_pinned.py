@@ -17,14 +17,18 @@ consistent, judged in-process (tests/checks/judging.py's ``judge``):
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import shutil
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from pytest_itera.checks.artifacts.adapter_config import ADAPTER_CONFIG_CAP
 from pytest_itera.files.tree import tree_digest
 from pytest_itera.report.verify import check_campaign
 from tests.checks.judging import expect_finding, expect_no_finding, judge
@@ -32,6 +36,8 @@ from tests.checks.judging import expect_finding, expect_no_finding, judge
 CHECK = "adapter-pinned"
 ADAPTER = "runs/control/adapter"
 BASE = "runs/control/base"
+CONFIG = f"{ADAPTER}/adapter_config.json"
+BASE_RECORD = f"{BASE}/itera-base.json"
 MADE_UP = "c0ffee" + "0" * 34
 WHERE = "manifest.json $.adapters[0]"
 
@@ -195,6 +201,10 @@ def _base_record(root: Path, **fields: object) -> bytes:
                      root, base_model_name_or_path=None)},
                  "adapter-pinned.config-no-base", f"{ADAPTER}/adapter_config.json",
                  "base_model_name_or_path", id="config-without-base"),
+    # Valid JSON all the same: the whitespace PEFT would parse takes it over the cap.
+    pytest.param(lambda root: {CONFIG: _config(root) + b" " * ADAPTER_CONFIG_CAP},
+                 "adapter-pinned.document-too-large", CONFIG,
+                 f"is over {ADAPTER_CONFIG_CAP} bytes", id="config-over-the-cap"),
     pytest.param(lambda root: {f"{BASE}/itera-base.json": b"{"},
                  "adapter-pinned.base-record-json", f"{BASE}/itera-base.json",
                  "itera-base.json", id="base-record-not-json"),
@@ -213,16 +223,101 @@ def test_an_adapter_document_that_proves_nothing_is_refused(
     expect_finding(judge(campaign, CHECK), code, where=where, says=says)
 
 
-@pytest.mark.parametrize(("fields", "code", "where", "says"), [
-    pytest.param({"path": "runs/control/gone"}, "adapter-pinned.missing", WHERE,
+def _fifo(root: Path, rel: str) -> dict[str, object]:
+    os.mkfifo(root / rel)
+    return {"path": rel}
+
+
+@pytest.mark.parametrize(("break_", "code", "where", "says"), [
+    pytest.param(lambda root: {"path": "runs/control/gone"}, "adapter-pinned.missing", WHERE,
                  "runs/control/gone", id="missing"),
-    pytest.param({"path": "../adapter"}, "adapter-pinned.outside", WHERE, "../adapter",
-                 id="outside"),
-    pytest.param({"path": f"{ADAPTER}/adapter_config.json"}, "adapter-pinned.not-a-folder",
+    pytest.param(lambda root: {"path": "../adapter"}, "adapter-pinned.outside", WHERE,
+                 "../adapter", id="outside"),
+    pytest.param(lambda root: {"path": CONFIG}, "adapter-pinned.not-a-folder",
                  WHERE, "adapter_config.json", id="a-file"),
+    # A FIFO is never opened: it would block the loader.
+    pytest.param(lambda root: _fifo(root, "runs/control/adapter.fifo"),
+                 "adapter-pinned.not-a-file", f"{WHERE}.path",
+                 "is neither a regular file nor a folder", id="a-fifo"),
+    # Through a regular file: its lstat fails with ENOTDIR, not FileNotFoundError.
+    pytest.param(lambda root: {"path": f"{CONFIG}/adapter"}, "adapter-pinned.unreadable",
+                 f"{WHERE}.path", "cannot be read: not a directory", id="through-a-file"),
+    # The shipped base is a saved model: it reloads, as safetensors, not as an adapter.
+    pytest.param(lambda root: {"path": BASE}, "adapter-pinned.not-an-adapter",
+                 f"{WHERE}.path", "holds 'safetensors' content, not a PEFT adapter",
+                 id="a-saved-model"),
 ])
 def test_an_adapter_record_that_names_no_adapter_is_refused(
-    campaign: Path, fields: dict[str, object], code: str, where: str, says: str,
+    campaign: Path, break_: Callable[[Path], dict[str, object]], code: str, where: str,
+    says: str,
 ) -> None:
-    change(campaign, fields=fields)
+    change(campaign, fields=break_(campaign))
     expect_finding(judge(campaign, CHECK), code, where=where, says=says)
+
+
+def test_a_base_digest_of_a_base_that_no_longer_ships_is_refused(campaign: Path) -> None:
+    """The base's files and base_path gone, its base_digest kept: it verifies nothing."""
+    change(campaign, drop=("base_path",),
+           remove=(f"{BASE}/config.json", f"{BASE}/model.safetensors", BASE_RECORD))
+    expect_finding(judge(campaign, CHECK), "adapter-pinned.digest-without-base",
+                   where=f"{WHERE}.base_digest", says="records a base_digest but no base_path")
+
+
+def _socket(path: Path) -> None:
+    """A Unix socket at ``path`` (bound from its folder: a socket's path is short)."""
+    with contextlib.chdir(path.parent), socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(path.name)
+
+
+def _link_out(root: Path, rel: str) -> None:
+    """``rel`` a symlink to its copy just outside the campaign folder."""
+    (root / rel).symlink_to(os.path.relpath(root.parent / Path(rel).name, (root / rel).parent))
+
+
+@pytest.mark.parametrize(("rel", "plant", "code", "where", "says"), [
+    pytest.param(CONFIG, lambda root: os.mkfifo(root / CONFIG),
+                 "adapter-pinned.document-not-a-file", CONFIG, "is not a regular file",
+                 id="config-a-fifo"),
+    # open(2) of a socket fails with ENXIO: present, and no file to read.
+    pytest.param(CONFIG, lambda root: _socket(root / CONFIG),
+                 "adapter-pinned.document-unreadable", CONFIG,
+                 "cannot be read: no such device or address", id="config-a-socket"),
+    pytest.param(CONFIG, lambda root: _link_out(root, CONFIG),
+                 "adapter-pinned.document-outside", CONFIG, "leaves the campaign folder",
+                 id="config-a-link-out"),
+    # The walk lists the link; what it names is not there.
+    pytest.param(BASE_RECORD, lambda root: (root / BASE_RECORD).symlink_to("gone.json"),
+                 "adapter-pinned.document-missing", BASE_RECORD, "itera-base.json is missing",
+                 id="base-record-a-dangling-link"),
+    # A hub cache's snapshot links its files to blobs/: the tree digest refuses links.
+    pytest.param(f"{BASE}/weights.safetensors",
+                 lambda root: (root / BASE / "weights.safetensors").symlink_to(
+                     "model.safetensors"),
+                 "adapter-pinned.base-no-digest", f"{WHERE}.base_path",
+                 "weights.safetensors is a symbolic link", id="base-holds-a-link"),
+])
+def test_an_adapter_file_that_is_no_regular_file_is_refused(
+    campaign: Path, rel: str, plant: Callable[[Path], None], code: str, where: str, says: str,
+) -> None:
+    """The file at ``rel``, if any, is copied just outside the campaign folder (where a link
+    out points) and leaves the campaign and its manifest's file list (every hash kept
+    consistent); then a FIFO, a socket or a link is planted in its place."""
+    if (campaign / rel).is_file():
+        shutil.copyfile(campaign / rel, campaign.parent / Path(rel).name)
+        change(campaign, remove=(rel,))
+    plant(campaign)
+    expect_finding(judge(campaign, CHECK), code, where=where, says=says)
+
+
+def test_adapter_weights_with_a_nan_are_refused(campaign: Path) -> None:
+    from safetensors.torch import load_file, save
+
+    weights = f"{ADAPTER}/adapter_model.safetensors"
+    tensors = load_file(campaign / weights)
+    name = sorted(tensors)[0]
+    tensors[name].view(-1)[0] = float("nan")
+    change(campaign, add={weights: save(tensors)})
+    problem = expect_finding(judge(campaign, CHECK), "adapter-pinned.non-finite", where=WHERE,
+                             says=f"{ADAPTER} holds non-finite model weights: 1 NaN value in "
+                             "1 tensor")
+    assert problem.found == name

@@ -14,11 +14,14 @@ rank's file is there, rejected naming the missing rank when not.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
 import json
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,11 +29,16 @@ from typing import Any
 import pytest
 import torch
 
+from pytest_itera.checks.context import Context
 from pytest_itera.core.findings import Finding
+from pytest_itera.files.source import Held, Staged
 from pytest_itera.reload import PROBE, SERVER
 from tests import checkpoints
+from tests.checks import judging
 from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
+    CONTROL_CKPT,
+    VARIANT_WEIGHTS,
     CampaignBuilder,
     expect,
     expect_each,
@@ -388,6 +396,46 @@ def test_adapter_pins_of_a_v1_manifest(
                 "cannot tell two bases of the same architecture apart") in item
 
 
+def _reads_any_file() -> bool:
+    """This process reads a file of mode 000 (root, with CAP_DAC_OVERRIDE)."""
+    with tempfile.TemporaryDirectory() as folder:
+        probe = Path(folder) / "probe"
+        probe.write_bytes(b"")
+        probe.chmod(0o000)
+        try:
+            probe.open("rb").close()
+        except PermissionError:
+            return False
+        return True
+
+
+@pytest.mark.parametrize(("base", "mode", "code", "says"), [
+    pytest.param("base", None, "adapter-pinned.base-not-a-file",
+                 "shipped base base is a folder: base_revision pins one file's sha256",
+                 id="a-folder"),
+    # Only where a file of mode 000 cannot be read (not as root with CAP_DAC_OVERRIDE).
+    pytest.param("base/model.safetensors", 0o000, "adapter-pinned.base-unreadable",
+                 "shipped base base/model.safetensors cannot be hashed: permission denied",
+                 id="unreadable", marks=pytest.mark.skipif(
+                     _reads_any_file(), reason="this process reads a file of mode 000")),
+])
+def test_a_v1_shipped_base_that_is_no_readable_file_is_refused(
+    tmp_path: Path, peft: Built, base: str, mode: int | None, code: str, says: str
+) -> None:
+    """itera-manifest/1 pins a shipped base by one file's sha256: a folder, or a file that
+    cannot be hashed, pins nothing."""
+    b = CampaignBuilder(tmp_path / "out", version=1)
+    weights = peft["safetensors"][""]
+    b.files["base/model.safetensors"] = weights
+    add_adapter(b, peft, "adapters/shipped", sha256(weights), base_path=base,
+                revision=sha256(weights), base_model_name_or_path="base")
+    root = b.write()
+    if mode is not None:
+        (root / base).chmod(mode)
+    expect_finding(judge(b, "adapter-pinned", write=False), code,
+                   where="manifest.json $.adapters[0].base_path", says=says)
+
+
 def test_adapter_folder_without_config(campaign: CampaignBuilder, peft: Built) -> None:
     weights = peft["peft"]["adapter_model.safetensors"]
     only_listed_here(campaign)
@@ -558,6 +606,65 @@ def test_same_outcomes_with_and_without_xdist(
     spread = itera("-rA", "-k", ARTIFACT_CHECKS)
     assert verdicts(serial) == verdicts(spread)
     assert sorted(verdicts(serial).values()) == ["FAILED"] * 5 + ["PASSED"] * 3
+
+
+@pytest.mark.parametrize(("path", "fifo", "code", "says"), [
+    # A FIFO is never opened: it would block the loader.
+    pytest.param("runs/control/weights.pt", True, "checkpoint-reloads.not-a-file",
+                 "checkpoint runs/control/weights.pt is neither a regular file nor a folder",
+                 id="a-fifo"),
+    # Through a regular file: its lstat fails with ENOTDIR, not FileNotFoundError.
+    pytest.param(f"{CONTROL_CKPT}/weights.pt", False, "checkpoint-reloads.unreadable",
+                 f"checkpoint {CONTROL_CKPT}/weights.pt cannot be read: not a directory",
+                 id="through-a-file"),
+])
+def test_a_checkpoint_path_that_names_no_file_is_refused(
+    campaign: CampaignBuilder, path: str, fifo: bool, code: str, says: str
+) -> None:
+    only_listed_here(campaign)
+    add_checkpoint(campaign, path, "torch")
+    campaign.write(before_manifest=(lambda root: os.mkfifo(root / path)) if fifo else None)
+    expect_finding(judge(campaign, "checkpoint-reloads", target=path, write=False), code,
+                   where="manifest.json $.checkpoints[0].path", says=says)
+
+
+def _stored_copy(root: Path, cap: int = 1) -> Staged:
+    """The local copy ``files.source.stage`` makes of the campaign ``root`` under a cache cap
+    of ``cap`` bytes that no checkpoint or adapter fits: their files streamed for their size
+    and sha256, never written (their folders stay: a folder left out is still a folder);
+    every other file copied, its sha256 computed on the way."""
+    manifest = json.loads((root / "manifest.json").read_text())
+    units = [r["path"] for r in (*manifest["checkpoints"], *manifest["adapters"])]
+    objects = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        key = path.relative_to(root).as_posix()
+        data = path.read_bytes()
+        left = any(key == u or key.startswith(f"{u}/") for u in units)
+        objects[key] = Held(len(data), hashlib.sha256(data).hexdigest(), copied=not left,
+                            over_cap=left)
+        if left:
+            path.unlink()
+    return Staged(root, "s3://itera-test/closures/tiny/", cap, objects)
+
+
+def test_an_artifact_the_cache_cap_left_in_the_store_is_not_proven_to_reload(
+    tmp_path: Path, peft: Built, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An s3:// campaign judged from its local copy, as the plugin judges one (its Context
+    holds the store's facts): a checkpoint or an adapter left in the store may reload, but
+    that is not proven, so it does not pass."""
+    adapter = "runs/control/adapter"
+    b = CampaignBuilder(tmp_path / "out")
+    add_adapter(b, peft, adapter, COMMIT)
+    staged = _stored_copy(b.write())
+    monkeypatch.setattr(judging, "Context", functools.partial(Context, stored=staged))
+    capped = "exceed the local cache cap (itera_store_cache_max = 1 bytes)"
+    expect_finding(judge(b, "checkpoint-reloads", target=VARIANT_WEIGHTS, write=False),
+                   "checkpoint-reloads.not-copied", where="manifest.json $.checkpoints[2]",
+                   says=(f"cannot prove {VARIANT_WEIGHTS} reloads", capped))
+    expect_finding(judge(b, "adapter-pinned", target=adapter, write=False),
+                   "adapter-pinned.not-copied", where="manifest.json $.adapters[0]",
+                   says=(f"cannot prove {adapter} reloads", capped))
 
 
 def test_weights_checkpoint_without_model_weights_fails(campaign: CampaignBuilder) -> None:

@@ -95,6 +95,74 @@ def test_a_checkpoint_that_stores_no_step_cannot_prove_it(tmp_path: Path) -> Non
     assert "save_resume_checkpoint" in str(problem.hint)
 
 
+# ------------------------------------------------- a required part that restores nothing
+
+
+@pytest.mark.parametrize(("part", "value", "says"), [
+    pytest.param("rng", 1234, "holds no restorable rng: 'rng' holds 1234, which is no random "
+                 "generator state (a seed is not an RNG state", id="a-seed-for-rng"),
+    pytest.param("scheduler", {}, "scheduler is present but empty ('scheduler' holds",
+                 id="an-empty-scheduler"),
+])
+def test_a_required_part_that_restores_nothing_is_refused(
+    tmp_path: Path, part: str, value: object, says: str
+) -> None:
+    def change(ckpt: dict[str, Any]) -> None:
+        ckpt[part] = value
+
+    expect_finding(judge(_changed_control(tmp_path, change), "resume-complete",
+                         target=CONTROL_CKPT), "resume-complete.part-unrestorable",
+                   where="manifest.json $.checkpoints[0]",
+                   says=(f"resume checkpoint {CONTROL_CKPT}", says))
+
+
+# ------------------------------------------- a resume checkpoint whose parts cannot be known
+
+Break = Callable[[CampaignBuilder, str], Callable[[Path], None] | None]
+
+
+def _absent(b: CampaignBuilder, path: str) -> None:
+    return None
+
+
+def _truncated(b: CampaignBuilder, path: str) -> None:
+    whole = b.files[CONTROL_CKPT]
+    b.files[path] = whole[: len(whole) // 2]  # listed with its own size and sha256
+
+
+def _fifo(b: CampaignBuilder, path: str) -> Callable[[Path], None]:
+    return lambda root: os.mkfifo(root / path)  # planted before the manifest: never listed
+
+
+AT = "manifest.json $.checkpoints[3]"  # after the factory's three
+
+
+@pytest.mark.parametrize(("path", "break_", "code", "where", "says"), [
+    pytest.param("runs/control/gone.pt", _absent, "resume-complete.missing", f"{AT}.path",
+                 "resume checkpoint runs/control/gone.pt is missing", id="missing"),
+    pytest.param("../outside.pt", _absent, "resume-complete.outside", f"{AT}.path",
+                 "'..' leaves the campaign folder: it is not loaded", id="outside"),
+    pytest.param("runs/control/step-3.pt", _fifo, "resume-complete.not-a-file", f"{AT}.path",
+                 "is neither a regular file nor a folder", id="a-fifo"),
+    # Through a regular file: its lstat fails with ENOTDIR, not FileNotFoundError.
+    pytest.param(f"{CONTROL_CKPT}/step-3.pt", _absent, "resume-complete.unreadable",
+                 f"{AT}.path", "cannot be read: not a directory", id="through-a-file"),
+    pytest.param("runs/control/step-3.pt", _truncated, "resume-complete.no-reload", AT,
+                 "the resume parts of runs/control/step-3.pt are unknown: it does not reload",
+                 id="truncated"),
+])
+def test_a_resume_checkpoint_that_cannot_be_read_is_refused(
+    tmp_path: Path, path: str, break_: Break, code: str, where: str, says: str
+) -> None:
+    b = CampaignBuilder(tmp_path / "out")
+    b.manifest["checkpoints"].append(
+        {"path": path, "run": "control", "format": "torch", "kind": "resume",
+         "claims": ["model", "optimizer", "progress", "scheduler", "rng", "data"]})
+    b.write(before_manifest=break_(b, path))
+    expect_finding(judge(b, "resume-complete", target=path, write=False), code, where=where,
+                   says=says)
+
+
 # ------------------------------------------------------------------ the optimizer
 
 
