@@ -7,7 +7,6 @@ test_the_known_gaps_only_shrink fails on a code that is covered."""
 
 # No test expects the code on a break.
 NO_FAILING_CASE = (
-    "adapter-pinned.no-revision",
 )
 
 # No test expects the code absent on an honest twin.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_itera.checks.artifacts.adapter_config import (
     CONFIG_KINDS,
@@ -80,13 +80,10 @@ def adapter_pinned(ctx: Context, target: str | None) -> Iterator[Finding]:
     record agree with, the shipped base's files hashing to base_digest; weights that reload."""
     man = ctx.campaign.manifest
     assert man is not None  # needs={"manifest"}
-    raw = ctx.campaign.manifest_data.get("adapters") \
-        if isinstance(ctx.campaign.manifest_data, dict) else None
     for index, record in indexed(adapters(ctx), target):
         where = json_where(MANIFEST_FILE, "adapters", index)
-        entry = raw[index] if isinstance(raw, list) and index < len(raw) else None
         if man.version >= 2:
-            yield from _identity(ctx, record, where, entry)
+            yield from _identity(ctx, record, where)
         else:
             yield from _identity_v1(ctx, record, where)
         yield from temp_name(ctx, record.base_model, f"{where}.base_model", "the manifest's "
@@ -137,18 +134,10 @@ def commit_problem(revision: str) -> str | None:
     return f"{revision!r} is a tag or branch name, not an immutable commit id: it can be moved"
 
 
-def _identity(ctx: Context, record: AdapterRecord, where: str,
-              entry: Any) -> Iterator[Finding]:
+def _identity(ctx: Context, record: AdapterRecord, where: str) -> Iterator[Finding]:
     base = record.base_path
-    if isinstance(entry, dict) and "base_revision" not in entry:
-        yield Finding(
-            f"adapter {record.path} records no base_revision (the key is missing)",
-            where=where, expected=_COMMIT_EXPECTED, found="no base_revision key",
-            hint="write base_revision explicitly: the base's 40-hex hub commit, or null for a "
-            "base shipped in the campaign and pinned by base_path and base_digest",
-            code="adapter-pinned.no-revision",
-        )
-    elif record.base_revision is None:
+    # base_revision is a required key (the schema): null or a string, never absent.
+    if record.base_revision is None:
         if base is None:
             yield Finding(
                 f"the base revision of adapter {record.path} is null: base "
@@ -247,10 +236,6 @@ KINDS: dict[str, Kind] = {
         rule="the adapter folder reloads, but its content is not a PEFT adapter (nor a Trainer "
         "checkpoint holding one)",
         fix="list the folder that save_pretrained wrote for the adapter"),
-    "adapter-pinned.no-revision": Kind(
-        rule="an itera-manifest/2 adapter record has no base_revision key at all",
-        fix="write base_revision explicitly: the base's 40-hex hub commit, or null for a base "
-        "shipped and pinned by base_digest"),
     "adapter-pinned.null-revision": Kind(
         rule="base_revision is null for a base that is not shipped in the campaign: PEFT loads "
         "whatever its main branch is then",
