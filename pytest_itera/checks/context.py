@@ -135,6 +135,10 @@ class Context:
         self._closed = False
         self.reader = FileReader(self, keep_digests=keep_digests, read_early=read_early)
         self._reloads: dict[tuple[str, str | None], ReloadResult] = {}
+        # A checkpoint the cache cap left in the store, judged while spooled alone (its
+        # reload verdict, the facts of its files); one spool at a time per process.
+        self._spools: dict[str, tuple[ReloadResult, dict[str, FileFacts]]] = {}
+        self._spool_lock = threading.Lock()
         self._memo: dict[str, Any] = {}
         self.group_above = group_files_above  # None: one item per file, always
         # The engine's verdicts on this campaign (engine.judge), which a check may consult.
@@ -362,10 +366,8 @@ class Context:
         if isinstance(inside, str):
             return ReloadResult(path=relpath, ok=False, format=None,
                                 cause=f"{relpath}: the path {inside}; not loaded")
-        left = self.stored.over_cap(relpath) if self.stored is not None else None
-        if left is not None:  # never proven, never passed: no loader sees part of it
-            return ReloadResult(path=relpath, ok=False, format=None, cause=left,
-                                failure="not-copied")
+        if self.stored is not None and self.stored.over_cap(relpath) is not None:
+            return self._spooled(relpath, claimed_format)[0]
         if self._reload_hook is not None:
             result = self._reload_hook(inside, relpath, claimed_format)
             if result is not None:
@@ -376,6 +378,70 @@ class Context:
         if done is not None:  # a check judged meanwhile asked for it too
             return done
         return reloader.reload(inside, relpath)
+
+    def spooled_facts(self, relpath: str) -> FileFacts | None:
+        """The facts of a file of a checkpoint the cache cap left in the store, read while
+        its checkpoint was spooled (:meth:`_spooled`); None: not such a file."""
+        stored, man = self.stored, self.campaign.manifest
+        held = stored.objects.get(relpath) if stored is not None else None
+        if held is None or not held.over_cap or man is None:
+            return None
+        for path in (*(c.path for c in man.checkpoints), *(a.path for a in man.adapters)):
+            unit = path.strip("/")
+            if relpath == unit or relpath.startswith(unit + "/"):
+                return self._spooled(unit, None)[1].get(relpath)
+        return None
+
+    def _spooled(self, unit: str, claimed_format: str | None
+                 ) -> tuple[ReloadResult, dict[str, FileFacts]]:
+        """A checkpoint the cache cap left in the store (``unit``: its path, a file or a
+        folder), judged once per process: its objects copied alone into a private folder
+        outside the campaign (Staged.spool), each scanned and hashed, the whole reloaded,
+        then removed. One at a time: the local disk holds the evidence and one checkpoint.
+        An object that could not be had makes its file unreadable and the reload unproven
+        (``not-copied``)."""
+        import shutil
+        import tempfile
+
+        from pytest_itera.files.scan import FileFacts
+        from pytest_itera.reload import ReloadResult
+
+        stored = self.stored
+        assert stored is not None
+        with self._spool_lock:
+            if unit in self._spools:
+                return self._spools[unit]
+            folder = Path(tempfile.mkdtemp(prefix="itera-spool-"))
+            try:
+                done = stored.spool(unit, folder)
+                facts: dict[str, FileFacts] = {}
+                for key, got in done.items():
+                    if isinstance(got, str):
+                        facts[key] = FileFacts(key, 0, None, True, (), 0, error=got)
+                        continue
+                    scanned = self.reader.scan_spooled(folder.joinpath(*key.split("/")), key)
+                    facts[key] = scanned._replace(sha256=got.sha256) \
+                        if scanned.error is None else scanned
+                lost = [f"{key} {got}" for key, got in done.items() if isinstance(got, str)]
+                if lost:
+                    result = ReloadResult(
+                        path=unit, ok=False, format=None, failure="not-copied",
+                        cause=f"cannot prove {unit} reloads: it was left in the store by the "
+                        f"local cache cap and could not be spooled: {'; '.join(lost)}")
+                else:
+                    result = self._reload_spooled(folder / unit, unit, claimed_format)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+            self._spools[unit] = (result, facts)
+            return self._spools[unit]
+
+    def _reload_spooled(self, path: Path, unit: str, claimed_format: str | None
+                        ) -> ReloadResult:
+        if self._reload_hook is not None:
+            result = self._reload_hook(path, unit, claimed_format)
+            if result is not None:
+                return result
+        return self.reloader().reload(path, unit)
 
     def reload_ahead(self, relpaths: Iterable[str]) -> None:
         """Let the built-in loader start on these checkpoints now, several at a time, while

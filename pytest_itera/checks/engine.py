@@ -32,7 +32,6 @@ from pytest_itera.core.campaign import MANIFEST_FILE, PLAN_FILE
 from pytest_itera.core.findings import Finding, render_all, split
 from pytest_itera.core.text import clean_block
 from pytest_itera.files.measurements import Unreadable
-from pytest_itera.files.source import CAP_OPTION
 
 __all__ = ["FILES_IN_FULL", "OWNS_FILES", "OWNS_MEASUREMENTS", "Outcome", "evaluate", "in_order",
            "outcomes", "pairs"]
@@ -315,7 +314,6 @@ def evaluate(context: Context, check: Check, target: str | None) -> Outcome:
 # the file are not judged while it is so.
 OWNS_FILES = "files-intact"
 OWNS_MEASUREMENTS = "measurements-agree"
-OWNS_RELOADS, OWNS_ADAPTERS = "checkpoint-reloads", "adapter-pinned"
 
 
 def _not_judged(context: Context, check: Check, target: str | None,
@@ -331,9 +329,6 @@ def _not_judged(context: Context, check: Check, target: str | None,
         return (findings[0].message, ("manifest",)) if "manifest" in context.checks \
             else (None, ())
     causes = _causes(context)
-    if check.id == OWNS_FILES and context.stored is not None:
-        # Its bytes were streamed: a checkpoint left in the store is judged by them here.
-        causes = {p: c for p, c in causes.items() if c[0] not in (OWNS_RELOADS, OWNS_ADAPTERS)}
     if not causes:
         return None, ()
     named: dict[str, tuple[str, str]] = {}  # path -> (owner item, what is wrong with it)
@@ -429,8 +424,6 @@ def _causes(context: Context) -> dict[str, tuple[str, str, str]]:
                 if why is not None or context.entry(f.path) is None:
                     target = f.path if f.path in targets else folder_group(f.path)
                     out[f.path] = (OWNS_FILES, target, why or "is missing")
-        if context.stored is not None:
-            out.update(_left_in_store(context))
         if OWNS_MEASUREMENTS in context.checks:
             targets = frozenset(judge(context).targets(context.checks[OWNS_MEASUREMENTS]))
             for run in man.runs:
@@ -443,27 +436,6 @@ def _causes(context: Context) -> dict[str, tuple[str, str, str]]:
         return out
 
     return context.memo("run.causes", compute)
-
-
-def _left_in_store(context: Context) -> dict[str, tuple[str, str, str]]:
-    """An s3:// checkpoint the cache cap left in the store: its reload item owns it (it
-    fails, "cannot prove ... reloads"); what else reads it (a scan, a resume check) is not
-    judged. Keyed by the checkpoint's path and by each file of it."""
-    stored, man = context.stored, context.campaign.manifest
-    if stored is None or man is None:
-        return {}
-    out: dict[str, tuple[str, str, str]] = {}
-    why = f"was left in the store (over {CAP_OPTION})"
-    for owner, records in ((OWNS_RELOADS, man.checkpoints), (OWNS_ADAPTERS, man.adapters)):
-        if owner not in context.checks:
-            continue
-        for record in records:
-            if stored.over_cap(record.path) is None:
-                continue
-            folder = record.path.strip("/") + "/"
-            for path in (record.path, *(k for k in stored.left_out() if k.startswith(folder))):
-                out.setdefault(path, (owner, record.path, why))
-    return out
 
 
 def outcomes(context: Context, checks: Iterable[Check] | None = None) -> Iterator[Outcome]:

@@ -50,6 +50,8 @@ class Folder(Protocol):
 
     def readable_path(self, relpath: str) -> Path | str: ...
 
+    def spooled_facts(self, relpath: str) -> FileFacts | None: ...
+
 READER_NICENESS = 10
 
 
@@ -213,8 +215,16 @@ class FileReader:
 
         return scan_file
 
+    def scan_spooled(self, path: Path, relpath: str) -> FileFacts:
+        """The temp-path scan of a file of a checkpoint spooled from the store (its sha256
+        is the spool's, computed as it streamed): no lock, the spool holds its own."""
+        return self._scan_file(path, relpath, self._ctx.matcher(), hash=False)
+
     def _scan(self, relpath: str) -> FileFacts:
         ctx = self._ctx
+        spooled = ctx.spooled_facts(relpath) if ctx.stored is not None else None
+        if spooled is not None:  # a checkpoint's file the cache cap left in the store
+            return spooled
         stored = ctx.stored.facts(relpath) if ctx.stored is not None else None
         if stored is not None:  # an object left in the store: what the store said of it
             return stored

@@ -13,7 +13,8 @@ sha256 computed on the way, once), refusing keys the local equivalent would refu
 or ``..`` segment, an empty segment (a leading ``/``), and two keys that differ only by case.
 What it could not or would not copy is not an error but a fact the checks judge
 (:class:`Staged`): an object the store did not give (its cause), a checkpoint over the cache
-cap (streamed for its size and sha256 only: its reload cannot be proven), a binary file no
+cap (streamed for its size and sha256, then spooled alone when it is judged:
+:meth:`Staged.spool`), a binary file no
 check reads (streamed for its sha256 only; not downloaded at all where the store holds its
 SHA-256, ``--itera-store-checksums``).
 """
@@ -117,6 +118,7 @@ class Held:
     error: str | None = None  # why it could not be read from the store (names its URL)
     by_store: bool = False  # sha256 is the store's own ChecksumSHA256, no byte was hashed
     over_cap: bool = False  # a checkpoint left in the store: the cache cap
+    etag: str | None = None  # (over the cap) the version listed: a spool reads only that one
     binary: bool = True  # (not copied) a NUL in its first bytes
     scannable: bool = False  # (not copied) a container the temp-path scan reads inside
     # (st_dev, st_ino, size, mtime_ns, ctime_ns) of the copy as written (scan.FileFacts):
@@ -133,6 +135,7 @@ class Staged:
     cap: int
     objects: dict[str, Held]
     checksums: bool = False  # --itera-store-checksums: the store's SHA-256 used where held
+    timeout: float = 30.0  # of each request to the store (a spool's too)
 
     # -- across processes: a pytest-xdist worker reads the controller's copy and this --
 
@@ -143,6 +146,7 @@ class Staged:
 
     def save(self) -> None:
         doc = {"url": self.url, "cap": self.cap, "checksums": self.checksums,
+               "timeout": self.timeout,
                "objects": {key: asdict(held) for key, held in self.objects.items()}}
         self.sidecar(self.root).write_text(json.dumps(doc), encoding="utf-8")
 
@@ -153,7 +157,8 @@ class Staged:
         for key, fields in doc["objects"].items():
             fp = fields.pop("fingerprint")
             objects[key] = Held(**fields, fingerprint=tuple(fp) if fp else None)
-        return cls(root, doc["url"], int(doc["cap"]), objects, bool(doc["checksums"]))
+        return cls(root, doc["url"], int(doc["cap"]), objects, bool(doc["checksums"]),
+                   float(doc["timeout"]))
 
     # -- what the checks see ----------------------------------------------------------
 
@@ -211,17 +216,57 @@ class Staged:
                          else None)
 
     def over_cap(self, path: str) -> str | None:
-        """Why the checkpoint at ``path`` (a file or a folder) cannot be reloaded: some of its
-        bytes were left in the store by the cache cap. None: it is all here (or unreadable,
-        which files-intact reports)."""
-        prefix = path.strip("/") + "/"
-        left = [(k, h) for k, h in self._over if k == path.strip("/") or k.startswith(prefix)]
+        """Why the checkpoint at ``path`` (a file or a folder) is not in the local copy: some
+        of its bytes were left in the store by the cache cap (:meth:`spool` brings them for
+        the time of its judgement). None: it is all here (or unreadable, which files-intact
+        reports)."""
+        left = self.left_of(path)
         if not left:
             return None
-        size = sum(h.size for _, h in left)
-        return (f"cannot prove {path} reloads: its {size_text(size)} exceed the local cache cap "
-                f"({CAP_OPTION} = {size_text(self.cap)}); raise it, or accept the campaign from a "
-                "local copy")
+        size = sum(self.objects[k].size for k in left)
+        return (f"its {size_text(size)} exceed the local cache cap ({CAP_OPTION} = "
+                f"{size_text(self.cap)})")
+
+    def left_of(self, path: str) -> list[str]:
+        """The objects of the checkpoint at ``path`` (a file or a folder) the cap left in the
+        store."""
+        unit = path.strip("/")
+        return [k for k, _ in self._over if k == unit or k.startswith(unit + "/")]
+
+    def spool(self, path: str, into: Path) -> dict[str, Held | str]:
+        """The objects of the checkpoint at ``path`` the cap left in the store, copied into
+        the folder ``into`` (at their relative paths) from the version listed (If-Match its
+        ETag), each hashed as it streams: its Held, or why it could not be had (a finding's
+        words). The caller judges the copy and removes ``into``: one checkpoint on local disk
+        at a time, never the whole campaign."""
+        source = S3Source(S3Location.parse(self.url), timeout=self.timeout)
+        parts = into.with_name(into.name + ".itera-parts")  # beside it, never inside
+        parts.mkdir(parents=True, exist_ok=True)
+        done: dict[str, Held | str] = {}
+        unit = path.strip("/")
+        for key, held in self.objects.items():  # its documents, in the local copy already
+            if held.copied and key.startswith(unit + "/"):
+                target = into.joinpath(*key.split("/"))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(self.root.joinpath(*key.split("/")), target)
+        try:
+            for key in self.left_of(path):
+                held = self.objects[key]
+                item = StoredObject(key, held.size, held.etag)
+                try:
+                    got = source.copy(item, into.joinpath(*key.split("/")),
+                                      parts / uuid.uuid4().hex)
+                except SourceError as exc:
+                    done[key] = f"could not be read from the store ({self.url}{key}): {exc}"
+                    continue
+                if held.sha256 is not None and got.sha256 != held.sha256:
+                    done[key] = (f"changed in the store ({self.url}{key}) since it was listed: "
+                                 f"its sha256 is now {got.sha256}, was {held.sha256}")
+                    continue
+                done[key] = got
+        finally:
+            shutil.rmtree(parts, ignore_errors=True)
+        return done
 
     def unreadable(self) -> dict[str, str]:
         """Object -> why it could not be read: the cause files-intact owns."""
@@ -395,7 +440,8 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
         shutil.rmtree(parts, ignore_errors=True)
         if sums is not None:
             sums.close()
-    return Staged(dest, source.location.url, cap, dict(sorted(held.items())), checksums)
+    return Staged(dest, source.location.url, cap, dict(sorted(held.items())), checksums,
+                  source.timeout)
 
 
 _DOCUMENTS = ("manifest.json", "plan.json")
@@ -421,6 +467,9 @@ def _plan(location: S3Location, objects: dict[str, StoredObject], held: dict[str
     used = 0
     for unit in sorted(set(units)):
         keys = [k for k in todo if k == unit or k.startswith(unit.rstrip("/") + "/")]
+        for key in keys:  # a checkpoint folder's own documents: read by the checks, small
+            if key != unit and key.endswith(_UNIT_DOCUMENTS) and objects[key].size <= SNIFF:
+                plan[key] = "copy"
         size = sum(objects[k].size for k in keys if plan[k] == "sniff")
         fits = used + size <= cap
         used += size if fits else 0
@@ -431,6 +480,9 @@ def _plan(location: S3Location, objects: dict[str, StoredObject], held: dict[str
 
 
 _NONE = Held(0)
+# The files of a checkpoint folder that the checks read as documents (adapter_config.json, a
+# model's config.json, a tokenizer's): copied whatever the cap, when no larger than SNIFF.
+_UNIT_DOCUMENTS = (".json", ".txt", ".md", ".yaml", ".yml")
 
 
 def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action: Action,
@@ -452,7 +504,7 @@ def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action:
                     return Held(item.size, known, by_store=True, binary=True) \
                         if known is not None else source.stream(item, None, head)
         if action == "hash":
-            return dataclasses.replace(source.stream(item, known), over_cap=True)
+            return dataclasses.replace(source.stream(item, known), over_cap=True, etag=item.etag)
         return source.copy(item, target, parts / uuid.uuid4().hex, known, head)
     except SourceError as exc:
         return Held(item.size, error=str(exc))

@@ -249,7 +249,8 @@ INIS = (
     Ini(INI_CAMPAIGN, "campaign folders or s3://bucket/prefix/ to accept (like "
         "--itera-campaign)", "linelist", []),
     Ini(INI_STORE_CACHE_MAX, "an s3:// campaign is copied to a local cache outside it: at most "
-        "this many bytes (suffixes K, M, G, T: powers of 1024)", "string", "16G"),
+        "this many bytes of checkpoints (suffixes K, M, G, T: powers of 1024; 0: none); one "
+        "over it is spooled alone to be judged", "string", "16G"),
     Ini(INI_STORE_TIMEOUT, "seconds per object-storage request (retried 3 times)", "string",
         f"{DEFAULT_STORE_TIMEOUT:g}"),
     Ini(INI_STORE_CHECKSUMS, f"like {STORE_CHECKSUMS}", "bool", False),
@@ -475,7 +476,7 @@ def _stage_here(config: pytest.Config, url: str) -> Staged:
         config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
         dest = Path(os.path.abspath(cache / location.bucket / (location.prefix or "_")))
         staged = source.stage(store, dest, _bytes(config, INI_STORE_CACHE_MAX,
-                                                  DEFAULT_STORE_CACHE_MAX),
+                                                  DEFAULT_STORE_CACHE_MAX, zero=True),
                               checksums=checksums,
                               # a seal covers the copy's files: every one is downloaded
                               spare=not (config.getoption(SEAL)
@@ -490,15 +491,16 @@ def _stage_here(config: pytest.Config, url: str) -> Staged:
     return staged
 
 
-def _bytes(config: pytest.Config, ini: str, default: int) -> int:
+def _bytes(config: pytest.Config, ini: str, default: int, *, zero: bool = False) -> int:
+    """A size in bytes (``64G``); ``zero``: 0 is one too."""
     raw = str(config.getini(ini)).strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(raw[-1:], 1)
     number = raw[:-1] if scale > 1 else raw
     if not raw:
         return default
-    if not number.strip().isdigit() or int(number) == 0:
+    if not number.strip().isdigit() or (int(number) == 0 and not zero):
         raise pytest.UsageError(f"{ini} = {shlex.quote(str(config.getini(ini)))}: not a "
-                                "positive size (e.g. 64G)")
+                                f"{'' if zero else 'positive '}size (e.g. 64G)")
     return int(number) * scale
 
 

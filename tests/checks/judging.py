@@ -26,6 +26,7 @@ from pytest_itera.checks.plan.gate import JOURNAL_PATH, PLAN_PATH
 from pytest_itera.checks.plan.journal import journal_beside
 from pytest_itera.core.campaign import PLAN_FILE, load_campaign, load_plan
 from pytest_itera.core.findings import Finding
+from pytest_itera.files.source import Staged
 from pytest_itera.reload import Reloader
 from pytest_itera.report.verify import builtin_checks
 from tests.factory import CampaignBuilder
@@ -50,7 +51,8 @@ class Found(list[Finding]):
 def judge(campaign: CampaignBuilder | Path, check: str | None = None, *,
           target: str | None = None, strict: bool = False, options: Options | None = None,
           write: bool = True, checks: dict[str, Check] | None = None,
-          meanwhile: Callable[[Path], None] | None = None) -> Found:
+          meanwhile: Callable[[Path], None] | None = None,
+          stored: Staged | None = None) -> Found:
     """The findings of ``check`` (every closed-campaign check when None) on the written
     campaign, over all its targets (or only ``target``), as the engine's items have them: a
     finding another check owns ("not judged") is that check's, not this one's. Every built-in
@@ -58,7 +60,9 @@ def judge(campaign: CampaignBuilder | Path, check: str | None = None, *,
     which; only those asked are evaluated, with the session's reload server. A plan gate's
     check (scope "plan") judges the folder's plan.json alone, as ``--itera-plan`` does.
     ``meanwhile`` changes the folder once its documents are loaded, before any check reads a
-    file: a folder changed while it is judged (a campaign still being written)."""
+    file: a folder changed while it is judged (a campaign still being written). ``stored``:
+    the folder is the local copy of an s3:// campaign (files.source.stage), judged with what
+    the store said of each object, as the plugin judges one."""
     root = campaign if isinstance(campaign, Path) else campaign.root
     if write and isinstance(campaign, CampaignBuilder):
         campaign.write()
@@ -69,7 +73,7 @@ def judge(campaign: CampaignBuilder | Path, check: str | None = None, *,
     else:
         registry = checks if checks is not None else builtin_checks()
         context = Context(load_campaign(root), settings, registry, reloader_factory=_reloader,
-                          close_reloader=False)
+                          close_reloader=False, stored=stored)
     if meanwhile is not None:
         meanwhile(root)
     try:

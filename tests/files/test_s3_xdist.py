@@ -50,8 +50,12 @@ def test_the_same_report_serially_and_under_tx_2_popen(
     reports: dict[str, str] = {}
     read: dict[str, dict[str, int]] = {}
     for mode, extra in (("serial", ()), ("one host", ("--dist", "load", "--tx", "2*popen")),
+                        ("spooled", ("--dist", "load", "--tx", "2*popen")),
                         ("another host", ("--dist", "load", "--tx", "2*popen"))):
+        if mode == "spooled":  # no checkpoint in the copy: each worker spools its own
+            pytester.makeini("[pytest]\nitera_store_cache_max = 0\n")
         if mode == "another host":
+            pytester.makeini("[pytest]\n")
             pytester.makeconftest(ANOTHER_HOST)
         Counted.seen_requests = []
         with proxied(monkeypatch, Counted):
@@ -64,6 +68,13 @@ def test_the_same_report_serially_and_under_tx_2_popen(
         read[mode] = read_bytes(Counted.seen_requests, f"/{loc.bucket}/{loc.prefix}/")
     assert reports["one host"] == reports["serial"]
     assert reports["another host"] == reports["serial"]
+    assert reports["spooled"] == reports["serial"]
+    # Spooled: the checkpoints are read by the workers that judge them (none is in the copy,
+    # and the push recorded their SHA-256: the copy did not read them), the rest as before.
+    checkpoints = {key for key in sizes if key.endswith(".pt")}
+    assert {k: n for k, n in read["spooled"].items() if k not in checkpoints} == \
+        {k: n for k, n in read["serial"].items() if k not in checkpoints}
+    assert all(read["spooled"][key] >= sizes[key] for key in checkpoints), read["spooled"]
     # One host: the controller's one copy, the workers download nothing of their own.
     assert read["one host"] == read["serial"]
     assert set(read["serial"]) <= set(sizes)

@@ -174,8 +174,9 @@ def _checkpoints(ctx: Context, run: RunRecord, recipe: ModelRecipe
         left = ctx.stored.over_cap(relpath) if ctx.stored is not None else None
         if isinstance(inside, str):
             why.append(f"its checkpoint path {relpath!r} {inside}")
-        elif left is not None:
-            why.append(left)
+        elif left is not None:  # a spool is a reload's, not a re-prediction's
+            why.append(f"its checkpoint {relpath} was left in the store ({left}): re-predicting "
+                       "needs it in the local copy; raise the cap")
         elif not inside.exists():
             why.append(f"its checkpoint {relpath} is missing")
         else:

@@ -14,8 +14,6 @@ rank's file is there, rejected naming the missing rank when not.
 """
 from __future__ import annotations
 
-import functools
-import hashlib
 import io
 import json
 import os
@@ -29,12 +27,10 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_itera.checks.context import Context
 from pytest_itera.core.findings import Finding
-from pytest_itera.files.source import Held, Staged
+from pytest_itera.files.source import S3Location, S3Source, stage
 from pytest_itera.reload import PROBE, SERVER
 from tests import checkpoints
-from tests.checks import judging
 from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CONTROL_CKPT,
@@ -45,6 +41,9 @@ from tests.factory import (
     sha256,
     verdicts,
 )
+from tests.files.test_s3 import s3 as s3  # the fixtures of the local S3 server
+from tests.files.test_s3 import server as server
+from tests.files.test_s3 import upload
 from tests.runner import Itera, only_xdist
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -628,43 +627,34 @@ def test_a_checkpoint_path_that_names_no_file_is_refused(
                    where="manifest.json $.checkpoints[0].path", says=says)
 
 
-def _stored_copy(root: Path, cap: int = 1) -> Staged:
-    """The local copy ``files.source.stage`` makes of the campaign ``root`` under a cache cap
-    of ``cap`` bytes that no checkpoint or adapter fits: their files streamed for their size
-    and sha256, never written (their folders stay: a folder left out is still a folder);
-    every other file copied, its sha256 computed on the way."""
-    manifest = json.loads((root / "manifest.json").read_text())
-    units = [r["path"] for r in (*manifest["checkpoints"], *manifest["adapters"])]
-    objects = {}
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        key = path.relative_to(root).as_posix()
-        data = path.read_bytes()
-        left = any(key == u or key.startswith(f"{u}/") for u in units)
-        objects[key] = Held(len(data), hashlib.sha256(data).hexdigest(), copied=not left,
-                            over_cap=left)
-        if left:
-            path.unlink()
-    return Staged(root, "s3://itera-test/closures/tiny/", cap, objects)
-
-
-def test_an_artifact_the_cache_cap_left_in_the_store_is_not_proven_to_reload(
-    tmp_path: Path, peft: Built, monkeypatch: pytest.MonkeyPatch
+def test_an_artifact_the_cache_cap_left_in_the_store_is_spooled_alone_to_be_reloaded(
+    tmp_path: Path, peft: Built, s3: Any,
 ) -> None:
-    """An s3:// campaign judged from its local copy, as the plugin judges one (its Context
-    holds the store's facts): a checkpoint or an adapter left in the store may reload, but
-    that is not proven, so it does not pass."""
+    """An s3:// campaign judged from its local copy under a cache cap of 0 (no checkpoint
+    stays on local disk): a checkpoint or an adapter the cap left in the store is spooled
+    alone, reloaded and removed, so it is judged as a local one; one the store no longer
+    gives when it is spooled (deleted since the listing) may reload, but that is not proven,
+    so it does not pass."""
     adapter = "runs/control/adapter"
     b = CampaignBuilder(tmp_path / "out")
     add_adapter(b, peft, adapter, COMMIT)
-    staged = _stored_copy(b.write())
-    monkeypatch.setattr(judging, "Context", functools.partial(Context, stored=staged))
-    capped = "exceed the local cache cap (itera_store_cache_max = 1 bytes)"
-    expect_finding(judge(b, "checkpoint-reloads", target=VARIANT_WEIGHTS, write=False),
-                   "checkpoint-reloads.not-copied", where="manifest.json $.checkpoints[2]",
-                   says=(f"cannot prove {VARIANT_WEIGHTS} reloads", capped))
-    expect_finding(judge(b, "adapter-pinned", target=adapter, write=False),
+    url = upload(s3, b.write())
+    staged = stage(S3Source(S3Location.parse(url), timeout=5), tmp_path / "copy", 0)
+    assert not (staged.root / VARIANT_WEIGHTS).exists()
+    assert (staged.root / adapter / "adapter_config.json").is_file()  # its document stays
+    for check, target in (("checkpoint-reloads", VARIANT_WEIGHTS), ("adapter-pinned", adapter)):
+        expect_no_finding(judge(staged.root, check, target=target, stored=staged))
+    location = S3Location.parse(url)
+    for key in (VARIANT_WEIGHTS, f"{adapter}/adapter_model.safetensors"):
+        s3.delete_object(Bucket=location.bucket, Key=location.key(key))
+    gone = "could not be spooled"
+    expect_finding(judge(staged.root, "checkpoint-reloads", target=VARIANT_WEIGHTS,
+                         stored=staged), "checkpoint-reloads.not-copied",
+                   where="manifest.json $.checkpoints[2]",
+                   says=(f"cannot prove {VARIANT_WEIGHTS} reloads", gone))
+    expect_finding(judge(staged.root, "adapter-pinned", target=adapter, stored=staged),
                    "adapter-pinned.not-copied", where="manifest.json $.adapters[0]",
-                   says=(f"cannot prove {adapter} reloads", capped))
+                   says=(f"cannot prove {adapter} reloads", gone))
 
 
 def test_weights_checkpoint_without_model_weights_fails(campaign: CampaignBuilder) -> None:
