@@ -366,6 +366,11 @@ class Context:
         if isinstance(inside, str):
             return ReloadResult(path=relpath, ok=False, format=None,
                                 cause=f"{relpath}: the path {inside}; not loaded")
+        out = self.links_out(relpath)
+        if out:  # whoever asks: no loader reads a file outside the folder through a link
+            return ReloadResult(path=relpath, ok=False, format=None,
+                                cause=f"{relpath}: it holds a link that does not stay inside "
+                                f"the campaign folder ({out[0]}); not loaded")
         if self.stored is not None and self.stored.over_cap(relpath) is not None:
             return self._spooled(relpath, claimed_format)[0]
         if self._reload_hook is not None:
@@ -378,6 +383,13 @@ class Context:
         if done is not None:  # a check judged meanwhile asked for it too
             return done
         return reloader.reload(inside, relpath)
+
+    def links_out(self, relpath: str) -> list[str]:
+        """The links under the folder ``relpath`` (the walk's) that lead out of the campaign
+        folder; [] for a file or a folder without one."""
+        prefix = relpath.strip("/") + "/"
+        return [e.path for e in self.entries()
+                if e.path.startswith(prefix) and e.kind == "symlink" and e.escapes]
 
     def spooled_facts(self, relpath: str) -> FileFacts | None:
         """The facts of a file of a checkpoint the cache cap left in the store, read while

@@ -85,11 +85,13 @@ def read_small_json(ctx: Context, rel: str, cap: int,
     except OSError as exc:
         return None, Finding(f"{rel} cannot be read: {os_reason(exc)}", where=rel,
                              code="adapter-pinned.document-unreadable")
+    # Told before any read: a folder under that name cannot be read as a file (fdopen
+    # refuses one), and a FIFO or a socket is never read at all.
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None, Finding(f"{rel} is not a regular file", where=rel,
+                             code="adapter-pinned.document-not-a-file")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None, Finding(f"{rel} is not a regular file", where=rel,
-                                 code="adapter-pinned.document-not-a-file")
         data = handle.read(cap + 1)
     if len(data) > cap:
         return None, Finding(f"{rel} is over {cap} bytes: not what it should hold", where=rel,

@@ -97,6 +97,8 @@ def adapter_pinned(ctx: Context, target: str | None) -> Iterator[Finding]:
                               code="adapter-pinned.not-a-folder")
         if problem is not None:
             yield problem
+            if ctx.links_out(record.path):  # not loaded; its documents are judged all the same
+                yield from config_findings(ctx, record)
             continue
         yield from config_findings(ctx, record)
         yield from reload_findings(ctx, record.path, None, where, "adapter-pinned")

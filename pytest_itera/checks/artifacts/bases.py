@@ -126,7 +126,9 @@ _SNAPSHOT = re.compile(r"(?:^|/)snapshots/([0-9a-f]{40})(?:/|$)")
 
 def _base_missing(ctx: Context, base: str, where: str) -> Finding | None:
     """Why a shipped base cannot be read where base_path says (any manifest version)."""
-    problem = locate_problem(ctx, base, f"{where}.base_path", "shipped base", "adapter-pinned")
+    # Hashed and read as documents, never loaded: its links are the tree digest's to refuse.
+    problem = locate_problem(ctx, base, f"{where}.base_path", "shipped base", "adapter-pinned",
+                             loaded=False)
     if problem is None:
         return None
     return Finding(problem.message, where=f"{where}.base_path", hint="ship the base the adapter "

@@ -43,9 +43,10 @@ def indexed(records: Sequence[R], target: str | None) -> list[tuple[int, R]]:
 
 
 def locate_problem(ctx: Context, relpath: str, where: str, what: str,
-                   check: str = "located") -> Finding | None:
-    """Why ``relpath`` cannot be handed to a loader, or None: inside, present, file or folder.
-    ``check``: the id of the check that reports it (the codes' prefix)."""
+                   check: str = "located", *, loaded: bool = True) -> Finding | None:
+    """Why ``relpath`` cannot be handed to a loader, or None: inside, present, file or folder
+    (``loaded``: a folder holding no link that leaves the campaign, which a loader would
+    follow). ``check``: the id of the check that reports it (the codes' prefix)."""
     inside = ctx.inside(relpath)
     if isinstance(inside, str):
         return Finding(f"{what} path {relpath!r} {inside}: it is not loaded",
@@ -66,6 +67,14 @@ def locate_problem(ctx: Context, relpath: str, where: str, what: str,
     except OSError as exc:
         return Finding(f"{what} {relpath} cannot be read: {os_reason(exc)}", where=f"{where}.path",
                        code=f"{check}.unreadable")
+    out = ctx.links_out(relpath) if loaded and stat.S_ISDIR(mode) else []
+    if out:  # a loader reads what a link names: never a file outside the folder
+        more = f" (and {len(out) - 1} more)" if len(out) > 1 else ""
+        return Finding(f"{what} {relpath} holds a link that does not stay inside the "
+                       f"campaign folder (it leads out, dangles or loops), {out[0]}{more}: it "
+                       "is not loaded", where=f"{where}.path",
+                       hint="copy the file itself into the campaign folder",
+                       code=f"{check}.outside")
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         # A FIFO or device would block a loader: it is never opened.
         return Finding(f"{what} {relpath} is neither a regular file nor a folder",
@@ -228,7 +237,7 @@ def located_kinds(check: str, what: str) -> dict[str, Kind]:
     return {
         f"{check}.outside": Kind(
             rule=f"the {what} path is not inside the campaign folder (absolute, '..', or a link "
-            "leading out): it is not loaded",
+            "leading out, or a folder holding one): it is not loaded",
             fix="record paths relative to the campaign folder and keep the files inside it; "
             "copy a linked file itself in"),
         f"{check}.missing": Kind(

@@ -278,6 +278,10 @@ def _link_out(root: Path, rel: str) -> None:
     pytest.param(CONFIG, lambda root: os.mkfifo(root / CONFIG),
                  "adapter-pinned.document-not-a-file", CONFIG, "is not a regular file",
                  id="config-a-fifo"),
+    # A folder under the document's name: told, not a crash (fdopen refuses a folder).
+    pytest.param(CONFIG, lambda root: (root / CONFIG).mkdir(),
+                 "adapter-pinned.document-not-a-file", CONFIG, "is not a regular file",
+                 id="config-a-folder"),
     # open(2) of a socket fails with ENXIO: present, and no file to read.
     pytest.param(CONFIG, lambda root: _socket(root / CONFIG),
                  "adapter-pinned.document-unreadable", CONFIG,
@@ -285,6 +289,12 @@ def _link_out(root: Path, rel: str) -> None:
     pytest.param(CONFIG, lambda root: _link_out(root, CONFIG),
                  "adapter-pinned.document-outside", CONFIG, "leaves the campaign folder",
                  id="config-a-link-out"),
+    # The adapter's weights a link to a file outside: never handed to the loader.
+    pytest.param(f"{ADAPTER}/adapter_model.safetensors",
+                 lambda root: _link_out(root, f"{ADAPTER}/adapter_model.safetensors"),
+                 "adapter-pinned.outside", f"{WHERE}.path",
+                 "holds a link that does not stay inside the campaign folder",
+                 id="weights-a-link-out"),
     # The walk lists the link; what it names is not there.
     pytest.param(BASE_RECORD, lambda root: (root / BASE_RECORD).symlink_to("gone.json"),
                  "adapter-pinned.document-missing", BASE_RECORD, "itera-base.json is missing",
