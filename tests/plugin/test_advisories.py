@@ -9,14 +9,12 @@ accepts only the findings of that code. The check is a conftest.py's, outside th
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from tests.factory import CampaignBuilder, expect
-from tests.plugin.test_report import validate_report
-from tests.plugin.test_waivers import GATE, LATER, toml_waiver
+from tests.plugin.test_waivers import GATE, LATER, toml_waiver, validated
 from tests.runner import Itera
 
 TWO_RULES = '''
@@ -58,8 +56,7 @@ def waived_by_code(itera: Itera, pytester: pytest.Pytester, campaign: CampaignBu
 
 def expenses_agree(pytester: pytest.Pytester) -> tuple[dict[str, Any], dict[str, Any]]:
     """The JSON report r.json, validated, and its expenses-agree check."""
-    data = json.loads((pytester.path / "r.json").read_text())
-    validate_report(data)
+    data = validated(pytester)
     return data, next(c for c in data["checks"] if c["check"] == "expenses-agree")
 
 
