@@ -133,7 +133,10 @@ def test_folder_without_plan_or_manifest_is_a_usage_error(
                   id="same-campaign-twice"),
      pytest.param(None, ("--itera-report", "out/report.json"),
                   "*out/report.json is inside the campaign*--itera-report-inside*",
-                  id="report-inside-campaign")],
+                  id="report-inside-campaign"),
+     pytest.param(None, ("--itera-report", "report.pdf"),
+                  "*report.pdf: unknown report type; use a .json, .md or .html*",
+                  id="unknown-report-type")],
 )
 def test_a_bad_setting_beside_a_good_campaign_is_a_usage_error(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, ini: str | None,
@@ -141,7 +144,8 @@ def test_a_bad_setting_beside_a_good_campaign_is_a_usage_error(
 ) -> None:
     """An ini value that is no number (the reload timeout) or no whole number of files (the
     big campaigns' ``itera_group_files_above``, issue 19), the campaign given twice, a JSON
-    report inside the campaign: each stops the session before a check runs."""
+    report inside the campaign, a report of a type no format writes: each stops the session
+    before a check runs."""
     campaign.write()
     if ini is not None:
         pytester.makeini(f"[pytest]\n{ini}\n")
