@@ -9,13 +9,12 @@ accepts only the findings of that code. The check is a conftest.py's, outside th
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 import pytest
 
 from tests.factory import CampaignBuilder, expect
-from tests.plugin.test_report import validate_report
-from tests.plugin.test_waivers import GATE, LATER, toml_waiver
+from tests.plugin.test_waivers import GATE, LATER, toml_waiver, validated
 from tests.runner import Itera
 
 TWO_RULES = '''
@@ -45,6 +44,22 @@ def two_rules(pytester: pytest.Pytester, campaign: CampaignBuilder, failing: str
     (pytester.path / "rules.txt").write_text(failing)
 
 
+def waived_by_code(itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder,
+                   failing: str, code: str, *args: str) -> pytest.RunResult:
+    """The two rules with ``failing`` failing, one waiver of every expenses-agree item with
+    ``code``, and a run given them and the JSON report r.json."""
+    two_rules(pytester, campaign, failing)
+    (pytester.path / "waivers.toml").write_text(toml_waiver(
+        "expenses-agree", "*", extra=f'code = "{code}"'))
+    return itera("--itera-waivers", "waivers.toml", "--itera-report", "r.json", *args)
+
+
+def expenses_agree(pytester: pytest.Pytester) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The JSON report r.json, validated, and its expenses-agree check."""
+    data = validated(pytester)
+    return data, next(c for c in data["checks"] if c["check"] == "expenses-agree")
+
+
 def test_an_advisory_is_shown_under_the_verdict_and_in_every_report_without_failing(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
@@ -56,13 +71,11 @@ def test_an_advisory_is_shown_under_the_verdict_and_in_every_report_without_fail
            "  1 advisory (readings of text, not deciding; --itera-strict-text makes them "
            "decide): expenses-agree.receipt-words in expenses-agree: the receipt's words read "
            "as a quote for another campaign")
-    data = json.loads((pytester.path / "r.json").read_text())
-    validate_report(data)
+    data, check = expenses_agree(pytester)
     advisory, = data["advisories"]
     assert (advisory["nodeid"], advisory["code"], advisory["advisory"], advisory["waived"]) == (
         "out/manifest.json::expenses-agree", "expenses-agree.receipt-words", True, False)
     assert advisory["hint"] == "record issued_by; this reading only advises"
-    check = next(c for c in data["checks"] if c["check"] == "expenses-agree")
     assert (check["outcome"], check["findings"]) == ("passed", [])
     assert [a["code"] for a in check["advisories"]] == ["expenses-agree.receipt-words"]
     assert "Advisories: 1 advisory" in (pytester.path / "r.md").read_text()
@@ -84,19 +97,14 @@ def test_strict_text_makes_the_advisory_decide(
 def test_a_waiver_by_code_waives_that_finding_alone(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    two_rules(pytester, campaign, "both")
-    (pytester.path / "waivers.toml").write_text(toml_waiver(
-        "expenses-agree", "*", extra='code = "expenses-agree.receipt-*"'))
-    result = itera("--itera-waivers", "waivers.toml", "--itera-report", "r.json",
-                   "-k", "expenses or waiver")
+    result = waived_by_code(itera, pytester, campaign, "both", "expenses-agree.receipt-*",
+                            "-k", "expenses or waiver")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the rental rule still fails
     expect(result, "expenses-agree: 1 problem",
            "manifest.json $.budget: the rental rule fails",
            "waived: 1 finding (expenses-agree.receipt-date) — waived (findings "
            f"expenses-agree.receipt-*) by M. Reviewer until {LATER} (*waivers.toml #1): *")
-    data = json.loads((pytester.path / "r.json").read_text())
-    validate_report(data)
-    check = next(c for c in data["checks"] if c["check"] == "expenses-agree")
+    data, check = expenses_agree(pytester)
     assert check["outcome"] == "failed"
     assert [(f["code"], f["waived"]) for f in check["findings"]] == [
         ("expenses-agree.receipt-date", True), ("expenses-agree.rental", False)]
@@ -108,15 +116,10 @@ def test_a_waiver_by_code_waives_that_finding_alone(
 def test_an_item_whose_every_finding_is_waived_by_code_is_waived(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    two_rules(pytester, campaign, "date")
-    (pytester.path / "waivers.toml").write_text(toml_waiver(
-        "expenses-agree", "*", extra='code = "expenses-agree.receipt-*"'))
-    result = itera(GATE, "--itera-waivers", "waivers.toml", "--itera-report", "r.json")
+    result = waived_by_code(itera, pytester, campaign, "date", "expenses-agree.receipt-*", GATE)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     expect(result, "campaign tiny-2026-11: ACCEPTED WITH WAIVERS — */* checks passed, 1 waived")
-    data = json.loads((pytester.path / "r.json").read_text())
-    validate_report(data)
-    check = next(c for c in data["checks"] if c["check"] == "expenses-agree")
+    _, check = expenses_agree(pytester)
     assert (check["outcome"], check["waiver"]["code"]) == ("waived", "expenses-agree.receipt-*")
     assert [(f["code"], f["waived"]) for f in check["findings"]] == [
         ("expenses-agree.receipt-date", True)]
@@ -126,10 +129,7 @@ def test_an_item_whose_every_finding_is_waived_by_code_is_waived(
 def test_a_waiver_s_code_is_read_and_a_blank_one_refused(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    two_rules(pytester, campaign, "date")
-    (pytester.path / "waivers.toml").write_text(toml_waiver(
-        "expenses-agree", "*", extra='code = "  "'))
-    result = itera("--itera-waivers", "waivers.toml", "-k", "expenses or waiver")
+    result = waived_by_code(itera, pytester, campaign, "date", "  ", "-k", "expenses or waiver")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     expect(result, "*waivers[0]: waiver #1 has a blank code (leave it out to waive every "
            "finding of its items): it waives nothing")

@@ -122,24 +122,36 @@ def test_folder_without_plan_or_manifest_is_a_usage_error(
 
 
 @pytest.mark.one_mode(BEFORE_WORKERS)
-def test_bad_ini_value_is_a_usage_error(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+@pytest.mark.parametrize(
+    ("ini", "args", "error"),
+    [pytest.param("itera_timeout = soon", (), "ERROR: itera_timeout = soon: not a number",
+                  id="bad-ini-value"),
+     pytest.param("itera_group_files_above = lots", (),
+                  "*itera_group_files_above = lots: not a whole number of files",
+                  id="group-threshold-not-whole"),
+     pytest.param(None, ("--itera-campaign", "./out/"), "*the same campaign is given twice*",
+                  id="same-campaign-twice"),
+     pytest.param(None, ("--itera-report", "out/report.json"),
+                  "*out/report.json is inside the campaign*--itera-report-inside*",
+                  id="report-inside-campaign"),
+     pytest.param(None, ("--itera-report", "report.pdf"),
+                  "*report.pdf: unknown report type; use a .json, .md or .html*",
+                  id="unknown-report-type")],
+)
+def test_a_bad_setting_beside_a_good_campaign_is_a_usage_error(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, ini: str | None,
+    args: tuple[str, ...], error: str,
 ) -> None:
+    """An ini value that is no number (the reload timeout) or no whole number of files (the
+    big campaigns' ``itera_group_files_above``, issue 19), the campaign given twice, a JSON
+    report inside the campaign, a report of a type no format writes: each stops the session
+    before a check runs."""
     campaign.write()
-    pytester.makeini("[pytest]\nitera_timeout = soon\n")
-    result = itera()
+    if ini is not None:
+        pytester.makeini(f"[pytest]\n{ini}\n")
+    result = itera(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: itera_timeout = soon: not a number"])
-
-
-@pytest.mark.one_mode(BEFORE_WORKERS)
-def test_same_campaign_twice_is_a_usage_error(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    campaign.write()
-    result = itera("--itera-campaign", "./out/")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*the same campaign is given twice*"])
+    result.stderr.fnmatch_lines([error])
 
 
 def test_ini_twin(itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder) -> None:
@@ -192,16 +204,6 @@ def test_json_report(itera: Itera, pytester: pytest.Pytester, campaign: Campaign
     assert "analysis.md is empty" in failed[0]["message"]
     assert report["budget"]["engaged_total"] == "47.14"
     assert report["schedule"]["window_hours"] == 72
-
-
-@pytest.mark.one_mode(BEFORE_WORKERS)
-def test_report_inside_campaign_is_refused(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    campaign.write()
-    result = itera("--itera-report", "out/report.json")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*out/report.json is inside the campaign*--itera-report-inside*"])
 
 
 def test_running_from_inside_the_campaign_writes_no_cache_and_never_imports_its_conftest(

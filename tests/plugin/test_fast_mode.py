@@ -178,15 +178,12 @@ def test_the_full_look_reloads_what_fast_mode_skips(
 
 @pytest.mark.one_mode(f"{SAME_REPORT}; test_verdict_is_plausible_never_accepted checks the "
                       "fast verdict in every mode")
-def test_json_report_says_plausible(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
+def test_json_report_says_plausible(itera: Itera, campaign: CampaignBuilder) -> None:
     campaign.write()
 
-    result = itera("--itera-fast", "--itera-report", "closure.json")
+    result, report = itera.reported(campaign.root, "--itera-fast")
 
     assert result.ret == 0
-    report = json.loads((pytester.path / "closure.json").read_text())
     assert (report["verdict"], report["fast"]) == ("plausible (fast mode)", True)
     assert {c["outcome"] for c in report["checks"]} == {"passed"}
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.factory import CampaignBuilder, expect
+from tests.plugin.test_integration import accepting
 from tests.runner import Itera
 
 GATE = "--itera-require-accepted"
@@ -35,13 +36,21 @@ def gate_lines(result: pytest.RunResult) -> list[str]:
 # ------------------------------------------------------------------ 1. the one-line gate
 
 
-def test_an_accepted_campaign_passes_the_gate(
-    itera: Itera, campaign: CampaignBuilder
+@pytest.mark.parametrize(("args", "ran"), [pytest.param((), True, id="accepted"),
+                                            pytest.param(("--collect-only",), False,
+                                                         id="collect-only")])
+def test_an_accepted_campaign_or_a_collection_passes_the_gate(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, args: tuple[str, ...],
+    ran: bool,
 ) -> None:
+    """An accepted campaign passes the gate and writes its summary and report; under
+    --collect-only nothing ran: no summary, no report either, and no gate line."""
     campaign.write()
-    result = itera(GATE)
+    result = itera(*args, GATE, "--itera-report", "r.json")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert gate_lines(result) == []
+    assert ("pytest-itera" in result.stdout.str()) is ran
+    assert (pytester.path / "r.json").exists() is ran
 
 
 def test_a_selection_fails_the_gate_saying_why(itera: Itera, campaign: CampaignBuilder) -> None:
@@ -108,9 +117,8 @@ def test_the_controller_decides_under_xdist(
 ) -> None:
     """Only an acceptance test is deselected: the controller learns it from the workers (the
     test's node id names no campaign folder)."""
-    campaign.write()
-    pytester.makepyfile(test_acceptance=ACCEPTANCE_TESTS)
-    result = itera(GATE, "test_acceptance.py", "-k", "not control_reaches")
+    result = accepting(itera, pytester, campaign, ACCEPTANCE_TESTS, GATE, "-k",
+                       "not control_reaches")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     lines = gate_lines(result)
     assert len(lines) == 1
@@ -125,10 +133,9 @@ def test_the_controller_decides_under_xdist(
 def test_a_failing_acceptance_test_rejects_the_campaign(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    campaign.write()
-    pytester.makepyfile(test_acceptance=ACCEPTANCE_TESTS)
-    result = itera("test_acceptance.py", "-k", "not reloads and not resume",
-                   "--itera-report", "r.json", "--itera-report", "r.md")
+    result = accepting(itera, pytester, campaign, ACCEPTANCE_TESTS,
+                       "-k", "not reloads and not resume",
+                       "--itera-report", "r.json", "--itera-report", "r.md")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     expect(result, "campaign tiny-2026-11: REJECTED — 1 of * checks failed",
            "  acceptance test test_acceptance.py::test_control_reaches_the_threshold: failed",
@@ -149,9 +156,7 @@ def test_a_failing_acceptance_test_rejects_the_campaign(
 def test_a_deselected_acceptance_test_makes_the_verdict_incomplete(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    campaign.write()
-    pytester.makepyfile(test_acceptance=ACCEPTANCE_TESTS)
-    result = itera("test_acceptance.py", "-k", "not control_reaches")
+    result = accepting(itera, pytester, campaign, ACCEPTANCE_TESTS, "-k", "not control_reaches")
     expect(result, "campaign tiny-2026-11: INCOMPLETE — * of * checks ran")
     assert result.ret == pytest.ExitCode.OK
 
@@ -247,13 +252,3 @@ def test_control_characters_from_campaign_data_never_reach_the_terminal(
     text = result.stdout.str() + result.stderr.str()
     assert "\x1b" not in text
     assert "notes-\\x1b[2J.txt" in text
-
-
-def test_no_summary_under_collect_only(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    campaign.write()
-    result = itera("--collect-only", GATE, "--itera-report", "r.json")
-    assert result.ret == pytest.ExitCode.OK
-    assert "pytest-itera" not in result.stdout.str()
-    assert not (pytester.path / "r.json").exists()  # nothing ran: no report either

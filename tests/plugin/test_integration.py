@@ -179,31 +179,25 @@ def test_reload_sample_returns_a_result(tmp_path: Path) -> None:
 def test_custom_check_from_a_conftest_next_to_the_campaign_runs_and_fails(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    campaign.write()
     pytester.makeconftest(sample(hookspecs.pytest_itera_checks))  # the documented sample
-    result = itera("-k", "seed-recorded")
-    result.assert_outcomes(failed=1)
-    expect(result, "seed-recorded: 4 problems",
-           "manifest.json: run control has no 'seed' metric",
-           "    fix:      record the seed",
-           "manifest.json: run variant-a has no 'seed' metric")
+    itera.fails(campaign, "seed-recorded", "seed-recorded: 4 problems",
+                "manifest.json: run control has no 'seed' metric",
+                "    fix:      record the seed",
+                "manifest.json: run variant-a has no 'seed' metric")
     campaign.manifest["runs"] = [
         {**r, "metrics": {**r.get("metrics", {}), "seed": 1}} for r in campaign.manifest["runs"]
     ]
-    campaign.write()
-    itera("-k", "seed-recorded").assert_outcomes(passed=1)
+    itera.passes(campaign, "seed-recorded")
 
 
 def test_temp_pattern_from_a_conftest(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.files["RELOAD.md"] += b"Copied from /localscratch/job42/last.pt\n"
-    campaign.write()
-    itera("-k", "no-temp-paths and RELOAD").assert_outcomes(passed=1)
+    itera.passes(campaign, "no-temp-paths and RELOAD")
     pytester.makeconftest(sample(hookspecs.pytest_itera_temp_patterns))
-    result = itera("-k", "no-temp-paths and RELOAD")
-    result.assert_outcomes(failed=1)
-    expect(result, "RELOAD.md:5:13: path into a temporary folder: */localscratch/job42/last.pt*")
+    itera.fails(campaign, "no-temp-paths and RELOAD",
+                "RELOAD.md:5:13: path into a temporary folder: */localscratch/job42/last.pt*")
 
 
 def test_catalogue_from_a_conftest(
@@ -261,12 +255,20 @@ def test_variant_beats_control(itera_campaign):
 """
 
 
+def accepting(itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, tests: str,
+              *args: str) -> pytest.RunResult:
+    """The campaign written beside test_acceptance.py (``tests``), and a run of that file and
+    the campaign with ``args``."""
+    campaign.write()
+    pytester.makepyfile(test_acceptance=tests)
+    return itera("test_acceptance.py", *args)
+
+
 def test_fixture_gives_the_loaded_campaign(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    campaign.write()
-    pytester.makepyfile(test_acceptance=ACCEPTANCE_TEST)
-    result = itera("test_acceptance.py", "-k", "variant_beats or analysis-present")
+    result = accepting(itera, pytester, campaign, ACCEPTANCE_TEST,
+                       "-k", "variant_beats or analysis-present")
     result.assert_outcomes(passed=2)
     campaign.manifest["runs"][3]["metrics"]["accuracy"] = 0.5
     campaign.write()
@@ -304,9 +306,7 @@ def test_fixture_on_a_campaign_that_does_not_load(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     campaign.manifest["runs"][0]["outcome"] = "great"
-    campaign.write()
-    pytester.makepyfile(test_acceptance=ACCEPTANCE_TEST)
-    result = itera("test_acceptance.py", "-k", "variant_beats")
+    result = accepting(itera, pytester, campaign, ACCEPTANCE_TEST, "-k", "variant_beats")
     result.assert_outcomes(errors=1)
     expect(result, f"*campaign {campaign.root} did not load:",
            "  manifest.json:*:* $.runs[0].outcome: 'great' is not one of*")
@@ -318,9 +318,7 @@ def test_fixture_on_a_campaign_that_does_not_load(
 def test_not_itera_marker_keeps_only_hand_written_tests(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    campaign.write()
-    pytester.makepyfile(test_acceptance=ACCEPTANCE_TEST)
-    result = itera("test_acceptance.py", "-m", "not itera")
+    result = accepting(itera, pytester, campaign, ACCEPTANCE_TEST, "-m", "not itera")
     result.assert_outcomes(passed=1)
     # The hand-written acceptance test is one of the campaign's checks; only it ran, the
     # campaign's own items were deselected (xdist reports no deselected count: the verdict

@@ -51,18 +51,6 @@ def pytest_configure(config):
 """
 
 
-def test_the_server_starts_before_configure_when_checkpoints_are_listed(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    """At pytest_cmdline_main (issue 29): torch's import gets the earliest head start."""
-    campaign.write()
-    result, servers = seen(itera, conftest=BEFORE_CONFIGURE)
-    assert result.ret == 0
-    result.stdout.fnmatch_lines(["*ACCEPTED*"])
-    assert json.loads((itera.pytester.path / "configure.json").read_text()) == [True]
-    assert servers == {"sessionstart": [True], "runtestloop": [True]}
-
-
 DESELECT_RELOADS = """
 def pytest_collection_modifyitems(config, items):
     kept = [i for i in items if "reload" not in i.name and "resume" not in i.name
@@ -72,14 +60,31 @@ def pytest_collection_modifyitems(config, items):
 """
 
 
-def test_the_server_started_ahead_is_stopped_when_no_selected_item_reloads(
-    itera: Itera, campaign: CampaignBuilder
+@pytest.mark.parametrize(
+    ("args", "plugin", "verdict", "configure", "servers"),
+    [pytest.param((), "", "ACCEPTED", [True], {"sessionstart": [True], "runtestloop": [True]},
+                  id="starts-before-configure"),
+     pytest.param((), DESELECT_RELOADS, "INCOMPLETE", [True],
+                  {"sessionstart": [True], "runtestloop": []},
+                  id="stopped-when-no-item-reloads"),
+     pytest.param(("-k", "checkpoint-reloads or files-intact"), DESELECT_RELOADS, "INCOMPLETE",
+                  [], {"sessionstart": [], "runtestloop": []},
+                  id="plugin-narrows-further")],
+)
+def test_the_server_runs_from_before_configure_until_no_selected_item_reloads(
+    itera: Itera, campaign: CampaignBuilder, args: tuple[str, ...], plugin: str, verdict: str,
+    configure: list[bool], servers: dict[str, list[bool]],
 ) -> None:
-    """A plugin's deselection is known only after collection."""
+    """It starts at pytest_cmdline_main (issue 29): torch's import gets the earliest head
+    start. A plugin's deselection is known only after collection: the server started ahead is
+    stopped when no selected item reloads. When -k selects the reloads and a plugin then
+    deselects them, the server waits for both and never starts."""
     campaign.write()
-    result, servers = seen(itera, conftest=DESELECT_RELOADS)
-    assert result.ret == 0
-    assert servers == {"sessionstart": [True], "runtestloop": []}
+    result, seen_servers = seen(itera, *args, conftest=BEFORE_CONFIGURE + plugin)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines([f"campaign tiny-2026-11: {verdict} *"])
+    assert json.loads((itera.pytester.path / "configure.json").read_text()) == configure
+    assert seen_servers == servers
 
 
 # (arguments, started at configure, running when the items run)
@@ -108,17 +113,6 @@ def test_a_chosen_selection_starts_the_server_only_if_it_reloads(
     assert result.ret in (0, pytest.ExitCode.NO_TESTS_COLLECTED), result.stdout.str()
     assert servers == {"sessionstart": [True] if early else [],
                        "runtestloop": [True] if running else []}
-
-
-def test_a_selection_a_plugin_narrows_further_starts_nothing(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    """-k selects the reloads, a plugin then deselects them: the server waits for both."""
-    campaign.write()
-    result, servers = seen(itera, "-k", "checkpoint-reloads or files-intact",
-                           conftest=DESELECT_RELOADS)
-    assert result.ret == 0
-    assert servers == {"sessionstart": [], "runtestloop": []}
 
 
 def test_an_expression_pytest_refuses_starts_nothing(

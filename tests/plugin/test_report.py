@@ -24,7 +24,7 @@ from pytest_itera.checks import files as files_family
 from pytest_itera.checks.engine import judge
 from pytest_itera.core.campaign import load_campaign
 from tests.factory import CampaignBuilder, expect
-from tests.runner import BEFORE_WORKERS, SAME_REPORT, Itera, only_xdist
+from tests.runner import SAME_REPORT, Itera, only_xdist
 
 HOSTILE = "<script>alert(1)</script> see https://evil.example/x.png \x1b[2J"
 # Why a test of what a report says runs in one xdist mode (tests/plugin/conftest.py).
@@ -467,16 +467,6 @@ def test_report_that_cannot_be_written_fails_the_run(
     target = pytester.path / "blocker" / "report.json"
     result.stdout.fnmatch_lines([f"closure report NOT written: {target}: *"])
     result.stdout.no_fnmatch_line("closure report: *")
-
-
-@pytest.mark.one_mode(BEFORE_WORKERS)
-def test_unknown_report_type_is_a_usage_error(
-    itera: Itera, campaign: CampaignBuilder
-) -> None:
-    campaign.write()
-    result = itera("--itera-report", "report.pdf")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*report.pdf: unknown report type; use a .json, .md or .html*"])
 
 
 # ------------------------------------------------------------ a report that stands on its own

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.factory import CampaignBuilder, expect
-from tests.runner import BEFORE_WORKERS, SAME_REPORT, Itera, only_xdist
+from tests.runner import SAME_REPORT, Itera, only_xdist
 
 FOLDERS = ("extra/a", "extra/b", "extra/c")
 GROUPED = "[pytest]\nitera_group_files_above = 20\n"
@@ -76,59 +77,55 @@ def test_folder_item_passes(
     result.assert_outcomes(passed=3)
 
 
-@pytest.mark.one_mode(GROUPED_TEXT)
-def test_corrupted_file_fails_its_folder_item_naming_it(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    add_files(campaign)
-    campaign.write()
-    corrupt(campaign, "extra/b/f07.txt")
-    pytester.makeini(GROUPED)
-    result = itera("-k", "files-intact and extra", "--itera-report", "r.json")
-    result.assert_outcomes(passed=2, failed=1)
-    expect(result,
-           "files-intact[extra/b/*]: 2 problems in 1 of 20 files",
-           "manifest.json $.files[*].bytes: extra/b/f07.txt is 20 bytes, the manifest says 15",
-           "manifest.json $.files[*].sha256: extra/b/f07.txt does not have the sha256 *")
-    failed = [c for c in report(pytester, "r.json")["checks"] if c["outcome"] == "failed"]
-    assert [c["target"] for c in failed] == ["extra/b/*"]
-    assert {f["message"].split()[0] for f in failed[0]["findings"]} == {"extra/b/f07.txt"}
+def many_files(campaign: CampaignBuilder) -> None:
+    """30 small listed files in one folder, ``many/``."""
+    for n in range(30):
+        campaign.files[f"many/f{n:02d}.txt"] = f"many {n:02d}\n".encode()
 
 
 @pytest.mark.one_mode(GROUPED_TEXT)
-def test_every_failing_file_is_named_and_reported(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
+@pytest.mark.parametrize(
+    ("files", "broken", "selection", "outcomes", "lines"),
+    [pytest.param(add_files, ("extra/b/f07.txt",), "files-intact and extra",
+                  {"passed": 2, "failed": 1},
+                  ("files-intact[extra/b/*]: 2 problems in 1 of 20 files",
+                   "manifest.json $.files[*].bytes: extra/b/f07.txt is 20 bytes, the manifest "
+                   "says 15",
+                   "manifest.json $.files[*].sha256: extra/b/f07.txt does not have the sha256 *"),
+                  id="one-corrupted-file"),
+     pytest.param(add_files, tuple(f"extra/c/f{n:02d}.txt" for n in range(20)),
+                  "files-intact and extra/c", {"failed": 1},
+                  ("files-intact[extra/c/*]: * problems in 20 of 20 files",),
+                  id="every-file-failing"),
+     pytest.param(many_files, tuple(f"many/f{n:02d}.txt" for n in range(30)),
+                  "files-intact and many", {"failed": 1},
+                  ("... and 10 more failing files (every finding is in the JSON report):",
+                   "  many/f20.txt: many/f20.txt is 20 bytes, the manifest says 8",
+                   "  many/f29.txt: *"),
+                  id="a-long-list")],
+)
+def test_a_folder_item_fails_naming_each_failing_file_and_reports_every_finding(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder,
+    files: Callable[[CampaignBuilder], None], broken: tuple[str, ...], selection: str,
+    outcomes: dict[str, int], lines: tuple[str, ...],
 ) -> None:
-    add_files(campaign)
+    """A corrupted file fails its folder's item, which names it (the other folders' pass);
+    when every file of a folder fails, each is named in the message, the JSON report and the
+    JUnit XML; a long list names the first files in full, then the rest, and every finding is
+    still in the JSON report."""
+    files(campaign)
     campaign.write()
-    broken = [f"extra/c/f{n:02d}.txt" for n in range(20)]
     corrupt(campaign, *broken)
     pytester.makeini(GROUPED)
-    result = itera("-k", "files-intact and extra/c", "--itera-report", "r.json",
-                   "--junitxml=j.xml")
-    result.assert_outcomes(failed=1)
-    expect(result, "files-intact[extra/c/*]: * problems in 20 of 20 files")
-    [check] = [c for c in report(pytester, "r.json")["checks"] if c["outcome"] == "failed"]
-    assert {f["message"].split()[0] for f in check["findings"]} == set(broken)
+    result = itera("-k", selection, "--itera-report", "r.json", "--junitxml=j.xml")
+    result.assert_outcomes(**outcomes)
+    expect(result, *lines)
+    failed = [c for c in report(pytester, "r.json")["checks"] if c["outcome"] == "failed"]
+    assert [c["target"] for c in failed] == [f"{broken[0].rsplit('/', 1)[0]}/*"]
+    assert {f["message"].split()[0] for f in failed[0]["findings"]} == set(broken)
     case = next(ET.parse(pytester.path / "j.xml").iter("failure"))
     text = (case.get("message") or "") + (case.text or "")
     assert all(path in text for path in broken)
-
-
-@pytest.mark.one_mode(GROUPED_TEXT)
-def test_a_long_list_names_the_first_files_in_full_then_the_rest(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    for n in range(30):
-        campaign.files[f"many/f{n:02d}.txt"] = f"many {n:02d}\n".encode()
-    campaign.write()
-    corrupt(campaign, *(f"many/f{n:02d}.txt" for n in range(30)))
-    pytester.makeini(GROUPED)
-    result = itera("-k", "files-intact and many")
-    result.assert_outcomes(failed=1)
-    expect(result, "... and 10 more failing files (every finding is in the JSON report):",
-           "  many/f20.txt: many/f20.txt is 20 bytes, the manifest says 8")
-    assert "  many/f29.txt: " in result.stdout.str()
 
 
 @only_xdist("on")  # it compares the workers' items with one process's itself
@@ -174,13 +171,3 @@ def test_verdict_and_runs_table_are_the_ungrouped_runs(
     assert outcomes["grouped"][0] == "rejected"
     assert ("control", "accepted", False) in outcomes["grouped"][1]
 
-
-@pytest.mark.one_mode(BEFORE_WORKERS)
-def test_threshold_must_be_a_whole_number(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    campaign.write()
-    pytester.makeini("[pytest]\nitera_group_files_above = lots\n")
-    result = itera()
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*itera_group_files_above = lots: not a whole number of files"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,14 @@ def keypair(folder: Path, name: str) -> tuple[Path, Path]:
 @pytest.fixture
 def keys(pytester: pytest.Pytester) -> tuple[Path, Path]:
     return keypair(pytester.path, "seal")
+
+
+@pytest.fixture
+def signed(itera: Itera, campaign: CampaignBuilder, keys: tuple[Path, Path]) -> Path:
+    """The campaign written and sealed with the private key of ``keys``: the public key."""
+    private, public = keys
+    sealed(itera, campaign, "--itera-seal-key", str(private))
+    return public
 
 
 def sealed(itera: Itera, campaign: CampaignBuilder, *args: str) -> pytest.RunResult:
@@ -86,12 +95,9 @@ def test_a_signed_seal_verifies_and_names_each_changed_file(
 
 
 @pytest.mark.one_mode(CONTENT)
-def test_a_wrong_key_or_no_key_fails(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
-) -> None:
-    private, _ = keys
+def test_a_wrong_key_or_no_key_fails(itera: Itera, pytester: pytest.Pytester,
+                                     signed: Path) -> None:
     _, other = keypair(pytester.path, "other")
-    sealed(itera, campaign, "--itera-seal-key", str(private))
     wrong = verify(itera, "--itera-seal-pubkey", str(other))
     assert wrong.ret == pytest.ExitCode.TESTS_FAILED
     wrong.assert_outcomes(passed=2, failed=1)
@@ -104,33 +110,28 @@ def test_a_wrong_key_or_no_key_fails(
 
 
 @pytest.mark.one_mode(CONTENT)
-def test_an_edited_signed_seal_fails_its_signature(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
-) -> None:
-    private, public = keys
-    sealed(itera, campaign, "--itera-seal-key", str(private))
+def test_an_edited_signed_seal_fails_its_signature(itera: Itera, pytester: pytest.Pytester,
+                                                   signed: Path) -> None:
     path = pytester.path / "closure.seal.json"
     bundle = json.loads(path.read_text())
     statement = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"]))
     statement["predicate"]["itera"]["verdict"] = "accepted, honestly"
     bundle["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
     path.write_text(json.dumps(bundle))
-    result = verify(itera, "--itera-seal-pubkey", str(public))
+    result = verify(itera, "--itera-seal-pubkey", str(signed))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["FAILED out/manifest.json::seal-signature*"])
 
 
 @pytest.mark.one_mode(CONTENT)
 def test_the_seal_is_model_signings_own_format(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+    pytester: pytest.Pytester, campaign: CampaignBuilder, signed: Path
 ) -> None:
     """Anyone can check it with model-signing's public API, without pytest-itera."""
     from model_signing import verifying
 
-    private, public = keys
-    sealed(itera, campaign, "--itera-seal-key", str(private))
     config = verifying.Config()  # type: ignore[no-untyped-call]
-    config.use_elliptic_key_verifier(public_key=public).verify(
+    config.use_elliptic_key_verifier(public_key=signed).verify(
         campaign.root, pytester.path / "closure.seal.json")
 
 
@@ -231,10 +232,8 @@ def sealed_record(path: Path) -> dict[str, Any]:
 
 @pytest.mark.one_mode(CONTENT)
 def test_the_seal_records_the_result_and_verifying_recomputes_it(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, signed: Path
 ) -> None:
-    private, public = keys
-    sealed(itera, campaign, "--itera-seal-key", str(private))
     result = sealed_record(pytester.path / "closure.seal.json")["result"]
     assert seal_result.problems(result) == []
     plan_sha256 = hashlib.sha256((campaign.root / "plan.json").read_bytes()).hexdigest()
@@ -248,7 +247,7 @@ def test_the_seal_records_the_result_and_verifying_recomputes_it(
     assert variant["source"].startswith("recomputed")
     assert variant["predictions_sha256"] == hashlib.sha256(predictions.read_bytes()).hexdigest()
     assert result["conclusion"]["meets_threshold"] == ["variant-a"]
-    holds = verify(itera, "--itera-seal-pubkey", str(public))
+    holds = verify(itera, "--itera-seal-pubkey", str(signed))
     assert holds.ret == pytest.ExitCode.OK, holds.stdout.str()
     holds.stdout.fnmatch_lines([
         "*: SEAL HOLDS — *",
@@ -257,83 +256,78 @@ def test_the_seal_records_the_result_and_verifying_recomputes_it(
         "sealed conclusion: variant-a meets the 0.8 accuracy threshold; the control does not."])
 
 
-@pytest.mark.one_mode(CONTENT)
-def test_a_sealed_metric_edited_and_signed_again_fails_by_recomputation(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
-) -> None:
-    """Every digest holds and so does the signature (the same key signed the forgery): only
-    recomputing the value from the sealed predictions finds it."""
-    private, public = keys
-    sealed(itera, campaign, "--itera-seal-key", str(private))
-    path = pytester.path / "closure.seal.json"
-    record = sealed_record(path)
+def metric_raised(record: dict[str, Any]) -> None:
     control = next(r for r in record["result"]["runs"] if r["run"] == "control")
     control["value"] = 0.85
     record["result"]["conclusion"]["meets_threshold"] = ["control", "variant-a"]
-    seal.write(campaign.root, path, record, key=private)
-    forged = verify(itera, "--itera-seal-pubkey", str(public))
-    assert forged.ret == pytest.ExitCode.TESTS_FAILED
-    forged.assert_outcomes(passed=2, failed=1)  # the signature and the files hold
-    expect(forged, "seal-result: 2 problems",
-           "*run control's accuracy: sealed 0.85, recomputed 0.75 (recomputed *",
-           "*the conclusion (manifest.json): the seal records one value, the folder gives "
-           "another*",
-           "campaign tiny-2026-11: SEAL BROKEN — seal-result (*closure.seal.json)")
 
 
-@pytest.mark.one_mode(CONTENT)
-def test_a_sealed_interval_made_decisive_and_signed_again_fails_by_recomputation(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path]
-) -> None:
-    """How sure the decision is is sealed too: an interval rewritten to look decisive is
-    found by resampling the sealed predictions again (the same seed)."""
-    private, public = keys
-    sealed(itera, campaign, "--itera-seal-key", str(private))
-    path = pytester.path / "closure.seal.json"
-    record = sealed_record(path)
+def interval_made_decisive(record: dict[str, Any]) -> None:
     variant = next(r for r in record["result"]["runs"] if r["run"] == "variant-a")
     assert "interval" in variant  # a variant's, or why it has none
     variant["interval"] = {"gain": 0.25, "low": 0.2, "high": 0.3, "level": 0.95,
                            "method": "paired bootstrap, 2000 resamples, seed 0",
                            "decisive": True}
-    seal.write(campaign.root, path, record, key=private)
-    forged = verify(itera, "--itera-seal-pubkey", str(public))
-    assert forged.ret == pytest.ExitCode.TESTS_FAILED
-    forged.assert_outcomes(passed=2, failed=1)
-    expect(forged, "seal-result: 1 problem",
-           "*run variant-a: its interval (recomputed with the sealed seed): the seal records "
-           "one value, the folder gives another*")
 
 
-@pytest.mark.one_mode(CONTENT)
-def test_a_seal_of_an_older_version_is_verified_for_bytes_and_says_so(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    sealed(itera, campaign)
-    path = pytester.path / "closure.seal.json"
-    record = sealed_record(path)
+def result_dropped(record: dict[str, Any]) -> None:
     del record["result"]  # what itera-seal/1 wrote before the result was recorded
-    seal.write(campaign.root, path, record)
-    old = verify(itera)
-    assert old.ret == pytest.ExitCode.OK, old.stdout.str()
-    old.assert_outcomes(passed=3)
-    old.stdout.fnmatch_lines(["*: SEAL HOLDS — *", seal_result.NO_RESULT])
 
 
-@pytest.mark.one_mode(CONTENT)
-def test_a_result_that_breaks_its_schema_is_a_finding(
-    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
-) -> None:
-    sealed(itera, campaign)
-    path = pytester.path / "closure.seal.json"
-    record = sealed_record(path)
+def schema_broken(record: dict[str, Any]) -> None:
     record["result"]["runs"] = "all of them"
     del record["result"]["conclusion"]
-    seal.write(campaign.root, path, record)
-    broken = verify(itera)
-    assert broken.ret == pytest.ExitCode.TESTS_FAILED
-    broken.assert_outcomes(passed=2, failed=1)
-    expect(broken, "seal-result: 1 problem",
-           "*closure.seal.json: the result the seal records breaks its schema (seal-result): *"
-           "'conclusion' is a required property*")
-    assert "$.runs: 'all of them' is not of type 'array'" in broken.stdout.str()
+
+
+FORGED = {"passed": 2, "failed": 1}  # the signature and the files hold
+
+
+@pytest.mark.one_mode(CONTENT)
+@pytest.mark.parametrize(
+    ("signs", "rewrite", "ret", "outcomes", "lines", "also"),
+    [pytest.param(True, metric_raised, pytest.ExitCode.TESTS_FAILED, FORGED, (
+        "seal-result: 2 problems",
+        "*run control's accuracy: sealed 0.85, recomputed 0.75 (recomputed *",
+        "*the conclusion (manifest.json): the seal records one value, the folder gives another*",
+        "campaign tiny-2026-11: SEAL BROKEN — seal-result (*closure.seal.json)"), (),
+        id="metric-signed-again"),
+     pytest.param(True, interval_made_decisive, pytest.ExitCode.TESTS_FAILED, FORGED, (
+         "seal-result: 1 problem",
+         "*run variant-a: its interval (recomputed with the sealed seed): the seal records one "
+         "value, the folder gives another*"), (),
+         id="interval-signed-again"),
+     pytest.param(False, result_dropped, pytest.ExitCode.OK, {"passed": 3},
+                  ("*: SEAL HOLDS — *", seal_result.NO_RESULT), (),
+                  id="older-version"),
+     pytest.param(False, schema_broken, pytest.ExitCode.TESTS_FAILED, {"passed": 2, "failed": 1},
+                  ("seal-result: 1 problem",
+                   "*closure.seal.json: the result the seal records breaks its schema "
+                   "(seal-result): *'conclusion' is a required property*"),
+                  ("$.runs: 'all of them' is not of type 'array'",),
+                  id="result-breaks-schema")],
+)
+def test_a_rewritten_seal_is_judged_by_the_result_it_records(
+    itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, keys: tuple[Path, Path],
+    signs: bool, rewrite: Callable[[dict[str, Any]], None], ret: pytest.ExitCode,
+    outcomes: dict[str, int], lines: tuple[str, ...], also: tuple[str, ...],
+) -> None:
+    """The seal's record rewritten, then written again (signed by the same key where it was).
+
+    A metric edited and signed again: every digest holds and so does the signature (the same
+    key signed the forgery): only recomputing the value from the sealed predictions finds it.
+    An interval made decisive: how sure the decision is is sealed too, and an interval
+    rewritten to look decisive is found by resampling the sealed predictions again (the same
+    seed). A seal of an older version (no result) is verified for bytes and says so; a result
+    that breaks its schema is a finding."""
+    private, public = keys
+    sealed(itera, campaign, *(("--itera-seal-key", str(private)) if signs else ()))
+    path = pytester.path / "closure.seal.json"
+    record = sealed_record(path)
+    rewrite(record)
+    seal.write(campaign.root, path, record, key=private if signs else None)
+    judged = verify(itera, *(("--itera-seal-pubkey", str(public)) if signs else ()))
+    assert judged.ret == ret, judged.stdout.str()
+    judged.assert_outcomes(**outcomes)
+    expect(judged, *lines)
+    for words in also:
+        assert words in judged.stdout.str()

@@ -303,16 +303,23 @@ def collected(pytester: pytest.Pytester) -> dict[str, IteraCheckItem]:
     return {i.name: i for i in items if isinstance(i, IteraCheckItem)}
 
 
+def waiver_tally(pytester: pytest.Pytester, campaign: CampaignBuilder,
+                 *entries: dict[str, str]) -> ItemTally:
+    """The campaign written, ``entries`` in the waivers file w.json, and the item tally of a
+    session given both."""
+    campaign.write()
+    waivers_file(pytester.path / "w.json", *entries)
+    return item_tally(pytester, "--itera-campaign", "out", "--itera-waivers", "w.json")
+
+
 def test_a_valid_waiver_marks_the_items_it_matches_xfail(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    campaign.write()
-    waivers_file(pytester.path / "w.json",
-                 {"check": "files-intact", "target": "runs/control/*"},
-                 {"check": "files-intact", "target": "RELOAD.md", "campaign": "someone-else"},
-                 {"check": "files-intact", "target": "analysis.md", "expires": "2000-01-01"})
+    tally = waiver_tally(
+        pytester, campaign, {"check": "files-intact", "target": "runs/control/*"},
+        {"check": "files-intact", "target": "RELOAD.md", "campaign": "someone-else"},
+        {"check": "files-intact", "target": "analysis.md", "expires": "2000-01-01"})
     items = collected(pytester)
-    tally = item_tally(pytester, "--itera-campaign", "out", "--itera-waivers", "w.json")
     for item in items.values():
         tally.pytest_itemcollected(item)
     waived = sorted(name for name, item in items.items() if item.get_closest_marker("xfail"))
@@ -336,12 +343,10 @@ def test_a_valid_waiver_marks_the_items_it_matches_xfail(
 def test_each_waiver_is_an_item_of_the_campaigns_it_applies_to(
     pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    campaign.write()
-    waivers_file(pytester.path / "w.json",
-                 {"check": "files-intact", "target": "nothing-matches"},
-                 {"check": "no-empty-files", "target": "*", "campaign": "tiny-*"},
-                 {"check": "manifest", "target": "*", "campaign": "other-*"})
-    tally = item_tally(pytester, "--itera-campaign", "out", "--itera-waivers", "w.json")
+    tally = waiver_tally(pytester, campaign,
+                         {"check": "files-intact", "target": "nothing-matches"},
+                         {"check": "no-empty-files", "target": "*", "campaign": "tiny-*"},
+                         {"check": "manifest", "target": "*", "campaign": "other-*"})
     check, = tally.pytest_itera_checks(tally.config)
     assert (check.id, check.fast, check.needs) == ("waiver", True, frozenset())
     assert ITEM_ORDER[-1] == "waiver"  # judged last

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,22 @@ def empty_analysis(campaign: CampaignBuilder) -> None:
     """Two items fail: no-empty-files and analysis-present (both campaign-level)."""
     campaign.files["analysis.md"] = b""
     campaign.write()
+
+
+def run_waived(itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder, toml: str,
+               *args: str) -> pytest.RunResult:
+    """The analysis emptied (``empty_analysis``), ``toml`` as waivers.toml, and a run given
+    it and ``args``."""
+    empty_analysis(campaign)
+    (pytester.path / "waivers.toml").write_text(toml)
+    return itera("--itera-waivers", "waivers.toml", *args)
+
+
+def validated(pytester: pytest.Pytester) -> dict[str, Any]:
+    """The JSON report r.json, checked against its schema."""
+    data: dict[str, Any] = json.loads((pytester.path / "r.json").read_text())
+    validate_report(data)
+    return data
 
 
 # ------------------------------------------------------------------ the file
@@ -90,19 +107,17 @@ def test_a_file_that_is_no_waivers_file_is_refused(
 def test_waived_failures_give_accepted_with_waivers_listed_everywhere(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    empty_analysis(campaign)
-    (pytester.path / "waivers.toml").write_text(
-        toml_waiver("no-empty-files", "*") + toml_waiver("analysis-present", "*"))
-    result = itera(GATE, "--itera-waivers", "waivers.toml", "--itera-report", "r.json",
-                   "--itera-report", "r.md", "--itera-report", "r.html", "-rx")
+    result = run_waived(itera, pytester, campaign,
+                        toml_waiver("no-empty-files", "*") + toml_waiver("analysis-present", "*"),
+                        GATE, "--itera-report", "r.json", "--itera-report", "r.md",
+                        "--itera-report", "r.html", "-rx")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     expect(result, "campaign tiny-2026-11: ACCEPTED WITH WAIVERS — */* checks passed, 2 waived",
            "  waived: out/manifest.json::analysis-present — waived by M. Reviewer until "
            f"{LATER}: the analysis is in the notebook, agreed with the team")
     result.stdout.fnmatch_lines(["XFAIL out/manifest.json::no-empty-files - waived by M. "
                                  f"Reviewer until {LATER} (*waivers.toml #1): the analysis*"])
-    data = json.loads((pytester.path / "r.json").read_text())
-    validate_report(data)
+    data = validated(pytester)
     assert data["verdict"] == "accepted with waivers"
     checks = {c["check"]: c for c in data["checks"]}
     waived = checks["no-empty-files"]
@@ -123,14 +138,12 @@ def test_waivers_under_xdist(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
     """Workers mark and judge; the controller reads the waiver from each report."""
-    empty_analysis(campaign)
-    (pytester.path / "waivers.toml").write_text(
-        toml_waiver("no-empty-files", "*") + toml_waiver("files-intact", "nothing/*"))
-    result = itera("--itera-waivers", "waivers.toml", "-k", "empty or waiver",
-                   "--itera-report", "r.json")
+    result = run_waived(itera, pytester, campaign,
+                        toml_waiver("no-empty-files", "*")
+                        + toml_waiver("files-intact", "nothing/*"),
+                        "-k", "empty or waiver", "--itera-report", "r.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the unmatched waiver's own item
-    data = json.loads((pytester.path / "r.json").read_text())
-    validate_report(data)
+    data = validated(pytester)
     outcomes = {c["nodeid"]: c["outcome"] for c in data["checks"]}
     assert outcomes["out/manifest.json::no-empty-files"] == "waived"
     assert outcomes["out/manifest.json::waiver[1-no-empty-files]"] == "passed"
@@ -143,13 +156,12 @@ def test_waivers_under_xdist(
 def test_an_expired_waiver_waives_nothing_and_fails(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    empty_analysis(campaign)
     today = waivers.today()  # now, not at import: a suite that runs across midnight
     yesterday = today - timedelta(days=1)
-    (pytester.path / "waivers.toml").write_text(
-        toml_waiver("no-empty-files", "*", expires=yesterday)
-        + toml_waiver("analysis-present", "*"))
-    result = itera("--itera-waivers", "waivers.toml", "-k", "empty or analysis or waiver")
+    result = run_waived(itera, pytester, campaign,
+                        toml_waiver("no-empty-files", "*", expires=yesterday)
+                        + toml_waiver("analysis-present", "*"),
+                        "-k", "empty or analysis or waiver")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
     assert (outcomes["failed"], outcomes["xfailed"]) == (2, 1)  # the item and its waiver
@@ -165,11 +177,10 @@ def test_an_expired_waiver_waives_nothing_and_fails(
 def test_an_incomplete_or_unmatched_waiver_is_a_failing_item(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder
 ) -> None:
-    empty_analysis(campaign)
-    (pytester.path / "waivers.toml").write_text(
-        toml_waiver("no-empty-files", "*", approved_by=None)
-        + toml_waiver("files-intact", "runs/nothing-here/*"))
-    result = itera("--itera-waivers", "waivers.toml", "-k", "empty or waiver")
+    result = run_waived(itera, pytester, campaign,
+                        toml_waiver("no-empty-files", "*", approved_by=None)
+                        + toml_waiver("files-intact", "runs/nothing-here/*"),
+                        "-k", "empty or waiver")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     # Each waiver item's failure, in the order the items finish (any, under xdist).
     expect_each(result, "*waivers[0]: waiver #1 has no approver (approved_by): it waives nothing",
@@ -228,8 +239,7 @@ def test_an_xfail_is_a_waiver_only_with_a_reason(
     args = ("-k", "empty", "--itera-report", "r.json")
     plain = itera(*args)
     assert plain.ret == pytest.ExitCode.OK  # pytest's semantics: an xfail is not a failure
-    data = json.loads((pytester.path / "r.json").read_text())
-    validate_report(data)
+    data = validated(pytester)
     item, = (c for c in data["checks"] if c["check"] == "no-empty-files")
     if reason != "''":
         assert item["outcome"] == "waived"
