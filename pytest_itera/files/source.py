@@ -27,8 +27,10 @@ import hashlib
 import itertools
 import json
 import os
+import queue
 import re
 import shutil
+import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -42,7 +44,7 @@ from pytest_itera.core.text import size_text
 
 if TYPE_CHECKING:
     from obstore import GetOptions
-    from obstore.store import ClientConfig
+    from obstore.store import ClientConfig, RetryConfig
 
     from pytest_itera.files.scan import FileFacts
     from pytest_itera.files.tree import Entry
@@ -51,10 +53,11 @@ __all__ = ["INSTALL", "Held", "S3Location", "S3Source", "SourceError", "Staged",
            "client", "endpoint", "fetch", "full_sha256", "is_remote", "stage", "status_of"]
 
 INSTALL = "pip install 'pytest-itera[s3]'"
-CHUNK = 8 << 20  # bytes per ranged GET: the memory per object being read
+CHUNK = 8 << 20  # bytes per piece of a GET handed on: the memory per object being read
 SNIFF = 64 << 10  # the first bytes read of an object that may need no local copy
 SCHEME = "s3://"
 CAP_OPTION = "itera_store_cache_max"
+_WHOLE_GET = "24h"  # the request timeout of a GET of an object's bytes: never the bound
 CHANGED = "changed while it was being copied"
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]")
 
@@ -305,11 +308,17 @@ class S3Source:
         }
         if endpoint().startswith("http://"):
             client["allow_http"] = True
-        self._store = S3Store(
-            location.bucket, prefix=location.prefix or None, client_options=client,
-            retry_config={"max_retries": retries, "retry_timeout": timedelta(seconds=timeout * 2),
-                          "backoff": {"init_backoff": timedelta(milliseconds=100),
-                                      "max_backoff": timedelta(seconds=2), "base": 2.0}})
+        retry: RetryConfig = {
+            "max_retries": retries, "retry_timeout": timedelta(seconds=timeout * 2),
+            "backoff": {"init_backoff": timedelta(milliseconds=100),
+                        "max_backoff": timedelta(seconds=2), "base": 2.0}}
+        self._store = S3Store(location.bucket, prefix=location.prefix or None,
+                              client_options=client, retry_config=retry)
+        # The objects' bytes: one GET each, as long as it takes (obstore's timeout bounds a
+        # whole request); a stall is bounded by :meth:`chunks`' own watch instead.
+        self._bytes = S3Store(location.bucket, prefix=location.prefix or None,
+                              client_options={**client, "timeout": _WHOLE_GET},
+                              retry_config=retry)
 
     def list(self) -> list[StoredObject]:
         """Every object under the prefix (folder markers skipped), keys checked like paths."""
@@ -333,29 +342,83 @@ class S3Source:
 
     def chunks(self, item: StoredObject, size: int | None = None,
                offset: int = 0) -> Iterator[bytes]:
-        """The object's bytes from ``offset`` (to ``size`` only, if given) in pieces of
-        ``CHUNK`` bytes, one ranged GET each (so a request timeout bounds a piece, not the
-        whole object), each If-Match the listed version. SourceError: the cause, in a
-        finding's words (the URL is the caller's to name)."""
+        """The object's bytes from ``offset`` (to ``size`` only, if given) in pieces of at
+        most ``CHUNK`` bytes, from one ranged GET If-Match the listed version. The GET runs
+        on a thread of its own and hands its pieces over: no piece within ``timeout``
+        seconds is a stall, and the GET is asked again from the byte reached, ``retries``
+        times (a ranged GET per piece would bound each piece by the request timeout, but
+        costs a store that reads the whole object for each range a whole read per piece).
+        SourceError: the cause, in a finding's words (the URL is the caller's to name)."""
+        end = min(item.size, size if size is not None else item.size)
+        reached, stalls = offset, 0
+        while reached < end:
+            stalled = False
+            for piece in self._get(item, reached, end):
+                if piece is None:
+                    stalled = True
+                    break
+                reached += len(piece)
+                yield piece
+            if not stalled:
+                break
+            stalls += 1
+            if stalls > self.retries:
+                raise SourceError(f"no answer within {self.timeout:g} s after {self.retries} "
+                                  f"retries (bytes {reached}-{end - 1})")
+        if reached != end:
+            raise SourceError(f"a short read: {reached - offset} bytes came for bytes "
+                              f"{offset}-{end - 1}")
+
+    def _get(self, item: StoredObject, start: int, end: int) -> Iterator[bytes | None]:
+        """Bytes ``start``..``end`` of one GET, read by a thread; None once it stalls (no
+        piece within ``timeout``), then nothing more: the caller asks again."""
         from obstore.exceptions import PreconditionError
 
-        for start in range(offset, min(item.size, size if size is not None else item.size),
-                           CHUNK):
-            end = min(start + CHUNK, item.size)
-            options: GetOptions = {"range": (start, end)}
-            if item.etag:
-                options["if_match"] = item.etag
+        options: GetOptions = {"range": (start, end)}
+        if item.etag:
+            options["if_match"] = item.etag
+        pieces: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=2)
+        stop = threading.Event()
+
+        def hand(value: bytes | BaseException | None) -> bool:
+            while not stop.is_set():
+                try:
+                    pieces.put(value, timeout=0.2)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def read() -> None:
             try:
-                piece = bytes(self._obstore.get(self._store, item.key, options=options).bytes())
-            except PreconditionError:
-                raise SourceError(f"{CHANGED} (its ETag is no longer {item.etag})") from None
-            except Exception as exc:
-                raise SourceError(f"{_cause(exc, self.timeout)} (bytes {start}-{end - 1})") \
-                    from None
-            if len(piece) != end - start:
-                raise SourceError(f"a short read: {len(piece)} bytes came for bytes "
-                                  f"{start}-{end - 1}")
-            yield piece
+                got = self._obstore.get(self._bytes, item.key, options=options)
+                for piece in got.stream(min_chunk_size=CHUNK):
+                    if not hand(bytes(piece)):
+                        return
+                hand(None)
+            except BaseException as exc:  # handed over: raised in the reading thread
+                hand(exc)
+
+        threading.Thread(target=read, name="itera-store-get", daemon=True).start()
+        reached = start
+        try:
+            while True:
+                try:
+                    value = pieces.get(timeout=self.timeout)
+                except queue.Empty:
+                    yield None
+                    return
+                if value is None:
+                    return
+                if isinstance(value, PreconditionError):
+                    raise SourceError(f"{CHANGED} (its ETag is no longer {item.etag})")
+                if isinstance(value, BaseException):
+                    raise SourceError(f"{_cause(value, self.timeout)} (bytes {reached}-"
+                                      f"{end - 1})")
+                reached += len(value)
+                yield value
+        finally:
+            stop.set()  # a reading thread still waiting to hand a piece over gives up
 
     def head(self, item: StoredObject) -> bytes:
         """The object's first bytes (one ranged GET): what a scan would sniff."""

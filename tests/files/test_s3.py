@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3  # type: ignore[import-untyped]
 import jsonschema
@@ -476,6 +476,9 @@ class _Flaky(BaseHTTPRequestHandler):
     hangs: tuple[str, ...] = ()  # only these keys' reads hang (none given: every object's)
     broken: tuple[str, ...] = ()  # keys (path ends) whose reads are always answered 500
     short: tuple[str, ...] = ()  # keys whose reads come one byte short
+    # keys whose first read sends this many bytes of its body, then hangs (the rest: read)
+    stall_after: tuple[tuple[str, int], ...] = ()
+    ranges: ClassVar[list[str]] = []  # the Range header of each object read (a resumed one)
 
     def _any(self) -> None:
         cls = type(self)
@@ -502,12 +505,22 @@ class _Flaky(BaseHTTPRequestHandler):
             conn.close()
         if self.command == "GET" and self.path.split("?")[0].endswith(cls.short or ("\0",)):
             data = data[:-1]
+        stall = next((n for key, n in cls.stall_after if self.command == "GET"
+                      and self.path.split("?")[0].endswith(key)), None)
+        if self.command == "GET" and "list-type" not in self.path:
+            cls.ranges.append(self.headers.get("Range") or "")
         self.send_response(answer.status)
         for name, value in answer.getheaders():
             if name.lower() not in ("content-length", "transfer-encoding", "connection"):
                 self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
+        if stall is not None:
+            cls.stall_after = ()  # once
+            self.wfile.write(data[:stall])
+            self.wfile.flush()
+            time.sleep(30)  # never more while the test runs (the client gives up first)
+            return
         self.wfile.write(data)
 
     do_GET = do_HEAD = do_PUT = _any
@@ -640,6 +653,35 @@ def test_a_server_that_lists_then_hangs_on_reads_gives_findings_in_bounded_time(
             stage(S3Source(S3Location.parse(url), timeout=0.5, retries=1), tmp_path / "c2",
                   1 << 30)
         assert time.monotonic() - started < 15
+
+
+def test_a_read_that_stalls_midway_is_asked_again_from_the_byte_reached(
+        s3: Any, server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One GET per object, its pieces handed on as they come: a stall (no piece within the
+    timeout) is bounded, and the GET asked again from the byte reached, not from the start
+    (nor a ranged GET per piece: a store that reads the whole object per range pays one
+    whole read per piece)."""
+    bucket = f"itera-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    data = os.urandom(2 * source.CHUNK + 1000)
+    s3.put_object(Bucket=bucket, Key="camp/runs/last.pt", Body=data)
+
+    class Stalls(_Flaky):
+        upstream, ranges = server, []
+        stall_after = (("runs/last.pt", source.CHUNK + 5),)  # a whole piece, then nothing
+
+    with proxied(monkeypatch, Stalls):
+        store = S3Source(S3Location.parse(f"s3://{bucket}/camp/"), timeout=1.0, retries=1)
+        [item] = store.list()
+        started = time.monotonic()
+        got = b"".join(store.chunks(item))
+        assert time.monotonic() - started < 15
+    assert got == data
+    first, again = Stalls.ranges
+    assert first == f"bytes=0-{len(data) - 1}"
+    start, _, stop = again.removeprefix("bytes=").partition("-")
+    assert source.CHUNK <= int(start) <= source.CHUNK + 5  # what came before the stall
+    assert int(stop) == len(data) - 1
 
 
 def test_an_object_changed_after_the_listing_is_not_mixed_with_its_new_version(
