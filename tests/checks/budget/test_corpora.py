@@ -10,6 +10,7 @@ written by the factory; the digests themselves on files.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,14 +47,34 @@ RESERIALISED = {
 }
 
 
-@pytest.mark.parametrize("how", sorted(RESERIALISED))
-def test_a_reserialised_corpus_counted_as_a_second_deliverable_is_refused(
-    campaign: CampaignBuilder, how: str
-) -> None:
-    add_corpus(campaign, "corpus-b", data=RESERIALISED[how]())
+def second_deliverable(campaign: CampaignBuilder, data: bytes | None) -> None:
+    """The control delivers tiny-corpus, variant-a corpus-b (``data``; None: the same texts and
+    labels under other IDs), and the budget counts two deliverables."""
+    add_corpus(campaign, "corpus-b", data=data)
     deliver(campaign, "control", "tiny-corpus")
     deliver(campaign, "variant-a", "corpus-b")
     budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
+
+
+def copy_declared_once(campaign: CampaignBuilder) -> None:
+    """variant-a delivers corpus-b, a copy of tiny-corpus: one deliverable, as declared."""
+    add_corpus(campaign, "corpus-b", data=RESERIALISED["keys-reordered"]())
+    deliver(campaign, "variant-a", "corpus-b")
+
+
+@pytest.mark.parametrize("arrange", [
+    pytest.param(lambda c: second_deliverable(c, RESERIALISED["keys-reordered"]()),
+                 id="keys-reordered"),
+    pytest.param(lambda c: second_deliverable(c, RESERIALISED["reversed-order"]()),
+                 id="reversed-order"),
+    pytest.param(lambda c: second_deliverable(c, RESERIALISED["whitespace"]()), id="whitespace"),
+    pytest.param(lambda c: deliver_a_copy(c, "corpus/corpus-b.csv", _csv(ROWS)),
+                 id="a-csv-copy-of-a-jsonl-corpus"),
+])
+def test_a_copy_counted_as_a_second_deliverable_is_refused(
+    campaign: CampaignBuilder, arrange: Callable[[CampaignBuilder], object]
+) -> None:
+    arrange(campaign)
     found = expect_finding(
         judge(campaign, BUDGET), "budget-consistent.accepted-deliverables",
         where="manifest.json $.budget.accepted_deliverables", says=(
@@ -63,23 +84,15 @@ def test_a_reserialised_corpus_counted_as_a_second_deliverable_is_refused(
     assert (found.expected, found.found) == ("1 (corpus-b = tiny-corpus)", "2")
 
 
-def test_a_csv_copy_of_a_jsonl_corpus_is_the_same_deliverable(campaign: CampaignBuilder) -> None:
-    expect_finding(deliver_a_copy(campaign, "corpus/corpus-b.csv", _csv(ROWS)),
-                   "budget-consistent.accepted-deliverables",
-                   says="'corpus-b' is 'tiny-corpus' (other bytes, the same 4 example IDs")
-
-
-def test_the_copy_declared_as_one_deliverable_passes(campaign: CampaignBuilder) -> None:
-    add_corpus(campaign, "corpus-b", data=RESERIALISED["keys-reordered"]())
-    deliver(campaign, "variant-a", "corpus-b")
-    expect_no_finding(judge(campaign, BUDGET))
-
-
-def test_corpora_with_other_example_ids_are_two_deliverables(campaign: CampaignBuilder) -> None:
-    add_corpus(campaign, "corpus-b")  # the same texts and labels under other IDs
-    deliver(campaign, "control", "tiny-corpus")
-    deliver(campaign, "variant-a", "corpus-b")
-    budget(campaign, accepted_deliverables=2, cost_per_deliverable="23.57")
+@pytest.mark.parametrize("arrange", [
+    pytest.param(copy_declared_once, id="the-copy-declared-as-one-deliverable"),
+    pytest.param(lambda c: second_deliverable(c, None),
+                 id="corpora-with-other-example-ids-are-two-deliverables"),
+])
+def test_distinct_corpora_counted_once_each_pass(
+    campaign: CampaignBuilder, arrange: Callable[[CampaignBuilder], object]
+) -> None:
+    arrange(campaign)
     expect_no_finding(judge(campaign, BUDGET))
 
 

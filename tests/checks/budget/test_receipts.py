@@ -11,6 +11,7 @@ a passing twin, judged in-process: budget-consistent alone, with the session's r
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 
 import pytest
@@ -67,145 +68,176 @@ def only_advisory(campaign: CampaignBuilder) -> None:
     assert len(found.advisories) == 1, [f.render() for f in found.advisories]
 
 
-def test_a_receipt_that_names_dates_and_issues_what_it_proves_passes(
-    campaign: CampaignBuilder,
+# A letterhead invoice without a Seller line: the letterhead names the issuer.
+LETTERHEAD = ("Coldvault Storage Ltd\n12 Harbour Street, Leith\n\nINVOICE 40715\n"
+              "Date: 2026-11-21\nBuyer: campaign tiny-2026-11\nTotal paid: 1.20 USD\n")
+RENTAL_INVOICE = invoice(seller="IteraGPU", amount="47.14").replace(
+    "bucket, 5 GB, one month", "IteraGPU RTX 4090, 3 days")
+# Receipts in other languages, that their recorded facts prove.
+GERMAN = ("Amazon Web Services EMEA SARL\nRechnung Nr. 40715\nRechnungsdatum: 21. November "
+          "2026\nKunde: Kampagne tiny-2026-11\nS3-Bucket, 5 GB\nGesamtbetrag: 1,20 USD "
+          "(1.20)\n")
+CHINESE = ("发票 40715\n开票日期\uff1a2026年11月21日\n销售方\uff1a北桥对象存储\n合计\uff1a1.20 "
+           "USD\n")  # full-width colons, as printed
+
+
+# A reading of the receipt's text that advises by default and decides under strict text, at
+# the receipt file: (the expense, the code, a few words; the finding's expected, found and a
+# few words of its hint, None where not asserted).
+@pytest.mark.parametrize(("arrange", "code", "says", "expected", "found", "hint"), [
+    pytest.param(lambda c: include(c, invoice(buyer="campaign rings-2025-03", seller="Coldvault"),
+                                   label="object storage for the outputs"),
+                 "budget-consistent.receipt-addressee",
+                 f"its receipt {RECEIPT} names neither the campaign 'tiny-2026-11' nor a provider "
+                 "the expense names", "'tiny-2026-11' in the receipt",
+                 "issued by 'Coldvault', addressed to neither", "record source.issued_by",
+                 id="addressed-to-another-campaign"),
+    pytest.param(lambda c: include(c, invoice(buyer="campaign rings-2025-03")),
+                 "budget-consistent.receipt-other-campaign",
+                 f"its receipt {RECEIPT} is addressed to campaign 'rings-2025-03', not "
+                 "'tiny-2026-11'", None, "campaign 'rings-2025-03'", None,
+                 id="of-the-provider-to-another-campaign"),
+    pytest.param(lambda c: include(c, invoice(dated="2025-03-20")),
+                 "budget-consistent.receipt-date",
+                 f"its receipt {RECEIPT} is dated 2025-03-20, outside the campaign's window",
+                 "a date from 2026-11-20 (frozen_at) to 2026-11-22 (closed_at), give or take 7 "
+                 "days", "2025-03-20", "record source.issued_on",
+                 id="dated-20-months-before-the-rental"),
+    pytest.param(lambda c: include(c, invoice().replace("Date: 2026-11-21\n", "")),
+                 "budget-consistent.receipt-date",
+                 f"cannot prove the receipt's date from its text ({RECEIPT}); record issued_on",
+                 None, None, None, id="without-a-date"),
+    pytest.param(lambda c: include(c, invoice(seller="Coldvault Storage Ltd")),
+                 "budget-consistent.receipt-issuer",
+                 "is issued by 'Coldvault Storage Ltd', another provider than the expense names "
+                 "('Northbridge Object Storage')", "a receipt issued by 'Northbridge Object "
+                 "Storage'", "issued by 'Coldvault Storage Ltd'", "record source.issued_by",
+                 id="issued-by-another-provider"),
+    pytest.param(lambda c: include(c, LETTERHEAD), "budget-consistent.receipt-issuer",
+                 f"its receipt {RECEIPT} is headed by 'Coldvault Storage Ltd', another provider "
+                 "than the expense names ('Northbridge Object Storage')", None, None, None,
+                 id="another-company-s-letterhead"),
+])
+def test_a_receipt_read_as_not_proving_its_expense_advises(
+    campaign: CampaignBuilder, arrange: Callable[[CampaignBuilder], object], code: str,
+    says: str, expected: str | None, found: str | None, hint: str | None,
 ) -> None:
-    include(campaign, invoice())
-    expect_no_finding(judge(campaign, BUDGET))
-
-
-@pytest.mark.parametrize(
-    "receipt",
-    [
-        pytest.param(invoice(buyer="Jane Doe", seller="Northbridge Object Storage Ltd"),
-                     id="names-the-provider-not-the-campaign"),
-        pytest.param(invoice(dated="13 November 2026"), id="a-week-before-the-freeze"),
-        pytest.param(invoice(dated="November 28, 2026"), id="a-week-after-the-closure"),
-        pytest.param(text_pdf(*invoice().splitlines()), id="a-pdf-with-its-text-layer"),
-    ],
-)
-def test_receipts_that_prove_the_expense_pass(campaign: CampaignBuilder,
-                                              receipt: str | bytes) -> None:
-    include(campaign, receipt, path=RECEIPT if isinstance(receipt, str) else "receipts/i.pdf")
-    expect_no_finding(judge(campaign, BUDGET))
-
-
-def test_the_rental_lot_relisted_with_the_provider_s_invoice_is_refused(
-    campaign: CampaignBuilder,
-) -> None:
-    rental = invoice(seller="IteraGPU", amount="47.14").replace(
-        "bucket, 5 GB, one month", "IteraGPU RTX 4090, 3 days")
-    include(campaign, rental, label="compute for the campaign", amount="47.14",
-            path="receipts/iteragpu-invoice.txt")
-    found = judge(campaign, BUDGET)
-    assert len(found) == 1
-    expect_finding(found, "budget-consistent.rental-as-expense", where=WHERE, says=(
-        "included expense 'compute for the campaign' (47.14 USD) is the rental lot "
-        "'rtx4090-3d'", "its receipt receipts/iteragpu-invoice.txt is 'IteraGPU''s invoice"))
-
-
-def test_the_rental_lot_relisted_under_the_provider_s_name_is_refused(
-    campaign: CampaignBuilder,
-) -> None:
-    include(campaign, invoice(seller="IteraGPU", amount="47.14"),
-            label="IteraGPU: GPU time", amount="47.14")
-    expect_finding(judge(campaign, BUDGET), "budget-consistent.rental-as-expense", where=WHERE,
-                   says="the same amount (47.14) and provider ('IteraGPU', in its label)")
-
-
-def test_another_purchase_from_the_gpu_provider_is_an_expense(campaign: CampaignBuilder) -> None:
-    include(campaign, invoice(seller="IteraGPU", amount="2.00"),
-            label="IteraGPU: extra disk", amount="2.00")
-    expect_no_finding(judge(campaign, BUDGET))
-
-
-def test_a_receipt_addressed_to_another_campaign_is_refused(campaign: CampaignBuilder) -> None:
-    receipt = invoice(buyer="campaign rings-2025-03", seller="Coldvault")
-    include(campaign, receipt, label="object storage for the outputs")
+    arrange(campaign)
     only_advisory(campaign)
-    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-addressee")
+    finding = advises_then_fails(campaign, BUDGET, code)
     assert finding.where == f"{WHERE}.source.file"
-    assert f"its receipt {RECEIPT} names neither the campaign 'tiny-2026-11' nor a provider " \
-        "the expense names" in finding.message
-    assert (finding.expected, finding.found) == ("'tiny-2026-11' in the receipt",
-                                                 "issued by 'Coldvault', addressed to neither")
-    assert "record source.issued_by" in (finding.hint or "")
+    assert says in finding.message
+    assert expected is None or finding.expected == expected
+    assert found is None or finding.found == found
+    assert hint is None or hint in (finding.hint or ""), finding.hint
 
 
-def test_a_receipt_of_the_provider_to_another_campaign_is_refused(
-    campaign: CampaignBuilder,
+# The one finding, deciding by default: (the expense, the code, where, a few words; the
+# finding's found, None where not asserted).
+@pytest.mark.parametrize(("arrange", "code", "where", "says", "found"), [
+    # the rental lot never comes back as an included expense
+    pytest.param(lambda c: include(c, RENTAL_INVOICE, label="compute for the campaign",
+                                   amount="47.14", path="receipts/iteragpu-invoice.txt"),
+                 "budget-consistent.rental-as-expense", WHERE,
+                 ("included expense 'compute for the campaign' (47.14 USD) is the rental lot "
+                  "'rtx4090-3d'", "its receipt receipts/iteragpu-invoice.txt is 'IteraGPU''s "
+                  "invoice"), None, id="rental-lot-relisted-with-the-provider-s-invoice"),
+    pytest.param(lambda c: include(c, invoice(seller="IteraGPU", amount="47.14"),
+                                   label="IteraGPU: GPU time", amount="47.14"),
+                 "budget-consistent.rental-as-expense", WHERE,
+                 "the same amount (47.14) and provider ('IteraGPU', in its label)", None,
+                 id="rental-lot-relisted-under-the-provider-s-name"),
+    # a receipt that cannot be read
+    pytest.param(lambda c: include(c, image_only_pdf(), path="receipts/scan.pdf"),
+                 "budget-consistent.receipt-unreadable", f"{WHERE}.source.file",
+                 ("its receipt receipts/scan.pdf is a PDF without a text layer",
+                  "cannot be checked"), "is a PDF without a text layer (a scanned image?)",
+                 id="pdf-without-a-text-layer"),
+    pytest.param(lambda c: include(c, b"%PDF-1.7\n1 0 obj<</Length 9/Filter/FlateDecode>>stream"
+                                   b"\nx\x9c\xcb\x00\nendstream\n", path="receipts/broken.pdf"),
+                 "budget-consistent.receipt-unreadable", f"{WHERE}.source.file",
+                 ("its receipt receipts/broken.pdf is a PDF ", "cannot be checked"), None,
+                 id="broken-pdf"),
+    pytest.param(lambda c: include(c, image_only_pdf(), path="receipts/scan.pdf",
+                                   issued_on="2026-11-21", issued_by="Northbridge Object Storage"),
+                 "budget-consistent.receipt-unreadable", f"{WHERE}.source.file",
+                 "is a PDF without a text layer (a scanned image?), so what it proves", None,
+                 id="pdf-without-a-text-layer-cannot-prove-its-facts"),
+    # a recorded fact the receipt does not bear out: at its field
+    pytest.param(lambda c: include(c, invoice(), issued_by="Coldvault Storage Ltd"),
+                 "budget-consistent.receipt-issued-by", f"{WHERE}.source.issued_by",
+                 f"its receipt {RECEIPT} does not state its source.issued_by 'Coldvault "
+                 "Storage Ltd'", None, id="fact-issued-by"),
+    pytest.param(lambda c: include(c, invoice(), amount_as_written="1,20 €"),
+                 "budget-consistent.receipt-amount-as-written", f"{WHERE}.source.amount_as_written",
+                 f"its receipt {RECEIPT} does not state its source.amount_as_written '1,20 €'",
+                 None, id="fact-amount-as-written"),
+    pytest.param(lambda c: include(c, invoice(), reference="ORD-11111"),
+                 "budget-consistent.receipt-reference", f"{WHERE}.source.reference",
+                 f"its receipt {RECEIPT} does not state its source reference 'ORD-11111'", None,
+                 id="fact-reference"),
+    pytest.param(lambda c: include(c, invoice(), issued_on="2025-03-20"),
+                 "budget-consistent.receipt-issued-on", f"{WHERE}.source.issued_on",
+                 "its receipt is issued on 2025-03-20 (source.issued_on), outside the "
+                 "campaign's window", None, id="fact-issued-on"),
+    pytest.param(lambda c: include(c, invoice(), issued_on="2026-02-30"),
+                 "budget-consistent.receipt-issued-on", f"{WHERE}.source.issued_on",
+                 "its source.issued_on '2026-02-30' is not a calendar date", None,
+                 id="fact-issued-on-not-a-date"),
+])
+def test_a_receipt_that_does_not_prove_its_expense_is_refused(
+    campaign: CampaignBuilder, arrange: Callable[[CampaignBuilder], object], code: str,
+    where: str, says: str | tuple[str, ...], found: str | None,
 ) -> None:
-    include(campaign, invoice(buyer="campaign rings-2025-03"))
-    only_advisory(campaign)
-    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-other-campaign")
-    assert finding.where == f"{WHERE}.source.file"
-    assert f"its receipt {RECEIPT} is addressed to campaign 'rings-2025-03', not " \
-        "'tiny-2026-11'" in finding.message
-    assert finding.found == "campaign 'rings-2025-03'"
+    arrange(campaign)
+    judged = judge(campaign, BUDGET)
+    assert len(judged) == 1, [f.render() for f in judged]
+    finding = expect_finding(judged, code, where=where, says=says)
+    assert found is None or finding.found == found
 
 
-def test_a_receipt_dated_20_months_before_the_rental_is_refused(
-    campaign: CampaignBuilder,
+# (the expense; whether it passes under strict text too, its readings then deciding)
+@pytest.mark.parametrize(("arrange", "strict"), [
+    pytest.param(lambda c: include(c, invoice()), False,
+                 id="a-receipt-that-names-dates-and-issues-what-it-proves"),
+    pytest.param(lambda c: include(c, invoice(buyer="Jane Doe",
+                                              seller="Northbridge Object Storage Ltd")),
+                 False, id="names-the-provider-not-the-campaign"),
+    pytest.param(lambda c: include(c, invoice(dated="13 November 2026")), False,
+                 id="a-week-before-the-freeze"),
+    pytest.param(lambda c: include(c, invoice(dated="November 28, 2026")), False,
+                 id="a-week-after-the-closure"),
+    pytest.param(lambda c: include(c, text_pdf(*invoice().splitlines()), path="receipts/i.pdf"),
+                 False, id="a-pdf-with-its-text-layer"),
+    pytest.param(lambda c: include(c, invoice(seller="IteraGPU", amount="2.00"),
+                                   label="IteraGPU: extra disk", amount="2.00"),
+                 False, id="another-purchase-from-the-gpu-provider-is-an-expense"),
+    pytest.param(lambda c: include(c, invoice().replace("bucket, 5 GB", "egress of the outputs, "
+                                                        "5 GB"),
+                                   label="egress: the outputs to the bucket"),
+                 False, id="a-label-s-category-word-is-not-another-provider"),
+    # a recorded fact the receipt bears out
+    pytest.param(lambda c: include(c, invoice(), issued_by="northbridge   OBJECT storage"), True,
+                 id="fact-issued-by"),
+    pytest.param(lambda c: include(c, invoice(), amount_as_written="1.20 usd"), True,
+                 id="fact-amount-as-written"),
+    pytest.param(lambda c: include(c, invoice(), reference="ORD 88213"), True,
+                 id="fact-reference"),
+    pytest.param(lambda c: include(c, invoice(), issued_on="2026-11-21"), True,
+                 id="fact-issued-on"),
+    # a receipt in any language passes on its facts
+    pytest.param(lambda c: include(c, GERMAN, label="AWS: S3 bucket",
+                                   issued_by="Amazon Web Services EMEA SARL"), True,
+                 id="german"),
+    pytest.param(lambda c: include(c, CHINESE, label="AWS: S3 bucket", issued_on="2026-11-21",
+                                   issued_by="北桥对象存储"), True,
+                 id="chinese-with-its-iso-date"),
+])
+def test_a_receipt_that_proves_its_expense_passes(
+    campaign: CampaignBuilder, arrange: Callable[[CampaignBuilder], object], strict: bool
 ) -> None:
-    include(campaign, invoice(dated="2025-03-20"))
-    only_advisory(campaign)
-    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-date")
-    assert finding.where == f"{WHERE}.source.file"
-    assert f"its receipt {RECEIPT} is dated 2025-03-20, outside the campaign's window" in (
-        finding.message)
-    assert (finding.expected, finding.found) == (
-        "a date from 2026-11-20 (frozen_at) to 2026-11-22 (closed_at), give or take 7 days",
-        "2025-03-20")
-    assert "record source.issued_on" in (finding.hint or "")
-
-
-def test_a_receipt_without_a_date_says_it_cannot_prove_one(campaign: CampaignBuilder) -> None:
-    include(campaign, invoice().replace("Date: 2026-11-21\n", ""))
-    only_advisory(campaign)
-    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-date")
-    assert finding.where == f"{WHERE}.source.file"
-    assert f"cannot prove the receipt's date from its text ({RECEIPT}); record issued_on" in (
-        finding.message)
-
-
-def test_a_receipt_issued_by_another_provider_is_refused(campaign: CampaignBuilder) -> None:
-    include(campaign, invoice(seller="Coldvault Storage Ltd"))
-    only_advisory(campaign)
-    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-issuer")
-    assert finding.where == f"{WHERE}.source.file"
-    assert "is issued by 'Coldvault Storage Ltd', another provider than the expense names " \
-        "('Northbridge Object Storage')" in finding.message
-    assert (finding.expected, finding.found) == (
-        "a receipt issued by 'Northbridge Object Storage'", "issued by 'Coldvault Storage Ltd'")
-    assert "record source.issued_by" in (finding.hint or "")
-
-
-def test_a_label_s_category_word_is_not_taken_for_another_provider(
-    campaign: CampaignBuilder,
-) -> None:
-    include(campaign, invoice().replace("bucket, 5 GB", "egress of the outputs, 5 GB"),
-            label="egress: the outputs to the bucket")
-    expect_no_finding(judge(campaign, BUDGET))
-
-
-def test_a_pdf_without_a_text_layer_cannot_be_read(campaign: CampaignBuilder) -> None:
-    include(campaign, image_only_pdf(), path="receipts/scan.pdf")
-    found = judge(campaign, BUDGET)
-    assert len(found) == 1
-    unread = expect_finding(found, "budget-consistent.receipt-unreadable",
-                            where=f"{WHERE}.source.file", says=(
-                                "its receipt receipts/scan.pdf is a PDF without a text layer",
-                                "cannot be checked"))
-    assert unread.found == "is a PDF without a text layer (a scanned image?)"
-
-
-def test_a_broken_pdf_cannot_be_read(campaign: CampaignBuilder) -> None:
-    include(campaign, b"%PDF-1.7\n1 0 obj<</Length 9/Filter/FlateDecode>>stream\nx\x9c\xcb\x00"
-            b"\nendstream\n", path="receipts/broken.pdf")
-    found = judge(campaign, BUDGET)
-    assert len(found) == 1
-    expect_finding(found, "budget-consistent.receipt-unreadable", where=f"{WHERE}.source.file",
-                   says=("its receipt receipts/broken.pdf is a PDF ", "cannot be checked"))
+    arrange(campaign)
+    expect_no_finding(judge(campaign, BUDGET, strict=strict))
 
 
 # ------------------------------------------------------------- reading a receipt
@@ -268,12 +300,6 @@ def test_the_example_receipt_proves_its_expense() -> None:
 
 # ------------------------------------------------------------- the receipt's recorded facts
 
-GERMAN = ("Amazon Web Services EMEA SARL\nRechnung Nr. 40715\nRechnungsdatum: 21. November "
-          "2026\nKunde: Kampagne tiny-2026-11\nS3-Bucket, 5 GB\nGesamtbetrag: 1,20 USD "
-          "(1.20)\n")
-CHINESE = ("发票 40715\n开票日期\uff1a2026年11月21日\n销售方\uff1a北桥对象存储\n合计\uff1a1.20 "
-           "USD\n")  # full-width colons, as printed
-
 
 def _manifest_with(campaign: CampaignBuilder, **source: str) -> list[str]:
     from pytest_itera.core.campaign import validate
@@ -305,54 +331,6 @@ def test_the_schema_takes_the_facts(campaign: CampaignBuilder) -> None:
                           amount_as_written="1.20 USD", kind="paid") == []
 
 
-@pytest.mark.parametrize(
-    ("facts", "code", "says"),
-    [
-        pytest.param({"issued_by": "Coldvault Storage Ltd"}, "budget-consistent.receipt-issued-by",
-                     f"its receipt {RECEIPT} does not state its source.issued_by 'Coldvault "
-                     "Storage Ltd'", id="issued-by"),
-        pytest.param({"amount_as_written": "1,20 €"},
-                     "budget-consistent.receipt-amount-as-written",
-                     f"its receipt {RECEIPT} does not state its source.amount_as_written "
-                     "'1,20 €'", id="amount-as-written"),
-        pytest.param({"reference": "ORD-11111"}, "budget-consistent.receipt-reference",
-                     f"its receipt {RECEIPT} does not state its source reference 'ORD-11111'",
-                     id="reference"),
-        pytest.param({"issued_on": "2025-03-20"}, "budget-consistent.receipt-issued-on",
-                     "its receipt is issued on 2025-03-20 (source.issued_on), outside the "
-                     "campaign's window", id="issued-on"),
-        pytest.param({"issued_on": "2026-02-30"}, "budget-consistent.receipt-issued-on",
-                     "its source.issued_on '2026-02-30' is not a calendar date", id="not-a-date"),
-    ],
-)
-def test_a_recorded_fact_the_receipt_does_not_bear_out_fails(
-    campaign: CampaignBuilder, facts: dict[str, str], code: str, says: str
-) -> None:
-    """The one finding, at the recorded fact: its field."""
-    include(campaign, invoice(), **facts)
-    found = judge(campaign, BUDGET)
-    assert len(found) == 1, [f.render() for f in found]
-    field = next(iter(facts))
-    expect_finding(found, code, where=f"{WHERE}.source.{field}",
-                   says=[f"included expense '{STORAGE}' (1.20 USD): ", says])
-
-
-@pytest.mark.parametrize(
-    "facts",
-    [
-        pytest.param({"issued_by": "northbridge   OBJECT storage"}, id="issued-by"),
-        pytest.param({"amount_as_written": "1.20 usd"}, id="amount-as-written"),
-        pytest.param({"reference": "ORD 88213"}, id="reference"),
-        pytest.param({"issued_on": "2026-11-21"}, id="issued-on"),
-    ],
-)
-def test_a_recorded_fact_the_receipt_bears_out_passes(
-    campaign: CampaignBuilder, facts: dict[str, str]
-) -> None:
-    include(campaign, invoice(), **facts)
-    expect_no_finding(judge(campaign, BUDGET, strict=True))
-
-
 def test_a_recorded_fact_replaces_its_reading(campaign: CampaignBuilder) -> None:
     """issued_on and issued_by recorded: the date and issuer lines are not read (a receipt
     dated 2025 by its text passes on its recorded date; the facts themselves decide)."""
@@ -361,45 +339,7 @@ def test_a_recorded_fact_replaces_its_reading(campaign: CampaignBuilder) -> None
     assert advisories(campaign) == []
 
 
-@pytest.mark.parametrize(
-    ("receipt", "facts"),
-    [
-        pytest.param(GERMAN, {"issued_by": "Amazon Web Services EMEA SARL"}, id="german"),
-        pytest.param(CHINESE, {"issued_on": "2026-11-21", "issued_by": "北桥对象存储"},
-                     id="chinese-with-its-iso-date"),
-    ],
-)
-def test_a_receipt_in_any_language_passes_on_its_facts(
-    campaign: CampaignBuilder, receipt: str, facts: dict[str, str]
-) -> None:
-    include(campaign, receipt, label="AWS: S3 bucket", **facts)
-    expect_no_finding(judge(campaign, BUDGET, strict=True))
-
-
-def test_a_pdf_without_a_text_layer_cannot_prove_its_facts(campaign: CampaignBuilder) -> None:
-    include(campaign, image_only_pdf(), path="receipts/scan.pdf", issued_on="2026-11-21",
-            issued_by="Northbridge Object Storage")
-    found = judge(campaign, BUDGET)
-    assert len(found) == 1
-    expect_finding(found, "budget-consistent.receipt-unreadable",
-                   says="is a PDF without a text layer (a scanned image?), so what it proves")
-
-
 def test_a_provider_named_by_its_initials_is_its_issuer(campaign: CampaignBuilder) -> None:
     include(campaign, invoice(seller="Amazon Web Services EMEA SARL", buyer="Jane Doe"),
             label="AWS: S3 bucket")
     assert advisories(campaign) == []
-
-
-def test_another_company_s_letterhead_invoice_is_read_as_its_issuer_s(
-    campaign: CampaignBuilder,
-) -> None:
-    """No Seller line: the letterhead names the issuer, another company than the label's."""
-    letter = ("Coldvault Storage Ltd\n12 Harbour Street, Leith\n\nINVOICE 40715\n"
-              "Date: 2026-11-21\nBuyer: campaign tiny-2026-11\nTotal paid: 1.20 USD\n")
-    include(campaign, letter)
-    only_advisory(campaign)
-    finding = advises_then_fails(campaign, BUDGET, "budget-consistent.receipt-issuer")
-    assert finding.where == f"{WHERE}.source.file"
-    assert f"its receipt {RECEIPT} is headed by 'Coldvault Storage Ltd', another provider than " \
-        "the expense names ('Northbridge Object Storage')" in finding.message

@@ -3,6 +3,7 @@ with its honest twin.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,25 +24,6 @@ from tests.factory import (
 )
 from tests.runner import Itera
 
-# ---------------------------------------- first written in test_one_rule_breaks.py
-
-
-def test_a_stop_after_the_run_ended_is_refused(campaign: CampaignBuilder) -> None:
-    stopped_at(campaign, "2026-11-21T19:30:00Z")  # variant-a ended at 18:00
-    found = expect_finding(judge(campaign, "stop-records"), "stop-records.stop-after-end",
-        says=("2026-11-21T19:30:00+00:00", "2026-11-21T18:00:00+00:00"))
-    assert found.where == "manifest.json $.runs[3].stop.at"
-    assert found.expected == "at or before 2026-11-21T18:00:00+00:00 (ended_at)"
-
-
-def test_a_stop_at_the_runs_end_passes(campaign: CampaignBuilder) -> None:
-    stopped_at(campaign, "2026-11-21T18:00:00Z")
-    expect_no_finding(judge(campaign, "stop-records"))
-
-
-# ---------------------------------------- first written in test_run_checks.py
-
-
 # ------------------------------------------------------------- stop-records
 
 
@@ -60,79 +42,109 @@ CHECK = "stop-records"
 RECORD = "manifest.json $.runs[3]"
 
 
-@pytest.mark.parametrize(("fields", "code", "where", "says"), [
-    pytest.param({"reason": "  "}, "stop-records.no-reason", f"{RECORD}.stop.reason",
-                 "stopped run variant-a has no stop reason", id="empty-reason"),
-    # one rule for text everywhere (pytest_itera.core.text.is_blank): zero-width is blank too
-    pytest.param({"reason": "\u200b\u00a0"}, "stop-records.no-reason", f"{RECORD}.stop.reason",
-                 "stopped run variant-a has no stop reason", id="zero-width-reason"),
-    pytest.param({"rule": "out-of-memory"}, "stop-records.undeclared-rule",
-                 f"{RECORD}.stop.rule", "stopped run variant-a cites stop rule "
-                 "'out-of-memory', which the plan does not declare", id="rule-not-in-plan"),
-    pytest.param({"rule": ""}, "stop-records.no-rule", f"{RECORD}.stop.rule",
-                 "stopped run variant-a does not name the stop rule that fired", id="no-rule"),
-    pytest.param({"step": None}, "stop-records.no-time", f"{RECORD}.stop",
-                 "stopped run variant-a does not say when it was stopped", id="no-when"),
-])
-def test_stop_record_incomplete(plan2_campaign: Campaign, fields: dict[str, Any], code: str,
-                                where: str, says: str) -> None:
-    stop(plan2_campaign, **fields)
-    rec = record(plan2_campaign, "variant-a")
+def stopped(campaign: Campaign, **fields: Any) -> dict[str, Any]:
+    """variant-a stopped by its NaN loss (``stop``), its stop record's ``fields`` changed (None:
+    left out); its manifest record."""
+    stop(campaign, **fields)
+    rec = record(campaign, "variant-a")
     rec["stop"] = {k: v for k, v in rec["stop"].items() if v is not None}
-    found = judge(plan2_campaign, CHECK)
-    assert len(found) == 1, [f.render() for f in found]
-    expect_finding(found, code, where=where, says=says)
+    return rec
 
 
-def test_an_undeclared_rule_says_which_are(plan2_campaign: Campaign) -> None:
-    stop(plan2_campaign, rule="out-of-memory")
-    finding = expect_finding(judge(plan2_campaign, CHECK), "stop-records.undeclared-rule")
-    assert (finding.expected, finding.found) == ("one of ['non-finite-loss']", "'out-of-memory'")
-    assert (finding.hint or "").startswith("stop rules are written in the plan before any run "
-                                           "starts")
+def frozen_after_the_runs_began(campaign: Campaign) -> None:
+    """The plan (and its stop rules) was frozen at noon; the runs started at 10:00."""
+    campaign.plan["frozen_at"] = "2026-11-20T12:00:00Z"
+    stop(campaign)
 
 
-def test_stop_at_time_is_enough(plan2_campaign: Campaign) -> None:
-    stop(plan2_campaign, at="2026-11-21T12:00:00Z")
-    del record(plan2_campaign, "variant-a")["stop"]["step"]
+# The one finding: (the break, the code, where, a few words; the finding's expected, found and
+# a few words of its hint, None where not asserted).
+@pytest.mark.parametrize(("break_", "code", "where", "says", "expected", "found", "hint"), [
+    # variant-a ended at 18:00
+    pytest.param(lambda c: stopped_at(c, "2026-11-21T19:30:00Z"), "stop-records.stop-after-end",
+                 f"{RECORD}.stop.at", ("2026-11-21T19:30:00+00:00", "2026-11-21T18:00:00+00:00"),
+                 "at or before 2026-11-21T18:00:00+00:00 (ended_at)", None, None,
+                 id="a-stop-after-the-run-ended"),
+    pytest.param(lambda c: stopped(c, reason="  "), "stop-records.no-reason",
+                 f"{RECORD}.stop.reason", "stopped run variant-a has no stop reason", None, None,
+                 None, id="empty-reason"),
+    # one rule for text everywhere (pytest_itera.core.text.is_blank): zero-width is blank too
+    pytest.param(lambda c: stopped(c, reason="\u200b\u00a0"), "stop-records.no-reason",
+                 f"{RECORD}.stop.reason", "stopped run variant-a has no stop reason", None, None,
+                 None, id="zero-width-reason"),
+    pytest.param(lambda c: stopped(c, rule="out-of-memory"), "stop-records.undeclared-rule",
+                 f"{RECORD}.stop.rule", "stopped run variant-a cites stop rule 'out-of-memory', "
+                 "which the plan does not declare", "one of ['non-finite-loss']",
+                 "'out-of-memory'", "stop rules are written in the plan before any run starts",
+                 id="rule-not-in-plan"),
+    pytest.param(lambda c: stopped(c, rule=""), "stop-records.no-rule", f"{RECORD}.stop.rule",
+                 "stopped run variant-a does not name the stop rule that fired", None, None, None,
+                 id="no-rule"),
+    pytest.param(lambda c: stopped(c, step=None), "stop-records.no-time", f"{RECORD}.stop",
+                 "stopped run variant-a does not say when it was stopped", None, None, None,
+                 id="no-when"),
+    pytest.param(lambda c: stopped(c, at="2026-11-20T09:00:00Z").update(
+        started_at="2026-11-20T10:00:00Z"), "stop-records.stop-before-start",
+                 f"{RECORD}.stop.at", "run variant-a was stopped before it started",
+                 "at or after 2026-11-20T10:00:00+00:00", None, None,
+                 id="stopped-before-it-started"),
+    pytest.param(lambda c: stopped(c).pop("stop"), "stop-records.no-stop-record",
+                 f"{RECORD}.stop", "stopped run variant-a has no stop record", None, None, None,
+                 id="stopped-run-without-stop-record"),
+    # the stop rule fired, but the run was still recorded as an accepted deliverable
+    pytest.param(lambda c: record(c, "variant-a").update(
+        stop={"rule": "non-finite-loss", "reason": "loss nan", "step": 3}),
+                 "stop-records.stopped-but-accepted", f"{RECORD}.outcome",
+                 "run variant-a was stopped by rule 'non-finite-loss' but is counted as accepted",
+                 "'stopped'", "'accepted'", "a stopped run keeps its ID and reason, is not an "
+                 "accepted deliverable, and still counts as an expense",
+                 id="stopped-run-counted-as-accepted"),
+    pytest.param(lambda c: stopped(c).update(outcome="rejected"),
+                 "stop-records.stop-record-on-unstopped", f"{RECORD}.outcome",
+                 "run variant-a carries a stop record but its outcome is 'rejected'", None,
+                 "'rejected'", None, id="a-stop-record-on-a-rejected-run"),
+    pytest.param(frozen_after_the_runs_began, "stop-records.rule-after-start",
+                 "plan.json $.frozen_at", "stop rule 'non-finite-loss' of run variant-a was "
+                 "declared after the runs began: the plan was frozen at "
+                 "2026-11-20T12:00:00+00:00, run control started at 2026-11-20T10:00:00+00:00",
+                 None, None, "stop rules are written before any run starts",
+                 id="stop-rules-declared-after-the-runs"),
+])
+def test_each_break_is_refused(
+    plan2_campaign: Campaign, break_: Callable[[Campaign], object], code: str, where: str,
+    says: str | tuple[str, ...], expected: str | None, found: str | None, hint: str | None,
+) -> None:
+    break_(plan2_campaign)
+    found_here = judge(plan2_campaign, CHECK)
+    assert [f.code for f in found_here] == [code], [f.render() for f in found_here]  # alone
+    finding = expect_finding(found_here, code, where=where, says=says)
+    assert expected is None or finding.expected == expected
+    assert found is None or finding.found == found
+    assert hint is None or hint in (finding.hint or ""), finding.hint
+
+
+@pytest.mark.parametrize("arrange", [
+    pytest.param(lambda c: stopped_at(c, "2026-11-21T18:00:00Z"), id="a-stop-at-the-runs-end"),
+    pytest.param(lambda c: stopped(c, at="2026-11-21T12:00:00Z", step=None),
+                 id="stop-at-time-is-enough"),
+    # variant-a keeps runs/variant-a/weights.pt, where it stopped
+    pytest.param(stop, id="a-stopped-run-keeping-its-evidence-checkpoint"),
+])
+def test_each_honest_stop_record_passes(
+    plan2_campaign: Campaign, arrange: Callable[[Campaign], object]
+) -> None:
+    arrange(plan2_campaign)
     expect_no_finding(judge(plan2_campaign, CHECK))
 
 
-def test_stopped_before_it_started(plan2_campaign: Campaign) -> None:
-    record(plan2_campaign, "variant-a")["started_at"] = "2026-11-20T10:00:00Z"
-    stop(plan2_campaign, at="2026-11-20T09:00:00Z")
-    finding = expect_finding(judge(plan2_campaign, CHECK), "stop-records.stop-before-start",
-                             where=f"{RECORD}.stop.at",
-                             says="run variant-a was stopped before it started")
-    assert finding.expected == "at or after 2026-11-20T10:00:00+00:00"
-
-
-def test_stopped_run_without_stop_record(plan2_campaign: Campaign) -> None:
-    stop(plan2_campaign)
-    del record(plan2_campaign, "variant-a")["stop"]
-    expect_finding(judge(plan2_campaign, CHECK), "stop-records.no-stop-record",
-                   where=f"{RECORD}.stop", says="stopped run variant-a has no stop record")
-
-
-def test_stopped_run_counted_as_accepted(plan2_campaign: Campaign) -> None:
-    # the stop rule fired, but the run was still recorded as an accepted deliverable
-    record(plan2_campaign, "variant-a")["stop"] = {
-        "rule": "non-finite-loss", "reason": "loss nan", "step": 3}
-    finding = expect_finding(judge(plan2_campaign, CHECK), "stop-records.stopped-but-accepted",
-                             where=f"{RECORD}.outcome", says="run variant-a was stopped by rule "
-                             "'non-finite-loss' but is counted as accepted")
-    assert (finding.expected, finding.found) == ("'stopped'", "'accepted'")
-    assert (finding.hint or "").startswith("a stopped run keeps its ID and reason, is not an "
-                                           "accepted deliverable, and still counts as an expense")
-
-
-def test_a_stop_record_on_a_rejected_run(plan2_campaign: Campaign) -> None:
-    stop(plan2_campaign)
-    record(plan2_campaign, "variant-a")["outcome"] = "rejected"
-    finding = expect_finding(judge(plan2_campaign, CHECK), "stop-records.stop-record-on-unstopped",
-                             where=f"{RECORD}.outcome", says="run variant-a carries a stop record "
-                             "but its outcome is 'rejected'")
-    assert finding.found == "'rejected'"
+def test_plan_frozen_says_the_stop_rules_came_after_the_runs_too(plan2_campaign: Campaign) -> None:
+    """The same campaign as stop-rules-declared-after-the-runs, from plan-frozen's side (its
+    rule tests: tests/checks/contract/)."""
+    frozen_after_the_runs_began(plan2_campaign)
+    frozen = judge(plan2_campaign, "plan-frozen")
+    assert [(f.where, f.message) for f in frozen] == [
+        ("manifest.json $.runs[0].started_at", "run control started before the plan (and its "
+         "stop rules) was frozen")]
 
 
 def test_stopped_run_concluded_and_delivered(pytester: Pytester) -> None:
@@ -152,24 +164,6 @@ def test_stopped_run_concluded_and_delivered(pytester: Pytester) -> None:
                    "conclusion-consistent.not-accepted",
                    where="manifest.json $.conclusion.meets_threshold",
                    says="the conclusion lists variant-a, whose outcome is 'stopped'")
-
-
-def test_stop_rules_declared_after_the_runs(plan2_campaign: Campaign) -> None:
-    # The plan (and its stop rules) was frozen at noon; the runs started at 10:00.
-    plan2_campaign.plan["frozen_at"] = "2026-11-20T12:00:00Z"
-    stop(plan2_campaign)
-    finding = expect_finding(judge(plan2_campaign, CHECK), "stop-records.rule-after-start",
-                             where="plan.json $.frozen_at",
-                             says="stop rule 'non-finite-loss' of run variant-a was declared "
-                             "after the runs began: the plan was frozen at "
-                             "2026-11-20T12:00:00+00:00, run control started at "
-                             "2026-11-20T10:00:00+00:00")
-    assert (finding.hint or "").startswith("stop rules are written before any run starts")
-    # plan-frozen says so from its side (its rule tests: tests/checks/contract/)
-    frozen = judge(plan2_campaign, "plan-frozen", write=False)
-    assert [(f.where, f.message) for f in frozen] == [
-        ("manifest.json $.runs[0].started_at", "run control started before the plan (and its "
-         "stop rules) was frozen")]
 
 
 # ---------------------------------------- first written in test_times_fit.py
@@ -215,13 +209,6 @@ def test_a_stopped_run_shipping_an_adapter_and_two_checkpoints_is_refused(
         "it stopped, may stay"]
     assert found[1].hint is not None
     assert "(runs/variant-a/weights.pt)" in found[1].hint
-
-
-def test_a_stopped_run_keeping_its_evidence_checkpoint_passes(
-    campaign: CampaignBuilder
-) -> None:
-    stop(campaign)  # variant-a keeps runs/variant-a/weights.pt, where it stopped
-    expect_no_finding(judge(campaign, "stop-records"))
 
 
 # ============================================== through pytest, in the three xdist modes
