@@ -108,20 +108,26 @@ def _plan_context(plan_file: Path, settings: Options) -> Context:
     return context
 
 
-def expect_finding(found: Sequence[Finding], code: str, *, where: str | None = None,
-           says: str | Sequence[str] = (), fix: str | Sequence[str] = ()) -> Finding:
-    """The one finding of ``code`` among ``found``: placed at ``where`` (when given; a prefix
-    is enough), its message holding each of the words ``says``, its fix line (hint) each of
-    the words ``fix``."""
-    listed = "\n".join(f"{f.code}: {f.render()}" for f in found)
-    coded = [f for f in found if f.code == code]
+def expect_finding(findings: Sequence[Finding], code: str, *, where: str | None = None,
+           says: str | Sequence[str] = (), fix: str | Sequence[str] | None = (),
+           expected: str | None = None, found: str | None = None,
+           alone: bool = False) -> Finding:
+    """The one finding of ``code`` among ``findings`` (``alone``: and no other): placed at
+    ``where`` (when given; a prefix is enough), its message holding each of the words
+    ``says``, its fix line (hint) each of the words ``fix``, its expected and found values
+    those given (None: not asserted)."""
+    listed = "\n".join(f"{f.code}: {f.render()}" for f in findings)
+    coded = [f for f in findings if f.code == code]
     assert len(coded) == 1, f"{len(coded)} finding(s) {code}, among:\n{listed}"
+    assert not alone or len(findings) == 1, f"not alone, among:\n{listed}"
     finding = coded[0]
+    assert expected is None or finding.expected == expected, finding.render()
+    assert found is None or finding.found == found, finding.render()
     if where is not None:
         assert (finding.where or "").startswith(where), finding.render()
     for words in (says,) if isinstance(says, str) else says:
         assert words in finding.message, finding.render()
-    for words in (fix,) if isinstance(fix, str) else fix:
+    for words in (fix,) if isinstance(fix, str) else fix or ():
         assert words in (finding.hint or ""), finding.render()
     return finding
 

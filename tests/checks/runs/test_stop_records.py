@@ -115,12 +115,8 @@ def test_each_break_is_refused(
     says: str | tuple[str, ...], expected: str | None, found: str | None, hint: str | None,
 ) -> None:
     break_(plan2_campaign)
-    found_here = judge(plan2_campaign, CHECK)
-    assert [f.code for f in found_here] == [code], [f.render() for f in found_here]  # alone
-    finding = expect_finding(found_here, code, where=where, says=says)
-    assert expected is None or finding.expected == expected
-    assert found is None or finding.found == found
-    assert hint is None or hint in (finding.hint or ""), finding.hint
+    expect_finding(judge(plan2_campaign, CHECK), code, where=where, says=says,
+                   expected=expected, found=found, fix=hint, alone=True)
 
 
 @pytest.mark.parametrize("arrange", [
