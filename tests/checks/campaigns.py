@@ -69,6 +69,18 @@ BUDGET = "budget-consistent"
 RECEIPT = "receipts/disk-invoice.pdf"
 
 
+def with_saved_model(root: Path, saved: Path, at: str = "runs/variant-a/model") -> CampaignBuilder:
+    """The factory's campaign at ``root`` shipping the save_pretrained folder ``saved`` at
+    ``at`` as the variant's safetensors weights (listed, and named in RELOAD.md)."""
+    b = CampaignBuilder(root)
+    for path in sorted(saved.iterdir()):
+        b.files[f"{at}/{path.name}"] = path.read_bytes()
+    b.manifest["checkpoints"].append({"path": at, "run": "variant-a", "format": "safetensors",
+                                      "kind": "weights"})
+    b.files["RELOAD.md"] += f"AutoModel.from_pretrained('{at}')\n".encode()
+    return b
+
+
 def budget(campaign: CampaignBuilder, **fields: object) -> None:
     campaign.manifest["budget"].update(fields)
 

@@ -42,8 +42,8 @@ from pytest_itera.core.findings import Finding
 from pytest_itera.files.tree import DigestRefused, tree_digest
 from pytest_itera.reload import Reloader
 from tests import checkpoints
-from tests.checks.campaigns import _control, _set_config, _torch_bytes
-from tests.checks.judging import expect_finding, expect_no_finding, judge
+from tests.checks.campaigns import _control, _set_config, _torch_bytes, with_saved_model
+from tests.checks.judging import Found, expect_finding, expect_no_finding, judge
 from tests.factory import (
     CONTROL_CKPT,
     RESUME_CKPT,
@@ -211,52 +211,44 @@ def context_of() -> Iterator[Any]:
 # ------------------------------------------------------------------ resume parts by content
 
 
+def resumes(campaign: CampaignBuilder, *paths: str) -> dict[str, Found]:
+    """resume-complete's findings on each of these checkpoints of the written campaign."""
+    campaign.write()
+    return {path: judge(campaign, "resume-complete", target=path, write=False)
+            for path in paths}
+
+
 def test_resume_parts_are_judged_by_their_content(
-    itera: Itera, campaign: CampaignBuilder, built: Built
+    campaign: CampaignBuilder, built: Built
 ) -> None:
     campaign.plan["checkpoint_policy"]["resume_state"] = ALL_PARTS
     campaign.manifest["checkpoints"] = []  # the factory's hold no scaler
-    for name in ("good.pt", "seed.pt", "empty-optimizer.pt", "sgd.pt", "hollow.pt",
-                 "short-rng.pt"):
+    names = ("good.pt", "seed.pt", "empty-optimizer.pt", "sgd.pt", "hollow.pt", "short-rng.pt")
+    for name in names:
         add_checkpoint(campaign, built, name, f"runs/control/{name}")
-    campaign.write()
-    result = itera("-rA", "-k", "resume-complete and runs/control")
-    assert verdicts(result) == {
-        "resume-complete[runs/control/empty-optimizer.pt]": "FAILED",
-        "resume-complete[runs/control/good.pt]": "PASSED",
-        "resume-complete[runs/control/hollow.pt]": "FAILED",
-        "resume-complete[runs/control/seed.pt]": "FAILED",
-        "resume-complete[runs/control/sgd.pt]": "PASSED",  # a stateless SGD is an optimizer
-        "resume-complete[runs/control/short-rng.pt]": "FAILED",
-    }
-    short = item_text(result, "resume-complete[runs/control/short-rng.pt]")
-    assert ("resume checkpoint runs/control/short-rng.pt holds no restorable rng: 'rng_state' "
-            "holds under 'torch' a torch CPU generator state of 8 bytes where "
-            "torch.get_rng_state() has 5056: torch.set_rng_state would refuse it") in short
-    seed = item_text(result, "resume-complete[runs/control/seed.pt]")
-    assert seed.startswith("1 problem\n"), seed
-    assert ("resume checkpoint runs/control/seed.pt holds no restorable rng: 'rng_state' holds "
-            "{'seed': 7}, which is no random generator state (a seed is not an RNG state: "
-            "torch.get_rng_state(), numpy.random.get_state(), random.getstate())") in seed
-    assert "fix:      save the generators' states: torch.get_rng_state()" in seed
-    empty = item_text(result, "resume-complete[runs/control/empty-optimizer.pt]")
-    assert ("resume checkpoint runs/control/empty-optimizer.pt: optimizer is present but empty "
-            "('optimizer_state_dict' holds {}): it restores nothing") in empty
-    assert "lacks optimizer" not in empty  # the key is right: no "rename it" advice
-    assert "fix:      save optimizer.state_dict() ('state' and 'param_groups'" in empty
-    hollow = item_text(result, "resume-complete[runs/control/hollow.pt]")
-    assert hollow.startswith("4 problems\n"), hollow
-    for line in (
-        "resume checkpoint runs/control/hollow.pt holds no restorable progress: 'epoch' holds "
-        "'ten', not a step or epoch count",
-        "resume checkpoint runs/control/hollow.pt holds no restorable scheduler: 'scheduler' "
-        "holds {'step_size': 1}, not an LR scheduler's state_dict() (no integer 'last_epoch')",
-        "resume checkpoint runs/control/hollow.pt: scaler is present but empty ('scaler' holds "
-        "{}): it restores nothing",
-        "resume checkpoint runs/control/hollow.pt: data is present but empty ('sampler' holds "
-        "[]): it restores nothing",
-    ):
-        assert line in hollow, line
+    found = resumes(campaign, *(f"runs/control/{name}" for name in names))
+    expect_no_finding(found["runs/control/good.pt"])
+    expect_no_finding(found["runs/control/sgd.pt"])  # a stateless SGD is an optimizer
+    unrestorable = "resume-complete.part-unrestorable"
+    expect_finding(found["runs/control/short-rng.pt"], unrestorable, alone=True,
+                   says="'rng_state' holds under 'torch' a torch CPU generator state of 8 "
+                   "bytes where torch.get_rng_state() has 5056")
+    expect_finding(found["runs/control/seed.pt"], unrestorable, alone=True,
+                   says="holds {'seed': 7}, which is no random generator state",
+                   fix="save the generators' states: torch.get_rng_state()")
+    empty = expect_finding(found["runs/control/empty-optimizer.pt"], unrestorable, alone=True,
+                           says="optimizer is present but empty ('optimizer_state_dict' holds "
+                           "{}): it restores nothing",
+                           fix="save optimizer.state_dict() ('state' and 'param_groups'")
+    assert "lacks optimizer" not in empty.render()  # the key is right: no "rename it" advice
+    hollow = found["runs/control/hollow.pt"]
+    assert [f.code for f in hollow] == [unrestorable] * 4
+    said = " | ".join(f.message for f in hollow)
+    for words in ("no restorable progress: 'epoch' holds 'ten', not a step or epoch count",
+                  "no restorable scheduler: 'scheduler' holds {'step_size': 1}",
+                  "scaler is present but empty ('scaler' holds {})",
+                  "data is present but empty ('sampler' holds [])"):
+        assert words in said, words
 
 
 def test_claims_are_checked_against_the_content(
@@ -301,7 +293,7 @@ def test_resume_state_per_run(
 
 
 def test_progress_where_real_training_code_nests_it(
-    itera: Itera, campaign: CampaignBuilder, built: Built
+    campaign: CampaignBuilder, built: Built
 ) -> None:
     campaign.plan["checkpoint_policy"]["resume_state"] = ["model", "optimizer", "progress"]
     claims = ["model", "optimizer", "progress"]
@@ -311,16 +303,14 @@ def test_progress_where_real_training_code_nests_it(
                    claims=claims)
     add_checkpoint(campaign, built, "state-progress.pt", "runs/control/state-progress.pt",
                    claims=claims)
-    campaign.write()
-    result = itera("-rA", "-k", "resume-complete and (titan or state)")
-    assert verdicts(result) == {
-        "resume-complete[runs/control/state-progress.pt]": "PASSED",
-        "resume-complete[runs/control/titan-no-step]": "FAILED",
-        "resume-complete[runs/control/titan]": "PASSED",
-        "resume-complete[runs/control/trainer-state.pt]": "PASSED",
-    }
-    expect(result, "manifest.json $.checkpoints[4]: resume checkpoint runs/control/titan-no-step: "
-           "progress is present but empty ('train_state.step' holds None): it restores nothing")
+    found = resumes(campaign, "runs/control/titan", "runs/control/titan-no-step",
+                    "runs/control/trainer-state.pt", "runs/control/state-progress.pt")
+    for nested in ("runs/control/titan", "runs/control/trainer-state.pt",
+                   "runs/control/state-progress.pt"):
+        expect_no_finding(found[nested])
+    expect_finding(found["runs/control/titan-no-step"], "resume-complete.part-unrestorable",
+                   where="manifest.json $.checkpoints[4]", alone=True,
+                   says="progress is present but empty ('train_state.step' holds None)")
 
 
 # ------------------------------------------------------------------ required artifacts
@@ -739,12 +729,7 @@ def test_a_saved_model_whose_config_states_another_size(tmp_path: Path) -> None:
     config = json.loads((saved / "config.json").read_text())
     config["n_embd"] = 64  # the config of a wider model beside these weights
     (saved / "config.json").write_text(json.dumps(config))
-    b = CampaignBuilder(tmp_path / "out")
-    for path in sorted(saved.iterdir()):
-        b.files[f"runs/variant-a/model/{path.name}"] = path.read_bytes()
-    b.manifest["checkpoints"].append({"path": "runs/variant-a/model", "run": "variant-a",
-                                      "format": "safetensors", "kind": "weights"})
-    b.files["RELOAD.md"] += b"AutoModel.from_pretrained('runs/variant-a/model')\n"
+    b = with_saved_model(tmp_path / "out", saved)
     expect_finding(
         judge(b.write(), "artifacts-required"), "artifacts-required.config-shapes",
         says=("runs/variant-a/model", "runs/variant-a/model/config.json"))

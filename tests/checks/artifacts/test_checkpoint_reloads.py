@@ -31,6 +31,7 @@ from pytest_itera.core.findings import Finding
 from pytest_itera.files.source import S3Location, S3Source, stage
 from pytest_itera.reload import PROBE, SERVER
 from tests import checkpoints
+from tests.checks.campaigns import with_saved_model
 from tests.checks.judging import expect_finding, expect_no_finding, judge
 from tests.factory import (
     CONTROL_CKPT,
@@ -791,12 +792,7 @@ def test_a_saved_model_whose_shard_was_overwritten(tmp_path: Path) -> None:
     model.save_pretrained(str(saved), max_shard_size="2KB")
     index = json.loads((saved / "model.safetensors.index.json").read_text())["weight_map"]
     first, second = sorted(set(index.values()))[:2]
-    b = CampaignBuilder(tmp_path / "out")
-    for path in sorted(saved.iterdir()):
-        b.files[f"runs/variant-a/model/{path.name}"] = path.read_bytes()
-    b.manifest["checkpoints"].append({"path": "runs/variant-a/model", "run": "variant-a",
-                                      "format": "safetensors", "kind": "weights"})
-    b.files["RELOAD.md"] += b"AutoModel.from_pretrained('runs/variant-a/model')\n"
+    b = with_saved_model(tmp_path / "out", saved)
     good = b.write()
     expect_no_finding(judge(good))
     shutil.rmtree(good)
