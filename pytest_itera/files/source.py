@@ -425,14 +425,28 @@ class S3Source:
         return next(iter(self.chunks(StoredObject(item.key, min(item.size, SNIFF), item.etag))),
                     b"")
 
-    def stream(self, item: StoredObject, known: str | None, head: bytes = b"") -> Held:
+    def opened(self, item: StoredObject) -> tuple[bytes, Iterator[bytes]]:
+        """The object's first bytes (at least SNIFF of them, or all), and the rest of the
+        same GET: what decides whether it needs a local copy, without asking twice."""
+        rest = self.chunks(item)
+        first = b""
+        for piece in rest:
+            first += piece
+            if len(first) >= SNIFF:
+                break
+        return first, rest
+
+    def stream(self, item: StoredObject, known: str | None, head: bytes = b"",
+               rest: Iterator[bytes] | None = None) -> Held:
         """Its size and sha256 (``known``: the store's, then nothing is read), no copy.
-        ``head``: its first bytes, read already (:meth:`head`): never asked for twice."""
+        ``head``: its first bytes, read already (:meth:`head`, or :meth:`opened` with the
+        ``rest`` of that GET): never asked for twice."""
         if known is not None:
             return Held(item.size, known, by_store=True, binary=True,
                         scannable=_read_by_checks(self.head(item)))
         digest, size, first = hashlib.sha256(), 0, head[:SNIFF]
         for piece in itertools.chain((head,) if head else (),
+                                     rest if rest is not None else
                                      self.chunks(item, offset=len(head))):
             first = first or piece[:SNIFF]
             digest.update(piece)
@@ -441,14 +455,16 @@ class S3Source:
                     scannable=_read_by_checks(first))
 
     def copy(self, item: StoredObject, dest: Path, part: Path, known: str | None = None,
-             first: bytes = b"") -> Held:
+             first: bytes = b"", rest: Iterator[bytes] | None = None) -> Held:
         """Stream one object to ``part``, then move it to ``dest``; its size and sha256
         (``known``: the store's, then the bytes are not hashed). ``first``: its first bytes,
-        read already (:meth:`head`): never asked for twice."""
+        read already (:meth:`head`, or :meth:`opened` with the ``rest`` of that GET): never
+        asked for twice."""
         digest, size = None if known is not None else hashlib.sha256(), 0
         dest.parent.mkdir(parents=True, exist_ok=True)
         with part.open("wb") as out:
             for piece in itertools.chain((first,) if first else (),
+                                         rest if rest is not None else
                                          self.chunks(item, offset=len(first))):
                 if digest is not None:
                     digest.update(piece)
@@ -558,17 +574,20 @@ def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action:
     target.parent.mkdir(parents=True, exist_ok=True)  # a folder checkpoint left out: still a folder
     try:
         known = sums.sha256(item) if sums is not None else None
-        head = b""
+        head, rest = b"", None
         if action == "sniff":
             action = "copy"
-            if spare and item.size > SNIFF:
-                head = source.head(item)
+            if spare and item.size > SNIFF and known is not None:
+                head = source.head(item)  # 64 KiB: the rest may not be needed at all
                 if not _read_by_checks(head):
-                    return Held(item.size, known, by_store=True, binary=True) \
-                        if known is not None else source.stream(item, None, head)
+                    return Held(item.size, known, by_store=True, binary=True)
+            elif spare and item.size > SNIFF:  # its bytes are hashed anyway: one GET
+                head, rest = source.opened(item)
+                if not _read_by_checks(head[:SNIFF]):
+                    return source.stream(item, None, head, rest)
         if action == "hash":
             return dataclasses.replace(source.stream(item, known), over_cap=True, etag=item.etag)
-        return source.copy(item, target, parts / uuid.uuid4().hex, known, head)
+        return source.copy(item, target, parts / uuid.uuid4().hex, known, head, rest)
     except SourceError as exc:
         return Held(item.size, error=str(exc))
 

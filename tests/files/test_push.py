@@ -316,6 +316,9 @@ def test_a_pushed_campaign_is_judged_reading_each_object_once(
     else:
         assert heads == []
         assert asked == sizes  # each object read once, whole
+        gets = [p[len(prefix):] for m, p, _ in Counted.seen_requests
+                if m == "GET" and p.startswith(prefix)]
+        assert sorted(gets) == sorted(sizes)  # by one GET each: BIG's sniff is that GET's start
         assert staged.objects[BIG].sha256 == local(root)[BIG]  # hashed as it streamed
     assert not staged.objects[BIG].copied  # no check reads it: never written
     assert copied == sum(sizes.values()) - sizes[BIG]
