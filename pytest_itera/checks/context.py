@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -446,6 +447,30 @@ class Context:
                 shutil.rmtree(folder, ignore_errors=True)
             self._spools[unit] = (result, facts)
             return self._spools[unit]
+
+    @contextmanager
+    def on_disk(self, relpath: str) -> Iterator[Path | str]:
+        """The checkpoint at ``relpath`` on local disk for the time of the block: its path in
+        the folder, or, for one the cache cap left in the store, a spool of it alone (as
+        :meth:`_spooled`), removed after; a str: why it could not be spooled."""
+        import shutil
+        import tempfile
+
+        stored = self.stored
+        if stored is None or stored.over_cap(relpath) is None:
+            inside = self.inside(relpath)
+            yield inside if isinstance(inside, Path) else str(inside)
+            return
+        unit = relpath.strip("/")
+        with self._spool_lock:
+            folder = Path(tempfile.mkdtemp(prefix="itera-spool-"))
+            try:
+                lost = [f"{key} {got}" for key, got in stored.spool(unit, folder).items()
+                        if isinstance(got, str)]
+                yield (f"{unit} was left in the store by the local cache cap and could not "
+                       f"be spooled: {'; '.join(lost)}") if lost else folder / unit
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def _reload_spooled(self, path: Path, unit: str, claimed_format: str | None
                         ) -> ReloadResult:

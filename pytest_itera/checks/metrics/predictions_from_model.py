@@ -111,10 +111,14 @@ def predictions_from_model(ctx: Context, target: str | None) -> Iterator[Finding
         return
     field, ids, rows, stated = sample
     causes = []
-    for relpath, path in candidates:  # the newest whose model state fits the recipe's model
-        answer = ctx.reloader().repredict(path, relpath, {
-            "module": module[0], "build": module[1], "predict": module[2],
-            "config": recipe.config, "key": recipe.key, "rows": rows})
+    for relpath in candidates:  # the newest whose model state fits the recipe's model
+        with ctx.on_disk(relpath) as path:  # spooled alone if the cache cap left it out
+            if isinstance(path, str):
+                causes.append(path)
+                continue
+            answer = ctx.reloader().repredict(path, relpath, {
+                "module": module[0], "build": module[1], "predict": module[2],
+                "config": recipe.config, "key": recipe.key, "rows": rows})
         if answer.ok:
             break
         causes.append(str(answer.cause))
@@ -123,7 +127,7 @@ def predictions_from_model(ctx: Context, target: str | None) -> Iterator[Finding
                       + ("its checkpoint" if len(causes) == 1 else
                          f"any of its {len(causes)} checkpoints")
                       + f": {'; '.join(causes)}",
-                      where=candidates[0][0], code=f"{_CODE}.weights-unfit",
+                      where=candidates[0], code=f"{_CODE}.weights-unfit",
                       hint=KINDS[f"{_CODE}.weights-unfit"].fix)
         return
     yield from _compared(run, relpath, field, ids, stated, answer.predictions, recipe)
@@ -153,10 +157,9 @@ def _module_of(recipe: ModelRecipe) -> tuple[str, str, str] | str:
     return build_file, build, predict
 
 
-def _checkpoints(ctx: Context, run: RunRecord, recipe: ModelRecipe
-                 ) -> list[tuple[str, Path]] | Finding:
-    """The checkpoints to load, newest first (the manifest path and the real path): the
-    recipe's, else every checkpoint the manifest records for the run; or why there is none."""
+def _checkpoints(ctx: Context, run: RunRecord, recipe: ModelRecipe) -> list[str] | Finding:
+    """The checkpoints to load, newest first (their manifest paths): the recipe's, else every
+    checkpoint the manifest records for the run; or why there is none."""
     man = ctx.campaign.manifest
     listed = [c.path for c in man.checkpoints if c.run == run.id] if man is not None else []
     wanted = [recipe.checkpoint] if recipe.checkpoint is not None else listed[::-1]
@@ -168,19 +171,17 @@ def _checkpoints(ctx: Context, run: RunRecord, recipe: ModelRecipe
 
     if not wanted:
         return missing("the manifest records no checkpoint of the run")
-    found, why = [], []
+    found: list[str] = []
+    why: list[str] = []
     for relpath in wanted:
         inside = ctx.inside(relpath)
         left = ctx.stored.over_cap(relpath) if ctx.stored is not None else None
         if isinstance(inside, str):
             why.append(f"its checkpoint path {relpath!r} {inside}")
-        elif left is not None:  # a spool is a reload's, not a re-prediction's
-            why.append(f"its checkpoint {relpath} was left in the store ({left}): re-predicting "
-                       "needs it in the local copy; raise the cap")
-        elif not inside.exists():
+        elif left is None and not inside.exists():
             why.append(f"its checkpoint {relpath} is missing")
-        else:
-            found.append((relpath, inside))
+        else:  # here, or left in the store by the cache cap: spooled for the re-prediction
+            found.append(relpath)
     return found or missing("; ".join(why))
 
 

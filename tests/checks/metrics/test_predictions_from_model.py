@@ -21,8 +21,12 @@ from pytest_itera.checks.context import Context
 from pytest_itera.checks.metrics.predictions_from_model import model_targets
 from pytest_itera.checks.model import ModelRecipe, Options
 from pytest_itera.core.campaign import Campaign, RunRecord, load_campaign
+from pytest_itera.files.source import S3Location, S3Source, stage
 from pytest_itera.report.verify import builtin_checks
 from tests.checks.judging import expect_finding, expect_no_finding, judge
+from tests.files.test_s3 import s3 as s3  # the fixtures of the local S3 server
+from tests.files.test_s3 import server as server
+from tests.files.test_s3 import upload
 
 CHECK = "predictions-from-model"
 # The judge's own code for the example's MLP (example_campaign/model.py), in a file of its own.
@@ -214,3 +218,14 @@ def test_a_sample_that_cannot_be_read(campaign: Path, models: ModuleType) -> Non
 def test_a_sample_that_can_be_read(campaign: Path, models: ModuleType) -> None:
     found = judge(campaign, CHECK, target="control", options=recipes(models))
     expect_no_finding(found, "predictions-from-model.unprovable")
+
+
+def test_weights_left_in_the_store_are_spooled_for_the_re_prediction(
+        campaign: Path, models: ModuleType, s3: Any, tmp_path: Path) -> None:
+    """An s3:// campaign whose copy holds no checkpoint (cache cap 0): each run's weights are
+    spooled alone for its re-prediction, as for its reload, and removed after."""
+    staged = stage(S3Source(S3Location.parse(upload(s3, campaign)), timeout=5),
+                   tmp_path / "copy", 0)
+    assert staged.left_out()  # no checkpoint in the copy
+    expect_no_finding(judge(staged.root, CHECK, options=recipes(models), stored=staged))
+    assert not any((staged.root / key).exists() for key in staged.left_out())
