@@ -13,8 +13,8 @@ sha256 computed on the way, once), refusing keys the local equivalent would refu
 or ``..`` segment, an empty segment (a leading ``/``), and two keys that differ only by case.
 What it could not or would not copy is not an error but a fact the checks judge
 (:class:`Staged`): an object the store did not give (its cause), a checkpoint over the cache
-cap (streamed for its size and sha256, then spooled alone when it is judged:
-:meth:`Staged.spool`), a binary file no
+cap (left in the store, its size as listed; spooled alone, hashed and scanned when it is
+judged: :meth:`Staged.spool`), a binary file no
 check reads (streamed for its sha256 only; not downloaded at all where the store holds its
 SHA-256, ``--itera-store-checksums``).
 """
@@ -485,8 +485,9 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
 
     Every object the checks read as text or data is copied; a checkpoint's bytes (the
     manifest's ``checkpoints`` and ``adapters`` paths, a folder as one) count against ``cap``,
-    in path order: one that does not fit is streamed for its size and sha256 only, never
-    written. An object that cannot be read after the retries is left out, with why: the
+    in path order: one that does not fit is left in the store (with the store's SHA-256 where
+    ``checksums`` finds one), read when it is judged (:meth:`Staged.spool`), never written
+    here. An object that cannot be read after the retries is left out, with why: the
     checks judge it (:meth:`Staged.entries`). ``spare`` (unless a seal covers the files of
     the copy): a binary file the checks never read (not a checkpoint, nothing to scan
     inside, judged from its first 64 KiB) is never written, only hashed as it streams.
@@ -585,6 +586,8 @@ def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action:
                 head, rest = source.opened(item)
                 if not _read_by_checks(head[:SNIFF]):
                     return source.stream(item, None, head, rest)
+        if action == "hash" and known is None:  # hashed when it is spooled: read once
+            return Held(item.size, None, over_cap=True, etag=item.etag)
         if action == "hash":
             return dataclasses.replace(source.stream(item, known), over_cap=True, etag=item.etag)
         return source.copy(item, target, parts / uuid.uuid4().hex, known, head, rest)
