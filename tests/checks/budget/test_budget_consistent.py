@@ -26,6 +26,7 @@ import pytest
 
 from pytest_itera.checks.engine import judge as engine_judge
 from pytest_itera.checks.model import Options
+from pytest_itera.core.money import parse_catalogue
 from tests.checks.campaigns import (
     BUDGET,
     RECEIPT,
@@ -725,6 +726,12 @@ def pytest_itera_catalogue(config):
 """
 
 
+ACME_CATALOGUE = ACME.split("parse_catalogue('''")[1].split("''')")[0]
+LAB_CATALOGUE = json.dumps({"format": "itera-catalogue/1", "provider": "Lab", "currency": "USD",
+                            "offers": [{"offer": "Lab cluster 4090, 3 days", "gpu": "RTX 4090",
+                                        "gpus_per_lot": 1, "days": 3, "price": "55.00"}]})
+
+
 def write_prices(folder: Path, price: str = "55.00") -> None:
     offers = [{"offer": "Lab cluster 4090, 3 days", "gpu": "RTX 4090", "gpus_per_lot": 1,
                "days": 3, "price": price}]
@@ -743,10 +750,6 @@ def ini_catalogue(pytester: pytest.Pytester, price: str = "55.00") -> None:
     pytest.param(lambda p: p.makeconftest(ACME),
                  lambda c: lot(c, offer="Acme 4090, 4 days", days=4, price="60.00"), None,
                  id="the-hooks-catalogue-is-in-force"),
-    pytest.param(lambda p: p.makeconftest(ACME), lambda c: None,
-                 "plan.json $.budget.lots[0].source: lot 'rtx4090-3d' (offer 'IteraGPU RTX 4090, "
-                 "3 days': RTX 4090, 3 days, 47.14 USD) is not in the Acme catalogue in force and "
-                 "records no source", id="the-shipped-offer-needs-a-source-under-the-hooks"),
     pytest.param(lambda p: p.makeconftest(
         "def pytest_itera_catalogue(config):\n    return {'offers': []}\n"), lambda c: None,
                  "pytest_itera_catalogue hook: the price catalogue in force cannot be used: the "
@@ -754,10 +757,6 @@ def ini_catalogue(pytester: pytest.Pytester, price: str = "55.00") -> None:
                  "pytest_itera.core.money.Catalogue", id="a-hook-that-returns-no-catalogue"),
     pytest.param(ini_catalogue, lambda c: lot(c, offer="Lab cluster 4090, 3 days", price="55.00"),
                  None, id="the-ini-catalogue-is-in-force"),
-    pytest.param(ini_catalogue, lambda c: lot(c, offer="Lab cluster 4090, 3 days", price="47.14"),
-                 "plan.json $.budget.lots[0].price: lot 'rtx4090-3d' is the Lab catalogue's offer "
-                 "'Lab cluster 4090, 3 days' (same offer name), priced 55.00 USD for 3 days, but "
-                 "the plan prices it 47.14 USD", id="the-ini-catalogue-refuses-another-price"),
 ])
 def test_the_catalogue_in_force_prices_the_lots(
     itera: Itera, pytester: pytest.Pytester, campaign: CampaignBuilder,
@@ -770,6 +769,28 @@ def test_the_catalogue_in_force_prices_the_lots(
         itera.passes(campaign, BUDGET)
     else:
         itera.fails(campaign, BUDGET, fails)
+
+
+# The rule on a catalogue in force, judged in process (the hook's and the ini's wiring: the
+# sessions above): the catalogue, the lot, the code, where, a few words.
+@pytest.mark.parametrize(("catalogue", "arrange", "code", "where", "says"), [
+    pytest.param(ACME_CATALOGUE, lambda c: None, "budget-consistent.lot-unsourced",
+                 "plan.json $.budget.lots[0].source",
+                 "is not in the Acme catalogue in force and records no source",
+                 id="the-shipped-offer-needs-a-source-under-another-catalogue"),
+    pytest.param(LAB_CATALOGUE,
+                 lambda c: lot(c, offer="Lab cluster 4090, 3 days", price="47.14"),
+                 "budget-consistent.lot-price", "plan.json $.budget.lots[0].price",
+                 "priced 55.00 USD for 3 days, but the plan prices it 47.14 USD",
+                 id="the-catalogue-refuses-another-price"),
+])
+def test_a_lot_the_catalogue_in_force_does_not_price_so_is_refused(
+    campaign: CampaignBuilder, catalogue: str, arrange: Callable[[CampaignBuilder], object],
+    code: str, where: str, says: str,
+) -> None:
+    arrange(campaign)
+    expect_finding(judge(campaign, BUDGET, options=Options(catalogue=parse_catalogue(catalogue))),
+                   code, where=where, says=says)
 
 
 def test_a_bad_ini_catalogue_is_a_usage_error(
