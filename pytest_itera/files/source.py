@@ -22,7 +22,6 @@ SHA-256, ``--itera-store-checksums``).
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import itertools
 import json
@@ -586,10 +585,9 @@ def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action:
                 head, rest = source.opened(item)
                 if not _read_by_checks(head[:SNIFF]):
                     return source.stream(item, None, head, rest)
-        if action == "hash" and known is None:  # hashed when it is spooled: read once
-            return Held(item.size, None, over_cap=True, etag=item.etag)
-        if action == "hash":
-            return dataclasses.replace(source.stream(item, known), over_cap=True, etag=item.etag)
+        if action == "hash":  # not read here: read once, hashed and scanned, when spooled
+            return Held(item.size, known, by_store=known is not None, over_cap=True,
+                        etag=item.etag)
         return source.copy(item, target, parts / uuid.uuid4().hex, known, head, rest)
     except SourceError as exc:
         return Held(item.size, error=str(exc))

@@ -440,7 +440,8 @@ def _staged(config: pytest.Config, url: str) -> Path:
 
     An xdist worker reads the controller's copy (pytest_configure_node); one on another
     host (``--tx ssh=...``), where that folder is not, makes its own copy of the store
-    (its node ids are the URL's, the same on every worker)."""
+    (its node ids are the URL's, the same on every worker), without any checkpoint: it
+    spools the ones its own items judge (a cache cap of 0)."""
     from pytest_itera.files import source
 
     worker = getattr(config, "workerinput", None)
@@ -453,15 +454,16 @@ def _staged(config: pytest.Config, url: str) -> Path:
         if source.Staged.sidecar(Path(copied)).is_file():
             staged = source.Staged.load(Path(copied))
         else:
-            staged = _stage_here(config, url)
+            staged = _stage_here(config, url, checkpoints=False)
             config.stash.setdefault(controller_roots_key, {})[staged.root] = Path(copied)
     config.stash.setdefault(sources_key, {})[staged.root] = staged
     return staged.root
 
 
-def _stage_here(config: pytest.Config, url: str) -> Staged:
+def _stage_here(config: pytest.Config, url: str, *, checkpoints: bool = True) -> Staged:
     """This process's copy of the prefix, under the system's temporary folder, and what
-    the store said of each object beside it (for the workers)."""
+    the store said of each object beside it (for the workers); ``checkpoints``: up to the
+    cache cap of them (else none: each is spooled when an item judges it)."""
     import tempfile
 
     from pytest_itera.files import source
@@ -475,8 +477,9 @@ def _stage_here(config: pytest.Config, url: str) -> Staged:
         cache = Path(tempfile.mkdtemp(prefix="itera-store-"))
         config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
         dest = Path(os.path.abspath(cache / location.bucket / (location.prefix or "_")))
-        staged = source.stage(store, dest, _bytes(config, INI_STORE_CACHE_MAX,
-                                                  DEFAULT_STORE_CACHE_MAX, zero=True),
+        cap = _bytes(config, INI_STORE_CACHE_MAX, DEFAULT_STORE_CACHE_MAX, zero=True) \
+            if checkpoints else 0
+        staged = source.stage(store, dest, cap,
                               checksums=checksums,
                               # a seal covers the copy's files: every one is downloaded
                               spare=not (config.getoption(SEAL)

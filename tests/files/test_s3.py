@@ -382,7 +382,7 @@ def test_the_stores_sha256_spares_hashing_and_downloading_and_is_named_when_it_d
     assert over.left_out() == [CONTROL_CKPT, RESUME_CKPT, VARIANT_WEIGHTS]
     assert over.objects[VARIANT_WEIGHTS] == Held(
         staged.objects[VARIANT_WEIGHTS].size, staged.objects[VARIANT_WEIGHTS].sha256,
-        by_store=True, over_cap=True, binary=True, scannable=True,
+        by_store=True, over_cap=True,  # not even sniffed: read when it is spooled
         etag=over.objects[VARIANT_WEIGHTS].etag)  # the version a spool reads
     assert over.objects[VARIANT_WEIGHTS].etag
     found = judged(staged, reloader, f"files-intact[{big}]", f"no-temp-paths[{big}]",
