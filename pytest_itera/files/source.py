@@ -122,7 +122,6 @@ class Held:
     over_cap: bool = False  # a checkpoint left in the store: the cache cap
     etag: str | None = None  # (over the cap) the version listed: a spool reads only that one
     binary: bool = True  # (not copied) a NUL in its first bytes
-    scannable: bool = False  # (not copied) a container the temp-path scan reads inside
     # (st_dev, st_ino, size, mtime_ns, ctime_ns) of the copy as written (scan.FileFacts):
     # the seal reuses the sha256 where a new stat of the copy gives the same.
     fingerprint: Fingerprint | None = None
@@ -186,7 +185,10 @@ class Staged:
         return f"could not be read from the store ({self.url}{key}): {self.objects[key].error}"
 
     def facts(self, key: str) -> FileFacts | None:
-        """The facts of an object with no local copy, from the store (None: it has one)."""
+        """The facts of an object with no local copy, from the store (None: it has one): one
+        it would not give, or a binary file no check reads (its sha256 as it streamed, or
+        the store's). A checkpoint over the cap has its facts from its spool instead
+        (Context.spooled_facts)."""
         from pytest_itera.files.scan import FileFacts
 
         held = self.objects.get(key)
@@ -194,9 +196,7 @@ class Staged:
             return None
         if held.error is not None:
             return FileFacts(key, 0, None, False, (), 0, error=self.trouble(key))
-        unscanned = (f"its {size_text(held.size)} were not copied from the store "
-                     f"({CAP_OPTION} = {size_text(self.cap)})") if held.scannable else None
-        return FileFacts(key, held.size, held.sha256, held.binary, (), 0, unscanned=unscanned)
+        return FileFacts(key, held.size, held.sha256, held.binary, (), 0)
 
     def digest(self, key: str) -> Held | None:
         """A copied object whose sha256 was computed while it streamed (or is the store's)."""
@@ -435,14 +435,11 @@ class S3Source:
                 break
         return first, rest
 
-    def stream(self, item: StoredObject, known: str | None, head: bytes = b"",
+    def stream(self, item: StoredObject, head: bytes = b"",
                rest: Iterator[bytes] | None = None) -> Held:
-        """Its size and sha256 (``known``: the store's, then nothing is read), no copy.
-        ``head``: its first bytes, read already (:meth:`head`, or :meth:`opened` with the
-        ``rest`` of that GET): never asked for twice."""
-        if known is not None:
-            return Held(item.size, known, by_store=True, binary=True,
-                        scannable=_read_by_checks(self.head(item)))
+        """Its size and sha256, no copy. ``head``: its first bytes, read already
+        (:meth:`head`, or :meth:`opened` with the ``rest`` of that GET): never asked for
+        twice."""
         digest, size, first = hashlib.sha256(), 0, head[:SNIFF]
         for piece in itertools.chain((head,) if head else (),
                                      rest if rest is not None else
@@ -450,8 +447,7 @@ class S3Source:
             first = first or piece[:SNIFF]
             digest.update(piece)
             size += len(piece)
-        return Held(size, digest.hexdigest(), binary=b"\0" in first[:8192],
-                    scannable=_read_by_checks(first))
+        return Held(size, digest.hexdigest(), binary=b"\0" in first[:8192])
 
     def copy(self, item: StoredObject, dest: Path, part: Path, known: str | None = None,
              first: bytes = b"", rest: Iterator[bytes] | None = None) -> Held:
@@ -584,7 +580,7 @@ def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action:
             elif spare and item.size > SNIFF:  # its bytes are hashed anyway: one GET
                 head, rest = source.opened(item)
                 if not _read_by_checks(head[:SNIFF]):
-                    return source.stream(item, None, head, rest)
+                    return source.stream(item, head, rest)
         if action == "hash":  # not read here: read once, hashed and scanned, when spooled
             return Held(item.size, known, by_store=known is not None, over_cap=True,
                         etag=item.etag)
