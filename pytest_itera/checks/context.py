@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pytest_itera.checks.model import Kind, Needs, Options, ReloadHook, Scope
     from pytest_itera.core.money import Catalogue
     from pytest_itera.files.scan import FileFacts, TempMatcher
-    from pytest_itera.files.source import Staged
+    from pytest_itera.files.source import Held, Staged
     from pytest_itera.files.tree import Entry, PathRefusal
     from pytest_itera.reload import Reloader, ReloadResult
 
@@ -409,24 +409,16 @@ class Context:
                  ) -> tuple[ReloadResult, dict[str, FileFacts]]:
         """A checkpoint the cache cap left in the store (``unit``: its path, a file or a
         folder), judged once per process: its objects copied alone into a private folder
-        outside the campaign (Staged.spool), each scanned and hashed, the whole reloaded,
-        then removed. One at a time: the local disk holds the evidence and one checkpoint.
-        An object that could not be had makes its file unreadable and the reload unproven
-        (``not-copied``)."""
-        import shutil
-        import tempfile
-
+        outside the campaign (:meth:`_spool`), each scanned and hashed, the whole reloaded,
+        then removed. An object that could not be had makes its file unreadable and the
+        reload unproven (``not-copied``)."""
         from pytest_itera.files.scan import FileFacts
         from pytest_itera.reload import ReloadResult
 
-        stored = self.stored
-        assert stored is not None
         with self._spool_lock:
             if unit in self._spools:
                 return self._spools[unit]
-            folder = Path(tempfile.mkdtemp(prefix="itera-spool-"))
-            try:
-                done = stored.spool(unit, folder)
+            with self._spool(unit) as (folder, done, lost):
                 facts: dict[str, FileFacts] = {}
                 for key, got in done.items():
                     if isinstance(got, str):
@@ -435,16 +427,9 @@ class Context:
                     scanned = self.reader.scan_spooled(folder.joinpath(*key.split("/")), key)
                     facts[key] = scanned._replace(sha256=got.sha256) \
                         if scanned.error is None else scanned
-                lost = [f"{key} {got}" for key, got in done.items() if isinstance(got, str)]
-                if lost:
-                    result = ReloadResult(
-                        path=unit, ok=False, format=None, failure="not-copied",
-                        cause=f"cannot prove {unit} reloads: it was left in the store by the "
-                        f"local cache cap and could not be spooled: {'; '.join(lost)}")
-                else:
-                    result = self._reload_spooled(folder / unit, unit, claimed_format)
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
+                result = ReloadResult(path=unit, ok=False, format=None, failure="not-copied",
+                                      cause=f"cannot prove {unit} reloads: {lost}") \
+                    if lost else self._reload_spooled(folder / unit, unit, claimed_format)
             self._spools[unit] = (result, facts)
             return self._spools[unit]
 
@@ -453,24 +438,33 @@ class Context:
         """The checkpoint at ``relpath`` on local disk for the time of the block: its path in
         the folder, or, for one the cache cap left in the store, a spool of it alone (as
         :meth:`_spooled`), removed after; a str: why it could not be spooled."""
-        import shutil
-        import tempfile
-
-        stored = self.stored
-        if stored is None or stored.over_cap(relpath) is None:
+        if self.stored is None or self.stored.over_cap(relpath) is None:
             inside = self.inside(relpath)
             yield inside if isinstance(inside, Path) else str(inside)
             return
         unit = relpath.strip("/")
-        with self._spool_lock:
-            folder = Path(tempfile.mkdtemp(prefix="itera-spool-"))
-            try:
-                lost = [f"{key} {got}" for key, got in stored.spool(unit, folder).items()
-                        if isinstance(got, str)]
-                yield (f"{unit} was left in the store by the local cache cap and could not "
-                       f"be spooled: {'; '.join(lost)}") if lost else folder / unit
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
+        with self._spool_lock, self._spool(unit) as (folder, _, lost):
+            yield f"{unit}: {lost}" if lost else folder / unit
+
+    @contextmanager
+    def _spool(self, unit: str) -> Iterator[tuple[Path, dict[str, Held | str], str | None]]:
+        """The objects of ``unit`` the cap left in the store, in a private folder for the time
+        of the block (one at a time: the caller holds the spool lock, and the local disk
+        holds the evidence and one checkpoint): the folder, each object's Held or why it
+        could not be had, and (None when all came) the words for what was lost."""
+        import shutil
+        import tempfile
+
+        stored = self.stored
+        assert stored is not None
+        folder = Path(tempfile.mkdtemp(prefix="itera-spool-"))
+        try:
+            done = stored.spool(unit, folder)
+            lost = [f"{key} {got}" for key, got in done.items() if isinstance(got, str)]
+            yield folder, done, (f"it was left in the store by the local cache cap and could "
+                                 f"not be spooled: {'; '.join(lost)}") if lost else None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _reload_spooled(self, path: Path, unit: str, claimed_format: str | None
                         ) -> ReloadResult:
