@@ -5,13 +5,18 @@ read (the ``campaign`` fixture asserts it is unchanged after each test)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import json
+import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -427,3 +432,58 @@ def test_a_push_killed_with_sigkill_resumes(
     assert set(result.skipped) == there
     assert result.uploaded[-1] == "manifest.json"
 
+
+
+def test_the_example_pushed_is_judged_from_the_store_one_checkpoint_on_disk_at_a_time(
+        pytester: pytest.Pytester, example_campaign: Path, s3: Any,
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 41's done-when: the example campaign pushed, then judged from s3:// under a
+    cache cap of 0 with --itera-store-checksums, gives the verdict it gives locally, while
+    the local disk (the copy and its spools, polled) never holds more than the evidence and
+    the largest checkpoint."""
+    python_path_with_repo(monkeypatch)
+    url = fresh(s3, "closures/example")
+    assert push(example_campaign, url).complete
+    local = pytester.runpytest("--itera-campaign", str(example_campaign), "-p",
+                               "no:cacheprovider")
+    private = tmp_path / "tmp"  # the inner session's temporary folder: its copy, its spools
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    peak, stop = [0], threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            held = 0
+            for folder, _, files in os.walk(private):  # a folder removed meanwhile: skipped
+                for name in files:
+                    with contextlib.suppress(OSError):  # a spool removed while it is counted
+                        held += os.stat(os.path.join(folder, name)).st_size
+            peak[0] = max(peak[0], held)
+            stop.wait(0.005)
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    pytester.makeini("[pytest]\nitera_store_cache_max = 0\n")
+    try:
+        stored = pytester.runpytest("--itera-campaign", url, "-p", "no:cacheprovider",
+                                    "--itera-store-checksums")
+    finally:
+        stop.set()
+        watcher.join()
+    verdict = re.compile(r"^campaign \S+: (.*?)(?: —.*)?$")
+    said = {name: [m.group(1) for line in run.outlines if (m := verdict.match(line))]
+            for name, run in (("local", local), ("stored", stored))}
+    assert said["stored"] == said["local"] != [], said
+    assert stored.ret == local.ret
+    manifest = json.loads((example_campaign / "manifest.json").read_text())
+    units = [r["path"].strip("/") for r in (*manifest["checkpoints"], *manifest["adapters"])]
+    sizes = {p.relative_to(example_campaign).as_posix(): p.stat().st_size
+             for p in example_campaign.rglob("*") if p.is_file()}
+
+    def unit_of(key: str) -> str | None:
+        return next((u for u in units if key == u or key.startswith(u + "/")), None)
+
+    evidence = sum(n for key, n in sizes.items() if unit_of(key) is None)
+    largest = max(sum(n for key, n in sizes.items() if unit_of(key) == u) for u in units)
+    assert 0 < peak[0] <= evidence + largest + (64 << 10), (peak[0], evidence, largest)
+    assert peak[0] < sum(sizes.values())  # never the whole campaign
