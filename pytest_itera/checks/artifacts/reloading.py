@@ -258,9 +258,11 @@ def reload_kinds(check: str, what: str) -> dict[str, Kind]:
     (only a checkpoint declares one)."""
     return {
         f"{check}.not-copied": Kind(
-            rule=f"the {what} was left out of the stored copy (over its cache cap): that it "
-            "reloads is not proven, so it does not pass",
-            fix="judge a copy of the campaign that holds the whole file"),
+            rule=f"the {what}, left in the store by the local cache cap, could not be spooled "
+            "when it was judged (the store did not give it, or it changed since the listing): "
+            "that it reloads is not proven, so it does not pass",
+            fix="check the object in the store (push the campaign again), or judge a local copy "
+            "that holds the whole file"),
         f"{check}.no-reload": Kind(
             rule=f"the {what} does not load in a fresh interpreter with weights_only=True "
             "(code in its pickles, whole modules, corrupt, a timeout)",
