@@ -376,7 +376,9 @@ class S3Source:
         options: GetOptions = {"range": (start, end)}
         if item.etag:
             options["if_match"] = item.etag
-        pieces: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=2)
+        # One piece waits while the caller holds one and the next is read: ~3 x CHUNK per
+        # object in memory at most.
+        pieces: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=1)
         stop = threading.Event()
 
         def hand(value: bytes | BaseException | None) -> bool:
