@@ -251,24 +251,20 @@ def test_resume_parts_are_judged_by_their_content(
         assert words in said, words
 
 
-def test_claims_are_checked_against_the_content(
-    itera: Itera, campaign: CampaignBuilder, built: Built
-) -> None:
+def test_claims_are_checked_against_the_content(campaign: CampaignBuilder, built: Built) -> None:
     """A claim of rng over a seed is an overclaim, whatever the key is called."""
     campaign.plan["checkpoint_policy"]["resume_state"] = ["model"]
     add_checkpoint(campaign, built, "seed.pt", "runs/control/seed.pt", claims=["model", "rng"])
     add_checkpoint(campaign, built, "good.pt", "runs/control/good.pt", claims=["model", "rng"])
-    campaign.write()
-    result = itera("-rA", "-k", "resume-complete and (seed or good)")
-    assert verdicts(result) == {"resume-complete[runs/control/good.pt]": "PASSED",
-                                "resume-complete[runs/control/seed.pt]": "FAILED"}
-    expect(result, "manifest.json $.checkpoints[3].claims: the manifest claims rng (not "
-           "restorable) for runs/control/seed.pt, which does not hold it")
+    found = resumes(campaign, "runs/control/seed.pt", "runs/control/good.pt")
+    expect_no_finding(found["runs/control/good.pt"])
+    expect_finding(found["runs/control/seed.pt"], "resume-complete.overclaimed", alone=True,
+                   where="manifest.json $.checkpoints[3].claims",
+                   says="the manifest claims rng (not restorable) for runs/control/seed.pt, "
+                   "which does not hold it")
 
 
-def test_resume_state_per_run(
-    itera: Itera, campaign: CampaignBuilder, built: Built
-) -> None:
+def test_resume_state_per_run(campaign: CampaignBuilder, built: Built) -> None:
     """A Lightning run (no RNG by design) beside a plain-torch run: the plan says so for that
     run instead of dropping rng from the whole plan."""
     campaign.plan["checkpoint_policy"]["resume_state"] = [
@@ -278,15 +274,13 @@ def test_resume_state_per_run(
     add_checkpoint(campaign, built, "lightning.ckpt", "runs/variant-a/last.ckpt",
                    run="variant-a", fmt="lightning")
     add_checkpoint(campaign, built, "lightning.ckpt", "runs/control/last.ckpt", fmt="lightning")
-    campaign.write()
-    result = itera("-rA", "-k", "resume-complete and ckpt")
-    assert verdicts(result) == {"resume-complete[runs/control/last.ckpt]": "FAILED",
-                                "resume-complete[runs/variant-a/last.ckpt]": "PASSED"}
-    expect(result, "manifest.json $.checkpoints[4]: resume checkpoint runs/control/last.ckpt "
-           "cannot hold rng, required by the plan's checkpoint_policy.resume_state: Lightning "
-           "checkpoints store no RNG state by design",
-           "    fix:      * or, if this run cannot hold it by design, say so in the plan: "
-           "runs[].resume_state for this run")
+    found = resumes(campaign, "runs/variant-a/last.ckpt", "runs/control/last.ckpt")
+    expect_no_finding(found["runs/variant-a/last.ckpt"])
+    expect_finding(found["runs/control/last.ckpt"], "resume-complete.format-cannot-hold",
+                   alone=True, where="manifest.json $.checkpoints[4]",
+                   says="cannot hold rng, required by the plan's checkpoint_policy.resume_state: "
+                   "Lightning checkpoints store no RNG state by design",
+                   fix="runs[].resume_state for this run")
 
 
 # ------------------------------------------------------------------ nested progress
