@@ -372,7 +372,7 @@ class Context:
             return ReloadResult(path=relpath, ok=False, format=None,
                                 cause=f"{relpath}: it holds a link that does not stay inside "
                                 f"the campaign folder ({out[0]}); not loaded")
-        if self.stored is not None and self.stored.over_cap(relpath) is not None:
+        if self.stored is not None and self.stored.over_cap(relpath):
             return self._spooled(relpath, claimed_format)[0]
         if self._reload_hook is not None:
             result = self._reload_hook(inside, relpath, claimed_format)
@@ -389,8 +389,10 @@ class Context:
         """The links under the folder ``relpath`` (the walk's) that lead out of the campaign
         folder; [] for a file or a folder without one."""
         prefix = relpath.strip("/") + "/"
-        return [e.path for e in self.entries()
-                if e.path.startswith(prefix) and e.kind == "symlink" and e.escapes]
+        # The walk's links that leave, listed once: asked for each checkpoint reloaded.
+        leaving = self.memo("links.out", lambda: tuple(
+            e.path for e in self.entries() if e.kind == "symlink" and e.escapes))
+        return [path for path in leaving if path.startswith(prefix)]
 
     def spooled_facts(self, relpath: str) -> FileFacts | None:
         """The facts of a file of a checkpoint the cache cap left in the store, read while
@@ -438,7 +440,7 @@ class Context:
         """The checkpoint at ``relpath`` on local disk for the time of the block: its path in
         the folder, or, for one the cache cap left in the store, a spool of it alone (as
         :meth:`_spooled`), removed after; a str: why it could not be spooled."""
-        if self.stored is None or self.stored.over_cap(relpath) is None:
+        if self.stored is None or not self.stored.over_cap(relpath):
             inside = self.inside(relpath)
             yield inside if isinstance(inside, Path) else str(inside)
             return
@@ -482,7 +484,7 @@ class Context:
         if self._reload_hook is not None or self._reloader_factory is None:
             return
         stored = self.stored  # a checkpoint the cache cap left in the store: never loaded
-        here = [r for r in relpaths if stored is None or stored.over_cap(r) is None]
+        here = [r for r in relpaths if stored is None or not stored.over_cap(r)]
         paths = [p for p in map(self.inside, here) if not isinstance(p, str)]
         if paths:
             self.reloader().prefetch(paths)

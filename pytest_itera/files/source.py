@@ -217,17 +217,11 @@ class Staged:
                          fingerprint=held.fingerprint if keep and facts.size == held.size
                          else None)
 
-    def over_cap(self, path: str) -> str | None:
-        """Why the checkpoint at ``path`` (a file or a folder) is not in the local copy: some
-        of its bytes were left in the store by the cache cap (:meth:`spool` brings them for
-        the time of its judgement). None: it is all here (or unreadable, which files-intact
-        reports)."""
-        left = self.left_of(path)
-        if not left:
-            return None
-        size = sum(self.objects[k].size for k in left)
-        return (f"its {size_text(size)} exceed the local cache cap ({CAP_OPTION} = "
-                f"{size_text(self.cap)})")
+    def over_cap(self, path: str) -> bool:
+        """Whether some bytes of the checkpoint at ``path`` (a file or a folder) were left in
+        the store by the cache cap (:meth:`spool` brings them for the time of its
+        judgement); False: it is all here (or unreadable, which files-intact reports)."""
+        return bool(self.left_of(path))
 
     def left_of(self, path: str) -> list[str]:
         """The objects of the checkpoint at ``path`` (a file or a folder) the cap left in the
@@ -241,17 +235,17 @@ class Staged:
         ETag), each hashed as it streams: its Held, or why it could not be had (a finding's
         words). The caller judges the copy and removes ``into``: one checkpoint on local disk
         at a time, never the whole campaign."""
-        source = S3Source(S3Location.parse(self.url), timeout=self.timeout)
+        source = self._source
         parts = into.with_name(into.name + ".itera-parts")  # beside it, never inside
         parts.mkdir(parents=True, exist_ok=True)
         done: dict[str, Held | str] = {}
         unit = path.strip("/")
-        for key, held in self.objects.items():  # its documents, in the local copy already
-            if held.copied and key.startswith(unit + "/"):
-                target = into.joinpath(*key.split("/"))
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(self.root.joinpath(*key.split("/")), target)
         try:
+            for key, held in self.objects.items():  # its documents, in the local copy already
+                if held.copied and key.startswith(unit + "/"):
+                    target = into.joinpath(*key.split("/"))
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(self.root.joinpath(*key.split("/")), target)
             for key in self.left_of(path):
                 held = self.objects[key]
                 item = StoredObject(key, held.size, held.etag)
@@ -274,6 +268,11 @@ class Staged:
         """Object -> why it could not be read: the cause files-intact owns."""
         return {key: f"could not be read from the store: {held.error}"
                 for key, held in self.objects.items() if held.error is not None}
+
+    @cached_property
+    def _source(self) -> S3Source:
+        """The store, for the spools (one client per process, whatever their number)."""
+        return S3Source(S3Location.parse(self.url), timeout=self.timeout)
 
     @cached_property
     def _over(self) -> tuple[tuple[str, Held], ...]:

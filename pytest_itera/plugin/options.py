@@ -477,8 +477,7 @@ def _stage_here(config: pytest.Config, url: str, *, checkpoints: bool = True) ->
         cache = Path(tempfile.mkdtemp(prefix="itera-store-"))
         config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
         dest = Path(os.path.abspath(cache / location.bucket / (location.prefix or "_")))
-        cap = _bytes(config, INI_STORE_CACHE_MAX, DEFAULT_STORE_CACHE_MAX, zero=True) \
-            if checkpoints else 0
+        cap = _bytes(config, INI_STORE_CACHE_MAX, DEFAULT_STORE_CACHE_MAX) if checkpoints else 0
         staged = source.stage(store, dest, cap,
                               checksums=checksums,
                               # a seal covers the copy's files: every one is downloaded
@@ -494,16 +493,16 @@ def _stage_here(config: pytest.Config, url: str, *, checkpoints: bool = True) ->
     return staged
 
 
-def _bytes(config: pytest.Config, ini: str, default: int, *, zero: bool = False) -> int:
-    """A size in bytes (``64G``); ``zero``: 0 is one too."""
+def _bytes(config: pytest.Config, ini: str, default: int) -> int:
+    """A size in bytes (``64G``, ``0``)."""
     raw = str(config.getini(ini)).strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(raw[-1:], 1)
     number = raw[:-1] if scale > 1 else raw
     if not raw:
         return default
-    if not number.strip().isdigit() or (int(number) == 0 and not zero):
-        raise pytest.UsageError(f"{ini} = {shlex.quote(str(config.getini(ini)))}: not a "
-                                f"{'' if zero else 'positive '}size (e.g. 64G)")
+    if not number.strip().isdigit():
+        raise pytest.UsageError(f"{ini} = {shlex.quote(str(config.getini(ini)))}: not a size "
+                                "(e.g. 64G)")
     return int(number) * scale
 
 

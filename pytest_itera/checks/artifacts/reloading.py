@@ -56,7 +56,7 @@ def locate_problem(ctx: Context, relpath: str, where: str, what: str,
                        "record paths relative to the campaign folder, and keep the files "
                        "inside it",
                        code=f"{check}.outside")
-    if ctx.stored is not None and ctx.stored.over_cap(relpath) is not None:
+    if ctx.stored is not None and ctx.stored.over_cap(relpath):
         return None  # in the store, over the cache cap: ctx.reload says it cannot be proven
     try:
         mode = os.lstat(inside).st_mode  # a real path: no link left to follow

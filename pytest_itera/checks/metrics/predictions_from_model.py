@@ -175,10 +175,10 @@ def _checkpoints(ctx: Context, run: RunRecord, recipe: ModelRecipe) -> list[str]
     why: list[str] = []
     for relpath in wanted:
         inside = ctx.inside(relpath)
-        left = ctx.stored.over_cap(relpath) if ctx.stored is not None else None
+        left = ctx.stored is not None and ctx.stored.over_cap(relpath)
         if isinstance(inside, str):
             why.append(f"its checkpoint path {relpath!r} {inside}")
-        elif left is None and not inside.exists():
+        elif not left and not inside.exists():
             why.append(f"its checkpoint {relpath} is missing")
         else:  # here, or left in the store by the cache cap: spooled for the re-prediction
             found.append(relpath)
