@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -34,7 +34,7 @@ from pytest_itera.record import CampaignRecorder, Closure
 from pytest_itera.reload import Reloader
 from tests import recorded
 from tests.factory import VARIANT_WEIGHTS, CampaignBuilder
-from tests.files.test_s3 import LOOPBACK, _Flaky, endpoint, judged, proxied, upload
+from tests.files.test_s3 import LOOPBACK, _Counted, _Flaky, endpoint, judged, proxied, upload
 from tests.files.test_s3 import reloader as reloader
 from tests.files.test_s3 import s3 as s3  # the fixtures of the local server
 from tests.files.test_s3 import server as server
@@ -261,19 +261,6 @@ def test_the_recorder_pushes_the_campaign_it_closes(
     assert capsys.readouterr().out.splitlines()[-2] == (
         f"{url}: {len(files)} objects verified in place ({len(files)} uploaded, 0 already "
         "there)")
-
-
-class _Counted(_Flaky):
-    """Forwards everything, noting each request: (method, key, Range header)."""
-
-    seen_requests: ClassVar[list[tuple[str, str, str]]] = []
-
-    def _any(self) -> None:
-        type(self).seen_requests.append((self.command, self.path.split("?")[0],
-                                         self.headers.get("Range") or ""))
-        super()._any()
-
-    do_GET = do_HEAD = do_PUT = _any
 
 
 def read_bytes(requests: list[tuple[str, str, str]], prefix: str) -> dict[str, int]:

@@ -13,8 +13,8 @@ import pytest
 from pytest_itera.files.push import push
 from pytest_itera.files.source import S3Location
 from tests.factory import CampaignBuilder
-from tests.files.test_push import _Counted, fresh, read_bytes
-from tests.files.test_s3 import proxied
+from tests.files.test_push import fresh, read_bytes
+from tests.files.test_s3 import _Counted, proxied
 from tests.files.test_s3 import s3 as s3  # the fixtures of the local server
 from tests.files.test_s3 import server as server
 from tests.plugin.test_xdist_modes import normalised
