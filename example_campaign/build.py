@@ -63,6 +63,9 @@ class Build(Results):
 
     out: Path = field(kw_only=True)
     clock: SimClock = field(kw_only=True)
+    # The resume check's new process, started with the build: its torch import runs on the
+    # other core while the runs it resumes train. Its arguments come on stdin.
+    resumer: subprocess.Popen[str] | None = field(default=None, kw_only=True)
 
     # ---------------------------------------------------------- helpers
 
@@ -361,16 +364,32 @@ class Build(Results):
             return
         run.accept()
 
+    def start_resume_worker(self) -> None:
+        self.resumer = subprocess.Popen(
+            [sys.executable, "-m", "example_campaign.resume_worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+
+    def stop_resume_worker(self) -> None:
+        """The worker, if still running (the build failed before it was needed)."""
+        if self.resumer is not None and self.resumer.poll() is None:
+            self.resumer.kill()
+            self.resumer.communicate()
+
     def run_resume_worker(self) -> tuple[int, list[tuple[int, float]]]:
         args = [self.out / "configs/resume-check.json", self.out / P.corpus_path(RINGS.id),
                 self.rec.path(RESUME_SOURCE), self.rec.path(RESUME_OUT)]
-        done = subprocess.run(
-            [sys.executable, "-m", "example_campaign.resume_worker", *map(str, args)],
-            capture_output=True, text=True, timeout=120, check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"the resume worker failed:\n{done.stderr[-2000:]}")
-        result = json.loads(done.stdout)
+        if self.resumer is None:
+            self.start_resume_worker()
+        assert self.resumer is not None
+        try:
+            stdout, stderr = self.resumer.communicate(json.dumps(list(map(str, args))) + "\n",
+                                                      timeout=120)
+        finally:
+            self.stop_resume_worker()
+        if self.resumer.returncode != 0:
+            raise RuntimeError(f"the resume worker failed:\n{stderr[-2000:]}")
+        result = json.loads(stdout)
         return int(result["resumed_at_step"]), [(int(s), float(v)) for s, v in result["losses"]]
 
 
@@ -408,6 +427,14 @@ def build_campaign(out: Path, start: datetime) -> Path:
     torch.set_num_threads(1)  # bitwise-reproducible losses, and fair on a 2-core machine
     clock = SimClock(start, P.STEPS)
     build = Build(CampaignRecorder(out, clock=clock.now), out=out, clock=clock)
+    build.start_resume_worker()
+    try:
+        return _build(build, clock)
+    finally:
+        build.stop_resume_worker()
+
+
+def _build(build: Build, clock: SimClock) -> Path:
     build.prepare()
     build.data_check()
     build.trained_run("pilot", "train-pilot")

@@ -1,8 +1,10 @@
 """Resume a run in a new process: ``python -m example_campaign.resume_worker``.
 
-Arguments: CONFIG CORPUS CHECKPOINT_IN CHECKPOINT_OUT. Restores the complete
-resume checkpoint (another run's early save), trains to the config's
-``resume_until_step``, saves its own resume checkpoint and prints JSON
+Arguments: CONFIG CORPUS CHECKPOINT_IN CHECKPOINT_OUT, or none: then they come as one
+JSON list on stdin, so the build can start this process (and its torch import) while it
+still trains the run this one resumes. Restores the complete resume checkpoint (another
+run's early save), trains to the config's ``resume_until_step``, saves its own resume
+checkpoint and prints JSON
 ``{"resumed_at_step": N, "losses": [[step, loss], ...], "stopped": bool}``.
 """
 
@@ -20,6 +22,11 @@ from pytest_itera.record.resume import load_resume_checkpoint, save_resume_check
 
 
 def main(argv: list[str]) -> int:
+    if not argv:
+        line = sys.stdin.readline()
+        if not line:  # the build ended before it needed this resume
+            return 0
+        argv = json.loads(line)
     config_path, corpus_path, checkpoint_in, checkpoint_out = map(Path, argv)
     torch.set_num_threads(1)
     config = json.loads(config_path.read_text("utf-8"))
