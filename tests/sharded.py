@@ -113,7 +113,13 @@ def _accelerate_layout(rank: int, out: str, model: torch.nn.Module,
 
 
 if __name__ == "__main__":
-    from torch.multiprocessing.spawn import spawn
+    # The ranks are forked from this interpreter once torch, its distributed packages and
+    # accelerate are imported: two spawned ranks would import them again (seconds each).
+    import accelerate.checkpointing
+    import accelerate.utils.fsdp_utils  # noqa: F401
+    import torch.distributed.checkpoint.state_dict
+    import torch.distributed.fsdp
+    from torch.multiprocessing.spawn import start_processes
 
-    spawn(  # type: ignore[no-untyped-call]
-        _rank, args=(sys.argv[1], _free_port()), nprocs=WORLD, join=True)
+    start_processes(  # type: ignore[no-untyped-call]
+        _rank, args=(sys.argv[1], _free_port()), nprocs=WORLD, join=True, start_method="fork")
