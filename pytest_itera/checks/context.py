@@ -249,6 +249,17 @@ class Context:
         process (:class:`~pytest_itera.checks.reading.FileReader`)."""
         return self.reader.facts(relpath)
 
+    def scanned(self, relpath: str) -> FileFacts:
+        """What the temp-path scan finds in one file: :meth:`facts`, except that a binary file
+        left in the store for the item that hashes it (an xdist worker's) is not downloaded
+        for this: no scan reads inside it."""
+        stored = self.stored
+        if stored is not None and stored.deferred(relpath):
+            found = stored.facts(relpath, hashed=False)
+            assert found is not None
+            return found
+        return self.reader.facts(relpath)
+
     def read_ahead(self, relpaths: Iterable[str], workers: int) -> None:
         """Start reading these files now, on background threads (``FileReader.read_ahead``)."""
         self.reader.read_ahead(relpaths, workers)

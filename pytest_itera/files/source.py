@@ -33,7 +33,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
@@ -122,6 +122,9 @@ class Held:
     over_cap: bool = False  # a checkpoint left in the store: the cache cap
     etag: str | None = None  # (over the cap) the version listed: a spool reads only that one
     binary: bool = True  # (not copied) a NUL in its first bytes
+    # (not copied) a binary file no check reads, sniffed only: its sha256 is left to the
+    # process whose item asks for it (Staged.facts), one GET then, as the listed version
+    deferred: bool = False
     # (st_dev, st_ino, size, mtime_ns, ctime_ns) of the copy as written (scan.FileFacts):
     # the seal reuses the sha256 where a new stat of the copy gives the same.
     fingerprint: Fingerprint | None = None
@@ -137,6 +140,11 @@ class Staged:
     objects: dict[str, Held]
     checksums: bool = False  # --itera-store-checksums: the store's SHA-256 used where held
     timeout: float = 30.0  # of each request to the store (a spool's too)
+    # The deferred objects this process hashed (Staged._hashed), and the lock of that.
+    _deferred: dict[str, Held | str] = field(default_factory=dict, init=False, repr=False,
+                                            compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False,
+                                  compare=False)
 
     # -- across processes: a pytest-xdist worker reads the controller's copy and this --
 
@@ -184,11 +192,12 @@ class Staged:
         """An unreadable object's words, naming its URL (Entry.error, FileFacts.error)."""
         return f"could not be read from the store ({self.url}{key}): {self.objects[key].error}"
 
-    def facts(self, key: str) -> FileFacts | None:
+    def facts(self, key: str, *, hashed: bool = True) -> FileFacts | None:
         """The facts of an object with no local copy, from the store (None: it has one): one
         it would not give, or a binary file no check reads (its sha256 as it streamed, or
-        the store's). A checkpoint over the cap has its facts from its spool instead
-        (Context.spooled_facts)."""
+        the store's; a deferred one is streamed now, unless ``hashed`` is False: what the
+        temp-path scan needs of it, no byte read). A checkpoint over the cap has its facts
+        from its spool instead (Context.spooled_facts)."""
         from pytest_itera.files.scan import FileFacts
 
         held = self.objects.get(key)
@@ -196,7 +205,34 @@ class Staged:
             return None
         if held.error is not None:
             return FileFacts(key, 0, None, False, (), 0, error=self.trouble(key))
+        if held.deferred and not hashed and key not in self._deferred:
+            return FileFacts(key, held.size, None, True, (), 0)  # what a scan finds in it
+        if held.deferred:
+            got = self._hashed(key)
+            if isinstance(got, str):
+                return FileFacts(key, 0, None, True, (), 0, error=got)
+            return FileFacts(key, got.size, got.sha256, True, (), 0)
         return FileFacts(key, held.size, held.sha256, held.binary, (), 0)
+
+    def deferred(self, key: str) -> bool:
+        """Whether the object at ``key`` is a binary file left in the store for the item that
+        asks for its sha256 (``stage(defer=True)``)."""
+        held = self.objects.get(key)
+        return held is not None and held.deferred
+
+    def _hashed(self, key: str) -> Held | str:
+        """A deferred object streamed now, once per process (from the version listed: If-Match
+        its ETag), hashed and never written: its Held, or why it could not be had."""
+        with self._lock:
+            done = self._deferred.get(key)
+            if done is None:
+                held = self.objects[key]
+                try:
+                    done = self._source.stream(StoredObject(key, held.size, held.etag))
+                except SourceError as exc:
+                    done = f"could not be read from the store ({self.url}{key}): {exc}"
+                self._deferred[key] = done
+            return done
 
     def digest(self, key: str) -> Held | None:
         """A copied object whose sha256 was computed while it streamed (or is the store's)."""
@@ -475,7 +511,7 @@ class S3Source:
 
 
 def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
-          spare: bool = True) -> Staged:
+          spare: bool = True, defer: bool = False) -> Staged:
     """Copy the prefix into ``dest`` (created, emptied first), at most ``source.concurrency``
     objects at a time, each streamed once (its sha256 computed on the way).
 
@@ -488,8 +524,11 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
     the copy): a binary file the checks never read (not a checkpoint, nothing to scan
     inside, judged from its first 64 KiB) is never written, only hashed as it streams.
     ``checksums``: an object whose store holds a full-object SHA-256 is not hashed, and
-    such a spared file is not downloaded at all. SourceError only when the prefix cannot
-    be listed, or (no readable manifest) its bytes exceed ``cap``."""
+    such a spared file is not downloaded at all. ``defer`` (the items run in other
+    processes, pytest-xdist's workers): such a file is only sniffed (its first 64 KiB), and
+    hashed by the process whose item asks for its sha256 (:meth:`Staged.facts`). SourceError
+    only when the prefix cannot be listed, or (no readable manifest) its bytes exceed
+    ``cap``."""
     objects = {o.key: o for o in source.list()}
     parts = dest.with_name(dest.name + ".itera-parts")  # beside the copy, never inside it
     for folder in (dest, parts):
@@ -510,7 +549,8 @@ def stage(source: S3Source, dest: Path, cap: int, *, checksums: bool = False,
         plan = _plan(source.location, objects, held, units, cap)
         with ThreadPoolExecutor(max_workers=max(source.concurrency, 1)) as pool:
             done = pool.map(lambda key: (key, fetch(source, objects[key], dest, parts,
-                                                     plan[key], sums, spare=spare)), plan)
+                                                     plan[key], sums, spare=spare,
+                                                     defer=defer)), plan)
             held.update(done)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
@@ -562,11 +602,12 @@ _UNIT_DOCUMENTS = (".json", ".txt", ".md", ".yaml", ".yml")
 
 
 def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action: Action,
-          sums: _Checksums | None, *, spare: bool = False) -> Held:
+          sums: _Checksums | None, *, spare: bool = False, defer: bool = False) -> Held:
     """One object: copied, streamed for its sha256, or (``sniff``: not a checkpoint) copied
     unless its bytes are needless on disk (``spare``: no check reads them, judged from its
     first bytes): then only its sha256 is kept, the store's where it holds one, else hashed
-    as it streams, never written. Its trouble as a finding's words."""
+    as it streams, never written (``defer``: hashed later, by the process that asks). Its
+    trouble as a finding's words."""
     target = dest.joinpath(*item.key.split("/"))
     target.parent.mkdir(parents=True, exist_ok=True)  # a folder checkpoint left out: still a folder
     try:
@@ -578,6 +619,10 @@ def fetch(source: S3Source, item: StoredObject, dest: Path, parts: Path, action:
                 head = source.head(item)  # 64 KiB: the rest may not be needed at all
                 if not _read_by_checks(head):
                     return Held(item.size, known, by_store=True, binary=True)
+            elif spare and item.size > SNIFF and defer:  # 64 KiB now, the rest if needed
+                head = source.head(item)
+                if not _read_by_checks(head):
+                    return Held(item.size, binary=True, deferred=True, etag=item.etag)
             elif spare and item.size > SNIFF:  # its bytes are hashed anyway: one GET
                 head, rest = source.opened(item)
                 if not _read_by_checks(head[:SNIFF]):

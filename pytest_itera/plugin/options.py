@@ -463,7 +463,9 @@ def _staged(config: pytest.Config, url: str) -> Path:
 def _stage_here(config: pytest.Config, url: str, *, checkpoints: bool = True) -> Staged:
     """This process's copy of the prefix, under the system's temporary folder, and what
     the store said of each object beside it (for the workers); ``checkpoints``: up to the
-    cache cap of them (else none: each is spooled when an item judges it)."""
+    cache cap of them (else none: each is spooled when an item judges it). When the items
+    run elsewhere (xdist's workers) or this is a worker's own copy, a binary file no check
+    reads is only sniffed: the worker whose item asks for its sha256 downloads it."""
     import tempfile
 
     from pytest_itera.files import source
@@ -482,7 +484,8 @@ def _stage_here(config: pytest.Config, url: str, *, checkpoints: bool = True) ->
                               checksums=checksums,
                               # a seal covers the copy's files: every one is downloaded
                               spare=not (config.getoption(SEAL)
-                                         or config.getoption(VERIFY_SEAL)))
+                                         or config.getoption(VERIFY_SEAL)),
+                              defer=not checkpoints or distributed(config))
         staged.save()
     except source.SourceError as exc:
         raise pytest.UsageError(f"{CAMPAIGN}: {exc}") from None
@@ -491,6 +494,17 @@ def _stage_here(config: pytest.Config, url: str, *, checkpoints: bool = True) ->
                                 f"under {tempfile.gettempdir()} ({exc.strerror or exc})") \
             from None
     return staged
+
+
+def distributed(config: pytest.Config) -> bool:
+    """Whether pytest-xdist hands this session's items to workers (``-n N``, ``--tx`` with a
+    ``--dist`` mode), read before or after xdist settles its own options."""
+    option = config.option
+    workers = getattr(option, "numprocesses", None)
+    if workers is not None:
+        return workers not in (0, "0")
+    return bool(getattr(option, "tx", None)) and (getattr(option, "dist", "no") != "no"
+                                                  or bool(getattr(option, "distload", False)))
 
 
 def _bytes(config: pytest.Config, ini: str, default: int) -> int:

@@ -34,7 +34,16 @@ from pytest_itera.record import CampaignRecorder, Closure
 from pytest_itera.reload import Reloader
 from tests import recorded
 from tests.factory import VARIANT_WEIGHTS, CampaignBuilder
-from tests.files.test_s3 import LOOPBACK, _Counted, _Flaky, endpoint, judged, proxied, upload
+from tests.files.test_s3 import (
+    LOOPBACK,
+    _Counted,
+    _Flaky,
+    endpoint,
+    judged,
+    proxied,
+    read_bytes,
+    upload,
+)
 from tests.files.test_s3 import reloader as reloader
 from tests.files.test_s3 import s3 as s3  # the fixtures of the local server
 from tests.files.test_s3 import server as server
@@ -261,17 +270,6 @@ def test_the_recorder_pushes_the_campaign_it_closes(
     assert capsys.readouterr().out.splitlines()[-2] == (
         f"{url}: {len(files)} objects verified in place ({len(files)} uploaded, 0 already "
         "there)")
-
-
-def read_bytes(requests: list[tuple[str, str, str]], prefix: str) -> dict[str, int]:
-    """Key -> bytes asked for by GET (ranges summed)."""
-    asked: dict[str, int] = {}
-    for method, path, span in requests:
-        if method == "GET" and path.startswith(prefix) and span.startswith("bytes="):
-            start, end = span.removeprefix("bytes=").split("-")
-            key = path[len(prefix):]
-            asked[key] = asked.get(key, 0) + int(end) - int(start) + 1
-    return asked
 
 
 @pytest.mark.parametrize("checksums", [False, True])

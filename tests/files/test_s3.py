@@ -42,6 +42,7 @@ from pytest_itera.files import scan, source
 from pytest_itera.files.source import Held, S3Location, S3Source, SourceError, stage
 from pytest_itera.reload import Reloader
 from pytest_itera.report import seal
+from tests.checks.judging import expect_finding
 from tests.factory import CONTROL_CKPT, RESUME_CKPT, VARIANT_WEIGHTS, CampaignBuilder
 from tests.inprocess import registry
 from tests.runner import python_path_with_repo
@@ -351,6 +352,47 @@ def test_each_object_is_hashed_once_while_it_streams(
     assert resources[VARIANT_WEIGHTS] == staged.objects[VARIANT_WEIGHTS].sha256
 
 
+@pytest.mark.parametrize("changed", [False, True], ids=["as-listed", "changed-after-listing"])
+def test_a_deferred_binary_file_is_read_only_by_the_item_that_hashes_it(
+        s3: Any, server: str, campaign: CampaignBuilder, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, reloader: Reloader, changed: bool) -> None:
+    """``stage(defer=True)`` (the items run on xdist workers): a binary file no check reads is
+    only sniffed; its temporary-path scan reads none of it, files-intact streams it once,
+    from the version listed: a file replaced since is named, not mixed with the new one."""
+    big = "runs/variant-a/embeddings.bin"
+    campaign.files[big] = b"\0" + bytes(range(256)) * (1 << 12)  # 1 MiB, binary
+    root = campaign.write()
+    url = upload(s3, root)
+
+    class Counted(_Counted):
+        upstream, seen_requests = server, []
+
+    with proxied(monkeypatch, Counted):
+        staged = stage(S3Source(S3Location.parse(url), timeout=5), tmp_path / "c", 1 << 30,
+                       defer=True)
+        assert staged.deferred(big)
+        assert not (staged.root / big).exists()
+        assert staged.deferred("runs/control/predictions.jsonl") is False  # text: copied
+        prefix = f"/{bucket_of(url)}/closures/tiny/"
+        sniffed = read_bytes(Counted.seen_requests, prefix)
+        assert sniffed[big] == source.SNIFF
+        if changed:
+            s3.put_object(Bucket=bucket_of(url), Key=f"closures/tiny/{big}",
+                          Body=b"\0" * (1 << 20))
+        scanned = judged(staged, reloader, f"no-temp-paths[{big}]")
+        assert not scanned[f"no-temp-paths[{big}]"].failed
+        assert read_bytes(Counted.seen_requests, prefix) == sniffed  # the scan read nothing
+        found = judged(staged, reloader, f"files-intact[{big}]")[f"files-intact[{big}]"]
+    hashed = read_bytes(Counted.seen_requests, prefix)[big] - source.SNIFF
+    if not changed:
+        assert not found.failed, found.message
+        assert hashed == len(campaign.files[big])
+        return
+    expect_finding(found.findings, "files-intact.unreadable",
+                   says=f"{big} cannot be read: could not be read from the store ({url}{big}): "
+                        "changed while it was being copied (its ETag is no longer ")
+
+
 def test_the_stores_sha256_spares_hashing_and_downloading_and_is_named_when_it_differs(
         s3: Any, campaign: CampaignBuilder, tmp_path: Path, reloader: Reloader,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -539,6 +581,17 @@ class _Counted(_Flaky):
         super()._any()
 
     do_GET = do_HEAD = do_PUT = _any
+
+
+def read_bytes(requests: list[tuple[str, str, str]], prefix: str) -> dict[str, int]:
+    """Key -> bytes asked for by GET (ranges summed)."""
+    asked: dict[str, int] = {}
+    for method, path, span in requests:
+        if method == "GET" and path.startswith(prefix) and span.startswith("bytes="):
+            start, end = span.removeprefix("bytes=").split("-")
+            key = path[len(prefix):]
+            asked[key] = asked.get(key, 0) + int(end) - int(start) + 1
+    return asked
 
 
 @contextmanager

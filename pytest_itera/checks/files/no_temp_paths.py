@@ -24,14 +24,14 @@ def scan_targets(ctx: Context) -> Iterable[str]:
 def scan_suspects(ctx: Context, members: Sequence[str]) -> list[str]:
     """The files of a folder item that :func:`no_temp_paths` may fail, in one pass: those
     read with an error, not wholly scanned, or with a hit."""
-    facts = ctx.facts
+    facts = ctx.scanned
     return [m for m in members
             if (f := facts(m)).error is not None or f.unscanned is not None or f.hit_count]
 
 
 def no_temp_paths(ctx: Context, target: str | None) -> Iterator[Finding]:
     assert target is not None
-    facts = ctx.facts(target)
+    facts = ctx.scanned(target)
     if facts.error is not None:
         yield Finding(f"{target} cannot be scanned: {facts.error}", where=target,
                       code="no-temp-paths.unreadable")
