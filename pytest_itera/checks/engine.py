@@ -98,6 +98,12 @@ def _in_files(files: tuple[tuple[str, tuple[Finding, ...]], ...], of: int) -> st
     return "\n".join(lines)
 
 
+class _Later(BaseException):
+    """A check computed while a verdict is awaited (:meth:`Judge.work_until`) asked for
+    another verdict not in yet: it is left to its item. A BaseException, so that no
+    ``except Exception`` of a check's takes it for a failure of the check."""
+
+
 class Judge:
     """The engine's verdicts on one campaign (one per :class:`Context`, :func:`judge`): each
     check/target is evaluated at most once, so a check may consult another check's verdict
@@ -132,14 +138,19 @@ class Judge:
         self._idle = iter(list(pairs))
 
     def work_until(self, ready: Callable[[], bool]) -> None:
-        if self._idle is None or self._idling:
-            return  # nothing to do, or a check computed meanwhile asked for a reload itself
+        if self._idle is None:
+            return  # nothing to do
+        if self._idling:  # a check computed meanwhile asks for a verdict itself
+            if not ready():
+                raise _Later  # its item computes it, after the verdict: on to the next
+            return
         self._idling = True
         try:
             while not ready() and (pair := next(self._idle, None)) is not None:
                 if pair[0] in self.checks:
-                    # A check that fails to compute is left to its item, which says why.
-                    with contextlib.suppress(Exception):
+                    # A check that fails to compute is left to its item, which says why; one
+                    # that needs a verdict not in yet keeps what it memoised on the way.
+                    with contextlib.suppress(Exception, _Later):
                         self.findings(*pair)
         finally:
             self._idling = False

@@ -30,7 +30,7 @@ from pytest_itera.core.findings import Finding
 from pytest_itera.core.money import example_catalogue
 from pytest_itera.files.scan import SMALL_FILE
 from pytest_itera.reload import Reloader, ReloadResult
-from tests.factory import CONTROL_CKPT, CampaignBuilder
+from tests.factory import CONTROL_CKPT, VARIANT_WEIGHTS, CampaignBuilder
 
 if TYPE_CHECKING:
     from pytest_itera.reload import Reloader
@@ -611,6 +611,35 @@ def test_while_a_verdict_is_awaited_the_later_checks_are_judged(root: Path) -> N
         judge(ctx).work_while_waiting([("probe", "another")])
         assert ctx.reload("runs/variant-a/weights.pt", "torch").ok  # not ahead: no work first
         assert "another" not in run.calls
+
+
+def test_a_check_judged_meanwhile_that_needs_another_verdict_is_left_to_its_item(
+    root: Path,
+) -> None:
+    """A check computed while a verdict is awaited that asks for another verdict not in yet
+    (artifacts-required consults a checkpoint's reload) does not hold the later checks up:
+    it is left to its item, which judges it once the verdict is in, and the pairs after it
+    are computed meanwhile."""
+    run, asked = Recorder(), list[bool]()
+
+    def waits(ctx: Context, target: str | None) -> list[Finding]:
+        asked.append(True)
+        reloaded = ctx.reload(VARIANT_WEIGHTS, "torch")
+        return [] if reloaded.ok else [Finding("does not reload", where=VARIANT_WEIGHTS)]
+
+    probe, waiting = check(run, targets=listed), check(cast("Recorder", waits), id="waits")
+    with Reloader(jobs=1) as reloader:
+        ctx = context(root, probe, waiting, reloader_factory=lambda: reloader,
+                      close_reloader=False)
+        pairs: list[tuple[str, str | None]] = [("waits", None)]
+        pairs += [("probe", target) for target in listed(ctx)]
+        ctx.reload_ahead([CONTROL_CKPT, VARIANT_WEIGHTS])
+        judge(ctx).work_while_waiting(pairs)
+        assert ctx.reload(CONTROL_CKPT, "torch").ok
+        assert run.calls == [target for _, target in pairs[1:]]  # not held up by "waits"
+        assert asked == [True]  # tried once meanwhile, left to its item
+        assert judge(ctx).findings("waits", None) == ()  # its item: after the verdict
+        assert asked == [True, True]
 
 
 @pytest.mark.parametrize(("close_reloader", "closed"), [(True, 1), (False, 0)])
