@@ -5,6 +5,7 @@ the controller's folder is hidden from them by a conftest hook)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,10 @@ import os
 from pytest_itera.files import source
 
 worker = os.environ.get("PYTEST_XDIST_WORKER")
-if worker:  # as on another host: the controller's copy is not where a worker looks
+# A worker of this session (not its controller, which runs in the test's own process: that
+# process may be an xdist worker of the suite itself, and keeps this module's patch)
+if worker and str(os.getpid()) != os.environ.get("ITERA_TEST_CONTROLLER_PID"):
+    # as on another host: the controller's copy is not where a worker looks
     mine = f".{worker}.itera-store.json"
     source.Staged.sidecar = staticmethod(lambda root: root.with_name(root.name + mine))
 '''
@@ -43,6 +47,7 @@ def judged_in_modes(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, 
     each worker its own copy): the normalised JSON report and the bytes GET asked for, per
     key, of each mode."""
     loc = S3Location.parse(url)
+    monkeypatch.setenv("ITERA_TEST_CONTROLLER_PID", str(os.getpid()))  # ANOTHER_HOST's
 
     class Counted(_Counted):
         upstream, seen_requests = server, []
