@@ -1,8 +1,10 @@
 """Accepting a campaign from S3-compatible storage against the plain route (issue 28, point 5).
 Not a test.
 
-Starts moto's server on 127.0.0.1, uploads the factory's campaign plus one large listed file
-(random bytes, --size-mib, default 256; the issue's figure is 1024), then times:
+Starts moto's server on 127.0.0.1 (a process of its own: in this one, its threads would share
+the GIL with the boto3 floor and with the poller of the local copy's size), uploads the
+factory's campaign plus one large listed file (random bytes, --size-mib, default 256; the
+issue's figure is 1024), then times:
 
 - the floor: the library's own copy of every object (boto3 ``download_file``, what
   ``aws s3 cp --recursive`` does) into a local folder, then ``pytest --itera-campaign DIR``;
@@ -28,6 +30,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -37,7 +40,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import boto3  # type: ignore[import-untyped]
-from moto.server import ThreadedMotoServer
 
 from tests.factory import CampaignBuilder
 
@@ -93,10 +95,11 @@ def main() -> None:
                         "(moto reads a whole object for each of its ranged GETs: minutes per GiB)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="itera-bench-s3-"))
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
+    host, port = "127.0.0.1", free_port()
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        host, port = server.get_host_and_port()
+        wait_for(host, port)
         endpoint = f"http://{host}:{port}"
         scratch = work / "tmp"  # the runs' TMPDIR: their local copies, no one else's
         scratch.mkdir()
@@ -161,8 +164,28 @@ def main() -> None:
               f"{args.size_mib} MiB listed file not downloaded; peak local copy "
               f"{trusted_disk / (1 << 20):.1f} MiB")
     finally:
-        server.stop()
+        server.kill()
+        server.wait()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(host: str, port: int, seconds: float = 30.0) -> None:
+    """Until the server accepts connections."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"moto's server did not start on {host}:{port}") from None
+            time.sleep(0.1)
 
 
 def command(argv: list[str], env: dict[str, str]) -> float:

@@ -3,10 +3,12 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from tests.factory import CampaignBuilder, built_example, tree_digest
 from tests.runner import LEAN_ADDOPTS, Itera, python_path_with_repo
@@ -62,13 +64,37 @@ def _lean_inner_sessions(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
         monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_ADDOPTS)
 
 
+def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str,
+                 build: Callable[[Path], object]) -> Path:
+    """A folder ``build`` fills, made once for the whole run: under pytest-xdist the first
+    worker that asks builds it (under a file lock, into a folder of its own renamed into
+    place when complete) and the others read it, instead of each worker building its own on
+    the same cores. Read it, or copy it before changing it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        folder = tmp_path_factory.mktemp(name)
+        build(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent  # every worker's basetemp is under it
+    done = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.is_dir():
+            partial = shared / f"{name}.{worker}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir()
+            build(partial)
+            partial.rename(done)
+    return done
+
+
 @pytest.fixture(scope="session")
 def fsdp_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """FSDP2 checkpoints of 2 CPU ranks (tests/sharded.py), written once per session: a
-    multi-process run costs tens of seconds.  Tests copy before damaging them."""
+    """FSDP2 checkpoints of 2 CPU ranks (tests/sharded.py), written once per run (a
+    multi-process run costs seconds): tests copy before damaging them."""
     from tests import sharded
 
-    return sharded.fsdp_checkpoints(tmp_path_factory.mktemp("fsdp"))
+    folder = once_per_run(tmp_path_factory, "fsdp", sharded.fsdp_checkpoints)
+    return {name: folder / name for name in sharded.FOLDERS}
 
 
 @pytest.fixture
@@ -103,7 +129,8 @@ def itera(pytester: pytest.Pytester, xdist: str, monkeypatch: pytest.MonkeyPatch
 
 @pytest.fixture(scope="session")
 def example_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example campaign, built once per session (per xdist worker) for every module
-    that reads it (tests/record/test_example_build.py, tests/checks/test_base_proof.py):
-    read it, or copy it before changing it (it holds no absolute path)."""
-    return built_example(tmp_path_factory.mktemp("example") / "campaign")
+    """The example campaign, built once per run (:func:`once_per_run`) for every module that
+    reads it (tests/record/test_example_build.py, tests/checks/artifacts/test_adapter_pinned.py,
+    ...): read it, or copy it before changing it (it holds no absolute path)."""
+    return once_per_run(tmp_path_factory, "example", lambda f: built_example(f / "campaign")) \
+        / "campaign"

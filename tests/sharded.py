@@ -24,6 +24,7 @@ from types import SimpleNamespace
 import torch
 
 WORLD = 2
+FOLDERS = ("dcp", "accelerate", "accelerate-full")  # what fsdp_checkpoints writes
 
 
 def _free_port() -> int:
@@ -43,12 +44,10 @@ def fsdp_checkpoints(folder: Path) -> dict[str, Path]:
                               capture_output=True, text=True, timeout=600, check=False)
         if done.returncode == 0:
             break
-        shutil.rmtree(folder / "dcp", ignore_errors=True)
-        for made in ("accelerate", "accelerate-full"):
+        for made in FOLDERS:
             shutil.rmtree(folder / made, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-6000:]
-    return {"dcp": folder / "dcp", "accelerate": folder / "accelerate",
-            "accelerate-full": folder / "accelerate-full"}
+    return {name: folder / name for name in FOLDERS}
 
 
 def _rank(rank: int, folder: str, port: int) -> None:
