@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -584,24 +585,33 @@ def test_without_a_loader_a_reload_is_a_plugin_error(root: Path) -> None:
         ctx.reload(CONTROL_CKPT, "torch")
 
 
+@contextmanager
+def judged_while_waiting(root: Path, first: Check, ahead: list[str]
+                         ) -> Iterator[tuple[Context, Recorder, list[tuple[str, str | None]]]]:
+    """A context of ``first`` and a probe check, on a real reload server handed the
+    checkpoints ``ahead``: the pairs ``first``, then the probe on every listed file, are to be
+    judged while a verdict is awaited. Yields the context, the probe and the pairs."""
+    run = Recorder()
+    with Reloader(jobs=1) as reloader:
+        ctx = context(root, check(run, targets=listed), first,
+                      reloader_factory=lambda: reloader, close_reloader=False)
+        pairs: list[tuple[str, str | None]] = [(first.id, None)]
+        pairs += [("probe", target) for target in listed(ctx)]
+        ctx.reload_ahead(ahead)
+        judge(ctx).work_while_waiting(pairs)
+        yield ctx, run, pairs
+
+
 def test_while_a_verdict_is_awaited_the_later_checks_are_judged(root: Path) -> None:
     """A verdict handed over ahead waits for the server's torch import (~1 s, a real server
     here): meanwhile the pairs given are computed, in order, once each. A check that fails
     to compute is left to its item, which raises as before; a reload not handed over ahead
     starts at once, with no work first."""
-    run = Recorder()
-
     def boom(ctx: Context, target: str | None) -> list[Finding]:
         raise RuntimeError("a plugin bug")
 
-    probe, broken = check(run, targets=listed), check(cast("Recorder", boom), id="boom")
-    with Reloader(jobs=1) as reloader:
-        ctx = context(root, probe, broken, reloader_factory=lambda: reloader,
-                      close_reloader=False)
-        pairs: list[tuple[str, str | None]] = [("boom", None)]
-        pairs += [("probe", target) for target in listed(ctx)]
-        ctx.reload_ahead([CONTROL_CKPT])
-        judge(ctx).work_while_waiting(pairs)
+    with judged_while_waiting(root, check(cast("Recorder", boom), id="boom"),
+                              [CONTROL_CKPT]) as (ctx, run, pairs):
         assert ctx.reload(CONTROL_CKPT, "torch").ok
         assert run.calls == [target for _, target in pairs[1:]]
         assert all(judge(ctx).findings("probe", target) == () for _, target in pairs[1:])
@@ -620,21 +630,15 @@ def test_a_check_judged_meanwhile_that_needs_another_verdict_is_left_to_its_item
     (artifacts-required consults a checkpoint's reload) does not hold the later checks up:
     it is left to its item, which judges it once the verdict is in, and the pairs after it
     are computed meanwhile."""
-    run, asked = Recorder(), list[bool]()
+    asked = list[bool]()
 
     def waits(ctx: Context, target: str | None) -> list[Finding]:
         asked.append(True)
         reloaded = ctx.reload(VARIANT_WEIGHTS, "torch")
         return [] if reloaded.ok else [Finding("does not reload", where=VARIANT_WEIGHTS)]
 
-    probe, waiting = check(run, targets=listed), check(cast("Recorder", waits), id="waits")
-    with Reloader(jobs=1) as reloader:
-        ctx = context(root, probe, waiting, reloader_factory=lambda: reloader,
-                      close_reloader=False)
-        pairs: list[tuple[str, str | None]] = [("waits", None)]
-        pairs += [("probe", target) for target in listed(ctx)]
-        ctx.reload_ahead([CONTROL_CKPT, VARIANT_WEIGHTS])
-        judge(ctx).work_while_waiting(pairs)
+    with judged_while_waiting(root, check(cast("Recorder", waits), id="waits"),
+                              [CONTROL_CKPT, VARIANT_WEIGHTS]) as (ctx, run, pairs):
         assert ctx.reload(CONTROL_CKPT, "torch").ok
         assert run.calls == [target for _, target in pairs[1:]]  # not held up by "waits"
         assert asked == [True]  # tried once meanwhile, left to its item
