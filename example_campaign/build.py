@@ -379,9 +379,7 @@ class Build(Results):
     def run_resume_worker(self) -> tuple[int, list[tuple[int, float]]]:
         args = [self.out / "configs/resume-check.json", self.out / P.corpus_path(RINGS.id),
                 self.rec.path(RESUME_SOURCE), self.rec.path(RESUME_OUT)]
-        if self.resumer is None:
-            self.start_resume_worker()
-        assert self.resumer is not None
+        assert self.resumer is not None, "build_campaign starts it with the build"
         try:
             stdout, stderr = self.resumer.communicate(json.dumps(list(map(str, args))) + "\n",
                                                       timeout=120)
@@ -429,12 +427,13 @@ def build_campaign(out: Path, start: datetime) -> Path:
     build = Build(CampaignRecorder(out, clock=clock.now), out=out, clock=clock)
     build.start_resume_worker()
     try:
-        return _build(build, clock)
+        return _build(build)
     finally:
         build.stop_resume_worker()
 
 
-def _build(build: Build, clock: SimClock) -> Path:
+def _build(build: Build) -> Path:
+    clock = build.clock
     build.prepare()
     build.data_check()
     build.trained_run("pilot", "train-pilot")
